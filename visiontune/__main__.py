@@ -1,0 +1,5 @@
+import sys
+
+from visiontune.cli import main
+
+sys.exit(main())

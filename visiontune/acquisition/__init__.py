@@ -1,0 +1,1 @@
+"""acquisition layer (see DESIGN.md)."""

@@ -1,0 +1,40 @@
+"""One exception hierarchy for every failure a user can cause.
+
+The app and the command line turn any :class:`VisionTuneError` into one clear message;
+anything else is a bug.
+"""
+
+
+class VisionTuneError(Exception):
+    """Base class of every error VisionTune reports to a user."""
+
+
+class InvalidInputError(VisionTuneError, ValueError):
+    """An argument has the wrong shape, type or value (NaN, inf, out of range...).
+
+    The message names the argument and says what was expected and what was found.
+    """
+
+
+class ConfigurationError(VisionTuneError):
+    """A protocol, calibration or settings file is missing, malformed or out of range."""
+
+
+class CalibrationError(ConfigurationError):
+    """A screen calibration is impossible, or a letter cannot be shown faithfully on it."""
+
+
+class ProtocolError(ConfigurationError):
+    """A session protocol file is invalid (the message names file, key, expected, found)."""
+
+
+class StoreError(VisionTuneError):
+    """The trial log cannot be read or written (damaged, locked, newer schema...)."""
+
+
+class SessionError(VisionTuneError):
+    """A session operation is not allowed in the session's current state."""
+
+
+class NumericalError(VisionTuneError):
+    """A numerical procedure failed to converge or produced a non-finite result."""

@@ -1,0 +1,1 @@
+"""gp layer (see DESIGN.md)."""

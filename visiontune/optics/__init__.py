@@ -1,0 +1,1 @@
+"""optics layer (see DESIGN.md)."""
