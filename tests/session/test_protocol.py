@@ -1,0 +1,238 @@
+"""Protocol files: the shipped ones load; every malformed field gives its precise error."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import visiontune
+from visiontune.errors import ProtocolError
+from visiontune.session.protocol import (
+    Precision,
+    SearchSpace,
+    SlopePrior,
+    list_protocols,
+    load_protocol,
+    parse_protocol,
+    protocol_dirs,
+)
+
+CHECKOUT_PROTOCOLS = Path(visiontune.__file__).resolve().parent.parent / "protocols"
+
+VALID = {
+    "name": "x",
+    "description": "test protocol",
+    "policy": "ucb-ald",
+    "seed": 3,
+    "initial_random_trials": 5,
+    "search_space": {"sphere_d": [-4.0, 4.0], "cylinder_d": [-4.0, 4.0], "axis_deg": 90.0},
+    "context_space": {"logmar": [-1.0, 2.0]},
+    "letters": {"set": "letters26", "n_alternatives": 26},
+    "stopping": {"max_trials": 100, "min_trials": 10, "precision": {"sphere_d": 0.25, "cylinder_d": 0.5}},
+    "model": {"kernel": "refraction-se", "hyperparameters": {"theta": 25.0, "lengthscales": [1.5, 2.0], "variance": 4}},
+    "psychometric": {"slope_prior": {"distribution": "lognormal", "median": 5.0, "sigma": 0.4}},
+}
+
+
+def _value(v) -> str:
+    if isinstance(v, (bool, int, float, str, list)):
+        return json.dumps(v)  # JSON scalars and arrays of them are valid TOML
+    raise TypeError(v)
+
+
+def to_toml(doc: dict, prefix: str = "") -> str:
+    """A tiny TOML writer for the test documents (tables after plain keys)."""
+    lines = [f"{k} = {_value(v)}" for k, v in doc.items() if not isinstance(v, dict)]
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{prefix}{k}]", to_toml(v, f"{prefix}{k}.")]
+    return "\n".join(lines)
+
+
+def edited(path: str, value=..., doc=VALID) -> str:
+    """TOML of ``doc`` with the dotted ``path`` set to ``value`` (deleted when ``...``)."""
+    doc = copy.deepcopy(doc)
+    *parents, last = path.split(".")
+    node = doc
+    for p in parents:
+        node = node[p]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return to_toml(doc)
+
+
+def error_of(text: str, source: str = "protocols/x.toml") -> str:
+    with pytest.raises(ProtocolError) as info:
+        parse_protocol(text, source=source)
+    return str(info.value)
+
+
+def test_writer_round_trips_the_valid_document():
+    assert tomllib.loads(to_toml(VALID)) == VALID
+
+
+def test_valid_document_parses_to_values():
+    p = parse_protocol(to_toml(VALID), source="protocols/x.toml")
+    assert p.search_space == SearchSpace((-4.0, 4.0), (-4.0, 4.0), 90.0)
+    assert p.logmar_range == (-1.0, 2.0) and p.chance == pytest.approx(1 / 26)
+    assert p.stopping.precision == Precision(0.25, 0.5, 0.95) and p.stopping.min_trials == 10
+    assert dict(p.model.hyperparameters) == {"theta": 25.0, "lengthscales": (1.5, 2.0), "variance": 4.0}
+    assert p.model.fit is None
+    assert p.slope_prior == SlopePrior("lognormal", median=5.0, sigma=0.4)
+    assert p.seed == 3 and p.source == "protocols/x.toml"
+
+
+def test_optional_parts_may_be_omitted():
+    text = edited("psychometric")
+    text = edited("search_space.axis_deg", doc=tomllib.loads(text))
+    doc = tomllib.loads(text)
+    del doc["stopping"]["precision"], doc["stopping"]["min_trials"]
+    p = parse_protocol(to_toml(doc))
+    assert p.slope_prior is None and p.search_space.axis_deg is None
+    assert p.stopping.precision is None and p.stopping.min_trials == 0
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        # wrong types
+        ("stopping.max_trials", "ten", 'stopping.max_trials: expected an integer >= 1, found "ten"'),
+        ("stopping.max_trials", 10.0, "stopping.max_trials: expected an integer >= 1, found 10.0"),
+        ("stopping.max_trials", True, "stopping.max_trials: expected an integer >= 1, found true"),
+        ("seed", -1, "seed: expected an integer in [0, 9223372036854775807], found -1"),
+        ("seed", "0", 'seed: expected an integer in [0, 9223372036854775807], found "0"'),
+        ("name", 3, "name: expected a non-empty string, found 3"),
+        ("description", "", 'description: expected a non-empty string, found ""'),
+        ("search_space", [1, 2], "search_space: expected a table, found [1, 2]"),
+        ("search_space.sphere_d", "-4..4", 'search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30, found "-4..4"'),
+        ("search_space.cylinder_d", [-1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10, found [-1.0]"),
+        ("search_space.axis_deg", "90", 'search_space.axis_deg: expected a number in [0, 180), found "90"'),
+        ("letters.n_alternatives", 26.0, "letters.n_alternatives: expected an integer in [2, 26], found 26.0"),
+        ("stopping.precision.sphere_d", "0.25", 'stopping.precision.sphere_d: expected a number in (0, 10], found "0.25"'),
+        ("model.hyperparameters.theta", "big", 'model.hyperparameters.theta: expected a number in (0, inf], found "big"'),
+        ("model.hyperparameters.lengthscales", [1.0, -2.0], "model.hyperparameters.lengthscales[1]: expected a number in (0, inf], found -2.0"),
+        # unknown names
+        ("policy", "ucb-aldd", 'policy: expected one of "bald", "cbkg", "kss-ald", "muc-ald", "random-contextual", '
+         '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"'),
+        ("letters.set", "sloan-10", 'letters.set: expected one of "landolt_c", "letters26", "sloan", "tumbling_e", found "sloan-10"'),
+        ("model.kernel", "rbf", 'model.kernel: expected one of "contextual-product-se", "refraction-power-vector-se", "refraction-se", found "rbf"'),
+        # out of range / inverted
+        ("search_space.sphere_d", [4.0, -4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (the interval is inverted or empty), found [4.0, -4.0]"),
+        ("search_space.cylinder_d", [1.0, 1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10 (the interval is inverted or empty), found [1.0, 1.0]"),
+        ("search_space.sphere_d", [-40.0, 4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (outside the physical range), found [-40.0, 4.0]"),
+        ("context_space.logmar", [-1.5, 2.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (outside the physical range), found [-1.5, 2.0]"),
+        ("context_space.logmar", [2.0, -1.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (the interval is inverted or empty), found [2.0, -1.0]"),
+        ("search_space.axis_deg", 180, "search_space.axis_deg: expected a number in [0, 180), found 180"),
+        ("letters.n_alternatives", 27, "letters.n_alternatives: expected an integer in [2, 26], found 27"),
+        ("letters.n_alternatives", 1, "letters.n_alternatives: expected an integer in [2, 26], found 1"),
+        ("stopping.max_trials", 0, "stopping.max_trials: expected an integer >= 1, found 0"),
+        ("stopping.min_trials", 101, "stopping.min_trials: expected an integer in [0, 100], found 101"),
+        ("initial_random_trials", 101, "initial_random_trials: expected an integer in [0, 100] (stopping.max_trials), found 101"),
+        ("stopping.precision.cylinder_d", 0, "stopping.precision.cylinder_d: expected a number in (0, 10], found 0"),
+        ("psychometric.slope_prior.sigma", 0.0, "psychometric.slope_prior.sigma: expected a number in (0, 10], found 0.0"),
+        ("model.hyperparameters.variance", 0, "model.hyperparameters.variance: expected a number in (0, inf], found 0"),
+    ],
+)
+def test_each_bad_field_gives_its_precise_error(path, value, message):
+    assert error_of(edited(path, value)) == f"protocols/x.toml: {message}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["name", "policy", "seed", "search_space", "search_space.sphere_d", "context_space.logmar",
+     "letters.set", "stopping.max_trials", "model.kernel", "stopping.precision.cylinder_d"],
+)  # fmt: skip
+def test_missing_required_key(path):
+    assert error_of(edited(path)) == f"protocols/x.toml: {path}: missing required key"
+
+
+@pytest.mark.parametrize(
+    "path, allowed",
+    [
+        ("max_trial", "context_space, description, initial_random_trials, letters, model, name, policy, "
+         "psychometric, search_space, seed, stopping"),
+        ("stopping.max_trial", "max_trials, min_trials, precision"),
+        ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),
+        ("stopping.precision.width", "cylinder_d, level, sphere_d"),
+        ("psychometric.slope_prior.mean", "distribution, median, sigma"),
+    ],
+)
+def test_unknown_key_is_an_error(path, allowed):
+    assert error_of(edited(path, 1)) == f"protocols/x.toml: {path}: unknown key (allowed here: {allowed})"
+
+
+def test_model_needs_exactly_one_of_fit_and_hyperparameters():
+    both = tomllib.loads(edited("model.fit", "simulation"))
+    assert error_of(to_toml(both)).endswith('model.fit = "simulation", found both')
+    assert error_of(edited("model.hyperparameters")).endswith("found neither")
+    fit_only = tomllib.loads(edited("model.hyperparameters"))
+    fit_only["model"]["fit"] = "simulation"
+    assert parse_protocol(to_toml(fit_only)).model.fit == "simulation"
+    fit_only["model"]["fit"] = "mle"
+    assert error_of(to_toml(fit_only)) == 'protocols/x.toml: model.fit: expected one of "simulation", found "mle"'
+
+
+def test_slope_prior_variants():
+    uniform = {"distribution": "uniform", "range": [1.0, 8.0]}
+    assert parse_protocol(edited("psychometric.slope_prior", uniform)).slope_prior == SlopePrior("uniform", range=(1.0, 8.0))
+    fixed = {"distribution": "fixed", "value": 5}
+    assert parse_protocol(edited("psychometric.slope_prior", fixed)).slope_prior == SlopePrior("fixed", value=5.0)
+    bad = {"distribution": "fixed", "median": 5.0}
+    assert error_of(edited("psychometric.slope_prior", bad)).startswith("protocols/x.toml: psychometric.slope_prior.median: unknown key")
+    assert error_of(edited("psychometric.slope_prior", {"distribution": "beta"})).startswith(
+        'protocols/x.toml: psychometric.slope_prior.distribution: expected one of "fixed", "lognormal", "uniform", found "beta"'
+    )
+
+
+def test_invalid_toml_names_the_source():
+    assert error_of("name = \n").startswith("protocols/x.toml: invalid TOML (")
+
+
+def test_shipped_protocols():
+    assert list_protocols() == ["clinical-sloan", "paper-ucb-ald", "ts-ald"]
+    assert CHECKOUT_PROTOCOLS in protocol_dirs()
+    paper = load_protocol("paper-ucb-ald")
+    assert (paper.policy, paper.letter_set, paper.n_alternatives) == ("ucb-ald", "letters26", 26)
+    assert paper.search_space.sphere_d == paper.search_space.cylinder_d == (-4.0, 4.0)
+    assert paper.logmar_range == (-1.0, 2.0) and paper.stopping.max_trials == 260
+    assert paper.model.kernel == "refraction-se" and paper.model.fit == "simulation"
+    sloan = load_protocol("clinical-sloan")
+    assert (sloan.letter_set, sloan.n_alternatives, sloan.policy) == ("sloan", 10, "ucb-ald")
+    assert sloan.stopping.precision == Precision(0.25, 0.25, 0.95)
+    assert sloan.stopping.max_trials < paper.stopping.max_trials
+    assert load_protocol("ts-ald").policy == "ts-ald"
+    for name in list_protocols():
+        assert load_protocol(name).name == name
+
+
+def test_load_by_path_and_errors(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(edited("stopping.max_trials", "ten"))
+    with pytest.raises(ProtocolError, match=rf'^{path}: stopping.max_trials: expected an integer >= 1, found "ten"$'):
+        load_protocol(path)
+    path.write_text(to_toml(VALID))
+    assert load_protocol(str(path)).source == str(path)
+    with pytest.raises(ProtocolError, match=r"^nope: no shipped protocol of that name \(available: clinical-sloan, paper-ucb-ald, ts-ald\)"):
+        load_protocol("nope")
+    with pytest.raises(ProtocolError, match="no such protocol file"):
+        load_protocol(tmp_path / "missing.toml")
+
+
+def test_letter_set_sizes_agree_with_the_shipped_stimuli():
+    from visiontune.session.protocol import LETTER_SETS
+
+    stimuli = Path(visiontune.__file__).resolve().parent / "data" / "stimuli"
+    checked = 0
+    for name, size in LETTER_SETS.items():
+        path = stimuli / f"{name}.json"
+        if path.is_file():
+            assert json.loads(path.read_text())["n_alternatives"] == size, name
+            checked += 1
+    if checked == 0:
+        pytest.skip("no stimuli data shipped yet")

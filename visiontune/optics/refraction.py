@@ -1,0 +1,90 @@
+"""The refraction problem of seed 002 §5: search box, context box, the lens axis.
+
+Search space ``X = [-4, 4]²`` diopters over ``(sphere, cylinder)`` at a fixed axis;
+context (letter size) ``S = [-1, 2]`` logMAR (seed 002 §5.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from visiontune._validate import finite_array, points
+from visiontune.errors import InvalidInputError
+
+__all__ = ["Box", "SEARCH_BOX", "CONTEXT_BOX", "RefractionProblem", "REFRACTION_PROBLEM"]
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned box ``Π [lower_i, upper_i]``; ``names`` say what each coordinate is."""
+
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        lo = finite_array("lower", self.lower, ndim=1)
+        hi = finite_array("upper", self.upper, ndim=1)
+        if lo.shape != hi.shape or len(self.names) != lo.shape[0]:
+            raise InvalidInputError(
+                f"upper: lower, upper and names must have the same length, got {lo.shape[0]}, {hi.shape[0]}, {len(self.names)}"
+            )
+        if np.any(hi <= lo):
+            raise InvalidInputError(f"upper: every upper bound must exceed its lower bound, got {lo.tolist()} .. {hi.tolist()}")
+        object.__setattr__(self, "lower", tuple(float(v) for v in lo))
+        object.__setattr__(self, "upper", tuple(float(v) for v in hi))
+        object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+
+    @property
+    def dim(self) -> int:
+        return len(self.lower)
+
+    def bounds(self) -> np.ndarray:
+        """``(d, 2)`` array of ``[lower, upper]`` rows (the layout scipy's L-BFGS-B takes)."""
+        return np.column_stack([self.lower, self.upper])
+
+    def contains(self, x) -> np.ndarray:
+        """``(n,)`` bool: which of the ``(n, d)`` points ``x`` lie in the closed box."""
+        pts = points("x", x, dim=self.dim)
+        return np.all((pts >= np.array(self.lower)) & (pts <= np.array(self.upper)), axis=1)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``(n, d)`` points drawn uniformly in the box with ``rng``."""
+        if not isinstance(rng, np.random.Generator):
+            raise InvalidInputError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise InvalidInputError(f"n: expected an integer >= 0, got {n!r}")
+        return rng.uniform(self.lower, self.upper, size=(int(n), self.dim))
+
+
+SEARCH_BOX = Box((-4.0, -4.0), (4.0, 4.0), ("sphere_d", "cylinder_d"))
+"""Lens search space of seed 002 §5.3: ``(sphere, cylinder)`` in ``[-4, 4]²`` diopters."""
+
+CONTEXT_BOX = Box((-1.0,), (2.0,), ("letter_size_logmar",))
+"""Context space of seed 002 §5.3: letter size in ``[-1, 2]`` logMAR."""
+
+
+@dataclass(frozen=True)
+class RefractionProblem:
+    """The refraction task: lenses ``(sphere_d, cylinder_d)`` in ``search_box`` at the fixed
+    cylinder axis ``axis_deg`` (degrees, in (0, 180]), letter sizes in ``context_box``."""
+
+    search_box: Box = SEARCH_BOX
+    context_box: Box = CONTEXT_BOX
+    axis_deg: float = 180.0
+
+    def __post_init__(self) -> None:
+        if self.search_box.dim != 2:
+            raise InvalidInputError(f"search_box: expected 2 coordinates (sphere, cylinder), got {self.search_box.dim}")
+        if self.context_box.dim != 1:
+            raise InvalidInputError(f"context_box: expected 1 coordinate (letter size), got {self.context_box.dim}")
+        axis = finite_array("axis_deg", self.axis_deg)
+        if axis.ndim != 0 or not 0.0 < float(axis) <= 180.0:
+            raise InvalidInputError(f"axis_deg: expected one angle in (0, 180] degrees, got {self.axis_deg!r}")
+        object.__setattr__(self, "axis_deg", float(axis))
+
+
+REFRACTION_PROBLEM = RefractionProblem()
+"""The paper's problem: ``[-4, 4]²`` D, ``[-1, 2]`` logMAR, axis 180."""

@@ -1,0 +1,104 @@
+"""Schema versions of the trial log and the migrations between them.
+
+``meta.schema_version`` holds the version; an empty database is version 0. Each
+:class:`Migration` takes the database from ``from_version`` to ``from_version + 1`` inside one
+transaction together with the version bump, so a failed migration leaves the database as it
+was. A database newer than :data:`SCHEMA_VERSION` is never touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from visiontune.errors import StoreError
+from visiontune.session.schema import SCHEMA_V1
+
+
+@dataclass(frozen=True)
+class Migration:
+    """Steps from ``from_version`` to ``from_version + 1``: SQL statements, or a callable."""
+
+    from_version: int
+    statements: tuple[str, ...] = ()
+    apply: Callable[[sqlite3.Connection], None] | None = None
+
+    @property
+    def to_version(self) -> int:
+        return self.from_version + 1
+
+
+#: Every migration, in order. Version 0 is the empty file.
+MIGRATIONS: tuple[Migration, ...] = (Migration(from_version=0, statements=SCHEMA_V1),)
+
+#: The version this VisionTune writes and reads.
+SCHEMA_VERSION: int = MIGRATIONS[-1].to_version
+
+
+def read_schema_version(conn: sqlite3.Connection, path: Path | str) -> int:
+    """Return the schema version of an open database (0 if it has no tables at all).
+
+    Raises StoreError naming ``path`` for a database that is not a VisionTune trial log.
+    """
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return 0
+    if "meta" not in tables:
+        raise StoreError(f"{path}: not a VisionTune trial log (no 'meta' table; tables: {sorted(tables)})")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise StoreError(f"{path}: not a VisionTune trial log (meta.schema_version is {row!r})") from None
+
+
+def apply_migrations(
+    conn: sqlite3.Connection,
+    path: Path | str,
+    migrations: Sequence[Migration] = MIGRATIONS,
+) -> int:
+    """Bring the database to the last version of ``migrations``; return that version.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Each step runs in its own
+    ``BEGIN IMMEDIATE`` transaction with the ``meta`` update, so the version on disk always
+    matches the schema. A newer database raises StoreError and is left untouched.
+    """
+    target = migrations[-1].to_version if migrations else 0
+    for expected, migration in enumerate(migrations):
+        if migration.from_version != expected:
+            raise StoreError(f"migrations list is not contiguous: step {expected} starts at v{migration.from_version}")
+    version = read_schema_version(conn, path)
+    if version > target:
+        raise StoreError(
+            f"{path}: schema version {version} is newer than this VisionTune supports "
+            f"(version {target}); upgrade VisionTune to open it"
+        )
+    while version < target:
+        migration = migrations[version]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if read_schema_version(conn, path) != version:  # another process migrated meanwhile
+                conn.execute("ROLLBACK")
+                version = read_schema_version(conn, path)
+                continue
+            for statement in migration.statements:
+                conn.execute(statement)
+            if migration.apply is not None:
+                migration.apply(conn)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(migration.to_version),),
+            )
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(
+                    f"{path}: migration v{migration.from_version} -> v{migration.to_version} failed: {exc}"
+                ) from exc
+            raise
+        version = migration.to_version
+    return version

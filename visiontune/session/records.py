@@ -1,0 +1,218 @@
+"""Values of the trial log: lenses, trial inputs, trials, sessions, events (frozen dataclasses).
+
+Units: sphere and cylinder in diopters (D), axis in degrees in ``[0, 180)``, letter size
+``s`` in logMAR. Timestamps are timezone-aware :class:`datetime.datetime` values; the store
+writes them as ISO 8601 text in UTC.
+
+JSON columns (calibration, starting prescription, result, event payload) are kept as text
+(``*_json`` fields, so the values stay immutable and hashable) with a parsing property.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from visiontune.errors import InvalidInputError
+
+
+class Eye(StrEnum):
+    """Which eye a session corrects: right (OD), left (OS) or both (OU)."""
+
+    OD = "OD"
+    OS = "OS"
+    OU = "OU"
+
+
+class SessionState(StrEnum):
+    """``open`` accepts trials; ``paused`` waits for :meth:`resume`; ``finished`` is final."""
+
+    OPEN = "open"
+    PAUSED = "paused"
+    FINISHED = "finished"
+
+
+class EventKind(StrEnum):
+    """Kinds of rows in the ``events`` table (an ``undo`` references the trial it voids)."""
+
+    UNDO = "undo"
+    PAUSE = "pause"
+    RESUME = "resume"
+    FINISH = "finish"
+    NOTE = "note"
+
+
+def _finite(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{name}: must be finite, got {value}")
+    return value
+
+
+def _aware(name: str, value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name}: expected a datetime, got {type(value).__name__} {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{name}: expected a timezone-aware datetime, got naive {value.isoformat()}")
+    return value
+
+
+@dataclass(frozen=True)
+class Lens:
+    """A trial lens: sphere and cylinder in diopters, axis in degrees, ``0 <= axis_deg < 180``."""
+
+    sphere_d: float
+    cylinder_d: float
+    axis_deg: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sphere_d", _finite("lens.sphere_d", self.sphere_d))
+        object.__setattr__(self, "cylinder_d", _finite("lens.cylinder_d", self.cylinder_d))
+        axis = _finite("lens.axis_deg", self.axis_deg)
+        if not 0.0 <= axis < 180.0:
+            raise InvalidInputError(f"lens.axis_deg: expected a value in [0, 180) degrees, got {axis}")
+        object.__setattr__(self, "axis_deg", axis)
+
+
+@dataclass(frozen=True)
+class TrialInput:
+    """One answered presentation, as the session engine hands it to the store.
+
+    ``lens2`` is the second lens of a duel (preferential protocols), else ``None``.
+    ``letter_named`` is ``None`` when the patient gave no letter ("don't know").
+    ``presented_at`` / ``answered_at`` default to the store clock at recording time.
+    """
+
+    s_logmar: float
+    lens: Lens
+    letter_shown: str
+    correct: bool
+    letter_named: str | None = None
+    lens2: Lens | None = None
+    presented_at: datetime | None = None
+    answered_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "s_logmar", _finite("s_logmar", self.s_logmar))
+        if not isinstance(self.lens, Lens):
+            raise InvalidInputError(f"lens: expected a Lens, got {type(self.lens).__name__}")
+        if self.lens2 is not None and not isinstance(self.lens2, Lens):
+            raise InvalidInputError(f"lens2: expected a Lens or None, got {type(self.lens2).__name__}")
+        if not isinstance(self.letter_shown, str) or not self.letter_shown.strip():
+            raise InvalidInputError(f"letter_shown: expected a non-empty string, got {self.letter_shown!r}")
+        if self.letter_named is not None and not isinstance(self.letter_named, str):
+            raise InvalidInputError(f"letter_named: expected a string or None, got {self.letter_named!r}")
+        if isinstance(self.correct, bool):
+            pass
+        elif isinstance(self.correct, int) and self.correct in (0, 1):
+            object.__setattr__(self, "correct", bool(self.correct))
+        else:
+            raise InvalidInputError(f"correct: expected True/False (or 0/1), got {self.correct!r}")
+        presented = _aware("presented_at", self.presented_at)
+        answered = _aware("answered_at", self.answered_at)
+        if presented is not None and answered is not None and answered < presented:
+            raise InvalidInputError(
+                f"answered_at: must not precede presented_at ({answered.isoformat()} < {presented.isoformat()})"
+            )
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A trial as stored: ``index`` counts every trial of the session from 0, void or not.
+
+    ``void`` is True when an ``undo`` event references this trial (trial rows never change).
+    """
+
+    session_id: int
+    index: int
+    s_logmar: float
+    lens: Lens
+    letter_shown: str
+    letter_named: str | None
+    correct: bool
+    presented_at: datetime
+    answered_at: datetime
+    lens2: Lens | None = None
+    void: bool = False
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+@dataclass(frozen=True)
+class Patient:
+    """A pseudonymous patient: no name, no birth date, only an identifier chosen by the clinic."""
+
+    patient_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of ``sessions``: everything needed to replay the session from its trials.
+
+    ``protocol_toml`` is the protocol file's text at creation (a snapshot; later edits of the
+    file do not change a recorded session). ``result_json`` is set by ``finish``.
+    """
+
+    session_id: int
+    patient_id: str
+    eye: Eye
+    protocol_toml: str
+    software_version: str
+    seed: int
+    simulated: bool
+    state: SessionState
+    created_at: datetime
+    finished_at: datetime | None
+    calibration_json: str | None
+    starting_rx_json: str | None
+    result_json: str | None
+
+    @property
+    def calibration(self) -> Any:
+        """The calibration snapshot, parsed (``None`` for simulated sessions without one)."""
+        return _loads(self.calibration_json)
+
+    @property
+    def starting_rx(self) -> Any:
+        """The starting prescription, parsed, or ``None``."""
+        return _loads(self.starting_rx_json)
+
+    @property
+    def result(self) -> Any:
+        """The result recorded by ``finish``, parsed, or ``None`` while not finished."""
+        return _loads(self.result_json)
+
+    @property
+    def protocol(self):
+        """The protocol snapshot parsed into a :class:`~visiontune.session.protocol.Protocol`."""
+        from visiontune.session.protocol import parse_protocol
+
+        return parse_protocol(self.protocol_toml, source=f"session {self.session_id} protocol snapshot")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of ``events``. ``trial_index`` is set for ``undo`` (the voided trial) only."""
+
+    event_id: int
+    session_id: int
+    kind: EventKind
+    at: datetime
+    trial_index: int | None = None
+    payload_json: str | None = None
+
+    @property
+    def payload(self) -> Any:
+        """The event payload, parsed, or ``None``."""
+        return _loads(self.payload_json)
