@@ -14,8 +14,14 @@ import sys
 from visiontune import __version__
 from visiontune.errors import VisionTuneError
 
-#: command name -> (module path, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {}
+#: command name -> (module path, one-line help[, add-arguments function, run function])
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "policies": ("visiontune.acquisition.cli", "list every acquisition policy with its scenario and source"),
+    "session": ("visiontune.session.cli", "run or resume a refraction session headless (simulated patient)",
+                "add_session_arguments", "run_session"),
+    "sessions": ("visiontune.session.cli", "list the trial log's sessions, or show one",
+                 "add_sessions_arguments", "run_sessions"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"visiontune {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (_, help_text, *_) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
@@ -38,13 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     name = argv[0]
-    module_path, help_text = COMMANDS[name]
+    module_path, help_text, *functions = COMMANDS[name]
+    add_name, run_name = functions or ("add_arguments", "run")
     module = importlib.import_module(module_path)
     sub = argparse.ArgumentParser(prog=f"visiontune {name}", description=help_text)
-    module.add_arguments(sub)
+    getattr(module, add_name)(sub)
     args = sub.parse_args(argv[1:])
     try:
-        return int(module.run(args) or 0)
+        return int(getattr(module, run_name)(args) or 0)
     except VisionTuneError as exc:
         print(f"visiontune {name}: error: {exc}", file=sys.stderr)
         return 2

@@ -1,1 +1,14 @@
-"""acquisition layer (see DESIGN.md)."""
+"""acquisition layer (see DESIGN.md): what to ask next, given a fitted GP model.
+
+- :mod:`~visiontune.acquisition.optimize`: ``maximize(acq, box, rng)`` (Sobol candidates +
+  multistart L-BFGS-B, authors' toolbox recipe);
+- :mod:`~visiontune.acquisition.functions`: UCB_Phi, UCB_f, binary EI, BALD, mu_c with x-gradients;
+  ``at_context`` / ``over_context`` for contextual inputs ``(s, x)``;
+- :mod:`~visiontune.acquisition.policy`: ``Problem``, ``Query``, ``Data``, x-rules, context rules,
+  ``Sequential``, ``JointBALD``, ``solution``;
+- :mod:`~visiontune.acquisition.preferential`: MUC, KSS (and MUC-ALD / KSS-ALD on contextual problems);
+- :mod:`~visiontune.acquisition.registry`: name -> (factory, scenario, source);
+  :mod:`~visiontune.acquisition.cli`: ``visiontune policies [--json]``.
+
+Nothing is imported here, so ``visiontune --help`` stays fast.
+"""

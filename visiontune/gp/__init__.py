@@ -1,1 +1,58 @@
-"""gp layer (see DESIGN.md)."""
+"""gp layer: kernels, observation-space moments, probit GP inference, posterior sampling.
+
+numpy/scipy only (see DESIGN.md).
+"""
+
+from visiontune.gp.fit import fit_hyperparameters
+from visiontune.gp.kernels import (
+    Constant,
+    Kernel,
+    Linear,
+    Matern32,
+    Matern52,
+    Preference,
+    Product,
+    SquaredExponential,
+    Stationary,
+    Sum,
+    contextual_benchmark_kernel,
+    refraction_kernel,
+)
+from visiontune.gp.model import PreferenceGP, ProbitGP
+from visiontune.gp.moments import aleatoric_variance, bald, epistemic_variance, predictive_probability
+from visiontune.gp.sampling import (
+    PosteriorSample,
+    PosteriorSamples,
+    SampleMaxima,
+    prior_features,
+    sample_maximiser,
+    sample_posterior_functions,
+)
+
+__all__ = [
+    "Constant",
+    "Kernel",
+    "Linear",
+    "Matern32",
+    "Matern52",
+    "Preference",
+    "PreferenceGP",
+    "ProbitGP",
+    "Product",
+    "PosteriorSample",
+    "PosteriorSamples",
+    "SampleMaxima",
+    "SquaredExponential",
+    "Stationary",
+    "Sum",
+    "aleatoric_variance",
+    "bald",
+    "contextual_benchmark_kernel",
+    "epistemic_variance",
+    "fit_hyperparameters",
+    "predictive_probability",
+    "prior_features",
+    "refraction_kernel",
+    "sample_maximiser",
+    "sample_posterior_functions",
+]

@@ -1,0 +1,160 @@
+"""The PBO baselines of 000 table 2: each rule's choice against a dense grid of its acquisition,
+closed forms against numerical integration, gradients against finite differences."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import ndtr
+
+from acq_helpers import expect, fd_grad
+from visiontune.acquisition.dueling import (
+    BETA_DUELING_UCB,
+    EIIG,
+    BivariateEI,
+    DuelingTS,
+    DuelingUCB,
+    DuelTS,
+    PreferentialEI,
+    bivariate_ei,
+    challenge_variance,
+    dueling_ucb,
+    eiig,
+    expected_improvement,
+    sample_maxima,
+    training_champion,
+)
+from visiontune.acquisition.policy import Data, Problem, sample_optimiser
+from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.gp import moments
+from visiontune.gp.kernels import SquaredExponential
+from visiontune.gp.model import PreferenceGP
+
+PROBLEM = Problem(box=[[-2.0, 2.0]], scenario="preferential")
+GRID = np.linspace(-2, 2, 4001)[:, None]
+
+
+def _model(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    duels = rng.uniform(-2, 2, (n, 2))
+    utility = lambda x: np.sin(2 * x) - 0.3 * x**2  # noqa: E731
+    y = (rng.random(n) < ndtr(2 * (utility(duels[:, 0]) - utility(duels[:, 1])))).astype(float)
+    return PreferenceGP(SquaredExponential([0.7], 2.0), duels, y), Data(duels, y)
+
+
+def _oracle_ei(mu, var):
+    """``E[(Y)_+]``, ``Y ~ N(mu, var)``, by adaptive quadrature of ``y N(y; mu, var)`` over ``y > 0``."""
+    sd = np.sqrt(var)
+    return np.array([integrate.quad(lambda t: t * np.exp(-0.5 * ((t - m) / s) ** 2) / (s * np.sqrt(2 * np.pi)),
+                                    0, m + 12 * s)[0] if m + 12 * s > 0 else 0.0 for m, s in zip(mu, sd)])
+
+
+def test_dueling_ucb_champion_is_the_mean_argmax_and_challenger_the_ucb_argmax():
+    model, data = _model()
+    q = DuelingUCB(n_initial=0)(model, PROBLEM, data, np.random.default_rng(0))
+    mu, var = model.predict_value(GRID)
+    assert model.predict_value(q.x[None])[0][0] >= mu.max() - 1e-6
+    ucb = mu + BETA_DUELING_UCB * np.sqrt(var)
+    assert dueling_ucb(model, PROBLEM, q.x2[None], grad=False)[0] >= ucb.max() - 1e-6
+    assert np.allclose(dueling_ucb(model, PROBLEM, GRID[::100], grad=False), ucb[::100])
+    X = np.linspace(-1.9, 1.9, 7)[:, None]
+    assert np.allclose(dueling_ucb(model, PROBLEM, X)[1], fd_grad(lambda Z: dueling_ucb(model, PROBLEM, Z, grad=False), X),
+                       atol=1e-5)
+
+
+def test_ei_matches_numerical_integration_and_its_gradient_finite_differences():
+    model, _ = _model(seed=3)
+    X = np.linspace(-1.9, 1.9, 9)[:, None]
+    tau = 0.4
+    mu, var = model.predict_value(X)
+    assert np.allclose(expected_improvement(model, PROBLEM, X, tau, grad=False), _oracle_ei(mu - tau, var), atol=1e-7)
+    assert np.allclose(expected_improvement(model, PROBLEM, X, tau)[1],
+                       fd_grad(lambda Z: expected_improvement(model, PROBLEM, Z, tau, grad=False), X), atol=1e-5)
+
+
+def test_bei_integrates_the_duel_latent_and_vanishes_at_the_incumbent():
+    model, _ = _model(seed=4)
+    inc = np.array([0.3])
+    X = np.linspace(-1.9, 1.9, 9)[:, None]
+    mu_g, var_g = model.predict(np.column_stack([X[:, 0], np.full(len(X), 0.3)]))
+    # the duel's latent mean is the difference of utility means (000 Eq. 5)
+    assert np.allclose(mu_g, model.predict_value(X)[0] - model.predict_value(inc[None])[0][0], atol=1e-9)
+    assert np.allclose(bivariate_ei(model, PROBLEM, X, inc, grad=False), _oracle_ei(mu_g, var_g), atol=1e-7)
+    assert bivariate_ei(model, PROBLEM, inc[None], inc, grad=False)[0] == pytest.approx(0.0, abs=1e-9)
+    assert np.allclose(bivariate_ei(model, PROBLEM, X, inc)[1],
+                       fd_grad(lambda Z: bivariate_ei(model, PROBLEM, Z, inc, grad=False), X), atol=1e-5)
+
+
+@pytest.mark.parametrize("rule, acq", [(BivariateEI, bivariate_ei), (PreferentialEI, None)])
+def test_ei_rules_challenge_the_best_option_seen_with_the_grid_argmax(rule, acq):
+    model, data = _model(seed=1)
+    q = rule(n_initial=0)(model, PROBLEM, data, np.random.default_rng(2))
+    options = np.concatenate([data.X[:, 0], data.X[:, 1]])
+    best = options[np.argmax(model.predict_value(options[:, None])[0])]
+    assert q.x[0] == pytest.approx(best) and training_champion(model, PROBLEM)[0] == pytest.approx(best)
+    if acq is None:
+        tau = model.predict_value([[best]])[0][0]
+        values = expected_improvement(model, PROBLEM, GRID, tau, grad=False)
+        chosen = expected_improvement(model, PROBLEM, q.x2[None], tau, grad=False)[0]
+    else:
+        values = acq(model, PROBLEM, GRID, q.x, grad=False)
+        chosen = acq(model, PROBLEM, q.x2[None], q.x, grad=False)[0]
+    assert chosen >= values.max() - 1e-7
+
+
+def test_eiig_is_k_log_win_probability_plus_information_and_the_rule_takes_its_argmax():
+    model, data = _model(seed=2)
+    champ = np.array([0.5])
+    X = np.linspace(-1.9, 1.9, 9)[:, None]
+    mu_g, var_g = model.predict(np.column_stack([X[:, 0], np.full(len(X), 0.5)]))
+    p = expect(ndtr, mu_g, var_g)  # E[Phi(g)] by Gauss-Hermite
+    c2 = moments.BALD_C**2
+    h = lambda q: -(q * np.log2(q) + (1 - q) * np.log2(1 - q))  # noqa: E731
+    info = h(p) - np.sqrt(c2 / (var_g + c2)) * np.exp(-(mu_g**2) / (2 * (var_g + c2)))  # Houlsby 2011
+    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7, grad=False), 0.7 * np.log(p) + np.maximum(info, 0), atol=1e-8)
+    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7)[1],
+                       fd_grad(lambda Z: eiig(model, PROBLEM, Z, champ, k=0.7, grad=False), X), atol=1e-5)
+    q = EIIG(n_initial=0)(model, PROBLEM, data, np.random.default_rng(0))
+    assert model.predict_value(q.x[None])[0][0] >= model.predict_value(GRID)[0].max() - 1e-6
+    values = eiig(model, PROBLEM, GRID, q.x, grad=False)  # k = 0.1
+    assert eiig(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= values.max() - 1e-6
+    assert abs(q.x2[0] - q.x[0]) > 0.1  # not the degenerate duel x2 = x* (value -k ln 2)
+    assert values.max() > -0.1 * np.log(2)
+
+
+def test_sample_maxima_are_the_grid_maxima_of_the_same_samples():
+    from visiontune.gp.sampling import sample_posterior_functions
+
+    model, _ = _model(seed=5)
+    xs = sample_maxima(model, PROBLEM, np.random.default_rng(7), 3, 256, sample_optimiser())
+    samples = sample_posterior_functions(model, PROBLEM.input_box, 3, np.random.default_rng(7), n_basis=256)
+    for x, f in zip(xs, samples):
+        assert f.value(x[None])[0] >= f.value(GRID).max() - 1e-6
+
+
+def test_duel_ts_challenges_its_sampled_champion_with_maximal_epistemic_variance():
+    model, data = _model(seed=6)
+    q = DuelTS(n_initial=0, n_basis=256)(model, PROBLEM, data, np.random.default_rng(3))
+    assert challenge_variance(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= \
+        challenge_variance(model, PROBLEM, GRID, q.x, grad=False).max() - 1e-6
+    X = np.linspace(-1.9, 1.9, 7)[:, None]
+    assert np.allclose(challenge_variance(model, PROBLEM, X, q.x)[1],
+                       fd_grad(lambda Z: challenge_variance(model, PROBLEM, Z, q.x, grad=False), X), atol=1e-5)
+
+
+def test_dueling_ts_champion_is_the_mean_argmax_and_the_challenger_differs():
+    model, data = _model(seed=7)
+    q = DuelingTS(n_initial=0, n_basis=256)(model, PROBLEM, data, np.random.default_rng(4))
+    assert model.predict_value(q.x[None])[0][0] >= model.predict_value(GRID)[0].max() - 1e-6
+    assert abs(q.x[0] - q.x2[0]) > 1e-6
+
+
+def test_rules_validate_their_settings_and_scenario():
+    model, data = _model()
+    with pytest.raises(InvalidInputError, match="beta"):
+        DuelingUCB(beta=-1.0)
+    with pytest.raises(InvalidInputError, match="k"):
+        EIIG(k=float("nan"))
+    with pytest.raises(InvalidInputError, match="n_initial"):
+        BivariateEI(n_initial=-1)
+    with pytest.raises(ConfigurationError, match="preferential"):
+        DuelingUCB()(model, Problem(box=[[-2.0, 2.0]]), data, np.random.default_rng(0))

@@ -1,0 +1,168 @@
+"""RefractionSession: the log is the truth; replay gives the same queries; undo/pause/finish."""
+
+import numpy as np
+import pytest
+
+from visiontune.errors import InvalidInputError, SessionError
+from visiontune.optics import Prescription, SimulatedPatient
+from visiontune.session.engine import Answer, RefractionSession, SimulatedPresenter
+from visiontune.session.protocol import load_protocol, parse_protocol
+from visiontune.session.records import SessionState
+from visiontune.session.store import TrialStore
+
+PROTOCOL_TEXT = """
+name = "engine-test"
+description = "small fixed-hyperparameter protocol for engine tests"
+policy = "ucb-ald"
+seed = 11
+initial_random_trials = 3
+
+[search_space]
+sphere_d = [-4.0, 4.0]
+cylinder_d = [-4.0, 4.0]
+axis_deg = 90.0
+
+[context_space]
+logmar = [-1.0, 2.0]
+
+[letters]
+set = "sloan"
+n_alternatives = 10
+
+[stopping]
+max_trials = {max_trials}
+
+[model]
+kernel = "refraction-se"
+hyperparameters = {{ theta = 25.0, lengthscales = [2.0, 2.0], variance = 9.0 }}
+"""
+
+
+def protocol(max_trials=8, extra=""):
+    return parse_protocol(PROTOCOL_TEXT.format(max_trials=max_trials) + extra, "engine-test.toml")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with TrialStore.open(tmp_path / "log.sqlite3") as s:
+        yield s
+
+
+def patient(seed=3):
+    return SimulatedPatient(Prescription(1.0, -1.0, 90.0), slope=5.0, n_alternatives=10, seed=seed)
+
+
+def start(store, proto=None, **kw):
+    return RefractionSession.start(store, patient_id="P1", eye="OD", protocol=proto or protocol(), simulated=True, **kw)
+
+
+def test_every_answer_is_in_the_log_and_queries_lie_in_the_boxes(store):
+    with start(store) as session:
+        result = session.run(SimulatedPresenter(patient()))
+    trials = store.trials(session.session_id)
+    assert len(trials) == 8 == result["trials_used"]
+    for t in trials:
+        assert -1.0 <= t.s_logmar <= 2.0
+        assert -4.0 <= t.lens.sphere_d <= 4.0 and -4.0 <= t.lens.cylinder_d <= 4.0
+        assert t.lens.axis_deg == 90.0
+        assert t.letter_shown in "CDHKNORSVZ"
+    assert store.get_session(session.session_id).state == SessionState.FINISHED
+    assert result["stopped_by"] == "budget" and result["simulated"] is True
+    lo, hi = result["credible_interval"]["sphere_d"]
+    assert lo <= hi
+
+
+def test_replaying_the_log_proposes_the_logged_queries(tmp_path):
+    """A second session fed the same answers proposes exactly the same queries, trial by trial."""
+    with TrialStore.open(tmp_path / "a.sqlite3") as a, TrialStore.open(tmp_path / "b.sqlite3") as b:
+        with start(a) as first:
+            first.run(SimulatedPresenter(patient()), max_steps=7)
+            logged = first.trials()
+            next_first = first.next_query()
+        with start(b) as second:
+            for t in logged:
+                q = second.next_query()
+                assert (q.s_logmar, q.lens.sphere_d, q.lens.cylinder_d, q.letter) == (
+                    t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.letter_shown)
+                second.record(Answer(correct=t.correct))
+            assert second.next_query() == next_first
+
+
+def test_resume_after_close_proposes_the_same_next_query(store):
+    with start(store) as session:
+        session.run(SimulatedPresenter(patient()), max_steps=5)
+        expected = session.next_query()
+        sid = session.session_id
+    with RefractionSession.resume(store, sid) as again:
+        assert again.next_query() == expected
+        assert len(again.trials()) == 5
+
+
+def test_one_session_cannot_be_opened_twice(store):
+    with start(store) as session:
+        with pytest.raises(SessionError, match="open"):
+            RefractionSession.resume(store, session.session_id)
+
+
+def test_undo_voids_the_last_answer_and_the_model_forgets_it(store):
+    with start(store) as session:
+        session.run(SimulatedPresenter(patient()), max_steps=4)
+        before = session.model.predict(np.array([[0.0, 1.0, -1.0]]))
+        session.record(Answer(correct=True))
+        voided = session.undo()
+        assert voided.index == 4
+        after = session.model.predict(np.array([[0.0, 1.0, -1.0]]))
+        np.testing.assert_allclose(after, before)
+        all_trials = session.trials(include_void=True)
+        assert [t.void for t in all_trials] == [False] * 4 + [True]
+        assert session.next_query().index == 5
+
+
+def test_letters_are_scored_and_a_mistyped_letter_records_nothing(store):
+    with start(store) as session:
+        q = session.next_query()
+        wrong = next(c for c in "CDHKNORSVZ" if c != q.letter)
+        with pytest.raises(InvalidInputError, match="not a letter"):
+            session.record(Answer(letter_named="Q"))
+        assert session.trials() == []
+        t = session.record(Answer(letter_named=q.letter.lower()))
+        assert t.correct and t.letter_named == q.letter
+        q2 = session.next_query()
+        t2 = session.record(Answer(letter_named=next(c for c in "CDHKNORSVZ" if c != q2.letter)))
+        assert not t2.correct
+        t3 = session.record(Answer())  # "don't know"
+        assert not t3.correct and t3.letter_named is None
+        assert wrong in "CDHKNORSVZ"
+
+
+def test_pause_blocks_queries_until_resumed_and_finish_is_final(store):
+    with start(store) as session:
+        session.run(SimulatedPresenter(patient()), max_steps=3)
+        session.pause()
+        with pytest.raises(SessionError, match="paused"):
+            session.next_query()
+        sid = session.session_id
+    with RefractionSession.resume(store, sid) as again:
+        assert again.state == SessionState.OPEN
+        again.record(Answer(correct=False))
+        result = again.finish()
+        assert result["stopped_by"] == "clinician" and result["trials_used"] == 4
+    kinds = [e.kind.value for e in store.events(sid)]
+    assert kinds == ["pause", "resume", "finish"]
+    with pytest.raises(SessionError, match="finished"):
+        RefractionSession.resume(store, sid)
+
+
+def test_precision_rule_stops_once_the_credible_widths_are_met(store):
+    loose = protocol(max_trials=30, extra="").source_text.replace(
+        "max_trials = 30", "max_trials = 30\nmin_trials = 6\n\n[stopping.precision]\nsphere_d = 8.0\ncylinder_d = 8.0"
+    )
+    with start(store, parse_protocol(loose, "loose.toml")) as session:
+        result = session.run(SimulatedPresenter(patient()))
+    assert result["stopped_by"] == "precision"
+    assert result["trials_used"] == 6
+
+
+def test_shipped_protocols_build_sessions():
+    for name in ("paper-ucb-ald", "clinical-sloan", "ts-ald"):
+        assert load_protocol(name).policy in ("ucb-ald", "ts-ald")

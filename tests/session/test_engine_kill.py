@@ -1,0 +1,71 @@
+"""A session process killed with SIGKILL loses no committed answer, and the resumed session
+proposes exactly the query an uninterrupted session fed the same answers would have."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from visiontune.session.engine import Answer, RefractionSession
+from visiontune.session.store import TrialStore
+
+from tests.session.test_engine import protocol
+
+
+def _spawn(args):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "visiontune", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _reference_next_query(tmp_path, proto, trials, k):
+    with TrialStore.open(tmp_path / f"ref{k}.sqlite3") as ref, RefractionSession.start(
+        ref, patient_id="P1", eye="OD", protocol=proto, simulated=True
+    ) as session:
+        for t in trials:
+            session.record(Answer(correct=t.correct))
+        return session.next_query()
+
+
+@pytest.mark.parametrize("kills", [4])
+def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
+    proto = protocol(max_trials=60)
+    proto_path = tmp_path / "p.toml"
+    proto_path.write_text(proto.source_text)
+    db = tmp_path / "log.sqlite3"
+    rng = np.random.default_rng(2024)
+    seen: list = []
+    sid = None
+    for k in range(kills):
+        if sid is None:
+            args = ["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(db), "--quiet",
+                    "--true-rx", "1 -1"]
+        else:
+            args = ["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet", "--true-rx", "1 -1",
+                    "--patient-seed", str(k)]
+        child = _spawn(args)
+        deadline = time.monotonic() + 60
+        target = len(seen) + int(rng.integers(1, 4))
+        while time.monotonic() < deadline and child.poll() is None:  # kill once a few new answers are in
+            if db.exists():
+                with TrialStore.open(db) as s:
+                    sessions = s.list_sessions()
+                    if sessions and len(s.trials(sessions[0].session_id, include_void=True)) >= target:
+                        break
+            time.sleep(rng.uniform(0.01, 0.2))
+        time.sleep(rng.uniform(0.0, 0.3))  # land anywhere: mid-fit, mid-commit, between trials
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        with TrialStore.open(db) as s:
+            sid = s.list_sessions()[0].session_id
+            trials = s.trials(sid, include_void=True)
+        assert len(trials) >= len(seen)
+        assert trials[: len(seen)] == seen, "a committed answer changed or disappeared"
+        seen = trials
+        with TrialStore.open(db) as s, RefractionSession.resume(s, sid) as resumed:
+            assert resumed.next_query() == _reference_next_query(tmp_path, proto, trials, k)
+    assert len(seen) >= kills

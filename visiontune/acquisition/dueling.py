@@ -1,0 +1,383 @@
+"""The PBO baselines of seed 000 table 2 / table S1: champion-challenger duels.
+
+Each rule picks a first member (the *champion*) and then a second (the *challenger*) that
+maximises a rule-specific acquisition over the box, at the reference context for a
+contextual problem (then ``s`` by BALD on the duel, as MUC-ALD does; 002 §3.4):
+
+=====================================  ===========================  =========================================
+rule (000 table S1)                    champion                     challenger
+=====================================  ===========================  =========================================
+Dueling UCB (Benavoli et al. 2020)     ``argmax_X mu_f``            ``argmax mu_f(x) + beta sigma_f(x)``
+EI (Brochu et al. 2010)                ``x** = argmax_{X_t} mu_f``  ``argmax E[(f(x) - mu_f(x**))_+]``
+Bivariate EI (Nielsen et al. 2014)     ``x**``                      ``argmax E[(f(x) - f(x**))_+]``
+EIIG (Benavoli et al. 2020)            ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) + I(c, g | x*, x)``
+Dueling TS (Benavoli et al. 2020)      ``argmax_X mu_f``            maximiser of a posterior sample of ``f``
+Duel TS (Gonzalez et al. 2017)         maximiser of a sample        ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9)
+random duels                           uniform                      uniform
+=====================================  ===========================  =========================================
+
+``X_t`` are the options of the duels seen so far (both members). The model is a fitted
+:class:`visiontune.gp.PreferenceGP`; ``f`` is the latent utility (``predict_value``) and
+``g(x, x') = f(x) - f(x')`` the duel's latent (``predict``). A duel never compares a point
+with itself: a challenger within ``1e-6`` box widths of the champion is replaced by a uniform
+draw (only possible when the posterior is flat).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from visiontune._validate import finite_array
+from visiontune.acquisition.policy import (
+    Data,
+    OptimiserSettings,
+    Problem,
+    Query,
+    _check_n_initial,
+    _check_rng,
+    _n_data,
+    _uniform,
+    sample_optimiser,
+)
+from visiontune.acquisition.preferential import (
+    _check_problem,
+    _options,
+    _random_duel,
+    _with_context,
+    preference_solution,
+)
+from visiontune.errors import InvalidInputError
+
+__all__ = [
+    "BETA_DUELING_UCB",
+    "BivariateEI",
+    "DuelTS",
+    "DuelingTS",
+    "DuelingUCB",
+    "EIIG",
+    "PreferentialEI",
+    "RandomDuel",
+    "bivariate_ei",
+    "challenge_variance",
+    "dueling_ucb",
+    "eiig",
+    "expected_improvement",
+    "sample_maxima",
+    "training_champion",
+]
+
+#: ``Phi^-1(0.975)``: the exploration constant of dueling UCB in the authors' toolbox (DESIGN.md).
+BETA_DUELING_UCB = float(ndtri(0.975))
+_PHI0 = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+def _pdf(z):
+    return _PHI0 * np.exp(-0.5 * z * z)
+
+
+# --------------------------------------------------------------------------- acquisitions
+
+
+def _utility(model, problem: Problem, X, grad: bool):
+    """``mu_f, var_f`` of the utility at options ``(s0, x)``, ``X (m, d)``; with x-gradients if ``grad``."""
+    opts = _options(problem, problem.reference_context, X)
+    if not grad:
+        mu, var = model.predict_value(opts)
+        return mu, np.maximum(var, 0.0), None, None
+    mu, var, dmu, dvar = model.predict_value_with_grad(opts)
+    c = problem.c
+    return mu, np.maximum(var, 0.0), dmu[:, c:], dvar[:, c:]
+
+
+def _duel(model, problem: Problem, X, other, grad: bool):
+    """Latent ``g(x, other)`` of the duels ``[(s0, x), (s0, other)]`` for rows ``x`` of ``X (m, d)``:
+    ``(mu (m,), var (m,), dmu (m, d), dvar (m, d))``, gradients w.r.t. ``x`` (None without ``grad``)."""
+    s0 = problem.reference_context
+    duels = np.column_stack([_options(problem, s0, X), _options(problem, s0, np.broadcast_to(other, X.shape))])
+    if not grad:
+        mu, var = model.predict(duels)
+        return mu, np.maximum(var, 0.0), None, None
+    mu, var, dmu, dvar = model.predict_with_grad(duels)
+    c, d = problem.c, problem.d
+    return mu, np.maximum(var, 0.0), dmu[:, c : c + d], dvar[:, c : c + d]
+
+
+def _sd_and_half_inverse(var):
+    sd = np.sqrt(np.maximum(var, 1e-300))
+    return sd, np.where(var > 0, 0.5 / sd, 0.0)
+
+
+def dueling_ucb(model, problem: Problem, X, beta: float = BETA_DUELING_UCB, *, grad: bool = True):
+    """``mu_f(x) + beta sigma_f(x)`` of the utility at ``X (m, d)`` (Benavoli et al. 2020; 000 table S1).
+
+    Returns ``values (m,)`` or ``(values, grads (m, d))``.
+    """
+    mu, var, dmu, dvar = _utility(model, problem, X, grad)
+    sd, half = _sd_and_half_inverse(var)
+    values = mu + beta * np.sqrt(var)
+    if not grad:
+        return values
+    return values, dmu + (beta * half)[:, None] * dvar
+
+
+def _ei_gaussian(mu, var):
+    """``E[(Y)_+]`` for ``Y ~ N(mu, var)``: ``mu Phi(mu/sigma) + sigma phi(mu/sigma)`` and its
+    derivatives w.r.t. ``mu`` (``Phi(z)``) and ``var`` (``phi(z) / (2 sigma)``)."""
+    sd, half = _sd_and_half_inverse(var)
+    z = mu / sd
+    cdf, pdf = ndtr(z), _pdf(z)
+    ei = np.where(var > 0, mu * cdf + sd * pdf, np.maximum(mu, 0.0))
+    d_mu = np.where(var > 0, cdf, (mu > 0).astype(float))
+    return np.maximum(ei, 0.0), d_mu, pdf * half
+
+
+def expected_improvement(model, problem: Problem, X, incumbent: float, *, grad: bool = True):
+    """``EI(x) = E[(f(x) - tau)_+] = (mu - tau) Phi(z) + sigma phi(z)``, ``z = (mu - tau)/sigma``,
+    with the marginal utility ``f(x) ~ N(mu_f, sigma_f^2)`` and ``tau = incumbent`` (Brochu et al. 2010;
+    000 table S1: ``tau = mu_f(x**)``). ``X (m, d)`` -> ``values (m,)`` or ``(values, grads (m, d))``."""
+    tau = float(finite_array("incumbent", incumbent))
+    mu, var, dmu, dvar = _utility(model, problem, X, grad)
+    ei, e_mu, e_var = _ei_gaussian(mu - tau, var)
+    if not grad:
+        return ei
+    return ei, e_mu[:, None] * dmu + e_var[:, None] * dvar
+
+
+def bivariate_ei(model, problem: Problem, X, incumbent, *, grad: bool = True):
+    """``BEI(x) = E[(f(x) - f(x**))_+]`` under the joint posterior of ``(f(x), f(x**))``
+    (Nielsen et al. 2014; 000 table S1): ``g = f(x) - f(x**) ~ N(mu_g, sigma_g^2)`` is the duel's
+    latent, so ``BEI = mu_g Phi(mu_g/sigma_g) + sigma_g phi(mu_g/sigma_g)``. Zero at ``x = x**``.
+    ``incumbent``: ``x** (d,)``; ``X (m, d)`` -> ``values (m,)`` or ``(values, grads (m, d))``."""
+    mu, var, dmu, dvar = _duel(model, problem, X, incumbent, grad)
+    ei, e_mu, e_var = _ei_gaussian(mu, var)
+    if not grad:
+        return ei
+    return ei, e_mu[:, None] * dmu + e_var[:, None] * dvar
+
+
+def eiig(model, problem: Problem, X, champion, k: float = 0.1, *, grad: bool = True):
+    """``k log mu_c(x, x*) + I(c, g | x*, x)`` (Benavoli et al. 2020, "EI with information gain";
+    000 table S1): ``mu_c(x, x*) = Phi(mu_g / sqrt(1 + sigma_g^2))`` the probability that ``x`` beats
+    the champion (000 Eq. 3) and ``I`` the BALD information of the duel's answer (Houlsby 2011, bits).
+
+    Table S1 prints ``- I``; maximising ``-I`` would pick the least informative duel (``x -> x*``,
+    where ``I = 0`` and ``mu_c = 1/2``, the largest win probability against ``argmax mu_f``), so
+    the information gain is added here (exploitation plus exploration). For the same reason
+    ``k`` must be small: at ``x = x*`` the value is ``-k ln 2``, elsewhere at most ``1 + k ln mu_c``;
+    ``k = 0.1`` (nats against bits) is our choice, the paper gives none.
+    ``X (m, d)``, ``champion (d,)`` -> ``values (m,)`` or ``(values, grads (m, d))``.
+    """
+    from visiontune.gp import moments
+
+    mu, var, dmu, dvar = _duel(model, problem, X, champion, grad)
+    if not grad:
+        p = moments.predictive_probability(mu, var)
+        return k * np.log(np.maximum(p, 1e-300)) + moments.bald(mu, var)
+    p, p_mu, p_var = moments.predictive_probability(mu, var, grad=True)
+    i, i_mu, i_var = moments.bald(mu, var, grad=True)
+    p = np.maximum(p, 1e-300)
+    values = k * np.log(p) + i
+    g_mu, g_var = k * p_mu / p + i_mu, k * p_var / p + i_var
+    return values, g_mu[:, None] * dmu + g_var[:, None] * dvar
+
+
+def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = True):
+    """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (000 Eq. 9, 16)."""
+    from visiontune.gp import moments
+
+    s0 = problem.reference_context
+    duels = np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+    if not grad:
+        mu, var = model.predict(duels)
+        return moments.epistemic_variance(mu, np.maximum(var, 0.0))
+    start = 2 * problem.c + problem.d
+    mu, var, dmu, dvar = model.predict_with_grad(duels)
+    v, v_mu, v_var = moments.epistemic_variance(mu, np.maximum(var, 0.0), grad=True)
+    return v, v_mu[:, None] * dmu[:, start:] + v_var[:, None] * dvar[:, start:]
+
+
+# --------------------------------------------------------------------------- champions
+
+
+def training_champion(model, problem: Problem) -> np.ndarray | None:
+    """``x** = argmax mu_f`` over the options of the duels seen so far (000 table S1), at the
+    reference context; ``None`` with no data. Returns ``(d,)``."""
+    duels = np.asarray(model.X, float)
+    if duels.shape[0] == 0:
+        return None
+    c, d = problem.c, problem.d
+    options = np.vstack([duels[:, c : c + d], duels[:, 2 * c + d :]])
+    mu = model.predict_value(_options(problem, problem.reference_context, options))[0]
+    return options[int(np.argmax(mu))].copy()
+
+
+def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, optimiser: OptimiserSettings):
+    """Maximisers ``(n_samples, d)`` of independent approximate posterior samples of the utility
+    at the reference context (000 supp. D; :func:`visiontune.gp.sampling.sample_posterior_functions`)."""
+    from visiontune.gp.sampling import sample_posterior_functions
+
+    s0, c = problem.reference_context, problem.c
+    samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
+    return np.array([
+        optimiser.run(
+            lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
+            problem.box,
+            rng,
+            values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
+        )[0]
+        for f in samples
+    ])
+
+
+def _same(problem: Problem, a, b) -> bool:
+    tol = 1e-6 * np.maximum(problem.box[:, 1] - problem.box[:, 0], 1e-12)
+    return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) <= tol))
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Challenge:
+    """Champion, then the challenger maximising :meth:`_acquisition` (subclasses)."""
+
+    n_initial: int = 2
+    optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
+    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+
+    def __post_init__(self):
+        _check_n_initial(self.n_initial)
+
+    def _champion(self, model, problem: Problem, rng) -> np.ndarray:
+        return preference_solution(model, problem, rng, optimiser=self.optimiser)
+
+    def _acquisition(self, model, problem: Problem, champion, grad: bool):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _challenger(self, model, problem: Problem, champion, rng) -> np.ndarray:
+        return self.optimiser.run(
+            lambda X: self._acquisition(model, problem, champion, X, True),
+            problem.box,
+            rng,
+            values_only=lambda X: self._acquisition(model, problem, champion, X, False),
+        )[0]
+
+    def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
+        rng = _check_rng(rng)
+        _check_problem(problem, type(self).__name__)
+        if _n_data(data) < self.n_initial:
+            return _random_duel(problem, rng)
+        champion = self._champion(model, problem, rng)
+        challenger = self._challenger(model, problem, champion, rng)
+        if _same(problem, champion, challenger):
+            challenger = _uniform(problem.box, rng)
+        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuelingUCB(_Challenge):
+    """Dueling UCB (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``, challenger
+    ``argmax mu_f + beta sigma_f`` (latent UCB of the utility, ``beta = Phi^-1(0.975)``)."""
+
+    beta: float = BETA_DUELING_UCB
+
+    def __post_init__(self):
+        super().__post_init__()
+        b = finite_array("beta", self.beta)
+        if b.ndim or b < 0:
+            raise InvalidInputError(f"beta: expected one number >= 0, got {b.tolist()}")
+
+    def _acquisition(self, model, problem, champion, X, grad):
+        return dueling_ucb(model, problem, X, self.beta, grad=grad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreferentialEI(_Challenge):
+    """EI (Brochu et al. 2010; 000 table 2, S1): champion ``x** = argmax mu_f`` over the options seen,
+    challenger ``argmax E[(f(x) - mu_f(x**))_+]``. With no data the champion is ``argmax mu_f``."""
+
+    def _champion(self, model, problem, rng):
+        best = training_champion(model, problem)
+        return super()._champion(model, problem, rng) if best is None else best
+
+    def _acquisition(self, model, problem, champion, X, grad):
+        tau = float(model.predict_value(_options(problem, problem.reference_context, champion[None, :]))[0][0])
+        return expected_improvement(model, problem, X, tau, grad=grad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BivariateEI(PreferentialEI):
+    """Bivariate EI (Nielsen et al. 2014; 000 table 2, S1): champion ``x**``, challenger
+    ``argmax E[(f(x) - f(x**))_+]`` under the joint posterior."""
+
+    def _acquisition(self, model, problem, champion, X, grad):
+        return bivariate_ei(model, problem, X, champion, grad=grad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EIIG(_Challenge):
+    """EI with information gain (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``,
+    challenger ``argmax k log mu_c(x, x*) + I(c, g | x*, x)`` (see :func:`eiig` for the sign)."""
+
+    k: float = 0.1
+
+    def __post_init__(self):
+        super().__post_init__()
+        k = finite_array("k", self.k)
+        if k.ndim or k < 0:
+            raise InvalidInputError(f"k: expected one number >= 0, got {k.tolist()}")
+
+    def _acquisition(self, model, problem, champion, X, grad):
+        return eiig(model, problem, X, champion, self.k, grad=grad)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuelingTS(_Challenge):
+    """Dueling Thompson sampling (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``,
+    challenger the maximiser of one approximate posterior sample of ``f``; a sample whose maximum
+    is the champion is redrawn (at most ``max_redraws`` times, then uniform)."""
+
+    n_basis: int = 4096
+    max_redraws: int = 5
+    sample_settings: OptimiserSettings = field(default_factory=sample_optimiser)
+
+    def _challenger(self, model, problem, champion, rng):
+        for _ in range(self.max_redraws + 1):
+            x = sample_maxima(model, problem, rng, 1, self.n_basis, self.sample_settings)[0]
+            if not _same(problem, x, champion):
+                return x
+        return _uniform(problem.box, rng)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuelTS(_Challenge):
+    """Duel Thompson sampling as in 000 table S1 (after Gonzalez et al. 2017): first member the
+    maximiser of a posterior sample of ``f``, challenger ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9).
+    (Gonzalez's own version maximises the sample's soft-Copeland score: ``PBO-DTS``.)"""
+
+    n_basis: int = 4096
+    sample_settings: OptimiserSettings = field(default_factory=sample_optimiser)
+
+    def _champion(self, model, problem, rng):
+        return sample_maxima(model, problem, rng, 1, self.n_basis, self.sample_settings)[0]
+
+    def _acquisition(self, model, problem, champion, X, grad):
+        return challenge_variance(model, problem, X, champion, grad=grad)
+
+
+@dataclass(frozen=True)
+class RandomDuel:
+    """Both members uniform in the box (and ``s`` uniform in the context box): 000 table 2 "Random"."""
+
+    n_initial: int = 0
+
+    def __post_init__(self):
+        _check_n_initial(self.n_initial)
+
+    def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
+        rng = _check_rng(rng)
+        _check_problem(problem, "RandomDuel")
+        return _random_duel(problem, rng)

@@ -1,0 +1,158 @@
+"""Preferential BO policies (duels): Maximally Uncertain Challenge and KernelSelfSparring,
+and their contextual versions MUC-ALD and KSS-ALD (002 §3.4). The other baselines of 000
+table 2 are in :mod:`~visiontune.acquisition.dueling`, Gonzalez's rules in
+:mod:`~visiontune.acquisition.gonzalez`, batch rules in :mod:`~visiontune.acquisition.batch`.
+
+The model is a fitted :class:`visiontune.gp.PreferenceGP`: latent ``g(o, o') = f(o) - f(o')``
+on duels ``(m, 2D)`` (``predict_with_grad``), latent utility ``f`` on options ``(m, D)``
+(``predict_value``, ``predict_value_with_grad``). An option is ``x`` (D = d) or, for a
+contextual problem, ``(s, x)`` (D = c + d, context first), and a contextual duel compares
+``(s, x)`` with ``(s, x2)`` at one context ``s`` (002 Eq. 11). The duel ``(x, x2)`` is chosen at
+the reference context; then ``s = argmax_s I(c, g | s, x, x2)`` (BALD on the duel). A policy
+returns ``Query(x, s, x2)``; ``x2`` is never ``x``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from visiontune.acquisition.policy import (
+    Data,
+    OptimiserSettings,
+    Problem,
+    Query,
+    _check_rng,
+    _n_data,
+    _uniform,
+    sample_optimiser,
+)
+from visiontune.errors import ConfigurationError
+
+__all__ = ["KSS", "MUC", "preference_solution"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
+
+
+def _check_problem(problem: Problem, who: str) -> None:
+    if problem.scenario not in ("preferential", "contextual-preferential"):
+        raise ConfigurationError(f"{who}: serves preferential problems, got {problem.scenario!r}")
+
+
+def _options(problem: Problem, s, X) -> np.ndarray:
+    """Options ``(s, x)`` (m, c + d) for ``X (m, d)`` at the context ``s (c,)`` (``X`` itself if c = 0)."""
+    if problem.c == 0:
+        return X
+    return np.column_stack([np.broadcast_to(s, (X.shape[0], problem.c)), X])
+
+
+def _random_duel(problem: Problem, rng) -> Query:
+    s = _uniform(problem.context_box, rng) if problem.c else None
+    return Query(x=_uniform(problem.box, rng), x2=_uniform(problem.box, rng), s=s)
+
+
+def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings) -> Query:
+    """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4)."""
+    if problem.c == 0:
+        return Query(x=x, x2=x2)
+    from visiontune.acquisition import functions as F
+
+    c, D = problem.c, problem.c + problem.d
+
+    def duels(S):
+        return np.column_stack([S, np.broadcast_to(x, (len(S), problem.d)), S, np.broadcast_to(x2, (len(S), problem.d))])
+
+    def fn(S):
+        v, g = F.bald(model, duels(S))
+        return v, g[:, :c] + g[:, D : D + c]
+
+    s = optimiser.run(fn, problem.context_box, rng, values_only=lambda S: F.bald(model, duels(S), grad=False))[0]
+    return Query(x=x, x2=x2, s=s)
+
+
+def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSettings | None = None) -> np.ndarray:
+    """``argmax_x mu_f(s0, x)``, the posterior mean of the utility at the reference context
+    (000 §4.2, MUC's champion; DESIGN.md)."""
+    optimiser = optimiser or OptimiserSettings()
+    s0, c = problem.reference_context, problem.c
+
+    def fn(X):
+        mu, _, dmu, _ = model.predict_value_with_grad(_options(problem, s0, X))
+        return mu, dmu[:, c:]
+
+    values = lambda X: model.predict_value(_options(problem, s0, X))[0]  # noqa: E731
+    return optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MUC:
+    """Maximally Uncertain Challenge (000 §4.2, table S1): champion ``x* = argmax mu_f``,
+    challenger ``x2 = argmax_x V[Phi(g(x*, x))]`` (epistemic variance of the duel's outcome,
+    000 Eq. 9). ``V = 0`` at ``x = x*`` (``g(x*, x*) = 0`` surely), so ``x2 != x*``."""
+
+    n_initial: int = 2
+    optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
+    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+
+    def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
+        from visiontune.gp import moments
+
+        rng = _check_rng(rng)
+        _check_problem(problem, "MUC")
+        if _n_data(data) < self.n_initial:
+            return _random_duel(problem, rng)
+        champion = preference_solution(model, problem, rng, optimiser=self.optimiser)
+        s0, start = problem.reference_context, 2 * problem.c + problem.d  # first x column of option 2
+
+        def duels(X):
+            return np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+
+        def fn(X):
+            mu, var, dmu, dvar = model.predict_with_grad(duels(X))
+            v, v_mu, v_var = moments.epistemic_variance(mu, np.maximum(var, 0.0), grad=True)
+            return v, v_mu[:, None] * dmu[:, start:] + v_var[:, None] * dvar[:, start:]
+
+        def values(X):
+            mu, var = model.predict(duels(X))
+            return moments.epistemic_variance(mu, np.maximum(var, 0.0))
+
+        challenger = self.optimiser.run(fn, problem.box, rng, values_only=values)[0]
+        if np.array_equal(challenger, champion):  # only if the posterior is flat everywhere
+            challenger = _uniform(problem.box, rng)
+        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KSS:
+    """KernelSelfSparring (Sui & Burdick 2017; 000 table S1): the maximisers of two independent
+    approximate posterior samples of the utility; a duel whose two maxima coincide is redrawn
+    (authors' toolbox), at most ``max_redraws`` times, then the second option is uniform."""
+
+    n_initial: int = 2
+    n_basis: int = 4096
+    max_redraws: int = 5
+    optimiser: OptimiserSettings = field(default_factory=lambda: sample_optimiser())
+    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+
+    def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
+        from visiontune.gp.sampling import sample_posterior_functions
+
+        rng = _check_rng(rng)
+        _check_problem(problem, "KSS")
+        if _n_data(data) < self.n_initial:
+            return _random_duel(problem, rng)
+        tol = 1e-6 * np.maximum(problem.box[:, 1] - problem.box[:, 0], 1e-12)
+        s0, c = problem.reference_context, problem.c
+        for _ in range(self.max_redraws + 1):
+            samples = sample_posterior_functions(model, problem.input_box, 2, rng, n_basis=self.n_basis)
+            maxima = [
+                self.optimiser.run(
+                    lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
+                    problem.box,
+                    rng,
+                    values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
+                )[0]
+                for f in samples
+            ]
+            if np.any(np.abs(maxima[0] - maxima[1]) > tol):
+                return _with_context(model, problem, maxima[0], maxima[1], rng, self.context_optimiser)
+        return _with_context(model, problem, maxima[0], _uniform(problem.box, rng), rng, self.context_optimiser)

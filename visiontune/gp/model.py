@@ -1,0 +1,294 @@
+"""Probit GP models: binary answers (:class:`ProbitGP`) and duels (:class:`PreferenceGP`).
+
+A model ties a :class:`~visiontune.gp.kernels.Kernel` to the Gram-matrix engines of
+:mod:`visiontune.gp.laplace` (R&W Alg. 3.1/3.2) and :mod:`visiontune.gp.ep` (R&W Alg. 3.5/3.6).
+It fits on construction and is immutable: the model is a pure function of
+(kernel, data, inference method), as DESIGN.md asks of the trial log.
+
+Shapes: training inputs ``X: (n, d)``; answers ``y: (n,)`` in {0, 1}; test points
+``Xs: (m, d)``. Latent ``f`` with ``P(y = 1 | f) = Φ(f)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from visiontune._validate import binary_labels, finite_array, points
+from visiontune.errors import InvalidInputError
+from visiontune.gp.ep import EPApproximation, ep_lml_grad, expectation_propagation
+from visiontune.gp.kernels import Kernel, Preference
+from visiontune.gp.laplace import (
+    laplace_lml_grad,
+    laplace_mode,
+    predict_latent,
+    predict_latent_cov,
+    predict_latent_grad,
+)
+
+INFERENCE_METHODS = ("laplace", "ep")
+_DIAG_BLOCK = 128
+
+
+def check_inference(inference) -> str:
+    """Return ``inference`` if it names a known method, else raise naming the argument."""
+    if inference not in INFERENCE_METHODS:
+        raise InvalidInputError(f"inference: expected one of {INFERENCE_METHODS}, got {inference!r}")
+    return inference
+
+
+def _check_kernel(name: str, kernel) -> Kernel:
+    if not isinstance(kernel, Kernel):
+        raise InvalidInputError(f"{name}: expected a visiontune.gp.kernels.Kernel, got {type(kernel).__name__}")
+    return kernel
+
+
+def diag_input_gradient(kernel: Kernel, Xs: np.ndarray) -> np.ndarray:
+    """``∂k(x, x)/∂x`` at each row of ``Xs`` (m, d) -> (m, d).
+
+    For a symmetric kernel ``∂k(x, x)/∂x = 2 ∂₁k(x, x')|_{x'=x}``; evaluated from
+    ``kernel.grad_inputs`` on diagonal blocks (zero for stationary kernels).
+    """
+    m, d = Xs.shape
+    out = np.empty((m, d))
+    for start in range(0, m, _DIAG_BLOCK):
+        block = Xs[start : start + _DIAG_BLOCK]
+        G = kernel.grad_inputs(block, block)
+        idx = np.arange(block.shape[0])
+        out[start : start + block.shape[0]] = 2.0 * G[idx, idx]
+    return out
+
+
+class ProbitGP:
+    """GP classifier ``P(y = 1 | x) = Φ(f(x))``, ``f ~ GP(0, k)``, fitted on construction.
+
+    ``kernel``: covariance of ``f``; ``X``: (n, d) inputs (n = 0 gives the prior);
+    ``y``: (n,) answers in {0, 1}; ``inference``: ``"laplace"`` (R&W Alg. 3.1/3.2, seed 002
+    supp. A) or ``"ep"`` (R&W Alg. 3.5/3.6, used for the benchmarks of seed 000).
+    ``warm_start``: optional start for the inference, from :attr:`warm_start_state` of an
+    earlier model on a prefix of the same data (Laplace: the latent mode (k,), k <= n, padded
+    with zeros; EP: the site parameters (2, k), padded with empty sites). Speed only: the
+    result is the same fixed point.
+    """
+
+    def __init__(self, kernel: Kernel, X, y, inference: str = "laplace", *, warm_start=None):
+        kernel = _check_kernel("kernel", kernel)
+        inference = check_inference(inference)
+        X = _training_inputs(X)
+        y = binary_labels("y", y, X.shape[0])
+        n = X.shape[0]
+        K = kernel(X) if n else np.zeros((0, 0))
+        if inference == "laplace":
+            f0 = _pad_warm_start(warm_start, n, rows=1)
+            approx = laplace_mode(K, y, f0=None if f0 is None else f0[0])
+        else:
+            sites = _pad_warm_start(warm_start, n, rows=2)
+            approx = expectation_propagation(K, y, sites=None if sites is None else (sites[0], sites[1]))
+        for name, value in (("X", X), ("y", y), ("_K", K)):
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "kernel", kernel)
+        object.__setattr__(self, "inference", inference)
+        object.__setattr__(self, "_approx", approx)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new model")
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.kernel!r}, n={self.n}, inference={self.inference!r})"
+
+    # ---- basic properties ------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of answers."""
+        return int(self.y.shape[0])
+
+    @property
+    def warm_start_state(self) -> np.ndarray:
+        """What to pass as ``warm_start`` to a refit: the mode (1, n) or EP sites (2, n)."""
+        if self.inference == "laplace":
+            return self._approx.mean[None, :].copy()
+        if isinstance(self._approx, EPApproximation):
+            return np.vstack([self._approx.tau_site, self._approx.nu_site])
+        return np.zeros((2, 0))
+
+    def _test_points(self, Xs) -> np.ndarray:
+        Xs = points("Xs", Xs, dim=self.X.shape[1] if self.n else None)
+        return Xs
+
+    # ---- predictions -----------------------------------------------------------------
+    def predict(self, Xs):
+        """Latent predictive mean and variance at ``Xs`` (m, d) -> ``(mu (m,), var (m,))``.
+
+        ``μ = k*ᵀ α``, ``σ² = k** - vᵀv``, ``v = L⁻¹ W½ k*`` (R&W Alg. 3.2 / 3.6).
+        """
+        Xs = self._test_points(Xs)
+        k_star = self.kernel(self.X, Xs) if self.n else np.zeros((0, Xs.shape[0]))
+        return predict_latent(self._approx, k_star, self.kernel.diag(Xs))
+
+    def predict_with_grad(self, Xs):
+        """``(mu (m,), var (m,), dmu (m, d), dvar (m, d))``: predictions and their gradients w.r.t. each test point.
+
+        ``∂μ/∂x* = (∂k*/∂x*)ᵀ α``, ``∂σ²/∂x* = ∂k(x*, x*)/∂x* - 2 (∂k*/∂x*)ᵀ W½ B⁻¹ W½ k*``.
+        """
+        Xs = self._test_points(Xs)
+        if self.n:
+            k_star = self.kernel(self.X, Xs)
+            dk_star = self.kernel.grad_inputs(Xs, self.X)
+        else:
+            k_star, dk_star = np.zeros((0, Xs.shape[0])), np.zeros((Xs.shape[0], 0, Xs.shape[1]))
+        mu, var = predict_latent(self._approx, k_star, self.kernel.diag(Xs))
+        dmu, dvar = predict_latent_grad(self._approx, k_star, dk_star, diag_input_gradient(self.kernel, Xs))
+        return mu, var, dmu, dvar
+
+    def predict_cov(self, Xs):
+        """Joint latent posterior at ``Xs`` (m, d): ``(mu (m,), cov (m, m))`` with ``cov = K** - VᵀV``."""
+        Xs = self._test_points(Xs)
+        k_star = self.kernel(self.X, Xs) if self.n else np.zeros((0, Xs.shape[0]))
+        return predict_latent_cov(self._approx, k_star, self.kernel(Xs))
+
+    # ---- evidence and training posterior -----------------------------------------------
+    def log_marginal_likelihood(self) -> float:
+        """Approximate ``log p(y | X)``: Laplace (R&W Eq. 3.32) or EP (R&W Eq. 3.65)."""
+        return float(self._approx.log_marginal_likelihood)
+
+    def log_marginal_likelihood_grad(self) -> np.ndarray:
+        """(p,) gradient of :meth:`log_marginal_likelihood` w.r.t. ``kernel.params`` (R&W Alg. 5.1 / Eq. 5.27)."""
+        if not self.n:
+            return np.zeros(self.kernel.n_params)
+        dK = self.kernel.grad_params(self.X)
+        grad = laplace_lml_grad if self.inference == "laplace" else ep_lml_grad
+        return grad(self._approx, self._K, self.y, dK)
+
+    def training_posterior(self):
+        """Gaussian approximation of ``p(f(X) | data)``: ``(mean (n,), cov (n, n))``, ``cov = (K⁻¹ + W)⁻¹``."""
+        return self._approx.mean.copy(), self._approx.covariance(self._K)
+
+
+def _training_inputs(X) -> np.ndarray:
+    arr = finite_array("X", X)
+    if arr.size == 0:
+        return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 0)
+    return points("X", arr)
+
+
+def _pad_warm_start(warm_start, n: int, rows: int):
+    """Validate a warm start ``(rows, k)`` (or (k,) when rows == 1), k <= n; pad with zeros to n."""
+    if warm_start is None or n == 0:
+        return None
+    ws = finite_array("warm_start", warm_start)
+    if ws.ndim == 1 and rows == 1:
+        ws = ws[None, :]
+    if ws.ndim != 2 or ws.shape[0] != rows or ws.shape[1] > n:
+        raise InvalidInputError(
+            f"warm_start: expected shape ({rows}, k) with k <= {n} (from warm_start_state), got {ws.shape}"
+        )
+    out = np.zeros((rows, n))
+    out[:, : ws.shape[1]] = ws
+    return out
+
+
+class PreferenceGP:
+    """GP model of duels: ``P(x beats x') = Φ(g(x, x'))``, ``g(x, x') = f(x) - f(x')`` (seed 000, Eqs. 5-6).
+
+    ``base_kernel``: covariance of the utility ``f`` on ``x`` (d columns); ``duels``: (n, 2d)
+    rows ``[x, x']``; ``y``: (n,) with 1 when the first option ``x`` won. Inference on ``g``
+    with the preference kernel :class:`~visiontune.gp.kernels.Preference`.
+    The ``predict*`` methods work on duels (latent ``g``); ``predict_value*`` on options
+    (latent ``f``, via the cross-covariance ``cov(f(x), g_i) = k(x, a_i) - k(x, b_i)``).
+    """
+
+    def __init__(self, base_kernel: Kernel, duels, y, inference: str = "laplace", *, warm_start=None):
+        base_kernel = _check_kernel("base_kernel", base_kernel)
+        if isinstance(base_kernel, Preference):
+            raise InvalidInputError("base_kernel: pass the utility kernel, not a Preference kernel")
+        duels = _training_inputs(duels)
+        if duels.shape[1] % 2 and duels.shape[0]:
+            raise InvalidInputError(f"duels: expected (n, 2d) rows [x, x'], got {duels.shape[1]} columns")
+        gp = ProbitGP(Preference(base_kernel), duels, y, inference, warm_start=warm_start)
+        object.__setattr__(self, "base_kernel", base_kernel)
+        object.__setattr__(self, "_gp", gp)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new model")
+
+    def __repr__(self):
+        return f"PreferenceGP({self.base_kernel!r}, n={self.n}, inference={self.inference!r})"
+
+    # ---- delegated ------------------------------------------------------------------
+    kernel = property(lambda self: self._gp.kernel, doc="The :class:`Preference` kernel of ``g``.")
+    duels = property(lambda self: self._gp.X, doc="(n, 2d) training duels.")
+    X = duels
+    y = property(lambda self: self._gp.y, doc="(n,) answers, 1 when the first option won.")
+    inference = property(lambda self: self._gp.inference)
+    n = property(lambda self: self._gp.n)
+    warm_start_state = property(lambda self: self._gp.warm_start_state)
+
+    def predict(self, duels):
+        """Latent ``g`` at duels (m, 2d): ``(mu (m,), var (m,))``."""
+        return self._gp.predict(duels)
+
+    def predict_with_grad(self, duels):
+        """``(mu, var, dmu (m, 2d), dvar (m, 2d))`` for ``g`` at duels."""
+        return self._gp.predict_with_grad(duels)
+
+    def predict_cov(self, duels):
+        """Joint posterior of ``g`` at duels (m, 2d): ``(mu (m,), cov (m, m))``."""
+        return self._gp.predict_cov(duels)
+
+    def log_marginal_likelihood(self) -> float:
+        return self._gp.log_marginal_likelihood()
+
+    def log_marginal_likelihood_grad(self) -> np.ndarray:
+        return self._gp.log_marginal_likelihood_grad()
+
+    def training_posterior(self):
+        """Approximate posterior of ``g`` at the training duels: ``(mean (n,), cov (n, n))``."""
+        return self._gp.training_posterior()
+
+    # ---- utility f -------------------------------------------------------------------
+    def _options(self, X) -> np.ndarray:
+        d = self.duels.shape[1] // 2 if self.n else None
+        return points("X", X, dim=d)
+
+    def _cross(self, X):
+        d = X.shape[1]
+        A, B = self.duels[:, :d], self.duels[:, d:]
+        return self.base_kernel(A, X) - self.base_kernel(B, X), A, B
+
+    def predict_value(self, X):
+        """Latent utility ``f`` at options ``X`` (m, d): ``(mu (m,), var (m,))``.
+
+        ``μ_f(x) = c(x)ᵀ α``, ``σ²_f(x) = k(x, x) - |L⁻¹ W½ c(x)|²`` with
+        ``c_i(x) = k(a_i, x) - k(b_i, x)`` for duel ``i = [a_i, b_i]``; hence
+        ``μ_g(x, x') = μ_f(x) - μ_f(x')``.
+        """
+        X = self._options(X)
+        c = self._cross(X)[0] if self.n else np.zeros((0, X.shape[0]))
+        return predict_latent(self._gp._approx, c, self.base_kernel.diag(X))
+
+    def predict_value_with_grad(self, X):
+        """``(mu (m,), var (m,), dmu (m, d), dvar (m, d))`` of the utility ``f`` at options ``X``."""
+        X = self._options(X)
+        if self.n:
+            c, A, B = self._cross(X)
+            dc = self.base_kernel.grad_inputs(X, A) - self.base_kernel.grad_inputs(X, B)
+        else:
+            c, dc = np.zeros((0, X.shape[0])), np.zeros((X.shape[0], 0, X.shape[1]))
+        approx = self._gp._approx
+        mu, var = predict_latent(approx, c, self.base_kernel.diag(X))
+        dmu, dvar = predict_latent_grad(approx, c, dc, diag_input_gradient(self.base_kernel, X))
+        return mu, var, dmu, dvar
+
+    @staticmethod
+    def from_ranking(options):
+        """Turn a batch ranking into duels (seed 000 §4.3): ``options`` (m, d), best first.
+
+        Returns ``duels (m(m-1)/2, 2d)`` with rows ``[options[i], options[j]]`` for ``i < j``
+        and ``y`` (m(m-1)/2,) all ones (the first, better-ranked option won).
+        """
+        options = points("options", options)
+        m = options.shape[0]
+        if m < 2:
+            raise InvalidInputError(f"options: a ranking needs at least 2 options, got {m}")
+        i, j = np.triu_indices(m, k=1)
+        return np.hstack([options[i], options[j]]), np.ones(i.shape[0])
