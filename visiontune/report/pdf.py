@@ -1,0 +1,213 @@
+"""The printable PDF report, through Qt's own PDF writer (QPdfWriter + QPainter, QtGui only).
+
+Page 1: patient id, date, eye, protocol, software version; the final prescription (rounded
+to 0.25 D and exact) with its credible intervals; the predicted acuity in logMAR and Snellen
+with its interval; answers used and duration; the two figures of
+:mod:`visiontune.report.figures`. Page 2 (and more for a long session): the trial table,
+one row per answer (letter size, first lens, letter shown and said, scored correct, answer time),
+voided answers greyed and marked "void", in two blocks side by side (160 rows a page).
+A simulated session carries a SIMULATED banner at the top of every page and in the footer.
+Paper: A4 portrait with 15 mm margins, drawn in 300 dpi device units.
+
+A QGuiApplication must exist (the writer needs fonts); :func:`ensure_gui_application`
+creates one, offscreen when there is no display.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC
+
+from visiontune.optics.acuity_units import format_snellen
+from visiontune.optics.prescription import Prescription
+from visiontune.report.record import SessionRecord
+from visiontune.report.result import LensValues
+
+__all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "pdf_bytes", "report_lines", "trial_rows"]
+
+SIMULATED_BANNER = "SIMULATED - simulated patient, not a clinical record"
+_DPI = 300
+_TABLE_HEADER = ("#", "logMAR", "sph D", "cyl D", "axis", "shown", "said", "ok", "", "UTC")
+_TABLE_PT = 6.5
+
+
+def ensure_gui_application():
+    """The running Qt application, or a new QGuiApplication (offscreen without a display)."""
+    from PySide6.QtGui import QGuiApplication
+
+    app = QGuiApplication.instance()
+    if app is None:
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QGuiApplication(["visiontune-report"])
+    return app
+
+
+def format_lens(lens: LensValues, decimals: int = 2) -> str:
+    """Clinical text of a result lens, e.g. ``"S -1.25 / C -0.50 x 180"`` (Prescription.format)."""
+    return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg).format(decimals=decimals)
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s"
+
+
+def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
+    """The summary of page 1 as ``(label, text)`` pairs, in print order."""
+    info, r = record.info, record.result
+    try:
+        protocol = info.protocol.name
+    except Exception:  # a snapshot this version cannot parse still gets a report
+        protocol = "(protocol snapshot unreadable)"
+    when = (info.finished_at or info.created_at).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lvl = round(100 * r.interval_level)
+    va, (va_lo, va_hi) = r.predicted_va_logmar, r.predicted_va_interval
+    voided = sum(t.void for t in record.trials)
+    return [
+        ("Patient ID", info.patient_id),
+        ("Session", f"{info.session_id} ({'simulated patient' if info.simulated else 'patient'})"),
+        ("Date", when),
+        ("Eye", info.eye.value),
+        ("Protocol", protocol),
+        ("Software", f"VisionTune {info.software_version}"),
+        ("Prescription (0.25 D)", format_lens(r.rounded)),
+        ("Exact estimate", format_lens(r.estimate, decimals=3)),
+        (f"{lvl}% credible interval",
+         f"sphere [{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, "
+         f"cylinder [{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D"),
+        ("Predicted acuity", f"{va:.2f} logMAR (Snellen {format_snellen(va)}, {format_snellen(va, 6)})"),
+        ("Acuity interval",
+         f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
+        ("Answers", f"{r.trials_used} used" + (f", {voided} voided" if voided else "")
+         + f"; stopped by {r.stopped_by}"),
+        ("Duration", _duration(r.duration_s)),
+    ]  # fmt: skip
+
+
+def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
+    """The trial table: one row of text per answer (voided ones included), as printed."""
+    rows = []
+    for t in record.trials:
+        rows.append((
+            str(t.index + 1), f"{t.s_logmar:.2f}", f"{t.lens.sphere_d:+.2f}", f"{t.lens.cylinder_d:+.2f}",
+            f"{t.lens.axis_deg:.0f}", t.letter_shown, t.letter_named or "-", "yes" if t.correct else "no",
+            "void" if t.void else "", t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+        ))  # fmt: skip
+    return rows
+
+
+def pdf_bytes(record: SessionRecord) -> bytes:
+    """Render the report of ``record`` and return the PDF file's bytes."""
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPointF, QRectF, Qt
+    from PySide6.QtGui import QColor, QFontMetricsF, QPageLayout, QPageSize, QPainter, QPdfWriter, QPen
+
+    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font
+
+    ensure_gui_application()
+    data = QByteArray()
+    buf = QBuffer(data)
+    buf.open(QIODevice.WriteOnly)
+    writer = QPdfWriter(buf)
+    writer.setResolution(_DPI)
+    writer.setPageLayout(
+        QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait, QMarginsF(15, 15, 15, 15), QPageLayout.Millimeter)
+    )
+    info = record.info
+    writer.setTitle(f"VisionTune refraction report, patient {info.patient_id}, session {info.session_id}")
+    writer.setCreator(f"VisionTune {info.software_version}")
+    p = QPainter(writer)
+    try:
+        width, height = float(writer.width()), float(writer.height())
+        rows = trial_rows(record)
+        set_font(p, _TABLE_PT)
+        row_h = QFontMetricsF(p.font()).height() * 1.1
+        top_table = row_h * 5 + (QFontMetricsF(p.font()).height() * 3 if info.simulated else 0)
+        per_block = max(1, int((height - top_table - row_h * 3) // row_h))
+        set_font(p, _TABLE_PT, bold=True)
+        fm = QFontMetricsF(p.font())
+        gap = fm.horizontalAdvance("   ") / 2
+        columns = zip(_TABLE_HEADER, *rows, strict=True)
+        widths = [max(fm.horizontalAdvance(c) for c in column) + gap for column in columns]
+        col_x = [sum(widths[:i]) for i in range(len(widths))]
+        block_w = width * 0.49
+        if sum(widths) <= block_w:
+            blocks = 2
+        else:  # too wide for two blocks side by side: one block per page
+            blocks, block_w = 1, width
+        per_page = blocks * per_block
+        n_pages = 1 + max(1, -(-len(rows) // per_page))
+
+        def frame(page: int) -> float:
+            """Banner and footer of a page; returns the y where content starts."""
+            y = 0.0
+            if info.simulated:
+                set_font(p, 16, bold=True)
+                fm = QFontMetricsF(p.font())
+                band = QRectF(0, 0, width, fm.height() * 1.4)
+                p.fillRect(band, QColor(200, 0, 0))
+                p.setPen(QColor(255, 255, 255))
+                p.drawText(band, Qt.AlignCenter, SIMULATED_BANNER)
+                y = band.bottom() + fm.height() * 0.5
+            set_font(p, 7.5)
+            p.setPen(QPen(Qt.black, 0))
+            footer = (f"VisionTune {info.software_version} - patient {info.patient_id} - session {info.session_id}"
+                      f" - page {page} of {n_pages}" + (" - SIMULATED" if info.simulated else ""))  # fmt: skip
+            p.drawText(QPointF(0, height - QFontMetricsF(p.font()).descent()), footer)
+            return y
+
+        # --- page 1: summary and figures
+        y = frame(1)
+        set_font(p, 15, bold=True)
+        fm = QFontMetricsF(p.font())
+        y += fm.ascent()
+        p.drawText(QPointF(0, y), "Subjective refraction report")
+        y += fm.descent() + fm.height() * 0.4
+        label_w = width * 0.30
+        for label, text in report_lines(record):
+            important = label.startswith(("Prescription", "Predicted"))
+            set_font(p, 11 if important else 10, bold=important)
+            fm = QFontMetricsF(p.font())
+            y += fm.height() * 1.15
+            p.drawText(QPointF(0, y), label)
+            p.drawText(QPointF(label_w, y), text)
+        y += fm.height()
+        set_font(p, 8)
+        fig_h = min(width * 0.5, height - y - row_h * 3)
+        draw_acuity_map(p, QRectF(0, y, width * 0.55, fig_h), record.result, record.trials)
+        draw_acuity_curve(p, QRectF(width * 0.56, y, width * 0.44, fig_h), record.result)
+        set_font(p, 7)
+        p.drawText(QPointF(0, y + fig_h + row_h),
+                   "Map: red dots = lenses presented (hollow = voided answer), white cross = estimate.")  # fmt: skip
+
+        # --- trial table pages: two blocks of rows side by side
+        chunks = [rows[i : i + per_page] for i in range(0, len(rows), per_page)] or [[]]
+        for k, chunk in enumerate(chunks):
+            writer.newPage()
+            y0 = frame(k + 2)
+            set_font(p, 11, bold=True)
+            y0 += QFontMetricsF(p.font()).height()
+            p.drawText(QPointF(0, y0), f"Trial table ({len(rows)} answers)" + (" continued" if k else ""))
+            y0 += row_h * 1.5
+            for b in range(blocks):
+                block = chunk[b * per_block : (b + 1) * per_block]
+                x0 = b * (width - block_w)
+                if not block and b:
+                    break
+                set_font(p, _TABLE_PT, bold=True)
+                for x, title in zip(col_x, _TABLE_HEADER, strict=True):
+                    p.drawText(QPointF(x0 + x, y0), title)
+                set_font(p, _TABLE_PT)
+                y = y0
+                for row in block:
+                    y += row_h
+                    p.setPen(QColor(150, 150, 150) if row[8] else QColor(0, 0, 0))
+                    for x, cell in zip(col_x, row, strict=True):
+                        p.drawText(QPointF(x0 + x, y), cell)
+                p.setPen(QPen(Qt.black, 0))
+            if not chunk:
+                p.drawText(QPointF(0, y0 + row_h), "no answers recorded")
+    finally:
+        p.end()
+    buf.close()
+    return bytes(data.data())

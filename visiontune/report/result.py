@@ -1,0 +1,203 @@
+"""The session result: the JSON the session engine gives ``SessionHandle.finish`` (schema v1).
+
+This module is the agreement between :mod:`visiontune.session.engine` and the exports.
+A finished session's ``result`` is a JSON object with exactly these keys::
+
+    estimate              {"sphere_d", "cylinder_d", "axis_deg"}   exact best lens (D, D, degrees)
+    rounded               {"sphere_d", "cylinder_d", "axis_deg"}   the same, sphere and cylinder
+                                                                  on 0.25 D steps (the Rx to file)
+    credible_interval     {"sphere_d": [lo, hi], "cylinder_d": [lo, hi]}  central interval (D)
+                          of the best lens; optional "level" (default 0.95)
+    predicted_va_logmar   float, acuity predicted through the estimate (logMAR)
+    predicted_va_interval [lo, hi], its credible interval (logMAR)
+    trials_used           int >= 0, answers the model used (voided answers excluded)
+    duration_s            float >= 0, first presentation to last answer (seconds)
+    stopped_by            "budget" | "precision" | "clinician"
+    acuity_curve          [[trial_number, va_logmar], ...]: the estimate's predicted acuity
+                          after each listed number of answers (non-decreasing trial numbers)
+    posterior_map         {"sphere_d": [n], "cylinder_d": [m], "va_logmar": [[m] * n]}:
+                          predicted acuity (logMAR) on the lens grid, rows = sphere
+    simulated             optional bool; when present it must equal the session's flag
+
+Any other key, a missing key, a non-finite number or a wrong shape is rejected with a
+:class:`~visiontune.errors.StoreError` naming the session and the key path, so a drift in
+the engine's output shows up as a clear error rather than a wrong report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from visiontune.errors import StoreError
+
+__all__ = ["STOPPED_BY", "LensValues", "SessionResult", "parse_result"]
+
+STOPPED_BY = ("budget", "precision", "clinician")
+_REQUIRED = (
+    "estimate", "rounded", "credible_interval", "predicted_va_logmar", "predicted_va_interval",
+    "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
+)  # fmt: skip
+_OPTIONAL = ("simulated",)
+_LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
+
+
+@dataclass(frozen=True)
+class LensValues:
+    """Sphere and cylinder (diopters) and axis (degrees) of a lens, as written in a result."""
+
+    sphere_d: float
+    cylinder_d: float
+    axis_deg: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"sphere_d": self.sphere_d, "cylinder_d": self.cylinder_d, "axis_deg": self.axis_deg}
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """A validated session result (see the module docstring for units and meaning).
+
+    ``acuity_curve``: tuple of ``(trial_number, va_logmar)``; ``posterior_map`` values:
+    ``map_sphere_d (n,)``, ``map_cylinder_d (m,)``, ``map_va_logmar`` n rows of m values.
+    ``raw`` is the JSON object as stored (exports copy it unchanged).
+    """
+
+    estimate: LensValues
+    rounded: LensValues
+    sphere_interval_d: tuple[float, float]
+    cylinder_interval_d: tuple[float, float]
+    interval_level: float
+    predicted_va_logmar: float
+    predicted_va_interval: tuple[float, float]
+    trials_used: int
+    duration_s: float
+    stopped_by: str
+    acuity_curve: tuple[tuple[int, float], ...]
+    map_sphere_d: tuple[float, ...]
+    map_cylinder_d: tuple[float, ...]
+    map_va_logmar: tuple[tuple[float, ...], ...]
+    simulated: bool | None
+    raw: Any
+
+
+class _Checker:
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def fail(self, key: str, message: str) -> StoreError:
+        path = f"result.{key}" if key else "result"
+        return StoreError(f"{self.where}: {path}: {message}")
+
+    def mapping(self, key: str, value: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a JSON object, got {type(value).__name__}")
+        missing = [k for k in required if k not in value]
+        if missing:
+            raise self.fail(key, f"missing key(s) {', '.join(missing)}")
+        extra = sorted(set(value) - set(required) - set(optional))
+        if extra:
+            raise self.fail(key, f"unknown key(s) {', '.join(extra)} (result schema v1)")
+        return value
+
+    def number(self, key: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(key, f"expected a finite number, got {value!r}")
+        return float(value)
+
+    def pair(self, key: str, value: Any) -> tuple[float, float]:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise self.fail(key, f"expected [lo, hi], got {value!r}")
+        lo, hi = self.number(f"{key}[0]", value[0]), self.number(f"{key}[1]", value[1])
+        if lo > hi:
+            raise self.fail(key, f"expected lo <= hi, got [{lo}, {hi}]")
+        return lo, hi
+
+    def numbers(self, key: str, value: Any) -> tuple[float, ...]:
+        if not isinstance(value, (list, tuple)):
+            raise self.fail(key, f"expected a list of numbers, got {type(value).__name__}")
+        return tuple(self.number(f"{key}[{i}]", v) for i, v in enumerate(value))
+
+    def lens(self, key: str, value: Any) -> LensValues:
+        d = self.mapping(key, value, _LENS_KEYS)
+        lens = LensValues(*(self.number(f"{key}.{k}", d[k]) for k in _LENS_KEYS))
+        if not 0.0 <= lens.axis_deg <= 180.0:
+            raise self.fail(f"{key}.axis_deg", f"expected degrees in [0, 180], got {lens.axis_deg}")
+        return lens
+
+
+def parse_result(result: Any, *, where: str = "session") -> SessionResult:
+    """Validate a result object (parsed JSON) against schema v1 and return it typed.
+
+    ``where`` names the session in error messages (e.g. ``"session 3"``).
+    Raises :class:`~visiontune.errors.StoreError` naming the offending key.
+    """
+    c = _Checker(where)
+    if result is None:
+        raise StoreError(f"{where}: has no result")
+    d = c.mapping("", result, _REQUIRED, _OPTIONAL)
+    ci = c.mapping("credible_interval", d["credible_interval"], ("sphere_d", "cylinder_d"), ("level",))
+    level = c.number("credible_interval.level", ci.get("level", 0.95))
+    if not 0.0 < level < 1.0:
+        raise c.fail("credible_interval.level", f"expected a probability in (0, 1), got {level}")
+    trials_used = d["trials_used"]
+    if isinstance(trials_used, bool) or not isinstance(trials_used, int) or trials_used < 0:
+        raise c.fail("trials_used", f"expected an integer >= 0, got {trials_used!r}")
+    duration = c.number("duration_s", d["duration_s"])
+    if duration < 0:
+        raise c.fail("duration_s", f"expected seconds >= 0, got {duration}")
+    if d["stopped_by"] not in STOPPED_BY:
+        raise c.fail("stopped_by", f"expected one of {', '.join(STOPPED_BY)}, got {d['stopped_by']!r}")
+    curve_raw = d["acuity_curve"]
+    if not isinstance(curve_raw, list):
+        raise c.fail("acuity_curve", f"expected a list of [trial_number, va_logmar], got {type(curve_raw).__name__}")
+    curve = []
+    for i, point in enumerate(curve_raw):
+        n, va = _curve_point(c, i, point)
+        if curve and n < curve[-1][0]:
+            raise c.fail(f"acuity_curve[{i}]", f"trial numbers must not decrease ({n} after {curve[-1][0]})")
+        curve.append((n, va))
+    pm = c.mapping("posterior_map", d["posterior_map"], ("sphere_d", "cylinder_d", "va_logmar"))
+    sphere = c.numbers("posterior_map.sphere_d", pm["sphere_d"])
+    cylinder = c.numbers("posterior_map.cylinder_d", pm["cylinder_d"])
+    for name, axis in (("sphere_d", sphere), ("cylinder_d", cylinder)):
+        if not axis or any(b <= a for a, b in zip(axis[:-1], axis[1:], strict=True)):
+            raise c.fail(f"posterior_map.{name}", "expected a non-empty, strictly increasing grid")
+    rows = pm["va_logmar"]
+    if not isinstance(rows, list) or len(rows) != len(sphere):
+        raise c.fail("posterior_map.va_logmar", f"expected {len(sphere)} rows (one per sphere value)")
+    grid = tuple(c.numbers(f"posterior_map.va_logmar[{i}]", r) for i, r in enumerate(rows))
+    if any(len(r) != len(cylinder) for r in grid):
+        raise c.fail("posterior_map.va_logmar", f"expected rows of {len(cylinder)} values (one per cylinder value)")
+    simulated = d.get("simulated")
+    if simulated is not None and not isinstance(simulated, bool):
+        raise c.fail("simulated", f"expected true or false, got {simulated!r}")
+    return SessionResult(
+        estimate=c.lens("estimate", d["estimate"]),
+        rounded=c.lens("rounded", d["rounded"]),
+        sphere_interval_d=c.pair("credible_interval.sphere_d", ci["sphere_d"]),
+        cylinder_interval_d=c.pair("credible_interval.cylinder_d", ci["cylinder_d"]),
+        interval_level=level,
+        predicted_va_logmar=c.number("predicted_va_logmar", d["predicted_va_logmar"]),
+        predicted_va_interval=c.pair("predicted_va_interval", d["predicted_va_interval"]),
+        trials_used=trials_used,
+        duration_s=duration,
+        stopped_by=d["stopped_by"],
+        acuity_curve=tuple(curve),
+        map_sphere_d=sphere,
+        map_cylinder_d=cylinder,
+        map_va_logmar=grid,
+        simulated=simulated,
+        raw=result,
+    )
+
+
+def _curve_point(c: _Checker, i: int, point: Any) -> tuple[int, float]:
+    key = f"acuity_curve[{i}]"
+    if not isinstance(point, (list, tuple)) or len(point) != 2:
+        raise c.fail(key, f"expected [trial_number, va_logmar], got {point!r}")
+    n = c.number(f"{key}[0]", point[0])
+    if n != int(n) or n < 0:
+        raise c.fail(f"{key}[0]", f"expected a trial number (integer >= 0), got {point[0]!r}")
+    return int(n), c.number(f"{key}[1]", point[1])

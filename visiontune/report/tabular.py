@@ -1,0 +1,281 @@
+"""CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
+
+**CSV, schema 1** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
+them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
+an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
+
+=============== ======================================================================
+session_id      the session's id in the trial log
+trial_index     position in the session, counting voided answers, from 0
+void            1 if an ``undo`` voided this answer (the model ignores it)
+s_logmar        letter size (logMAR)
+sphere_d ...    lens: sphere, cylinder (diopters), axis (degrees, [0, 180))
+sphere2_d ...   second lens of a duel (preferential protocols), else empty
+letter_shown    the letter presented
+letter_named    the letter the patient named, empty for "don't know"
+correct         1 if the answer was scored correct
+presented_at    when the letter appeared (UTC)
+answered_at     when the answer was recorded (UTC)
+simulated       1 if a simulated patient answered (**SIMULATED** data)
+schema_version  1
+=============== ======================================================================
+
+**JSON, schema** ``visiontune.session-export`` **version 1** (:func:`session_to_json`)::
+
+    {"schema": "visiontune.session-export", "schema_version": 1,
+     "simulated": bool, "mark": "SIMULATED" | null, "exported_by": "visiontune X.Y.Z",
+     "session": {"session_id", "patient_id", "eye", "protocol_toml", "software_version", "seed",
+                 "state", "created_at", "finished_at", "calibration", "starting_rx"},
+     "trials": [{"index", "void", "s_logmar", "lens": {"sphere_d", "cylinder_d", "axis_deg"},
+                 "lens2": null | {...}, "letter_shown", "letter_named", "correct",
+                 "presented_at", "answered_at"}, ...],
+     "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
+     "result": the result object as stored (schema: visiontune.report.result)}
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+import visiontune
+from visiontune.errors import InvalidInputError
+from visiontune.report.record import SessionRecord
+from visiontune.report.result import parse_result
+from visiontune.session.records import Event, EventKind, Eye, Lens, SessionInfo, SessionState, Trial
+
+__all__ = [
+    "CSV_COLUMNS", "CSV_SCHEMA_VERSION", "JSON_SCHEMA", "JSON_SCHEMA_VERSION",
+    "SIMULATED_MARK", "trials_to_csv", "trials_from_csv", "session_to_json", "session_json_text", "session_from_json",
+]  # fmt: skip
+
+CSV_SCHEMA_VERSION = 1
+JSON_SCHEMA = "visiontune.session-export"
+JSON_SCHEMA_VERSION = 1
+SIMULATED_MARK = "SIMULATED"
+CSV_COLUMNS = (
+    "session_id", "trial_index", "void", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
+    "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct",
+    "presented_at", "answered_at", "simulated", "schema_version",
+)  # fmt: skip
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else repr(float(x))
+
+
+def _flag(b: bool) -> str:
+    return "1" if b else "0"
+
+
+def trials_to_csv(record: SessionRecord) -> str:
+    """CSV text (schema 1) of every answer of ``record``, voided ones marked (``void=1``)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for t in record.trials:
+        l2 = t.lens2
+        writer.writerow([
+            t.session_id, t.index, _flag(t.void), _num(t.s_logmar),
+            _num(t.lens.sphere_d), _num(t.lens.cylinder_d), _num(t.lens.axis_deg),
+            _num(l2 and l2.sphere_d), _num(l2 and l2.cylinder_d), _num(l2 and l2.axis_deg),
+            t.letter_shown, t.letter_named or "", _flag(t.correct),
+            t.presented_at.isoformat(), t.answered_at.isoformat(), _flag(record.simulated), CSV_SCHEMA_VERSION,
+        ])  # fmt: skip
+    return buf.getvalue()
+
+
+class _Row:
+    """One CSV row with errors naming the line and the column."""
+
+    def __init__(self, line: int, row: dict[str, str]) -> None:
+        self.line, self.row = line, row
+
+    def fail(self, col: str, msg: str) -> InvalidInputError:
+        return InvalidInputError(f"csv line {self.line}, column {col}: {msg}, got {self.row.get(col)!r}")
+
+    def int(self, col: str) -> int:
+        try:
+            return int(self.row[col])
+        except ValueError:
+            raise self.fail(col, "expected an integer") from None
+
+    def float(self, col: str) -> float | None:
+        text = self.row[col]
+        if text == "":
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise self.fail(col, "expected a number") from None
+        if not math.isfinite(value):
+            raise self.fail(col, "expected a finite number")
+        return value
+
+    def flag(self, col: str) -> bool:
+        if self.row[col] not in ("0", "1"):
+            raise self.fail(col, "expected 0 or 1")
+        return self.row[col] == "1"
+
+    def time(self, col: str) -> datetime:
+        try:
+            value = datetime.fromisoformat(self.row[col])
+        except ValueError:
+            raise self.fail(col, "expected an ISO 8601 timestamp") from None
+        if value.tzinfo is None:
+            raise self.fail(col, "expected a timestamp with a time zone")
+        return value
+
+    def lens(self, cols: tuple[str, str, str], required: bool) -> Lens | None:
+        values = [self.float(c) for c in cols]
+        if all(v is None for v in values) and not required:
+            return None
+        if any(v is None for v in values):
+            raise self.fail(cols[0], "a lens needs sphere, cylinder and axis")
+        return Lens(*values)
+
+
+def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
+    """Read CSV text of schema 1 back: ``(trials, simulated)``; ``simulated`` is ``None`` for a
+    file without rows (the flag lives in the rows; the JSON export always carries it).
+
+    Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
+    first bad field, a header that is not :data:`CSV_COLUMNS`, or another schema version.
+    """
+    reader = csv.DictReader(io.StringIO(text))
+    if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
+        raise InvalidInputError(f"csv: expected the header {','.join(CSV_COLUMNS)}, got {reader.fieldnames}")
+    trials, simulated = [], set()
+    for line, raw in enumerate(reader, start=2):
+        r = _Row(line, raw)
+        if r.int("schema_version") != CSV_SCHEMA_VERSION:
+            raise r.fail("schema_version", f"this VisionTune reads schema {CSV_SCHEMA_VERSION}")
+        s_logmar = r.float("s_logmar")
+        if s_logmar is None:
+            raise r.fail("s_logmar", "expected a number")
+        trials.append(Trial(
+            session_id=r.int("session_id"), index=r.int("trial_index"), s_logmar=s_logmar,
+            lens=r.lens(("sphere_d", "cylinder_d", "axis_deg"), True),
+            lens2=r.lens(("sphere2_d", "cylinder2_d", "axis2_deg"), False),
+            letter_shown=raw["letter_shown"], letter_named=raw["letter_named"] or None, correct=r.flag("correct"),
+            presented_at=r.time("presented_at"), answered_at=r.time("answered_at"), void=r.flag("void"),
+        ))  # fmt: skip
+        simulated.add(r.flag("simulated"))
+    if len(simulated) > 1:
+        raise InvalidInputError("csv: column simulated: rows disagree (a file mixes simulated and real answers)")
+    return trials, (simulated.pop() if simulated else None)
+
+
+def _lens_json(lens: Lens | None) -> dict | None:
+    if lens is None:
+        return None
+    return {"sphere_d": lens.sphere_d, "cylinder_d": lens.cylinder_d, "axis_deg": lens.axis_deg}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def session_to_json(record: SessionRecord) -> dict[str, Any]:
+    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v1)."""
+    info = record.info
+    return {
+        "schema": JSON_SCHEMA,
+        "schema_version": JSON_SCHEMA_VERSION,
+        "simulated": info.simulated,
+        "mark": SIMULATED_MARK if info.simulated else None,
+        "exported_by": f"visiontune {visiontune.__version__}",
+        "session": {
+            "session_id": info.session_id, "patient_id": info.patient_id, "eye": info.eye.value,
+            "protocol_toml": info.protocol_toml, "software_version": info.software_version, "seed": info.seed,
+            "state": info.state.value, "created_at": _iso(info.created_at), "finished_at": _iso(info.finished_at),
+            "calibration": info.calibration, "starting_rx": info.starting_rx,
+        },
+        "trials": [
+            {
+                "index": t.index, "void": t.void, "s_logmar": t.s_logmar, "lens": _lens_json(t.lens),
+                "lens2": _lens_json(t.lens2), "letter_shown": t.letter_shown, "letter_named": t.letter_named,
+                "correct": t.correct, "presented_at": _iso(t.presented_at), "answered_at": _iso(t.answered_at),
+            }
+            for t in record.trials
+        ],
+        "events": [
+            {"event_id": e.event_id, "kind": e.kind.value, "at": _iso(e.at), "trial_index": e.trial_index,
+             "payload": e.payload}
+            for e in record.events
+        ],
+        "result": record.result.raw,
+    }  # fmt: skip
+
+
+def session_json_text(record: SessionRecord) -> str:
+    """:func:`session_to_json` as indented JSON text (no NaN, keys in schema order)."""
+    return json.dumps(session_to_json(record), indent=2, allow_nan=False) + "\n"
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, allow_nan=False)
+
+
+def _time(name: str, text: Any) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"json: {name}: expected an ISO 8601 timestamp, got {text!r}") from None
+
+
+def session_from_json(doc: Any) -> SessionRecord:
+    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v1.
+
+    Raises :class:`~visiontune.errors.InvalidInputError` (naming the key) for another schema,
+    a missing key or a bad value, and :class:`~visiontune.errors.StoreError` for a result
+    that does not follow the result schema.
+    """
+    if not isinstance(doc, dict) or doc.get("schema") != JSON_SCHEMA:
+        raise InvalidInputError(f"json: schema: expected {JSON_SCHEMA!r}")
+    if doc.get("schema_version") != JSON_SCHEMA_VERSION:
+        found = doc.get("schema_version")
+        raise InvalidInputError(
+            f"json: schema_version: this VisionTune reads version {JSON_SCHEMA_VERSION}, got {found!r}"
+        )
+    try:
+        s = doc["session"]
+        info = SessionInfo(
+            session_id=s["session_id"], patient_id=s["patient_id"], eye=Eye(s["eye"]),
+            protocol_toml=s["protocol_toml"], software_version=s["software_version"], seed=s["seed"],
+            simulated=bool(doc["simulated"]), state=SessionState(s["state"]),
+            created_at=_time("session.created_at", s["created_at"]),
+            finished_at=_time("session.finished_at", s["finished_at"]),
+            calibration_json=_dumps(s["calibration"]), starting_rx_json=_dumps(s["starting_rx"]),
+            result_json=_dumps(doc["result"]),
+        )  # fmt: skip
+        trials = tuple(
+            Trial(
+                session_id=info.session_id, index=t["index"], s_logmar=t["s_logmar"], lens=Lens(**t["lens"]),
+                lens2=None if t["lens2"] is None else Lens(**t["lens2"]), letter_shown=t["letter_shown"],
+                letter_named=t["letter_named"], correct=t["correct"],
+                presented_at=_time(f"trials[{i}].presented_at", t["presented_at"]),
+                answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]), void=t["void"],
+            )  # fmt: skip
+            for i, t in enumerate(doc["trials"])
+        )
+        events = tuple(
+            Event(e["event_id"], info.session_id, EventKind(e["kind"]), _time(f"events[{i}].at", e["at"]),
+                  e["trial_index"], _dumps(e["payload"]))  # fmt: skip
+            for i, e in enumerate(doc["events"])
+        )
+    except KeyError as exc:
+        raise InvalidInputError(f"json: missing key {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise InvalidInputError(f"json: bad value ({exc})") from None
+    result = parse_result(doc["result"], where=f"json session {info.session_id}")
+    return SessionRecord(info=info, trials=trials, events=events, result=result)
