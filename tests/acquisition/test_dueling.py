@@ -158,3 +158,33 @@ def test_rules_validate_their_settings_and_scenario():
         BivariateEI(n_initial=-1)
     with pytest.raises(ConfigurationError, match="preferential"):
         DuelingUCB()(model, Problem(box=[[-2.0, 2.0]]), data, np.random.default_rng(0))
+
+
+def test_table_2_and_gonzalez_rules_are_registered_with_their_sources():
+    from visiontune.acquisition import registry
+
+    names = set(registry.names("preferential"))
+    assert {"MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
+            "PBO-PE", "PBO-CEI", "PBO-DTS"} <= names
+    assert all(registry.get(n).source.startswith(("000", "001")) for n in names)
+    assert {"MUC-ALD", "KSS-ALD", "KSS-random-context", "MUC-random-context", "BALD-duel",
+            "random-duel-contextual"} <= set(registry.names("contextual-preferential"))
+    assert isinstance(registry.make("EIIG", k=0.3), EIIG) and registry.make("EIIG", k=0.3).k == 0.3
+
+
+def test_duel_bald_maximises_the_duel_information_jointly_over_context_and_options():
+    from visiontune.acquisition import functions as F
+    from visiontune.acquisition.dueling import DuelBALD
+    from visiontune.gp.kernels import contextual_benchmark_kernel
+
+    problem = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5],
+                      scenario="contextual-preferential")
+    rng = np.random.default_rng(3)
+    s, a, b = rng.uniform(0, 1, 30), rng.uniform(-2, 2, 30), rng.uniform(-2, 2, 30)
+    y = (rng.random(30) < ndtr(3 * s * (np.sin(2 * a) - np.sin(2 * b)))).astype(float)
+    model = PreferenceGP(contextual_benchmark_kernel(SquaredExponential, [0.7], 2.0, 1), np.column_stack([s, a, s, b]), y)
+    q = DuelBALD(n_initial=0)(model, problem, None, np.random.default_rng(0))
+    S, A, B = np.meshgrid(np.linspace(0, 1, 21), np.linspace(-2, 2, 41), np.linspace(-2, 2, 41), indexing="ij")
+    grid = F.bald(model, np.column_stack([S.ravel(), A.ravel(), S.ravel(), B.ravel()]), grad=False)
+    chosen = F.bald(model, [[q.s[0], q.x[0], q.s[0], q.x2[0]]], grad=False)[0]
+    assert chosen >= grid.max() - 1e-6 and abs(q.x[0] - q.x2[0]) > 1e-3

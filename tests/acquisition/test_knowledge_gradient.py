@@ -1,11 +1,14 @@
-"""cBKG: look-ahead refits; no value of information where the answer carries none."""
+"""cBKG: look-ahead refits; no value of information where the answer carries none; the
+envelope-theorem gradient against finite differences of refits."""
 
 import numpy as np
+import pytest
 
-from acq_helpers import probit_model
-from visiontune.acquisition.knowledge_gradient import CBKG, knowledge_gradient
+from acq_helpers import fd_grad, probit_model
+from visiontune.acquisition.knowledge_gradient import CBKG, knowledge_gradient, knowledge_gradient_with_grad
 from visiontune.acquisition.optimize import sobol_points
 from visiontune.acquisition.policy import Data, Problem
+from visiontune.errors import ConfigurationError
 
 PROBLEM = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5])
 
@@ -39,9 +42,45 @@ def test_kg_matches_the_expected_change_of_the_best_mean_by_explicit_refits():
     assert np.isclose(knowledge_gradient(model, PROBLEM, z[None], ref)[0], oracle, atol=1e-7)
 
 
+def test_envelope_gradient_matches_finite_differences_of_the_refit_kg():
+    # oracle: central differences of KG, each value from two look-ahead refits (002 supp. B, S21-S30)
+    model = probit_model(1, n=12, seed=2, context=True)
+    ref = np.linspace(-2, 2, 41)[:, None]
+    Z = np.array([[0.8, 0.4], [0.3, -1.2], [0.95, 1.7]])
+    kg, grad = knowledge_gradient_with_grad(model, PROBLEM, Z, ref)
+    assert np.allclose(kg, knowledge_gradient(model, PROBLEM, Z, ref), atol=1e-12)
+    assert np.allclose(grad, fd_grad(lambda W: knowledge_gradient(model, PROBLEM, W, ref), Z, h=1e-5), atol=1e-6)
+    assert np.abs(grad).max() > 1e-3
+
+
+def test_envelope_gradient_on_a_binary_problem_and_refusal_for_ep():
+    problem = Problem(box=[[-2.0, 2.0], [-2.0, 2.0]])
+    model = probit_model(2, n=10, seed=4)
+    ref = np.random.default_rng(0).uniform(-2, 2, (30, 2))
+    Z = np.array([[0.5, -0.7], [-1.5, 1.1]])
+    grad = knowledge_gradient_with_grad(model, problem, Z, ref)[1]
+    assert np.allclose(grad, fd_grad(lambda W: knowledge_gradient(model, problem, W, ref), Z, h=1e-5), atol=1e-6)
+    with pytest.raises(ConfigurationError, match="Laplace"):
+        knowledge_gradient_with_grad(probit_model(2, n=10, seed=4, inference="ep"), problem, Z, ref)
+
+
+def test_cbkg_refinement_never_does_worse_than_the_best_candidate():
+    model = probit_model(1, n=10, seed=3, context=True)
+    data = Data(model.X, model.y)
+    ref_rng = np.random.default_rng(0)
+    from visiontune.acquisition.policy import solution
+
+    ref = np.vstack([sobol_points(PROBLEM.box, 32, ref_rng), solution(model, PROBLEM, ref_rng)])
+    Z = sobol_points(PROBLEM.input_box, 16, ref_rng)
+    q = CBKG(n_candidates=16, n_reference=32)(model, PROBLEM, data, np.random.default_rng(0))
+    chosen = knowledge_gradient(model, PROBLEM, np.r_[q.s, q.x][None], ref)[0]
+    assert chosen >= knowledge_gradient(model, PROBLEM, Z, ref).max() - 1e-12
+
+
 def test_cbkg_query_is_the_best_candidate():
     model = probit_model(1, n=10, seed=3, context=True)
-    q = CBKG(n_candidates=16, n_reference=32)(model, PROBLEM, Data(model.X, model.y), np.random.default_rng(0))
+    q = CBKG(n_candidates=16, n_reference=32, gradient=False)(model, PROBLEM, Data(model.X, model.y),
+                                                             np.random.default_rng(0))
     rng = np.random.default_rng(0)  # the same draws as the policy: reference set, solution, candidates
     from visiontune.acquisition.policy import solution
 

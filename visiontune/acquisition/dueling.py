@@ -54,6 +54,7 @@ from visiontune.errors import InvalidInputError
 __all__ = [
     "BETA_DUELING_UCB",
     "BivariateEI",
+    "DuelBALD",
     "DuelTS",
     "DuelingTS",
     "DuelingUCB",
@@ -381,3 +382,41 @@ class RandomDuel:
         rng = _check_rng(rng)
         _check_problem(problem, "RandomDuel")
         return _random_duel(problem, rng)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuelBALD:
+    """``(s, x1, x2) = argmax I(c, g | s, x1, x2)`` jointly (Houlsby et al. 2011; the "BALD" control
+    of 002 §4.2, table 2): BALD of the duel ``[(s, x1), (s, x2)]`` over ``S x X x X`` (``X x X``
+    without a context). ``I = 0`` when ``x1 = x2``, so the members differ."""
+
+    n_initial: int = 2
+    optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
+
+    def __post_init__(self):
+        _check_n_initial(self.n_initial)
+
+    def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
+        from visiontune.acquisition import functions as F
+
+        rng = _check_rng(rng)
+        _check_problem(problem, "DuelBALD")
+        if _n_data(data) < self.n_initial:
+            return _random_duel(problem, rng)
+        c, d = problem.c, problem.d
+        D = c + d
+        box = np.vstack([problem.box, problem.box] if c == 0 else [problem.context_box, problem.box, problem.box])
+
+        def duels(Z):
+            S = Z[:, :c]
+            return np.column_stack([S, Z[:, c : c + d], S, Z[:, c + d :]])
+
+        def fn(Z):
+            v, g = F.bald(model, duels(Z))
+            return v, np.column_stack([g[:, :c] + g[:, D : D + c], g[:, c:D], g[:, D + c :]])
+
+        z = self.optimiser.run(fn, box, rng, values_only=lambda Z: F.bald(model, duels(Z), grad=False))[0]
+        x, x2 = z[c : c + d], z[c + d :]
+        if _same(problem, x, x2):
+            x2 = _uniform(problem.box, rng)
+        return Query(x=x, x2=x2, s=z[:c] if c else None)

@@ -50,10 +50,13 @@ def _random_duel(problem: Problem, rng) -> Query:
     return Query(x=_uniform(problem.box, rng), x2=_uniform(problem.box, rng), s=s)
 
 
-def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings) -> Query:
-    """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4)."""
+def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False) -> Query:
+    """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4),
+    or ``s`` uniform in the context box with ``random_context`` (the controls of 002 §4.2)."""
     if problem.c == 0:
         return Query(x=x, x2=x2)
+    if random_context:
+        return Query(x=x, x2=x2, s=_uniform(problem.context_box, rng))
     from visiontune.acquisition import functions as F
 
     c, D = problem.c, problem.c + problem.d
@@ -87,9 +90,11 @@ def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSet
 class MUC:
     """Maximally Uncertain Challenge (000 §4.2, table S1): champion ``x* = argmax mu_f``,
     challenger ``x2 = argmax_x V[Phi(g(x*, x))]`` (epistemic variance of the duel's outcome,
-    000 Eq. 9). ``V = 0`` at ``x = x*`` (``g(x*, x*) = 0`` surely), so ``x2 != x*``."""
+    000 Eq. 9). ``V = 0`` at ``x = x*`` (``g(x*, x*) = 0`` surely), so ``x2 != x*``.
+    Contextual problems: ``s`` by BALD on the duel (MUC-ALD), or uniform with ``random_context``."""
 
     n_initial: int = 2
+    random_context: bool = False
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
@@ -118,16 +123,18 @@ class MUC:
         challenger = self.optimiser.run(fn, problem.box, rng, values_only=values)[0]
         if np.array_equal(challenger, champion):  # only if the posterior is flat everywhere
             challenger = _uniform(problem.box, rng)
-        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser)
+        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser, self.random_context)
 
 
 @dataclass(frozen=True, kw_only=True)
 class KSS:
     """KernelSelfSparring (Sui & Burdick 2017; 000 table S1): the maximisers of two independent
     approximate posterior samples of the utility; a duel whose two maxima coincide is redrawn
-    (authors' toolbox), at most ``max_redraws`` times, then the second option is uniform."""
+    (authors' toolbox), at most ``max_redraws`` times, then the second option is uniform.
+    Contextual problems: ``s`` by BALD on the duel (KSS-ALD), or uniform with ``random_context``."""
 
     n_initial: int = 2
+    random_context: bool = False
     n_basis: int = 4096
     max_redraws: int = 5
     optimiser: OptimiserSettings = field(default_factory=lambda: sample_optimiser())
@@ -154,5 +161,6 @@ class KSS:
                 for f in samples
             ]
             if np.any(np.abs(maxima[0] - maxima[1]) > tol):
-                return _with_context(model, problem, maxima[0], maxima[1], rng, self.context_optimiser)
-        return _with_context(model, problem, maxima[0], _uniform(problem.box, rng), rng, self.context_optimiser)
+                return _with_context(model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context)
+        return _with_context(model, problem, maxima[0], _uniform(problem.box, rng), rng, self.context_optimiser,
+                             self.random_context)

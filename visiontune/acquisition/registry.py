@@ -117,13 +117,14 @@ register(PolicySpec("KSS-ALD", lambda n_initial=5, **kw: KSS(n_initial=n_initial
 
 # Contextual binary knowledge gradient (002 §3.2; discretised, see knowledge_gradient.py).
 register(PolicySpec("cBKG", lambda n_initial=5, **kw: CBKG(n_initial=n_initial, **kw), "contextual-binary",
-                    "002 §3.2, Eq. 6-7; table 1 (discretised, no analytic gradient)",
+                    "002 §3.2, Eq. 6-7, supp. B-C; table 1 (Sobol candidates + envelope-theorem gradient)",
                     "(s, x) = argmax of the expected gain in max_x E[f(s0, x)] after one answer"))
 
 # Preferential BO baselines (seed 000 table 2 / table S1; 2 initial random duels like MUC).
 from visiontune.acquisition.batch import BatchKSS, BatchMUC, RandomBatch  # noqa: E402
 from visiontune.acquisition.dueling import (  # noqa: E402
     EIIG,
+    DuelBALD,
     BivariateEI,
     DuelingTS,
     DuelingUCB,
@@ -141,7 +142,7 @@ def _kw(cls, n_initial_default):
 
 register(PolicySpec("Dueling-UCB", _kw(DuelingUCB, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
                     "champion argmax mu_f, challenger argmax mu_f + beta sigma_f (beta = Phi^-1(0.975))"))
-register(PolicySpec("BEI", _kw(BivariateEI, 2), "preferential", "000 table 2, S1 (Nielsen et al. 2014)",
+register(PolicySpec("Bivariate-EI", _kw(BivariateEI, 2), "preferential", "000 table 2, S1 (Nielsen et al. 2014)",
                     "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - f(x**))_+]"))
 register(PolicySpec("Duel-TS", _kw(DuelTS, 2), "preferential", "000 table 2, S1 (Gonzalez et al. 2017)",
                     "first member the maximiser of a posterior sample, challenger argmax V[Phi(g(x1, x))]"))
@@ -149,7 +150,7 @@ register(PolicySpec("Dueling-TS", _kw(DuelingTS, 2), "preferential", "000 table 
                     "champion argmax mu_f, challenger the maximiser of a posterior sample"))
 register(PolicySpec("EIIG", _kw(EIIG, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
                     "champion argmax mu_f, challenger argmax k log mu_c(x, x*) + I(c, g | x*, x)"))
-register(PolicySpec("EI-preferential", _kw(PreferentialEI, 2), "preferential", "000 table 2, S1 (Brochu et al. 2010)",
+register(PolicySpec("EI-pref", _kw(PreferentialEI, 2), "preferential", "000 table 2, S1 (Brochu et al. 2010)",
                     "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - mu_f(x**))_+]"))
 register(PolicySpec("random-duel", _kw(RandomDuel, 0), "preferential", "000 table 2: Random",
                     "both members uniform in the box"))
@@ -167,3 +168,15 @@ register(PolicySpec("batch-KSS", _kw(BatchKSS, 2), "batch-preferential", "000 ta
                     "m maximisers of independent posterior samples, coinciding members redrawn"))
 register(PolicySpec("random-batch", _kw(RandomBatch, 0), "batch-preferential", "000 table 3: Random",
                     "m options uniform in the box"))
+
+# Controls of contextual preferential BO (seed 002 §4.2, table 2; 5 initial random duels).
+register(PolicySpec("KSS-random-context", lambda n_initial=5, **kw: KSS(n_initial=n_initial, random_context=True, **kw),
+                    "contextual-preferential", "002 §4.2, table 2: Kernel Self-Sparring",
+                    "KSS duel at the reference context, s uniform"))
+register(PolicySpec("MUC-random-context", lambda n_initial=5, **kw: MUC(n_initial=n_initial, random_context=True, **kw),
+                    "contextual-preferential", "002 §4.2 (control: x by MUC, s random)",
+                    "MUC duel at the reference context, s uniform"))
+register(PolicySpec("BALD-duel", _kw(DuelBALD, 5), "contextual-preferential", "002 §4.2, table 2: BALD",
+                    "(s, x1, x2) = argmax BALD of the duel jointly"))
+register(PolicySpec("random-duel-contextual", _kw(RandomDuel, 5), "contextual-preferential", "002 §4.2, table 2: Random",
+                    "(s, x1, x2) uniform"))

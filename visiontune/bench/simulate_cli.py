@@ -1,0 +1,134 @@
+"""``visiontune simulate``: one SIMULATED refraction (seed 002 §5.3) from the command line.
+
+    visiontune simulate --policy ucb-ald --slope 5 --trials 260 --seed 1 [--true-rx "S C"]
+                        [--json out.json] [--plot out.png]
+
+Progress (trial k/n and the current estimate) goes to stderr; the summary (true and found
+correction, their errors, the acuity through the found correction) to stdout, marked
+SIMULATED. Bad values raise :class:`~visiontune.errors.VisionTuneError` subclasses, which
+``visiontune.cli`` turns into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from visiontune.errors import ConfigurationError, InvalidInputError
+
+__all__ = ["add_arguments", "run", "write_plot"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from visiontune.bench.refraction import DEFAULT_REFERENCE_LOGMAR
+
+    parser.add_argument("--policy", default="UCB-ALD", help="contextual binary policy (case-insensitive), e.g. ucb-ald, ts-ald")
+    parser.add_argument("--slope", type=float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
+    parser.add_argument("--trials", type=int, default=260, help="number of answers (default 260)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
+    parser.add_argument("--true-rx", default=None, metavar='"S C"',
+                        help="true correction: sphere and cylinder in diopters, within [-4, 4] (default: random)")
+    parser.add_argument("--n-alternatives", type=int, default=26, help="letters to choose from (26; 10 for Sloan)")
+    parser.add_argument("--reference-logmar", type=float, default=DEFAULT_REFERENCE_LOGMAR,
+                        help=f"reference letter size s0 of the x-rule and the estimate (default {DEFAULT_REFERENCE_LOGMAR})")
+    parser.add_argument("--inference", choices=("laplace", "ep"), default="laplace")
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the run as JSON")
+    parser.add_argument("--plot", default=None, metavar="PATH", help="draw acuity vs trial and the trials on the posterior acuity map (PNG)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _parse_true_rx(text):
+    if text is None:
+        return None
+    parts = text.replace(",", " ").split()
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != 2:
+        raise InvalidInputError(f'true_rx: expected "S C" (sphere and cylinder in diopters), got {text!r}')
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    from visiontune.bench.refraction import run_refraction
+
+    if not args.slope > 0:
+        raise InvalidInputError(f"slope: must be > 0 logMAR^-1, got {args.slope}")
+    if args.trials <= 0:
+        raise InvalidInputError(f"trials: must be > 0, got {args.trials}")
+    if args.seed < 0:
+        raise InvalidInputError(f"seed: must be >= 0, got {args.seed}")
+    true_rx = _parse_true_rx(args.true_rx)
+
+    def progress(k, n, record):
+        S, C = record.estimate
+        print(f"SIMULATED trial {k}/{n}: s {record.s:+.2f} logMAR, lens S {record.x[0]:+.2f} C {record.x[1]:+.2f}, "
+              f"{'correct' if record.correct else 'wrong'}; estimate S {S:+.2f} C {C:+.2f}",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    result = run_refraction(args.policy, slope=args.slope, trials=args.trials, seed=args.seed, true_rx=true_rx,
+                            n_alternatives=args.n_alternatives, inference=args.inference,
+                            reference_context=args.reference_logmar, progress=None if args.quiet else progress)  # fmt: skip
+    if args.json:
+        _write(args.json, json.dumps(result.to_json_dict(), indent=1) + "\n")
+    if args.plot:
+        write_plot(result, args.plot)
+    t, f = result.true_rx, result.final_estimate
+    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, seed {result.seed})")
+    print(f"  true correction:  S {t.sphere_d:+.2f} D  C {t.cylinder_d:+.2f} D  x {t.axis_deg:g}")
+    print(f"  found correction: S {f.sphere_d:+.2f} D  C {f.cylinder_d:+.2f} D  x {f.axis_deg:g}")
+    print(f"  errors: sphere {result.sphere_error_d:.3f} D, cylinder {result.cylinder_error_d:.3f} D")
+    print(f"  acuity through the found correction: {result.final_va_logmar:.3f} logMAR (SIMULATED)")
+    return 0
+
+
+def _write(path, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"json: cannot write {path}: {exc.strerror}") from None
+
+
+def write_plot(result, path) -> None:
+    """PNG with two panels: the true acuity through the estimate (logMAR) vs trial number, and
+    the trials (letter read: filled, missed: open) over the posterior acuity map of the final
+    model (:func:`visiontune.bench.refraction.posterior_acuity_map`), true and found corrections marked."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigurationError("plot: matplotlib is not installed (pip install matplotlib)") from None
+    import numpy as np
+
+    from visiontune.bench.refraction import posterior_acuity_map
+
+    va = [r.va_logmar for r in result.records]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    ax1.plot(np.arange(1, len(va) + 1), va)
+    ax1.set_xlabel("trial")
+    ax1.set_ylabel("acuity through the estimate (logMAR)")
+    ax1.set_title(f"SIMULATED {result.policy}, slope {result.slope:g}")
+    spheres, cylinders, vmap = posterior_acuity_map(result.final_model)
+    mesh = ax2.pcolormesh(spheres, cylinders, vmap.T, shading="auto", cmap="viridis_r")
+    fig.colorbar(mesh, ax=ax2, label="posterior acuity (logMAR)")
+    x = np.array([r.x for r in result.records])
+    ok = np.array([r.correct for r in result.records])
+    ax2.scatter(x[ok, 0], x[ok, 1], s=10, c="white", edgecolors="k", linewidths=0.4, label="read")
+    ax2.scatter(x[~ok, 0], x[~ok, 1], s=10, facecolors="none", edgecolors="r", linewidths=0.6, label="missed")
+    ax2.plot(result.true_rx.sphere_d, result.true_rx.cylinder_d, "k*", ms=12, label="true")
+    ax2.plot(*result.records[-1].estimate, "wX", ms=10, mec="k", label="found")
+    ax2.set_xlabel("sphere (D)")
+    ax2.set_ylabel("cylinder (D)")
+    ax2.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        raise InvalidInputError(f"plot: cannot write {path}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
