@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "policies": ("visiontune.acquisition.cli", "list every acquisition policy with its scenario and source"),
     "session": ("visiontune.session.cli", "run or resume a refraction session headless (simulated patient)",
                 "add_session_arguments", "run_session"),
+    "bench": ("visiontune.bench.bench_cli", "run a paper experiment (resumable sweep) and its stratified analysis"),
     "simulate": ("visiontune.bench.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "sessions": ("visiontune.session.cli", "list the trial log's sessions, or show one",

@@ -82,7 +82,6 @@ STORED_ALTERNATIVES = (26, 10)
 DEFAULT_REFERENCE_LOGMAR = 0.0
 
 _DATA_FILE = "refraction_hyperparameters.json"
-_CONTEXTUAL_BINARY = ("contextual", "contextual-binary")
 _DEFAULT_SEARCH = SEARCH_BOX.bounds()
 _DEFAULT_CONTEXT = CONTEXT_BOX.bounds()
 
@@ -302,8 +301,7 @@ def resolve_policy(name: str) -> str:
 
     if not isinstance(name, str):
         raise InvalidInputError(f"policy: expected a name, got {type(name).__name__}")
-    # The registry's scenario of these policies is "contextual" (renamed "contextual-binary" in flight).
-    contextual = [n for n, spec in registry.REGISTRY.items() if spec.scenario in _CONTEXTUAL_BINARY]
+    contextual = registry.names("contextual-binary")
     by_lower = {n.lower(): n for n in contextual}
     found = by_lower.get(name.strip().lower())
     if found is None:
@@ -346,6 +344,7 @@ class RefractionRun:
     true_rx: Prescription
     records: tuple[TrialRecord, ...]
     final_model: ProbitGP | None = field(default=None, compare=False, repr=False)
+    kernel_variant: str = "refraction-se"
 
     @property
     def final_estimate(self) -> Prescription:
@@ -380,6 +379,7 @@ class RefractionRun:
             "lapse": self.lapse,
             "inference": self.inference,
             "reference_context_logmar": self.reference_context,
+            **({"kernel": self.kernel_variant} if self.kernel_variant != KERNEL_SE else {}),
             "hyperparameters": self.hyperparameters.to_dict(),
             "true_rx": {"sphere_d": self.true_rx.sphere_d, "cylinder_d": self.true_rx.cylinder_d,
                         "axis_deg": self.true_rx.axis_deg},  # fmt: skip
@@ -409,7 +409,8 @@ def _check_true_rx(true_rx) -> Prescription | None:
 def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, true_rx=None, n_alternatives: int = 26,
                    best_corrected_logmar: float = 0.0, lapse: float = 0.0, inference: str = "laplace",
                    reference_context: float = DEFAULT_REFERENCE_LOGMAR,
-                   progress: Callable[[int, int, TrialRecord], None] | None = None) -> RefractionRun:
+                   progress: Callable[[int, int, TrialRecord], None] | None = None,
+                   kernel: str = "refraction-se") -> RefractionRun:
     """Simulate one refraction (002 §5.3) with the registered contextual policy ``policy_name``.
 
     Each trial ``k``: the policy proposes ``(s, x)`` from the model of answers ``< k`` (the
@@ -421,6 +422,8 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
     Reproducible: ``SeedSequence(seed)`` spawns independent streams for the true correction
     (uniform in ``[-4, 4]²`` D, axis 180, unused when ``true_rx`` is given), the patient's answers,
     the policy and the estimate. ``true_rx``: a :class:`Prescription` at axis 180 or ``(S, C)``.
+    ``kernel``: ``"refraction-se"`` (the paper's, default) or ``"refraction-power-vector-se"``
+    (VisionTune fix, :func:`refraction_kernel_variant`).
     """
     policy_name = resolve_policy(policy_name)
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
@@ -440,8 +443,9 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
         true_rx = random_true_rx(np.random.default_rng(rx_seq))
     patient = SimulatedPatient(true_rx, best_corrected_logmar, slope, n_alternatives, lapse,
                                seed=np.random.default_rng(patient_seq))  # fmt: skip
-    hp = refraction_hyperparameters(slope, n_alternatives)
-    kernel = hp.kernel()
+    variant = _check_kernel_variant(kernel)
+    hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
+    kernel = _variant_kernel(variant, hp)
     policy = registry.make(policy_name)
     policy_rng, estimate_rng = np.random.default_rng(policy_seq), np.random.default_rng(estimate_seq)
 
@@ -462,7 +466,8 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
         if progress is not None:
             progress(k, int(trials), record)
     return RefractionRun(policy_name, int(seed), slope, n_alternatives, float(best_corrected_logmar), float(lapse),
-                         inference, float(problem.reference_context[0]), hp, true_rx, tuple(records), model)  # fmt: skip
+                         inference, float(problem.reference_context[0]), hp, true_rx, tuple(records), model,
+                         variant)  # fmt: skip
 
 
 def posterior_acuity_map(model: ProbitGP, n: int = 41, n_s: int = 121):
@@ -489,6 +494,86 @@ def posterior_acuity_map(model: ProbitGP, n: int = 41, n_s: int = 121):
     va[reached[0]] = s_grid[0]
     va[~reached.any(axis=0)] = s_grid[-1]
     return spheres, cylinders, va.reshape(n, n)
+
+
+# ======================================================================================
+# Kernel variants (VisionTune fix, not in the papers): docs/results/refraction-investigation.md
+# ======================================================================================
+
+#: The paper's kernel ``θ s s' + k_SE((S, C), (S', C'))`` (002 Eq. 15): the reproduction.
+KERNEL_SE = "refraction-se"
+#: ``θ s s' + k_SE((M, C/2), (M', C'/2))``: the SE part in power-vector coordinates, where the
+#: blur of 002 Eq. 12 is isotropic (:func:`visiontune.gp.transformed.refraction_power_vector_kernel`).
+KERNEL_POWER_VECTOR = "refraction-power-vector-se"
+KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
+_PV_KEY = "power_vector_entries"
+
+
+def _check_kernel_variant(kernel) -> str:
+    if kernel not in KERNEL_VARIANTS:
+        raise InvalidInputError(f"kernel: expected one of {KERNEL_VARIANTS}, got {kernel!r}")
+    return kernel
+
+
+def fit_power_vector_hyperparameters(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
+                                     n_starts: int = 3) -> RefractionHyperparameters:
+    """Maximum-likelihood ``(θ, ℓ_M, ℓ_J, σ²)`` of the power-vector kernel on the same simulated
+    answers as :func:`fit_refraction_hyperparameters` (002 §5.2 protocol; Laplace evidence,
+    R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
+    from visiontune.gp.transformed import refraction_power_vector_kernel
+
+    X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed)
+    start = refraction_power_vector_kernel(1.0, np.array([2.0, 2.0]), 1.0)
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
+    fitted = fit_hyperparameters(start, X, y, inference="laplace", n_starts=n_starts, rng=rng)
+    lml = ProbitGP(fitted, X, y).log_marginal_likelihood()
+    theta, lengthscales, variance = _unpack(fitted)
+    return RefractionHyperparameters(float(slope), int(n_alternatives), theta, lengthscales, variance, float(lml),
+                                     int(n), int(seed))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _stored_power_vector() -> dict:
+    try:
+        doc = json.loads(resources.files("visiontune").joinpath("data", _DATA_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ModuleNotFoundError, OSError, json.JSONDecodeError):
+        return {}
+    out = {}
+    for d in doc.get(_PV_KEY, []) if isinstance(doc, dict) else []:
+        hp = RefractionHyperparameters.from_dict(d)
+        out[(round(hp.slope, 9), hp.n_alternatives)] = hp
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _fit_power_vector_cached(slope: float, n_alternatives: int) -> RefractionHyperparameters:
+    return fit_power_vector_hyperparameters(slope, n_alternatives)
+
+
+def kernel_variant_hyperparameters(kernel: str, slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
+    """Hyperparameters of a kernel variant (paper's boxes): for ``"refraction-se"`` those of
+    :func:`refraction_hyperparameters`; for ``"refraction-power-vector-se"`` the shipped fit
+    (JSON key ``power_vector_entries``) or a fit on the fly (about a minute), cached in memory."""
+    variant = _check_kernel_variant(kernel)
+    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
+    if variant == KERNEL_SE:
+        return refraction_hyperparameters(slope, n_alternatives)
+    hp = _stored_power_vector().get((round(slope, 9), n_alternatives))
+    return hp if hp is not None else _fit_power_vector_cached(slope, n_alternatives)
+
+
+def _variant_kernel(variant: str, hp: RefractionHyperparameters) -> Kernel:
+    if variant == KERNEL_SE:
+        return hp.kernel()
+    from visiontune.gp.transformed import refraction_power_vector_kernel
+
+    return refraction_power_vector_kernel(hp.theta, np.array(hp.lengthscales), hp.variance)
+
+
+def refraction_kernel_variant(kernel: str, *, slope: float, n_alternatives: int = 26) -> Kernel:
+    """The fitted kernel of a variant (:data:`KERNEL_VARIANTS`) for a patient model."""
+    variant = _check_kernel_variant(kernel)
+    return _variant_kernel(variant, kernel_variant_hyperparameters(variant, slope, n_alternatives))
 
 
 def main(argv: list[str] | None = None) -> int:
