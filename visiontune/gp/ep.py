@@ -12,14 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg import solve_triangular
 from scipy.special import log_ndtr
 
 from visiontune.errors import InvalidInputError, NumericalError
 from visiontune.gp.laplace import (
     GaussianApproximation,
+    _b_matrix,
     _check_gram,
     b_inverse,
+    b_inverse_diag,
+    cholesky_lower,
     marginal_variances,
     empty_approximation,
     signed_labels,
@@ -45,20 +48,22 @@ def _tilted_moments(y_signed, mu_cav, var_cav):
     return log_z, mu_hat, var_hat
 
 
-def _posterior(K, tau_site, nu_site):
+def _posterior(K, tau_site, nu_site, work=None):
     """Marginals of ``q(f) = N(μ, Σ)``, ``Σ = (K⁻¹ + S̃)⁻¹``, ``μ = Σ ν̃`` (R&W Alg. 3.5 lines 13-15).
 
     Returns ``(diag Σ (n,), μ (n,), L, S̃½)`` with ``B = I + S̃½KS̃½ = LLᵀ``; the full ``Σ`` is
-    never formed (``μ = Kν̃ - K S̃½ B⁻¹ S̃½ K ν̃``, diagonal by :func:`marginal_variances`).
+    never formed (``μ = Kν̃ - K S̃½ B⁻¹ S̃½ K ν̃``, diagonal by :func:`marginal_variances` from
+    ``diag B⁻¹``). ``work``: optional (n, n) Fortran-ordered array that receives ``L`` (the
+    previous sweep's factor is not needed any more).
     """
     n = K.shape[0]
     ss = np.sqrt(tau_site)
-    L = cholesky(np.eye(n) + ss[:, None] * K * ss[None, :], lower=True, check_finite=False)
+    L = cholesky_lower(_b_matrix(K, ss, out=work), overwrite=work is not None)
     kn = K @ nu_site
     t = solve_triangular(L, ss * kn, lower=True, check_finite=False)
     mu = kn - K @ (ss * solve_triangular(L, t, lower=True, trans="T", check_finite=False))
-    b_inv = b_inverse(L) if np.any(tau_site * np.diag(K) > 1e-3) else np.eye(n)
-    return marginal_variances(K, ss, L, b_inv), mu, L, ss
+    b_diag = b_inverse_diag(L) if np.any(tau_site * np.diag(K) > 1e-3) else np.ones(n)
+    return marginal_variances(K, ss, L, b_diag), mu, L, ss
 
 
 def _log_evidence(L, mu, tau_site, nu_site, tau_cav, nu_cav, log_z_tilted):
@@ -125,7 +130,8 @@ def expectation_propagation(
         tau_cav = np.maximum(1.0 / diag - tau_site, 1e-300)
         return tau_cav, mu / diag - nu_site
 
-    diag, mu, L, ss = _posterior(K, tau_site, nu_site)
+    work = np.empty((n, n), order="F")  # B, then its factor L, at every sweep
+    diag, mu, L, ss = _posterior(K, tau_site, nu_site, work)
     tau_cav, nu_cav = cavities(diag, mu)
     log_z = -np.inf
     sweep = 0
@@ -140,7 +146,7 @@ def expectation_propagation(
         nu_site = nu_site + d_nu
         if not (np.all(np.isfinite(tau_site)) and np.all(np.isfinite(nu_site))):
             raise NumericalError("EP: site parameters became non-finite")
-        diag, mu, L, ss = _posterior(K, tau_site, nu_site)
+        diag, mu, L, ss = _posterior(K, tau_site, nu_site, work)
         tau_cav, nu_cav = cavities(diag, mu)
         log_zt = _tilted_moments(ys, nu_cav / tau_cav, 1.0 / tau_cav)[0]
         log_z_old, log_z = log_z, _log_evidence(L, mu, tau_site, nu_site, tau_cav, nu_cav, log_zt)

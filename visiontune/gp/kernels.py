@@ -23,6 +23,8 @@ import abc
 import math
 
 import numpy as np
+from scipy.linalg import blas
+from scipy.spatial.distance import cdist
 from scipy.special import gammaln
 
 from visiontune._validate import finite_array, points, positive
@@ -156,7 +158,16 @@ class Kernel(abc.ABC):
         return self._grad_inputs(X1, X2)
 
     @abc.abstractmethod
-    def _cross(self, X1, X2) -> np.ndarray: ...
+    def _cross(self, X1, X2) -> np.ndarray:
+        """``k(X1, X2)`` (n1, n2) on validated inputs: a new array, which the caller may modify."""
+
+    #: True when :meth:`_cross_add` adds in place without an (n1, n2) temporary.
+    _ADDS_IN_PLACE = False
+
+    def _cross_add(self, X1, X2, out: np.ndarray) -> np.ndarray:
+        """``out += k(X1, X2)`` (out: (n1, n2) float64, modified and returned)."""
+        out += self._cross(X1, X2)
+        return out
 
     @abc.abstractmethod
     def _paired(self, X1, X2) -> np.ndarray:
@@ -338,31 +349,63 @@ class Stationary(_Base):
     def _exact_columns(self):
         return self.n_active if self.dims is None else None
 
-    def _scaled_diff(self, X1, X2):
-        return (self._active(X1)[:, None, :] - self._active(X2)[None, :, :]) / self.lengthscales
+    def _scaled(self, X) -> np.ndarray:
+        """Active columns divided by their lengthscales: (n, d_active), C-contiguous."""
+        return np.ascontiguousarray(self._active(X) / self.lengthscales)
+
+    def _sq_dist(self, X1, X2) -> np.ndarray:
+        """ARD-scaled squared distances ``r²[i, j] = Σ_k (x1_ik - x2_jk)² / ℓ_k²``: (n1, n2).
+
+        Computed as the sum of squared differences of pre-scaled inputs
+        (``scipy.spatial.distance.cdist(..., "sqeuclidean")``): no (n1, n2, d) temporary, no
+        cancellation (unlike ``|a|² + |b|² - 2a·b``), exactly 0 on the diagonal of ``k(X, X)``
+        and exactly symmetric.
+        """
+        A = self._scaled(X1)
+        B = A if X2 is X1 else self._scaled(X2)
+        if A.shape[0] == 0 or B.shape[0] == 0:
+            return np.zeros((A.shape[0], B.shape[0]))
+        return cdist(A, B, "sqeuclidean")
 
     def _cross(self, X1, X2):
-        D = self._scaled_diff(X1, X2)
-        return self.variance * self._k(np.einsum("ijk,ijk->ij", D, D))
+        K = self._k_inplace(self._sq_dist(X1, X2))
+        K *= self.variance
+        return K
+
+    def _k_inplace(self, r2: np.ndarray) -> np.ndarray:
+        """``_k(r2)``, allowed to overwrite ``r2`` (fewer large temporaries)."""
+        return self._k(r2)
 
     def _paired(self, X1, X2):
         D = (self._active(X1) - self._active(X2)) / self.lengthscales
         return self.variance * self._k(np.sum(D * D, axis=1))
 
+    def _column_diffs(self, X1, X2):
+        """Per active column ``i``: ``(x1_i - x2_i) / ℓ_i`` as an (n1, n2) array (a generator;
+        one column at a time, so no (n1, n2, d) temporary)."""
+        A1, A2 = self._active(X1), self._active(X2)
+        for i, ell in enumerate(self.lengthscales):
+            yield i, np.subtract.outer(A1[:, i], A2[:, i]) / ell
+
     def _grad_params_cross(self, X1, X2):
-        D = self._scaled_diff(X1, X2)
-        r2 = np.einsum("ijk,ijk->ij", D, D)
+        r2 = self._sq_dist(X1, X2)
         # d k / d log ℓ_i = dk/dr² · (-2 D_i²);   d k / d log σ² = k
-        g_ls = self.variance * self._dk_dr2(r2)[None] * (-2.0 * np.moveaxis(D * D, 2, 0))
+        coef = -2.0 * self.variance * self._dk_dr2(r2)
+        g_ls = np.empty((self.n_active,) + r2.shape)
+        for i, D in self._column_diffs(X1, X2):
+            np.multiply(coef, D * D, out=g_ls[i])
         g_var = (self.variance * self._k(r2))[None]
         return self._stack_grads({"lengthscales": g_ls, "variance": g_var})
 
     def _grad_inputs(self, X1, X2):
-        D = self._scaled_diff(X1, X2)
-        r2 = np.einsum("ijk,ijk->ij", D, D)
+        r2 = self._sq_dist(X1, X2)
         # d k / d x_i = dk/dr² · 2 (x_i - x'_i) / ℓ_i²
-        G = self.variance * self._dk_dr2(r2)[..., None] * 2.0 * D / self.lengthscales
-        return self._scatter(G, X1.shape[1])
+        coef = 2.0 * self.variance * self._dk_dr2(r2)
+        cols = range(self.n_active) if self.dims is None else self.dims
+        out = np.zeros(r2.shape + (X1.shape[1],))
+        for (i, D), col in zip(self._column_diffs(X1, X2), cols):
+            out[:, :, col] = coef * D / self.lengthscales[i]
+        return out
 
     def spectral_density(self, omega) -> np.ndarray:
         """Spectral density ``S(ω)`` with ``k(r) = (2π)^{-d} ∫ S(ω) e^{iω·r} dω``.
@@ -409,6 +452,10 @@ class SquaredExponential(Stationary):
 
     def _k(self, r2):
         return np.exp(-0.5 * r2)
+
+    def _k_inplace(self, r2):
+        r2 *= -0.5
+        return np.exp(r2, out=r2)
 
     def _dk_dr2(self, r2):
         return -0.5 * np.exp(-0.5 * r2)
@@ -489,7 +536,18 @@ class Linear(_Base):
         return self._hyper["variance"]
 
     def _cross(self, X1, X2):
-        return self.variance * self._active(X1) @ self._active(X2).T
+        return (self.variance * self._active(X1)) @ self._active(X2).T
+
+    _ADDS_IN_PLACE = True
+
+    def _cross_add(self, X1, X2, out):
+        # out += σ² A1 A2ᵀ as one BLAS gemm with beta = 1 on the transposed (Fortran) view
+        if not (out.flags.c_contiguous and out.dtype == np.float64 and out.flags.writeable) or out.size == 0:
+            return super()._cross_add(X1, X2, out)
+        A1 = np.asarray(self.variance * self._active(X1), order="F")
+        A2 = np.asarray(self._active(X2), dtype=float, order="F")
+        blas.dgemm(1.0, A2, A1, beta=1.0, c=out.T, trans_b=1, overwrite_c=1)
+        return out
 
     def _paired(self, X1, X2):
         return self.variance * np.sum(self._active(X1) * self._active(X2), axis=1)
@@ -523,6 +581,12 @@ class Constant(_Base):
 
     def _cross(self, X1, X2):
         return np.full((X1.shape[0], X2.shape[0]), self.variance)
+
+    _ADDS_IN_PLACE = True
+
+    def _cross_add(self, X1, X2, out):
+        out += self.variance
+        return out
 
     def _paired(self, X1, X2):
         return np.full(X1.shape[0], self.variance)
@@ -589,16 +653,41 @@ class _Combination(Kernel):
         return "(" + op.join(repr(k) for k in self.kernels) + ")"
 
 
+def _accumulate(op, arrays):
+    """Fold ``op`` (``np.add`` / ``np.multiply``) over the components' results in place (no
+    stacked (c, n1, n2) temporary). Every ``_cross``/``_paired`` returns a new array owned by the
+    caller; the first is reused as the output when it is a writeable float array of the final shape."""
+    arrays = iter(arrays)
+    first, second = next(arrays), next(arrays)
+    if (
+        isinstance(first, np.ndarray) and first.flags.writeable and first.flags.owndata
+        and first.dtype == np.float64 and first.shape == np.broadcast_shapes(first.shape, np.shape(second))
+    ):
+        out = op(first, second, out=first)
+    else:
+        out = op(first, second)
+    for a in arrays:
+        op(out, a, out=out)
+    return out
+
+
 class Sum(_Combination):
     """``k = Σ_c k_c``."""
 
     __slots__ = ()
 
     def _cross(self, X1, X2):
-        return sum(k._cross(X1, X2) for k in self.kernels)
+        # start from a term that must be formed anyway; Linear/Constant terms then add in place
+        order = sorted(self.kernels, key=lambda k: k._ADDS_IN_PLACE)
+        out = order[0]._cross(X1, X2)
+        if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.writeable and out.flags.owndata):
+            out = np.array(out, dtype=float)
+        for k in order[1:]:
+            out = k._cross_add(X1, X2, out)
+        return out
 
     def _paired(self, X1, X2):
-        return sum(k._paired(X1, X2) for k in self.kernels)
+        return _accumulate(np.add, (k._paired(X1, X2) for k in self.kernels))
 
     def _grad_params_cross(self, X1, X2):
         return np.concatenate([k._grad_params_cross(X1, X2) for k in self.kernels], axis=0)
@@ -613,10 +702,10 @@ class Product(_Combination):
     __slots__ = ()
 
     def _cross(self, X1, X2):
-        return np.prod([k._cross(X1, X2) for k in self.kernels], axis=0)
+        return _accumulate(np.multiply, (k._cross(X1, X2) for k in self.kernels))
 
     def _paired(self, X1, X2):
-        return np.prod([k._paired(X1, X2) for k in self.kernels], axis=0)
+        return _accumulate(np.multiply, (k._paired(X1, X2) for k in self.kernels))
 
     def _others(self, values, c):
         return np.prod([v for i, v in enumerate(values) if i != c], axis=0)

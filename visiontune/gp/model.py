@@ -16,7 +16,7 @@ import numpy as np
 from visiontune._validate import binary_labels, finite_array, points
 from visiontune.errors import InvalidInputError
 from visiontune.gp.ep import EPApproximation, ep_lml_grad, expectation_propagation
-from visiontune.gp.kernels import Kernel, Preference
+from visiontune.gp.kernels import Constant, Kernel, Linear, Preference, Product, Stationary, Sum
 from visiontune.gp.laplace import (
     laplace_lml_grad,
     laplace_mode,
@@ -45,9 +45,13 @@ def _check_kernel(name: str, kernel) -> Kernel:
 def diag_input_gradient(kernel: Kernel, Xs: np.ndarray) -> np.ndarray:
     """``∂k(x, x)/∂x`` at each row of ``Xs`` (m, d) -> (m, d).
 
-    For a symmetric kernel ``∂k(x, x)/∂x = 2 ∂₁k(x, x')|_{x'=x}``; evaluated from
-    ``kernel.grad_inputs`` on diagonal blocks (zero for stationary kernels).
+    For a symmetric kernel ``∂k(x, x)/∂x = 2 ∂₁k(x, x')|_{x'=x}``; from the kernel's structure
+    where known (zero for stationary kernels, :func:`_diag_gradient`), else evaluated from
+    ``kernel.grad_inputs`` on diagonal blocks.
     """
+    fast = _diag_gradient(kernel, Xs)
+    if fast is not None:
+        return fast
     m, d = Xs.shape
     out = np.empty((m, d))
     for start in range(0, m, _DIAG_BLOCK):
@@ -56,6 +60,32 @@ def diag_input_gradient(kernel: Kernel, Xs: np.ndarray) -> np.ndarray:
         idx = np.arange(block.shape[0])
         out[start : start + block.shape[0]] = 2.0 * G[idx, idx]
     return out
+
+
+def _diag_gradient(kernel: Kernel, Xs: np.ndarray):
+    """``∂k(x, x)/∂x`` (m, d) from the kernel's structure, or None where it is not known here:
+    stationary and constant kernels have a constant ``k(x, x)`` (gradient 0); ``Linear``:
+    ``2σ² x`` on its columns; sums add; products use the product rule with ``k_c(x, x)``."""
+    if isinstance(kernel, (Stationary, Constant)):
+        return np.zeros(Xs.shape)
+    if isinstance(kernel, Linear):
+        out = np.zeros(Xs.shape)
+        dims = list(range(Xs.shape[1])) if kernel.dims is None else list(kernel.dims)
+        out[:, dims] = 2.0 * kernel.variance * Xs[:, dims]
+        return out
+    if isinstance(kernel, (Sum, Product)):
+        parts = [_diag_gradient(k, Xs) for k in kernel.kernels]
+        if any(p is None for p in parts):
+            return None
+        if isinstance(kernel, Sum):
+            return sum(parts)
+        diags = [k._paired(Xs, Xs) for k in kernel.kernels]
+        out = np.zeros(Xs.shape)
+        for c, part in enumerate(parts):
+            others = np.prod([v for i, v in enumerate(diags) if i != c], axis=0)
+            out += part * others[:, None]
+        return out
+    return None
 
 
 class ProbitGP:
@@ -123,7 +153,7 @@ class ProbitGP:
         """
         Xs = self._test_points(Xs)
         k_star = self.kernel(self.X, Xs) if self.n else np.zeros((0, Xs.shape[0]))
-        return predict_latent(self._approx, k_star, self.kernel.diag(Xs))
+        return predict_latent(self._approx, k_star, self.kernel.diag(Xs), overwrite_k_star=True)
 
     def predict_with_grad(self, Xs):
         """``(mu (m,), var (m,), dmu (m, d), dvar (m, d))``: predictions and their gradients w.r.t. each test point.
@@ -264,7 +294,7 @@ class PreferenceGP:
         """
         X = self._options(X)
         c = self._cross(X)[0] if self.n else np.zeros((0, X.shape[0]))
-        return predict_latent(self._gp._approx, c, self.base_kernel.diag(X))
+        return predict_latent(self._gp._approx, c, self.base_kernel.diag(X), overwrite_k_star=True)
 
     def predict_value_with_grad(self, X):
         """``(mu (m,), var (m,), dmu (m, d), dvar (m, d))`` of the utility ``f`` at options ``X``."""

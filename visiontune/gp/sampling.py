@@ -32,6 +32,15 @@ Features (:func:`prior_features`), built from the kernel's structure:
   ``s s' k(x, x')`` (benchmarks);
 - ``Preference(base)``: ``φ_pref(x, x') = φ(x) - φ(x')`` (seed 000 supp. D).
 
+Speed (issue 5; results unchanged up to round-off): a sample path ``φ(x)ᵀw`` is never formed
+feature by feature. A Hilbert-space basis is a tensor product of 1-D sines, so
+``Σ_j w_j c_j ∏_i sin(ω_{j_i} z_i)`` is a contraction of the coefficient tensor ``T[j_1, …, j_D]``
+with per-column ``(m, J_i)`` sine tables (``m Σ_i ∏_{k>=i} J_k`` operations instead of
+``m M D``; 4096 features in 2-D: J ≈ 72 per column); sums, products with a small factor and
+preference differences combine these (``FeatureMap._combination``). Hilbert-space maps are
+cached per (kernel hyperparameters, box, n_basis, margin); ``K⁺`` is applied through one
+symmetric eigendecomposition without forming the pseudo-inverse.
+
 For a :class:`~visiontune.gp.model.PreferenceGP` the sample is of the utility ``f`` (options,
 ``(m, d)``: :meth:`PosteriorSample.value`) with ``c_i(x) = k(x, a_i) - k(x, b_i)``; calling
 the sample on duels ``(m, 2d)`` gives ``g(x, x') = f(x) - f(x')``, antisymmetric by construction.
@@ -40,10 +49,13 @@ the sample on duels ``(m, 2d)`` gives ``g(x, x') = f(x) - f(x')``, antisymmetric
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
-from scipy import optimize
+from scipy import linalg, optimize
 from scipy.stats import qmc
 
 from visiontune._validate import finite_array, points
@@ -73,6 +85,15 @@ MAX_HILBERT_DIMS = 3
 HILBERT_TOLERANCE = 2.0
 #: Rows evaluated at once (bounds the (rows, features, columns) temporaries).
 _BLOCK = 256
+#: A Hilbert-space sample is contracted through a dense tensor of coefficients over the grid
+#: of multi-indices when that grid has at most this many times ``n_basis`` cells (a compact
+#: set of indices, the usual case); otherwise features are gathered one by one.
+_DENSE_FACTOR = 4
+#: Hilbert-space feature maps kept for reuse, keyed by (kernel, box, n_basis, margin).
+_CACHE_SIZE = 32
+#: Products of feature maps are combined factor by factor when the smaller one has at most
+#: this many features (Linear on a few columns, Constant); otherwise features are formed.
+_MAX_PRODUCT_LOOP = 16
 
 
 # ======================================================================================
@@ -85,17 +106,40 @@ class FeatureMap:
     """Features ``φ`` with ``k(x, x') ≈ φ(x)ᵀ φ(x')`` on the inputs' columns.
 
     ``values(X (m, d)) -> (m, F)``; ``jacobian(X (m, d)) -> (m, F, d)``.
+    ``_combination(W (F, S))`` (optional, speed only) returns a :class:`_Combination` that
+    evaluates ``values(X) @ W`` and its gradient without forming the ``(m, F)`` features
+    (a sample path is such a combination; the Hilbert-space basis is a product of 1-D sines
+    and is contracted one column at a time).
     """
 
     n_features: int
     _values: object = field(repr=False)
     _jacobian: object = field(repr=False)
+    _combination_fn: object = field(default=None, repr=False)
 
     def values(self, X) -> np.ndarray:
         return self._values(points("X", X))
 
     def jacobian(self, X) -> np.ndarray:
         return self._jacobian(points("X", X))
+
+    def _combination(self, W: np.ndarray) -> "_Combination":
+        """``X -> φ(X) W`` (m, S) and its gradient (S, m, d) for fixed weights ``W`` (F, S)."""
+        if self._combination_fn is not None:
+            return self._combination_fn(W)
+        return _Combination(
+            lambda X: self._values(X) @ W,
+            lambda X: np.einsum("mfd,fs->smd", self._jacobian(X), W),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class _Combination:
+    """A fixed linear combination of features: ``values(X (m, d)) -> (m, S)`` = ``φ(X) W``;
+    ``grad(X) -> (S, m, d)``, the derivative of each column with respect to each row of ``X``."""
+
+    values: object
+    grad: object
 
 
 def _check_box(box, d: int | None = None) -> np.ndarray:
@@ -153,31 +197,82 @@ def _hilbert_features(kernel: Stationary, box: np.ndarray, n_basis: int, margin:
     weights = np.sqrt(kernel.spectral_density(freq))  # (M,)
     norm = 1.0 / np.sqrt(np.prod(L))
 
-    # sin/cos are evaluated once per distinct frequency of each column, then gathered
-    base = [np.pi * np.arange(1, J[:, i].max() + 1) / (2.0 * L[i]) for i in range(len(dims))]
+    # sin/cos are evaluated once per distinct frequency of each column (per-column (m, J_i)
+    # tables), then gathered (values, jacobian) or contracted (linear combinations)
+    n_dims = len(dims)
+    j_max = J.max(axis=0)
+    base = [np.pi * np.arange(1, j_max[i] + 1) / (2.0 * L[i]) for i in range(n_dims)]
+    coef = norm * weights  # (M,)
+
+    def tables(X, derivative=False):
+        """Per column i: ``sin(ω_i Z_i)`` (m, J_i) and, if asked, ``ω_i cos(ω_i Z_i)``."""
+        Z = X[:, dims] - centre + L  # (m, D) shifted to [0, 2L]
+        args = [Z[:, i : i + 1] * base[i] for i in range(n_dims)]
+        sines = [np.sin(a) for a in args]
+        return sines, ([base[i] * np.cos(a) for i, a in enumerate(args)] if derivative else None)
 
     def parts(X):
-        Z = X[:, dims] - centre + L  # (m, D) shifted to [0, 2L]
-        s, c = [], []
-        for i in range(len(dims)):
-            arg = Z[:, i : i + 1] * base[i]  # (m, distinct j_i)
-            s.append(np.sin(arg)[:, J[:, i] - 1])
-            c.append(np.cos(arg)[:, J[:, i] - 1])
-        return s, c  # lists over columns of (m, M)
+        sines, slopes = tables(X, derivative=True)
+        s = [t[:, J[:, i] - 1] for i, t in enumerate(sines)]
+        c = [t[:, J[:, i] - 1] for i, t in enumerate(slopes)]
+        return s, c  # lists over columns of (m, M); c includes the factor ω_i
 
     def values(X):
-        s, _ = parts(X)
-        return norm * weights * np.prod(s, axis=0)
+        sines, _ = tables(X)
+        out = np.broadcast_to(coef, (X.shape[0], J.shape[0])).copy()
+        for i, t in enumerate(sines):
+            out *= t[:, J[:, i] - 1]
+        return out
 
     def jacobian(X):
         s, c = parts(X)
         out = np.zeros((X.shape[0], J.shape[0], X.shape[1]))
         for i, col in enumerate(dims):
-            others = np.prod([s[k] for k in range(len(dims)) if k != i], axis=0) if len(dims) > 1 else 1.0
-            out[:, :, col] = norm * weights * freq[:, i] * c[i] * others
+            others = np.prod([s[k] for k in range(n_dims) if k != i], axis=0) if n_dims > 1 else 1.0
+            out[:, :, col] = coef * c[i] * others
         return out
 
-    return FeatureMap(J.shape[0], values, jacobian)
+    dense = int(np.prod(j_max)) <= _DENSE_FACTOR * J.shape[0]
+
+    def combination(W):
+        """``φ(X) W`` as a contraction of the coefficient tensor ``T[j_1, …, j_D, s] = coef_j W_js``
+        with the per-column sine tables: ``Σ_j T_j ∏_i sin(ω_{j_i} z_i)``, cost ``m Σ_i ∏_{k>=i} J_k``
+        instead of ``m M D`` (Solin & Särkkä basis is a tensor product of 1-D sines)."""
+        if not dense:
+            return _Combination(lambda X: values(X) @ W, lambda X: np.einsum("mfd,fs->smd", jacobian(X), W))
+        n_s = W.shape[1]
+        T = np.zeros(tuple(j_max) + (n_s,))
+        T[tuple(J.T - 1)] = coef[:, None] * W
+        T_flat = T.reshape(j_max[0], -1)
+
+        def contract(first, rest):
+            out = first @ T_flat  # (m, J_2 ⋯ J_D S)
+            for t in rest:
+                out = np.matmul(t[:, None, :], out.reshape(t.shape[0], t.shape[1], -1))[:, 0, :]
+            return out  # (m, S)
+
+        def combo_values(X):
+            sines, _ = tables(X)
+            return contract(sines[0], sines[1:])
+
+        def combo_grad(X):
+            sines, slopes = tables(X, derivative=True)
+            out = np.zeros((n_s, X.shape[0], X.shape[1]))
+            head = sines[0] @ T_flat if n_dims > 1 else None
+            for i, col in enumerate(dims):
+                if i == 0:
+                    g = contract(slopes[0], sines[1:])
+                else:  # reuse sin(z_1) @ T, then contract the other columns
+                    g = head
+                    for k in range(1, n_dims):
+                        t = slopes[k] if k == i else sines[k]
+                        g = np.matmul(t[:, None, :], g.reshape(t.shape[0], t.shape[1], -1))[:, 0, :]
+                out[:, :, col] = g.T
+            return out
+
+        return _Combination(combo_values, combo_grad)
+
+    return FeatureMap(J.shape[0], values, jacobian, combination)
 
 
 def _fourier_features(kernel: Stationary, n_basis: int, d: int, rng) -> FeatureMap:
@@ -201,7 +296,18 @@ def _fourier_features(kernel: Stationary, n_basis: int, d: int, rng) -> FeatureM
         out[:, :, dims] = -scale * np.sin(X[:, dims] @ omega.T + phase)[:, :, None] * omega[None, :, :]
         return out
 
-    return FeatureMap(n_basis, values, jacobian)
+    def combination(W):
+        # ∂/∂x Σ_j W_js φ_j(x) = -σ√(2/M) Σ_j W_js sin(ω_jᵀx + b_j) ω_j
+        def grad(X):
+            sines = np.sin(X[:, dims] @ omega.T + phase)  # (m, M)
+            out = np.zeros((W.shape[1], X.shape[0], X.shape[1]))
+            for k in range(W.shape[1]):
+                out[k][:, dims] = -scale * (sines * W[:, k]) @ omega
+            return out
+
+        return _Combination(lambda X: values(X) @ W, grad)
+
+    return FeatureMap(n_basis, values, jacobian, combination)
 
 
 def _variance_error(fm: FeatureMap, kernel: Stationary, box: np.ndarray, d: int) -> float:
@@ -233,10 +339,17 @@ def _constant_features(kernel: Constant, d: int) -> FeatureMap:
 
 
 def _sum_features(maps: list[FeatureMap]) -> FeatureMap:
+    offsets = np.cumsum([0] + [m.n_features for m in maps])
+
+    def combination(W):
+        parts = [m._combination(W[offsets[i] : offsets[i + 1]]) for i, m in enumerate(maps)]
+        return _Combination(lambda X: sum(p.values(X) for p in parts), lambda X: sum(p.grad(X) for p in parts))
+
     return FeatureMap(
-        sum(m.n_features for m in maps),
+        int(offsets[-1]),
         lambda X: np.concatenate([m._values(X) for m in maps], axis=1),
         lambda X: np.concatenate([m._jacobian(X) for m in maps], axis=1),
+        combination,
     )
 
 
@@ -250,7 +363,31 @@ def _product_features(a: FeatureMap, b: FeatureMap) -> FeatureMap:
         J = ja[:, :, None, :] * vb[:, None, :, None] + va[:, :, None, None] * jb[:, None, :, :]
         return J.reshape(X.shape[0], -1, X.shape[1])
 
-    return FeatureMap(a.n_features * b.n_features, values, jacobian)
+    def combination(W):
+        # φ_(p,q) = a_p b_q, so Σ_pq W_pq,s a_p b_q = Σ_p a_p (Σ_q W_pq,s b_q): one combination
+        # of the larger factor per feature of the smaller one (e.g. s · k(x, x'): one)
+        W3 = W.reshape(a.n_features, b.n_features, -1)
+        if min(a.n_features, b.n_features) > _MAX_PRODUCT_LOOP:
+            return _Combination(lambda X: values(X) @ W, lambda X: np.einsum("mfd,fs->smd", jacobian(X), W))
+        if a.n_features <= b.n_features:
+            small, parts = a, [b._combination(W3[p]) for p in range(a.n_features)]
+        else:
+            small, parts = b, [a._combination(W3[:, q]) for q in range(b.n_features)]
+
+        def combo_values(X):
+            vs = small._values(X)
+            return sum(vs[:, p : p + 1] * part.values(X) for p, part in enumerate(parts))
+
+        def combo_grad(X):
+            vs, js = small._values(X), small._jacobian(X)  # (m, P), (m, P, d)
+            out = 0.0
+            for p, part in enumerate(parts):
+                out = out + part.values(X).T[:, :, None] * js[None, :, p, :] + vs[None, :, p, None] * part.grad(X)
+            return out
+
+        return _Combination(combo_values, combo_grad)
+
+    return FeatureMap(a.n_features * b.n_features, values, jacobian, combination)
 
 
 def _preference_features(base: FeatureMap, d: int) -> FeatureMap:
@@ -260,7 +397,43 @@ def _preference_features(base: FeatureMap, d: int) -> FeatureMap:
     def jacobian(X):
         return np.concatenate([base._jacobian(X[:, :d]), -base._jacobian(X[:, d:])], axis=2)
 
-    return FeatureMap(base.n_features, values, jacobian)
+    def combination(W):
+        inner = base._combination(W)
+        return _Combination(
+            lambda X: inner.values(X[:, :d]) - inner.values(X[:, d:]),
+            lambda X: np.concatenate([inner.grad(X[:, :d]), -inner.grad(X[:, d:])], axis=2),
+        )
+
+    return FeatureMap(base.n_features, values, jacobian, combination)
+
+
+_HILBERT_CACHE: "OrderedDict[tuple, list]" = OrderedDict()
+_HILBERT_LOCK = threading.Lock()
+
+
+def _cached_hilbert(kernel: Stationary, box: np.ndarray, n_basis: int, margin: float, d: int, check: bool):
+    """The Hilbert-space map of ``kernel`` on ``box`` and whether it is too coarse for the
+    lengthscale (:func:`_variance_error`, evaluated only when ``check``), built once per
+    (kernel class and hyperparameters, columns, box, n_basis, margin): the same model is
+    sampled at every Thompson-sampling decision. Both are deterministic functions of the key,
+    so the cache changes no result (and no random draw)."""
+    key = (
+        type(kernel), kernel.dims, kernel.lengthscales.tobytes(), float(kernel.variance),
+        box.shape, box.tobytes(), int(n_basis), float(margin), int(d),
+    )
+    with _HILBERT_LOCK:
+        entry = _HILBERT_CACHE.get(key)
+        if entry is not None:
+            _HILBERT_CACHE.move_to_end(key)
+    if entry is None:
+        entry = [_hilbert_features(kernel, box, n_basis, margin, d), None]
+        with _HILBERT_LOCK:
+            _HILBERT_CACHE[key] = entry
+            while len(_HILBERT_CACHE) > _CACHE_SIZE:
+                _HILBERT_CACHE.popitem(last=False)
+    if check and entry[1] is None:
+        entry[1] = _variance_error(entry[0], kernel, box, d) > HILBERT_TOLERANCE * math.sqrt(2.0 / n_basis)
+    return entry[0], bool(entry[1])
 
 
 def _count_stationary(kernel: Kernel) -> int:
@@ -277,8 +450,8 @@ def _build(kernel: Kernel, box: np.ndarray, n_basis: int, margin: float, d: int,
     if isinstance(kernel, Stationary):
         if kernel.n_active > MAX_HILBERT_DIMS:
             return _fourier_features(kernel, n_basis, d, rng)
-        hilbert = _hilbert_features(kernel, box, n_basis, margin, d)
-        if rng is not None and _variance_error(hilbert, kernel, box, d) > HILBERT_TOLERANCE * math.sqrt(2.0 / n_basis):
+        hilbert, too_coarse = _cached_hilbert(kernel, box, n_basis, margin, d, check=rng is not None)
+        if rng is not None and too_coarse:
             return _fourier_features(kernel, n_basis, d, rng)  # lengthscale too short for the basis
         return hilbert
     if isinstance(kernel, Linear):
@@ -356,6 +529,27 @@ class PosteriorSamples:
             raise IndexError(f"sample index {i} out of range for {len(self)} samples")
         return PosteriorSample(self, i % len(self))
 
+    @cached_property
+    def _prior_path(self) -> _Combination:
+        """``X -> φ(X) w`` for every sample (built once: the dense coefficient tensor)."""
+        return self.features._combination(self.weights)
+
+    @cached_property
+    def _columns(self) -> dict:
+        return {}
+
+    def _column(self, i: int) -> "PosteriorSamples":
+        """Sample ``i`` alone as a batch of one, built once and reused by every call."""
+        if len(self) == 1:
+            return self
+        sub = self._columns.get(i)
+        if sub is None:
+            sub = self._columns[i] = PosteriorSamples(
+                self.features, self.weights[:, i : i + 1], self.update[:, i : i + 1], self.preference,
+                self.input_dim, self._cross, self._cross_grad,
+            )
+        return sub
+
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
@@ -369,7 +563,7 @@ class PosteriorSamples:
             if len(X) else np.zeros((len(self), 0))
 
     def _values_block(self, X):
-        out = self.features._values(X) @ self.weights
+        out = self._prior_path.values(X)
         if self.update.shape[0]:
             out = out + self._cross(X) @ self.update
         return out.T
@@ -381,7 +575,7 @@ class PosteriorSamples:
         return np.concatenate(blocks, axis=1) if blocks else np.zeros((len(self), 0, self.input_dim))
 
     def _grad_block(self, X):
-        out = np.einsum("mfd,fs->smd", self.features._jacobian(X), self.weights)
+        out = self._prior_path.grad(X)
         if self.update.shape[0]:
             out = out + np.einsum("mnd,ns->smd", self._cross_grad(X), self.update)
         return out
@@ -440,10 +634,7 @@ class PosteriorSample:
         return self._sub().values_grad(X)[0]
 
     def _sub(self) -> PosteriorSamples:
-        b, i = self.batch, self.index
-        return PosteriorSamples(
-            b.features, b.weights[:, i : i + 1], b.update[:, i : i + 1], b.preference, b.input_dim, b._cross, b._cross_grad
-        )
+        return self.batch._column(self.index)
 
 
 def _check_rng(rng) -> np.random.Generator:
@@ -453,21 +644,26 @@ def _check_rng(rng) -> np.random.Generator:
 
 
 def _gaussian_draws(mean: np.ndarray, cov: np.ndarray, n_samples: int, rng) -> np.ndarray:
-    """``(n, S)`` draws from ``N(mean, cov)``; ``cov`` may be singular (symmetric square root)."""
+    """``(n, S)`` draws from ``N(mean, cov)``; ``cov`` may be singular (symmetric square root,
+    LAPACK ``syevd``: the routine behind ``numpy.linalg.eigh``, called without numpy's overhead)."""
     cov = 0.5 * (cov + cov.T)
-    eigval, eigvec = np.linalg.eigh(cov)
+    eigval, eigvec = linalg.eigh(cov, check_finite=False, driver="evd")
     if eigval.size and eigval.min() < -1e-8 * max(1.0, eigval.max()):
         raise NumericalError(f"training posterior covariance is not positive semi-definite (eigenvalue {eigval.min():.3g})")
     root = eigvec * np.sqrt(np.clip(eigval, 0.0, None))
     return mean[:, None] + root @ rng.standard_normal((mean.size, n_samples))
 
 
-def _pinv_psd(K: np.ndarray) -> np.ndarray:
-    """Pseudo-inverse of a PSD Gram matrix, dropping eigenvalues below 1e-10 of the largest
-    (duplicated training inputs make ``K`` singular; the dropped directions carry no data)."""
-    eigval, eigvec = np.linalg.eigh(0.5 * (K + K.T))
+def _pinv_psd_solve(K: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``K⁺ R`` (n, S) with ``K⁺`` the pseudo-inverse of a PSD Gram matrix ``K`` (n, n), dropping
+    eigenvalues below 1e-10 of the largest (duplicated training inputs make ``K`` singular; the
+    dropped directions carry no data). ``K⁺ R = V (Vᵀ R / λ)`` over the kept eigenpairs (LAPACK
+    ``syevd``; the product does not depend on the eigenvectors' signs), without forming ``K⁺``."""
+    sym = 0.5 * (K + K.T)
+    eigval, eigvec = linalg.eigh(sym, overwrite_a=True, check_finite=False, driver="evd")
     keep = eigval > 1e-10 * max(eigval.max(initial=0.0), 1e-300)
-    return (eigvec[:, keep] / eigval[keep]) @ eigvec[:, keep].T
+    V = eigvec[:, keep]
+    return V @ ((V.T @ R) / eigval[keep][:, None])
 
 
 def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4096, *, margin: float = DEFAULT_MARGIN):
@@ -508,9 +704,12 @@ def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4
         def cross_grad(Xs):
             return kernel.grad_inputs(Xs, A) - kernel.grad_inputs(Xs, B)
 
-        train_kernel, prior_at_train = (Preference(kernel)(X) if n else None), (
-            lambda W: (features._values(A) - features._values(B)) @ W
-        )
+        train_kernel = Preference(kernel)(X) if n else None
+
+        def prior_at_train(W):
+            path = features._combination(W)
+            return path.values(A) - path.values(B)
+
     else:
 
         def cross(Xs):
@@ -519,12 +718,16 @@ def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4
         def cross_grad(Xs):
             return kernel.grad_inputs(Xs, X)
 
-        train_kernel, prior_at_train = (kernel(X) if n else None), (lambda W: features._values(X) @ W)
+        train_kernel = kernel(X) if n else None
+
+        def prior_at_train(W):
+            return features._combination(W).values(X)
+
 
     if n:
         mean, cov = model.training_posterior()
         latent = _gaussian_draws(np.asarray(mean, float), np.asarray(cov, float), n_samples, rng)
-        update = _pinv_psd(train_kernel) @ (latent - prior_at_train(weights))
+        update = _pinv_psd_solve(train_kernel, latent - prior_at_train(weights))
     else:
         update = np.zeros((0, n_samples))
     for arr in (weights, update):
