@@ -166,3 +166,19 @@ def test_precision_rule_stops_once_the_credible_widths_are_met(store):
 def test_shipped_protocols_build_sessions():
     for name in ("paper-ucb-ald", "clinical-sloan", "ts-ald"):
         assert load_protocol(name).policy in ("ucb-ald", "ts-ald")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["paper-ucb-ald", "clinical-sloan"])
+def test_shipped_hyperparameters_are_the_simulation_fit(name):
+    """The explicit hyperparameters of the shipped protocols are what `fit = "simulation"` gives."""
+    from visiontune.bench.refraction import fit_refraction_hyperparameters
+    from visiontune.session import setup
+
+    p = load_protocol(name)
+    hp = fit_refraction_hyperparameters(
+        setup.design_slope(p), p.n_alternatives, search_box=setup.problem(p).box,
+        context_box=np.array([p.logmar_range]),
+    )
+    shipped = setup.kernel(p)
+    np.testing.assert_allclose(np.exp(shipped.params), np.exp(hp.kernel().params), rtol=2e-3)
