@@ -201,7 +201,8 @@ def test_shipped_protocols():
     assert (paper.policy, paper.letter_set, paper.n_alternatives) == ("ucb-ald", "letters26", 26)
     assert paper.search_space.sphere_d == paper.search_space.cylinder_d == (-4.0, 4.0)
     assert paper.logmar_range == (-1.0, 2.0) and paper.stopping.max_trials == 260
-    assert paper.model.kernel == "refraction-se" and paper.model.fit == "simulation"
+    assert paper.model.kernel == "refraction-se" and paper.model.fit is None
+    assert set(paper.model.hyperparameters) == {"theta", "lengthscales", "variance"}
     sloan = load_protocol("clinical-sloan")
     assert (sloan.letter_set, sloan.n_alternatives, sloan.policy) == ("sloan", 10, "ucb-ald")
     assert sloan.stopping.precision == Precision(0.25, 0.25, 0.95)
