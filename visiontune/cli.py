@@ -16,6 +16,7 @@ from visiontune.errors import VisionTuneError
 
 #: command name -> (module path, one-line help[, add-arguments function, run function])
 COMMANDS: dict[str, tuple[str, ...]] = {
+    "app": ("visiontune.app.cli", "the clinician's desktop app (a simulated patient with --simulate)"),
     "policies": ("visiontune.acquisition.cli", "list every acquisition policy with its scenario and source"),
     "session": ("visiontune.session.cli", "run or resume a refraction session headless (simulated patient)",
                 "add_session_arguments", "run_session"),

@@ -64,6 +64,7 @@ def test_every_answer_is_in_the_log_and_queries_lie_in_the_boxes(store):
     for t in trials:
         assert -1.0 <= t.s_logmar <= 2.0
         assert -4.0 <= t.lens.sphere_d <= 4.0 and -4.0 <= t.lens.cylinder_d <= 4.0
+        assert t.lens.sphere_d % 0.25 == 0 and t.lens.cylinder_d % 0.25 == 0  # trial lens steps
         assert t.lens.axis_deg == 90.0
         assert t.letter_shown in "CDHKNORSVZ"
     assert store.get_session(session.session_id).state == SessionState.FINISHED

@@ -179,7 +179,8 @@ class RefractionSession:
             valid = self.trials()
             q = self._policy(self.model, self.problem, self._data(valid), self._rng(k, _POLICY))
             letter = self.letters[int(self._rng(k, _LETTER).integers(len(self.letters)))]
-            lens = Prescription(float(q.x[0]), float(q.x[1]), self.axis_deg)
+            sphere, cylinder = setup.trial_lens(q.x, self.problem)
+            lens = Prescription(sphere, cylinder, self.axis_deg)
             self._pending = PendingQuery(k, float(q.s[0]), lens, letter)
         return self._pending
 

@@ -21,6 +21,10 @@ REFERENCE_LOGMAR = 0.0
 
 DEFAULT_AXIS_DEG = 180.0
 
+#: Trial lenses (trial sets, phoropters) come in quarter-diopter steps: the proposed lens is
+#: rounded to the nearest one inside the search box, and the model learns from the lens set.
+LENS_STEP_D = 0.25
+
 
 def axis_deg(protocol: Protocol) -> float:
     """The protocol's fixed cylinder axis in degrees, ``(0, 180]`` (0 is written 180)."""
@@ -40,6 +44,15 @@ def problem(protocol: Protocol) -> Problem:
         context_box=np.array([[lo, hi]], dtype=float),
         reference_context=np.array([s0]),
     )
+
+
+def trial_lens(x, problem: Problem) -> tuple[float, float]:
+    """``(sphere, cylinder)`` of the proposed lens ``x (2,)`` rounded to :data:`LENS_STEP_D`
+    steps, kept inside the search box."""
+    box = problem.box
+    steps = np.round(np.asarray(x, dtype=float) / LENS_STEP_D) * LENS_STEP_D
+    inside = np.clip(steps, np.ceil(box[:, 0] / LENS_STEP_D) * LENS_STEP_D, np.floor(box[:, 1] / LENS_STEP_D) * LENS_STEP_D)
+    return float(inside[0]), float(inside[1])
 
 
 def design_slope(protocol: Protocol) -> float:

@@ -1,0 +1,117 @@
+"""Errors reach the user as one readable dialog and go to a log file; nothing crashes the app.
+
+- :func:`configure_logging`: the ``visiontune`` logger writes to
+  ``<user log dir>/visiontune/app.log`` (platformdirs), one line per event, rotated at 1 MB.
+- :class:`ErrorReporter`: shows a message in one non-modal dialog; errors arriving while it
+  is open are appended to it (never a cascade of dialogs).
+- :func:`install_excepthook`: any exception escaping a Qt slot or event handler is logged
+  with its traceback and reported; a :class:`~visiontune.errors.VisionTuneError` shows its
+  own message, anything else "unexpected error" and the log file's path.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from visiontune.errors import VisionTuneError
+
+LOGGER_NAME = "visiontune"
+LOG_FILE_NAME = "app.log"
+log = logging.getLogger(f"{LOGGER_NAME}.app")
+
+
+def default_log_dir() -> Path:
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("visiontune", appauthor=False))
+
+
+def configure_logging(log_dir: str | os.PathLike | None = None) -> Path:
+    """Log the ``visiontune`` logger (INFO and up) to ``<log_dir>/app.log``; return the path.
+    Calling it again with another folder moves the file handler there."""
+    folder = Path(log_dir) if log_dir is not None else default_log_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOG_FILE_NAME
+    root = logging.getLogger(LOGGER_NAME)
+    for h in list(root.handlers):
+        if getattr(h, "_visiontune_app", False):
+            root.removeHandler(h)
+            h.close()
+    handler = logging.handlers.RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler._visiontune_app = True
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return path
+
+
+def log_path() -> Path | None:
+    for h in logging.getLogger(LOGGER_NAME).handlers:
+        if getattr(h, "_visiontune_app", False):
+            return Path(h.baseFilename)
+    return None
+
+
+def flush_log() -> None:
+    for h in logging.getLogger(LOGGER_NAME).handlers:
+        h.flush()
+
+
+class ErrorReporter:
+    """One dialog for every error; later errors are appended while it is open."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        self.parent = parent
+        self.dialog: QMessageBox | None = None
+        self.messages: list[str] = []
+
+    def report(self, message: str, *, title: str = "VisionTune") -> None:
+        log.error("reported to the user: %s", message)
+        self.messages.append(message)
+        if self.dialog is not None and self.dialog.isVisible():
+            self.dialog.setText("\n\n".join(self.messages[-5:]))
+            return
+        self.messages = [message]
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self.parent)
+        box.setWindowModality(box.windowModality().NonModal)
+        box.setObjectName("errorDialog")
+        box.finished.connect(self._closed)
+        self.dialog = box
+        box.show()
+
+    def _closed(self, _result: int) -> None:
+        self.messages = []
+
+    def report_exception(self, exc: BaseException) -> None:
+        if isinstance(exc, VisionTuneError):
+            log.error("%s: %s", type(exc).__name__, exc)
+            self.report(str(exc))
+            return
+        log.error("unexpected error:\n%s", "".join(traceback.format_exception(exc)))
+        where = log_path()
+        self.report(f"Unexpected error: {type(exc).__name__}: {exc}\n\nNothing recorded was lost (every answer is "
+                    f"saved when it is typed). Details are in the log{f': {where}' if where else ''}.")  # fmt: skip
+
+
+def install_excepthook(reporter: ErrorReporter):
+    """Route uncaught exceptions to ``reporter`` (the app keeps running); return the previous hook."""
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        try:
+            reporter.report_exception(exc if exc is not None else exc_type())
+        except Exception:  # noqa: BLE001 - the hook must never raise
+            previous(exc_type, exc, tb)
+
+    sys.excepthook = hook
+    return previous

@@ -1,0 +1,236 @@
+"""The start screen: a new session, the session list (open / resume), calibration, screen."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView, QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+)  # fmt: skip
+
+from visiontune.app.worker import NewSession, SessionSummary
+from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.session.records import SessionState
+
+_COLUMNS = ("id", "patient", "eye", "state", "answers", "created (UTC)", "kind")
+
+
+class StartView(QWidget):
+    """Emits ``start_requested(NewSession)``, ``resume_requested(id)``, ``view_requested(id)``
+    and ``calibrate_requested()``; holds no session state."""
+
+    start_requested = Signal(object)
+    resume_requested = Signal(int)
+    view_requested = Signal(int)
+    calibrate_requested = Signal()
+
+    def __init__(self, protocols: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._sessions: list[SessionSummary] = []
+        title = QLabel("VisionTune")
+        font = QFont(title.font())
+        font.setPointSize(26)
+        font.setBold(True)
+        title.setFont(font)
+        subtitle = QLabel("Subjective refraction by Bayesian optimization: set the lens shown, type what the patient reads.")
+        subtitle.setWordWrap(True)
+
+        self.resume_banner = QLabel("")
+        self.resume_banner.setObjectName("resumeBanner")
+        self.resume_banner.setStyleSheet("background:#e8f0fe; padding:6px; border-radius:3px;")
+        self.resume_banner.setWordWrap(True)
+        self.resume_last = QPushButton("Resume it")
+        self.resume_last.setObjectName("resumeLast")
+        self.resume_last.clicked.connect(self._resume_last)
+        banner_row = QHBoxLayout()
+        banner_row.addWidget(self.resume_banner, 1)
+        banner_row.addWidget(self.resume_last)
+
+        # --- new session
+        self.patient_id = QLineEdit()
+        self.patient_id.setPlaceholderText("pseudonymous id, e.g. P-0042 (no names)")
+        self.eye = QComboBox()
+        self.eye.addItems(["OD", "OS", "OU"])
+        self.starting_rx = QLineEdit()
+        self.starting_rx.setPlaceholderText("optional, e.g. -1.25 -0.50 x 90 (autorefractor or habitual)")
+        self.protocol = QComboBox()
+        self.protocol.setEditable(True)
+        self.protocol.addItems(protocols)
+        self.simulated = QCheckBox("Simulated patient (demo: answers automatically)")
+        self.start_button = QPushButton("Start session")
+        self.start_button.setObjectName("startButton")
+        self.start_button.setDefault(True)
+        self.start_button.clicked.connect(self._start)
+        self.form_error = QLabel("")
+        self.form_error.setStyleSheet("color:#b00020;")
+        self.form_error.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Patient id", self.patient_id)
+        form.addRow("Eye", self.eye)
+        form.addRow("Starting prescription", self.starting_rx)
+        form.addRow("Protocol", self.protocol)
+        form.addRow("", self.simulated)
+        new_box = QGroupBox("New session")
+        new_layout = QVBoxLayout(new_box)
+        new_layout.addLayout(form)
+        new_layout.addWidget(self.form_error)
+        new_layout.addWidget(self.start_button)
+        howto = QLabel(
+            "<b>How a session goes</b><ol>"
+            "<li>Set the lens the screen shows in the trial frame or phoropter.</li>"
+            "<li>Press <b>Enter</b>: the letter appears on the patient screen.</li>"
+            "<li>Type the letter the patient names (or <b>+</b> / <b>\u2212</b>). <b>Backspace</b> undoes.</li>"
+            "<li>Repeat until the stopping rule is met; <b>F F</b> finishes, <b>P</b> pauses.</li></ol>"
+            "Every answer is saved as it is typed: closing the app loses nothing."
+        )
+        howto.setWordWrap(True)
+        howto.setStyleSheet("color:#333;")
+        new_layout.addWidget(howto)
+        new_layout.addStretch(1)
+
+        # --- sessions
+        self.table = QTableWidget(0, len(_COLUMNS))
+        self.table.setObjectName("sessionTable")
+        self.table.setHorizontalHeaderLabels(_COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.doubleClicked.connect(lambda _i: self._open_selected())
+        self.open_button = QPushButton("Open / resume selected")
+        self.open_button.clicked.connect(self._open_selected)
+        list_box = QGroupBox("Sessions")
+        list_layout = QVBoxLayout(list_box)
+        list_layout.addWidget(self.table)
+        list_layout.addWidget(self.open_button)
+
+        # --- setup
+        self.calibration_status = QLabel("")
+        self.calibration_status.setObjectName("calibrationStatus")
+        self.calibration_status.setWordWrap(True)
+        self.calibrate_button = QPushButton("Calibrate the patient screen\u2026")
+        self.calibrate_button.clicked.connect(self.calibrate_requested)
+        self.screen = QComboBox()
+        self.screen.setObjectName("patientScreen")
+        setup_box = QGroupBox("Patient screen")
+        setup = QFormLayout(setup_box)
+        setup.addRow("Screen", self.screen)
+        setup.addRow("Calibration", self.calibration_status)
+        setup.addRow("", self.calibrate_button)
+
+        columns = QHBoxLayout()
+        left = QVBoxLayout()
+        left.addWidget(new_box)
+        left.addWidget(setup_box)
+        columns.addLayout(left, 2)
+        columns.addWidget(list_box, 3)
+        outer = QVBoxLayout(self)
+        outer.addWidget(title)
+        outer.addWidget(subtitle)
+        outer.addLayout(banner_row)
+        outer.addLayout(columns, 1)
+        self.set_sessions([])
+
+    # ------------------------------------------------------------------ data
+    def set_protocol(self, name: str) -> None:
+        if self.protocol.findText(name) < 0:
+            self.protocol.addItem(name)
+        self.protocol.setCurrentText(name)
+
+    def set_screens(self, screens: list[tuple[str, str]], chosen: str) -> None:
+        """``screens``: ``(name, description)`` pairs; ``chosen``: the saved name. Default:
+        the second screen if there is one (the first is the clinician's)."""
+        self.screen.clear()
+        for name, description in screens:
+            self.screen.addItem(description, name)
+        names = [n for n, _ in screens]
+        if chosen in names:
+            self.screen.setCurrentIndex(names.index(chosen))
+        elif len(names) > 1:
+            self.screen.setCurrentIndex(1)
+
+    def screen_name(self) -> str:
+        return self.screen.currentData() or ""
+
+    def set_calibration(self, text: str, real_sessions_possible: bool) -> None:
+        self.calibration_status.setText(text)
+        if not real_sessions_possible:
+            self.simulated.setChecked(True)
+            self.simulated.setEnabled(False)
+            self.simulated.setToolTip("No screen calibration: only simulated sessions (calibrate to test patients).")
+        else:
+            self.simulated.setEnabled(True)
+
+    def set_sessions(self, sessions: list[SessionSummary]) -> None:
+        self._sessions = list(sessions)
+        self.table.setRowCount(len(sessions))
+        for row, s in enumerate(reversed(self._sessions)):
+            values = (str(s.session_id), s.patient_id, s.eye, s.state.value, str(s.n_trials),
+                      f"{s.created_at:%Y-%m-%d %H:%M}", s.kind)  # fmt: skip
+            for col, v in enumerate(values):
+                item = QTableWidgetItem(v)
+                item.setData(Qt.ItemDataRole.UserRole, s.session_id)
+                if s.simulated and col == len(values) - 1:
+                    item.setForeground(Qt.GlobalColor.darkYellow)
+                self.table.setItem(row, col, item)
+        unfinished = [s for s in self._sessions if s.state != SessionState.FINISHED]
+        if unfinished:
+            last = unfinished[-1]
+            sim = " SIMULATED" if last.simulated else ""
+            self.resume_banner.setText(f"Session {last.session_id} ({sim.strip() + ' ' if sim else ''}patient "
+                                       f"{last.patient_id}, {last.eye}, {last.n_trials} answers, {last.state.value}) "
+                                       "was not finished. Nothing was lost.")  # fmt: skip
+        self.resume_banner.setVisible(bool(unfinished))
+        self.resume_last.setVisible(bool(unfinished))
+
+    def last_unfinished(self) -> SessionSummary | None:
+        unfinished = [s for s in self._sessions if s.state != SessionState.FINISHED]
+        return unfinished[-1] if unfinished else None
+
+    # ------------------------------------------------------------------ actions
+    def request(self) -> NewSession:
+        """The form as a :class:`NewSession`; InvalidInputError naming the field."""
+        patient = self.patient_id.text().strip()
+        if not patient:
+            raise InvalidInputError("Patient id: enter a pseudonymous id (letters, digits, . _ -)")
+        rx_text = self.starting_rx.text().strip()
+        rx = None
+        if rx_text:
+            try:
+                rx = Prescription.parse(rx_text)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"Starting prescription: {exc}") from None
+        protocol = self.protocol.currentText().strip()
+        if not protocol:
+            raise InvalidInputError("Protocol: choose a protocol")
+        return NewSession(patient, self.eye.currentText(), protocol, self.simulated.isChecked(), starting_rx=rx)
+
+    def _start(self) -> None:
+        try:
+            request = self.request()
+        except InvalidInputError as exc:
+            self.form_error.setText(str(exc))
+            return
+        self.form_error.setText("")
+        self.start_requested.emit(request)
+
+    def _resume_last(self) -> None:
+        last = self.last_unfinished()
+        if last is not None:
+            self.resume_requested.emit(last.session_id)
+
+    def _open_selected(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            self.form_error.setText("Select a session in the list first.")
+            return
+        sid = int(self.table.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole))
+        summary = next(s for s in self._sessions if s.session_id == sid)
+        if summary.state == SessionState.FINISHED:
+            self.view_requested.emit(sid)
+        else:
+            self.resume_requested.emit(sid)
