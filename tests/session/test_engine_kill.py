@@ -31,7 +31,7 @@ def _reference_next_query(tmp_path, proto, trials, k):
         return session.next_query()
 
 
-@pytest.mark.parametrize("kills", [4])
+@pytest.mark.parametrize("kills", [4, pytest.param(20, marks=pytest.mark.slow)])
 def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
     proto = protocol(max_trials=60)
     proto_path = tmp_path / "p.toml"
