@@ -1,7 +1,8 @@
 """Speed of one policy decision at n = 260 (targets: UCB-ALD <= 50 ms, TS-ALD <= 80, MUC <= 50).
 
 Run: ``python benchmarks/bench_acquisition.py [--repeats 15] [--n 260]``; prints the median and
-the quartiles of the wall time (and the median CPU time) of one decision per policy.
+the quartiles of the wall time (and the median CPU time) of one decision per policy;
+``--plain`` also times MUC and MUC-ALD without PreferenceGP's fast paths (issue 5).
 Preferential policies (MUC, MUC-ALD, KSS, ...) get a ``PreferenceGP`` on ``n`` duels between
 random lenses answered by the same patient (``P = Phi(f(s, x1) - f(s, x2))``, 002 Eq. 11).
 Binary ones: ``ProbitGP`` (Laplace)
@@ -22,6 +23,7 @@ from scipy.special import ndtr
 
 from visiontune.acquisition import registry
 from visiontune.acquisition.policy import Data, Problem
+from visiontune.acquisition.preferential import MUC
 from visiontune.gp.kernels import refraction_kernel
 from visiontune.gp.kernels import SquaredExponential
 from visiontune.gp.model import PreferenceGP, ProbitGP
@@ -68,12 +70,45 @@ def preference_model(n: int, rng: np.random.Generator, contextual: bool):
     return PreferenceGP(base, duels, y), Data(duels, y)
 
 
+class PlainPreferencePath:
+    """A PreferenceGP seen through the methods MUC used before issue 5: duel predictions on the
+    4-term preference kernel, the champion from ``predict_value_with_grad`` (``--plain``)."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def predict(self, duels):
+        return self._model._gp.predict(duels)
+
+    def predict_with_grad(self, duels):
+        return self._model._gp.predict_with_grad(duels)
+
+    def predict_value(self, X):
+        return self._model.predict_value(X)
+
+    def predict_value_with_grad(self, X):
+        return self._model.predict_value_with_grad(X)
+
+
+def _time(policy, fitted, problem, data, repeats):
+    wall, cpu = [], []
+    for k in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        policy(fitted, problem, data, np.random.default_rng(k))
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    q1, med, q3 = np.percentile(np.array(wall) * 1e3, [25, 50, 75])
+    return f"wall {med:8.1f} ms  [{q1:.1f}, {q3:.1f}]   cpu {np.median(cpu) * 1e3:8.1f} ms"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=260)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--policies", nargs="*", default=["UCB-ALD", "TS-ALD", "BALD", "UCB-random-context", "cBKG",
                                                            "MUC", "KSS", "MUC-ALD", "KSS-ALD"])
+    parser.add_argument("--plain", action="store_true",
+                        help="also time MUC / MUC-ALD without PreferenceGP's fast paths (before issue 5)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     X, y = simulated_answers(args.n, rng)
@@ -86,17 +121,14 @@ def main(argv=None) -> None:
         scenario = registry.get(name).scenario
         problem, fitted, fitted_data = PROBLEM, model, data
         if scenario in PREFERENTIAL:
-            if scenario not in preference_models:
-                preference_models[scenario] = preference_model(args.n, rng, scenario.startswith("contextual"))
+            if scenario not in preference_models:  # own seed: the same data whatever the policy order
+                contextual = scenario.startswith("contextual")
+                preference_models[scenario] = preference_model(args.n, np.random.default_rng(1 + contextual), contextual)
             problem, (fitted, fitted_data) = PREFERENTIAL[scenario], preference_models[scenario]
-        wall, cpu = [], []
-        for k in range(args.repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            policy(fitted, problem, fitted_data, np.random.default_rng(k))
-            wall.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-        q1, med, q3 = np.percentile(np.array(wall) * 1e3, [25, 50, 75])
-        print(f"{name:<20} wall {med:8.1f} ms  [{q1:.1f}, {q3:.1f}]   cpu {np.median(cpu) * 1e3:8.1f} ms")
+        print(f"{name:<20} {_time(policy, fitted, problem, fitted_data, args.repeats)}")
+        if args.plain and isinstance(policy, MUC):  # KSS samples need the model itself
+            plain = PlainPreferencePath(fitted)
+            print(f"{name + ' (plain)':<20} {_time(policy, plain, problem, fitted_data, args.repeats)}")
 
 
 if __name__ == "__main__":

@@ -95,8 +95,7 @@ def test_paper_experiments_have_the_papers_protocols():
 def test_unknown_experiment_and_unavailable_scenarios_are_clear_errors():
     with pytest.raises(ConfigurationError, match="unknown name"):
         E.get_experiment("nope")
-    with pytest.raises(ConfigurationError, match="not yet available"):
-        S.plan(E.get_experiment("000-table3"))  # batch-preferential: no batch observation model in the sweep yet
+    assert len(S.plan(E.get_experiment("000-table3").quick())) == 3 * 2 * E.QUICK_SEEDS  # batch-preferential runs now
     with pytest.raises(ConfigurationError, match="not yet available.*no-such-rule"):
         S.plan(E.Experiment("x", "preferential", ("MUC", "no-such-rule"), ("forrester",), 1, 3, 1, "test"))
     bad = E.Experiment("x", "binary", ("UCB-ALD",), ("forrester",), 1, 3, 1, "test")  # a contextual rule
@@ -173,16 +172,21 @@ def test_observation_model_is_probit_of_the_scaled_function(monkeypatch, scenari
     assert record.scores.shape == (n,) and np.all(np.isfinite(record.scores))
 
 
-def test_benchmark_kernel_follows_table_s1():
+def test_benchmark_kernel_is_the_stored_kernel_selection():
+    from visiontune.bench.kernel_selection import load_choices
     from visiontune.gp import kernels as K
 
-    k = S.benchmark_kernel(get_function("ackley"), contextual=False)  # ackley: Matérn 3/2 in table S1
-    assert isinstance(k, K.Matern32)
-    np.testing.assert_allclose(k.lengthscales, [S.LENGTHSCALE] * 2)
+    choices = load_choices()
+    for name in ("ackley", "forrester"):
+        choice = choices[name]
+        k = S.benchmark_kernel(get_function(name), contextual=False)
+        assert type(k) is type(choice.kernel())
+        np.testing.assert_allclose(k.lengthscales, choice.lengthscales)
+        assert k.variance == pytest.approx(choice.variance)
     kc = S.benchmark_kernel(get_function("forrester"), contextual=True)
     Z = np.array([[0.5, 0.2], [0.25, 0.3]])
-    kse = K.SquaredExponential([S.LENGTHSCALE], 1.0)
-    np.testing.assert_allclose(kc(Z)[0, 1], 0.5 * 0.25 * kse(Z[:1, 1:], Z[1:, 1:])[0, 0])
+    base = choices["forrester"].kernel()
+    np.testing.assert_allclose(kc(Z)[0, 1], 0.5 * 0.25 * base(Z[:1, 1:], Z[1:, 1:])[0, 0])
 
 
 # ------------------------------------------------------------------ sweeps

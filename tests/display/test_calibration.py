@@ -138,9 +138,118 @@ def test_from_psychopy_monitor_with_fake_module(monkeypatch):
 
 def test_from_psychopy_monitor_without_psychopy(monkeypatch):
     monkeypatch.setitem(sys.modules, "psychopy", None)  # import fails as if not installed
+    monkeypatch.delenv("VISIONTUNE_PSYCHOPY_PYTHON", raising=False)
     with pytest.raises(CalibrationError, match="PsychoPy is not installed"):
         from_psychopy_monitor("lane1")
 
 
 def test_module_does_not_import_psychopy():
     assert "psychopy" not in cal_mod.__dict__
+
+
+# -- luminance (ISO 10938:2016 background 80-320 cd/m^2; optotype <= 15% of it) -----------
+
+@pytest.mark.parametrize("lb", [80.0, 85.0, 320.0])
+def test_background_inside_iso_range_accepted(lb):
+    c = Calibration(**GOOD, background_cd_m2=lb)
+    assert c.background_cd_m2 == lb and c.background_nonstandard is False
+    assert "within ISO 10938" in c.luminance_notes[0]
+
+
+@pytest.mark.parametrize("lb", [79.9, 40.0, 320.1, 1000.0])
+def test_background_outside_iso_range_is_an_error_naming_field_and_range(lb):
+    with pytest.raises(CalibrationError, match=r"background_cd_m2: .*80-320 cd/m\^2"):
+        Calibration(**GOOD, background_cd_m2=lb)
+
+
+def test_deliberate_nonstandard_background_is_recorded(tmp_path):
+    c = Calibration(**GOOD, background_cd_m2=40.0, background_nonstandard=True)
+    assert "OUTSIDE ISO 10938" in c.luminance_notes[0]
+    path = save_calibration(c, tmp_path / "cal.json")
+    assert json.loads(path.read_text())["background_nonstandard"] is True
+    assert load_calibration(path) == c
+    # the same file without the flag is refused on load, naming the field
+    data = json.loads(path.read_text())
+    data["background_nonstandard"] = False
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match="background_cd_m2"):
+        load_calibration(path)
+    with pytest.raises(CalibrationError, match="background_nonstandard"):
+        Calibration(**GOOD, background_nonstandard="yes")
+
+
+def test_files_from_before_the_luminance_fields_still_load(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**GOOD, "mirror": False, "background_cd_m2": None}))
+    c = load_calibration(path)
+    assert c.optotype_cd_m2 is None and c.background_nonstandard is False
+
+
+@pytest.mark.parametrize("lb, lo", [(85.0, 0.5), (100.0, 15.0), (320.0, 0.0)])
+def test_weber_contrast_closed_form(lb, lo):
+    c = Calibration(**GOOD, background_cd_m2=lb, optotype_cd_m2=lo)
+    assert c.weber_contrast == pytest.approx(1.0 - lo / lb)
+    assert c.weber_contrast >= 0.85
+    assert "Weber contrast" in c.luminance_notes[1]
+
+
+@pytest.mark.parametrize("lo, message", [(15.01, r"15%"), (-0.1, ">= 0"), (float("inf"), "finite"), ("dark", "number")])
+def test_optotype_luminance_checked(lo, message):
+    with pytest.raises(CalibrationError, match=f"optotype_cd_m2: .*{message}"):
+        Calibration(**GOOD, background_cd_m2=100.0, optotype_cd_m2=lo)
+
+
+def test_contrast_unknown_without_both_luminances():
+    assert Calibration(**GOOD).weber_contrast is None
+    assert Calibration(**GOOD, optotype_cd_m2=0.3).weber_contrast is None
+    assert "not measured" in Calibration(**GOOD).luminance_notes[0]
+
+
+def test_from_card_passes_luminance_on():
+    c = Calibration.from_card(428.0, 269.9, 2560, 1440, 6000.0, background_cd_m2=85.0, optotype_cd_m2=0.2)
+    assert c.weber_contrast == pytest.approx(1 - 0.2 / 85)
+    with pytest.raises(CalibrationError, match="background_cd_m2"):
+        Calibration.from_card(428.0, 269.9, 2560, 1440, 6000.0, background_cd_m2=500.0)
+
+
+# -- a real PsychoPy Monitor Center profile, read by PsychoPy's own interpreter -------------
+
+def psychopy_python():
+    """The PsychoPy interpreter .ci/run prepares (VISIONTUNE_PSYCHOPY_PYTHON), or skip."""
+    import os
+    import subprocess
+
+    py = os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON")
+    if not py or subprocess.run([py, "-c", "import psychopy"], capture_output=True).returncode != 0:
+        pytest.skip(os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
+                    or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON")
+    return py
+
+
+def make_psychopy_monitor(py, home, name, width_cm, distance_cm, size_pix):
+    import subprocess
+
+    code = (f"from psychopy import monitors; m = monitors.Monitor({name!r}, width={width_cm}, distance={distance_cm});"
+            f"m.setSizePix({list(size_pix)}); m.save()")
+    subprocess.run([py, "-c", code], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True, capture_output=True)
+
+
+def test_from_real_psychopy_monitor_in_a_child(tmp_path, monkeypatch):
+    py = psychopy_python()
+    make_psychopy_monitor(py, tmp_path, "lane6m", 59.79, 600.0, (1920, 1080))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "psychopy", None)  # not in this process: ask the child
+    monkeypatch.setenv("VISIONTUNE_PSYCHOPY_PYTHON", py)
+    c = from_psychopy_monitor("lane6m", mirror=True, background_cd_m2=85.0)
+    assert (c.screen_width_mm, c.viewing_distance_mm) == (pytest.approx(597.9), pytest.approx(6000.0))
+    assert c.screen_height_mm == pytest.approx(597.9 * 1080 / 1920)
+    assert (c.width_px, c.height_px, c.mirror, c.background_cd_m2) == (1920, 1080, True, 85.0)
+    with pytest.raises(CalibrationError, match="no PsychoPy monitor named 'lane4m'.*lane6m"):
+        from_psychopy_monitor("lane4m")
+
+
+def test_psychopy_child_that_cannot_run_is_a_calibration_error(tmp_path):
+    with pytest.raises(CalibrationError, match="name: "):
+        from_psychopy_monitor("lane1", python=str(tmp_path / "no-such-python"))
+    with pytest.raises(CalibrationError, match="could not read monitor"):
+        from_psychopy_monitor("lane1", python=sys.executable)  # a Python without PsychoPy

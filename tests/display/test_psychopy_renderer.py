@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from visiontune.display.calibration import Calibration
-from visiontune.display.geometry import letter_height_px
+from visiontune.display.geometry import letter_height_px, logmar_for_height_mm
 from visiontune.display.optotypes import load_letter_set
 from visiontune.display.psychopy_renderer import PsychoPyRenderer
 from visiontune.display.renderer import Renderer, RendererError
@@ -101,25 +101,33 @@ def test_parent_never_imports_psychopy_or_qt():
 
 
 # -- pixels: need a Python with PsychoPy and a display ------------------------------------
+# .ci/run builds .venv-psychopy and exports VISIONTUNE_PSYCHOPY_PYTHON (PsychoPy is not a
+# dependency of the main environment); Xvfb provides the display. Each window costs a few
+# seconds to open, so the windows are shared per module and the checks kept few: three sizes
+# and four letters per calibration, all letters of one set at one size, the Landolt C's eight
+# orientations.
 
 def _psychopy_python():
-    candidates = [os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON"), sys.executable]
-    for py in filter(None, candidates):
+    reason = os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
+    explicit = os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON")
+    for py in filter(None, (explicit, sys.executable)):
         if subprocess.run([py, "-c", "import psychopy"], capture_output=True).returncode == 0:
-            return py
-    return None
+            return py, None
+    if explicit:
+        return None, f"VISIONTUNE_PSYCHOPY_PYTHON={explicit} cannot import psychopy"
+    return None, reason or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON (PsychoPy is not a dependency)"
 
 
 @pytest.fixture(scope="module")
 def psychopy_display():
-    py = _psychopy_python()
+    py, reason = _psychopy_python()
     if py is None:
-        pytest.skip("no Python with PsychoPy: set VISIONTUNE_PSYCHOPY_PYTHON to one (PsychoPy is not a dependency)")
+        pytest.skip(reason)
     if os.environ.get("DISPLAY"):
         yield py, os.environ["DISPLAY"]
         return
     if shutil.which("Xvfb") is None:
-        pytest.skip("no DISPLAY and no Xvfb to provide one")
+        pytest.skip("no DISPLAY and no Xvfb to provide one (apt-get install xvfb)")
     number = next(n for n in range(57, 200) if not os.path.exists(f"/tmp/.X{n}-lock"))
     xvfb = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -131,33 +139,100 @@ def psychopy_display():
     xvfb.wait()
 
 
-def _ink_rows(gray):
-    rows = np.flatnonzero((gray < 128).any(axis=1))
-    return rows[0], rows[-1] + 1
-
-
-@pytest.mark.slow  # ~10-20 s each: 30 letter/size pairs, two windows
-@pytest.mark.parametrize("distance_mm, pitch_mm", [(4000.0, 0.25), (6000.0, 0.311)], ids=["4m", "6m"])
-def test_psychopy_ink_height_and_mirror(psychopy_display, monkeypatch, distance_mm, pitch_mm):
+@pytest.fixture(scope="module")
+def open_window(psychopy_display):
+    """Factory: a PsychoPy window (child process) on the test display, closed at module end."""
     py, display = psychopy_display
-    monkeypatch.setenv("DISPLAY", display)
-    cal = Calibration(400 * pitch_mm, 400 * pitch_mm, 400, 400, distance_mm)
-    mirrored = Calibration(400 * pitch_mm, 400 * pitch_mm, 400, 400, distance_mm, mirror=True)
-    sizes = (-0.3, 0.3, 1.0)
-    with PsychoPyRenderer(cal, "sloan", fullscreen=False, python=py) as plain, \
-         PsychoPyRenderer(mirrored, "sloan", fullscreen=False, python=py) as flipped:
-        for letter in load_letter_set("sloan").letters:
-            for s in sizes:
-                plain.show(letter, s)
-                gray = plain.capture()
-                assert gray.shape == (400, 400)
-                top, bottom = _ink_rows(gray)
-                x0, y0, x1, y1 = load_letter_set("sloan").glyph(letter).ink_bounds
-                k = letter_height_px(s, cal) / 5
-                assert bottom - top == pytest.approx((y1 - y0) * k, abs=1.0), (letter, s)
-                assert (top + bottom) / 2 == pytest.approx(200 - ((y0 + y1) / 2 - 2.5) * k, abs=1.0), (letter, s)
-                flipped.show(letter, s)
-                other = flipped.capture()
-                assert np.mean(np.abs(other.astype(int) - np.fliplr(gray).astype(int)) > 64) < 0.002, (letter, s)
-        plain.blank()
-        assert (plain.capture() > 250).all()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DISPLAY", display)
+    opened = []
+
+    def factory(cal, letter_set):
+        r = PsychoPyRenderer(cal, letter_set, fullscreen=False, python=py, start_timeout_s=120)
+        opened.append(r)
+        return r
+
+    yield factory
+    for r in opened:
+        r.close()
+    mp.undo()
+
+
+def _calibration(distance_mm, pitch_mm, mirror=False):
+    return Calibration(400 * pitch_mm, 400 * pitch_mm, 400, 400, distance_mm, mirror=mirror)
+
+
+def _ink_box(gray):
+    rows = np.flatnonzero((gray < 128).any(axis=1))
+    cols = np.flatnonzero((gray < 128).any(axis=0))
+    return rows[0], rows[-1] + 1, cols[0], cols[-1] + 1  # top, bottom, left, right (exclusive)
+
+
+@pytest.mark.parametrize("distance_mm, pitch_mm", [(4000.0, 0.25), (6000.0, 0.311)], ids=["4m", "6m"])
+def test_psychopy_ink_height_centre_and_mirror(open_window, distance_mm, pitch_mm):
+    cal = _calibration(distance_mm, pitch_mm)
+    plain = open_window(cal, "sloan")
+    flipped = open_window(_calibration(distance_mm, pitch_mm, mirror=True), "sloan")
+    ls = load_letter_set("sloan")
+    for letter, s in [("C", -0.3), ("K", 0.0), ("Z", 0.3), ("R", 0.7), ("S", 1.0), ("H", -0.1)]:
+        plain.show(letter, s)
+        gray = plain.capture()
+        assert gray.shape == (400, 400)
+        top, bottom, left, right = _ink_box(gray)
+        x0, y0, x1, y1 = ls.glyph(letter).ink_bounds
+        k = letter_height_px(s, cal) / 5
+        where = (letter, s, round(5 * k, 2))
+        assert bottom - top == pytest.approx((y1 - y0) * k, abs=1.0), where
+        assert right - left == pytest.approx((x1 - x0) * k, abs=1.0), where
+        # centred: the design cell's centre (2.5, 2.5) is the window's centre (200, 200)
+        assert (top + bottom) / 2 == pytest.approx(200 - ((y0 + y1) / 2 - 2.5) * k, abs=1.0), where
+        assert (left + right) / 2 == pytest.approx(200 + ((x0 + x1) / 2 - 2.5) * k, abs=1.0), where
+        # black on white: the optotype is the screen's black, far under 15% of the background
+        assert gray.min() == 0 and np.median(gray) == 255, where
+        flipped.show(letter, s)
+        other = flipped.capture()
+        assert np.mean(np.abs(other.astype(int) - np.fliplr(gray).astype(int)) > 64) < 0.002, where
+    plain.blank()
+    assert (plain.capture() > 250).all()
+
+
+def test_psychopy_letters_of_a_set_are_pairwise_distinct(open_window):
+    """All 26 letters at one size (50 px): every pair differs in at least 8% of the ink."""
+    cal = _calibration(4000.0, 0.25)
+    r = open_window(cal, "letters26")
+    ls = load_letter_set("letters26")
+    s = 0.934  # 50 px at 4 m on a 0.25 mm panel
+    k = letter_height_px(s, cal) / 5
+    masks = []
+    for g in ls.glyphs:
+        r.show(g.name, s)
+        gray = r.capture()
+        top, bottom, _, _ = _ink_box(gray)
+        x0, y0, x1, y1 = g.ink_bounds
+        assert bottom - top == pytest.approx((y1 - y0) * k, abs=1.0), g.name
+        masks.append(gray < 128)
+    masks = np.array(masks)
+    for i in range(len(masks)):
+        for j in range(i + 1, len(masks)):
+            differ = np.mean(masks[i] != masks[j]) / max(masks[i].mean(), masks[j].mean())
+            assert differ > 0.08, (ls.letters[i], ls.letters[j], differ)
+
+
+def test_psychopy_landolt_gap_faces_the_asked_orientation(open_window):
+    cal = _calibration(4000.0, 0.25)
+    r = open_window(cal, "landolt_c")
+    ls = load_letter_set("landolt_c")
+    s = logmar_for_height_mm(101.0 * cal.pixel_pitch_mm, cal.viewing_distance_mm)  # 101 px tall
+    k = letter_height_px(s, cal) / 5
+    angles = np.radians(np.arange(0.0, 360.0, 0.5))
+    for i, g in enumerate(ls.glyphs):
+        r.show(g.name, s)
+        gray = r.capture().astype(float)
+        # sample the middle of the ring (radius 2 units) around the window's centre; y down
+        xs = 200 + 2.0 * k * np.cos(angles) - 0.5
+        ys = 200 - 2.0 * k * np.sin(angles) - 0.5
+        light = gray[np.round(ys).astype(int), np.round(xs).astype(int)] > 128
+        found = np.degrees(np.arctan2(np.sin(angles[light]).mean(), np.cos(angles[light]).mean()))
+        assert ((found - 45.0 * i + 180) % 360) - 180 == pytest.approx(0.0, abs=2.0), g.name
+        # a 1-unit gap at radius 2 spans 2 asin(0.25) = 28.96 degrees
+        assert light.mean() * 360 == pytest.approx(np.degrees(2 * np.arcsin(0.25)), abs=3.0), g.name

@@ -173,3 +173,13 @@ def test_patient_window_fullscreen_on_a_chosen_screen(qtbot, qapp):
     assert win.screen() is screen
     win.close()
     assert not win.isVisible()
+
+
+def test_black_on_white_meets_the_contrast_standard(qapp):
+    """ISO 8596/10938 want the optotype at most 15% of the background's luminance: the
+    renderer draws RGB 0 on RGB 255, i.e. the screen's black level on its white."""
+    for set_name in LETTER_SETS:
+        g = load_letter_set(set_name).glyphs[0]
+        gray = render(g, 60.0)
+        assert gray.min() == 0, set_name  # the stroke's core is full black
+        assert gray[0].min() == 255 and np.median(gray) == 255, set_name  # background full white

@@ -77,13 +77,47 @@ def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSet
     (000 §4.2, MUC's champion; DESIGN.md)."""
     optimiser = optimiser or OptimiserSettings()
     s0, c = problem.reference_context, problem.c
+    if hasattr(model, "predict_value_mean_with_grad"):  # mean only: no variance, no triangular solve (issue 5)
 
-    def fn(X):
-        mu, _, dmu, _ = model.predict_value_with_grad(_options(problem, s0, X))
-        return mu, dmu[:, c:]
+        def fn(X):
+            mu, dmu = model.predict_value_mean_with_grad(_options(problem, s0, X))
+            return mu, dmu[:, c:]
 
-    values = lambda X: model.predict_value(_options(problem, s0, X))[0]  # noqa: E731
+        values = lambda X: model.predict_value_mean(_options(problem, s0, X))  # noqa: E731
+    else:
+
+        def fn(X):
+            mu, _, dmu, _ = model.predict_value_with_grad(_options(problem, s0, X))
+            return mu, dmu[:, c:]
+
+        values = lambda X: model.predict_value(_options(problem, s0, X))[0]  # noqa: E731
     return optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]
+
+
+def _challenge_moments(model, problem: Problem, champion):
+    """``(predict(X) -> (mu, var), predict_with_grad(X) -> (mu, var, dmu (m, d), dvar (m, d)))`` of
+    ``g(x*, x)`` for the duels ``[(s0, x*), (s0, x)]``, gradients w.r.t. the challenger's lens
+    ``x`` only. Uses :meth:`PreferenceGP.challenge` (the champion's part once per decision,
+    one base-kernel call per evaluation) where the model has it, else the duel predictions."""
+    s0, c = problem.reference_context, problem.c
+    if hasattr(model, "challenge"):
+        duel = model.challenge(_options(problem, s0, np.asarray(champion)[None, :])[0])
+
+        def predict_with_grad(X):
+            mu, var, dmu, dvar = duel.predict_with_grad(_options(problem, s0, X))
+            return mu, var, dmu[:, c:], dvar[:, c:]
+
+        return (lambda X: duel.predict(_options(problem, s0, X))), predict_with_grad
+    start = 2 * problem.c + problem.d  # first x column of option 2
+
+    def duels(X):
+        return np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+
+    def predict_with_grad(X):
+        mu, var, dmu, dvar = model.predict_with_grad(duels(X))
+        return mu, var, dmu[:, start:], dvar[:, start:]
+
+    return (lambda X: model.predict(duels(X))), predict_with_grad
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,18 +140,15 @@ class MUC:
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)
         champion = preference_solution(model, problem, rng, optimiser=self.optimiser)
-        s0, start = problem.reference_context, 2 * problem.c + problem.d  # first x column of option 2
-
-        def duels(X):
-            return np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+        predict, predict_with_grad = _challenge_moments(model, problem, champion)
 
         def fn(X):
-            mu, var, dmu, dvar = model.predict_with_grad(duels(X))
+            mu, var, dmu, dvar = predict_with_grad(X)
             v, v_mu, v_var = moments.epistemic_variance(mu, np.maximum(var, 0.0), grad=True)
-            return v, v_mu[:, None] * dmu[:, start:] + v_var[:, None] * dvar[:, start:]
+            return v, v_mu[:, None] * dmu + v_var[:, None] * dvar
 
         def values(X):
-            mu, var = model.predict(duels(X))
+            mu, var = predict(X)
             return moments.epistemic_variance(mu, np.maximum(var, 0.0))
 
         challenger = self.optimiser.run(fn, problem.box, rng, values_only=values)[0]

@@ -1,7 +1,8 @@
-"""The clinician's main window: start screen, session view, finish view; keys; worker thread.
+"""The clinician's main window: start screen, session view, finish view; keys; session engine.
 
-The window never touches the trial log: a :class:`~visiontune.app.worker.SessionWorker` in a
-``QThread`` owns the store and the session (refit and next query off the GUI thread). The view
+The window never touches the trial log: through a :class:`~visiontune.app.worker.SessionWorker`
+it drives the session engine, a child process that owns the store and the session (refit and
+next query off the GUI process, so they never stall its event loop). The view
 keeps a :class:`~visiontune.app.keys.Phase`; each key goes through
 :func:`~visiontune.app.keys.interpret_key` and is logged with what it did.
 """
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QThread, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QCloseEvent, QFont, QGuiApplication
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QStatusBar
 
@@ -128,10 +129,7 @@ class MainWindow(QMainWindow):
         self.finish_view.back_requested.connect(self.show_start)
         self.finish_view.export_requested.connect(lambda sid: self._submit("export", (sid, str(self.export_dir))))
 
-        self.thread = QThread(self)
-        self.thread.setObjectName("visiontune-session-worker")
-        self.worker = SessionWorker()
-        self.worker.moveToThread(self.thread)
+        self.worker = SessionWorker(self)
         self.worker.sessions_listed.connect(self.start_view.set_sessions)
         self.worker.opened.connect(self.on_opened)
         self.worker.updated.connect(self.on_updated)
@@ -140,9 +138,9 @@ class MainWindow(QMainWindow):
         self.worker.failed.connect(self.on_failed)
         self.worker.busy.connect(self.on_busy)
         self.worker.idle.connect(self.on_idle)
-        # The worker quits its own thread once it has closed the session and the store.
-        self.worker.closed.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
-        self.thread.start()
+        self.worker.recorded.connect(self.on_recorded)
+        self._recording = ""
+        self.worker.start()
         self._send("open_store", None if options.db_path is None else str(options.db_path))
 
         self.elapsed_timer = QTimer(self)
@@ -494,8 +492,13 @@ class MainWindow(QMainWindow):
 
     def _record(self, answer: Answer, what: str) -> None:
         self._blank_patient()
-        self.say(f"Answer {self.snapshot.n_trials + 1} recorded: {what}.")
+        self._recording = f"Answer {self.snapshot.n_trials + 1} recorded: {what}."
+        self.say(f"Recording answer {self.snapshot.n_trials + 1}: {what}\u2026")
         self._submit("record", answer)
+
+    def on_recorded(self, _trial) -> None:
+        """The engine has committed the answer to the trial log: only now say "recorded"."""
+        self.say(self._recording or "Answer recorded.")
 
     def _finish(self, stopped_by: str) -> None:
         self._finish_armed_until = 0.0
@@ -525,8 +528,7 @@ class MainWindow(QMainWindow):
             log.info("closing: every answer is already in the trial log")
             self._close_patient_window()
             self._save_settings()
-            self.worker.submit("close")
-            if not self.thread.wait(60_000):
-                log.error("the session worker did not stop within 60 s")
+            if not self.worker.shutdown(60_000):
+                log.error("the session engine did not stop cleanly within 60 s")
             logs.flush_log()
         super().closeEvent(event)

@@ -1,11 +1,12 @@
-"""``visiontune bench <experiment> [--quick] [--seeds N] [--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]``.
+"""``visiontune bench <experiment> [--quick] [--seeds N] [--functions NAME ...] [--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]``.
 
 Runs a paper experiment (:mod:`visiontune.bench.experiments`) resumably into a results store
 (:mod:`visiontune.bench.store`; default ``<out>/<experiment>.sqlite``), then writes the
 stratified analysis (:mod:`visiontune.bench.analysis`) of the planned runs:
 ``<out>/<experiment>.md`` (ranking table + win-fraction matrix), ``<out>/<experiment>.csv``
 (``rule,rank,borda``) and, when matplotlib is installed, ``<out>/<experiment>/regret_<function>.png``.
-Re-running the same command after a kill resumes the sweep.
+Re-running the same command after a kill resumes the sweep. ``--functions`` restricts the
+experiment to a subset of its functions (same run keys, so subsets share one store).
 """
 
 from __future__ import annotations
@@ -23,13 +24,105 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from visiontune.bench.experiments import EXPERIMENTS
 
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS), help="the paper experiment to run")
-    parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 4 seeds, 15 iterations)")
+    parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations)")
     parser.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (repetitions)")
+    parser.add_argument("--functions", nargs="+", default=None, metavar="NAME", help="run only these test functions")
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)")
     parser.add_argument("--store", type=Path, default=None, metavar="PATH", help="results store (default <out>/<experiment>.sqlite)")
     parser.add_argument("--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this dask.distributed scheduler")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The ``visiontune bench`` command that reproduces this run (store and output paths included)."""
+    parts = ["visiontune", "bench", args.experiment]
+    if args.quick:
+        parts.append("--quick")
+    if args.seeds is not None:
+        parts += ["--seeds", str(args.seeds)]
+    if args.functions:
+        parts += ["--functions", *args.functions]
+    parts += ["--jobs", str(args.jobs), "--out", str(args.out)]
+    if args.store is not None:
+        parts += ["--store", str(args.store)]
+    return " ".join(parts)
+
+
+def disagreements(experiment_name: str, result) -> list[tuple[str, str]]:
+    """Pairs ``(a, b)`` that the paper ranks ``a`` strictly above ``b`` but we rank ``b`` strictly above ``a``."""
+    from visiontune.bench.paper_tables import PAPER_TABLES
+
+    paper = {r.rule: r.borda for r in PAPER_TABLES[experiment_name.removesuffix("-quick")]}
+    ours = {rule: int(result.borda[i]) for i, rule in enumerate(result.rules)}
+    common = [r for r in result.rules if r in paper]
+    return [(a, b) for a in common for b in common if paper[a] > paper[b] and ours[b] > ours[a]]
+
+
+def final_score_table(records) -> str:
+    """Markdown: mean ± s.e.m. of the final score (true scaled value at the last reported solution)
+    per rule (rows) and function (columns), the raw numbers behind the rank tests."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        by.setdefault(r.key.rule, {}).setdefault(r.key.function, []).append(float(r.scores[-1]))
+    functions = sorted({r.key.function for r in records})
+    lines = ["Final score, mean ± s.e.m. over seeds (larger is better):", "",
+             "| Rule | " + " | ".join(functions) + " |", "| --- |" + " ---: |" * len(functions)]
+    for rule in sorted(by):
+        cells = []
+        for f in functions:
+            v = np.array(by[rule].get(f, []))
+            sem = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
+            cells.append(f"{v.mean():.3f} ± {sem:.3f}" if v.size else "-")
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def record_wall_time(path: Path, summary, jobs: int) -> list[dict]:
+    """Append this invocation's wall time to ``path`` (JSON list, one entry per invocation that ran
+    something), so that a resumed sweep reports the wall time of all its parts; returns the list."""
+    import json
+
+    entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+    if summary.ran:
+        entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
+                        "decisions": summary.decisions})
+        path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+    return entries
+
+
+def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None) -> str:
+    """Markdown page of one experiment: protocol, command, machine, times, our table beside the
+    paper's, the pairs ranked in the opposite order, and the stratified analysis."""
+    from visiontune.bench import analysis
+    from visiontune.bench.paper_tables import machine_description, side_by_side
+
+    run_seconds = sum(r.seconds for r in records)
+    decisions = sum(r.n_decisions for r in records)
+    lines = [
+        f"# {experiment.name}", "",
+        f"Source: {experiment.source}.", "",
+        f"- Scenario `{experiment.scenario}`; {len(experiment.functions)} functions; {experiment.n_seeds} seeds; "
+        f"{experiment.iterations} iterations ({experiment.n_initial} initial random).",
+        f"- Functions: {', '.join(experiment.functions)}.",
+        f"- Command: `{command}`",
+        f"- Machine: {machine_description()}.",
+        f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
+        f"(runs per invocation: {', '.join(str(e['runs']) for e in wall or []) or 'none'}); run time of all "
+        f"{len(records)} runs: {run_seconds:.1f} s ({decisions / run_seconds:.1f} decisions/s per core, "
+        f"{decisions} decisions)." if run_seconds else "- No run.",
+        "",
+        "## Our ranking beside the paper's", "",
+        side_by_side(experiment.name, result),
+    ]
+    pairs = disagreements(experiment.name, result)
+    if pairs:
+        lines.append("Pairs ranked in the opposite order from the paper (paper's better rule first): "
+                     + ", ".join(f"{a} / {b}" for a, b in pairs) + ". See README.md for the likely reasons.")
+    else:
+        lines.append("No pair of rules is ranked in the opposite order from the paper (ties aside).")
+    lines += ["", final_score_table(records), "", analysis.to_markdown(result, title="Stratified analysis (this run)")]
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         if args.seeds < 1:
             raise InvalidInputError(f"--seeds: expected an integer >= 1, got {args.seeds}")
         experiment = experiment.with_seeds(args.seeds)
+    if args.functions:
+        experiment = experiment.with_functions(args.functions)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store_path = args.store or out / f"{experiment.name}.sqlite"
@@ -57,7 +152,9 @@ def run(args: argparse.Namespace) -> int:
         curves.setdefault(rec.key.function, {}).setdefault(rec.key.rule, []).append(rec.scores)
     curves = {f: {r: np.vstack(rows) for r, rows in by_rule.items()} for f, by_rule in curves.items()}
     result = analysis.stratified_analysis(curves)
-    (out / f"{experiment.name}.md").write_text(analysis.to_markdown(result, title=f"{experiment.name}: {experiment.source}"), encoding="utf-8")
+    wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs)
+    page = results_page(experiment, result, summary, records, command_line(args), wall)
+    (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
     (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
     rate = summary.decisions / summary.cpu_seconds if summary.cpu_seconds else float("nan")

@@ -11,16 +11,23 @@ One run (:func:`run_one`) is a pure function of its :class:`RunSpec`:
    ``c ~ Bernoulli(Φ(s g(x)))`` (contextual binary, seed 002 §4, kernel ``s s' k(x, x')``);
    duels ``(s, x, x2)``: ``P(x wins) = Φ(g(x) - g(x2))`` (preferential, seed 000 Eq. 5) or
    ``Φ(s (g(x) - g(x2)))`` (contextual preferential, seed 002 Eq. 11);
+   batches of ``m`` options (batch-preferential, seed 000 §4.3): the answer is a ranking drawn from
+   the Thurstone case V model ``u_i = g(x_i) + ε_i``, ``ε_i ~ N(0, ½)`` i.i.d., options ranked by
+   decreasing ``u`` (:func:`sample_ranking`); every pair then has ``P(x_i above x_j) = Φ(g(x_i) - g(x_j))``,
+   the duel model of 000 Eq. 5, and the ranking enters the model as its ``m(m-1)/2`` duels
+   (:meth:`~visiontune.gp.PreferenceGP.from_ranking`, 000 §4.3);
    the :class:`~visiontune.gp.ProbitGP` (duels: :class:`~visiontune.gp.PreferenceGP`) is
    refitted (Laplace, as in seed 002 §4.1, warm-started) with *fixed* hyperparameters; the
-   reported solution ``x̂ = argmax_x μ_c(s0, x)`` (:func:`visiontune.acquisition.policy.solution`;
-   duels: ``argmax_x`` of the utility's posterior mean, ``preference_solution``) is scored by the
-   true scaled value ``g(x̂)`` (DESIGN.md scores binary runs by ``Φ(g(x̂))``: the same ranks on
-   final scores, a different AUC; we record ``g`` for every scenario).
+   reported solution ``x̂ = argmax_x μ_c(s0, x)`` (duels: ``argmax_x`` of the utility's posterior
+   mean) is scored by the true scaled value ``g(x̂)`` (DESIGN.md scores binary runs by ``Φ(g(x̂))``:
+   the same ranks on final scores, a different AUC; we record ``g`` for every scenario). The
+   solution is tracked from iteration to iteration (:class:`~visiontune.bench.tracking.SolutionTracker`:
+   64 Sobol candidates + the previous solution, with its own generator) instead of the policies'
+   512-candidate, 10-start search.
 
-Hyperparameters: until the kernel-selection package data exists, the kernel *type* is the one
-of table S1 (``TestFunction.kernel``: SE, Matérn 3/2, Matérn 5/2), with every lengthscale
-:data:`LENGTHSCALE` ``= 1/10`` of the unit box and variance 1 (our choice, not the paper's).
+Hyperparameters: the kernel kind, lengthscales and variance selected for each function by the
+papers' protocol (:mod:`visiontune.bench.kernel_selection`, package data ``bench_kernels.json``),
+held fixed during a run (as the authors did: no refitting during a run).
 
 The run's generator is ``numpy.random.default_rng([seed, crc32(function)])``: every rule sees the
 same initial design for a given (function, seed) (common random numbers).
@@ -46,7 +53,6 @@ from visiontune.bench.store import ResultsStore, RunKey, RunRecord
 from visiontune.errors import ConfigurationError, InvalidInputError
 
 __all__ = [
-    "LENGTHSCALE",
     "REFERENCE_CONTEXT",
     "SUPPORTED_SCENARIOS",
     "RunSpec",
@@ -55,14 +61,13 @@ __all__ = [
     "plan",
     "run_one",
     "run_sweep",
+    "sample_ranking",
 ]
 
-#: Scenarios the sweep can run today (batch-preferential waits for a batch policy).
-SUPPORTED_SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential")
+#: Scenarios the sweep can run.
+SUPPORTED_SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential", "batch-preferential")
 #: Reference context of the contextual benchmarks (DESIGN.md, authors' toolbox: ``s0 = 0.5``).
 REFERENCE_CONTEXT = 0.5
-#: Lengthscale of every input dimension on the unit box, until kernel selection exists (our choice).
-LENGTHSCALE = 0.1
 
 
 @dataclass(frozen=True)
@@ -105,40 +110,73 @@ def plan(experiment: Experiment) -> list[RunSpec]:
 
 
 def benchmark_kernel(function, contextual: bool):
-    """GP kernel of a run on ``function``: the table-S1 kernel type on ``[0, 1]^d`` with lengthscales
-    :data:`LENGTHSCALE` and variance 1; contextual: ``s s' k(x, x')`` (seed 002 §4)."""
+    """GP kernel of a run on ``function`` on ``[0, 1]^d``: the stored kernel-selection choice
+    (kind, lengthscales, variance; :func:`visiontune.bench.kernel_selection.load_choices`);
+    contextual: ``s s' k(x, x')`` (seed 002 §4)."""
+    from visiontune.bench.kernel_selection import load_choices
     from visiontune.gp import kernels as K
 
-    base = {"se": K.SquaredExponential, "matern32": K.Matern32, "matern52": K.Matern52}[function.kernel]
-    ls = np.full(function.dimension, LENGTHSCALE)
+    choices = load_choices()
+    if function.name not in choices:
+        raise ConfigurationError(f"{function.name}: no stored kernel choice; run `python -m visiontune.bench.kernel_selection`")
+    choice = choices[function.name]
     if contextual:
-        return K.contextual_benchmark_kernel(base, ls, 1.0, function.dimension)
-    return base(ls, 1.0)
+        base = type(choice.kernel())
+        return K.contextual_benchmark_kernel(base, choice.lengthscales, choice.variance, function.dimension)
+    return choice.kernel()
+
+
+def sample_ranking(latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``m`` options, best first, drawn from the Thurstone case V model (module docstring).
+
+    ``latent (m,)``: ``g`` at the options. ``u = latent + ε``, ``ε ~ N(0, ½ I)``; returns ``argsort(-u)``.
+    Each pair is ordered with probability ``Φ(g_i - g_j)`` (seed 000 Eq. 5), since ``ε_i - ε_j ~ N(0, 1)``.
+    """
+    latent = np.asarray(latent, dtype=float).reshape(-1)
+    if latent.size < 2 or not np.all(np.isfinite(latent)):
+        raise InvalidInputError(f"latent: expected at least 2 finite values, got {latent}")
+    u = latent + rng.normal(0.0, np.sqrt(0.5), latent.size)
+    return np.argsort(-u, kind="stable")
 
 
 def _run_rng(spec: RunSpec) -> np.random.Generator:
     return np.random.default_rng([int(spec.seed), zlib.crc32(spec.function.encode())])
 
 
-def run_one(spec: RunSpec) -> RunRecord:
+def _tracker_rng(spec: RunSpec) -> np.random.Generator:
+    """The solution tracker's own generator: the run's decisions do not depend on its draws."""
+    return np.random.default_rng([int(spec.seed), zlib.crc32(spec.function.encode()), 1])
+
+
+#: How :func:`run_one` searches the reported solution: ``"tracked"`` (warm-started, the default) or
+#: ``"full"`` (:func:`visiontune.acquisition.policy.solution`, 512 candidates and 10 starts each time).
+SOLUTION_SEARCHES = ("tracked", "full")
+
+
+def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
     """Run one (rule, function, seed) and return its record (see the module docstring).
+
+    ``solution_search``: one of :data:`SOLUTION_SEARCHES` (``"full"`` is kept for the speed benchmark).
 
     ``scores[t]`` = ``g(x̂_t)`` after ``t + 1`` answers, ``(iterations,)``.
     """
     from visiontune.acquisition import registry
-    from visiontune.acquisition.policy import Data, Problem, solution
-    from visiontune.acquisition.preferential import preference_solution
+    from visiontune.acquisition.policy import Data, Problem
     from visiontune.bench.functions import get_function
+    from visiontune.bench.tracking import SolutionTracker
     from visiontune.gp import PreferenceGP, ProbitGP
 
     if spec.scenario not in SUPPORTED_SCENARIOS:
         raise ConfigurationError(f"scenario {spec.scenario!r}: not yet available in the sweep")
     if spec.seed < 0:
         raise InvalidInputError(f"seed: expected an integer >= 0, got {spec.seed}")
+    if solution_search not in SOLUTION_SEARCHES:
+        raise InvalidInputError(f"solution_search: expected one of {SOLUTION_SEARCHES}, got {solution_search!r}")
     start = time.perf_counter()
     function = get_function(spec.function)
     contextual = spec.scenario.startswith("contextual")
     preferential = spec.scenario.endswith("preferential")
+    batch = spec.scenario == "batch-preferential"
     d = function.dimension
     lower, width = function.lower, function.upper - function.lower
 
@@ -153,6 +191,12 @@ def run_one(spec: RunSpec) -> RunRecord:
     policy = registry.make(spec.rule, n_initial=spec.n_initial)
     kernel = benchmark_kernel(function, contextual)
     rng = _run_rng(spec)
+    tracker = SolutionTracker(problem, _tracker_rng(spec))
+    if solution_search == "full":
+        from visiontune.acquisition.policy import solution
+
+        full_rng = _tracker_rng(spec)
+        tracker = lambda m: solution(m, problem, full_rng)  # noqa: E731
     Model = PreferenceGP if preferential else ProbitGP
     X = np.zeros((0, (problem.c + d) * (2 if preferential else 1)))
     y = np.zeros(0)
@@ -160,19 +204,23 @@ def run_one(spec: RunSpec) -> RunRecord:
     scores = np.empty(spec.iterations)
     for t in range(spec.iterations):
         query = policy(model, problem, Data(X, y), rng)
-        latent = g(query.x)[0]
-        row = problem.model_input(query.x, query.s)
-        if preferential:  # duel [(s, x), (s, x2)]; P(first wins) = Φ(s (g(x) - g(x2))) (000 Eq. 5, 002 Eq. 11)
-            latent -= g(query.x2)[0]
-            row = np.concatenate([row, problem.model_input(query.x2, query.s)])
-        if contextual:
-            latent *= float(query.s[0])
-        answer = float(rng.random() < norm.cdf(latent))
-        X = np.vstack([X, row])
-        y = np.append(y, answer)
+        if batch:  # a ranking of the m options, read as its m(m-1)/2 duels (000 §4.3)
+            options = np.asarray(query.batch)
+            order = sample_ranking(g(options), rng)
+            rows, answers = PreferenceGP.from_ranking(options[order])
+        else:
+            latent = g(query.x)[0]
+            row = problem.model_input(query.x, query.s)
+            if preferential:  # duel [(s, x), (s, x2)]; P(first wins) = Φ(s (g(x) - g(x2))) (000 Eq. 5, 002 Eq. 11)
+                latent -= g(query.x2)[0]
+                row = np.concatenate([row, problem.model_input(query.x2, query.s)])
+            if contextual:
+                latent *= float(query.s[0])
+            rows, answers = row[None, :], np.array([float(rng.random() < norm.cdf(latent))])
+        X = np.vstack([X, rows])
+        y = np.append(y, answers)
         model = Model(kernel, X, y, warm_start=model.warm_start_state if model.n else None)
-        x_hat = preference_solution(model, problem, rng) if preferential else solution(model, problem, rng)
-        scores[t] = g(x_hat)[0]
+        scores[t] = g(tracker(model))[0]
     return RunRecord(spec.key, scores, spec.iterations, time.perf_counter() - start)
 
 

@@ -4,7 +4,9 @@ A :class:`Calibration` is what turns a letter size in logMAR into pixels
 (:mod:`visiontune.display.geometry`). It comes from the screen's physical size, from an
 on-screen measurement against a standard ID-1 card (ISO/IEC 7810, 85.60 x 53.98 mm), or
 from a monitor defined in PsychoPy's Monitor Center. It is stored as JSON in the user's
-config directory (platformdirs), readable by the user only (mode 0600).
+config directory (platformdirs), readable by the user only (mode 0600). Photometer
+readings of the background and the optotype are checked against ISO 10938:2016 (background
+80-320 cd/m^2) and ISO 8596 (optotype at most 15% of the background).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ MIN_VIEWING_DISTANCE_MM = 500.0
 #: Largest accepted mismatch between horizontal and vertical pixel pitch (non-square pixels
 #: would distort the letter's width; on real panels this means a mistyped size).
 MAX_PITCH_MISMATCH = 0.05
+#: Background luminance range of ISO 10938:2016 (electronic acuity charts), cd/m^2.
+ISO10938_BACKGROUND_CD_M2 = (80.0, 320.0)
+#: Largest optotype luminance as a fraction of the background (ISO 8596 / ISO 10938): a
+#: Weber contrast of at least 85%.
+MAX_OPTOTYPE_FRACTION = 0.15
 CONFIG_FILE_NAME = "calibration.json"
 
 
@@ -54,8 +61,19 @@ class Calibration:
     ``width_px``, ``height_px``: resolution in device pixels.
     ``viewing_distance_mm``: eye to screen, millimetres (via a mirror: the total optical path).
     ``mirror``: flip the image horizontally (mirrored lanes).
-    ``background_cd_m2``: measured background luminance, cd/m^2 (noted, not used for drawing;
-    ISO 10938 asks for 80-320).
+    ``background_cd_m2``: measured background (white) luminance, cd/m^2, or None if not
+    measured. Noted, not used for drawing. ISO 10938:2016 asks for 80-320 cd/m^2 (ETDRS
+    trials use 85); a value outside is a CalibrationError unless ``background_nonstandard``.
+    ``optotype_cd_m2``: measured optotype (black) luminance, cd/m^2, or None. ISO 8596/10938:
+    at most 15% of the background (Weber contrast ``(L_b - L_o) / L_b >= 0.85``). Black on
+    white meets it on any working screen (a 1000:1 panel gives 0.1%); a measured value above
+    15% of the background (glare, a washed-out projector) is a CalibrationError.
+    ``background_nonstandard``: the operator records on purpose a background outside
+    80-320 cd/m^2 (a dim research lab, mesopic testing). Stored with the calibration so that
+    a session run on it can be reported as non-conforming; see :attr:`luminance_notes`.
+    Why a flag and not a plain warning: a clinic's value outside the range is almost always
+    a measuring or typing slip and must stop the setup, while a lab that wants a dim screen
+    must be able to say so once and keep the fact on record.
     """
 
     screen_width_mm: float
@@ -65,6 +83,8 @@ class Calibration:
     viewing_distance_mm: float
     mirror: bool = False
     background_cd_m2: float | None = None
+    optotype_cd_m2: float | None = None
+    background_nonstandard: bool = False
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -80,14 +100,71 @@ class Calibration:
         set_(self, "viewing_distance_mm", d)
         if not isinstance(self.mirror, bool):
             raise CalibrationError(f"mirror: expected true or false, got {self.mirror!r}")
-        if self.background_cd_m2 is not None:
-            set_(self, "background_cd_m2", _positive("background_cd_m2", self.background_cd_m2, "cd/m^2"))
+        self._check_luminance()
         px, py = self.pixel_pitch_x_mm, self.pixel_pitch_y_mm
         if abs(px - py) > MAX_PITCH_MISMATCH * max(px, py):
             raise CalibrationError(
                 f"screen_width_mm/screen_height_mm: pixels would not be square (pitch {px:.4f} x {py:.4f} mm); "
                 "check the physical size against the resolution"
             )
+
+    def _check_luminance(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.background_nonstandard, bool):
+            raise CalibrationError(
+                f"background_nonstandard: expected true or false, got {self.background_nonstandard!r}"
+            )
+        lb = self.background_cd_m2
+        if lb is not None:
+            lb = _positive("background_cd_m2", lb, "cd/m^2")
+            set_(self, "background_cd_m2", lb)
+            lo, hi = ISO10938_BACKGROUND_CD_M2
+            if not (lo <= lb <= hi) and not self.background_nonstandard:
+                raise CalibrationError(
+                    f"background_cd_m2: {lb:g} cd/m^2 is outside the ISO 10938 range {lo:g}-{hi:g} cd/m^2 "
+                    "(check the photometer reading; to record a deliberate deviation set background_nonstandard, --nonstandard-background)"
+                )
+        lo_ = self.optotype_cd_m2
+        if lo_ is not None:
+            try:
+                v = float(lo_)
+            except (TypeError, ValueError):
+                raise CalibrationError(f"optotype_cd_m2: expected a number in cd/m^2, got {lo_!r}") from None
+            if not math.isfinite(v) or v < 0:
+                raise CalibrationError(f"optotype_cd_m2: must be a finite number >= 0 cd/m^2, got {lo_!r}")
+            set_(self, "optotype_cd_m2", v)
+            if lb is not None and v > MAX_OPTOTYPE_FRACTION * lb:
+                raise CalibrationError(
+                    f"optotype_cd_m2: {v:g} cd/m^2 is {100 * v / lb:.1f}% of the background; ISO 8596/10938 "
+                    f"allow at most {100 * MAX_OPTOTYPE_FRACTION:g}% (Weber contrast >= {1 - MAX_OPTOTYPE_FRACTION:.2f})"
+                )
+
+    @property
+    def weber_contrast(self) -> float | None:
+        """Optotype contrast ``(L_b - L_o) / L_b`` (ISO 8596), or None unless both luminances
+        are recorded. >= 0.85 by validation."""
+        if self.background_cd_m2 is None or self.optotype_cd_m2 is None:
+            return None
+        return (self.background_cd_m2 - self.optotype_cd_m2) / self.background_cd_m2
+
+    @property
+    def luminance_notes(self) -> tuple[str, ...]:
+        """Plain statements about luminance for the operator and the session report."""
+        lo, hi = ISO10938_BACKGROUND_CD_M2
+        lb = self.background_cd_m2
+        notes = []
+        if lb is None:
+            notes.append(f"background luminance not measured (ISO 10938: {lo:g}-{hi:g} cd/m^2)")
+        elif lo <= lb <= hi:
+            notes.append(f"background {lb:g} cd/m^2: within ISO 10938 ({lo:g}-{hi:g} cd/m^2)")
+        else:
+            notes.append(f"background {lb:g} cd/m^2: OUTSIDE ISO 10938 ({lo:g}-{hi:g} cd/m^2), recorded as deliberate")
+        c = self.weber_contrast
+        if c is None:
+            notes.append("optotype: black on white (drawn at the screen's black level); luminance not measured")
+        else:
+            notes.append(f"optotype {self.optotype_cd_m2:g} cd/m^2: Weber contrast {c:.3f} (ISO 8596: >= 0.85)")
+        return tuple(notes)
 
     @property
     def pixel_pitch_x_mm(self) -> float:
@@ -113,15 +190,14 @@ class Calibration:
         width_px: int,
         height_px: int,
         viewing_distance_mm: float,
-        *,
-        mirror: bool = False,
-        background_cd_m2: float | None = None,
+        **options,
     ) -> "Calibration":
         """Calibration from an on-screen rectangle resized to match an ID-1 card.
 
         ``card_width_px`` x ``card_height_px``: the rectangle's size, device pixels, when it
         matches the 85.60 x 53.98 mm card held against the screen. Pitch = card mm / card px;
-        screen size = resolution x pitch.
+        screen size = resolution x pitch. ``options``: the optional fields (``mirror``,
+        luminances), passed on.
         """
         cw = _positive("card_width_px", card_width_px, "px")
         ch = _positive("card_height_px", card_height_px, "px")
@@ -133,8 +209,7 @@ class Calibration:
             w,
             h,
             viewing_distance_mm,
-            mirror=mirror,
-            background_cd_m2=background_cd_m2,
+            **options,
         )
 
     def to_dict(self) -> dict:
@@ -196,23 +271,76 @@ def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
     return Calibration.from_dict(data, str(path))
 
 
-def from_psychopy_monitor(name: str, *, mirror: bool = False, background_cd_m2: float | None = None) -> Calibration:
+#: Run in a PsychoPy interpreter: prints one JSON line describing monitor ``argv[1]``.
+_MONITOR_QUERY = """
+import json, sys
+from psychopy import monitors
+name = sys.argv[1]
+names = [str(n) for n in monitors.getAllMonitors()]
+record = {"names": names}
+if name in names:
+    mon = monitors.Monitor(name)
+    size = mon.getSizePix()
+    record.update(width_cm=mon.getWidth(), distance_cm=mon.getDistance(),
+                  size_pix=None if size is None else [int(v) for v in size])
+print("VISIONTUNE-MONITOR " + json.dumps(record))
+"""
+
+
+def _monitor_in_process(name: str) -> dict:
+    from psychopy import monitors  # noqa: PLC0415 - optional, imported only when used
+
+    names = [str(n) for n in monitors.getAllMonitors()]
+    if name not in names:
+        return {"names": names}
+    mon = monitors.Monitor(name)
+    size = mon.getSizePix()
+    return {"names": names, "width_cm": mon.getWidth(), "distance_cm": mon.getDistance(),
+            "size_pix": None if size is None else [int(v) for v in size]}
+
+
+def _monitor_in_child(name: str, python: str) -> dict:
+    import subprocess  # noqa: PLC0415
+
+    try:
+        done = subprocess.run([python, "-c", _MONITOR_QUERY, name], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CalibrationError(f"name: cannot ask PsychoPy at {python} for monitor {name!r} ({exc})") from None
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("VISIONTUNE-MONITOR "):
+            return json.loads(line.split(" ", 1)[1])
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    raise CalibrationError(f"name: PsychoPy at {python} could not read monitor {name!r} ({tail})")
+
+
+def from_psychopy_monitor(name: str, *, python: str | os.PathLike | None = None, **options) -> Calibration:
     """Calibration from a monitor saved in PsychoPy's Monitor Center.
 
     Uses ``psychopy.monitors`` only (no Qt, no window). PsychoPy stores the width in cm, the
     distance in cm and the resolution; the height is width x rows / columns (square pixels).
+    ``python``: a PsychoPy interpreter to ask in a child process (default: this process if
+    it has PsychoPy, else ``$VISIONTUNE_PSYCHOPY_PYTHON`` if set: PsychoPy usually lives in
+    its own environment, not VisionTune's). ``options``: the optional fields (``mirror``,
+    luminances), passed on.
     """
-    try:
-        from psychopy import monitors  # noqa: PLC0415 - optional, imported only when used
-    except ImportError as exc:
-        raise CalibrationError(f"name: PsychoPy is not installed, cannot import monitor {name!r} ({exc})") from None
-    if name not in monitors.getAllMonitors():
-        raise CalibrationError(f"name: no PsychoPy monitor named {name!r} (have {', '.join(monitors.getAllMonitors())})")
-    mon = monitors.Monitor(name)
-    width_cm, dist_cm, size = mon.getWidth(), mon.getDistance(), mon.getSizePix()
+    python = python or None
+    if python is None:
+        try:
+            record = _monitor_in_process(name)
+        except ImportError as exc:
+            python = os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON")
+            if not python:
+                raise CalibrationError(
+                    f"name: PsychoPy is not installed, cannot import monitor {name!r} ({exc}); "
+                    "set VISIONTUNE_PSYCHOPY_PYTHON to a Python that has it"
+                ) from None
+    if python is not None:
+        record = _monitor_in_child(name, str(python))
+    if "width_cm" not in record:
+        raise CalibrationError(f"name: no PsychoPy monitor named {name!r} (have {', '.join(record['names']) or 'none'})")
+    width_cm, dist_cm, size = record["width_cm"], record["distance_cm"], record["size_pix"]
     if width_cm is None or dist_cm is None or size is None:
         raise CalibrationError(f"name: PsychoPy monitor {name!r} lacks width, distance or size in pixels")
     w_px, h_px = int(size[0]), int(size[1])
     width_mm = 10.0 * float(width_cm)
-    return Calibration(width_mm, width_mm * h_px / w_px, w_px, h_px, 10.0 * float(dist_cm), mirror=mirror,
-                       background_cd_m2=background_cd_m2)
+    return Calibration(width_mm, width_mm * h_px / w_px, w_px, h_px, 10.0 * float(dist_cm), **options)

@@ -1,0 +1,78 @@
+"""The papers' tables as data, and the results page that sets ours beside them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from visiontune.bench import bench_cli
+from visiontune.bench.analysis import stratified_analysis
+from visiontune.bench.experiments import EXPERIMENTS
+from visiontune.bench.paper_tables import PAPER_TABLES, machine_description, paper_order, side_by_side
+from visiontune.errors import ConfigurationError
+
+
+def test_every_experiment_has_its_papers_table_under_our_rule_names():
+    assert set(PAPER_TABLES) == set(EXPERIMENTS)
+    for name, rows in PAPER_TABLES.items():
+        assert {r.rule for r in rows} <= set(EXPERIMENTS[name].rules), name
+        bordas = [r.borda for r in rows]
+        assert bordas == sorted(bordas, reverse=True)  # printed best first
+        # competition ranking: rank = 1 + number of rules with a larger Borda score
+        assert [r.rank for r in rows] == [1 + sum(b > r.borda for b in bordas) for r in rows]
+
+
+def test_paper_order_and_unknown_experiment():
+    assert paper_order("000-table1-quick", ["random", "UCB_f", "UCB_Phi"]) == ["UCB_Phi", "UCB_f", "random"]
+    with pytest.raises(ConfigurationError, match="experiment"):
+        paper_order("999-table9", ["x"])
+
+
+def _result(better: str, worse: str, other: str):
+    rng = np.random.default_rng(0)
+    curves = {f: {better: 1.0 + rng.random((12, 3)), worse: rng.random((12, 3)) - 1.0, other: rng.random((12, 3)) - 1.0}
+              for f in ("f1", "f2")}
+    return stratified_analysis(curves)
+
+
+def test_results_page_flags_the_pairs_ranked_against_the_paper():
+    result = _result("random", "UCB_Phi", "UCB_f")  # random clearly best: against the paper
+    assert sorted(bench_cli.disagreements("000-table1", result)) == [("UCB_Phi", "random"), ("UCB_f", "random")]
+    table = side_by_side("000-table1", result)
+    assert table.splitlines()[2].startswith("| random | 1 | 4 | Random | 5 | 12 |")
+    agree = _result("UCB_Phi", "random", "UCB_f")
+    assert bench_cli.disagreements("000-table1", agree) == []
+
+
+def test_machine_description_names_cores_and_cpu():
+    text = machine_description()
+    assert text.split()[0].isdigit() and "cores" in text and "Python" in text
+
+
+def test_function_subsets_keep_the_run_keys_and_reject_unknown_names():
+    from visiontune.bench.sweep import plan
+
+    full = EXPERIMENTS["002-table1"]
+    sub = full.with_functions(["six_hump_camel", "forrester", "forrester"])
+    assert sub.functions == ("six_hump_camel", "forrester") and sub.name == full.name
+    assert {s.key for s in plan(sub)} <= {s.key for s in plan(full)}
+    with pytest.raises(ConfigurationError, match="functions"):
+        full.with_functions(["no_such_function"])
+    with pytest.raises(ConfigurationError, match="functions"):
+        full.with_functions([])
+
+
+def test_command_line_and_wall_time_record(tmp_path):
+    import argparse
+
+    from visiontune.bench.sweep import SweepSummary
+
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    args = parser.parse_args(["002-table1", "--seeds", "10", "--functions", "forrester", "ackley", "--jobs", "2"])
+    assert bench_cli.command_line(args) == "visiontune bench 002-table1 --seeds 10 --functions forrester ackley --jobs 2 --out docs/results"
+    path = tmp_path / "x.wall.json"
+    bench_cli.record_wall_time(path, SweepSummary(4, 0, 4, 12.5, 40, 20.0), 2)
+    bench_cli.record_wall_time(path, SweepSummary(4, 4, 0, 0.1, 0, 0.0), 2)  # nothing ran: not recorded
+    entries = bench_cli.record_wall_time(path, SweepSummary(6, 4, 2, 7.5, 20, 10.0), 2)
+    assert [(e["runs"], e["seconds"]) for e in entries] == [(4, 12.5), (2, 7.5)]

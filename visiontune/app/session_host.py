@@ -1,0 +1,300 @@
+"""The session engine's command executor: owns the trial log and the open session (Qt-free).
+
+A :class:`SessionHost` runs in the engine process (:mod:`visiontune.app.worker_process`): it
+opens the :class:`TrialStore`, starts or resumes the :class:`RefractionSession`, records
+answers, refits, proposes, estimates, finishes and exports. It answers through one callback,
+``emit(kind, value)``, with the frozen values of :mod:`visiontune.app.worker_values`; the GUI
+side (:class:`visiontune.app.worker.SessionWorker`) turns each ``kind`` into the Qt signal of
+that name.
+
+Every command runs inside one ``try``: a failure becomes one ``failed`` message, and every
+command, failed or not, ends with exactly one ``idle``. Order after an answer: the answer is
+committed to the trial log and confirmed (``recorded``) before anything else happens; then the
+stopping rule and the next query (``updated``); then the estimate and the plot data
+(``estimate_ready``: posterior acuity map, acuity curve, psychometric curve at the best lens).
+
+Events (``kind``: value): ``store_opened``: db path (str); ``sessions_listed``: list of
+:class:`SessionSummary`; ``session``: id of the open session or None; ``opened`` /
+``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.session.records.Trial`;
+``estimate_ready``: :class:`EstimateView`; ``finished``: :class:`FinishedView`; ``failed``:
+message; ``busy``: message; ``idle``: None; ``closed``: None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from visiontune.errors import InvalidInputError, SessionError, VisionTuneError
+from visiontune.optics import Prescription
+from visiontune.session import estimate
+from visiontune.session.engine import Answer, RefractionSession
+from visiontune.session.protocol import load_protocol
+from visiontune.session.records import SessionState
+from visiontune.session.store import TrialStore
+from visiontune.app.worker_values import (
+    EstimateView,
+    FinishedView,
+    NewSession,
+    SessionSummary,
+    Snapshot,
+    export_basename,
+    psychometric_at,
+)
+
+log = logging.getLogger("visiontune.app.worker")
+
+#: Every command the host understands (``submit(name, payload)`` on the GUI side).
+COMMANDS = ("open_store", "list", "start", "resume", "view", "present", "record", "undo", "pause",
+            "resume_paused", "finish", "export", "close")  # fmt: skip
+
+
+class SessionHost:
+    """Executes commands in order on the trial log and the open session.
+
+    Commands (``handle(name, payload)``): ``open_store`` (db path or None), ``list``, ``start``
+    (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
+    ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
+    ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
+    (``(session id, folder)``), ``close``.
+    """
+
+    def __init__(self, emit: Callable[[str, object], None]) -> None:
+        self._emit = emit
+        self.store: TrialStore | None = None
+        self.session: RefractionSession | None = None
+        self._curve: dict[int, float] = {}
+        self._prior_duration = 0.0
+
+    # ------------------------------------------------------------------ dispatch
+    def handle(self, name: str, payload=None) -> None:
+        """Run one command; any failure becomes one ``failed`` event; always ends with ``idle``."""
+        t0 = time.perf_counter()
+        try:
+            if name not in COMMANDS:
+                raise InvalidInputError(f"command: unknown worker command {name!r}")
+            getattr(self, f"_do_{name}")(payload)
+        except Exception as exc:  # noqa: BLE001 - every failure reaches the user as one message
+            if isinstance(exc, VisionTuneError):
+                log.error("%s failed: %s", name, exc)
+                self._emit("failed", str(exc))
+            else:
+                log.exception("%s failed unexpectedly", name)
+                self._emit("failed", f"Unexpected error while doing '{name}': {type(exc).__name__}: {exc}. "
+                                     "Every answer typed so far is saved; details are in the log.")  # fmt: skip
+        finally:
+            log.debug("%s took %.3f s", name, time.perf_counter() - t0)
+            self._emit("idle", None)
+
+    def shutdown(self) -> None:
+        """Close the session (releasing its lock) and the store; never raises (the parent may be gone)."""
+        try:
+            self._close_session()
+        except Exception:  # noqa: BLE001 - shutting down: log and go on closing
+            log.exception("closing the session failed")
+        if self.store is not None:
+            try:
+                self.store.close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing the trial log failed")
+            self.store = None
+
+    def _require_session(self) -> RefractionSession:
+        if self.session is None:
+            raise SessionError("no session is open")
+        return self.session
+
+    def _store(self) -> TrialStore:
+        if self.store is None:
+            raise SessionError("the trial log is not open")
+        return self.store
+
+    # ------------------------------------------------------------------ store
+    def _do_open_store(self, db_path) -> None:
+        if self.store is not None:
+            self._close_session()
+            self.store.close()
+            self.store = None
+        self.store = TrialStore.open(db_path)
+        log.info("trial log %s", self.store.path)
+        self._emit("store_opened", str(self.store.path))
+        self._do_list(None)
+
+    def _do_list(self, _payload) -> None:
+        store = self._store()
+        rows = []
+        for info in store.list_sessions():
+            try:
+                name = info.protocol.name
+            except Exception:  # noqa: BLE001 - an unreadable snapshot still lists
+                name = "?"
+            rows.append(SessionSummary(info.session_id, info.patient_id, info.eye.value, info.state,
+                                       len(store.trials(info.session_id)), info.created_at, info.simulated, name))  # fmt: skip
+        self._emit("sessions_listed", rows)
+
+    # ------------------------------------------------------------------ sessions
+    def _do_start(self, request: NewSession) -> None:
+        store = self._store()
+        self._close_session()
+        self._emit("busy", f"Preparing the model for protocol {request.protocol} (the first time can take a while)")
+        protocol = load_protocol(request.protocol)
+        session = RefractionSession.start(
+            store, patient_id=request.patient_id, eye=request.eye, protocol=protocol, simulated=request.simulated,
+            seed=request.seed, calibration=request.calibration, starting_rx=request.starting_rx,
+        )  # fmt: skip
+        log.info("started session %d: patient %s %s, protocol %s%s", session.session_id, request.patient_id,
+                 request.eye, protocol.name, ", SIMULATED" if request.simulated else "")  # fmt: skip
+        self._adopt(session)
+
+    def _do_resume(self, session_id: int) -> None:
+        store = self._store()
+        self._close_session()
+        self._emit("busy", f"Reopening session {session_id}")
+        session = RefractionSession.resume(store, int(session_id))
+        log.info("resumed session %d with %d answers", session.session_id, len(session.trials()))
+        self._adopt(session)
+
+    def _adopt(self, session: RefractionSession) -> None:
+        self.session = session
+        self._emit("session", session.session_id)
+        valid = session.trials()
+        times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
+        self._prior_duration = (max(times) - min(times)).total_seconds() if times else 0.0
+        self._curve = {}
+        if valid:
+            self._emit("busy", "Replaying the trial log")
+            self._curve = {int(n): float(v) for n, v in session.acuity_curve(max_points=30)}
+        self._emit("opened", self._snapshot(propose=True))
+        self._emit_estimate()
+
+    def _do_view(self, session_id: int) -> None:
+        info = self._store().get_session(int(session_id))
+        if info.state != SessionState.FINISHED:
+            raise SessionError(f"session {session_id} is {info.state.value}: resume it to continue")
+        self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
+                                            info.result))  # fmt: skip
+
+    def _snapshot(self, *, propose: bool) -> Snapshot:
+        s = self._require_session()
+        p = s.protocol
+        state = s.state
+        query = reason = None
+        if state == SessionState.OPEN:
+            reason = s.stop_reason()
+            if reason is None and propose:
+                query = s.next_query()
+        valid = s.trials()
+        box = s.problem.box
+        info = self._store().get_session(s.session_id)
+        return Snapshot(
+            session_id=s.session_id, patient_id=info.patient_id, eye=info.eye.value,
+            simulated=s.simulated, seed=s.seed, protocol_name=p.name, state=state, n_trials=len(valid),
+            max_trials=p.stopping.max_trials, query=query, stop_reason=reason, letters=tuple(s.letters),
+            letter_set=p.letter_set, n_alternatives=p.n_alternatives, axis_deg=s.axis_deg,
+            box=((float(box[0, 0]), float(box[0, 1])), (float(box[1, 0]), float(box[1, 1]))),
+            context_box=(float(s.problem.context_box[0, 0]), float(s.problem.context_box[0, 1])),
+            prior_duration_s=self._prior_duration, last_trial=valid[-1] if valid else None,
+        )  # fmt: skip
+
+    def _emit_estimate(self) -> None:
+        s = self._require_session()
+        valid = s.trials()
+        if not valid:
+            return
+        est = s.current_estimate()
+        self._curve = {n: v for n, v in self._curve.items() if n < len(valid)}
+        self._curve[len(valid)] = est.va_logmar
+        lens = np.array([est.lens.sphere_d, est.lens.cylinder_d])
+        level = est.region.level if est.region is not None else 0.95
+        ps, pp, plo, phi = psychometric_at(s.model, lens, s.problem.context_box[0], level=level)
+        trials = np.array([[t.lens.sphere_d, t.lens.cylinder_d, float(t.correct)] for t in valid]).reshape(-1, 3)
+        self._emit("estimate_ready", EstimateView(
+            len(valid), est, estimate.acuity_map(s.model, s.problem, n=21), trials, tuple(sorted(self._curve.items())),
+            ps, pp, plo, phi,
+        ))  # fmt: skip
+
+    # ------------------------------------------------------------------ trials
+    def _do_present(self, _payload) -> None:
+        self._require_session().mark_presented()
+
+    def _do_record(self, answer: Answer) -> None:
+        s = self._require_session()
+        trial = s.record(answer)  # committed to the trial log when this returns
+        self._emit("recorded", trial)
+        log.info("session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s", s.session_id, trial.index,
+                 trial.s_logmar, Prescription(trial.lens.sphere_d, trial.lens.cylinder_d, s.axis_deg).format(),
+                 trial.letter_shown, trial.letter_named or "-", "correct" if trial.correct else "wrong")  # fmt: skip
+        self._emit("updated", self._snapshot(propose=True))
+        self._emit_estimate()
+
+    def _do_undo(self, _payload) -> None:
+        s = self._require_session()
+        trial = s.undo()
+        log.info("session %d: undo %s", s.session_id, "nothing to undo" if trial is None else f"trial {trial.index}")
+        self._emit("updated", self._snapshot(propose=True))
+        self._emit_estimate()
+
+    def _do_pause(self, _payload) -> None:
+        s = self._require_session()
+        s.pause()
+        log.info("session %d paused", s.session_id)
+        self._emit("updated", self._snapshot(propose=False))
+
+    def _do_resume_paused(self, _payload) -> None:
+        s = self._require_session()
+        s.resume_paused()
+        log.info("session %d resumed", s.session_id)
+        self._emit("updated", self._snapshot(propose=True))
+
+    def _do_finish(self, payload) -> None:
+        stopped_by, export_dir = payload
+        s = self._require_session()
+        self._emit("busy", "Computing the result")
+        result = s.finish(stopped_by)
+        info = self._store().get_session(s.session_id)
+        log.info("session %d finished (%s): %s", s.session_id, stopped_by, result["rounded"])
+        self._close_session()
+        view = FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated, result)
+        if export_dir is not None:
+            self._emit("busy", "Exporting the report")
+            try:
+                view = dataclasses.replace(view, exports=self._export(info, Path(export_dir)))
+            except Exception as exc:  # noqa: BLE001 - the session is safe in the log; say why export failed
+                log.exception("export of session %d failed", info.session_id)
+                view = dataclasses.replace(view, export_error=str(exc))
+        self._emit("finished", view)
+
+    def _export(self, info, folder: Path) -> dict:
+        """PDF, CSV and JSON of the finished session through :mod:`visiontune.report`."""
+        from visiontune.report import export_record, load_session
+        from visiontune.report.export import ExportPaths
+
+        folder.mkdir(parents=True, exist_ok=True)
+        base = folder / export_basename(info.session_id, info.patient_id, info.eye.value, info.simulated)
+        paths = ExportPaths(pdf=f"{base}.pdf", csv=f"{base}.csv", json=f"{base}.json")
+        written = export_record(load_session(self._store(), info.session_id), paths, protected=(self._store().path,))
+        log.info("session %d exported: %s", info.session_id, ", ".join(str(p) for p in written.values()))
+        return {k: str(v) for k, v in written.items()}
+
+    def _do_export(self, payload) -> None:
+        session_id, export_dir = payload
+        info = self._store().get_session(int(session_id))
+        exports = self._export(info, Path(export_dir))
+        self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
+                                            info.result, exports))  # fmt: skip
+
+    def _close_session(self) -> None:
+        if self.session is not None:
+            log.info("session %d closed (%s)", self.session.session_id, self.session.state.value)
+            self.session.close()
+            self.session = None
+            self._emit("session", None)
+
+    def _do_close(self, _payload) -> None:
+        self.shutdown()
+        self._emit("closed", None)
