@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "bench": ("visiontune.bench.bench_cli", "run a paper experiment (resumable sweep) and its stratified analysis"),
     "simulate": ("visiontune.bench.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
+    "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
     "sessions": ("visiontune.session.cli", "list the trial log's sessions, or show one",
                  "add_sessions_arguments", "run_sessions"),
 }
