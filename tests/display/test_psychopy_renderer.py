@@ -12,7 +12,7 @@ import pytest
 
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import letter_height_px, logmar_for_height_mm
-from visiontune.display.optotypes import load_letter_set
+from visiontune.display.optotypes import LETTER_SETS, load_letter_set
 from visiontune.display.psychopy_renderer import PsychoPyRenderer
 from visiontune.display.renderer import Renderer, RendererError
 from visiontune.errors import CalibrationError, InvalidInputError
@@ -103,9 +103,7 @@ def test_parent_never_imports_psychopy_or_qt():
 # -- pixels: need a Python with PsychoPy and a display ------------------------------------
 # .ci/run builds .venv-psychopy and exports VISIONTUNE_PSYCHOPY_PYTHON (PsychoPy is not a
 # dependency of the main environment); Xvfb provides the display. Each window costs a few
-# seconds to open, so the windows are shared per module and the checks kept few: three sizes
-# and four letters per calibration, all letters of one set at one size, the Landolt C's eight
-# orientations.
+# seconds to open, so the windows are shared per module.
 
 def _psychopy_python():
     reason = os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
@@ -141,19 +139,20 @@ def psychopy_display():
 
 @pytest.fixture(scope="module")
 def open_window(psychopy_display):
-    """Factory: a PsychoPy window (child process) on the test display, closed at module end."""
+    """Factory: a PsychoPy window (child process) on the test display, one per calibration and
+    letter set, shared by the module's tests and closed at module end."""
     py, display = psychopy_display
     mp = pytest.MonkeyPatch()
     mp.setenv("DISPLAY", display)
-    opened = []
+    opened = {}
 
     def factory(cal, letter_set):
-        r = PsychoPyRenderer(cal, letter_set, fullscreen=False, python=py, start_timeout_s=120)
-        opened.append(r)
-        return r
+        if (cal, letter_set) not in opened:
+            opened[cal, letter_set] = PsychoPyRenderer(cal, letter_set, fullscreen=False, python=py, start_timeout_s=120)
+        return opened[cal, letter_set]
 
     yield factory
-    for r in opened:
+    for r in opened.values():
         r.close()
     mp.undo()
 
@@ -194,6 +193,30 @@ def test_psychopy_ink_height_centre_and_mirror(open_window, distance_mm, pitch_m
         assert np.mean(np.abs(other.astype(int) - np.fliplr(gray).astype(int)) > 64) < 0.002, where
     plain.blank()
     assert (plain.capture() > 250).all()
+
+
+SIZES = np.round(np.arange(-0.3, 1.0001, 0.1), 1)
+
+
+@pytest.mark.parametrize("distance_mm, pitch_mm", [(4000.0, 0.25), (6000.0, 0.311)], ids=["4m", "6m"])
+@pytest.mark.parametrize("set_name", LETTER_SETS)
+def test_psychopy_every_letter_at_every_size(open_window, set_name, distance_mm, pitch_mm):
+    """Issue 9's battery: every letter of every set, -0.3 to 1.0 logMAR in 0.1 steps; the ink box's
+    height and width are the outline's bounds times the calibration's scale (±1 px), centred."""
+    cal = _calibration(distance_mm, pitch_mm)
+    r = open_window(cal, set_name)
+    ls = load_letter_set(set_name)
+    for s in SIZES:
+        k = letter_height_px(s, cal) / 5
+        for g in ls.glyphs:
+            r.show(g.name, s)
+            top, bottom, left, right = _ink_box(r.capture())
+            x0, y0, x1, y1 = g.ink_bounds
+            where = (g.name, s, round(5 * k, 2))
+            assert bottom - top == pytest.approx((y1 - y0) * k, abs=1.0), where
+            assert right - left == pytest.approx((x1 - x0) * k, abs=1.0), where
+            assert (top + bottom) / 2 == pytest.approx(200 - ((y0 + y1) / 2 - 2.5) * k, abs=1.0), where
+            assert (left + right) / 2 == pytest.approx(200 + ((x0 + x1) / 2 - 2.5) * k, abs=1.0), where
 
 
 def test_psychopy_letters_of_a_set_are_pairwise_distinct(open_window):
