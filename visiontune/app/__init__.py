@@ -1,12 +1,16 @@
 """app layer (see DESIGN.md): the clinician's PySide6 desktop app.
 
-- :mod:`visiontune.app.main_window`: start screen, session view, finish view; keys; worker thread.
-- :mod:`visiontune.app.worker`: the thread owning the trial log and the session (refit and
-  next query off the GUI thread).
+- :mod:`visiontune.app.main_window`: start screen, session view, finish view; keys.
+- :mod:`visiontune.app.worker`: the GUI's side of the session engine (a Qt relay);
+  :mod:`visiontune.app.worker_process`: the spawned engine process;
+  :mod:`visiontune.app.session_host`: its command executor (trial log, session, refits);
+  :mod:`visiontune.app.worker_values`: the frozen values that cross the pipe.
+- :mod:`visiontune.app.plot_frames` and :mod:`visiontune.app.texts` (Qt-free): the plot
+  arrays and panel texts of an estimate, built in the engine process, ready to draw (issue 10).
 - :mod:`visiontune.app.keys`: key -> command (pure). :mod:`visiontune.app.simulation`: the
   simulated patient of demo mode. :mod:`visiontune.app.settings`: persisted settings (TOML).
-- :mod:`visiontune.app.plots`: pyqtgraph live plots. :mod:`visiontune.app.logs`: log file,
-  one error dialog, the exception hook. :mod:`visiontune.app.cli`: ``visiontune app``.
+- :mod:`visiontune.app.plots`: pyqtgraph live plots, updated in place. :mod:`visiontune.app.logs`:
+  log file, one error dialog, the exception hook. :mod:`visiontune.app.cli`: ``visiontune app``.
 
 Importing this package imports no Qt; import the submodules where they are used.
 """

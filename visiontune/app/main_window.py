@@ -37,6 +37,10 @@ from visiontune.session.records import SessionState
 
 log = logging.getLogger("visiontune.app")
 FINISH_CONFIRM_S = 3.0
+#: Estimates are drawn at most once per this many milliseconds (the latest one): about a frame.
+RENDER_INTERVAL_MS = 16
+#: The hidden pages are laid out and painted at the new size this long after the window's last resize.
+PREWARM_DELAY_MS = 250
 
 
 @dataclass(frozen=True)
@@ -150,14 +154,35 @@ class MainWindow(QMainWindow):
         self.auto_timer = QTimer(self)
         self.auto_timer.setSingleShot(True)
         self.auto_timer.timeout.connect(self._auto_step)
+        self.render_timer = QTimer(self)
+        self.render_timer.setSingleShot(True)
+        self.render_timer.setInterval(RENDER_INTERVAL_MS)
+        self.render_timer.timeout.connect(self._render_pending)
         self.show_start()
-        # Lay out and paint the session and finish views once now: the first paint of the
-        # pyqtgraph plots (fonts, layout) costs ~100 ms, better at start-up than mid-session.
-        for view in (self.session_view, self.finish_view):
-            view.resize(self.size())
-            view.grab()
+        # Lay out and paint the session and finish views once now, and again (debounced) at the
+        # window's size whenever it changes: the first paint of the pyqtgraph plots (fonts,
+        # layout, the axes' pixmaps) costs 50-100 ms, better on the start screen than when the
+        # session opens; the page then shows without a resize (see _prewarm_pages).
+        self.prewarm_timer = QTimer(self)
+        self.prewarm_timer.setSingleShot(True)
+        self.prewarm_timer.setInterval(PREWARM_DELAY_MS)
+        self.prewarm_timer.timeout.connect(self._prewarm_pages)
+        self._prewarm_pages(self.size())
 
     # ------------------------------------------------------------------ helpers
+    def _prewarm_pages(self, size=None) -> None:
+        """Give the hidden session and finish pages the stack's size and paint them once
+        offscreen, so that switching to them costs neither a resize nor a first paint."""
+        size = self.stack.size() if size is None else size
+        for page in (self.session_view, self.finish_view):
+            if page is not self.stack.currentWidget() and not self._closing:
+                page.resize(size)
+                page.grab()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.prewarm_timer.start()
+
     @property
     def export_dir(self) -> Path:
         if self.options.export_dir is not None:
@@ -299,7 +324,7 @@ class MainWindow(QMainWindow):
                      self.sim_patient.true_rx.format())  # fmt: skip
         else:
             self._open_patient_window(snap)
-        self.last_estimate = None
+        self.last_estimate = self._pending_estimate = None
         self.stack.setCurrentWidget(self.session_view)
         self.session_view.setFocus()
         self.on_updated(snap)
@@ -344,24 +369,23 @@ class MainWindow(QMainWindow):
 
     def on_idle(self) -> None:
         self._commands_in_flight = max(0, self._commands_in_flight - 1)
-        if self.worker_idle and self._pending_estimate is not None:
-            self._show_estimate(self._pending_estimate)
 
     def on_estimate(self, view: EstimateView) -> None:
-        """Plots are redrawn only while the worker is idle: pyqtgraph paints through many
-        Python calls, each needing the GIL, and a worker busy refitting would hold them up
-        (measured: 150-400 ms stalls when both overlap; see tests/app/test_responsiveness.py)."""
+        """Keep the latest estimate; draw it on the next render tick (issue 10). Estimates that
+        arrive faster than :data:`RENDER_INTERVAL_MS` are coalesced, latest wins, and the
+        drawing runs in its own event-loop pass, not in the one that handled the event."""
         self._pending_estimate = view
-        if self.worker_idle:
+        if not self.render_timer.isActive():
+            self.render_timer.start()
+
+    def _render_pending(self) -> None:
+        view, self._pending_estimate = self._pending_estimate, None
+        if view is not None and not self._closing:
             self._show_estimate(view)
 
     def _show_estimate(self, view: EstimateView) -> None:
-        self._pending_estimate = None
         self.last_estimate = view
-        true_p = None
-        if self.sim_patient is not None:
-            true_p = self.sim_patient.probability_correct(view.psychometric_s, view.estimate.lens)
-        self.session_view.show_estimate(view, true_p)
+        self.session_view.show_estimate(view)
 
     def on_finished(self, view: FinishedView) -> None:
         self._close_patient_window()
@@ -525,6 +549,8 @@ class MainWindow(QMainWindow):
             self._closing = True
             self.auto_timer.stop()
             self.elapsed_timer.stop()
+            self.render_timer.stop()
+            self.prewarm_timer.stop()
             log.info("closing: every answer is already in the trial log")
             self._close_patient_window()
             self._save_settings()

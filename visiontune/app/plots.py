@@ -1,5 +1,14 @@
 """Live plots of the session (pyqtgraph): posterior acuity map with the trials, acuity at the
-estimate against trial number, and the psychometric curve at the current best lens."""
+estimate against trial number, and the psychometric curve at the current best lens.
+
+Drawing an estimate must cost the GUI thread a few milliseconds at most (issue 10). So:
+every item is created once and updated in place from a ready-to-draw
+:class:`~visiontune.app.plot_frames.ViewFrame` (built in the engine process); no plot
+auto-ranges (each range is set explicitly, and only when it changes, so the axes are not
+regenerated on every answer); and every axis is cached as a pixmap
+(``DeviceCoordinateCache``): with the grid on, an axis covers its whole plot and was
+repainted, tick labels and all, whenever a curve changed (measured: 2/3 of all paint time).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +16,11 @@ import os
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-import numpy as np  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
 from PySide6.QtCore import QRectF, Qt  # noqa: E402
+from PySide6.QtWidgets import QGraphicsItem  # noqa: E402
 
-from visiontune.app.worker import EstimateView  # noqa: E402
+from visiontune.app.plot_frames import ViewFrame  # noqa: E402
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
@@ -19,19 +28,47 @@ CORRECT_BRUSH = pg.mkBrush(30, 140, 60, 220)
 WRONG_BRUSH = pg.mkBrush(200, 40, 40, 220)
 #: logMAR range of the map's colour scale: 20/16 (bright) .. 20/400 (dark).
 MAP_LEVELS = (-0.1, 1.3)
+#: Acuity-curve x range before the first estimate (answers).
+INITIAL_CURVE_RANGE = (0.0, 10.0)
 
 
-def _plot(title: str, xlabel: str, ylabel: str) -> pg.PlotWidget:
-    w = pg.PlotWidget()
-    w.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-    w.setTitle(title, size="10pt")
-    w.setLabel("bottom", xlabel)
-    w.setLabel("left", ylabel)
-    w.setMenuEnabled(False)
-    w.setMouseEnabled(x=False, y=False)
-    w.hideButtons()
-    w.showGrid(x=True, y=True, alpha=0.2)
-    return w
+def cache_axes(plot_item: pg.PlotItem) -> None:
+    """Render each axis of ``plot_item`` once into a pixmap, re-rendered only when its range,
+    size or labels change (the axis calls ``update()`` then)."""
+    for name in ("left", "bottom", "right", "top"):
+        axis = plot_item.getAxis(name)
+        axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+
+
+def _fixed_plot(plot_item: pg.PlotItem, xlabel: str, ylabel: str) -> None:
+    plot_item.setLabel("bottom", xlabel)
+    plot_item.setLabel("left", ylabel)
+    plot_item.setMenuEnabled(False)
+    plot_item.setMouseEnabled(x=False, y=False)
+    plot_item.hideButtons()
+    plot_item.disableAutoRange()
+    cache_axes(plot_item)
+
+
+class _Ranges:
+    """Sets a view's ranges only when they change (``setRange`` regenerates both axes)."""
+
+    def __init__(self, plot_item: pg.PlotItem, padding: float) -> None:
+        self._plot = plot_item
+        self._padding = padding
+        self.x: tuple[float, float] | None = None
+        self.y: tuple[float, float] | None = None
+
+    def set(self, x=None, y=None) -> None:
+        x = None if x is None else (float(x[0]), float(x[1]))
+        y = None if y is None else (float(y[0]), float(y[1]))
+        kwargs = {}
+        if x is not None and x != self.x:
+            kwargs["xRange"], self.x = x, x
+        if y is not None and y != self.y:
+            kwargs["yRange"], self.y = y, y
+        if kwargs:
+            self._plot.setRange(padding=self._padding, **kwargs)
 
 
 class AcuityMapPlot(pg.GraphicsLayoutWidget):
@@ -44,48 +81,45 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
         self.plot = self.addPlot(title=(
             "Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
             "<span style='color:#c82828'>\u25cf</span> wrong \u2605 best lens"))
-        self.plot.setLabel("bottom", "sphere (D)")
-        self.plot.setLabel("left", "cylinder (D)")
-        self.plot.setMenuEnabled(False)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.hideButtons()
+        _fixed_plot(self.plot, "sphere (D)", "cylinder (D)")
+        self.ranges = _Ranges(self.plot, padding=0.02)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
-        cmap = pg.colormap.get("viridis")
+        # A colormap of our own: ``get`` returns a shared cached instance, and reversing that
+        # one flipped the map of every other plot (every second window showed it upside down).
+        cmap = pg.colormap.get("viridis", skipCache=True)
         cmap.reverse()  # bright = good acuity (low logMAR)
         self.image.setColorMap(cmap)
         self.image.setLevels(MAP_LEVELS)
         self.colorbar = pg.ColorBarItem(values=MAP_LEVELS, colorMap=cmap, interactive=False, width=12,
                                         label="logMAR")
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
-        self.trials = pg.ScatterPlotItem(size=7, pen=pg.mkPen("w", width=0.8))
-        self.plot.addItem(self.trials)
-        self.region = pg.PlotDataItem(pen=pg.mkPen((255, 255, 255), width=2, style=Qt.PenStyle.DashLine))
+        self.colorbar.axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        outline = pg.mkPen("w", width=0.8)
+        self.correct = pg.ScatterPlotItem(size=7, pen=outline, brush=CORRECT_BRUSH)
+        self.wrong = pg.ScatterPlotItem(size=7, pen=outline, brush=WRONG_BRUSH)
+        for item in (self.correct, self.wrong):
+            self.plot.addItem(item)
+        self.region = pg.PlotCurveItem(pen=pg.mkPen((255, 255, 255), width=2, style=Qt.PenStyle.DashLine))
         self.plot.addItem(self.region)
         self.best = pg.ScatterPlotItem(size=18, symbol="star", brush=pg.mkBrush(255, 200, 0), pen=pg.mkPen("k"))
         self.plot.addItem(self.best)
+        self._rect: tuple[float, float, float, float] | None = None
 
     def set_box(self, box) -> None:
+        """Show the lens box ``((S lo, S hi), (C lo, C hi))`` diopters (no-op if unchanged)."""
         (s0, s1), (c0, c1) = box
-        self.plot.setRange(xRange=(s0, s1), yRange=(c0, c1), padding=0.02)
+        self.ranges.set(x=(s0, s1), y=(c0, c1))
 
-    def update_view(self, view: EstimateView) -> None:
-        m = view.acuity_map
-        sphere, cylinder = np.asarray(m["sphere_d"]), np.asarray(m["cylinder_d"])
-        va = np.asarray(m["va_logmar"])  # rows: sphere
-        ds, dc = sphere[1] - sphere[0], cylinder[1] - cylinder[0]
-        self.image.setImage(va.T, autoLevels=False)  # rows: cylinder (y), columns: sphere (x)
-        self.image.setLevels(MAP_LEVELS)
-        self.image.setRect(QRectF(sphere[0] - ds / 2, cylinder[0] - dc / 2, ds * len(sphere), dc * len(cylinder)))
-        t = view.trials
-        brushes = [CORRECT_BRUSH if c else WRONG_BRUSH for c in t[:, 2]]
-        self.trials.setData(t[:, 0], t[:, 1], brush=brushes)
-        lens = view.estimate.lens
-        self.best.setData([lens.sphere_d], [lens.cylinder_d])
-        r = view.estimate.region
-        if r is not None:
-            (a, b), (c, d) = r.sphere_d, r.cylinder_d
-            self.region.setData([a, b, b, a, a], [c, c, d, d, c])
+    def update_frame(self, frame: ViewFrame) -> None:
+        self.image.setImage(frame.map_image, autoLevels=False, levels=MAP_LEVELS)
+        if frame.map_rect != self._rect:
+            self._rect = frame.map_rect
+            self.image.setRect(QRectF(*frame.map_rect))
+        self.correct.setData(x=frame.correct_xy[0], y=frame.correct_xy[1])
+        self.wrong.setData(x=frame.wrong_xy[0], y=frame.wrong_xy[1])
+        self.best.setData(x=frame.best_lens[:1], y=frame.best_lens[1:])
+        self.region.setData(frame.region_xy[0], frame.region_xy[1])
 
 
 class AcuityCurvePlot(pg.PlotWidget):
@@ -95,19 +129,16 @@ class AcuityCurvePlot(pg.PlotWidget):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setTitle("Acuity at the estimate", size="10pt")
-        self.setLabel("bottom", "answers")
-        self.setLabel("left", "predicted logMAR")
-        self.setMenuEnabled(False)
-        self.setMouseEnabled(x=False, y=False)
-        self.hideButtons()
+        _fixed_plot(self.getPlotItem(), "answers", "predicted logMAR")
         self.showGrid(x=True, y=True, alpha=0.2)
+        self.ranges = _Ranges(self.getPlotItem(), padding=0.02)
+        self.ranges.set(x=INITIAL_CURVE_RANGE, y=(0.0, 1.0))
         self.curve = self.plot(pen=pg.mkPen((40, 90, 180), width=2), symbol="o", symbolSize=5,
                                symbolBrush=(40, 90, 180))  # fmt: skip
 
-    def update_view(self, view: EstimateView) -> None:
-        if view.curve:
-            n, va = np.array(view.curve, dtype=float).T
-            self.curve.setData(n, va)
+    def update_frame(self, frame: ViewFrame) -> None:
+        self.ranges.set(x=frame.curve_x_range, y=frame.curve_y_range)
+        self.curve.setData(frame.curve_xy[0], frame.curve_xy[1])
 
 
 class PsychometricPlot(pg.PlotWidget):
@@ -118,27 +149,24 @@ class PsychometricPlot(pg.PlotWidget):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setTitle("Psychometric curve at the best lens", size="10pt")
-        self.setLabel("bottom", "letter size (logMAR)")
-        self.setLabel("left", "P(correct)")
-        self.setMenuEnabled(False)
-        self.setMouseEnabled(x=False, y=False)
-        self.hideButtons()
+        _fixed_plot(self.getPlotItem(), "letter size (logMAR)", "P(correct)")
         self.showGrid(x=True, y=True, alpha=0.2)
-        self.setYRange(0, 1, padding=0.02)
+        self.ranges = _Ranges(self.getPlotItem(), padding=0.05)  # room for the end tick labels
+        self.ranges.set(x=(-1.0, 2.0), y=(0.0, 1.0))
         self.addLegend(offset=(5, 5), labelTextSize="8pt")
-        self.lo = self.plot(pen=pg.mkPen((40, 90, 180, 60)))
-        self.hi = self.plot(pen=pg.mkPen((40, 90, 180, 60)))
-        self.band = pg.FillBetweenItem(self.lo, self.hi, brush=pg.mkBrush(40, 90, 180, 50))
+        # The band: one closed polygon (lower edge forwards, upper edge back), filled.
+        self.band = pg.PlotCurveItem(pen=pg.mkPen((40, 90, 180, 60)), brush=pg.mkBrush(40, 90, 180, 50),
+                                     fillLevel="enclosed")  # fmt: skip
         self.addItem(self.band)
         self.mean = self.plot(pen=pg.mkPen((40, 90, 180), width=2), name="model")
         self.truth = self.plot(pen=pg.mkPen((200, 90, 0), width=2, style=Qt.PenStyle.DashLine), name="simulated patient")
 
-    def update_view(self, view: EstimateView, true_p: np.ndarray | None = None) -> None:
-        s = view.psychometric_s
-        self.lo.setData(s, view.psychometric_lo)
-        self.hi.setData(s, view.psychometric_hi)
-        self.mean.setData(s, view.psychometric_p)
-        if true_p is not None:
-            self.truth.setData(s, true_p)
+    def update_frame(self, frame: ViewFrame) -> None:
+        s = frame.psychometric_s
+        self.ranges.set(x=(s[0], s[-1]))
+        self.band.setData(frame.band_xy[0], frame.band_xy[1])
+        self.mean.setData(s, frame.psychometric_p)
+        if frame.true_p is not None:
+            self.truth.setData(s, frame.true_p)
         else:
             self.truth.setData([], [])

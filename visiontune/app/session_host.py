@@ -37,6 +37,8 @@ from visiontune.session.engine import Answer, RefractionSession
 from visiontune.session.protocol import load_protocol
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
+from visiontune.app.plot_frames import build_view_frame
+from visiontune.app.simulation import simulated_patient, simulated_reply
 from visiontune.app.worker_values import (
     EstimateView,
     FinishedView,
@@ -70,6 +72,7 @@ class SessionHost:
         self.session: RefractionSession | None = None
         self._curve: dict[int, float] = {}
         self._prior_duration = 0.0
+        self._sim_patient = None
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, name: str, payload=None) -> None:
@@ -161,6 +164,10 @@ class SessionHost:
 
     def _adopt(self, session: RefractionSession) -> None:
         self.session = session
+        self._sim_patient = None
+        if session.simulated:  # the same patient the GUI simulates (same seed), for its true curve
+            self._sim_patient = simulated_patient(session.seed, session.problem.box, session.axis_deg,
+                                                  session.protocol.n_alternatives)  # fmt: skip
         self._emit("session", session.session_id)
         valid = session.trials()
         times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
@@ -202,6 +209,8 @@ class SessionHost:
         )  # fmt: skip
 
     def _emit_estimate(self) -> None:
+        """``estimate_ready``: the estimate, its plot data and the ready-to-draw :class:`ViewFrame`
+        (acuity map, curves, band, texts computed here, so the GUI thread only draws)."""
         s = self._require_session()
         valid = s.trials()
         if not valid:
@@ -211,12 +220,16 @@ class SessionHost:
         self._curve[len(valid)] = est.va_logmar
         lens = np.array([est.lens.sphere_d, est.lens.cylinder_d])
         level = est.region.level if est.region is not None else 0.95
-        ps, pp, plo, phi = psychometric_at(s.model, lens, s.problem.context_box[0], level=level)
+        psychometric = psychometric_at(s.model, lens, s.problem.context_box[0], level=level)
         trials = np.array([[t.lens.sphere_d, t.lens.cylinder_d, float(t.correct)] for t in valid]).reshape(-1, 3)
-        self._emit("estimate_ready", EstimateView(
-            len(valid), est, estimate.acuity_map(s.model, s.problem, n=21), trials, tuple(sorted(self._curve.items())),
-            ps, pp, plo, phi,
-        ))  # fmt: skip
+        amap = estimate.acuity_map(s.model, s.problem, n=21)
+        curve = tuple(sorted(self._curve.items()))
+        true_p = None
+        if self._sim_patient is not None:
+            true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
+        frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
+                                 chart_range=s.problem.context_box[0], true_p=true_p)  # fmt: skip
+        self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame))
 
     # ------------------------------------------------------------------ trials
     def _do_present(self, _payload) -> None:
@@ -298,3 +311,44 @@ class SessionHost:
     def _do_close(self, _payload) -> None:
         self.shutdown()
         self._emit("closed", None)
+
+
+def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int = 3,
+                             finish: bool = True) -> list[tuple[str, object]]:  # fmt: skip
+    """The ``(kind, value)`` events a GUI receives during a simulated session, run here by a
+    :class:`SessionHost` in this process (benchmarks and tests feed them to the Qt side).
+
+    Opens the trial log ``db_path``, starts a simulated session of ``protocol`` with ``seed``,
+    answers up to ``answers`` queries as the app's simulated patient would
+    (:func:`~visiontune.app.simulation.simulated_reply`; each ``present`` and ``record`` with
+    its ``idle``), then finishes (``finish``, without export) and closes. Engine log records
+    are not included.
+    """
+    if int(answers) < 0:
+        raise InvalidInputError(f"answers: expected a count >= 0, got {answers}")
+    events: list[tuple[str, object]] = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    try:
+        host.handle("open_store", str(db_path))
+        host.handle("start", NewSession(patient_id="SIM-REPLAY", eye="OD", protocol=str(protocol), simulated=True,
+                                        seed=int(seed)))  # fmt: skip
+        failures = [v for k, v in events if k == "failed"]
+        if failures:
+            raise SessionError(f"protocol: the simulated session did not start: {failures[0]}")
+        snap = next(v for k, v in events if k == "opened")
+        patient = simulated_patient(snap.seed, snap.box, snap.axis_deg, snap.n_alternatives)
+        for _ in range(int(answers)):
+            if snap.query is None:
+                break
+            q = snap.query
+            host.handle("present", None)
+            reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
+                                    letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+            host.handle("record", Answer(letter_named=reply.letter_named))
+            snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
+        if finish:
+            host.handle("finish", ("clinician", None))
+        host.handle("close", None)
+    finally:
+        host.shutdown()
+    return events

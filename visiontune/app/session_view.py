@@ -2,21 +2,36 @@
 
 Keys pressed anywhere in the view arrive as ``key_pressed(name, text, ctrl)`` (see
 :mod:`visiontune.app.keys`); the view itself records nothing.
+
+Cheap updates (issue 10): every label keeps a fixed minimum height (its lines at its font), so
+a text that appears, vanishes or wraps never re-lays out the window and never resizes the
+plots (a resized pyqtgraph view repaints everything, axes and tick labels included); the
+estimate arrives ready to draw (texts and arrays built by the engine); and the three plots are
+drawn one per event-loop pass, :data:`PLOT_STEP_MS` apart, with the latest estimate, so one
+estimate (and the page's first paint when it is shown) is three short stalls, never one long one. The plots' axes are cached as pixmaps
+(:mod:`visiontune.app.plots`): Qt keeps those in ``QPixmapCache``, whose default 10 MB
+limit is less than the 13 axis pixmaps of this view (about 1 MB each with the grid on), so
+the view raises it to :data:`PIXMAP_CACHE_KB`.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QKeyEvent, QPixmapCache, QShowEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
+from visiontune.app.texts import acuity_text, lens_text
 from visiontune.app.worker import EstimateView, Snapshot
-from visiontune.optics import Prescription
-from visiontune.optics.acuity_units import format_snellen
+
+__all__ = ["SIMULATED_TEXT", "SessionView", "acuity_text", "key_name", "lens_text"]
 
 SIMULATED_TEXT = "SIMULATED: a simulated patient answers. Not a clinical record."
+#: Delay between drawing one plot and the next (ms): lets the event loop run in between.
+PLOT_STEP_MS = 1
+#: Qt's pixmap cache limit (KiB) while a session view exists: room for every cached axis.
+PIXMAP_CACHE_KB = 64 * 1024
 
 _KEY_NAMES = {
     Qt.Key.Key_Return: "Return", Qt.Key.Key_Enter: "Enter", Qt.Key.Key_Space: "Space",
@@ -35,22 +50,7 @@ def key_name(key: int) -> str:
     return key.name.removeprefix("Key_") if hasattr(key, "name") else str(key.value)
 
 
-def lens_text(lens: Prescription) -> str:
-    """``S −1.25 / C −0.50 × 180`` (U+2212 minus, U+00D7 times)."""
-    return lens.format(unicode_minus=True).replace(" x ", " \u00d7 ")
-
-
-def acuity_text(logmar: float, chart_range: tuple[float, float] | None = None) -> str:
-    """``+0.30 logMAR (20/40)``; at an edge of ``chart_range`` the value is a bound, said so."""
-    text = f"{logmar:+.2f} logMAR ({format_snellen(logmar)})"
-    if chart_range is not None and logmar <= chart_range[0] + 1e-9:
-        text = f"{chart_range[0]:+.2f} logMAR or better (the smallest letter of the chart)"
-    elif chart_range is not None and logmar >= chart_range[1] - 1e-9:
-        text = f"{chart_range[1]:+.2f} logMAR or worse (the largest letter of the chart)"
-    return text.replace("-", "\u2212")
-
-
-def _label(text: str = "", point_size: float | None = None, bold: bool = False, name: str = "") -> QLabel:
+def _label(text: str = "", point_size: float | None = None, bold: bool = False, name: str = "", lines: int = 1) -> QLabel:
     label = QLabel(text)
     if point_size is not None or bold:
         font = QFont(label.font())
@@ -61,6 +61,8 @@ def _label(text: str = "", point_size: float | None = None, bold: bool = False, 
     if name:
         label.setObjectName(name)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
+    # room for ``lines`` lines whatever the text: a label that grows or shrinks re-lays out the window
+    label.setMinimumHeight(lines * label.fontMetrics().lineSpacing() + 2 * label.margin() + 2)
     return label
 
 
@@ -69,6 +71,7 @@ class SessionView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        QPixmapCache.setCacheLimit(max(QPixmapCache.cacheLimit(), PIXMAP_CACHE_KB))
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.chart_range: tuple[float, float] | None = None
         self.banner = _label(SIMULATED_TEXT, 12, True, "simulatedBanner")
@@ -77,18 +80,18 @@ class SessionView(QWidget):
         self.header = _label("", 11, False, "sessionHeader")
         self.lens_caption = _label("Set the lens", 12, False)
         self.lens = _label("", 40, True, "lensLabel")
-        self.instruction = _label("", 15, False, "instruction")
+        self.instruction = _label("", 15, False, "instruction", lines=2)
         self.instruction.setWordWrap(True)
         self.letter = _label("", 20, True, "letterLabel")
         self.simulated_reply = _label("", 14, False, "simulatedReply")
-        self.legend = _label("", 9, False, "keyLegend")
+        self.legend = _label("", 9, False, "keyLegend", lines=4)  # keys.legend: 3 lines, 4 with clashes
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
 
         self.progress = _label("", 13, True, "progress")
         self.elapsed = _label("", 12, False, "elapsed")
-        self.estimate = _label("Estimate: after the first answer", 13, True, "estimate")
-        self.interval = _label("", 11, False, "interval")
-        self.acuity = _label("", 11, False, "acuity")
+        self.estimate = _label("Estimate: after the first answer", 13, True, "estimate", lines=2)
+        self.interval = _label("", 11, False, "interval", lines=2)
+        self.acuity = _label("", 11, False, "acuity", lines=3)
         for w in (self.estimate, self.interval, self.acuity):
             w.setWordWrap(True)
 
@@ -114,10 +117,22 @@ class SessionView(QWidget):
         plots = QGridLayout()
         for i, w in enumerate((self.map_plot, self.curve_plot, self.psychometric_plot)):
             w.setMinimumHeight(260)
+            policy = w.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # shown one per step (showEvent) without a re-layout
+            w.setSizePolicy(policy)
             plots.addWidget(w, 0, i)
         plots.setColumnStretch(0, 5)
         plots.setColumnStretch(1, 3)
         plots.setColumnStretch(2, 3)
+
+        # Plots still to draw with the latest frame, in order; one per step of the timer.
+        self._frame = None
+        self._dirty: list = []
+        self._hidden: list = []
+        self.plot_timer = QTimer(self)
+        self.plot_timer.setSingleShot(True)
+        self.plot_timer.setInterval(PLOT_STEP_MS)
+        self.plot_timer.timeout.connect(self._plot_step)
 
         outer = QVBoxLayout(self)
         outer.addWidget(self.banner)
@@ -136,26 +151,50 @@ class SessionView(QWidget):
         self.legend.setText(legend(snap.letters))
         self.chart_range = snap.context_box
         self.map_plot.set_box(snap.box)
-        self.curve_plot.setXRange(0, max(10, snap.n_trials + 2), padding=0)
+        self.psychometric_plot.ranges.set(x=snap.context_box)  # the letter sizes: no change at the first estimate
         if snap.query is not None:
             self.lens.setText(lens_text(snap.query.lens))
 
-    def show_estimate(self, view: EstimateView, true_p=None) -> None:
-        est = view.estimate
-        self.estimate.setText(f"Best lens now: {lens_text(est.lens)}")
-        if est.region is not None:
-            r = est.region
-            pct = round(100 * r.level)
-            self.interval.setText(
-                f"{pct}% credible interval: sphere {r.sphere_d[0]:+.2f} to {r.sphere_d[1]:+.2f} D, "
-                f"cylinder {r.cylinder_d[0]:+.2f} to {r.cylinder_d[1]:+.2f} D".replace("-", "\u2212")
-            )
-        lo, hi = est.va_interval
-        self.acuity.setText(f"Predicted acuity through it: {acuity_text(est.va_logmar, self.chart_range)}; "
-                            f"interval {lo:+.2f} to {hi:+.2f}".replace("-", "\u2212"))  # fmt: skip
-        self.map_plot.update_view(view)
-        self.curve_plot.update_view(view)
-        self.psychometric_plot.update_view(view, true_p)
+    @property
+    def plots(self) -> tuple:
+        return (self.map_plot, self.curve_plot, self.psychometric_plot)
+
+    def show_estimate(self, view: EstimateView) -> None:
+        """Show an estimate: its texts at once, its plots one per step (see module doc); the
+        texts and arrays come ready to draw (``view.frame``)."""
+        frame = view.frame
+        self.estimate.setText(frame.texts.best_lens)
+        if frame.texts.interval:
+            self.interval.setText(frame.texts.interval)
+        self.acuity.setText(frame.texts.acuity)
+        self._frame = frame
+        self._dirty = list(self.plots)
+        self.plot_timer.start()
+
+    @property
+    def plots_pending(self) -> bool:
+        """True while a plot still waits to be shown or drawn."""
+        return bool(self._hidden or self._dirty)
+
+    def _plot_step(self) -> None:
+        if self._hidden:
+            self._hidden.pop(0).setVisible(True)
+        elif self._dirty:
+            self._dirty.pop(0).update_frame(self._frame)
+        if self.plots_pending:
+            self.plot_timer.start()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+        """When the page is shown, show its plots one per step: the page's first paint is then
+        the labels only, and each plot's first paint (its axes re-rendered: Qt drops the
+        item caches of a hidden view) gets an event-loop pass of its own."""
+        super().showEvent(event)
+        if event.spontaneous():
+            return
+        self._hidden = list(self.plots)  # all of them, also those still hidden by a previous show
+        for p in self._hidden:
+            p.setVisible(False)
+        self.plot_timer.start()
 
     def set_elapsed(self, seconds: float) -> None:
         m, s = divmod(int(seconds), 60)

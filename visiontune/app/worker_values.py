@@ -14,6 +14,7 @@ from datetime import datetime
 import numpy as np
 from scipy.stats import norm
 
+from visiontune.app.plot_frames import ViewFrame
 from visiontune.optics import Prescription
 from visiontune.session.engine import CurrentEstimate, PendingQuery
 from visiontune.session.records import SessionState, Trial
@@ -92,6 +93,8 @@ class EstimateView:
     trials. ``curve``: ``(trial count, predicted logMAR at the estimate)`` pairs.
     ``psychometric``: letter sizes ``s (m,)`` logMAR and the model's ``P(correct) = Φ(μ_f/√(1+σ_f²))``
     (seed 000, Eq. 3) at the best lens, with a ``level`` band from ``Φ(μ_f ± z σ_f)``.
+    ``frame``: the same, ready to draw (:class:`~visiontune.app.plot_frames.ViewFrame`, built
+    by the engine so that the GUI thread only hands arrays to pyqtgraph).
     """
 
     n_trials: int
@@ -103,6 +106,7 @@ class EstimateView:
     psychometric_p: np.ndarray
     psychometric_lo: np.ndarray
     psychometric_hi: np.ndarray
+    frame: ViewFrame | None = None
 
 
 @dataclass(frozen=True)

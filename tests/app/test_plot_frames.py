@@ -1,0 +1,172 @@
+"""The ready-to-draw plot data built in the engine process (Qt-free).
+
+Oracles: the acuity-map dict read element by element (orientation), the grid points as pixel
+centres (the image rectangle), the shoelace area of the band polygon against the trapezoid
+integral of ``hi - lo``, the definition of the snapped range (covers the values, multiples of
+the step), the app's own simulated patient (true curve), and the old formatting of the panel."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from visiontune.app.plot_frames import (
+    ViewFrame,
+    band_outline,
+    box_outline,
+    build_view_frame,
+    curve_x_range,
+    map_image,
+    snapped_range,
+)
+from visiontune.app.texts import acuity_text, estimate_texts, lens_text
+from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.session.engine import CurrentEstimate
+from visiontune.session.estimate import CredibleRegion
+
+
+def grid_map(n_s=5, n_c=4):
+    sphere = np.linspace(-4.0, 4.0, n_s)
+    cylinder = np.linspace(-3.0, 1.5, n_c)
+    va = (0.1 * sphere[:, None] - 0.01 * cylinder[None, :] ** 2).tolist()  # rows: sphere
+    return {"sphere_d": sphere.tolist(), "cylinder_d": cylinder.tolist(), "va_logmar": va}
+
+
+def current_estimate(region=True, va=0.31):
+    r = CredibleRegion((-1.5, 0.25), (-0.75, 1.0), 0.95, np.zeros((4, 2))) if region else None
+    return CurrentEstimate(12, Prescription(-0.98, 1.61, 90.0), r, va, (-1.0, 2.0))
+
+
+def test_map_image_rows_are_cylinder_and_cells_are_centred_on_the_grid():
+    m = grid_map()
+    image, (x, y, w, h) = map_image(m)
+    assert image.dtype == np.float32 and image.shape == (4, 5) and image.flags.c_contiguous
+    for i, s in enumerate(m["sphere_d"]):
+        for j, c in enumerate(m["cylinder_d"]):
+            assert image[j, i] == pytest.approx(m["va_logmar"][i][j], abs=1e-6)
+    # pixel (row j, column i) of the rectangle has its centre on (sphere i, cylinder j)
+    np.testing.assert_allclose(x + (np.arange(5) + 0.5) * w / 5, m["sphere_d"])
+    np.testing.assert_allclose(y + (np.arange(4) + 0.5) * h / 4, m["cylinder_d"])
+
+
+def test_map_image_refuses_a_map_of_the_wrong_shape():
+    m = grid_map()
+    m["va_logmar"] = np.zeros((4, 5)).tolist()  # transposed
+    with pytest.raises(InvalidInputError, match="acuity_map"):
+        map_image(m)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-3.0, 3.0), min_size=1, max_size=40), st.sampled_from([0.1, 0.25, 0.5]))
+def test_snapped_range_covers_the_values_on_multiples_of_the_step(values, step):
+    lo, hi = snapped_range(values, step=step, minimum_span=0.5)
+    assert lo <= min(values) + 1e-12 and hi >= max(values) - 1e-12
+    assert hi - lo >= 0.5 - 1e-12
+    for bound in (lo, hi):
+        assert abs(bound / step - round(bound / step)) < 1e-6 or hi - lo == pytest.approx(0.5)
+    # tight: shrinking either end by a step would leave a value outside (unless widened to the span)
+    if hi - lo > 0.5 + 1e-9:
+        assert lo + step > min(values) - 1e-9 and hi - step < max(values) + 1e-9
+
+
+def test_snapped_range_moves_only_when_a_multiple_of_the_step_is_crossed():
+    assert snapped_range([0.12, 0.31]) == snapped_range([0.03, 0.49]) == (0.0, 0.5)
+    assert snapped_range([0.12, 0.51]) == (0.0, 0.75)
+    assert snapped_range([-1.0, 0.35]) == (-1.0, 0.5)
+
+
+def test_snapped_range_refuses_no_or_non_finite_values():
+    with pytest.raises(InvalidInputError, match="values"):
+        snapped_range([])
+    with pytest.raises(InvalidInputError, match="values"):
+        snapped_range([0.1, np.nan])
+
+
+def test_curve_x_range_leaves_room_and_grows_in_steps_of_ten():
+    assert [curve_x_range(n) for n in (0, 1, 8, 9, 18, 28, 29)] == [
+        (0.0, 10.0), (0.0, 10.0), (0.0, 10.0), (0.0, 20.0), (0.0, 20.0), (0.0, 30.0), (0.0, 40.0)]  # fmt: skip
+
+
+def shoelace(x, y):
+    return 0.5 * abs(np.dot(x[:-1], y[1:]) - np.dot(x[1:], y[:-1]))
+
+
+def test_band_outline_is_closed_and_encloses_the_area_between_the_curves():
+    s = np.linspace(-1.0, 2.0, 61)
+    lo = 0.5 * (1 + np.tanh(2 * s)) * 0.8
+    hi = np.minimum(lo + 0.1 + 0.05 * np.cos(s), 1.0)
+    xy = band_outline(s, lo, hi)
+    assert xy.shape == (2, 2 * 61 + 1)
+    np.testing.assert_array_equal(xy[:, 0], xy[:, -1])
+    area = np.sum((hi - lo)[1:] + (hi - lo)[:-1]) / 2 * (s[1] - s[0])  # trapezoid rule
+    assert shoelace(*xy) == pytest.approx(area, rel=1e-12)
+
+
+def test_band_outline_refuses_arrays_of_different_lengths():
+    with pytest.raises(InvalidInputError, match="s, lo, hi"):
+        band_outline([0, 1, 2], [0, 1], [1, 2, 3])
+
+
+def test_box_outline_is_the_closed_credible_box():
+    xy = box_outline(current_estimate().region)
+    np.testing.assert_array_equal(xy, [[-1.5, 0.25, 0.25, -1.5, -1.5], [-0.75, -0.75, 1.0, 1.0, -0.75]])
+    assert shoelace(*xy) == pytest.approx(1.75 * 1.75)
+    assert box_outline(None).shape == (2, 0)
+
+
+def frame_for(trials, region=True, true_p=None):
+    s = np.linspace(-1.0, 2.0, 7)
+    p = np.linspace(0.1, 0.9, 7)
+    return build_view_frame(estimate=current_estimate(region), acuity_map=grid_map(), trials=trials,
+                            curve=((1, 0.8), (2, 0.55), (3, 0.31)), psychometric=(s, p, p - 0.05, p + 0.05),
+                            chart_range=(-1.0, 2.0), true_p=true_p)  # fmt: skip
+
+
+def test_view_frame_splits_the_trials_and_carries_the_estimate():
+    trials = np.array([[1.0, -1.0, 1.0], [0.5, 0.25, 0.0], [-2.0, 3.0, 1.0]])
+    f = frame_for(trials)
+    np.testing.assert_array_equal(f.correct_xy, [[1.0, -2.0], [-1.0, 3.0]])
+    np.testing.assert_array_equal(f.wrong_xy, [[0.5], [0.25]])
+    np.testing.assert_array_equal(f.best_lens, [-0.98, 1.61])
+    np.testing.assert_array_equal(f.curve_xy, [[1, 2, 3], [0.8, 0.55, 0.31]])
+    assert f.curve_x_range == (0.0, 10.0) and f.curve_y_range == (0.25, 1.0)
+    assert f.region_xy.shape == (2, 5) and f.true_p is None
+    assert frame_for(trials, region=False).region_xy.shape == (2, 0)
+    # empty categories are (2, 0) arrays pyqtgraph takes as they are
+    assert frame_for(trials[:0]).correct_xy.shape == (2, 0) and frame_for(trials[:0]).wrong_xy.shape == (2, 0)
+
+
+def test_a_view_frame_of_a_realistic_session_pickles_to_a_few_kilobytes():
+    rng = np.random.default_rng(0)
+    trials = np.column_stack([rng.uniform(-4, 4, (100, 2)), rng.integers(0, 2, 100)])
+    m = {"sphere_d": np.linspace(-4, 4, 21).tolist(), "cylinder_d": np.linspace(-4, 4, 21).tolist(),
+         "va_logmar": rng.uniform(-0.1, 1.3, (21, 21)).tolist()}  # fmt: skip
+    s = np.linspace(-1.0, 2.0, 61)
+    f = build_view_frame(estimate=current_estimate(), acuity_map=m, trials=trials,
+                         curve=tuple((i, 0.3) for i in range(1, 101)), psychometric=(s, s * 0, s * 0, s * 0 + 1),
+                         chart_range=(-1.0, 2.0), true_p=s * 0)  # fmt: skip
+    assert isinstance(f, ViewFrame)
+    assert len(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL)) < 16 * 1024
+
+
+def test_estimate_texts_are_the_panel_lines():
+    t = estimate_texts(current_estimate(), (-1.0, 2.0))
+    assert t.best_lens == "Best lens now: S \u22120.98 / C +1.61 \u00d7 90"
+    assert t.interval == ("95% credible interval: sphere \u22121.50 to +0.25 D, "
+                          "cylinder \u22120.75 to +1.00 D")  # fmt: skip
+    assert t.acuity == "Predicted acuity through it: +0.31 logMAR (20/41); interval \u22121.00 to +2.00"
+    assert estimate_texts(current_estimate(region=False), None).interval == ""
+    # at the edge of the chart the acuity is a bound, and said so
+    edge = estimate_texts(current_estimate(va=-1.0), (-1.0, 2.0)).acuity
+    assert "\u22121.00 logMAR or better (the smallest letter of the chart)" in edge
+
+
+def test_lens_and_acuity_texts():
+    assert lens_text(Prescription(-1.25, -0.5, 180.0)) == "S \u22121.25 / C \u22120.50 \u00d7 180"
+    assert acuity_text(0.3) == "+0.30 logMAR (20/40)"
+    assert acuity_text(2.0, (-1.0, 2.0)).startswith("+2.00 logMAR or worse")
