@@ -1,13 +1,23 @@
-"""Benchmark: median time per decision of UCB-ALD and TS-ALD at n = 260 answers (plain script).
+"""Benchmark: the cost of the refraction simulation (seed 002 §5), per session and per decision.
 
-A decision = the policy's query (x-rule at the reference letter size, then BALD over s) from
-the probit GP fitted to n answers of a simulated patient (002 §5, slope 5, 26 letters, shipped
-hyperparameters), plus the refit on the new answer (warm-started Laplace) and the estimate
-``argmax_x μ_c(s0, x)``: one trial of :func:`visiontune.bench.refraction.run_refraction`.
-The n answers come from a UCB-ALD run (``run_refraction(..., trials=n)``), so the data look
-like those of a real run.
+**Per session** (issue 7): ``run_refraction(rule, slope=5, trials=260, seed)`` for each rule of
+``--rules`` (default UCB-ALD and TS-ALD) and each seed of ``--seeds``; prints the median CPU time
+(``time.process_time``, this process, one BLAS thread) and wall time per session, and the
+extrapolated wall time of the paper's Table 3 experiment: 960 sessions (6 rules x 8 slopes x 20
+repetitions) of 260 trials on ``--cores`` (2) processes,
 
-Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_refraction.py [--n 260] [--repeats 15]
+    T_960 = 960 x median_CPU / cores        (ideal: each process has a core to itself)
+    T_960_wall = 960 x median_wall / cores  (as contended as this measurement was)
+
+with the median over every timed session (the random-context and random rules cost less than the
+ALD rules, so the extrapolation is an upper bound for them; joint BALD optimises a 3-D
+acquisition and costs about as much as UCB-ALD).
+
+**Per decision** (``--decisions``): one trial at n answers (policy query, warm-started refit,
+estimate by :func:`visiontune.acquisition.policy.solution`), median over repeats, as before.
+
+Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_refraction.py [--seeds 0,1,2]
+     [--rules UCB-ALD,TS-ALD] [--trials 260] [--decisions]
 """
 
 from __future__ import annotations
@@ -27,8 +37,19 @@ from visiontune.acquisition.policy import Data, solution  # noqa: E402
 from visiontune.bench.refraction import refraction_problem, run_refraction  # noqa: E402
 from visiontune.gp import ProbitGP  # noqa: E402
 
+#: Sessions of the paper's refraction experiment (002 Table 3): 6 rules x 8 slopes x 20 repetitions.
+PAPER_SESSIONS = 6 * 8 * 20
+
+
+def time_session(rule: str, seed: int, trials: int, slope: float = 5.0) -> tuple[float, float, float]:
+    """``(cpu_seconds, wall_seconds, final_va_logmar)`` of one simulated session."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    run = run_refraction(rule, slope=slope, trials=trials, seed=seed)
+    return time.process_time() - cpu0, time.perf_counter() - wall0, run.final_va_logmar
+
 
 def time_decisions(policy_name: str, run, repeats: int) -> list[float]:
+    """Wall seconds of ``repeats`` decisions (query + refit + full estimate) at n = len(run.records) - 1."""
     problem = refraction_problem(run.reference_context)
     X = np.array([[r.s, *r.x] for r in run.records])
     y = np.array([float(r.correct) for r in run.records])
@@ -48,16 +69,37 @@ def time_decisions(policy_name: str, run, repeats: int) -> list[float]:
     return times
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=260)
+    parser.add_argument("--rules", default="UCB-ALD,TS-ALD", help="comma-separated refraction policies")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (one session each)")
+    parser.add_argument("--trials", type=int, default=260)
+    parser.add_argument("--cores", type=int, default=2, help="processes of the extrapolated experiment")
+    parser.add_argument("--decisions", action="store_true", help="also time single decisions at n = --trials")
     parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    run = run_refraction("UCB-ALD", slope=5.0, trials=args.n, seed=0)
-    for name in ("UCB-ALD", "TS-ALD"):
-        t = np.array(time_decisions(name, run, args.repeats))
-        print(f"{name}: n = {args.n}, median {1e3 * np.median(t):.0f} ms per decision "
-              f"(min {1e3 * t.min():.0f}, max {1e3 * t.max():.0f}, {len(t)} repeats)")  # fmt: skip
+    args = parser.parse_args(argv)
+    rules = [r.strip() for r in args.rules.split(",") if r.strip()]
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    every_cpu, every_wall = [], []
+    for rule in rules:
+        rows = [time_session(rule, seed, args.trials) for seed in seeds]
+        cpu, wall, va = (np.array(col) for col in zip(*rows))
+        every_cpu += cpu.tolist()
+        every_wall += wall.tolist()
+        print(f"{rule}: {args.trials} trials, slope 5, seeds {args.seeds}: median {np.median(cpu):.2f} s CPU, "
+              f"{np.median(wall):.2f} s wall per session (CPU min {cpu.min():.2f}, max {cpu.max():.2f}); "
+              f"final VA {', '.join(f'{v:.3f}' for v in va)} logMAR", flush=True)  # fmt: skip
+    cpu_med, wall_med = float(np.median(every_cpu)), float(np.median(every_wall))
+    print(f"Table 3 experiment ({PAPER_SESSIONS} sessions x {args.trials} trials, {args.cores} processes), "
+          f"extrapolated from the median session: {PAPER_SESSIONS * cpu_med / args.cores / 60:.1f} min "
+          f"(CPU-bound, one core per process); {PAPER_SESSIONS * wall_med / args.cores / 60:.1f} min "
+          f"(at this measurement's wall/CPU ratio {wall_med / cpu_med:.2f})")  # fmt: skip
+    if args.decisions:
+        run = run_refraction("UCB-ALD", slope=5.0, trials=args.trials, seed=0)
+        for name in ("UCB-ALD", "TS-ALD"):
+            t = np.array(time_decisions(name, run, args.repeats))
+            print(f"{name}: n = {args.trials}, median {1e3 * np.median(t):.0f} ms per decision "
+                  f"(min {1e3 * t.min():.0f}, max {1e3 * t.max():.0f}, {len(t)} repeats)")  # fmt: skip
 
 
 if __name__ == "__main__":

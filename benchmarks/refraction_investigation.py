@@ -8,6 +8,9 @@ correction ``f(s0, x*)`` and at the estimate, and the fraction of x-queries on t
 (within 0.05 D). Every run is appended as one JSON line to ``--log``; the summary (mean ± s.e.m.,
 median) is printed per configuration.
 
+``--slope`` / ``--n-alternatives`` run every configuration on another patient model (the shipped
+hyperparameters for that slope and number of letters); the log rows carry both.
+
 Configurations (``--configs``, comma separated; see :data:`CONFIGS`):
   baseline   UCB-ALD, SE in (S, C), shipped hyperparameters, Laplace, β = Φ⁻¹(0.95), s0 = 0
   random     random-contextual control
@@ -17,12 +20,18 @@ Configurations (``--configs``, comma separated; see :data:`CONFIGS`):
   short-ls   H3: SE lengthscales fixed at 2 D (other hyperparameters as shipped)
   gamma0     H2: a patient with γ ≈ 0 (n = 10⁶ alternatives) and hyperparameters fit for it
   pv         H5: SE in power-vector coordinates (M, C/2), hyperparameters fit on the same data
+  ucb-ald-pv the named policy UCB-ALD-PV (same as pv, through its registered name)
+  ucb-ald-sl the named policy UCB-ALD-SL (same as short-ls, through its registered name)
   pv-ts      H5 with TS-ALD (expected: not supported, no feature map for the transformed kernel)
   refit      H3: hyperparameters refit (Laplace evidence, 2 starts) on the run's own answers every 20 trials
   short-ls-1 SE lengthscales fixed at 1 D;  pv-short-ls: power-vector SE with ℓ_M = ℓ_J = 1 D
   pv-refit / pv-beta0 / pv-ep / pv-s0-1 / pv-random: H5 combined with the others
 
-Run (2 processes, ~45 s per run on a quiet core):
+The estimate is tracked from trial to trial (:class:`visiontune.bench.tracking.SolutionTracker`),
+as in ``run_refraction``, so a configuration without a refit, β or lengthscale change reproduces
+``run_refraction`` exactly (same streams, same estimate).
+
+Run (2 processes, ~5-10 s per run):
   OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/refraction_investigation.py \
       --configs baseline,pv --seeds 0-9 --jobs 2 --log refraction_investigation.jsonl
 ``--summary-only`` re-prints the summary from an existing log.
@@ -45,8 +54,13 @@ import numpy as np  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
 from visiontune.acquisition import registry  # noqa: E402
-from visiontune.acquisition.policy import Data, solution  # noqa: E402
-from visiontune.bench.refraction import refraction_hyperparameters, refraction_problem, simulate_fit_data  # noqa: E402
+from visiontune.acquisition.policy import Data  # noqa: E402
+from visiontune.bench.refraction import (  # noqa: E402
+    policy_kernel,
+    refraction_hyperparameters,
+    refraction_problem,
+)
+from visiontune.bench.tracking import SolutionTracker  # noqa: E402
 from visiontune.gp import ProbitGP, fit_hyperparameters, refraction_kernel  # noqa: E402
 from visiontune.gp.transformed import refraction_power_vector_kernel  # noqa: E402
 from visiontune.optics import SimulatedPatient, random_true_rx  # noqa: E402
@@ -66,6 +80,7 @@ class Config:
     s0: float = 0.0
     n_alternatives: int = N_LETTERS
     refit_every: int = 0  # H3: refit the hyperparameters on the run's own answers every k trials (0 = never)
+    slope: float = SLOPE  # psychometric slope of the patient (logMAR^-1); --slope overrides it
 
 
 CONFIGS = {
@@ -78,6 +93,8 @@ CONFIGS = {
     "short-ls": Config(kernel="se-short"),
     "gamma0": Config(n_alternatives=10**6),
     "pv": Config(kernel="pv"),
+    "ucb-ald-pv": Config(policy="UCB-ALD-PV", kernel="pv"),
+    "ucb-ald-sl": Config(policy="UCB-ALD-SL", kernel="se-short"),
     "pv-beta0": Config(kernel="pv", beta=0.0),
     "pv-ep": Config(kernel="pv", inference="ep"),
     "pv-s0-1": Config(kernel="pv", s0=1.0),
@@ -96,10 +113,10 @@ def build_kernel(cfg: Config):
     if cfg.kernel.startswith("pv"):
         from visiontune.bench.refraction import kernel_variant_hyperparameters
 
-        hp = kernel_variant_hyperparameters("refraction-power-vector-se", SLOPE, cfg.n_alternatives)
+        hp = kernel_variant_hyperparameters("refraction-power-vector-se", cfg.slope, cfg.n_alternatives)
         ls = np.array([1.0, 1.0]) if cfg.kernel == "pv-short" else np.array(hp.lengthscales)
         return refraction_power_vector_kernel(hp.theta, ls, hp.variance)
-    hp = refraction_hyperparameters(SLOPE, cfg.n_alternatives)
+    hp = refraction_hyperparameters(cfg.slope, cfg.n_alternatives)
     if cfg.kernel.startswith("se-short"):
         ell = 1.0 if cfg.kernel == "se-short-1" else 2.0
         return refraction_kernel(hp.theta, np.array([ell, ell]), hp.variance)
@@ -108,14 +125,14 @@ def build_kernel(cfg: Config):
 
 def run_one(name: str, cfg: Config, kernel, seed: int) -> dict:
     """One 260-trial run; the loop of :func:`run_refraction` with the configuration's kernel/β."""
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     problem = refraction_problem(cfg.s0)
     rx_seq, patient_seq, policy_seq, estimate_seq, fit_seq = np.random.SeedSequence(int(seed)).spawn(5)
     fit_rng = np.random.default_rng(fit_seq)
     true_rx = random_true_rx(np.random.default_rng(rx_seq))
-    patient = SimulatedPatient(true_rx, 0.0, SLOPE, cfg.n_alternatives, 0.0, seed=np.random.default_rng(patient_seq))
-    policy = registry.make(cfg.policy, **({} if cfg.beta is None else {"beta": cfg.beta}))
-    policy_rng, estimate_rng = np.random.default_rng(policy_seq), np.random.default_rng(estimate_seq)
+    patient = SimulatedPatient(true_rx, 0.0, cfg.slope, cfg.n_alternatives, 0.0, seed=np.random.default_rng(patient_seq))
+    policy = registry.make(policy_kernel(cfg.policy)[0], **({} if cfg.beta is None else {"beta": cfg.beta}))
+    policy_rng, tracker = np.random.default_rng(policy_seq), SolutionTracker(problem, np.random.default_rng(estimate_seq))
     X, y = np.zeros((0, 3)), np.zeros(0)
     model = ProbitGP(kernel, X, y, cfg.inference)
     vas = []
@@ -127,8 +144,8 @@ def run_one(name: str, cfg: Config, kernel, seed: int) -> dict:
         s, x = float(q.s[0]), np.array([float(q.x[0]), float(q.x[1])])
         X = np.vstack([X, [s, *x]])
         y = np.append(y, float(patient.answer(s, x)))
-        model = ProbitGP(kernel, X, y, cfg.inference, warm_start=model.warm_start_state if model.n > 1 else None)
-        est = solution(model, problem, estimate_rng)
+        model = ProbitGP(kernel, X, y, cfg.inference, warm_start=model.warm_start_state if model.n else None)
+        est = tracker(model)
         vas.append(float(patient.acuity_logmar(est)))
     xstar = np.array([true_rx.sphere_d, true_rx.cylinder_d])
     mu, var = model.predict(np.array([[cfg.s0, *xstar], [cfg.s0, *est]]))[:2]
@@ -141,7 +158,7 @@ def run_one(name: str, cfg: Config, kernel, seed: int) -> dict:
         "sphere_error": abs(float(est[0]) - xstar[0]), "cylinder_error": abs(float(est[1]) - xstar[1]),
         "f_at_xstar": [float(mu[0]), float(np.sqrt(var[0]))], "f_at_estimate": [float(mu[1]), float(np.sqrt(var[1]))],
         "final_kernel": repr(kernel), "edge_fraction": float(on_edge.mean()), "mean_s": float(X[5:, 0].mean()),
-        "seconds": time.perf_counter() - t0,
+        "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - cpu0,
     }  # fmt: skip
 
 
@@ -173,20 +190,29 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
                           zip(["x*", "choice", "grid_argmax", "(4,-4)", "(4,4)", "(-4,4)", "(-4,-4)"], mu, var)}}  # fmt: skip
 
 
+def _mean_sem_median(values) -> str:
+    v = np.asarray(values, dtype=float)
+    sem = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan")
+    return f"{v.mean():.3f} ± {sem:.3f} ({np.median(v):.3f})"
+
+
 def summarise(rows: list[dict]) -> str:
-    out = [f"{'config':<12} {'n':>3} {'VA mean ± sem':>16} {'median':>7} {'<=0.1':>5} {'|dS| mean':>9} "
-           f"{'|dC| mean':>9} {'f(s0,x*)':>9} {'edge':>5} {'s/run':>6}"]  # fmt: skip
+    """One line per configuration: final VA (logMAR), |ΔS| and |ΔC| (D) as ``mean ± s.e.m. (median)``,
+    runs ending at VA <= 0.1, mean latent mean at the true correction f(s0, x*), fraction of
+    x-queries on the box edge, and median CPU / wall seconds per run."""
+    out = [f"{'config':<12} {'n':>3} {'final VA, logMAR':>22} {'<=0.1':>5} {'|dS|, D':>22} {'|dC|, D':>22} "
+           f"{'f(s0,x*)':>8} {'edge':>5} {'cpu s':>6} {'wall s':>6}"]  # fmt: skip
     by = {}
     for r in rows:
         by.setdefault(r["config"], []).append(r)
     for name, rs in by.items():
         va = np.array([r["final_va"] for r in rs])
-        sem = va.std(ddof=1) / np.sqrt(len(va)) if len(va) > 1 else float("nan")
-        out.append(f"{name:<12} {len(rs):>3} {va.mean():>8.3f} ± {sem:<5.3f} {np.median(va):>7.3f} "
-                   f"{np.sum(va <= 0.1):>5d} {np.mean([r['sphere_error'] for r in rs]):>9.3f} "
-                   f"{np.mean([r['cylinder_error'] for r in rs]):>9.3f} "
-                   f"{np.mean([r['f_at_xstar'][0] for r in rs]):>9.2f} {np.mean([r['edge_fraction'] for r in rs]):>5.2f} "
-                   f"{np.mean([r['seconds'] for r in rs]):>6.0f}")  # fmt: skip
+        cpu = np.median([r.get("cpu_seconds", np.nan) for r in rs])
+        out.append(f"{name:<12} {len(rs):>3} {_mean_sem_median(va):>22} {np.sum(va <= 0.1):>5d} "
+                   f"{_mean_sem_median([r['sphere_error'] for r in rs]):>22} "
+                   f"{_mean_sem_median([r['cylinder_error'] for r in rs]):>22} "
+                   f"{np.mean([r['f_at_xstar'][0] for r in rs]):>8.2f} {np.mean([r['edge_fraction'] for r in rs]):>5.2f} "
+                   f"{cpu:>6.1f} {np.median([r['seconds'] for r in rs]):>6.1f}")  # fmt: skip
     return "\n".join(out)
 
 
@@ -205,6 +231,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--log", default="refraction_investigation.jsonl")
     p.add_argument("--summary-only", action="store_true")
+    p.add_argument("--slope", type=float, default=None, help="patient slope (logMAR^-1) instead of 5")
+    p.add_argument("--n-alternatives", type=int, default=None, help="letters to choose from instead of 26")
     p.add_argument("--diagnose", default=None, help="seeds (e.g. 0,6): optimiser check on the final model")
     p.add_argument("--diagnose-kernel", default="refraction-se")
     args = p.parse_args(argv)
@@ -216,8 +244,14 @@ def main(argv=None) -> int:
     if not args.summary_only:
         from joblib import Parallel, delayed
 
+        from dataclasses import replace
+
         for name in names:
             cfg = CONFIGS[name]
+            if args.slope is not None:
+                cfg = replace(cfg, slope=args.slope)
+            if args.n_alternatives is not None:
+                cfg = replace(cfg, n_alternatives=args.n_alternatives)
             kernel = build_kernel(cfg)
             print(f"# {name}: {cfg} kernel={kernel!r}", file=sys.stderr, flush=True)
             rows = Parallel(n_jobs=min(args.jobs, 2))(delayed(run_one)(name, cfg, kernel, s) for s in _seeds(args.seeds))

@@ -114,6 +114,8 @@ def test_fit_on_a_small_data_set_returns_sensible_values():
 def test_regenerate_writes_a_loadable_file(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "fit_refraction_hyperparameters",
                         lambda a, n, **k: R.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
+    monkeypatch.setattr(R, "fit_power_vector_hyperparameters",
+                        lambda a, n, **k: R.RefractionHyperparameters(a, n, a, (5.0, 6.0), 7.0, -8.0))
     path = R.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
     doc = json.loads(path.read_text())
     assert [e["slope"] for e in doc["entries"]] == [1.0, 2.0]

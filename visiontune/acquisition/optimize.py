@@ -21,7 +21,7 @@ from scipy.stats import qmc
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError, NumericalError
 
-__all__ = ["as_box", "maximize", "sobol_points"]
+__all__ = ["as_box", "grid_maximize_1d", "maximize", "sobol_points"]
 
 
 def as_box(name: str, box) -> np.ndarray:
@@ -167,3 +167,52 @@ def maximize(
     if v_end[i] > best_value:
         best_x, best_value = X_end[i], float(v_end[i])
     return best_x, best_value
+
+
+def grid_maximize_1d(values_fn: Callable, interval, *, n_grid: int = 65, n_refine: int = 33) -> tuple[np.ndarray, float]:
+    """Maximise a function of one variable over ``interval`` ``[low, high]`` by two vectorised grids.
+
+    ``values_fn(S (m, 1)) -> values (m,)`` (no gradient needed). Steps: ``n_grid`` evenly spaced
+    points including both ends; around the best one, ``n_refine`` evenly spaced points on
+    ``[g_{i-1}, g_{i+1}]`` (clipped to the interval); then one parabolic step through the best refined
+    point and its two neighbours (vertex ``t - h (v₊ - v₋) / (2 (v₊ - 2 v₀ + v₋))`` of the
+    interpolating parabola, kept only if its value is higher). Three calls of ``values_fn`` in all;
+    deterministic (no random draws). For a maximiser in the interior of a smooth, locally concave
+    function the location error is about the cube of the refined spacing
+    ``2 (high - low) / ((n_grid - 1)(n_refine - 1))``; a maximum narrower than the coarse spacing
+    ``(high - low) / (n_grid - 1)`` can be missed, so use it for smooth, slowly varying functions
+    (BALD over a letter size, 002 §3.3). Returns ``(s (1,), value)``. Raises
+    :class:`NumericalError` if ``values_fn`` is not finite on the coarse grid.
+    """
+    box = as_box("interval", interval)
+    if box.shape[0] != 1:
+        raise InvalidInputError(f"interval: expected one [low, high] row, got shape {box.shape}")
+    for name, n in (("n_grid", n_grid), ("n_refine", n_refine)):
+        if isinstance(n, bool) or int(n) != n or n < 3:
+            raise InvalidInputError(f"{name}: must be an integer >= 3, got {n!r}")
+    low, high = float(box[0, 0]), float(box[0, 1])
+    if high == low:
+        x = np.array([low])
+        return x, float(_evaluate(values_fn, x[:, None], False)[0][0])
+    grid = np.linspace(low, high, int(n_grid))
+    values = _evaluate(values_fn, grid[:, None], False)[0]
+    if not np.all(np.isfinite(values)):
+        raise NumericalError("values_fn: non-finite values on the grid")
+    i = int(np.argmax(values))
+    best_x, best_v = float(grid[i]), float(values[i])
+    fine = np.linspace(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], int(n_refine))
+    fv = _evaluate(values_fn, fine[:, None], False)[0]
+    fv = np.where(np.isfinite(fv), fv, -np.inf)
+    j = int(np.argmax(fv))
+    if fv[j] > best_v:
+        best_x, best_v = float(fine[j]), float(fv[j])
+    if 0 < j < len(fine) - 1:
+        h = fine[1] - fine[0]
+        v_minus, v0, v_plus = fv[j - 1], fv[j], fv[j + 1]
+        curvature = v_plus - 2.0 * v0 + v_minus
+        if np.isfinite(curvature) and curvature < 0:
+            vertex = float(np.clip(fine[j] - h * (v_plus - v_minus) / (2.0 * curvature), fine[j - 1], fine[j + 1]))
+            vv = float(_evaluate(values_fn, np.array([[vertex]]), False)[0][0])
+            if np.isfinite(vv) and vv > best_v:
+                best_x, best_v = vertex, vv
+    return np.array([best_x]), best_v

@@ -24,7 +24,7 @@ from scipy.stats import norm
 
 from visiontune._validate import binary_labels, finite_array, points
 from visiontune.acquisition import functions as F
-from visiontune.acquisition.optimize import as_box, maximize
+from visiontune.acquisition.optimize import as_box, grid_maximize_1d, maximize
 from visiontune.errors import ConfigurationError, InvalidInputError
 
 __all__ = [
@@ -324,16 +324,31 @@ class RandomX:
 
 @dataclass(frozen=True, kw_only=True)
 class BALD:
-    """s = argmax_s I(c, f | s, x) for the chosen x (Houlsby 2011; 002 §3.3, active learning by disagreement)."""
+    """s = argmax_s I(c, f | s, x) for the chosen x (Houlsby 2011; 002 §3.3, active learning by disagreement).
+
+    One context dimension (the letter size): a vectorised grid of ``grid_size`` sizes, a finer grid
+    around the best and one parabolic step (:func:`~visiontune.acquisition.optimize.grid_maximize_1d`,
+    3 model calls, no random draws). ``grid_size = 0``, or more than one context dimension: Sobol
+    candidates and multistart L-BFGS-B with ``optimiser``.
+    """
 
     optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+    grid_size: int = 65
+
+    def __post_init__(self):
+        g = self.grid_size
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not (g == 0 or g >= 3):
+            raise InvalidInputError(f"grid_size: expected 0 or an integer >= 3, got {self.grid_size!r}")
 
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:
         if problem.c == 0:
             raise ConfigurationError("BALD context rule: the problem has no context_box")
-        fn = F.over_context(lambda Z: F.bald(model, Z), x)
+        rng = _check_rng(rng)
         values = F.over_context(lambda Z: F.bald(model, Z, grad=False), x)
-        return self.optimiser.run(fn, problem.context_box, _check_rng(rng), values_only=values)[0]
+        if problem.c == 1 and self.grid_size:
+            return grid_maximize_1d(values, problem.context_box, n_grid=int(self.grid_size))[0]
+        fn = F.over_context(lambda Z: F.bald(model, Z), x)
+        return self.optimiser.run(fn, problem.context_box, rng, values_only=values)[0]
 
 
 @dataclass(frozen=True)

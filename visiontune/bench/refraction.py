@@ -31,6 +31,13 @@ hyperparameters; mean final VA ± s.e.m., logMAR): ``s0 = 0``: 0.187 ± 0.057; `
 other, and none reaches the paper's 0.025: runs stall (at a box corner or in the ``M = 0``
 valley) once the first failed answers pull the long-lengthscale (ℓ ≈ 5 D) SE part down
 everywhere but the region already sampled.
+
+**Named variants** (VisionTune, not in the papers; docs/results/refraction-investigation.md): the
+cause is the fitted lengthscales (5-10 D), far too long for the acuity peak at ``x*``.
+``UCB-ALD-SL`` runs UCB-ALD with both SE lengthscales at 2 D (θ, σ² as fit): mean final VA
+0.036 ± 0.011 logMAR at slope 5 (10 seeds) against 0.172 ± 0.055 for UCB-ALD. ``UCB-ALD-PV`` runs
+it on the SE kernel in power-vector coordinates with its own fit (0.363 ± 0.062: no better).
+:data:`FIXED_POLICIES` maps each name to ``(registered policy, kernel variant)``.
 """
 
 from __future__ import annotations
@@ -54,6 +61,13 @@ from visiontune.optics import CONTEXT_BOX, SEARCH_BOX, Prescription, SimulatedPa
 __all__ = [
     "DEFAULT_REFERENCE_LOGMAR",
     "FIT_SEED",
+    "FITTED_KERNEL_VARIANTS",
+    "FIXED_POLICIES",
+    "KERNEL_POWER_VECTOR",
+    "KERNEL_SE",
+    "KERNEL_SHORT_LENGTHSCALE",
+    "KERNEL_VARIANTS",
+    "SHORT_LENGTHSCALE_D",
     "N_FIT",
     "STORED_ALTERNATIVES",
     "STORED_SLOPES",
@@ -61,14 +75,22 @@ __all__ = [
     "RefractionRun",
     "TrialRecord",
     "fit_refraction_hyperparameters",
+    "fit_power_vector_hyperparameters",
     "fitted_refraction_kernel",
+    "kernel_variant_hyperparameters",
+    "policy_kernel",
     "refraction_hyperparameters",
+    "refraction_kernel_variant",
+    "refraction_policy_names",
     "refraction_problem",
     "regenerate",
     "resolve_policy",
     "run_refraction",
     "simulate_fit_data",
+    "short_lengthscale_hyperparameters",
     "stored_hyperparameters",
+    "UCB_ALD_PV",
+    "UCB_ALD_SL",
 ]
 
 #: Number of simulated answers the hyperparameters are fit on (002 §5.2).
@@ -253,17 +275,36 @@ def fitted_refraction_kernel(*, slope: float, n_alternatives: int = 26, search_b
 
 
 def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternatives=STORED_ALTERNATIVES,
-               progress: Callable[[str], None] | None = None) -> Path:
-    """Refit every ``(slope, n_alternatives)`` and write the package data file (JSON)."""
+               progress: Callable[[str], None] | None = None, kernels=None) -> Path:
+    """Refit every ``(slope, n_alternatives)`` and write the package data file (JSON).
+
+    ``kernels``: the variants to refit (:data:`FITTED_KERNEL_VARIANTS`; default both): ``"refraction-se"``
+    fills ``entries`` (:func:`fit_refraction_hyperparameters`), ``"refraction-power-vector-se"``
+    fills ``power_vector_entries`` (:func:`fit_power_vector_hyperparameters`). A section not refit
+    is copied from the file already at ``path`` (if any), so one variant can be refit alone.
+    """
     path = Path(path) if path is not None else Path(__file__).resolve().parent.parent / "data" / _DATA_FILE
-    entries = []
-    for n_alt in alternatives:
-        for a in slopes:
-            hp = fit_refraction_hyperparameters(float(a), int(n_alt))
-            entries.append(hp.to_dict())
-            if progress is not None:
-                progress(f"slope {a:g}, n = {n_alt}: theta {hp.theta:.4g}, lengthscales "
-                         f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
+    kernels = FITTED_KERNEL_VARIANTS if kernels is None else tuple(_check_kernel_variant(k) for k in kernels)
+    if any(k not in FITTED_KERNEL_VARIANTS for k in kernels):
+        raise InvalidInputError(f"kernels: only {FITTED_KERNEL_VARIANTS} are fit and shipped, got {kernels}")
+    try:
+        old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        old = {}
+    fitters = {KERNEL_SE: ("entries", fit_refraction_hyperparameters),
+               KERNEL_POWER_VECTOR: (_PV_KEY, fit_power_vector_hyperparameters)}  # fmt: skip
+    sections = {key: list(old.get(key, [])) if isinstance(old, dict) else [] for key, _ in fitters.values()}
+    for variant in kernels:
+        key, fit = fitters[variant]
+        entries = []
+        for n_alt in alternatives:
+            for a in slopes:
+                hp = fit(float(a), int(n_alt))
+                entries.append(hp.to_dict())
+                if progress is not None:
+                    progress(f"{variant}: slope {a:g}, n = {n_alt}: theta {hp.theta:.4g}, lengthscales "
+                             f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
+        sections[key] = entries
     doc = {
         "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) (seed 002 Eq. 15, "
                        "§5.2) fit on 1000 simulated answers; regenerate with "
@@ -271,10 +312,18 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
         "search_box": _DEFAULT_SEARCH.tolist(),
         "context_box": _DEFAULT_CONTEXT.tolist(),
         "inference": "laplace",
-        "entries": entries,
+        "entries": sections["entries"],
+        "power_vector_description": "VisionTune variant (not in the papers): maximum-likelihood hyperparameters of "
+                                    "theta*s*s' + k_SE((M, C/2), (M', C'/2)), M = S + C/2, on the same 1000 simulated "
+                                    "answers; lengthscales are (l_M, l_J) in diopters; fit with "
+                                    "visiontune.bench.refraction.fit_power_vector_hyperparameters; regenerate with "
+                                    "python -m visiontune.bench.refraction --regenerate --kernel "
+                                    "refraction-power-vector-se",
+        _PV_KEY: sections[_PV_KEY],
     }
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     _stored.cache_clear()
+    _stored_power_vector.cache_clear()
     return path
 
 
@@ -296,17 +345,32 @@ def refraction_problem(reference_context: float = DEFAULT_REFERENCE_LOGMAR):
 
 
 def resolve_policy(name: str) -> str:
-    """The registered name of a contextual binary policy, matched case-insensitively."""
-    from visiontune.acquisition import registry
-
+    """The canonical name of a refraction policy, matched case-insensitively: a registered
+    contextual binary policy (UCB-ALD, TS-ALD, ...) or a named fix of :data:`FIXED_POLICIES`
+    (``UCB-ALD-PV``, ``UCB-ALD-SL``)."""
     if not isinstance(name, str):
         raise InvalidInputError(f"policy: expected a name, got {type(name).__name__}")
-    contextual = registry.names("contextual-binary")
-    by_lower = {n.lower(): n for n in contextual}
+    known = refraction_policy_names()
+    by_lower = {n.lower(): n for n in known}
     found = by_lower.get(name.strip().lower())
     if found is None:
-        raise InvalidInputError(f"policy: unknown contextual binary policy {name!r}; known: {', '.join(contextual)}")
+        raise InvalidInputError(f"policy: unknown contextual binary policy {name!r}; known: {', '.join(known)}")
     return found
+
+
+def refraction_policy_names() -> list[str]:
+    """Every policy name :func:`run_refraction` accepts: the registry's contextual binary
+    policies (the paper's rules and controls), then the named fixes of :data:`FIXED_POLICIES`."""
+    from visiontune.acquisition import registry
+
+    return [*registry.names("contextual-binary"), *FIXED_POLICIES]
+
+
+def policy_kernel(name: str) -> tuple[str, str]:
+    """``(registered policy, kernel variant)`` behind a refraction policy name: a registered
+    policy runs on the paper's kernel (:data:`KERNEL_SE`); a named fix on its own kernel."""
+    name = resolve_policy(name)
+    return FIXED_POLICIES.get(name, (name, KERNEL_SE))
 
 
 @dataclass(frozen=True)
@@ -410,22 +474,35 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
                    best_corrected_logmar: float = 0.0, lapse: float = 0.0, inference: str = "laplace",
                    reference_context: float = DEFAULT_REFERENCE_LOGMAR,
                    progress: Callable[[int, int, TrialRecord], None] | None = None,
-                   kernel: str = "refraction-se") -> RefractionRun:
+                   kernel: str | None = None) -> RefractionRun:
     """Simulate one refraction (002 §5.3) with the registered contextual policy ``policy_name``.
 
     Each trial ``k``: the policy proposes ``(s, x)`` from the model of answers ``< k`` (the
     first 5 at random, 002 §4.1); the patient answers with ``P = γ + (1-γ-λ) Φ(a (s - VA(x)))``
     (002 Eq. 13); the probit GP (kernel of :func:`refraction_hyperparameters`, held fixed) is
     refit with a warm start; the estimate ``x̂ = argmax_x μ_c(s0, x)`` and ``VA(x̂)`` are recorded.
+    The estimate is tracked from trial to trial (:class:`visiontune.bench.tracking.SolutionTracker`:
+    64 fresh Sobol candidates plus the previous ``x̂``, L-BFGS-B warm-started from it), as in the
+    benchmark sweeps; it draws from its own stream, so it never changes the queries or answers.
     ``progress(k, trials, record)`` is called after each trial (k from 1).
 
     Reproducible: ``SeedSequence(seed)`` spawns independent streams for the true correction
     (uniform in ``[-4, 4]²`` D, axis 180, unused when ``true_rx`` is given), the patient's answers,
     the policy and the estimate. ``true_rx``: a :class:`Prescription` at axis 180 or ``(S, C)``.
-    ``kernel``: ``"refraction-se"`` (the paper's, default) or ``"refraction-power-vector-se"``
-    (VisionTune fix, :func:`refraction_kernel_variant`).
+    ``policy_name``: any of :func:`refraction_policy_names`, e.g. ``"UCB-ALD"`` (the paper's) or
+    ``"UCB-ALD-PV"`` / ``"UCB-ALD-SL"`` (UCB-ALD on the power-vector kernel / with 2 D SE
+    lengthscales; VisionTune variants, :data:`FIXED_POLICIES`).
+    ``kernel``: ``None`` (default) = the policy's own kernel (the paper's ``"refraction-se"`` for a
+    registered policy); one of :data:`KERNEL_VARIANTS` (:func:`refraction_kernel_variant`) to
+    choose it for a registered policy. A named fix runs on
+    its own kernel only.
     """
     policy_name = resolve_policy(policy_name)
+    base_policy, own_kernel = policy_kernel(policy_name)
+    if kernel is None:
+        kernel = own_kernel
+    elif policy_name in FIXED_POLICIES and kernel != own_kernel:
+        raise InvalidInputError(f"kernel: policy {policy_name} runs on {own_kernel!r}, got {kernel!r}")
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
     if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
         raise InvalidInputError(f"trials: expected an integer >= 1, got {trials!r}")
@@ -436,7 +513,8 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
         raise InvalidInputError(f"inference: expected 'laplace' or 'ep', got {inference!r}")
     problem = refraction_problem(reference_context)
     from visiontune.acquisition import registry
-    from visiontune.acquisition.policy import Data, solution
+    from visiontune.acquisition.policy import Data
+    from visiontune.bench.tracking import SolutionTracker
 
     rx_seq, patient_seq, policy_seq, estimate_seq = np.random.SeedSequence(int(seed)).spawn(4)
     if true_rx is None:
@@ -446,8 +524,9 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
     variant = _check_kernel_variant(kernel)
     hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
     kernel = _variant_kernel(variant, hp)
-    policy = registry.make(policy_name)
-    policy_rng, estimate_rng = np.random.default_rng(policy_seq), np.random.default_rng(estimate_seq)
+    policy = registry.make(base_policy)
+    policy_rng = np.random.default_rng(policy_seq)
+    estimate = SolutionTracker(problem, np.random.default_rng(estimate_seq))
 
     X, y, records = np.zeros((0, 3)), np.zeros(0), []
     model = ProbitGP(kernel, X, y, inference)
@@ -458,10 +537,9 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
         X = np.vstack([X, [s, *x]])
         y = np.append(y, float(correct))
         model = ProbitGP(kernel, X, y, inference, warm_start=model.warm_start_state if model.n else None)
-        est = solution(model, problem, estimate_rng)
-        estimate = (float(est[0]), float(est[1]))
-        va = float(patient.acuity_logmar(np.array(estimate)))
-        record = TrialRecord(s, x, bool(correct), estimate, va)
+        est = estimate(model)
+        va = float(patient.acuity_logmar(est))
+        record = TrialRecord(s, x, bool(correct), (float(est[0]), float(est[1])), va)
         records.append(record)
         if progress is not None:
             progress(k, int(trials), record)
@@ -505,7 +583,23 @@ KERNEL_SE = "refraction-se"
 #: ``θ s s' + k_SE((M, C/2), (M', C'/2))``: the SE part in power-vector coordinates, where the
 #: blur of 002 Eq. 12 is isotropic (:func:`visiontune.gp.transformed.refraction_power_vector_kernel`).
 KERNEL_POWER_VECTOR = "refraction-power-vector-se"
-KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
+#: ``θ s s' + k_SE((S, C), (S', C'))`` with both SE lengthscales fixed at :data:`SHORT_LENGTHSCALE_D`
+#: and ``θ``, ``σ²`` of the paper's fit: the configuration that ended the stall in
+#: docs/results/refraction-investigation.md (hypothesis H3, the fitted lengthscales are too long).
+KERNEL_SHORT_LENGTHSCALE = "refraction-se-short-lengthscale"
+#: SE lengthscale (diopters) of :data:`KERNEL_SHORT_LENGTHSCALE`.
+SHORT_LENGTHSCALE_D = 2.0
+KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR, KERNEL_SHORT_LENGTHSCALE)
+#: Variants whose hyperparameters are fit by maximum likelihood and shipped (regenerate).
+FITTED_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
+#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley, issue 7).
+UCB_ALD_PV = "UCB-ALD-PV"
+#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, issue 7).
+UCB_ALD_SL = "UCB-ALD-SL"
+#: Named refraction policies beyond the paper: name -> (registered policy, kernel variant).
+#: Each has hyperparameters for every stored slope and number of alternatives without a fit.
+FIXED_POLICIES: dict[str, tuple[str, str]] = {UCB_ALD_PV: ("UCB-ALD", KERNEL_POWER_VECTOR),
+                                              UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE)}  # fmt: skip
 _PV_KEY = "power_vector_entries"
 
 
@@ -553,17 +647,41 @@ def _fit_power_vector_cached(slope: float, n_alternatives: int) -> RefractionHyp
 def kernel_variant_hyperparameters(kernel: str, slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
     """Hyperparameters of a kernel variant (paper's boxes): for ``"refraction-se"`` those of
     :func:`refraction_hyperparameters`; for ``"refraction-power-vector-se"`` the shipped fit
-    (JSON key ``power_vector_entries``) or a fit on the fly (about a minute), cached in memory."""
+    (JSON key ``power_vector_entries``) or a fit on the fly (about a minute), cached in memory;
+    for ``"refraction-se-short-lengthscale"`` the paper's fit with ``ℓ_S = ℓ_C = 2 D``
+    (:func:`short_lengthscale_hyperparameters`)."""
     variant = _check_kernel_variant(kernel)
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
     if variant == KERNEL_SE:
         return refraction_hyperparameters(slope, n_alternatives)
+    if variant == KERNEL_SHORT_LENGTHSCALE:
+        return short_lengthscale_hyperparameters(slope, n_alternatives)
     hp = _stored_power_vector().get((round(slope, 9), n_alternatives))
     return hp if hp is not None else _fit_power_vector_cached(slope, n_alternatives)
 
 
+@functools.lru_cache(maxsize=64)
+def _short_lengthscale_cached(slope: float, n_alternatives: int) -> RefractionHyperparameters:
+    hp = refraction_hyperparameters(slope, n_alternatives)
+    ls = (SHORT_LENGTHSCALE_D, SHORT_LENGTHSCALE_D)
+    X, y, _ = simulate_fit_data(slope, n_alternatives, n=hp.n_answers, seed=hp.seed)
+    lml = ProbitGP(refraction_kernel(hp.theta, np.array(ls), hp.variance), X, y).log_marginal_likelihood()
+    return RefractionHyperparameters(hp.slope, hp.n_alternatives, hp.theta, ls, hp.variance, float(lml),
+                                     hp.n_answers, hp.seed)  # fmt: skip
+
+
+def short_lengthscale_hyperparameters(slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
+    """``(θ, σ²)`` of the paper's maximum-likelihood fit (:func:`refraction_hyperparameters`, 002 §5.2)
+    with both SE lengthscales set to :data:`SHORT_LENGTHSCALE_D` (2 D) instead of the fitted 5-10 D;
+    ``log_marginal_likelihood`` is the Laplace evidence (R&W Eq. 3.32) of these values on the same
+    fitting data (lower than the fit's: the evidence of 1000 random answers prefers the long
+    lengthscales that make runs stall, docs/results/refraction-investigation.md). Cached in memory."""
+    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
+    return _short_lengthscale_cached(slope, n_alternatives)
+
+
 def _variant_kernel(variant: str, hp: RefractionHyperparameters) -> Kernel:
-    if variant == KERNEL_SE:
+    if variant in (KERNEL_SE, KERNEL_SHORT_LENGTHSCALE):
         return hp.kernel()
     from visiontune.gp.transformed import refraction_power_vector_kernel
 
@@ -581,11 +699,13 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Refit the shipped refraction hyperparameters (002 §5.2).")
     parser.add_argument("--regenerate", action="store_true", help="refit every stored slope and write the data file")
     parser.add_argument("--output", default=None, help="write to this path instead of the package data file")
+    parser.add_argument("--kernel", action="append", choices=FITTED_KERNEL_VARIANTS, default=None,
+                        help="refit only this kernel variant (repeatable; default: every variant)")
     args = parser.parse_args(argv)
     if not args.regenerate:
         parser.print_help()
         return 0
-    path = regenerate(args.output, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    path = regenerate(args.output, kernels=args.kernel, progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(path)
     return 0
 

@@ -3,6 +3,12 @@
     visiontune simulate --policy ucb-ald --slope 5 --trials 260 --seed 1 [--true-rx "S C"]
                         [--json out.json] [--plot out.png]
 
+``--policy`` takes any name of :func:`visiontune.bench.refraction.refraction_policy_names`: the
+paper's rules (``ucb-ald``, ``ts-ald``, ...) on the paper's kernel, or a VisionTune variant,
+``ucb-ald-sl`` (UCB-ALD with 2 D SE lengthscales) or ``ucb-ald-pv`` (UCB-ALD with the SE kernel in
+power-vector coordinates); a variant's kernel is named in the output
+(docs/results/refraction-investigation.md).
+
 Progress (trial k/n and the current estimate) goes to stderr; the summary (true and found
 correction, their errors, the acuity through the found correction) to stdout, marked
 SIMULATED. Bad values raise :class:`~visiontune.errors.VisionTuneError` subclasses, which
@@ -24,7 +30,10 @@ __all__ = ["add_arguments", "run", "write_plot"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from visiontune.bench.refraction import DEFAULT_REFERENCE_LOGMAR
 
-    parser.add_argument("--policy", default="UCB-ALD", help="contextual binary policy (case-insensitive), e.g. ucb-ald, ts-ald")
+    parser.add_argument("--policy", default="UCB-ALD",
+                        help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
+                             "VisionTune variant: ucb-ald-sl (UCB-ALD with 2 D SE lengthscales, ends the stall of "
+                             "the paper's fit) or ucb-ald-pv (UCB-ALD on the power-vector kernel)")
     parser.add_argument("--slope", type=float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
     parser.add_argument("--trials", type=int, default=260, help="number of answers (default 260)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
@@ -77,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         write_plot(result, args.plot)
     t, f = result.true_rx, result.final_estimate
-    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, seed {result.seed})")
+    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, seed {result.seed}"
+          f"{'' if result.kernel_variant == 'refraction-se' else ', kernel ' + result.kernel_variant})")
     print(f"  true correction:  S {t.sphere_d:+.2f} D  C {t.cylinder_d:+.2f} D  x {t.axis_deg:g}")
     print(f"  found correction: S {f.sphere_d:+.2f} D  C {f.cylinder_d:+.2f} D  x {f.axis_deg:g}")
     print(f"  errors: sphere {result.sphere_error_d:.3f} D, cylinder {result.cylinder_error_d:.3f} D")

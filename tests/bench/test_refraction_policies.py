@@ -1,0 +1,168 @@
+"""Named refraction policies (issue 7): UCB-ALD-PV (the paper's UCB-ALD on the power-vector
+kernel) and UCB-ALD-SL (on the paper's kernel with 2 D SE lengthscales) are accepted wherever a
+refraction policy name is, with hyperparameters for every stored slope and number of alternatives;
+and the tracked estimate of a run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from visiontune.acquisition import functions as F
+from visiontune.acquisition import registry
+from visiontune.acquisition.policy import Data
+from visiontune.bench import refraction as R
+from visiontune.errors import InvalidInputError
+from visiontune.gp import ProbitGP
+from visiontune.gp.transformed import LinearlyTransformed, refraction_power_vector_kernel
+from visiontune.optics import Prescription
+
+
+def test_named_fix_is_a_refraction_policy_name():
+    names = R.refraction_policy_names()
+    assert "UCB-ALD-PV" in names and set(registry.names("contextual-binary")) <= set(names)
+    assert R.resolve_policy("ucb-ald-pv") == R.resolve_policy(" UCB-ALD-pv ") == R.UCB_ALD_PV
+    assert R.policy_kernel("ucb-ald-pv") == ("UCB-ALD", R.KERNEL_POWER_VECTOR)
+    assert R.policy_kernel("ts-ald") == ("TS-ALD", R.KERNEL_SE)
+    assert R.resolve_policy("ucb-ald-sl") == R.UCB_ALD_SL
+    assert R.policy_kernel("UCB-ALD-SL") == ("UCB-ALD", R.KERNEL_SHORT_LENGTHSCALE)
+    assert "UCB-ALD-PV" not in registry.names()  # the policy rule is UCB-ALD's; only the kernel differs
+
+
+def test_ucb_ald_sl_is_ucb_ald_with_two_diopter_lengthscales():
+    rx = Prescription(-1.0, 2.5, 180.0)
+    named = R.run_refraction("UCB-ALD-SL", slope=4.0, trials=9, seed=5, true_rx=rx)
+    spelled = R.run_refraction("UCB-ALD", slope=4.0, trials=9, seed=5, true_rx=rx, kernel=R.KERNEL_SHORT_LENGTHSCALE)
+    assert named.records == spelled.records and named.kernel_variant == R.KERNEL_SHORT_LENGTHSCALE
+    paper = R.refraction_hyperparameters(4.0, 26)
+    assert np.allclose(np.exp(named.final_model.kernel.params), [paper.theta, 2.0, 2.0, paper.variance])
+    assert named.to_json_dict()["kernel"] == R.KERNEL_SHORT_LENGTHSCALE
+
+
+@pytest.mark.parametrize("slope, n_alt", [(2.0, 10), (5.0, 26)])
+def test_short_lengthscale_hyperparameters_keep_the_papers_fit_but_the_lengthscales(slope, n_alt):
+    """Oracle: the Laplace evidence recomputed on the 002 §5.2 fitting data; it is below the
+    maximum-likelihood fit's (which it must be, the fit being a maximum of it)."""
+    paper = R.refraction_hyperparameters(slope, n_alt)
+    hp = R.short_lengthscale_hyperparameters(slope, n_alt)
+    assert (hp.theta, hp.variance, hp.lengthscales) == (paper.theta, paper.variance, (2.0, 2.0))
+    assert hp == R.kernel_variant_hyperparameters(R.KERNEL_SHORT_LENGTHSCALE, slope, n_alt)
+    X, y, _ = R.simulate_fit_data(slope, n_alt)
+    assert ProbitGP(hp.kernel(), X, y).log_marginal_likelihood() == pytest.approx(hp.log_marginal_likelihood, abs=1e-6)
+    assert hp.log_marginal_likelihood < paper.log_marginal_likelihood
+
+
+def test_ucb_ald_pv_is_ucb_ald_on_the_power_vector_kernel():
+    """Oracle: the same run spelled two ways (named policy vs UCB-ALD + kernel variant) is the same
+    run, record for record; and it differs from the paper's kernel after the random design."""
+    rx = Prescription(2.0, -3.0, 180.0)
+    named = R.run_refraction("ucb-ald-pv", slope=5.0, trials=10, seed=2, true_rx=rx)
+    spelled = R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, true_rx=rx, kernel=R.KERNEL_POWER_VECTOR)
+    paper = R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, true_rx=rx)
+    assert named.records == spelled.records
+    assert named.policy == "UCB-ALD-PV" and named.kernel_variant == R.KERNEL_POWER_VECTOR
+    assert any(isinstance(k, LinearlyTransformed) for k in named.final_model.kernel.kernels)
+    assert named.hyperparameters == R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, 5.0, 26)
+    assert [r.x for r in named.records[:5]] == [r.x for r in paper.records[:5]]
+    assert [r.x for r in named.records[5:]] != [r.x for r in paper.records[5:]]
+    doc = named.to_json_dict()
+    assert doc["policy"] == "UCB-ALD-PV" and doc["kernel"] == R.KERNEL_POWER_VECTOR
+    json.dumps(doc)
+
+
+def test_named_fix_refuses_another_kernel():
+    with pytest.raises(InvalidInputError, match="kernel"):
+        R.run_refraction("UCB-ALD-PV", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_SE)
+    run = R.run_refraction("UCB-ALD-PV", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_POWER_VECTOR)
+    assert run.kernel_variant == R.KERNEL_POWER_VECTOR
+
+
+def test_every_stored_slope_has_power_vector_hyperparameters(monkeypatch):
+    monkeypatch.setattr(R, "fit_power_vector_hyperparameters", lambda *a, **k: pytest.fail("fit a stored slope"))
+    R._fit_power_vector_cached.cache_clear()
+    for n_alt in R.STORED_ALTERNATIVES:
+        for slope in R.STORED_SLOPES:
+            hp = R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, slope, n_alt)
+            assert (hp.slope, hp.n_alternatives, hp.n_answers, hp.seed) == (slope, n_alt, R.N_FIT, R.FIT_SEED)
+            assert hp.theta > 0 and hp.variance > 0 and min(hp.lengthscales) > 0
+            assert np.isfinite(hp.log_marginal_likelihood)
+
+
+@pytest.mark.parametrize("slope, n_alt", [(1.0, 10), (8.0, 26)])
+def test_shipped_power_vector_evidence_is_recomputed_and_stationary(slope, n_alt):
+    """Oracle: the Laplace evidence of the stored values, recomputed on the 002 §5.2 fitting data,
+    equals the stored number; central differences in each log-hyperparameter are ~0 (a maximum)."""
+    hp = R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, slope, n_alt)
+    X, y, _ = R.simulate_fit_data(slope, n_alt)
+    kernel = refraction_power_vector_kernel(hp.theta, np.array(hp.lengthscales), hp.variance)
+    assert ProbitGP(kernel, X, y).log_marginal_likelihood() == pytest.approx(hp.log_marginal_likelihood, abs=1e-6)
+    h = 1e-3
+    for p in range(kernel.n_params):
+        e = np.zeros(kernel.n_params)
+        e[p] = h
+        up = ProbitGP(kernel.with_params(kernel.params + e), X, y).log_marginal_likelihood()
+        down = ProbitGP(kernel.with_params(kernel.params - e), X, y).log_marginal_likelihood()
+        assert abs(up - down) / (2 * h) < 0.05, kernel.param_names[p]
+
+
+def test_regenerating_one_variant_keeps_the_other(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "fit_refraction_hyperparameters",
+                        lambda a, n, **k: R.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
+    monkeypatch.setattr(R, "fit_power_vector_hyperparameters",
+                        lambda a, n, **k: R.RefractionHyperparameters(a, n, 2 * a, (5.0, 6.0), 7.0, -8.0))
+    path = R.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
+    doc = json.loads(path.read_text())
+    assert [e["theta"] for e in doc["entries"]] == [1.0, 2.0]
+    assert [e["theta"] for e in doc["power_vector_entries"]] == [2.0, 4.0]
+    monkeypatch.setattr(R, "fit_power_vector_hyperparameters",
+                        lambda a, n, **k: R.RefractionHyperparameters(a, n, 10 * a, (5.0, 6.0), 7.0, -8.0))
+    monkeypatch.setattr(R, "fit_refraction_hyperparameters", lambda *a, **k: pytest.fail("refit the SE section"))
+    R.regenerate(path, slopes=(3.0,), alternatives=(10,), kernels=[R.KERNEL_POWER_VECTOR])
+    doc = json.loads(path.read_text())
+    assert [e["theta"] for e in doc["entries"]] == [1.0, 2.0]
+    assert [(e["slope"], e["n_alternatives"], e["theta"]) for e in doc["power_vector_entries"]] == [(3.0, 10, 30.0)]
+    with pytest.raises(InvalidInputError, match="kernel"):
+        R.regenerate(path, kernels=["matern"])
+    with pytest.raises(InvalidInputError, match="kernels"):
+        R.regenerate(path, kernels=[R.KERNEL_SHORT_LENGTHSCALE])
+
+
+def test_main_refits_only_the_named_variant(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(R, "STORED_SLOPES", (1.0,))
+    seen = []
+    monkeypatch.setattr(R, "regenerate", lambda path, *, kernels, progress: seen.append((path, kernels)) or tmp_path)
+    assert R.main(["--regenerate", "--kernel", R.KERNEL_POWER_VECTOR, "--output", str(tmp_path / "x.json")]) == 0
+    assert seen == [(str(tmp_path / "x.json"), [R.KERNEL_POWER_VECTOR])]
+
+
+# --------------------------------------------------------------------- tracked estimate and replay
+
+
+def test_tracked_estimate_is_the_argmax_of_the_success_probability():
+    """Oracle: a dense 321 x 321 lens grid of mu_c(s0, x) on the final model of each run."""
+    g = np.linspace(-4.0, 4.0, 321)
+    lenses = np.stack(np.meshgrid(g, g, indexing="ij"), axis=-1).reshape(-1, 2)
+    for name, seed in (("UCB-ALD", 1), ("UCB-ALD-PV", 4)):
+        run = R.run_refraction(name, slope=5.0, trials=25, seed=seed)
+        model = run.final_model
+        p = F.mean_probability(model, np.column_stack([np.zeros(len(lenses)), lenses]), grad=False)
+        found = F.mean_probability(model, [[0.0, *run.records[-1].estimate]], grad=False)[0]
+        assert found >= p.max() - 1e-6
+
+
+def test_a_log_replays_to_the_same_next_query():
+    """The model is a pure function of the log: refitting from scratch on a run's answers and asking
+    the policy with the same generator state gives the same next query as the live run."""
+    run = R.run_refraction("UCB-ALD-PV", slope=5.0, trials=14, seed=6)
+    X = np.array([[r.s, *r.x] for r in run.records])
+    y = np.array([float(r.correct) for r in run.records])
+    kernel = R.refraction_kernel_variant(R.KERNEL_POWER_VECTOR, slope=5.0)
+    problem = R.refraction_problem()
+    queries = []
+    for _ in range(2):
+        model = ProbitGP(kernel, X[:-1], y[:-1])
+        queries.append(registry.make("UCB-ALD")(model, problem, Data(X[:-1], y[:-1]), np.random.default_rng(9)))
+    assert queries[0] == queries[1]
+    assert np.allclose(ProbitGP(kernel, X, y).predict(X)[0], run.final_model.predict(X)[0], atol=1e-6)
