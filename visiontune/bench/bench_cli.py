@@ -7,6 +7,11 @@ stratified analysis (:mod:`visiontune.bench.analysis`) of the planned runs:
 (``rule,rank,borda``) and, when matplotlib is installed, ``<out>/<experiment>/regret_<function>.png``.
 Re-running the same command after a kill resumes the sweep. ``--functions`` restricts the
 experiment to a subset of its functions (same run keys, so subsets share one store).
+
+``visiontune bench refraction [--quick] [--slopes A ...] [--seeds N] [--policies NAME ...] [--trials N]
+[--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]`` runs the refraction experiment of seed
+002 §5.3 instead (:mod:`visiontune.bench.refraction_experiment`); ``--slopes``, ``--policies`` and
+``--trials`` belong to it only, ``--functions`` to the benchmark experiments only.
 """
 
 from __future__ import annotations
@@ -23,15 +28,26 @@ from visiontune.errors import InvalidInputError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from visiontune.bench.experiments import EXPERIMENTS
 
-    parser.add_argument("experiment", choices=sorted(EXPERIMENTS), help="the paper experiment to run")
-    parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations)")
+    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), REFRACTION],
+                        help="the paper experiment to run (refraction: seed 002 §5.3, table 3)")
+    parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations; "
+                        "refraction: 6 rules, slopes 2 and 5, 8 seeds, 30 trials)")
     parser.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (repetitions)")
     parser.add_argument("--functions", nargs="+", default=None, metavar="NAME", help="run only these test functions")
+    parser.add_argument("--slopes", nargs="+", type=float, default=None, metavar="A",
+                        help="refraction only: psychometric slopes in logMAR^-1 (default 1 2 ... 8)")
+    parser.add_argument("--policies", nargs="+", default=None, metavar="NAME",
+                        help="refraction only: rules to run ('paper' = the six of table 3, the default)")
+    parser.add_argument("--trials", type=int, default=None, metavar="N", help="refraction only: trials per run (default 260)")
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)")
     parser.add_argument("--store", type=Path, default=None, metavar="PATH", help="results store (default <out>/<experiment>.sqlite)")
     parser.add_argument("--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this dask.distributed scheduler")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+#: Name of the refraction experiment on the command line.
+REFRACTION = "refraction"
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -51,9 +67,9 @@ def command_line(args: argparse.Namespace) -> str:
 
 def disagreements(experiment_name: str, result) -> list[tuple[str, str]]:
     """Pairs ``(a, b)`` that the paper ranks ``a`` strictly above ``b`` but we rank ``b`` strictly above ``a``."""
-    from visiontune.bench.paper_tables import PAPER_TABLES
+    from visiontune.bench.paper_tables import paper_rows
 
-    paper = {r.rule: r.borda for r in PAPER_TABLES[experiment_name.removesuffix("-quick")]}
+    paper = {r.rule: r.borda for r in paper_rows(experiment_name)}
     ours = {rule: int(result.borda[i]) for i, rule in enumerate(result.rules)}
     common = [r for r in result.rules if r in paper]
     return [(a, b) for a in common for b in common if paper[a] > paper[b] and ours[b] > ours[a]]
@@ -125,12 +141,28 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
     return "\n".join(lines)
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Options of one experiment kind given to the other are errors, not silently ignored."""
+    if args.experiment == REFRACTION:
+        if getattr(args, "functions", None):
+            raise InvalidInputError("--functions: only for the benchmark experiments, not refraction (use --slopes)")
+        return
+    for option in ("slopes", "policies", "trials"):
+        if getattr(args, option, None) is not None:
+            raise InvalidInputError(f"--{option}: only for `visiontune bench refraction`, not {args.experiment}")
+
+
 def run(args: argparse.Namespace) -> int:
     from visiontune.bench import analysis
     from visiontune.bench.experiments import get_experiment
     from visiontune.bench.store import ResultsStore
     from visiontune.bench.sweep import plan, run_sweep
 
+    _check_options(args)
+    if args.experiment == REFRACTION:
+        from visiontune.bench.refraction_experiment import run_cli
+
+        return run_cli(args)
     experiment = get_experiment(args.experiment)
     if args.quick:
         experiment = experiment.quick()
