@@ -12,11 +12,9 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import norm
 
 from visiontune.bench import experiments as E
 from visiontune.bench import sweep as S
@@ -174,7 +172,6 @@ def test_observation_model_is_probit_of_the_scaled_function(monkeypatch, scenari
 
 def test_benchmark_kernel_is_the_stored_kernel_selection():
     from visiontune.bench.kernel_selection import load_choices
-    from visiontune.gp import kernels as K
 
     choices = load_choices()
     for name in ("ackley", "forrester"):

@@ -36,7 +36,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from visiontune._validate import finite_array
 from visiontune.bench.store import ResultsStore, RunKey, RunRecord
-from visiontune.errors import ConfigurationError, InvalidInputError, StoreError
+from visiontune.errors import InvalidInputError, StoreError
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
@@ -332,31 +332,6 @@ class RefractionStore(ResultsStore):
 # ======================================================================================
 
 
-def _local(todo: list[RefractionSpec], jobs: int) -> Iterator[RefractionResult]:
-    if jobs == 1:
-        yield from map(run_one, todo)
-        return
-    from joblib import Parallel, delayed
-
-    yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(run_one)(s) for s in todo)
-
-
-def _dask(todo: list[RefractionSpec], address: str, timeout: float) -> Iterator[RefractionResult]:
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError:
-        raise ConfigurationError("scheduler: dask.distributed is not installed (pip install 'dask[distributed]')") from None
-    try:
-        client = Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
-        raise ConfigurationError(f"scheduler: cannot connect to {address!r} ({exc})") from None
-    try:
-        for future in as_completed(client.map(run_one, todo, pure=False)):
-            yield future.result()
-    finally:
-        client.close()
-
-
 def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, jobs: int = 2,
                    scheduler: str | None = None, progress: bool = True, stream=None,
                    connect_timeout: float = 30.0):
@@ -366,7 +341,7 @@ def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, 
     the dask.distributed scheduler at ``scheduler``. Returns a
     :class:`~visiontune.bench.sweep.SweepSummary`. Restarted after a kill, it runs only what is missing.
     """
-    from visiontune.bench.sweep import Progress, SweepSummary
+    from visiontune.bench.sweep import Progress, SweepSummary, run_dask, run_local
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
         raise InvalidInputError(f"jobs: expected an integer >= 1 or -1, got {jobs!r}")
@@ -382,7 +357,7 @@ def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, 
     ran = decisions = 0
     cpu = 0.0
     results: Iterable[RefractionResult] = (
-        (_dask(todo, scheduler, connect_timeout) if scheduler else _local(todo, jobs)) if todo else ()
+        (run_dask(todo, scheduler, connect_timeout, run_one) if scheduler else run_local(todo, jobs, run_one)) if todo else ()
     )
     for result in results:
         store.add_result(result)
@@ -593,7 +568,7 @@ def results_page(experiment: RefractionExperiment, result, results: Sequence[Ref
         f"(seeds 0-{experiment.n_seeds - 1}, the same patients for every rule and slope); {experiment.trials} trials; "
         f"{experiment.n_alternatives} letters; {n_planned} runs. Paper: 6 rules, 8 slopes, 20 repetitions, 260 trials "
         f"(960 runs).",
-        f"- Score per trial: the true VA through the current estimate (logMAR, lower is better); the rank tests see -VA.",
+        "- Score per trial: the true VA through the current estimate (logMAR, lower is better); the rank tests see -VA.",
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         f"- Code: {code_version()}.",

@@ -42,7 +42,7 @@ from __future__ import annotations
 import sys
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,16 +270,22 @@ class Progress:
         self.stream.flush()
 
 
-def _local(todo: list[RunSpec], jobs: int) -> Iterator[RunRecord]:
+def run_local(todo: list, jobs: int, fn: Callable | None = None) -> Iterator:
+    """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`), in this process
+    (``jobs == 1``) or in ``jobs`` joblib/loky worker processes; results in completion order."""
+    fn = run_one if fn is None else fn
     if jobs == 1:
-        yield from map(run_one, todo)
+        yield from map(fn, todo)
         return
     from joblib import Parallel, delayed
 
-    yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(run_one)(s) for s in todo)
+    yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(fn)(s) for s in todo)
 
 
-def _dask(todo: list[RunSpec], address: str, timeout: float) -> Iterator[RunRecord]:
+def run_dask(todo: list, address: str, timeout: float, fn: Callable | None = None) -> Iterator:
+    """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`) on the Dask scheduler at
+    ``address``; results in completion order."""
+    fn = run_one if fn is None else fn
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
@@ -289,7 +295,7 @@ def _dask(todo: list[RunSpec], address: str, timeout: float) -> Iterator[RunReco
     except (OSError, TimeoutError) as exc:
         raise ConfigurationError(f"scheduler: cannot connect to {address!r} ({exc})") from None
     try:
-        futures = client.map(run_one, todo, pure=False)
+        futures = client.map(fn, todo, pure=False)
         for future in as_completed(futures):
             yield future.result()
     finally:
@@ -322,7 +328,7 @@ def run_sweep(
     bar = Progress(len(todo), stream) if progress and todo else None
     ran = decisions = 0
     cpu = 0.0
-    results: Iterable[RunRecord] = _dask(todo, scheduler, connect_timeout) if scheduler else _local(todo, jobs)
+    results: Iterable[RunRecord] = run_dask(todo, scheduler, connect_timeout) if scheduler else run_local(todo, jobs)
     for record in results if todo else ():
         store.add(record)
         ran += 1
