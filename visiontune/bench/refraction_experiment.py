@@ -489,7 +489,7 @@ def plot_va_curves(va_curves: Mapping[str, Mapping[str, object]], out_dir, *, la
         ax.set_xlabel("trial")
         ax.set_ylabel("VA through the estimate (logMAR)")
         n_runs = {np.asarray(c).shape[0] for c in va_curves[label].values()}
-        ax.set_title(f"{label}, mean ± s.e.m. over {'/'.join(map(str, sorted(n_runs)))} runs")
+        ax.set_title(f"SIMULATED patients, {label}: mean ± s.e.m. over {'/'.join(map(str, sorted(n_runs)))} runs", fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
         path = out_dir / f"va_{label}.png"
