@@ -37,6 +37,7 @@ __all__ = [
     "auc",
     "beats_matrix",
     "function_ranking",
+    "plot_mean_sem",
     "plot_regret_curves",
     "stratified_analysis",
     "to_csv",
@@ -218,6 +219,19 @@ def to_markdown(result: StratifiedResult, title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_mean_sem(ax, curves: Mapping[str, object], where: str) -> None:
+    """Draw, per rule, the mean over runs (rows) of its ``(runs, iterations)`` curve against the
+    iteration (1-based), with a band of ± one standard error of the mean (``sd / √runs``, ddof 1;
+    none for a single run). ``where`` names the curves in error messages."""
+    for rule, c in curves.items():
+        arr = finite_array(f"{where}[{rule!r}]", c, ndim=2)
+        mean = arr.mean(axis=0)
+        sem = arr.std(axis=0, ddof=1) / np.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(mean)
+        t = np.arange(1, arr.shape[1] + 1)
+        ax.plot(t, mean, label=rule)
+        ax.fill_between(t, mean - sem, mean + sem, alpha=0.25)
+
+
 def plot_regret_curves(curves: Mapping[str, Mapping[str, object]], out_dir, *, functions: Sequence[str] | None = None) -> list[Path] | None:
     """One PNG per function: mean ± s.e.m. over runs of the score at each iteration, per rule.
 
@@ -236,13 +250,7 @@ def plot_regret_curves(curves: Mapping[str, Mapping[str, object]], out_dir, *, f
     written = []
     for fname in functions or list(curves):
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        for rule, c in curves[fname].items():
-            arr = finite_array(f"curves[{fname!r}][{rule!r}]", c, ndim=2)
-            mean = arr.mean(axis=0)
-            sem = arr.std(axis=0, ddof=1) / np.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(mean)
-            t = np.arange(1, arr.shape[1] + 1)
-            ax.plot(t, mean, label=rule)
-            ax.fill_between(t, mean - sem, mean + sem, alpha=0.25)
+        plot_mean_sem(ax, curves[fname], f"curves[{fname!r}]")
         ax.set_xlabel("iteration")
         ax.set_ylabel("scaled value at the reported solution")
         ax.set_title(fname)

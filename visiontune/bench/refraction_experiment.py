@@ -473,18 +473,14 @@ def plot_va_curves(va_curves: Mapping[str, Mapping[str, object]], out_dir, *, la
         import matplotlib.pyplot as plt
     except ImportError:
         return None
+    from visiontune.bench.analysis import plot_mean_sem
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for label in labels or list(va_curves):
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
-        for rule, c in va_curves[label].items():
-            arr = finite_array(f"va_curves[{label!r}][{rule!r}]", c, ndim=2)
-            mean = arr.mean(axis=0)
-            sem = arr.std(axis=0, ddof=1) / np.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(mean)
-            t = np.arange(1, arr.shape[1] + 1)
-            ax.plot(t, mean, label=rule)
-            ax.fill_between(t, mean - sem, mean + sem, alpha=0.25)
+        plot_mean_sem(ax, va_curves[label], f"va_curves[{label!r}]")
         ax.axhline(0.0, color="k", lw=0.6, ls=":")
         ax.set_xlabel("trial")
         ax.set_ylabel("VA through the estimate (logMAR)")
