@@ -207,8 +207,16 @@ def fit_refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, n:
     (:func:`visiontune.gp.fit_hyperparameters`), the first start at ``θ = 1, ℓ = 2 D, σ² = 1``.
     Takes about 10-30 s for ``n = 1000``.
     """
-    X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box)
     start = refraction_kernel(1.0, np.array([2.0, 2.0]), 1.0)
+    return _fit_from(start, slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box,
+                     n_starts=n_starts)  # fmt: skip
+
+
+def _fit_from(start, slope: float, n_alternatives: int, *, n: int, seed: int, search_box=None, context_box=None,
+              n_starts: int) -> RefractionHyperparameters:
+    """Maximum-likelihood hyperparameters of the kernel ``start`` (``θ s s' + k_SE`` on some input
+    map, parameters as :func:`_unpack` reads them) on :func:`simulate_fit_data`, from ``start``."""
+    X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box)
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
     fitted = fit_hyperparameters(start, X, y, inference="laplace", n_starts=n_starts, rng=rng)
     lml = ProbitGP(fitted, X, y).log_marginal_likelihood()
@@ -229,24 +237,39 @@ def _unpack(kernel) -> tuple[float, tuple[float, float], float]:
 
 def stored_hyperparameters() -> dict[tuple[float, int], RefractionHyperparameters]:
     """The shipped fits, by ``(slope, n_alternatives)``; empty if the data file is missing."""
-    return dict(_stored())
+    return _stored()
 
 
 @functools.lru_cache(maxsize=1)
-def _stored() -> tuple[tuple[tuple[float, int], RefractionHyperparameters], ...]:
+def _data_document() -> dict:
+    """The parsed package data file (``{}`` if it is missing); ConfigurationError if unreadable."""
     try:
         text = resources.files("visiontune").joinpath("data", _DATA_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError, OSError):
-        return ()
+        return {}
     try:
-        entries = json.loads(text)["entries"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ConfigurationError(f"{_DATA_FILE}: unreadable ({exc})") from None
-    out = []
+    if not isinstance(doc, dict):
+        raise ConfigurationError(f"{_DATA_FILE}: unreadable (expected a JSON object, got {type(doc).__name__})")
+    return doc
+
+
+def _stored_entries(key: str) -> dict[tuple[float, int], RefractionHyperparameters]:
+    """The fits stored under ``key`` of the data file, by ``(slope rounded to 1e-9, n_alternatives)``."""
+    entries = _data_document().get(key, [])
+    if not isinstance(entries, list):
+        raise ConfigurationError(f"{_DATA_FILE}: unreadable ({key!r} is not a list)")
+    out = {}
     for d in entries:
         hp = RefractionHyperparameters.from_dict(d)
-        out.append(((round(hp.slope, 9), hp.n_alternatives), hp))
-    return tuple(out)
+        out[(round(hp.slope, 9), hp.n_alternatives)] = hp
+    return out
+
+
+def _stored() -> dict[tuple[float, int], RefractionHyperparameters]:
+    return _stored_entries("entries")
 
 
 @functools.lru_cache(maxsize=64)
@@ -263,7 +286,7 @@ def refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, search
     sbox = _check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2)
     cbox = _check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1)
     if np.array_equal(sbox, _DEFAULT_SEARCH) and np.array_equal(cbox, _DEFAULT_CONTEXT):
-        hp = dict(_stored()).get((round(slope, 9), n_alternatives))
+        hp = _stored().get((round(slope, 9), n_alternatives))
         if hp is not None:
             return hp
     return _fit_cached(slope, n_alternatives, tuple(sbox.ravel().tolist()), tuple(cbox.ravel().tolist()))
@@ -322,8 +345,7 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
         _PV_KEY: sections[_PV_KEY],
     }
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    _stored.cache_clear()
-    _stored_power_vector.cache_clear()
+    _data_document.cache_clear()
     return path
 
 
@@ -616,27 +638,12 @@ def fit_power_vector_hyperparameters(slope: float, n_alternatives: int = 26, *, 
     R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
     from visiontune.gp.transformed import refraction_power_vector_kernel
 
-    X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed)
     start = refraction_power_vector_kernel(1.0, np.array([2.0, 2.0]), 1.0)
-    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
-    fitted = fit_hyperparameters(start, X, y, inference="laplace", n_starts=n_starts, rng=rng)
-    lml = ProbitGP(fitted, X, y).log_marginal_likelihood()
-    theta, lengthscales, variance = _unpack(fitted)
-    return RefractionHyperparameters(float(slope), int(n_alternatives), theta, lengthscales, variance, float(lml),
-                                     int(n), int(seed))  # fmt: skip
+    return _fit_from(start, slope, n_alternatives, n=n, seed=seed, n_starts=n_starts)
 
 
-@functools.lru_cache(maxsize=1)
-def _stored_power_vector() -> dict:
-    try:
-        doc = json.loads(resources.files("visiontune").joinpath("data", _DATA_FILE).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ModuleNotFoundError, OSError, json.JSONDecodeError):
-        return {}
-    out = {}
-    for d in doc.get(_PV_KEY, []) if isinstance(doc, dict) else []:
-        hp = RefractionHyperparameters.from_dict(d)
-        out[(round(hp.slope, 9), hp.n_alternatives)] = hp
-    return out
+def _stored_power_vector() -> dict[tuple[float, int], RefractionHyperparameters]:
+    return _stored_entries(_PV_KEY)
 
 
 @functools.lru_cache(maxsize=64)
