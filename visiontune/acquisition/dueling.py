@@ -48,6 +48,7 @@ from visiontune.acquisition.preferential import (
     _random_duel,
     _with_context,
     preference_solution,
+    sample_maxima,
 )
 from visiontune.errors import InvalidInputError
 
@@ -213,24 +214,6 @@ def training_champion(model, problem: Problem) -> np.ndarray | None:
     options = np.vstack([duels[:, c : c + d], duels[:, 2 * c + d :]])
     mu = model.predict_value(_options(problem, problem.reference_context, options))[0]
     return options[int(np.argmax(mu))].copy()
-
-
-def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, optimiser: OptimiserSettings):
-    """Maximisers ``(n_samples, d)`` of independent approximate posterior samples of the utility
-    at the reference context (000 supp. D; :func:`visiontune.gp.sampling.sample_posterior_functions`)."""
-    from visiontune.gp.sampling import sample_posterior_functions
-
-    s0, c = problem.reference_context, problem.c
-    samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
-    return np.array([
-        optimiser.run(
-            lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
-            problem.box,
-            rng,
-            values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
-        )[0]
-        for f in samples
-    ])
 
 
 def _same(problem: Problem, a, b) -> bool:

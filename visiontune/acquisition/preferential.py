@@ -30,7 +30,7 @@ from visiontune.acquisition.policy import (
 )
 from visiontune.errors import ConfigurationError
 
-__all__ = ["KSS", "MUC", "preference_solution"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
+__all__ = ["KSS", "MUC", "preference_solution", "sample_maxima"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
 
 
 def _check_problem(problem: Problem, who: str) -> None:
@@ -120,6 +120,25 @@ def _challenge_moments(model, problem: Problem, champion):
     return (lambda X: model.predict(duels(X))), predict_with_grad
 
 
+def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, optimiser: OptimiserSettings):
+    """Maximisers ``(n_samples, d)`` of independent approximate posterior samples of the utility
+    at the reference context (000 supp. D; :func:`visiontune.gp.sampling.sample_posterior_functions`)."""
+    from visiontune.gp.sampling import sample_posterior_functions
+
+    s0, c = problem.reference_context, problem.c
+    samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
+    return np.array([
+        optimiser.run(
+            lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
+            problem.box,
+            rng,
+            values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
+        )[0]
+        for f in samples
+    ])
+
+
+
 @dataclass(frozen=True, kw_only=True)
 class MUC:
     """Maximally Uncertain Challenge (000 §4.2, table S1): champion ``x* = argmax mu_f``,
@@ -172,25 +191,13 @@ class KSS:
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        from visiontune.gp.sampling import sample_posterior_functions
-
         rng = _check_rng(rng)
         _check_problem(problem, "KSS")
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)
         tol = 1e-6 * np.maximum(problem.box[:, 1] - problem.box[:, 0], 1e-12)
-        s0, c = problem.reference_context, problem.c
         for _ in range(self.max_redraws + 1):
-            samples = sample_posterior_functions(model, problem.input_box, 2, rng, n_basis=self.n_basis)
-            maxima = [
-                self.optimiser.run(
-                    lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
-                    problem.box,
-                    rng,
-                    values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
-                )[0]
-                for f in samples
-            ]
+            maxima = sample_maxima(model, problem, rng, 2, self.n_basis, self.optimiser)
             if np.any(np.abs(maxima[0] - maxima[1]) > tol):
                 return _with_context(model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context)
         return _with_context(model, problem, maxima[0], _uniform(problem.box, rng), rng, self.context_optimiser,
