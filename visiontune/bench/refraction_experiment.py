@@ -341,7 +341,7 @@ def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, 
     the dask.distributed scheduler at ``scheduler``. Returns a
     :class:`~visiontune.bench.sweep.SweepSummary`. Restarted after a kill, it runs only what is missing.
     """
-    from visiontune.bench.sweep import Progress, SweepSummary, run_dask, run_local
+    from visiontune.bench.sweep import execute_runs
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
         raise InvalidInputError(f"jobs: expected an integer >= 1 or -1, got {jobs!r}")
@@ -349,24 +349,8 @@ def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, 
         raise InvalidInputError(f"store: expected a RefractionStore, got {type(store).__name__}")
     if tuple(resolve_rules(experiment.rules)) != tuple(experiment.rules):
         raise InvalidInputError(f"policies: expected registered names, got {list(experiment.rules)}")
-    specs = plan(experiment)
-    done = store.finished_keys(experiment.name)
-    todo = [s for s in specs if s.key not in done]
-    start = time.perf_counter()
-    bar = Progress(len(todo), stream) if progress and todo else None
-    ran = decisions = 0
-    cpu = 0.0
-    results: Iterable[RefractionResult] = (
-        (run_dask(todo, scheduler, connect_timeout, run_one) if scheduler else run_local(todo, jobs, run_one)) if todo else ()
-    )
-    for result in results:
-        store.add_result(result)
-        ran += 1
-        decisions += result.n_decisions
-        cpu += result.seconds
-        if bar is not None:
-            bar.step()
-    return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
+    return execute_runs(plan(experiment), store.finished_keys(experiment.name), run_one, store.add_result, jobs=jobs,
+                        scheduler=scheduler, progress=progress, stream=stream, connect_timeout=connect_timeout)  # fmt: skip
 
 
 # ======================================================================================

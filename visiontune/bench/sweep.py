@@ -58,7 +58,10 @@ __all__ = [
     "RunSpec",
     "SweepSummary",
     "benchmark_kernel",
+    "execute_runs",
     "plan",
+    "run_dask",
+    "run_local",
     "run_one",
     "run_sweep",
     "sample_ranking",
@@ -321,19 +324,26 @@ def run_sweep(
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
         raise InvalidInputError(f"jobs: expected an integer >= 1 or -1, got {jobs!r}")
-    specs = plan(experiment)
-    done = store.finished_keys(experiment.name)
+    return execute_runs(plan(experiment), store.finished_keys(experiment.name), run_one, store.add, jobs=jobs,
+                        scheduler=scheduler, progress=progress, stream=stream, connect_timeout=connect_timeout)  # fmt: skip
+
+
+def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: int, scheduler: str | None,
+                 progress: bool, stream, connect_timeout: float) -> SweepSummary:
+    """Run ``run(spec)`` for every spec whose ``key`` is not in ``done`` (locally with
+    :func:`run_local` or on the scheduler with :func:`run_dask`), hand each result to ``add``
+    (the store's commit) as it finishes, and sum up. Results need ``n_decisions`` and ``seconds``."""
     todo = [s for s in specs if s.key not in done]
     start = time.perf_counter()
     bar = Progress(len(todo), stream) if progress and todo else None
     ran = decisions = 0
     cpu = 0.0
-    results: Iterable[RunRecord] = run_dask(todo, scheduler, connect_timeout) if scheduler else run_local(todo, jobs)
-    for record in results if todo else ():
-        store.add(record)
+    results: Iterable = (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
+    for result in results:
+        add(result)
         ran += 1
-        decisions += record.n_decisions
-        cpu += record.seconds
+        decisions += result.n_decisions
+        cpu += result.seconds
         if bar is not None:
             bar.step()
     return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
