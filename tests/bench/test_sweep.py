@@ -293,6 +293,67 @@ def test_sweep_killed_by_sigkill_resumes_without_loss_or_duplicates(tmp_path):
     np.testing.assert_array_equal(fresh.scores, final[key])
 
 
+_TERM_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    from visiontune.bench.sweep import RunSpec, execute_runs
+    from visiontune.bench.store import RunRecord
+
+    def slow(spec):  # a worker that would outlive its parent by a minute
+        if spec.seed > 0:
+            with open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w"):
+                pass
+            time.sleep(60)
+        return RunRecord(spec.key, [0.0], 1, 0.0)
+
+    specs = [RunSpec("term", "binary", "random", "forrester", seed, 1, 0) for seed in range(4)]
+    execute_runs(specs, set(), slow, lambda r: print("stored", r.key.seed, flush=True), jobs=2,
+                 scheduler=None, progress=False, stream=None, connect_timeout=1.0)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_terminated_sweep_takes_its_worker_processes_with_it(tmp_path, signum):
+    script = tmp_path / "term.py"
+    script.write_text(_TERM_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < 2:
+        time.sleep(0.05)
+        workers = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+    assert len(workers) == 2, "both workers must be busy before the signal"
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "stored 0" in out  # the finished run was handed to the store first
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(map(_alive, workers)):
+        time.sleep(0.1)
+    assert not any(map(_alive, workers)), f"workers {workers} outlived the terminated sweep"
+
+
+def test_bench_command_says_how_to_resume_when_stopped(tmp_path, capsys, monkeypatch):
+    from visiontune.bench import bench_cli
+
+    def stopped(*_args, **_kwargs):
+        raise S.SweepStopped(signal.SIGTERM)
+
+    monkeypatch.setattr(bench_cli, "_run", stopped)
+    assert bench_cli.run(argparse.Namespace()) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
+    assert "stopped by SIGTERM" in err and "the same command resumes" in err
+
+
 # ------------------------------------------------------------------ command
 
 

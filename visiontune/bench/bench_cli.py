@@ -153,6 +153,22 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command; a sweep stopped by Ctrl-C, SIGTERM or SIGHUP says how to resume and exits with
+    ``128 + signal`` (its finished runs are in the store)."""
+    import signal
+
+    from visiontune.bench.sweep import SweepStopped
+
+    try:
+        return _run(args)
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, SweepStopped) else signal.SIGINT
+        print(f"\nvisiontune bench: stopped by {signal.Signals(signum).name}; the finished runs are stored, "
+              "the same command resumes the sweep", file=sys.stderr)
+        return 128 + int(signum)
+
+
+def _run(args: argparse.Namespace) -> int:
     from visiontune.bench import analysis
     from visiontune.bench.experiments import get_experiment
     from visiontune.bench.store import ResultsStore

@@ -35,11 +35,16 @@ same initial design for a given (function, seed) (common random numbers).
 :func:`run_sweep` skips runs already in the :class:`~visiontune.bench.store.ResultsStore` and
 commits each run as it finishes; locally with joblib (loky processes), or on a
 ``dask.distributed`` scheduler when ``scheduler`` is given. Progress and ETA go to stderr.
+SIGTERM and SIGHUP stop a sweep like Ctrl-C does (:func:`signals_stop_the_sweep`): the local
+worker processes are terminated with it instead of finishing their current run as orphans.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -56,6 +61,7 @@ __all__ = [
     "REFERENCE_CONTEXT",
     "SUPPORTED_SCENARIOS",
     "RunSpec",
+    "SweepStopped",
     "SweepSummary",
     "benchmark_kernel",
     "execute_runs",
@@ -65,6 +71,7 @@ __all__ = [
     "run_one",
     "run_sweep",
     "sample_ranking",
+    "signals_stop_the_sweep",
 ]
 
 #: Scenarios the sweep can run.
@@ -273,6 +280,37 @@ class Progress:
         self.stream.flush()
 
 
+class SweepStopped(KeyboardInterrupt):
+    """A sweep stopped by SIGTERM or SIGHUP (``signum``); raised in the main thread."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_stop_the_sweep():
+    """While the block runs, SIGTERM and SIGHUP raise :class:`SweepStopped` (a KeyboardInterrupt).
+
+    Their default action ends the process at once, and the loky workers then finish their current
+    run as orphans; as an exception, joblib's generator aborts and terminates its workers, exactly
+    as on Ctrl-C. Runs already committed stay in the store. No-op outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        raise SweepStopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_local(todo: list, jobs: int, fn: Callable | None = None) -> Iterator:
     """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`), in this process
     (``jobs == 1``) or in ``jobs`` joblib/loky worker processes; results in completion order."""
@@ -339,11 +377,12 @@ def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: 
     ran = decisions = 0
     cpu = 0.0
     results: Iterable = (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
-    for result in results:
-        add(result)
-        ran += 1
-        decisions += result.n_decisions
-        cpu += result.seconds
-        if bar is not None:
-            bar.step()
+    with signals_stop_the_sweep():
+        for result in results:
+            add(result)
+            ran += 1
+            decisions += result.n_decisions
+            cpu += result.seconds
+            if bar is not None:
+                bar.step()
     return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
