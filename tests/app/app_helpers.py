@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 PROTOCOL_TEXT = """
@@ -31,7 +33,10 @@ kernel = "refraction-se"
 hyperparameters = {{ theta = 25.0, lengthscales = [2.0, 2.0], variance = 9.0 }}
 """
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+#: Where the app tests save their screenshots: a temporary folder, so that a test run leaves the
+#: tracked docs/screenshots alone; ``VISIONTUNE_SCREENSHOTS=docs/screenshots pytest tests/app``
+#: refreshes the README's pictures.
+SCREENSHOTS = Path(os.environ.get("VISIONTUNE_SCREENSHOTS") or Path(tempfile.gettempdir()) / "visiontune-screenshots")
 
 
 def write_protocol(folder: Path, max_trials: int = 40, lo: float = -1.0, hi: float = 2.0, name="app-test.toml") -> Path:

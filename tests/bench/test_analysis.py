@@ -213,6 +213,60 @@ def test_plot_regret_curves_writes_pngs_or_reports_missing_matplotlib(tmp_path):
         assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# ------------------------------------------------------------------ average ranks (Demšar 2006)
+
+
+def _final_only(means: dict[str, dict[str, float]]) -> dict:
+    """curves whose final column has the given means (two runs each, mean ± 0.1)."""
+    return {f: {r: np.array([[0.0, m - 0.1], [0.0, m + 0.1]]) for r, m in by_rule.items()} for f, by_rule in means.items()}
+
+
+def test_average_ranks_by_hand_with_a_tie():
+    curves = _final_only({"f": {"a": 3.0, "b": 2.0, "c": 1.0},
+                          "g": {"a": 1.0, "b": 2.0, "c": 2.0},   # b and c tie: 1.5 each
+                          "h": {"a": 5.0, "b": 4.0, "c": 0.0}})  # fmt: skip
+    ranks = A.average_ranks(curves)
+    np.testing.assert_allclose(ranks.mean_rank, [(1 + 3 + 1) / 3, (2 + 1.5 + 2) / 3, (3 + 1.5 + 3) / 3])
+    assert [ranks.rules[i] for i in ranks.order()] == ["a", "b", "c"]
+    assert ranks.n_functions == 3
+
+
+@pytest.mark.parametrize("k, q_table", [(2, 1.960), (3, 2.343), (5, 2.728), (7, 2.949), (9, 3.102), (10, 3.164)])
+def test_nemenyi_critical_difference_matches_demsar_table_5(k, q_table):
+    n = 34
+    expected = q_table * math.sqrt(k * (k + 1) / (6 * n))  # Demšar 2006, table 5(a), alpha = 0.05
+    assert A.nemenyi_critical_difference(k, n) == pytest.approx(expected, abs=1.5e-3 * expected)
+
+
+def test_friedman_p_is_the_chi_square_of_the_average_ranks_without_ties():
+    rng = np.random.default_rng(3)
+    k, n = 5, 12
+    means = rng.normal(size=(n, k)) + np.linspace(0.0, 1.5, k)
+    curves = _final_only({f"f{i}": {f"r{j}": means[i, j] for j in range(k)} for i in range(n)})
+    ranks = A.average_ranks(curves)
+    R = ranks.mean_rank
+    chi2_f = 12 * n / (k * (k + 1)) * (np.sum(R**2) - k * (k + 1) ** 2 / 4)  # Demšar 2006, Eq. in §3.2.2
+    from scipy.stats import chi2
+
+    assert ranks.friedman_p == pytest.approx(chi2.sf(chi2_f, k - 1), rel=1e-9)
+    assert ranks.friedman_p < 0.05  # the built-in trend is found
+    md = A.average_ranks_markdown(ranks)
+    assert f"| r4 | {R[4]:.2f} |" in md and "Nemenyi critical difference" in md
+
+
+def test_average_ranks_need_the_same_rules_everywhere():
+    with pytest.raises(InvalidInputError, match=r"curves\['g'\]"):
+        A.average_ranks({"f": {"a": np.ones((2, 3)), "b": np.ones((2, 3))}, "g": {"a": np.ones((2, 3))}})
+
+
+def test_plot_win_fraction_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(7)
+    res = A.stratified_analysis({"f": _curves_from(_separated(rng, ["r1", "r2", "r3"]))})
+    path = A.plot_win_fraction(res, tmp_path / "w" / "win_fraction.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

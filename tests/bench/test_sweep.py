@@ -376,7 +376,11 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
     csv_text = (tmp_path / "000-table1-quick.csv").read_text()
     assert csv_text.startswith("rule,rank,borda\n")
     assert sorted(line.split(",")[0] for line in csv_text.splitlines()[1:]) == ["UCB_Phi", "UCB_f", "random"]
-    assert "| Acquisition rule | Rank | Borda score |" in (tmp_path / "000-table1-quick.md").read_text()
+    page = (tmp_path / "000-table1-quick.md").read_text()
+    assert "| Acquisition rule | Rank | Borda score |" in page
+    assert "| Acquisition rule | Average rank |" in page and "Friedman test over 2 functions" in page
+    if (tmp_path / "000-table1-quick" / "regret_forrester.png").exists():  # matplotlib installed
+        assert (tmp_path / "000-table1-quick" / "win_fraction.png").read_bytes()[:4] == b"\x89PNG"
     assert "12 runs planned" in printed
     # resumable: the second call runs nothing
     assert bench_cli.run(args) == 0

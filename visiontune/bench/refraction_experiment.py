@@ -450,15 +450,11 @@ def final_summaries(results: Sequence[RefractionResult], slope: float | None = N
 def plot_va_curves(va_curves: Mapping[str, Mapping[str, object]], out_dir, *, labels: Sequence[str] | None = None) -> list[Path] | None:
     """One PNG per stratum, ``va_<label>.png``: mean ± s.e.m. over runs of the VA through the
     estimate (logMAR) against the trial, per rule (002 figure 3B). ``None`` without matplotlib."""
-    try:
-        import matplotlib
+    from visiontune.bench.analysis import plot_mean_sem, pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    from visiontune.bench.analysis import plot_mean_sem
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -106,13 +106,11 @@ def write_plot(result, path) -> None:
     """PNG with two panels: the true acuity through the estimate (logMAR) vs trial number, and
     the trials (letter read: filled, missed: open) over the posterior acuity map of the final
     model (:func:`visiontune.bench.refraction.posterior_acuity_map`), true and found corrections marked."""
-    try:
-        import matplotlib
+    from visiontune.bench.analysis import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigurationError("plot: matplotlib is not installed (pip install matplotlib)") from None
+    plt = pyplot()
+    if plt is None:
+        raise ConfigurationError("plot: matplotlib is not installed (pip install matplotlib)")
     import numpy as np
 
     from visiontune.bench.refraction import posterior_acuity_map
