@@ -76,3 +76,7 @@ def test_command_line_and_wall_time_record(tmp_path):
     bench_cli.record_wall_time(path, SweepSummary(4, 4, 0, 0.1, 0, 0.0), 2)  # nothing ran: not recorded
     entries = bench_cli.record_wall_time(path, SweepSummary(6, 4, 2, 7.5, 20, 10.0), 2)
     assert [(e["runs"], e["seconds"]) for e in entries] == [(4, 12.5), (2, 7.5)]
+    # workers busy: (20 + 10) s of runs in (12.5 + 7.5) s x 2 jobs; entries of older versions have no run_seconds
+    assert bench_cli.busy_fraction(entries) == pytest.approx(30.0 / 40.0)
+    assert bench_cli.busy_fraction(entries + [{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) == pytest.approx(0.75)
+    assert bench_cli.busy_fraction([{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) is None

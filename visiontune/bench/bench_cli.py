@@ -96,15 +96,25 @@ def final_score_table(records) -> str:
 
 def record_wall_time(path: Path, summary, jobs: int) -> list[dict]:
     """Append this invocation's wall time to ``path`` (JSON list, one entry per invocation that ran
-    something), so that a resumed sweep reports the wall time of all its parts; returns the list."""
+    something), so that a resumed sweep reports the wall time of all its parts; returns the list.
+    ``run_seconds`` (the runs' own times, summed) over ``seconds × jobs`` is how busy the workers were."""
     import json
 
     entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     if summary.ran:
         entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
-                        "decisions": summary.decisions})
+                        "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1)})
         path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return entries
+
+
+def busy_fraction(wall: list[dict]) -> float | None:
+    """``Σ run_seconds / Σ (seconds × jobs)`` over the invocations that recorded ``run_seconds``
+    (near 1: every worker computed all the time); ``None`` if none did."""
+    timed = [e for e in wall or [] if "run_seconds" in e and e["seconds"] > 0]
+    if not timed:
+        return None
+    return sum(e["run_seconds"] for e in timed) / sum(e["seconds"] * e["jobs"] for e in timed)
 
 
 def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None,
@@ -128,7 +138,8 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
         f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
         f"(runs per invocation: {', '.join(str(e['runs']) for e in wall or []) or 'none'}); run time of all "
         f"{len(records)} runs: {run_seconds:.1f} s ({decisions / run_seconds:.1f} decisions/s per core, "
-        f"{decisions} decisions)." if run_seconds else "- No run.",
+        f"{decisions} decisions)" + (f"; workers busy {100 * busy:.0f}% of the wall time." if (busy := busy_fraction(wall)) else ".")
+        if run_seconds else "- No run.",
         "",
         "## Our ranking beside the paper's", "",
         side_by_side(experiment.name, result),
