@@ -80,3 +80,16 @@ def test_command_line_and_wall_time_record(tmp_path):
     assert bench_cli.busy_fraction(entries) == pytest.approx(30.0 / 40.0)
     assert bench_cli.busy_fraction(entries + [{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) == pytest.approx(0.75)
     assert bench_cli.busy_fraction([{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) is None
+
+
+def test_final_score_table_has_a_row_per_function_and_bolds_the_best_mean():
+    from visiontune.bench.store import RunKey, RunRecord
+
+    finals = {("f", "a"): [1.0, 3.0], ("f", "b"): [0.0, 1.0], ("g", "a"): [0.0, 0.0], ("g", "b"): [2.0, 2.0]}
+    records = [RunRecord(RunKey("x", "binary", rule, fn, seed), [0.0, v], 2, 1.0)
+               for (fn, rule), values in finals.items() for seed, v in enumerate(values)]
+    table = bench_cli.final_score_table(records)
+    assert "| Function | a | b |" in table
+    sem_fa = np.std([1.0, 3.0], ddof=1) / np.sqrt(2)  # 1.0
+    assert f"| f | **2.000 ± {sem_fa:.3f}** | 0.500 ± 0.500 |" in table
+    assert "| g | 0.000 ± 0.000 | **2.000 ± 0.000** |" in table

@@ -77,20 +77,23 @@ def disagreements(experiment_name: str, result) -> list[tuple[str, str]]:
 
 def final_score_table(records) -> str:
     """Markdown: mean ± s.e.m. of the final score (true scaled value at the last reported solution)
-    per rule (rows) and function (columns), the raw numbers behind the rank tests."""
+    per function (rows) and rule (columns), the raw numbers behind the rank tests; the best mean
+    of each row in bold."""
     by: dict[str, dict[str, list[float]]] = {}
     for r in records:
-        by.setdefault(r.key.rule, {}).setdefault(r.key.function, []).append(float(r.scores[-1]))
-    functions = sorted({r.key.function for r in records})
-    lines = ["Final score, mean ± s.e.m. over seeds (larger is better):", "",
-             "| Rule | " + " | ".join(functions) + " |", "| --- |" + " ---: |" * len(functions)]
-    for rule in sorted(by):
+        by.setdefault(r.key.function, {}).setdefault(r.key.rule, []).append(float(r.scores[-1]))
+    rules = sorted({r.key.rule for r in records})
+    lines = ["Final score, mean ± s.e.m. over seeds (larger is better; best mean in bold):", "",
+             "| Function | " + " | ".join(rules) + " |", "| --- |" + " ---: |" * len(rules)]
+    for function in sorted(by):
+        values = [np.array(by[function].get(rule, [])) for rule in rules]
+        best = max((v.mean() for v in values if v.size), default=None)
         cells = []
-        for f in functions:
-            v = np.array(by[rule].get(f, []))
+        for v in values:
             sem = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
-            cells.append(f"{v.mean():.3f} ± {sem:.3f}" if v.size else "-")
-        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+            cell = f"{v.mean():.3f} ± {sem:.3f}" if v.size else "-"
+            cells.append(f"**{cell}**" if v.size and v.mean() == best else cell)
+        lines.append(f"| {function} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
