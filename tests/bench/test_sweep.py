@@ -387,3 +387,29 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
     assert "12 already stored, 0 run now" in capsys.readouterr().out
     with ResultsStore(tmp_path / "000-table1-quick.sqlite") as store:
         assert store.count() == 12
+
+
+def test_stored_only_analyses_the_complete_functions_and_runs_nothing(tmp_path, capsys, monkeypatch):
+    from visiontune.bench import bench_cli
+
+    monkeypatch.setattr(E.Experiment, "quick", _tiny_quick)
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    common = ["000-table1", "--quick", "--seeds", "2", "--jobs", "1", "--out", str(tmp_path), "--no-progress"]
+    with pytest.raises(ConfigurationError, match="no function of 000-table1-quick has all its 6 runs"):
+        bench_cli.run(parser.parse_args(common + ["--stored-only"]))
+    assert bench_cli.run(parser.parse_args(common + ["--functions", "forrester"])) == 0
+    with ResultsStore(tmp_path / "000-table1-quick.sqlite") as store:  # one run of six_hump_camel, not all of them
+        store.add(S.run_one(S.RunSpec("000-table1-quick", "binary", "random", "six_hump_camel", 0, 4, 2)))
+    capsys.readouterr()
+    assert bench_cli.run(parser.parse_args(common + ["--stored-only"])) == 0
+    assert "0 run now" in capsys.readouterr().out
+    page = (tmp_path / "000-table1-quick.md").read_text()
+    assert "- Functions: forrester." in page
+    assert "left out of this analysis (1):** six_hump_camel" in page
+    assert "--stored-only" in page  # the command that wrote the page
+    with ResultsStore(tmp_path / "000-table1-quick.sqlite") as store:
+        assert store.count() == 7
+    with pytest.raises(InvalidInputError, match="--stored-only: only for the benchmark"):
+        bench_cli.run(parser.parse_args(["refraction", "--stored-only"]))
+

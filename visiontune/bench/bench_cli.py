@@ -7,6 +7,8 @@ stratified analysis (:mod:`visiontune.bench.analysis`) of the planned runs:
 (``rule,rank,borda``) and, when matplotlib is installed, ``<out>/<experiment>/regret_<function>.png``.
 Re-running the same command after a kill resumes the sweep. ``--functions`` restricts the
 experiment to a subset of its functions (same run keys, so subsets share one store).
+``--stored-only`` runs nothing and writes the analysis of the functions whose runs are all stored
+(a sweep in progress or stopped early), naming the functions it leaves out.
 
 ``visiontune bench refraction [--quick] [--slopes A ...] [--seeds N] [--policies NAME ...] [--trials N]
 [--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]`` runs the refraction experiment of seed
@@ -44,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this dask.distributed scheduler")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--stored-only", action="store_true",
+                        help="run nothing: write the analysis of the functions whose runs are all in the store "
+                             "(a sweep in progress or stopped early); benchmark experiments only")
 
 
 #: Name of the refraction experiment on the command line.
@@ -62,6 +67,8 @@ def command_line(args: argparse.Namespace) -> str:
     parts += ["--jobs", str(args.jobs), "--out", str(args.out)]
     if args.store is not None:
         parts += ["--store", str(args.store)]
+    if getattr(args, "stored_only", False):
+        parts.append("--stored-only")
     return " ".join(parts)
 
 
@@ -120,11 +127,26 @@ def busy_fraction(wall: list[dict]) -> float | None:
     return sum(e["run_seconds"] for e in timed) / sum(e["seconds"] * e["jobs"] for e in timed)
 
 
+def stored_part(experiment, store):
+    """``(experiment on the functions whose runs are all in store, the other functions)``;
+    :class:`ConfigurationError` if no function is complete."""
+    from visiontune.bench.sweep import plan
+    from visiontune.errors import ConfigurationError
+
+    done = store.finished_keys(experiment.name)
+    complete = [f for f in experiment.functions if all(s.key in done for s in plan(experiment.with_functions([f])))]
+    if not complete:
+        raise ConfigurationError(f"--stored-only: no function of {experiment.name} has all its "
+                                 f"{len(experiment.rules) * experiment.n_seeds} runs in {store.path}")
+    return experiment.with_functions(complete), [f for f in experiment.functions if f not in complete]
+
+
 def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None,
-                 ranks=None) -> str:
+                 ranks=None, left_out: list[str] | None = None) -> str:
     """Markdown page of one experiment: protocol, command, machine, times, our table beside the
     paper's, the pairs ranked in the opposite order, the average ranks (``ranks``,
-    :func:`visiontune.bench.analysis.average_ranks`) and the stratified analysis."""
+    :func:`visiontune.bench.analysis.average_ranks`) and the stratified analysis. ``left_out``:
+    functions of the paper's experiment not (yet) complete in the store, named on the page."""
     from visiontune.bench import analysis
     from visiontune.bench.paper_tables import machine_description, side_by_side
 
@@ -136,6 +158,8 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
         f"- Scenario `{experiment.scenario}`; {len(experiment.functions)} functions; {experiment.n_seeds} seeds; "
         f"{experiment.iterations} iterations ({experiment.n_initial} initial random).",
         f"- Functions: {', '.join(experiment.functions)}.",
+        *([f"- **Not complete in the store, left out of this analysis ({len(left_out)}):** {', '.join(left_out)}; "
+           "the same command without `--stored-only` runs them."] if left_out else []),
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
@@ -168,6 +192,8 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.experiment == REFRACTION:
         if getattr(args, "functions", None):
             raise InvalidInputError("--functions: only for the benchmark experiments, not refraction (use --slopes)")
+        if getattr(args, "stored_only", False):
+            raise InvalidInputError("--stored-only: only for the benchmark experiments, not refraction")
         return
     for option in ("slopes", "policies", "trials"):
         if getattr(args, option, None) is not None:
@@ -194,7 +220,7 @@ def _run(args: argparse.Namespace) -> int:
     from visiontune.bench import analysis
     from visiontune.bench.experiments import get_experiment
     from visiontune.bench.store import ResultsStore
-    from visiontune.bench.sweep import plan, run_sweep
+    from visiontune.bench.sweep import SweepSummary, plan, run_sweep
 
     _check_options(args)
     if args.experiment == REFRACTION:
@@ -213,8 +239,14 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store_path = args.store or out / f"{experiment.name}.sqlite"
+    left_out: list[str] = []
     with ResultsStore(store_path) as store:
-        summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler, progress=not args.no_progress)
+        if getattr(args, "stored_only", False):
+            experiment, left_out = stored_part(experiment, store)
+            n = len(plan(experiment))
+            summary = SweepSummary(n, n, 0, 0.0, 0, 0.0)
+        else:
+            summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler, progress=not args.no_progress)
         planned = {spec.key for spec in plan(experiment)}
         records = [r for r in store.records(experiment.name) if r.key in planned]
     curves: dict[str, dict[str, list]] = {}
@@ -224,7 +256,7 @@ def _run(args: argparse.Namespace) -> int:
     result = analysis.stratified_analysis(curves)
     ranks = analysis.average_ranks(curves)
     wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs)
-    page = results_page(experiment, result, summary, records, command_line(args), wall, ranks)
+    page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out)
     (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
     (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
