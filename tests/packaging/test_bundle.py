@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.protocol_text import small_protocol_text
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,32 +41,7 @@ NEEDED_AT_HEAD = (
     "visiontune/session/engine.py", "visiontune/session/cli.py", "visiontune/display/_psychopy_child.py",
 )  # fmt: skip
 
-PROTOCOL = """
-name = "bundle-test"
-description = "small fixed-hyperparameter protocol for the bundle tests"
-policy = "ucb-ald"
-seed = 11
-initial_random_trials = 2
-
-[search_space]
-sphere_d = [-4.0, 4.0]
-cylinder_d = [-4.0, 4.0]
-axis_deg = 90.0
-
-[context_space]
-logmar = [-1.0, 2.0]
-
-[letters]
-set = "sloan"
-n_alternatives = 10
-
-[stopping]
-max_trials = 30
-
-[model]
-kernel = "refraction-se"
-hyperparameters = { theta = 25.0, lengthscales = [2.0, 2.0], variance = 9.0 }
-"""
+PROTOCOL = small_protocol_text("bundle-test", purpose="the bundle tests", initial_random_trials=2, max_trials=30)
 
 
 @dataclass(frozen=True)

@@ -10,36 +10,11 @@ from visiontune.session.protocol import load_protocol, parse_protocol
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
-PROTOCOL_TEXT = """
-name = "engine-test"
-description = "small fixed-hyperparameter protocol for engine tests"
-policy = "ucb-ald"
-seed = 11
-initial_random_trials = 3
-
-[search_space]
-sphere_d = [-4.0, 4.0]
-cylinder_d = [-4.0, 4.0]
-axis_deg = 90.0
-
-[context_space]
-logmar = [-1.0, 2.0]
-
-[letters]
-set = "sloan"
-n_alternatives = 10
-
-[stopping]
-max_trials = {max_trials}
-
-[model]
-kernel = "refraction-se"
-hyperparameters = {{ theta = 25.0, lengthscales = [2.0, 2.0], variance = 9.0 }}
-"""
-
+from tests.protocol_text import small_protocol_text
 
 def protocol(max_trials=8, extra=""):
-    return parse_protocol(PROTOCOL_TEXT.format(max_trials=max_trials) + extra, "engine-test.toml")
+    text = small_protocol_text("engine-test", purpose="engine tests", max_trials=max_trials)
+    return parse_protocol(text + extra, "engine-test.toml")
 
 
 @pytest.fixture
