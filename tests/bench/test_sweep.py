@@ -413,3 +413,37 @@ def test_stored_only_analyses_the_complete_functions_and_runs_nothing(tmp_path, 
     with pytest.raises(InvalidInputError, match="--stored-only: only for the benchmark"):
         bench_cli.run(parser.parse_args(["refraction", "--stored-only"]))
 
+
+
+def test_a_stopped_sweep_keeps_the_wall_time_of_its_finished_runs(tmp_path, capsys, monkeypatch):
+    from visiontune.bench import bench_cli
+
+    specs = [S.RunSpec("stop", "binary", "random", "forrester", seed, 1, 0) for seed in range(5)]
+    stored = []
+
+    def add(record):
+        if len(stored) == 3:
+            raise S.SweepStopped(signal.SIGTERM)  # the signal arrives while the fourth run is committed
+        stored.append(record)
+
+    def run(spec):
+        return RunRecord(spec.key, [0.0, 1.0], 2, 0.25)
+
+    with pytest.raises(S.SweepStopped) as caught:
+        S.execute_runs(specs, set(), run, add, jobs=1, scheduler=None, progress=False, stream=None, connect_timeout=1.0)
+    summary = caught.value.summary
+    assert (summary.planned, summary.ran, summary.decisions, summary.cpu_seconds) == (5, 3, 6, 0.75)
+
+    # the command appends that part to the experiment's wall-time record before it exits 128 + SIGTERM
+    def stopped_sweep(*_args, **_kwargs):
+        raise caught.value
+
+    monkeypatch.setattr(S, "run_sweep", stopped_sweep)
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    args = parser.parse_args(["000-table1", "--quick", "--jobs", "2", "--out", str(tmp_path), "--no-progress"])
+    assert bench_cli.run(args) == 128 + signal.SIGTERM
+    import json
+
+    entries = json.loads((tmp_path / "000-table1-quick.wall.json").read_text())
+    assert [(e["runs"], e["decisions"], e["run_seconds"], e["jobs"]) for e in entries] == [(3, 6, 0.8, 2)]

@@ -19,6 +19,7 @@ experiment to a subset of its functions (same run keys, so subsets share one sto
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -116,6 +117,18 @@ def record_wall_time(path: Path, summary, jobs: int) -> list[dict]:
                         "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1)})
         path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return entries
+
+
+@contextlib.contextmanager
+def wall_time_kept_when_stopped(path: Path, jobs: int):
+    """A sweep stopped inside the block (Ctrl-C, SIGTERM, SIGHUP) still appends the wall time of the
+    runs it finished to ``path`` (:func:`record_wall_time`; the stop carries their summary)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if getattr(exc, "summary", None) is not None:
+            record_wall_time(path, exc.summary, jobs)
+        raise
 
 
 def busy_fraction(wall: list[dict]) -> float | None:
@@ -246,7 +259,9 @@ def _run(args: argparse.Namespace) -> int:
             n = len(plan(experiment))
             summary = SweepSummary(n, n, 0, 0.0, 0, 0.0)
         else:
-            summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler, progress=not args.no_progress)
+            with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs):
+                summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
+                                    progress=not args.no_progress)  # fmt: skip
         planned = {spec.key for spec in plan(experiment)}
         records = [r for r in store.records(experiment.name) if r.key in planned]
     curves: dict[str, dict[str, list]] = {}

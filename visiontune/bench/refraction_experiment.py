@@ -651,15 +651,16 @@ def command_line(args: argparse.Namespace) -> str:
 def run_cli(args: argparse.Namespace) -> int:
     """``visiontune bench refraction``: run (resumably), analyse, write the page, CSV and PNGs."""
     from visiontune.bench import analysis
-    from visiontune.bench.bench_cli import record_wall_time
+    from visiontune.bench.bench_cli import record_wall_time, wall_time_kept_when_stopped
 
     experiment = experiment_from_args(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store_path = args.store or out / f"{experiment.name}.sqlite"
     with RefractionStore(store_path) as store:
-        summary = run_experiment(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
-                                 progress=not args.no_progress)  # fmt: skip
+        with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs):
+            summary = run_experiment(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
+                                     progress=not args.no_progress)  # fmt: skip
         results = planned_results(store, experiment)
     found = curves(results)
     order = sorted(found, key=lambda label: float(label.removeprefix("slope-")))

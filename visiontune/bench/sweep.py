@@ -370,19 +370,25 @@ def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: 
                  progress: bool, stream, connect_timeout: float) -> SweepSummary:
     """Run ``run(spec)`` for every spec whose ``key`` is not in ``done`` (locally with
     :func:`run_local` or on the scheduler with :func:`run_dask`), hand each result to ``add``
-    (the store's commit) as it finishes, and sum up. Results need ``n_decisions`` and ``seconds``."""
+    (the store's commit) as it finishes, and sum up. Results need ``n_decisions`` and ``seconds``.
+    A stop (Ctrl-C, :class:`SweepStopped`) propagates with the :class:`SweepSummary` of the runs
+    finished before it as its ``summary`` attribute."""
     todo = [s for s in specs if s.key not in done]
     start = time.perf_counter()
     bar = Progress(len(todo), stream) if progress and todo else None
     ran = decisions = 0
     cpu = 0.0
     results: Iterable = (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
-    with signals_stop_the_sweep():
-        for result in results:
-            add(result)
-            ran += 1
-            decisions += result.n_decisions
-            cpu += result.seconds
-            if bar is not None:
-                bar.step()
+    try:
+        with signals_stop_the_sweep():
+            for result in results:
+                add(result)
+                ran += 1
+                decisions += result.n_decisions
+                cpu += result.seconds
+                if bar is not None:
+                    bar.step()
+    except KeyboardInterrupt as exc:  # Ctrl-C or SweepStopped: say what was done before the stop
+        exc.summary = SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
+        raise
     return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
