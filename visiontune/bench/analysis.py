@@ -51,6 +51,7 @@ __all__ = [
     "plot_regret_curves",
     "plot_win_fraction",
     "pyplot",
+    "save_mean_sem_figures",
     "stratified_analysis",
     "to_csv",
     "to_markdown",
@@ -319,31 +320,44 @@ def plot_mean_sem(ax, curves: Mapping[str, object], where: str) -> None:
         ax.fill_between(t, mean - sem, mean + sem, alpha=0.25)
 
 
-def plot_regret_curves(curves: Mapping[str, Mapping[str, object]], out_dir, *, functions: Sequence[str] | None = None) -> list[Path] | None:
-    """One PNG per function: mean ± s.e.m. over runs of the score at each iteration, per rule.
-
-    ``curves`` as in :func:`stratified_analysis`. Returns the written paths, or ``None`` when
-    matplotlib is not installed (imported lazily, Agg backend).
-    """
+def save_mean_sem_figures(groups: Mapping[str, Mapping[str, object]], out_dir, names: Sequence[str], *, filename: str,
+                          title, xlabel: str, ylabel: str, where: str, figsize=(5, 3.5), title_size: float | None = None,
+                          zero_line: bool = False) -> list[Path] | None:
+    """One PNG per name of ``names``: :func:`plot_mean_sem` of ``groups[name]`` (rule -> runs x steps),
+    saved as ``out_dir / filename.format(name)`` with ``title(name, rule_curves)`` on top (in points
+    ``title_size``, else matplotlib's title size) and, if ``zero_line``, a dotted
+    line at 0. Returns the paths, or ``None`` when matplotlib is not installed."""
     plt = pyplot()
     if plt is None:
         return None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for fname in functions or list(curves):
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        plot_mean_sem(ax, curves[fname], f"curves[{fname!r}]")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("scaled value at the reported solution")
-        ax.set_title(fname)
+    for name in names:
+        fig, ax = plt.subplots(figsize=figsize)
+        plot_mean_sem(ax, groups[name], f"{where}[{name!r}]")
+        if zero_line:
+            ax.axhline(0.0, color="k", lw=0.6, ls=":")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title(name, groups[name]), **({"fontsize": title_size} if title_size else {}))
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = out_dir / f"regret_{fname}.png"
+        path = out_dir / filename.format(name)
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
     return written
+
+
+def plot_regret_curves(curves: Mapping[str, Mapping[str, object]], out_dir, *, functions: Sequence[str] | None = None) -> list[Path] | None:
+    """One PNG per function, ``regret_<function>.png``: mean ± s.e.m. over runs of the score at each
+    iteration, per rule. ``curves`` as in :func:`stratified_analysis`. Returns the written paths,
+    or ``None`` when matplotlib is not installed (imported lazily, Agg backend).
+    """
+    return save_mean_sem_figures(curves, out_dir, functions or list(curves), filename="regret_{}.png",
+                                 title=lambda name, _curves: name, xlabel="iteration",
+                                 ylabel="scaled value at the reported solution", where="curves")
 
 
 def plot_win_fraction(result: StratifiedResult, path) -> Path | None:

@@ -277,10 +277,18 @@ def _run(args: argparse.Namespace) -> int:
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
     analysis.plot_win_fraction(result, out / experiment.name / "win_fraction.png")
     rate = summary.decisions / summary.cpu_seconds if summary.cpu_seconds else float("nan")
-    print(f"{experiment.name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now "
-          f"in {summary.seconds:.1f} s ({rate:.1f} decisions/s per core)")
+    print_outcome(experiment.name, summary, f"{rate:.1f} decisions/s per core", result, out, pngs)
+    return 0
+
+
+def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:
+    """What a bench command prints at the end: runs planned / stored / run now with the wall time
+    and ``rate``, the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
+    from visiontune.bench import analysis
+
+    print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now "
+          f"in {summary.seconds:.1f} s ({rate})")
     print(analysis.to_csv(result), end="")
-    print(f"wrote {out / (experiment.name + '.md')}, {out / (experiment.name + '.csv')}"
+    print(f"wrote {out / (name + '.md')}, {out / (name + '.csv')}"
           + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)"))
     sys.stdout.flush()
-    return 0

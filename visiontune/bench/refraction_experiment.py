@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -450,29 +449,15 @@ def final_summaries(results: Sequence[RefractionResult], slope: float | None = N
 def plot_va_curves(va_curves: Mapping[str, Mapping[str, object]], out_dir, *, labels: Sequence[str] | None = None) -> list[Path] | None:
     """One PNG per stratum, ``va_<label>.png``: mean ± s.e.m. over runs of the VA through the
     estimate (logMAR) against the trial, per rule (002 figure 3B). ``None`` without matplotlib."""
-    from visiontune.bench.analysis import plot_mean_sem, pyplot
+    from visiontune.bench.analysis import save_mean_sem_figures
 
-    plt = pyplot()
-    if plt is None:
-        return None
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for label in labels or list(va_curves):
-        fig, ax = plt.subplots(figsize=(5.5, 3.8))
-        plot_mean_sem(ax, va_curves[label], f"va_curves[{label!r}]")
-        ax.axhline(0.0, color="k", lw=0.6, ls=":")
-        ax.set_xlabel("trial")
-        ax.set_ylabel("VA through the estimate (logMAR)")
-        n_runs = {np.asarray(c).shape[0] for c in va_curves[label].values()}
-        ax.set_title(f"SIMULATED patients, {label}: mean ± s.e.m. over {'/'.join(map(str, sorted(n_runs)))} runs", fontsize=9)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = out_dir / f"va_{label}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
-    return written
+    def title(label, rule_curves):
+        n_runs = {np.asarray(c).shape[0] for c in rule_curves.values()}
+        return f"SIMULATED patients, {label}: mean ± s.e.m. over {'/'.join(map(str, sorted(n_runs)))} runs"
+
+    return save_mean_sem_figures(va_curves, out_dir, labels or list(va_curves), filename="va_{}.png", title=title,
+                                 xlabel="trial", ylabel="VA through the estimate (logMAR)", where="va_curves",
+                                 figsize=(5.5, 3.8), title_size=9, zero_line=True)
 
 
 # ======================================================================================
@@ -651,7 +636,7 @@ def command_line(args: argparse.Namespace) -> str:
 def run_cli(args: argparse.Namespace) -> int:
     """``visiontune bench refraction``: run (resumably), analyse, write the page, CSV and PNGs."""
     from visiontune.bench import analysis
-    from visiontune.bench.bench_cli import record_wall_time, wall_time_kept_when_stopped
+    from visiontune.bench.bench_cli import print_outcome, record_wall_time, wall_time_kept_when_stopped
 
     experiment = experiment_from_args(args)
     out = Path(args.out)
@@ -672,10 +657,5 @@ def run_cli(args: argparse.Namespace) -> int:
     (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
     (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
     rate = summary.decisions / summary.seconds if summary.seconds and summary.ran else float("nan")
-    print(f"{experiment.name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now "
-          f"in {summary.seconds:.1f} s ({rate:.2f} decisions/s)")
-    print(analysis.to_csv(result), end="")
-    print(f"wrote {out / (experiment.name + '.md')}, {out / (experiment.name + '.csv')}"
-          + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)"))
-    sys.stdout.flush()
+    print_outcome(experiment.name, summary, f"{rate:.2f} decisions/s", result, out, pngs)
     return 0

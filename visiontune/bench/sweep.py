@@ -378,6 +378,10 @@ def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: 
     bar = Progress(len(todo), stream) if progress and todo else None
     ran = decisions = 0
     cpu = 0.0
+
+    def summary() -> SweepSummary:
+        return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
+
     results: Iterable = (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
     try:
         with signals_stop_the_sweep():
@@ -389,6 +393,6 @@ def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: 
                 if bar is not None:
                     bar.step()
     except KeyboardInterrupt as exc:  # Ctrl-C or SweepStopped: say what was done before the stop
-        exc.summary = SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
+        exc.summary = summary()
         raise
-    return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
+    return summary()
