@@ -48,17 +48,29 @@ def _oracle_ei(mu, var):
                                     0, m + 12 * s)[0] if m + 12 * s > 0 else 0.0 for m, s in zip(mu, sd)])
 
 
-def test_dueling_ucb_champion_is_the_mean_argmax_and_challenger_the_ucb_argmax():
+def test_dueling_ucb_champion_is_the_mean_argmax_and_challenger_the_duel_ucb_argmax():
     model, data = _model()
     q = DuelingUCB(n_initial=0)(model, PROBLEM, data, np.random.default_rng(0))
     mu, var = model.predict_value(GRID)
     assert model.predict_value(q.x[None])[0][0] >= mu.max() - 1e-6
-    ucb = mu + BETA_DUELING_UCB * np.sqrt(var)
-    assert dueling_ucb(model, PROBLEM, q.x2[None], grad=False)[0] >= ucb.max() - 1e-6
-    assert np.allclose(dueling_ucb(model, PROBLEM, GRID[::100], grad=False), ucb[::100])
+    # the UCB of the duel's latent g(x, x*) = f(x) - f(x*), from the joint posterior of the duel
+    mu_g, var_g = model.predict(np.column_stack([GRID[:, 0], np.full(len(GRID), q.x[0])]))
+    ucb = mu_g + BETA_DUELING_UCB * np.sqrt(np.maximum(var_g, 0.0))
+    assert dueling_ucb(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= ucb.max() - 1e-4  # L-BFGS-B tolerance
+    assert np.allclose(dueling_ucb(model, PROBLEM, GRID[::100], q.x, grad=False), ucb[::100])
     X = np.linspace(-1.9, 1.9, 7)[:, None]
-    assert np.allclose(dueling_ucb(model, PROBLEM, X)[1], fd_grad(lambda Z: dueling_ucb(model, PROBLEM, Z, grad=False), X),
-                       atol=1e-5)
+    assert np.allclose(dueling_ucb(model, PROBLEM, X, q.x)[1],
+                       fd_grad(lambda Z: dueling_ucb(model, PROBLEM, Z, q.x, grad=False), X), atol=1e-5)
+
+
+def test_dueling_ucb_vanishes_at_the_champion_so_the_challenger_stands_apart():
+    """``sigma_g(x*, x*) = 0`` and ``mu_g(x*, x*) = 0``: no bonus for duelling the champion with
+    itself (the marginal ``sigma_f`` of table S1's formula gives one, and its challengers sat
+    next to the champion)."""
+    model, data = _model(seed=2)
+    q = DuelingUCB(n_initial=0)(model, PROBLEM, data, np.random.default_rng(1))
+    assert abs(dueling_ucb(model, PROBLEM, q.x[None], q.x, grad=False)[0]) < 1e-6
+    assert abs(q.x2[0] - q.x[0]) > 0.1
 
 
 def test_ei_matches_numerical_integration_and_its_gradient_finite_differences():

@@ -415,6 +415,43 @@ def test_stored_only_analyses_the_complete_functions_and_runs_nothing(tmp_path, 
 
 
 
+def test_rerun_discards_one_rules_runs_and_runs_only_them_again(tmp_path, capsys, monkeypatch):
+    from visiontune.bench import bench_cli
+
+    monkeypatch.setattr(E.Experiment, "quick", _tiny_quick)
+    parser = argparse.ArgumentParser()
+    bench_cli.add_arguments(parser)
+    common = ["000-table1", "--quick", "--seeds", "2", "--functions", "forrester", "--jobs", "1", "--out", str(tmp_path),
+              "--no-progress"]
+    assert bench_cli.run(parser.parse_args(common)) == 0
+    db = tmp_path / "000-table1-quick.sqlite"
+    with ResultsStore(db) as store:
+        before = {r.key: r for r in store.records()}
+        # a stand-in for a result made by an older version of the rule
+        store.discard("000-table1-quick", "UCB_f")
+        for key in [k for k in before if k.rule == "UCB_f"]:
+            store.add(S.RunRecord(key, np.zeros(4), 4, 0.0))
+    capsys.readouterr()
+    assert bench_cli.run(parser.parse_args(common + ["--rerun", "UCB_f"])) == 0
+    printed = capsys.readouterr().out
+    assert "discarded the 2 stored runs of UCB_f" in printed and "4 already stored, 2 run now" in printed
+    with ResultsStore(db) as store:
+        after = {r.key: r for r in store.records()}
+    assert after.keys() == before.keys()
+    for key, rec in after.items():  # the rerun runs are the runs of the current code, the others untouched
+        assert np.array_equal(rec.scores, before[key].scores)
+        assert rec.seconds == before[key].seconds or key.rule == "UCB_f"
+    assert "--rerun" not in (tmp_path / "000-table1-quick.md").read_text()  # the page's command reproduces the table
+    with pytest.raises(InvalidInputError, match="--rerun: UCB not a rule of 000-table1-quick"):
+        bench_cli.run(parser.parse_args(common + ["--rerun", "UCB"]))
+    with pytest.raises(InvalidInputError, match="--rerun with --stored-only"):
+        bench_cli.run(parser.parse_args(common + ["--rerun", "UCB_f", "--stored-only"]))
+    with pytest.raises(InvalidInputError, match="--rerun: only for the benchmark"):
+        bench_cli.run(parser.parse_args(["refraction", "--rerun", "UCB_f"]))
+    with ResultsStore(db) as store:
+        assert store.count() == 6
+
+
 def test_a_stopped_sweep_keeps_the_wall_time_of_its_finished_runs(tmp_path, capsys, monkeypatch):
     from visiontune.bench import bench_cli
 

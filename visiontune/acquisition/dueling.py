@@ -7,7 +7,7 @@ contextual problem (then ``s`` by BALD on the duel, as MUC-ALD does; 002 §3.4):
 =====================================  ===========================  =========================================
 rule (000 table S1)                    champion                     challenger
 =====================================  ===========================  =========================================
-Dueling UCB (Benavoli et al. 2020)     ``argmax_X mu_f``            ``argmax mu_f(x) + beta sigma_f(x)``
+Dueling UCB (Benavoli et al. 2020)     ``x* = argmax_X mu_f``       ``argmax mu_g(x, x*) + beta sigma_g(x, x*)``
 EI (Brochu et al. 2010)                ``x** = argmax_{X_t} mu_f``  ``argmax E[(f(x) - mu_f(x**))_+]``
 Bivariate EI (Nielsen et al. 2014)     ``x**``                      ``argmax E[(f(x) - f(x**))_+]``
 EIIG (Benavoli et al. 2020)            ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) + I(c, g | x*, x)``
@@ -112,12 +112,18 @@ def _sd_and_half_inverse(var):
     return sd, np.where(var > 0, 0.5 / sd, 0.0)
 
 
-def dueling_ucb(model, problem: Problem, X, beta: float = BETA_DUELING_UCB, *, grad: bool = True):
-    """``mu_f(x) + beta sigma_f(x)`` of the utility at ``X (m, d)`` (Benavoli et al. 2020; 000 table S1).
+def dueling_ucb(model, problem: Problem, X, champion, beta: float = BETA_DUELING_UCB, *, grad: bool = True):
+    """``mu_g(x, x*) + beta sigma_g(x, x*)``: the UCB of the duel's latent ``g(x, x*) = f(x) - f(x*)``
+    against the champion ``x* (d,)``, at challengers ``X (m, d)`` (Benavoli et al. 2020; 000 table S1).
 
-    Returns ``values (m,)`` or ``(values, grads (m, d))``.
+    Table S1 prints ``mu_f(x) + beta sigma_f(x)`` with the marginal ``sigma_f``; the authors' toolbox
+    (and Benavoli et al.) take the UCB of the difference. The two means differ by the constant
+    ``mu_f(x*)``, but ``sigma_g^2 = sigma_f^2(x) + sigma_f^2(x*) - 2 cov(f(x), f(x*))`` vanishes at
+    ``x = x*``, which keeps the challenger away from the champion; the marginal ``sigma_f`` does not,
+    and its challengers sat next to the champion (uninformative duels, worse than random duels on
+    000 table 2). Returns ``values (m,)`` or ``(values, grads (m, d))``.
     """
-    mu, var, dmu, dvar = _utility(model, problem, X, grad)
+    mu, var, dmu, dvar = _duel(model, problem, X, champion, grad)
     sd, half = _sd_and_half_inverse(var)
     values = mu + beta * np.sqrt(var)
     if not grad:
@@ -263,8 +269,9 @@ class _Challenge:
 
 @dataclass(frozen=True, kw_only=True)
 class DuelingUCB(_Challenge):
-    """Dueling UCB (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``, challenger
-    ``argmax mu_f + beta sigma_f`` (latent UCB of the utility, ``beta = Phi^-1(0.975)``)."""
+    """Dueling UCB (Benavoli et al. 2020; 000 table 2, S1): champion ``x* = argmax mu_f``, challenger
+    ``argmax mu_g(x, x*) + beta sigma_g(x, x*)`` (latent UCB of the duel against the champion,
+    ``beta = Phi^-1(0.975)``; see :func:`dueling_ucb` for why not the marginal ``sigma_f``)."""
 
     beta: float = BETA_DUELING_UCB
 
@@ -275,7 +282,7 @@ class DuelingUCB(_Challenge):
             raise InvalidInputError(f"beta: expected one number >= 0, got {b.tolist()}")
 
     def _acquisition(self, model, problem, champion, X, grad):
-        return dueling_ucb(model, problem, X, self.beta, grad=grad)
+        return dueling_ucb(model, problem, X, champion, self.beta, grad=grad)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stored-only", action="store_true",
                         help="run nothing: write the analysis of the functions whose runs are all in the store "
                              "(a sweep in progress or stopped early); benchmark experiments only")
+    parser.add_argument("--rerun", nargs="+", default=None, metavar="RULE",
+                        help="discard the stored runs of these rules first, so the sweep runs them again "
+                             "(after a fix to a rule; resume a stopped rerun without --rerun); benchmark experiments only")
 
 
 #: Name of the refraction experiment on the command line.
@@ -205,9 +208,12 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.experiment == REFRACTION:
         if getattr(args, "functions", None):
             raise InvalidInputError("--functions: only for the benchmark experiments, not refraction (use --slopes)")
-        if getattr(args, "stored_only", False):
-            raise InvalidInputError("--stored-only: only for the benchmark experiments, not refraction")
+        for option in ("stored_only", "rerun"):
+            if getattr(args, option, None):
+                raise InvalidInputError(f"--{option.replace('_', '-')}: only for the benchmark experiments, not refraction")
         return
+    if getattr(args, "rerun", None) and getattr(args, "stored_only", False):
+        raise InvalidInputError("--rerun with --stored-only: --stored-only runs nothing, so nothing would be run again")
     for option in ("slopes", "policies", "trials"):
         if getattr(args, option, None) is not None:
             raise InvalidInputError(f"--{option}: only for `visiontune bench refraction`, not {args.experiment}")
@@ -224,8 +230,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, SweepStopped) else signal.SIGINT
+        again = "the same command without --rerun" if getattr(args, "rerun", None) else "the same command"
         print(f"\nvisiontune bench: stopped by {signal.Signals(signum).name}; the finished runs are stored, "
-              "the same command resumes the sweep", file=sys.stderr)
+              f"{again} resumes the sweep", file=sys.stderr)
         return 128 + int(signum)
 
 
@@ -254,6 +261,7 @@ def _run(args: argparse.Namespace) -> int:
     store_path = args.store or out / f"{experiment.name}.sqlite"
     left_out: list[str] = []
     with ResultsStore(store_path) as store:
+        discard_reruns(experiment, store, getattr(args, "rerun", None) or ())
         if getattr(args, "stored_only", False):
             experiment, left_out = stored_part(experiment, store)
             n = len(plan(experiment))
@@ -279,6 +287,16 @@ def _run(args: argparse.Namespace) -> int:
     rate = summary.decisions / summary.cpu_seconds if summary.cpu_seconds else float("nan")
     print_outcome(experiment.name, summary, f"{rate:.1f} decisions/s per core", result, out, pngs)
     return 0
+
+
+def discard_reruns(experiment, store, rules) -> None:
+    """``--rerun``: delete the stored runs of ``rules`` (names of ``experiment``'s rules) and say how many."""
+    unknown = [r for r in rules if r not in experiment.rules]
+    if unknown:
+        raise InvalidInputError(f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} "
+                                f"(its rules: {', '.join(experiment.rules)})")
+    for rule in rules:
+        print(f"{experiment.name}: discarded the {store.discard(experiment.name, rule)} stored runs of {rule}; they run again")
 
 
 def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:

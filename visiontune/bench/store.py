@@ -118,6 +118,16 @@ class ResultsStore:
             raise StoreError(f"{self.path}: cannot store run {k} ({exc})") from None
         return cur.rowcount == 1
 
+    def discard(self, experiment: str, rule: str) -> int:
+        """Delete the stored runs of ``rule`` in ``experiment`` (one transaction) so that a sweep runs
+        them again, e.g. after a fix to that rule; returns how many runs were deleted (one statement,
+        committed at once: autocommit)."""
+        try:
+            cur = self._db.execute("DELETE FROM runs WHERE experiment = ? AND rule = ?", (experiment, rule))
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot discard the runs of {rule} in {experiment} ({exc})") from None
+        return cur.rowcount
+
     # -------------------------------------------------------------- reading
     def finished_keys(self, experiment: str | None = None) -> set[RunKey]:
         """Keys of the stored runs (of one ``experiment`` if given)."""
