@@ -384,7 +384,8 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
     assert "12 runs planned" in printed
     # resumable: the second call runs nothing
     assert bench_cli.run(args) == 0
-    assert "12 already stored, 0 run now" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "12 already stored, 0 run now\n" in printed and "nan" not in printed  # no rate without a run
     with ResultsStore(tmp_path / "000-table1-quick.sqlite") as store:
         assert store.count() == 12
 
@@ -441,7 +442,9 @@ def test_rerun_discards_one_rules_runs_and_runs_only_them_again(tmp_path, capsys
     for key, rec in after.items():  # the rerun runs are the runs of the current code, the others untouched
         assert np.array_equal(rec.scores, before[key].scores)
         assert rec.seconds == before[key].seconds or key.rule == "UCB_f"
-    assert "--rerun" not in (tmp_path / "000-table1-quick.md").read_text()  # the page's command reproduces the table
+    page = (tmp_path / "000-table1-quick.md").read_text()
+    assert "--rerun" not in page.split("- Command: ")[1].splitlines()[0]  # the page's command reproduces the table
+    assert "(runs per invocation: 6, 2 (2 of them UCB_f's runs rerun))" in page
     with pytest.raises(InvalidInputError, match="--rerun: UCB not a rule of 000-table1-quick"):
         bench_cli.run(parser.parse_args(common + ["--rerun", "UCB"]))
     with pytest.raises(InvalidInputError, match="--rerun with --stored-only"):

@@ -108,29 +108,31 @@ def final_score_table(records) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record_wall_time(path: Path, summary, jobs: int) -> list[dict]:
+def record_wall_time(path: Path, summary, jobs: int, discarded: dict[str, int] | None = None) -> list[dict]:
     """Append this invocation's wall time to ``path`` (JSON list, one entry per invocation that ran
     something), so that a resumed sweep reports the wall time of all its parts; returns the list.
-    ``run_seconds`` (the runs' own times, summed) over ``seconds × jobs`` is how busy the workers were."""
+    ``run_seconds`` (the runs' own times, summed) over ``seconds × jobs`` is how busy the workers were;
+    ``discarded``: rule -> stored runs that ``--rerun`` deleted before this invocation ran them again."""
     import json
 
     entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     if summary.ran:
         entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
-                        "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1)})
+                        "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1),
+                        **({"discarded": discarded} if discarded else {})})
         path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return entries
 
 
 @contextlib.contextmanager
-def wall_time_kept_when_stopped(path: Path, jobs: int):
+def wall_time_kept_when_stopped(path: Path, jobs: int, discarded: dict[str, int] | None = None):
     """A sweep stopped inside the block (Ctrl-C, SIGTERM, SIGHUP) still appends the wall time of the
     runs it finished to ``path`` (:func:`record_wall_time`; the stop carries their summary)."""
     try:
         yield
     except KeyboardInterrupt as exc:
         if getattr(exc, "summary", None) is not None:
-            record_wall_time(path, exc.summary, jobs)
+            record_wall_time(path, exc.summary, jobs, discarded)
         raise
 
 
@@ -157,6 +159,12 @@ def stored_part(experiment, store):
     return experiment.with_functions(complete), [f for f in experiment.functions if f not in complete]
 
 
+def _invocation_runs(entry: dict) -> str:
+    """``"2260"``, or ``"2260 (100 of them Dueling-UCB's runs rerun)"`` after ``--rerun``."""
+    discarded = entry.get("discarded") or {}
+    return str(entry["runs"]) + "".join(f" ({n} of them {rule}'s runs rerun)" for rule, n in discarded.items())
+
+
 def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None,
                  ranks=None, left_out: list[str] | None = None) -> str:
     """Markdown page of one experiment: protocol, command, machine, times, our table beside the
@@ -179,7 +187,7 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
-        f"(runs per invocation: {', '.join(str(e['runs']) for e in wall or []) or 'none'}); run time of all "
+        f"(runs per invocation: {', '.join(_invocation_runs(e) for e in wall or []) or 'none'}); run time of all "
         f"{len(records)} runs: {run_seconds:.1f} s ({decisions / run_seconds:.1f} decisions/s per core, "
         f"{decisions} decisions)" + (f"; workers busy {100 * busy:.0f}% of the wall time." if (busy := busy_fraction(wall)) else ".")
         if run_seconds else "- No run.",
@@ -261,13 +269,13 @@ def _run(args: argparse.Namespace) -> int:
     store_path = args.store or out / f"{experiment.name}.sqlite"
     left_out: list[str] = []
     with ResultsStore(store_path) as store:
-        discard_reruns(experiment, store, getattr(args, "rerun", None) or ())
+        discarded = discard_reruns(experiment, store, getattr(args, "rerun", None) or ())
         if getattr(args, "stored_only", False):
             experiment, left_out = stored_part(experiment, store)
             n = len(plan(experiment))
             summary = SweepSummary(n, n, 0, 0.0, 0, 0.0)
         else:
-            with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs):
+            with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs, discarded):
                 summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
                                     progress=not args.no_progress)  # fmt: skip
         planned = {spec.key for spec in plan(experiment)}
@@ -278,7 +286,7 @@ def _run(args: argparse.Namespace) -> int:
     curves = {f: {r: np.vstack(rows) for r, rows in by_rule.items()} for f, by_rule in curves.items()}
     result = analysis.stratified_analysis(curves)
     ranks = analysis.average_ranks(curves)
-    wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs)
+    wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs, discarded)
     page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out)
     (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
     (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
@@ -289,23 +297,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def discard_reruns(experiment, store, rules) -> None:
-    """``--rerun``: delete the stored runs of ``rules`` (names of ``experiment``'s rules) and say how many."""
+def discard_reruns(experiment, store, rules) -> dict[str, int]:
+    """``--rerun``: delete the stored runs of ``rules`` (names of ``experiment``'s rules), say how many
+    and return them, rule -> runs."""
     unknown = [r for r in rules if r not in experiment.rules]
     if unknown:
         raise InvalidInputError(f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} "
                                 f"(its rules: {', '.join(experiment.rules)})")
-    for rule in rules:
-        print(f"{experiment.name}: discarded the {store.discard(experiment.name, rule)} stored runs of {rule}; they run again")
+    discarded = {rule: store.discard(experiment.name, rule) for rule in rules}
+    for rule, n in discarded.items():
+        print(f"{experiment.name}: discarded the {n} stored runs of {rule}; they run again")
+    return discarded
 
 
 def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:
     """What a bench command prints at the end: runs planned / stored / run now with the wall time
-    and ``rate``, the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
+    and ``rate`` (if it ran anything), the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
     from visiontune.bench import analysis
 
-    print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now "
-          f"in {summary.seconds:.1f} s ({rate})")
+    print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now"
+          + (f" in {summary.seconds:.1f} s ({rate})" if summary.ran else ""))
     print(analysis.to_csv(result), end="")
     print(f"wrote {out / (name + '.md')}, {out / (name + '.csv')}"
           + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)"))
