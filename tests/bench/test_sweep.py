@@ -429,7 +429,7 @@ def test_rerun_discards_one_rules_runs_and_runs_only_them_again(tmp_path, capsys
     with ResultsStore(db) as store:
         before = {r.key: r for r in store.records()}
         # a stand-in for a result made by an older version of the rule
-        store.discard("000-table1-quick", "UCB_f")
+        assert store.discard([k for k in before if k.rule == "UCB_f"]) == 2
         for key in [k for k in before if k.rule == "UCB_f"]:
             store.add(S.RunRecord(key, np.zeros(4), 4, 0.0))
     capsys.readouterr()
@@ -451,8 +451,15 @@ def test_rerun_discards_one_rules_runs_and_runs_only_them_again(tmp_path, capsys
         bench_cli.run(parser.parse_args(common + ["--rerun", "UCB_f", "--stored-only"]))
     with pytest.raises(InvalidInputError, match="--rerun: only for the benchmark"):
         bench_cli.run(parser.parse_args(["refraction", "--rerun", "UCB_f"]))
+    # only the planned runs: UCB_f on six_hump_camel (not in this command's --functions) stays stored
     with ResultsStore(db) as store:
-        assert store.count() == 6
+        store.add(S.run_one(S.RunSpec("000-table1-quick", "binary", "UCB_f", "six_hump_camel", 0, 4, 2)))
+    capsys.readouterr()
+    assert bench_cli.run(parser.parse_args(common + ["--rerun", "UCB_f"])) == 0
+    assert "discarded the 2 stored runs of UCB_f" in capsys.readouterr().out
+    with ResultsStore(db) as store:
+        assert store.count() == 7
+        assert any(k.function == "six_hump_camel" for k in store.finished_keys())
 
 
 def test_a_stopped_sweep_keeps_the_wall_time_of_its_finished_runs(tmp_path, capsys, monkeypatch):

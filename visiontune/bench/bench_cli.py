@@ -298,13 +298,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def discard_reruns(experiment, store, rules) -> dict[str, int]:
-    """``--rerun``: delete the stored runs of ``rules`` (names of ``experiment``'s rules), say how many
-    and return them, rule -> runs."""
+    """``--rerun``: delete the stored runs of ``rules`` (names of ``experiment``'s rules) among the
+    planned runs (functions and seeds of this command only), say how many and return them, rule -> runs."""
     unknown = [r for r in rules if r not in experiment.rules]
     if unknown:
         raise InvalidInputError(f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} "
                                 f"(its rules: {', '.join(experiment.rules)})")
-    discarded = {rule: store.discard(experiment.name, rule) for rule in rules}
+    from visiontune.bench.sweep import plan
+
+    keys = [spec.key for spec in plan(experiment)]
+    discarded = {rule: store.discard(k for k in keys if k.rule == rule) for rule in rules}
     for rule, n in discarded.items():
         print(f"{experiment.name}: discarded the {n} stored runs of {rule}; they run again")
     return discarded

@@ -118,15 +118,21 @@ class ResultsStore:
             raise StoreError(f"{self.path}: cannot store run {k} ({exc})") from None
         return cur.rowcount == 1
 
-    def discard(self, experiment: str, rule: str) -> int:
-        """Delete the stored runs of ``rule`` in ``experiment`` (one transaction) so that a sweep runs
-        them again, e.g. after a fix to that rule; returns how many runs were deleted (one statement,
-        committed at once: autocommit)."""
+    def discard(self, keys) -> int:
+        """Delete the stored runs of ``keys`` (:class:`RunKey`, absent ones ignored) in one transaction,
+        so that a sweep runs them again (e.g. after a fix to a rule); returns how many were deleted."""
+        rows = [(k.experiment, k.scenario, k.rule, k.function, int(k.seed)) for k in keys]
         try:
-            cur = self._db.execute("DELETE FROM runs WHERE experiment = ? AND rule = ?", (experiment, rule))
+            self._db.execute("BEGIN IMMEDIATE")
+            deleted = sum(self._db.execute(
+                "DELETE FROM runs WHERE experiment = ? AND scenario = ? AND rule = ? AND function = ? AND seed = ?",
+                row).rowcount for row in rows)
+            self._db.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot discard the runs of {rule} in {experiment} ({exc})") from None
-        return cur.rowcount
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreError(f"{self.path}: cannot discard {len(rows)} runs ({exc})") from None
+        return deleted
 
     # -------------------------------------------------------------- reading
     def finished_keys(self, experiment: str | None = None) -> set[RunKey]:
