@@ -7,7 +7,8 @@ initial random ones; the script prints, per rule, the fraction of those duels wh
 within ``--tol`` of the unit box (largest coordinate difference) and the median distance.
 
 This is how the first Dueling UCB (marginal ``sigma_f``) was found to duel near copies in about
-70% of its queries, and how EI-pref's documented pathology (000 §5.2) was measured.
+70% of its queries, how EI-pref's documented pathology (000 §5.2) was measured, and how EIIG as
+printed in table S1 (``k log mu_c - I``) was found to share it (60% near copies; EIIG+I: 1%).
 
 Run: python benchmarks/duel_spread.py [--rules Dueling-UCB EI-pref MUC] [--functions ackley ...]
 [--seeds 1] [--tol 0.01]

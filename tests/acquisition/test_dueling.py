@@ -113,8 +113,9 @@ def test_ei_rules_challenge_the_best_option_seen_with_the_grid_argmax(rule, acq)
     assert chosen >= values.max() - 1e-7
 
 
-def test_eiig_is_k_log_win_probability_plus_information_and_the_rule_takes_its_argmax():
-    model, data = _model(seed=2)
+@pytest.mark.parametrize("weight", [-1.0, 1.0])
+def test_eiig_is_k_log_win_probability_plus_weighted_information(weight):
+    model, _ = _model(seed=2)
     champ = np.array([0.5])
     X = np.linspace(-1.9, 1.9, 9)[:, None]
     mu_g, var_g = model.predict(np.column_stack([X[:, 0], np.full(len(X), 0.5)]))
@@ -122,13 +123,39 @@ def test_eiig_is_k_log_win_probability_plus_information_and_the_rule_takes_its_a
     c2 = moments.BALD_C**2
     h = lambda q: -(q * np.log2(q) + (1 - q) * np.log2(1 - q))  # noqa: E731
     info = h(p) - np.sqrt(c2 / (var_g + c2)) * np.exp(-(mu_g**2) / (2 * (var_g + c2)))  # Houlsby 2011
-    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7, grad=False), 0.7 * np.log(p) + np.maximum(info, 0), atol=1e-8)
-    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7)[1],
-                       fd_grad(lambda Z: eiig(model, PROBLEM, Z, champ, k=0.7, grad=False), X), atol=1e-5)
-    q = EIIG(n_initial=0)(model, PROBLEM, data, np.random.default_rng(0))
+    values = eiig(model, PROBLEM, X, champ, k=0.7, information_weight=weight, grad=False)
+    assert np.allclose(values, 0.7 * np.log(p) + weight * np.maximum(info, 0), atol=1e-8)
+    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7, information_weight=weight)[1],
+                       fd_grad(lambda Z: eiig(model, PROBLEM, Z, champ, k=0.7, information_weight=weight, grad=False), X),
+                       atol=1e-5)
+
+
+def test_the_papers_eiig_peaks_at_the_champion_itself():
+    """Table S1's ``k log mu_c - I`` (k = 0.5, the authors' toolbox) against ``x* = argmax mu_f``:
+    ``mu_c <= 1/2`` and ``I >= 0`` everywhere, so the maximum is ``k ln(1/2)``, at ``x = x*``; the
+    rule's optimiser lands on its champion, and the duel guard then draws the challenger uniformly
+    (a near copy where the optimiser stops short of the champion)."""
+    model, data = _model(seed=2)
+    rule = EIIG(n_initial=0)
+    q = rule(model, PROBLEM, data, np.random.default_rng(0))
     assert model.predict_value(q.x[None])[0][0] >= model.predict_value(GRID)[0].max() - 1e-6
-    values = eiig(model, PROBLEM, GRID, q.x, grad=False)  # k = 0.1
-    assert eiig(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= values.max() - 1e-6
+    values = eiig(model, PROBLEM, GRID, q.x, grad=False)
+    assert values.max() <= 0.5 * np.log(0.5) + 1e-9
+    assert abs(GRID[np.argmax(values), 0] - q.x[0]) <= 2e-3  # grid spacing 1e-3
+    assert abs(rule._challenger(model, PROBLEM, q.x, np.random.default_rng(0))[0] - q.x[0]) < 0.05
+    assert q.x2[0] != q.x[0]
+
+
+def test_eiig_plus_information_takes_its_argmax_away_from_the_champion():
+    from visiontune.acquisition import registry
+
+    model, data = _model(seed=2)
+    rule = registry.make("EIIG+I", n_initial=0)
+    assert (rule.k, rule.information_weight) == (0.1, 1.0)
+    q = rule(model, PROBLEM, data, np.random.default_rng(0))
+    assert model.predict_value(q.x[None])[0][0] >= model.predict_value(GRID)[0].max() - 1e-6
+    values = eiig(model, PROBLEM, GRID, q.x, k=0.1, information_weight=1.0, grad=False)
+    assert eiig(model, PROBLEM, q.x2[None], q.x, k=0.1, information_weight=1.0, grad=False)[0] >= values.max() - 1e-6
     assert abs(q.x2[0] - q.x[0]) > 0.1  # not the degenerate duel x2 = x* (value -k ln 2)
     assert values.max() > -0.1 * np.log(2)
 
@@ -166,6 +193,8 @@ def test_rules_validate_their_settings_and_scenario():
         DuelingUCB(beta=-1.0)
     with pytest.raises(InvalidInputError, match="k"):
         EIIG(k=float("nan"))
+    with pytest.raises(InvalidInputError, match="information_weight"):
+        EIIG(information_weight=[1.0, 2.0])
     with pytest.raises(InvalidInputError, match="n_initial"):
         BivariateEI(n_initial=-1)
     with pytest.raises(ConfigurationError, match="preferential"):
@@ -176,8 +205,8 @@ def test_table_2_and_gonzalez_rules_are_registered_with_their_sources():
     from visiontune.acquisition import registry
 
     names = set(registry.names("preferential"))
-    assert {"MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
-            "PBO-PE", "PBO-CEI", "PBO-DTS"} <= names
+    assert {"MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EIIG+I", "EI-pref",
+            "random-duel", "PBO-PE", "PBO-CEI", "PBO-DTS"} <= names
     assert all(registry.get(n).source.startswith(("000", "001")) for n in names)
     assert {"MUC-ALD", "KSS-ALD", "KSS-random-context", "MUC-random-context", "BALD-duel",
             "random-duel-contextual"} <= set(registry.names("contextual-preferential"))

@@ -141,7 +141,7 @@ def _kw(cls, n_initial_default):
 
 
 register(PolicySpec("Dueling-UCB", _kw(DuelingUCB, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
-                    "champion argmax mu_f, challenger argmax mu_f + beta sigma_f (beta = Phi^-1(0.975))"))
+                    "champion x* = argmax mu_f, challenger argmax mu_g(x, x*) + beta sigma_g(x, x*) (beta = Phi^-1(0.975))"))
 register(PolicySpec("Bivariate-EI", _kw(BivariateEI, 2), "preferential", "000 table 2, S1 (Nielsen et al. 2014)",
                     "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - f(x**))_+]"))
 register(PolicySpec("Duel-TS", _kw(DuelTS, 2), "preferential", "000 table 2, S1 (Gonzalez et al. 2017)",
@@ -149,7 +149,11 @@ register(PolicySpec("Duel-TS", _kw(DuelTS, 2), "preferential", "000 table 2, S1 
 register(PolicySpec("Dueling-TS", _kw(DuelingTS, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
                     "champion argmax mu_f, challenger the maximiser of a posterior sample"))
 register(PolicySpec("EIIG", _kw(EIIG, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
-                    "champion argmax mu_f, challenger argmax k log mu_c(x, x*) + I(c, g | x*, x)"))
+                    "champion argmax mu_f, challenger argmax k log mu_c(x, x*) - I(c, g | x*, x), k = 0.5 "
+                    "(as printed and in the authors' toolbox: a near copy of the champion)"))
+register(PolicySpec("EIIG+I", lambda n_initial=2, **kw: EIIG(n_initial=n_initial, **{"k": 0.1, "information_weight": 1.0, **kw}),
+                    "preferential", "000 table S1 (EIIG, Benavoli et al. 2020) with the information added: ours",
+                    "champion argmax mu_f, challenger argmax k log mu_c(x, x*) + I(c, g | x*, x), k = 0.1"))
 register(PolicySpec("EI-pref", _kw(PreferentialEI, 2), "preferential", "000 table 2, S1 (Brochu et al. 2010)",
                     "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - mu_f(x**))_+]"))
 register(PolicySpec("random-duel", _kw(RandomDuel, 0), "preferential", "000 table 2: Random",

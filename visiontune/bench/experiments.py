@@ -120,8 +120,9 @@ def _experiments() -> dict[str, Experiment]:
             Experiment("000-table1", "binary", ("UCB_Phi", "UCB_f", "TS", "binary-EI", "random"),
                        fns, 60, 100, 2, "Fauvel & Chalk, binary and preferential BO (seed 000) §5.1, table 1"),
             Experiment("000-table2", "preferential",
-                       ("MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel"),
-                       fns, 40, 80, 5, "seed 000 §5.2, table 2"),
+                       ("MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
+                        "EIIG+I"),
+                       fns, 40, 80, 5, "seed 000 §5.2, table 2 (+ EIIG+I, ours: EIIG with the information added)"),
             Experiment("000-table3", "batch-preferential", ("batch-MUC", "batch-KSS", "random-batch"),
                        fns, 30, 30, 2, "seed 000 §5.3, table 3 (batch size 3)"),
         )
