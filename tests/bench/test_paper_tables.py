@@ -8,7 +8,8 @@ import pytest
 from visiontune.bench import bench_cli
 from visiontune.bench.analysis import stratified_analysis
 from visiontune.bench.experiments import EXPERIMENTS
-from visiontune.bench.paper_tables import PAPER_TABLES, machine_description, paper_order, side_by_side
+from visiontune.bench.paper_tables import PAPER_TABLES, paper_order, side_by_side
+from visiontune.bench.provenance import machine_description
 from visiontune.errors import ConfigurationError
 
 
@@ -80,6 +81,30 @@ def test_command_line_and_wall_time_record(tmp_path):
     assert bench_cli.busy_fraction(entries) == pytest.approx(30.0 / 40.0)
     assert bench_cli.busy_fraction(entries + [{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) == pytest.approx(0.75)
     assert bench_cli.busy_fraction([{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) is None
+
+
+def test_each_invocation_records_the_software_that_ran_it_and_the_page_groups_them(tmp_path):
+    import numpy
+    import scipy
+
+    from visiontune.bench.provenance import software_line
+    from visiontune.bench.sweep import SweepSummary
+
+    path = tmp_path / "x.wall.json"
+    path.write_text('[{"runs": 3, "seconds": 1.0, "jobs": 1, "decisions": 9}]\n')  # written before the field existed
+    bench_cli.record_wall_time(path, SweepSummary(4, 0, 4, 12.5, 40, 20.0), 2)
+    entries = bench_cli.record_wall_time(path, SweepSummary(6, 4, 2, 7.5, 20, 10.0), 2)
+    versions = entries[1]["software"]
+    assert versions == entries[2]["software"]
+    assert (versions["numpy"], versions["scipy"]) == (numpy.__version__, scipy.__version__)
+    line = software_line(entries)
+    assert f"invocations 2, 3: visiontune {versions['visiontune']} ({versions['code']}), " in line
+    assert f"NumPy {numpy.__version__}, SciPy {scipy.__version__}" in line
+    assert "invocation 1: not recorded" in line
+    other = {**versions, "numpy": "0.0-other"}
+    line = software_line(entries + [{"runs": 1, "seconds": 1.0, "jobs": 1, "decisions": 1, "software": other}])
+    assert "invocations 2, 3:" in line and "invocation 4: " in line and "NumPy 0.0-other" in line
+    assert software_line([]) == "- Software: no invocation recorded."
 
 
 def test_final_score_table_has_a_row_per_function_and_bolds_the_best_mean():

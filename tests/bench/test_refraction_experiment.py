@@ -375,6 +375,7 @@ def test_bench_refraction_writes_page_csv_plots_and_resumes(capsys, tmp_path):
     page = (tmp_path / "refraction-3trials.md").read_text()
     assert "visiontune bench refraction --slopes 2 5 --seeds 2 --policies UCB-ALD random-contextual --trials 3" in page
     assert "Machine: " in page and "Code: " in page and "decisions/s" in page and "| Paper's name |" in page
+    assert "- Software (" in page and "invocation 1: visiontune " in page
     assert "## Final values at slope 5" in page and "va_slope-5.png" in page and "Sensitivity" in page
     if pytest.importorskip("matplotlib"):
         assert (tmp_path / "refraction-3trials" / "va_slope-5.png").exists()

@@ -379,6 +379,8 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
     page = (tmp_path / "000-table1-quick.md").read_text()
     assert "| Acquisition rule | Rank | Borda score |" in page
     assert "| Acquisition rule | Average rank |" in page and "Friedman test over 2 functions" in page
+    import numpy
+    assert "- Software (" in page and "invocation 1: visiontune " in page and f"NumPy {numpy.__version__}" in page
     if (tmp_path / "000-table1-quick" / "regret_forrester.png").exists():  # matplotlib installed
         assert (tmp_path / "000-table1-quick" / "win_fraction.png").read_bytes()[:4] == b"\x89PNG"
     assert "12 runs planned" in printed

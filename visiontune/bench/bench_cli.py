@@ -112,14 +112,17 @@ def record_wall_time(path: Path, summary, jobs: int, discarded: dict[str, int] |
     """Append this invocation's wall time to ``path`` (JSON list, one entry per invocation that ran
     something), so that a resumed sweep reports the wall time of all its parts; returns the list.
     ``run_seconds`` (the runs' own times, summed) over ``seconds × jobs`` is how busy the workers were;
-    ``discarded``: rule -> stored runs that ``--rerun`` deleted before this invocation ran them again."""
+    ``discarded``: rule -> stored runs that ``--rerun`` deleted before this invocation ran them again;
+    ``software``: the versions that ran them (:func:`visiontune.bench.provenance.software`)."""
     import json
+
+    from visiontune.bench.provenance import software
 
     entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     if summary.ran:
         entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
                         "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1),
-                        **({"discarded": discarded} if discarded else {})})
+                        **({"discarded": discarded} if discarded else {}), "software": software()})
         path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return entries
 
@@ -172,7 +175,8 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
     :func:`visiontune.bench.analysis.average_ranks`) and the stratified analysis. ``left_out``:
     functions of the paper's experiment not (yet) complete in the store, named on the page."""
     from visiontune.bench import analysis
-    from visiontune.bench.paper_tables import machine_description, side_by_side
+    from visiontune.bench.paper_tables import side_by_side
+    from visiontune.bench.provenance import machine_description, software_line
 
     run_seconds = sum(r.seconds for r in records)
     decisions = sum(r.n_decisions for r in records)
@@ -186,6 +190,7 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
            "the same command without `--stored-only` runs them."] if left_out else []),
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
+        software_line(wall),
         f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
         f"(runs per invocation: {', '.join(_invocation_runs(e) for e in wall or []) or 'none'}); run time of all "
         f"{len(records)} runs: {run_seconds:.1f} s ({decisions / run_seconds:.1f} decisions/s per core, "

@@ -12,8 +12,6 @@ UCB-ALD at slope 5 printed in §5.3). They are looked up under the experiment na
 
 from __future__ import annotations
 
-import os
-import platform
 from dataclasses import dataclass
 
 from visiontune.errors import ConfigurationError
@@ -24,7 +22,6 @@ __all__ = [
     "REFRACTION_UCB_ALD",
     "PaperRefractionFinal",
     "PaperRow",
-    "machine_description",
     "paper_order",
     "paper_rows",
     "side_by_side",
@@ -123,20 +120,6 @@ def paper_order(experiment: str, rules) -> list[str]:
     """``rules`` that the paper's table ranks, ordered by the paper's Borda score (best first)."""
     rows = {r.rule: r for r in paper_rows(experiment)}
     return sorted((r for r in rules if r in rows), key=lambda r: (-rows[r].borda, rows[r].rank))
-
-
-def machine_description() -> str:
-    """``"<nproc> cores, <CPU model>, Python <version>"`` from ``os.cpu_count`` and ``/proc/cpuinfo``."""
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
 
 
 def side_by_side(experiment: str, result) -> str:

@@ -58,7 +58,6 @@ __all__ = [
     "RefractionSpec",
     "RefractionStore",
     "analyse",
-    "code_version",
     "command_line",
     "curves",
     "experiment_from_args",
@@ -489,29 +488,14 @@ def final_table(results: Sequence[RefractionResult], slope: float | None) -> str
 SENSITIVITY_ALPHA = 0.05
 
 
-def code_version() -> str:
-    """``"commit <short hash>"`` of the working tree (``", with uncommitted changes"`` when dirty),
-    read with git's read-only commands; ``"unknown (not a git checkout)"`` otherwise."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (not a git checkout)"
-    return f"commit {head}" + (", with uncommitted changes" if dirty else "")
-
-
 def results_page(experiment: RefractionExperiment, result, results: Sequence[RefractionResult], command: str,
                  wall: list[dict] | None = None, pngs: Sequence[Path] | None = None, out: Path | None = None) -> str:
     """Markdown page: protocol, command, machine, times, our Borda table beside 002 Table 3, the
     final VA / sphere / cylinder table at slope 5 and over all slopes, the curves, the analysis."""
     from visiontune.bench import analysis
     from visiontune.bench.bench_cli import disagreements
-    from visiontune.bench.paper_tables import machine_description, side_by_side
+    from visiontune.bench.paper_tables import side_by_side
+    from visiontune.bench.provenance import code_version, machine_description, software_line
 
     run_seconds = sum(r.seconds for r in results)
     decisions = sum(r.n_decisions for r in results)
@@ -533,6 +517,7 @@ def results_page(experiment: RefractionExperiment, result, results: Sequence[Ref
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         f"- Code: {code_version()}.",
+        software_line(wall),
     ]
     if wall_seconds:
         lines.append(f"- Wall time: {wall_seconds:.0f} s ({wall_seconds / 3600:.2f} h) for {wall_runs} runs in "

@@ -1,0 +1,76 @@
+"""Where a results page's numbers came from: the machine, the code and the numerical libraries.
+
+A benchmark run is a pure function of (rule, function, seed) and the software: the same install
+replays a stored run bit for bit, while another NumPy or SciPy build agrees at first only to
+rounding (1e-15) and the runs may then drift apart, since each answer is drawn from a probability
+that the rounding moved. So every invocation of a sweep records :func:`software` beside its wall
+time, and the pages print it (:func:`software_line`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+__all__ = ["code_version", "machine_description", "software", "software_line"]
+
+
+def machine_description() -> str:
+    """``"<nproc> cores, <CPU model>, Python <version>"`` from ``os.cpu_count`` and ``/proc/cpuinfo``."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
+
+
+def code_version() -> str:
+    """``"commit <short hash>"`` of the working tree (``", with uncommitted changes"`` when dirty),
+    read with git's read-only commands; ``"unknown (not a git checkout)"`` otherwise."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return f"commit {head}" + (", with uncommitted changes" if dirty else "")
+
+
+def software() -> dict[str, str]:
+    """The versions that decide a run's numbers to the last bit: VisionTune (and its commit), Python,
+    NumPy, SciPy."""
+    import numpy
+    import scipy
+
+    from visiontune import __version__
+
+    return {"visiontune": __version__, "code": code_version(), "python": platform.python_version(),
+            "numpy": numpy.__version__, "scipy": scipy.__version__}
+
+
+def _describe(versions: dict) -> str:
+    return (f"visiontune {versions.get('visiontune', '?')} ({versions.get('code', 'code not recorded')}), "
+            f"Python {versions.get('python', '?')}, NumPy {versions.get('numpy', '?')}, SciPy {versions.get('scipy', '?')}")
+
+
+def software_line(wall: list[dict] | None) -> str:
+    """``"- Software: ..."`` for a results page: the versions each invocation recorded in its wall-time
+    entry (key ``software``), invocations with the same versions grouped, numbered from 1."""
+    groups: dict[str, list[int]] = {}
+    for i, entry in enumerate(wall or [], start=1):
+        versions = entry.get("software")
+        groups.setdefault(_describe(versions) if versions else "not recorded", []).append(i)
+    if not groups:
+        return "- Software: no invocation recorded."
+    parts = [f"invocation{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))}: {text}" for text, ns in groups.items()]
+    return ("- Software (the same versions replay a stored run bit for bit; other NumPy/SciPy builds agree to "
+            "rounding, then may drift): " + "; ".join(parts) + ".")
