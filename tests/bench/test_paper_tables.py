@@ -45,6 +45,32 @@ def test_results_page_flags_the_pairs_ranked_against_the_paper():
     assert bench_cli.disagreements("000-table1", agree) == []
 
 
+def test_a_rule_outside_the_papers_table_is_left_out_of_the_comparison_with_it():
+    """EIIG+I is not in 000 Table 2. Here it beats every run of every other rule on both functions,
+    which adds 1 to its Borda per function and nothing to the others' order; without it, MUC is
+    alone on top (4 points: 2 rules beaten x 2 functions), and the pairs against the paper come
+    from the paper's rules only."""
+    from visiontune.bench.analysis import average_ranks
+
+    rng = np.random.default_rng(1)
+    curves = {f: {"EIIG+I": 5.0 + rng.random((12, 3)), "MUC": 2.0 + rng.random((12, 3)),
+                  "random-duel": rng.random((12, 3)), "EI-pref": -2.0 + rng.random((12, 3))} for f in ("f1", "f2")}
+    assert bench_cli.paper_rules_only("000-table2", {f: {r: c for r, c in by.items() if r != "EIIG+I"}
+                                                     for f, by in curves.items()}) is None
+    result, ranks = bench_cli.paper_rules_only("000-table2", curves)
+    assert set(result.rules) == {"MUC", "random-duel", "EI-pref"}
+    assert dict(zip(result.rules, result.borda.tolist())) == {"MUC": 4, "random-duel": 2, "EI-pref": 0}
+    assert dict(zip(ranks.rules, ranks.mean_rank.tolist())) == {"MUC": 1.0, "random-duel": 2.0, "EI-pref": 3.0}
+    full = stratified_analysis(curves)
+    page = bench_cli.results_page(EXPERIMENTS["000-table2"].with_functions(["ackley"]), full, None, [], "cmd", [],
+                                  average_ranks(curves), None, (result, ranks))
+    section = page[page.index("## The paper's rules only"):page.index("## Average ranks")]
+    assert "without EIIG+I" in section and "| EIIG+I |" not in section
+    assert "| MUC | 1 | 4 | Maximally Uncertain Challenge | 1 | 141 |" in section
+    # random above EI-pref is against the paper (EI 23 > random 21); EIIG+I above MUC is not counted
+    assert "EI-pref / random-duel" in section and "EIIG+I" not in section.split("Pairs ranked")[1]
+
+
 def test_machine_description_names_cores_and_cpu():
     text = machine_description()
     assert text.split()[0].isdigit() and "cores" in text and "Python" in text

@@ -169,11 +169,13 @@ def _invocation_runs(entry: dict) -> str:
 
 
 def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None,
-                 ranks=None, left_out: list[str] | None = None) -> str:
+                 ranks=None, left_out: list[str] | None = None, paper_only=None) -> str:
     """Markdown page of one experiment: protocol, command, machine, times, our table beside the
     paper's, the pairs ranked in the opposite order, the average ranks (``ranks``,
     :func:`visiontune.bench.analysis.average_ranks`) and the stratified analysis. ``left_out``:
-    functions of the paper's experiment not (yet) complete in the store, named on the page."""
+    functions of the paper's experiment not (yet) complete in the store, named on the page.
+    ``paper_only``: ``(result, ranks)`` of the paper's rules alone (:func:`paper_rules_only`) when
+    the experiment runs rules the paper's table lacks; the opposite-order pairs then come from it."""
     from visiontune.bench import analysis
     from visiontune.bench.paper_tables import side_by_side
     from visiontune.bench.provenance import machine_description, software_line
@@ -200,7 +202,14 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
         "## Our ranking beside the paper's", "",
         side_by_side(experiment.name, result),
     ]
-    pairs = disagreements(experiment.name, result)
+    if paper_only is not None:
+        extra = [r for r in result.rules if r not in paper_only[0].rules]
+        lines += ["", "## The paper's rules only", "",
+                  f"The same runs without {', '.join(extra)}, which the paper's table does not have: a rule scores "
+                  "by beating the others, so every total depends on which rules take part. This is the comparison "
+                  "with the paper's table.", "", side_by_side(experiment.name, paper_only[0]),
+                  analysis.average_ranks_markdown(paper_only[1])]
+    pairs = disagreements(experiment.name, result if paper_only is None else paper_only[0])
     if pairs:
         lines.append("Pairs ranked in the opposite order from the paper (paper's better rule first): "
                      + ", ".join(f"{a} / {b}" for a, b in pairs) + ". See README.md for the likely reasons.")
@@ -292,7 +301,8 @@ def _run(args: argparse.Namespace) -> int:
     result = analysis.stratified_analysis(curves)
     ranks = analysis.average_ranks(curves)
     wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs, discarded)
-    page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out)
+    page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out,
+                        paper_rules_only(experiment.name, curves))
     (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
     (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
@@ -300,6 +310,21 @@ def _run(args: argparse.Namespace) -> int:
     rate = summary.decisions / summary.cpu_seconds if summary.cpu_seconds else float("nan")
     print_outcome(experiment.name, summary, f"{rate:.1f} decisions/s per core", result, out, pngs)
     return 0
+
+
+def paper_rules_only(experiment_name: str, curves):
+    """``(stratified result, average ranks)`` of the rules in the paper's table of ``experiment_name``
+    alone, from ``curves`` (function -> rule -> scores); ``None`` when every rule is in the table
+    (or fewer than two are)."""
+    from visiontune.bench import analysis
+    from visiontune.bench.paper_tables import paper_rows
+
+    table = {r.rule for r in paper_rows(experiment_name)}
+    rules = set(next(iter(curves.values()), {}))
+    if rules <= table or len(rules & table) < 2:
+        return None
+    kept = {f: {r: c for r, c in by_rule.items() if r in table} for f, by_rule in curves.items()}
+    return analysis.stratified_analysis(kept), analysis.average_ranks(kept)
 
 
 def discard_reruns(experiment, store, rules) -> dict[str, int]:
