@@ -33,7 +33,10 @@ def _reference_next_query(tmp_path, proto, trials, k):
 
 @pytest.mark.parametrize("kills", [4, pytest.param(20, marks=pytest.mark.slow)])
 def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
-    proto = protocol(max_trials=60)
+    # Each child stops by itself after STEPS answers (leaving the session open), so a fast machine
+    # cannot finish the session before the last kill: the kills land within STEPS answers.
+    steps = 8
+    proto = protocol(max_trials=steps * kills + 20)
     proto_path = tmp_path / "p.toml"
     proto_path.write_text(proto.source_text)
     db = tmp_path / "log.sqlite3"
@@ -47,7 +50,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
         else:
             args = ["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet", "--true-rx", "1 -1",
                     "--patient-seed", str(k)]
-        child = _spawn(args)
+        child = _spawn(args + ["--max-steps", str(steps)])
         deadline = time.monotonic() + 60
         target = len(seen) + int(rng.integers(1, 4))
         while time.monotonic() < deadline and child.poll() is None:  # kill once a few new answers are in
