@@ -1,5 +1,5 @@
 """Named refraction policies (issue 7): UCB-ALD-PV (the paper's UCB-ALD on the power-vector
-kernel) and UCB-ALD-SL (on the paper's kernel with 2 D SE lengthscales) are accepted wherever a
+kernel), UCB-ALD-SL and TS-ALD-SL (on the paper's kernel with 2 D SE lengthscales) are accepted wherever a
 refraction policy name is, with hyperparameters for every stored slope and number of alternatives;
 and the tracked estimate of a run."""
 
@@ -28,13 +28,15 @@ def test_named_fix_is_a_refraction_policy_name():
     assert R.policy_kernel("ts-ald") == ("TS-ALD", R.KERNEL_SE)
     assert R.resolve_policy("ucb-ald-sl") == R.UCB_ALD_SL
     assert R.policy_kernel("UCB-ALD-SL") == ("UCB-ALD", R.KERNEL_SHORT_LENGTHSCALE)
+    assert R.policy_kernel("ts-ald-sl") == ("TS-ALD", R.KERNEL_SHORT_LENGTHSCALE)
     assert "UCB-ALD-PV" not in registry.names()  # the policy rule is UCB-ALD's; only the kernel differs
 
 
-def test_ucb_ald_sl_is_ucb_ald_with_two_diopter_lengthscales():
+@pytest.mark.parametrize("named_policy, rule", [("UCB-ALD-SL", "UCB-ALD"), ("TS-ALD-SL", "TS-ALD")])
+def test_sl_policies_are_their_rule_with_two_diopter_lengthscales(named_policy, rule):
     rx = Prescription(-1.0, 2.5, 180.0)
-    named = R.run_refraction("UCB-ALD-SL", slope=4.0, trials=9, seed=5, true_rx=rx)
-    spelled = R.run_refraction("UCB-ALD", slope=4.0, trials=9, seed=5, true_rx=rx, kernel=R.KERNEL_SHORT_LENGTHSCALE)
+    named = R.run_refraction(named_policy, slope=4.0, trials=9, seed=5, true_rx=rx)
+    spelled = R.run_refraction(rule, slope=4.0, trials=9, seed=5, true_rx=rx, kernel=R.KERNEL_SHORT_LENGTHSCALE)
     assert named.records == spelled.records and named.kernel_variant == R.KERNEL_SHORT_LENGTHSCALE
     paper = R.refraction_hyperparameters(4.0, 26)
     assert np.allclose(np.exp(named.final_model.kernel.params), [paper.theta, 2.0, 2.0, paper.variance])

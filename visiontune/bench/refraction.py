@@ -91,6 +91,7 @@ __all__ = [
     "stored_hyperparameters",
     "UCB_ALD_PV",
     "UCB_ALD_SL",
+    "TS_ALD_SL",
 ]
 
 #: Number of simulated answers the hyperparameters are fit on (002 §5.2).
@@ -618,10 +619,13 @@ FITTED_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
 UCB_ALD_PV = "UCB-ALD-PV"
 #: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, issue 7).
 UCB_ALD_SL = "UCB-ALD-SL"
+#: TS-ALD with the same 2 D SE lengthscales (does the fix carry over to Thompson sampling?).
+TS_ALD_SL = "TS-ALD-SL"
 #: Named refraction policies beyond the paper: name -> (registered policy, kernel variant).
 #: Each has hyperparameters for every stored slope and number of alternatives without a fit.
 FIXED_POLICIES: dict[str, tuple[str, str]] = {UCB_ALD_PV: ("UCB-ALD", KERNEL_POWER_VECTOR),
-                                              UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE)}  # fmt: skip
+                                              UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE),
+                                              TS_ALD_SL: ("TS-ALD", KERNEL_SHORT_LENGTHSCALE)}  # fmt: skip
 _PV_KEY = "power_vector_entries"
 
 
