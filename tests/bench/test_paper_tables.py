@@ -71,6 +71,28 @@ def test_a_rule_outside_the_papers_table_is_left_out_of_the_comparison_with_it()
     assert "EI-pref / random-duel" in section and "EIIG+I" not in section.split("Pairs ranked")[1]
 
 
+def test_code_version_names_the_commit_and_only_code_changes_make_it_dirty(tmp_path):
+    import subprocess
+
+    from visiontune.bench.provenance import code_version
+
+    assert code_version(tmp_path / "pkg") == "unknown (not a git checkout)"
+    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout  # noqa: E731
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("x = 1\n")
+    (tmp_path / "docs" / "r.md").write_text("old\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = git("rev-parse", "--short", "HEAD").strip()
+    assert code_version(tmp_path / "pkg") == f"commit {head}"
+    (tmp_path / "docs" / "r.md").write_text("new results\n")  # a page being rewritten
+    assert code_version(tmp_path / "pkg") == f"commit {head}"
+    (tmp_path / "pkg" / "m.py").write_text("x = 2\n")
+    assert code_version(tmp_path / "pkg") == f"commit {head}, with uncommitted changes"
+
+
 def test_machine_description_names_cores_and_cpu():
     text = machine_description()
     assert text.split()[0].isdigit() and "cores" in text and "Python" in text

@@ -31,15 +31,19 @@ def machine_description() -> str:
     return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}"
 
 
-def code_version() -> str:
-    """``"commit <short hash>"`` of the working tree (``", with uncommitted changes"`` when dirty),
-    read with git's read-only commands; ``"unknown (not a git checkout)"`` otherwise."""
-    root = Path(__file__).resolve().parents[2]
+def code_version(package: Path | None = None) -> str:
+    """``"commit <short hash>"`` of the checkout this package runs from (``", with uncommitted
+    changes"`` when its code differs from the commit: results and docs being rewritten do not
+    count), read with git's read-only commands; ``"unknown (not a git checkout)"`` otherwise (an
+    installed copy: run sweeps from an editable install to have the commit recorded). ``package``:
+    the package folder (default: visiontune's own)."""
+    package = Path(__file__).resolve().parents[1] if package is None else Path(package).resolve()
+    root = package.parent
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                               text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(package)], cwd=root,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return "unknown (not a git checkout)"
     return f"commit {head}" + (", with uncommitted changes" if dirty else "")
