@@ -37,6 +37,7 @@ cause is the fitted lengthscales (5-10 D), far too long for the acuity peak at `
 ``UCB-ALD-SL`` runs UCB-ALD with both SE lengthscales at 2 D (θ, σ² as fit): mean final VA
 0.036 ± 0.011 logMAR at slope 5 (10 seeds) against 0.172 ± 0.055 for UCB-ALD. ``UCB-ALD-PV`` runs
 it on the SE kernel in power-vector coordinates with its own fit (0.363 ± 0.062: no better).
+``TS-ALD-SL`` is TS-ALD with the same 2 D lengthscales (0.021 ± 0.005 at slope 5, 20 repetitions).
 :data:`FIXED_POLICIES` maps each name to ``(registered policy, kernel variant)``.
 """
 
