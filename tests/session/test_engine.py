@@ -145,9 +145,11 @@ def test_shipped_protocols_build_sessions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["paper-ucb-ald", "clinical-sloan"])
-def test_shipped_hyperparameters_are_the_simulation_fit(name):
-    """The explicit hyperparameters of the shipped protocols are what `fit = "simulation"` gives."""
+@pytest.mark.parametrize("name, lengthscales", [("paper-ucb-ald", None), ("clinical-sloan", (2.0, 2.0))])
+def test_shipped_hyperparameters_are_the_simulation_fit(name, lengthscales):
+    """The explicit hyperparameters of the shipped protocols are what `fit = "simulation"` gives;
+    clinical-sloan keeps the fit's theta and variance but sets both SE lengthscales to 2 D (the
+    fix of the stall, docs/results/refraction-investigation.md; its protocol file says why)."""
     from visiontune.bench.refraction import fit_refraction_hyperparameters
     from visiontune.session import setup
 
@@ -156,5 +158,7 @@ def test_shipped_hyperparameters_are_the_simulation_fit(name):
         setup.design_slope(p), p.n_alternatives, search_box=setup.problem(p).box,
         context_box=np.array([p.logmar_range]),
     )
-    shipped = setup.kernel(p)
-    np.testing.assert_allclose(np.exp(shipped.params), np.exp(hp.kernel().params), rtol=2e-3)
+    expected = np.exp(hp.kernel().params)  # theta, lengthscale S, lengthscale C, variance
+    if lengthscales is not None:
+        expected[1:3] = lengthscales
+    np.testing.assert_allclose(np.exp(setup.kernel(p).params), expected, rtol=2e-3)
