@@ -253,3 +253,69 @@ def test_psychopy_child_that_cannot_run_is_a_calibration_error(tmp_path):
         from_psychopy_monitor("lane1", python=str(tmp_path / "no-such-python"))
     with pytest.raises(CalibrationError, match="could not read monitor"):
         from_psychopy_monitor("lane1", python=sys.executable)  # a Python without PsychoPy
+
+
+# --- issue 21: a physical range for every quantity; files that are not calibrations ---------
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("viewing_distance_mm", 1e308, "<= 20000 mm"),
+        ("viewing_distance_mm", 20000.5, "<= 20000 mm"),
+        ("screen_width_mm", 1e308, "between 10 and 20000 mm"),
+        ("screen_height_mm", 5.0, "between 10 and 20000 mm"),
+        ("width_px", 10**6, "at most 100000 pixels"),
+        ("width_px", float("inf"), "whole number of pixels"),
+        ("height_px", float("nan"), "whole number of pixels"),
+        ("width_px", "1920", "whole number of pixels"),
+        ("background_cd_m2", 1e308, "at most 10000 cd/m^2"),
+        ("optotype_cd_m2", 1e308, "<= 10000 cd/m^2"),
+        ("screen_width_mm", 10**400, "expected a number"),
+        ("screen_width_mm", [480.0], "expected a number"),
+    ],
+)
+def test_every_quantity_has_a_physical_range(field, value, message):
+    with pytest.raises(CalibrationError, match=field) as err:
+        Calibration(**{**GOOD, field: value, **({"background_nonstandard": True} if "background" in field else {})})
+    assert message in str(err.value)
+
+
+def test_pixel_pitch_has_a_physical_range():
+    with pytest.raises(CalibrationError, match="pixel pitch"):
+        Calibration(screen_width_mm=20.0, screen_height_mm=11.25, width_px=3840, height_px=2160,
+                    viewing_distance_mm=4000.0)  # fmt: skip
+    with pytest.raises(CalibrationError, match="pixel pitch"):
+        Calibration(screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=160, height_px=90,
+                    viewing_distance_mm=4000.0)  # fmt: skip
+
+
+def test_largest_sensible_lane_is_accepted():
+    assert Calibration(**{**GOOD, "viewing_distance_mm": 20000.0}).viewing_distance_mm == 20000.0
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfe", "not UTF-8"),
+        (b"[" * 40_000, "nested too deeply"),
+        (b"[" * 100_000, "bytes"),
+        (b"1" * 5000, "not valid JSON"),
+    ],
+)
+def test_files_that_are_not_calibrations(tmp_path, content, message):
+    path = tmp_path / "cal.json"
+    path.write_bytes(content)
+    with pytest.raises(CalibrationError, match=message):
+        load_calibration(path)
+
+
+def test_save_refuses_a_folder_and_a_fifo_and_leaves_nothing(tmp_path):
+    import os
+
+    (tmp_path / "DIR").mkdir()
+    os.mkfifo(tmp_path / "pipe")
+    for target in (tmp_path / "DIR", tmp_path / "pipe"):
+        with pytest.raises(CalibrationError, match="expected a regular file or a new file path"):
+            save_calibration(Calibration(**GOOD), target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR", "pipe"]

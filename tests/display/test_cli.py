@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import stat
 
 import pytest
@@ -137,3 +138,143 @@ def test_works_as_visiontune_calibrate(tmp_path, capsys):
     assert top.main(["calibrate", "--width-mm", "0", *SIZE[2:], "--file", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "screen_width_mm" in err
+
+
+# --- issue 21: no traceback on any file, no leftovers, every quantity in a physical range ----
+
+
+def _one_line_error(rc, out, err):
+    assert rc == 2 and out == "" and "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("visiontune calibrate: error: "), err
+    return err
+
+
+def test_file_that_is_a_folder_is_refused_and_nothing_is_left(tmp_path, capsys):
+    folder = tmp_path / "DIR"
+    folder.mkdir()
+    err = _one_line_error(*calibrate(SIZE, folder, capsys))
+    assert "is a folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR"] and list(folder.iterdir()) == []
+    assert "is a folder" in _one_line_error(*calibrate(["--show"], folder, capsys))
+
+
+def test_fifo_is_refused_for_saving_and_showing_without_blocking(tmp_path, capsys):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "FIFO" in _one_line_error(*calibrate(SIZE, fifo, capsys))
+    assert "FIFO" in _one_line_error(*calibrate(["--show"], fifo, capsys))
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_dev_full_is_refused_and_stays_a_device(capsys):
+    before = os.stat("/dev/full")
+    assert "character device" in _one_line_error(*calibrate(SIZE, "/dev/full", capsys))
+    after = os.stat("/dev/full")
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfe{\x00", "not UTF-8"),
+        (b'{"screen_width_mm": "\xe9"}', "not UTF-8"),
+        (b"[" * 100_000, "bytes"),  # larger than any calibration file
+        (b"[" * 50_000, "nested too deeply"),  # small enough to parse: RecursionError
+        (b'{"a":' * 10_000 + b"1" + b"}" * 10_000, "nested too deeply"),
+        (b"", "not valid JSON"),
+        (b"9" * 5000, "not valid JSON"),  # beyond Python's int digit limit
+    ],
+)
+def test_show_of_a_broken_file_is_one_line(tmp_path, capsys, content, message):
+    path = tmp_path / "cal.json"
+    path.write_bytes(content)
+    assert message in _one_line_error(*calibrate(["--show"], path, capsys))
+    assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("failing", ["write", "fsync"])
+def test_full_disk_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch, failing):
+    import errno
+
+    from visiontune import private_files
+
+    path = tmp_path / "cal.json"
+    assert calibrate(SIZE, path, capsys)[0] == 0
+    before = path.read_bytes()
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(private_files.os, failing, no_space)
+    err = _one_line_error(*calibrate([*SIZE[:6], "--distance-mm", "4000"], path, capsys))
+    monkeypatch.undo()
+    assert "no space left" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json"]  # no cal.json.tmp
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "argv, name",
+    [
+        ([*SIZE[:6], "--distance-mm", "1e308"], "viewing_distance_mm"),
+        ([*SIZE[:6], "--distance-mm", "20001"], "viewing_distance_mm"),
+        ([*SIZE[:6], "--distance-mm", "inf"], "viewing_distance_mm"),
+        ([*SIZE[:6], "--distance-mm", "nan"], "viewing_distance_mm"),
+        (["--width-mm", "1e308", "--height-mm", "1e308", *SIZE[4:]], "screen_width_mm"),
+        (["--width-mm", "5", "--height-mm", "3", *SIZE[4:]], "screen_width_mm"),
+        (["--width-mm", "20000", "--height-mm", "11250", *SIZE[4:]], "pixel pitch"),
+        (["--width-mm", "20", "--height-mm", "11.25", "--resolution", "3840x2160", *SIZE[6:]], "pixel pitch"),
+        ([*SIZE[:4], "--resolution", "99999999999999999999x1", *SIZE[6:]], "--resolution"),
+        ([*SIZE[:4], "--resolution", "200000x112500", *SIZE[6:]], "--resolution"),
+        (["--card-px", "1e308", "1e308", *SIZE[4:]], "card_width_px"),
+        (["--card-px", "nan", "216", *SIZE[4:]], "card_width_px"),
+        ([*SIZE, "--background-cd-m2", "1e308", "--nonstandard-background"], "background_cd_m2"),
+        ([*SIZE, "--optotype-cd-m2", "1e308"], "optotype_cd_m2"),
+        ([*SIZE, "--min-ink-px", "1e308"], "min_ink_px"),
+        ([*SIZE, "--min-ink-px", "nan"], "min_ink_px"),
+    ],
+)
+def test_every_quantity_has_a_physical_range(tmp_path, capsys, argv, name):
+    path = tmp_path / "cal.json"
+    assert name in _one_line_error(*calibrate(argv, path, capsys))
+    assert not path.exists()
+
+
+def test_a_stored_file_out_of_range_is_refused_on_show(tmp_path, capsys):
+    path = tmp_path / "cal.json"
+    good = dict(screen_width_mm=597.9, screen_height_mm=336.3, width_px=1920, height_px=1080, viewing_distance_mm=6000)
+    for field, value in [("viewing_distance_mm", 1e308), ("width_px", 1e300), ("width_px", [1920]),
+                         ("screen_width_mm", True), ("mirror", 1)]:  # fmt: skip
+        path.write_text(json.dumps({**good, field: value}))
+        assert field in _one_line_error(*calibrate(["--show"], path, capsys))
+    path.write_text(json.dumps(good).replace("6000", "1e999"))  # JSON that decodes to inf
+    assert "viewing_distance_mm" in _one_line_error(*calibrate(["--show"], path, capsys))
+
+
+def test_default_config_folder_and_file_are_user_only_under_umask_000(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    old_folder = tmp_path / "config" / "visiontune"
+    old_folder.mkdir(parents=True)
+    os.chmod(old_folder, 0o755)  # as an older VisionTune left it
+    old = os.umask(0)
+    try:
+        assert cli.main(SIZE) == 0
+    finally:
+        os.umask(old)
+    capsys.readouterr()
+    path = old_folder / "calibration.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(old_folder.stat().st_mode) == 0o700
+
+
+def test_new_folders_for_a_named_file_are_0700_under_umask_000(tmp_path, capsys):
+    path = tmp_path / "a" / "b" / "cal.json"
+    old = os.umask(0)
+    try:
+        assert calibrate(SIZE, path, capsys)[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "a", tmp_path / "a" / "b")} == {0o700}

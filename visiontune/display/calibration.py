@@ -4,7 +4,10 @@ A :class:`Calibration` is what turns a letter size in logMAR into pixels
 (:mod:`visiontune.display.geometry`). It comes from the screen's physical size, from an
 on-screen measurement against a standard ID-1 card (ISO/IEC 7810, 85.60 x 53.98 mm), or
 from a monitor defined in PsychoPy's Monitor Center. It is stored as JSON in the user's
-config directory (platformdirs), readable by the user only (mode 0600). Photometer
+config directory (platformdirs), readable by the user only (mode 0600, folder 0700, written
+atomically by :func:`visiontune.private_files.write_private`; a device, folder or FIFO is
+refused as a destination). Every quantity has a physical range (below) so that a typo such
+as ``--distance-mm 1e308`` is an error, not a saved calibration. Photometer
 readings of the background and the optotype are checked against ISO 10938:2016 (background
 80-320 cd/m^2) and ISO 8596 (optotype at most 15% of the background).
 """
@@ -18,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from visiontune import private_files
 from visiontune.errors import CalibrationError
 
 #: ID-1 card (credit card) size, ISO/IEC 7810, millimetres.
@@ -26,6 +30,18 @@ CARD_HEIGHT_MM = 53.98
 #: Shortest viewing distance accepted, millimetres (a refraction lane is 4-6 m; 0.5 m is
 #: already a near-vision setup, anything shorter is a typo in the unit).
 MIN_VIEWING_DISTANCE_MM = 500.0
+#: Longest viewing distance accepted, millimetres (the longest lanes are 6 m; 20 m is far
+#: beyond any refraction setup, mirrored or not).
+MAX_VIEWING_DISTANCE_MM = 20_000.0
+#: Visible image width or height, millimetres: a phone-sized patch to a large projection.
+SCREEN_SIZE_MM = (10.0, 20_000.0)
+#: Pixels along one side of the screen (16K is 15360).
+MAX_PIXELS = 100_000
+#: Pixel pitch, millimetres per pixel: a high-density phone (0.03 mm) to an LED wall (~10 mm).
+PIXEL_PITCH_MM = (0.01, 10.0)
+#: Brightest luminance accepted from a photometer reading, cd/m^2 (HDR panels peak at a few
+#: thousand; more is a typing slip).
+MAX_LUMINANCE_CD_M2 = 10_000.0
 #: Largest accepted mismatch between horizontal and vertical pixel pitch (non-square pixels
 #: would distort the letter's width; on real panels this means a mistyped size).
 MAX_PITCH_MISMATCH = 0.05
@@ -37,20 +53,42 @@ MAX_OPTOTYPE_FRACTION = 0.15
 CONFIG_FILE_NAME = "calibration.json"
 
 
-def _positive(field: str, value, unit: str) -> float:
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _positive(field: str, value, unit: str, upper: float | None = None) -> float:
+    if isinstance(value, (bool, list, dict, tuple)):
+        raise CalibrationError(f"{field}: expected a number in {unit}, got {_short(value)}")
     try:
         v = float(value)
-    except (TypeError, ValueError):
-        raise CalibrationError(f"{field}: expected a number in {unit}, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise CalibrationError(f"{field}: expected a number in {unit}, got {_short(value)}") from None
     if not math.isfinite(v) or v <= 0:
-        raise CalibrationError(f"{field}: must be a finite number > 0 {unit}, got {value!r}")
+        raise CalibrationError(f"{field}: must be a finite number > 0 {unit}, got {_short(value)}")
+    if upper is not None and v > upper:
+        raise CalibrationError(f"{field}: must be at most {upper:g} {unit}, got {v:g}")
     return v
 
 
 def _pixels(field: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
-        raise CalibrationError(f"{field}: must be a whole number of pixels >= 1, got {value!r}")
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        ok = True
+    if not ok or value < 1:
+        raise CalibrationError(f"{field}: must be a whole number of pixels >= 1, got {_short(value)}")
+    if value > MAX_PIXELS:
+        raise CalibrationError(f"{field}: must be at most {MAX_PIXELS} pixels, got {_short(value)}")
     return int(value)
+
+
+def _size_mm(field: str, value) -> float:
+    v = _positive(field, value, "mm")
+    lo, hi = SCREEN_SIZE_MM
+    if not lo <= v <= hi:
+        raise CalibrationError(f"{field}: must be between {lo:g} and {hi:g} mm, got {v:g}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -88,8 +126,8 @@ class Calibration:
 
     def __post_init__(self):
         set_ = object.__setattr__
-        set_(self, "screen_width_mm", _positive("screen_width_mm", self.screen_width_mm, "mm"))
-        set_(self, "screen_height_mm", _positive("screen_height_mm", self.screen_height_mm, "mm"))
+        set_(self, "screen_width_mm", _size_mm("screen_width_mm", self.screen_width_mm))
+        set_(self, "screen_height_mm", _size_mm("screen_height_mm", self.screen_height_mm))
         set_(self, "width_px", _pixels("width_px", self.width_px))
         set_(self, "height_px", _pixels("height_px", self.height_px))
         d = _positive("viewing_distance_mm", self.viewing_distance_mm, "mm")
@@ -97,11 +135,22 @@ class Calibration:
             raise CalibrationError(
                 f"viewing_distance_mm: must be >= {MIN_VIEWING_DISTANCE_MM:g} mm, got {d:g} (metres typed as mm?)"
             )
+        if d > MAX_VIEWING_DISTANCE_MM:
+            raise CalibrationError(
+                f"viewing_distance_mm: must be <= {MAX_VIEWING_DISTANCE_MM:g} mm (20 m), got {d:g}"
+            )
         set_(self, "viewing_distance_mm", d)
         if not isinstance(self.mirror, bool):
-            raise CalibrationError(f"mirror: expected true or false, got {self.mirror!r}")
+            raise CalibrationError(f"mirror: expected true or false, got {_short(self.mirror)}")
         self._check_luminance()
         px, py = self.pixel_pitch_x_mm, self.pixel_pitch_y_mm
+        lo, hi = PIXEL_PITCH_MM
+        for axis, pitch in (("screen_width_mm/width_px", px), ("screen_height_mm/height_px", py)):
+            if not lo <= pitch <= hi:
+                raise CalibrationError(
+                    f"{axis}: pixel pitch {pitch:.4g} mm is outside {lo:g}-{hi:g} mm; "
+                    "check the physical size against the resolution"
+                )
         if abs(px - py) > MAX_PITCH_MISMATCH * max(px, py):
             raise CalibrationError(
                 f"screen_width_mm/screen_height_mm: pixels would not be square (pitch {px:.4f} x {py:.4f} mm); "
@@ -112,11 +161,11 @@ class Calibration:
         set_ = object.__setattr__
         if not isinstance(self.background_nonstandard, bool):
             raise CalibrationError(
-                f"background_nonstandard: expected true or false, got {self.background_nonstandard!r}"
+                f"background_nonstandard: expected true or false, got {_short(self.background_nonstandard)}"
             )
         lb = self.background_cd_m2
         if lb is not None:
-            lb = _positive("background_cd_m2", lb, "cd/m^2")
+            lb = _positive("background_cd_m2", lb, "cd/m^2", MAX_LUMINANCE_CD_M2)
             set_(self, "background_cd_m2", lb)
             lo, hi = ISO10938_BACKGROUND_CD_M2
             if not (lo <= lb <= hi) and not self.background_nonstandard:
@@ -127,11 +176,15 @@ class Calibration:
         lo_ = self.optotype_cd_m2
         if lo_ is not None:
             try:
+                if isinstance(lo_, (bool, list, dict, tuple)):
+                    raise TypeError
                 v = float(lo_)
-            except (TypeError, ValueError):
-                raise CalibrationError(f"optotype_cd_m2: expected a number in cd/m^2, got {lo_!r}") from None
-            if not math.isfinite(v) or v < 0:
-                raise CalibrationError(f"optotype_cd_m2: must be a finite number >= 0 cd/m^2, got {lo_!r}")
+            except (TypeError, ValueError, OverflowError):
+                raise CalibrationError(f"optotype_cd_m2: expected a number in cd/m^2, got {_short(lo_)}") from None
+            if not math.isfinite(v) or not 0 <= v <= MAX_LUMINANCE_CD_M2:
+                raise CalibrationError(
+                    f"optotype_cd_m2: must be a finite number >= 0 and <= {MAX_LUMINANCE_CD_M2:g} cd/m^2, got {_short(lo_)}"
+                )
             set_(self, "optotype_cd_m2", v)
             if lb is not None and v > MAX_OPTOTYPE_FRACTION * lb:
                 raise CalibrationError(
@@ -199,8 +252,8 @@ class Calibration:
         screen size = resolution x pitch. ``options``: the optional fields (``mirror``,
         luminances), passed on.
         """
-        cw = _positive("card_width_px", card_width_px, "px")
-        ch = _positive("card_height_px", card_height_px, "px")
+        cw = _positive("card_width_px", card_width_px, "px", MAX_PIXELS)
+        ch = _positive("card_height_px", card_height_px, "px", MAX_PIXELS)
         w = _pixels("width_px", width_px)
         h = _pixels("height_px", height_px)
         return cls(
@@ -232,6 +285,8 @@ class Calibration:
             return cls(**data)
         except CalibrationError as exc:
             raise CalibrationError(f"{source}: {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # a value of a type no field takes
+            raise CalibrationError(f"{source}: {exc}") from None
 
 
 def default_calibration_path() -> Path:
@@ -241,32 +296,43 @@ def default_calibration_path() -> Path:
     return Path(user_config_dir("visiontune", appauthor=False)) / CONFIG_FILE_NAME
 
 
+#: A calibration file is a few hundred bytes; anything past this is not one.
+MAX_FILE_BYTES = 64_000
+
+
 def save_calibration(calibration: Calibration, path: str | os.PathLike | None = None) -> Path:
-    """Write ``calibration`` as JSON (file mode 0600, written atomically); return the path."""
+    """Write ``calibration`` as JSON (file mode 0600, folder 0700, written atomically); return
+    the path. CalibrationError for a destination that is not a regular file or a new path (a
+    folder, a device, a FIFO) and for any failure to write (full disk: nothing is left behind)."""
+    default = path is None
     path = Path(path) if path is not None else default_calibration_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(calibration.to_dict(), fh, indent=2)
-        fh.write("\n")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return path
+    if not isinstance(calibration, Calibration):
+        raise CalibrationError(f"calibration: expected a Calibration, got {type(calibration).__name__}")
+    path = private_files.check_destination(path, name="calibration file", error=CalibrationError)
+    private_files.private_dir(path.parent, tighten=default, error=CalibrationError)
+    text = json.dumps(calibration.to_dict(), indent=2) + "\n"
+    return private_files.write_private(path, text, name="calibration file", error=CalibrationError)
 
 
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
-    """Read and validate a calibration file; CalibrationError saying what is wrong and where."""
+    """Read and validate a calibration file; CalibrationError saying what is wrong and where
+    (missing, a folder or device, not UTF-8, not JSON, nested too deeply, out of range)."""
     path = Path(path) if path is not None else default_calibration_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = private_files.read_regular_file(
+            path, name="calibration file", max_bytes=MAX_FILE_BYTES, error=CalibrationError
+        )
     except FileNotFoundError:
         raise CalibrationError(f"no screen calibration at {path}: run `visiontune calibrate` first") from None
-    except OSError as exc:
-        raise CalibrationError(f"cannot read calibration {path}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CalibrationError(f"{path}: not a calibration file (not UTF-8 text: byte {exc.start})") from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise CalibrationError(f"{path}: not a calibration file (JSON nested too deeply)") from None
+    except ValueError as exc:
         raise CalibrationError(f"{path}: not valid JSON ({exc})") from None
     return Calibration.from_dict(data, str(path))
 
@@ -308,7 +374,13 @@ def _monitor_in_child(name: str, python: str) -> dict:
         raise CalibrationError(f"name: cannot ask PsychoPy at {python} for monitor {name!r} ({exc})") from None
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("VISIONTUNE-MONITOR "):
-            return json.loads(line.split(" ", 1)[1])
+            try:
+                record = json.loads(line.split(" ", 1)[1])
+            except ValueError:
+                break
+            if isinstance(record, dict) and isinstance(record.get("names"), list):
+                return record
+            break
     tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
     raise CalibrationError(f"name: PsychoPy at {python} could not read monitor {name!r} ({tail})")
 
@@ -341,6 +413,14 @@ def from_psychopy_monitor(name: str, *, python: str | os.PathLike | None = None,
     width_cm, dist_cm, size = record["width_cm"], record["distance_cm"], record["size_pix"]
     if width_cm is None or dist_cm is None or size is None:
         raise CalibrationError(f"name: PsychoPy monitor {name!r} lacks width, distance or size in pixels")
-    w_px, h_px = int(size[0]), int(size[1])
-    width_mm = 10.0 * float(width_cm)
-    return Calibration(width_mm, width_mm * h_px / w_px, w_px, h_px, 10.0 * float(dist_cm), **options)
+    try:
+        w_px, h_px = int(size[0]), int(size[1])
+        width_mm = 10.0 * float(width_cm)
+        dist_mm = 10.0 * float(dist_cm)
+        height_mm = width_mm * h_px / w_px
+    except (TypeError, ValueError, OverflowError, IndexError, ZeroDivisionError):
+        raise CalibrationError(
+            f"name: PsychoPy monitor {name!r} has an unusable width, distance or size "
+            f"({_short(width_cm)} cm, {_short(dist_cm)} cm, {_short(size)} px)"
+        ) from None
+    return Calibration(width_mm, height_mm, w_px, h_px, dist_mm, **options)

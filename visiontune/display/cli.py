@@ -22,6 +22,7 @@ import re
 import sys
 
 from visiontune.display.calibration import (
+    MAX_PIXELS,
     Calibration,
     from_psychopy_monitor,
     load_calibration,
@@ -66,12 +67,14 @@ def parse_resolution(text: str | None) -> tuple[int, int]:
     """``"1920x1080"`` -> ``(1920, 1080)``; CalibrationError naming ``--resolution`` otherwise."""
     if text is None:
         raise CalibrationError("--resolution: required with --width-mm/--height-mm or --card-px (e.g. 1920x1080)")
-    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{1,9})\s*[xX×]\s*([0-9]{1,9})\s*", text)
     if not m:
         raise CalibrationError(f"--resolution: expected WIDTHxHEIGHT in pixels (e.g. 1920x1080), got {text!r}")
     w, h = int(m.group(1)), int(m.group(2))
     if w < 1 or h < 1:
         raise CalibrationError(f"--resolution: both pixel counts must be >= 1, got {text!r}")
+    if max(w, h) > MAX_PIXELS:
+        raise CalibrationError(f"--resolution: at most {MAX_PIXELS} pixels a side, got {text!r}")
     return w, h
 
 

@@ -7,16 +7,20 @@ rendered in memory first, so a failure writes nothing, then each file is written
 from __future__ import annotations
 
 import os
-import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.report.files import check_output_path, write_private
 from visiontune.report.record import SessionRecord, load_session
-from visiontune.session.migrations import SCHEMA_VERSION, read_schema_version
-from visiontune.session.store import TrialStore, default_database_path
+from visiontune.session.migrations import SCHEMA_VERSION
+from visiontune.session.store import (
+    TrialStore,
+    check_existing_database,
+    default_database_path,
+    read_schema_version_read_only,
+)
 
 __all__ = ["ExportPaths", "export_record", "export_session", "render"]
 
@@ -76,7 +80,7 @@ def export_record(record: SessionRecord, paths: ExportPaths, protected: tuple[Pa
         seen[p] = kind
     rendered = {kind: render(record, kind) for kind in checked}
     for kind, p in checked.items():
-        write_private(p, rendered[kind])
+        write_private(p, rendered[kind], name=f"--{kind}")
     return checked
 
 
@@ -95,20 +99,19 @@ def export_session(db_path: PathLike | None, session_id: int, paths: ExportPaths
 
 
 def _check_log_read_only(path: Path) -> None:
-    """StoreError unless ``path`` is a trial log at the current schema (checked read-only, so
-    that opening it for the export neither creates nor migrates anything)."""
-    if not path.is_file():
-        raise StoreError(f"{path}: no trial log there (give --db PATH)")
+    """StoreError unless ``path`` is a trial log at the current schema, checked without
+    writing anything: no lock, no ``-wal``/``-shm`` files created beside it (a damaged log
+    stays byte-identical and alone), nothing created or migrated."""
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot be opened ({exc})") from None
-    try:
-        version = read_schema_version(conn, path)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: not a readable trial log ({exc})") from None
-    finally:
-        conn.close()
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no trial log there (give --db PATH)") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the trial log ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path}: not a trial log (not a regular file)")
+    check_existing_database(path)  # header, quick_check, newer schema: read-only
+    version = read_schema_version_read_only(path)
     if version < SCHEMA_VERSION:
         raise StoreError(
             f"{path}: trial log schema version {version} is older than {SCHEMA_VERSION}; open it once with "

@@ -1,35 +1,37 @@
-"""Writing export files: user-only (mode 0600), atomic, never over the trial log.
+"""Writing export files: user-only (mode 0600), atomic, never over the trial log or a device.
 
-Clinical data stays on the machine and readable by its owner only: every file is written to
-a temporary file created with mode 0600 in the destination folder, flushed to disk, then
-renamed over the destination (so a reader never sees half a file, and an existing file of
-looser mode is replaced by a 0600 one).
+Clinical data stays on the machine and readable by its owner only: every file goes through
+:func:`visiontune.private_files.write_private` (a 0600 temporary file in the destination
+folder, fsynced, renamed over the destination). A destination that is not a regular file or
+a new path (``/dev/full``, a folder, a FIFO) is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from visiontune import private_files
 from visiontune.errors import InvalidInputError, StoreError
 
 __all__ = ["check_output_path", "write_private"]
 
-FILE_MODE = 0o600
+FILE_MODE = private_files.FILE_MODE
 
 
 def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path, ...] = ()) -> Path:
-    """``path`` as an absolute :class:`Path`, refusing a folder, a missing parent folder, or
-    any of the ``protected`` files (the trial log and its ``-wal``/``-shm`` companions)."""
+    """``path`` as an absolute :class:`Path`, refusing a folder, a device or any other
+    non-regular file, a missing parent folder, or any of the ``protected`` files (the trial
+    log and its ``-wal``/``-shm`` companions)."""
+    out = private_files.check_destination(path, name=name, error=InvalidInputError)
     try:
-        out = Path(path).expanduser().absolute()
-    except TypeError:
-        raise InvalidInputError(f"{name}: expected a file path, got {path!r}") from None
-    if out.is_dir():
-        raise InvalidInputError(f"{name}: {out} is a folder, expected a file path")
-    if not out.parent.is_dir():
+        parent_ok = out.parent.is_dir()
+    except OSError:
+        parent_ok = False
+    if not parent_ok:
         raise InvalidInputError(f"{name}: folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{name}: cannot write in folder {out.parent} (permission denied)")
     resolved = out.resolve()
     for p in protected:
         for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm"), p.with_name(p.name + "-journal")):
@@ -38,19 +40,7 @@ def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path,
     return out
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically with mode 0600 (StoreError on an OS failure)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise StoreError(f"{path}: cannot write the export ({exc})") from None
+def write_private(path: Path, data: bytes, *, name: str = "export") -> None:
+    """Write ``data`` to ``path`` atomically with mode 0600 (StoreError on an OS failure or
+    a destination that became a non-regular file)."""
+    private_files.write_private(path, data, name=name, error=StoreError)
