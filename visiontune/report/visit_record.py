@@ -1,0 +1,439 @@
+"""The record of a visit: both eyes, binocular balance, who signed what (independent of the trial log).
+
+A refraction in a clinic is a visit: the right eye (OD), the left eye (OS), then a binocular
+balance. :class:`VisitRecord` holds what the visit's records (PDF, FHIR, DICOM, CSV/JSON)
+file, as plain frozen values, so every export reads one validated object and none of them
+touches the trial log. The store builds it from the visit's sessions; tests build it directly.
+
+Conventions:
+
+* Powers in diopters (D), axes in degrees in ``(0, 180]`` (:class:`~visiontune.optics.Prescription`),
+  acuity in logMAR, times timezone-aware.
+* The *found* prescription of an eye is what the refraction estimated (the Rx to file, e.g. the
+  0.25 D rounded estimate); it is kept whatever the clinician does. A clinician who edits it
+  signs off a :class:`SignOff` kept **beside** it (:attr:`EyeRecord.final_prescription` is the
+  signed one when there is one).
+* The clinic writes prescriptions in one cylinder form (``cylinder_form``: ``"minus"`` or
+  ``"plus"``); records *show* every prescription in that form (:meth:`VisitRecord.shown`,
+  via ``Prescription.to_minus_cylinder()`` / ``to_plus_cylinder()``). A found or habitual
+  prescription may be stored in either form (the engine's or the old glasses'); a prescription
+  the clinician signs off must be typed in the clinic's form, otherwise a sign error is likely
+  and the record is refused.
+* Credible regions are the 95% central intervals' half-widths (``±``) on sphere, cylinder and
+  axis, and on the Thibos power vector components ``M``, ``J0``, ``J45``
+  (``Prescription.power_vector()``).
+* ``simulated``: answers came from a simulated patient; every record then carries the SIMULATED
+  marks, and records of real patients never do.
+
+:meth:`VisitRecord.to_dict` / :meth:`VisitRecord.from_dict` give a JSON-safe dict (schema
+``visiontune.visit-record`` version 1); errors name the field (``visit.OD.signed_off.prescription``...).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics.prescription import Prescription
+
+__all__ = [
+    "CYLINDER_FORMS",
+    "EYES",
+    "RECORD_SCHEMA",
+    "RECORD_SCHEMA_VERSION",
+    "STOPPED_BY",
+    "BinocularBalance",
+    "EyeRecord",
+    "SignOff",
+    "VisitRecord",
+]  # fmt: skip
+
+RECORD_SCHEMA = "visiontune.visit-record"
+RECORD_SCHEMA_VERSION = 1
+EYES = ("OD", "OS")
+EYE_NAMES = {"OD": "right eye (OD)", "OS": "left eye (OS)"}
+CYLINDER_FORMS = ("minus", "plus")
+STATUSES = ("measured", "skipped")
+STOPPED_BY = ("budget", "precision", "clinician")
+_HALF_WIDTHS = ("sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d")
+
+
+# --- field checks ------------------------------------------------------------------------
+def _number(where: str, value: Any, *, low: float | None = None, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"{where}: expected a finite number, got {value!r}")
+    value = float(value)
+    if low is not None and value < low:
+        raise InvalidInputError(f"{where}: expected a number >= {low:g}, got {value:g}")
+    if high is not None and value > high:
+        raise InvalidInputError(f"{where}: expected a number <= {high:g}, got {value:g}")
+    return value
+
+
+def _optional_number(where: str, value: Any, **bounds) -> float | None:
+    return None if value is None else _number(where, value, **bounds)
+
+
+def _text(where: str, value: Any, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{where}: expected a non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _time(where: str, value: Any) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInputError(f"{where}: expected an ISO 8601 date and time, got {value!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{where}: expected a date and time, got {type(value).__name__}")
+    if value.tzinfo is None:
+        raise InvalidInputError(f"{where}: expected a time with a time zone (e.g. UTC), got {value.isoformat()}")
+    return value
+
+
+def _prescription(where: str, value: Any) -> Prescription:
+    """A Prescription from a Prescription or a ``{"sphere_d", "cylinder_d", "axis_deg"}`` dict;
+    errors name the field (an axis outside 0-180 is refused here)."""
+    if isinstance(value, Prescription):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{where}: expected a prescription (sphere, cylinder, axis), got {value!r}")
+    missing = [k for k in ("sphere_d", "cylinder_d", "axis_deg") if k not in value]
+    if missing:
+        raise InvalidInputError(f"{where}: missing {', '.join(missing)}")
+    sphere = _number(f"{where}.sphere_d", value["sphere_d"])
+    cylinder = _number(f"{where}.cylinder_d", value["cylinder_d"])
+    axis = _number(f"{where}.axis_deg", value["axis_deg"])
+    if not 0.0 <= axis <= 180.0:
+        raise InvalidInputError(f"{where}.axis_deg: expected degrees in [0, 180], got {axis:g}")
+    return Prescription(sphere, cylinder, axis)
+
+
+def _rx_dict(p: Prescription | None) -> dict[str, float] | None:
+    return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
+
+
+def _check_form(where: str, p: Prescription, form: str) -> None:
+    if form == "minus" and p.cylinder_d > 0:
+        raise InvalidInputError(
+            f"{where}: cylinder {p.cylinder_d:+.2f} D is in plus-cylinder form but the clinic writes minus "
+            f"cylinders (cylinder_form='minus'); enter {p.to_minus_cylinder().format()} or change the setting"
+        )
+    if form == "plus" and p.cylinder_d < 0:
+        raise InvalidInputError(
+            f"{where}: cylinder {p.cylinder_d:+.2f} D is in minus-cylinder form but the clinic writes plus "
+            f"cylinders (cylinder_form='plus'); enter {p.to_plus_cylinder().format()} or change the setting"
+        )
+
+
+def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise InvalidInputError(f"{where}: missing key(s) {', '.join(missing)}")
+    extra = sorted(set(d) - set(allowed))
+    if extra:
+        raise InvalidInputError(f"{where}: unknown key(s) {', '.join(extra)} ({RECORD_SCHEMA} v{RECORD_SCHEMA_VERSION})")
+    return d
+
+
+# --- values ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SignOff:
+    """A prescription the clinician edited and signed: the lens, who (``by``) and when (``at``, aware)."""
+
+    prescription: Prescription
+    by: str
+    at: datetime
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prescription", _prescription("signed_off.prescription", self.prescription))
+        object.__setattr__(self, "by", _text("signed_off.by", self.by))
+        object.__setattr__(self, "at", _time("signed_off.at", self.at))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prescription": _rx_dict(self.prescription), "by": self.by, "at": self.at.isoformat()}
+
+
+@dataclass(frozen=True)
+class BinocularBalance:
+    """The binocular balance done after both eyes: ``method`` (name of the clinical method, e.g.
+    ``"alternate occlusion, equal-plus comparison"``) and the plus change applied to each eye's
+    found sphere (D, positive = more plus, 0 when the balance left the eye unchanged)."""
+
+    method: str
+    plus_change_od_d: float = 0.0
+    plus_change_os_d: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", _text("balance.method", self.method))
+        for name in ("plus_change_od_d", "plus_change_os_d"):
+            object.__setattr__(self, name, _number(f"balance.{name}", getattr(self, name), low=-4.0, high=4.0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "plus_change_od_d": self.plus_change_od_d, "plus_change_os_d": self.plus_change_os_d}
+
+
+@dataclass(frozen=True)
+class EyeRecord:
+    """One eye of a visit.
+
+    ``eye``: ``"OD"`` or ``"OS"``. ``status``: ``"measured"`` (a finished refraction) or
+    ``"skipped"`` (``skip_reason`` says why: prosthetic eye, amblyopia...; nothing else is set).
+
+    A measured eye has: ``prescription`` (found, either cylinder form), the 95% credible
+    half-widths ``sphere_pm_d``, ``cylinder_pm_d`` (D), ``axis_pm_deg`` (degrees), ``m_pm_d``,
+    ``j0_pm_d``, ``j45_pm_d`` (D; all >= 0), ``predicted_va_logmar`` (acuity predicted through
+    the found prescription), ``answers_used``, ``stopped_by`` (budget / precision / clinician)
+    and ``session_id``. Optional: ``measured_va_logmar`` (acuity read through the final
+    prescription), ``signed_off`` (an edited prescription, kept beside the found one).
+    """
+
+    eye: str
+    status: str = "measured"
+    skip_reason: str | None = None
+    prescription: Prescription | None = None
+    signed_off: SignOff | None = None
+    sphere_pm_d: float | None = None
+    cylinder_pm_d: float | None = None
+    axis_pm_deg: float | None = None
+    m_pm_d: float | None = None
+    j0_pm_d: float | None = None
+    j45_pm_d: float | None = None
+    predicted_va_logmar: float | None = None
+    measured_va_logmar: float | None = None
+    answers_used: int | None = None
+    stopped_by: str | None = None
+    session_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.eye not in EYES:
+            raise InvalidInputError(f"eye: expected 'OD' or 'OS', got {self.eye!r}")
+        w = f"visit.{self.eye}"
+        if self.status not in STATUSES:
+            raise InvalidInputError(f"{w}.status: expected 'measured' or 'skipped', got {self.status!r}")
+        if self.status == "skipped":
+            object.__setattr__(self, "skip_reason", _text(f"{w}.skip_reason", self.skip_reason))
+            set_fields = [n for n in ("prescription", "signed_off", *_HALF_WIDTHS, "predicted_va_logmar",
+                                      "measured_va_logmar", "answers_used", "stopped_by", "session_id")
+                          if getattr(self, n) is not None]  # fmt: skip
+            if set_fields:
+                raise InvalidInputError(f"{w}: a skipped eye has no results, got {', '.join(set_fields)}")
+            return
+        if self.skip_reason is not None:
+            raise InvalidInputError(f"{w}.skip_reason: only a skipped eye has a reason, got {self.skip_reason!r}")
+        if self.prescription is None:
+            raise InvalidInputError(f"{w}.prescription: a measured eye needs its found prescription")
+        object.__setattr__(self, "prescription", _prescription(f"{w}.prescription", self.prescription))
+        if self.signed_off is not None and not isinstance(self.signed_off, SignOff):
+            raise InvalidInputError(f"{w}.signed_off: expected a SignOff, got {type(self.signed_off).__name__}")
+        for name in _HALF_WIDTHS:
+            value = getattr(self, name)
+            if value is None:
+                raise InvalidInputError(f"{w}.{name}: a measured eye needs its 95% credible half-width")
+            object.__setattr__(self, name, _number(f"{w}.{name}", value, low=0.0,
+                                                   high=90.0 if name == "axis_pm_deg" else None))
+        object.__setattr__(self, "predicted_va_logmar",
+                           _number(f"{w}.predicted_va_logmar", self.predicted_va_logmar, low=-1.0, high=3.0))
+        object.__setattr__(self, "measured_va_logmar",
+                           _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, low=-1.0, high=3.0))
+        n = self.answers_used
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidInputError(f"{w}.answers_used: expected an integer >= 0, got {n!r}")
+        if self.stopped_by not in STOPPED_BY:
+            raise InvalidInputError(f"{w}.stopped_by: expected one of {', '.join(STOPPED_BY)}, got {self.stopped_by!r}")
+        sid = self.session_id
+        if isinstance(sid, bool) or not isinstance(sid, int) or sid < 0:
+            raise InvalidInputError(f"{w}.session_id: expected the session's id (integer >= 0), got {sid!r}")
+
+    @property
+    def measured(self) -> bool:
+        return self.status == "measured"
+
+    @property
+    def final_prescription(self) -> Prescription | None:
+        """The signed-off prescription if the clinician edited one, else the found one."""
+        return self.signed_off.prescription if self.signed_off is not None else self.prescription
+
+    @property
+    def acuity_logmar(self) -> float | None:
+        """The acuity to report: measured through the final Rx if it was, else the predicted one."""
+        return self.measured_va_logmar if self.measured_va_logmar is not None else self.predicted_va_logmar
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eye": self.eye, "status": self.status, "skip_reason": self.skip_reason,
+            "prescription": _rx_dict(self.prescription),
+            "signed_off": None if self.signed_off is None else self.signed_off.to_dict(),
+            **{n: getattr(self, n) for n in _HALF_WIDTHS},
+            "predicted_va_logmar": self.predicted_va_logmar, "measured_va_logmar": self.measured_va_logmar,
+            "answers_used": self.answers_used, "stopped_by": self.stopped_by, "session_id": self.session_id,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "visit.eye") -> EyeRecord:
+        allowed = ("eye", "status", "skip_reason", "prescription", "signed_off", *_HALF_WIDTHS,
+                   "predicted_va_logmar", "measured_va_logmar", "answers_used", "stopped_by", "session_id")  # fmt: skip
+        d = _keys(where, d, allowed, ("eye", "status"))
+        kwargs = dict(d)
+        if d.get("prescription") is not None:
+            kwargs["prescription"] = _prescription(f"{where}.prescription", d["prescription"])
+        if d.get("signed_off") is not None:
+            s = _keys(f"{where}.signed_off", d["signed_off"], ("prescription", "by", "at"), ("prescription", "by", "at"))
+            kwargs["signed_off"] = SignOff(_prescription(f"{where}.signed_off.prescription", s["prescription"]),
+                                           s["by"], _time(f"{where}.signed_off.at", s["at"]))  # fmt: skip
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class VisitRecord:
+    """A visit: patient, both eyes, balance, who and when.
+
+    ``visit_id``: the visit's id (text). ``patient_id``: pseudonymous id, may be ``None`` (then
+    the DICOM export refuses: DICOM needs a Patient ID). ``age_years``: optional. ``habitual_od``
+    / ``habitual_os``: the patient's current spectacles, optional. ``recorded_at``: date and time
+    of the visit (aware). ``clinician``: who refracted, optional. ``cylinder_form``: the clinic's
+    ``"minus"`` or ``"plus"``. ``od`` / ``os``: the two :class:`EyeRecord` s (eyes ``OD``/``OS``).
+    ``balance``: optional :class:`BinocularBalance`; ``binocular_va_logmar``: optional acuity with
+    both eyes open. ``simulated``: a simulated patient answered. ``software_version``: VisionTune's.
+    """
+
+    visit_id: str
+    patient_id: str | None
+    recorded_at: datetime
+    od: EyeRecord
+    os: EyeRecord
+    software_version: str
+    simulated: bool = False
+    cylinder_form: str = "minus"
+    clinician: str | None = None
+    age_years: int | None = None
+    habitual_od: Prescription | None = None
+    habitual_os: Prescription | None = None
+    balance: BinocularBalance | None = None
+    binocular_va_logmar: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.visit_id, int) and not isinstance(self.visit_id, bool):
+            object.__setattr__(self, "visit_id", str(self.visit_id))
+        object.__setattr__(self, "visit_id", _text("visit.visit_id", self.visit_id))
+        object.__setattr__(self, "patient_id", _text("visit.patient_id", self.patient_id, optional=True))
+        object.__setattr__(self, "recorded_at", _time("visit.recorded_at", self.recorded_at))
+        object.__setattr__(self, "software_version", _text("visit.software_version", self.software_version))
+        object.__setattr__(self, "clinician", _text("visit.clinician", self.clinician, optional=True))
+        if not isinstance(self.simulated, bool):
+            raise InvalidInputError(f"visit.simulated: expected true or false, got {self.simulated!r}")
+        if self.cylinder_form not in CYLINDER_FORMS:
+            raise InvalidInputError(f"visit.cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
+        age = self.age_years
+        if age is not None and (isinstance(age, bool) or not isinstance(age, int) or not 0 <= age <= 130):
+            raise InvalidInputError(f"visit.age_years: expected whole years in 0-130, got {age!r}")
+        for name, eye in (("od", "OD"), ("os", "OS")):
+            rec = getattr(self, name)
+            if not isinstance(rec, EyeRecord):
+                raise InvalidInputError(f"visit.{eye}: expected an EyeRecord, got {type(rec).__name__}")
+            if rec.eye != eye:
+                raise InvalidInputError(f"visit.{name}: expected the record of eye {eye}, got eye {rec.eye}")
+            if rec.signed_off is not None:
+                _check_form(f"visit.{eye}.signed_off.prescription", rec.signed_off.prescription, self.cylinder_form)
+            habitual = getattr(self, f"habitual_{name}")
+            if habitual is not None:
+                object.__setattr__(self, f"habitual_{name}", _prescription(f"visit.habitual_{name}", habitual))
+        if self.balance is not None:
+            if not isinstance(self.balance, BinocularBalance):
+                raise InvalidInputError(f"visit.balance: expected a BinocularBalance, got {type(self.balance).__name__}")
+            for name, eye in (("od", "OD"), ("os", "OS")):
+                change = getattr(self.balance, f"plus_change_{name}_d")
+                if change != 0.0 and not getattr(self, name).measured:
+                    raise InvalidInputError(
+                        f"visit.balance.plus_change_{name}_d: {change:+.2f} D applied to eye {eye}, which was skipped"
+                    )
+        object.__setattr__(self, "binocular_va_logmar",
+                           _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, low=-1.0, high=3.0))
+
+    # --- reading -------------------------------------------------------------------------
+    @property
+    def eyes(self) -> tuple[EyeRecord, EyeRecord]:
+        """``(od, os)``, right eye first (clinical order)."""
+        return (self.od, self.os)
+
+    @property
+    def measured_eyes(self) -> tuple[EyeRecord, ...]:
+        return tuple(e for e in self.eyes if e.measured)
+
+    def habitual(self, eye: str) -> Prescription | None:
+        return {"OD": self.habitual_od, "OS": self.habitual_os}[eye]
+
+    def shown(self, p: Prescription | None) -> Prescription | None:
+        """``p`` written in the clinic's cylinder form (the same lens, transposed if needed)."""
+        if p is None:
+            return None
+        return p.to_minus_cylinder() if self.cylinder_form == "minus" else p.to_plus_cylinder()
+
+    def balanced_prescription(self, eye: str) -> Prescription | None:
+        """The final prescription of ``eye`` with the balance's plus change added to its sphere,
+        in the clinic's form (``None`` for a skipped eye). Without a balance: the final one."""
+        rec = self.od if eye == "OD" else self.os
+        p = rec.final_prescription
+        if p is None:
+            return None
+        if self.balance is not None:
+            change = self.balance.plus_change_od_d if eye == "OD" else self.balance.plus_change_os_d
+            p = Prescription(p.sphere_d + change, p.cylinder_d, p.axis_deg)
+        return self.shown(p)
+
+    def check_recordable(self) -> None:
+        """Raise InvalidInputError unless at least one eye was measured (a record needs a result)."""
+        if not self.measured_eyes:
+            reasons = "; ".join(f"{e.eye} skipped ({e.skip_reason})" for e in self.eyes)
+            raise InvalidInputError(f"visit {self.visit_id}: no eye was measured ({reasons}); there is nothing to record")
+
+    # --- JSON ----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (schema ``visiontune.visit-record`` v1); :meth:`from_dict` reads it back."""
+        return {
+            "schema": RECORD_SCHEMA, "schema_version": RECORD_SCHEMA_VERSION,
+            "visit_id": self.visit_id, "patient_id": self.patient_id, "age_years": self.age_years,
+            "recorded_at": self.recorded_at.isoformat(), "clinician": self.clinician,
+            "cylinder_form": self.cylinder_form, "simulated": self.simulated,
+            "software_version": self.software_version,
+            "habitual_od": _rx_dict(self.habitual_od), "habitual_os": _rx_dict(self.habitual_os),
+            "od": self.od.to_dict(), "os": self.os.to_dict(),
+            "balance": None if self.balance is None else self.balance.to_dict(),
+            "binocular_va_logmar": self.binocular_va_logmar,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: Any) -> VisitRecord:
+        """Read :meth:`to_dict`'s output; InvalidInputError names the first bad field."""
+        allowed = ("schema", "schema_version", "visit_id", "patient_id", "age_years", "recorded_at", "clinician",
+                   "cylinder_form", "simulated", "software_version", "habitual_od", "habitual_os", "od", "os",
+                   "balance", "binocular_va_logmar")  # fmt: skip
+        d = _keys("visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os",
+                                        "software_version"))  # fmt: skip
+        if d["schema"] != RECORD_SCHEMA or d["schema_version"] != RECORD_SCHEMA_VERSION:
+            raise InvalidInputError(
+                f"visit.schema: expected {RECORD_SCHEMA} version {RECORD_SCHEMA_VERSION}, "
+                f"got {d['schema']!r} version {d['schema_version']!r}"
+            )
+        balance = d.get("balance")
+        if balance is not None:
+            b = _keys("visit.balance", balance, ("method", "plus_change_od_d", "plus_change_os_d"), ("method",))
+            balance = BinocularBalance(**b)
+        habitual = {f"habitual_{e}": None if d.get(f"habitual_{e}") is None
+                    else _prescription(f"visit.habitual_{e}", d[f"habitual_{e}"]) for e in ("od", "os")}  # fmt: skip
+        return cls(
+            visit_id=d["visit_id"], patient_id=d.get("patient_id"), recorded_at=_time("visit.recorded_at", d["recorded_at"]),
+            od=EyeRecord.from_dict(d["od"], "visit.OD"), os=EyeRecord.from_dict(d["os"], "visit.OS"),
+            software_version=d["software_version"], simulated=d.get("simulated", False),
+            cylinder_form=d.get("cylinder_form", "minus"), clinician=d.get("clinician"), age_years=d.get("age_years"),
+            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), **habitual,
+        )  # fmt: skip
