@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from visiontune.session.protocol import load_protocol
+from visiontune.refraction.protocol import load_protocol
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "session": ("visiontune.session.cli", "run or resume a refraction session headless (simulated patient)",
                 "add_session_arguments", "run_session"),
     "bench": ("visiontune.bench.bench_cli", "run a paper experiment (resumable sweep) and its stratified analysis"),
+    "validate": ("visiontune.bench.validate_cli", "clinical validation: simulated patient populations through the session loop"),
     "simulate": ("visiontune.bench.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),

@@ -241,3 +241,75 @@ def test_letter_difficulty_offsets():
         letter_offsets_from_percent_correct({"C": 2.0}, psy)  # below chance (1/26 ≈ 3.8%)
     with pytest.raises(InvalidInputError, match="reference_percent"):
         letter_offsets_from_percent_correct({"C": 70.0}, psy, reference_percent=100.0)
+
+
+# --- keyed answers (exact resume) ---------------------------------------------------------------
+
+OBLIQUE_RX = Prescription(-1.75, -1.25, 35)
+
+
+def test_answer_trial_does_not_depend_on_the_order_of_calls():
+    queries = np.random.default_rng(3).uniform([-0.3, -4, -3], [0.8, 1, 0], size=(120, 3))
+    lenses = [Prescription(q[1], q[2], 20 + 1.3 * k) for k, q in enumerate(queries)]
+
+    def run(order, interleave):
+        patient = SimulatedPatient(OBLIQUE_RX, slope=3.0, n_alternatives=10, lapse=0.02, seed=77)
+        out = {}
+        for k in order:
+            if interleave:  # stream answers in between must not move the keyed draws
+                patient.answer(0.1, lenses[k])
+            out[k] = patient.answer_trial(k, queries[k, 0], lenses[k])
+        return [out[k] for k in range(len(queries))]
+
+    forward = run(range(120), False)
+    shuffled = run(np.random.default_rng(0).permutation(120).tolist(), True)
+    assert forward == shuffled
+    assert 10 < sum(forward) < 110
+    # the documented key: one uniform from default_rng([seed, k, 0x5EED])
+    patient = SimulatedPatient(OBLIQUE_RX, slope=3.0, n_alternatives=10, lapse=0.02, seed=77)
+    for k in (0, 5, 119):
+        u = np.random.default_rng([77, k, 0x5EED]).random()
+        assert forward[k] == (u < patient.probability_correct(queries[k, 0], lenses[k]))
+    # a resumed session (a new patient object, trials 60..119 only) meets the same answers
+    resumed = SimulatedPatient(OBLIQUE_RX, slope=3.0, n_alternatives=10, lapse=0.02, seed=77)
+    assert [resumed.answer_trial(k, queries[k, 0], lenses[k]) for k in range(60, 120)] == forward[60:]
+    other_seed = SimulatedPatient(OBLIQUE_RX, slope=3.0, n_alternatives=10, lapse=0.02, seed=78)
+    assert [other_seed.answer_trial(k, queries[k, 0], lenses[k]) for k in range(120)] != forward
+
+
+def test_answer_trial_frequency_matches_probability():
+    patient = SimulatedPatient(OBLIQUE_RX, slope=4.0, seed=5)
+    lens = Prescription(-1.25, -1.0, 50)
+    p = patient.probability_correct(0.15, lens)
+    assert 0.2 < p < 0.8
+    n = 4000
+    hits = sum(patient.answer_trial(k, 0.15, lens) for k in range(n))
+    assert abs(hits / n - p) < 4 * math.sqrt(p * (1 - p) / n)
+
+
+def test_prefers_trial_is_keyed_too():
+    x1, x2 = Prescription(-1.5, -1.25, 35), Prescription(-2.25, -0.75, 40)
+    a = SimulatedPatient(OBLIQUE_RX, slope=1.0, seed=9)
+    b = SimulatedPatient(OBLIQUE_RX, slope=1.0, seed=9)
+    forward = [a.prefers_trial(k, 0.0, x1, x2) for k in range(200)]
+    backward = [b.prefers_trial(k, 0.0, x1, x2) for k in reversed(range(200))][::-1]
+    assert forward == backward
+    p = a.preference_probability(0.0, x1, x2)
+    assert abs(np.mean(forward) - p) < 4 * math.sqrt(p * (1 - p) / 200)
+    u = np.random.default_rng([9, 17, 0x5EED, 1]).random()
+    assert forward[17] == (u < p)
+
+
+def test_keyed_answers_need_an_integer_seed_and_a_trial_index():
+    patient = SimulatedPatient(TRUE_RX, seed=np.random.default_rng(1))
+    with pytest.raises(InvalidInputError, match="seed"):
+        patient.answer_trial(0, 0.0, TRUE_RX)
+    with pytest.raises(InvalidInputError, match="seed"):
+        patient.prefers_trial(0, 0.0, TRUE_RX, TRUE_RX)
+    keyed = SimulatedPatient(TRUE_RX, seed=np.int64(4))
+    assert keyed.seed == 4
+    for k in (-1, 1.5, True, "3"):
+        with pytest.raises(InvalidInputError, match="k:"):
+            keyed.answer_trial(k, 0.0, TRUE_RX)
+    with pytest.raises(InvalidInputError, match="s:"):
+        keyed.answer_trial(0, np.zeros(2), np.zeros((2, 2)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from report_helpers import FakeClock, make_result, trial_input
 
-from visiontune.session.protocol import load_protocol
+from visiontune.refraction.protocol import load_protocol
 from visiontune.session.store import TrialStore
 
 

@@ -11,7 +11,7 @@ from fhir.resources.R4B.visionprescription import VisionPrescription
 from visiontune.report import ExportPaths, export_session
 from visiontune.report.tabular import session_from_json, trials_from_csv
 from visiontune.session.engine import RefractionSession, SimulatedPresenter
-from visiontune.session.protocol import load_protocol, parse_protocol
+from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.session.store import TrialStore
 
 

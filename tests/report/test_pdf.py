@@ -26,7 +26,7 @@ def test_pdf_text_holds_prescription_acuity_and_patient(store, make_session):
     assert len(pages) == 2
     assert "P-0042" in pages[0]
     assert "S -1.25 / C -0.50 x 90" in pages[0]  # rounded to 0.25 D
-    assert "S -1.312 / C -0.562 x 90" in pages[0] or "S -1.313 / C -0.563 x 90" in pages[0]  # exact
+    assert "S -1.31 / C -0.56 x 90" in pages[0]  # exact -1.3125 / -0.5625, printed to 0.01 D
     # 0.12 logMAR = 20/(20·10^0.12) = 20/26.4 = 6/7.9
     assert "0.12 logMAR (Snellen 20/26, 6/8)" in pages[0]
     assert "[0.02, 0.31] logMAR (Snellen 20/21 to 20/41)" in pages[0]
@@ -68,3 +68,41 @@ def test_pdf_is_a_pdf_with_metadata(store, make_session):
 @pytest.mark.parametrize("eye", ["OS", "OU"])
 def test_eye_is_printed(store, make_session, eye):
     assert f"Eye {eye}" in _pages(store, make_session(eye=eye))[0]
+
+
+def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store):
+    """Any-axis session from an autorefraction: the start, the region with the axis ± and its
+    radii on M and J are printed as the result holds them."""
+    from visiontune.optics import Prescription
+    from visiontune.refraction.loop import SimulatedPresenter
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.refraction.simulated import simulated_case
+    from visiontune.refraction.start import StartingPoint
+    from visiontune.session.engine import RefractionSession
+
+    protocol = load_protocol("clinical-sloan")
+    case = simulated_case(seed=2, protocol=protocol, true_rx=Prescription(-2.0, -1.5, 30.0))
+    start = StartingPoint(Prescription(-2.25, -1.25, 35.0), "autorefraction", 50.0)
+    with RefractionSession.start(store, patient_id="P-7", eye="OS", protocol=protocol, simulated=True, seed=2,
+                                 start=start) as session:  # fmt: skip
+        session.run(SimulatedPresenter(case.patient(10)), max_steps=25)
+        result = session.finish()
+        sid = session.session_id
+    page = _pages(store, sid)[0]
+    assert "Starting prescription S -2.25 / C -1.25 x 35 (autorefraction)" in page
+    ci = result["credible_interval"]
+    assert f"axis ±{ci['axis_pm_deg']:.0f}°" in page
+    assert f"M ±{ci['m_pm_d']:.2f} D, J ±{ci['cylinder_vector_pm_d']:.2f} D" in page
+    assert f"at axis {result['posterior_map']['axis_deg']:.0f}°" in page
+
+
+def test_the_map_draws_only_the_lenses_at_its_axis():
+    from types import SimpleNamespace as NS
+
+    from visiontune.report.figures import lenses_on_map
+
+    trials = [NS(lens=NS(sphere_d=0.0, cylinder_d=c, axis_deg=a)) for c, a in
+              ((-1.0, 30.0), (-1.0, 40.0), (-1.0, 41.0), (0.0, 120.0), (-0.5, 178.0))]  # fmt: skip
+    assert lenses_on_map(trials, 30.0) == trials[:2] + [trials[3]]
+    assert lenses_on_map(trials, 5.0) == [trials[3], trials[4]]  # 178° is 7° from 5°
+    assert lenses_on_map(trials, None) == trials

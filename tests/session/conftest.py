@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from visiontune.session.protocol import load_protocol
+from visiontune.refraction.protocol import load_protocol
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 

@@ -6,7 +6,7 @@ import pytest
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.session.engine import Answer, RefractionSession, SimulatedPresenter
-from visiontune.session.protocol import load_protocol, parse_protocol
+from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
@@ -83,11 +83,11 @@ def test_one_session_cannot_be_opened_twice(store):
 def test_undo_voids_the_last_answer_and_the_model_forgets_it(store):
     with start(store) as session:
         session.run(SimulatedPresenter(patient()), max_steps=4)
-        before = session.model.predict(np.array([[0.0, 1.0, -1.0]]))
+        before = session.engine.model(session.trials()).predict(np.array([[0.0, 1.0, -1.0]]))
         session.record(Answer(correct=True))
         voided = session.undo()
         assert voided.index == 4
-        after = session.model.predict(np.array([[0.0, 1.0, -1.0]]))
+        after = session.engine.model(session.trials()).predict(np.array([[0.0, 1.0, -1.0]]))
         np.testing.assert_allclose(after, before)
         all_trials = session.trials(include_void=True)
         assert [t.void for t in all_trials] == [False] * 4 + [True]
@@ -139,26 +139,26 @@ def test_precision_rule_stops_once_the_credible_widths_are_met(store):
     assert result["trials_used"] == 6
 
 
-def test_shipped_protocols_build_sessions():
-    for name in ("paper-ucb-ald", "clinical-sloan", "ts-ald"):
-        assert load_protocol(name).policy in ("ucb-ald", "ts-ald")
+def test_shipped_protocols_build_sessions(store):
+    """Every shipped protocol starts a session whose first query is a lens and a letter size."""
+    from visiontune.refraction.protocol import list_protocols
+
+    for name in list_protocols():
+        with start(store, load_protocol(name)) as session:
+            query = session.next_query()
+            lo, hi = session.protocol.logmar_range
+            assert lo <= query.s_logmar <= hi and np.isfinite(query.lens.sphere_d)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, lengthscales", [("paper-ucb-ald", None), ("clinical-sloan", (2.0, 2.0))])
-def test_shipped_hyperparameters_are_the_simulation_fit(name, lengthscales):
-    """The explicit hyperparameters of the shipped protocols are what `fit = "simulation"` gives;
-    clinical-sloan keeps the fit's theta and variance but sets both SE lengthscales to 2 D (the
-    fix of the stall, docs/results/refraction-investigation.md; its protocol file says why)."""
-    from visiontune.bench.refraction import fit_refraction_hyperparameters
-    from visiontune.session import setup
+def test_shipped_hyperparameters_are_the_simulation_fit():
+    """paper-ucb-ald's explicit hyperparameters are what `fit = "simulation"` gives (002 §5.2)."""
+    from visiontune.refraction.gp_engine import design_slope, gp_kernel
+    from visiontune.refraction.gp_hyperparameters import fit_refraction_hyperparameters
 
-    p = load_protocol(name)
+    p = load_protocol("paper-ucb-ald")
     hp = fit_refraction_hyperparameters(
-        setup.design_slope(p), p.n_alternatives, search_box=setup.problem(p).box,
+        design_slope(p), p.n_alternatives, search_box=np.array([p.search_space.sphere_d, p.search_space.cylinder_d]),
         context_box=np.array([p.logmar_range]),
     )
-    expected = np.exp(hp.kernel().params)  # theta, lengthscale S, lengthscale C, variance
-    if lengthscales is not None:
-        expected[1:3] = lengthscales
-    np.testing.assert_allclose(np.exp(setup.kernel(p).params), expected, rtol=2e-3)
+    np.testing.assert_allclose(np.exp(gp_kernel(p).params), np.exp(hp.kernel().params), rtol=2e-3)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from visiontune.errors import SessionError
-from visiontune.session.protocol import load_protocol
+from visiontune.refraction.protocol import load_protocol
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 

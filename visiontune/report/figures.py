@@ -112,6 +112,19 @@ def _plot_rect(p: QPainter, rect: QRectF, right_extra: float = 0.0) -> QRectF:
     return QRectF(rect.left() + 3.6 * h, rect.top() + 1.6 * h, width, rect.height() - 4.4 * h)
 
 
+#: Trial lenses within this many degrees of the map's axis (or without cylinder) are drawn on it.
+MAP_AXIS_TOLERANCE_DEG = 10.0
+
+
+def lenses_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[Trial]:
+    """The trials whose lens lies in the map's plane: no cylinder, or an axis within
+    :data:`MAP_AXIS_TOLERANCE_DEG` of ``axis_deg`` (every trial when the map has no axis)."""
+    if axis_deg is None:
+        return list(trials)
+    return [t for t in trials if t.lens.cylinder_d == 0.0
+            or abs((t.lens.axis_deg - axis_deg + 90.0) % 180.0 - 90.0) <= MAP_AXIS_TOLERANCE_DEG]  # fmt: skip
+
+
 def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, trials: Sequence[Trial] = ()) -> QRectF:
     """Draw the posterior acuity map in ``rect`` (device units); return the heat map's plot
     rectangle (inside the axes). ``trials``: lenses to mark (``Trial.void`` drawn hollow)."""
@@ -131,7 +144,7 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
             cell = QRectF(QPointF(f.x(sx[i]), f.y(sy[j + 1])), QPointF(f.x(sx[i + 1]), f.y(sy[j])))
             p.fillRect(cell.adjusted(-0.5, -0.5, 0.5, 0.5), QColor(r, g, b))
     dot = max(2.0, 0.18 * h)
-    for t in trials:
+    for t in lenses_on_map(trials, result.map_axis_deg):
         p.setPen(QPen(QColor(255, 255, 255), max(1.0, dot / 3)))
         p.setBrush(Qt.NoBrush if t.void else QBrush(QColor(230, 30, 30)))
         p.drawEllipse(f.point(t.lens.sphere_d, t.lens.cylinder_d), dot, dot)
@@ -141,7 +154,8 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
         p.setPen(QPen(colour, w))
         p.drawLine(c + QPointF(-arm, 0), c + QPointF(arm, 0))
         p.drawLine(c + QPointF(0, -arm), c + QPointF(0, arm))
-    _axes(p, f, "sphere (D)", "cylinder (D)", "Predicted acuity (logMAR) over lenses")
+    at_axis = "" if result.map_axis_deg is None else f" at axis {result.map_axis_deg:.0f}\u00b0"
+    _axes(p, f, "sphere (D)", f"cylinder (D){at_axis}", f"Predicted acuity (logMAR) over lenses{at_axis}")
     # colour bar
     bar = QRectF(plot.right() + 0.8 * h, plot.top(), 0.8 * h, plot.height())
     steps = 64

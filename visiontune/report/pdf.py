@@ -72,10 +72,11 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Protocol", protocol),
         ("Software", f"VisionTune {info.software_version}"),
         ("Prescription (0.25 D)", format_lens(r.rounded)),
-        ("Exact estimate", format_lens(r.estimate, decimals=3)),
-        (f"{lvl}% credible interval",
-         f"sphere [{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, "
-         f"cylinder [{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D"),
+        ("Exact estimate", format_lens(LensValues(r.estimate.sphere_d, r.estimate.cylinder_d,
+                                                  float(round(r.estimate.axis_deg)) or 180.0))),
+        *_start_line(r),
+        (f"{lvl}% credible region", _region_text(r)),
+        *_power_vector_line(r),
         ("Predicted acuity", f"{va:.2f} logMAR (Snellen {format_snellen(va)}, {format_snellen(va, 6)})"),
         ("Acuity interval",
          f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
@@ -83,6 +84,29 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
          + f"; stopped by {r.stopped_by}"),
         ("Duration", _duration(r.duration_s)),
     ]  # fmt: skip
+
+
+def _region_text(r) -> str:
+    """Sphere and cylinder intervals, and the axis ± when there is one."""
+    text = (f"sphere [{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, "
+            f"cylinder [{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D")  # fmt: skip
+    if r.axis_pm_deg is not None:
+        text += f", axis \u00b1{r.axis_pm_deg:.0f}\u00b0"
+    return text
+
+
+def _power_vector_line(r) -> list[tuple[str, str]]:
+    """The region as radii on M and on J = (J0, J45) (Thibos 1997), when the result has them."""
+    radii = r.region_radii_d or {}
+    if "m_pm_d" not in radii or "cylinder_vector_pm_d" not in radii:
+        return []
+    return [("  in power vectors", f"M \u00b1{radii['m_pm_d']:.2f} D, J \u00b1{radii['cylinder_vector_pm_d']:.2f} D")]
+
+
+def _start_line(r) -> list[tuple[str, str]]:
+    if r.starting_rx is None:
+        return []
+    return [("Starting prescription", f"{format_lens(r.starting_rx)} ({r.starting_source or 'source not recorded'})")]
 
 
 def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
@@ -178,7 +202,7 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         draw_acuity_curve(p, QRectF(width * 0.56, y, width * 0.44, fig_h), record.result)
         set_font(p, 7)
         p.drawText(QPointF(0, y + fig_h + row_h),
-                   "Map: red dots = lenses presented (hollow = voided answer), white cross = estimate.")  # fmt: skip
+                   "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = estimate.")  # fmt: skip
 
         # --- trial table pages: two blocks of rows side by side
         chunks = [rows[i : i + per_page] for i in range(0, len(rows), per_page)] or [[]]

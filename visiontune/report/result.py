@@ -7,17 +7,25 @@ A finished session's ``result`` is a JSON object with exactly these keys::
     rounded               {"sphere_d", "cylinder_d", "axis_deg"}   the same, sphere and cylinder
                                                                   on 0.25 D steps (the Rx to file)
     credible_interval     {"sphere_d": [lo, hi], "cylinder_d": [lo, hi]}  central interval (D)
-                          of the best lens; optional "level" (default 0.95)
+                          of the best lens; optional "level" (default 0.95) and the region's
+                          ± radii (schema v2): "axis_pm_deg" (degrees, null without cylinder),
+                          "m_pm_d" (on M), "cylinder_vector_pm_d" (on J = (J0, J45)),
+                          "distance_d" (dioptric distance), each at that level
     predicted_va_logmar   float, acuity predicted through the estimate (logMAR)
     predicted_va_interval [lo, hi], its credible interval (logMAR)
     trials_used           int >= 0, answers the model used (voided answers excluded)
     duration_s            float >= 0, first presentation to last answer (seconds)
-    stopped_by            "budget" | "precision" | "clinician"
+    stopped_by            "budget" | "precision" | "information" | "clinician"
     acuity_curve          [[trial_number, va_logmar], ...]: the estimate's predicted acuity
                           after each listed number of answers (non-decreasing trial numbers)
     posterior_map         {"sphere_d": [n], "cylinder_d": [m], "va_logmar": [[m] * n]}:
                           predicted acuity (logMAR) on the lens grid, rows = sphere
     simulated             optional bool; when present it must equal the session's flag
+
+Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded lens (Thibos
+1997); ``starting_rx`` {"sphere_d", "cylinder_d", "axis_deg", "source"} or null; ``model``
+("optics" | "gp"), ``policy``, ``cylinder_form`` ("minus" | "plus"), ``software_version``;
+``posterior_map.axis_deg`` (the axis the map is drawn at, null for the GP model's fixed axis).
 
 Any other key, a missing key, a non-finite number or a wrong shape is rejected with a
 :class:`~visiontune.errors.StoreError` naming the session and the key path, so a drift in
@@ -34,12 +42,14 @@ from visiontune.errors import StoreError
 
 __all__ = ["STOPPED_BY", "LensValues", "SessionResult", "parse_result"]
 
-STOPPED_BY = ("budget", "precision", "clinician")
+STOPPED_BY = ("budget", "precision", "information", "clinician")
 _REQUIRED = (
     "estimate", "rounded", "credible_interval", "predicted_va_logmar", "predicted_va_interval",
     "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
 )  # fmt: skip
-_OPTIONAL = ("simulated",)
+_OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version")
+_REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
+_START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
 
 
@@ -80,6 +90,13 @@ class SessionResult:
     map_va_logmar: tuple[tuple[float, ...], ...]
     simulated: bool | None
     raw: Any
+    axis_pm_deg: float | None = None
+    region_radii_d: dict | None = None
+    power_vector: tuple[float, float, float] | None = None
+    starting_rx: LensValues | None = None
+    starting_source: str | None = None
+    cylinder_form: str = "minus"
+    map_axis_deg: float | None = None
 
 
 class _Checker:
@@ -98,7 +115,7 @@ class _Checker:
             raise self.fail(key, f"missing key(s) {', '.join(missing)}")
         extra = sorted(set(value) - set(required) - set(optional))
         if extra:
-            raise self.fail(key, f"unknown key(s) {', '.join(extra)} (result schema v1)")
+            raise self.fail(key, f"unknown key(s) {', '.join(extra)} (result schema v2)")
         return value
 
     def number(self, key: str, value: Any) -> float:
@@ -137,7 +154,28 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     if result is None:
         raise StoreError(f"{where}: has no result")
     d = c.mapping("", result, _REQUIRED, _OPTIONAL)
-    ci = c.mapping("credible_interval", d["credible_interval"], ("sphere_d", "cylinder_d"), ("level",))
+    ci = c.mapping("credible_interval", d["credible_interval"], ("sphere_d", "cylinder_d"),
+                   ("level", "axis_pm_deg", *_REGION_RADII))  # fmt: skip
+    radii = {k: c.number(f"credible_interval.{k}", ci[k]) for k in _REGION_RADII if k in ci} or None
+    axis_pm = ci.get("axis_pm_deg")
+    if axis_pm is not None:
+        axis_pm = c.number("credible_interval.axis_pm_deg", axis_pm)
+        if not 0.0 <= axis_pm <= 90.0:
+            raise c.fail("credible_interval.axis_pm_deg", f"expected degrees in [0, 90], got {axis_pm}")
+    power_vector = None
+    if d.get("power_vector") is not None:
+        pv = c.mapping("power_vector", d["power_vector"], ("m_d", "j0_d", "j45_d"))
+        power_vector = tuple(c.number(f"power_vector.{k}", pv[k]) for k in ("m_d", "j0_d", "j45_d"))
+    start, source = None, None
+    if d.get("starting_rx") is not None:
+        sr = c.mapping("starting_rx", d["starting_rx"], (*_LENS_KEYS, "source"))
+        start = c.lens("starting_rx", {k: sr[k] for k in _LENS_KEYS})
+        source = sr["source"]
+        if source not in _START_SOURCES:
+            raise c.fail("starting_rx.source", f"expected one of {', '.join(_START_SOURCES)}, got {source!r}")
+    form = d.get("cylinder_form", "minus")
+    if form not in ("minus", "plus"):
+        raise c.fail("cylinder_form", f"expected 'minus' or 'plus', got {form!r}")
     level = c.number("credible_interval.level", ci.get("level", 0.95))
     if not 0.0 < level < 1.0:
         raise c.fail("credible_interval.level", f"expected a probability in (0, 1), got {level}")
@@ -158,7 +196,8 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         if curve and n < curve[-1][0]:
             raise c.fail(f"acuity_curve[{i}]", f"trial numbers must not decrease ({n} after {curve[-1][0]})")
         curve.append((n, va))
-    pm = c.mapping("posterior_map", d["posterior_map"], ("sphere_d", "cylinder_d", "va_logmar"))
+    pm = c.mapping("posterior_map", d["posterior_map"], ("sphere_d", "cylinder_d", "va_logmar"), ("axis_deg",))
+    map_axis = None if pm.get("axis_deg") is None else c.number("posterior_map.axis_deg", pm["axis_deg"])
     sphere = c.numbers("posterior_map.sphere_d", pm["sphere_d"])
     cylinder = c.numbers("posterior_map.cylinder_d", pm["cylinder_d"])
     for name, axis in (("sphere_d", sphere), ("cylinder_d", cylinder)):
@@ -190,6 +229,13 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         map_va_logmar=grid,
         simulated=simulated,
         raw=result,
+        axis_pm_deg=axis_pm,
+        region_radii_d=radii,
+        power_vector=power_vector,
+        starting_rx=start,
+        starting_source=source,
+        cylinder_form=form,
+        map_axis_deg=map_axis,
     )
 
 

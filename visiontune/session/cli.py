@@ -10,13 +10,29 @@ import argparse
 import json
 import sys
 
-import numpy as np
-
 from visiontune.errors import InvalidInputError
-from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.session.engine import RefractionSession, SimulatedPresenter
-from visiontune.session.protocol import load_protocol
+from visiontune.optics import Prescription
+from visiontune.refraction.loop import SimulatedPresenter
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, parse_true_rx, simulated_case
+from visiontune.refraction.start import SOURCES, StartingPoint
+from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
+
+_INT64_MAX = 2**63 - 1
+
+
+def _bounded_int(name: str, lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{name}: expected an integer in [{lo}, {hi}], got {text}")
+        return value
+
+    return parse
 
 
 def _db_argument(parser: argparse.ArgumentParser) -> None:
@@ -26,25 +42,36 @@ def _db_argument(parser: argparse.ArgumentParser) -> None:
 def _patient_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--simulate", action="store_true", required=True,
                         help="a simulated patient answers (the only headless presenter)")  # fmt: skip
-    parser.add_argument("--true-rx", metavar='"S C"', help="simulated patient's correction (default: drawn from --seed)")
-    parser.add_argument("--slope", type=float, default=5.0, help="simulated psychometric slope, logMAR^-1 (default 5)")
-    parser.add_argument("--best-va", type=float, default=0.0, help="simulated best-corrected acuity, logMAR (default 0)")
-    parser.add_argument("--patient-seed", type=int, default=None, help="seed of the simulated answers (default: --seed)")
-    parser.add_argument("--max-steps", type=int, default=None, help="stop after this many answers, leaving it open")
+    parser.add_argument("--true-rx", metavar='"S C x A"',
+                        help="simulated patient's correction, e.g. \"-1.25 -0.50 x 30\" (default: a patient of the "
+                             "validation population drawn from --seed)")  # fmt: skip
+    parser.add_argument("--slope", type=float, default=None, help="simulated psychometric slope, logMAR^-1")
+    parser.add_argument("--best-va", type=float, default=None, help="simulated best-corrected acuity, logMAR")
+    parser.add_argument("--age", type=float, default=None, help="simulated patient's age, years (accommodation)")
+    parser.add_argument("--patient-seed", type=_bounded_int("--patient-seed", 0, _INT64_MAX), default=None,
+                        help="seed of the simulated answers (default: --seed)")  # fmt: skip
+    parser.add_argument("--max-steps", type=_bounded_int("--max-steps", 1, 1_000_000), default=None,
+                        help="stop after this many answers, leaving it open")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-trial progress")
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     run = sub.add_parser("run", help="start a session")
-    run.add_argument("--protocol", default="paper-ucb-ald", help="shipped protocol name or .toml path")
+    run.add_argument("--protocol", default="clinical-sloan", help="shipped protocol name or .toml path")
     run.add_argument("--patient-id", default="SIM-0001", help="pseudonymous patient id")
-    run.add_argument("--eye", default="OD", choices=["OD", "OS", "OU"])
-    run.add_argument("--seed", type=int, default=None, help="session seed (default: the protocol's)")
+    run.add_argument("--eye", default="OD", choices=["OD", "OS"])
+    run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
+                     help="session seed (default: the protocol's)")  # fmt: skip
+    run.add_argument("--start-rx", metavar='"S C x A"',
+                     help="starting prescription (default for a simulated patient: its simulated autorefraction); "
+                          "'none' for no start")  # fmt: skip
+    run.add_argument("--start-source", choices=[s for s in SOURCES if s != "none"], default="autorefraction",
+                     help="where --start-rx comes from (sets the prior's width)")  # fmt: skip
     _patient_arguments(run)
     _db_argument(run)
     resume = sub.add_parser("resume", help="continue an unfinished session")
-    resume.add_argument("session_id", type=int)
+    resume.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
     _patient_arguments(resume)
     _db_argument(resume)
 
@@ -54,46 +81,50 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     lst = sub.add_parser("list", help="sessions in the trial log")
     _db_argument(lst)
     show = sub.add_parser("show", help="one session, its trials and result")
-    show.add_argument("session_id", type=int)
+    show.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
     show.add_argument("--json", action="store_true", help="print as JSON")
     _db_argument(show)
 
 
-def _true_rx(args, session: RefractionSession) -> Prescription:
-    box = session.problem.box
-    if args.true_rx:
-        parts = args.true_rx.replace(",", " ").split()
-        try:
-            s, c = (float(v) for v in parts)
-        except ValueError:
-            raise InvalidInputError(f'--true-rx: expected two numbers "S C" (diopters), got {args.true_rx!r}') from None
-        rx = np.array([s, c])
-        if np.any(rx < box[:, 0]) or np.any(rx > box[:, 1]):
-            raise InvalidInputError(
-                f"--true-rx: {s:+.2f} {c:+.2f} D lies outside the protocol's search space "
-                f"sphere {box[0].tolist()}, cylinder {box[1].tolist()}"
-            )
-        return Prescription(s, c, session.axis_deg)
-    rng = np.random.default_rng([session.seed, 7919])
-    s, c = rng.uniform(box[:, 0], box[:, 1])
-    return Prescription(float(s), float(c), session.axis_deg)
+def _parse_rx(flag: str, text: str) -> Prescription:
+    try:
+        return Prescription.parse(text)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{flag}: {exc}") from None
 
 
-def _drive(args, session: RefractionSession) -> int:
-    if args.slope <= 0:
-        raise InvalidInputError(f"--slope: must be > 0 logMAR^-1, got {args.slope}")
-    rx = _true_rx(args, session)
-    patient = SimulatedPatient(
-        rx, best_corrected_logmar=args.best_va, slope=args.slope, n_alternatives=session.protocol.n_alternatives,
-        seed=session.seed if args.patient_seed is None else args.patient_seed,
-    )  # fmt: skip
-    print(f"SIMULATED session {session.session_id}: patient true correction {rx.format()}", file=sys.stderr)
+def _start(args, case) -> StartingPoint:
+    """The starting point of a new session: --start-rx, or the simulated case's own start."""
+    if args.start_rx is None:
+        return StartingPoint(case.start_rx, case.start_source, case.age_years)
+    if args.start_rx.strip().lower() == "none":
+        return StartingPoint(None, "none", case.age_years)
+    return StartingPoint(_parse_rx("--start-rx", args.start_rx), args.start_source, case.age_years)
+
+
+def _case(args, seed: int, stored: dict | None, protocol):
+    """The simulated patient: the one recorded with the session (resume), else drawn by
+    ``seed`` (:func:`~visiontune.refraction.simulated.simulated_case`) and overridden by the
+    command's flags."""
+    if stored is not None:
+        return simulated_case(stored=stored)
+    true_rx = None if args.true_rx is None else parse_true_rx(args.true_rx, protocol)
+    return simulated_case(seed=seed if args.patient_seed is None else args.patient_seed, protocol=protocol,
+                          true_rx=true_rx, slope=args.slope, best_va=args.best_va, age_years=args.age)  # fmt: skip
+
+
+def _drive(args, session: RefractionSession, case) -> int:
+    patient = case.patient(session.protocol.n_alternatives)
+    print(f"SIMULATED session {session.session_id}: patient true correction {case.true_rx.format()}; "
+          f"start {session.start_point.rx.format() if session.start_point.rx else 'none'} "
+          f"({session.start_point.source})", file=sys.stderr)  # fmt: skip
 
     def progress(trial, s):
         if not args.quiet:
             mark = "+" if trial.correct else "-"
-            print(f"  trial {trial.index + 1:3d}  s={trial.s_logmar:+.2f} logMAR  "
-                  f"lens S {trial.lens.sphere_d:+.2f} C {trial.lens.cylinder_d:+.2f}  {mark}", file=sys.stderr)  # fmt: skip
+            lens = Prescription(trial.lens.sphere_d, trial.lens.cylinder_d, trial.lens.axis_deg or 180.0)
+            print(f"  trial {trial.index + 1:3d}  s={trial.s_logmar:+.2f} logMAR  lens {lens.format()}  {mark}",
+                  file=sys.stderr)  # fmt: skip
 
     result = session.run(SimulatedPresenter(patient), progress=progress, max_steps=args.max_steps)
     if result is None:
@@ -101,11 +132,15 @@ def _drive(args, session: RefractionSession) -> int:
               f"continue with: visiontune session resume {session.session_id} --simulate", file=sys.stderr)  # fmt: skip
         return 0
     est = result["rounded"]
-    found = Prescription(result["estimate"]["sphere_d"], result["estimate"]["cylinder_d"], session.axis_deg)
-    print(f"SIMULATED session {session.session_id} finished ({result['stopped_by']}, {result['trials_used']} trials)")
-    print(f"  true correction   {rx.format()}")
-    print(f"  found correction  {Prescription(est['sphere_d'], est['cylinder_d'], est['axis_deg']).format()}"
-          f"  (exact {found.format()})")  # fmt: skip
+    found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
+    error = float(((found.power_vector_array() - case.true_rx.power_vector_array()) ** 2).sum() ** 0.5)
+    print(f"SIMULATED session {session.session_id} finished ({result['stopped_by']}, {result['trials_used']} answers)")
+    print(f"  true correction   {case.true_rx.format()}")
+    print(f"  found correction  {found.format()}  (dioptric distance to the truth {error:.2f} D)")
+    if session.start_point.rx is not None:
+        start_error = float(((session.start_point.rx.power_vector_array() - case.true_rx.power_vector_array()) ** 2)
+                            .sum() ** 0.5)  # fmt: skip
+        print(f"  starting rx       {session.start_point.rx.format()}  ({start_error:.2f} D)")
     print(f"  acuity through it {patient.acuity_logmar(found):.3f} logMAR (true); "
           f"predicted {result['predicted_va_logmar']:.3f}")  # fmt: skip
     return 0
@@ -115,32 +150,48 @@ def run_session(args) -> int:
     with TrialStore.open(args.db) as store:
         if args.action == "run":
             protocol = load_protocol(args.protocol)
+            seed = protocol.seed if args.seed is None else args.seed
+            case = _case(args, seed, None, protocol)
             with RefractionSession.start(store, patient_id=args.patient_id, eye=args.eye, protocol=protocol,
-                                         simulated=True, seed=args.seed) as session:  # fmt: skip
-                return _drive(args, session)
+                                         simulated=True, seed=seed, start=_start(args, case)) as session:  # fmt: skip
+                session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
+                return _drive(args, session, case)
         with RefractionSession.resume(store, args.session_id) as session:
             if not session.simulated:
                 raise InvalidInputError(f"session {args.session_id} is a real patient's; resume it in the app")
-            return _drive(args, session)
+            stored = session.recorded_note(SIMULATED_PATIENT_NOTE)
+            return _drive(args, session, _case(args, session.seed, stored, session.protocol))
+
+
+def _clean(text) -> str:
+    """One printable line of stored text (control characters shown as escapes)."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
 
 
 def run_sessions(args) -> int:
     with TrialStore.open(args.db) as store:
         if args.action == "list":
-            rows = store.list_sessions()
             print(f"{'id':>4}  {'patient':<12} {'eye':<3} {'state':<8} {'trials':>6}  {'created':<20} kind")
-            for info in rows:
-                n = len(store.trials(info.session_id))
+            for info in store.list_sessions():
+                if info.damaged:
+                    print(f"{info.session_id:>4}  DAMAGED: {_clean('; '.join(info.damage))}")
+                    continue
                 kind = "SIMULATED" if info.simulated else "real"
-                print(f"{info.session_id:>4}  {info.patient_id:<12} {info.eye.value:<3} {info.state.value:<8} {n:>6}  "
-                      f"{info.created_at:%Y-%m-%d %H:%M:%S}  {kind}")  # fmt: skip
+                print(f"{info.session_id:>4}  {_clean(info.patient_id):<12} {info.eye.value:<3} {info.state.value:<8} "
+                      f"{store.trial_count(info.session_id):>6}  {info.created_at:%Y-%m-%d %H:%M:%S}  {kind}")  # fmt: skip
             return 0
         info = store.get_session(args.session_id)
         trials = store.trials(args.session_id, include_void=True)
+        result = None
+        if info.result is not None:
+            from visiontune.report.result import parse_result
+
+            result = parse_result(info.result, where=f"session {info.session_id}")
         doc = {
             "session_id": info.session_id, "patient_id": info.patient_id, "eye": info.eye.value,
             "state": info.state.value, "simulated": info.simulated, "seed": info.seed,
             "protocol": info.protocol.name, "software_version": info.software_version,
+            "starting_rx": info.starting_rx,
             "trials": [{"index": t.index, "s_logmar": t.s_logmar, "sphere_d": t.lens.sphere_d,
                         "cylinder_d": t.lens.cylinder_d, "axis_deg": t.lens.axis_deg, "letter_shown": t.letter_shown,
                         "letter_named": t.letter_named, "correct": t.correct, "void": t.void} for t in trials],
@@ -150,14 +201,16 @@ def run_sessions(args) -> int:
             print(json.dumps(doc, indent=2, default=str))
             return 0
         kind = "SIMULATED" if info.simulated else "real patient"
-        print(f"session {info.session_id} ({kind}) patient {info.patient_id} {info.eye.value}, "
-              f"protocol {info.protocol.name}, {info.state.value}, {len(trials)} trials")  # fmt: skip
+        print(f"session {info.session_id} ({kind}) patient {_clean(info.patient_id)} {info.eye.value}, "
+              f"protocol {_clean(info.protocol.name)}, {info.state.value}, {len(trials)} trials")  # fmt: skip
         for t in trials:
             void = " VOID" if t.void else ""
-            print(f"  {t.index + 1:3d} s={t.s_logmar:+.2f} S {t.lens.sphere_d:+.2f} C {t.lens.cylinder_d:+.2f} "
-                  f"shown {t.letter_shown} named {t.letter_named or '-'} {'correct' if t.correct else 'wrong'}{void}")  # fmt: skip
-        if info.result:
-            r = info.result["rounded"]
-            print(f"result: S {r['sphere_d']:+.2f} C {r['cylinder_d']:+.2f} x {r['axis_deg']:.0f}, "
-                  f"predicted VA {info.result['predicted_va_logmar']:.2f} logMAR")  # fmt: skip
+            lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg)
+            print(f"  {t.index + 1:3d} s={t.s_logmar:+.2f} {lens.format()} shown {t.letter_shown} "
+                  f"named {t.letter_named or '-'} {'correct' if t.correct else 'wrong'}{void}")  # fmt: skip
+        if result is not None:
+            r = result.rounded
+            print(f"result: {Prescription(r.sphere_d, r.cylinder_d, r.axis_deg).format()}, "
+                  f"predicted VA {result.predicted_va_logmar:.2f} logMAR, {result.trials_used} answers, "
+                  f"stopped by {result.stopped_by}")  # fmt: skip
         return 0

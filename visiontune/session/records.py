@@ -6,6 +6,11 @@ writes them as ISO 8601 text in UTC.
 
 JSON columns (calibration, starting prescription, result, event payload) are kept as text
 (``*_json`` fields, so the values stay immutable and hashable) with a parsing property.
+
+Damaged text (bytes that are not UTF-8, JSON that does not parse, a timestamp that is not
+ISO 8601: damage SQLite's own checks do not see) is read as :class:`DamagedText` and reported
+in :attr:`SessionInfo.damage`; the parsing properties raise
+:class:`~visiontune.errors.StoreError` naming the session and the column.
 """
 
 from __future__ import annotations
@@ -17,7 +22,42 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from visiontune.errors import InvalidInputError
+from visiontune.errors import InvalidInputError, StoreError
+
+
+class DamagedText(str):
+    """Text read from the trial log that is not valid UTF-8: the bytes decoded with
+    U+FFFD replacement characters (printable), ``raw`` the bytes as stored."""
+
+    raw: bytes
+
+    def __new__(cls, raw: bytes) -> DamagedText:
+        self = super().__new__(cls, raw.decode("utf-8", "replace"))
+        self.raw = bytes(raw)
+        return self
+
+
+def decode_text(raw: bytes) -> str:
+    """The trial log's ``text_factory``: UTF-8 text, or :class:`DamagedText` if it is not."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return DamagedText(raw)
+
+
+def json_problem(text: str | None) -> str | None:
+    """What is wrong with stored JSON text (``None`` if nothing is)."""
+    if text is None:
+        return None
+    if isinstance(text, DamagedText):
+        return "not valid UTF-8 text"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "JSON nested too deeply"
+    except ValueError as exc:
+        return f"not valid JSON ({exc})"
+    return None
 
 
 class Eye(StrEnum):
@@ -144,7 +184,10 @@ class Trial:
     void: bool = False
 
 
-def _loads(text: str | None) -> Any:
+def _loads(text: str | None, where: str = "trial log", column: str = "json") -> Any:
+    problem = json_problem(text)
+    if problem is not None:
+        raise StoreError(f"{where}: {column} is damaged: {problem}")
     return None if text is None else json.loads(text)
 
 
@@ -162,6 +205,11 @@ class SessionInfo:
 
     ``protocol_toml`` is the protocol file's text at creation (a snapshot; later edits of the
     file do not change a recorded session). ``result_json`` is set by ``finish``.
+
+    ``damage``: what is wrong with the stored row, one ``"column: problem"`` per damaged
+    column (empty for a sound row). Only :meth:`TrialStore.list_sessions` and
+    ``get_session(..., allow_damaged=True)`` return a damaged row; a column that could not
+    be read is ``None`` there (``eye``, ``state``, ``created_at``...).
     """
 
     session_id: int
@@ -177,27 +225,35 @@ class SessionInfo:
     calibration_json: str | None
     starting_rx_json: str | None
     result_json: str | None
+    damage: tuple[str, ...] = ()
+
+    @property
+    def damaged(self) -> bool:
+        """True when some column of the stored row is damaged (see :attr:`damage`)."""
+        return bool(self.damage)
 
     @property
     def calibration(self) -> Any:
         """The calibration snapshot, parsed (``None`` for simulated sessions without one)."""
-        return _loads(self.calibration_json)
+        return _loads(self.calibration_json, f"session {self.session_id}", "calibration_json")
 
     @property
     def starting_rx(self) -> Any:
         """The starting prescription, parsed, or ``None``."""
-        return _loads(self.starting_rx_json)
+        return _loads(self.starting_rx_json, f"session {self.session_id}", "starting_rx_json")
 
     @property
     def result(self) -> Any:
         """The result recorded by ``finish``, parsed, or ``None`` while not finished."""
-        return _loads(self.result_json)
+        return _loads(self.result_json, f"session {self.session_id}", "result_json")
 
     @property
     def protocol(self):
-        """The protocol snapshot parsed into a :class:`~visiontune.session.protocol.Protocol`."""
-        from visiontune.session.protocol import parse_protocol
+        """The protocol snapshot parsed into a :class:`~visiontune.refraction.protocol.Protocol`."""
+        from visiontune.refraction.protocol import parse_protocol
 
+        if isinstance(self.protocol_toml, DamagedText) or not isinstance(self.protocol_toml, str):
+            raise StoreError(f"session {self.session_id}: protocol_toml is damaged: not valid UTF-8 text")
         return parse_protocol(self.protocol_toml, source=f"session {self.session_id} protocol snapshot")
 
 
@@ -215,4 +271,4 @@ class Event:
     @property
     def payload(self) -> Any:
         """The event payload, parsed, or ``None``."""
-        return _loads(self.payload_json)
+        return _loads(self.payload_json, f"session {self.session_id} event {self.event_id}", "payload_json")

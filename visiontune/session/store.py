@@ -5,25 +5,38 @@ Durability: WAL journal, ``synchronous=FULL``, foreign keys on, and every write 
 :meth:`SessionHandle.record_trial` returns. Trials and events are append-only (see
 :mod:`visiontune.session.schema`); undoing a trial writes an ``undo`` event.
 
-Files are created user-only (mode 0600; SQLite gives its ``-wal``/``-shm`` files the mode of
-the database). Default location: ``$VISIONTUNE_DATA_DIR/visiontune.sqlite3`` if that variable is
+Files are user-only whatever the umask: the database, its ``-wal``/``-shm`` files (SQLite
+gives them the database's mode) and the session lock files are 0600, a folder created for
+them 0700. Default location: ``$VISIONTUNE_DATA_DIR/visiontune.sqlite3`` if that variable is
 set, else the platformdirs user data dir ``visiontune/visiontune.sqlite3``.
 
 An existing file is checked read-only before anything is written: not SQLite, damaged
 (``PRAGMA quick_check``) or of a newer schema -> :class:`StoreError` and the file is left
-byte-for-byte as it was.
+byte-for-byte as it was. A new database that cannot be initialised (a full disk) is removed
+again, not left as a 0-byte file.
+
+Damage SQLite's checks do not see (text that is not UTF-8, JSON that does not parse, a
+timestamp that is not one) is confined to its session: :meth:`TrialStore.list_sessions`
+returns such a session with :attr:`SessionInfo.damage` saying what is wrong and the others
+intact; :meth:`TrialStore.get_session`, :meth:`TrialStore.trials` and the session's parsing
+properties raise :class:`StoreError` for it.
 
 One process at a time may hold a session open: :meth:`TrialStore.open_session` takes an
 exclusive ``flock`` on ``<db>.session-<id>.lock`` next to the database (POSIX only); the kernel
-releases it when the handle is closed or the process dies.
+releases it when the handle is closed or the process dies. Closing the handle removes the
+lock file (while still holding the lock; a process that opened the old file meanwhile sees it
+is no longer the file at that path and retries).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import operator
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -32,9 +45,11 @@ from typing import Any
 from urllib.parse import quote
 
 import visiontune
+from visiontune import private_files
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.session.migrations import SCHEMA_VERSION, apply_migrations, read_schema_version
 from visiontune.session.records import (
+    DamagedText,
     Event,
     EventKind,
     Eye,
@@ -44,12 +59,21 @@ from visiontune.session.records import (
     SessionState,
     Trial,
     TrialInput,
+    decode_text,
+    json_problem,
 )
 
 DATA_DIR_ENV = "VISIONTUNE_DATA_DIR"
 DATABASE_NAME = "visiontune.sqlite3"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _PATIENT_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+#: SQLite integers are signed 64-bit: the largest session id there can be.
+MAX_SESSION_ID = 2**63 - 1
+#: Seconds a read-only check waits for another program's lock before saying it is locked.
+READ_CHECK_TIMEOUT_S = 5.0
+#: Seconds a connection waits for another writer's lock before a write fails as locked.
+LOCK_TIMEOUT_S = 10.0
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 Clock = Callable[[], datetime]
 
@@ -74,6 +98,50 @@ def _ts(value: datetime) -> str:
 
 def _parse_ts(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
+
+
+def _session_id(value: Any) -> int:
+    """``value`` as a session id SQLite can hold; StoreError if it is outside int64."""
+    if isinstance(value, bool):
+        raise InvalidInputError(f"session_id: expected an integer session id, got {value!r}")
+    try:
+        sid = operator.index(value)
+    except TypeError:
+        raise InvalidInputError(f"session_id: expected an integer session id, got {value!r}") from None
+    if not -MAX_SESSION_ID - 1 <= sid <= MAX_SESSION_ID:
+        raise StoreError(f"session id {sid} is out of range: trial log session ids are 1 to {MAX_SESSION_ID}")
+    return sid
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code is not None and (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)) or "locked" in str(exc)
+
+
+def _text_problem(value: Any) -> str | None:
+    if isinstance(value, DamagedText):
+        return "not valid UTF-8 text"
+    if not isinstance(value, str):
+        return f"expected text, found {type(value).__name__} {repr(value)[:40]}"
+    return None
+
+
+def _checked_ts(column: str, value: Any, damage: list[str], *, optional: bool = False) -> datetime | None:
+    """``value`` parsed as an aware ISO 8601 timestamp, or ``None`` with a line in ``damage``."""
+    if value is None and optional:
+        return None
+    problem = _text_problem(value)
+    if problem is None:
+        try:
+            ts = datetime.fromisoformat(value)
+        except ValueError:
+            problem = f"{value[:40]!r} is not an ISO 8601 timestamp"
+        else:
+            if ts.tzinfo is not None and ts.utcoffset() is not None:
+                return ts
+            problem = f"{value[:40]!r} has no time zone"
+    damage.append(f"{column}: {problem}")
+    return None
 
 
 def _to_json(name: str, value: Any) -> str | None:
@@ -104,13 +172,16 @@ def _json_default(value: Any) -> Any:
 
 def _check_existing_file(path: Path) -> None:
     """Read-only checks of an existing database file; raise StoreError naming ``path``."""
-    if not path.is_file():
-        raise StoreError(f"{path}: not a regular file")
-    size = path.stat().st_size
-    if size == 0:
-        return  # an empty file is an empty database: initialised as version 0
-    with open(path, "rb") as fh:
-        header = fh.read(len(_SQLITE_HEADER))
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(f"{path}: not a regular file")
+        if st.st_size == 0:
+            return  # an empty file is an empty database: initialised as version 0
+        with open(path, "rb") as fh:
+            header = fh.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the trial log ({exc.strerror or exc})") from None
     if header != _SQLITE_HEADER:
         raise StoreError(f"{path}: not a VisionTune trial log (not an SQLite database file)")
     wal = path.with_name(path.name + "-wal")
@@ -127,17 +198,47 @@ def _check_existing_file(path: Path) -> None:
                 raise
 
 
-def _read_only_check(path: Path, mode: str) -> None:
-    """``PRAGMA quick_check`` and the schema version through a read-only connection."""
+#: Public name of the read-only check (used by the exports, which must not write the log).
+check_existing_database = _check_existing_file
+
+
+def _read_only_connect(path: Path, mode: str) -> sqlite3.Connection:
     uri = f"file:{quote(str(path))}?mode={mode}"
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=READ_CHECK_TIMEOUT_S)
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot be opened ({exc})") from None
+    conn.text_factory = decode_text
+    return conn
+
+
+def _locked_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    return StoreError(f"{path}: the trial log is locked by another program ({exc}); try again when it is done")
+
+
+def read_schema_version_read_only(path: str | os.PathLike) -> int:
+    """The schema version of the trial log at ``path``, read without writing anything (no
+    ``-wal``/``-shm`` files are created when none exist)."""
+    path = Path(path)
+    wal = path.with_name(path.name + "-wal")
+    conn = _read_only_connect(path, "ro" if wal.exists() else "ro&immutable=1")
+    try:
+        return read_schema_version(conn, path)
+    except sqlite3.Error as exc:
+        if _is_locked(exc):
+            raise _locked_error(path, exc) from None
+        raise StoreError(f"{path}: not a readable trial log ({exc})") from None
+    finally:
+        conn.close()
+
+
+def _read_only_check(path: Path, mode: str) -> None:
+    """``PRAGMA quick_check`` and the schema version through a read-only connection."""
+    conn = _read_only_connect(path, mode)
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
-            details = "; ".join(str(r[0]) for r in rows[:3])
+            details = "; ".join(" ".join(str(r[0]).split()) for r in rows[:3])
             raise StoreError(f"{path}: the database is damaged (quick_check: {details})")
         version = read_schema_version(conn, path)
         if version > SCHEMA_VERSION:
@@ -146,6 +247,8 @@ def _read_only_check(path: Path, mode: str) -> None:
                 f"(version {SCHEMA_VERSION}); upgrade VisionTune to open it"
             )
     except sqlite3.Error as exc:
+        if _is_locked(exc):
+            raise _locked_error(path, exc) from None
         raise StoreError(f"{path}: the database is damaged or not a trial log ({exc})") from None
     finally:
         conn.close()
@@ -155,26 +258,82 @@ class _SessionLock:
     """An exclusive, non-blocking ``flock`` on ``<db>.session-<id>.lock`` holding our pid."""
 
     def __init__(self, db_path: Path, session_id: int) -> None:
+        self.path = db_path.with_name(f"{db_path.name}.session-{session_id}.lock")
+        self._fd: int | None = None
+        try:
+            fd = self._acquire(session_id)
+            if os.fstat(fd).st_uid == os.geteuid():
+                os.fchmod(fd, private_files.FILE_MODE)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+            os.fsync(fd)
+        except OSError as exc:
+            if self._fd is not None:
+                self.release()
+            raise StoreError(f"{self.path}: cannot lock session {session_id} ({exc.strerror or exc})") from None
+
+    def _acquire(self, session_id: int) -> int:
+        """Open and flock the lock file; retry when its previous holder removed it between
+        our open and our flock (the descriptor then names a file no longer at the path)."""
         import fcntl
 
-        self.path = db_path.with_name(f"{db_path.name}.session-{session_id}.lock")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            fd = os.open(self.path, flags, private_files.FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                where = "this process" if holder == str(os.getpid()) else "another process"
+                raise SessionError(f"session {session_id} is open in {where} (pid {holder})") from None
+            mine = os.fstat(fd)
+            try:
+                there = os.stat(self.path, follow_symlinks=False)
+            except FileNotFoundError:
+                there = None
+            if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                self._fd = fd
+                return fd
             os.close(fd)
-            where = "this process" if holder == str(os.getpid()) else "another process"
-            raise SessionError(f"session {session_id} is open in {where} (pid {holder})") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        os.fsync(fd)
-        self._fd: int | None = fd
+        raise SessionError(f"session {session_id}: its lock file {self.path} keeps changing; try again")
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor releases the flock
-            self._fd = None
+        """Remove the lock file (still holding the lock, so nobody else holds it) and unlock."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            mine = os.fstat(fd)
+            there = os.stat(self.path, follow_symlinks=False)
+            if (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                os.unlink(self.path)
+        except OSError:
+            pass  # already gone, or a read-only folder: the file stays, harmless
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+
+def _remove_new_database(path: Path) -> None:
+    """Remove a database this process has just created and could not initialise."""
+    for p in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _make_user_only(path: Path) -> None:
+    """Set the database and its ``-wal``/``-shm`` files to 0600 when this user owns them."""
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            st = os.stat(p, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != private_files.FILE_MODE:
+            os.chmod(p, private_files.FILE_MODE)
 
 
 class TrialStore:
@@ -193,27 +352,47 @@ class TrialStore:
         ``path`` defaults to :func:`default_database_path`. ``clock`` returns aware datetimes
         (default: UTC now); tests inject a fake one.
         """
+        default = path is None
         path = Path(default_database_path() if path is None else path).expanduser().absolute()
-        if path.exists():
+        created = False
+        if os.path.lexists(path):
             _check_existing_file(path)
         else:
+            private_files.private_dir(path.parent, tighten=default, error=StoreError)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private_files.FILE_MODE)
+                created = True
+                os.fchmod(fd, private_files.FILE_MODE)
+                os.close(fd)
             except FileExistsError:
                 _check_existing_file(path)  # created by another process in between
             except OSError as exc:
-                raise StoreError(f"{path}: cannot create the trial log ({exc})") from None
+                if created:
+                    _remove_new_database(path)
+                raise StoreError(f"{path}: cannot create the trial log ({exc.strerror or exc})") from None
+        conn = None
         try:
-            conn = sqlite3.connect(str(path), isolation_level=None, timeout=10.0)
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=LOCK_TIMEOUT_S)
+            conn.text_factory = decode_text
             conn.execute("PRAGMA foreign_keys = ON")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"{path}: cannot switch to WAL journal (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL")
             apply_migrations(conn, path)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open the trial log ({exc})") from None
+            _make_user_only(path)
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if created:
+                _remove_new_database(path)  # no 0-byte or half-initialised file left behind
+            if isinstance(exc, sqlite3.Error):
+                if _is_locked(exc):
+                    raise _locked_error(path, exc) from None
+                raise StoreError(f"{path}: cannot open the trial log ({exc})") from None
+            if isinstance(exc, OSError):
+                raise StoreError(f"{path}: cannot open the trial log ({exc.strerror or exc})") from None
+            raise
         return cls(conn, path, clock or _utc_now)
 
     def close(self) -> None:
@@ -278,11 +457,20 @@ class TrialStore:
         row = self.conn.execute("SELECT id, created_at FROM patients WHERE id = ?", (patient_id,)).fetchone()
         if row is None:
             raise InvalidInputError(f"patient_id: no patient {patient_id!r} in {self.path}")
-        return Patient(row[0], _parse_ts(row[1]))
+        return self._patient_from_row(row)
 
     def list_patients(self) -> list[Patient]:
         rows = self.conn.execute("SELECT id, created_at FROM patients ORDER BY created_at, id").fetchall()
-        return [Patient(r[0], _parse_ts(r[1])) for r in rows]
+        return [self._patient_from_row(r) for r in rows]
+
+    def _patient_from_row(self, r) -> Patient:
+        damage: list[str] = []
+        if (problem := _text_problem(r[0])) is not None:
+            damage.append(f"id: {problem}")
+        created = _checked_ts("created_at", r[1], damage)
+        if damage:
+            raise StoreError(f"{self.path}: patient {str(r[0])[:64]!r} is damaged: {'; '.join(damage)}")
+        return Patient(r[0], created)
 
     # --- sessions ---------------------------------------------------------------------------
     def create_session(
@@ -299,11 +487,11 @@ class TrialStore:
     ) -> int:
         """Create a session in state ``open``; return its id.
 
-        ``protocol``: a :class:`~visiontune.session.protocol.Protocol` (its source text is
+        ``protocol``: a :class:`~visiontune.refraction.protocol.Protocol` (its source text is
         snapshotted) or protocol TOML text (validated). ``seed`` defaults to the protocol's.
         ``calibration`` / ``starting_rx``: mapping, dataclass or JSON text, or ``None``.
         """
-        from visiontune.session.protocol import Protocol, parse_protocol
+        from visiontune.refraction.protocol import Protocol, parse_protocol
 
         self.get_patient(patient_id)
         try:
@@ -350,25 +538,71 @@ class TrialStore:
 
     @staticmethod
     def _session_from_row(r) -> SessionInfo:
+        """The row as a SessionInfo; a damaged column is ``None`` and named in ``damage``."""
+        damage: list[str] = []
+
+        def text(column: str, value: Any) -> str | None:
+            problem = _text_problem(value)
+            if problem is not None:
+                damage.append(f"{column}: {problem}")
+                return value if isinstance(value, str) else None
+            return value
+
+        def enum(column: str, kind, value: Any):
+            try:
+                return kind(value)
+            except ValueError:
+                damage.append(f"{column}: {str(value)[:40]!r} is not one of {', '.join(m.value for m in kind)}")
+                return None
+
+        patient_id = text("patient_id", r[1])
+        eye = enum("eye", Eye, r[2])
+        protocol_toml = text("protocol_toml", r[3])
+        software_version = text("software_version", r[4])
+        seed = r[5]
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            damage.append(f"seed: expected an integer >= 0, found {str(seed)[:40]!r}")
+            seed = None
+        if r[6] not in (0, 1):
+            damage.append(f"simulated: expected 0 or 1, found {str(r[6])[:40]!r}")
+        state = enum("state", SessionState, r[7])
+        created_at = _checked_ts("created_at", r[8], damage)
+        finished_at = _checked_ts("finished_at", r[9], damage, optional=True)
+        json_columns = (("calibration_json", r[10]), ("starting_rx_json", r[11]), ("result_json", r[12]))
+        for column, value in json_columns:
+            if value is not None and not isinstance(value, str):
+                damage.append(f"{column}: expected JSON text, found {type(value).__name__}")
+                continue
+            problem = json_problem(value)
+            if problem is not None:
+                damage.append(f"{column}: {problem}")
         return SessionInfo(
-            session_id=r[0], patient_id=r[1], eye=Eye(r[2]), protocol_toml=r[3], software_version=r[4],
-            seed=r[5], simulated=bool(r[6]), state=SessionState(r[7]), created_at=_parse_ts(r[8]),
-            finished_at=_parse_ts(r[9]), calibration_json=r[10], starting_rx_json=r[11], result_json=r[12],
+            session_id=r[0], patient_id=patient_id, eye=eye, protocol_toml=protocol_toml,
+            software_version=software_version, seed=seed, simulated=r[6] == 1, state=state,
+            created_at=created_at, finished_at=finished_at, calibration_json=r[10], starting_rx_json=r[11],
+            result_json=r[12], damage=tuple(damage),
         )  # fmt: skip
 
-    def get_session(self, session_id: int) -> SessionInfo:
-        """The session's row; SessionError if there is none."""
-        row = self.conn.execute(
-            f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
+    def get_session(self, session_id: int, *, allow_damaged: bool = False) -> SessionInfo:
+        """The session's row; SessionError if there is none, StoreError if the id cannot be a
+        session id (outside SQLite's 64-bit integers) or the row is damaged (saying what is
+        wrong) unless ``allow_damaged`` (then see :attr:`SessionInfo.damage`)."""
+        sid = _session_id(session_id)
+        row = self.conn.execute(f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
         if row is None:
-            raise SessionError(f"no session {session_id} in {self.path}")
-        return self._session_from_row(row)
+            raise SessionError(f"no session {sid} in {self.path}")
+        info = self._session_from_row(row)
+        if info.damage and not allow_damaged:
+            raise StoreError(f"session {sid} in {self.path} is damaged: {'; '.join(info.damage)}")
+        return info
 
     def list_sessions(
         self, patient_id: str | None = None, state: SessionState | str | None = None
     ) -> list[SessionInfo]:
-        """Sessions in creation order, optionally of one patient and/or in one state."""
+        """Sessions in creation order, optionally of one patient and/or in one state.
+
+        A damaged session is listed too, with :attr:`SessionInfo.damage` saying what is wrong;
+        it never hides or breaks the others."""
         where, args = [], []
         if patient_id is not None:
             where.append("patient_id = ?")
@@ -384,9 +618,19 @@ class TrialStore:
             sql += " WHERE " + " AND ".join(where)
         return [self._session_from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
 
+    def trial_count(self, session_id: int, include_void: bool = False) -> int:
+        """How many trials the session holds (not void ones unless ``include_void``), without
+        reading their contents (so a damaged trial row does not stop a listing)."""
+        sid = _session_id(session_id)
+        sql = "SELECT count(*) FROM trials t WHERE t.session_id = ?"
+        if not include_void:
+            sql += " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo')"
+        return int(self.conn.execute(sql, (sid,)).fetchone()[0])
+
     def trials(self, session_id: int, include_void: bool = False) -> list[Trial]:
-        """The session's trials in index order (read-only; no lock needed)."""
-        self.get_session(session_id)
+        """The session's trials in index order (read-only; no lock needed). StoreError naming
+        the session and the trial if a stored trial is damaged."""
+        session_id = self.get_session(session_id).session_id
         rows = self.conn.execute(
             "SELECT t.session_id, t.idx, t.s_logmar, t.sphere_d, t.cylinder_d, t.axis_deg, "
             "t.sphere2_d, t.cylinder2_d, t.axis2_deg, t.letter_shown, t.letter_named, t.correct, "
@@ -395,25 +639,25 @@ class TrialStore:
             "FROM trials t WHERE t.session_id = ? ORDER BY t.idx",
             (session_id,),
         ).fetchall()
-        out = [_trial_from_row(r) for r in rows]
+        out = [_trial_from_row(r, f"session {session_id} in {self.path}") for r in rows]
         return out if include_void else [t for t in out if not t.void]
 
     def events(self, session_id: int) -> list[Event]:
-        """The session's events in the order they were written."""
-        self.get_session(session_id)
+        """The session's events in the order they were written (StoreError if one is damaged)."""
+        session_id = self.get_session(session_id).session_id
         rows = self.conn.execute(
             "SELECT e.id, e.session_id, e.kind, e.at, t.idx, e.payload_json FROM events e "
             "LEFT JOIN trials t ON t.id = e.trial_id WHERE e.session_id = ? ORDER BY e.id",
             (session_id,),
         ).fetchall()
-        return [Event(r[0], r[1], EventKind(r[2]), _parse_ts(r[3]), r[4], r[5]) for r in rows]
+        return [_event_from_row(r, f"session {session_id} in {self.path}") for r in rows]
 
     def open_session(self, session_id: int) -> SessionHandle:
         """Take the session's exclusive lock and return a handle to record into it.
 
         SessionError "session N is open in another process (pid P)" if someone holds it.
         """
-        self.get_session(session_id)
+        session_id = self.get_session(session_id).session_id
         lock = _SessionLock(self.path, session_id)
         return SessionHandle(self, session_id, lock)
 
@@ -422,12 +666,37 @@ def _lens(s, c, a) -> Lens | None:
     return None if s is None else Lens(s, c, a)
 
 
-def _trial_from_row(r) -> Trial:
-    return Trial(
-        session_id=r[0], index=r[1], s_logmar=r[2], lens=_lens(r[3], r[4], r[5]), lens2=_lens(r[6], r[7], r[8]),
-        letter_shown=r[9], letter_named=r[10], correct=bool(r[11]), presented_at=_parse_ts(r[12]),
-        answered_at=_parse_ts(r[13]), void=bool(r[14]),
-    )  # fmt: skip
+def _trial_from_row(r, where: str) -> Trial:
+    damage: list[str] = []
+    for column, value in (("letter_shown", r[9]), ("letter_named", r[10])):
+        if value is not None and (problem := _text_problem(value)) is not None:
+            damage.append(f"{column}: {problem}")
+    presented = _checked_ts("presented_at", r[12], damage)
+    answered = _checked_ts("answered_at", r[13], damage)
+    if not damage:
+        try:
+            return Trial(
+                session_id=r[0], index=r[1], s_logmar=r[2], lens=_lens(r[3], r[4], r[5]),
+                lens2=_lens(r[6], r[7], r[8]), letter_shown=r[9], letter_named=r[10], correct=bool(r[11]),
+                presented_at=presented, answered_at=answered, void=bool(r[14]),
+            )  # fmt: skip
+        except (InvalidInputError, TypeError, ValueError) as exc:
+            damage.append(str(exc))
+    raise StoreError(f"{where}: trial {r[1]} is damaged: {'; '.join(damage)}")
+
+
+def _event_from_row(r, where: str) -> Event:
+    damage: list[str] = []
+    try:
+        kind = EventKind(r[2])
+    except ValueError:
+        damage.append(f"kind: {str(r[2])[:40]!r} is not an event kind")
+    at = _checked_ts("at", r[3], damage)
+    if r[5] is not None and (problem := json_problem(r[5]) if isinstance(r[5], str) else "not text") is not None:
+        damage.append(f"payload_json: {problem}")
+    if damage:
+        raise StoreError(f"{where}: event {r[0]} is damaged: {'; '.join(damage)}")
+    return Event(r[0], r[1], kind, at, r[4], r[5])
 
 
 class SessionHandle:
@@ -475,7 +744,11 @@ class SessionHandle:
         if self._lock is None:
             raise SessionError(f"session {self.session_id}: the handle is closed")
         row = conn.execute("SELECT state FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
-        return SessionState(row[0])
+        try:
+            return SessionState(row[0])
+        except (TypeError, ValueError):
+            raise StoreError(f"session {self.session_id} in {self._store.path} is damaged: "
+                             f"state: {str(row and row[0])[:40]!r} is not a session state") from None
 
     def _require(self, conn: sqlite3.Connection, action: str, *allowed: SessionState) -> None:
         state = self._state(conn)

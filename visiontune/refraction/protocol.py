@@ -1,15 +1,31 @@
-"""Session protocols: TOML files saying how a refraction session runs.
+"""Session protocols: TOML files saying how a refraction session runs, validated once.
 
-A protocol fixes the policy (e.g. ``"ucb-ald"``, seed 002 §3.3), the lens search space and
-the letter-size context space (002 §5: ``[-4, 4]²`` D and ``[-1, 2]`` logMAR), the letter set
-and number of alternatives (chance ``γ = 1/n``, 002 Eq. S34), the initial random trials (002
-§4: 5), the stopping rule, the GP model (kernel ``θ s s' + k_SE(x, x')``, 002 Eq. 15, with
-hyperparameters given or fitted on simulated answers as in 002 §5.2) and the seed.
+A protocol fixes the model and its policy (:mod:`visiontune.refraction.policies`: the optics
+model with UCB-ALD, TS-ALD, BALD or EVR; or the GP model of seed 002 §5 with the registry's
+contextual rules), the lens search, the trial lenses (quarter-diopter steps, axis steps, minus-
+or plus-cylinder form), the letter-size range (002 §5: ``[-1, 2]`` logMAR), the letter set and
+number of alternatives (chance ``γ = 1/n``, 002 Eq. S34), the initial random trials (002 §4: 5),
+the stopping rule and the seed.
 
-Every key is validated; an unknown key is an error. Each error is one
+Every key is validated, and so is every combination: a protocol that parses runs (a policy
+the model cannot run, a kernel the engine lacks, a hyperparameter it does not know are errors
+here, before any session is written). An unknown key is an error. Each error is one
 :class:`~visiontune.errors.ProtocolError` naming the file, the dotted key, what was expected
-and what was found, e.g. ``protocols/x.toml: stopping.max_trials: expected an integer >= 1,
-found "ten"``.
+and what was found, e.g. ``protocols/x.toml: stopping.max_trials: expected an integer in
+[1, 10000], found "ten"``.
+
+**Optics model** (``[model] type = "optics"``): the search runs in power vectors around the
+starting prescription (any axis); ``search_space.max_step_d`` bounds how far a proposed lens
+may be from the current estimate (diopters, power-vector distance). Precision stop:
+``stopping.precision.m_d`` and ``cylinder_vector_d``, the ``level`` posterior quantiles of
+``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``; and ``stopping.min_information_bits``, the expected
+information of the next answer below which asking more is pointless.
+
+**GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
+paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
+``sphere_d`` x ``cylinder_d``; ``model.hyperparameters`` ``theta``, ``lengthscales`` (one or two),
+``variance``, or ``model.fit = "simulation"`` (002 §5.2); precision stop on the widths
+``sphere_d`` and ``cylinder_d`` of the credible intervals.
 
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
@@ -21,70 +37,79 @@ import json
 import math
 import os
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from visiontune.errors import ProtocolError
+from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
+from visiontune.refraction.policies import GP_KERNELS, GP_POLICIES, MODEL_TYPES, OPTICS_POLICIES
 
-#: Policy names a protocol may ask for: the contextual policies of seed 002 (§3.3-3.4), in
-#: lower case; the acquisition registry spells them "UCB-ALD", "TS-ALD"... (match case-blind).
-KNOWN_POLICIES: frozenset[str] = frozenset(
-    {
-        "ucb-ald", "ts-ald", "ucb-random-context", "ts-random-context", "bald", "random-contextual",
-        "cbkg", "kss-ald", "muc-ald",
-    }
-)  # fmt: skip
-#: Kernel names (002 Eq. 15, the power-vector variant of DESIGN.md, the benchmark s s' k(x, x')).
-KNOWN_KERNELS: frozenset[str] = frozenset({"refraction-se", "refraction-power-vector-se", "contextual-product-se"})
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
-LETTER_SETS: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
+LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
 SLOPE_PRIORS: frozenset[str] = frozenset({"fixed", "uniform", "lognormal"})
+#: GP hyperparameters: name -> (lowest, highest) value. ``lengthscales`` (diopters) takes one
+#: value or one per lens coordinate (sphere, cylinder).
+GP_HYPERPARAMETERS = MappingProxyType({"theta": (1e-4, 1e3), "lengthscales": (0.05, 50.0), "variance": (1e-4, 1e3)})
 
 #: Physical limits of the spaces: trial lenses and chart sizes outside are typos.
 SPHERE_LIMITS_D = (-30.0, 30.0)
 CYLINDER_LIMITS_D = (-10.0, 10.0)
 LOGMAR_LIMITS = (-1.0, 2.5)
+MAX_TRIALS = 10_000
+MAX_NAME_CHARS = 80
+MAX_DESCRIPTION_CHARS = 500
 
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """Lens box: sphere and cylinder ranges in diopters; ``axis_deg`` fixed, or None (free)."""
+    """GP model: lens box, sphere and cylinder ranges in diopters, at the fixed ``axis_deg``.
+    Optics model: ``max_step_d``, how far a proposed lens may be from the current estimate."""
 
-    sphere_d: tuple[float, float]
-    cylinder_d: tuple[float, float]
+    sphere_d: tuple[float, float] | None = None
+    cylinder_d: tuple[float, float] | None = None
     axis_deg: float | None = None
+    max_step_d: float = 1.0
 
 
 @dataclass(frozen=True)
 class Precision:
-    """Stop when the ``level`` credible interval of the best sphere and cylinder is narrower
-    than ``sphere_d`` / ``cylinder_d`` diopters."""
+    """Stop when the ``level`` credible region is within the limits: GP model, the interval
+    widths of the best ``sphere_d`` and ``cylinder_d``; optics model, ``±m_d`` on ``M`` and
+    ``±cylinder_vector_d`` on ``J = (J0, J45)`` (diopters)."""
 
-    sphere_d: float
-    cylinder_d: float
+    sphere_d: float | None = None
+    cylinder_d: float | None = None
+    m_d: float | None = None
+    cylinder_vector_d: float | None = None
     level: float = 0.95
 
 
 @dataclass(frozen=True)
 class Stopping:
-    """Stop at ``max_trials``, or earlier once ``precision`` is met after ``min_trials``."""
+    """Stop at ``max_trials``, or earlier once ``precision`` is met, or (optics model) once the
+    next answer is expected to bring less than ``min_information_bits``, after ``min_trials``."""
 
     max_trials: int
     min_trials: int = 0
     precision: Precision | None = None
+    min_information_bits: float | None = None
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """GP model: kernel name and either fixed ``hyperparameters`` or ``fit = "simulation"``
-    (maximum likelihood on simulated answers, 002 §5.2)."""
+    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``) or ``"gp"`` (``kernel`` and
+    either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2)."""
 
-    kernel: str
+    type: str
+    kernel: str | None = None
     hyperparameters: MappingProxyType | None = None
     fit: str | None = None
+    lapse: float = 0.04
+    n_particles: int = 4000
 
 
 @dataclass(frozen=True)
@@ -118,6 +143,7 @@ class Protocol:
     slope_prior: SlopePrior | None
     source: str
     source_text: str = field(repr=False)
+    lenses: LensSteps = field(default_factory=LensSteps)
 
     @property
     def chance(self) -> float:
@@ -213,6 +239,14 @@ class _Reader:
         return lo, hi
 
 
+def _safe_text(r: "_Reader", value: Any, key: str, max_chars: int) -> str:
+    """A non-empty string of printable characters (no control characters, no newline)."""
+    text = r.string(value, key)
+    if len(text) > max_chars or any(unicodedata.category(ch).startswith("C") for ch in text):
+        raise r.fail(key, f"at most {max_chars} printable characters on one line", text[:max_chars] + "...")
+    return text
+
+
 def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     """Parse and validate protocol TOML ``text``; ``source`` names it in error messages."""
     r = _Reader(source)
@@ -220,59 +254,43 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProtocolError(f"{source}: invalid TOML ({exc})") from None
+    except RecursionError:
+        raise ProtocolError(f"{source}: invalid TOML (arrays or tables nested too deeply)") from None
     top_required = {
         "name", "description", "policy", "seed", "initial_random_trials",
         "search_space", "context_space", "letters", "stopping", "model",
     }  # fmt: skip
-    r.table(doc, "", top_required, {"psychometric"})
-    name = r.string(doc["name"], "name")
-    description = r.string(doc["description"], "description")
-    policy = r.string(doc["policy"], "policy", KNOWN_POLICIES)
+    r.table(doc, "", top_required, {"psychometric", "lenses"})
+    name = _safe_text(r, doc["name"], "name", MAX_NAME_CHARS)
+    description = _safe_text(r, doc["description"], "description", MAX_DESCRIPTION_CHARS)
     seed = r.integer(doc["seed"], "seed", 0, 2**63 - 1)
-    initial = r.integer(doc["initial_random_trials"], "initial_random_trials", 0)
 
-    space = r.table(r.sub_table(doc, "search_space"), "search_space.", {"sphere_d", "cylinder_d"}, {"axis_deg"})
-    sphere = r.interval(space["sphere_d"], "search_space.sphere_d", SPHERE_LIMITS_D, "D")
-    cylinder = r.interval(space["cylinder_d"], "search_space.cylinder_d", CYLINDER_LIMITS_D, "D")
-    axis = None
-    if "axis_deg" in space:
-        axis = r.number(space["axis_deg"], "search_space.axis_deg", 0.0, 180.0, open_hi=True)
+    model = _model(r, r.sub_table(doc, "model"))
+    known = OPTICS_POLICIES if model.type == "optics" else GP_POLICIES
+    policy = r.string(doc["policy"], "policy", known.keys())
+
+    stop = r.table(r.sub_table(doc, "stopping"), "stopping.", {"max_trials"},
+                   {"min_trials", "precision", "min_information_bits"})  # fmt: skip
+    max_trials = r.integer(stop["max_trials"], "stopping.max_trials", 1, MAX_TRIALS)
+    min_trials = r.integer(stop.get("min_trials", 0), "stopping.min_trials", 0, max_trials)
+    initial = r.integer(doc["initial_random_trials"], "initial_random_trials", 0, max_trials)
+    precision = _precision(r, r.sub_table(stop, "precision", "stopping."), model.type) if "precision" in stop else None
+    min_bits = None
+    if "min_information_bits" in stop:
+        if model.type != "optics":
+            raise r.fail("stopping.min_information_bits", "no such key for the GP model (optics model only)",
+                         stop["min_information_bits"])  # fmt: skip
+        min_bits = r.number(stop["min_information_bits"], "stopping.min_information_bits", 0.0, 1.0)
+
+    lens_steps = _lens_steps(r, r.sub_table(doc, "lenses")) if "lenses" in doc else LensSteps()
+    space = _search_space(r, r.sub_table(doc, "search_space"), model.type, lens_steps.step_d)
 
     context = r.table(r.sub_table(doc, "context_space"), "context_space.", {"logmar"}, set())
     logmar = r.interval(context["logmar"], "context_space.logmar", LOGMAR_LIMITS, "logMAR")
 
     letters = r.table(r.sub_table(doc, "letters"), "letters.", {"set", "n_alternatives"}, set())
-    letter_set = r.string(letters["set"], "letters.set", LETTER_SETS.keys())
-    n_alt = r.integer(letters["n_alternatives"], "letters.n_alternatives", 2, LETTER_SETS[letter_set])
-
-    stop = r.table(r.sub_table(doc, "stopping"), "stopping.", {"max_trials"}, {"min_trials", "precision"})
-    max_trials = r.integer(stop["max_trials"], "stopping.max_trials", 1)
-    min_trials = r.integer(stop.get("min_trials", 0), "stopping.min_trials", 0, max_trials)
-    if initial > max_trials:
-        raise r.fail("initial_random_trials", f"an integer in [0, {max_trials}] (stopping.max_trials)", initial)
-    precision = None
-    if "precision" in stop:
-        prec = r.table(r.sub_table(stop, "precision", "stopping."), "stopping.precision.",
-                       {"sphere_d", "cylinder_d"}, {"level"})  # fmt: skip
-        precision = Precision(
-            sphere_d=r.number(prec["sphere_d"], "stopping.precision.sphere_d", 0.0, 10.0, open_lo=True),
-            cylinder_d=r.number(prec["cylinder_d"], "stopping.precision.cylinder_d", 0.0, 10.0, open_lo=True),
-            level=r.number(prec.get("level", 0.95), "stopping.precision.level", 0.0, 1.0, open_lo=True, open_hi=True),
-        )
-
-    model = r.table(r.sub_table(doc, "model"), "model.", {"kernel"}, {"hyperparameters", "fit"})
-    kernel = r.string(model["kernel"], "model.kernel", KNOWN_KERNELS)
-    if ("hyperparameters" in model) == ("fit" in model):
-        which = "both" if "fit" in model else "neither"
-        raise ProtocolError(
-            f"{source}: model: expected exactly one of model.hyperparameters (a table) or "
-            f'model.fit = "simulation", found {which}'
-        )
-    hyper, fit = None, None
-    if "fit" in model:
-        fit = r.string(model["fit"], "model.fit", FIT_METHODS)
-    else:
-        hyper = MappingProxyType(_hyperparameters(r, r.sub_table(model, "hyperparameters", "model.")))
+    letter_set = r.string(letters["set"], "letters.set", LETTER_SET_SIZES.keys())
+    n_alt = r.integer(letters["n_alternatives"], "letters.n_alternatives", 2, LETTER_SET_SIZES[letter_set])
 
     slope_prior = None
     if "psychometric" in doc:
@@ -281,26 +299,89 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
 
     return Protocol(
         name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
-        search_space=SearchSpace(sphere, cylinder, axis), logmar_range=logmar, letter_set=letter_set,
-        n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision),
-        model=ModelSpec(kernel, hyper, fit), slope_prior=slope_prior, source=source, source_text=text,
+        search_space=space, logmar_range=logmar, letter_set=letter_set,
+        n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision, min_bits),
+        model=model, slope_prior=slope_prior, source=source, source_text=text, lenses=lens_steps,
     )  # fmt: skip
 
 
+def _model(r: _Reader, table: dict) -> ModelSpec:
+    if "type" in table:
+        kind = r.string(table["type"], "model.type", MODEL_TYPES)
+    else:
+        kind = "gp" if {"kernel", "hyperparameters", "fit"} & table.keys() else "optics"
+    if kind == "optics":
+        r.table(table, "model.", set(), {"type", "lapse", "n_particles"})
+        return ModelSpec(
+            "optics",
+            lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
+            n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
+        )
+    r.table(table, "model.", {"kernel"}, {"type", "hyperparameters", "fit"})
+    kernel = r.string(table["kernel"], "model.kernel", GP_KERNELS)
+    if ("hyperparameters" in table) == ("fit" in table):
+        which = "both" if "fit" in table else "neither"
+        raise ProtocolError(
+            f"{r.source}: model: expected exactly one of model.hyperparameters (a table) or "
+            f'model.fit = "simulation", found {which}'
+        )
+    if "fit" in table:
+        return ModelSpec("gp", kernel, fit=r.string(table["fit"], "model.fit", FIT_METHODS))
+    hyper = _hyperparameters(r, r.sub_table(table, "hyperparameters", "model."))
+    return ModelSpec("gp", kernel, hyperparameters=MappingProxyType(hyper))
+
+
 def _hyperparameters(r: _Reader, table: dict) -> dict[str, float | tuple[float, ...]]:
-    """Positive finite numbers, or non-empty lists of them (ARD lengthscales)."""
-    if not table:
-        raise r.fail("model.hyperparameters", "at least one name = positive number", table)
+    """``theta``, ``lengthscales`` (one value or one per lens coordinate) and ``variance``,
+    each within :data:`GP_HYPERPARAMETERS`."""
+    r.table(table, "model.hyperparameters.", set(GP_HYPERPARAMETERS), set())
     out: dict[str, float | tuple[float, ...]] = {}
-    for name, value in table.items():
-        key = f"model.hyperparameters.{name}"
-        if isinstance(value, list) and value:
-            out[name] = tuple(r.number(v, f"{key}[{i}]", 0.0, math.inf, open_lo=True) for i, v in enumerate(value))
-        elif isinstance(value, list):
-            raise r.fail(key, "a positive number or a non-empty list of them", value)
+    for name, (lo, hi) in GP_HYPERPARAMETERS.items():
+        key, value = f"model.hyperparameters.{name}", table[name]
+        if name == "lengthscales" and isinstance(value, list):
+            if len(value) not in (1, 2):
+                raise r.fail(key, f"1 or 2 numbers in [{lo:g}, {hi:g}] (sphere, cylinder)", value)
+            out[name] = tuple(r.number(v, f"{key}[{i}]", lo, hi) for i, v in enumerate(value))
         else:
-            out[name] = r.number(value, key, 0.0, math.inf, open_lo=True)
+            out[name] = r.number(value, key, lo, hi)
     return out
+
+
+def _precision(r: _Reader, table: dict, model_type: str) -> Precision:
+    p = "stopping.precision."
+    widths = ("sphere_d", "cylinder_d") if model_type == "gp" else ("m_d", "cylinder_vector_d")
+    r.table(table, p, set(widths), {"level"})
+    values = {w: r.number(table[w], p + w, 0.0, 10.0, open_lo=True) for w in widths}
+    level = r.number(table.get("level", 0.95), p + "level", 0.5, 0.999)
+    return Precision(**values, level=level)
+
+
+def _lens_steps(r: _Reader, table: dict) -> LensSteps:
+    r.table(table, "lenses.", set(), {"step_d", "axis_step_deg", "cylinder_form"})
+    step = table.get("step_d", 0.25)
+    if step not in (0, 0.0, 0.125, 0.25):
+        raise r.fail("lenses.step_d", "0.25 (trial lenses), 0.125, or 0 (continuous, the paper's simulation)", step)
+    axis_step = r.number(table.get("axis_step_deg", 5.0), "lenses.axis_step_deg", 1.0, 15.0)
+    form = r.string(table.get("cylinder_form", "minus"), "lenses.cylinder_form", CYLINDER_FORMS)
+    return LensSteps(float(step), axis_step, form)
+
+
+def _search_space(r: _Reader, table: dict, model_type: str, step_d: float) -> SearchSpace:
+    p = "search_space."
+    if model_type == "optics":
+        r.table(table, p, set(), {"max_step_d"})
+        return SearchSpace(max_step_d=r.number(table.get("max_step_d", 1.0), p + "max_step_d", 0.25, 4.0))
+    r.table(table, p, {"sphere_d", "cylinder_d"}, {"axis_deg"})
+    sphere = r.interval(table["sphere_d"], p + "sphere_d", SPHERE_LIMITS_D, "D")
+    cylinder = r.interval(table["cylinder_d"], p + "cylinder_d", CYLINDER_LIMITS_D, "D")
+    if step_d:
+        for key, (lo, hi) in (("sphere_d", sphere), ("cylinder_d", cylinder)):
+            if math.floor(hi / step_d) - math.ceil(lo / step_d) < 1:
+                raise r.fail(p + key, f"a range holding at least two trial lenses ({step_d:g} D steps)", [lo, hi])
+    axis = 180.0
+    if "axis_deg" in table:
+        axis = r.number(table["axis_deg"], p + "axis_deg", 0.0, 180.0)
+    return SearchSpace(sphere, cylinder, 180.0 if axis % 180.0 == 0.0 else axis)
 
 
 def _slope_prior(r: _Reader, table: dict) -> SlopePrior:

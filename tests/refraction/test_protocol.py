@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 import visiontune
 from visiontune.errors import ProtocolError
-from visiontune.session.protocol import (
+from visiontune.refraction.protocol import (
     Precision,
     SearchSpace,
     SlopePrior,
@@ -80,8 +81,9 @@ def test_writer_round_trips_the_valid_document():
 def test_valid_document_parses_to_values():
     p = parse_protocol(to_toml(VALID), source="protocols/x.toml")
     assert p.search_space == SearchSpace((-4.0, 4.0), (-4.0, 4.0), 90.0)
+    assert p.model.type == "gp"  # inferred from the kernel
     assert p.logmar_range == (-1.0, 2.0) and p.chance == pytest.approx(1 / 26)
-    assert p.stopping.precision == Precision(0.25, 0.5, 0.95) and p.stopping.min_trials == 10
+    assert p.stopping.precision == Precision(sphere_d=0.25, cylinder_d=0.5, level=0.95) and p.stopping.min_trials == 10
     assert dict(p.model.hyperparameters) == {"theta": 25.0, "lengthscales": (1.5, 2.0), "variance": 4.0}
     assert p.model.fit is None
     assert p.slope_prior == SlopePrior("lognormal", median=5.0, sigma=0.4)
@@ -94,7 +96,7 @@ def test_optional_parts_may_be_omitted():
     doc = tomllib.loads(text)
     del doc["stopping"]["precision"], doc["stopping"]["min_trials"]
     p = parse_protocol(to_toml(doc))
-    assert p.slope_prior is None and p.search_space.axis_deg is None
+    assert p.slope_prior is None and p.search_space.axis_deg == 180.0  # the paper's axis
     assert p.stopping.precision is None and p.stopping.min_trials == 0
 
 
@@ -102,9 +104,9 @@ def test_optional_parts_may_be_omitted():
     "path, value, message",
     [
         # wrong types
-        ("stopping.max_trials", "ten", 'stopping.max_trials: expected an integer >= 1, found "ten"'),
-        ("stopping.max_trials", 10.0, "stopping.max_trials: expected an integer >= 1, found 10.0"),
-        ("stopping.max_trials", True, "stopping.max_trials: expected an integer >= 1, found true"),
+        ("stopping.max_trials", "ten", 'stopping.max_trials: expected an integer in [1, 10000], found "ten"'),
+        ("stopping.max_trials", 10.0, "stopping.max_trials: expected an integer in [1, 10000], found 10.0"),
+        ("stopping.max_trials", True, "stopping.max_trials: expected an integer in [1, 10000], found true"),
         ("seed", -1, "seed: expected an integer in [0, 9223372036854775807], found -1"),
         ("seed", "0", 'seed: expected an integer in [0, 9223372036854775807], found "0"'),
         ("name", 3, "name: expected a non-empty string, found 3"),
@@ -112,31 +114,31 @@ def test_optional_parts_may_be_omitted():
         ("search_space", [1, 2], "search_space: expected a table, found [1, 2]"),
         ("search_space.sphere_d", "-4..4", 'search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30, found "-4..4"'),
         ("search_space.cylinder_d", [-1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10, found [-1.0]"),
-        ("search_space.axis_deg", "90", 'search_space.axis_deg: expected a number in [0, 180), found "90"'),
+        ("search_space.axis_deg", "90", 'search_space.axis_deg: expected a number in [0, 180], found "90"'),
         ("letters.n_alternatives", 26.0, "letters.n_alternatives: expected an integer in [2, 26], found 26.0"),
         ("stopping.precision.sphere_d", "0.25", 'stopping.precision.sphere_d: expected a number in (0, 10], found "0.25"'),
-        ("model.hyperparameters.theta", "big", 'model.hyperparameters.theta: expected a number in (0, inf], found "big"'),
-        ("model.hyperparameters.lengthscales", [1.0, -2.0], "model.hyperparameters.lengthscales[1]: expected a number in (0, inf], found -2.0"),
+        ("model.hyperparameters.theta", "big", 'model.hyperparameters.theta: expected a number in [0.0001, 1000], found "big"'),
+        ("model.hyperparameters.lengthscales", [1.0, -2.0], "model.hyperparameters.lengthscales[1]: expected a number in [0.05, 50], found -2.0"),
         # unknown names
-        ("policy", "ucb-aldd", 'policy: expected one of "bald", "cbkg", "kss-ald", "muc-ald", "random-contextual", '
+        ("policy", "ucb-aldd", 'policy: expected one of "bald", "cbkg", "random-contextual", '
          '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"'),
         ("letters.set", "sloan-10", 'letters.set: expected one of "landolt_c", "letters26", "sloan", "tumbling_e", found "sloan-10"'),
-        ("model.kernel", "rbf", 'model.kernel: expected one of "contextual-product-se", "refraction-power-vector-se", "refraction-se", found "rbf"'),
+        ("model.kernel", "rbf", 'model.kernel: expected one of "refraction-se", found "rbf"'),
         # out of range / inverted
         ("search_space.sphere_d", [4.0, -4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (the interval is inverted or empty), found [4.0, -4.0]"),
         ("search_space.cylinder_d", [1.0, 1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10 (the interval is inverted or empty), found [1.0, 1.0]"),
         ("search_space.sphere_d", [-40.0, 4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (outside the physical range), found [-40.0, 4.0]"),
         ("context_space.logmar", [-1.5, 2.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (outside the physical range), found [-1.5, 2.0]"),
         ("context_space.logmar", [2.0, -1.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (the interval is inverted or empty), found [2.0, -1.0]"),
-        ("search_space.axis_deg", 180, "search_space.axis_deg: expected a number in [0, 180), found 180"),
+        ("search_space.axis_deg", 181, "search_space.axis_deg: expected a number in [0, 180], found 181"),
         ("letters.n_alternatives", 27, "letters.n_alternatives: expected an integer in [2, 26], found 27"),
         ("letters.n_alternatives", 1, "letters.n_alternatives: expected an integer in [2, 26], found 1"),
-        ("stopping.max_trials", 0, "stopping.max_trials: expected an integer >= 1, found 0"),
+        ("stopping.max_trials", 0, "stopping.max_trials: expected an integer in [1, 10000], found 0"),
         ("stopping.min_trials", 101, "stopping.min_trials: expected an integer in [0, 100], found 101"),
-        ("initial_random_trials", 101, "initial_random_trials: expected an integer in [0, 100] (stopping.max_trials), found 101"),
+        ("initial_random_trials", 101, "initial_random_trials: expected an integer in [0, 100], found 101"),
         ("stopping.precision.cylinder_d", 0, "stopping.precision.cylinder_d: expected a number in (0, 10], found 0"),
         ("psychometric.slope_prior.sigma", 0.0, "psychometric.slope_prior.sigma: expected a number in (0, 10], found 0.0"),
-        ("model.hyperparameters.variance", 0, "model.hyperparameters.variance: expected a number in (0, inf], found 0"),
+        ("model.hyperparameters.variance", 0, "model.hyperparameters.variance: expected a number in [0.0001, 1000], found 0"),
     ],
 )
 def test_each_bad_field_gives_its_precise_error(path, value, message):
@@ -155,9 +157,9 @@ def test_missing_required_key(path):
 @pytest.mark.parametrize(
     "path, allowed",
     [
-        ("max_trial", "context_space, description, initial_random_trials, letters, model, name, policy, "
+        ("max_trial", "context_space, description, initial_random_trials, lenses, letters, model, name, policy, "
          "psychometric, search_space, seed, stopping"),
-        ("stopping.max_trial", "max_trials, min_trials, precision"),
+        ("stopping.max_trial", "max_trials, min_information_bits, min_trials, precision"),
         ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),
         ("stopping.precision.width", "cylinder_d, level, sphere_d"),
         ("psychometric.slope_prior.mean", "distribution, median, sigma"),
@@ -204,8 +206,9 @@ def test_shipped_protocols():
     assert paper.model.kernel == "refraction-se" and paper.model.fit is None
     assert set(paper.model.hyperparameters) == {"theta", "lengthscales", "variance"}
     sloan = load_protocol("clinical-sloan")
-    assert (sloan.letter_set, sloan.n_alternatives, sloan.policy) == ("sloan", 10, "ucb-ald")
-    assert sloan.stopping.precision == Precision(0.25, 0.25, 0.95)
+    assert (sloan.letter_set, sloan.n_alternatives, sloan.policy) == ("sloan", 10, "evr")
+    assert sloan.model.type == "optics" and sloan.lenses.step_d == 0.25 and sloan.lenses.cylinder_form == "minus"
+    assert sloan.stopping.precision == Precision(m_d=0.25, cylinder_vector_d=0.25, level=0.95)
     assert sloan.stopping.max_trials < paper.stopping.max_trials
     assert load_protocol("ts-ald").policy == "ts-ald"
     for name in list_protocols():
@@ -215,7 +218,7 @@ def test_shipped_protocols():
 def test_load_by_path_and_errors(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(edited("stopping.max_trials", "ten"))
-    with pytest.raises(ProtocolError, match=rf'^{path}: stopping.max_trials: expected an integer >= 1, found "ten"$'):
+    with pytest.raises(ProtocolError, match="^" + re.escape(f'{path}: stopping.max_trials: expected an integer in [1, 10000], found "ten"') + "$"):
         load_protocol(path)
     path.write_text(to_toml(VALID))
     assert load_protocol(str(path)).source == str(path)
@@ -226,7 +229,7 @@ def test_load_by_path_and_errors(tmp_path):
 
 
 def test_letter_set_sizes_agree_with_the_shipped_stimuli():
-    from visiontune.session.protocol import LETTER_SETS
+    from visiontune.refraction.protocol import LETTER_SET_SIZES as LETTER_SETS
 
     stimuli = Path(visiontune.__file__).resolve().parent / "data" / "stimuli"
     checked = 0

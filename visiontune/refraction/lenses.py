@@ -1,0 +1,126 @@
+"""Trial lenses: a power vector turned into the lens a clinician sets, in clinical form.
+
+The search runs in Thibos power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horner 1997);
+the clinician sets sphere / cylinder × axis from a trial set or a phoropter:
+
+* sphere and cylinder on quarter-diopter steps (``step_d``; 0 keeps them continuous, the
+  paper's simulated experiment, seed 002 §5.3);
+* the axis on ``axis_step_deg`` steps (5° by default, 1° as a setting), coarser when the
+  cylinder is small, where the axis matters little: 15° for 0.25 D and 10° for 0.50 D of
+  cylinder, in the spirit of the axis tolerances of ANSI Z80.1 / ISO 21987 for mounted
+  spectacle lenses (±14° at 0.25 D, ±7° at 0.50 D, ±5° up to 0.75 D);
+* in minus-cylinder form (the optometric default) or plus-cylinder form (the ophthalmic);
+  both describe the same lens (:meth:`~visiontune.optics.Prescription.transposed`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics import PowerVector, Prescription
+
+__all__ = ["CYLINDER_FORMS", "LensSteps", "axis_step_for", "trial_lens", "trial_lens_power_vectors", "in_form",
+           "lens_power_vector"]
+
+CYLINDER_FORMS = ("minus", "plus")
+
+#: Axis steps (degrees) for small cylinders: ``(largest |C| in D, step)``.
+_SMALL_CYLINDER_AXIS_STEPS = ((0.25, 15.0), (0.50, 10.0))
+
+
+@dataclass(frozen=True)
+class LensSteps:
+    """How proposed lenses are rounded: ``step_d`` (D, 0 = continuous), ``axis_step_deg``
+    (degrees, > 0), ``cylinder_form`` (``"minus"`` or ``"plus"``), and ``axis_origin_deg``, the
+    axis the steps count from (a session starting from a prescription with a cylinder turns the
+    axis in steps from the start's axis, as a clinician does from the autorefractor's reading)."""
+
+    step_d: float = 0.25
+    axis_step_deg: float = 5.0
+    cylinder_form: str = "minus"
+    axis_origin_deg: float = 0.0
+
+    def __post_init__(self) -> None:
+        step, axis_step = self.step_d, self.axis_step_deg
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or not 0 <= step <= 1:
+            raise InvalidInputError(f"step_d: expected a lens step in [0, 1] D, got {step!r}")
+        if (isinstance(axis_step, bool) or not isinstance(axis_step, (int, float)) or not math.isfinite(axis_step)
+                or not 0 < axis_step <= 45):
+            raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees, got {axis_step!r}")
+        if self.cylinder_form not in CYLINDER_FORMS:
+            raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
+        object.__setattr__(self, "step_d", float(step))
+        object.__setattr__(self, "axis_step_deg", float(axis_step))
+
+
+def axis_step_for(cylinder_d: float, axis_step_deg: float) -> float:
+    """The axis step for a cylinder of ``|cylinder_d|`` D: 15° at 0.25 D, 10° at 0.50 D, else
+    ``axis_step_deg`` (never finer than it)."""
+    c = abs(float(cylinder_d))
+    for limit, step in _SMALL_CYLINDER_AXIS_STEPS:
+        if c <= limit + 1e-9:
+            return max(step, axis_step_deg)
+    return axis_step_deg
+
+
+def in_form(rx: Prescription, cylinder_form: str) -> Prescription:
+    """``rx`` written in ``cylinder_form`` (``"minus"`` or ``"plus"``)."""
+    if cylinder_form not in CYLINDER_FORMS:
+        raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {cylinder_form!r}")
+    return rx.to_minus_cylinder() if cylinder_form == "minus" else rx.to_plus_cylinder()
+
+
+def _round_half_away(x: float, q: float) -> float:
+    return math.copysign(math.floor(abs(x) / q + 0.5), x) * q
+
+
+def trial_lens(power_vector, steps: LensSteps) -> Prescription:
+    """The trial lens nearest to ``power_vector`` ``(3,)`` ``(M, J0, J45)`` (diopters): minus-
+    cylinder form rounded to ``steps``, then written in ``steps.cylinder_form``. A cylinder
+    that rounds to 0 is written with axis 180."""
+    pv = np.asarray(power_vector, dtype=float)
+    if pv.shape != (3,) or not np.all(np.isfinite(pv)):
+        raise InvalidInputError(f"power_vector: expected 3 finite numbers (M, J0, J45), got {power_vector!r}")
+    rx = PowerVector(*pv).to_prescription()
+    if steps.step_d == 0.0:
+        return in_form(rx, steps.cylinder_form)
+    cylinder = _round_half_away(rx.cylinder_d, steps.step_d)
+    if cylinder == 0.0:
+        # the sphere that keeps M: S = M (no cylinder)
+        return Prescription(_round_half_away(float(pv[0]), steps.step_d), 0.0, 180.0)
+    # keep the spherical equivalent when the cylinder is rounded: S = M - C/2
+    sphere = _round_half_away(float(pv[0]) - cylinder / 2.0, steps.step_d)
+    axis_step = axis_step_for(cylinder, steps.axis_step_deg)
+    origin = steps.axis_origin_deg
+    axis = (origin + _round_half_away(rx.axis_deg - origin, axis_step)) % 180.0
+    return in_form(Prescription(sphere, cylinder, 180.0 if axis == 0.0 else axis), steps.cylinder_form)
+
+
+def trial_lens_power_vectors(power_vectors: np.ndarray, steps: LensSteps) -> np.ndarray:
+    """Vectorised :func:`trial_lens` for ``(n, 3)`` power vectors: the ``(n, 3)`` power vectors
+    of the trial lenses (the cylinder form does not change a power vector)."""
+    pv = np.asarray(power_vectors, dtype=float)
+    if steps.step_d == 0.0:
+        return pv.copy()
+    q = steps.step_d
+    half = np.hypot(pv[:, 1], pv[:, 2])
+    cylinder = -np.floor(2.0 * half / q + 0.5) * q
+    axis = np.mod(np.degrees(0.5 * np.arctan2(pv[:, 2], pv[:, 1])), 180.0)
+    axis_step = np.where(np.abs(cylinder) <= 0.25 + 1e-9, max(15.0, steps.axis_step_deg),
+                         np.where(np.abs(cylinder) <= 0.5 + 1e-9, max(10.0, steps.axis_step_deg), steps.axis_step_deg))
+    origin = steps.axis_origin_deg
+    shifted = axis - origin
+    axis = origin + np.sign(shifted) * np.floor(np.abs(shifted) / axis_step + 0.5) * axis_step
+    sphere_raw = np.where(cylinder == 0.0, pv[:, 0], pv[:, 0] - cylinder / 2.0)
+    sphere = np.sign(sphere_raw) * np.floor(np.abs(sphere_raw) / q + 0.5) * q
+    two_a = np.radians(2.0 * axis)
+    return np.column_stack([sphere + cylinder / 2.0, -cylinder / 2.0 * np.cos(two_a), -cylinder / 2.0 * np.sin(two_a)])
+
+
+def lens_power_vector(lens) -> np.ndarray:
+    """``(3,)`` power vector of a lens with ``sphere_d``, ``cylinder_d``, ``axis_deg``."""
+    return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg).power_vector_array()

@@ -1,0 +1,386 @@
+"""The one trial loop: propose -> present -> record -> refit, for the clinic and the bench.
+
+:class:`Refraction` runs a protocol over a **trial log**: the SQLite store in a clinical
+session (:mod:`visiontune.session.engine` adapts it), a :class:`MemoryLog` in the bench and in
+``visiontune simulate``. The log is the source of truth. Every answer is committed to it
+before anything else happens; the model is a pure function of the log's valid (non-void)
+trials, the protocol and the starting point, and every random choice for trial ``k`` (``k`` =
+trials recorded so far, void ones included) draws from ``default_rng([seed, k, purpose])``. So
+a session resumed after a crash proposes exactly the query the uninterrupted one would have,
+and the bench measures exactly what a patient meets.
+
+A trial log is any object with: ``trials(include_void=False)`` (objects with ``s_logmar``,
+``lens`` (``sphere_d``, ``cylinder_d``, ``axis_deg``), ``letter_shown``, ``correct``,
+``presented_at``, ``answered_at``), ``record(s_logmar, lens, letter_shown, correct,
+letter_named, presented_at)``, ``undo()``, ``pause()``, ``resume()``, ``finish(result)`` and
+``state`` (``"open"``, ``"paused"`` or ``"finished"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from visiontune import __version__
+from visiontune.errors import InvalidInputError, SessionError
+from visiontune.optics import Prescription
+from visiontune.refraction.estimate import CurrentEstimate
+from visiontune.refraction.gp_engine import GPEngine
+from visiontune.refraction.lenses import LensSteps
+from visiontune.refraction.optics_engine import OpticsEngine
+from visiontune.refraction.protocol import Protocol
+from visiontune.refraction.start import StartingPoint
+
+__all__ = ["PendingQuery", "Answer", "LoggedTrial", "MemoryLog", "Refraction", "SimulatedPresenter", "make_engine",
+           "STOP_REASONS"]
+
+_POLICY, _LETTER, _ESTIMATE, _REGION = 0, 1, 2, 3
+#: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
+STOP_REASONS = ("budget", "precision", "information", "clinician")
+
+
+@dataclass(frozen=True)
+class PendingQuery:
+    """The next presentation: trial ``index`` (0-based, void trials counted), letter size
+    ``s_logmar``, the trial ``lens`` to set (clinical form), the ``letter`` to show and the
+    expected information of the answer (bits; ``None`` for the GP model)."""
+
+    index: int
+    s_logmar: float
+    lens: Prescription
+    letter: str
+    information_bits: float | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the patient did: ``letter_named`` (scored against the letter shown; ``None`` for
+    "don't know", scored wrong) or, without a letter, ``correct`` as typed by the clinician."""
+
+    correct: bool | None = None
+    letter_named: str | None = None
+
+
+@dataclass(frozen=True)
+class LoggedTrial:
+    """One answer in a :class:`MemoryLog`."""
+
+    index: int
+    s_logmar: float
+    lens: Prescription
+    letter_shown: str
+    correct: bool
+    letter_named: str | None = None
+    presented_at: datetime | None = None
+    answered_at: datetime | None = None
+    void: bool = False
+
+
+class MemoryLog:
+    """A trial log in memory (the bench, ``visiontune simulate``): same interface as the
+    SQLite store's session handle, nothing written to disk."""
+
+    def __init__(self) -> None:
+        self._trials: list[LoggedTrial] = []
+        self.state = "open"
+        self.result: dict | None = None
+
+    def trials(self, include_void: bool = False) -> list[LoggedTrial]:
+        return list(self._trials) if include_void else [t for t in self._trials if not t.void]
+
+    def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None) -> LoggedTrial:
+        self._require("record an answer", "open")
+        trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
+                            presented_at, datetime.now(timezone.utc))  # fmt: skip
+        self._trials.append(trial)
+        return trial
+
+    def undo(self) -> LoggedTrial | None:
+        self._require("undo", "open")
+        for i in range(len(self._trials) - 1, -1, -1):
+            if not self._trials[i].void:
+                t = self._trials[i]
+                self._trials[i] = LoggedTrial(**{**t.__dict__, "void": True})
+                return self._trials[i]
+        return None
+
+    def pause(self) -> None:
+        self._require("pause", "open")
+        self.state = "paused"
+
+    def resume(self) -> None:
+        self._require("resume", "paused")
+        self.state = "open"
+
+    def finish(self, result: dict) -> None:
+        self._require("finish", "open", "paused")
+        self.state, self.result = "finished", result
+
+    def _require(self, action: str, *states: str) -> None:
+        if self.state not in states:
+            raise SessionError(f"cannot {action}: the session is {self.state}")
+
+
+def make_engine(protocol: Protocol, start: StartingPoint, seed: int):
+    """The engine of the protocol's model: :class:`OpticsEngine` or :class:`GPEngine`."""
+    if protocol.model.type == "optics":
+        return OpticsEngine(protocol, start, seed)
+    return GPEngine(protocol)
+
+
+def _letters(protocol: Protocol) -> tuple[str, ...]:
+    from visiontune.display.optotypes import load_letter_set
+
+    return tuple(load_letter_set(protocol.letter_set).letters)
+
+
+class Refraction:
+    """A refraction driven through a trial ``log``: ``protocol``, ``seed``, ``start`` (the
+    :class:`StartingPoint`), ``simulated`` (marks every result), ``cylinder_form`` (the clinic's
+    ``"minus"`` or ``"plus"``; default the protocol's): how lenses are shown and recorded (the
+    search itself runs in power vectors, the same in both forms)."""
+
+    def __init__(self, log, protocol: Protocol, *, seed: int, start: StartingPoint | None = None,
+                 simulated: bool = False, cylinder_form: str | None = None) -> None:
+        if cylinder_form is not None and cylinder_form != protocol.lenses.cylinder_form:
+            steps = protocol.lenses
+            protocol = dataclasses.replace(protocol, lenses=LensSteps(steps.step_d, steps.axis_step_deg, cylinder_form))
+        self.log = log
+        self.protocol = protocol
+        self.seed = int(seed)
+        self.start_point = start or StartingPoint()
+        self.simulated = bool(simulated)
+        self.engine = make_engine(protocol, self.start_point, self.seed)
+        self.letters = _letters(protocol)
+        self._pending: PendingQuery | None = None
+        self._estimate: CurrentEstimate | None = None
+        self._presented_at: datetime | None = None
+
+    # ------------------------------------------------------------------ state
+    @property
+    def state(self) -> str:
+        return str(getattr(self.log.state, "value", self.log.state))
+
+    def trials(self, include_void: bool = False) -> list:
+        return self.log.trials(include_void)
+
+    def _rng(self, k: int, purpose: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, k, purpose])
+
+    def _invalidate(self) -> None:
+        self._pending = self._estimate = None
+        self._presented_at = None
+
+    def _require_open(self, action: str) -> None:
+        if self.state != "open":
+            raise SessionError(f"cannot {action}: the session is {self.state}")
+
+    # ------------------------------------------------------------------ trials
+    def next_query(self) -> PendingQuery:
+        """The next presentation (computed once, then cached until the log changes)."""
+        self._require_open("propose a query")
+        if self._pending is None:
+            k = len(self.trials(include_void=True))
+            s, lens, info = self.engine.propose(self.trials(), self._rng(k, _POLICY))
+            letter = self.letters[int(self._rng(k, _LETTER).integers(len(self.letters)))]
+            self._pending = PendingQuery(k, float(s), lens, letter, info)
+        return self._pending
+
+    def mark_presented(self) -> None:
+        """The clinician confirmed the lens and the letter is on screen (timestamp)."""
+        self._presented_at = datetime.now(timezone.utc)
+
+    def score(self, answer: Answer, letter_shown: str) -> tuple[bool, str | None]:
+        """``(correct, letter_named)`` for an answer; a letter outside the set is an error."""
+        if answer.letter_named is not None:
+            named = str(answer.letter_named).strip().upper()
+            if named not in self.letters:
+                raise InvalidInputError(
+                    f"letter_named: {answer.letter_named!r} is not a letter of the {self.protocol.letter_set} set "
+                    f"({' '.join(self.letters)}); nothing was recorded"
+                )
+            return named == letter_shown, named
+        if answer.correct is None:
+            return False, None
+        if not isinstance(answer.correct, (bool, np.bool_)):
+            raise InvalidInputError(f"correct: expected True or False, got {answer.correct!r}")
+        return bool(answer.correct), None
+
+    def record(self, answer: Answer):
+        """Commit the answer to the pending query to the log, then invalidate the model."""
+        q = self.next_query()
+        correct, named = self.score(answer, q.letter)
+        trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
+        self._invalidate()
+        return trial
+
+    def undo(self):
+        """Void the last valid answer (kept in the log, marked void)."""
+        trial = self.log.undo()
+        self._invalidate()
+        return trial
+
+    def pause(self) -> None:
+        self.log.pause()
+        self._pending = None
+
+    def resume_paused(self) -> None:
+        self.log.resume()
+
+    # ------------------------------------------------------------------ estimates
+    @property
+    def level(self) -> float:
+        p = self.protocol.stopping.precision
+        return p.level if p is not None else 0.95
+
+    def current_estimate(self, *, with_region: bool = True) -> CurrentEstimate:
+        """Best lens, credible region and predicted acuity for the log as it is now."""
+        if self._estimate is None or (with_region and self._estimate.region is None):
+            k = len(self.trials(include_void=True))
+            self._estimate = self.engine.estimate(self.trials(), self._rng(k, _ESTIMATE),
+                                                  self._rng(k, _REGION) if with_region else None, self.level)  # fmt: skip
+        return self._estimate
+
+    def stop_reason(self) -> str | None:
+        """``"budget"`` when the trial budget is spent; after ``min_trials`` (and the initial
+        random trials), ``"precision"`` when the credible region is within the protocol's
+        precision, ``"information"`` when the next answer is expected to bring less than
+        ``min_information_bits``; else ``None``."""
+        stopping = self.protocol.stopping
+        n = len(self.trials())
+        if n >= stopping.max_trials:
+            return "budget"
+        if n < max(stopping.min_trials, self.protocol.initial_random_trials):
+            return None
+        if stopping.precision is not None and self.engine.precision_met(self.current_estimate().region):
+            return "precision"
+        if stopping.min_information_bits is not None and self.state == "open":
+            info = self.next_query().information_bits
+            if info is not None and info < stopping.min_information_bits:
+                return "information"
+        return None
+
+    def progress(self) -> float:
+        """How far the session is from its precision stop, in [0, 1] (1 = met): the worst
+        ratio of the precision limits to the current region's radii (optics model) or widths
+        (GP model); the share of the budget used when the protocol has no precision stop."""
+        stopping = self.protocol.stopping
+        p = stopping.precision
+        if p is None:
+            return min(1.0, len(self.trials()) / stopping.max_trials)
+        region = self.current_estimate().region
+        if p.m_d is not None:
+            ratios = (p.m_d / max(region.m_pm_d, 1e-9), p.cylinder_vector_d / max(region.cylinder_vector_pm_d, 1e-9))
+        else:
+            ws, wc = region.widths_d
+            ratios = (p.sphere_d / max(ws, 1e-9), p.cylinder_d / max(wc, 1e-9))
+        return float(min(1.0, *ratios))
+
+    def psychometric(self, lens: Prescription, n: int = 61):
+        """``(s (n,), p, lo, hi)``: the model's ``P(correct)`` against letter size (logMAR)
+        through ``lens``, with its credible band at the protocol's level."""
+        return self.engine.psychometric(self.trials(), lens, self.level, n)
+
+    def acuity_map(self) -> dict:
+        """Predicted acuity (logMAR) on a sphere × cylinder grid (rows: sphere), with the
+        grid's ``axis_deg`` (the estimate's axis for the optics model, the fixed one for the GP)."""
+        amap = self.engine.acuity_map(self.trials(), self.current_estimate(with_region=False))
+        return {"axis_deg": getattr(self.engine, "axis_deg", None), **amap}
+
+    def acuity_curve(self, max_points: int = 60) -> list[list[float]]:
+        """``[[n_trials, predicted logMAR through the estimate], ...]`` replayed from the log
+        at up to ``max_points`` evenly spaced trial counts."""
+        valid = self.trials()
+        if not valid:
+            return []
+        counts = np.unique(np.linspace(1, len(valid), min(max_points, len(valid))).round().astype(int))
+        curve = [[int(n), self.engine.predicted_acuity(valid[:n], self._rng(int(n), _ESTIMATE))] for n in counts]
+        self.engine.predicted_acuity(valid, self._rng(len(valid), _ESTIMATE))  # leave the model on the whole log
+        return curve
+
+    def result(self, stopped_by: str) -> dict:
+        """The session result (the schema :mod:`visiontune.report.result` documents)."""
+        est = self.current_estimate()
+        valid = self.trials()
+        times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
+        duration = (max(times) - min(times)).total_seconds() if times else 0.0
+        curve = self.acuity_curve()
+        region = est.region
+        pv = est.rounded.power_vector_array()
+        start = self.start_point
+        return {
+            "estimate": _rx_dict(est.lens),
+            "rounded": _rx_dict(est.rounded),
+            "power_vector": {"m_d": float(pv[0]), "j0_d": float(pv[1]), "j45_d": float(pv[2])},
+            "credible_interval": {"sphere_d": list(region.sphere_d), "cylinder_d": list(region.cylinder_d),
+                                  "level": region.level, "axis_pm_deg": region.axis_pm_deg, "m_pm_d": region.m_pm_d,
+                                  "cylinder_vector_pm_d": region.cylinder_vector_pm_d,
+                                  "distance_d": region.distance_d},
+            "predicted_va_logmar": est.va_logmar,
+            "predicted_va_interval": list(est.va_interval),
+            "trials_used": len(valid),
+            "duration_s": duration,
+            "stopped_by": stopped_by,
+            "acuity_curve": curve,
+            "posterior_map": self.engine.acuity_map(valid, est),
+            "model": self.protocol.model.type,
+            "policy": self.protocol.policy,
+            "cylinder_form": self.protocol.lenses.cylinder_form,
+            "starting_rx": None if start.rx is None else {**_rx_dict(start.rx), "source": start.source},
+            "software_version": __version__,
+            "simulated": self.simulated,
+        }  # fmt: skip
+
+    def finish(self, stopped_by: str = "clinician") -> dict:
+        """Compute the result, store it and close the session for good."""
+        if self.state == "finished":
+            raise SessionError("the session is already finished")
+        if stopped_by not in STOP_REASONS:
+            raise InvalidInputError(f"stopped_by: expected one of {', '.join(STOP_REASONS)}, got {stopped_by!r}")
+        result = self.result(stopped_by)
+        self.log.finish(result)
+        self._invalidate()
+        return result
+
+    # ------------------------------------------------------------------ headless loop
+    def run(self, presenter, *, progress=None, max_steps: int | None = None) -> dict | None:
+        """Propose, present, record until a stopping rule fires (then finish and return the
+        result) or ``max_steps`` answers were recorded (return ``None``, session left open).
+        ``progress(trial, refraction)`` is called after each recorded answer."""
+        steps = 0
+        while (reason := self.stop_reason()) is None:
+            if max_steps is not None and steps >= max_steps:
+                return None
+            query = self.next_query()
+            self.mark_presented()
+            trial = self.record(presenter.present(query))
+            steps += 1
+            if progress is not None:
+                progress(trial, self)
+        return self.finish(reason)
+
+
+def _rx_dict(rx: Prescription) -> dict:
+    return {"sphere_d": rx.sphere_d, "cylinder_d": rx.cylinder_d, "axis_deg": rx.axis_deg}
+
+
+class SimulatedPresenter:
+    """Presents queries to a :class:`visiontune.optics.SimulatedPatient`. The answer to trial
+    ``k`` draws from the patient's stream keyed by ``k`` (``answer_trial``) when the patient
+    has one, so a resumed session gets the same answers as an uninterrupted one."""
+
+    def __init__(self, patient, *, pace_s: float = 0.0):
+        self.patient = patient
+        self.pace_s = pace_s
+
+    def present(self, query: PendingQuery) -> Answer:
+        if self.pace_s:
+            time.sleep(self.pace_s)
+        keyed = getattr(self.patient, "answer_trial", None)
+        if keyed is not None:
+            return Answer(correct=bool(keyed(query.index, query.s_logmar, query.lens, query.letter)))
+        return Answer(correct=bool(self.patient.answer(query.s_logmar, query.lens)))

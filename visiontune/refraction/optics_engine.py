@@ -1,0 +1,186 @@
+"""The optics model (:mod:`~visiontune.refraction.optics_model`) as a refraction engine.
+
+Searches any axis in power vectors around the starting prescription (trial-lens axes in steps
+from the start's axis); proposes with the
+protocol's rule (:mod:`~visiontune.refraction.optics_rules`); reports the posterior mean of the
+best correction ``P*`` (the most plus lens that gives the best acuity, as the model's acuity is
+flat on the minus side up to the accommodation amplitude), its credible region and the
+predicted acuity through it.
+
+The posterior is kept between answers and extended by each new one; an undo (or any log
+that is not an extension of the last one) rebuilds it from the answers, with the same draws,
+so both paths give the same particles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from visiontune.optics import Prescription
+from visiontune.refraction import optics_rules
+from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples
+from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector, trial_lens
+from visiontune.refraction.optics_model import OpticsModelSpec, ParticlePosterior, probability_correct
+from visiontune.refraction.protocol import Protocol
+from visiontune.refraction.start import StartingPoint
+
+__all__ = ["OpticsEngine", "LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D"]
+
+#: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
+LETTER_STEP_LOGMAR = 0.05
+#: Without a starting prescription lenses may move up to this far from the estimate (diopters),
+#: or 1.5 posterior standard deviations of ``M`` if less, so a -10 D myope is reached in a few steps.
+MAX_STEP_WITHOUT_START_D = 2.0
+
+
+def _model_spec(protocol: Protocol) -> OpticsModelSpec:
+    prior = protocol.slope_prior
+    median, sigma = 5.0, 0.4
+    if prior is not None and prior.distribution == "lognormal":
+        median, sigma = prior.median, prior.sigma
+    elif prior is not None and prior.distribution == "fixed":
+        median, sigma = prior.value, 0.05
+    elif prior is not None:
+        lo, hi = prior.range
+        median, sigma = float(np.sqrt(lo * hi)), max(float(np.log(hi / lo)) / 4.0, 0.05)
+    return OpticsModelSpec(protocol.n_alternatives, lapse=protocol.model.lapse, slope_median=median, slope_sigma=sigma,
+                           n_particles=protocol.model.n_particles)  # fmt: skip
+
+
+class OpticsEngine:
+    """Propose, estimate and map with the optics model for one session."""
+
+    model_type = "optics"
+
+    def __init__(self, protocol: Protocol, start: StartingPoint, seed: int) -> None:
+        if start.rx is not None and start.rx.cylinder_d != 0.0:
+            steps = dataclasses.replace(protocol.lenses, axis_origin_deg=start.rx.to_minus_cylinder().axis_deg % 180.0)
+            protocol = dataclasses.replace(protocol, lenses=steps)
+        self.protocol = protocol
+        self.start = start
+        self.seed = int(seed)
+        self.spec = _model_spec(protocol)
+        precision = protocol.stopping.precision
+        self.level = precision.level if precision is not None else 0.95
+        lo, hi = protocol.logmar_range
+        self.s_grid = np.round(np.arange(lo, hi + 1e-9, LETTER_STEP_LOGMAR), 6)
+        self._posterior = ParticlePosterior(self.spec, start, self.seed)
+        self._key: list[tuple] = []
+
+    # ------------------------------------------------------------------ model
+    @staticmethod
+    def _trial_key(t) -> tuple:
+        return (float(t.s_logmar), float(t.lens.sphere_d), float(t.lens.cylinder_d), float(t.lens.axis_deg), bool(t.correct))
+
+    def posterior(self, trials) -> ParticlePosterior:
+        """The posterior after ``trials`` (extended by the new answers, or rebuilt)."""
+        keys = [self._trial_key(t) for t in trials]
+        if keys[: len(self._key)] != self._key:
+            self._posterior = ParticlePosterior(self.spec, self.start, self.seed)
+            self._key = []
+        for t, key in zip(trials[len(self._key):], keys[len(self._key):]):
+            self._posterior.update(t.s_logmar, lens_power_vector(t.lens), t.correct)
+            self._key.append(key)
+        return self._posterior
+
+    def radius(self, posterior: ParticlePosterior) -> float:
+        """How far a proposed lens may be from the estimate (diopters, module docstring)."""
+        step = self.protocol.search_space.max_step_d
+        if self.start.rx is not None:
+            return step
+        w = posterior.weights
+        sd_m = float(np.sqrt(w @ (posterior.theta[:, 0] - w @ posterior.theta[:, 0]) ** 2))
+        return float(np.clip(1.5 * sd_m, step, max(step, MAX_STEP_WITHOUT_START_D)))
+
+    # ------------------------------------------------------------------ the loop's interface
+    def propose(self, trials, rng: np.random.Generator):
+        """``(s, lens, expected information in bits)`` of the protocol's rule; the first
+        ``initial_random_trials`` answers use Thompson sampling with a random letter size."""
+        post = self.posterior(trials)
+        rule = self.protocol.policy
+        q = optics_rules.propose(post, "ts-ald" if len(trials) < self.protocol.initial_random_trials else rule,
+                                 steps=self.protocol.lenses, s_grid=self.s_grid, radius=self.radius(post), rng=rng)  # fmt: skip
+        if len(trials) < self.protocol.initial_random_trials:
+            return float(rng.choice(self.s_grid)), q.lens, q.information_bits
+        return q.s_logmar, q.lens, q.information_bits
+
+    def estimate(self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None,
+                 level: float) -> CurrentEstimate:
+        post = self.posterior(trials)
+        centre = post.best_correction()
+        form = self.protocol.lenses.cylinder_form
+        lens = in_form(trial_lens(centre, _exact(self.protocol)), form)
+        rounded = self.filed_lens(post)
+        region = None
+        if rng_region is not None:
+            region = region_from_samples(post.theta[:, :3], post.weights, centre, level, form)
+        va, lo, hi = post.acuity(rounded.power_vector_array()[None, :], level)
+        return CurrentEstimate(len(trials), lens, rounded, region, float(va[0]), (float(lo[0]), float(hi[0])))
+
+    def filed_lens(self, post: ParticlePosterior) -> Prescription:
+        """The trial lens to file: the estimate rounded to the protocol's steps, except that
+        the starting prescription's axis is kept unless the answers show, with posterior
+        probability at least the protocol's credible level (95% by default), that the new axis corrects the cylinder better
+        (``|J_new - J*| < |J_start - J*|``). As with the cross-cylinder, a clinician turns the
+        axis away from the autorefractor's only when the patient's answers say so; a rounding
+        step on a weak cylinder is not evidence."""
+        rounded = trial_lens(post.best_correction(), self.protocol.lenses)
+        start = self.start.rx
+        if start is None or start.cylinder_d == 0.0 or rounded.cylinder_d == 0.0:
+            return rounded
+        minus = rounded.to_minus_cylinder()
+        start_axis = start.to_minus_cylinder().axis_deg % 180.0
+        if abs((minus.axis_deg - start_axis + 90.0) % 180.0 - 90.0) < 1e-6:
+            return rounded
+        kept = Prescription(minus.sphere_d, minus.cylinder_d, 180.0 if start_axis == 0.0 else start_axis)
+        j_true = post.theta[:, 1:3]
+        new_error = np.linalg.norm(j_true - rounded.power_vector_array()[1:], axis=1)
+        kept_error = np.linalg.norm(j_true - kept.power_vector_array()[1:], axis=1)
+        if post.weights @ (new_error < kept_error) >= self.level:
+            return rounded
+        return in_form(kept, self.protocol.lenses.cylinder_form)
+
+    def precision_met(self, region: Region) -> bool:
+        p = self.protocol.stopping.precision
+        return region.m_pm_d <= p.m_d and region.cylinder_vector_pm_d <= p.cylinder_vector_d
+
+    def acuity_map(self, trials, estimate: CurrentEstimate, n: int = 25) -> dict:
+        """Predicted acuity (logMAR) on an ``n × n`` grid of sphere and cylinder around the
+        estimate (±2 D of sphere, cylinder from 0 to twice the estimate's, at its axis), in
+        the clinic's cylinder form: ``{"sphere_d", "cylinder_d", "va_logmar", "axis_deg"}``."""
+        post = self.posterior(trials)
+        est = estimate.lens
+        span_c = max(2.0, 2.0 * abs(est.cylinder_d) + 1.0)
+        sign = -1.0 if self.protocol.lenses.cylinder_form == "minus" else 1.0
+        sphere = np.linspace(est.sphere_d - 2.0, est.sphere_d + 2.0, n)
+        cylinder = np.sort(sign * np.linspace(0.0, span_c, n))
+        ss, cc = np.meshgrid(sphere, cylinder, indexing="ij")
+        two_a = np.radians(2.0 * est.axis_deg)
+        pv = np.column_stack([(ss + cc / 2).ravel(), (-cc / 2 * np.cos(two_a)).ravel(), (-cc / 2 * np.sin(two_a)).ravel()])
+        va = post.acuity(pv)[0].reshape(n, n)
+        return {"sphere_d": sphere.tolist(), "cylinder_d": cylinder.tolist(), "va_logmar": va.tolist(),
+                "axis_deg": est.axis_deg}  # fmt: skip
+
+    def psychometric(self, trials, lens, level: float, n: int = 61):
+        """``(s, p, lo, hi)``: posterior mean of ``P(correct)`` against letter size through
+        ``lens`` (a :class:`~visiontune.optics.Prescription`) and its central ``level`` band."""
+        post = self.posterior(trials)
+        s = np.linspace(*self.protocol.logmar_range, n)
+        particles = post.subsample(min(1000, self.spec.n_particles), np.random.default_rng([self.seed, post.n, 0x9F]))
+        p = probability_correct(particles, s, np.repeat(lens.power_vector_array()[None, :], n, axis=0), self.spec)
+        tail = 50.0 * (1.0 - level)
+        lo, hi = np.percentile(p, [tail, 100.0 - tail], axis=0)
+        return s, p.mean(axis=0), lo, hi
+
+    def predicted_acuity(self, trials, rng: np.random.Generator) -> float:
+        """Predicted acuity (logMAR) through the rounded estimate after ``trials``."""
+        post = self.posterior(trials)
+        rounded = self.filed_lens(post)
+        return float(post.acuity(rounded.power_vector_array()[None, :])[0][0])
+
+
+def _exact(protocol: Protocol) -> LensSteps:
+    """The protocol's lens settings without rounding (the exact estimate)."""
+    return dataclasses.replace(protocol.lenses, step_d=0.0)

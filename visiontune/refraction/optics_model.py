@@ -1,0 +1,250 @@
+"""A model that knows optics: the blur-acuity relation as the model's structure.
+
+The future work seed 002 names (§6, domain knowledge in the prior): instead of a stationary
+GP over lenses, the probability of reading a letter of size ``s`` (logMAR) through a lens
+with power vector ``L`` has the form of the simulated patient of seed 002 §5.1::
+
+    r      = L - P*                                   residual (Thibos power vectors, D)
+    r_M   += min(A, max(-r_M, 0))                     accommodation (Hofstetter amplitude A)
+    VA(L)  = VA* + log10(1 + |r|²)                    Blendowske 2015 (DESIGN.md, acuity model)
+    P(correct | s, L) = γ + (1 - γ - λ) Φ(a (s - VA(L)))   seed 002 Eq. 13 with a lapse λ
+
+with unknowns ``θ = (M*, J0*, J45*, VA*, log a, A)``: the best correction (the most plus lens
+that gives the best acuity, since acuity is flat on the minus side up to ``A``), the best-
+corrected acuity, the psychometric slope and the amplitude of accommodation. Chance ``γ = 1/n``
+and the lapse ``λ`` are the protocol's.
+
+Inference is sequential Monte Carlo (Chopin 2002, *A sequential particle filter method for
+static models*, Biometrika 89:539-551): ``N`` particles drawn from the prior, reweighted by
+each answer's likelihood; when the effective sample size ``1 / Σ w²`` falls below ``N/2`` they
+are resampled (systematic) and moved by a few random-walk Metropolis steps on the posterior of
+every answer so far (covariance ``2.38²/d`` times the particles' own, Roberts & Rosenthal 2001).
+Every random draw for answer ``k`` comes from ``default_rng([seed, k, purpose])``, so the
+posterior is a pure function of (log, seed): a session rebuilt from its log after a crash has
+the same particles bit for bit.
+
+Priors: ``P*`` from the starting prescription (:mod:`visiontune.refraction.start`);
+``VA*`` normal, mean 0.0 and σ 0.15 logMAR, truncated to [-0.3, 1.0] (adult best-corrected
+acuity is about -0.1 to 0.0 logMAR, Elliott, Yang & Whitaker 1995, Optom. Vis. Sci. 72:186-191;
+the σ leaves room for patients with reduced acuity); ``log a`` normal from the protocol's slope
+prior (median 5 logMAR⁻¹, σ 0.4: Carkeet, Lee, Chong & Tong 2001, Optom. Vis. Sci. 78:529-538);
+``A`` uniform on ``[0, A_max]`` with ``A_max`` Hofstetter's maximum amplitude at the patient's age
+(:mod:`visiontune.optics.accommodation`), or 10 D when the age is unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics.accommodation import hofstetter_amplitude_d
+from visiontune.refraction.estimate import weighted_quantile
+from visiontune.refraction.start import StartingPoint
+
+__all__ = ["OpticsModelSpec", "ParticlePosterior", "probability_correct", "probability_grid", "binary_entropy_bits", "systematic_resample"]
+
+#: Parameter columns of a particle.
+M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
+_VA0_RANGE = (-0.3, 1.0)
+_AMPLITUDE_UNKNOWN_AGE_D = 10.0
+_METROPOLIS_STEPS = 4
+#: Quantile of the posterior of ``M*`` reported as the estimate (:meth:`ParticlePosterior.best_correction`).
+PLUS_QUANTILE = 2.0 / 3.0
+
+
+@dataclass(frozen=True)
+class OpticsModelSpec:
+    """Settings of the optics model: ``n_alternatives`` (chance ``1/n``), ``lapse`` ``λ``,
+    the slope prior (``slope_median`` logMAR⁻¹, ``slope_sigma`` of ``log a``), the prior of
+    ``VA*`` (``va0_mean``, ``va0_sd`` logMAR) and the number of particles."""
+
+    n_alternatives: int
+    lapse: float = 0.04
+    slope_median: float = 5.0
+    slope_sigma: float = 0.4
+    va0_mean: float = 0.0
+    va0_sd: float = 0.15
+    n_particles: int = 4000
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.n_alternatives <= 100:
+            raise InvalidInputError(f"n_alternatives: expected 2-100, got {self.n_alternatives!r}")
+        if not 0.0 <= self.lapse < 0.5:
+            raise InvalidInputError(f"lapse: expected a rate in [0, 0.5), got {self.lapse!r}")
+        if not 100 <= self.n_particles <= 200_000:
+            raise InvalidInputError(f"n_particles: expected 100-200000, got {self.n_particles!r}")
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / self.n_alternatives
+
+
+def probability_correct(theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+    """``P(correct | s_j, L_j, θ_i)`` (module docstring) for particles ``theta (N, 6)`` and
+    trials ``s (m,)``, ``lenses (m, 3)``: an ``(N, m)`` array."""
+    return spec.chance + (1.0 - spec.chance - spec.lapse) * ndtr(_latent(theta, s, lenses))
+
+
+def probability_grid(theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+    """``P(correct | s_j, L_l, θ_i)`` on the grid of sizes ``s_grid (n_s,)`` × lenses
+    ``lenses (n_x, 3)``: an ``(N, n_s, n_x)`` array (the acuity through each lens computed once)."""
+    va = _acuity(theta, lenses)
+    z = np.exp(theta[:, LOG_SLOPE])[:, None, None] * (np.asarray(s_grid)[None, :, None] - va[:, None, :])
+    return spec.chance + (1.0 - spec.chance - spec.lapse) * ndtr(z)
+
+
+def _acuity(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    """``VA(L_j)`` for each particle: ``(N, m)`` logMAR."""
+    r = lenses[None, :, :] - theta[:, None, :3]
+    amp = theta[:, AMPLITUDE, None]
+    r_m = r[..., 0] + np.minimum(amp, np.maximum(-r[..., 0], 0.0))
+    blur2 = r_m**2 + r[..., 1] ** 2 + r[..., 2] ** 2
+    return theta[:, VA0, None] + np.log10(1.0 + blur2)
+
+
+def _latent(theta: np.ndarray, s: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    return np.exp(theta[:, LOG_SLOPE, None]) * (np.asarray(s)[None, :] - _acuity(theta, lenses))
+
+
+def binary_entropy_bits(p: np.ndarray) -> np.ndarray:
+    """``h(p) = -p log2 p - (1-p) log2(1-p)`` (0 at 0 and 1)."""
+    q = np.clip(p, 1e-12, 1.0 - 1e-12)
+    return -(q * np.log2(q) + (1.0 - q) * np.log2(1.0 - q))
+
+
+def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` indices drawn by systematic resampling of ``weights`` (Kitagawa 1996)."""
+    positions = (rng.random() + np.arange(n)) / n
+    cw = np.cumsum(weights)
+    cw[-1] = 1.0
+    return np.searchsorted(cw, positions)
+
+
+class ParticlePosterior:
+    """The posterior of ``θ`` given the answers so far, as weighted particles.
+
+    ``spec``: :class:`OpticsModelSpec`; ``start``: the :class:`StartingPoint` (prior on ``P*``
+    and the patient's age); ``seed``: the session's seed. :meth:`update` adds one answer.
+    """
+
+    def __init__(self, spec: OpticsModelSpec, start: StartingPoint, seed: int) -> None:
+        self.spec = spec
+        self.start = start
+        self.seed = int(seed)
+        self.amplitude_max = (_AMPLITUDE_UNKNOWN_AGE_D if start.age_years is None
+                              else max(hofstetter_amplitude_d(start.age_years, "maximum"), 0.25))  # fmt: skip
+        rng = np.random.default_rng([self.seed, 0, 0xA11])
+        n = spec.n_particles
+        theta = np.empty((n, 6))
+        theta[:, :3] = start.sample_prior(rng, n)
+        theta[:, VA0] = np.clip(rng.normal(spec.va0_mean, spec.va0_sd, n), *_VA0_RANGE)
+        theta[:, LOG_SLOPE] = rng.normal(np.log(spec.slope_median), spec.slope_sigma, n)
+        theta[:, AMPLITUDE] = rng.uniform(0.0, self.amplitude_max, n)
+        self.theta = theta
+        self.log_w = np.zeros(n)
+        self.s = np.zeros(0)
+        self.lenses = np.zeros((0, 3))
+        self.correct = np.zeros(0, dtype=bool)
+        self.n_moves = 0
+
+    # ------------------------------------------------------------------ weights
+    @property
+    def n(self) -> int:
+        """Answers incorporated."""
+        return len(self.s)
+
+    @property
+    def weights(self) -> np.ndarray:
+        w = np.exp(self.log_w - self.log_w.max())
+        return w / w.sum()
+
+    def effective_sample_size(self) -> float:
+        w = self.weights
+        return float(1.0 / np.sum(w**2))
+
+    def _log_prior(self, theta: np.ndarray) -> np.ndarray:
+        spec = self.spec
+        lp = self.start.log_prior(theta[:, :3])
+        lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
+        lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
+        outside = ((theta[:, VA0] < _VA0_RANGE[0]) | (theta[:, VA0] > _VA0_RANGE[1])
+                   | (theta[:, AMPLITUDE] < 0.0) | (theta[:, AMPLITUDE] > self.amplitude_max))  # fmt: skip
+        return np.where(outside, -np.inf, lp)
+
+    def _log_likelihood(self, theta: np.ndarray) -> np.ndarray:
+        """Log-likelihood of every answer so far, per particle: ``(N,)``."""
+        if self.n == 0:
+            return np.zeros(len(theta))
+        p = probability_correct(theta, self.s, self.lenses, self.spec)
+        return np.sum(np.log(np.where(self.correct[None, :], p, 1.0 - p)), axis=1)
+
+    # ------------------------------------------------------------------ one answer
+    def update(self, s: float, lens_pv, correct: bool) -> None:
+        """Add the answer ``correct`` to a letter of size ``s`` (logMAR) through the lens of
+        power vector ``lens_pv (3,)``; resample and move the particles when the effective
+        sample size falls below half."""
+        lens = np.asarray(lens_pv, dtype=float).reshape(1, 3)
+        p = probability_correct(self.theta, np.array([float(s)]), lens, self.spec)[:, 0]
+        self.log_w = self.log_w + np.log(p if correct else 1.0 - p)
+        self.s = np.append(self.s, float(s))
+        self.lenses = np.vstack([self.lenses, lens])
+        self.correct = np.append(self.correct, bool(correct))
+        if self.effective_sample_size() < 0.5 * self.spec.n_particles:
+            self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
+
+    def _resample_move(self, rng: np.random.Generator) -> None:
+        w = self.weights
+        cov = np.cov(self.theta.T, aweights=w) + np.diag([1e-4, 1e-5, 1e-5, 1e-5, 1e-5, 1e-4])
+        chol = np.linalg.cholesky((2.38**2 / 6.0) * cov)
+        theta = self.theta[systematic_resample(w, len(w), rng)]
+        log_post = self._log_prior(theta) + self._log_likelihood(theta)
+        for _ in range(_METROPOLIS_STEPS):
+            proposal = theta + rng.standard_normal(theta.shape) @ chol.T
+            lp_prior = self._log_prior(proposal)
+            finite = np.isfinite(lp_prior)
+            lp = np.full(len(theta), -np.inf)
+            if finite.any():
+                lp[finite] = lp_prior[finite] + self._log_likelihood(proposal[finite])
+            accept = np.log(rng.random(len(theta))) < lp - log_post
+            theta[accept] = proposal[accept]
+            log_post[accept] = lp[accept]
+        self.theta = theta
+        self.log_w = np.zeros(len(theta))
+        self.n_moves += 1
+
+    # ------------------------------------------------------------------ summaries
+    def subsample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` equally weighted particles ``(n, 6)`` (systematic resampling)."""
+        return self.theta[systematic_resample(self.weights, n, rng)]
+
+    def mean(self) -> np.ndarray:
+        """Posterior mean of ``θ`` ``(6,)``."""
+        return self.weights @ self.theta
+
+    def best_correction(self) -> np.ndarray:
+        """The estimate of the best correction ``P* = (M, J0, J45)``: the posterior's
+        :data:`PLUS_QUANTILE` quantile of ``M`` and the posterior means of ``J0``, ``J45``.
+
+        The clinical rule is the most plus lens that gives the best acuity (module docstring).
+        For an eye that accommodates, answers bound ``M*`` sharply from the plus side only
+        (lenses more minus than ``M*`` read as well), so the posterior of ``M*`` has a long
+        minus tail and its mean lies on the minus side of the edge; and over-minusing costs a
+        young patient accommodative effort, while a little under-minus costs a little blur.
+        The Bayes estimate under a linear loss twice as heavy for over-minus as for under-minus
+        is the posterior's 2/3 quantile of ``M`` (e.g. Berger 1985, *Statistical Decision
+        Theory and Bayesian Analysis*, §4.4.2)."""
+        w = self.weights
+        m = weighted_quantile(self.theta[:, M], w, PLUS_QUANTILE)
+        return np.array([m, w @ self.theta[:, J0], w @ self.theta[:, J45]])
+
+    def acuity(self, lenses: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Predicted acuity (logMAR) through ``lenses (m, 3)``: posterior mean and the
+        central ``level`` interval, each ``(m,)``."""
+        rng = np.random.default_rng([self.seed, self.n, 0xAC])
+        va = _acuity(self.subsample(min(1000, self.spec.n_particles), rng), np.atleast_2d(lenses))
+        tail = 50.0 * (1.0 - level)
+        lo, hi = np.percentile(va, [tail, 100.0 - tail], axis=0)
+        return va.mean(axis=0), lo, hi

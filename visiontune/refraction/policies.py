@@ -1,0 +1,49 @@
+"""One vocabulary of refraction policies: what a protocol may ask for, and what runs it.
+
+A protocol names a **model** and a **policy** (decision rule). Every pair listed here runs;
+every other pair is refused when the protocol is parsed, before a session exists.
+
+* ``model.type = "optics"`` (:mod:`visiontune.refraction.optics_model`, the clinical default):
+  the papers' UCB-ALD and TS-ALD (seed 002 §3.3), BALD over ``(s, x)`` jointly (Houlsby 2011),
+  and EVR, the query that most reduces the expected posterior variance of the correction
+  (:mod:`visiontune.refraction.optics_rules`).
+* ``model.type = "gp"``, the reproduction of seed 002 §5 (probit GP, kernel ``θ s s' + k_SE``,
+  002 Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
+  registry, under their protocol names.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+__all__ = ["MODEL_TYPES", "OPTICS_POLICIES", "GP_POLICIES", "GP_KERNELS", "policies_for", "registry_name"]
+
+MODEL_TYPES = ("optics", "gp")
+
+#: Protocol name -> what the rule does, for the optics model.
+OPTICS_POLICIES = MappingProxyType({
+    "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); size by BALD (002 §3.3)",
+    "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); size by BALD (002 §3.3)",
+    "bald": "lens and size jointly by the mutual information of the answer and the model (Houlsby 2011)",
+    "evr": "lens and size jointly by the expected posterior variance of the correction after the answer",
+})  # fmt: skip
+
+#: Protocol name -> acquisition registry name, for the GP model (contextual binary, 002 §3.3).
+GP_POLICIES = MappingProxyType({
+    "ucb-ald": "UCB-ALD", "ts-ald": "TS-ALD", "ucb-random-context": "UCB-random-context",
+    "ts-random-context": "TS-random-context", "bald": "BALD", "random-contextual": "random-contextual",
+    "cbkg": "cBKG",
+})  # fmt: skip
+
+#: Kernels the GP model runs (002 Eq. 15).
+GP_KERNELS = ("refraction-se",)
+
+
+def policies_for(model_type: str) -> tuple[str, ...]:
+    """The policy names a protocol with ``model_type`` may ask for, sorted."""
+    return tuple(sorted(OPTICS_POLICIES if model_type == "optics" else GP_POLICIES))
+
+
+def registry_name(policy: str) -> str:
+    """The acquisition registry's name of a GP protocol policy (``"ucb-ald"`` -> ``"UCB-ALD"``)."""
+    return GP_POLICIES[policy]
