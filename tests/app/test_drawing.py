@@ -15,7 +15,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QGraphicsItem
 
 from visiontune.app.session_host import record_simulated_session
-from visiontune.app.simulation import simulated_patient
+from visiontune.app.simulation import case_patient
 from visiontune.app.worker_values import EstimateView, Snapshot
 
 SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy")
@@ -60,7 +60,7 @@ def test_the_engine_sends_ready_to_draw_frames_with_the_simulated_patients_true_
     snap = next(v for k, v in events if k == "opened")
     views = estimates(events)
     assert len(views) == 8
-    patient = simulated_patient(snap.seed, snap.box, snap.axis_deg, snap.n_alternatives)  # as the GUI built it
+    patient = case_patient(snap.simulated_case, snap.n_alternatives)  # as the GUI builds it
     for view in views:
         f = view.frame
         np.testing.assert_allclose(f.true_p, patient.probability_correct(view.psychometric_s, view.estimate.lens))

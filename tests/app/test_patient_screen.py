@@ -44,7 +44,9 @@ def test_letter_shows_only_after_confirm_at_the_calibrated_height(qtbot, make_wi
     assert start.simulated.isEnabled()
     start.simulated.setChecked(False)
     start.patient_id.setText("P-0042")
-    start.starting_rx.setText("-1.25 -0.50 x 90")
+    start.sphere.setText("-1.25")
+    start.cylinder.setText("-0.50")
+    start.axis.setText("90")
     qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.phase == Phase.LENS, timeout=30_000)
     assert "SIMULATED" not in window.windowTitle() and not window.session_view.banner.isVisible()
@@ -70,6 +72,7 @@ def test_protocol_sizes_the_screen_cannot_show_are_refused_before_starting(qtbot
     window = make_window(simulate=False)  # protocol range [-1, 2] logMAR: too large and too small at 4 m
     window.start_view.simulated.setChecked(False)
     window.start_view.patient_id.setText("P-0043")
+    window.start_view.start_source.setCurrentIndex(window.start_view.start_source.findData("none"))
     qtbot.mouseClick(window.start_view.start_button, Qt.MouseButton.LeftButton)
     assert "do not fit this screen" in window.reporter.dialog.text()
     assert window.stack.currentWidget() is window.start_view and window.snapshot is None

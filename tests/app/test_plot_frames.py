@@ -23,11 +23,14 @@ from visiontune.app.plot_frames import (
     map_image,
     snapped_range,
 )
-from visiontune.app.texts import acuity_text, estimate_texts, lens_text
+from visiontune.app.texts import (
+    acuity_text, estimate_texts, lens_text, progress_text, region_text, start_text, stop_text,
+)  # fmt: skip
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.session.engine import CurrentEstimate
-from visiontune.session.estimate import CredibleRegion
+from visiontune.refraction.estimate import CurrentEstimate, Region
+from visiontune.refraction.protocol import Precision
+from visiontune.refraction.start import StartingPoint
 
 
 def grid_map(n_s=5, n_c=4):
@@ -38,8 +41,9 @@ def grid_map(n_s=5, n_c=4):
 
 
 def current_estimate(region=True, va=0.31):
-    r = CredibleRegion((-1.5, 0.25), (-0.75, 1.0), 0.95, np.zeros((4, 2))) if region else None
-    return CurrentEstimate(12, Prescription(-0.98, 1.61, 90.0), r, va, (-1.0, 2.0))
+    r = Region(0.95, (-1.5, 0.25), (-0.75, 1.0), 12.4, 0.3, 0.2, 0.4) if region else None
+    lens = Prescription(-0.98, 1.61, 90.0)
+    return CurrentEstimate(12, lens, lens.rounded(), r, va, (-1.0, 2.0))
 
 
 def test_map_image_rows_are_cylinder_and_cells_are_centred_on_the_grid():
@@ -155,10 +159,12 @@ def test_a_view_frame_of_a_realistic_session_pickles_to_a_few_kilobytes():
 
 
 def test_estimate_texts_are_the_panel_lines():
-    t = estimate_texts(current_estimate(), (-1.0, 2.0))
-    assert t.best_lens == "Best lens now: S \u22120.98 / C +1.61 \u00d7 90"
-    assert t.interval == ("95% credible interval: sphere \u22121.50 to +0.25 D, "
-                          "cylinder \u22120.75 to +1.00 D")  # fmt: skip
+    t = estimate_texts(current_estimate(), (-1.0, 2.0), "Precision stop: 40%")
+    assert t.best_lens == "Best lens now: S \u22120.98 / C +1.61 \u00d7 090"
+    # the region as a clinician reads it: half-widths of the intervals, the axis ± in whole degrees
+    assert t.interval == ("95% credible region: S \u00b10.88 / C \u00b10.88 / axis \u00b112\u00b0\n"
+                          "(sphere \u22121.50 to +0.25 D, cylinder \u22120.75 to +1.00 D)")  # fmt: skip
+    assert t.progress == "Precision stop: 40%"
     assert t.acuity == "Predicted acuity through it: +0.31 logMAR (20/41); interval \u22121.00 to +2.00"
     assert estimate_texts(current_estimate(region=False), None).interval == ""
     # at the edge of the chart the acuity is a bound, and said so
@@ -170,3 +176,51 @@ def test_lens_and_acuity_texts():
     assert lens_text(Prescription(-1.25, -0.5, 180.0)) == "S \u22121.25 / C \u22120.50 \u00d7 180"
     assert acuity_text(0.3) == "+0.30 logMAR (20/40)"
     assert acuity_text(2.0, (-1.0, 2.0)).startswith("+2.00 logMAR or worse")
+
+
+def test_region_text_reads_sphere_cylinder_and_axis_pm():
+    region = Region(0.95, (-2.30, -1.80), (-1.25, -0.75), 7.6, 0.2, 0.15, 0.3)
+    assert region_text(region) == "S \u00b10.25 / C \u00b10.25 / axis \u00b18\u00b0"
+    assert region_text(region.to_dict()) == region_text(region)  # a stored result's credible_interval
+    # no axis ± without one, or for a lens without cylinder
+    assert region_text({**region.to_dict(), "axis_pm_deg": None}) == "S \u00b10.25 / C \u00b10.25"
+    assert region_text(region, Prescription(-2.0, 0.0, 180.0)) == "S \u00b10.25 / C \u00b10.25"
+
+
+def test_lens_text_shows_the_axis_in_three_whole_degrees_in_1_to_180():
+    assert lens_text(Prescription(-2.0, -1.0, 29.6)) == "S \u22122.00 / C \u22121.00 \u00d7 030"
+    assert lens_text(Prescription(-2.0, -1.0, 0.3)) == "S \u22122.00 / C \u22121.00 \u00d7 180"
+    assert lens_text(Prescription(0.0, 0.75, 5.0)) == "S 0.00 / C +0.75 \u00d7 005"
+
+
+def test_start_and_stop_texts():
+    start = StartingPoint(Prescription(-2.0, -1.0, 30.0), "spectacles", 45.0)
+    assert start_text(start) == "S \u22122.00 / C \u22121.00 \u00d7 030 (habitual spectacles, age 45)"
+    assert start_text(start, "plus") == "S \u22123.00 / C +1.00 \u00d7 120 (habitual spectacles, age 45)"
+    assert start_text(StartingPoint()) == "none"
+    assert stop_text(None) == "Stopping rule: not met yet"
+    assert stop_text("precision").startswith("Stopping rule met: precision (")
+    # before any answer (the optics model's prior) the estimate says so
+    est = current_estimate()
+    assert estimate_texts(CurrentEstimate(0, est.lens, est.rounded, None, 0.3, (0.1, 0.5)), None).best_lens.startswith(
+        "Best lens before any answer")
+
+
+def test_progress_text_names_the_stop_it_measures():
+    optics = Precision(m_d=0.25, cylinder_vector_d=0.25)
+    assert progress_text(0.404, optics) == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J): 40%"
+    assert progress_text(1.7, optics).endswith(": 100%")
+    assert progress_text(0.5, None).startswith("Budget used: 50%")
+
+
+def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordinates():
+    """A fixed-axis GP map (axis 90, signed cylinders): a minus-cylinder estimate at 180 is
+    the same lens transposed onto the map's axis."""
+    gp_map = {**grid_map(), "axis_deg": 90.0}
+    s = np.linspace(-1.0, 2.0, 7)
+    est = CurrentEstimate(3, Prescription(0.5, -1.5, 180.0), Prescription(0.5, -1.5, 180.0), None, 0.2, (0.1, 0.3))
+    f = build_view_frame(estimate=est, acuity_map=gp_map, trials=np.zeros((0, 3)), curve=((1, 0.2),),
+                         psychometric=(s, s * 0, s * 0, s * 0), chart_range=(-1.0, 2.0), progress=0.3)  # fmt: skip
+    assert f.map_axis_deg == 90.0 and f.progress == 0.3
+    np.testing.assert_allclose(f.best_lens, [-1.0, 1.5])
+    assert frame_for(np.zeros((0, 3))).map_axis_deg is None

@@ -1,4 +1,9 @@
-"""Settings persist in a TOML file; a malformed file is an error naming the key."""
+"""Settings persist in a TOML file; a malformed file is an error naming the key. Settings and
+the app's log are user-only (files 0600, folders 0700) whatever the umask."""
+
+import logging
+import os
+import stat
 
 import pytest
 
@@ -12,7 +17,7 @@ def test_missing_file_gives_defaults(tmp_path):
 
 def test_round_trip_with_quotes_and_backslashes(tmp_path):
     s = AppSettings(protocol='C:\\protocols\\my "own".toml', patient_screen="DP-2", calibration_path="/x/c.json",
-                    export_dir="/tmp/e", pace_s=0.25)  # fmt: skip
+                    export_dir="/tmp/e", pace_s=0.25, cylinder_form="plus")  # fmt: skip
     path = save_settings(s, tmp_path / "cfg" / "app.toml")
     assert load_settings(path) == s
     assert path.stat().st_mode & 0o777 == 0o600
@@ -20,7 +25,8 @@ def test_round_trip_with_quotes_and_backslashes(tmp_path):
 
 @pytest.mark.parametrize("text,key", [("protocl = 'x'", "protocl"), ("pace_s = -1", "pace_s"),
                                       ("pace_s = 'fast'", "pace_s"), ("protocol = 3", "protocol"),
-                                      ("protocol = ", "invalid TOML")])  # fmt: skip
+                                      ("protocol = ", "invalid TOML"),
+                                      ("cylinder_form = 'mixed'", "cylinder_form: expected 'minus' or 'plus'")])  # fmt: skip
 def test_bad_files_name_the_key(tmp_path, text, key):
     path = tmp_path / "app.toml"
     path.write_text(text)
@@ -48,3 +54,110 @@ def test_settings_persist_between_runs_of_the_window(qtbot, make_window, paths):
     qtbot.addWidget(again)
     assert again.start_view.protocol.currentText() == str(paths["protocol"])
     again.close()
+
+
+# --- issue 21: privacy of the settings and of the app log -----------------------------------
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def umask_000():
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_settings_file_and_folders_are_user_only_under_umask_000(tmp_path, umask_000):
+    path = save_settings(AppSettings(), tmp_path / "a" / "b" / "app.toml")
+    assert _mode(path) == 0o600
+    assert _mode(tmp_path / "a") == 0o700 and _mode(tmp_path / "a" / "b") == 0o700
+    assert [p.name for p in path.parent.iterdir()] == ["app.toml"]  # no app.toml.tmp
+
+
+def test_default_config_folder_is_tightened(tmp_path, monkeypatch, umask_000):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    folder = tmp_path / "visiontune"
+    folder.mkdir()
+    os.chmod(folder, 0o777)  # what an older VisionTune left under umask 000
+    path = save_settings(AppSettings())
+    assert path.parent == folder and _mode(folder) == 0o700 and _mode(path) == 0o600
+
+
+def test_settings_refuse_a_folder_or_fifo(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "DIR").mkdir()
+    for bad, what in ((tmp_path / "pipe", "FIFO"), (tmp_path / "DIR", "folder")):
+        with pytest.raises(ConfigurationError, match=what):
+            save_settings(AppSettings(), bad)
+        with pytest.raises(ConfigurationError, match=what):
+            load_settings(bad)
+
+
+def test_settings_that_are_not_utf8_are_a_configuration_error(tmp_path):
+    path = tmp_path / "app.toml"
+    path.write_bytes(b"protocol = '\xff'")
+    with pytest.raises(ConfigurationError, match="not UTF-8"):
+        load_settings(path)
+
+
+def test_app_log_is_user_only_under_umask_000(tmp_path, umask_000):
+    from visiontune.app import logs
+
+    folder = tmp_path / "state" / "visiontune" / "log"
+    try:
+        path = logs.configure_logging(folder)
+        logging.getLogger("visiontune.app").info("patient P-0042 trial 1")
+        logs.flush_log()
+        assert "P-0042" in path.read_text()
+        assert _mode(path) == 0o600
+        for p in (tmp_path / "state", tmp_path / "state" / "visiontune", folder):
+            assert _mode(p) == 0o700, p
+        handler = next(h for h in logging.getLogger("visiontune").handlers if getattr(h, "_visiontune_app", False))
+        handler.doRollover()  # rotated files and the new one stay private
+        logging.getLogger("visiontune.app").info("after rollover")
+        logs.flush_log()
+        assert {_mode(p) for p in folder.iterdir()} == {0o600}
+        assert sorted(p.name for p in folder.iterdir()) == ["app.log", "app.log.1"]
+    finally:
+        for h in list(logging.getLogger("visiontune").handlers):
+            if getattr(h, "_visiontune_app", False):
+                logging.getLogger("visiontune").removeHandler(h)
+                h.close()
+
+
+def test_existing_loose_log_is_made_user_only(tmp_path):
+    from visiontune.app import logs
+
+    folder = tmp_path / "log"
+    folder.mkdir()
+    (folder / "app.log").write_text("old\n")
+    os.chmod(folder / "app.log", 0o644)
+    try:
+        path = logs.configure_logging(folder)
+        assert _mode(path) == 0o600
+    finally:
+        for h in list(logging.getLogger("visiontune").handlers):
+            if getattr(h, "_visiontune_app", False):
+                logging.getLogger("visiontune").removeHandler(h)
+                h.close()
+
+
+def test_default_log_folder_is_tightened(tmp_path, monkeypatch):
+    from visiontune.app import logs
+
+    monkeypatch.setattr(logs, "default_log_dir", lambda: tmp_path / "log")
+    (tmp_path / "log").mkdir()
+    os.chmod(tmp_path / "log", 0o755)
+    try:
+        logs.configure_logging()
+        assert _mode(tmp_path / "log") == 0o700
+    finally:
+        for h in list(logging.getLogger("visiontune").handlers):
+            if getattr(h, "_visiontune_app", False):
+                logging.getLogger("visiontune").removeHandler(h)
+                h.close()

@@ -2,30 +2,8 @@
 
 import numpy as np
 from app_helpers import SCREENSHOTS
-from scipy.stats import norm
 
-from visiontune.app.worker import export_basename, psychometric_at
-
-
-class GaussianModel:
-    """A model with a known latent mean and variance: ``μ_f = 2 s - 1``, ``σ_f² = 0.5 + s²``."""
-
-    def predict(self, X):
-        s = X[:, 0]
-        return 2 * s - 1, 0.5 + s**2
-
-
-def test_psychometric_curve_is_the_expected_probability_by_monte_carlo():
-    """``Φ(μ/√(1+σ²)) = E[Φ(f)]`` for ``f ~ N(μ, σ²)`` (seed 000, Eq. 3): Monte Carlo oracle."""
-    s, p, lo, hi = psychometric_at(GaussianModel(), np.array([0.5, -0.5]), (-1.0, 2.0), n=7)
-    rng = np.random.default_rng(0)
-    mu, var = 2 * s - 1, 0.5 + s**2
-    draws = mu[:, None] + np.sqrt(var)[:, None] * rng.standard_normal((7, 200_000))
-    np.testing.assert_allclose(p, norm.cdf(draws).mean(axis=1), atol=4e-3)
-    z = norm.ppf(0.975)
-    np.testing.assert_allclose(lo, norm.cdf(mu - z * np.sqrt(var)))
-    np.testing.assert_allclose(hi, norm.cdf(mu + z * np.sqrt(var)))
-    assert np.all(lo <= p) and np.all(p <= hi)
+from visiontune.app.worker import export_basename
 
 
 def test_export_names_say_simulated():
@@ -58,11 +36,17 @@ def test_estimate_shown_is_the_engine_estimate_of_the_same_log(qtbot, make_windo
     with TrialStore.open(paths["db"]) as store, RefractionSession.resume(store, sid) as session:
         assert len(session.trials()) == n
         est = session.current_estimate()
-        model = session.model
+        ref = session.psychometric(est.lens)
+        progress = session.progress()
     assert view.estimate.lens == est.lens and view.estimate.va_logmar == est.va_logmar
     assert view.trials.shape == (n, 3)
-    ref = psychometric_at(model, np.array([est.lens.sphere_d, est.lens.cylinder_d]), session.problem.context_box[0])
     np.testing.assert_allclose(view.psychometric_p, ref[1])
+    assert view.progress == progress and view.frame.progress == progress
     assert view.curve[-1] == (n, est.va_logmar)
-    va = np.asarray(view.acuity_map["va_logmar"])
-    assert va.shape == (21, 21) and np.all((va >= -1.0) & (va <= 2.0))
+    # the map is the engine's, on the grid it returns (the map plot takes its extents from it)
+    amap = view.acuity_map
+    va = np.asarray(amap["va_logmar"])
+    assert va.shape == (len(amap["sphere_d"]), len(amap["cylinder_d"])) and np.all((va >= -1.0) & (va <= 2.0))
+    x, y, w, h = view.frame.map_rect
+    assert x < min(amap["sphere_d"]) and x + w > max(amap["sphere_d"])
+    assert y < min(amap["cylinder_d"]) and y + h > max(amap["cylinder_d"])

@@ -100,7 +100,7 @@ def test_every_value_sent_to_the_gui_is_a_frozen_dataclass_that_survives_picklin
     host.handle("start", request(protocol=protocol))
     for _ in range(4):
         host.handle("record", Answer(correct=True))
-    host.handle("finish", ("max trials", None))
+    host.handle("finish", ("budget", None))
     host.handle("list")
     host.handle("close")
     kinds = {kind for kind, _ in events}

@@ -9,6 +9,8 @@
   arrays and panel texts of an estimate, built in the engine process, ready to draw (issue 10).
 - :mod:`visiontune.app.keys`: key -> command (pure). :mod:`visiontune.app.simulation`: the
   simulated patient of demo mode. :mod:`visiontune.app.settings`: persisted settings (TOML).
+  :mod:`visiontune.app.start_form`: the typed starting prescription, read and checked (pure).
+- :mod:`visiontune.app.screenshots`: regenerates ``docs/screenshots/first-three-lenses-*.png``.
 - :mod:`visiontune.app.plots`: pyqtgraph live plots, updated in place. :mod:`visiontune.app.logs`:
   log file, one error dialog, the exception hook. :mod:`visiontune.app.cli`: ``visiontune app``.
 

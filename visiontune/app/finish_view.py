@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from visiontune.app.session_view import SIMULATED_TEXT, acuity_text, lens_text
+from visiontune.app.texts import MINUS, SOURCE_NAMES, region_text, rx_from_dict
 from visiontune.app.worker import FinishedView
-from visiontune.optics import Prescription
+from visiontune.refraction.lenses import CYLINDER_FORMS, in_form
 
 
 class FinishView(QWidget):
@@ -23,6 +24,17 @@ class FinishView(QWidget):
         self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.title = QLabel("")
         self.caption = QLabel("Prescription found (rounded to 0.25 D)")
+        self.region = QLabel("")
+        self.region.setObjectName("resultRegion")
+        self.start_caption = QLabel("Starting prescription")
+        self.start_lens = QLabel("")
+        self.start_lens.setObjectName("startLens")
+        start_font = QFont(self.start_lens.font())
+        start_font.setPointSize(20)
+        self.start_lens.setFont(start_font)
+        self.start_details = QLabel("")
+        self.start_details.setObjectName("startDetails")
+        self.start_details.setWordWrap(True)
         self.truth = QLabel("")
         self.truth.setObjectName("simulatedTruth")
         self.lens = QLabel("")
@@ -34,10 +46,12 @@ class FinishView(QWidget):
         self.details = QLabel("")
         self.details.setObjectName("resultDetails")
         self.details.setWordWrap(True)
-        for w in (self.title, self.caption, self.details, self.truth):
+        for w in (self.title, self.caption, self.details, self.truth, self.region, self.start_caption,
+                  self.start_details):
             f = QFont(w.font())
             f.setPointSize(12)
             w.setFont(f)
+        self.region.setStyleSheet("font-size: 14pt;")
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.exports = QLabel("")
         self.exports.setObjectName("exports")
@@ -48,8 +62,26 @@ class FinishView(QWidget):
         back = QPushButton("Back to the start screen")
         back.setObjectName("backButton")
         back.clicked.connect(self.back_requested)
+        # the prescription found with its region, the starting prescription beside it
+        found = QGridLayout()
+        found.addWidget(self.caption, 0, 0)
+        found.addWidget(self.lens, 1, 0)
+        found.addWidget(self.region, 2, 0)
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.VLine)
+        line.setStyleSheet("color:#bbb;")
+        found.addWidget(line, 0, 1, 3, 1)
+        found.addWidget(self.start_caption, 0, 2)
+        found.addWidget(self.start_lens, 1, 2)
+        found.addWidget(self.start_details, 2, 2)
+        found.setColumnStretch(0, 3)
+        found.setColumnStretch(2, 2)
+        found.setHorizontalSpacing(24)
         layout = QVBoxLayout(self)
-        for w in (self.banner, self.title, self.caption, self.lens, self.details, self.truth, self.exports):
+        layout.addWidget(self.banner)
+        layout.addWidget(self.title)
+        layout.addLayout(found)
+        for w in (self.details, self.truth, self.exports):
             layout.addWidget(w)
         buttons = QHBoxLayout()
         buttons.addWidget(self.export_button)
@@ -70,19 +102,40 @@ class FinishView(QWidget):
         self.title.setText(f"Session {view.session_id} finished \u00b7 {kind} {view.patient_id} \u00b7 eye {view.eye}")
         if not r:
             self.lens.setText("no result stored")
+            for w in (self.region, self.start_lens, self.start_details, self.details):
+                w.setText("")
             return
-        rounded = r["rounded"]
-        self.lens.setText(lens_text(Prescription(rounded["sphere_d"], rounded["cylinder_d"], rounded["axis_deg"])))
-        exact = r["estimate"]
+        form = r.get("cylinder_form") if r.get("cylinder_form") in CYLINDER_FORMS else "minus"
+        rounded = in_form(rx_from_dict(r["rounded"]), form)
+        self.lens.setText(lens_text(rounded))
+        exact = in_form(rx_from_dict(r["estimate"]), form)
         ci = r["credible_interval"]
+        self.caption.setText(f"Prescription found (rounded to trial-lens steps, {form}-cylinder form)")
+        self.region.setText(f"{round(100 * ci['level'])}% credible region: {region_text(ci, rounded)}")
+        start = r.get("starting_rx")
+        start_rx = rx_from_dict(start)
+        if start_rx is None:
+            self.start_caption.setText("Starting prescription")
+            self.start_lens.setText("none")
+            self.start_details.setText("The search started from nothing.")
+        else:
+            source = SOURCE_NAMES.get(start.get("source"), start.get("source") or "autorefraction")
+            distance = float(((start_rx.power_vector_array() - rounded.power_vector_array()) ** 2).sum() ** 0.5)
+            self.start_caption.setText(f"Starting prescription ({source})")
+            self.start_lens.setText(lens_text(in_form(start_rx, form)))
+            self.start_details.setText(f"{distance:.2f} D from the prescription found (power-vector distance)")
         lo, hi = r["predicted_va_interval"]
+        extra = ""
+        if ci.get("m_pm_d") is not None:
+            extra = (f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, \u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
+                     "the cylinder vector")  # fmt: skip
         self.details.setText((
-            f"Exact estimate {lens_text(Prescription(exact['sphere_d'], exact['cylinder_d'], exact['axis_deg']))}; "
-            f"{round(100 * ci['level'])}% credible interval sphere {ci['sphere_d'][0]:+.2f} to {ci['sphere_d'][1]:+.2f} D, "
-            f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D.\n"
+            f"Exact estimate {lens_text(exact)}; {round(100 * ci['level'])}% credible intervals sphere "
+            f"{ci['sphere_d'][0]:+.2f} to {ci['sphere_d'][1]:+.2f} D, "
+            f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D{extra}.\n"
             f"Predicted acuity {acuity_text(r['predicted_va_logmar'])} (interval {lo:+.2f} to {hi:+.2f}).\n"
             f"{r['trials_used']} answers, stopped by {r['stopped_by']}."
-        ).replace("-", "\u2212"))
+        ).replace("-", MINUS))
         if view.exports:
             self.exports.setText("Exported:\n" + "\n".join(f"  {k.upper()}: {p}" for k, p in view.exports.items()))
         elif view.export_error:

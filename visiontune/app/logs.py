@@ -2,6 +2,8 @@
 
 - :func:`configure_logging`: the ``visiontune`` logger writes to
   ``<user log dir>/visiontune/app.log`` (platformdirs), one line per event, rotated at 1 MB.
+  The log holds patient ids and every answer: the file (and each rotated one) is 0600 and its
+  folder 0700, whatever the umask.
 - :class:`ErrorReporter`: shows a message in one non-modal dialog; errors arriving while it
   is open are appended to it (never a cascade of dialogs).
 - :func:`install_excepthook`: any exception escaping a Qt slot or event handler is logged
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from visiontune import private_files
 from visiontune.errors import VisionTuneError
 
 LOGGER_NAME = "visiontune"
@@ -33,18 +36,36 @@ def default_log_dir() -> Path:
     return Path(user_log_dir("visiontune", appauthor=False))
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log whose files are created (and kept) user-only, mode 0600, whatever the
+    umask; a log path that is not a regular file (a FIFO, a device) is refused."""
+
+    def _open(self):
+        private_files.check_destination(self.baseFilename, name="log file")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.baseFilename, flags, private_files.FILE_MODE)
+        try:
+            if os.fstat(fd).st_uid == os.geteuid():
+                os.fchmod(fd, private_files.FILE_MODE)
+            return open(fd, "a", encoding=self.encoding, errors=self.errors)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
 def configure_logging(log_dir: str | os.PathLike | None = None) -> Path:
     """Log the ``visiontune`` logger (INFO and up) to ``<log_dir>/app.log``; return the path.
-    Calling it again with another folder moves the file handler there."""
+    Calling it again with another folder moves the file handler there. The folder is created
+    0700 (the default folder is also set back to 0700 if an older version made it wider)."""
     folder = Path(log_dir) if log_dir is not None else default_log_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_files.private_dir(folder, tighten=log_dir is None)
     path = folder / LOG_FILE_NAME
     root = logging.getLogger(LOGGER_NAME)
     for h in list(root.handlers):
         if getattr(h, "_visiontune_app", False):
             root.removeHandler(h)
             h.close()
-    handler = logging.handlers.RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    handler = PrivateRotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler._visiontune_app = True
     root.addHandler(handler)

@@ -25,14 +25,15 @@ from visiontune.app.finish_view import FinishView
 from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key
 from visiontune.app.session_view import SessionView, acuity_text, lens_text
 from visiontune.app.settings import AppSettings, save_settings
-from visiontune.app.simulation import SimulatedReply, simulated_patient, simulated_reply
+from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.start_view import StartView
 from visiontune.app.worker import EstimateView, FinishedView, NewSession, SessionWorker, Snapshot
 from visiontune.display import Calibration, load_calibration, load_letter_set
 from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError
 from visiontune.optics import Prescription
+from visiontune.refraction.lenses import in_form
+from visiontune.refraction.protocol import list_protocols, load_protocol
 from visiontune.session.engine import Answer
-from visiontune.session.protocol import list_protocols, load_protocol
 from visiontune.session.records import SessionState
 
 log = logging.getLogger("visiontune.app")
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
         self._pending_estimate: EstimateView | None = None
         self._commands_in_flight = 0
         self._sim_session_id: int | None = None
+        self._cylinder_form = "minus"
 
         self.setWindowTitle("VisionTune")
         self.start_view = StartView(list_protocols())
@@ -120,6 +122,7 @@ class MainWindow(QMainWindow):
         self.resize(1280, 860)
 
         self.start_view.set_protocol(self.settings.protocol)
+        self.start_view.set_cylinder_form(self.settings.cylinder_form)
         self.start_view.simulated.setChecked(options.simulate)
         if options.simulate:
             self.start_view.patient_id.setText("SIM-0001")
@@ -232,7 +235,7 @@ class MainWindow(QMainWindow):
     def _save_settings(self) -> None:
         try:
             save_settings(self.settings, self.options.settings_path)
-        except OSError as exc:
+        except (OSError, ConfigurationError) as exc:
             log.warning("settings not saved: %s", exc)
 
     # ------------------------------------------------------------------ start screen
@@ -259,10 +262,12 @@ class MainWindow(QMainWindow):
             protocol = load_protocol(request.protocol)
             self._check_displayable(protocol.logmar_range)
             calibration = self.calibration.to_dict()
-        self.settings = self.settings.replace(protocol=request.protocol,
-                                              patient_screen=self.start_view.screen_name())  # fmt: skip
+        self.settings = self.settings.replace(protocol=request.protocol, patient_screen=self.start_view.screen_name(),
+                                              cylinder_form=self.start_view.cylinder_form_name())  # fmt: skip
         self._save_settings()
-        log.info("start requested: patient %s %s, protocol %s, %s", request.patient_id, request.eye, request.protocol,
+        start = "none" if request.starting_rx is None else request.starting_rx.format()
+        log.info("start requested: patient %s %s, protocol %s, start %s (%s), %s cylinder, %s", request.patient_id,
+                 request.eye, request.protocol, start, request.start_source, request.cylinder_form,
                  "SIMULATED" if request.simulated else "real patient")  # fmt: skip
         self._show_busy(f"Preparing session for {request.patient_id} ({request.eye})\u2026")
         self._submit("start", dataclasses.replace(request, calibration=calibration))
@@ -316,12 +321,14 @@ class MainWindow(QMainWindow):
 
     def on_opened(self, snap: Snapshot) -> None:
         self._opened_at = time.monotonic()
+        self.status.clearMessage()  # the "preparing" message of the start is over
         self.sim_patient = None
         self._sim_session_id = snap.session_id
-        if snap.simulated:
-            self.sim_patient = simulated_patient(snap.seed, snap.box, snap.axis_deg, snap.n_alternatives)
+        self._cylinder_form = snap.cylinder_form
+        if snap.simulated and snap.simulated_case is not None:  # the patient recorded with the session
+            self.sim_patient = case_patient(snap.simulated_case, snap.n_alternatives)
             log.info("SIMULATED patient for session %d: true correction %s", snap.session_id,
-                     self.sim_patient.true_rx.format())  # fmt: skip
+                     in_form(self.sim_patient.true_rx, snap.cylinder_form).format())  # fmt: skip
         else:
             self._open_patient_window(snap)
         self.last_estimate = self._pending_estimate = None
@@ -394,7 +401,8 @@ class MainWindow(QMainWindow):
         if view.simulated and self.sim_patient is not None and view.result and self._sim_session_id == view.session_id:
             est = view.result["rounded"]
             found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
-            truth = (f"Simulated patient's true correction: {lens_text(self.sim_patient.true_rx)}; "
+            true_rx = in_form(self.sim_patient.true_rx, view.result.get("cylinder_form") or self._cylinder_form)
+            truth = (f"Simulated patient's true correction: {lens_text(true_rx)}; "
                      f"acuity through the prescription found: {acuity_text(float(self.sim_patient.acuity_logmar(found)))}.")
         self.finish_view.show_result(view, truth)
         self.stack.setCurrentWidget(self.finish_view)

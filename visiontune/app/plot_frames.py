@@ -20,6 +20,8 @@ import numpy as np
 
 from visiontune.app.texts import EstimateTexts, estimate_texts
 from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.refraction.lenses import in_form
 
 #: Acuity-curve y range snaps outwards to multiples of this (logMAR), so it rarely changes.
 CURVE_RANGE_STEP = 0.25
@@ -33,13 +35,15 @@ class ViewFrame:
 
     ``map_image (n_c, n_s) float32``: predicted logMAR, rows = cylinder (y), columns = sphere
     (x); ``map_rect``: ``(x, y, width, height)`` of the image in diopters (pixel centres on the
-    grid). ``correct_xy``/``wrong_xy`` ``(2, k)``: sphere and cylinder (D) of the correct and
+    grid), also the map plot's range; ``map_axis_deg``: the cylinder axis the map is drawn at
+    (None: not known). ``correct_xy``/``wrong_xy`` ``(2, k)``: sphere and cylinder (D) of the correct and
     wrong trials. ``best_lens (2,)``: sphere, cylinder (D). ``region_xy (2, 5)``: the credible
     box as a closed outline (``(2, 0)`` without a region). ``curve_xy (2, m)``: answers and
     predicted logMAR at the estimate; ``curve_x_range``/``curve_y_range``: its axes' ranges.
     ``psychometric_s (q,)`` logMAR, ``psychometric_p (q,)`` the model's P(correct),
     ``band_xy (2, 2q + 1)``: the closed outline of the credible band, ``true_p (q,)`` the
     simulated patient's P(correct) (None for a real patient). ``texts``: the panel's lines.
+    ``progress``: how close the precision stop is, in [0, 1].
     """
 
     map_image: np.ndarray
@@ -56,11 +60,13 @@ class ViewFrame:
     band_xy: np.ndarray
     true_p: np.ndarray | None
     texts: EstimateTexts
+    map_axis_deg: float | None = None
+    progress: float = 0.0
 
 
 def map_image(acuity_map: dict) -> tuple[np.ndarray, tuple[float, float, float, float]]:
-    """``(image (n_c, n_s) float32, (x, y, w, h))`` from an :func:`~visiontune.session.estimate.acuity_map`
-    dict (rows: sphere): the transpose, and the rectangle whose cells are centred on the grid."""
+    """``(image (n_c, n_s) float32, (x, y, w, h))`` from an
+    :meth:`~visiontune.refraction.loop.Refraction.acuity_map` dict (rows: sphere): the transpose, and the rectangle whose cells are centred on the grid."""
     sphere = np.asarray(acuity_map["sphere_d"], dtype=float)
     cylinder = np.asarray(acuity_map["cylinder_d"], dtype=float)
     va = np.asarray(acuity_map["va_logmar"], dtype=float)
@@ -71,6 +77,23 @@ def map_image(acuity_map: dict) -> tuple[np.ndarray, tuple[float, float, float, 
     ds, dc = sphere[1] - sphere[0], cylinder[1] - cylinder[0]
     rect = (float(sphere[0] - ds / 2), float(cylinder[0] - dc / 2), float(ds * len(sphere)), float(dc * len(cylinder)))
     return np.ascontiguousarray(va.T, dtype=np.float32), rect
+
+
+def _axis_gap_deg(a: float, b: float) -> float:
+    return abs((float(a) - float(b) + 90.0) % 180.0 - 90.0)
+
+
+def lens_on_map(lens: Prescription, axis_deg: float | None, cylinder_form: str) -> Prescription:
+    """``lens`` in the coordinates of an acuity map drawn at ``axis_deg``: as it is when its
+    axis is the map's (a fixed-axis GP map has signed cylinders at its axis), transposed when
+    its axis is the map's + 90°, else (another axis, or no cylinder) in ``cylinder_form``."""
+    if axis_deg is not None and abs(lens.cylinder_d) > 1e-9:
+        gap = _axis_gap_deg(lens.axis_deg, axis_deg)
+        if gap < 0.5:
+            return lens
+        if gap > 89.5:
+            return lens.transposed()
+    return in_form(lens, cylinder_form)
 
 
 def snapped_range(values, step: float = CURVE_RANGE_STEP, minimum_span: float = 0.5) -> tuple[float, float]:
@@ -116,14 +139,15 @@ def box_outline(region) -> np.ndarray:
 
 
 def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, psychometric, chart_range,
-                     true_p=None) -> ViewFrame:  # fmt: skip
+                     true_p=None, progress: float = 0.0, progress_line: str = "") -> ViewFrame:  # fmt: skip
     """The :class:`ViewFrame` of one estimate.
 
-    ``estimate``: :class:`~visiontune.session.engine.CurrentEstimate`; ``acuity_map``: the
-    :func:`~visiontune.session.estimate.acuity_map` dict; ``trials (n, 3)``: sphere, cylinder
-    (D), answer (1/0); ``curve``: ``(answers, logMAR)`` pairs; ``psychometric``: ``(s, p, lo,
-    hi)`` of :func:`~visiontune.app.worker_values.psychometric_at`; ``chart_range``: the
-    protocol's logMAR range; ``true_p (q,)``: the simulated patient's curve at ``s`` or None.
+    ``estimate``: :class:`~visiontune.refraction.estimate.CurrentEstimate`; ``acuity_map``:
+    the :meth:`~visiontune.refraction.loop.Refraction.acuity_map` dict; ``trials (n, 3)``:
+    sphere, cylinder (D), answer (1/0); ``curve``: ``(answers, logMAR)`` pairs;
+    ``psychometric``: ``(s, p, lo, hi)`` of :meth:`~visiontune.refraction.loop.Refraction.psychometric`;
+    ``chart_range``: the protocol's logMAR range; ``true_p (q,)``: the simulated patient's
+    curve at ``s`` or None; ``progress`` in [0, 1] and its ``progress_line`` (texts).
     """
     trials = np.asarray(trials, dtype=float).reshape(-1, 3)
     correct = trials[:, 2] > 0.5
@@ -131,13 +155,18 @@ def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, p
     curve_xy = np.array(curve, dtype=float).reshape(-1, 2).T
     n = int(curve_xy[0].max()) if curve_xy.shape[1] else len(trials)
     s, p, lo, hi = (np.asarray(a, dtype=float) for a in psychometric)
+    axis = acuity_map.get("axis_deg")
+    best = lens_on_map(estimate.lens, axis, "plus" if estimate.lens.cylinder_d > 0 else "minus")
     return ViewFrame(
         map_image=image, map_rect=rect,
         correct_xy=np.ascontiguousarray(trials[correct, :2].T), wrong_xy=np.ascontiguousarray(trials[~correct, :2].T),
-        best_lens=np.array([estimate.lens.sphere_d, estimate.lens.cylinder_d], dtype=float),
+        best_lens=np.array([best.sphere_d, best.cylinder_d], dtype=float),
         region_xy=box_outline(estimate.region), curve_xy=curve_xy, curve_x_range=curve_x_range(n),
         curve_y_range=snapped_range(curve_xy[1]) if curve_xy.shape[1] else snapped_range([estimate.va_logmar]),
         psychometric_s=s, psychometric_p=p, band_xy=band_outline(s, lo, hi),
         true_p=None if true_p is None else np.asarray(true_p, dtype=float),
-        texts=estimate_texts(estimate, None if chart_range is None else (float(chart_range[0]), float(chart_range[1]))),
+        texts=estimate_texts(estimate, None if chart_range is None else (float(chart_range[0]), float(chart_range[1])),
+                             progress_line),
+        map_axis_deg=None if axis is None else float(axis),
+        progress=float(min(max(progress, 0.0), 1.0)),
     )  # fmt: skip

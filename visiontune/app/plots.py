@@ -41,6 +41,10 @@ def cache_axes(plot_item: pg.PlotItem) -> None:
 
 
 def _fixed_plot(plot_item: pg.PlotItem, xlabel: str, ylabel: str) -> None:
+    for name in ("left", "bottom"):
+        # values in their own units: pyqtgraph's SI prefixes turned "predicted logMAR" into
+        # "predicted logMAR (x0.001)" when the range was small
+        plot_item.getAxis(name).enableAutoSIPrefix(False)
     plot_item.setLabel("bottom", xlabel)
     plot_item.setLabel("left", ylabel)
     plot_item.setMenuEnabled(False)
@@ -71,17 +75,29 @@ class _Ranges:
             self._plot.setRange(padding=self._padding, **kwargs)
 
 
+#: The map's title: what it shows, and its legend.
+MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
+             "<span style='color:#c82828'>\u25cf</span> wrong \u2605 best lens")
+
+
+def map_cylinder_label(axis_deg: float | None) -> str:
+    """The map's cylinder axis label, with the cylinder axis (degrees) the map is drawn at."""
+    return "cylinder (D)" if axis_deg is None else f"cylinder (D) at axis {round(axis_deg) % 180 or 180}\u00b0"
+
+
 class AcuityMapPlot(pg.GraphicsLayoutWidget):
-    """Predicted acuity (logMAR) over (sphere, cylinder), trials (green correct, red wrong),
-    the estimate (star) and its credible box."""
+    """Predicted acuity (logMAR) over (sphere, cylinder) at one cylinder axis (the map's own
+    extents and axis: around the estimate at its axis for the optics model, the protocol's box
+    at its fixed axis for the GP), trials (green correct, red wrong; at their own axes), the
+    estimate (star) and its credible box."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.plot = self.addPlot(title=(
-            "Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
-            "<span style='color:#c82828'>\u25cf</span> wrong \u2605 best lens"))
-        _fixed_plot(self.plot, "sphere (D)", "cylinder (D)")
+        self.axis_deg: float | None = None
+        self.plot = self.addPlot()
+        self.plot.setTitle(MAP_TITLE, size="10pt")
+        _fixed_plot(self.plot, "sphere (D)", map_cylinder_label(None))
         self.ranges = _Ranges(self.plot, padding=0.02)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
@@ -96,8 +112,8 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         outline = pg.mkPen("w", width=0.8)
-        self.correct = pg.ScatterPlotItem(size=7, pen=outline, brush=CORRECT_BRUSH)
-        self.wrong = pg.ScatterPlotItem(size=7, pen=outline, brush=WRONG_BRUSH)
+        self.correct = pg.ScatterPlotItem(size=9, pen=outline, brush=CORRECT_BRUSH)
+        self.wrong = pg.ScatterPlotItem(size=9, pen=outline, brush=WRONG_BRUSH)
         for item in (self.correct, self.wrong):
             self.plot.addItem(item)
         self.region = pg.PlotCurveItem(pen=pg.mkPen((255, 255, 255), width=2, style=Qt.PenStyle.DashLine))
@@ -106,16 +122,17 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
         self.plot.addItem(self.best)
         self._rect: tuple[float, float, float, float] | None = None
 
-    def set_box(self, box) -> None:
-        """Show the lens box ``((S lo, S hi), (C lo, C hi))`` diopters (no-op if unchanged)."""
-        (s0, s1), (c0, c1) = box
-        self.ranges.set(x=(s0, s1), y=(c0, c1))
-
     def update_frame(self, frame: ViewFrame) -> None:
         self.image.setImage(frame.map_image, autoLevels=False, levels=MAP_LEVELS)
         if frame.map_rect != self._rect:
             self._rect = frame.map_rect
-            self.image.setRect(QRectF(*frame.map_rect))
+            x, y, w, h = frame.map_rect
+            self.image.setRect(QRectF(x, y, w, h))
+            self.ranges.set(x=(x, x + w), y=(y, y + h))
+        axis = None if frame.map_axis_deg is None else round(frame.map_axis_deg) % 180 or 180
+        if axis != self.axis_deg:
+            self.axis_deg = axis
+            self.plot.setLabel("left", map_cylinder_label(axis))
         self.correct.setData(x=frame.correct_xy[0], y=frame.correct_xy[1])
         self.wrong.setData(x=frame.wrong_xy[0], y=frame.wrong_xy[1])
         self.best.setData(x=frame.best_lens[:1], y=frame.best_lens[1:])
@@ -129,7 +146,7 @@ class AcuityCurvePlot(pg.PlotWidget):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.setTitle("Acuity at the estimate", size="10pt")
-        _fixed_plot(self.getPlotItem(), "answers", "predicted logMAR")
+        _fixed_plot(self.getPlotItem(), "answers (count)", "predicted acuity (logMAR)")
         self.showGrid(x=True, y=True, alpha=0.2)
         self.ranges = _Ranges(self.getPlotItem(), padding=0.02)
         self.ranges.set(x=INITIAL_CURVE_RANGE, y=(0.0, 1.0))

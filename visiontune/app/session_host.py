@@ -30,24 +30,18 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune.app.plot_frames import build_view_frame, lens_on_map
+from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
+from visiontune.app.texts import progress_text
+from visiontune.app.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot, export_basename
 from visiontune.errors import InvalidInputError, SessionError, VisionTuneError
 from visiontune.optics import Prescription
-from visiontune.session import estimate
+from visiontune.refraction.lenses import in_form
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import Answer, RefractionSession
-from visiontune.session.protocol import load_protocol
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
-from visiontune.app.plot_frames import build_view_frame
-from visiontune.app.simulation import simulated_patient, simulated_reply
-from visiontune.app.worker_values import (
-    EstimateView,
-    FinishedView,
-    NewSession,
-    SessionSummary,
-    Snapshot,
-    export_basename,
-    psychometric_at,
-)
 
 log = logging.getLogger("visiontune.app.worker")
 
@@ -73,6 +67,7 @@ class SessionHost:
         self._curve: dict[int, float] = {}
         self._prior_duration = 0.0
         self._sim_patient = None
+        self._sim_case: dict | None = None
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, name: str, payload=None) -> None:
@@ -146,12 +141,18 @@ class SessionHost:
         self._close_session()
         self._emit("busy", f"Preparing the model for protocol {request.protocol} (the first time can take a while)")
         protocol = load_protocol(request.protocol)
+        seed = protocol.seed if request.seed is None else int(request.seed)
+        case = new_case(seed, protocol, age_years=request.age_years) if request.simulated else None
+        start = starting_point(request, case)
         session = RefractionSession.start(
             store, patient_id=request.patient_id, eye=request.eye, protocol=protocol, simulated=request.simulated,
-            seed=request.seed, calibration=request.calibration, starting_rx=request.starting_rx,
+            seed=seed, calibration=request.calibration, start=start, cylinder_form=request.cylinder_form,
         )  # fmt: skip
-        log.info("started session %d: patient %s %s, protocol %s%s", session.session_id, request.patient_id,
-                 request.eye, protocol.name, ", SIMULATED" if request.simulated else "")  # fmt: skip
+        if case is not None:  # recorded at once: a resumed session answers as this one would
+            session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
+        log.info("started session %d: patient %s %s, protocol %s, start %s (%s), %s cylinder%s", session.session_id,
+                 request.patient_id, request.eye, protocol.name, start.rx.format() if start.rx else "none",
+                 start.source, session.protocol.lenses.cylinder_form, ", SIMULATED" if request.simulated else "")  # fmt: skip
         self._adopt(session)
 
     def _do_resume(self, session_id: int) -> None:
@@ -164,10 +165,13 @@ class SessionHost:
 
     def _adopt(self, session: RefractionSession) -> None:
         self.session = session
-        self._sim_patient = None
-        if session.simulated:  # the same patient the GUI simulates (same seed), for its true curve
-            self._sim_patient = simulated_patient(session.seed, session.problem.box, session.axis_deg,
-                                                  session.protocol.n_alternatives)  # fmt: skip
+        self._sim_patient = self._sim_case = None
+        if session.simulated:  # the patient recorded with the session (the GUI answers as it), for its true curve
+            self._sim_case = session.recorded_note(SIMULATED_PATIENT_NOTE)
+            if self._sim_case is None:  # a session of an older version: the case its seed draws
+                self._sim_case = new_case(session.seed, session.protocol).to_dict()
+                session.note(SIMULATED_PATIENT_NOTE, self._sim_case)
+            self._sim_patient = case_patient(self._sim_case, session.protocol.n_alternatives)
         self._emit("session", session.session_id)
         valid = session.trials()
         times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
@@ -196,40 +200,44 @@ class SessionHost:
             if reason is None and propose:
                 query = s.next_query()
         valid = s.trials()
-        box = s.problem.box
         info = self._store().get_session(s.session_id)
         return Snapshot(
             session_id=s.session_id, patient_id=info.patient_id, eye=info.eye.value,
             simulated=s.simulated, seed=s.seed, protocol_name=p.name, state=state, n_trials=len(valid),
             max_trials=p.stopping.max_trials, query=query, stop_reason=reason, letters=tuple(s.letters),
-            letter_set=p.letter_set, n_alternatives=p.n_alternatives, axis_deg=s.axis_deg,
-            box=((float(box[0, 0]), float(box[0, 1])), (float(box[1, 0]), float(box[1, 1]))),
-            context_box=(float(s.problem.context_box[0, 0]), float(s.problem.context_box[0, 1])),
-            prior_duration_s=self._prior_duration, last_trial=valid[-1] if valid else None,
+            letter_set=p.letter_set, n_alternatives=p.n_alternatives, cylinder_form=p.lenses.cylinder_form,
+            context_box=(float(p.logmar_range[0]), float(p.logmar_range[1])),
+            prior_duration_s=self._prior_duration, start=s.start_point, model_type=p.model.type,
+            simulated_case=self._sim_case, last_trial=valid[-1] if valid else None,
         )  # fmt: skip
 
     def _emit_estimate(self) -> None:
         """``estimate_ready``: the estimate, its plot data and the ready-to-draw :class:`ViewFrame`
-        (acuity map, curves, band, texts computed here, so the GUI thread only draws)."""
+        (acuity map, curves, band, texts computed here, so the GUI thread only draws). Before
+        the first answer only for the optics model, whose prior is centred on the start."""
         s = self._require_session()
         valid = s.trials()
-        if not valid:
+        if not valid and s.protocol.model.type != "optics":
             return
         est = s.current_estimate()
+        p = s.protocol
         self._curve = {n: v for n, v in self._curve.items() if n < len(valid)}
         self._curve[len(valid)] = est.va_logmar
-        lens = np.array([est.lens.sphere_d, est.lens.cylinder_d])
-        level = est.region.level if est.region is not None else 0.95
-        psychometric = psychometric_at(s.model, lens, s.problem.context_box[0], level=level)
-        trials = np.array([[t.lens.sphere_d, t.lens.cylinder_d, float(t.correct)] for t in valid]).reshape(-1, 3)
-        amap = estimate.acuity_map(s.model, s.problem, n=21)
+        psychometric = s.psychometric(est.lens)
+        amap = s.acuity_map()
+        form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
+        trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
+                           for t in valid for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
         curve = tuple(sorted(self._curve.items()))
+        progress = s.progress()
         true_p = None
         if self._sim_patient is not None:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
         frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
-                                 chart_range=s.problem.context_box[0], true_p=true_p)  # fmt: skip
-        self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame))
+                                 chart_range=p.logmar_range, true_p=true_p, progress=progress,
+                                 progress_line=progress_text(progress, p.stopping.precision))  # fmt: skip
+        self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame,
+                                                  progress=progress))  # fmt: skip
 
     # ------------------------------------------------------------------ trials
     def _do_present(self, _payload) -> None:
@@ -240,7 +248,7 @@ class SessionHost:
         trial = s.record(answer)  # committed to the trial log when this returns
         self._emit("recorded", trial)
         log.info("session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s", s.session_id, trial.index,
-                 trial.s_logmar, Prescription(trial.lens.sphere_d, trial.lens.cylinder_d, s.axis_deg).format(),
+                 trial.s_logmar, in_form(stored_lens(trial.lens), s.protocol.lenses.cylinder_form).format(),
                  trial.letter_shown, trial.letter_named or "-", "correct" if trial.correct else "wrong")  # fmt: skip
         self._emit("updated", self._snapshot(propose=True))
         self._emit_estimate()
@@ -313,6 +321,29 @@ class SessionHost:
         self._emit("closed", None)
 
 
+def stored_lens(lens) -> Prescription:
+    """A lens of the trial log (``sphere_d``, ``cylinder_d``, ``axis_deg`` in [0, 180)) as a
+    :class:`Prescription` (axis 0 is written 180)."""
+    return Prescription(float(lens.sphere_d), float(lens.cylinder_d), float(lens.axis_deg or 0.0) or 180.0)
+
+
+def starting_point(request: NewSession, case=None) -> StartingPoint:
+    """The :class:`StartingPoint` of a new session, as ``visiontune session run --simulate``
+    builds it: the typed prescription with its source; without one, a simulated session's
+    ``case`` starts from its own reading unless the source is "none", a real one from nothing.
+    The age is the typed one (a simulated patient's: the case's, which it replaced).
+    InvalidInputError (naming the field) for a start the engine refuses."""
+    age = request.age_years if case is None else case.age_years
+    if request.starting_rx is not None:
+        if request.start_source == "none":
+            raise InvalidInputError("Source: say where the starting prescription comes from (autorefraction, "
+                                    "retinoscopy or habitual spectacles), or clear it to start from nothing")  # fmt: skip
+        return StartingPoint(request.starting_rx, request.start_source, age)
+    if case is not None and request.start_source != "none" and case.start_rx is not None:
+        return StartingPoint(case.start_rx, case.start_source, age)
+    return StartingPoint(None, "none", age)
+
+
 def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int = 3,
                              finish: bool = True) -> list[tuple[str, object]]:  # fmt: skip
     """The ``(kind, value)`` events a GUI receives during a simulated session, run here by a
@@ -336,7 +367,7 @@ def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int 
         if failures:
             raise SessionError(f"protocol: the simulated session did not start: {failures[0]}")
         snap = next(v for k, v in events if k == "opened")
-        patient = simulated_patient(snap.seed, snap.box, snap.axis_deg, snap.n_alternatives)
+        patient = case_patient(snap.simulated_case, snap.n_alternatives)
         for _ in range(int(answers)):
             if snap.query is None:
                 break

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QKeyEvent, QPixmapCache, QShowEvent
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
-from visiontune.app.texts import acuity_text, lens_text
+from visiontune.app.texts import acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
+from visiontune.refraction.lenses import in_form
 
 __all__ = ["SIMULATED_TEXT", "SessionView", "acuity_text", "key_name", "lens_text"]
 
@@ -88,7 +89,20 @@ class SessionView(QWidget):
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
 
         self.progress = _label("", 13, True, "progress")
+        self.start_line = _label("", 11, False, "startLine", lines=2)
+        self.start_line.setWordWrap(True)
         self.elapsed = _label("", 12, False, "elapsed")
+        self.precision_bar = QProgressBar()
+        self.precision_bar.setObjectName("precisionBar")
+        self.precision_bar.setRange(0, 100)
+        self.precision_bar.setValue(0)
+        self.precision_bar.setTextVisible(True)
+        self.precision_bar.setFormat("%p%")
+        self.precision_bar.setFixedHeight(self.precision_bar.sizeHint().height())
+        self.precision = _label("Precision stop: after the first answer", 11, False, "precisionText", lines=2)
+        self.precision.setWordWrap(True)
+        self.stop = _label(stop_text(None), 11, True, "stopReason", lines=2)
+        self.stop.setWordWrap(True)
         self.estimate = _label("Estimate: after the first answer", 13, True, "estimate", lines=2)
         self.interval = _label("", 11, False, "interval", lines=2)
         self.acuity = _label("", 11, False, "acuity", lines=3)
@@ -104,7 +118,8 @@ class SessionView(QWidget):
         right_frame.setFrameShape(QFrame.Shape.StyledPanel)
         right_frame.setMinimumWidth(420)
         right = QVBoxLayout(right_frame)
-        for w in (self.progress, self.elapsed, self.estimate, self.interval, self.acuity):
+        for w in (self.progress, self.start_line, self.elapsed, self.estimate, self.interval, self.acuity,
+                  self.precision, self.precision_bar, self.stop):
             right.addWidget(w)
         right.addStretch(1)
         top = QHBoxLayout()
@@ -148,12 +163,18 @@ class SessionView(QWidget):
         self.header.setText(f"Session {snap.session_id} \u00b7 {kind} {snap.patient_id} \u00b7 eye {snap.eye} "
                             f"\u00b7 protocol {snap.protocol_name}")  # fmt: skip
         self.progress.setText(f"Answers: {snap.n_trials} / {snap.max_trials}")
+        unused = " (not used by this protocol's fixed-axis model)" if snap.model_type == "gp" and snap.start.rx else ""
+        self.start_line.setText(f"Starting prescription: {start_text(snap.start, snap.cylinder_form)}{unused} "
+                                f"\u00b7 lenses in {snap.cylinder_form}-cylinder form")  # fmt: skip
+        self.stop.setText(stop_text(snap.stop_reason))
         self.legend.setText(legend(snap.letters))
         self.chart_range = snap.context_box
-        self.map_plot.set_box(snap.box)
         self.psychometric_plot.ranges.set(x=snap.context_box)  # the letter sizes: no change at the first estimate
+        if snap.n_trials == 0:
+            self.precision.setText("Precision stop: after the first answer")
+            self.precision_bar.setValue(0)
         if snap.query is not None:
-            self.lens.setText(lens_text(snap.query.lens))
+            self.lens.setText(lens_text(in_form(snap.query.lens, snap.cylinder_form)))
 
     @property
     def plots(self) -> tuple:
@@ -167,6 +188,9 @@ class SessionView(QWidget):
         if frame.texts.interval:
             self.interval.setText(frame.texts.interval)
         self.acuity.setText(frame.texts.acuity)
+        if frame.texts.progress:
+            self.precision.setText(frame.texts.progress)
+        self.precision_bar.setValue(round(100 * frame.progress))
         self._frame = frame
         self._dirty = list(self.plots)
         self.plot_timer.start()

@@ -1,8 +1,10 @@
 """App settings that persist between runs: a small TOML file in the user config directory.
 
 ``<user config dir>/visiontune/app.toml`` (platformdirs): last protocol, patient screen,
-calibration choice, export folder, simulated pace. Unknown keys are an error naming the key
-(a typo must not silently reset a setting); a missing file gives the defaults.
+calibration choice, export folder, simulated pace, cylinder form of the lenses shown. Unknown keys are an error naming the key
+(a typo must not silently reset a setting); a missing file gives the defaults. The file is
+user-only (0600) in a user-only folder (0700) whatever the umask, written atomically by
+:func:`visiontune.private_files.write_private`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from visiontune import private_files
 from visiontune.errors import ConfigurationError
+from visiontune.refraction.lenses import CYLINDER_FORMS
 
 SETTINGS_FILE_NAME = "app.toml"
 
@@ -25,13 +29,15 @@ class AppSettings:
     second screen if any, else a window). ``calibration_path``: calibration JSON ('' = the
     default in the config dir). ``export_dir``: where finished sessions are exported ('' =
     ``<user data dir>/visiontune/exports``). ``pace_s``: simulated auto-answer pace, seconds
-    (0 = one step per key)."""
+    (0 = one step per key). ``cylinder_form``: how lenses are written, ``"minus"`` (the
+    optometric default) or ``"plus"`` (ophthalmic)."""
 
     protocol: str = "clinical-sloan"
     patient_screen: str = ""
     calibration_path: str = ""
     export_dir: str = ""
     pace_s: float = 0.6
+    cylinder_form: str = "minus"
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -42,6 +48,8 @@ class AppSettings:
         if isinstance(pace, bool) or not isinstance(pace, (int, float)) or not math.isfinite(pace) or not 0 <= pace <= 60:
             raise ConfigurationError(f"pace_s: expected a number of seconds in [0, 60], got {pace!r}")
         object.__setattr__(self, "pace_s", float(pace))
+        if self.cylinder_form not in CYLINDER_FORMS:
+            raise ConfigurationError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
 
     def replace(self, **changes) -> AppSettings:
         return dataclasses.replace(self, **changes)
@@ -66,13 +74,15 @@ def load_settings(path: str | os.PathLike | None = None) -> AppSettings:
     file and the key when it is malformed."""
     path = Path(path) if path is not None else default_settings_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = private_files.read_regular_file(path, name="settings", max_bytes=1_000_000, error=ConfigurationError)
     except FileNotFoundError:
         return AppSettings()
-    except OSError as exc:
-        raise ConfigurationError(f"{path}: cannot read the settings ({exc})") from None
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise ConfigurationError(f"{path}: invalid TOML (nested too deeply)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: invalid TOML ({exc})") from None
     names = {f.name for f in dataclasses.fields(AppSettings)}
@@ -86,14 +96,12 @@ def load_settings(path: str | os.PathLike | None = None) -> AppSettings:
 
 
 def save_settings(settings: AppSettings, path: str | os.PathLike | None = None) -> Path:
-    """Write ``settings`` atomically (mode 0600); return the path."""
+    """Write ``settings`` atomically (file 0600, folder 0700); return the path.
+    ConfigurationError if it cannot be written (the previous file is then unchanged)."""
+    default = path is None
     path = Path(path) if path is not None else default_settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# VisionTune app settings (written by the app)"]
     lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in dataclasses.fields(settings)]
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
-    return path
+    path = private_files.check_destination(path, name="settings", error=ConfigurationError)
+    private_files.private_dir(path.parent, tighten=default, error=ConfigurationError)
+    return private_files.write_private(path, "\n".join(lines) + "\n", name="settings", error=ConfigurationError)

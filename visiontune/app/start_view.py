@@ -9,12 +9,21 @@ from PySide6.QtWidgets import (
     QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )  # fmt: skip
 
+from visiontune.app.start_form import SOURCE_LABELS, read_start
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
-from visiontune.optics import Prescription
 from visiontune.session.records import SessionState
 
 _COLUMNS = ("id", "patient", "eye", "state", "answers", "created (UTC)", "kind")
+CYLINDER_FORM_LABELS = (("minus", "minus cylinder (optometric)"), ("plus", "plus cylinder (ophthalmic)"))
+
+
+def _power_field(name: str, placeholder: str, width: int = 90) -> QLineEdit:
+    field = QLineEdit()
+    field.setObjectName(name)
+    field.setPlaceholderText(placeholder)
+    field.setMaximumWidth(width)
+    return field
 
 
 class StartView(QWidget):
@@ -53,8 +62,32 @@ class StartView(QWidget):
         self.patient_id.setPlaceholderText("pseudonymous id, e.g. P-0042 (no names)")
         self.eye = QComboBox()
         self.eye.addItems(["OD", "OS", "OU"])
-        self.starting_rx = QLineEdit()
-        self.starting_rx.setPlaceholderText("optional, e.g. -1.25 -0.50 x 90 (autorefractor or habitual)")
+        # the starting prescription: S [ ] D  C [ ] D  x [ ] deg
+        self.sphere = _power_field("startSphere", "\u22122.00")
+        self.cylinder = _power_field("startCylinder", "\u22121.00")
+        self.axis = _power_field("startAxis", "30", 60)
+        rx_row = QHBoxLayout()
+        for text, field in (("S", self.sphere), ("D   C", self.cylinder), ("D   \u00d7", self.axis), ("\u00b0", None)):
+            rx_row.addWidget(QLabel(text))
+            if field is not None:
+                rx_row.addWidget(field)
+        rx_row.addStretch(1)
+        self.start_source = QComboBox()
+        self.start_source.setObjectName("startSource")
+        for name, label in SOURCE_LABELS:
+            self.start_source.addItem(label, name)
+        self.age = QLineEdit()
+        self.age.setObjectName("patientAge")
+        self.age.setPlaceholderText("optional, years (the model of accommodation uses it)")
+        self.age.setMaximumWidth(260)
+        self.start_hint = QLabel("Leave the prescription empty with source 'none' to start from nothing; a "
+                                 "simulated patient left empty starts from its own autorefraction.")
+        self.start_hint.setWordWrap(True)
+        self.start_hint.setStyleSheet("color:#555;")
+        self.cylinder_form = QComboBox()
+        self.cylinder_form.setObjectName("cylinderForm")
+        for name, label in CYLINDER_FORM_LABELS:
+            self.cylinder_form.addItem(label, name)
         self.protocol = QComboBox()
         self.protocol.setEditable(True)
         self.protocol.addItems(protocols)
@@ -69,7 +102,10 @@ class StartView(QWidget):
         form = QFormLayout()
         form.addRow("Patient id", self.patient_id)
         form.addRow("Eye", self.eye)
-        form.addRow("Starting prescription", self.starting_rx)
+        form.addRow("Starting prescription", rx_row)
+        form.addRow("  measured by", self.start_source)
+        form.addRow("", self.start_hint)
+        form.addRow("Age", self.age)
         form.addRow("Protocol", self.protocol)
         form.addRow("", self.simulated)
         new_box = QGroupBox("New session")
@@ -116,11 +152,12 @@ class StartView(QWidget):
         self.calibrate_button.clicked.connect(self.calibrate_requested)
         self.screen = QComboBox()
         self.screen.setObjectName("patientScreen")
-        setup_box = QGroupBox("Patient screen")
+        setup_box = QGroupBox("Settings")
         setup = QFormLayout(setup_box)
-        setup.addRow("Screen", self.screen)
+        setup.addRow("Patient screen", self.screen)
         setup.addRow("Calibration", self.calibration_status)
         setup.addRow("", self.calibrate_button)
+        setup.addRow("Lenses in", self.cylinder_form)
 
         columns = QHBoxLayout()
         left = QVBoxLayout()
@@ -136,6 +173,12 @@ class StartView(QWidget):
         self.set_sessions([])
 
     # ------------------------------------------------------------------ data
+    def set_cylinder_form(self, form: str) -> None:
+        """Choose ``"minus"`` or ``"plus"`` (anything else leaves the choice as it is)."""
+        index = self.cylinder_form.findData(form)
+        if index >= 0:
+            self.cylinder_form.setCurrentIndex(index)
+
     def set_protocol(self, name: str) -> None:
         if self.protocol.findText(name) < 0:
             self.protocol.addItem(name)
@@ -192,31 +235,45 @@ class StartView(QWidget):
         return unfinished[-1] if unfinished else None
 
     # ------------------------------------------------------------------ actions
+    def cylinder_form_name(self) -> str:
+        """The cylinder-form setting: ``"minus"`` or ``"plus"``."""
+        return self.cylinder_form.currentData()
+
     def request(self) -> NewSession:
-        """The form as a :class:`NewSession`; InvalidInputError naming the field."""
+        """The form as a :class:`NewSession`; InvalidInputError naming the field
+        (:func:`~visiontune.app.start_form.read_start`)."""
         patient = self.patient_id.text().strip()
         if not patient:
             raise InvalidInputError("Patient id: enter a pseudonymous id (letters, digits, . _ -)")
-        rx_text = self.starting_rx.text().strip()
-        rx = None
-        if rx_text:
-            try:
-                rx = Prescription.parse(rx_text)
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"Starting prescription: {exc}") from None
+        start = read_start(self.sphere.text(), self.cylinder.text(), self.axis.text(), self.start_source.currentData(),
+                           self.age.text(), simulated=self.simulated.isChecked())  # fmt: skip
         protocol = self.protocol.currentText().strip()
         if not protocol:
             raise InvalidInputError("Protocol: choose a protocol")
-        return NewSession(patient, self.eye.currentText(), protocol, self.simulated.isChecked(), starting_rx=rx)
+        return NewSession(patient, self.eye.currentText(), protocol, self.simulated.isChecked(), starting_rx=start.rx,
+                          start_source=start.source, age_years=start.age_years,
+                          cylinder_form=self.cylinder_form_name())  # fmt: skip
 
     def _start(self) -> None:
         try:
             request = self.request()
         except InvalidInputError as exc:
-            self.form_error.setText(str(exc))
+            self.show_error(str(exc))
             return
-        self.form_error.setText("")
+        self.show_error("")
         self.start_requested.emit(request)
+
+    def show_error(self, message: str) -> None:
+        """Show ``message`` under the form and outline the field(s) it names in red."""
+        self.form_error.setText(message)
+        head = message.split(":", 1)[0].strip().lower() if message else ""
+        named = {"sphere": (self.sphere,), "cylinder": (self.cylinder,), "axis": (self.axis,),
+                 "source": (self.start_source,), "age": (self.age,), "patient id": (self.patient_id,),
+                 "starting prescription": (self.sphere, self.cylinder, self.axis)}.get(head, ())  # fmt: skip
+        for w in (self.sphere, self.cylinder, self.axis, self.start_source, self.age, self.patient_id):
+            w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
+        if named:
+            named[0].setFocus()
 
     def _resume_last(self) -> None:
         last = self.last_unfinished()

@@ -1,8 +1,10 @@
 """The texts the session view shows, built without Qt (the engine process builds them too).
 
 ``lens_text`` and ``acuity_text`` are the clinician-facing formats (U+2212 minus signs,
-U+00D7 times); :func:`estimate_texts` builds the three lines of the estimate panel from a
-:class:`~visiontune.session.engine.CurrentEstimate`.
+U+00D7 times, the axis in three digits as prescriptions write it); ``region_text`` the
+credible region as a clinician reads it, "S ±x / C ±y / axis ±z°"; ``start_text``,
+``progress_text`` and ``stop_text`` the session panel's lines; :func:`estimate_texts` builds
+the lines of the estimate panel from a :class:`~visiontune.refraction.estimate.CurrentEstimate`.
 """
 
 from __future__ import annotations
@@ -11,13 +13,86 @@ from dataclasses import dataclass
 
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import format_snellen
+from visiontune.refraction.lenses import in_form
 
 MINUS = "\u2212"
 
 
 def lens_text(lens: Prescription) -> str:
-    """``S −1.25 / C −0.50 × 180`` (U+2212 minus, U+00D7 times)."""
-    return lens.format(unicode_minus=True).replace(" x ", " \u00d7 ")
+    """``S −1.25 / C −0.50 × 030`` (U+2212 minus, U+00D7 times; the axis in whole degrees,
+    in (0, 180], three digits so that ``× 030`` cannot be misread)."""
+    axis = round(float(lens.axis_deg)) % 180 or 180
+    shown = Prescription(lens.sphere_d, lens.cylinder_d, float(axis))
+    return shown.format(unicode_minus=True).replace(f" x {axis}", f" \u00d7 {axis:03d}")
+
+
+def rx_from_dict(data) -> Prescription | None:
+    """A prescription stored as ``{"sphere_d", "cylinder_d", "axis_deg"}`` (a session result),
+    or None."""
+    if not data:
+        return None
+    axis = data.get("axis_deg")
+    return Prescription(float(data["sphere_d"]), float(data["cylinder_d"]), 180.0 if axis is None else float(axis) or 180.0)
+
+
+def _half_width(interval) -> float:
+    return 0.5 * abs(float(interval[1]) - float(interval[0]))
+
+
+def region_text(region, lens: Prescription | None = None) -> str:
+    """``S ±0.25 / C ±0.25 / axis ±10°`` for a credible region (a
+    :class:`~visiontune.refraction.estimate.Region` or its ``to_dict()``, e.g. a result's
+    ``credible_interval``): the half-widths of its sphere and cylinder intervals and its axis
+    ± (omitted when it has none, or when ``lens`` has no cylinder)."""
+    get = region.get if isinstance(region, dict) else lambda k, d=None: getattr(region, k, d)
+    text = f"S \u00b1{_half_width(get('sphere_d')):.2f} / C \u00b1{_half_width(get('cylinder_d')):.2f}"
+    axis_pm = get("axis_pm_deg")
+    if axis_pm is not None and (lens is None or abs(lens.cylinder_d) > 1e-9):
+        text += f" / axis \u00b1{min(90.0, float(axis_pm)):.0f}\u00b0"
+    return text
+
+
+def start_text(start, cylinder_form: str | None = None) -> str:
+    """The starting point: ``S −2.00 / C −1.00 × 030 (autorefraction, age 45)`` (in
+    ``cylinder_form`` when given), or ``none``."""
+    if start is None or start.rx is None:
+        return "none"
+    age = "" if start.age_years is None else f", age {start.age_years:.0f}"
+    rx = start.rx if cylinder_form is None else in_form(start.rx, cylinder_form)
+    return f"{lens_text(rx)} ({SOURCE_NAMES.get(start.source, start.source)}{age})"
+
+
+#: How each stop reason (:data:`~visiontune.refraction.loop.STOP_REASONS`) reads on screen.
+STOP_MEANINGS = {
+    "budget": "every answer of the budget is used",
+    "precision": "the credible region is within the protocol's precision",
+    "information": "the next answer would teach almost nothing",
+    "clinician": "finished by the clinician",
+}
+#: The starting prescription's sources as the clinician reads them.
+SOURCE_NAMES = {"autorefraction": "autorefraction", "retinoscopy": "retinoscopy",
+                "spectacles": "habitual spectacles", "none": "none"}  # fmt: skip
+
+
+def stop_text(reason: str | None) -> str:
+    """The stopping-rule line: ``Stopping rule: not met yet`` or ``Stopping rule met:
+    precision (the credible region is within the protocol's precision)``."""
+    if reason is None:
+        return "Stopping rule: not met yet"
+    return f"Stopping rule met: {reason} ({STOP_MEANINGS.get(reason, reason)})"
+
+
+def progress_text(progress: float, precision) -> str:
+    """The progress line: toward the protocol's ``precision`` stop (a
+    :class:`~visiontune.refraction.protocol.Precision` or None: then the budget used)."""
+    pct = f"{100.0 * min(max(progress, 0.0), 1.0):.0f}%"
+    if precision is None:
+        return f"Budget used: {pct} (no precision stop in this protocol)"
+    if getattr(precision, "m_d", None) is not None:
+        goal = f"\u00b1{precision.m_d:.2f} D on M and \u00b1{precision.cylinder_vector_d:.2f} D on J"
+    else:
+        goal = f"sphere and cylinder intervals narrower than {precision.sphere_d:.2f} / {precision.cylinder_d:.2f} D"
+    return f"Precision stop ({goal}): {pct}"
 
 
 def acuity_text(logmar: float, chart_range: tuple[float, float] | None = None) -> str:
@@ -32,23 +107,28 @@ def acuity_text(logmar: float, chart_range: tuple[float, float] | None = None) -
 
 @dataclass(frozen=True)
 class EstimateTexts:
-    """The estimate panel's three lines: best lens, credible interval ("" without a region),
-    predicted acuity with its interval."""
+    """The estimate panel's lines: best lens, credible region ("" without a region; "S ±x /
+    C ±y / axis ±z°" and the sphere and cylinder intervals), predicted acuity with its
+    interval, progress toward the precision stop ("" when not given)."""
 
     best_lens: str
     interval: str
     acuity: str
+    progress: str = ""
 
 
-def estimate_texts(estimate, chart_range: tuple[float, float] | None) -> EstimateTexts:
-    """The panel's lines for ``estimate`` (a :class:`~visiontune.session.engine.CurrentEstimate`);
-    ``chart_range``: the protocol's logMAR range (an acuity at its edge is a bound)."""
+def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: str = "") -> EstimateTexts:
+    """The panel's lines for ``estimate`` (a :class:`~visiontune.refraction.estimate.CurrentEstimate`);
+    ``chart_range``: the protocol's logMAR range (an acuity at its edge is a bound);
+    ``progress``: the :func:`progress_text` line."""
     interval = ""
     if estimate.region is not None:
         r = estimate.region
-        interval = (f"{round(100 * r.level)}% credible interval: sphere {r.sphere_d[0]:+.2f} to {r.sphere_d[1]:+.2f} D, "
-                    f"cylinder {r.cylinder_d[0]:+.2f} to {r.cylinder_d[1]:+.2f} D").replace("-", MINUS)  # fmt: skip
+        interval = (f"{round(100 * r.level)}% credible region: {region_text(r, estimate.lens)}\n"
+                    f"(sphere {r.sphere_d[0]:+.2f} to {r.sphere_d[1]:+.2f} D, "
+                    f"cylinder {r.cylinder_d[0]:+.2f} to {r.cylinder_d[1]:+.2f} D)").replace("-", MINUS)  # fmt: skip
     lo, hi = estimate.va_interval
     acuity = (f"Predicted acuity through it: {acuity_text(estimate.va_logmar, chart_range)}; "
               f"interval {lo:+.2f} to {hi:+.2f}").replace("-", MINUS)  # fmt: skip
-    return EstimateTexts(f"Best lens now: {lens_text(estimate.lens)}", interval, acuity)
+    when = "now" if estimate.n_trials else "before any answer"
+    return EstimateTexts(f"Best lens {when}: {lens_text(estimate.lens)}", interval, acuity, progress)

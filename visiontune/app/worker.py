@@ -35,12 +35,11 @@ from visiontune.app.worker_values import (
     SessionSummary,
     Snapshot,
     export_basename,
-    psychometric_at,
 )
 from visiontune.errors import SessionError
 
 __all__ = ["EstimateView", "FinishedView", "NewSession", "SessionSummary", "SessionWorker", "Snapshot",
-           "export_basename", "psychometric_at"]  # fmt: skip
+           "export_basename"]  # fmt: skip
 
 log = logging.getLogger("visiontune.app.worker")
 

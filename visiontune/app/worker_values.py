@@ -12,22 +12,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from scipy.stats import norm
 
 from visiontune.app.plot_frames import ViewFrame
 from visiontune.optics import Prescription
-from visiontune.session.engine import CurrentEstimate, PendingQuery
+from visiontune.refraction.estimate import CurrentEstimate
+from visiontune.refraction.loop import PendingQuery
+from visiontune.refraction.start import StartingPoint
 from visiontune.session.records import SessionState, Trial
 
-__all__ = ["EstimateView", "FinishedView", "NewSession", "SessionSummary", "Snapshot", "export_basename",
-           "psychometric_at"]  # fmt: skip
+__all__ = ["EstimateView", "FinishedView", "NewSession", "SessionSummary", "Snapshot", "export_basename"]
 
 
 @dataclass(frozen=True)
 class NewSession:
     """What the start screen asks for: pseudonymous ``patient_id``, ``eye`` (OD/OS/OU),
     ``protocol`` (shipped name or .toml path), ``simulated``, optional ``seed``, optional
-    ``starting_rx`` and ``calibration`` (a mapping, stored with the session)."""
+    ``starting_rx`` with its ``start_source`` (one of
+    :data:`~visiontune.refraction.start.SOURCES`), the patient's ``age_years`` (optional),
+    ``cylinder_form`` (``"minus"``/``"plus"``; None = the protocol's) and ``calibration`` (a
+    mapping, stored with the session).
+
+    Without a starting prescription a simulated session starts from its simulated patient's
+    own autorefraction (as ``visiontune session run --simulate`` does), unless
+    ``start_source`` is ``"none"``; a real one starts from nothing."""
 
     patient_id: str
     eye: str
@@ -36,6 +43,9 @@ class NewSession:
     seed: int | None = None
     starting_rx: Prescription | None = None
     calibration: dict | None = None
+    start_source: str = "autorefraction"
+    age_years: float | None = None
+    cylinder_form: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,9 +69,12 @@ class SessionSummary:
 @dataclass(frozen=True)
 class Snapshot:
     """The session as the view needs it after every change. ``query`` is the lens to set (None
-    while paused or once a stopping rule is met, named by ``stop_reason``). ``box (2, 2)``:
-    sphere and cylinder ranges, diopters; ``context_box (2,)``: logMAR range.
-    ``prior_duration_s``: time spent in the session before it was opened here, seconds."""
+    while paused or once a stopping rule is met, named by ``stop_reason``), in the session's
+    ``cylinder_form``. ``context_box (2,)``: the protocol's logMAR range. ``start``: the
+    starting point. ``simulated_case``: the recorded simulated patient
+    (``PatientCase.to_dict()``; None for a real patient). ``model_type``: ``"optics"`` or
+    ``"gp"``. ``prior_duration_s``: time spent in the session before it was opened here,
+    seconds."""
 
     session_id: int
     patient_id: str
@@ -77,10 +90,12 @@ class Snapshot:
     letters: tuple[str, ...]
     letter_set: str
     n_alternatives: int
-    axis_deg: float
-    box: tuple[tuple[float, float], tuple[float, float]]
+    cylinder_form: str
     context_box: tuple[float, float]
     prior_duration_s: float
+    start: StartingPoint = field(default_factory=StartingPoint)
+    model_type: str = "optics"
+    simulated_case: dict | None = None
     last_trial: Trial | None = None
 
 
@@ -88,13 +103,16 @@ class Snapshot:
 class EstimateView:
     """Estimate and plot data for ``n_trials`` answers.
 
-    ``acuity_map``: :func:`visiontune.session.estimate.acuity_map` (predicted logMAR on the lens
-    grid). ``trials (n, 3)``: sphere, cylinder (D) and answer (1 correct, 0 wrong) of the valid
-    trials. ``curve``: ``(trial count, predicted logMAR at the estimate)`` pairs.
-    ``psychometric``: letter sizes ``s (m,)`` logMAR and the model's ``P(correct) = Φ(μ_f/√(1+σ_f²))``
-    (seed 000, Eq. 3) at the best lens, with a ``level`` band from ``Φ(μ_f ± z σ_f)``.
-    ``frame``: the same, ready to draw (:class:`~visiontune.app.plot_frames.ViewFrame`, built
-    by the engine so that the GUI thread only hands arrays to pyqtgraph).
+    ``acuity_map``: :meth:`~visiontune.refraction.loop.Refraction.acuity_map` (predicted
+    logMAR on a sphere × cylinder grid at ``axis_deg``). ``trials (n, 3)``: sphere, cylinder
+    (D, the session's cylinder form) and answer (1 correct, 0 wrong) of the valid trials.
+    ``curve``: ``(trial count, predicted logMAR at the estimate)`` pairs. ``psychometric``:
+    letter sizes ``s (m,)`` logMAR and the model's ``P(correct)`` through the best lens with
+    its credible band (:meth:`~visiontune.refraction.loop.Refraction.psychometric`).
+    ``progress``: how close the precision stop is, in [0, 1]
+    (:meth:`~visiontune.refraction.loop.Refraction.progress`). ``frame``: the same, ready to
+    draw (:class:`~visiontune.app.plot_frames.ViewFrame`, built by the engine so that the GUI
+    thread only hands arrays to pyqtgraph).
     """
 
     n_trials: int
@@ -107,6 +125,7 @@ class EstimateView:
     psychometric_lo: np.ndarray
     psychometric_hi: np.ndarray
     frame: ViewFrame | None = None
+    progress: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -120,17 +139,6 @@ class FinishedView:
     result: dict
     exports: dict = field(default_factory=dict)
     export_error: str | None = None
-
-
-def psychometric_at(model, lens_sc: np.ndarray, context_box, *, level: float = 0.95, n: int = 61):
-    """``(s, p, lo, hi)``: model ``P(correct)`` against letter size at lens ``(S, C)``
-    (``μ_c = Φ(μ_f / √(1 + σ_f²))``, seed 000 Eq. 3) and the band ``Φ(μ_f ± z σ_f)``."""
-    s = np.linspace(float(context_box[0]), float(context_box[1]), n)
-    inputs = np.column_stack([s, np.tile(np.asarray(lens_sc, dtype=float), (n, 1))])
-    mu, var = model.predict(inputs)
-    sd = np.sqrt(np.maximum(var, 0.0))
-    z = norm.ppf(0.5 + level / 2.0)
-    return s, norm.cdf(mu / np.sqrt(1.0 + var)), norm.cdf(mu - z * sd), norm.cdf(mu + z * sd)
 
 
 def export_basename(session_id: int, patient_id: str, eye: str, simulated: bool) -> str:
