@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import visiontune
+from tests.protocol_text import small_protocol_text
 from visiontune.bench.clinic import CaseSpec, run_case
 from visiontune.cli import main
 from visiontune.errors import ProtocolError
@@ -21,8 +22,6 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
-
-from tests.protocol_text import small_protocol_text
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 

@@ -175,14 +175,14 @@ def test_reproducible_and_prefix_stable():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(population="nope", n=3, seed=1), "population"),
-    (dict(population=3, n=3, seed=1), "population"),
-    (dict(population="adult-clinic", n=-1, seed=1), "n:"),
-    (dict(population="adult-clinic", n=2.0, seed=1), "n:"),
-    (dict(population="adult-clinic", n=3, seed=-2), "seed"),
-    (dict(population="adult-clinic", n=3, seed=1.5), "seed"),
-    (dict(population="adult-clinic", n=3, seed=True), "seed"),
-    (dict(population="adult-clinic", n=3, seed=1, start=-1), "start"),
+    ({"population": "nope", "n": 3, "seed": 1}, "population"),
+    ({"population": 3, "n": 3, "seed": 1}, "population"),
+    ({"population": "adult-clinic", "n": -1, "seed": 1}, "n:"),
+    ({"population": "adult-clinic", "n": 2.0, "seed": 1}, "n:"),
+    ({"population": "adult-clinic", "n": 3, "seed": -2}, "seed"),
+    ({"population": "adult-clinic", "n": 3, "seed": 1.5}, "seed"),
+    ({"population": "adult-clinic", "n": 3, "seed": True}, "seed"),
+    ({"population": "adult-clinic", "n": 3, "seed": 1, "start": -1}, "start"),
 ])
 def test_draw_cases_validates_its_arguments(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):

@@ -120,8 +120,8 @@ def test_optional_parts_may_be_omitted():
         ("model.hyperparameters.theta", "big", 'model.hyperparameters.theta: expected a number in [0.0001, 1000], found "big"'),
         ("model.hyperparameters.lengthscales", [1.0, -2.0], "model.hyperparameters.lengthscales[1]: expected a number in [0.05, 50], found -2.0"),
         # unknown names
-        ("policy", "ucb-aldd", 'policy: expected one of "bald", "cbkg", "random-contextual", '
-         '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"'),
+        ("policy", "ucb-aldd", ('policy: expected one of "bald", "cbkg", "random-contextual", '
+         '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"')),
         ("letters.set", "sloan-10", 'letters.set: expected one of "landolt_c", "letters26", "sloan", "tumbling_e", found "sloan-10"'),
         ("model.kernel", "rbf", 'model.kernel: expected one of "refraction-se", found "rbf"'),
         # out of range / inverted
@@ -157,8 +157,8 @@ def test_missing_required_key(path):
 @pytest.mark.parametrize(
     "path, allowed",
     [
-        ("max_trial", "context_space, description, initial_random_trials, lenses, letters, model, name, policy, "
-         "psychometric, search_space, seed, stopping"),
+        ("max_trial", ("context_space, description, initial_random_trials, lenses, letters, model, name, policy, "
+         "psychometric, search_space, seed, stopping")),
         ("stopping.max_trial", "max_trials, min_information_bits, min_trials, precision"),
         ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),
         ("stopping.precision.width", "cylinder_d, level, sphere_d"),

@@ -24,6 +24,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from visiontune.refraction.population import PatientCase, draw_cases, population
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["CaseSpec", "CaseResult", "ClinicStore", "run_case", "plan", "summarise", "COVERAGE_LEVELS"]
+__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "plan", "run_case", "summarise"]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -205,7 +206,7 @@ class ClinicStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> ClinicStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -265,12 +266,12 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
         raise InvalidInputError(f"{label}: no finished runs to summarise")
     pre = "start_" if start else ""
     err = np.array([r[pre + "error_d"] for r in runs])
-    common = dict(label=label, n=len(runs), within_025=float(np.mean(err <= 0.25 + 1e-9)),
-                  within_050=float(np.mean(err <= 0.50 + 1e-9)), median_error_d=float(np.median(err)),
-                  p90_error_d=float(np.percentile(err, 90)),
-                  median_error_m_d=float(np.median([r[pre + "error_m_d"] for r in runs])),
-                  median_error_j_d=float(np.median([r[pre + "error_j_d"] for r in runs])),
-                  median_va_loss=float(np.median([r[pre + "va_loss_logmar"] for r in runs])))  # fmt: skip
+    common = {"label": label, "n": len(runs), "within_025": float(np.mean(err <= 0.25 + 1e-9)),
+                  "within_050": float(np.mean(err <= 0.50 + 1e-9)), "median_error_d": float(np.median(err)),
+                  "p90_error_d": float(np.percentile(err, 90)),
+                  "median_error_m_d": float(np.median([r[pre + "error_m_d"] for r in runs])),
+                  "median_error_j_d": float(np.median([r[pre + "error_j_d"] for r in runs])),
+                  "median_va_loss": float(np.median([r[pre + "va_loss_logmar"] for r in runs]))}  # fmt: skip
     young = [r for r in runs if r.get("age_years") is not None and r["age_years"] <= 35]
     over_minus = sum(r[pre + "signed_error_m_d"] < -0.25 - 1e-9 for r in young)
     if start:

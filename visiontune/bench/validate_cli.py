@@ -21,7 +21,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.refraction.population import POPULATIONS
 from visiontune.refraction.protocol import load_protocol
 
-__all__ = ["add_arguments", "run", "DEFAULT_POPULATIONS"]
+__all__ = ["DEFAULT_POPULATIONS", "add_arguments", "run"]
 
 DEFAULT_POPULATIONS = ("adult-clinic", "adult-clinic-misspecified", "young", "high-myopia", "no-start")
 QUICK_POPULATIONS = ("adult-clinic", "adult-clinic-misspecified")
@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
-    from visiontune.refraction.policies import OPTICS_POLICIES, GP_POLICIES
+    from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 
     known = OPTICS_POLICIES if protocol.model.type == "optics" else GP_POLICIES
     policies = _names(args.policies, known, "policies") if args.policies else [protocol.policy]
@@ -159,7 +159,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
     lines = [
         f"# Clinical validation: `{meta['protocol']}` on simulated patients",
         "",
-        "Every patient here is **SIMULATED** (`visiontune.refraction.population`; each distribution with its source "
+        ("Every patient here is **SIMULATED** (`visiontune.refraction.population`; each distribution with its source "
         "there). Each is refracted through the one trial loop (`visiontune.refraction.loop.Refraction`, the loop of a "
         "clinical session) with the protocol as shipped. The error of a result is the dioptric distance between the "
         "trial lens found (the prescription a clinician would file) and the true correction: the length of the "
@@ -169,18 +169,18 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
         "The row *starting prescription as it is* scores the start the session was given. A patient whose start "
         "lies outside the range the refraction covers (M from -12 to +8 D, cylinder to 6 D) is refused with a "
-        "message, as in the clinic (*refused* under stops), and left out of both rows.",
+        "message, as in the clinic (*refused* under stops), and left out of both rows."),
         "",
-        "For comparison, a clinician's repeated subjective refraction agrees within 0.25 D about 80% of the time and "
+        ("For comparison, a clinician's repeated subjective refraction agrees within 0.25 D about 80% of the time and "
         "within 0.50 D about 95% of the time (repeatability: Bullimore et al. 1998, Optom. Vis. Sci. 75:617-622; "
         "between optometrists the spread of M is about twice as wide: MacKenzie 2008, Ophthalmic Physiol. Opt. "
-        "28:143-150).",
+        "28:143-150)."),
         "",
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",
         software_line([{'software': meta['software']}]),
-        f"- Patients per population: {meta['cases']} (population seed {meta['seed']}); runs now {meta['runs_now']} of "
-        f"{meta['runs_total']}; wall time of this invocation {meta['wall_s']:.1f} s.",
+        (f"- Patients per population: {meta['cases']} (population seed {meta['seed']}); runs now {meta['runs_now']} of "
+        f"{meta['runs_total']}; wall time of this invocation {meta['wall_s']:.1f} s."),
         "",
     ]
     for pop, rows in tables.items():

@@ -20,7 +20,7 @@ import numpy as np
 
 from visiontune.optics import Prescription
 
-__all__ = ["Region", "CurrentEstimate", "region_from_samples", "clinical_form_arrays", "weighted_quantile"]
+__all__ = ["CurrentEstimate", "Region", "clinical_form_arrays", "region_from_samples", "weighted_quantile"]
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:

@@ -22,7 +22,7 @@ from visiontune.refraction.lenses import in_form
 from visiontune.refraction.policies import registry_name
 from visiontune.refraction.protocol import Protocol
 
-__all__ = ["REFERENCE_LOGMAR", "GPEngine", "gp_kernel", "design_slope"]
+__all__ = ["REFERENCE_LOGMAR", "GPEngine", "design_slope", "gp_kernel"]
 
 #: Reference letter size (logMAR) at which the x-rule and the reported estimate are evaluated:
 #: logMAR 0 (20/20), the acuity of the paper's best-corrected patient (002 §5.1), where

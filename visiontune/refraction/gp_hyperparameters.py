@@ -66,31 +66,31 @@ from visiontune.optics import CONTEXT_BOX, SEARCH_BOX, Prescription, SimulatedPa
 
 __all__ = [
     "DEFAULT_REFERENCE_LOGMAR",
-    "FIT_SEED",
     "FITTED_KERNEL_VARIANTS",
+    "FIT_SEED",
     "FIXED_POLICIES",
     "KERNEL_POWER_VECTOR",
     "KERNEL_SE",
     "KERNEL_SHORT_LENGTHSCALE",
     "KERNEL_VARIANTS",
-    "SHORT_LENGTHSCALE_D",
     "N_FIT",
+    "SHORT_LENGTHSCALE_D",
     "STORED_ALTERNATIVES",
     "STORED_SLOPES",
+    "TS_ALD_SL",
+    "UCB_ALD_PV",
+    "UCB_ALD_SL",
     "RefractionHyperparameters",
-    "fit_refraction_hyperparameters",
     "fit_power_vector_hyperparameters",
+    "fit_refraction_hyperparameters",
     "fitted_refraction_kernel",
     "kernel_variant_hyperparameters",
     "refraction_hyperparameters",
     "refraction_kernel_variant",
     "regenerate",
-    "simulate_fit_data",
     "short_lengthscale_hyperparameters",
+    "simulate_fit_data",
     "stored_hyperparameters",
-    "UCB_ALD_PV",
-    "UCB_ALD_SL",
-    "TS_ALD_SL",
 ]
 
 #: Number of simulated answers the hyperparameters are fit on (002 §5.2).
@@ -143,7 +143,7 @@ class RefractionHyperparameters:
                 "seed": self.seed}  # fmt: skip
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RefractionHyperparameters":
+    def from_dict(cls, d: dict) -> RefractionHyperparameters:
         try:
             return cls(float(d["slope"]), int(d["n_alternatives"]), float(d["theta"]),
                        (float(d["lengthscales"][0]), float(d["lengthscales"][1])), float(d["variance"]),

@@ -5,7 +5,7 @@ the clinician sets sphere / cylinder × axis from a trial set or a phoropter:
 
 * sphere and cylinder on quarter-diopter steps (``step_d``; 0 keeps them continuous, the
   paper's simulated experiment, seed 002 §5.3);
-* the axis on ``axis_step_deg`` steps (5° by default, 1° as a setting), coarser when the
+* the axis on ``axis_step_deg`` steps (5° by default, 1° as a setting; a divisor of 180°), coarser when the
   cylinder is small, where the axis matters little: 15° for 0.25 D and 10° for 0.50 D of
   cylinder, in the spirit of the axis tolerances of ANSI Z80.1 / ISO 21987 for mounted
   spectacle lenses (±14° at 0.25 D, ±7° at 0.50 D, ±5° up to 0.75 D);
@@ -22,9 +22,17 @@ import numpy as np
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription
+from visiontune.optics.prescription import normalise_axis_deg
 
-__all__ = ["CYLINDER_FORMS", "LensSteps", "axis_step_for", "trial_lens", "trial_lens_power_vectors", "in_form",
-           "lens_power_vector"]
+__all__ = [
+    "CYLINDER_FORMS",
+    "LensSteps",
+    "axis_step_for",
+    "in_form",
+    "lens_power_vector",
+    "trial_lens",
+    "trial_lens_power_vectors",
+]
 
 CYLINDER_FORMS = ("minus", "plus")
 
@@ -49,12 +57,17 @@ class LensSteps:
         if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or not 0 <= step <= 1:
             raise InvalidInputError(f"step_d: expected a lens step in [0, 1] D, got {step!r}")
         if (isinstance(axis_step, bool) or not isinstance(axis_step, (int, float)) or not math.isfinite(axis_step)
-                or not 0 < axis_step <= 45):
-            raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees, got {axis_step!r}")
+                or not 0 < axis_step <= 45 or abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9):
+            raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees that divides 180 "
+                                    f"(1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15, ...), got {axis_step!r}")  # fmt: skip
         if self.cylinder_form not in CYLINDER_FORMS:
             raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
+        origin = self.axis_origin_deg
+        if isinstance(origin, bool) or not isinstance(origin, (int, float)) or not math.isfinite(origin):
+            raise InvalidInputError(f"axis_origin_deg: expected a finite axis in degrees, got {origin!r}")
         object.__setattr__(self, "step_d", float(step))
         object.__setattr__(self, "axis_step_deg", float(axis_step))
+        object.__setattr__(self, "axis_origin_deg", float(origin) % 180.0)
 
 
 def axis_step_for(cylinder_d: float, axis_step_deg: float) -> float:
@@ -104,12 +117,14 @@ def trial_lens_power_vectors(power_vectors: np.ndarray, steps: LensSteps) -> np.
     """Vectorised :func:`trial_lens` for ``(n, 3)`` power vectors: the ``(n, 3)`` power vectors
     of the trial lenses (the cylinder form does not change a power vector)."""
     pv = np.asarray(power_vectors, dtype=float)
+    if pv.ndim != 2 or pv.shape[1] != 3 or not np.all(np.isfinite(pv)):
+        raise InvalidInputError(f"power_vectors: expected an (n, 3) array of finite (M, J0, J45), got shape {pv.shape}")
     if steps.step_d == 0.0:
         return pv.copy()
     q = steps.step_d
     half = np.hypot(pv[:, 1], pv[:, 2])
     cylinder = -np.floor(2.0 * half / q + 0.5) * q
-    axis = np.mod(np.degrees(0.5 * np.arctan2(pv[:, 2], pv[:, 1])), 180.0)
+    axis = normalise_axis_deg(np.degrees(0.5 * np.arctan2(pv[:, 2], pv[:, 1])))  # (0, 180], as trial_lens
     axis_step = np.where(np.abs(cylinder) <= 0.25 + 1e-9, max(15.0, steps.axis_step_deg),
                          np.where(np.abs(cylinder) <= 0.5 + 1e-9, max(10.0, steps.axis_step_deg), steps.axis_step_deg))
     origin = steps.axis_origin_deg

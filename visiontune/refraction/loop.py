@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -35,8 +35,16 @@ from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["PendingQuery", "Answer", "LoggedTrial", "MemoryLog", "Refraction", "SimulatedPresenter", "make_engine",
-           "STOP_REASONS"]
+__all__ = [
+    "STOP_REASONS",
+    "Answer",
+    "LoggedTrial",
+    "MemoryLog",
+    "PendingQuery",
+    "Refraction",
+    "SimulatedPresenter",
+    "make_engine",
+]
 
 _POLICY, _LETTER, _ESTIMATE, _REGION = 0, 1, 2, 3
 #: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
@@ -95,7 +103,7 @@ class MemoryLog:
     def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None) -> LoggedTrial:
         self._require("record an answer", "open")
         trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
-                            presented_at, datetime.now(timezone.utc))  # fmt: skip
+                            presented_at, datetime.now(UTC))  # fmt: skip
         self._trials.append(trial)
         return trial
 
@@ -192,7 +200,7 @@ class Refraction:
 
     def mark_presented(self) -> None:
         """The clinician confirmed the lens and the letter is on screen (timestamp)."""
-        self._presented_at = datetime.now(timezone.utc)
+        self._presented_at = datetime.now(UTC)
 
     def score(self, answer: Answer, letter_shown: str) -> tuple[bool, str | None]:
         """``(correct, letter_named)`` for an answer; a letter outside the set is an error."""

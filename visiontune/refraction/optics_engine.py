@@ -21,12 +21,21 @@ import numpy as np
 from visiontune.optics import Prescription
 from visiontune.refraction import optics_rules
 from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples
-from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector, trial_lens
-from visiontune.refraction.optics_model import OpticsModelSpec, ParticlePosterior, probability_correct
+from visiontune.refraction.lenses import (
+    LensSteps,
+    in_form,
+    lens_power_vector,
+    trial_lens,
+)
+from visiontune.refraction.optics_model import (
+    OpticsModelSpec,
+    ParticlePosterior,
+    probability_correct,
+)
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["OpticsEngine", "LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D"]
+__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OpticsEngine"]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05

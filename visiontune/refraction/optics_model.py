@@ -44,7 +44,7 @@ from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["OpticsModelSpec", "ParticlePosterior", "probability_correct", "probability_grid", "binary_entropy_bits", "systematic_resample"]
+__all__ = ["OpticsModelSpec", "ParticlePosterior", "binary_entropy_bits", "probability_correct", "probability_grid", "systematic_resample"]
 
 #: Parameter columns of a particle.
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)

@@ -36,10 +36,14 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
-    VA0, ParticlePosterior, binary_entropy_bits, probability_correct, probability_grid,
+    VA0,
+    ParticlePosterior,
+    binary_entropy_bits,
+    probability_correct,
+    probability_grid,
 )
 
-__all__ = ["OPTICS_RULES", "OpticsQuery", "propose", "mutual_information_bits", "within_radius"]
+__all__ = ["OPTICS_RULES", "OpticsQuery", "mutual_information_bits", "propose", "within_radius"]
 
 OPTICS_RULES = ("ucb-ald", "ts-ald", "bald", "evr")
 _BETA = float(norm.ppf(0.95))

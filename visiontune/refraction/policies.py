@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-__all__ = ["MODEL_TYPES", "OPTICS_POLICIES", "GP_POLICIES", "GP_KERNELS", "policies_for", "registry_name"]
+__all__ = ["GP_KERNELS", "GP_POLICIES", "MODEL_TYPES", "OPTICS_POLICIES", "policies_for", "registry_name"]
 
 MODEL_TYPES = ("optics", "gp")
 

@@ -110,9 +110,21 @@ from visiontune.optics.prescription import PowerVector, Prescription, normalise_
 from visiontune.optics.psychometric import PsychometricFunction
 
 __all__ = [
-    "START_SOURCES", "SLOAN_PERCENT_CORRECT", "DEFAULT_DRIFT", "sloan_letter_offsets",
-    "SphericalEquivalentMixture", "UniformRange", "CylinderDistribution", "AxisMix", "StartError",
-    "Population", "PatientCase", "POPULATIONS", "draw_cases", "population_by_name", "axis_class",
+    "DEFAULT_DRIFT",
+    "POPULATIONS",
+    "SLOAN_PERCENT_CORRECT",
+    "START_SOURCES",
+    "AxisMix",
+    "CylinderDistribution",
+    "PatientCase",
+    "Population",
+    "SphericalEquivalentMixture",
+    "StartError",
+    "UniformRange",
+    "axis_class",
+    "draw_cases",
+    "population_by_name",
+    "sloan_letter_offsets",
 ]
 
 START_SOURCES = ("autorefraction", "spectacles", "retinoscopy", "none")

@@ -45,7 +45,12 @@ from typing import Any
 
 from visiontune.errors import ProtocolError
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
-from visiontune.refraction.policies import GP_KERNELS, GP_POLICIES, MODEL_TYPES, OPTICS_POLICIES
+from visiontune.refraction.policies import (
+    GP_KERNELS,
+    GP_POLICIES,
+    MODEL_TYPES,
+    OPTICS_POLICIES,
+)
 
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
 LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
@@ -67,7 +72,8 @@ MAX_DESCRIPTION_CHARS = 500
 @dataclass(frozen=True)
 class SearchSpace:
     """GP model: lens box, sphere and cylinder ranges in diopters, at the fixed ``axis_deg``.
-    Optics model: ``max_step_d``, how far a proposed lens may be from the current estimate."""
+    Optics model: ``max_step_d``, how far a proposed lens may be from the current estimate
+    before it is rounded to a trial lens (the rounding may add up to about 0.15 D)."""
 
     sphere_d: tuple[float, float] | None = None
     cylinder_d: tuple[float, float] | None = None
@@ -239,7 +245,7 @@ class _Reader:
         return lo, hi
 
 
-def _safe_text(r: "_Reader", value: Any, key: str, max_chars: int) -> str:
+def _safe_text(r: _Reader, value: Any, key: str, max_chars: int) -> str:
     """A non-empty string of printable characters (no control characters, no newline)."""
     text = r.string(value, key)
     if len(text) > max_chars or any(unicodedata.category(ch).startswith("C") for ch in text):
@@ -362,6 +368,9 @@ def _lens_steps(r: _Reader, table: dict) -> LensSteps:
     if step not in (0, 0.0, 0.125, 0.25):
         raise r.fail("lenses.step_d", "0.25 (trial lenses), 0.125, or 0 (continuous, the paper's simulation)", step)
     axis_step = r.number(table.get("axis_step_deg", 5.0), "lenses.axis_step_deg", 1.0, 15.0)
+    if abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9:
+        raise r.fail("lenses.axis_step_deg", "an axis step that divides 180 (1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15)",
+                     table["axis_step_deg"])  # fmt: skip
     form = r.string(table.get("cylinder_form", "minus"), "lenses.cylinder_form", CYLINDER_FORMS)
     return LensSteps(float(step), axis_step, form)
 

@@ -21,7 +21,7 @@ from visiontune.refraction.lenses import LensSteps, trial_lens
 from visiontune.refraction.population import PatientCase, draw_cases
 from visiontune.refraction.start import check_in_range
 
-__all__ = ["SIMULATED_PATIENT_NOTE", "DEMO_POPULATION", "simulated_case", "paper_case", "parse_true_rx"]
+__all__ = ["DEMO_POPULATION", "SIMULATED_PATIENT_NOTE", "paper_case", "parse_true_rx", "simulated_case"]
 
 #: Stream of the paper patient's true correction (``default_rng([seed, 7919])``, as before).
 PAPER_TRUE_RX_STREAM = 7919

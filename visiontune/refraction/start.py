@@ -42,7 +42,7 @@ import numpy as np
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 
-__all__ = ["SOURCES", "M_RANGE_D", "MAX_CYLINDER_D", "StartingPoint", "check_in_range"]
+__all__ = ["MAX_CYLINDER_D", "M_RANGE_D", "SOURCES", "StartingPoint", "check_in_range"]
 
 #: ``source -> (σ_M, σ_J)`` in diopters (module docstring); ``None`` for the wide prior.
 SOURCES: dict[str, tuple[float, float] | None] = {
@@ -59,6 +59,8 @@ M_RANGE_D = (-12.0, 8.0)
 MAX_CYLINDER_D = 6.0
 #: σ of J0 and J45 without a starting prescription (diopters).
 WIDE_SIGMA_J_D = 0.6
+#: Rounds of redrawing prior draws that fall outside the range.
+_MAX_REDRAWS = 100
 
 
 def check_in_range(rx: Prescription, what: str) -> None:
@@ -119,23 +121,34 @@ class StartingPoint:
         return np.array([sigma_m, sigma_j, sigma_j])
 
     def sample_prior(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``(n, 3)`` draws of ``P*`` from the prior (module docstring), inside the range (a draw
-        outside is moved to its edge, so every draw has a finite :meth:`log_prior`)."""
+        """``(n, 3)`` draws of ``P*`` from the prior (module docstring), truncated to the range
+        by rejection: the density :meth:`log_prior` gives."""
+        draws = self._draw(rng, n)
+        outside = ~self._inside(draws)
+        for _ in range(_MAX_REDRAWS):
+            if not outside.any():
+                return draws
+            draws[outside] = self._draw(rng, int(outside.sum()))
+            outside = ~self._inside(draws)
+        raise InvalidInputError(f"starting prescription: the prior around {self.rx} lies almost wholly outside "
+                                "the range this refraction covers")  # fmt: skip
+
+    def _draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         sigma = self.sigma
         if sigma is None:
-            m = rng.uniform(*M_RANGE_D, size=n)
-            j = rng.normal(0.0, WIDE_SIGMA_J_D, size=(n, 2))
-            return np.column_stack([m, j])
-        draws = self.centre + rng.normal(size=(n, 3)) * sigma
-        draws[:, 0] = np.clip(draws[:, 0], *M_RANGE_D)
-        half = np.hypot(draws[:, 1], draws[:, 2])
-        draws[:, 1:] *= np.minimum(1.0, (1.0 - 1e-9) * MAX_CYLINDER_D / 2 / np.maximum(half, 1e-12))[:, None]
-        return draws
+            return np.column_stack([rng.uniform(*M_RANGE_D, size=n), rng.normal(0.0, WIDE_SIGMA_J_D, size=(n, 2))])
+        return self.centre + rng.normal(size=(n, 3)) * sigma
+
+    @staticmethod
+    def _inside(pv: np.ndarray) -> np.ndarray:
+        """``(n,)``: ``M`` in :data:`M_RANGE_D` and the cylinder at most :data:`MAX_CYLINDER_D`."""
+        return ((pv[:, 0] >= M_RANGE_D[0]) & (pv[:, 0] <= M_RANGE_D[1])
+                & (np.hypot(pv[:, 1], pv[:, 2]) <= MAX_CYLINDER_D / 2))  # fmt: skip
 
     def log_prior(self, pv: np.ndarray) -> np.ndarray:
         """Unnormalised log density of ``pv (n, 3)`` under the prior; ``-inf`` outside the range."""
         sigma = self.sigma
-        inside = (pv[:, 0] >= M_RANGE_D[0]) & (pv[:, 0] <= M_RANGE_D[1]) & (np.hypot(pv[:, 1], pv[:, 2]) <= MAX_CYLINDER_D / 2)
+        inside = self._inside(pv)
         if sigma is None:
             lp = -0.5 * (pv[:, 1] ** 2 + pv[:, 2] ** 2) / WIDE_SIGMA_J_D**2
         else:
