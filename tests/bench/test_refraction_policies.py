@@ -1,7 +1,7 @@
-"""Named refraction policies (issue 7): UCB-ALD-PV (the paper's UCB-ALD on the power-vector
-kernel), UCB-ALD-SL and TS-ALD-SL (on the paper's kernel with 2 D SE lengthscales) are accepted wherever a
-refraction policy name is, with hyperparameters for every stored slope and number of alternatives;
-and the tracked estimate of a run."""
+"""Named refraction policies (issue 7): UCB-ALD-SL and TS-ALD-SL (the paper's kernel with 2 D SE
+lengthscales) run through the one trial loop wherever a refraction policy name is accepted;
+UCB-ALD-PV (the power-vector kernel) keeps its name and its shipped hyperparameters but is refused
+by the loop, whose GP engine has the paper's kernel only; the estimate of a run; replaying a log."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import pytest
 
 from visiontune.acquisition import functions as F
 from visiontune.acquisition import registry
-from visiontune.acquisition.policy import Data
 from visiontune.bench import refraction as R
 from visiontune.errors import InvalidInputError
 from visiontune.gp import ProbitGP
-from visiontune.gp.transformed import LinearlyTransformed, refraction_power_vector_kernel
+from visiontune.gp.transformed import refraction_power_vector_kernel
 from visiontune.optics import Prescription
+from visiontune.refraction import gp_hyperparameters as H
+from visiontune.refraction.loop import Answer, MemoryLog, Refraction
 
 
 def test_named_fix_is_a_refraction_policy_name():
@@ -56,38 +57,37 @@ def test_short_lengthscale_hyperparameters_keep_the_papers_fit_but_the_lengthsca
     assert hp.log_marginal_likelihood < paper.log_marginal_likelihood
 
 
-def test_ucb_ald_pv_is_ucb_ald_on_the_power_vector_kernel():
-    """Oracle: the same run spelled two ways (named policy vs UCB-ALD + kernel variant) is the same
-    run, record for record; and it differs from the paper's kernel after the random design."""
-    rx = Prescription(2.0, -3.0, 180.0)
-    named = R.run_refraction("ucb-ald-pv", slope=5.0, trials=10, seed=2, true_rx=rx)
-    spelled = R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, true_rx=rx, kernel=R.KERNEL_POWER_VECTOR)
-    paper = R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, true_rx=rx)
-    assert named.records == spelled.records
-    assert named.policy == "UCB-ALD-PV" and named.kernel_variant == R.KERNEL_POWER_VECTOR
-    assert any(isinstance(k, LinearlyTransformed) for k in named.final_model.kernel.kernels)
-    assert named.hyperparameters == R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, 5.0, 26)
-    assert [r.x for r in named.records[:5]] == [r.x for r in paper.records[:5]]
-    assert [r.x for r in named.records[5:]] != [r.x for r in paper.records[5:]]
-    doc = named.to_json_dict()
-    assert doc["policy"] == "UCB-ALD-PV" and doc["kernel"] == R.KERNEL_POWER_VECTOR
-    json.dumps(doc)
+@pytest.mark.parametrize("call", [
+    lambda: R.run_refraction("ucb-ald-pv", slope=5.0, trials=10, seed=2),
+    lambda: R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, kernel=R.KERNEL_POWER_VECTOR),
+    lambda: R.run_refraction("TS-ALD", slope=5.0, trials=7, seed=1, kernel=R.KERNEL_POWER_VECTOR),
+    lambda: R.paper_protocol_text("UCB-ALD-PV", slope=5.0, trials=10),
+])  # fmt: skip
+def test_the_power_vector_kernel_is_refused_by_the_one_trial_loop(call):
+    """The loop's GP engine has the paper's kernel only (002 Eq. 15); UCB-ALD-PV ran in the
+    standalone loop the experiment had before. Every spelling says so, naming the kernel."""
+    with pytest.raises(InvalidInputError, match="refraction-power-vector-se.*one trial loop"):
+        call()
+    assert R.loop_policy("UCB-ALD-SL") == ("UCB-ALD", R.KERNEL_SHORT_LENGTHSCALE)
+    assert R.LOOP_KERNEL_VARIANTS == (R.KERNEL_SE, R.KERNEL_SHORT_LENGTHSCALE)
 
 
 def test_named_fix_refuses_another_kernel():
-    with pytest.raises(InvalidInputError, match="kernel"):
+    with pytest.raises(InvalidInputError, match="runs on 'refraction-se-short-lengthscale'"):
+        R.run_refraction("UCB-ALD-SL", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_SE)
+    with pytest.raises(InvalidInputError, match="runs on 'refraction-power-vector-se'"):
         R.run_refraction("UCB-ALD-PV", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_SE)
-    run = R.run_refraction("UCB-ALD-PV", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_POWER_VECTOR)
-    assert run.kernel_variant == R.KERNEL_POWER_VECTOR
+    run = R.run_refraction("TS-ALD-SL", slope=5.0, trials=2, seed=0, kernel=R.KERNEL_SHORT_LENGTHSCALE)
+    assert run.kernel_variant == R.KERNEL_SHORT_LENGTHSCALE and run.policy == "TS-ALD-SL"
 
 
 def test_every_stored_slope_has_power_vector_hyperparameters(monkeypatch):
-    monkeypatch.setattr(R, "fit_power_vector_hyperparameters", lambda *a, **k: pytest.fail("fit a stored slope"))
-    R._fit_power_vector_cached.cache_clear()
-    for n_alt in R.STORED_ALTERNATIVES:
-        for slope in R.STORED_SLOPES:
-            hp = R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, slope, n_alt)
-            assert (hp.slope, hp.n_alternatives, hp.n_answers, hp.seed) == (slope, n_alt, R.N_FIT, R.FIT_SEED)
+    monkeypatch.setattr(H, "fit_power_vector_hyperparameters", lambda *a, **k: pytest.fail("fit a stored slope"))
+    H._fit_power_vector_cached.cache_clear()
+    for n_alt in H.STORED_ALTERNATIVES:
+        for slope in H.STORED_SLOPES:
+            hp = H.kernel_variant_hyperparameters(H.KERNEL_POWER_VECTOR, slope, n_alt)
+            assert (hp.slope, hp.n_alternatives, hp.n_answers, hp.seed) == (slope, n_alt, H.N_FIT, H.FIT_SEED)
             assert hp.theta > 0 and hp.variance > 0 and min(hp.lengthscales) > 0
             assert np.isfinite(hp.log_marginal_likelihood)
 
@@ -110,43 +110,45 @@ def test_shipped_power_vector_evidence_is_recomputed_and_stationary(slope, n_alt
 
 
 def test_regenerating_one_variant_keeps_the_other(tmp_path, monkeypatch):
-    monkeypatch.setattr(R, "fit_refraction_hyperparameters",
-                        lambda a, n, **k: R.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
-    monkeypatch.setattr(R, "fit_power_vector_hyperparameters",
-                        lambda a, n, **k: R.RefractionHyperparameters(a, n, 2 * a, (5.0, 6.0), 7.0, -8.0))
-    path = R.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
+    monkeypatch.setattr(H, "fit_refraction_hyperparameters",
+                        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
+    monkeypatch.setattr(H, "fit_power_vector_hyperparameters",
+                        lambda a, n, **k: H.RefractionHyperparameters(a, n, 2 * a, (5.0, 6.0), 7.0, -8.0))
+    path = H.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
     doc = json.loads(path.read_text())
     assert [e["theta"] for e in doc["entries"]] == [1.0, 2.0]
     assert [e["theta"] for e in doc["power_vector_entries"]] == [2.0, 4.0]
-    monkeypatch.setattr(R, "fit_power_vector_hyperparameters",
-                        lambda a, n, **k: R.RefractionHyperparameters(a, n, 10 * a, (5.0, 6.0), 7.0, -8.0))
-    monkeypatch.setattr(R, "fit_refraction_hyperparameters", lambda *a, **k: pytest.fail("refit the SE section"))
-    R.regenerate(path, slopes=(3.0,), alternatives=(10,), kernels=[R.KERNEL_POWER_VECTOR])
+    monkeypatch.setattr(H, "fit_power_vector_hyperparameters",
+                        lambda a, n, **k: H.RefractionHyperparameters(a, n, 10 * a, (5.0, 6.0), 7.0, -8.0))
+    monkeypatch.setattr(H, "fit_refraction_hyperparameters", lambda *a, **k: pytest.fail("refit the SE section"))
+    H.regenerate(path, slopes=(3.0,), alternatives=(10,), kernels=[H.KERNEL_POWER_VECTOR])
     doc = json.loads(path.read_text())
     assert [e["theta"] for e in doc["entries"]] == [1.0, 2.0]
     assert [(e["slope"], e["n_alternatives"], e["theta"]) for e in doc["power_vector_entries"]] == [(3.0, 10, 30.0)]
     with pytest.raises(InvalidInputError, match="kernel"):
-        R.regenerate(path, kernels=["matern"])
+        H.regenerate(path, kernels=["matern"])
     with pytest.raises(InvalidInputError, match="kernels"):
-        R.regenerate(path, kernels=[R.KERNEL_SHORT_LENGTHSCALE])
+        H.regenerate(path, kernels=[H.KERNEL_SHORT_LENGTHSCALE])
 
 
-def test_main_refits_only_the_named_variant(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(R, "STORED_SLOPES", (1.0,))
+def test_main_refits_only_the_named_variant(tmp_path, monkeypatch):
+    """``python -m visiontune.refraction.gp_hyperparameters --regenerate --kernel ...``."""
     seen = []
-    monkeypatch.setattr(R, "regenerate", lambda path, *, kernels, progress: seen.append((path, kernels)) or tmp_path)
-    assert R.main(["--regenerate", "--kernel", R.KERNEL_POWER_VECTOR, "--output", str(tmp_path / "x.json")]) == 0
-    assert seen == [(str(tmp_path / "x.json"), [R.KERNEL_POWER_VECTOR])]
+    monkeypatch.setattr(H, "regenerate", lambda path, *, kernels, progress: seen.append((path, kernels)) or tmp_path)
+    assert H.main(["--regenerate", "--kernel", H.KERNEL_POWER_VECTOR, "--output", str(tmp_path / "x.json")]) == 0
+    assert seen == [(str(tmp_path / "x.json"), [H.KERNEL_POWER_VECTOR])]
+    assert H.main([]) == 0 and len(seen) == 1  # without --regenerate: help only, nothing refit
 
 
-# --------------------------------------------------------------------- tracked estimate and replay
+# --------------------------------------------------------------------- estimate and replay
 
 
-def test_tracked_estimate_is_the_argmax_of_the_success_probability():
-    """Oracle: a dense 321 x 321 lens grid of mu_c(s0, x) on the final model of each run."""
+def test_estimate_is_the_argmax_of_the_success_probability():
+    """Oracle: a dense 321 x 321 lens grid of mu_c(s0, x) on the final model of each run; the
+    estimate is the session's (best lens of the loop's GP engine), not rounded to lens steps."""
     g = np.linspace(-4.0, 4.0, 321)
     lenses = np.stack(np.meshgrid(g, g, indexing="ij"), axis=-1).reshape(-1, 2)
-    for name, seed in (("UCB-ALD", 1), ("UCB-ALD-PV", 4)):
+    for name, seed in (("UCB-ALD", 1), ("UCB-ALD-SL", 4)):
         run = R.run_refraction(name, slope=5.0, trials=25, seed=seed)
         model = run.final_model
         p = F.mean_probability(model, np.column_stack([np.zeros(len(lenses)), lenses]), grad=False)
@@ -155,16 +157,21 @@ def test_tracked_estimate_is_the_argmax_of_the_success_probability():
 
 
 def test_a_log_replays_to_the_same_next_query():
-    """The model is a pure function of the log: refitting from scratch on a run's answers and asking
-    the policy with the same generator state gives the same next query as the live run."""
-    run = R.run_refraction("UCB-ALD-PV", slope=5.0, trials=14, seed=6)
-    X = np.array([[r.s, *r.x] for r in run.records])
-    y = np.array([float(r.correct) for r in run.records])
-    kernel = R.refraction_kernel_variant(R.KERNEL_POWER_VECTOR, slope=5.0)
-    problem = R.refraction_problem()
-    queries = []
-    for _ in range(2):
-        model = ProbitGP(kernel, X[:-1], y[:-1])
-        queries.append(registry.make("UCB-ALD")(model, problem, Data(X[:-1], y[:-1]), np.random.default_rng(9)))
-    assert queries[0] == queries[1]
-    assert np.allclose(ProbitGP(kernel, X, y).predict(X)[0], run.final_model.predict(X)[0], atol=1e-6)
+    """The model is a pure function of the log: a fresh Refraction over a MemoryLog holding a
+    run's first 14 answers proposes the live run's 15th query, and refitting the kernel from
+    scratch on the answers gives the live run's final model."""
+    live = R.run_refraction("UCB-ALD-SL", slope=5.0, trials=15, seed=6)
+    protocol = R.paper_protocol("UCB-ALD-SL", slope=5.0, trials=15, seed=6)
+    log = MemoryLog()
+    for r in live.records[:14]:
+        log.record(r.s, Prescription(*r.x, 180.0), "A", r.correct)
+    replay = Refraction(log, protocol, seed=6)
+    q = replay.next_query()
+    assert q.index == 14 and (q.s_logmar, (q.lens.sphere_d, q.lens.cylinder_d)) == (live.records[14].s, live.records[14].x)
+    replay.record(Answer(correct=live.records[14].correct))
+    assert replay.current_estimate(with_region=False).lens.power_vector_array() == pytest.approx(
+        Prescription(*live.records[14].estimate, 180.0).power_vector_array(), abs=1e-12)
+    X = np.array([[r.s, *r.x] for r in live.records])
+    y = np.array([float(r.correct) for r in live.records])
+    kernel = H.refraction_kernel_variant(H.KERNEL_SHORT_LENGTHSCALE, slope=5.0)
+    assert np.allclose(ProbitGP(kernel, X, y).predict(X)[0], live.final_model.predict(X)[0], atol=1e-6)

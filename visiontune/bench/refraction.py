@@ -1,355 +1,82 @@
-"""The refraction experiment of seed 002 §5: hyperparameters, and one simulated run.
+"""The refraction experiment of seed 002 §5.3: one simulated run of the paper's GP policies.
 
-**Kernel and its hyperparameters** (002 §5.2, Eq. 15). Model inputs are ``(s, S, C)``:
-letter size (logMAR), sphere and cylinder (diopters) at a fixed axis, with
+A run is the paper's protocol (:func:`paper_protocol_text`: GP model, fixed hyperparameters,
+continuous lenses in ``[-4, 4]²`` D at axis 180) driven through the one trial loop
+(:class:`visiontune.refraction.loop.Refraction` over a :class:`~visiontune.refraction.loop.MemoryLog`),
+the loop a clinical session runs over the SQLite store; the bench only adds the score, the
+patient's true acuity through the session's estimate after every answer.
 
-    k((s, x), (s', x')) = θ s s' + σ² exp(-½ Σ_i (x_i - x'_i)² / ℓ_i²)
-
-As in the paper, the hyperparameters ``(θ, ℓ_S, ℓ_C, σ²)`` are fit once by type-II maximum
-likelihood (Laplace evidence, R&W Eq. 3.32) on the answers of a simulated patient to
-``N_FIT = 1000`` random queries (``s`` uniform in the context box ``[-1, 2]`` logMAR, ``x``
-uniform in the search box ``[-4, 4]²`` D, the patient's true correction drawn from the fixed
-seed :data:`FIT_SEED`), then held fixed. Values for the paper's slopes ``linspace(1, 8, 8)``
-and ``n`` = 26 and 10 alternatives ship in ``visiontune/data/refraction_hyperparameters.json``
-(regenerate with ``python -m visiontune.bench.refraction --regenerate``); any other slope or
-box is fit on the fly and cached in memory.
-
-**One run** (:func:`run_refraction`): a :class:`~visiontune.optics.SimulatedPatient` answers the
-queries of a registered contextual policy (UCB-ALD, TS-ALD, ...); the probit GP is refit after
-every answer (fixed hyperparameters, warm-started inference) and the estimate
-``x̂ = argmax_x μ_c(s0, x)`` is recorded with the true acuity through it,
-``VA(x̂) = VA(x*) + log10(1 + β²)`` (DESIGN.md, *Acuity model*).
-
-Reference context ``s0`` (the letter size at which the x-rule and the estimate are evaluated):
-seed 002 does not state it for the refraction task. Default ``s0 = 0`` logMAR (20/20), the
-best-corrected acuity of the paper's patient (002 §5.1), where ``f(0, x) = b(x)`` is the
-acuity term of Eq. 14 alone and the linear term ``θ s s'`` vanishes; the session engine uses
-the same value. Measured (UCB-ALD, slope 5, 26 letters, 260 trials, seeds 0-9, shipped
-hyperparameters; mean final VA ± s.e.m., logMAR): ``s0 = 0``: 0.187 ± 0.057; ``s0 = 0.5``
-(mid-point of the context box, the authors' benchmark convention): 0.329 ± 0.063;
-``s0 = 1.0``: 0.150 ± 0.055. The mid-point is clearly worse; 0 and 1 are within noise of each
-other, and none reaches the paper's 0.025: runs stall (at a box corner or in the ``M = 0``
-valley) once the first failed answers pull the long-lengthscale (ℓ ≈ 5 D) SE part down
-everywhere but the region already sampled.
-
-**Named variants** (VisionTune, not in the papers; docs/results/refraction-investigation.md): the
-cause is the fitted lengthscales (5-10 D), far too long for the acuity peak at ``x*``.
-``UCB-ALD-SL`` runs UCB-ALD with both SE lengthscales at 2 D (θ, σ² as fit): mean final VA
-0.036 ± 0.011 logMAR at slope 5 (10 seeds) against 0.172 ± 0.055 for UCB-ALD. ``UCB-ALD-PV`` runs
-it on the SE kernel in power-vector coordinates with its own fit (0.363 ± 0.062: no better).
-``TS-ALD-SL`` is TS-ALD with the same 2 D lengthscales (0.021 ± 0.005 at slope 5, 20 repetitions).
-:data:`FIXED_POLICIES` maps each name to ``(registered policy, kernel variant)``.
+The kernel and its fitted hyperparameters live in :mod:`visiontune.refraction.gp_hyperparameters`
+(re-exported here for the experiment's callers; refit them with
+``python -m visiontune.refraction.gp_hyperparameters --regenerate``).
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-from visiontune._validate import finite_array, positive
-from visiontune.errors import ConfigurationError, InvalidInputError
-from visiontune.gp import Kernel, ProbitGP, fit_hyperparameters, refraction_kernel
-from visiontune.optics import CONTEXT_BOX, SEARCH_BOX, Prescription, SimulatedPatient, random_true_rx
+from visiontune._validate import finite_array
+from visiontune.errors import InvalidInputError
+from visiontune.gp import ProbitGP
+from visiontune.optics import SEARCH_BOX, Prescription, random_true_rx
+from visiontune.refraction.gp_hyperparameters import (  # noqa: F401 (re-exported)
+    _DEFAULT_CONTEXT,
+    _DEFAULT_SEARCH,
+    DEFAULT_REFERENCE_LOGMAR,
+    FIT_SEED,
+    FITTED_KERNEL_VARIANTS,
+    FIXED_POLICIES,
+    KERNEL_POWER_VECTOR,
+    KERNEL_SE,
+    KERNEL_SHORT_LENGTHSCALE,
+    KERNEL_VARIANTS,
+    N_FIT,
+    SHORT_LENGTHSCALE_D,
+    STORED_ALTERNATIVES,
+    STORED_SLOPES,
+    TS_ALD_SL,
+    UCB_ALD_PV,
+    UCB_ALD_SL,
+    RefractionHyperparameters,
+    _check_alternatives,
+    _check_kernel_variant,
+    _check_slope,
+    fit_power_vector_hyperparameters,
+    fit_refraction_hyperparameters,
+    fitted_refraction_kernel,
+    kernel_variant_hyperparameters,
+    refraction_hyperparameters,
+    refraction_kernel_variant,
+    regenerate,
+    short_lengthscale_hyperparameters,
+    simulate_fit_data,
+    stored_hyperparameters,
+)
+from visiontune.refraction.policies import GP_POLICIES
 
 __all__ = [
-    "DEFAULT_REFERENCE_LOGMAR",
-    "FIT_SEED",
-    "FITTED_KERNEL_VARIANTS",
-    "FIXED_POLICIES",
-    "KERNEL_POWER_VECTOR",
-    "KERNEL_SE",
-    "KERNEL_SHORT_LENGTHSCALE",
-    "KERNEL_VARIANTS",
-    "SHORT_LENGTHSCALE_D",
-    "N_FIT",
-    "STORED_ALTERNATIVES",
-    "STORED_SLOPES",
-    "RefractionHyperparameters",
+    "LOOP_KERNEL_VARIANTS",
+    "PAPER_AXIS_DEG",
+    "PAPER_INITIAL_RANDOM_TRIALS",
     "RefractionRun",
     "TrialRecord",
-    "fit_refraction_hyperparameters",
-    "fit_power_vector_hyperparameters",
-    "fitted_refraction_kernel",
-    "kernel_variant_hyperparameters",
+    "loop_policy",
+    "paper_patient",
+    "paper_protocol",
+    "paper_protocol_text",
+    "paper_true_rx",
     "policy_kernel",
-    "refraction_hyperparameters",
-    "refraction_kernel_variant",
+    "posterior_acuity_map",
     "refraction_policy_names",
     "refraction_problem",
-    "regenerate",
     "resolve_policy",
+    "run_loop",
     "run_refraction",
-    "simulate_fit_data",
-    "short_lengthscale_hyperparameters",
-    "stored_hyperparameters",
-    "UCB_ALD_PV",
-    "UCB_ALD_SL",
-    "TS_ALD_SL",
 ]
-
-#: Number of simulated answers the hyperparameters are fit on (002 §5.2).
-N_FIT = 1000
-#: Seed of the fitting data (true correction, queries, answers, optimiser starts).
-FIT_SEED = 20_210
-#: Slopes (logMAR⁻¹) and numbers of alternatives whose fitted values ship as package data.
-STORED_SLOPES = tuple(float(a) for a in np.linspace(1.0, 8.0, 8))
-STORED_ALTERNATIVES = (26, 10)
-#: Default reference letter size s0 (logMAR): 20/20 (module docstring).
-DEFAULT_REFERENCE_LOGMAR = 0.0
-
-_DATA_FILE = "refraction_hyperparameters.json"
-_DEFAULT_SEARCH = SEARCH_BOX.bounds()
-_DEFAULT_CONTEXT = CONTEXT_BOX.bounds()
-
-
-# ======================================================================================
-# Hyperparameters
-# ======================================================================================
-
-
-@dataclass(frozen=True)
-class RefractionHyperparameters:
-    """Fitted hyperparameters of ``θ s s' + k_SE`` (002 Eq. 15) for one patient model.
-
-    ``theta``: linear variance of ``s`` (logMAR⁻²); ``lengthscales``: ``(ℓ_S, ℓ_C)`` diopters;
-    ``variance``: SE output variance; ``log_marginal_likelihood``: Laplace evidence at the fit
-    (nats); ``slope`` (logMAR⁻¹) and ``n_alternatives`` of the simulated patient; ``n_answers``
-    and ``seed`` of the fitting data.
-    """
-
-    slope: float
-    n_alternatives: int
-    theta: float
-    lengthscales: tuple[float, float]
-    variance: float
-    log_marginal_likelihood: float
-    n_answers: int = N_FIT
-    seed: int = FIT_SEED
-
-    def kernel(self) -> Kernel:
-        """The refraction kernel with these values (:func:`visiontune.gp.refraction_kernel`)."""
-        return refraction_kernel(self.theta, np.array(self.lengthscales), self.variance)
-
-    def to_dict(self) -> dict:
-        return {"slope": self.slope, "n_alternatives": self.n_alternatives, "theta": self.theta,
-                "lengthscales": list(self.lengthscales), "variance": self.variance,
-                "log_marginal_likelihood": self.log_marginal_likelihood, "n_answers": self.n_answers,
-                "seed": self.seed}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RefractionHyperparameters":
-        try:
-            return cls(float(d["slope"]), int(d["n_alternatives"]), float(d["theta"]),
-                       (float(d["lengthscales"][0]), float(d["lengthscales"][1])), float(d["variance"]),
-                       float(d["log_marginal_likelihood"]), int(d["n_answers"]), int(d["seed"]))  # fmt: skip
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ConfigurationError(f"{_DATA_FILE}: malformed entry {d!r} ({exc})") from None
-
-
-def _check_slope(slope) -> float:
-    a = positive("slope", slope)
-    if a.ndim:
-        raise InvalidInputError(f"slope: expected one number (logMAR^-1), got shape {a.shape}")
-    return float(a)
-
-
-def _check_alternatives(n_alternatives) -> int:
-    if isinstance(n_alternatives, bool) or not isinstance(n_alternatives, (int, np.integer)) or n_alternatives < 2:
-        raise InvalidInputError(f"n_alternatives: expected an integer >= 2, got {n_alternatives!r}")
-    return int(n_alternatives)
-
-
-def _check_box(name: str, box, rows: int) -> np.ndarray:
-    b = finite_array(name, box, ndim=2)
-    if b.shape != (rows, 2) or np.any(b[:, 1] <= b[:, 0]):
-        raise InvalidInputError(f"{name}: expected a ({rows}, 2) array of [low, high] rows with low < high, got {b.tolist()}")
-    return b
-
-
-def simulate_fit_data(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                      search_box=None, context_box=None):
-    """The fitting data of 002 §5.2: ``(X (n, 3), y (n,), true_rx)``.
-
-    ``X`` rows ``(s, S, C)`` with ``s`` uniform in ``context_box`` (default ``[-1, 2]`` logMAR)
-    and ``(S, C)`` uniform in ``search_box`` (default ``[-4, 4]²`` D); ``y`` the answers (1 =
-    letter read) of a :class:`SimulatedPatient` (VA* = 0, no lapse) whose correction is uniform
-    in the search box. One ``SeedSequence(seed)`` spawns the streams of the correction, the
-    queries and the answers.
-    """
-    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InvalidInputError(f"n: expected an integer >= 1, got {n!r}")
-    sbox = _check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2)
-    cbox = _check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1)
-    rx_seq, query_seq, patient_seq = np.random.SeedSequence(seed).spawn(3)
-    rx_rng = np.random.default_rng(rx_seq)
-    sphere, cylinder = rx_rng.uniform(sbox[:, 0], sbox[:, 1])
-    true_rx = Prescription(float(sphere), float(cylinder), 180.0)
-    q = np.random.default_rng(query_seq)
-    s = q.uniform(cbox[0, 0], cbox[0, 1], size=n)
-    x = q.uniform(sbox[:, 0], sbox[:, 1], size=(n, 2))
-    patient = SimulatedPatient(true_rx, 0.0, slope, n_alternatives, 0.0, seed=np.random.default_rng(patient_seq))
-    y = patient.answers(s, x).astype(float)
-    return np.column_stack([s, x]), y, true_rx
-
-
-def fit_refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                                   search_box=None, context_box=None, n_starts: int = 3) -> RefractionHyperparameters:
-    """Maximum-likelihood ``(θ, ℓ_S, ℓ_C, σ²)`` on :func:`simulate_fit_data` (002 §5.2).
-
-    ``argmax log q(y | X, θ)`` (Laplace evidence, R&W Eq. 3.32) by multistart L-BFGS-B
-    (:func:`visiontune.gp.fit_hyperparameters`), the first start at ``θ = 1, ℓ = 2 D, σ² = 1``.
-    Takes about 10-30 s for ``n = 1000``.
-    """
-    start = refraction_kernel(1.0, np.array([2.0, 2.0]), 1.0)
-    return _fit_from(start, slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box,
-                     n_starts=n_starts)  # fmt: skip
-
-
-def _fit_from(start, slope: float, n_alternatives: int, *, n: int, seed: int, search_box=None, context_box=None,
-              n_starts: int) -> RefractionHyperparameters:
-    """Maximum-likelihood hyperparameters of the kernel ``start`` (``θ s s' + k_SE`` on some input
-    map, parameters as :func:`_unpack` reads them) on :func:`simulate_fit_data`, from ``start``."""
-    X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box)
-    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[3])
-    fitted = fit_hyperparameters(start, X, y, inference="laplace", n_starts=n_starts, rng=rng)
-    lml = ProbitGP(fitted, X, y).log_marginal_likelihood()
-    theta, lengthscales, variance = _unpack(fitted)
-    return RefractionHyperparameters(float(slope), int(n_alternatives), theta, lengthscales, variance, float(lml),
-                                     int(n), int(seed))  # fmt: skip
-
-
-def _unpack(kernel) -> tuple[float, tuple[float, float], float]:
-    """``(θ, (ℓ_S, ℓ_C), σ²)`` of a :func:`refraction_kernel`, whose free log-parameters are
-    ``k0.variance`` (θ), ``k1.lengthscales[0..1]`` and ``k1.variance``, in that order."""
-    expected = ["k0.variance", "k1.lengthscales[0]", "k1.lengthscales[1]", "k1.variance"]
-    if list(kernel.param_names) != expected:
-        raise ConfigurationError(f"refraction kernel: expected parameters {expected}, got {kernel.param_names}")
-    values = np.exp(kernel.params)
-    return float(values[0]), (float(values[1]), float(values[2])), float(values[3])
-
-
-def stored_hyperparameters() -> dict[tuple[float, int], RefractionHyperparameters]:
-    """The shipped fits, by ``(slope, n_alternatives)``; empty if the data file is missing."""
-    return _stored()
-
-
-@functools.lru_cache(maxsize=1)
-def _data_document() -> dict:
-    """The parsed package data file (``{}`` if it is missing); ConfigurationError if unreadable."""
-    try:
-        text = resources.files("visiontune").joinpath("data", _DATA_FILE).read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, OSError):
-        return {}
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"{_DATA_FILE}: unreadable ({exc})") from None
-    if not isinstance(doc, dict):
-        raise ConfigurationError(f"{_DATA_FILE}: unreadable (expected a JSON object, got {type(doc).__name__})")
-    return doc
-
-
-def _stored_entries(key: str) -> dict[tuple[float, int], RefractionHyperparameters]:
-    """The fits stored under ``key`` of the data file, by ``(slope rounded to 1e-9, n_alternatives)``."""
-    entries = _data_document().get(key, [])
-    if not isinstance(entries, list):
-        raise ConfigurationError(f"{_DATA_FILE}: unreadable ({key!r} is not a list)")
-    out = {}
-    for d in entries:
-        hp = RefractionHyperparameters.from_dict(d)
-        out[(round(hp.slope, 9), hp.n_alternatives)] = hp
-    return out
-
-
-def _stored() -> dict[tuple[float, int], RefractionHyperparameters]:
-    return _stored_entries("entries")
-
-
-@functools.lru_cache(maxsize=64)
-def _fit_cached(slope: float, n_alternatives: int, search: tuple, context: tuple) -> RefractionHyperparameters:
-    return fit_refraction_hyperparameters(slope, n_alternatives, search_box=np.array(search).reshape(2, 2),
-                                          context_box=np.array(context).reshape(1, 2))  # fmt: skip
-
-
-def refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, search_box=None,
-                               context_box=None) -> RefractionHyperparameters:
-    """Hyperparameters for a patient model: the shipped fit for the paper's boxes and a stored
-    ``(slope, n_alternatives)``; otherwise fit on the fly (10-30 s) and cached in memory."""
-    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    sbox = _check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2)
-    cbox = _check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1)
-    if np.array_equal(sbox, _DEFAULT_SEARCH) and np.array_equal(cbox, _DEFAULT_CONTEXT):
-        hp = _stored().get((round(slope, 9), n_alternatives))
-        if hp is not None:
-            return hp
-    return _fit_cached(slope, n_alternatives, tuple(sbox.ravel().tolist()), tuple(cbox.ravel().tolist()))
-
-
-def fitted_refraction_kernel(*, slope: float, n_alternatives: int = 26, search_box=None, context_box=None) -> Kernel:
-    """The refraction kernel (002 Eq. 15) with hyperparameters from :func:`refraction_hyperparameters`."""
-    return refraction_hyperparameters(slope, n_alternatives, search_box=search_box, context_box=context_box).kernel()
-
-
-def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternatives=STORED_ALTERNATIVES,
-               progress: Callable[[str], None] | None = None, kernels=None) -> Path:
-    """Refit every ``(slope, n_alternatives)`` and write the package data file (JSON).
-
-    ``kernels``: the variants to refit (:data:`FITTED_KERNEL_VARIANTS`; default both): ``"refraction-se"``
-    fills ``entries`` (:func:`fit_refraction_hyperparameters`), ``"refraction-power-vector-se"``
-    fills ``power_vector_entries`` (:func:`fit_power_vector_hyperparameters`). A section not refit
-    is copied from the file already at ``path`` (if any), so one variant can be refit alone.
-    """
-    path = Path(path) if path is not None else Path(__file__).resolve().parent.parent / "data" / _DATA_FILE
-    kernels = FITTED_KERNEL_VARIANTS if kernels is None else tuple(_check_kernel_variant(k) for k in kernels)
-    if any(k not in FITTED_KERNEL_VARIANTS for k in kernels):
-        raise InvalidInputError(f"kernels: only {FITTED_KERNEL_VARIANTS} are fit and shipped, got {kernels}")
-    try:
-        old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, json.JSONDecodeError):
-        old = {}
-    fitters = {KERNEL_SE: ("entries", fit_refraction_hyperparameters),
-               KERNEL_POWER_VECTOR: (_PV_KEY, fit_power_vector_hyperparameters)}  # fmt: skip
-    sections = {key: list(old.get(key, [])) if isinstance(old, dict) else [] for key, _ in fitters.values()}
-    for variant in kernels:
-        key, fit = fitters[variant]
-        entries = []
-        for n_alt in alternatives:
-            for a in slopes:
-                hp = fit(float(a), int(n_alt))
-                entries.append(hp.to_dict())
-                if progress is not None:
-                    progress(f"{variant}: slope {a:g}, n = {n_alt}: theta {hp.theta:.4g}, lengthscales "
-                             f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
-        sections[key] = entries
-    doc = {
-        "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) (seed 002 Eq. 15, "
-                       "§5.2) fit on 1000 simulated answers; regenerate with "
-                       "python -m visiontune.bench.refraction --regenerate",
-        "search_box": _DEFAULT_SEARCH.tolist(),
-        "context_box": _DEFAULT_CONTEXT.tolist(),
-        "inference": "laplace",
-        "entries": sections["entries"],
-        "power_vector_description": "VisionTune variant (not in the papers): maximum-likelihood hyperparameters of "
-                                    "theta*s*s' + k_SE((M, C/2), (M', C'/2)), M = S + C/2, on the same 1000 simulated "
-                                    "answers; lengthscales are (l_M, l_J) in diopters; fit with "
-                                    "visiontune.bench.refraction.fit_power_vector_hyperparameters; regenerate with "
-                                    "python -m visiontune.bench.refraction --regenerate --kernel "
-                                    "refraction-power-vector-se",
-        _PV_KEY: sections[_PV_KEY],
-    }
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    _data_document.cache_clear()
-    return path
-
 
 # ======================================================================================
 # One simulated run
@@ -383,8 +110,10 @@ def resolve_policy(name: str) -> str:
 
 
 def refraction_policy_names() -> list[str]:
-    """Every policy name :func:`run_refraction` accepts: the registry's contextual binary
-    policies (the paper's rules and controls), then the named fixes of :data:`FIXED_POLICIES`."""
+    """Every refraction policy name :func:`resolve_policy` knows: the registry's contextual
+    binary policies (the paper's rules and controls), then the named fixes of
+    :data:`FIXED_POLICIES`. :func:`run_refraction` runs each of them but ``UCB-ALD-PV``, whose
+    power-vector kernel the one trial loop does not have (:func:`loop_policy`)."""
     from visiontune.acquisition import registry
 
     return [*registry.names("contextual-binary"), *FIXED_POLICIES]
@@ -478,6 +207,14 @@ class RefractionRun:
         }
 
 
+#: The fixed cylinder axis of the paper's search (002 §5.3).
+PAPER_AXIS_DEG = 180.0
+#: Initial random trials of the paper's rules (002 §4.1).
+PAPER_INITIAL_RANDOM_TRIALS = 5
+#: Registry policy name -> GP protocol policy name (``"UCB-ALD"`` -> ``"ucb-ald"``).
+_PROTOCOL_POLICY = {registry: name for name, registry in GP_POLICIES.items()}
+
+
 def _check_true_rx(true_rx) -> Prescription | None:
     if true_rx is None:
         return None
@@ -486,12 +223,137 @@ def _check_true_rx(true_rx) -> Prescription | None:
         if arr.shape != (2,):
             raise InvalidInputError(f"true_rx: expected a Prescription or (sphere_d, cylinder_d), got shape {arr.shape}")
         true_rx = Prescription(float(arr[0]), float(arr[1]), 180.0)
+    if true_rx.cylinder_d != 0.0 and true_rx.axis_deg != PAPER_AXIS_DEG:
+        raise InvalidInputError(f"true_rx: the paper's GP model searches sphere and cylinder at the fixed axis "
+                                f"{PAPER_AXIS_DEG:g} (002 §5.3); got axis {true_rx.axis_deg:g}. For any axis use "
+                                f"`visiontune session run --simulate` with an optics protocol")  # fmt: skip
     if not SEARCH_BOX.contains([true_rx.sphere_d, true_rx.cylinder_d])[0]:
         raise InvalidInputError(f"true_rx: ({true_rx.sphere_d:g}, {true_rx.cylinder_d:g}) D is outside the search space "
                                 f"[-4, 4] x [-4, 4] D")  # fmt: skip
-    if true_rx.axis_deg != 180.0:
-        raise InvalidInputError(f"true_rx: the lenses are searched at axis 180, got axis {true_rx.axis_deg:g}")
-    return true_rx
+    return Prescription(true_rx.sphere_d, true_rx.cylinder_d, PAPER_AXIS_DEG)
+
+
+def _toml_float(x: float) -> str:
+    """``x`` as a TOML float that reads back to the same double (``repr`` round-trips)."""
+    text = repr(float(x))
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+def paper_protocol_text(policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26,
+                        seed: int = 0, kernel: str | None = None) -> str:
+    """The refraction protocol of 002 §5.3 for one rule, as TOML text for
+    :func:`~visiontune.refraction.protocol.parse_protocol`: the GP model on ``refraction-se``
+    with the rule's kernel-variant hyperparameters held fixed (the paper's fit at ``slope`` and
+    ``n_alternatives``, or its 2 D lengthscales for the ``-SL`` rules), the lens box
+    ``[-4, 4]²`` D at axis 180, letter sizes ``[-1, 2]`` logMAR, continuous lenses
+    (``[lenses] step_d = 0``, as the paper simulates), 5 initial random trials, ``trials``
+    answers and no precision stop. Rules the loop cannot express are refused
+    (:func:`loop_policy`)."""
+    base, variant = loop_policy(policy_name, kernel)
+    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
+    if n_alternatives > 26:
+        raise InvalidInputError(f"n_alternatives: the loop's letter sets hold at most 26 letters, got {n_alternatives}")
+    hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
+    ls = ", ".join(_toml_float(v) for v in hp.lengthscales)
+    rule = resolve_policy(policy_name)
+    return f"""name = "paper-{rule.lower()}"
+description = "Seed 002 section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, [-4, 4]^2 D at axis 180, {trials} trials"
+policy = "{_PROTOCOL_POLICY[base]}"
+seed = {int(seed)}
+initial_random_trials = {min(PAPER_INITIAL_RANDOM_TRIALS, int(trials))}
+
+[search_space]
+sphere_d = [{_toml_float(_DEFAULT_SEARCH[0, 0])}, {_toml_float(_DEFAULT_SEARCH[0, 1])}]
+cylinder_d = [{_toml_float(_DEFAULT_SEARCH[1, 0])}, {_toml_float(_DEFAULT_SEARCH[1, 1])}]
+axis_deg = {_toml_float(PAPER_AXIS_DEG)}
+
+[context_space]
+logmar = [{_toml_float(_DEFAULT_CONTEXT[0, 0])}, {_toml_float(_DEFAULT_CONTEXT[0, 1])}]
+
+[letters]
+set = "letters26"
+n_alternatives = {n_alternatives}
+
+[lenses]
+step_d = 0
+
+[stopping]
+max_trials = {int(trials)}
+
+[model]
+type = "gp"
+kernel = "{KERNEL_SE}"
+# {variant} at slope {slope:g}, {n_alternatives} alternatives (002 §5.2), held fixed
+hyperparameters = {{ theta = {_toml_float(hp.theta)}, lengthscales = [{ls}], variance = {_toml_float(hp.variance)} }}
+"""
+
+
+def paper_protocol(policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26, seed: int = 0,
+                   kernel: str | None = None):
+    """:func:`paper_protocol_text` parsed and validated (a
+    :class:`~visiontune.refraction.protocol.Protocol`)."""
+    from visiontune.refraction.protocol import parse_protocol
+
+    text = paper_protocol_text(policy_name, slope=slope, trials=trials, n_alternatives=n_alternatives, seed=seed,
+                               kernel=kernel)  # fmt: skip
+    return parse_protocol(text, source=f"<paper protocol {resolve_policy(policy_name)}>")
+
+
+def loop_policy(policy_name: str, kernel: str | None = None) -> tuple[str, str]:
+    """``(registered policy, kernel variant)`` of a rule as the one trial loop runs it. The
+    loop's GP engine has the paper's kernel ``refraction-se`` only, with fixed hyperparameters,
+    so the short-lengthscale variant (``-SL`` rules) runs (it is ``refraction-se`` with 2 D
+    lengthscales) and the power-vector kernel (``UCB-ALD-PV``) is refused."""
+    name = resolve_policy(policy_name)
+    base, own_kernel = policy_kernel(name)
+    if kernel is None:
+        kernel = own_kernel
+    elif name in FIXED_POLICIES and kernel != own_kernel:
+        raise InvalidInputError(f"kernel: policy {name} runs on {own_kernel!r}, got {kernel!r}")
+    variant = _check_kernel_variant(kernel)
+    if variant not in LOOP_KERNEL_VARIANTS:
+        raise InvalidInputError(
+            f"kernel: {variant!r} ({name}) cannot run through the one trial loop: its GP engine has only the "
+            f"paper's kernel {KERNEL_SE!r} (protocol model.kernel); the power-vector kernel was an investigation "
+            f"of the standalone loop (docs/results/refraction-investigation.md)")  # fmt: skip
+    if base not in _PROTOCOL_POLICY:
+        raise InvalidInputError(f"policy: {base} has no GP protocol name (visiontune.refraction.policies.GP_POLICIES)")
+    return base, variant
+
+
+#: Kernel variants the loop's GP engine runs: the paper's kernel, with fitted or 2 D lengthscales.
+LOOP_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_SHORT_LENGTHSCALE)
+
+
+def _at_axis(lens: Prescription, axis_deg: float) -> tuple[float, float]:
+    """``(S, C)`` of ``lens`` written at ``axis_deg`` (transposed back from the clinic's
+    cylinder form when its axis is the perpendicular one)."""
+    if lens.cylinder_d == 0.0 or abs((lens.axis_deg - axis_deg + 90.0) % 180.0 - 90.0) < 45.0:
+        return float(lens.sphere_d), float(lens.cylinder_d)
+    t = lens.transposed()
+    return float(t.sphere_d), float(t.cylinder_d)
+
+
+def paper_patient(seed: int, protocol, true_rx: Prescription, *, slope: float, best_corrected_logmar: float = 0.0,
+                  lapse: float = 0.0):
+    """The simulated patient of one run: the session's patient of a GP protocol
+    (:func:`visiontune.refraction.simulated.paper_case`, answers keyed by ``(seed, trial)``)
+    with the given correction, slope, best acuity and lapse."""
+    import dataclasses
+
+    from visiontune.refraction.simulated import paper_case
+
+    case = dataclasses.replace(paper_case(int(seed), protocol), true_rx=true_rx, slope=float(slope),
+                               best_corrected_logmar=float(best_corrected_logmar), lapse=float(lapse))  # fmt: skip
+    return case.patient(protocol.n_alternatives)
+
+
+def paper_true_rx(seed: int) -> Prescription:
+    """The patient of repetition ``seed``: uniform in ``[-4, 4]²`` D at axis 180, from the
+    first of ``SeedSequence(seed).spawn(4)`` (the standalone loop's draw, kept so that every
+    experiment since issue 7 sees the same 20 patients)."""
+    rx_seq = np.random.SeedSequence(int(seed)).spawn(4)[0]
+    return random_true_rx(np.random.default_rng(rx_seq))
 
 
 def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, true_rx=None, n_alternatives: int = 26,
@@ -499,34 +361,32 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
                    reference_context: float = DEFAULT_REFERENCE_LOGMAR,
                    progress: Callable[[int, int, TrialRecord], None] | None = None,
                    kernel: str | None = None) -> RefractionRun:
-    """Simulate one refraction (002 §5.3) with the registered contextual policy ``policy_name``.
+    """Simulate one refraction (002 §5.3) through the one trial loop.
 
-    Each trial ``k``: the policy proposes ``(s, x)`` from the model of answers ``< k`` (the
-    first 5 at random, 002 §4.1); the patient answers with ``P = γ + (1-γ-λ) Φ(a (s - VA(x)))``
-    (002 Eq. 13); the probit GP (kernel of :func:`refraction_hyperparameters`, held fixed) is
-    refit with a warm start; the estimate ``x̂ = argmax_x μ_c(s0, x)`` and ``VA(x̂)`` are recorded.
-    The estimate is tracked from trial to trial (:class:`visiontune.bench.tracking.SolutionTracker`:
-    64 fresh Sobol candidates plus the previous ``x̂``, L-BFGS-B warm-started from it), as in the
-    benchmark sweeps; it draws from its own stream, so it never changes the queries or answers.
-    ``progress(k, trials, record)`` is called after each trial (k from 1).
+    The rule runs as a GP protocol (:func:`paper_protocol_text`) in
+    :class:`visiontune.refraction.loop.Refraction` over a :class:`~visiontune.refraction.loop.MemoryLog`,
+    exactly as ``visiontune session run --simulate`` runs a protocol over the SQLite store:
+    each trial the policy proposes ``(s, x)`` from the probit GP refit (from scratch, fixed
+    hyperparameters) on the answers so far (the first 5 at random, 002 §4.1); the simulated
+    patient answers trial ``k`` from its stream keyed by ``(seed, k)`` with
+    ``P = γ + (1-γ-λ) Φ(a (s - VA(x)))`` (002 Eq. 13); then the session's estimate
+    ``x̂ = argmax_x μ_c(0, x)`` (:func:`visiontune.refraction.gp_estimate.best_lens`) and the
+    patient's true ``VA(x̂)`` are recorded. Every random choice of trial ``k`` draws from
+    ``default_rng([seed, k, purpose])``. ``progress(k, trials, record)`` is called after each
+    trial (k from 1).
 
-    Reproducible: ``SeedSequence(seed)`` spawns independent streams for the true correction
-    (uniform in ``[-4, 4]²`` D, axis 180, unused when ``true_rx`` is given), the patient's answers,
-    the policy and the estimate. ``true_rx``: a :class:`Prescription` at axis 180 or ``(S, C)``.
-    ``policy_name``: any of :func:`refraction_policy_names`, e.g. ``"UCB-ALD"`` (the paper's) or
-    ``"UCB-ALD-PV"`` / ``"UCB-ALD-SL"`` (UCB-ALD on the power-vector kernel / with 2 D SE
-    lengthscales; VisionTune variants, :data:`FIXED_POLICIES`).
-    ``kernel``: ``None`` (default) = the policy's own kernel (the paper's ``"refraction-se"`` for a
-    registered policy); one of :data:`KERNEL_VARIANTS` (:func:`refraction_kernel_variant`) to
-    choose it for a registered policy. A named fix runs on
-    its own kernel only.
+    ``true_rx``: a :class:`Prescription` at axis 180 or ``(S, C)``; default
+    :func:`paper_true_rx` (uniform in ``[-4, 4]²``). ``policy_name``: any of
+    :func:`refraction_policy_names` but ``UCB-ALD-PV``; ``"UCB-ALD-SL"`` / ``"TS-ALD-SL"`` are the
+    registry rules with 2 D lengthscales. ``kernel``: ``None`` = the policy's own;
+    ``"refraction-se"`` or ``"refraction-se-short-lengthscale"``. ``inference`` must be
+    ``"laplace"`` and ``reference_context`` 0: the loop's GP engine fits by Laplace and
+    evaluates the x-rule and the estimate at ``s0 = 0`` logMAR (refused otherwise).
     """
+    from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+
     policy_name = resolve_policy(policy_name)
-    base_policy, own_kernel = policy_kernel(policy_name)
-    if kernel is None:
-        kernel = own_kernel
-    elif policy_name in FIXED_POLICIES and kernel != own_kernel:
-        raise InvalidInputError(f"kernel: policy {policy_name} runs on {own_kernel!r}, got {kernel!r}")
+    _, variant = loop_policy(policy_name, kernel)
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
     if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
         raise InvalidInputError(f"trials: expected an integer >= 1, got {trials!r}")
@@ -535,41 +395,48 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
     true_rx = _check_true_rx(true_rx)
     if inference not in ("laplace", "ep"):
         raise InvalidInputError(f"inference: expected 'laplace' or 'ep', got {inference!r}")
-    problem = refraction_problem(reference_context)
-    from visiontune.acquisition import registry
-    from visiontune.acquisition.policy import Data
-    from visiontune.bench.tracking import SolutionTracker
-
-    rx_seq, patient_seq, policy_seq, estimate_seq = np.random.SeedSequence(int(seed)).spawn(4)
-    if true_rx is None:
-        true_rx = random_true_rx(np.random.default_rng(rx_seq))
-    patient = SimulatedPatient(true_rx, best_corrected_logmar, slope, n_alternatives, lapse,
-                               seed=np.random.default_rng(patient_seq))  # fmt: skip
-    variant = _check_kernel_variant(kernel)
+    if inference != "laplace":
+        raise InvalidInputError("inference: the one trial loop's GP engine fits by Laplace only "
+                                "(visiontune.refraction.gp_engine); 'ep' is not available")  # fmt: skip
+    s0 = float(refraction_problem(reference_context).reference_context[0])
+    if s0 != DEFAULT_REFERENCE_LOGMAR:
+        raise InvalidInputError(f"reference_context: the one trial loop evaluates the x-rule and the estimate at "
+                                f"s0 = {DEFAULT_REFERENCE_LOGMAR:g} logMAR (gp_engine.REFERENCE_LOGMAR), got {s0:g}")
+    protocol = paper_protocol(policy_name, slope=slope, trials=int(trials), n_alternatives=n_alternatives,
+                              seed=int(seed), kernel=variant)  # fmt: skip
     hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
-    kernel = _variant_kernel(variant, hp)
-    policy = registry.make(base_policy)
-    policy_rng = np.random.default_rng(policy_seq)
-    estimate = SolutionTracker(problem, np.random.default_rng(estimate_seq))
+    if true_rx is None:
+        true_rx = paper_true_rx(int(seed))
+    patient = paper_patient(int(seed), protocol, true_rx, slope=slope, best_corrected_logmar=best_corrected_logmar,
+                            lapse=lapse)  # fmt: skip
+    refraction = Refraction(MemoryLog(), protocol, seed=int(seed), simulated=True)
+    axis = float(protocol.search_space.axis_deg)
+    records: list[TrialRecord] = []
 
-    X, y, records = np.zeros((0, 3)), np.zeros(0), []
-    model = ProbitGP(kernel, X, y, inference)
-    for k in range(1, int(trials) + 1):
-        query = policy(model, problem, Data(X, y), policy_rng)
-        s, x = float(query.s[0]), (float(query.x[0]), float(query.x[1]))
-        correct = patient.answer(s, np.array(x))
-        X = np.vstack([X, [s, *x]])
-        y = np.append(y, float(correct))
-        model = ProbitGP(kernel, X, y, inference, warm_start=model.warm_start_state if model.n else None)
-        est = estimate(model)
-        va = float(patient.acuity_logmar(est))
-        record = TrialRecord(s, x, bool(correct), (float(est[0]), float(est[1])), va)
-        records.append(record)
+    def record(trial, r) -> None:
+        est = _at_axis(r.current_estimate(with_region=False).lens, axis)
+        rec = TrialRecord(float(trial.s_logmar), (float(trial.lens.sphere_d), float(trial.lens.cylinder_d)),
+                          bool(trial.correct), est, float(patient.acuity_logmar(Prescription(*est, axis))))  # fmt: skip
+        records.append(rec)
         if progress is not None:
-            progress(k, int(trials), record)
+            progress(len(records), int(trials), rec)
+
+    run_loop(refraction, SimulatedPresenter(patient), record)
+    model = refraction.engine.model(refraction.trials())
     return RefractionRun(policy_name, int(seed), slope, n_alternatives, float(best_corrected_logmar), float(lapse),
-                         inference, float(problem.reference_context[0]), hp, true_rx, tuple(records), model,
-                         variant)  # fmt: skip
+                         inference, s0, hp, true_rx, tuple(records), model, variant)  # fmt: skip
+
+
+def run_loop(refraction, presenter, progress) -> None:
+    """Drive ``refraction`` to its budget as :meth:`~visiontune.refraction.loop.Refraction.run`
+    does (propose, present, record, ``progress(trial, refraction)``), without its ``finish``:
+    the bench scores the estimate after every answer and needs neither the session result's
+    credible region nor its replayed acuity curve."""
+    while refraction.stop_reason() is None:
+        query = refraction.next_query()
+        refraction.mark_presented()
+        trial = refraction.record(presenter.present(query))
+        progress(trial, refraction)
 
 
 def posterior_acuity_map(model: ProbitGP, n: int = 41, n_s: int = 121):
@@ -598,129 +465,9 @@ def posterior_acuity_map(model: ProbitGP, n: int = 41, n_s: int = 121):
     return spheres, cylinders, va.reshape(n, n)
 
 
-# ======================================================================================
-# Kernel variants (VisionTune fix, not in the papers): docs/results/refraction-investigation.md
-# ======================================================================================
-
-#: The paper's kernel ``θ s s' + k_SE((S, C), (S', C'))`` (002 Eq. 15): the reproduction.
-KERNEL_SE = "refraction-se"
-#: ``θ s s' + k_SE((M, C/2), (M', C'/2))``: the SE part in power-vector coordinates, where the
-#: blur of 002 Eq. 12 is isotropic (:func:`visiontune.gp.transformed.refraction_power_vector_kernel`).
-KERNEL_POWER_VECTOR = "refraction-power-vector-se"
-#: ``θ s s' + k_SE((S, C), (S', C'))`` with both SE lengthscales fixed at :data:`SHORT_LENGTHSCALE_D`
-#: and ``θ``, ``σ²`` of the paper's fit: the configuration that ended the stall in
-#: docs/results/refraction-investigation.md (hypothesis H3, the fitted lengthscales are too long).
-KERNEL_SHORT_LENGTHSCALE = "refraction-se-short-lengthscale"
-#: SE lengthscale (diopters) of :data:`KERNEL_SHORT_LENGTHSCALE`.
-SHORT_LENGTHSCALE_D = 2.0
-KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR, KERNEL_SHORT_LENGTHSCALE)
-#: Variants whose hyperparameters are fit by maximum likelihood and shipped (regenerate).
-FITTED_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
-#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley, issue 7).
-UCB_ALD_PV = "UCB-ALD-PV"
-#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, issue 7).
-UCB_ALD_SL = "UCB-ALD-SL"
-#: TS-ALD with the same 2 D SE lengthscales (does the fix carry over to Thompson sampling?).
-TS_ALD_SL = "TS-ALD-SL"
-#: Named refraction policies beyond the paper: name -> (registered policy, kernel variant).
-#: Each has hyperparameters for every stored slope and number of alternatives without a fit.
-FIXED_POLICIES: dict[str, tuple[str, str]] = {UCB_ALD_PV: ("UCB-ALD", KERNEL_POWER_VECTOR),
-                                              UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE),
-                                              TS_ALD_SL: ("TS-ALD", KERNEL_SHORT_LENGTHSCALE)}  # fmt: skip
-_PV_KEY = "power_vector_entries"
-
-
-def _check_kernel_variant(kernel) -> str:
-    if kernel not in KERNEL_VARIANTS:
-        raise InvalidInputError(f"kernel: expected one of {KERNEL_VARIANTS}, got {kernel!r}")
-    return kernel
-
-
-def fit_power_vector_hyperparameters(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                                     n_starts: int = 3) -> RefractionHyperparameters:
-    """Maximum-likelihood ``(θ, ℓ_M, ℓ_J, σ²)`` of the power-vector kernel on the same simulated
-    answers as :func:`fit_refraction_hyperparameters` (002 §5.2 protocol; Laplace evidence,
-    R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
-    from visiontune.gp.transformed import refraction_power_vector_kernel
-
-    start = refraction_power_vector_kernel(1.0, np.array([2.0, 2.0]), 1.0)
-    return _fit_from(start, slope, n_alternatives, n=n, seed=seed, n_starts=n_starts)
-
-
-def _stored_power_vector() -> dict[tuple[float, int], RefractionHyperparameters]:
-    return _stored_entries(_PV_KEY)
-
-
-@functools.lru_cache(maxsize=64)
-def _fit_power_vector_cached(slope: float, n_alternatives: int) -> RefractionHyperparameters:
-    return fit_power_vector_hyperparameters(slope, n_alternatives)
-
-
-def kernel_variant_hyperparameters(kernel: str, slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
-    """Hyperparameters of a kernel variant (paper's boxes): for ``"refraction-se"`` those of
-    :func:`refraction_hyperparameters`; for ``"refraction-power-vector-se"`` the shipped fit
-    (JSON key ``power_vector_entries``) or a fit on the fly (about a minute), cached in memory;
-    for ``"refraction-se-short-lengthscale"`` the paper's fit with ``ℓ_S = ℓ_C = 2 D``
-    (:func:`short_lengthscale_hyperparameters`)."""
-    variant = _check_kernel_variant(kernel)
-    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    if variant == KERNEL_SE:
-        return refraction_hyperparameters(slope, n_alternatives)
-    if variant == KERNEL_SHORT_LENGTHSCALE:
-        return short_lengthscale_hyperparameters(slope, n_alternatives)
-    hp = _stored_power_vector().get((round(slope, 9), n_alternatives))
-    return hp if hp is not None else _fit_power_vector_cached(slope, n_alternatives)
-
-
-@functools.lru_cache(maxsize=64)
-def _short_lengthscale_cached(slope: float, n_alternatives: int) -> RefractionHyperparameters:
-    hp = refraction_hyperparameters(slope, n_alternatives)
-    ls = (SHORT_LENGTHSCALE_D, SHORT_LENGTHSCALE_D)
-    X, y, _ = simulate_fit_data(slope, n_alternatives, n=hp.n_answers, seed=hp.seed)
-    lml = ProbitGP(refraction_kernel(hp.theta, np.array(ls), hp.variance), X, y).log_marginal_likelihood()
-    return RefractionHyperparameters(hp.slope, hp.n_alternatives, hp.theta, ls, hp.variance, float(lml),
-                                     hp.n_answers, hp.seed)  # fmt: skip
-
-
-def short_lengthscale_hyperparameters(slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
-    """``(θ, σ²)`` of the paper's maximum-likelihood fit (:func:`refraction_hyperparameters`, 002 §5.2)
-    with both SE lengthscales set to :data:`SHORT_LENGTHSCALE_D` (2 D) instead of the fitted 5-10 D;
-    ``log_marginal_likelihood`` is the Laplace evidence (R&W Eq. 3.32) of these values on the same
-    fitting data (lower than the fit's: the evidence of 1000 random answers prefers the long
-    lengthscales that make runs stall, docs/results/refraction-investigation.md). Cached in memory."""
-    slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    return _short_lengthscale_cached(slope, n_alternatives)
-
-
-def _variant_kernel(variant: str, hp: RefractionHyperparameters) -> Kernel:
-    if variant in (KERNEL_SE, KERNEL_SHORT_LENGTHSCALE):
-        return hp.kernel()
-    from visiontune.gp.transformed import refraction_power_vector_kernel
-
-    return refraction_power_vector_kernel(hp.theta, np.array(hp.lengthscales), hp.variance)
-
-
-def refraction_kernel_variant(kernel: str, *, slope: float, n_alternatives: int = 26) -> Kernel:
-    """The fitted kernel of a variant (:data:`KERNEL_VARIANTS`) for a patient model."""
-    variant = _check_kernel_variant(kernel)
-    return _variant_kernel(variant, kernel_variant_hyperparameters(variant, slope, n_alternatives))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m visiontune.bench.refraction",
-                                     description="Refit the shipped refraction hyperparameters (002 §5.2).")
-    parser.add_argument("--regenerate", action="store_true", help="refit every stored slope and write the data file")
-    parser.add_argument("--output", default=None, help="write to this path instead of the package data file")
-    parser.add_argument("--kernel", action="append", choices=FITTED_KERNEL_VARIANTS, default=None,
-                        help="refit only this kernel variant (repeatable; default: every variant)")
-    args = parser.parse_args(argv)
-    if not args.regenerate:
-        parser.print_help()
-        return 0
-    path = regenerate(args.output, kernels=args.kernel, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    print(path)
-    return 0
-
-
 if __name__ == "__main__":  # pragma: no cover
+    # The hyperparameter fit moved to visiontune.refraction.gp_hyperparameters; the shipped data
+    # file still names this module's command, so it keeps working.
+    from visiontune.refraction.gp_hyperparameters import main
+
     sys.exit(main())

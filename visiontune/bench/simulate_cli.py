@@ -3,11 +3,19 @@
     visiontune simulate --policy ucb-ald --slope 5 --trials 260 --seed 1 [--true-rx "S C"]
                         [--json out.json] [--plot out.png]
 
-``--policy`` takes any name of :func:`visiontune.bench.refraction.refraction_policy_names`: the
-paper's rules (``ucb-ald``, ``ts-ald``, ...) on the paper's kernel, or a VisionTune variant,
-``ucb-ald-sl`` (UCB-ALD with 2 D SE lengthscales) or ``ucb-ald-pv`` (UCB-ALD with the SE kernel in
-power-vector coordinates); a variant's kernel is named in the output
-(docs/results/refraction-investigation.md).
+The run goes through the one trial loop (:func:`visiontune.bench.refraction.run_refraction`:
+the paper's GP protocol in :class:`visiontune.refraction.loop.Refraction` over an in-memory
+trial log), the loop ``visiontune session run --simulate`` runs over the SQLite store.
+
+``--policy`` takes the paper's rules (``ucb-ald``, ``ts-ald``, ...) on the paper's kernel, or a
+VisionTune variant, ``ucb-ald-sl`` / ``ts-ald-sl`` (2 D SE lengthscales); a variant's kernel is
+named in the output (docs/results/refraction-investigation.md). ``ucb-ald-pv`` (the power-vector
+kernel), ``--inference ep`` and a reference letter size other than 0 are refused: the loop's GP
+engine has none of them.
+
+``--true-rx`` is ``"S C"`` or ``"S C x 180"``: the paper's model searches sphere and cylinder at
+the fixed axis 180 (002 §5.3), so another axis is refused (an optics protocol through
+``visiontune session run --simulate --true-rx "S C x A"`` takes any axis).
 
 Progress (trial k/n and the current estimate) goes to stderr; the summary (true and found
 correction, their errors, the acuity through the found correction) to stdout, marked
@@ -32,33 +40,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--policy", default="UCB-ALD",
                         help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
-                             "VisionTune variant: ucb-ald-sl (UCB-ALD with 2 D SE lengthscales, ends the stall of "
-                             "the paper's fit) or ucb-ald-pv (UCB-ALD on the power-vector kernel)")
+                             "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
+                             "the paper's fit); ucb-ald-pv (power-vector kernel) is not in the one trial loop")
     parser.add_argument("--slope", type=float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
     parser.add_argument("--trials", type=int, default=260, help="number of answers (default 260)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
     parser.add_argument("--true-rx", default=None, metavar='"S C"',
-                        help="true correction: sphere and cylinder in diopters, within [-4, 4] (default: random)")
+                        help="true correction: sphere and cylinder in diopters, within [-4, 4], at the paper's fixed "
+                             "axis 180 (\"S C\" or \"S C x 180\"; default: random)")
     parser.add_argument("--n-alternatives", type=int, default=26, help="letters to choose from (26; 10 for Sloan)")
     parser.add_argument("--reference-logmar", type=float, default=DEFAULT_REFERENCE_LOGMAR,
                         help=f"reference letter size s0 of the x-rule and the estimate (default {DEFAULT_REFERENCE_LOGMAR})")
-    parser.add_argument("--inference", choices=("laplace", "ep"), default="laplace")
+    parser.add_argument("--inference", choices=("laplace", "ep"), default="laplace",
+                        help="GP inference: laplace (the one trial loop's; ep is refused)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run as JSON")
     parser.add_argument("--plot", default=None, metavar="PATH", help="draw acuity vs trial and the trials on the posterior acuity map (PNG)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def _parse_true_rx(text):
+    """``"S C"`` (at axis 180) or ``"S C x A"`` (``Prescription.parse``; only axis 180 is then
+    accepted by :func:`~visiontune.bench.refraction.run_refraction`)."""
     if text is None:
         return None
+    from visiontune.optics import Prescription
+
     parts = text.replace(",", " ").split()
     try:
         values = [float(p) for p in parts]
     except ValueError:
         values = []
-    if len(values) != 2:
-        raise InvalidInputError(f'true_rx: expected "S C" (sphere and cylinder in diopters), got {text!r}')
-    return values
+    if len(values) == 2:
+        return values
+    try:
+        rx = Prescription.parse(text)
+    except InvalidInputError:
+        raise InvalidInputError(f'true_rx: expected "S C" or "S C x 180" (sphere and cylinder in diopters, the '
+                                f"paper's fixed axis), got {text!r}") from None
+    if rx.cylinder_d != 0.0 and rx.axis_deg != 180.0:
+        raise InvalidInputError(f"true_rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
+                                f"{rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
+                                f'--protocol clinical-sloan --true-rx "S C x A"`')  # fmt: skip
+    return [rx.sphere_d, rx.cylinder_d]
 
 
 def run(args: argparse.Namespace) -> int:
