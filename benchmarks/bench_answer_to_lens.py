@@ -78,7 +78,7 @@ def main() -> None:
         print(f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
               f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms")
     t = np.concatenate(every)
-    print(f"answer -> next lens over {len(t)} answers in {args.sessions} sessions of {protocol.name}: "
+    print(f"answer -> next lens over {len(t)} answers in {args.sessions} sessions of {protocol.name} "
           f"({args.population}): median {np.median(t):.1f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms; "
           f"median of session medians {np.median(medians):.1f} ms")
 
