@@ -17,6 +17,12 @@ engine has none of them.
 the fixed axis 180 (002 §5.3), so another axis is refused (an optics protocol through
 ``visiontune session run --simulate --true-rx "S C x A"`` takes any axis).
 
+``--protocol NAME`` runs a shipped protocol (or a .toml path) instead, e.g. ``clinical-sloan``
+(the optics model, any axis): the simulated patient is case ``--seed`` of the ``adult-clinic``
+population (:func:`visiontune.refraction.simulated.simulated_case`) starting from its own
+autorefraction, ``--true-rx "S C x A"`` replaces its correction, and the session stops by the
+protocol's rules (``--trials`` caps the answers).
+
 Progress (trial k/n and the current estimate) goes to stderr; the summary (true and found
 correction, their errors, the acuity through the found correction) to stdout, marked
 SIMULATED. Bad values raise :class:`~visiontune.errors.VisionTuneError` subclasses, which
@@ -43,7 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
                              "the paper's fit); ucb-ald-pv (power-vector kernel) is not in the one trial loop")
     parser.add_argument("--slope", type=float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
-    parser.add_argument("--trials", type=int, default=260, help="number of answers (default 260)")
+    parser.add_argument("--protocol", default=None,
+                        help="run this protocol (shipped name or .toml path, e.g. clinical-sloan: any axis, from the "
+                             "simulated autorefraction) instead of the paper's experiment")
+    parser.add_argument("--trials", type=int, default=None,
+                        help="number of answers (default 260; with --protocol, at most this many)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
     parser.add_argument("--true-rx", default=None, metavar='"S C"',
                         help="true correction: sphere and cylinder in diopters, within [-4, 4], at the paper's fixed "
@@ -89,10 +99,13 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.slope > 0:
         raise InvalidInputError(f"slope: must be > 0 logMAR^-1, got {args.slope}")
-    if args.trials <= 0:
+    if args.trials is not None and args.trials <= 0:
         raise InvalidInputError(f"trials: must be > 0, got {args.trials}")
     if args.seed < 0:
         raise InvalidInputError(f"seed: must be >= 0, got {args.seed}")
+    if args.protocol is not None:
+        return run_protocol(args)
+    args.trials = 260 if args.trials is None else args.trials
     true_rx = _parse_true_rx(args.true_rx)
 
     def progress(k, n, record):
@@ -115,6 +128,47 @@ def run(args: argparse.Namespace) -> int:
     print(f"  found correction: S {f.sphere_d:+.2f} D  C {f.cylinder_d:+.2f} D  x {f.axis_deg:g}")
     print(f"  errors: sphere {result.sphere_error_d:.3f} D, cylinder {result.cylinder_error_d:.3f} D")
     print(f"  acuity through the found correction: {result.final_va_logmar:.3f} logMAR (SIMULATED)")
+    return 0
+
+
+def run_protocol(args: argparse.Namespace) -> int:
+    """One simulated session of ``args.protocol`` over an in-memory trial log (module docstring)."""
+    import numpy as np
+
+    from visiontune.optics import Prescription
+    from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.refraction.simulated import parse_true_rx, simulated_case
+    from visiontune.refraction.start import StartingPoint
+
+    protocol = load_protocol(args.protocol)
+    true_rx = None if args.true_rx is None else parse_true_rx(args.true_rx, protocol)
+    case = simulated_case(seed=args.seed, protocol=protocol, true_rx=true_rx, slope=args.slope)
+    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
+    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+
+    def progress(trial, r):
+        if not args.quiet:
+            print(f"SIMULATED trial {trial.index + 1}: s {trial.s_logmar:+.2f} logMAR, lens {trial.lens.format()}, "
+                  f"{'correct' if trial.correct else 'wrong'}", file=sys.stderr, flush=True)  # fmt: skip
+
+    result = refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), progress=progress,
+                            max_steps=args.trials)  # fmt: skip
+    if result is None:
+        result = refraction.finish("clinician")
+    if args.json:
+        _write(args.json, json.dumps({"simulated_patient": case.to_dict(), "result": result}, indent=1) + "\n")
+    found = Prescription(**result["rounded"])
+    truth = case.true_rx.power_vector_array()
+    print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers, stopped by "
+          f"{result['stopped_by']}, seed {args.seed})")
+    print(f"  true correction:  {case.true_rx.format()}")
+    print(f"  found correction: {found.format()}  (dioptric distance {np.linalg.norm(found.power_vector_array() - truth):.2f} D)")
+    if start.rx is not None:
+        print(f"  start ({start.source}): {start.rx.format()}  "
+              f"({np.linalg.norm(start.rx.power_vector_array() - truth):.2f} D)")
+    print(f"  acuity through the found correction: {case.patient(protocol.n_alternatives).acuity_logmar(found):.3f} "
+          "logMAR (SIMULATED)")
     return 0
 
 

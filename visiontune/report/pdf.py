@@ -121,6 +121,29 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
     return rows
 
 
+def draw_page_frame(p, width: float, height: float, *, simulated: bool, footer: str) -> float:
+    """Draw a page's SIMULATED banner (when ``simulated``) and its ``footer`` with painter ``p``
+    on a ``width`` × ``height`` page (device units); return the y where content starts."""
+    from PySide6.QtCore import QPointF, QRectF, Qt
+    from PySide6.QtGui import QColor, QFontMetricsF, QPen
+
+    from visiontune.report.figures import set_font
+
+    y = 0.0
+    if simulated:
+        set_font(p, 16, bold=True)
+        fm = QFontMetricsF(p.font())
+        band = QRectF(0, 0, width, fm.height() * 1.4)
+        p.fillRect(band, QColor(200, 0, 0))
+        p.setPen(QColor(255, 255, 255))
+        p.drawText(band, Qt.AlignCenter, SIMULATED_BANNER)
+        y = band.bottom() + fm.height() * 0.5
+    set_font(p, 7.5)
+    p.setPen(QPen(Qt.black, 0))
+    p.drawText(QPointF(0, height - QFontMetricsF(p.font()).descent()), footer)
+    return y
+
+
 def pdf_bytes(record: SessionRecord) -> bytes:
     """Render the report of ``record`` and return the PDF file's bytes."""
     from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPointF, QRectF, Qt
@@ -163,22 +186,9 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         n_pages = 1 + max(1, -(-len(rows) // per_page))
 
         def frame(page: int) -> float:
-            """Banner and footer of a page; returns the y where content starts."""
-            y = 0.0
-            if info.simulated:
-                set_font(p, 16, bold=True)
-                fm = QFontMetricsF(p.font())
-                band = QRectF(0, 0, width, fm.height() * 1.4)
-                p.fillRect(band, QColor(200, 0, 0))
-                p.setPen(QColor(255, 255, 255))
-                p.drawText(band, Qt.AlignCenter, SIMULATED_BANNER)
-                y = band.bottom() + fm.height() * 0.5
-            set_font(p, 7.5)
-            p.setPen(QPen(Qt.black, 0))
             footer = (f"VisionTune {info.software_version} - patient {info.patient_id} - session {info.session_id}"
                       f" - page {page} of {n_pages}" + (" - SIMULATED" if info.simulated else ""))  # fmt: skip
-            p.drawText(QPointF(0, height - QFontMetricsF(p.font()).descent()), footer)
-            return y
+            return draw_page_frame(p, width, height, simulated=info.simulated, footer=footer)
 
         # --- page 1: summary and figures
         y = frame(1)
