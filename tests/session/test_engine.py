@@ -46,6 +46,7 @@ def test_every_answer_is_in_the_log_and_queries_lie_in_the_boxes(store):
     assert result["stopped_by"] == "budget" and result["simulated"] is True
     lo, hi = result["credible_interval"]["sphere_d"]
     assert lo <= hi
+    assert result["credible_interval"]["axis_pm_deg"] is None  # the GP protocol fixes the axis
 
 
 def test_replaying_the_log_proposes_the_logged_queries(tmp_path):

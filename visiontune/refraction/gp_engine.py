@@ -9,6 +9,8 @@ and the predicted acuity are those of :mod:`visiontune.refraction.gp_estimate`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.stats import norm
 
@@ -126,6 +128,7 @@ class GPEngine:
             region = region_from_samples(pv, np.full(len(pv), 1.0 / len(pv)), lens.power_vector_array(), level,
                                          self.protocol.lenses.cylinder_form, sphere_d=cr.sphere_d,
                                          cylinder_d=cr.cylinder_d)  # fmt: skip
+            region = dataclasses.replace(region, axis_pm_deg=None)  # the protocol fixes the axis: nothing to estimate
         va, lo, hi = gp_estimate.predicted_acuity(model, self.problem, x[None, :], level=level)
         rounded = in_form(self.lens(x) if self.protocol.lenses.step_d else lens.rounded(), self.protocol.lenses.cylinder_form)
         return CurrentEstimate(len(trials), lens, rounded, region, float(va[0]), (float(lo[0]), float(hi[0])))
