@@ -1,6 +1,8 @@
 """Issue 21: no input gives a traceback. A fixed corpus (seeded, so every run is the same) of
 mutated calibration files and of argument lists for ``calibrate``, ``report`` and
-``sessions list/show``, each run in-process through :func:`visiontune.cli.main`.
+``sessions list/show``, of mutated protocol files run by ``session run --simulate`` (a failed
+run leaves no session behind: no orphan) and of argument lists for ``session run/resume``,
+each run in-process through :func:`visiontune.cli.main`.
 
 Every case ends either in a valid run (exit 0) or in a clear error: exit 2, no traceback,
 one ``error:`` line on stderr (exactly one line in all for VisionTune's own errors; argparse
@@ -130,6 +132,7 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 
 def assert_clear(argv, code, out, err):
     assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    assert not any(ch in err for ch in "\x1b\r\x07"), (argv, err)  # what was typed is quoted escaped
     if code == 0:
         return
     assert code == 2, (argv, code, err)
@@ -336,3 +339,158 @@ def test_corpus_is_large_enough():
     assert len(CALIBRATE_ARGVS) >= 100
     assert len(STORE_ARGVS) >= 100
     assert not math.isnan(float(len(CAL_FILES)))
+
+
+# --- corpus 4: mutated protocol files, run with `session run --simulate` ---------------------
+
+_EXTREMES = [1e308, -1e308, 1e-300, -1, 0, 2**70, 0.5, 99999, True, "x", "", [], [1.0, 2.0], [1.0, 2.0, 3.0],
+             [2.0, 1.0], {}, {"a": 1}, "evr", "refraction-power-vector-se", "e\u001b[31m\n"]  # fmt: skip
+
+
+def _leaves(doc: dict, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    for k, v in doc.items():
+        out += _leaves(v, (*prefix, k)) if isinstance(v, dict) and v else [(*prefix, k)]
+    return out
+
+
+def _set(doc: dict, path: tuple, value) -> dict:
+    import copy
+
+    doc = copy.deepcopy(doc)
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    if value is ...:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return doc
+
+
+def _protocol_files() -> list[tuple[str, bytes]]:
+    import tomllib
+
+    from tests.refraction.test_protocol import ISSUE_21_PROTOCOLS, to_toml
+
+    rng = random.Random(SEED + 3)
+    cases: list[tuple[str, bytes]] = []
+    for base in ("clinical-sloan", "paper-ucb-ald"):
+        text = (Path(visiontune.__file__).parent / "data" / "protocols" / f"{base}.toml").read_text()
+        raw = text.encode()
+        doc = tomllib.loads(text)
+        leaves = _leaves(doc)
+        cases.append((f"{base}-as-shipped", raw))
+        for i in range(30):  # one key given an extreme or wrongly typed value
+            path = leaves[rng.randrange(len(leaves))]
+            cases.append((f"{base}-value-{'.'.join(path)}-{i}", to_toml(_set(doc, path, rng.choice(_EXTREMES))).encode()))
+        for i, path in enumerate(rng.sample(leaves, 6)):  # a key missing
+            cases.append((f"{base}-missing-{'.'.join(path)}", to_toml(_set(doc, path, ...)).encode()))
+        for i in range(4):  # an unknown key somewhere
+            path = (*leaves[rng.randrange(len(leaves))][:-1], "lenghtscales")
+            cases.append((f"{base}-unknown-{i}", to_toml(_set(doc, path, 2.0)).encode()))
+        for i in range(8):  # random bit flips
+            data = bytearray(raw)
+            for _ in range(rng.randint(1, 3)):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            cases.append((f"{base}-flip-{i}", bytes(data)))
+        for i in range(3):
+            cases.append((f"{base}-cut-{i}", raw[: rng.randrange(len(raw))]))
+    cases += [(f"issue21-{name}", text.encode()) for name, text, _ in ISSUE_21_PROTOCOLS]
+    cases += [("not-utf8", b"\xff\xfe" + cases[0][1]), ("empty", b""), ("nul", b"\x00" * 32)]
+    return cases
+
+
+PROTOCOL_FILES = _protocol_files()
+
+
+@pytest.mark.parametrize(("name", "content"), PROTOCOL_FILES, ids=[c[0] for c in PROTOCOL_FILES])
+def test_protocol_file_corpus(isolated, name, content):
+    """Every protocol gives a clear error before a session is written, or a session that runs:
+    no orphan session is left open by an engine that refuses what the parser accepted."""
+    path = isolated / "p.toml"
+    path.write_bytes(content)
+    db = isolated / "log.sqlite3"
+    argv = ["session", "run", "--simulate", "--protocol", str(path), "--db", str(db), "--max-steps", "2", "--quiet"]
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    with TrialStore.open(db) as store:
+        sessions = store.list_sessions(include_discarded=True)
+        if code != 0:
+            assert sessions == [], f"{name}: a failed run left session(s) {[s.session_id for s in sessions]}"
+        else:
+            assert len(sessions) == 1 and store.trial_count(sessions[0].session_id) >= 1, name
+    if name.endswith("-as-shipped"):
+        assert code == 0, err
+
+
+# --- corpus 5: argument lists of `session run` -----------------------------------------------
+
+
+def _session_argvs() -> list[list[str]]:
+    rng = random.Random(SEED + 4)
+    values = {
+        "--seed": ["0", "-1", "9223372036854775807", "9223372036854775808", "x", "1e3", ""],
+        "--patient-seed": ["3", "-1", "9223372036854775808", "nan"],
+        "--max-steps": ["1", "0", "-1", "1000001", "two"],
+        "--true-rx": ["-1.25 -0.50 x 30", "", "nan", "99", "1 -1 x 1e308", "x\n\x1b[2J"],
+        "--start-rx": ["none", "-1 -0.5 x 90", "", "inf"],
+        "--slope": ["5", "1e308", "nan", "-1", "0"],
+        "--best-va": ["0", "5", "nan", "-inf"],
+        "--age": ["40", "-5", "1e9", "inf"],
+        "--patient-id": ["SIM-1", "", "a\nb", "x" * 65],
+        "--eye": ["OD", "OU", ""],
+        "--protocol": ["clinical-sloan", "paper-ucb-ald", "nope", "x\x1b.toml", "/dev/null"],
+    }
+    argvs = []
+    for _ in range(40):
+        argv = ["session", "run", "--simulate", "--quiet"]
+        for flag in rng.sample(sorted(values), rng.randint(1, 4)):
+            argv += [flag, rng.choice(values[flag])]
+        if "--max-steps" not in argv:
+            argv += ["--max-steps", "1"]
+        argvs.append(argv)
+    for sid in ("0", "2", "9223372036854775808", "x"):
+        argvs.append(["session", "resume", sid, "--simulate", "--max-steps", "1", "--quiet"])
+    return argvs
+
+
+SESSION_ARGVS = _session_argvs()
+
+
+@pytest.mark.parametrize("argv", SESSION_ARGVS, ids=[f"session-{i}" for i in range(len(SESSION_ARGVS))])
+def test_session_argument_corpus(isolated, argv):
+    db = isolated / "log.sqlite3"
+    argv = [*argv, "--db", str(db)]
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    if code != 0 and db.exists():
+        with TrialStore.open(db) as store:
+            assert store.list_sessions(include_discarded=True) == [], "a failed run left a session"
+
+
+ISSUE_21_SESSION_ARGVS = [
+    (["session", "run", "--simulate", "--seed", "9223372036854775808"], "--seed: expected an integer in [0, 9223372036854775807]"),
+    (["session", "resume", "9223372036854775808", "--simulate"], "session id: expected an integer in [1, 9223372036854775807]"),
+    (["sessions", "show", "9223372036854775808"], "session id: expected an integer in [1, 9223372036854775807]"),
+    (["report", "9223372036854775808", "--csv", "x.csv"], "session id 9223372036854775808 is out of range"),
+    (["session", "run", "--simulate", "--max-steps", "-1"], "--max-steps: expected an integer in [1, 1000000], got -1"),
+    (["session", "run", "--simulate", "--true-rx", ""], "--true-rx: text: cannot read a prescription from ''"),
+    (["session", "run", "--simulate", "--protocol", "x\x1b[31m\n.toml"], "x\\x1b[31m\\n.toml: no such protocol file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "message"), ISSUE_21_SESSION_ARGVS, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in
+                                                                           enumerate(ISSUE_21_SESSION_ARGVS)])  # fmt: skip
+def test_issue_21_session_arguments(isolated, argv, message):
+    argv = [*argv, "--db", str(isolated / "log.sqlite3")]
+    if argv[0] == "report":
+        _make_log(isolated / "log.sqlite3")
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    assert code == 2 and message in err, err
+
+
+def test_protocol_corpus_is_large_enough():
+    assert len(PROTOCOL_FILES) >= 100
+    assert len(PROTOCOL_FILES) + len(SESSION_ARGVS) + len(CAL_FILES) + len(CALIBRATE_ARGVS) + len(STORE_ARGVS) >= 500

@@ -2,7 +2,9 @@
 
 Each command lives in its own module exposing ``add_arguments(parser)`` and
 ``run(args) -> int``; it is imported only when used so ``visiontune --help`` stays fast.
-Any :class:`VisionTuneError` becomes one line on stderr and exit code 2.
+Any :class:`VisionTuneError` becomes one line on stderr and exit code 2; that line, and
+argparse's usage errors, show what the user typed with control characters and line breaks
+escaped (:func:`visiontune.errors.one_line`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import importlib
 import sys
 
 from visiontune import __version__
-from visiontune.errors import VisionTuneError
+from visiontune.errors import VisionTuneError, one_line
 
 #: command name -> (module path, one-line help[, add-arguments function, run function])
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -25,13 +27,23 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "simulate": ("visiontune.bench.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
-    "sessions": ("visiontune.session.cli", "list the trial log's sessions, or show one",
+    "sessions": ("visiontune.session.cli", "list the trial log's sessions, show one, or discard one without answers",
                  "add_sessions_arguments", "run_sessions"),
+    "visit": ("visiontune.session.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
+              "PDF / FHIR / DICOM / CSV / JSON"),
 }
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors quote the arguments as one printable line (its
+    sub-command parsers are of this class too)."""
+
+    def error(self, message: str):
+        super().error(one_line(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="visiontune",
         description="Subjective refraction by contextual binary Bayesian optimization.",
     )
@@ -53,13 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     module_path, help_text, *functions = COMMANDS[name]
     add_name, run_name = functions or ("add_arguments", "run")
     module = importlib.import_module(module_path)
-    sub = argparse.ArgumentParser(prog=f"visiontune {name}", description=help_text)
+    sub = ArgumentParser(prog=f"visiontune {name}", description=help_text)
     getattr(module, add_name)(sub)
     args = sub.parse_args(argv[1:])
     try:
         return int(getattr(module, run_name)(args) or 0)
     except VisionTuneError as exc:
-        print(f"visiontune {name}: error: {exc}", file=sys.stderr)
+        print(f"visiontune {name}: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -1,8 +1,17 @@
 """One exception hierarchy for every failure a user can cause.
 
 The app and the command line turn any :class:`VisionTuneError` into one clear message;
-anything else is a bug.
+anything else is a bug. A message may quote what the user typed or a file holds (a path, a
+protocol name): :func:`one_line` shows it on a terminal as one line, control characters and
+line breaks escaped, so it can neither break the line nor drive the terminal.
 """
+
+
+def one_line(text: object) -> str:
+    """``text`` as one printable line: every non-printable character (control characters,
+    newlines, escape sequences, lone surrogates of undecodable file names) as its Python
+    escape (``\\x1b``, ``\\n``, ``\\udcff``)."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
 
 
 class VisionTuneError(Exception):

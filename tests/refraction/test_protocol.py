@@ -8,6 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import visiontune
@@ -240,3 +241,93 @@ def test_letter_set_sizes_agree_with_the_shipped_stimuli():
             checked += 1
     if checked == 0:
         pytest.skip("no stimuli data shipped yet")
+
+
+# --- issue 21: each protocol the audit found accepted, crashing or orphaning a session --------
+
+SLOAN_TEXT = load_protocol("clinical-sloan").source_text
+PAPER_TEXT = load_protocol("paper-ucb-ald").source_text
+PAPER_HP = "hyperparameters = { theta = 3.557, lengthscales = [5.367, 5.961], variance = 5.619 }"
+
+
+def _paper(hyperparameters: str) -> str:
+    assert PAPER_HP in PAPER_TEXT
+    return PAPER_TEXT.replace(PAPER_HP, f"hyperparameters = {{ {hyperparameters} }}")
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new)
+
+
+ISSUE_21_PROTOCOLS = [
+    # item 1: tracebacks
+    ("deep-arrays", SLOAN_TEXT + "\nx = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("deep-inline-tables", "x = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n" + SLOAN_TEXT, "nested too deeply"),
+    ("theta-list", _paper("theta = [1.0, 2.0], lengthscales = [5.367, 5.961], variance = 5.619"),
+     "model.hyperparameters.theta: expected a number in [0.0001, 1000], found [1.0, 2.0]"),
+    # item 2: parsed, then the engine failed after the session row was written
+    ("kss-ald", _replaced(SLOAN_TEXT, 'policy = "evr"', 'policy = "kss-ald"'), 'policy: expected one of "bald", "evr"'),
+    ("power-vector-kernel-gp", _replaced(PAPER_TEXT, 'kernel = "refraction-se"', 'kernel = "refraction-power-vector-se"'),
+     'model.kernel: expected one of "refraction-se", found "refraction-power-vector-se"'),
+    ("kernel-on-optics", _replaced(SLOAN_TEXT, 'type = "optics"', 'type = "optics"\nkernel = "refraction-power-vector-se"'),
+     "model.kernel: unknown key"),
+    ("three-lengthscales", _paper("theta = 3.557, lengthscales = [5.367, 5.961, 1.0], variance = 5.619"),
+     "model.hyperparameters.lengthscales: expected 1 or 2 numbers"),
+    ("missing-theta", _paper("lengthscales = [5.367, 5.961], variance = 5.619"),
+     "model.hyperparameters.theta: missing required key"),
+    # item 3: nonsense accepted
+    ("lenghtscales", _paper("theta = 3.557, lengthscales = 2.0, lenghtscales = 2.0, variance = 5.619"),
+     "model.hyperparameters.lenghtscales: unknown key (allowed here: lengthscales, theta, variance)"),
+    ("theta-1e308", _paper("theta = 1e308, lengthscales = [5.367, 5.961], variance = 5.619"),
+     "model.hyperparameters.theta: expected a number in [0.0001, 1000], found 1e+308"),
+    ("lengthscales-1e-300", _paper("theta = 3.557, lengthscales = 1e-300, variance = 5.619"),
+     "model.hyperparameters.lengthscales: expected a number in [0.05, 50], found 1e-300"),
+    ("lengthscales-1e300", _paper("theta = 3.557, lengthscales = [1e300, 2.0], variance = 5.619"),
+     "model.hyperparameters.lengthscales[0]: expected a number in [0.05, 50], found 1e+300"),
+    ("sphere-narrower-than-a-lens-step", _replaced(PAPER_TEXT, "sphere_d = [-4.0, 4.0]", "sphere_d = [0.05, 0.2]"),
+     "search_space.sphere_d: expected a range holding at least two trial lenses (0.25 D steps), found [0.05, 0.2]"),
+    ("max-trials-2^70", _replaced(SLOAN_TEXT, "max_trials = 120", f"max_trials = {2**70}"),
+     f"stopping.max_trials: expected an integer in [1, 10000], found {2**70}"),
+    ("name-with-escape-and-newline", _replaced(SLOAN_TEXT, 'name = "clinical-sloan"', 'name = "x\\u001b[31mRED\\nLINE"'),
+     'name: expected at most 80 printable characters on one line, found "x\\u001b[31mRED\\nLINE..."'),
+    ("description-with-newline", _replaced(SLOAN_TEXT, 'description = "', 'description = "two\\nlines '),
+     "description: expected at most 500 printable characters on one line"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), [c[1:] for c in ISSUE_21_PROTOCOLS], ids=[c[0] for c in ISSUE_21_PROTOCOLS])
+def test_issue_21_protocols_are_refused_when_parsed(text, message):
+    error = error_of(text, source="p.toml")
+    assert error.startswith("p.toml: ") and message in error, error
+    assert "\n" not in error and "\x1b" not in error
+
+
+@pytest.mark.parametrize(
+    "hyperparameters",
+    [
+        "theta = 1000, lengthscales = 0.05, variance = 1000",  # every bound at once
+        "theta = 0.0001, lengthscales = [50, 50], variance = 0.0001",
+        "theta = 3.557, lengthscales = [0.05, 50], variance = 5.619",
+    ],
+)
+def test_hyperparameters_at_their_bounds_run(hyperparameters):
+    """A protocol that parses runs: the GP at the edges of its hyperparameter ranges proposes
+    lenses inside the box and letter sizes inside the range, answer after answer."""
+    from visiontune.refraction.loop import Answer, MemoryLog, Refraction
+
+    def in_box(rx) -> bool:  # the lens as (S, C) at the protocol's axis 90 (it is shown in minus form)
+        s, c = (rx.sphere_d, rx.cylinder_d) if rx.cylinder_d == 0 or rx.axis_deg == 90.0 else \
+            (rx.sphere_d + rx.cylinder_d, -rx.cylinder_d)  # fmt: skip
+        return 0.0 <= s <= 0.25 and -4.0 <= c <= 4.0
+
+    text = _replaced(_paper(hyperparameters), "sphere_d = [-4.0, 4.0]", "sphere_d = [0.0, 0.25]")
+    protocol = parse_protocol(text, "bounds.toml")
+    r = Refraction(MemoryLog(), protocol, seed=1, simulated=True)
+    for i in range(8):
+        q = r.next_query()
+        assert in_box(q.lens), q.lens
+        assert protocol.logmar_range[0] <= q.s_logmar <= protocol.logmar_range[1]
+        r.record(Answer(correct=i % 3 != 0))
+    estimate = r.current_estimate()
+    assert np.isfinite(estimate.va_logmar) and in_box(estimate.rounded), estimate.rounded

@@ -163,3 +163,25 @@ def test_shipped_hyperparameters_are_the_simulation_fit():
         context_box=np.array([p.logmar_range]),
     )
     np.testing.assert_allclose(np.exp(gp_kernel(p).params), np.exp(hp.kernel().params), rtol=2e-3)
+
+
+def test_the_trials_are_read_from_the_store_once_and_kept_exactly(store, monkeypatch):
+    """Issue 21, item 7: the loop asks for the trials several times per answer; the session
+    reads them from the store once and then keeps them (appending what it records, reading
+    again after an undo), and what it keeps is what the store holds."""
+    reads = []
+    real = TrialStore.trials
+    monkeypatch.setattr(TrialStore, "trials", lambda self, *a, **k: reads.append(1) or real(self, *a, **k))
+    with start(store, protocol(max_trials=30)) as session:
+        session.run(SimulatedPresenter(patient()), max_steps=6)
+        assert len(reads) == 1
+        session.record(Answer(correct=False))
+        session.undo()
+        session.run(SimulatedPresenter(patient()), max_steps=1)
+        assert len(reads) == 3  # SessionHandle.undo reads the voided trial back; the session reads again
+        session.run(SimulatedPresenter(patient()), max_steps=2)
+        assert len(reads) == 3
+        kept = session.trials(include_void=True)
+        assert kept == real(store, session.session_id, include_void=True)
+        assert [t.void for t in kept] == [False] * 6 + [True] + [False] * 3
+        assert session.trials() == [t for t in kept if not t.void]

@@ -1,5 +1,9 @@
 """A session process killed with SIGKILL loses no committed answer, and the resumed session
-proposes exactly the query an uninterrupted session fed the same answers would have."""
+proposes exactly the query an uninterrupted session fed the same answers would have. A simulated
+session killed again and again and resumed to its end holds exactly the trials (letter sizes,
+lenses, letters, answers) and the result of the same session run uninterrupted (issue 21: the
+simulated patient's answer to trial k is keyed by (patient seed, k), and the patient is the one
+recorded with the session, whatever a resume command says)."""
 
 import os
 import signal
@@ -72,3 +76,23 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
         with TrialStore.open(db) as s, RefractionSession.resume(s, sid) as resumed:
             assert resumed.next_query() == _reference_next_query(tmp_path, proto, trials, k)
     assert len(seen) >= kills
+
+    # resumed to its end, the killed session is the uninterrupted one, trial for trial
+    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet", "--patient-seed", "99"])
+    assert resume.wait(timeout=300) == 0
+    whole = tmp_path / "whole.sqlite3"
+    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(whole),
+                            "--quiet", "--true-rx", "1 -1"])  # fmt: skip
+    assert uninterrupted.wait(timeout=300) == 0
+    killed, reference = _session_content(db, sid), _session_content(whole, 1)
+    assert len(killed[0]) == proto.stopping.max_trials
+    assert killed == reference
+
+
+def _session_content(db, sid):
+    """``(trials, result)``: what each trial showed and what was answered, and the rounded result."""
+    with TrialStore.open(db) as s:
+        info = s.get_session(sid)
+        trials = [(t.index, t.s_logmar, t.lens, t.letter_shown, t.letter_named, t.correct, t.void)
+                  for t in s.trials(sid, include_void=True)]  # fmt: skip
+        return trials, info.result["rounded"], info.result["stopped_by"]

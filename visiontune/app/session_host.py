@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune import private_files
 from visiontune.app.plot_frames import build_view_frame, lens_on_map
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
 from visiontune.app.texts import progress_text
 from visiontune.app.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot, export_basename
-from visiontune.errors import InvalidInputError, SessionError, VisionTuneError
+from visiontune.errors import InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.protocol import load_protocol
@@ -126,13 +127,16 @@ class SessionHost:
     def _do_list(self, _payload) -> None:
         store = self._store()
         rows = []
-        for info in store.list_sessions():
+        for info in store.list_sessions():  # discarded sessions are left out: never offered for resume
+            if info.damaged:  # confined to its row: the others still list
+                log.warning("session %d is damaged and not listed: %s", info.session_id, "; ".join(info.damage))
+                continue
             try:
                 name = info.protocol.name
             except Exception:  # noqa: BLE001 - an unreadable snapshot still lists
                 name = "?"
             rows.append(SessionSummary(info.session_id, info.patient_id, info.eye.value, info.state,
-                                       len(store.trials(info.session_id)), info.created_at, info.simulated, name))  # fmt: skip
+                                       store.trial_count(info.session_id), info.created_at, info.simulated, name))  # fmt: skip
         self._emit("sessions_listed", rows)
 
     # ------------------------------------------------------------------ sessions
@@ -295,7 +299,7 @@ class SessionHost:
         from visiontune.report import export_record, load_session
         from visiontune.report.export import ExportPaths
 
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_files.private_dir(folder, error=StoreError)  # new folders 0700, whatever the umask
         base = folder / export_basename(info.session_id, info.patient_id, info.eye.value, info.simulated)
         paths = ExportPaths(pdf=f"{base}.pdf", csv=f"{base}.csv", json=f"{base}.json")
         written = export_record(load_session(self._store(), info.session_id), paths, protected=(self._store().path,))

@@ -34,7 +34,7 @@ from visiontune.display.geometry import (
     letter_height_mm,
     letter_height_px,
 )
-from visiontune.errors import CalibrationError, VisionTuneError
+from visiontune.errors import CalibrationError, VisionTuneError, one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,12 +134,12 @@ def run(args: argparse.Namespace) -> int:
         if not args.show:
             raise CalibrationError("nothing to do: give the screen size (--width-mm and --height-mm, --card-px or --psychopy-monitor) or --show")
         cal = load_calibration(args.file)
-        print(f"calibration {args.file or 'in the user config directory'}")
+        print(f"calibration {one_line(args.file) if args.file else 'in the user config directory'}")
         print(describe(cal, min_ink_px=args.min_ink_px))
         return 0
     displayable_logmar_range(cal, min_ink_px=args.min_ink_px)  # refuse a screen that shows nothing
     path = save_calibration(cal, args.file)
-    print(f"saved {path}")
+    print(f"saved {one_line(path)}")
     print(describe(cal, min_ink_px=args.min_ink_px))
     return 0
 
@@ -147,13 +147,15 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m visiontune.display.cli``), as ``visiontune calibrate``:
     any VisionTuneError is one line on stderr and exit code 2."""
-    parser = argparse.ArgumentParser(prog="visiontune calibrate", description=__doc__.splitlines()[0])
+    from visiontune.cli import ArgumentParser
+
+    parser = ArgumentParser(prog="visiontune calibrate", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return run(args)
     except VisionTuneError as exc:
-        print(f"visiontune calibrate: error: {exc}", file=sys.stderr)
+        print(f"visiontune calibrate: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

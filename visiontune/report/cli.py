@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from visiontune.errors import InvalidInputError
+from visiontune.errors import InvalidInputError, one_line
 from visiontune.report.export import ExportPaths, export_session
 
 __all__ = ["add_arguments", "run"]
@@ -30,5 +30,5 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError("nothing to export: give at least one of --pdf, --csv, --json, --fhir")
     written = export_session(args.db, args.session_id, paths)
     for kind, path in written.items():
-        print(f"{kind}: {path}")
+        print(f"{kind}: {one_line(path)}")
     return 0

@@ -50,7 +50,7 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = [
     "SUBJECTIVE_REFRACTION_SOP_CLASS", "VISUAL_ACUITY_SOP_CLASS", "dicom_bytes",
-    "subjective_refraction_dataset", "visual_acuity_dataset", "write_visit_dicom",
+    "subjective_refraction_dataset", "visit_dicom_files", "visual_acuity_dataset", "write_visit_dicom",
 ]  # fmt: skip
 
 SUBJECTIVE_REFRACTION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.4"
@@ -241,14 +241,20 @@ def write_visit_dicom(record: VisitRecord, folder: str | os.PathLike, protected:
         raise InvalidInputError(f"dicom folder: expected a folder path, got {folder!r}") from None
     if not base.is_dir():
         raise InvalidInputError(f"dicom folder: {base} is not an existing folder")
-    blobs = {
-        "subjective-refraction": dicom_bytes(subjective_refraction_dataset(record)),
-        "visual-acuity": dicom_bytes(visual_acuity_dataset(record)),
-    }
-    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in record.visit_id)
+    blobs = visit_dicom_files(record)
     paths = []
     for name, data in blobs.items():
-        out = check_output_path("dicom", base / f"visit-{safe_id}-{name}.dcm", protected)
+        out = check_output_path("dicom", base / name, protected)
         write_private(out, data)
         paths.append(out)
     return paths
+
+
+def visit_dicom_files(record: VisitRecord) -> dict[str, bytes]:
+    """``{file name: Part 10 bytes}`` of both objects (names as :func:`write_visit_dicom`
+    writes them), built in memory; InvalidInputError as there, before anything is written."""
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in record.visit_id)
+    return {
+        f"visit-{safe_id}-subjective-refraction.dcm": dicom_bytes(subjective_refraction_dataset(record)),
+        f"visit-{safe_id}-visual-acuity.dcm": dicom_bytes(visual_acuity_dataset(record)),
+    }

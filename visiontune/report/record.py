@@ -52,6 +52,9 @@ def load_session(store: TrialStore, session_id: int) -> SessionRecord:
     if isinstance(session_id, bool) or not isinstance(session_id, int):
         raise SessionError(f"session_id: expected an integer session id, got {session_id!r}")
     info = store.get_session(session_id)
+    if info.discarded:
+        raise SessionError(f"session {session_id} was discarded without answers ({info.discard_reason}): "
+                           "it has no result to export")  # fmt: skip
     if info.state != SessionState.FINISHED:
         raise SessionError(
             f"session {session_id} is {info.state.value}: only a finished session can be exported "

@@ -25,7 +25,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
-from visiontune.report.pdf import SIMULATED_BANNER, ensure_gui_application
+from visiontune.report.pdf import draw_page_frame, ensure_gui_application
 from visiontune.report.visit_record import EyeRecord, VisitRecord
 
 __all__ = ["acuity_text", "rx_text", "visit_lines", "visit_pdf_bytes", "visit_table", "write_visit_pdf"]
@@ -176,21 +176,9 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
         width, height = float(writer.width()), float(writer.height())
 
         def frame(page: int) -> float:
-            y = 0.0
-            if record.simulated:
-                set_font(p, 16, bold=True)
-                fm = QFontMetricsF(p.font())
-                band = QRectF(0, 0, width, fm.height() * 1.4)
-                p.fillRect(band, QColor(200, 0, 0))
-                p.setPen(QColor(255, 255, 255))
-                p.drawText(band, Qt.AlignCenter, SIMULATED_BANNER)
-                y = band.bottom() + fm.height() * 0.5
-            set_font(p, 7.5)
-            p.setPen(QPen(Qt.black, 0))
             footer = (f"VisionTune {record.software_version} - patient {record.patient_id or '-'} - visit "
                       f"{record.visit_id} - page {page} of {n_pages}" + (" - SIMULATED" if record.simulated else ""))
-            p.drawText(QPointF(0, height - QFontMetricsF(p.font()).descent()), footer)
-            return y
+            return draw_page_frame(p, width, height, simulated=record.simulated, footer=footer)
 
         def rule(y: float, grey: int = 120) -> None:
             p.setPen(QPen(QColor(grey, grey, grey), 2))
@@ -265,7 +253,10 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
             y += fm.height() * 1.25
             p.drawText(QPointF(0, y), label)
             set_font(p, 9.5)
-            p.drawText(QPointF(width * 0.22, y), text)
+            box = QRectF(width * 0.22, y - fm.ascent(), width * 0.78, fm.height() * 4)  # long text wraps
+            used = p.boundingRect(box, Qt.TextWordWrap, text)
+            p.drawText(box, Qt.TextWordWrap, text)
+            y += max(0.0, used.height() - fm.height())
         y += fm.height() * 1.5
         set_font(p, 7.5)
         fm = QFontMetricsF(p.font())

@@ -57,7 +57,7 @@ EYES = ("OD", "OS")
 EYE_NAMES = {"OD": "right eye (OD)", "OS": "left eye (OS)"}
 CYLINDER_FORMS = ("minus", "plus")
 STATUSES = ("measured", "skipped")
-STOPPED_BY = ("budget", "precision", "clinician")
+STOPPED_BY = ("budget", "precision", "information", "clinician")
 _HALF_WIDTHS = ("sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d")
 
 
@@ -192,7 +192,7 @@ class EyeRecord:
     A measured eye has: ``prescription`` (found, either cylinder form), the 95% credible
     half-widths ``sphere_pm_d``, ``cylinder_pm_d`` (D), ``axis_pm_deg`` (degrees), ``m_pm_d``,
     ``j0_pm_d``, ``j45_pm_d`` (D; all >= 0), ``predicted_va_logmar`` (acuity predicted through
-    the found prescription), ``answers_used``, ``stopped_by`` (budget / precision / clinician)
+    the found prescription), ``answers_used``, ``stopped_by`` (budget / precision / information / clinician)
     and ``session_id``. Optional: ``measured_va_logmar`` (acuity read through the final
     prescription), ``signed_off`` (an edited prescription, kept beside the found one).
     """

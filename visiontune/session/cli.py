@@ -1,7 +1,10 @@
-"""``visiontune session run|resume`` and ``visiontune sessions list|show``.
+"""``visiontune session run|resume`` and ``visiontune sessions list|show|discard``.
 
 ``session run --simulate`` drives a whole session headless against a simulated patient through
 the session engine and the SQLite trial log; ``session resume ID --simulate`` continues one.
+``sessions discard ID --reason TEXT`` closes a session that has no answers, for good, with the
+reason on record (it is never deleted; ``sessions list`` shows it as ``discarded``, the app's
+resume offer leaves it out).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import argparse
 import json
 import sys
 
-from visiontune.errors import InvalidInputError
+from visiontune.errors import InvalidInputError, SessionError, VisionTuneError, one_line
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.protocol import load_protocol
@@ -84,6 +87,10 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
     show.add_argument("--json", action="store_true", help="print as JSON")
     _db_argument(show)
+    discard = sub.add_parser("discard", help="close a session that has no answers, for good (recorded, not deleted)")
+    discard.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
+    discard.add_argument("--reason", required=True, help="why, e.g. 'protocol refused by the engine' (kept in the log)")
+    _db_argument(discard)
 
 
 def _parse_rx(flag: str, text: str) -> Prescription:
@@ -163,35 +170,55 @@ def run_session(args) -> int:
             return _drive(args, session, _case(args, session.seed, stored, session.protocol))
 
 
-def _clean(text) -> str:
-    """One printable line of stored text (control characters shown as escapes)."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+_clean = one_line  # one printable line of stored text (control characters shown as escapes)
+
+
+def _discard(store: TrialStore, session_id: int, reason: str) -> int:
+    info = store.get_session(session_id)
+    if info.discarded:
+        raise SessionError(f"session {session_id} is already discarded ({info.discard_reason})")
+    with store.open_session(session_id) as handle:
+        handle.discard(reason)
+    print(f"session {session_id} discarded: {_clean(reason.strip())} (it stays in the log; it cannot be resumed)")
+    return 0
+
+
+def _protocol_name(info) -> str:
+    """The snapshot's protocol name; for a snapshot this version refuses (a session an older
+    version wrote), why, so that the session can still be shown (and discarded)."""
+    try:
+        return info.protocol.name
+    except VisionTuneError as exc:
+        return f"? (snapshot refused: {exc})"
 
 
 def run_sessions(args) -> int:
     with TrialStore.open(args.db) as store:
+        if args.action == "discard":
+            return _discard(store, args.session_id, args.reason)
         if args.action == "list":
-            print(f"{'id':>4}  {'patient':<12} {'eye':<3} {'state':<8} {'trials':>6}  {'created':<20} kind")
-            for info in store.list_sessions():
+            print(f"{'id':>4}  {'patient':<12} {'eye':<3} {'state':<9} {'trials':>6}  {'created':<20} kind")
+            for info in store.list_sessions(include_discarded=True):
                 if info.damaged:
                     print(f"{info.session_id:>4}  DAMAGED: {_clean('; '.join(info.damage))}")
                     continue
                 kind = "SIMULATED" if info.simulated else "real"
-                print(f"{info.session_id:>4}  {_clean(info.patient_id):<12} {info.eye.value:<3} {info.state.value:<8} "
+                state = "discarded" if info.discarded else info.state.value
+                print(f"{info.session_id:>4}  {_clean(info.patient_id):<12} {info.eye.value:<3} {state:<9} "
                       f"{store.trial_count(info.session_id):>6}  {info.created_at:%Y-%m-%d %H:%M:%S}  {kind}")  # fmt: skip
             return 0
         info = store.get_session(args.session_id)
         trials = store.trials(args.session_id, include_void=True)
         result = None
-        if info.result is not None:
+        if info.result is not None and not info.discarded:
             from visiontune.report.result import parse_result
 
             result = parse_result(info.result, where=f"session {info.session_id}")
         doc = {
             "session_id": info.session_id, "patient_id": info.patient_id, "eye": info.eye.value,
             "state": info.state.value, "simulated": info.simulated, "seed": info.seed,
-            "protocol": info.protocol.name, "software_version": info.software_version,
-            "starting_rx": info.starting_rx,
+            "protocol": _protocol_name(info), "software_version": info.software_version,
+            "starting_rx": info.starting_rx, "discarded": info.discarded, "discard_reason": info.discard_reason,
             "trials": [{"index": t.index, "s_logmar": t.s_logmar, "sphere_d": t.lens.sphere_d,
                         "cylinder_d": t.lens.cylinder_d, "axis_deg": t.lens.axis_deg, "letter_shown": t.letter_shown,
                         "letter_named": t.letter_named, "correct": t.correct, "void": t.void} for t in trials],
@@ -202,7 +229,10 @@ def run_sessions(args) -> int:
             return 0
         kind = "SIMULATED" if info.simulated else "real patient"
         print(f"session {info.session_id} ({kind}) patient {_clean(info.patient_id)} {info.eye.value}, "
-              f"protocol {_clean(info.protocol.name)}, {info.state.value}, {len(trials)} trials")  # fmt: skip
+              f"protocol {_clean(_protocol_name(info))}, {'discarded' if info.discarded else info.state.value}, "
+              f"{len(trials)} trials")  # fmt: skip
+        if info.discarded:
+            print(f"discarded: {_clean(info.discard_reason)}")
         for t in trials:
             void = " VOID" if t.void else ""
             lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg)

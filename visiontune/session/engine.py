@@ -22,24 +22,39 @@ __all__ = ["Answer", "PendingQuery", "RefractionSession", "SimulatedPresenter", 
 
 
 class StoreLog:
-    """The trial-log interface of :mod:`visiontune.refraction.loop` on a store session handle."""
+    """The trial-log interface of :mod:`visiontune.refraction.loop` on a store session handle.
+
+    The session's trials are read from the store once, then kept: a recorded trial is appended
+    as :meth:`SessionHandle.record_trial` committed it, an undo reads them again. The handle
+    holds the session's exclusive lock, so nobody else can add to them meanwhile. (The loop
+    asks for the trials several times per answer; reading n rows each time made a long
+    session's answers cost O(n) in the store alone, issue 21.)"""
 
     def __init__(self, handle: SessionHandle) -> None:
         self.handle = handle
+        self._trials: list | None = None  # every trial, void ones included, in index order
 
     @property
     def state(self) -> str:
         return self.handle.info.state.value
 
     def trials(self, include_void: bool = False):
-        return self.handle.trials(include_void)
+        if self._trials is None:
+            self._trials = self.handle.trials(include_void=True)
+        return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
     def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None):
         stored = Lens(lens.sphere_d, lens.cylinder_d, lens.axis_deg % 180.0)
-        return self.handle.record_trial(TrialInput(s_logmar, stored, letter_shown, correct, letter_named=letter_named,
-                                                   presented_at=presented_at))  # fmt: skip
+        known, self._trials = self._trials, None  # read again if anything below fails
+        trial = self.handle.record_trial(TrialInput(s_logmar, stored, letter_shown, correct,
+                                                    letter_named=letter_named, presented_at=presented_at))  # fmt: skip
+        if known is not None and trial.index == len(known):
+            known.append(trial)
+            self._trials = known
+        return trial
 
     def undo(self):
+        self._trials = None
         return self.handle.undo()
 
     def pause(self) -> None:
@@ -105,6 +120,8 @@ class RefractionSession(Refraction):
     def resume(cls, store: TrialStore, session_id: int) -> RefractionSession:
         """Reopen an unfinished session where it stopped (a paused one is resumed)."""
         info = store.get_session(session_id)
+        if info.discarded:
+            raise SessionError(f"session {session_id} was discarded ({info.discard_reason}); it cannot be resumed")
         if info.state == SessionState.FINISHED:
             raise SessionError(f"session {session_id} is finished; it can be exported, not resumed")
         handle = store.open_session(session_id)

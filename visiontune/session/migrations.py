@@ -15,6 +15,7 @@ from pathlib import Path
 
 from visiontune.errors import StoreError
 from visiontune.session.schema import SCHEMA_V1
+from visiontune.session.visit_schema import SCHEMA_V2_VISITS
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,12 @@ class Migration:
         return self.from_version + 1
 
 
-#: Every migration, in order. Version 0 is the empty file.
-MIGRATIONS: tuple[Migration, ...] = (Migration(from_version=0, statements=SCHEMA_V1),)
+#: Every migration, in order. Version 0 is the empty file; version 2 adds the visit tables
+#: (:mod:`visiontune.session.visit_schema`) and changes nothing in the version 1 tables.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(from_version=0, statements=SCHEMA_V1),
+    Migration(from_version=1, statements=SCHEMA_V2_VISITS),
+)
 
 #: The version this VisionTune writes and reads.
 SCHEMA_VERSION: int = MIGRATIONS[-1].to_version

@@ -233,6 +233,26 @@ class SessionInfo:
         return bool(self.damage)
 
     @property
+    def discarded(self) -> bool:
+        """True for a session closed without answers by ``SessionHandle.discard`` (state
+        ``finished``, ``result_json`` ``{"discarded": true, "reason": ...}``): it has no result,
+        is never resumed and is not listed unless asked for."""
+        return self.discard_reason is not None
+
+    @property
+    def discard_reason(self) -> str | None:
+        """Why the session was discarded, or ``None`` if it was not (or its result is damaged)."""
+        if self.state != SessionState.FINISHED or not isinstance(self.result_json, str) or self.damage:
+            return None
+        try:
+            doc = json.loads(self.result_json)
+        except ValueError:
+            return None
+        if isinstance(doc, dict) and doc.get("discarded") is True:
+            return str(doc.get("reason", ""))
+        return None
+
+    @property
     def calibration(self) -> Any:
         """The calibration snapshot, parsed (``None`` for simulated sessions without one)."""
         return _loads(self.calibration_json, f"session {self.session_id}", "calibration_json")

@@ -3,7 +3,10 @@
 Durability: WAL journal, ``synchronous=FULL``, foreign keys on, and every write in its own
 ``BEGIN IMMEDIATE ... COMMIT`` transaction, so an answer is on disk when
 :meth:`SessionHandle.record_trial` returns. Trials and events are append-only (see
-:mod:`visiontune.session.schema`); undoing a trial writes an ``undo`` event.
+:mod:`visiontune.session.schema`); undoing a trial writes an ``undo`` event. Sessions are never
+deleted: one without answers (a protocol an older version accepted and the engine refused)
+can be discarded, which closes it for good with the reason on record
+(:meth:`SessionHandle.discard`).
 
 Files are user-only whatever the umask: the database, its ``-wal``/``-shm`` files (SQLite
 gives them the database's mode) and the session lock files are 0600, a folder created for
@@ -69,6 +72,8 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 _PATIENT_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 #: SQLite integers are signed 64-bit: the largest session id there can be.
 MAX_SESSION_ID = 2**63 - 1
+#: Longest reason a discarded session may record (characters).
+MAX_DISCARD_REASON_CHARS = 500
 #: Seconds a read-only check waits for another program's lock before saying it is locked.
 READ_CHECK_TIMEOUT_S = 5.0
 #: Seconds a connection waits for another writer's lock before a write fails as locked.
@@ -597,12 +602,17 @@ class TrialStore:
         return info
 
     def list_sessions(
-        self, patient_id: str | None = None, state: SessionState | str | None = None
+        self,
+        patient_id: str | None = None,
+        state: SessionState | str | None = None,
+        *,
+        include_discarded: bool = False,
     ) -> list[SessionInfo]:
         """Sessions in creation order, optionally of one patient and/or in one state.
 
         A damaged session is listed too, with :attr:`SessionInfo.damage` saying what is wrong;
-        it never hides or breaks the others."""
+        it never hides or breaks the others. A discarded session (:meth:`SessionHandle.discard`)
+        is left out unless ``include_discarded``."""
         where, args = [], []
         if patient_id is not None:
             where.append("patient_id = ?")
@@ -616,7 +626,8 @@ class TrialStore:
         sql = f"SELECT {self._SESSION_COLUMNS} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        return [self._session_from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+        infos = [self._session_from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+        return infos if include_discarded else [i for i in infos if not i.discarded]
 
     def trial_count(self, session_id: int, include_void: bool = False) -> int:
         """How many trials the session holds (not void ones unless ``include_void``), without
@@ -660,6 +671,284 @@ class TrialStore:
         session_id = self.get_session(session_id).session_id
         lock = _SessionLock(self.path, session_id)
         return SessionHandle(self, session_id, lock)
+
+    # --- visits (schema v2: visiontune.session.visit_schema) --------------------------------
+    # Values and checks live in visiontune.session.visit_records (imported here, per method,
+    # to keep this block self-contained).
+    _VISIT_COLUMNS = ("id, patient_id, age_years, habitual_od_json, habitual_os_json, cylinder_form, clinician, "
+                      "simulated, software_version, created_at")  # fmt: skip
+
+    def create_visit(self, patient_id: str, *, age_years: int | None = None, habitual_od=None, habitual_os=None,
+                     cylinder_form: str = "minus", clinician: str | None = None, simulated: bool = False,
+                     software_version: str | None = None) -> int:  # fmt: skip
+        """Create a visit of an existing patient; return its id. ``age_years``: whole years
+        0-130 or ``None``; ``habitual_od`` / ``habitual_os``: the spectacles worn
+        (:class:`~visiontune.optics.Prescription`) or ``None``; ``cylinder_form``: the
+        clinic's ``"minus"`` or ``"plus"``; ``clinician``: who refracts, optional."""
+        from visiontune.session import visit_records as vr
+
+        self.get_patient(patient_id)
+        if age_years is not None and (isinstance(age_years, bool) or not isinstance(age_years, int)
+                                      or not 0 <= age_years <= 130):  # fmt: skip
+            raise InvalidInputError(f"age_years: expected whole years in 0-130, got {age_years!r}")
+        habitual = [None if rx is None else vr.check_prescription(f"habitual_{e.lower()}", rx)
+                    for e, rx in (("OD", habitual_od), ("OS", habitual_os))]  # fmt: skip
+        if cylinder_form not in vr.CYLINDER_FORMS:
+            raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {cylinder_form!r}")
+        clinician = vr.check_name("clinician", clinician, optional=True)
+        if not isinstance(simulated, bool):
+            raise InvalidInputError(f"simulated: expected True or False, got {simulated!r}")
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO visits (patient_id, age_years, habitual_od_json, habitual_os_json, cylinder_form, "
+                "clinician, simulated, software_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (patient_id, age_years, vr.rx_json(habitual[0]), vr.rx_json(habitual[1]), cylinder_form, clinician,
+                 int(simulated), software_version or visiontune.__version__, _ts(self.now())),
+            )  # fmt: skip
+            return int(cur.lastrowid)
+
+    def get_visit(self, visit_id: int):
+        """The visit's :class:`~visiontune.session.visit_records.VisitInfo`; SessionError if
+        there is none, StoreError if its row is damaged."""
+        from visiontune.session.visit_records import VisitInfo
+
+        if isinstance(visit_id, bool) or not isinstance(visit_id, int):
+            raise InvalidInputError(f"visit_id: expected an integer visit id, got {visit_id!r}")
+        vid = int(visit_id)
+        row = None
+        if 1 <= vid <= MAX_SESSION_ID:
+            row = self.conn.execute(f"SELECT {self._VISIT_COLUMNS} FROM visits WHERE id = ?", (vid,)).fetchone()
+        if row is None:
+            raise SessionError(f"no visit {vid} in {self.path}")
+        return VisitInfo.from_row(row)
+
+    def list_visits(self, patient_id: str | None = None) -> list:
+        """Visits in creation order (of one patient when ``patient_id`` is given)."""
+        from visiontune.session.visit_records import VisitInfo
+
+        sql, args = f"SELECT {self._VISIT_COLUMNS} FROM visits", ()
+        if patient_id is not None:
+            sql, args = sql + " WHERE patient_id = ?", (patient_id,)
+        return [VisitInfo.from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+
+    def visit_eyes(self, visit_id: int) -> dict:
+        """``{"OD": VisitEye, "OS": VisitEye}`` for the eyes started or skipped (the latest row
+        of an eye: an eye whose discarded session was replaced shows the new one)."""
+        from visiontune.session.visit_records import VisitEye
+
+        vid = self.get_visit(visit_id).visit_id
+        rows = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
+                                 "WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        return {eye.eye: eye for eye in (VisitEye.from_row(r) for r in rows)}
+
+    def visit_of_session(self, session_id: int):
+        """The :class:`~visiontune.session.visit_records.VisitEye` linking ``session_id`` to
+        a visit, or ``None`` for a session outside any visit."""
+        from visiontune.session.visit_records import VisitEye
+
+        row = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
+                                "WHERE session_id = ?", (_session_id(session_id),)).fetchone()  # fmt: skip
+        return None if row is None else VisitEye.from_row(row)
+
+    def check_visit_eye_free(self, visit_id: int, eye: str) -> None:
+        """SessionError unless ``eye`` of the visit may get a session or be skipped: it has
+        none yet, or only a discarded one."""
+        current = self.visit_eyes(visit_id).get(eye)
+        if current is None:
+            return
+        if current.skipped:
+            raise SessionError(f"visit {visit_id}: {eye} was skipped ({current.skip_reason})")
+        if not self.get_session(current.session_id, allow_damaged=True).discarded:
+            raise SessionError(f"visit {visit_id}: {eye} already has session {current.session_id} "
+                               "(resume that one; an eye has one refraction per visit)")  # fmt: skip
+
+    def link_visit_session(self, visit_id: int, eye: str, session_id: int):
+        """Make ``session_id`` the refraction of ``eye`` in the visit (one committed write).
+        The session must be of the visit's patient, that eye and the same kind (simulated or
+        not), and linked to no other visit; the eye must have no session yet (or only a
+        discarded one) and not be skipped."""
+        from visiontune.session import visit_records as vr
+
+        visit = self.get_visit(visit_id)
+        eye = vr.check_eye(eye)
+        info = self.get_session(session_id)
+        if (info.patient_id, info.eye.value, info.simulated) != (visit.patient_id, eye, visit.simulated):
+            raise InvalidInputError(
+                f"session {info.session_id} ({info.patient_id} {info.eye.value}, "
+                f"{'simulated' if info.simulated else 'real patient'}) cannot be {eye} of visit {visit.visit_id} "
+                f"({visit.patient_id}, {'simulated' if visit.simulated else 'real patient'})"
+            )
+        other = self.visit_of_session(info.session_id)
+        if other is not None:
+            raise SessionError(f"session {info.session_id} is already {other.eye} of visit {other.visit_id}")
+        self.check_visit_eye_free(visit.visit_id, eye)
+        with self._write() as conn:
+            conn.execute("INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) "
+                         "VALUES (?, ?, ?, NULL, ?)", (visit.visit_id, eye, info.session_id, _ts(self.now())))  # fmt: skip
+        return self.visit_eyes(visit.visit_id)[eye]
+
+    def skip_visit_eye(self, visit_id: int, eye: str, reason: str):
+        """Record that ``eye`` is not refracted in this visit and why (a prosthetic eye, an
+        amblyopic eye...). SessionError if the eye already has a session (other than a
+        discarded one) or was skipped."""
+        from visiontune.session import visit_records as vr
+
+        visit = self.get_visit(visit_id)
+        eye = vr.check_eye(eye)
+        reason = vr.check_name("reason", reason)
+        self.check_visit_eye_free(visit.visit_id, eye)
+        with self._write() as conn:
+            conn.execute("INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) "
+                         "VALUES (?, ?, NULL, ?, ?)", (visit.visit_id, eye, reason, _ts(self.now())))  # fmt: skip
+        return self.visit_eyes(visit.visit_id)[eye]
+
+    def record_balance_answer(self, visit_id: int, index: int, *, lens_od, lens_os, plus_od_d: float,
+                              plus_os_d: float, clearer: str):  # fmt: skip
+        """Append the answer to balance question ``index`` (the next one of the visit): the
+        lenses before each eye, their plus over each end point (D) and which eye was clearer
+        (``"OD"``, ``"OS"`` or ``"equal"``). Durable when this returns. SessionError when the
+        index is not the next one (answered meanwhile) or the balance has its outcome."""
+        from visiontune.session import visit_records as vr
+
+        vid = self.get_visit(visit_id).visit_id
+        od = vr.check_prescription("lens_od", lens_od)
+        os_ = vr.check_prescription("lens_os", lens_os)
+        plus = [vr.check_change(n, v) for n, v in (("plus_od_d", plus_od_d), ("plus_os_d", plus_os_d))]
+        clearer = vr.check_eye(clearer, vr.BALANCE_ANSWERS)
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone():
+                raise SessionError(f"visit {vid}: the binocular balance is over; no more answers")
+            expected = conn.execute("SELECT count(*) FROM visit_balance_answers WHERE visit_id = ?",
+                                    (vid,)).fetchone()[0]  # fmt: skip
+            if index != expected:
+                raise SessionError(f"visit {vid}: balance question {index} is not the next one ({expected} is)")
+            conn.execute(
+                "INSERT INTO visit_balance_answers (visit_id, idx, od_sphere_d, od_cylinder_d, od_axis_deg, "
+                "os_sphere_d, os_cylinder_d, os_axis_deg, plus_od_d, plus_os_d, clearer, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (vid, index, od.sphere_d, od.cylinder_d, od.axis_deg, os_.sphere_d, os_.cylinder_d, os_.axis_deg,
+                 plus[0], plus[1], clearer, _ts(self.now())),
+            )  # fmt: skip
+        return self.balance_answers(vid)[index]
+
+    def balance_answers(self, visit_id: int) -> list:
+        """The visit's balance answers in order (:class:`~visiontune.session.visit_records.BalanceAnswer`)."""
+        from visiontune.session.visit_records import BalanceAnswer
+
+        vid = self.get_visit(visit_id).visit_id
+        rows = self.conn.execute(
+            "SELECT visit_id, idx, od_sphere_d, od_cylinder_d, od_axis_deg, os_sphere_d, os_cylinder_d, os_axis_deg, "
+            "plus_od_d, plus_os_d, clearer, at FROM visit_balance_answers WHERE visit_id = ? ORDER BY idx", (vid,),
+        ).fetchall()  # fmt: skip
+        return [BalanceAnswer.from_row(r) for r in rows]
+
+    def record_balance(self, visit_id: int, *, outcome: str, method: str, plus_change_od_d: float = 0.0,
+                       plus_change_os_d: float = 0.0, reason: str | None = None):  # fmt: skip
+        """Record the balance's outcome (once per visit): ``outcome`` one of ``equal``,
+        ``right eye clearer``, ``not balanced``, ``not done`` (then ``reason`` says why and
+        both changes are 0), the ``method`` and the plus change of each eye's sphere (D)."""
+        from visiontune.session import visit_records as vr
+
+        vid = self.get_visit(visit_id).visit_id
+        if outcome not in vr.BALANCE_OUTCOMES:
+            raise InvalidInputError(f"outcome: expected one of {', '.join(vr.BALANCE_OUTCOMES)}, got {outcome!r}")
+        method = vr.check_name("method", method)
+        changes = [vr.check_change(n, v) for n, v in (("plus_change_od_d", plus_change_od_d),
+                                                       ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
+        reason = vr.check_name("reason", reason, optional=outcome != "not done")
+        if outcome == "not done" and any(changes):
+            raise InvalidInputError("plus_change: a balance that was not done changes no eye")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone():
+                raise SessionError(f"visit {vid}: the binocular balance already has its outcome")
+            conn.execute(
+                "INSERT INTO visit_balance (visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (vid, outcome, method, changes[0], changes[1], reason, _ts(self.now())),
+            )  # fmt: skip
+        return self.visit_balance(vid)
+
+    def visit_balance(self, visit_id: int):
+        """The balance's :class:`~visiontune.session.visit_records.BalanceOutcome`, or ``None``."""
+        from visiontune.session.visit_records import BalanceOutcome
+
+        vid = self.get_visit(visit_id).visit_id
+        row = self.conn.execute("SELECT visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at "
+                                "FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone()  # fmt: skip
+        return None if row is None else BalanceOutcome.from_row(row)
+
+    def sign_off(self, visit_id: int, eye: str, prescription, by: str):
+        """Record a prescription of ``eye`` edited and signed by the clinician ``by``; it is kept
+        beside the one the refraction found (never in its place). The eye must have a finished
+        refraction and the cylinder must be in the visit's form (InvalidInputError otherwise,
+        nothing written)."""
+        from visiontune.session import visit_records as vr
+
+        visit = self.get_visit(visit_id)
+        eye = vr.check_eye(eye)
+        rx = vr.check_prescription("prescription", prescription)
+        by = vr.check_name("by", by)
+        link = self.visit_eyes(visit.visit_id).get(eye)
+        if link is None or link.skipped:
+            what = "was skipped" if link is not None else "has no refraction"
+            raise InvalidInputError(f"visit {visit.visit_id}: {eye} {what}: there is no prescription to sign off")
+        info = self.get_session(link.session_id)
+        if info.state != SessionState.FINISHED or info.discarded:
+            state = "discarded" if info.discarded else info.state.value
+            raise InvalidInputError(f"visit {visit.visit_id}: the refraction of {eye} (session {info.session_id}) is "
+                                    f"{state}; finish it before signing off")  # fmt: skip
+        vr.check_clinic_form("prescription", rx, visit.cylinder_form)
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO visit_signoffs (visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (visit.visit_id, eye, rx.sphere_d, rx.cylinder_d, rx.axis_deg, by, _ts(self.now())),
+            )
+            sid = int(cur.lastrowid)
+        return next(s for s in self.visit_signoffs(visit.visit_id) if s.signoff_id == sid)
+
+    def visit_signoffs(self, visit_id: int) -> list:
+        """Every sign-off of the visit in order (:class:`~visiontune.session.visit_records.VisitSignOff`)."""
+        from visiontune.session.visit_records import VisitSignOff
+
+        vid = self.get_visit(visit_id).visit_id
+        rows = self.conn.execute("SELECT id, visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at "
+                                 "FROM visit_signoffs WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        return [VisitSignOff.from_row(r) for r in rows]
+
+    def record_visit_acuity(self, visit_id: int, eye: str, va_logmar: float, *, lenses: dict, method: str,
+                            detail: Any = None):  # fmt: skip
+        """Record an acuity (logMAR, -1 to 3) of ``eye`` (``OD``, ``OS``, or ``OU`` with both
+        eyes open) read through ``lenses`` (``{"OD": Prescription, "OS": Prescription}``: the
+        eyes that were open), how (``method``) and its ``detail`` (JSON-able)."""
+        from visiontune.session import visit_records as vr
+
+        vid = self.get_visit(visit_id).visit_id
+        eye = vr.check_eye(eye, ("OD", "OS", "OU"))
+        if isinstance(va_logmar, bool) or not isinstance(va_logmar, (int, float)) or not -1.0 <= va_logmar <= 3.0:
+            raise InvalidInputError(f"va_logmar: expected an acuity in [-1, 3] logMAR, got {va_logmar!r}")
+        needed = {"OD", "OS"} if eye == "OU" else {eye}
+        if not isinstance(lenses, dict) or set(lenses) != needed:
+            raise InvalidInputError(f"lenses: expected the lens of {' and '.join(sorted(needed))}, got {lenses!r}")
+        lenses_json = json.dumps({e: json.loads(vr.rx_json(vr.check_prescription(f"lenses[{e}]", rx)))
+                                  for e, rx in sorted(lenses.items())}, sort_keys=True)  # fmt: skip
+        method = vr.check_name("method", method)
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO visit_acuities (visit_id, eye, va_logmar, lenses_json, method, detail_json, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (vid, eye, float(va_logmar), lenses_json, method, _to_json("detail", detail), _ts(self.now())),
+            )
+            aid = int(cur.lastrowid)
+        return next(a for a in self.visit_acuities(vid) if a.acuity_id == aid)
+
+    def visit_acuities(self, visit_id: int) -> list:
+        """Every acuity recorded in the visit, in order (:class:`~visiontune.session.visit_records.VisitAcuity`)."""
+        from visiontune.session.visit_records import VisitAcuity
+
+        vid = self.get_visit(visit_id).visit_id
+        rows = self.conn.execute("SELECT id, visit_id, eye, va_logmar, lenses_json, method, detail_json, at "
+                                 "FROM visit_acuities WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        return [VisitAcuity.from_row(r) for r in rows]
 
 
 def _lens(s, c, a) -> Lens | None:
@@ -835,6 +1124,36 @@ class SessionHandle:
             conn.execute(
                 "UPDATE sessions SET state = 'finished', finished_at = ?, result_json = ? WHERE id = ?",
                 (_ts(now), result_json, self.session_id),
+            )
+
+    def discard(self, reason: str) -> None:
+        """Close an ``open``/``paused`` session that has no answers, for good and on the record:
+        a ``finish`` event and ``result_json`` ``{"discarded": true, "reason": reason}`` (the row,
+        its events and any voided trials stay; nothing is deleted). A discarded session is
+        never resumed and :meth:`TrialStore.list_sessions` leaves it out unless asked.
+
+        SessionError if the session holds a valid answer (finish it instead) or is finished."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidInputError(f"reason: expected a non-empty text saying why, got {reason!r}")
+        if len(reason) > MAX_DISCARD_REASON_CHARS:
+            raise InvalidInputError(f"reason: expected at most {MAX_DISCARD_REASON_CHARS} characters, "
+                                    f"got {len(reason)}")  # fmt: skip
+        record = json.dumps({"discarded": True, "reason": reason.strip()}, sort_keys=True)
+        with self._store._write() as conn:
+            self._require(conn, "discard it", SessionState.OPEN, SessionState.PAUSED)
+            answers = conn.execute(
+                "SELECT count(*) FROM trials t WHERE t.session_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo')",
+                (self.session_id,),
+            ).fetchone()[0]
+            if answers:
+                raise SessionError(f"session {self.session_id} holds {answers} answer{'s' if answers != 1 else ''}: "
+                                   "only a session without answers can be discarded (finish it instead)")  # fmt: skip
+            now = self._store.now()
+            self._event(conn, EventKind.FINISH, now, payload=record)
+            conn.execute(
+                "UPDATE sessions SET state = 'finished', finished_at = ?, result_json = ? WHERE id = ?",
+                (_ts(now), record, self.session_id),
             )
 
     def note(self, text: str, data: Any = None) -> None:

@@ -1,0 +1,65 @@
+"""Issue 21 in the app's engine: the session list offers neither a discarded session nor breaks
+on a damaged one, and a new export folder is user-only (0700) whatever the umask."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+
+import pytest
+
+from visiontune.app.session_host import SessionHost, record_simulated_session
+from visiontune.refraction.protocol import load_protocol
+from visiontune.session.store import TrialStore
+
+
+def _listed(db):
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host.handle("open_store", str(db))
+    host.handle("close")
+    assert "failed" not in [k for k, _ in events], events
+    return [s.session_id for s in next(v for k, v in reversed(events) if k == "sessions_listed")]
+
+
+def test_the_resume_offer_leaves_out_discarded_and_damaged_sessions(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    sloan = load_protocol("clinical-sloan")
+    with TrialStore.open(db) as store:
+        store.create_patient("P1")
+        discarded, damaged, sound = (store.create_session("P1", eye="OD", protocol=sloan) for _ in range(3))
+    assert _listed(db) == [discarded, damaged, sound]
+    with TrialStore.open(db) as store, store.open_session(discarded) as handle:
+        handle.discard("engine refused the protocol")
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TRIGGER sessions_snapshot_is_fixed")
+    conn.execute("UPDATE sessions SET created_at = 'yesterday' WHERE id = ?", (damaged,))
+    conn.commit()
+    conn.close()
+    assert _listed(db) == [sound]  # the others still list; the damaged one is in the log's warnings
+
+
+@pytest.fixture
+def umask_000():
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_a_new_export_folder_is_0700_under_umask_000(tmp_path, umask_000):
+    db = tmp_path / "log.sqlite3"
+    record_simulated_session(db, "clinical-sloan", 2, seed=1)
+    folder = tmp_path / "exports" / "2026"
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host.handle("open_store", str(db))
+    host.handle("export", (1, str(folder)))
+    host.handle("close")
+    assert "failed" not in [k for k, _ in events], events
+    view = next(v for k, v in events if k == "finished")
+    assert view.exports and all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in view.exports.values())
+    for f in (tmp_path / "exports", folder):
+        assert stat.S_IMODE(f.stat().st_mode) == 0o700, f

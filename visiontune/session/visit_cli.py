@@ -1,0 +1,280 @@
+"""``visiontune visit run|resume|list|show|signoff|export``: a whole visit, headless.
+
+``visit run --simulate`` creates a visit of a simulated patient and runs it: the right eye
+(OD) and the left eye (OS) through the session engine and the trial log, then the binocular
+balance and the acuity through the final prescriptions, and prints the result;
+``visit resume ID --simulate`` continues one that stopped (mid-eye or mid-balance).
+``visit signoff`` records a clinician's edited prescription beside the found one; ``visit
+export`` writes the visit's records (PDF, FHIR R4 Bundle, DICOM, CSV, JSON; mode 0600).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.session.cli import _bounded_int, _clean, _db_argument
+
+_INT64_MAX = 2**63 - 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    run = sub.add_parser("run", help="a whole visit of a simulated patient: OD, OS, balance, acuity")
+    run.add_argument("--simulate", action="store_true", required=True,
+                     help="a simulated patient answers (the only headless presenter)")  # fmt: skip
+    run.add_argument("--protocol", default="clinical-sloan", help="shipped protocol name or .toml path")
+    run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
+                     help="visit seed: the simulated patient and the right eye's session "
+                          "(default: the protocol's)")  # fmt: skip
+    run.add_argument("--patient-id", default="SIM-0001", help="pseudonymous patient id")
+    run.add_argument("--skip-od", metavar="REASON", help="do not refract the right eye, and why")
+    run.add_argument("--skip-os", metavar="REASON", help="do not refract the left eye, and why")
+    _run_arguments(run)
+    _db_argument(run)
+    resume = sub.add_parser("resume", help="continue a simulated visit that stopped")
+    resume.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    resume.add_argument("--simulate", action="store_true", required=True, help="the simulated patient answers")
+    _run_arguments(resume)
+    _db_argument(resume)
+    lst = sub.add_parser("list", help="visits in the trial log")
+    _db_argument(lst)
+    show = sub.add_parser("show", help="one visit: its eyes, balance, sign-offs, acuities, prescriptions")
+    show.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    show.add_argument("--json", action="store_true", help="print as JSON")
+    _db_argument(show)
+    sign = sub.add_parser("signoff",
+                          help="record a clinician's edited prescription of one eye (kept beside the found one)")
+    sign.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    sign.add_argument("--eye", required=True, choices=["OD", "OS"])
+    sign.add_argument("--rx", required=True, metavar='"S C x A"',
+                      help="the eye's prescription before the binocular balance, in the visit's cylinder form, "
+                           "e.g. \"-1.25 -0.50 x 90\" (the balance's change is added to it, as on the "
+                           "record)")  # fmt: skip
+    sign.add_argument("--by", required=True, metavar="NAME", help="the clinician who signs")
+    _db_argument(sign)
+    export = sub.add_parser("export", help="write the visit's records (each file mode 0600)")
+    export.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    export.add_argument("--pdf", metavar="PATH", help="printable record, both eyes (PDF)")
+    export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
+    export.add_argument("--dicom-dir", metavar="DIR",
+                        help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
+                             "objects")  # fmt: skip
+    export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
+    export.add_argument("--json", metavar="PATH", help="the visit record (JSON, visiontune.visit-export v1)")
+    export.add_argument("--omit-patient-id", action="store_true",
+                        help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
+    _db_argument(export)
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-balance", action="store_true", help="no binocular balance (recorded as not requested)")
+    parser.add_argument("--max-steps", type=_bounded_int("--max-steps", 1, 1_000_000), default=None,
+                        help="stop after this many refraction answers in this run, leaving the visit "
+                             "to resume")  # fmt: skip
+    parser.add_argument("--quiet", action="store_true", help="no per-answer progress")
+
+
+def _parse_rx(flag: str, text: str) -> Prescription:
+    try:
+        return Prescription.parse(text)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{flag}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from visiontune.session.store import TrialStore
+
+    if args.action == "export":
+        return _export(args)
+    with TrialStore.open(args.db) as store:
+        action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
+        return action(args, store)
+
+
+# --- run / resume ------------------------------------------------------------------------
+def _progress(args):
+    from visiontune.session.simulated_visit import VisitProgress
+
+    def trial(eye, t, session):
+        if not args.quiet:
+            lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg or 180.0)
+            print(f"  {eye} trial {t.index + 1:3d}  s={t.s_logmar:+.2f} logMAR  lens {lens.format()}  "
+                  f"{'+' if t.correct else '-'}", file=sys.stderr)  # fmt: skip
+
+    return VisitProgress(trial=trial, say=lambda text: print(text, file=sys.stderr))
+
+
+def _run(args, store) -> int:
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.session.simulated_visit import drive_simulated_visit, visit_cases
+    from visiontune.session.visit import create_visit
+
+    if args.skip_od is not None and args.skip_os is not None:
+        raise InvalidInputError("--skip-od and --skip-os: a visit refracts at least one eye")
+    protocol = load_protocol(args.protocol)
+    seed = protocol.seed if args.seed is None else args.seed
+    cases = visit_cases(seed, protocol)  # checked before anything is written
+    age = cases["OD"].age_years
+    vid = create_visit(store, args.patient_id, simulated=True, age_years=None if age is None else round(age),
+                       cylinder_form=protocol.lenses.cylinder_form)  # fmt: skip
+    for eye, reason in (("OD", args.skip_od), ("OS", args.skip_os)):
+        if reason is not None:
+            store.skip_visit_eye(vid, eye, reason)
+    print(f"SIMULATED visit {vid}: patient {args.patient_id}, protocol {protocol.name}, seed {seed}", file=sys.stderr)
+    done = drive_simulated_visit(store, vid, protocol=protocol, seed=seed, balance=not args.no_balance,
+                                 max_steps=args.max_steps, progress=_progress(args))  # fmt: skip
+    return _finish(store, vid, done)
+
+
+def _resume(args, store) -> int:
+    from visiontune.session.simulated_visit import drive_simulated_visit
+
+    visit = store.get_visit(args.visit_id)
+    if not visit.simulated:
+        raise InvalidInputError(f"visit {visit.visit_id} is a real patient's; continue it in the app")
+    print(f"SIMULATED visit {visit.visit_id}: resuming", file=sys.stderr)
+    done = drive_simulated_visit(store, visit.visit_id, balance=not args.no_balance, max_steps=args.max_steps,
+                                 progress=_progress(args))  # fmt: skip
+    return _finish(store, visit.visit_id, done)
+
+
+def _finish(store, vid: int, done: bool) -> int:
+    if not done:
+        print(f"visit {vid} stopped before its end; continue with: visiontune visit resume {vid} --simulate",
+              file=sys.stderr)  # fmt: skip
+        return 0
+    _print_summary(store, vid, with_truth=True)
+    return 0
+
+
+def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
+    from visiontune.session.visit import eye_statuses, final_prescription
+
+    visit = store.get_visit(vid)
+    kind = "SIMULATED visit" if visit.simulated else "visit"
+    print(f"{kind} {vid}: patient {_clean(visit.patient_id)}, {visit.cylinder_form} cylinder")
+    truths = _truths(store, vid) if with_truth and visit.simulated else {}
+    acuities = store.visit_acuities(vid)
+    signoffs = {s.eye: s for s in store.visit_signoffs(vid)}
+    for eye, status in eye_statuses(store, vid).items():
+        if status.state != "finished":
+            detail = f"skipped: {_clean(status.skip_reason)}" if status.state == "skipped" else status.state
+            print(f"  {eye}  {detail}" + (f" (session {status.session_id}, {status.answers} answers)"
+                                          if status.session_id else ""))  # fmt: skip
+            continue
+        final = final_prescription(store, vid, eye)
+        print(f"  {eye}  found {status.found.format()}  (session {status.session_id}, {status.answers} answers, "
+              f"predicted {status.predicted_va_logmar:+.2f} logMAR)")  # fmt: skip
+        if eye in signoffs:
+            s = signoffs[eye]
+            print(f"      signed off {s.prescription.format()} by {_clean(s.by)} at {s.at:%Y-%m-%d %H:%M}")
+        print(f"      final      {final.format()}")
+        through = [a for a in acuities if a.eye == eye and a.lenses[eye].is_equivalent(final, 1e-6)]
+        if through:
+            print(f"      acuity through it {through[-1].va_logmar:+.2f} logMAR")
+        if eye in truths:
+            truth = truths[eye]
+            error = float(((final.power_vector_array() - truth.power_vector_array()) ** 2).sum() ** 0.5)
+            print(f"      true correction {truth.format()}  (dioptric distance {error:.2f} D)")
+    balance = store.visit_balance(vid)
+    if balance is None:
+        print("  balance: not yet")
+    elif not balance.done:
+        print(f"  balance: not done ({_clean(balance.reason)})")
+    else:
+        answers = store.balance_answers(vid)
+        print(f"  balance: {balance.outcome} after {len(answers)} question{'s' if len(answers) != 1 else ''}; "
+              f"OD {balance.plus_change_od_d:+.2f} D, OS {balance.plus_change_os_d:+.2f} D")  # fmt: skip
+
+
+def _truths(store, vid: int) -> dict:
+    from visiontune.session.simulated_visit import recorded_case
+
+    return {eye: recorded_case(store, link.session_id).true_rx
+            for eye, link in store.visit_eyes(vid).items() if link.session_id is not None}  # fmt: skip
+
+
+# --- list / show / signoff ---------------------------------------------------------------
+def _list(args, store) -> int:
+    from visiontune.session.visit import eye_statuses
+
+    print(f"{'id':>4}  {'patient':<12} {'OD':<10} {'OS':<10} {'created':<20} kind")
+    for visit in store.list_visits():
+        states = eye_statuses(store, visit.visit_id)
+        print(f"{visit.visit_id:>4}  {_clean(visit.patient_id):<12} {states['OD'].state:<10} {states['OS'].state:<10} "
+              f"{visit.created_at:%Y-%m-%d %H:%M:%S}  {'SIMULATED' if visit.simulated else 'real'}")  # fmt: skip
+    return 0
+
+
+def _show(args, store) -> int:
+    from visiontune.session.visit import eye_statuses, final_prescription
+
+    visit = store.get_visit(args.visit_id)
+    vid = visit.visit_id
+    if not args.json:
+        _print_summary(store, vid)
+        for a in store.balance_answers(vid):
+            print(f"    balance question {a.index + 1}: OD {a.lens_od.format()} (+{a.plus_od_d:.2f}), "
+                  f"OS {a.lens_os.format()} (+{a.plus_os_d:.2f}) -> {a.clearer}")  # fmt: skip
+        return 0
+
+    def rx(p):
+        return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
+
+    statuses = eye_statuses(store, vid)
+    balance = store.visit_balance(vid)
+    doc = {
+        "visit_id": vid, "patient_id": visit.patient_id, "age_years": visit.age_years, "simulated": visit.simulated,
+        "cylinder_form": visit.cylinder_form, "clinician": visit.clinician, "created_at": visit.created_at.isoformat(),
+        "habitual": {"OD": rx(visit.habitual_od), "OS": rx(visit.habitual_os)},
+        "eyes": {e: {"state": s.state, "session_id": s.session_id, "answers": s.answers, "found": rx(s.found),
+                     "predicted_va_logmar": s.predicted_va_logmar, "skip_reason": s.skip_reason,
+                     "final": rx(final_prescription(store, vid, e))} for e, s in statuses.items()},
+        "balance": None if balance is None else {
+            "outcome": balance.outcome, "method": balance.method, "plus_change_od_d": balance.plus_change_od_d,
+            "plus_change_os_d": balance.plus_change_os_d, "reason": balance.reason,
+            "answers": [{"index": a.index, "lens_od": rx(a.lens_od), "lens_os": rx(a.lens_os),
+                         "plus_od_d": a.plus_od_d, "plus_os_d": a.plus_os_d, "clearer": a.clearer}
+                        for a in store.balance_answers(vid)]},
+        "signoffs": [{"eye": s.eye, "prescription": rx(s.prescription), "by": s.by, "at": s.at.isoformat()}
+                     for s in store.visit_signoffs(vid)],
+        "acuities": [{"eye": a.eye, "va_logmar": a.va_logmar, "lenses": {e: rx(p) for e, p in a.lenses.items()},
+                      "method": a.method, "at": a.at.isoformat()} for a in store.visit_acuities(vid)],
+    }  # fmt: skip
+    print(json.dumps(doc, indent=2))
+    return 0
+
+
+def _signoff(args, store) -> int:
+    from visiontune.session.visit import final_prescription
+
+    try:
+        rx = _parse_rx("--rx", args.rx)
+        signed = store.sign_off(args.visit_id, args.eye, rx, args.by)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc}; nothing was recorded") from None
+    print(f"visit {signed.visit_id} {signed.eye}: signed off {signed.prescription.format()} by {_clean(signed.by)} "
+          f"(the found prescription is kept beside it)")  # fmt: skip
+    print(f"  final {final_prescription(store, signed.visit_id, signed.eye).format()} (with the binocular balance)")
+    return 0
+
+
+# --- export ------------------------------------------------------------------------------
+def _export(args) -> int:
+    from visiontune.report.visit_export import VisitExportPaths, export_visit
+
+    paths = VisitExportPaths(pdf=args.pdf, fhir=args.fhir, dicom_dir=args.dicom_dir, csv=args.csv, json=args.json)
+    if not paths.kinds():
+        raise InvalidInputError("nothing to export: give at least one of --pdf, --fhir, --dicom-dir, --csv, --json")
+    if args.omit_patient_id and args.dicom_dir is not None:
+        raise InvalidInputError("--dicom-dir with --omit-patient-id: a DICOM object needs a Patient ID; export DICOM "
+                                "with the pseudonymous id, or leave --dicom-dir out; nothing was written")  # fmt: skip
+    written = export_visit(args.db, args.visit_id, paths, omit_patient_id=args.omit_patient_id)
+    for kind, files in written.items():
+        for path in files:
+            print(f"{kind}: {path}")
+    return 0
