@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
     "sessions": ("visiontune.session.cli", "list the trial log's sessions, show one, or discard one without answers",
                  "add_sessions_arguments", "run_sessions"),
-    "visit": ("visiontune.session.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
+    "visit": ("visiontune.report.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
               "PDF / FHIR / DICOM / CSV / JSON"),
 }
 

@@ -1,6 +1,6 @@
 """Builders of the report tests: result dicts and answers following the store API.
 
-The result follows the schema of :mod:`visiontune.report.result`; its posterior map is the
+The result follows the schema of :mod:`visiontune.refraction.result`; its posterior map is the
 Blendowske acuity ``log10(1 + β²)`` of a known true correction on a small lens grid, so the
 figures can be checked against independently computed values.
 """

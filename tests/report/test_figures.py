@@ -19,7 +19,7 @@ from visiontune.report.figures import (
     draw_acuity_map,
     set_font,
 )
-from visiontune.report.result import parse_result
+from visiontune.refraction.result import parse_result
 from visiontune.session.records import Lens, Trial
 
 

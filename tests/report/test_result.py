@@ -8,7 +8,7 @@ import pytest
 from report_helpers import make_result
 
 from visiontune.errors import StoreError
-from visiontune.report.result import parse_result
+from visiontune.refraction.result import parse_result
 
 
 def test_valid_result_parses_to_typed_values():

@@ -14,7 +14,7 @@ from visit_helpers import make_visit, measured_eye, skipped_eye
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
-from visiontune.report.result import parse_result
+from visiontune.refraction.result import parse_result
 from visiontune.report.visit_pdf import (
     acuity_text,
     rx_text,

@@ -20,7 +20,7 @@ from visiontune.session import store as store_mod
 from visiontune.session.records import DamagedText
 from visiontune.session.store import MAX_SESSION_ID, TrialStore
 
-RESULT = {  # a schema-v1 result (visiontune.report.result) of one answer
+RESULT = {  # a schema-v1 result (visiontune.refraction.result) of one answer
     "estimate": {"sphere_d": -1.3125, "cylinder_d": -0.5625, "axis_deg": 90.0},
     "rounded": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0},
     "credible_interval": {"sphere_d": [-1.75, -0.875], "cylinder_d": [-1.0, -0.125]},

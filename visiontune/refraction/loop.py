@@ -311,7 +311,7 @@ class Refraction:
         return curve
 
     def result(self, stopped_by: str) -> dict:
-        """The session result (the schema :mod:`visiontune.report.result` documents)."""
+        """The session result (the schema :mod:`visiontune.refraction.result` documents)."""
         est = self.current_estimate()
         valid = self.trials()
         times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]

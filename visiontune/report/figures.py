@@ -22,7 +22,7 @@ import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
-from visiontune.report.result import SessionResult
+from visiontune.refraction.result import SessionResult
 from visiontune.session.records import Trial
 
 __all__ = ["VIRIDIS_ANCHORS", "colormap", "cell_edges", "draw_acuity_map", "draw_acuity_curve"]

@@ -21,7 +21,7 @@ from datetime import UTC
 from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.prescription import Prescription
 from visiontune.report.record import SessionRecord
-from visiontune.report.result import LensValues
+from visiontune.refraction.result import LensValues
 
 __all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "pdf_bytes", "report_lines", "trial_rows"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from visiontune.errors import SessionError, StoreError
-from visiontune.report.result import SessionResult, parse_result
+from visiontune.refraction.result import SessionResult, parse_result
 from visiontune.session.records import Event, SessionInfo, SessionState, Trial
 from visiontune.session.store import TrialStore
 
@@ -46,7 +46,7 @@ def load_session(store: TrialStore, session_id: int) -> SessionRecord:
     Raises :class:`~visiontune.errors.SessionError` if there is no such session or it is not
     finished (open or paused sessions have no result to file), and
     :class:`~visiontune.errors.StoreError` if its stored result does not follow schema v1
-    (:mod:`visiontune.report.result`) or contradicts the log (the ``simulated`` flag, the
+    (:mod:`visiontune.refraction.result`) or contradicts the log (the ``simulated`` flag, the
     number of valid answers).
     """
     if isinstance(session_id, bool) or not isinstance(session_id, int):

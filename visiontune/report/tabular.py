@@ -31,7 +31,7 @@ schema_version  1
                  "lens2": null | {...}, "letter_shown", "letter_named", "correct",
                  "presented_at", "answered_at"}, ...],
      "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
-     "result": the result object as stored (schema: visiontune.report.result)}
+     "result": the result object as stored (schema: visiontune.refraction.result)}
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Any
 import visiontune
 from visiontune.errors import InvalidInputError
 from visiontune.report.record import SessionRecord
-from visiontune.report.result import parse_result
+from visiontune.refraction.result import parse_result
 from visiontune.session.records import Event, EventKind, Eye, Lens, SessionInfo, SessionState, Trial
 
 __all__ = [

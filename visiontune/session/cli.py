@@ -211,7 +211,7 @@ def run_sessions(args) -> int:
         trials = store.trials(args.session_id, include_void=True)
         result = None
         if info.result is not None and not info.discarded:
-            from visiontune.report.result import parse_result
+            from visiontune.refraction.result import parse_result
 
             result = parse_result(info.result, where=f"session {info.session_id}")
         doc = {

@@ -1,11 +1,11 @@
-"""``visiontune visit run|resume|list|show|signoff|export``: a whole visit, headless.
+"""``visiontune visit run|resume|list|show|signoff``: a whole visit, headless.
 
 ``visit run --simulate`` creates a visit of a simulated patient and runs it: the right eye
 (OD) and the left eye (OS) through the session engine and the trial log, then the binocular
 balance and the acuity through the final prescriptions, and prints the result;
 ``visit resume ID --simulate`` continues one that stopped (mid-eye or mid-balance).
-``visit signoff`` records a clinician's edited prescription beside the found one; ``visit
-export`` writes the visit's records (PDF, FHIR R4 Bundle, DICOM, CSV, JSON; mode 0600).
+``visit signoff`` records a clinician's edited prescription beside the found one. ``visit
+export`` (the records) is added by :mod:`visiontune.report.visit_cli`, the report layer above.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from visiontune.session.cli import _bounded_int, _clean, _db_argument
 _INT64_MAX = 2**63 - 1
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser):
+    """The subcommands; returns the subparsers (the report layer adds ``export``)."""
     sub = parser.add_subparsers(dest="action", required=True)
     run = sub.add_parser("run", help="a whole visit of a simulated patient: OD, OS, balance, acuity")
     run.add_argument("--simulate", action="store_true", required=True,
@@ -56,18 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "record)")  # fmt: skip
     sign.add_argument("--by", required=True, metavar="NAME", help="the clinician who signs")
     _db_argument(sign)
-    export = sub.add_parser("export", help="write the visit's records (each file mode 0600)")
-    export.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
-    export.add_argument("--pdf", metavar="PATH", help="printable record, both eyes (PDF)")
-    export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
-    export.add_argument("--dicom-dir", metavar="DIR",
-                        help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
-                             "objects")  # fmt: skip
-    export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
-    export.add_argument("--json", metavar="PATH", help="the visit record (JSON, visiontune.visit-export v1)")
-    export.add_argument("--omit-patient-id", action="store_true",
-                        help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
-    _db_argument(export)
+    return sub
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +78,6 @@ def _parse_rx(flag: str, text: str) -> Prescription:
 def run(args: argparse.Namespace) -> int:
     from visiontune.session.store import TrialStore
 
-    if args.action == "export":
-        return _export(args)
     with TrialStore.open(args.db) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
@@ -260,21 +248,4 @@ def _signoff(args, store) -> int:
     print(f"visit {signed.visit_id} {signed.eye}: signed off {signed.prescription.format()} by {_clean(signed.by)} "
           f"(the found prescription is kept beside it)")  # fmt: skip
     print(f"  final {final_prescription(store, signed.visit_id, signed.eye).format()} (with the binocular balance)")
-    return 0
-
-
-# --- export ------------------------------------------------------------------------------
-def _export(args) -> int:
-    from visiontune.report.visit_export import VisitExportPaths, export_visit
-
-    paths = VisitExportPaths(pdf=args.pdf, fhir=args.fhir, dicom_dir=args.dicom_dir, csv=args.csv, json=args.json)
-    if not paths.kinds():
-        raise InvalidInputError("nothing to export: give at least one of --pdf, --fhir, --dicom-dir, --csv, --json")
-    if args.omit_patient_id and args.dicom_dir is not None:
-        raise InvalidInputError("--dicom-dir with --omit-patient-id: a DICOM object needs a Patient ID; export DICOM "
-                                "with the pseudonymous id, or leave --dicom-dir out; nothing was written")  # fmt: skip
-    written = export_visit(args.db, args.visit_id, paths, omit_patient_id=args.omit_patient_id)
-    for kind, files in written.items():
-        for path in files:
-            print(f"{kind}: {path}")
     return 0

@@ -1,6 +1,7 @@
-"""The session result: the JSON the session engine gives ``SessionHandle.finish`` (schema v1).
+"""The session result: the JSON the trial loop gives its log's ``finish`` (schema v2).
 
-This module is the agreement between :mod:`visiontune.session.engine` and the exports.
+This module is the agreement between the one trial loop (:meth:`visiontune.refraction.loop.
+Refraction.result`), the trial log that stores it and the exports that read it.
 A finished session's ``result`` is a JSON object with exactly these keys::
 
     estimate              {"sphere_d", "cylinder_d", "axis_deg"}   exact best lens (D, D, degrees)

@@ -1,0 +1,48 @@
+"""The package's layers, read from its imports (function-local ones included): no module imports
+a layer above its own, and session/ and bench/ sit side by side (neither imports the other)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import visiontune
+
+PACKAGE = Path(visiontune.__file__).resolve().parent
+#: From the top down; a layer may import only layers below it (and itself).
+LAYERS = {"app": 6, "report": 5, "session": 4, "bench": 4, "refraction": 3, "acquisition": 2, "display": 2,
+          "gp": 1, "optics": 1}  # fmt: skip
+
+
+def _layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "visiontune" and parts[1] in LAYERS else None
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+def test_no_module_imports_a_higher_layer_or_its_sibling():
+    wrong = []
+    for layer, height in LAYERS.items():
+        for path in (PACKAGE / layer).rglob("*.py"):
+            for name in _imports(path):
+                other = _layer_of(name)
+                if other is None or other == layer:
+                    continue
+                if LAYERS[other] >= height:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert wrong == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "x.py"
+    bad.write_text("def f():\n    from visiontune.report.pdf import pdf_bytes\n")
+    assert "visiontune.report.pdf" in _imports(bad) and LAYERS[_layer_of("visiontune.report.pdf")] > LAYERS["session"]

@@ -1,0 +1,54 @@
+"""``visiontune visit ...``: the session layer's visit commands (:mod:`visiontune.session.visit_cli`)
+and ``visit export``, which writes the visit's records (PDF, FHIR R4 Bundle, DICOM, CSV, JSON;
+each file mode 0600) with :mod:`visiontune.report.visit_export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from visiontune.errors import InvalidInputError, one_line
+from visiontune.report.visit_export import VisitExportPaths, export_visit
+from visiontune.session import visit_cli
+from visiontune.session.cli import _bounded_int, _db_argument
+
+__all__ = ["add_arguments", "run"]
+
+_INT64_MAX = 2**63 - 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = visit_cli.add_arguments(parser)
+    export = sub.add_parser("export", help="write the visit's records (each file mode 0600)")
+    export.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    export.add_argument("--pdf", metavar="PATH", help="printable record, both eyes (PDF)")
+    export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
+    export.add_argument("--dicom-dir", metavar="DIR",
+                        help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
+                             "objects")  # fmt: skip
+    export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
+    export.add_argument("--json", metavar="PATH", help="the visit record (JSON, visiontune.visit-export v1)")
+    export.add_argument("--omit-patient-id", action="store_true",
+                        help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
+    _db_argument(export)
+
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "export":
+        return _export(args)
+    return visit_cli.run(args)
+
+
+def _export(args) -> int:
+    paths = VisitExportPaths(pdf=args.pdf, fhir=args.fhir, dicom_dir=args.dicom_dir, csv=args.csv, json=args.json)
+    if not paths.kinds():
+        raise InvalidInputError("nothing to export: give at least one of --pdf, --fhir, --dicom-dir, --csv, --json")
+    if args.omit_patient_id and args.dicom_dir is not None:
+        raise InvalidInputError("--dicom-dir with --omit-patient-id: a DICOM object needs a Patient ID; export DICOM "
+                                "with the pseudonymous id, or leave --dicom-dir out; nothing was written")  # fmt: skip
+    written = export_visit(args.db, args.visit_id, paths, omit_patient_id=args.omit_patient_id)
+    for kind, files in written.items():
+        for path in files:
+            print(f"{kind}: {one_line(str(path))}")
+    return 0
