@@ -18,3 +18,22 @@ def write_protocol(folder: Path, max_trials: int = 40, lo: float = -1.0, hi: flo
     path = folder / name
     path.write_text(small_protocol_text("app-test", purpose="the app tests", max_trials=max_trials, logmar=(lo, hi)), encoding="utf-8")
     return path
+
+
+def write_visit_protocol(folder: Path, max_trials: int = 8, logmar: tuple[float, float] | None = None,
+                         name: str = "visit-test.toml") -> Path:
+    """``clinical-sloan`` (the optics model, any axis) stopping after ``max_trials`` answers
+    (no minimum): a visit's two eyes in a few seconds. ``logmar``: the chart's range."""
+    import re
+
+    from importlib import resources
+
+    text = (resources.files("visiontune") / "data" / "protocols" / "clinical-sloan.toml").read_text(encoding="utf-8")
+    text = text.replace('name = "clinical-sloan"', 'name = "visit-test"')
+    text = re.sub(r"max_trials = \d+", f"max_trials = {max_trials}", text)
+    text = re.sub(r"min_trials = \d+", "min_trials = 0", text)
+    if logmar is not None:
+        text = re.sub(r"logmar = \[[^\]]*\]", f"logmar = [{logmar[0]}, {logmar[1]}]", text)
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -27,6 +27,7 @@ from visiontune.app.session_view import SessionView, acuity_text, lens_text
 from visiontune.app.settings import AppSettings, save_settings
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.start_view import StartView
+from visiontune.app.visit_controller import VisitController
 from visiontune.app.worker import EstimateView, FinishedView, NewSession, SessionWorker, Snapshot
 from visiontune.display import Calibration, load_calibration, load_letter_set
 from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError
@@ -147,6 +148,8 @@ class MainWindow(QMainWindow):
         self.worker.idle.connect(self.on_idle)
         self.worker.recorded.connect(self.on_recorded)
         self._recording = ""
+        self.visits = VisitController(self)  # the visit's pages and flow (OD, OS, balance, finish)
+        self.start_view.visit_requested.connect(self.visits.start)
         self.worker.start()
         self._send("open_store", None if options.db_path is None else str(options.db_path))
 
@@ -230,7 +233,8 @@ class MainWindow(QMainWindow):
             self.setWindowTitle("VisionTune")
             return
         sim = " \u00b7 SIMULATED" if snap.simulated else ""
-        self.setWindowTitle(f"VisionTune \u2014 session {snap.session_id} \u00b7 {snap.patient_id} {snap.eye}{sim}")
+        visit = f"visit {snap.visit_id} \u00b7 " if snap.visit_id is not None else ""
+        self.setWindowTitle(f"VisionTune \u2014 {visit}session {snap.session_id} \u00b7 {snap.patient_id} {snap.eye}{sim}")
 
     def _save_settings(self) -> None:
         try:
@@ -240,6 +244,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ start screen
     def show_start(self) -> None:
+        self.visits.stop()
         self.snapshot = None
         self.phase = Phase.FINISHED
         self.stack.setCurrentWidget(self.start_view)
@@ -252,19 +257,27 @@ class MainWindow(QMainWindow):
         except VisionTuneError as exc:
             self.reporter.report(str(exc))
 
-    def _start_session(self, request: NewSession) -> None:
+    def prepare_start(self, simulated: bool, protocol: str):
+        """Before a session or a visit starts: a real patient needs a calibrated screen that
+        shows the protocol's letter sizes (reported, and False returned, otherwise); the
+        settings are saved. Returns the calibration to store (None when simulated)."""
         calibration = None
-        if not request.simulated:
+        if not simulated:
             if self.calibration is None:
                 self.reporter.report("A patient session needs a calibrated screen: use 'Calibrate the patient screen' "
                                      "first (or tick 'Simulated patient').")  # fmt: skip
-                return
-            protocol = load_protocol(request.protocol)
-            self._check_displayable(protocol.logmar_range)
+                return False
+            self._check_displayable(load_protocol(protocol).logmar_range)
             calibration = self.calibration.to_dict()
-        self.settings = self.settings.replace(protocol=request.protocol, patient_screen=self.start_view.screen_name(),
+        self.settings = self.settings.replace(protocol=protocol, patient_screen=self.start_view.screen_name(),
                                               cylinder_form=self.start_view.cylinder_form_name())  # fmt: skip
         self._save_settings()
+        return calibration
+
+    def _start_session(self, request: NewSession) -> None:
+        calibration = self.prepare_start(request.simulated, request.protocol)
+        if calibration is False:
+            return
         start = "none" if request.starting_rx is None else request.starting_rx.format()
         log.info("start requested: patient %s %s, protocol %s, start %s (%s), %s cylinder, %s", request.patient_id,
                  request.eye, request.protocol, start, request.start_source, request.cylinder_form,
@@ -397,6 +410,9 @@ class MainWindow(QMainWindow):
     def on_finished(self, view: FinishedView) -> None:
         self._close_patient_window()
         self.phase = Phase.FINISHED
+        if view.visit_id is not None:  # an eye of a visit: the visit goes on (next eye, balance, finish)
+            self.visits.eye_finished(view)
+            return
         truth = ""
         if view.simulated and self.sim_patient is not None and view.result and self._sim_session_id == view.session_id:
             est = view.result["rounded"]
@@ -535,8 +551,9 @@ class MainWindow(QMainWindow):
     def _finish(self, stopped_by: str) -> None:
         self._finish_armed_until = 0.0
         log.info("finish requested (%s)", stopped_by)
-        self._show_busy("Computing the result and exporting the report\u2026")
-        self._submit("finish", (stopped_by, str(self.export_dir)))
+        in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
+        self._show_busy("Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
+        self._submit("finish", (stopped_by, None if in_visit else str(self.export_dir)))
 
     def _blank_patient(self) -> None:
         if self.patient_window is not None:
@@ -556,6 +573,7 @@ class MainWindow(QMainWindow):
         if not self._closing:
             self._closing = True
             self.auto_timer.stop()
+            self.visits.stop()
             self.elapsed_timer.stop()
             self.render_timer.stop()
             self.prewarm_timer.stop()

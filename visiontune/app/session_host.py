@@ -17,7 +17,8 @@ Events (``kind``: value): ``store_opened``: db path (str); ``sessions_listed``: 
 :class:`SessionSummary`; ``session``: id of the open session or None; ``opened`` /
 ``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.session.records.Trial`;
 ``estimate_ready``: :class:`EstimateView`; ``finished``: :class:`FinishedView`; ``failed``:
-message; ``busy``: message; ``idle``: None; ``closed``: None.
+message; ``busy``: message; ``idle``: None; ``closed``: None; ``visit_view``:
+:class:`~visiontune.app.visit_flow.VisitView` (after every visit command).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from visiontune import private_files
 from visiontune.app.plot_frames import build_view_frame, lens_on_map
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
 from visiontune.app.texts import progress_text
+from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
 from visiontune.app.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot, export_basename
 from visiontune.errors import InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
@@ -48,7 +50,7 @@ log = logging.getLogger("visiontune.app.worker")
 
 #: Every command the host understands (``submit(name, payload)`` on the GUI side).
 COMMANDS = ("open_store", "list", "start", "resume", "view", "present", "record", "undo", "pause",
-            "resume_paused", "finish", "export", "close")  # fmt: skip
+            "resume_paused", "finish", "export", "close", *VISIT_COMMANDS)  # fmt: skip
 
 
 class SessionHost:
@@ -58,7 +60,8 @@ class SessionHost:
     (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
     ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
     ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``.
+    (``(session id, folder)``), ``close``; and the visit commands of
+    :class:`~visiontune.app.visit_host.VisitHost` (``visit_*``).
     """
 
     def __init__(self, emit: Callable[[str, object], None]) -> None:
@@ -69,6 +72,8 @@ class SessionHost:
         self._prior_duration = 0.0
         self._sim_patient = None
         self._sim_case: dict | None = None
+        self._visit_id: int | None = None
+        self.visits = VisitHost(self)
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, name: str, payload=None) -> None:
@@ -77,7 +82,10 @@ class SessionHost:
         try:
             if name not in COMMANDS:
                 raise InvalidInputError(f"command: unknown worker command {name!r}")
-            getattr(self, f"_do_{name}")(payload)
+            if name in VISIT_COMMANDS:
+                self.visits.handle(name, payload)
+            else:
+                getattr(self, f"_do_{name}")(payload)
         except Exception as exc:  # noqa: BLE001 - every failure reaches the user as one message
             if isinstance(exc, VisionTuneError):
                 log.error("%s failed: %s", name, exc)
@@ -170,6 +178,8 @@ class SessionHost:
     def _adopt(self, session: RefractionSession) -> None:
         self.session = session
         self._sim_patient = self._sim_case = None
+        link = self._store().visit_of_session(session.session_id)
+        self._visit_id = None if link is None else link.visit_id
         if session.simulated:  # the patient recorded with the session (the GUI answers as it), for its true curve
             self._sim_case = session.recorded_note(SIMULATED_PATIENT_NOTE)
             if self._sim_case is None:  # a session of an older version: the case its seed draws
@@ -192,7 +202,11 @@ class SessionHost:
         if info.state != SessionState.FINISHED:
             raise SessionError(f"session {session_id} is {info.state.value}: resume it to continue")
         self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
-                                            info.result))  # fmt: skip
+                                            info.result, visit_id=self._visit_of(info.session_id)))  # fmt: skip
+
+    def _visit_of(self, session_id: int) -> int | None:
+        link = self._store().visit_of_session(session_id)
+        return None if link is None else link.visit_id
 
     def _snapshot(self, *, propose: bool) -> Snapshot:
         s = self._require_session()
@@ -212,7 +226,7 @@ class SessionHost:
             letter_set=p.letter_set, n_alternatives=p.n_alternatives, cylinder_form=p.lenses.cylinder_form,
             context_box=(float(p.logmar_range[0]), float(p.logmar_range[1])),
             prior_duration_s=self._prior_duration, start=s.start_point, model_type=p.model.type,
-            simulated_case=self._sim_case, last_trial=valid[-1] if valid else None,
+            simulated_case=self._sim_case, last_trial=valid[-1] if valid else None, visit_id=self._visit_id,
         )  # fmt: skip
 
     def _emit_estimate(self) -> None:
@@ -284,7 +298,8 @@ class SessionHost:
         info = self._store().get_session(s.session_id)
         log.info("session %d finished (%s): %s", s.session_id, stopped_by, result["rounded"])
         self._close_session()
-        view = FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated, result)
+        view = FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated, result,
+                            visit_id=self._visit_of(info.session_id))  # fmt: skip
         if export_dir is not None:
             self._emit("busy", "Exporting the report")
             try:
@@ -311,7 +326,7 @@ class SessionHost:
         info = self._store().get_session(int(session_id))
         exports = self._export(info, Path(export_dir))
         self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
-                                            info.result, exports))  # fmt: skip
+                                            info.result, exports, visit_id=self._visit_of(info.session_id)))  # fmt: skip
 
     def _close_session(self) -> None:
         if self.session is not None:

@@ -26,9 +26,24 @@ from visiontune.app.texts import acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 
-__all__ = ["SIMULATED_TEXT", "SessionView", "acuity_text", "key_name", "lens_text"]
+__all__ = ["EYE_COLOURS", "SIMULATED_TEXT", "SessionView", "acuity_text", "eye_badge_style", "eye_text", "key_name",
+           "lens_text"]  # fmt: skip
 
 SIMULATED_TEXT = "SIMULATED: a simulated patient answers. Not a clinical record."
+#: Background of each eye's badge (white text): one colour per eye, the same on every page.
+EYE_COLOURS = {"OD": "#b3261e", "OS": "#1f5fa8", "OU": "#2e6b30"}
+_EYE_WORDS = {"OD": ("RIGHT EYE", "occlude the left eye"), "OS": ("LEFT EYE", "occlude the right eye"),
+              "OU": ("BOTH EYES", "both eyes open")}  # fmt: skip
+
+
+def eye_badge_style(eye: str) -> str:
+    return f"background:{EYE_COLOURS.get(eye, '#444')}; color:white; padding:4px 14px; border-radius:4px;"
+
+
+def eye_text(eye: str) -> str:
+    """The session view's eye badge: ``RIGHT EYE (OD) · occlude the left eye``."""
+    name, other = _EYE_WORDS.get(eye, (eye, ""))
+    return f"{name} ({eye}) \u00b7 {other}" if other else f"{name} ({eye})"
 #: Delay between drawing one plot and the next (ms): lets the event loop run in between.
 PLOT_STEP_MS = 1
 #: Qt's pixmap cache limit (KiB) while a session view exists: room for every cached axis.
@@ -79,6 +94,7 @@ class SessionView(QWidget):
         self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
         self.header = _label("", 11, False, "sessionHeader")
+        self.eye_badge = _label("", 22, True, "eyeBadge")  # which eye: large, in the eye's colour
         self.lens_caption = _label("Set the lens", 12, False)
         self.lens = _label("", 40, True, "lensLabel")
         self.instruction = _label("", 15, False, "instruction", lines=2)
@@ -110,7 +126,7 @@ class SessionView(QWidget):
             w.setWordWrap(True)
 
         left = QVBoxLayout()
-        for w in (self.header, self.lens_caption, self.lens, self.instruction, self.letter, self.simulated_reply):
+        for w in (self.eye_badge, self.header, self.lens_caption, self.lens, self.instruction, self.letter, self.simulated_reply):
             left.addWidget(w)
         left.addStretch(1)
         left.addWidget(self.legend)
@@ -160,8 +176,11 @@ class SessionView(QWidget):
     def show_snapshot(self, snap: Snapshot) -> None:
         self.banner.setVisible(snap.simulated)
         kind = "SIMULATED patient" if snap.simulated else "patient"
-        self.header.setText(f"Session {snap.session_id} \u00b7 {kind} {snap.patient_id} \u00b7 eye {snap.eye} "
+        visit = f"Visit {snap.visit_id} \u00b7 " if snap.visit_id is not None else ""
+        self.header.setText(f"{visit}Session {snap.session_id} \u00b7 {kind} {snap.patient_id} \u00b7 eye {snap.eye} "
                             f"\u00b7 protocol {snap.protocol_name}")  # fmt: skip
+        self.eye_badge.setText(eye_text(snap.eye))
+        self.eye_badge.setStyleSheet(eye_badge_style(snap.eye))
         self.progress.setText(f"Answers: {snap.n_trials} / {snap.max_trials}")
         unused = " (not used by this protocol's fixed-axis model)" if snap.model_type == "gp" and snap.start.rx else ""
         self.start_line.setText(f"Starting prescription: {start_text(snap.start, snap.cylinder_form)}{unused} "

@@ -9,13 +9,31 @@ from PySide6.QtWidgets import (
     QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )  # fmt: skip
 
-from visiontune.app.start_form import SOURCE_LABELS, read_start
+from visiontune.app.start_form import SOURCE_LABELS, parse_age, read_start
+from visiontune.app.visit_flow import NewVisit
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
 from visiontune.session.records import SessionState
 
 _COLUMNS = ("id", "patient", "eye", "state", "answers", "created (UTC)", "kind")
 CYLINDER_FORM_LABELS = (("minus", "minus cylinder (optometric)"), ("plus", "plus cylinder (ophthalmic)"))
+#: The eye choices: one eye (a session), or a visit (OD, then OS, then the binocular balance).
+EYES = ("OD", "OS", "OU")
+VISIT_CHOICE = "OD + OS: a visit (right eye, left eye, balance)"
+
+
+def _rx_row(fields) -> QWidget:
+    """``S [ ] D  C [ ] D  × [ ] °`` in a widget of its own (a row that can be hidden)."""
+    row = QHBoxLayout()
+    row.setContentsMargins(0, 0, 0, 0)
+    for text, field in zip(("S", "D   C", "D   \u00d7"), fields, strict=True):
+        row.addWidget(QLabel(text))
+        row.addWidget(field)
+    row.addWidget(QLabel("\u00b0"))
+    row.addStretch(1)
+    box = QWidget()
+    box.setLayout(row)
+    return box
 
 
 def _power_field(name: str, placeholder: str, width: int = 90) -> QLineEdit:
@@ -31,6 +49,7 @@ class StartView(QWidget):
     and ``calibrate_requested()``; holds no session state."""
 
     start_requested = Signal(object)
+    visit_requested = Signal(object)
     resume_requested = Signal(int)
     view_requested = Signal(int)
     calibrate_requested = Signal()
@@ -61,17 +80,30 @@ class StartView(QWidget):
         self.patient_id = QLineEdit()
         self.patient_id.setPlaceholderText("pseudonymous id, e.g. P-0042 (no names)")
         self.eye = QComboBox()
-        self.eye.addItems(["OD", "OS", "OU"])
-        # the starting prescription: S [ ] D  C [ ] D  x [ ] deg
+        self.eye.setObjectName("eyeChoice")
+        self.eye.addItems([*EYES, VISIT_CHOICE])
+        # the starting prescription: S [ ] D  C [ ] D  x [ ] deg (of the right eye in a visit)
         self.sphere = _power_field("startSphere", "\u22122.00")
         self.cylinder = _power_field("startCylinder", "\u22121.00")
         self.axis = _power_field("startAxis", "30", 60)
-        rx_row = QHBoxLayout()
-        for text, field in (("S", self.sphere), ("D   C", self.cylinder), ("D   \u00d7", self.axis), ("\u00b0", None)):
-            rx_row.addWidget(QLabel(text))
-            if field is not None:
-                rx_row.addWidget(field)
-        rx_row.addStretch(1)
+        rx_row = _rx_row((self.sphere, self.cylinder, self.axis))
+        # a visit: the left eye's starting prescription, and the eyes not refracted with why
+        self.os_sphere = _power_field("startSphereOS", "\u22122.00")
+        self.os_cylinder = _power_field("startCylinderOS", "\u22121.00")
+        self.os_axis = _power_field("startAxisOS", "150", 60)
+        self.os_row = _rx_row((self.os_sphere, self.os_cylinder, self.os_axis))
+        self.skip_od = QLineEdit()
+        self.skip_od.setObjectName("skipOD")
+        self.skip_od.setPlaceholderText("OD: why not (e.g. prosthetic eye)")
+        self.skip_os = QLineEdit()
+        self.skip_os.setObjectName("skipOS")
+        self.skip_os.setPlaceholderText("OS: why not (e.g. amblyopic eye)")
+        skip_layout = QHBoxLayout()
+        skip_layout.setContentsMargins(0, 0, 0, 0)
+        skip_layout.addWidget(self.skip_od)
+        skip_layout.addWidget(self.skip_os)
+        self.skip_row = QWidget()
+        self.skip_row.setLayout(skip_layout)
         self.start_source = QComboBox()
         self.start_source.setObjectName("startSource")
         for name, label in SOURCE_LABELS:
@@ -100,9 +132,13 @@ class StartView(QWidget):
         self.form_error.setStyleSheet("color:#b00020;")
         self.form_error.setWordWrap(True)
         form = QFormLayout()
+        self.form = form
         form.addRow("Patient id", self.patient_id)
         form.addRow("Eye", self.eye)
         form.addRow("Starting prescription", rx_row)
+        self.rx_label = form.labelForField(rx_row)
+        form.addRow("Starting Rx, OS", self.os_row)
+        form.addRow("Not refracted", self.skip_row)
         form.addRow("  measured by", self.start_source)
         form.addRow("", self.start_hint)
         form.addRow("Age", self.age)
@@ -118,7 +154,9 @@ class StartView(QWidget):
             "<li>Set the lens the screen shows in the trial frame or phoropter.</li>"
             "<li>Press <b>Enter</b>: the letter appears on the patient screen.</li>"
             "<li>Type the letter the patient names (or <b>+</b> / <b>\u2212</b>). <b>Backspace</b> undoes.</li>"
-            "<li>Repeat until the stopping rule is met; <b>F F</b> finishes, <b>P</b> pauses.</li></ol>"
+            "<li>Repeat until the stopping rule is met; <b>F F</b> finishes, <b>P</b> pauses.</li>"
+            "<li>A visit does the right eye, then the left eye, then the binocular balance: the patient "
+            "says which eye sees the line more clearly, <b>R</b>, <b>L</b> or <b>=</b>.</li></ol>"
             "Every answer is saved as it is typed: closing the app loses nothing."
         )
         howto.setWordWrap(True)
@@ -171,6 +209,22 @@ class StartView(QWidget):
         outer.addLayout(banner_row)
         outer.addLayout(columns, 1)
         self.set_sessions([])
+        self.eye.currentIndexChanged.connect(self._eye_changed)
+        self._eye_changed()
+
+    def is_visit(self) -> bool:
+        """True when the form starts a visit (both eyes), not one session."""
+        return self.eye.currentText() == VISIT_CHOICE
+
+    def choose_visit(self) -> None:
+        self.eye.setCurrentText(VISIT_CHOICE)
+
+    def _eye_changed(self, _index=None) -> None:
+        visit = self.is_visit()
+        self.form.setRowVisible(self.os_row, visit)
+        self.form.setRowVisible(self.skip_row, visit)
+        self.rx_label.setText("Starting Rx, OD" if visit else "Starting prescription")
+        self.start_button.setText("Start visit" if visit else "Start session")
 
     # ------------------------------------------------------------------ data
     def set_cylinder_form(self, form: str) -> None:
@@ -222,7 +276,7 @@ class StartView(QWidget):
                 self.table.setItem(row, col, item)
         unfinished = [s for s in self._sessions if s.state != SessionState.FINISHED]
         if unfinished:
-            last = unfinished[-1]
+            last = self.last_unfinished()
             sim = " SIMULATED" if last.simulated else ""
             self.resume_banner.setText(f"Session {last.session_id} ({sim.strip() + ' ' if sim else ''}patient "
                                        f"{last.patient_id}, {last.eye}, {last.n_trials} answers, {last.state.value}) "
@@ -231,8 +285,11 @@ class StartView(QWidget):
         self.resume_last.setVisible(bool(unfinished))
 
     def last_unfinished(self) -> SessionSummary | None:
+        """The session to offer for resuming: the last unfinished one with answers (a visit's
+        left eye waits, open and empty, while its right eye is refracted), else the last one."""
         unfinished = [s for s in self._sessions if s.state != SessionState.FINISHED]
-        return unfinished[-1] if unfinished else None
+        answered = [s for s in unfinished if s.n_trials > 0]
+        return (answered or unfinished or [None])[-1]
 
     # ------------------------------------------------------------------ actions
     def cylinder_form_name(self) -> str:
@@ -254,23 +311,58 @@ class StartView(QWidget):
                           start_source=start.source, age_years=start.age_years,
                           cylinder_form=self.cylinder_form_name())  # fmt: skip
 
+    def visit_request(self) -> NewVisit:
+        """The form as a :class:`~visiontune.app.visit_flow.NewVisit`; InvalidInputError
+        naming the field (``"OS Sphere: ..."``, ``"Not refracted: ..."``)."""
+        patient = self.patient_id.text().strip()
+        if not patient:
+            raise InvalidInputError("Patient id: enter a pseudonymous id (letters, digits, . _ -)")
+        protocol = self.protocol.currentText().strip()
+        if not protocol:
+            raise InvalidInputError("Protocol: choose a protocol")
+        age = parse_age(self.age.text())
+        skip = {e: f.text().strip() for e, f in (("OD", self.skip_od), ("OS", self.skip_os)) if f.text().strip()}
+        if len(skip) == 2:
+            raise InvalidInputError("Not refracted: a visit refracts at least one eye; clear one of the reasons")
+        simulated = self.simulated.isChecked()
+        source = self.start_source.currentData()
+        starts = {}
+        for eye, fields in (("OD", (self.sphere, self.cylinder, self.axis)),
+                            ("OS", (self.os_sphere, self.os_cylinder, self.os_axis))):  # fmt: skip
+            if eye in skip:
+                continue
+            try:
+                start = read_start(*(f.text() for f in fields), source, self.age.text(), simulated=simulated)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{eye} {exc}") from None
+            starts[eye] = start.rx
+        return NewVisit(patient, protocol, simulated, starts=starts, start_source=source, age_years=age, skip=skip,
+                        cylinder_form=self.cylinder_form_name())  # fmt: skip
+
     def _start(self) -> None:
         try:
-            request = self.request()
+            request = self.visit_request() if self.is_visit() else self.request()
         except InvalidInputError as exc:
             self.show_error(str(exc))
             return
         self.show_error("")
-        self.start_requested.emit(request)
+        (self.visit_requested if self.is_visit() else self.start_requested).emit(request)
 
     def show_error(self, message: str) -> None:
         """Show ``message`` under the form and outline the field(s) it names in red."""
         self.form_error.setText(message)
         head = message.split(":", 1)[0].strip().lower() if message else ""
-        named = {"sphere": (self.sphere,), "cylinder": (self.cylinder,), "axis": (self.axis,),
-                 "source": (self.start_source,), "age": (self.age,), "patient id": (self.patient_id,),
-                 "starting prescription": (self.sphere, self.cylinder, self.axis)}.get(head, ())  # fmt: skip
-        for w in (self.sphere, self.cylinder, self.axis, self.start_source, self.age, self.patient_id):
+        fields = {}
+        for prefix, (s, c, a) in (("", (self.sphere, self.cylinder, self.axis)),
+                                  ("od ", (self.sphere, self.cylinder, self.axis)),
+                                  ("os ", (self.os_sphere, self.os_cylinder, self.os_axis))):  # fmt: skip
+            fields |= {f"{prefix}sphere": (s,), f"{prefix}cylinder": (c,), f"{prefix}axis": (a,),
+                       f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
+                       f"{prefix}age": (self.age,)}  # fmt: skip
+        fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os)}
+        named = fields.get(head, ())
+        for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
+                  self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os):  # fmt: skip
             w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
         if named:
             named[0].setFocus()

@@ -84,7 +84,9 @@ class SessionWorker(QObject):
     (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
     ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
     ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``. Each command ends with exactly one ``idle``.
+    (``(session id, folder)``), ``close``, and the visit commands (``visit_*``,
+    :mod:`visiontune.app.visit_host`; each answered by ``visit_view``). Each command ends with
+    exactly one ``idle``.
 
     ``store``: path of the open trial log (None until the engine confirms it);
     ``session_id``: the engine's open session (None if none); ``pid``: the engine's process id.
@@ -101,8 +103,10 @@ class SessionWorker(QObject):
     idle = Signal()
     closed = Signal()
     restarted = Signal(int)
+    visit_view = Signal(object)
 
-    _SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy")
+    _SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy",
+                "visit_view")  # fmt: skip
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -74,7 +74,7 @@ class Snapshot:
     starting point. ``simulated_case``: the recorded simulated patient
     (``PatientCase.to_dict()``; None for a real patient). ``model_type``: ``"optics"`` or
     ``"gp"``. ``prior_duration_s``: time spent in the session before it was opened here,
-    seconds."""
+    seconds. ``visit_id``: the visit whose ``eye`` this session refracts (None outside a visit)."""
 
     session_id: int
     patient_id: str
@@ -97,6 +97,7 @@ class Snapshot:
     model_type: str = "optics"
     simulated_case: dict | None = None
     last_trial: Trial | None = None
+    visit_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,8 @@ class EstimateView:
 
 @dataclass(frozen=True)
 class FinishedView:
-    """A finished session: its stored result, the files exported (or why not) and its flags."""
+    """A finished session: its stored result, the files exported (or why not), its flags and
+    the visit it belongs to (``visit_id``, None outside a visit)."""
 
     session_id: int
     patient_id: str
@@ -139,6 +141,7 @@ class FinishedView:
     result: dict
     exports: dict = field(default_factory=dict)
     export_error: str | None = None
+    visit_id: int | None = None
 
 
 def export_basename(session_id: int, patient_id: str, eye: str, simulated: bool) -> str:

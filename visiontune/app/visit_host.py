@@ -1,0 +1,367 @@
+"""The engine's side of a visit: create it, open its eyes, the balance, sign-off, export (Qt-free).
+
+Runs in the engine process beside the :class:`~visiontune.app.session_host.SessionHost` that
+owns the trial log and the open session; every change goes through the session layer
+(:mod:`visiontune.session.visit`, the :class:`~visiontune.session.store.TrialStore` visit
+methods), and every command ends by sending the visit as it now stands (``visit_view``: a
+:class:`~visiontune.app.visit_flow.VisitView`).
+
+Commands (``handle(name, payload)``):
+
+- ``visit_create`` (:class:`~visiontune.app.visit_flow.NewVisit`): the visit (a starting
+  prescription read from the habitual spectacles is also the visit's habitual one), its skipped
+  eyes, and one session per eye to refract, each with its starting prescription (and, simulated, its
+  simulated patient: both eyes of one person, :func:`~visiontune.session.simulated_visit.visit_cases`,
+  recorded with the session); then opens the right eye (the left one if the right is skipped).
+- ``visit_next`` (visit id): opens the next eye to refract (or shows the balance / the finish).
+- ``visit_show`` (visit id): the visit as it stands; opens nothing.
+- ``visit_skip`` (``(visit id, eye, reason)``): the eye is not refracted (its session, if it
+  has no answer yet, is discarded with the reason).
+- ``visit_balance`` (``(visit id, question index, "OD" | "OS" | "equal" | None)``): one balance
+  answer, recorded before the next question is computed; ``None``: no balance (recorded as
+  not done, not requested).
+- ``visit_signoff`` (``(visit id, eye, Prescription, name)``): the clinician's edit of an eye,
+  recorded beside the found prescription (:meth:`~visiontune.session.store.TrialStore.sign_off`).
+- ``visit_acuity`` (``(visit id, eye, logMAR)``): the acuity the clinician read through the
+  eye's final prescription (a simulated visit reads its own, as the headless run does).
+- ``visit_export`` (``(visit id, folder)``): PDF, FHIR R4 Bundle, both DICOM objects, CSV and
+  JSON of the visit, each file 0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from visiontune import private_files
+from visiontune.app.simulation import SIMULATED_PATIENT_NOTE
+from visiontune.app.visit_flow import (
+    BalanceQuestionView,
+    BalanceSummary,
+    EyeSummary,
+    NewVisit,
+    Step,
+    VisitView,
+    next_step,
+)
+from visiontune.errors import InvalidInputError, SessionError, StoreError
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.simulated import simulated_case
+from visiontune.refraction.start import StartingPoint
+from visiontune.session.balance import BALANCE_METHOD, BalanceQuestion, balance_step, reason_not_to_balance
+from visiontune.session.visit import (
+    create_visit,
+    end_point,
+    eye_statuses,
+    final_prescription,
+    in_form,
+    os_seed,
+    resume_eye,
+    start_eye,
+)
+from visiontune.session.visit_records import VISIT_EYES
+
+log = logging.getLogger("visiontune.app.worker")
+
+VISIT_COMMANDS = ("visit_create", "visit_next", "visit_show", "visit_skip", "visit_balance", "visit_signoff",
+                  "visit_acuity", "visit_export")  # fmt: skip
+#: How the app records an acuity the clinician read (``visit_acuity``).
+CLINICIAN_CHART_METHOD = "letter chart read by the clinician through the final prescription"
+
+
+def visit_basename(visit_id: int, patient_id: str, simulated: bool) -> str:
+    """``visiontune-visit-3-P001`` (``-SIMULATED`` appended for a simulated visit)."""
+    return f"visiontune-visit-{visit_id}-{patient_id}" + ("-SIMULATED" if simulated else "")
+
+
+def simulated_eyes(seed: int, protocol, age_years: float | None = None) -> dict:
+    """Both eyes of the simulated patient of a visit (``{"OD": case, "OS": case}``), as
+    ``visiontune visit run --simulate`` draws them; ``age_years`` replaces the person's age."""
+    from visiontune.session.simulated_visit import fellow_eye_case, visit_cases
+
+    if age_years is None:
+        return visit_cases(seed, protocol)
+    od = simulated_case(seed=int(seed), protocol=protocol, age_years=age_years)
+    if protocol.model.type == "gp":  # the paper's patient for the left eye's seed, of this age
+        return {"OD": od, "OS": simulated_case(seed=os_seed(seed), protocol=protocol, age_years=age_years)}
+    return {"OD": od, "OS": fellow_eye_case(od, seed, protocol)}
+
+
+def _start(rx, source: str, case, age) -> StartingPoint:
+    """An eye's starting point: the typed prescription; else a simulated eye's own reading
+    (unless the source is "none"); else nothing."""
+    if rx is not None:
+        if source == "none":
+            raise InvalidInputError("Source: say where the starting prescription comes from, or clear it")
+        return StartingPoint(rx, source, age)
+    if case is not None and source != "none" and case.start_rx is not None:
+        return StartingPoint(case.start_rx, case.start_source, age)
+    return StartingPoint(None, "none", age)
+
+
+class VisitHost:
+    """The visit commands of one :class:`~visiontune.app.session_host.SessionHost` (``host``:
+    its store, its open session, its ``emit``)."""
+
+    def __init__(self, host) -> None:
+        self.host = host
+
+    def handle(self, name: str, payload) -> None:
+        getattr(self, "_do_" + name.removeprefix("visit_"))(payload)
+
+    @property
+    def store(self):
+        return self.host._store()
+
+    # ------------------------------------------------------------------ commands
+    def _do_create(self, request: NewVisit) -> None:
+        store, host = self.store, self.host
+        host._close_session()
+        host._emit("busy", f"Preparing the visit of {request.patient_id} (the first time can take a while)")
+        protocol = load_protocol(request.protocol)
+        seed = protocol.seed if request.seed is None else int(request.seed)
+        skip = {e: r for e, r in (request.skip or {}).items() if r}
+        eyes = [e for e in VISIT_EYES if e not in skip]
+        if not eyes:
+            raise InvalidInputError("Not refracted: a visit refracts at least one eye; nothing was recorded")
+        cases = simulated_eyes(seed, protocol, request.age_years) if request.simulated else {}
+        age = cases["OD"].age_years if cases else request.age_years
+        starts = {e: _start(request.starts.get(e), request.start_source, cases.get(e), age) for e in eyes}
+        habitual = {e: rx for e, rx in request.starts.items() if rx is not None and request.start_source == "spectacles"}
+        vid = create_visit(store, request.patient_id, simulated=request.simulated,
+                           age_years=None if age is None else round(age), cylinder_form=request.cylinder_form,
+                           habitual_od=habitual.get("OD"), habitual_os=habitual.get("OS"))  # fmt: skip
+        for eye, reason in skip.items():
+            store.skip_visit_eye(vid, eye, reason)
+        first = None
+        for eye in eyes:
+            session = start_eye(store, vid, eye, protocol=protocol, seed=seed if eye == "OD" else os_seed(seed),
+                                start=starts[eye], calibration=request.calibration)  # fmt: skip
+            if eye in cases:  # recorded at once: the resumed eye answers as this one would
+                session.note(SIMULATED_PATIENT_NOTE, cases[eye].to_dict())
+            log.info("visit %d %s: session %d, start %s (%s)%s", vid, eye, session.session_id,
+                     starts[eye].rx.format() if starts[eye].rx else "none", starts[eye].source,
+                     ", SIMULATED" if request.simulated else "")  # fmt: skip
+            if first is None:
+                first = session
+            else:
+                session.close()  # open, without answers, until its turn
+        log.info("visit %d created: patient %s, %s cylinder, skipped %s", vid, request.patient_id,
+                 request.cylinder_form, ", ".join(f"{e} ({r})" for e, r in skip.items()) or "none")  # fmt: skip
+        self._emit_view(vid, opening=True)
+        host._adopt(first)
+
+    def _do_next(self, visit_id: int) -> None:
+        self._advance(int(visit_id), open_eye=True)
+
+    def _do_show(self, visit_id: int) -> None:
+        self._advance(int(visit_id), open_eye=False)
+
+    def _do_skip(self, payload) -> None:
+        visit_id, eye, reason = payload
+        store = self.store
+        link = store.visit_eyes(int(visit_id)).get(eye)
+        if link is not None and link.session_id is not None:
+            info = store.get_session(link.session_id)
+            if not info.discarded and info.state.value != "finished":
+                if self.host.session is not None and self.host.session.session_id == info.session_id:
+                    self.host._close_session()
+                with store.open_session(info.session_id) as handle:  # refused if it holds an answer
+                    handle.discard(f"{eye} not refracted in visit {visit_id}: {reason}")
+        store.skip_visit_eye(int(visit_id), eye, reason)
+        log.info("visit %s: %s skipped (%s)", visit_id, eye, reason)
+        self._advance(int(visit_id), open_eye=False)
+
+    def _do_balance(self, payload) -> None:
+        visit_id, index, clearer = payload
+        vid = int(visit_id)
+        store = self.store
+        if store.visit_balance(vid) is not None:
+            raise SessionError(f"visit {vid}: the binocular balance is over; no more answers")
+        if clearer is None:
+            store.record_balance(vid, outcome="not done", method=BALANCE_METHOD, reason="not requested by the clinician")
+            log.info("visit %d: no binocular balance (the clinician's choice)", vid)
+        else:
+            q = self._question(vid)
+            if not isinstance(q, BalanceQuestion) or q.index != index:
+                raise SessionError(f"visit {vid}: balance question {index} is not the one asked; nothing recorded")
+            store.record_balance_answer(vid, q.index, lens_od=q.lens_od, lens_os=q.lens_os, plus_od_d=q.plus_od_d,
+                                        plus_os_d=q.plus_os_d, clearer=clearer)  # fmt: skip
+            log.info("visit %d balance question %d: OD +%.2f D, OS +%.2f D -> %s", vid, q.index + 1, q.plus_od_d,
+                     q.plus_os_d, clearer)  # fmt: skip
+        self._advance(vid, open_eye=False)
+
+    def _do_signoff(self, payload) -> None:
+        visit_id, eye, rx, by = payload
+        signed = self.store.sign_off(int(visit_id), eye, rx, by)
+        log.info("visit %s %s: signed off %s by %s (the found prescription is kept beside it)", visit_id, eye,
+                 signed.prescription.format(), signed.by)  # fmt: skip
+        self._advance(int(visit_id), open_eye=False, message=f"{eye} signed off by {signed.by}.")
+
+    def _do_acuity(self, payload) -> None:
+        visit_id, eye, logmar = payload
+        vid = int(visit_id)
+        final = final_prescription(self.store, vid, eye)
+        if final is None:
+            raise InvalidInputError(f"visit {vid}: {eye} has no final prescription to read the acuity through")
+        self.store.record_visit_acuity(vid, eye, float(logmar), lenses={eye: final}, method=CLINICIAN_CHART_METHOD)
+        log.info("visit %d %s: acuity %+.2f logMAR through %s", vid, eye, logmar, final.format())
+        self._advance(vid, open_eye=False, message=f"{eye}: acuity recorded.")
+
+    def _do_export(self, payload) -> None:
+        from visiontune.report.visit_export import VisitExportPaths, load_visit, render_visit
+
+        visit_id, folder = payload
+        store = self.store
+        visit = store.get_visit(int(visit_id))
+        self.host._emit("busy", "Exporting the visit's records")
+        loaded = load_visit(store, visit.visit_id)  # refuses a visit with an eye not done, before any folder
+        base = visit_basename(visit.visit_id, visit.patient_id, visit.simulated)
+        target = private_files.private_dir(Path(folder) / base, error=StoreError)  # 0700 whatever the umask
+        paths = VisitExportPaths(pdf=target / f"{base}.pdf", fhir=target / f"{base}.fhir.json", dicom_dir=target,
+                                 csv=target / f"{base}.csv", json=target / f"{base}.json")  # fmt: skip
+        written: dict[str, list[str]] = {}
+        for kind, path, data in render_visit(loaded, paths, protected=(store.path,)):  # all rendered first
+            private_files.write_private(path, data, name=kind, error=StoreError)
+            written.setdefault(kind, []).append(str(path))
+        log.info("visit %d exported to %s: %s", visit.visit_id, target, ", ".join(sorted(written)))
+        self._advance(visit.visit_id, open_eye=False, exports=written, message=f"Exported to {target}.")
+
+    # ------------------------------------------------------------------ steps
+    def _advance(self, vid: int, *, open_eye: bool, exports: dict | None = None, message: str = "") -> None:
+        """Record what follows from the log alone (a balance not possible or over, a simulated
+        patient's chart acuity), send the visit's view, and open the next eye if asked."""
+        store = self.store
+        visit = store.get_visit(vid)
+        statuses = eye_statuses(store, vid)
+        step, eye = next_step({e: s.state for e, s in statuses.items()}, store.visit_balance(vid) is not None)
+        if step == Step.BALANCE and self._question(vid) is None:
+            step = Step.FINISH
+        if step == Step.FINISH and visit.simulated:
+            from visiontune.session.simulated_visit import drive_simulated_visit
+
+            drive_simulated_visit(store, vid)  # both eyes done, balance recorded: reads the chart acuities
+        view = self._emit_view(vid, opening=open_eye and step == Step.REFRACT, exports=exports, message=message)
+        if view.opening:
+            self._open_eye(vid, eye, statuses[eye])
+
+    def _question(self, vid: int) -> BalanceQuestion | None:
+        """The balance's next question; None once its outcome is recorded (recording it here
+        when the answers end it, or when the eyes cannot be balanced)."""
+        store = self.store
+        if store.visit_balance(vid) is not None:
+            return None
+        statuses = eye_statuses(store, vid)
+        skipped = [f"{e} skipped ({s.skip_reason})" for e, s in statuses.items() if s.state == "skipped"]
+        reason = "; ".join(skipped) + ": a balance needs both eyes" if skipped else None
+        if reason is None:
+            reason = reason_not_to_balance(statuses["OD"].predicted_va_logmar, statuses["OS"].predicted_va_logmar)
+        if reason is not None:
+            store.record_balance(vid, outcome="not done", method=BALANCE_METHOD, reason=reason)
+            log.info("visit %d: binocular balance not done: %s", vid, reason)
+            return None
+        end_od, end_os = end_point(store, vid, "OD"), end_point(store, vid, "OS")
+        answers = []
+        for a in store.balance_answers(vid):
+            expected = balance_step(end_od, end_os, answers)
+            if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != (
+                    a.plus_od_d, a.plus_os_d):  # fmt: skip
+                raise SessionError(f"visit {vid}: balance answer {a.index} does not follow from the answers before "
+                                   "it and the end points (was a prescription signed off meanwhile?)")  # fmt: skip
+            answers.append(a.clearer)
+        step = balance_step(end_od, end_os, answers)
+        if isinstance(step, BalanceQuestion):
+            return step
+        store.record_balance(vid, outcome=step.outcome, method=BALANCE_METHOD, plus_change_od_d=step.plus_change_od_d,
+                             plus_change_os_d=step.plus_change_os_d, reason=step.reason)  # fmt: skip
+        log.info("visit %d: binocular balance %s; OD %+.2f D, OS %+.2f D", vid, step.outcome, step.plus_change_od_d,
+                 step.plus_change_os_d)  # fmt: skip
+        return None
+
+    def _simulated_answer(self, vid: int, q: BalanceQuestion) -> str:
+        from visiontune.session.balance import simulated_clearer
+        from visiontune.session.simulated_visit import recorded_case
+
+        cases = {e: recorded_case(self.store, s.session_id) for e, s in eye_statuses(self.store, vid).items()}
+        patients = {e: c.patient(26) for e, c in cases.items()}  # only their acuity through a lens is used
+        return simulated_clearer(patients["OD"], patients["OS"], q, cases["OD"].seed, cases["OS"].seed)
+
+    def _open_eye(self, vid: int, eye: str, status) -> None:
+        """Resume the eye's session (created with the visit); a visit whose eye has none (made
+        by ``visiontune visit``, or its session discarded) starts one like the other eye's."""
+        store, host = self.store, self.host
+        host._close_session()
+        host._emit("busy", f"Opening the {eye} refraction")
+        if status.state in ("open", "paused"):
+            host._adopt(resume_eye(store, vid, eye))
+            return
+        other = [s for s in eye_statuses(store, vid).values() if s.session_id is not None and s.eye != eye]
+        if not other:
+            raise SessionError(f"visit {vid}: no eye has a session to take the protocol from; start a new visit")
+        info = store.get_session(other[0].session_id)
+        seed = os_seed(info.seed)  # OD's seed is the visit's, OS's its ^ 1: the other eye's ^ 1 either way
+        visit = store.get_visit(vid)
+        case = None
+        if visit.simulated:
+            visit_seed = info.seed if other[0].eye == "OD" else os_seed(info.seed)
+            case = simulated_eyes(visit_seed, info.protocol)[eye]
+        start = _start(None, "autorefraction" if case is not None else "none", case,
+                       case.age_years if case is not None else visit.age_years)  # fmt: skip
+        session = start_eye(store, vid, eye, protocol=info.protocol, seed=seed, start=start,
+                            calibration=info.calibration)  # fmt: skip
+        if case is not None:
+            session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
+        host._adopt(session)
+
+    # ------------------------------------------------------------------ the view
+    def _emit_view(self, vid: int, *, opening: bool, exports: dict | None = None, message: str = "") -> VisitView:
+        view = self.view(vid, opening=opening, exports=exports, message=message)
+        self.host._emit("visit_view", view)
+        return view
+
+    def view(self, vid: int, *, opening: bool = False, exports: dict | None = None, message: str = "") -> VisitView:
+        """The visit as it stands (nothing recorded)."""
+        store = self.store
+        visit = store.get_visit(vid)
+        statuses = eye_statuses(store, vid)
+        outcome = store.visit_balance(vid)
+        step, eye = next_step({e: s.state for e, s in statuses.items()}, outcome is not None)
+        question = None
+        if step == Step.BALANCE:
+            q = self._question(vid)  # records nothing here: _advance has recorded what follows
+            if q is None:
+                step, outcome = Step.FINISH, store.visit_balance(vid)
+            else:
+                answer = self._simulated_answer(vid, q) if visit.simulated else None
+                question = BalanceQuestionView(q.index, q.plus_od_d, q.plus_os_d, q.lens_od, q.lens_os, answer)
+        answers = tuple((a.plus_od_d, a.plus_os_d, a.clearer) for a in store.balance_answers(vid))
+        balance = BalanceSummary(BALANCE_METHOD, answers)
+        if outcome is not None:
+            balance = BalanceSummary(outcome.method, answers, outcome.outcome, outcome.plus_change_od_d,
+                                     outcome.plus_change_os_d, outcome.reason)  # fmt: skip
+        eyes = {e: self._eye(visit, s) for e, s in statuses.items()}
+        return VisitView(visit.visit_id, visit.patient_id, visit.simulated, visit.cylinder_form, visit.age_years, step,
+                         eyes, balance, eye=eye, question=question, opening=opening, exports=dict(exports or {}),
+                         message=message)  # fmt: skip
+
+    def _eye(self, visit, status) -> EyeSummary:
+        store, vid, eye = self.store, visit.visit_id, status.eye
+        if not status.finished:
+            return EyeSummary(eye, status.state, status.session_id, status.answers, status.skip_reason)
+        signed = [s for s in store.visit_signoffs(vid) if s.eye == eye]
+        last = signed[-1] if signed else None
+        final = final_prescription(store, vid, eye)
+        measured = [a.va_logmar for a in store.visit_acuities(vid)
+                    if a.eye == eye and eye in a.lenses and a.lenses[eye].is_equivalent(final, 1e-6)]  # fmt: skip
+        result = store.get_session(status.session_id).result or {}
+        true_rx = None
+        if visit.simulated:
+            from visiontune.session.simulated_visit import recorded_case
+
+            true_rx = in_form(recorded_case(store, status.session_id).true_rx, visit.cylinder_form)
+        return EyeSummary(
+            eye, status.state, status.session_id, status.answers, None, status.found,
+            in_form(last.prescription, visit.cylinder_form) if last else None, last.by if last else None,
+            last.at if last else None, end_point(store, vid, eye), final, result.get("credible_interval"),
+            status.predicted_va_logmar, measured[-1] if measured else None, result.get("stopped_by"), true_rx,
+        )  # fmt: skip
