@@ -36,7 +36,7 @@ from visiontune.refraction.population import PatientCase, draw_cases, population
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "plan", "run_case", "summarise"]
+__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "case_metrics", "plan", "run_case", "summarise"]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -128,6 +128,13 @@ def run_case(spec: CaseSpec) -> CaseResult:
     patient = case.patient(protocol.n_alternatives)
     presenter = _TimedPresenter(patient)
     result = refraction.run(presenter)
+    m = case_metrics(refraction, result, case, patient, presenter.decision_s)
+    return CaseResult(spec.key, m, int(result["trials_used"]), time.perf_counter() - t0)
+
+
+def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patient, decision_s: list[float]) -> dict:
+    """The metrics of one finished refraction (module docstring): errors of the filed lens and
+    of the start, acuity lost, coverage, decision times (``decision_s``, seconds)."""
     truth = case.true_rx.power_vector_array()
     rounded = result["rounded"]
     found = Prescription(rounded["sphere_d"], rounded["cylinder_d"], rounded["axis_deg"])
@@ -139,7 +146,7 @@ def run_case(spec: CaseSpec) -> CaseResult:
         "exact_error_d": _distance(exact_pv, truth)[0], "axis_error_deg": _axis_error_deg(found, case.true_rx),
         "va_loss_logmar": float(patient.acuity_logmar(found) - patient.acuity_logmar(case.true_rx)),
         "age_years": case.age_years, "true_cylinder_d": case.true_rx.cylinder_d,
-        "decision_ms": [1000.0 * s for s in presenter.decision_s],
+        "decision_ms": [1000.0 * s for s in decision_s],
     }  # fmt: skip
     m.update(_coverage(refraction, truth))
     if case.start_rx is not None:
@@ -148,7 +155,7 @@ def run_case(spec: CaseSpec) -> CaseResult:
                   "start_signed_error_m_d": float(case.start_rx.power_vector_array()[0] - truth[0]),
                   "start_axis_error_deg": _axis_error_deg(case.start_rx, case.true_rx),
                   "start_va_loss_logmar": float(patient.acuity_logmar(case.start_rx) - patient.acuity_logmar(case.true_rx))})  # fmt: skip
-    return CaseResult(spec.key, m, int(result["trials_used"]), time.perf_counter() - t0)
+    return m
 
 
 def _coverage(refraction: Refraction, truth: np.ndarray) -> dict:

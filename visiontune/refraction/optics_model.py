@@ -19,6 +19,9 @@ static models*, Biometrika 89:539-551): ``N`` particles drawn from the prior, re
 each answer's likelihood; when the effective sample size ``1 / Σ w²`` falls below ``N/2`` they
 are resampled (systematic) and moved by a few random-walk Metropolis steps on the posterior of
 every answer so far (covariance ``2.38²/d`` times the particles' own, Roberts & Rosenthal 2001).
+Answers of other kinds (comparisons of two lenses, :mod:`visiontune.refraction.comparisons`)
+enter the same way through :meth:`ParticlePosterior.observe`, and the moves then target the
+posterior of every answer, letters and comparisons together.
 Every random draw for answer ``k`` comes from ``default_rng([seed, k, purpose])``, so the
 posterior is a pure function of (log, seed): a session rebuilt from its log after a crash has
 the same particles bit for bit.
@@ -35,6 +38,7 @@ prior (median 5 logMAR⁻¹, σ 0.4: Carkeet, Lee, Chong & Tong 2001, Optom. Vis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import ndtr
@@ -44,7 +48,8 @@ from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["OpticsModelSpec", "ParticlePosterior", "binary_entropy_bits", "probability_correct", "probability_grid", "systematic_resample"]
+__all__ = ["LetterAnswer", "OpticsModelSpec", "ParticlePosterior", "acuity_logmar", "binary_entropy_bits", "blur_squared",
+           "probability_correct", "probability_grid", "systematic_resample"]
 
 #: Parameter columns of a particle.
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
@@ -91,22 +96,28 @@ def probability_correct(theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, sp
 def probability_grid(theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
     """``P(correct | s_j, L_l, θ_i)`` on the grid of sizes ``s_grid (n_s,)`` × lenses
     ``lenses (n_x, 3)``: an ``(N, n_s, n_x)`` array (the acuity through each lens computed once)."""
-    va = _acuity(theta, lenses)
+    va = acuity_logmar(theta, lenses)
     z = np.exp(theta[:, LOG_SLOPE])[:, None, None] * (np.asarray(s_grid)[None, :, None] - va[:, None, :])
     return spec.chance + (1.0 - spec.chance - spec.lapse) * ndtr(z)
 
 
-def _acuity(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
-    """``VA(L_j)`` for each particle: ``(N, m)`` logMAR."""
+def blur_squared(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    """``|r|²`` (D²), the squared length of the residual power vector after accommodation
+    (module docstring), for each particle and lens: ``(N, m)``."""
     r = lenses[None, :, :] - theta[:, None, :3]
     amp = theta[:, AMPLITUDE, None]
     r_m = r[..., 0] + np.minimum(amp, np.maximum(-r[..., 0], 0.0))
-    blur2 = r_m**2 + r[..., 1] ** 2 + r[..., 2] ** 2
-    return theta[:, VA0, None] + np.log10(1.0 + blur2)
+    return r_m**2 + r[..., 1] ** 2 + r[..., 2] ** 2
+
+
+def acuity_logmar(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    """``VA(L_j) = VA* + log10(1 + |r|²)`` for each particle ``theta (N, 6)`` and lens
+    ``lenses (m, 3)``: ``(N, m)`` logMAR."""
+    return theta[:, VA0, None] + np.log10(1.0 + blur_squared(theta, lenses))
 
 
 def _latent(theta: np.ndarray, s: np.ndarray, lenses: np.ndarray) -> np.ndarray:
-    return np.exp(theta[:, LOG_SLOPE, None]) * (np.asarray(s)[None, :] - _acuity(theta, lenses))
+    return np.exp(theta[:, LOG_SLOPE, None]) * (np.asarray(s)[None, :] - acuity_logmar(theta, lenses))
 
 
 def binary_entropy_bits(p: np.ndarray) -> np.ndarray:
@@ -123,11 +134,38 @@ def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
     return np.searchsorted(cw, positions)
 
 
+@dataclass(frozen=True)
+class LetterAnswer:
+    """One letter answer for :meth:`ParticlePosterior.observe`: size ``s`` (logMAR), the lens's
+    power vector ``lens`` ``(M, J0, J45)`` (diopters), ``correct``."""
+
+    s: float
+    lens: tuple[float, float, float]
+    correct: bool
+
+    batch_key: ClassVar[str] = "letter"
+
+    def log_likelihood(self, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``log P(answer | θ_i)`` per particle: ``(N,)``."""
+        p = probability_correct(theta, np.array([self.s]), np.asarray(self.lens, dtype=float).reshape(1, 3), spec)[:, 0]
+        return np.log(p if self.correct else 1.0 - p)
+
+    @staticmethod
+    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``Σ_j log P(answer_j | θ_i)`` over letter ``answers``: ``(N,)``."""
+        s = np.array([a.s for a in answers])
+        lenses = np.array([a.lens for a in answers], dtype=float).reshape(len(answers), 3)
+        correct = np.array([a.correct for a in answers], dtype=bool)
+        p = probability_correct(theta, s, lenses, spec)
+        return np.sum(np.log(np.where(correct[None, :], p, 1.0 - p)), axis=1)
+
+
 class ParticlePosterior:
     """The posterior of ``θ`` given the answers so far, as weighted particles.
 
     ``spec``: :class:`OpticsModelSpec`; ``start``: the :class:`StartingPoint` (prior on ``P*``
-    and the patient's age); ``seed``: the session's seed. :meth:`update` adds one answer.
+    and the patient's age); ``seed``: the session's seed. :meth:`update` adds a letter answer,
+    :meth:`observe` an answer of any kind (a letter, a comparison).
     """
 
     def __init__(self, spec: OpticsModelSpec, start: StartingPoint, seed: int) -> None:
@@ -145,6 +183,10 @@ class ParticlePosterior:
         theta[:, AMPLITUDE] = rng.uniform(0.0, self.amplitude_max, n)
         self.theta = theta
         self.log_w = np.zeros(n)
+        #: Every answer so far, in order (letters, comparisons, ...).
+        self.answers: list = []
+        self._groups: dict = {}
+        #: The letter answers as arrays: sizes (logMAR), lenses ``(n, 3)``, correct.
         self.s = np.zeros(0)
         self.lenses = np.zeros((0, 3))
         self.correct = np.zeros(0, dtype=bool)
@@ -153,8 +195,8 @@ class ParticlePosterior:
     # ------------------------------------------------------------------ weights
     @property
     def n(self) -> int:
-        """Answers incorporated."""
-        return len(self.s)
+        """Answers incorporated (of every kind)."""
+        return len(self.answers)
 
     @property
     def weights(self) -> np.ndarray:
@@ -175,25 +217,40 @@ class ParticlePosterior:
         return np.where(outside, -np.inf, lp)
 
     def _log_likelihood(self, theta: np.ndarray) -> np.ndarray:
-        """Log-likelihood of every answer so far, per particle: ``(N,)``."""
+        """Log-likelihood of every answer so far (letters and every other kind), per particle:
+        ``(N,)``; the answers of one kind are evaluated together (``batch_log_likelihood``)."""
         if self.n == 0:
             return np.zeros(len(theta))
-        p = probability_correct(theta, self.s, self.lenses, self.spec)
-        return np.sum(np.log(np.where(self.correct[None, :], p, 1.0 - p)), axis=1)
+        total = None
+        for group in self._groups.values():
+            ll = type(group[0]).batch_log_likelihood(group, theta, self.spec)
+            total = ll if total is None else total + ll
+        return total
 
     # ------------------------------------------------------------------ one answer
-    def update(self, s: float, lens_pv, correct: bool) -> None:
-        """Add the answer ``correct`` to a letter of size ``s`` (logMAR) through the lens of
-        power vector ``lens_pv (3,)``; resample and move the particles when the effective
-        sample size falls below half."""
-        lens = np.asarray(lens_pv, dtype=float).reshape(1, 3)
-        p = probability_correct(self.theta, np.array([float(s)]), lens, self.spec)[:, 0]
-        self.log_w = self.log_w + np.log(p if correct else 1.0 - p)
-        self.s = np.append(self.s, float(s))
-        self.lenses = np.vstack([self.lenses, lens])
-        self.correct = np.append(self.correct, bool(correct))
+    def observe(self, answer) -> None:
+        """Add one answer of any kind; resample and move the particles when the effective
+        sample size falls below half (the moves then target the posterior of every answer).
+
+        ``answer`` is a frozen value with ``log_likelihood(theta, spec) -> (N,)`` (its log-
+        likelihood per particle), a hashable ``batch_key`` and a static
+        ``batch_log_likelihood(answers, theta, spec) -> (N,)``, the sum over answers of the same
+        key: :class:`LetterAnswer`, :class:`visiontune.refraction.comparisons.ComparisonAnswer`."""
+        self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
+        self.answers.append(answer)
+        self._groups.setdefault(answer.batch_key, []).append(answer)
+        if isinstance(answer, LetterAnswer):
+            self.s = np.append(self.s, answer.s)
+            self.lenses = np.vstack([self.lenses, np.asarray(answer.lens).reshape(1, 3)])
+            self.correct = np.append(self.correct, answer.correct)
         if self.effective_sample_size() < 0.5 * self.spec.n_particles:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
+
+    def update(self, s: float, lens_pv, correct: bool) -> None:
+        """Add the answer ``correct`` to a letter of size ``s`` (logMAR) through the lens of
+        power vector ``lens_pv (3,)`` (:meth:`observe` with a :class:`LetterAnswer`)."""
+        lens = np.asarray(lens_pv, dtype=float).reshape(3)
+        self.observe(LetterAnswer(float(s), (float(lens[0]), float(lens[1]), float(lens[2])), bool(correct)))
 
     def _resample_move(self, rng: np.random.Generator) -> None:
         w = self.weights
@@ -244,7 +301,7 @@ class ParticlePosterior:
         """Predicted acuity (logMAR) through ``lenses (m, 3)``: posterior mean and the
         central ``level`` interval, each ``(m,)``."""
         rng = np.random.default_rng([self.seed, self.n, 0xAC])
-        va = _acuity(self.subsample(min(1000, self.spec.n_particles), rng), np.atleast_2d(lenses))
+        va = acuity_logmar(self.subsample(min(1000, self.spec.n_particles), rng), np.atleast_2d(lenses))
         tail = 50.0 * (1.0 - level)
         lo, hi = np.percentile(va, [tail, 100.0 - tail], axis=0)
         return va.mean(axis=0), lo, hi

@@ -1,0 +1,118 @@
+"""Mixed sessions in the bench (visiontune.bench.mixed): the letter-only protocol is unchanged
+bit for bit (against the stored validation runs), the mixed loop with comparisons off asks the
+letter loop's queries, a mixed log is the source of truth (undo, rebuild), and the metrics add up."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from visiontune.bench import clinic
+from visiontune.bench.mixed import (
+    ComparisonReply,
+    LoggedComparison,
+    MixedCaseSpec,
+    MixedLog,
+    MixedPresenter,
+    MixedRefraction,
+    PendingComparison,
+    run_mixed_case,
+)
+from visiontune.errors import InvalidInputError
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.mixed_rules import MixedSettings
+from visiontune.refraction.population import draw_cases, population_by_name
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
+
+ROOT = Path(__file__).resolve().parents[2]
+STORE = ROOT / "docs" / "results" / "clinical-validation.sqlite"
+PROTOCOL = load_protocol("clinical-sloan")
+CASES = draw_cases(population_by_name("adult-clinic"), 3, 1)
+
+
+def _start(case) -> StartingPoint:
+    return StartingPoint(case.start_rx, case.start_source, case.age_years)
+
+
+@pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
+def test_letter_only_protocol_is_bit_identical_to_the_stored_validation():
+    """run_case on cases 0 and 1 of the stored validation (clinical-sloan-seed1, adult-clinic,
+    evr) gives the same metrics to the last bit (decision times aside): the posterior's generic
+    likelihood and the shared scoring changed nothing for letters."""
+    specs = clinic.plan("clinical-sloan-seed1", PROTOCOL, ["evr"], "adult-clinic", 2, 1)
+    with sqlite3.connect(STORE) as db:
+        for spec in specs:
+            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = 'clinical-sloan-seed1' AND population = "
+                             "'adult-clinic' AND policy = 'evr' AND case_id = ?", (spec.case.case_id,)).fetchone()  # fmt: skip
+            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
+            now = {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"}
+            assert now == stored
+
+
+def test_mixed_loop_with_comparisons_off_asks_the_letter_loops_queries():
+    case = CASES[2]
+    patient = case.patient(PROTOCOL.n_alternatives)
+    letters = Refraction(MemoryLog(), PROTOCOL, seed=case.seed, start=_start(case), simulated=True)
+    letters.run(SimulatedPresenter(patient), max_steps=25)
+    mixed = MixedRefraction(MixedLog(), PROTOCOL, seed=case.seed, settings=MixedSettings(comparisons=False),
+                            start=_start(case), simulated=True)
+    mixed.run(MixedPresenter(case.patient(PROTOCOL.n_alternatives), ComparisonModel()), max_steps=25)
+    a = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in letters.trials()]
+    b = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in mixed.trials()]
+    assert len(a) == 25 and a == b
+    assert letters.current_estimate().rounded == mixed.current_estimate().rounded
+
+
+def _mixed(case, model: ComparisonModel | None = None) -> MixedRefraction:
+    settings = MixedSettings(comparison=model or ComparisonModel())
+    return MixedRefraction(MixedLog(), PROTOCOL, seed=case.seed, settings=settings,
+                           start=_start(case), simulated=True)
+
+
+def test_a_mixed_log_is_the_source_of_truth():
+    case = CASES[0]
+    r = _mixed(case)
+    presenter = MixedPresenter(case.patient(PROTOCOL.n_alternatives), ComparisonModel(lapse=0.02))
+    r.run(presenter, max_steps=30)
+    kinds = {type(t) for t in r.trials()}
+    assert LoggedComparison in kinds and len(kinds) == 2  # both kinds were asked
+    # undo the last answer (of either kind): voided, kept in the log; the posterior is rebuilt
+    # from the 29 valid answers, bit for bit the posterior of a session that never had the 30th
+    before = r.engine.posterior(r.trials()[:29]).theta.copy()
+    r.engine.posterior(r.trials())  # back on all 30
+    voided = r.undo()
+    assert voided.void and len(r.trials(include_void=True)) == 30 and len(r.trials()) == 29
+    np.testing.assert_array_equal(r.engine.posterior(r.trials()).theta, before)
+    q = r.next_query()
+    assert q.index == 30  # void trials count in k, as in the letter loop
+    # a session rebuilt from the same log (a crash, a new engine) proposes the same question and
+    # has the same posterior bit for bit
+    again = MixedRefraction(r.log, PROTOCOL, seed=case.seed, settings=r.settings, start=_start(case), simulated=True)
+    assert again.next_query() == q
+    np.testing.assert_array_equal(again.engine.posterior(again.trials()).theta, r.engine.posterior(r.trials()).theta)
+    # the answer's kind must match the question's
+    wrong = Answer(correct=True) if isinstance(q, PendingComparison) else ComparisonReply("1")
+    with pytest.raises(InvalidInputError, match="pending"):
+        r.record(wrong)
+    with pytest.raises(InvalidInputError, match="choice"):
+        ComparisonReply("3")
+
+
+def test_run_mixed_case_metrics_add_up():
+    case = CASES[1]
+    spec = MixedCaseSpec("t", PROTOCOL.source_text, PROTOCOL.source, "mixed", "adult-clinic", case,
+                         MixedSettings(comparison=ComparisonModel("blur")))
+    m = run_mixed_case(spec).metrics
+    assert m["letters"] + m["comparisons"] == m["answers"] == len(m["error_by_answer"]) == len(m["seconds_by_answer"])
+    assert m["patient_s"] == pytest.approx(3.0 * m["letters"] + 5.0 * m["comparisons"])
+    assert m["seconds_by_answer"][-1] == pytest.approx(m["patient_s"])
+    assert np.all(np.diff(m["seconds_by_answer"]) > 0)
+    assert m["error_by_answer"][-1] == pytest.approx(m["error_d"], abs=1e-12)
+    assert 0 <= m["equal_answers"] <= m["comparisons"]
+    assert {"covered_50", "covered_80", "covered_95", "start_error_d"} <= set(m)

@@ -1,0 +1,172 @@
+"""Comparison answers ("which is clearer, 1 or 2?") and the simulated patient giving them.
+
+A comparison shows two lenses ``L1``, ``L2`` while the patient reads letters of size ``s``
+(logMAR); the answer is ``"1"`` (lens 1 clearer), ``"2"`` (lens 2 clearer) or ``"="``
+(no difference). Both models below produce a signal ``δ`` (positive when lens 1 is the
+clearer) and turn it into the three answers with an **indifference band** ``τ`` (the
+Thurstone model of paired comparisons with ties, Glenn & David 1960, *Ties in paired-
+comparison experiments using a modified Thurstone-Mosteller model*, Biometrics 16:86-109)::
+
+    P("1") = Φ(δ - τ)      P("2") = Φ(-δ - τ)      P("=") = Φ(δ + τ) - Φ(δ - τ)
+
+and a lapse ``ε`` (an answer at random among the three): ``P <- (1 - ε) P + ε / 3``. With
+``τ = 0`` and ``ε = 0`` ``P("=") = 0`` and ``P("1") = Φ(δ)``: the forced choice. "Equal" carries
+information: it is likeliest when ``|δ|`` is small, so it says the two lenses lie about
+equally far from the correction.
+
+**Thurstone (seed 002 Eq. 11, the default)**: ``δ = f(s, L1) - f(s, L2)``, the difference of
+the latent of the letter task, ``f = a (s - VA(L))`` (``"linear"``, the simulated patient's
+default; then ``s`` cancels and ``δ = a (VA(L2) - VA(L1))``) or Eq. 14's ``f = Φ⁻¹(P(correct |
+s, L))`` (``"probit"``; then ``s`` matters).
+
+**Blur discrimination (second model)**: the patient judges which image is less blurred. Blur
+discrimination thresholds follow a "dipper": from focus the smallest visible change of blur
+is the blur detection threshold (0.10-0.18 D of defocus, Jacobs, Smith & Chan 1989, *Effect
+of defocus on blur thresholds and on thresholds of perceived change in blur*, Optom. Vis. Sci.
+66:545-553; about 0.1 D for a change of focus, Walsh & Charman 1988, Vision Res. 28:1207-1221);
+a little blurred, smaller changes are seen (0.05-0.07 D, Jacobs et al. 1989); well blurred,
+the threshold grows in proportion to the blur (Weber's law). The classic account of this
+shape, reviewed by Watson & Ahumada 2011 (*Blur clarified: a review and synthesis of blur
+discrimination*, J. Vis. 11(5):10), is an intrinsic blur ``b_i`` adding to the optical blur,
+``ρ(b) = √(b² + b_i²)``, and a Weber law on ``ρ``. Here ``b`` is the dioptric blur, the length
+of the residual power vector after accommodation (the blur of the acuity model), and::
+
+    δ = (ln ρ(b2) - ln ρ(b1)) / w
+
+The two constants are set from two thresholds of the forced choice (``τ = ε = 0``, 75%
+correct, ``z = Φ⁻¹(0.75)``): the threshold from focus ``T0`` (``b1 = 0``, ``b2 = T0``) and the
+Weber fraction ``W = ΔB / B`` for large blur, which give ``w = ln(1 + W) / z`` and
+``b_i = T0 / √((1 + W)² - 1)``. Defaults ``T0 = 0.15 D`` (within Jacobs et al.'s 0.10-0.18 D)
+and ``W = 0.12`` (**stated**: with ``T0`` it puts the bottom of the dipper at about 0.07 D near
+``b = b_i ≈ 0.3 D``, Jacobs et al.'s change threshold, and lets the threshold grow with blur
+as Watson & Ahumada's review describes). The letter size does not enter (**assumed**: the
+letters are large enough to judge their sharpness), nor does attention drift.
+
+Keyed answers, as the letter answers of :class:`~visiontune.optics.SimulatedPatient`: the
+comparison at trial ``k`` draws its one uniform from ``default_rng([seed, k, 0x5EED, 2])``
+(letters use ``[seed, k, 0x5EED]``, binary duels ``[..., 1]``), so the answer does not depend on
+what was asked before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics.attention import check_trial_index
+from visiontune.optics.patient import TRIAL_KEY, SimulatedPatient
+
+__all__ = [
+    "COMPARISON_ANSWERS",
+    "COMPARISON_KINDS",
+    "ComparisonModel",
+    "answer_comparison_trial",
+    "blur_discrimination_signal",
+    "patient_comparison_probabilities",
+    "ternary_probabilities",
+]
+
+#: The three answers, in the order of the last axis of every probability array here.
+COMPARISON_ANSWERS = ("1", "2", "=")
+#: The comparison models: seed 002 Eq. 11 and blur discrimination (module docstring).
+COMPARISON_KINDS = ("thurstone", "blur")
+_LATENTS = ("linear", "probit")
+#: Sub-key of the comparison answers' keyed stream (after ``[seed, k, TRIAL_KEY]``).
+COMPARISON_STREAM = 2
+_Z75 = float(ndtri(0.75))
+
+
+@dataclass(frozen=True)
+class ComparisonModel:
+    """How a comparison is answered (module docstring).
+
+    ``kind``: ``"thurstone"`` (seed 002 Eq. 11) or ``"blur"`` (blur discrimination).
+    ``indifference``: ``τ`` >= 0, the half-width of the "equal" band in units of the signal;
+    default 0.5 (**stated**: at ``δ = 0`` "equal" is answered 38% of the time).
+    ``lapse``: ``ε`` in [0, 1), the rate of answers at random among the three.
+    ``latent``: ``"linear"`` or ``"probit"`` (Thurstone only). ``threshold_at_focus_d`` ``T0``
+    and ``weber_fraction`` ``W`` (blur only; diopters and a ratio).
+    """
+
+    kind: str = "thurstone"
+    indifference: float = 0.5
+    lapse: float = 0.04
+    latent: str = "linear"
+    threshold_at_focus_d: float = 0.15
+    weber_fraction: float = 0.12
+
+    def __post_init__(self) -> None:
+        if self.kind not in COMPARISON_KINDS:
+            raise InvalidInputError(f"kind: expected one of {', '.join(COMPARISON_KINDS)}, got {self.kind!r}")
+        if self.latent not in _LATENTS:
+            raise InvalidInputError(f"latent: expected one of {', '.join(_LATENTS)}, got {self.latent!r}")
+        for name, lo, hi in (("indifference", 0.0, 5.0), ("lapse", 0.0, 0.99), ("threshold_at_focus_d", 1e-3, 2.0),
+                             ("weber_fraction", 1e-3, 5.0)):  # fmt: skip
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
+                raise InvalidInputError(f"{name}: expected a number in [{lo:g}, {hi:g}], got {value!r}")
+
+    @property
+    def uses_size(self) -> bool:
+        """Whether the letter size changes the answer's probabilities (Eq. 14's probit latent only)."""
+        return self.kind == "thurstone" and self.latent == "probit"
+
+    @property
+    def log_blur_noise(self) -> float:
+        """``w``: the standard deviation of the judged ``ln ρ`` difference (blur model)."""
+        return math.log1p(self.weber_fraction) / _Z75
+
+    @property
+    def intrinsic_blur_d(self) -> float:
+        """``b_i`` (diopters), the intrinsic blur of the blur model."""
+        return self.threshold_at_focus_d / math.sqrt((1.0 + self.weber_fraction) ** 2 - 1.0)
+
+
+def ternary_probabilities(delta, indifference: float, lapse: float) -> np.ndarray:
+    """``(P("1"), P("2"), P("="))`` along a new last axis for signals ``delta`` (any shape)."""
+    d = np.asarray(delta, dtype=float)
+    p1 = ndtr(d - indifference)
+    p2 = ndtr(-d - indifference)
+    out = np.stack([p1, p2, np.maximum(1.0 - p1 - p2, 0.0)], axis=-1)
+    return (1.0 - lapse) * out + lapse / 3.0
+
+
+def blur_discrimination_signal(blur1_d, blur2_d, model: ComparisonModel) -> np.ndarray:
+    """``δ = (ln ρ(b2) - ln ρ(b1)) / w`` with ``ρ(b) = √(b² + b_i²)``, for dioptric blurs through
+    lens 1 and lens 2 (broadcast); positive when lens 1 is the less blurred."""
+    bi2 = model.intrinsic_blur_d**2
+    b1 = np.asarray(blur1_d, dtype=float)
+    b2 = np.asarray(blur2_d, dtype=float)
+    return 0.5 * (np.log(b2 * b2 + bi2) - np.log(b1 * b1 + bi2)) / model.log_blur_noise
+
+
+def patient_comparison_probabilities(patient: SimulatedPatient, k: int, s: float, lens1, lens2,
+                                     model: ComparisonModel) -> np.ndarray:
+    """``(3,)`` probabilities of ``"1"``, ``"2"``, ``"="`` for the simulated ``patient`` at trial
+    ``k``. Thurstone: ``δ = Φ⁻¹(P(lens1 preferred))`` from the patient's own Eq. 11 (its latent,
+    linear or probit, and its attention drift at trial ``k``); blur: from the patient's blur
+    through each lens (accommodation included)."""
+    if not isinstance(patient, SimulatedPatient):
+        raise InvalidInputError(f"patient: expected a SimulatedPatient, got {type(patient).__name__}")
+    k = check_trial_index(k)
+    if model.kind == "thurstone":
+        p = float(patient.preference_probability_at_trial(k, s, lens1, lens2))
+        delta = float(ndtri(min(max(p, 1e-15), 1.0 - 1e-15)))
+    else:
+        delta = float(blur_discrimination_signal(patient.blur_diopters(lens1), patient.blur_diopters(lens2), model))
+    return ternary_probabilities(delta, model.indifference, model.lapse)
+
+
+def answer_comparison_trial(patient: SimulatedPatient, k: int, s: float, lens1, lens2, model: ComparisonModel) -> str:
+    """The patient's answer (``"1"``, ``"2"`` or ``"="``) to the comparison at trial ``k``: one
+    uniform ``u`` from ``default_rng([seed, k, 0x5EED, 2])``, the first answer whose cumulative
+    probability exceeds ``u``."""
+    p = patient_comparison_probabilities(patient, k, s, lens1, lens2, model)
+    if patient.seed is None:
+        raise InvalidInputError("seed: keyed comparison answers need the patient built with an integer seed")
+    u = float(np.random.default_rng([patient.seed, k, TRIAL_KEY, COMPARISON_STREAM]).random())
+    return COMPARISON_ANSWERS[int(np.searchsorted(np.cumsum(p)[:2], u, side="right"))]

@@ -1,0 +1,224 @@
+"""A letter or a comparison? The next question by its value per second of the patient's time.
+
+Near the best lens a letter answer carries little information: acuity is flat at the optimum
+(``benchmarks/precision_bound.py``). A comparison of two lenses placed on either side of the
+estimate ("which is clearer, 1 or 2?", the Jackson cross-cylinder's question) depends on the
+*first* power of the distance from the estimate to the correction, so near the end of a
+refraction it may teach more per answer; it also takes longer. This rule weighs the two:
+
+* the **letter** is the protocol's rule (:func:`visiontune.refraction.optics_rules.propose`,
+  unchanged, with the loop's random stream), so a session that never asks a comparison asks
+  exactly the letters of the letter-only protocol;
+* the **comparison** is the best of a set of candidate pairs of trial lenses around the
+  estimate ``c``: symmetric pairs ``c ± h u`` and one-sided pairs ``(c, c ± 2h u)`` for
+  half-separations ``h`` of 0.125 to 0.75 D along ``M``, ``J0``, ``J45`` and the two longest
+  principal axes of the posterior of the correction, plus pairs of two posterior draws'
+  corrections (as KSS draws a duel, seed 002 §3.4), all within the protocol's step of ``c`` and
+  rounded to trial lenses. Its letter size: BALD-like search over the chart's sizes when the
+  comparison model depends on the size (Eq. 14's probit latent), else the predicted best acuity
+  plus :attr:`MixedSettings.comparison_size_offset_logmar` (a line the patient reads easily);
+* each is scored, on one equally weighted subsample of the particles, by ``criterion``:
+  ``"evr"`` (default) the expected reduction of the posterior variance of the correction,
+  ``tr Cov(P*) - E_y[tr Cov(P* | y)]`` (D², the quantity the EVR rule minimises), or
+  ``"information"`` the mutual information between the answer and ``θ`` (bits, Houlsby et al.
+  2011); divided by the question's duration, and the larger value per second is asked.
+
+Durations are settings. Defaults (**stated**, not measured): a letter 3 s (read one letter
+through a lens already in place); a comparison 5 s (two presentations, "1 ... and 2", then
+the judgement). For scale: a self-paced computerised acuity trial with a keypad answer takes
+about 5.7 s (FrACT: 18 trials in 1.7 min on average, Bach 2007, Graefe's Arch. Clin. Exp.
+Ophthalmol. 245:965-971).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction import optics_rules
+from visiontune.refraction.comparisons import comparison_probabilities
+from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
+from visiontune.refraction.optics_model import (
+    VA0,
+    ParticlePosterior,
+    probability_correct,
+)
+from visiontune.refraction.optics_rules import (
+    DECISION_PARTICLES,
+    OpticsQuery,
+    within_radius,
+)
+
+__all__ = [
+    "CRITERIA",
+    "ComparisonQuery",
+    "MixedChoice",
+    "MixedSettings",
+    "comparison_candidates",
+    "expected_posterior_variance",
+    "mutual_information_bits",
+    "propose_mixed",
+]
+
+CRITERIA = ("evr", "information")
+#: Half-separations of the candidate pairs (power-vector length, D): 0.125 D of J is a 0.25 D cylinder.
+HALF_SEPARATIONS_D = (0.125, 0.25, 0.375, 0.5, 0.75)
+#: Candidate pairs of two posterior draws (KSS-like).
+_PAIR_DRAWS = 24
+_COARSE_SIZE_STRIDE = 2
+
+
+@dataclass(frozen=True)
+class MixedSettings:
+    """Settings of a mixed session: the ``comparison`` model the posterior uses, the durations
+    ``letter_seconds`` and ``comparison_seconds`` (patient's time per answer, s), the
+    ``criterion`` (``"evr"`` or ``"information"``), ``comparisons`` (False: letters only) and the
+    comparison's letter size above the predicted best acuity (logMAR) when the size does not
+    change the answer."""
+
+    comparison: ComparisonModel = field(default_factory=ComparisonModel)
+    letter_seconds: float = 3.0
+    comparison_seconds: float = 5.0
+    criterion: str = "evr"
+    comparisons: bool = True
+    comparison_size_offset_logmar: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.comparison, ComparisonModel):
+            raise InvalidInputError(f"comparison: expected a ComparisonModel, got {type(self.comparison).__name__}")
+        for name in ("letter_seconds", "comparison_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= float(value) <= 600.0:
+                raise InvalidInputError(f"{name}: expected a duration in [0.1, 600] seconds, got {value!r}")
+        if self.criterion not in CRITERIA:
+            raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
+        if not -0.5 <= self.comparison_size_offset_logmar <= 1.0:
+            raise InvalidInputError(f"comparison_size_offset_logmar: expected [-0.5, 1], got {self.comparison_size_offset_logmar!r}")
+
+
+@dataclass(frozen=True)
+class ComparisonQuery:
+    """The next comparison: letter size ``s_logmar``, trial lenses ``lens1`` and ``lens2`` and the
+    expected information of the answer (bits)."""
+
+    s_logmar: float
+    lens1: Prescription
+    lens2: Prescription
+    information_bits: float
+
+
+@dataclass(frozen=True)
+class MixedChoice:
+    """What to ask: ``kind`` ``"letter"`` or ``"comparison"``; the ``letter`` the protocol's rule
+    proposes (always computed), the best ``comparison`` (None when comparisons are off) and
+    each one's value per second (criterion units per second)."""
+
+    kind: str
+    letter: OpticsQuery
+    comparison: ComparisonQuery | None = None
+    letter_value_per_s: float | None = None
+    comparison_value_per_s: float | None = None
+
+    @property
+    def information_bits(self) -> float:
+        return self.comparison.information_bits if self.kind == "comparison" else self.letter.information_bits
+
+
+def expected_posterior_variance(pv: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """``E_y[tr Cov(P* | y)]`` (D²) after one answer with ``K`` outcomes, per question: ``pv
+    (N, 3)`` equally weighted particles' corrections, ``probs (N, Q, K)`` their outcome
+    probabilities. (``K = 2`` is :func:`optics_rules.expected_correction_variance`.)"""
+    out = np.zeros(probs.shape[1])
+    sq = np.sum(pv**2, axis=1)
+    for k in range(probs.shape[2]):
+        like = probs[:, :, k]
+        mass = np.maximum(like.sum(axis=0), 1e-300)
+        mean = (like.T @ pv) / mass[:, None]
+        second = (like.T @ sq) / mass
+        out += (mass / len(pv)) * (second - np.sum(mean**2, axis=1))
+    return out
+
+
+def mutual_information_bits(probs: np.ndarray) -> np.ndarray:
+    """``H(mean_i p_i) - mean_i H(p_i)`` (bits) for ``probs (N, Q, K)``: ``(Q,)``."""
+    q = np.clip(probs, 1e-300, 1.0)
+    h_each = -np.sum(probs * np.log2(q), axis=2).mean(axis=0)
+    mean = probs.mean(axis=0)
+    h_mean = -np.sum(mean * np.log2(np.clip(mean, 1e-300, 1.0)), axis=1)
+    return h_mean - h_each
+
+
+def _value(criterion: str, pv: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    if criterion == "information":
+        return mutual_information_bits(probs)
+    now = float(np.mean(np.sum(pv**2, axis=1)) - np.sum(pv.mean(axis=0) ** 2))
+    return now - expected_posterior_variance(pv, probs)
+
+
+def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: float, steps: LensSteps,
+                          rng: np.random.Generator) -> np.ndarray:
+    """Candidate pairs of trial lenses (module docstring): ``(Q, 2, 3)`` power vectors, the two
+    lenses of a pair distinct, no pair twice (in either order)."""
+    pv = particles[:, :3]
+    _, vectors = np.linalg.eigh(np.cov(pv.T))
+    directions = [np.eye(3)[i] for i in range(3)] + [vectors[:, -1], vectors[:, -2]]
+    first, second = [], []
+    for u in directions:
+        for h in HALF_SEPARATIONS_D:
+            first += [centre + h * u, centre, centre]
+            second += [centre - h * u, centre + 2 * h * u, centre - 2 * h * u]
+    i = rng.integers(len(pv), size=_PAIR_DRAWS)
+    j = rng.integers(len(pv), size=_PAIR_DRAWS)
+    a = within_radius(np.vstack([np.array(first), pv[i]]), centre, radius)
+    b = within_radius(np.vstack([np.array(second), pv[j]]), centre, radius)
+    a = trial_lens_power_vectors(a, steps)
+    b = trial_lens_power_vectors(b, steps)
+    keep, seen = [], set()
+    for n in range(len(a)):
+        ka, kb = tuple(np.round(a[n], 6)), tuple(np.round(b[n], 6))
+        if ka == kb or (ka, kb) in seen or (kb, ka) in seen:
+            continue
+        seen.add((ka, kb))
+        keep.append(n)
+    return np.stack([a[keep], b[keep]], axis=1)
+
+
+def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
+                  s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
+                  rng_comparison: np.random.Generator) -> MixedChoice:
+    """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
+    :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
+    ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on."""
+    letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
+    if not settings.comparisons:
+        return MixedChoice("letter", letter)
+    spec = posterior.spec
+    model = settings.comparison
+    particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_comparison)
+    pv = particles[:, :3]
+    p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
+    letter_value = float(_value(settings.criterion, pv, np.stack([p, 1.0 - p], axis=-1))[0]) / settings.letter_seconds
+    centre = posterior.best_correction()
+    pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison)
+    if model.uses_size:
+        sizes = s_grid[::_COARSE_SIZE_STRIDE]
+    else:
+        target = float(particles[:, VA0].mean()) + settings.comparison_size_offset_logmar
+        sizes = s_grid[[int(np.argmin(np.abs(s_grid - target)))]]
+    best = (-np.inf, 0, 0.0, None)
+    for s in sizes:
+        probs = comparison_probabilities(particles, float(s), pairs[:, 0], pairs[:, 1], model, spec)
+        values = _value(settings.criterion, pv, probs)
+        q = int(np.argmax(values))
+        if values[q] > best[0]:
+            best = (float(values[q]), q, float(s), probs[:, q:q + 1])
+    value, q, s, probs = best
+    info = float(mutual_information_bits(probs)[0])
+    comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
+    comparison_value = value / settings.comparison_seconds
+    kind = "comparison" if comparison_value > letter_value else "letter"
+    return MixedChoice(kind, letter, comparison, letter_value, comparison_value)
