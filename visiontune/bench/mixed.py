@@ -42,8 +42,8 @@ from visiontune.optics.comparison import (
 from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.lenses import lens_power_vector
 from visiontune.refraction.loop import (
-    _LETTER,
-    _POLICY,
+    LETTER_STREAM,
+    POLICY_STREAM,
     MemoryLog,
     PendingQuery,
     Refraction,
@@ -196,14 +196,14 @@ class MixedRefraction(Refraction):
         self._require_open("propose a query")
         if self._pending is None:
             k = len(self.trials(include_void=True))
-            choice = self.engine.propose_mixed(self.trials(), self._rng(k, _POLICY), self._rng(k, COMPARISON_PURPOSE))
+            choice = self.engine.propose_mixed(self.trials(), self._rng(k, POLICY_STREAM), self._rng(k, COMPARISON_PURPOSE))
             self.last_choice = choice
             if choice.kind == "comparison":
                 c = choice.comparison
                 self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, c.information_bits)
             else:
                 q = choice.letter
-                letter = self.letters[int(self._rng(k, _LETTER).integers(len(self.letters)))]
+                letter = self.letters[int(self._rng(k, LETTER_STREAM).integers(len(self.letters)))]
                 self._pending = PendingQuery(k, float(q.s_logmar), q.lens, letter, q.information_bits)
         return self._pending
 

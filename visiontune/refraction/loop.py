@@ -46,7 +46,8 @@ __all__ = [
     "make_engine",
 ]
 
-_POLICY, _LETTER, _ESTIMATE, _REGION = 0, 1, 2, 3
+#: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
+POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM = 0, 1, 2, 3
 #: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
 STOP_REASONS = ("budget", "precision", "information", "clinician")
 
@@ -193,8 +194,8 @@ class Refraction:
         self._require_open("propose a query")
         if self._pending is None:
             k = len(self.trials(include_void=True))
-            s, lens, info = self.engine.propose(self.trials(), self._rng(k, _POLICY))
-            letter = self.letters[int(self._rng(k, _LETTER).integers(len(self.letters)))]
+            s, lens, info = self.engine.propose(self.trials(), self._rng(k, POLICY_STREAM))
+            letter = self.letters[int(self._rng(k, LETTER_STREAM).integers(len(self.letters)))]
             self._pending = PendingQuery(k, float(s), lens, letter, info)
         return self._pending
 
@@ -249,8 +250,8 @@ class Refraction:
         """Best lens, credible region and predicted acuity for the log as it is now."""
         if self._estimate is None or (with_region and self._estimate.region is None):
             k = len(self.trials(include_void=True))
-            self._estimate = self.engine.estimate(self.trials(), self._rng(k, _ESTIMATE),
-                                                  self._rng(k, _REGION) if with_region else None, self.level)  # fmt: skip
+            self._estimate = self.engine.estimate(self.trials(), self._rng(k, ESTIMATE_STREAM),
+                                                  self._rng(k, REGION_STREAM) if with_region else None, self.level)  # fmt: skip
         return self._estimate
 
     def stop_reason(self) -> str | None:
@@ -306,8 +307,8 @@ class Refraction:
         if not valid:
             return []
         counts = np.unique(np.linspace(1, len(valid), min(max_points, len(valid))).round().astype(int))
-        curve = [[int(n), self.engine.predicted_acuity(valid[:n], self._rng(int(n), _ESTIMATE))] for n in counts]
-        self.engine.predicted_acuity(valid, self._rng(len(valid), _ESTIMATE))  # leave the model on the whole log
+        curve = [[int(n), self.engine.predicted_acuity(valid[:n], self._rng(int(n), ESTIMATE_STREAM))] for n in counts]
+        self.engine.predicted_acuity(valid, self._rng(len(valid), ESTIMATE_STREAM))  # leave the model on the whole log
         return curve
 
     def result(self, stopped_by: str) -> dict:
