@@ -43,6 +43,21 @@ def _power(x: float) -> str:
     return f"{x:+.2f}"
 
 
+def _open_window(app, folder: Path, protocol: str, size):
+    """A simulated app window on a trial log and settings in ``folder``, its engine ready."""
+    from visiontune.app.main_window import AppOptions, MainWindow
+    from visiontune.app.settings import AppSettings
+
+    options = AppOptions(db_path=folder / "log.sqlite3", simulate=True, pace_s=0.0, protocol=protocol,
+                         windowed=True, settings_path=folder / "app.toml",
+                         calibration_path=folder / "calibration.json", export_dir=folder / "exports")  # fmt: skip
+    window = MainWindow(options, AppSettings(protocol=protocol))
+    window.resize(*size)
+    window.show()
+    _wait(app, lambda: window.worker.store is not None)
+    return window
+
+
 def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEED, size=(1280, 860),
          settle_s: float = 1.0) -> list[Path]:
     """Save the three screenshots in ``out``; return their paths. ``settle_s``: seconds of
@@ -54,8 +69,6 @@ def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEE
     from PySide6.QtWidgets import QApplication
 
     from visiontune.app.keys import Action, Command, Phase
-    from visiontune.app.main_window import AppOptions, MainWindow
-    from visiontune.app.settings import AppSettings
     from visiontune.app.simulation import new_case
     from visiontune.refraction.protocol import load_protocol
 
@@ -67,13 +80,7 @@ def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEE
     saved = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        options = AppOptions(db_path=folder / "log.sqlite3", simulate=True, pace_s=0.0, protocol=protocol,
-                             windowed=True, settings_path=folder / "app.toml",
-                             calibration_path=folder / "calibration.json", export_dir=folder / "exports")  # fmt: skip
-        window = MainWindow(options, AppSettings(protocol=protocol))
-        window.resize(*size)
-        window.show()
-        _wait(app, lambda: window.worker.store is not None)
+        window = _open_window(app, folder, protocol, size)
         start = window.start_view
         start.patient_id.setText("SIM-0001")
         start.sphere.setText(_power(case.start_rx.sphere_d))
@@ -114,8 +121,6 @@ def take_visit(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAU
     from PySide6.QtWidgets import QApplication
 
     from visiontune.app.keys import Action, Command, Phase
-    from visiontune.app.main_window import AppOptions, MainWindow
-    from visiontune.app.settings import AppSettings
     from visiontune.app.visit_flow import Step, VisitAction, VisitCommand
 
     out.mkdir(parents=True, exist_ok=True)
@@ -160,13 +165,7 @@ def take_visit(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAU
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        options = AppOptions(db_path=folder / "log.sqlite3", simulate=True, pace_s=0.0, protocol=protocol,
-                             windowed=True, settings_path=folder / "app.toml",
-                             calibration_path=folder / "calibration.json", export_dir=folder / "exports")  # fmt: skip
-        window = MainWindow(options, AppSettings(protocol=protocol))
-        window.resize(*size)
-        window.show()
-        _wait(app, lambda: window.worker.store is not None)
+        window = _open_window(app, folder, protocol, size)
         start = window.start_view
         start.patient_id.setText("SIM-0001")
         start.choose_visit()

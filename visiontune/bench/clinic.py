@@ -36,7 +36,7 @@ from visiontune.refraction.population import PatientCase, draw_cases, population
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "case_metrics", "plan", "run_case", "summarise"]
+__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "TimedPresenter", "case_metrics", "plan", "run_case", "summarise"]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -98,19 +98,23 @@ def protocol_with_policy(protocol: Protocol, policy: str) -> Protocol:
     return parse_protocol("\n".join(lines) + "\n", f"{protocol.source} (policy {policy})")
 
 
-class _TimedPresenter(SimulatedPresenter):
-    """Times each decision: from the return of one answer to the next presentation."""
+class TimedPresenter(SimulatedPresenter):
+    """Times each decision: from the return of one answer to the next presentation
+    (``decision_s``, seconds). Subclasses answer other kinds of query in :meth:`answer`."""
 
     def __init__(self, patient):
         super().__init__(patient)
         self.decision_s: list[float] = []
         self._answered: float | None = None
 
+    def answer(self, query):
+        return super().present(query)
+
     def present(self, query):
         now = time.perf_counter()
         if self._answered is not None:
             self.decision_s.append(now - self._answered)
-        answer = super().present(query)
+        answer = self.answer(query)
         self._answered = time.perf_counter()
         return answer
 
@@ -126,7 +130,7 @@ def run_case(spec: CaseSpec) -> CaseResult:
         return CaseResult(spec.key, {"refused": str(exc)}, 0, time.perf_counter() - t0)
     refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
     patient = case.patient(protocol.n_alternatives)
-    presenter = _TimedPresenter(patient)
+    presenter = TimedPresenter(patient)
     result = refraction.run(presenter)
     m = case_metrics(refraction, result, case, patient, presenter.decision_s)
     return CaseResult(spec.key, m, int(result["trials_used"]), time.perf_counter() - t0)

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from visiontune.bench.clinic import CaseResult, RunKeyLike, case_metrics
+from visiontune.bench.clinic import CaseResult, RunKeyLike, TimedPresenter, case_metrics
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import (
@@ -47,7 +47,6 @@ from visiontune.refraction.loop import (
     MemoryLog,
     PendingQuery,
     Refraction,
-    SimulatedPresenter,
 )
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, propose_mixed
 from visiontune.refraction.optics_engine import OpticsEngine
@@ -227,27 +226,19 @@ class MixedRefraction(Refraction):
                          else self.settings.letter_seconds for t in self.trials()))  # fmt: skip
 
 
-class MixedPresenter(SimulatedPresenter):
+class MixedPresenter(TimedPresenter):
     """Presents letters (as :class:`SimulatedPresenter`) and comparisons (answered with the
     patient's ``comparison_model``, keyed by the trial index) and times each decision."""
 
     def __init__(self, patient, comparison_model: ComparisonModel) -> None:
         super().__init__(patient)
         self.comparison_model = comparison_model
-        self.decision_s: list[float] = []
-        self._answered: float | None = None
 
-    def present(self, query):
-        now = time.perf_counter()
-        if self._answered is not None:
-            self.decision_s.append(now - self._answered)
+    def answer(self, query):
         if isinstance(query, PendingComparison):
-            answer = ComparisonReply(answer_comparison_trial(self.patient, query.index, query.s_logmar, query.lens1,
-                                                             query.lens2, self.comparison_model))  # fmt: skip
-        else:
-            answer = super().present(query)
-        self._answered = time.perf_counter()
-        return answer
+            return ComparisonReply(answer_comparison_trial(self.patient, query.index, query.s_logmar, query.lens1,
+                                                           query.lens2, self.comparison_model))  # fmt: skip
+        return super().answer(query)
 
 
 @dataclass(frozen=True)
