@@ -20,8 +20,8 @@ from datetime import UTC
 
 from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.prescription import Prescription
-from visiontune.report.record import SessionRecord
 from visiontune.refraction.result import LensValues
+from visiontune.report.record import SessionRecord
 
 __all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "pdf_bytes", "report_lines", "trial_rows"]
 
@@ -144,12 +144,11 @@ def draw_page_frame(p, width: float, height: float, *, simulated: bool, footer: 
     return y
 
 
-def pdf_bytes(record: SessionRecord) -> bytes:
-    """Render the report of ``record`` and return the PDF file's bytes."""
-    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPointF, QRectF, Qt
-    from PySide6.QtGui import QColor, QFontMetricsF, QPageLayout, QPageSize, QPainter, QPdfWriter, QPen
-
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font
+def a4_pdf_writer():
+    """``(data, buffer, writer)``: a ``QPdfWriter`` on an A4 portrait page (15 mm margins, the
+    report's resolution) writing into the in-memory ``data`` through the open ``buffer``."""
+    from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF
+    from PySide6.QtGui import QPageLayout, QPageSize, QPdfWriter
 
     ensure_gui_application()
     data = QByteArray()
@@ -160,6 +159,26 @@ def pdf_bytes(record: SessionRecord) -> bytes:
     writer.setPageLayout(
         QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait, QMarginsF(15, 15, 15, 15), QPageLayout.Millimeter)
     )
+    return data, buf, writer
+
+
+def pdf_bytes(record: SessionRecord) -> bytes:
+    """Render the report of ``record`` and return the PDF file's bytes."""
+    from PySide6.QtCore import (
+        QPointF,
+        QRectF,
+        Qt,
+    )
+    from PySide6.QtGui import (
+        QColor,
+        QFontMetricsF,
+        QPainter,
+        QPen,
+    )
+
+    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font
+
+    data, buf, writer = a4_pdf_writer()
     info = record.info
     writer.setTitle(f"VisionTune refraction report, patient {info.patient_id}, session {info.session_id}")
     writer.setCreator(f"VisionTune {info.software_version}")

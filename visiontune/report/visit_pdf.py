@@ -25,7 +25,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
-from visiontune.report.pdf import draw_page_frame, ensure_gui_application
+from visiontune.report.pdf import a4_pdf_writer, draw_page_frame
 from visiontune.report.visit_record import EyeRecord, VisitRecord
 
 __all__ = ["acuity_text", "rx_text", "visit_lines", "visit_pdf_bytes", "visit_table", "write_visit_pdf"]
@@ -132,10 +132,6 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
     visit without a measured eye.
     """
     from PySide6.QtCore import (
-        QBuffer,
-        QByteArray,
-        QIODevice,
-        QMarginsF,
         QPointF,
         QRectF,
         Qt,
@@ -143,10 +139,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
     from PySide6.QtGui import (
         QColor,
         QFontMetricsF,
-        QPageLayout,
-        QPageSize,
         QPainter,
-        QPdfWriter,
         QPen,
     )
 
@@ -159,15 +152,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
     for eye in sessions:
         if eye not in ("OD", "OS") or not (record.od if eye == "OD" else record.os).measured:
             raise InvalidInputError(f"sessions: {eye!r} is not a measured eye of visit {record.visit_id}")
-    ensure_gui_application()
-    data = QByteArray()
-    buf = QBuffer(data)
-    buf.open(QIODevice.WriteOnly)
-    writer = QPdfWriter(buf)
-    writer.setResolution(_DPI)
-    writer.setPageLayout(
-        QPageLayout(QPageSize(QPageSize.A4), QPageLayout.Portrait, QMarginsF(15, 15, 15, 15), QPageLayout.Millimeter)
-    )
+    data, buf, writer = a4_pdf_writer()
     writer.setTitle(f"VisionTune visit record, patient {record.patient_id or '-'}, visit {record.visit_id}")
     writer.setCreator(f"VisionTune {record.software_version}")
     n_pages = 2 if sessions else 1
