@@ -176,3 +176,15 @@ def test_session_and_bench_sit_side_by_side_on_refraction():
     assert not any(n.startswith("visiontune.bench") for n in session)
     assert not any(n.startswith("visiontune.session") for n in bench)
     assert not any(n.startswith(("visiontune.session", "visiontune.bench", "visiontune.app")) for n in refraction)
+
+
+@pytest.mark.parametrize("true_rx", [Prescription(-10.0, -1.0, 20.0), Prescription(6.0, -0.75, 100.0)])
+def test_without_a_start_a_high_myope_and_a_hyperope_are_found(true_rx):
+    """No starting prescription: the wide prior (M from -12 to +8 D) still reaches the edges
+    of the clinical range, within 0.50 D of the truth after at most 120 answers."""
+    protocol = load_protocol("clinical-sloan")
+    case = simulated_case(seed=2, protocol=protocol, true_rx=true_rx)
+    r = Refraction(MemoryLog(), protocol, seed=2, start=StartingPoint(None, "none", case.age_years), simulated=True)
+    result = r.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
+    found = Prescription(**result["rounded"])
+    assert np.linalg.norm(found.power_vector_array() - true_rx.power_vector_array()) <= 0.5
