@@ -94,6 +94,8 @@ def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store)
     assert f"axis ±{ci['axis_pm_deg']:.0f}°" in page
     assert f"M ±{ci['m_pm_d']:.2f} D, J ±{ci['cylinder_vector_pm_d']:.2f} D" in page
     assert f"at axis {result['posterior_map']['axis_deg']:.0f}°" in page
+    if result["rounded"]["cylinder_d"] != 0.0:  # the map lies in the plane of the prescription found
+        assert result["posterior_map"]["axis_deg"] == result["rounded"]["axis_deg"]
 
 
 def test_the_map_draws_only_the_lenses_at_its_axis():

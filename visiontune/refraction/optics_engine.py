@@ -157,10 +157,11 @@ class OpticsEngine:
 
     def acuity_map(self, trials, estimate: CurrentEstimate, n: int = 25) -> dict:
         """Predicted acuity (logMAR) on an ``n × n`` grid of sphere and cylinder around the
-        estimate (±2 D of sphere, cylinder from 0 to twice the estimate's, at its axis), in
-        the clinic's cylinder form: ``{"sphere_d", "cylinder_d", "va_logmar", "axis_deg"}``."""
+        prescription found (the filed trial lens; the exact estimate when it has no cylinder):
+        ±2 D of sphere, cylinder from 0 to twice its own, at its axis, in the clinic's cylinder
+        form: ``{"sphere_d", "cylinder_d", "va_logmar", "axis_deg"}``."""
         post = self.posterior(trials)
-        est = estimate.lens
+        est = estimate.rounded if estimate.rounded.cylinder_d != 0.0 else estimate.lens
         span_c = max(2.0, 2.0 * abs(est.cylinder_d) + 1.0)
         sign = -1.0 if self.protocol.lenses.cylinder_form == "minus" else 1.0
         sphere = np.linspace(est.sphere_d - 2.0, est.sphere_d + 2.0, n)

@@ -3,8 +3,8 @@ the PDF writer or a QImage in tests.
 
 * :func:`draw_acuity_map`: heat map of the posterior acuity map (predicted logMAR on the
   sphere × cylinder lens grid of ``result.posterior_map``; rows of ``va_logmar`` are sphere
-  values) with every presented lens (filled dot; voided answers hollow) and the estimate
-  (white cross outlined in black, drawn last). Sphere on the horizontal axis, cylinder
+  values) with the lenses presented at the map's axis (filled dot; voided answers hollow) and
+  the prescription found (white cross outlined in black, drawn last). Sphere on the horizontal axis, cylinder
   vertical, both in diopters. Each grid
   value colours the cell centred on its lens (cell edges half-way between grid values).
 * :func:`draw_acuity_curve`: predicted acuity through the estimate (logMAR) against the
@@ -148,7 +148,7 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
         p.setPen(QPen(QColor(255, 255, 255), max(1.0, dot / 3)))
         p.setBrush(Qt.NoBrush if t.void else QBrush(QColor(230, 30, 30)))
         p.drawEllipse(f.point(t.lens.sphere_d, t.lens.cylinder_d), dot, dot)
-    e = result.estimate
+    e = result.rounded  # the prescription found, at the map's axis
     c, arm = f.point(e.sphere_d, e.cylinder_d), 6 * dot
     for colour, w in ((QColor(0, 0, 0), max(3.0, dot * 1.2)), (QColor(255, 255, 255), max(1.5, dot / 1.5))):
         p.setPen(QPen(colour, w))

@@ -231,7 +231,7 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         draw_acuity_curve(p, QRectF(width * 0.56, y, width * 0.44, fig_h), record.result)
         set_font(p, 7)
         p.drawText(QPointF(0, y + fig_h + row_h),
-                   "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = estimate.")  # fmt: skip
+                   "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = the prescription found.")  # fmt: skip
 
         # --- trial table pages: two blocks of rows side by side
         chunks = [rows[i : i + per_page] for i in range(0, len(rows), per_page)] or [[]]

@@ -284,7 +284,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
                 draw_acuity_curve(p, QRectF(width * 0.56, fig_top, width * 0.44, fig_h), rec.result)
             set_font(p, 7)
             p.drawText(QPointF(0, height - QFontMetricsF(p.font()).height() * 1.6),
-                       "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = estimate.")  # fmt: skip
+                       "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = the prescription found.")  # fmt: skip
     finally:
         p.end()
     buf.close()
