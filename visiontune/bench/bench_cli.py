@@ -19,12 +19,18 @@ experiment to a subset of its functions (same run keys, so subsets share one sto
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from visiontune.bench.invocation import (
+    busy_fraction,
+    disagreements,
+    print_outcome,
+    record_wall_time,
+    wall_time_kept_when_stopped,
+)
 from visiontune.errors import InvalidInputError
 
 
@@ -76,16 +82,6 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def disagreements(experiment_name: str, result) -> list[tuple[str, str]]:
-    """Pairs ``(a, b)`` that the paper ranks ``a`` strictly above ``b`` but we rank ``b`` strictly above ``a``."""
-    from visiontune.bench.paper_tables import paper_rows
-
-    paper = {r.rule: r.borda for r in paper_rows(experiment_name)}
-    ours = {rule: int(result.borda[i]) for i, rule in enumerate(result.rules)}
-    common = [r for r in result.rules if r in paper]
-    return [(a, b) for a in common for b in common if paper[a] > paper[b] and ours[b] > ours[a]]
-
-
 def final_score_table(records) -> str:
     """Markdown: mean ± s.e.m. of the final score (true scaled value at the last reported solution)
     per function (rows) and rule (columns), the raw numbers behind the rank tests; the best mean
@@ -106,46 +102,6 @@ def final_score_table(records) -> str:
             cells.append(f"**{cell}**" if v.size and v.mean() == best else cell)
         lines.append(f"| {function} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def record_wall_time(path: Path, summary, jobs: int, discarded: dict[str, int] | None = None) -> list[dict]:
-    """Append this invocation's wall time to ``path`` (JSON list, one entry per invocation that ran
-    something), so that a resumed sweep reports the wall time of all its parts; returns the list.
-    ``run_seconds`` (the runs' own times, summed) over ``seconds × jobs`` is how busy the workers were;
-    ``discarded``: rule -> stored runs that ``--rerun`` deleted before this invocation ran them again;
-    ``software``: the versions that ran them (:func:`visiontune.bench.provenance.software`)."""
-    import json
-
-    from visiontune.bench.provenance import software
-
-    entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
-    if summary.ran:
-        entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
-                        "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1),
-                        **({"discarded": discarded} if discarded else {}), "software": software()})
-        path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
-    return entries
-
-
-@contextlib.contextmanager
-def wall_time_kept_when_stopped(path: Path, jobs: int, discarded: dict[str, int] | None = None):
-    """A sweep stopped inside the block (Ctrl-C, SIGTERM, SIGHUP) still appends the wall time of the
-    runs it finished to ``path`` (:func:`record_wall_time`; the stop carries their summary)."""
-    try:
-        yield
-    except KeyboardInterrupt as exc:
-        if getattr(exc, "summary", None) is not None:
-            record_wall_time(path, exc.summary, jobs, discarded)
-        raise
-
-
-def busy_fraction(wall: list[dict]) -> float | None:
-    """``Σ run_seconds / Σ (seconds × jobs)`` over the invocations that recorded ``run_seconds``
-    (near 1: every worker computed all the time); ``None`` if none did."""
-    timed = [e for e in wall or [] if "run_seconds" in e and e["seconds"] > 0]
-    if not timed:
-        return None
-    return sum(e["run_seconds"] for e in timed) / sum(e["seconds"] * e["jobs"] for e in timed)
 
 
 def stored_part(experiment, store):
@@ -343,14 +299,3 @@ def discard_reruns(experiment, store, rules) -> dict[str, int]:
     return discarded
 
 
-def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:
-    """What a bench command prints at the end: runs planned / stored / run now with the wall time
-    and ``rate`` (if it ran anything), the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
-    from visiontune.bench import analysis
-
-    print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now"
-          + (f" in {summary.seconds:.1f} s ({rate})" if summary.ran else ""))
-    print(analysis.to_csv(result), end="")
-    print(f"wrote {out / (name + '.md')}, {out / (name + '.csv')}"
-          + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)"))
-    sys.stdout.flush()

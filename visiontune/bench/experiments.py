@@ -145,8 +145,6 @@ def missing_rules(experiment: Experiment) -> list[str]:
     scenario the sweep does not support yet)."""
     from visiontune.acquisition import registry
 
-    from visiontune.bench.sweep import SUPPORTED_SCENARIOS
-
-    if experiment.scenario not in SUPPORTED_SCENARIOS:
+    if experiment.scenario not in SCENARIOS:
         return list(experiment.rules)
     return [r for r in experiment.rules if r not in registry.REGISTRY or registry.REGISTRY[r].scenario != experiment.scenario]

@@ -122,7 +122,7 @@ class RefractionExperiment:
     def seeds(self) -> tuple[int, ...]:
         return tuple(range(self.n_seeds))
 
-    def subset(self, *, rules=None, slopes=None, n_seeds=None, trials=None) -> "RefractionExperiment":
+    def subset(self, *, rules=None, slopes=None, n_seeds=None, trials=None) -> RefractionExperiment:
         """The same experiment with other rules, slopes, repetitions or trials. Rules, slopes and
         seeds keep the run keys; another trial count appends ``-<trials>trials`` to the name."""
         rules = self.rules if rules is None else tuple(resolve_rules(rules))
@@ -493,9 +493,13 @@ def results_page(experiment: RefractionExperiment, result, results: Sequence[Ref
     """Markdown page: protocol, command, machine, times, our Borda table beside 002 Table 3, the
     final VA / sphere / cylinder table at slope 5 and over all slopes, the curves, the analysis."""
     from visiontune.bench import analysis
-    from visiontune.bench.bench_cli import disagreements
+    from visiontune.bench.invocation import disagreements
     from visiontune.bench.paper_tables import side_by_side
-    from visiontune.bench.provenance import code_version, machine_description, software_line
+    from visiontune.bench.provenance import (
+        code_version,
+        machine_description,
+        software_line,
+    )
 
     run_seconds = sum(r.seconds for r in results)
     decisions = sum(r.n_decisions for r in results)
@@ -621,7 +625,11 @@ def command_line(args: argparse.Namespace) -> str:
 def run_cli(args: argparse.Namespace) -> int:
     """``visiontune bench refraction``: run (resumably), analyse, write the page, CSV and PNGs."""
     from visiontune.bench import analysis
-    from visiontune.bench.bench_cli import print_outcome, record_wall_time, wall_time_kept_when_stopped
+    from visiontune.bench.invocation import (
+        print_outcome,
+        record_wall_time,
+        wall_time_kept_when_stopped,
+    )
 
     experiment = experiment_from_args(args)
     out = Path(args.out)

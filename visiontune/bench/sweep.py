@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from visiontune.bench.experiments import Experiment, missing_rules
+from visiontune.bench.experiments import SCENARIOS, Experiment, missing_rules
 from visiontune.bench.store import ResultsStore, RunKey, RunRecord
 from visiontune.errors import ConfigurationError, InvalidInputError
 
@@ -74,8 +74,8 @@ __all__ = [
     "signals_stop_the_sweep",
 ]
 
-#: Scenarios the sweep can run.
-SUPPORTED_SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential", "batch-preferential")
+#: Scenarios the sweep can run: every scenario of the policy registry.
+SUPPORTED_SCENARIOS = SCENARIOS
 #: Reference context of the contextual benchmarks (DESIGN.md, authors' toolbox: ``s0 = 0.5``).
 REFERENCE_CONTEXT = 0.5
 
