@@ -14,7 +14,7 @@ ALD rules, so the extrapolation is an upper bound for them; joint BALD optimises
 acquisition and costs about as much as UCB-ALD).
 
 **Per decision** (``--decisions``): one trial at n answers (policy query, warm-started refit,
-estimate by :func:`visiontune.acquisition.policy.solution`), median over repeats, as before.
+estimate by :func:`visiontune.acquisition.solution.solution`), median over repeats, as before.
 
 Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_refraction.py [--seeds 0,1,2]
      [--rules UCB-ALD,TS-ALD] [--trials 260] [--decisions]
@@ -33,7 +33,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from visiontune.acquisition import registry  # noqa: E402
-from visiontune.acquisition.policy import Data, solution  # noqa: E402
+from visiontune.acquisition.policy import Data  # noqa: E402
+from visiontune.acquisition.solution import solution  # noqa: E402
 from visiontune.bench.refraction import refraction_problem, run_refraction  # noqa: E402
 from visiontune.gp import ProbitGP  # noqa: E402
 

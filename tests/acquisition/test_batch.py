@@ -3,11 +3,17 @@ its objective against an explicit pairwise sum, batch KSS members distinct, rank
 
 import numpy as np
 import pytest
-
 from acq_helpers import fd_grad
+
 from visiontune.acquisition import registry
-from visiontune.acquisition.batch import BatchKSS, BatchMUC, RandomBatch, batch_uncertainty
-from visiontune.acquisition.policy import Data, Problem, solution
+from visiontune.acquisition.batch import (
+    BatchKSS,
+    BatchMUC,
+    RandomBatch,
+    batch_uncertainty,
+)
+from visiontune.acquisition.policy import Data, Problem
+from visiontune.acquisition.solution import solution
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.gp import moments
 from visiontune.gp.kernels import SquaredExponential

@@ -68,7 +68,7 @@ def test_cbkg_refinement_never_does_worse_than_the_best_candidate():
     model = probit_model(1, n=10, seed=3, context=True)
     data = Data(model.X, model.y)
     ref_rng = np.random.default_rng(0)
-    from visiontune.acquisition.policy import solution
+    from visiontune.acquisition.solution import solution
 
     ref = np.vstack([sobol_points(PROBLEM.box, 32, ref_rng), solution(model, PROBLEM, ref_rng)])
     Z = sobol_points(PROBLEM.input_box, 16, ref_rng)
@@ -82,7 +82,7 @@ def test_cbkg_query_is_the_best_candidate():
     q = CBKG(n_candidates=16, n_reference=32, gradient=False)(model, PROBLEM, Data(model.X, model.y),
                                                              np.random.default_rng(0))
     rng = np.random.default_rng(0)  # the same draws as the policy: reference set, solution, candidates
-    from visiontune.acquisition.policy import solution
+    from visiontune.acquisition.solution import solution
 
     ref = np.vstack([sobol_points(PROBLEM.box, 32, rng), solution(model, PROBLEM, rng)])
     Z = sobol_points(PROBLEM.input_box, 16, rng)

@@ -5,10 +5,10 @@ import json
 
 import numpy as np
 import pytest
+from acq_helpers import probit_model
 from scipy import stats
 from scipy.stats import norm
 
-from acq_helpers import probit_model
 from visiontune.acquisition import functions as F
 from visiontune.acquisition import registry
 from visiontune.acquisition.cli import add_arguments, run
@@ -23,8 +23,8 @@ from visiontune.acquisition.policy import (
     RandomX,
     Sequential,
     UCBPhi,
-    solution,
 )
+from visiontune.acquisition.solution import solution
 from visiontune.errors import ConfigurationError, InvalidInputError
 
 CTX = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5])

@@ -75,7 +75,7 @@ def test_muc_ald_duels_at_the_reference_context_then_picks_the_most_informative_
 
 
 def test_solution_of_every_preferential_scenario_is_the_utility_mean_argmax():
-    from visiontune.acquisition.policy import solution
+    from visiontune.acquisition.solution import solution
     from visiontune.gp.kernels import contextual_benchmark_kernel
 
     model, _ = _model(seed=2)

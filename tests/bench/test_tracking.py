@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from visiontune.acquisition.policy import Problem, solution
+from visiontune.acquisition.policy import Problem
+from visiontune.acquisition.solution import solution
 from visiontune.bench.tracking import SolutionTracker, solution_objective, warm_maximize
 from visiontune.errors import InvalidInputError
 from visiontune.gp import PreferenceGP, ProbitGP

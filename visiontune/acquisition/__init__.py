@@ -5,8 +5,9 @@
 - :mod:`~visiontune.acquisition.functions`: UCB_Phi, UCB_f, binary EI, BALD, mu_c with x-gradients;
   ``at_context`` / ``over_context`` for contextual inputs ``(s, x)``;
 - :mod:`~visiontune.acquisition.policy`: ``Problem``, ``Query``, ``Data``, x-rules, context rules,
-  ``Sequential``, ``JointBALD``, ``solution``;
+  ``Sequential``, ``JointBALD``;
 - :mod:`~visiontune.acquisition.preferential`: MUC, KSS (and MUC-ALD / KSS-ALD on contextual problems);
+- :mod:`~visiontune.acquisition.solution`: ``solution``, the reported best point of either kind;
 - :mod:`~visiontune.acquisition.registry`: name -> (factory, scenario, source);
   :mod:`~visiontune.acquisition.cli`: ``visiontune policies [--json]``.
 

@@ -39,8 +39,8 @@ from visiontune.acquisition.policy import (
     _check_rng,
     _n_data,
     _random_query,
-    solution,
 )
+from visiontune.acquisition.solution import solution
 from visiontune.errors import ConfigurationError
 
 __all__ = ["CBKG", "knowledge_gradient", "knowledge_gradient_with_grad"]

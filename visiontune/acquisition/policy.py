@@ -48,7 +48,6 @@ __all__ = [
     "ThompsonX",
     "XRule",
     "sample_optimiser",
-    "solution",
 ]
 
 #: The exploration constant of UCB_Phi in seed 002 (``Phi^-1(0.95)``); 000 uses ``Phi^-1(0.99)``.
@@ -434,18 +433,3 @@ class JointBALD:
             lambda Z: F.bald(model, Z), problem.input_box, rng, values_only=lambda Z: F.bald(model, Z, grad=False)
         )[0]
         return Query(x=z[problem.c :], s=z[: problem.c] if problem.c else None)
-
-
-def solution(model, problem: Problem, rng: np.random.Generator, *, optimiser: OptimiserSettings | None = None) -> np.ndarray:
-    """The reported best ``x (d,)``: ``argmax_x mu_c(s0, x)``, the predictive probability of success
-    at the reference context (000 §3 "pure exploitation"; DESIGN.md scores ``Phi(g(x_hat))`` at
-    ``x_hat = argmax mu_c``). Preferential problems: ``argmax_x mu_f(x)`` of the utility.
-    """
-    if problem.scenario.endswith("preferential"):
-        from visiontune.acquisition.preferential import preference_solution
-
-        return preference_solution(model, problem, rng, optimiser=optimiser)
-    optimiser = optimiser or OptimiserSettings()
-    fn = _at_reference(lambda X: F.mean_probability(model, X), problem)
-    values = _at_reference(lambda X: F.mean_probability(model, X, grad=False), problem)
-    return optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]

@@ -159,7 +159,7 @@ def _tracker_rng(spec: RunSpec) -> np.random.Generator:
 
 
 #: How :func:`run_one` searches the reported solution: ``"tracked"`` (warm-started, the default) or
-#: ``"full"`` (:func:`visiontune.acquisition.policy.solution`, 512 candidates and 10 starts each time).
+#: ``"full"`` (:func:`visiontune.acquisition.solution.solution`, 512 candidates and 10 starts each time).
 SOLUTION_SEARCHES = ("tracked", "full")
 
 
@@ -203,7 +203,7 @@ def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
     rng = _run_rng(spec)
     tracker = SolutionTracker(problem, _tracker_rng(spec))
     if solution_search == "full":
-        from visiontune.acquisition.policy import solution
+        from visiontune.acquisition.solution import solution
 
         full_rng = _tracker_rng(spec)
         tracker = lambda m: solution(m, problem, full_rng)  # noqa: E731

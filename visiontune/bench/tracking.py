@@ -8,7 +8,7 @@ A sweep scores every iteration by the true value at the model's reported solutio
 - preferential scenarios: ``x̂ = argmax_x μ_f(s0, x)``, the posterior mean of the utility
   (seed 000 §4.2, MUC's champion).
 
-:func:`visiontune.acquisition.policy.solution` searches afresh each time (512 Sobol candidates and
+:func:`visiontune.acquisition.solution.solution` searches afresh each time (512 Sobol candidates and
 10 L-BFGS-B starts, the authors' acquisition optimiser). One answer moves the posterior mean
 little, so the sweep instead warm-starts from the previous solution: ``n_candidates`` (64) fresh
 scrambled Sobol candidates plus the previous solution; L-BFGS-B from the previous solution and

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from visiontune.acquisition.policy import Problem, solution
+from visiontune.acquisition.policy import Problem
+from visiontune.acquisition.solution import solution
 from visiontune.gp import sample_posterior_functions
 
 
