@@ -46,3 +46,43 @@ def test_the_check_sees_an_upward_import(tmp_path):
     bad = tmp_path / "x.py"
     bad.write_text("def f():\n    from visiontune.report.pdf import pdf_bytes\n")
     assert "visiontune.report.pdf" in _imports(bad) and LAYERS[_layer_of("visiontune.report.pdf")] > LAYERS["session"]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_circle_between_modules():
+    """No module imports, directly or through others, a module that imports it (function-local
+    imports included): Tarjan's strongly connected components of the import graph are single."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {m: sorted(n for n in _imports(p) if n in modules and n != m and not modules[n].name == "__init__.py")
+             for m, p in modules.items()}  # fmt: skip
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for m in graph:
+        if m not in index:
+            visit(m)
+    assert circles == []
