@@ -17,7 +17,7 @@ from visiontune.gp.kernels import (
     refraction_kernel,
 )
 from visiontune.gp.model import PreferenceGP, ProbitGP
-from visiontune.gp.sampling import prior_features, sample_maximiser, sample_posterior_functions
+from visiontune.gp.sampling import prior_features, sample_posterior_functions
 
 N_SAMPLES = 4000
 
@@ -260,43 +260,6 @@ def test_sample_gradients_match_finite_differences(which):
 # ---- maximiser --------------------------------------------------------------------------
 
 
-def test_sample_maximiser_finds_the_maximum_of_the_same_sample():
-    kernel = SquaredExponential([0.15], 1.0)
-    box = np.array([[0.0, 1.0]])
-    X = _uniform(box, 6, 37)
-    model = ProbitGP(kernel, X, (X[:, 0] > 0.5).astype(float))
-    result = sample_maximiser(model, box, np.random.default_rng(38), n_samples=3, n_basis=256)
-    # the maximiser draws its samples first: the same seed gives the same sample paths
-    samples = sample_posterior_functions(model, box, 3, np.random.default_rng(38), n_basis=256)
-    grid = np.linspace(0, 1, 20001)[:, None]
-    values = samples.values(grid)
-    assert result.x.shape == (3, 1) and result.value.shape == (3,)
-    assert np.all((result.x >= 0) & (result.x <= 1))
-    np.testing.assert_allclose(result.value, values.max(axis=1), atol=1e-6)
-    for i in range(3):
-        assert samples[i].value(result.x[i : i + 1])[0] == pytest.approx(result.value[i], abs=1e-12)
-
-
-def test_sample_maximiser_holds_the_context_fixed_and_is_reproducible():
-    kernel = contextual_benchmark_kernel(SquaredExponential, [0.2, 0.3], 1.0, 2)
-    box = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
-    X = _uniform(box, 15, 39)
-    model = ProbitGP(kernel, X, (X[:, 1] > X[:, 2]).astype(float))
-    r1 = sample_maximiser(model, box, np.random.default_rng(40), fixed={0: 0.5}, n_basis=512)
-    r2 = sample_maximiser(model, box, np.random.default_rng(40), fixed={0: 0.5}, n_basis=512)
-    np.testing.assert_array_equal(r1.x, r2.x)
-    assert r1.x[0, 0] == 0.5
-    assert np.all((r1.x[0, 1:] >= 0) & (r1.x[0, 1:] <= 1))
-
-
-def test_preference_maximiser_maximises_the_utility():
-    model, box = _preference_model()
-    result = sample_maximiser(model, box, np.random.default_rng(41), n_basis=512)
-    samples = sample_posterior_functions(model, box, 1, np.random.default_rng(41), n_basis=512)
-    g = np.stack(np.meshgrid(np.linspace(0, 1, 151), np.linspace(0, 1, 151)), -1).reshape(-1, 2)
-    assert result.value[0] >= samples[0].value(g).max() - 1e-6
-
-
 # ---- bad input ----------------------------------------------------------------------------
 
 
@@ -319,16 +282,12 @@ def test_bad_input_raises_naming_the_argument():
         sample_posterior_functions(model, box, 1, rng, n_basis=0)
     with pytest.raises(InvalidInputError, match="n_samples"):
         sample_posterior_functions(model, box, "many", rng)
-    with pytest.raises(InvalidInputError, match="n_starts"):
-        sample_maximiser(model, box, rng, n_starts=0)
     with pytest.raises(InvalidInputError, match="model"):
         sample_posterior_functions(object(), box, 1, rng)
     with pytest.raises(InvalidInputError, match="kernel"):
         prior_features(SquaredExponential([0.3, 0.3]) * Matern32([0.5, 0.5]), box)
     with pytest.raises(InvalidInputError, match="rng"):
         prior_features(SquaredExponential([0.3] * 4), [[0, 1]] * 4)
-    with pytest.raises(InvalidInputError, match="fixed"):
-        sample_maximiser(model, box, rng, fixed={5: 0.0})
     trained = ProbitGP(kernel, np.zeros((2, 2)), np.ones(2))
     with pytest.raises(InvalidInputError, match="box"):
         sample_posterior_functions(trained, [[0, 1]] * 3, 1, rng)

@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics.refraction import CONTEXT_BOX, REFRACTION_PROBLEM, SEARCH_BOX, Box, RefractionProblem
+from visiontune.optics.refraction import CONTEXT_BOX, SEARCH_BOX, Box
 
 
 def test_paper_values():
     assert SEARCH_BOX.bounds().tolist() == [[-4.0, 4.0], [-4.0, 4.0]]
     assert CONTEXT_BOX.bounds().tolist() == [[-1.0, 2.0]]
-    assert REFRACTION_PROBLEM.search_box == SEARCH_BOX and REFRACTION_PROBLEM.axis_deg == 180.0
 
 
 def test_sample_is_uniform_and_reproducible():
@@ -36,11 +35,7 @@ def test_bad_box(args, name):
         Box(*args)
 
 
-def test_bad_problem_and_sampling():
-    with pytest.raises(InvalidInputError, match="search_box"):
-        RefractionProblem(search_box=CONTEXT_BOX)
-    with pytest.raises(InvalidInputError, match="axis_deg"):
-        RefractionProblem(axis_deg=0.0)
+def test_bad_sampling():
     with pytest.raises(InvalidInputError, match="rng"):
         SEARCH_BOX.sample(0, 3)
     with pytest.raises(InvalidInputError, match="n:"):

@@ -23,9 +23,7 @@ from visiontune.gp.moments import aleatoric_variance, bald, epistemic_variance, 
 from visiontune.gp.sampling import (
     PosteriorSample,
     PosteriorSamples,
-    SampleMaxima,
     prior_features,
-    sample_maximiser,
     sample_posterior_functions,
 )
 
@@ -41,7 +39,6 @@ __all__ = [
     "Product",
     "PosteriorSample",
     "PosteriorSamples",
-    "SampleMaxima",
     "SquaredExponential",
     "Stationary",
     "Sum",
@@ -53,6 +50,5 @@ __all__ = [
     "predictive_probability",
     "prior_features",
     "refraction_kernel",
-    "sample_maximiser",
     "sample_posterior_functions",
 ]

@@ -55,8 +55,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy import linalg, optimize
-from scipy.stats import qmc
+from scipy import linalg
 
 from visiontune._validate import finite_array, points
 from visiontune.errors import InvalidInputError, NumericalError
@@ -67,9 +66,7 @@ __all__ = [
     "prior_features",
     "PosteriorSample",
     "PosteriorSamples",
-    "SampleMaxima",
     "sample_posterior_functions",
-    "sample_maximiser",
 ]
 
 #: Default boundary margin of the Hilbert-space domain, in lengthscales beyond the box.
@@ -733,88 +730,3 @@ def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4
     for arr in (weights, update):
         arr.setflags(write=False)
     return PosteriorSamples(features, weights, update, preference, d, cross, cross_grad)
-
-
-# ======================================================================================
-# Maximising a sample
-# ======================================================================================
-
-
-@dataclass(frozen=True)
-class SampleMaxima:
-    """Maximisers of posterior samples: ``x: (S, d)`` options, ``value: (S,)`` sample maxima."""
-
-    x: np.ndarray
-    value: np.ndarray
-
-
-def _maximise_one(fun, grad, lo, hi, free, x_fixed, candidates, n_starts, rng):
-    """Multistart L-BFGS-B over the free columns (toolbox recipe: starts drawn from Halton
-    candidates with probability ∝ exp(z-score of the value))."""
-    vals = fun(candidates)
-    z = (vals - vals.mean()) / (vals.std() + 1e-300)
-    prob = np.exp(z - z.max())
-    prob /= prob.sum()
-    starts = rng.choice(candidates.shape[0], size=min(n_starts, candidates.shape[0]), replace=False, p=prob)
-    best_i = int(np.argmax(vals))
-    best_x, best_v = candidates[best_i].copy(), float(vals[best_i])
-
-    def full(u):
-        x = x_fixed.copy()
-        x[free] = u
-        return x[None, :]
-
-    def objective(u):
-        x = full(u)
-        return -float(fun(x)[0]), -grad(x)[0, free]
-
-    bounds = list(zip(lo[free], hi[free]))
-    for s in starts:
-        res = optimize.minimize(objective, candidates[s, free], jac=True, method="L-BFGS-B", bounds=bounds)
-        if np.all(np.isfinite(res.x)) and -res.fun > best_v:
-            best_x, best_v = full(np.clip(res.x, lo[free], hi[free]))[0], float(-res.fun)
-    return best_x, best_v
-
-
-def sample_maximiser(
-    model,
-    box,
-    rng,
-    *,
-    n_samples: int = 1,
-    fixed: dict | None = None,
-    n_basis: int = 4096,
-    n_candidates: int = 500,
-    n_starts: int = 10,
-    margin: float = DEFAULT_MARGIN,
-) -> SampleMaxima:
-    """Thompson sampling: draw ``n_samples`` posterior paths and return each one's maximiser.
-
-    The maximised function is the latent ``f`` (binary models) or the utility ``f`` (preference
-    models, whose duel sample is ``g(x, x') = f(x) - f(x')``). ``fixed`` maps a column index to
-    a value held fixed (the reference context, e.g. ``{0: 0.5}`` for ``s0``); the other columns
-    range over ``box`` (d, 2). Search: ``n_candidates`` scrambled-Halton points, then bounded
-    L-BFGS-B from ``n_starts`` of them (DESIGN.md, details from the authors' toolboxes).
-    """
-    rng = _check_rng(rng)
-    box = _check_box(box)
-    d = box.shape[0]
-    n_candidates, n_starts = _positive_int("n_candidates", n_candidates), _positive_int("n_starts", n_starts)
-    lo, hi = box[:, 0].copy(), box[:, 1].copy()
-    x_fixed = (lo + hi) / 2.0
-    for col, value in (fixed or {}).items():
-        if not (isinstance(col, (int, np.integer)) and 0 <= col < d):
-            raise InvalidInputError(f"fixed: column {col!r} is not an input column 0..{d - 1}")
-        lo[col] = hi[col] = x_fixed[col] = float(finite_array("fixed", value))
-    free = np.flatnonzero(hi > lo)
-    samples = sample_posterior_functions(model, np.column_stack([lo, hi]), n_samples, rng, n_basis, margin=margin)
-    xs, vals = np.empty((len(samples), d)), np.empty(len(samples))
-    for i, sample in enumerate(samples):
-        if free.size:
-            halton = qmc.Halton(d=free.size, scramble=True, seed=rng).random(int(n_candidates))
-            cand = np.tile(x_fixed, (halton.shape[0], 1))
-            cand[:, free] = lo[free] + halton * (hi[free] - lo[free])
-            xs[i], vals[i] = _maximise_one(sample.value, sample.value_grad, lo, hi, free, x_fixed, cand, int(n_starts), rng)
-        else:
-            xs[i], vals[i] = x_fixed, float(sample.value(x_fixed[None, :])[0])
-    return SampleMaxima(xs, vals)

@@ -6,10 +6,10 @@ from visiontune.optics.blur import blur_diopters, residual_power_vector
 from visiontune.optics.patient import SimulatedPatient, probability_grid, random_true_rx
 from visiontune.optics.prescription import PowerVector, Prescription
 from visiontune.optics.psychometric import PsychometricFunction
-from visiontune.optics.refraction import CONTEXT_BOX, REFRACTION_PROBLEM, SEARCH_BOX, Box, RefractionProblem
+from visiontune.optics.refraction import CONTEXT_BOX, SEARCH_BOX, Box
 
 __all__ = [
     "AcuityModel", "BlendowskeAcuity", "blur_diopters", "residual_power_vector", "SimulatedPatient",
     "random_true_rx", "probability_grid", "PowerVector", "Prescription", "PsychometricFunction", "CONTEXT_BOX",
-    "REFRACTION_PROBLEM", "SEARCH_BOX", "Box", "RefractionProblem",
+    "SEARCH_BOX", "Box",
 ]

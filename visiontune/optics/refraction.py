@@ -13,7 +13,7 @@ import numpy as np
 from visiontune._validate import finite_array, points
 from visiontune.errors import InvalidInputError
 
-__all__ = ["Box", "SEARCH_BOX", "CONTEXT_BOX", "RefractionProblem", "REFRACTION_PROBLEM"]
+__all__ = ["Box", "SEARCH_BOX", "CONTEXT_BOX"]
 
 
 @dataclass(frozen=True)
@@ -64,27 +64,3 @@ SEARCH_BOX = Box((-4.0, -4.0), (4.0, 4.0), ("sphere_d", "cylinder_d"))
 
 CONTEXT_BOX = Box((-1.0,), (2.0,), ("letter_size_logmar",))
 """Context space of seed 002 §5.3: letter size in ``[-1, 2]`` logMAR."""
-
-
-@dataclass(frozen=True)
-class RefractionProblem:
-    """The refraction task: lenses ``(sphere_d, cylinder_d)`` in ``search_box`` at the fixed
-    cylinder axis ``axis_deg`` (degrees, in (0, 180]), letter sizes in ``context_box``."""
-
-    search_box: Box = SEARCH_BOX
-    context_box: Box = CONTEXT_BOX
-    axis_deg: float = 180.0
-
-    def __post_init__(self) -> None:
-        if self.search_box.dim != 2:
-            raise InvalidInputError(f"search_box: expected 2 coordinates (sphere, cylinder), got {self.search_box.dim}")
-        if self.context_box.dim != 1:
-            raise InvalidInputError(f"context_box: expected 1 coordinate (letter size), got {self.context_box.dim}")
-        axis = finite_array("axis_deg", self.axis_deg)
-        if axis.ndim != 0 or not 0.0 < float(axis) <= 180.0:
-            raise InvalidInputError(f"axis_deg: expected one angle in (0, 180] degrees, got {self.axis_deg!r}")
-        object.__setattr__(self, "axis_deg", float(axis))
-
-
-REFRACTION_PROBLEM = RefractionProblem()
-"""The paper's problem: ``[-4, 4]²`` D, ``[-1, 2]`` logMAR, axis 180."""
