@@ -50,7 +50,6 @@ from visiontune.refraction.loop import (
 )
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, propose_mixed
 from visiontune.refraction.optics_engine import OpticsEngine
-from visiontune.refraction.optics_model import ParticlePosterior
 from visiontune.refraction.optics_rules import OpticsQuery
 from visiontune.refraction.population import PatientCase
 from visiontune.refraction.protocol import parse_protocol
@@ -150,21 +149,13 @@ class MixedOpticsEngine(OpticsEngine):
             return ("comparison", float(t.s_logmar), _rx_key(t.lens1), _rx_key(t.lens2), t.answer)
         return OpticsEngine._trial_key(t)
 
-    def posterior(self, trials) -> ParticlePosterior:
-        """The posterior after ``trials`` of both kinds (extended by the new ones, or rebuilt)."""
-        keys = [self._trial_key(t) for t in trials]
-        if keys[: len(self._key)] != self._key:
-            self._posterior = ParticlePosterior(self.spec, self.start, self.seed)
-            self._key = []
-        for t, key in zip(trials[len(self._key):], keys[len(self._key):]):
-            if isinstance(t, LoggedComparison):
-                l1, l2 = lens_power_vector(t.lens1), lens_power_vector(t.lens2)
-                self._posterior.observe(ComparisonAnswer(float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)),
-                                                         t.answer, self.settings.comparison))  # fmt: skip
-            else:
-                self._posterior.update(t.s_logmar, lens_power_vector(t.lens), t.correct)
-            self._key.append(key)
-        return self._posterior
+    def _observe(self, t) -> None:
+        """A comparison through its likelihood (``settings.comparison``); a letter as the optics engine does."""
+        if not isinstance(t, LoggedComparison):
+            return super()._observe(t)
+        l1, l2 = lens_power_vector(t.lens1), lens_power_vector(t.lens2)
+        self._posterior.observe(ComparisonAnswer(float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)),
+                                                 t.answer, self.settings.comparison))  # fmt: skip
 
     def propose_mixed(self, trials, rng_letter: np.random.Generator, rng_comparison: np.random.Generator) -> MixedChoice:
         """The next question; the protocol's initial random trials are letters, as in :meth:`propose`."""

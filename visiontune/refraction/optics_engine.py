@@ -90,9 +90,13 @@ class OpticsEngine:
             self._posterior = ParticlePosterior(self.spec, self.start, self.seed)
             self._key = []
         for t, key in zip(trials[len(self._key):], keys[len(self._key):]):
-            self._posterior.update(t.s_logmar, lens_power_vector(t.lens), t.correct)
+            self._observe(t)
             self._key.append(key)
         return self._posterior
+
+    def _observe(self, t) -> None:
+        """Add one logged answer to the posterior (a letter here; other engines add other kinds)."""
+        self._posterior.update(t.s_logmar, lens_power_vector(t.lens), t.correct)
 
     def radius(self, posterior: ParticlePosterior) -> float:
         """How far a proposed lens may be from the estimate (diopters, module docstring)."""
