@@ -38,6 +38,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
+from visiontune.session.visit_records import check_clinic_form
 
 __all__ = [
     "CYLINDER_FORMS",
@@ -118,19 +119,6 @@ def _prescription(where: str, value: Any) -> Prescription:
 
 def _rx_dict(p: Prescription | None) -> dict[str, float] | None:
     return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
-
-
-def _check_form(where: str, p: Prescription, form: str) -> None:
-    if form == "minus" and p.cylinder_d > 0:
-        raise InvalidInputError(
-            f"{where}: cylinder {p.cylinder_d:+.2f} D is in plus-cylinder form but the clinic writes minus "
-            f"cylinders (cylinder_form='minus'); enter {p.to_minus_cylinder().format()} or change the setting"
-        )
-    if form == "plus" and p.cylinder_d < 0:
-        raise InvalidInputError(
-            f"{where}: cylinder {p.cylinder_d:+.2f} D is in minus-cylinder form but the clinic writes plus "
-            f"cylinders (cylinder_form='plus'); enter {p.to_plus_cylinder().format()} or change the setting"
-        )
 
 
 def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
@@ -343,7 +331,7 @@ class VisitRecord:
             if rec.eye != eye:
                 raise InvalidInputError(f"visit.{name}: expected the record of eye {eye}, got eye {rec.eye}")
             if rec.signed_off is not None:
-                _check_form(f"visit.{eye}.signed_off.prescription", rec.signed_off.prescription, self.cylinder_form)
+                check_clinic_form(f"visit.{eye}.signed_off.prescription", rec.signed_off.prescription, self.cylinder_form)
             habitual = getattr(self, f"habitual_{name}")
             if habitual is not None:
                 object.__setattr__(self, f"habitual_{name}", _prescription(f"visit.habitual_{name}", habitual))
