@@ -12,20 +12,16 @@ import pytest
 
 from visiontune import private_files
 from visiontune.errors import CalibrationError, VisionTuneError
-from visiontune.private_files import check_destination, private_dir, read_regular_file, write_private
+from visiontune.private_files import (
+    check_destination,
+    private_dir,
+    read_regular_file,
+    write_private,
+)
 
 
 def _mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
-
-
-@pytest.fixture
-def umask_000():
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def _leftovers(folder: Path) -> list[str]:

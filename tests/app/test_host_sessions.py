@@ -7,8 +7,6 @@ import os
 import sqlite3
 import stat
 
-import pytest
-
 from visiontune.app.session_host import SessionHost, record_simulated_session
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.store import TrialStore
@@ -38,15 +36,6 @@ def test_the_resume_offer_leaves_out_discarded_and_damaged_sessions(tmp_path):
     conn.commit()
     conn.close()
     assert _listed(db) == [sound]  # the others still list; the damaged one is in the log's warnings
-
-
-@pytest.fixture
-def umask_000():
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def test_a_new_export_folder_is_0700_under_umask_000(tmp_path, umask_000):

@@ -63,15 +63,6 @@ def _mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.fixture
-def umask_000():
-    old = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 def test_settings_file_and_folders_are_user_only_under_umask_000(tmp_path, umask_000):
     path = save_settings(AppSettings(), tmp_path / "a" / "b" / "app.toml")
     assert _mode(path) == 0o600
