@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune.bench import analysis, sweep
+from visiontune.bench.experiments import EXPERIMENTS, get_experiment
 from visiontune.bench.invocation import (
     busy_fraction,
     disagreements,
@@ -31,14 +33,18 @@ from visiontune.bench.invocation import (
     record_wall_time,
     wall_time_kept_when_stopped,
 )
-from visiontune.errors import InvalidInputError
+from visiontune.bench.paper_tables import paper_rows, side_by_side
+from visiontune.bench.projective import run_cli as run_projective_cli
+from visiontune.bench.provenance import machine_description, software_line
+from visiontune.bench.refraction_experiment import run_cli
+from visiontune.bench.store import ResultsStore
+from visiontune.bench.sweep import SweepStopped, SweepSummary, plan
+from visiontune.errors import ConfigurationError, InvalidInputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from visiontune.bench.experiments import EXPERIMENTS
-
-    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), REFRACTION],
-                        help="the paper experiment to run (refraction: seed 002 §5.3, table 3)")
+    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), REFRACTION, PROJECTIVE],
+                        help="the paper experiment to run (refraction: Fauvel & Chalk (contextual BO) §5.3, table 3; projective: Mikkola et al. 2020)")
     parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations; "
                         "refraction: 6 rules, slopes 2 and 5, 8 seeds, 30 trials)")
     parser.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (repetitions)")
@@ -63,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: Name of the refraction experiment on the command line.
 REFRACTION = "refraction"
+#: Projective vs pairwise queries (Mikkola et al. 2020, :mod:`visiontune.bench.projective`).
+PROJECTIVE = "projective"
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -107,8 +115,6 @@ def final_score_table(records) -> str:
 def stored_part(experiment, store):
     """``(experiment on the functions whose runs are all in store, the other functions)``;
     :class:`ConfigurationError` if no function is complete."""
-    from visiontune.bench.sweep import plan
-    from visiontune.errors import ConfigurationError
 
     done = store.finished_keys(experiment.name)
     complete = [f for f in experiment.functions if all(s.key in done for s in plan(experiment.with_functions([f])))]
@@ -132,9 +138,6 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
     functions of the paper's experiment not (yet) complete in the store, named on the page.
     ``paper_only``: ``(result, ranks)`` of the paper's rules alone (:func:`paper_rules_only`) when
     the experiment runs rules the paper's table lacks; the opposite-order pairs then come from it."""
-    from visiontune.bench import analysis
-    from visiontune.bench.paper_tables import side_by_side
-    from visiontune.bench.provenance import machine_description, software_line
 
     run_seconds = sum(r.seconds for r in records)
     decisions = sum(r.n_decisions for r in records)
@@ -202,8 +205,6 @@ def run(args: argparse.Namespace) -> int:
     ``128 + signal`` (its finished runs are in the store)."""
     import signal
 
-    from visiontune.bench.sweep import SweepStopped
-
     try:
         return _run(args)
     except KeyboardInterrupt as exc:
@@ -215,16 +216,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from visiontune.bench import analysis
-    from visiontune.bench.experiments import get_experiment
-    from visiontune.bench.store import ResultsStore
-    from visiontune.bench.sweep import SweepSummary, plan, run_sweep
-
     _check_options(args)
     if args.experiment == REFRACTION:
-        from visiontune.bench.refraction_experiment import run_cli
-
         return run_cli(args)
+    if args.experiment == PROJECTIVE:
+        return run_projective_cli(args)
     experiment = get_experiment(args.experiment)
     if args.quick:
         experiment = experiment.quick()
@@ -246,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             summary = SweepSummary(n, n, 0, 0.0, 0, 0.0)
         else:
             with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs, discarded):
-                summary = run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
+                summary = sweep.run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
                                     progress=not args.no_progress)  # fmt: skip
         planned = {spec.key for spec in plan(experiment)}
         records = [r for r in store.records(experiment.name) if r.key in planned]
@@ -272,8 +268,6 @@ def paper_rules_only(experiment_name: str, curves):
     """``(stratified result, average ranks)`` of the rules in the paper's table of ``experiment_name``
     alone, from ``curves`` (function -> rule -> scores); ``None`` when every rule is in the table
     (or fewer than two are)."""
-    from visiontune.bench import analysis
-    from visiontune.bench.paper_tables import paper_rows
 
     table = {r.rule for r in paper_rows(experiment_name)}
     rules = set(next(iter(curves.values()), {}))
@@ -290,7 +284,6 @@ def discard_reruns(experiment, store, rules) -> dict[str, int]:
     if unknown:
         raise InvalidInputError(f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} "
                                 f"(its rules: {', '.join(experiment.rules)})")
-    from visiontune.bench.sweep import plan
 
     keys = [spec.key for spec in plan(experiment)]
     discarded = {rule: store.discard(k for k in keys if k.rule == rule) for rule in rules}
