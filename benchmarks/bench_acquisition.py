@@ -2,13 +2,13 @@
 
 Run: ``python benchmarks/bench_acquisition.py [--repeats 15] [--n 260]``; prints the median and
 the quartiles of the wall time (and the median CPU time) of one decision per policy;
-``--plain`` also times MUC and MUC-ALD without PreferenceGP's fast paths (issue 5).
+``--plain`` also times MUC and MUC-ALD without PreferenceGP's fast paths.
 Preferential policies (MUC, MUC-ALD, KSS, ...) get a ``PreferenceGP`` on ``n`` duels between
 random lenses answered by the same patient (``P = Phi(f(s, x1) - f(s, x2))``, 002 Eq. 11).
 Binary ones: ``ProbitGP`` (Laplace)
 with the refraction kernel ``theta s s' + k_SE((S, C), (S', C'))`` (002 Eq. 15) on ``n``
 simulated answers of a letter task (26 letters, slope 5 logMAR^-1,
-``VA = log10(1 + blur^2)``, DESIGN.md), lens box ``[-4, 4]^2`` D, letter sizes ``[-1, 2]`` logMAR.
+``VA = log10(1 + blur^2)``, docs/design.md), lens box ``[-4, 4]^2`` D, letter sizes ``[-1, 2]`` logMAR.
 Small BLAS matrices are slower with several threads on a busy machine: compare with
 ``OMP_NUM_THREADS=1``.
 """
@@ -49,7 +49,7 @@ def simulated_answers(n: int, rng: np.random.Generator, best=(1.5, -1.0), slope=
 
 
 def latent(s, lens, best=(1.5, -1.0), slope=5.0):
-    """``a (s - VA(x))`` of the simulated patient (DESIGN.md acuity model)."""
+    """``a (s - VA(x))`` of the simulated patient (the acuity model of docs/design.md)."""
     dS, dC = lens[:, 0] - best[0], lens[:, 1] - best[1]
     return slope * (s - np.log10(1 + 0.5 * (dS**2 + (dS + dC) ** 2)))
 
@@ -71,7 +71,7 @@ def preference_model(n: int, rng: np.random.Generator, contextual: bool):
 
 
 class PlainPreferencePath:
-    """A PreferenceGP seen through the methods MUC used before issue 5: duel predictions on the
+    """A PreferenceGP seen through the methods MUC used before its fast paths: duel predictions on the
     4-term preference kernel, the champion from ``predict_value_with_grad`` (``--plain``)."""
 
     def __init__(self, model):
@@ -108,7 +108,7 @@ def main(argv=None) -> None:
     parser.add_argument("--policies", nargs="*", default=["UCB-ALD", "TS-ALD", "BALD", "UCB-random-context", "cBKG",
                                                            "MUC", "KSS", "MUC-ALD", "KSS-ALD"])
     parser.add_argument("--plain", action="store_true",
-                        help="also time MUC / MUC-ALD without PreferenceGP's fast paths (before issue 5)")
+                        help="also time MUC / MUC-ALD without PreferenceGP's fast paths, as before they existed")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     X, y = simulated_answers(args.n, rng)

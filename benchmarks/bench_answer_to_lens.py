@@ -7,7 +7,7 @@ query (lens and letter size, :meth:`~visiontune.refraction.loop.Refraction.next_
 Sessions run the ``clinical-sloan`` protocol to its budget (``max_trials`` answers, the
 precision and information stops switched off so every session is full length) against
 patients of a validation population (``adult-clinic`` by default; ``no-start``, the
-widest prior, is the slowest) (issue 19: <= 50 ms median, <= 100 ms
+widest prior, is the slowest) (target: <= 50 ms median, <= 100 ms
 at the 99th percentile on the 2-core machine).
 
 Run: OPENBLAS_NUM_THREADS=1 python benchmarks/bench_answer_to_lens.py [--sessions 5] [--protocol clinical-sloan]

@@ -1,4 +1,4 @@
-"""Benchmark: the GUI-side cost of the session engine's events (issue 10), offscreen.
+"""Benchmark: the GUI-side cost of the session engine's events, offscreen.
 
 1. Records the event stream of a real simulated session: a :class:`SessionHost` (the engine
    process's executor, here in-process) runs ``open_store``, ``start`` and ``--trials``

@@ -2,7 +2,7 @@
 
 Timed: :meth:`visiontune.session.store.SessionHandle.record_trial`, which returns only when the
 answer is committed and fsynced (WAL journal, ``synchronous=FULL``, one ``BEGIN IMMEDIATE ...
-COMMIT`` per answer; issue 8: "the trial log is written before anything else happens"). The
+COMMIT`` per answer: the trial log is written before anything else happens). The
 session grows from 0 to ``--trials`` answers in a fresh database in ``--dir`` (default: a
 temporary folder; point it at the disk the clinic will use, since fsync cost is the disk's).
 

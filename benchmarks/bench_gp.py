@@ -3,7 +3,7 @@
 Data: n = 260 binary answers, inputs (s, S, C): lens (S, C) uniform in [-4, 4]^2 diopters,
 letter size s uniform in [-1, 2] logMAR, answer ~ Bernoulli(P) with
 P = 1/26 + 25/26 Φ(5 (s - log10(1 + blur²))), blur = sqrt((ΔS² + (ΔS + ΔC)²) / 2)
-(seed 002 §5; DESIGN.md acuity model). Kernel: refraction kernel θ s s' + k_SE (002 Eq. 15).
+(Fauvel & Chalk (contextual BO) §5; the acuity model of docs/design.md). Kernel: refraction kernel θ s s' + k_SE (Eq. 15).
 Timed: ProbitGP(...) construction (inference) + predict at 1000 test points; the warm start
 refits 260 answers from the model of the first 259 (one new trial in a session).
 
@@ -12,7 +12,7 @@ Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_gp.py [--repe
 median and minimum of each step, the median CPU time of the process, and the load average
 (timings on a shared machine are noisy: compare minima and CPU times across runs).
 
-Target (issue 4): Laplace cold fit + predict at 1000 points <= 15 ms (median).
+Target: Laplace cold fit + predict at 1000 points <= 15 ms (median).
 
 Memory note: on this VM, freshly mapped pages cost ~1 ms per 2 MB array (glibc returns freed
 memory at the top of the heap to the system and faults it in again). ``--keep-heap`` sets

@@ -1,4 +1,4 @@
-"""Benchmark: how the cost of one answer grows with the length of a session (issue 21, item 7).
+"""Benchmark: how the cost of one answer grows with the length of a session.
 
 One simulated session of ``--trials`` answers per protocol, through the same loop a clinical
 session runs (:class:`visiontune.session.engine.RefractionSession` on an SQLite trial log in a

@@ -1,6 +1,6 @@
-"""Benchmark: the cost of the refraction simulation (seed 002 §5), per session and per decision.
+"""Benchmark: the cost of the refraction simulation (Fauvel & Chalk (contextual BO) §5), per session and per decision.
 
-**Per session** (issue 7): ``run_refraction(rule, slope=5, trials=260, seed)`` for each rule of
+**Per session**: ``run_refraction(rule, slope=5, trials=260, seed)`` for each rule of
 ``--rules`` (default UCB-ALD and TS-ALD) and each seed of ``--seeds``; prints the median CPU time
 (``time.process_time``, this process, one BLAS thread) and wall time per session, and the
 extrapolated wall time of the paper's Table 3 experiment: 960 sessions (6 rules x 8 slopes x 20

@@ -1,12 +1,12 @@
 """Benchmark: approximate posterior sampling for Thompson sampling (plain script, prints medians).
 
 Model: ``ProbitGP`` (Laplace) with the refraction kernel ``θ s s' + k_SE((S, C), (S', C'))``
-(seed 002 Eq. 15) on n = 260 simulated letter-task answers (benchmarks/bench_gp.py), box
-``s ∈ [-1, 2]`` logMAR, ``(S, C) ∈ [-4, 4]²`` D; 4096 Hilbert-space features (seed 000 supp. D).
+(Fauvel & Chalk (contextual BO), Eq. 15) on n = 260 simulated letter-task answers (benchmarks/bench_gp.py), box
+``s ∈ [-1, 2]`` logMAR, ``(S, C) ∈ [-4, 4]²`` D; 4096 Hilbert-space features (Fauvel & Chalk (binary/preferential BO), supp. D).
 Timed steps: building the feature map (first time, then from the cache); drawing one sample
-path (decoupled update, seed 002 supp. G Eq. S43); evaluating it at 128 candidates, formed
+path (decoupled update, contextual BO supp. G Eq. S43); evaluating it at 128 candidates, formed
 features ``φ(X) w`` versus the separable contraction; value + gradient at 4 L-BFGS points;
-one sample maximisation (``ThompsonX``); one TS-ALD decision (target, issue 5: <= 80 ms).
+one sample maximisation (``ThompsonX``); one TS-ALD decision (target: <= 80 ms).
 
 Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_sampling.py [--repeats 20]
 [--keep-heap]. Prints the wall-time median and minimum, the median CPU time, and the load

@@ -1,6 +1,6 @@
 """How many letter answers a ±0.25 D, 95% credible region needs at best (Cramér-Rao bound).
 
-Issue 20 asks the precision stop (95% region within ±0.25 D on M and on J = (J0, J45)) to fire
+The clinical validation asks the precision stop (95% region within ±0.25 D on M and on J = (J0, J45)) to fire
 by a median of 60 answers. This script computes the fewest answers any design could need for a
 calibrated posterior to get there, under assumptions all in the design's favour: the patient
 follows the model exactly, the best-corrected acuity, the slope and the accommodation are known
@@ -8,7 +8,7 @@ follows the model exactly, the best-corrected acuity, the slope and the accommod
 the single most informative letter size and lens offset.
 
 Per answer, the Fisher information about one power-vector component ``x`` at lens offset ``d``
-from the truth along it and letter size ``s`` is (binomial, seed 002 Eq. 13 with the
+from the truth along it and letter size ``s`` is (binomial, Fauvel & Chalk (contextual BO), Eq. 13 with the
 Blendowske 2015 acuity ``VA = VA* + log10(1 + d²)``)::
 
     I(d, s) = (∂p/∂x)² / (p (1 - p)),   p = γ + (1-γ-λ) Φ(a (s - VA)),

@@ -1,6 +1,6 @@
-"""Why UCB-ALD stalls on the refraction problem (issue 7): one configuration per hypothesis.
+"""Why UCB-ALD stalls on the refraction problem: one configuration per hypothesis.
 
-Protocol (002 §5.3, issue 7): contextual policy, slope 5 logMAR⁻¹, 26 letters, 260 trials, one
+Protocol (Fauvel & Chalk (contextual BO) §5.3): contextual policy, slope 5 logMAR⁻¹, 26 letters, 260 trials, one
 simulated patient per seed (``SeedSequence(seed)`` spawns correction / answers / policy /
 estimate streams exactly as :func:`visiontune.bench.refraction.run_refraction`). Per run: the
 final ``VA(x̂)`` (logMAR), ``|Ŝ - S*|``, ``|Ĉ - C*|``, the model's latent mean and sd at the true

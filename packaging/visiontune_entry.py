@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
 
     multiprocessing.freeze_support()
     argv = list(sys.argv[1:] if argv is None else argv)
-    # The GUI process imports PySide6 only (shared/DESIGN.md, "PsychoPy and Qt").
+    # The GUI process imports PySide6 only (docs/design.md, "PsychoPy and Qt in one application").
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
     import visiontune  # noqa: F401  (sets the BLAS thread variables before numpy loads)
 

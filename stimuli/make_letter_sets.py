@@ -6,7 +6,7 @@ stroke of 1 unit (1/5 of the height), as a list of closed rings filled with the 
 rule: solid pieces are counter-clockwise, holes clockwise, and pieces never overlap (each
 piece is a convex or arc polygon clipped by half-planes), so even-odd and non-zero fills
 agree. Arcs are sampled every 2 degrees. None of this is copied from a font: Pelli's Sloan
-font may not be redistributed (see shared/DESIGN.md), so these are independent drawings of
+font may not be redistributed (see docs/design.md), so these are independent drawings of
 the Sloan design rules (5 x 5 grid, stroke = height / 5).
 """
 
@@ -330,7 +330,7 @@ def main():
         "letters26",
         26,
         {chr(c): letter(chr(c)) for c in range(ord("A"), ord("Z") + 1)},
-        "A-Z drawn with the Sloan rules, for the 26-alternative task of Fauvel & Chalk (seed 002, sec. 5). "
+        "A-Z drawn with the Sloan rules, for the 26-alternative task of Fauvel & Chalk (contextual BO), sec. 5. "
         "Equal legibility is by construction (same grid and stroke), not measured.",
     )
     e_right = [left_bar(), box(1, 4, 5, 5), box(1, 2, 5, 3), box(1, 0, 5, 1)]

@@ -23,7 +23,7 @@ def test_help_runs_as_module():
     assert "usage: visiontune" in out.stdout
 
 
-# --- issue 21: what the user typed is quoted as one printable line -------------------------
+# --- what the user typed is quoted as one printable line -------------------------
 
 NASTY = "evil\x1b[31m\nRED\r\x07\u2028"
 

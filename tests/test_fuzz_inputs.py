@@ -1,4 +1,4 @@
-"""Issue 21: no input gives a traceback. A fixed corpus (seeded, so every run is the same) of
+"""No input gives a traceback. A fixed corpus (seeded, so every run is the same) of
 mutated calibration files and of argument lists for ``calibrate``, ``report`` and
 ``sessions list/show``, of mutated protocol files run by ``session run --simulate`` (a failed
 run leaves no session behind: no orphan) and of argument lists for ``session run/resume``,

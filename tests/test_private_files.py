@@ -14,6 +14,7 @@ from visiontune import private_files
 from visiontune.errors import CalibrationError, VisionTuneError
 from visiontune.private_files import (
     check_destination,
+    open_private_append,
     private_dir,
     read_regular_file,
     write_private,
@@ -149,6 +150,37 @@ def test_read_regular_file(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(VisionTuneError, match="FIFO"):  # refused at once, never blocks
         read_regular_file(fifo)
+
+
+def _append(path, text: str, **kw) -> None:
+    fd = open_private_append(path, **kw)
+    with open(fd, "a", encoding="utf-8") as f:
+        f.write(text)
+
+
+def test_append_creates_0600_under_umask_000_and_appends(tmp_path, umask_000):
+    log = tmp_path / "app.log"
+    _append(log, "one\n")
+    _append(log, "two\n")
+    assert log.read_text() == "one\ntwo\n" and _mode(log) == 0o600
+
+
+def test_append_tightens_an_existing_looser_file(tmp_path):
+    log = tmp_path / "app.log"
+    log.write_text("old\n")
+    os.chmod(log, 0o644)
+    _append(log, "new\n")
+    assert log.read_text() == "old\nnew\n" and _mode(log) == 0o600
+
+
+def test_append_refuses_a_fifo_and_names_a_missing_folder(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(CalibrationError, match="^log file: .*FIFO"):
+        open_private_append(fifo, name="log file", error=CalibrationError)
+    missing = tmp_path / "nowhere" / "app.log"
+    with pytest.raises(VisionTuneError, match=f"^log file: cannot open {missing} "):
+        open_private_append(missing, name="log file")
 
 
 def test_the_private_writers_of_the_package_use_it():

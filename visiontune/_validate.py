@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
+
 import numpy as np
 
 from visiontune.errors import InvalidInputError
@@ -56,4 +59,85 @@ def binary_labels(name: str, value, n: int | None = None) -> np.ndarray:
         raise InvalidInputError(f"{name}: answers must be 0 or 1, found {arr[i]} at index {i}")
     if n is not None and arr.shape[0] != n:
         raise InvalidInputError(f"{name}: expected {n} answers (one per point), got {arr.shape[0]}")
+    return arr
+
+
+def _range_text(lo, hi) -> str:
+    if lo is not None and hi is not None:
+        return f" in [{lo}, {hi}]"
+    if lo is not None:
+        return f" >= {lo}"
+    return f" <= {hi}" if hi is not None else ""
+
+
+def check_int(name: str, value, lo: int | None = None, hi: int | None = None, *, whole_float: bool = False) -> int:
+    """Return ``value`` as an ``int`` when it is an integer in ``[lo, hi]`` (either bound may be
+    ``None``), or raise naming ``name``.
+
+    A Python or numpy integer is accepted, a ``bool`` never (``True`` is not a count).
+    ``whole_float``: also accept a float with no fractional part (``3.0``), for arguments
+    that always took one.
+    """
+    ok = not isinstance(value, bool) and (
+        isinstance(value, Integral)
+        or (whole_float and isinstance(value, Real) and math.isfinite(value) and float(value).is_integer())
+    )
+    if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise InvalidInputError(f"{name}: expected an integer{_range_text(lo, hi)}, got {value!r}")
+    return int(value)
+
+
+def check_number(name: str, value, lo: float | None = None, hi: float | None = None) -> float:
+    """Return ``value`` as a ``float`` when it is one finite real number in ``[lo, hi]`` (either
+    bound may be ``None``), or raise naming ``name``. A ``bool``, a string or an array is refused."""
+    ok = not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value)
+    if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise InvalidInputError(f"{name}: expected a finite number{_range_text(lo, hi)}, got {value!r}")
+    return float(value)
+
+
+def scalar(name: str, value, lo: float | None = None, hi: float | None = None) -> float:
+    """Return ``value`` as a ``float`` when numpy reads it as one finite number (a Python or
+    numpy number, a 0-d array, a numeric string) in ``[lo, hi]``, or raise naming ``name``.
+
+    For numeric arguments of the models; a ``bool`` is refused. Values read from a record or
+    a file, where a string must not pass for a number, use :func:`check_number`.
+    """
+    arr = finite_array(name, value)
+    if arr.ndim != 0 or isinstance(value, bool):
+        raise InvalidInputError(f"{name}: expected one number, got {value!r}")
+    v = float(arr)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise InvalidInputError(f"{name}: expected a number{_range_text(lo, hi)}, got {v}")
+    return v
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """Return ``rng`` when it is a :class:`numpy.random.Generator`, or raise naming ``name``
+    (a seed or the legacy ``RandomState`` is refused: every draw comes from one stream)."""
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidInputError(
+            f"{name}: expected a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
+        )
+    return rng
+
+
+def check_box(name: str, box, d: int | None = None, *, strict: bool = False) -> np.ndarray:
+    """Return ``box`` as a finite ``(d, 2)`` float array of ``[low, high]`` rows, or raise naming
+    ``name``.
+
+    ``d``: the number of rows required (one per input column; ``None``: any number >= 1).
+    ``low <= high`` in every row (a row with ``low == high`` holds that input fixed);
+    ``strict``: ``low < high``.
+    """
+    arr = finite_array(name, box)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1:
+        raise InvalidInputError(f"{name}: expected a (d, 2) array of [low, high] rows, got shape {arr.shape}")
+    if d is not None and arr.shape[0] != d:
+        raise InvalidInputError(f"{name}: expected {d} rows of [low, high] (one per input column), got {arr.shape[0]}")
+    bad = arr[:, 0] >= arr[:, 1] if strict else arr[:, 0] > arr[:, 1]
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        need = "<" if strict else "<="
+        raise InvalidInputError(f"{name}: row {i}: expected low {need} high, got [{arr[i, 0]}, {arr[i, 1]}]")
     return arr

@@ -8,6 +8,8 @@
 - The destination must be a new path or an existing *regular* file: a device (``/dev/full``),
   a folder, a FIFO, a socket, or a symlink to one of them is refused with a clear error, never
   replaced (a rename would swap a device node for a plain file when run as root).
+- :func:`open_private_append`: opens a log-like file for appending, created 0600 whatever the
+  umask (an existing one this user owns is set back to 0600); the same destinations refused.
 - :func:`private_dir`: creates a folder and its missing parents with mode 0700 whatever the
   umask (``mkdir``'s mode is masked by the umask; the mode is set again with ``chmod``).
 - :func:`read_regular_file`: reads a small file, refusing a device or FIFO (which could block
@@ -27,7 +29,15 @@ from pathlib import Path
 
 from visiontune.errors import VisionTuneError
 
-__all__ = ["DIR_MODE", "FILE_MODE", "check_destination", "private_dir", "read_regular_file", "write_private"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "check_destination",
+    "open_private_append",
+    "private_dir",
+    "read_regular_file",
+    "write_private",
+]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -149,6 +159,33 @@ def write_private(
             except OSError:
                 pass
     return out
+
+
+def open_private_append(
+    path: str | os.PathLike,
+    *,
+    name: str = "file",
+    error: type[VisionTuneError] = VisionTuneError,
+) -> int:
+    """Open ``path`` for appending and return the descriptor (close-on-exec): a new file is
+    created with mode 0600 whatever the umask, an existing one this user owns is set back to
+    0600. For a file written line by line (a log), where :func:`write_private`'s whole-file
+    replacement does not fit. ``error`` (naming ``name`` and the path) for a destination
+    :func:`check_destination` refuses and for any OS failure.
+    """
+    out = check_destination(path, name=name, error=error)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(out, flags, FILE_MODE)
+    except OSError as exc:
+        raise error(f"{name}: cannot open {out} ({_reason(exc)})") from None
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, FILE_MODE)
+    except OSError as exc:
+        os.close(fd)
+        raise error(f"{name}: cannot make {out} user-only ({_reason(exc)})") from None
+    return fd
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -1,4 +1,4 @@
-"""MUC / MUC-ALD on PreferenceGP's fast paths (issue 5) choose the duel of the plain path.
+"""MUC / MUC-ALD on PreferenceGP's fast paths (MUC within 50 ms) choose the duel of the plain path.
 
 Oracle: the same policy on a wrapper that hides ``challenge`` and ``predict_value_mean*`` and
 routes duel predictions to the 4-term preference kernel (``ProbitGP(Preference(k))``), i.e. the
@@ -22,7 +22,7 @@ CONTEXTUAL = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[0.0, 1.0]], r
 
 
 class PlainPath:
-    """A PreferenceGP seen through the methods MUC used before issue 5 (no fast paths)."""
+    """A PreferenceGP seen through the methods MUC used before the fast paths."""
 
     def __init__(self, model):
         self._model = model

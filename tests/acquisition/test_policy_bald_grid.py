@@ -1,4 +1,4 @@
-"""BALD over one letter-size dimension by a vectorised grid (issue 7): as good as a dense grid and
+"""BALD over one letter-size dimension by a vectorised grid: as good as a dense grid and
 as the multistart L-BFGS-B search it replaces, cheaper, and free of random draws."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Thompson sampling with the cheaper search (issue 5): 256 candidates and L-BFGS from the 4 best
+"""Thompson sampling with the cheaper search (a TS decision within 80 ms): 256 candidates and L-BFGS from the 4 best
 separated ones still find the maximum of the sample path (a dense grid of the same sample)."""
 
 import numpy as np
@@ -16,7 +16,7 @@ PROBLEM = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[-1.0, 2.0]], ref
 
 
 def _refraction_model(n=80, seed=0):
-    """Letter-task answers (26 letters, slope 5 / logMAR, VA = log10(1 + blur^2), DESIGN.md)."""
+    """Letter-task answers (26 letters, slope 5 / logMAR, VA = log10(1 + blur^2), docs/design.md)."""
     rng = np.random.default_rng(seed)
     s, lens = rng.uniform(-1, 2, n), rng.uniform(-4, 4, (n, 2))
     dS, dC = lens[:, 0] - 1.5, lens[:, 1] + 1.0

@@ -1,4 +1,4 @@
-"""The GUI side of issue 10: estimates are drawn cheaply, in place, and as they arrive.
+"""The GUI side of a responsive window: estimates are drawn cheaply, in place, and as they arrive.
 
 A real simulated session's event stream (recorded once with an in-process SessionHost) is fed
 to a MainWindow through the worker's signals, as the relay does. Oracles: the frame's own

@@ -1,4 +1,4 @@
-"""Issue 21 in the app's engine: the session list offers neither a discarded session nor breaks
+"""Robustness in the app's engine: the session list offers neither a discarded session nor breaks
 on a damaged one, and a new export folder is user-only (0700) whatever the umask."""
 
 from __future__ import annotations

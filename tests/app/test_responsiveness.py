@@ -1,11 +1,11 @@
-"""The GUI thread keeps running (issue 10): a 10 ms PreciseTimer probe runs over a whole
+"""The GUI thread keeps running: a 10 ms PreciseTimer probe runs over a whole
 simulated session (the session view opening, 20 auto-answered trials, each with its refit,
 next query and estimate in the engine process, the plots redrawn, the finish view); the
 largest gap between two ticks minus the period is the worst event-loop stall, printed with
 the 99th percentile, the median and the load average before and after.
 
 The issue's bar: the window never freezes for more than 100 ms. Measured on the 2-core dev VM
-(see the report of issue 10 for the figures): 120-180 ms before the GUI-side work was made
+(the figures): 120-180 ms before the GUI-side work was made
 cheap (axes repainted on every change, autoranging, plots resized by label changes, every
 estimate drawn inside its handler), 40-70 ms after, at a load average of 5. A stall can also
 come from the OS not scheduling the GUI process on a busy machine, which no code can prevent:

@@ -56,7 +56,7 @@ def test_settings_persist_between_runs_of_the_window(qtbot, make_window, paths):
     again.close()
 
 
-# --- issue 21: privacy of the settings and of the app log -----------------------------------
+# --- privacy of the settings and of the app log -----------------------------------
 
 
 def _mode(path) -> int:

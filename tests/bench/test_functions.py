@@ -1,4 +1,4 @@
-"""The registry against seed 002 table S1, the known global minima, and input validation."""
+"""The registry against Fauvel & Chalk (contextual BO), table S1, the known global minima, and input validation."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from scipy.stats import qmc
 from visiontune.bench.functions import FUNCTIONS, TestFunction, get_function
 from visiontune.errors import InvalidInputError, VisionTuneError
 
-# Seed 002, supplementary section H, table S1, retyped: title, D, kernel, space (rows as printed).
+# Fauvel & Chalk (contextual BO), supplementary section H, table S1, retyped: title, D, kernel, space (rows as printed).
 TABLE_S1 = {
     "ackley": ("Ackley", 2, "matern32", [(-32.768, 32.768)] * 2),
     "beale": ("Beale", 2, "se", [(-4.5, 4.5)] * 2),
@@ -42,7 +42,7 @@ TABLE_S1 = {
     "sphere": ("Sphere", 2, "se", [(-5.12, 5.12)] * 2),
     "sum_squares": ("Sum Squares", 2, "se", [(-10, 10)] * 2),
     "trid": ("Trid", 2, "se", [(-4, 4)] * 2),
-    # printed as [-1.2, 1.2] x [-0.9, 1.2]; DESIGN.md: the table swaps the two ranges
+    # printed as [-1.2, 1.2] x [-0.9, 1.2]; docs/design.md: the table swaps the two ranges
     "ursem_waves": ("Ursem Waves", 2, "se", [(-1.2, 1.2), (-0.9, 1.2)]),
 }
 

@@ -1,4 +1,4 @@
-"""Kernel selection of the benchmark functions (seed 002 §4, table S1): the exact GP regression
+"""Kernel selection of the benchmark functions (Fauvel & Chalk (contextual BO) §4, table S1): the exact GP regression
 likelihood against scipy's Gaussian density and finite differences, the predictive mean against a
 direct solve, and the stored choices against a recomputation."""
 

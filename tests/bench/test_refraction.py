@@ -1,4 +1,4 @@
-"""The refraction experiment (seed 002 §5): hyperparameters (:mod:`visiontune.refraction.gp_hyperparameters`,
+"""The refraction experiment (Fauvel & Chalk (contextual BO) §5): hyperparameters (:mod:`visiontune.refraction.gp_hyperparameters`,
 re-exported by :mod:`visiontune.bench.refraction`) and one simulated run through the one trial loop."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 
 
 def blendowske_va(estimate, true_rx):
-    """Independent oracle: VA = log10(1 + β²), β = √(½(ΔS² + (ΔS + ΔC)²)) (002 Eq. 12; DESIGN.md)."""
+    """Independent oracle: VA = log10(1 + β²), β = √(½(ΔS² + (ΔS + ΔC)²)) (contextual BO Eq. 12; docs/design.md)."""
     dS, dC = estimate[0] - true_rx[0], estimate[1] - true_rx[1]
     beta2 = 0.5 * (dS**2 + (dS + dC) ** 2)
     return float(np.log10(1.0 + beta2))
@@ -307,7 +307,7 @@ def _imports(package: str) -> set[str]:
 
 
 def test_bench_and_session_do_not_import_each_other():
-    """DESIGN.md: bench/ and session/ sit side by side on refraction/ (lazy imports included)."""
+    """docs/design.md, "Layers": bench/ and session/ sit side by side on refraction/ (lazy imports included)."""
     assert not {m for m in _imports("bench") if m.startswith("visiontune.session")}
     assert not {m for m in _imports("session") if m.startswith("visiontune.bench")}
     assert "visiontune.refraction.loop" in _imports("bench")

@@ -1,4 +1,4 @@
-"""Named refraction policies (issue 7): UCB-ALD-SL and TS-ALD-SL (the paper's kernel with 2 D SE
+"""Named refraction policies: UCB-ALD-SL and TS-ALD-SL (the paper's kernel with 2 D SE
 lengthscales) run through the one trial loop wherever a refraction policy name is accepted;
 UCB-ALD-PV (the power-vector kernel) keeps its name and its shipped hyperparameters but is refused
 by the loop, whose GP engine has the paper's kernel only; the estimate of a run; replaying a log."""

@@ -1,8 +1,8 @@
-"""The scaled targets (DESIGN.md, "Benchmark scaling") and the stored scaling file.
+"""The scaled targets (docs/design.md, "Benchmark scaling") and the stored scaling file.
 
 Oracles: a fresh i.i.d. uniform sample (mean 0 and sd 1 within sampling error, the error
 estimated from the same sample), an independent recomputation on a smaller Sobol set, and
-the authors' log rule applied to an i.i.d. sample of DESIGN.md's size (50,000 points).
+the authors' log rule applied to an i.i.d. sample of the size in docs/design.md (50,000 points).
 """
 
 import json
@@ -17,7 +17,7 @@ from visiontune.bench import scaling
 from visiontune.bench.functions import FUNCTIONS, Scaling, load_scaling_table
 from visiontune.errors import ConfigurationError, InvalidInputError
 
-# DESIGN.md, "Details from the authors' public MATLAB toolboxes", retyped with our slugs.
+# docs/design.md, "Details from the authors' public MATLAB toolboxes", retyped with our slugs.
 DESIGN_LOG_SET = {
     "beale", "bohachevsky", "three_hump_camel", "colville", "dixon_price", "goldstein_price",
     "griewank", "levy", "levy13", "perm0db", "permdb", "powell", "rosenbrock",

@@ -255,7 +255,7 @@ def test_psychopy_child_that_cannot_run_is_a_calibration_error(tmp_path):
         from_psychopy_monitor("lane1", python=sys.executable)  # a Python without PsychoPy
 
 
-# --- issue 21: a physical range for every quantity; files that are not calibrations ---------
+# --- a physical range for every quantity; files that are not calibrations ---------
 
 
 @pytest.mark.parametrize(

@@ -140,7 +140,7 @@ def test_works_as_visiontune_calibrate(tmp_path, capsys):
     assert err.count("\n") == 1 and "screen_width_mm" in err
 
 
-# --- issue 21: no traceback on any file, no leftovers, every quantity in a physical range ----
+# --- no traceback on any file, no leftovers, every quantity in a physical range ----
 
 
 def _one_line_error(rc, out, err):

@@ -1,4 +1,4 @@
-"""Letter size on screen (DESIGN.md, *Letter size on screen*) and the displayable range."""
+"""Letter size on screen (docs/design.md, *Letter size on screen*) and the displayable range."""
 
 import math
 
@@ -27,7 +27,7 @@ def subtended_arcmin(h_mm, d_mm):
 
 
 def test_logmar_zero_at_4_m_is_5_82_mm():
-    assert letter_height_mm(0.0, 4000.0) == pytest.approx(5.818, abs=5e-4)  # DESIGN.md
+    assert letter_height_mm(0.0, 4000.0) == pytest.approx(5.818, abs=5e-4)  # docs/design.md
 
 
 @pytest.mark.parametrize("s", [-0.3, 0.0, 0.5, 1.0, 2.0])

@@ -201,7 +201,7 @@ SIZES = np.round(np.arange(-0.3, 1.0001, 0.1), 1)
 @pytest.mark.parametrize("distance_mm, pitch_mm", [(4000.0, 0.25), (6000.0, 0.311)], ids=["4m", "6m"])
 @pytest.mark.parametrize("set_name", LETTER_SETS)
 def test_psychopy_every_letter_at_every_size(open_window, set_name, distance_mm, pitch_mm):
-    """Issue 9's battery: every letter of every set, -0.3 to 1.0 logMAR in 0.1 steps; the ink box's
+    """The renderer's battery: every letter of every set, -0.3 to 1.0 logMAR in 0.1 steps; the ink box's
     height and width are the outline's bounds times the calibration's scale (±1 px), centred."""
     cal = _calibration(distance_mm, pitch_mm)
     r = open_window(cal, set_name)

@@ -1,4 +1,4 @@
-"""The fast paths of the GP engine (issue 4/5) give the same numbers as the plain formulas.
+"""The fast paths of the GP engine (for speed) give the same numbers as the plain formulas.
 
 Oracles: kernels against the definition evaluated with (n, m, d) broadcasting; the triangular
 products with a cached ``L⁻¹W½`` against dense solves of ``B`` and ``K + W⁻¹``; the separable
@@ -256,7 +256,7 @@ def test_structural_diagonal_gradient_matches_the_block_evaluation_and_finite_di
 
 
 def test_results_do_not_depend_on_what_the_model_computed_before():
-    """Cached factors must not change later numbers (same seed, same query: DESIGN.md replay)."""
+    """Cached factors must not change later numbers (same seed, same query: a replayed log, docs/design.md)."""
     kernel, X, y, _ = _fitted()
     model = ProbitGP(kernel, X, y)
     Xs = np.random.default_rng(11).uniform(-4, 4, (3, 3))

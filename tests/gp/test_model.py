@@ -1,7 +1,7 @@
 """ProbitGP and PreferenceGP: predictions, gradients, evidence, preference algebra, bad input.
 
 Oracles: finite differences (input and hyperparameter gradients), dense linear algebra with
-K⁻¹ (R&W Eqs. 3.21-3.24), the algebra of g(x, x') = f(x) - f(x') (seed 000, Eq. 6).
+K⁻¹ (R&W Eqs. 3.21-3.24), the algebra of g(x, x') = f(x) - f(x') (Fauvel & Chalk (binary/preferential BO), Eq. 6).
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""PreferenceGP's fast paths (issue 5: MUC within 50 ms) give the numbers of the plain formulas.
+"""PreferenceGP's fast paths (MUC within 50 ms) give the numbers of the plain formulas.
 
 Oracles: the generic probit engine on the 4-term preference kernel (``ProbitGP(Preference(k))``,
 000 Eq. 6: the path PreferenceGP used before; ``μ_g(x, x') = μ_f(x) - μ_f(x')`` for the utility

@@ -160,7 +160,7 @@ def test_samples_match_the_probit_gp_posterior(inference):
 
 
 def test_samples_of_the_refraction_model_match_its_posterior():
-    """Linear part in s plus a stationary part in (S, C) (seed 002, Eq. 15)."""
+    """Linear part in s plus a stationary part in (S, C) (Fauvel & Chalk (contextual BO), Eq. 15)."""
     kernel = refraction_kernel(1.5, [1.5, 2.0], 1.0)
     box = np.array([[-1.0, 2.0], [-4.0, 4.0], [-4.0, 4.0]])
     X = _uniform(box, 25, 15)

@@ -1,5 +1,5 @@
 """Linearly transformed kernel and the power-vector refraction kernel: values against closed forms
-(the base kernel on hand-mapped inputs; the blur of seed 002 Eq. 12 from the optics layer),
+(the base kernel on hand-mapped inputs; the blur of Fauvel & Chalk (contextual BO), Eq. 12 from the optics layer),
 gradients w.r.t. inputs and log-hyperparameters against central finite differences, PSD,
 and the model/acquisition path on it."""
 

@@ -1,4 +1,4 @@
-"""Acuity models: Blendowske (DESIGN.md correction of seed 002 §5.1) and the misspecified ones."""
+"""Acuity models: Blendowske (the correction of Fauvel & Chalk (contextual BO) §5.1 in docs/design.md) and the misspecified ones."""
 
 import numpy as np
 import pytest
@@ -63,7 +63,7 @@ def test_inverse_rejects_acuity_better_than_best_corrected():
         BlendowskeAcuity(0.2).blur_for_logmar(0.1)
 
 
-# --- misspecified acuity models (issue 20): other published shapes ------------------------------
+# --- misspecified acuity models: other published shapes -----------------------------------------
 
 
 def test_pupil_model_against_hand_computation():
@@ -94,7 +94,7 @@ def test_linear_logmar_model_against_hand_computation():
 
 
 def test_models_differ_in_shape_from_blendowske():
-    """Compared at a few blurs (DESIGN.md: Blendowske is 0.30 at 1 D and 1.23 at 4 D)."""
+    """Compared at a few blurs (docs/design.md: Blendowske is 0.30 at 1 D and 1.23 at 4 D)."""
     blur = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
     blendowske = BlendowskeAcuity()(blur)   # 0.026 0.097 0.301 0.699 1.230
     pupil = PupilBlurAcuity()(blur)         # 0.057 0.172 0.383 0.654 0.947

@@ -1,4 +1,4 @@
-"""Blur = length of the residual power vector (seed 002 Eq. 12 for aligned axes)."""
+"""Blur = length of the residual power vector (Fauvel & Chalk (contextual BO), Eq. 12 for aligned axes)."""
 
 import math
 
@@ -18,7 +18,7 @@ axes = st.floats(0, 180, allow_nan=False)
 
 
 def eq12(d_sphere, d_cyl):
-    """Seed 002, Eq. 12, written out."""
+    """Fauvel & Chalk (contextual BO), Eq. 12, written out."""
     return math.sqrt(0.5 * (d_sphere**2 + (d_sphere + d_cyl) ** 2))
 
 

@@ -20,7 +20,7 @@ def phi(z):
 
 
 def expected_p(s, sphere, cyl, *, va_star=0.0, slope=5.0, n=26, lapse=0.0, true=TRUE_RX):
-    """Seed 002 written out: Eq. 12 blur (aligned axes), Blendowske VA, Eq. 13 with lapse."""
+    """Fauvel & Chalk (contextual BO) written out: Eq. 12 blur (aligned axes), Blendowske VA, Eq. 13 with lapse."""
     ds, dc = sphere - true.sphere_d, cyl - true.cylinder_d
     beta = math.sqrt(0.5 * (ds**2 + (ds + dc) ** 2))
     va = va_star + math.log10(1 + beta**2)

@@ -1,4 +1,4 @@
-"""The simulated patient of a clinic: accommodation, attention drift, oblique axes (issue 20)."""
+"""The simulated patient of a clinic: accommodation, attention drift, oblique axes."""
 
 import math
 

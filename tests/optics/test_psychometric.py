@@ -1,4 +1,4 @@
-"""Psychometric function of seed 002 Eq. 13 (with lapse) against closed forms."""
+"""Psychometric function of Fauvel & Chalk (contextual BO), Eq. 13 (with lapse) against closed forms."""
 
 import math
 
@@ -41,7 +41,7 @@ def test_limits_and_inflexion():
     assert psy.probability_correct(-50.0, 0.0) == pytest.approx(gamma, abs=1e-15)  # tiny letters: chance
     assert psy.probability_correct(50.0, 0.0) == pytest.approx(1 - 0.02, abs=1e-15)  # huge letters: 1 - lapse
     assert psy.probability_correct(0.3, 0.3) == pytest.approx(gamma + (1 - gamma - 0.02) / 2)
-    # without lapse VA is where P = (1 + γ)/2 (seed 002 §5.1)
+    # without lapse VA is where P = (1 + γ)/2 (contextual BO §5.1)
     assert PsychometricFunction(5.0, 26).probability_correct(0.3, 0.3) == pytest.approx((1 + gamma) / 2)
 
 

@@ -1,4 +1,4 @@
-"""Boxes of the refraction problem (seed 002 §5.3)."""
+"""Boxes of the refraction problem (Fauvel & Chalk (contextual BO) §5.3)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Issue 21: `visiontune report` never writes over a device, folder or FIFO, says clearly
+"""`visiontune report` never writes over a device, folder or FIFO, says clearly
 when a path cannot be written, leaves a damaged trial log alone (no -wal/-shm beside it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21, item 2: a session that has no answers can be discarded, on the record.
+"""A session that has no answers can be discarded, on the record.
 
 An older VisionTune accepted protocols its engine then refused: the session row was written and
 the 0-trial session stayed open for good (resume failed the same way; sessions are never
@@ -91,7 +91,7 @@ def test_a_finished_session_is_not_discarded(store, session_id):
             handle.discard("too late")
 
 
-# --- the orphan session of issue 21, through the command line ---------------------------------
+# --- the orphan session, through the command line ---------------------------------
 
 
 def _cli(argv, capsys):

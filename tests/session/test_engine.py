@@ -166,7 +166,7 @@ def test_shipped_hyperparameters_are_the_simulation_fit():
 
 
 def test_the_trials_are_read_from_the_store_once_and_kept_exactly(store, monkeypatch):
-    """Issue 21, item 7: the loop asks for the trials several times per answer; the session
+    """The loop asks for the trials several times per answer; the session
     reads them from the store once and then keeps them (appending what it records, reading
     again after an undo), and what it keeps is what the store holds."""
     reads = []

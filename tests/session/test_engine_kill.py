@@ -1,7 +1,7 @@
 """A session process killed with SIGKILL loses no committed answer, and the resumed session
 proposes exactly the query an uninterrupted session fed the same answers would have. A simulated
 session killed again and again and resumed to its end holds exactly the trials (letter sizes,
-lenses, letters, answers) and the result of the same session run uninterrupted (issue 21: the
+lenses, letters, answers) and the result of the same session run uninterrupted (the
 simulated patient's answer to trial k is keyed by (patient seed, k), and the patient is the one
 recorded with the session, whatever a resume command says)."""
 

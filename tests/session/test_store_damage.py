@@ -1,4 +1,4 @@
-"""Issue 21: damage SQLite does not see, out-of-range ids, locks, leftovers and file modes.
+"""Damage SQLite does not see, out-of-range ids, locks, leftovers and file modes.
 
 Damaged text (not UTF-8, not JSON, not a timestamp) stays confined to its session: the list
 shows it marked damaged with what is wrong, reading it is a StoreError, the others read as

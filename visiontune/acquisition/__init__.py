@@ -1,4 +1,4 @@
-"""acquisition layer (see DESIGN.md): what to ask next, given a fitted GP model.
+"""acquisition layer (docs/design.md, "Layers"): what to ask next, given a fitted GP model.
 
 - :mod:`~visiontune.acquisition.optimize`: ``maximize(acq, box, rng)`` (Sobol candidates +
   multistart L-BFGS-B, authors' toolbox recipe);

@@ -1,4 +1,4 @@
-"""Batch preferential BO (seed 000 §4.3, table 3): the patient ranks ``m >= 3`` options at once.
+"""Batch preferential BO (Fauvel & Chalk (binary/preferential BO) §4.3, table 3): the patient ranks ``m >= 3`` options at once.
 
 A ranking is read as its ``m(m-1)/2`` pairwise duels (000 Eqs. 17-18;
 :meth:`visiontune.gp.PreferenceGP.from_ranking`), so the model is an ordinary
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visiontune._validate import points
+from visiontune._validate import check_rng, points
 from visiontune.acquisition.dueling import _same, sample_maxima
 from visiontune.acquisition.policy import (
     Data,
@@ -30,13 +30,13 @@ from visiontune.acquisition.policy import (
     Problem,
     Query,
     _check_n_initial,
-    _check_rng,
     _n_data,
     _uniform,
     sample_optimiser,
 )
 from visiontune.acquisition.preferential import preference_solution
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.gp import moments
 
 __all__ = ["BatchKSS", "BatchMUC", "RandomBatch", "batch_uncertainty"]
 
@@ -59,8 +59,6 @@ def batch_uncertainty(model, champion, Z, *, grad: bool = True):
     columns ``j d : (j+1) d``. Returns ``(k,)`` or ``((k,), grads (k, (m-1) d))`` (gradient
     w.r.t. the challengers; the champion is held fixed).
     """
-    from visiontune.gp import moments
-
     champion = np.asarray(champion, float).reshape(-1)
     d = champion.size
     Z = points("Z", Z)
@@ -113,7 +111,7 @@ class BatchMUC:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_batch_problem(problem, "BatchMUC")
         if _n_data(data) < self.n_initial:
             return _random_batch(problem, self.m, rng)
@@ -145,7 +143,7 @@ class BatchKSS:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_batch_problem(problem, "BatchKSS")
         if _n_data(data) < self.n_initial:
             return _random_batch(problem, self.m, rng)
@@ -170,6 +168,6 @@ class RandomBatch:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_batch_problem(problem, "RandomBatch")
         return _random_batch(problem, self.m, rng)

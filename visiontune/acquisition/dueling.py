@@ -1,4 +1,4 @@
-"""The PBO baselines of seed 000 table 2 / table S1: champion-challenger duels.
+"""The PBO baselines of Fauvel & Chalk (binary/preferential BO), table 2 / table S1: champion-challenger duels.
 
 Each rule picks a first member (the *champion*) and then a second (the *challenger*) that
 maximises a rule-specific acquisition over the box, at the reference context for a
@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_rng, finite_array
+from visiontune.acquisition import functions as F
 from visiontune.acquisition.policy import (
     Data,
     OptimiserSettings,
     Problem,
     Query,
     _check_n_initial,
-    _check_rng,
     _n_data,
     _uniform,
     sample_optimiser,
@@ -52,6 +52,7 @@ from visiontune.acquisition.preferential import (
     sample_maxima,
 )
 from visiontune.errors import InvalidInputError
+from visiontune.gp import moments
 
 __all__ = [
     "BETA_DUELING_UCB",
@@ -72,7 +73,7 @@ __all__ = [
     "training_champion",
 ]
 
-#: ``Phi^-1(0.975)``: the exploration constant of dueling UCB in the authors' toolbox (DESIGN.md).
+#: ``Phi^-1(0.975)``: the exploration constant of dueling UCB in the authors' toolbox (docs/design.md).
 BETA_DUELING_UCB = float(ndtri(0.975))
 _PHI0 = 1.0 / np.sqrt(2.0 * np.pi)
 
@@ -183,8 +184,6 @@ def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weigh
     information instead: exploitation plus exploration (1% near copies).
     ``X (m, d)``, ``champion (d,)`` -> ``values (m,)`` or ``(values, grads (m, d))``.
     """
-    from visiontune.gp import moments
-
     mu, var, dmu, dvar = _duel(model, problem, X, champion, grad)
     if not grad:
         p = moments.predictive_probability(mu, var)
@@ -199,8 +198,6 @@ def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weigh
 
 def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = True):
     """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (000 Eq. 9, 16)."""
-    from visiontune.gp import moments
-
     s0 = problem.reference_context
     duels = np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
     if not grad:
@@ -261,7 +258,7 @@ class _Challenge:
         )[0]
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, type(self).__name__)
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)
@@ -379,7 +376,7 @@ class RandomDuel:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, "RandomDuel")
         return _random_duel(problem, rng)
 
@@ -397,9 +394,7 @@ class DuelBALD:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        from visiontune.acquisition import functions as F
-
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, "DuelBALD")
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)

@@ -21,6 +21,7 @@ from scipy.stats import norm
 
 from visiontune._validate import finite_array, points
 from visiontune.errors import InvalidInputError
+from visiontune.gp import moments
 
 __all__ = [
     "BETA_UCB_PHI",
@@ -34,16 +35,10 @@ __all__ = [
     "ucb_phi",
 ]
 
-#: ``Phi^-1(0.99)``, the exploration constant of UCB_Phi in seed 000 (002 uses ``Phi^-1(0.95)``).
+#: ``Phi^-1(0.99)``, the exploration constant of UCB_Phi in Fauvel & Chalk (binary/preferential BO) (the contextual paper uses ``Phi^-1(0.95)``).
 BETA_UCB_PHI = float(norm.ppf(0.99))
 
 _VAR_FLOOR = 1e-300
-
-
-def _moments():
-    from visiontune.gp import moments  # imported late: the gp layer is optional for the optimiser
-
-    return moments
 
 
 def _latent(model, X, grad=True):
@@ -75,8 +70,8 @@ def mean_probability(model, X, *, grad: bool = True):
     """
     _, mu, var, dmu, dvar = _latent(model, X, grad)
     if not grad:
-        return _moments().predictive_probability(mu, var)
-    p, p_mu, p_var = _moments().predictive_probability(mu, var, grad=True)
+        return moments.predictive_probability(mu, var)
+    p, p_mu, p_var = moments.predictive_probability(mu, var, grad=True)
     return p, p_mu[:, None] * dmu + p_var[:, None] * dvar
 
 
@@ -89,7 +84,7 @@ def ucb_phi(model, X, beta: float = BETA_UCB_PHI, *, grad: bool = True):
     """
     beta = _beta(beta)
     _, mu, var, dmu, dvar = _latent(model, X, grad)
-    m = _moments()
+    m = moments
     if not grad:
         return m.predictive_probability(mu, var) + beta * np.sqrt(np.maximum(m.epistemic_variance(mu, var), 0.0))
     p, p_mu, p_var = m.predictive_probability(mu, var, grad=True)
@@ -121,8 +116,8 @@ def bald(model, X, *, grad: bool = True):
     """
     _, mu, var, dmu, dvar = _latent(model, X, grad)
     if not grad:
-        return _moments().bald(mu, var)
-    i, i_mu, i_var = _moments().bald(mu, var, grad=True)
+        return moments.bald(mu, var)
+    i, i_mu, i_var = moments.bald(mu, var, grad=True)
     return i, i_mu[:, None] * dmu + i_var[:, None] * dvar
 
 
@@ -184,7 +179,7 @@ def binary_ei(model, X, incumbent: float | None = None, *, grad: bool = True):
         n = 0 if getattr(model, "X", None) is None else len(model.X)
         if n:
             m_tr, v_tr = model.predict(model.X)
-            incumbent = float(np.max(_moments().predictive_probability(np.asarray(m_tr), np.asarray(v_tr))))
+            incumbent = float(np.max(moments.predictive_probability(np.asarray(m_tr), np.asarray(v_tr))))
         else:
             incumbent = 0.5
     p_star = float(finite_array("incumbent", incumbent))

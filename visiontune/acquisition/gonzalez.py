@@ -1,4 +1,4 @@
-"""Preferential BO of Gonzalez et al. (2017, seed 001): soft-Copeland score, Condorcet winner,
+"""Preferential BO of Gonzalez et al. (2017, ICML): soft-Copeland score, Condorcet winner,
 and the duel rules PBO-PE, PBO-CEI and PBO-DTS.
 
 Soft-Copeland score (001 Eq. 3, Monte Carlo form Eq. 5) with our probit duel model
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visiontune._validate import points
+from visiontune._validate import check_int, check_rng, points
 from visiontune.acquisition.dueling import _same, challenge_variance
 from visiontune.acquisition.optimize import sobol_points
 from visiontune.acquisition.policy import (
@@ -35,13 +35,14 @@ from visiontune.acquisition.policy import (
     Problem,
     Query,
     _check_n_initial,
-    _check_rng,
     _n_data,
     _uniform,
     sample_optimiser,
 )
 from visiontune.acquisition.preferential import _check_problem, _options, _random_duel, _with_context
-from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.errors import ConfigurationError
+from visiontune.gp import moments
+from visiontune.gp.sampling import sample_posterior_functions
 
 __all__ = [
     "PBOCEI",
@@ -62,8 +63,6 @@ def _landmarks(problem: Problem, landmarks) -> np.ndarray:
 def soft_copeland(model, problem: Problem, X, landmarks, *, grad: bool = False):
     """Soft-Copeland score ``C(x) = (1/M) sum_k mu_c([x, x_k])`` (001 Eq. 3, 5) at ``X (m, d)``,
     at the reference context; ``landmarks (M, d)``. Returns ``(m,)`` or ``((m,), grads (m, d))``."""
-    from visiontune.gp import moments
-
     X = points("X", X, dim=problem.d)
     L = _landmarks(problem, landmarks)
     m, M, s0 = X.shape[0], L.shape[0], problem.reference_context
@@ -102,7 +101,7 @@ def sampled_copeland(sample, problem: Problem, X, landmarks, *, grad: bool = Fal
 def condorcet_winner(model, problem: Problem, rng, *, n_landmarks: int = 64, optimiser: OptimiserSettings | None = None):
     """``(x_c (d,), C(x_c))``: the argmax of the soft-Copeland score (001 §2.2), landmarks drawn from ``rng``."""
     optimiser = optimiser or OptimiserSettings(n_candidates=128, n_starts=4)
-    L = sobol_points(problem.box, n_landmarks, _check_rng(rng))
+    L = sobol_points(problem.box, n_landmarks, check_rng(rng))
     return optimiser.run(
         lambda X: soft_copeland(model, problem, X, L, grad=True),
         problem.box,
@@ -123,8 +122,6 @@ def copeland_expected_improvement(model, problem: Problem, duels, reference, lan
     ``pi([x, x']) (c*_x - c*)_+ + (1 - pi([x, x'])) (c*_x' - c*)_+``, ``pi = mu_c`` of the duel,
     ``c* = max_{reference} C``, ``c*_x`` (``c*_x'``) the same maximum after refitting with the
     duel won by ``x`` (``x'``). ``reference (r, d)``, ``landmarks (M, d)``. Non-contextual problems."""
-    from visiontune.gp import moments
-
     if problem.c:
         raise ConfigurationError("PBO-CEI: implemented for non-contextual preferential problems only")
     Z = points("duels", duels, dim=2 * problem.d)
@@ -152,7 +149,7 @@ class _Gonzalez:
         raise NotImplementedError
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, type(self).__name__)
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)
@@ -169,8 +166,6 @@ class PBOPE(_Gonzalez):
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
     def _duel(self, model, problem, rng):
-        from visiontune.gp import moments
-
         d, c, s0 = problem.d, problem.c, problem.reference_context
         box = np.vstack([problem.box, problem.box])
 
@@ -203,8 +198,6 @@ class PBODTS(_Gonzalez):
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
     def _duel(self, model, problem, rng):
-        from visiontune.gp.sampling import sample_posterior_functions
-
         L = sobol_points(problem.box, self.n_landmarks, rng)
         f = sample_posterior_functions(model, problem.input_box, 1, rng, n_basis=self.n_basis)[0]
         x = self.sample_settings.run(
@@ -236,8 +229,7 @@ class PBOCEI(_Gonzalez):
         super().__post_init__()
         for name in ("n_candidates", "n_reference", "n_landmarks"):
             v = getattr(self, name)
-            if isinstance(v, bool) or int(v) != v or v < 1:
-                raise InvalidInputError(f"{name}: expected a positive integer, got {v!r}")
+            check_int(name, v, lo=1, whole_float=True)
 
     def _duel(self, model, problem, rng):
         if problem.c:

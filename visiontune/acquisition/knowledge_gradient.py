@@ -1,4 +1,4 @@
-"""Contextual binary knowledge gradient (cBKG, seed 002 §3.2, Eq. 6-7; supp. B-C).
+"""Contextual binary knowledge gradient (cBKG, Fauvel & Chalk (contextual BO) §3.2, Eq. 6-7; supp. B-C).
 
 ``KG(s, x) = sum_{c in {0,1}} p(c | s, x, D) mu*_{D + (s, x, c)} - mu*_D`` with
 ``mu*_D = max_{x'} E[f(s0, x') | D]`` the maximum of the latent posterior mean at the reference
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from visiontune._validate import points
+from visiontune._validate import check_rng, points
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.optimize import sobol_points
 from visiontune.acquisition.policy import (
@@ -36,12 +36,13 @@ from visiontune.acquisition.policy import (
     Problem,
     Query,
     _check_n_initial,
-    _check_rng,
     _n_data,
     _random_query,
 )
 from visiontune.acquisition.solution import solution
 from visiontune.errors import ConfigurationError
+from visiontune.gp.laplace import probit_log_likelihood_terms, signed_labels
+from visiontune.gp.model import diag_input_gradient
 
 __all__ = ["CBKG", "knowledge_gradient", "knowledge_gradient_with_grad"]
 
@@ -73,8 +74,6 @@ def knowledge_gradient(model, problem: Problem, Z, reference) -> np.ndarray:
 
 def _lookahead_best_and_grad(model, refit, z: np.ndarray, R: np.ndarray):
     """``(mu*_c, grad_z mu*_c)`` of a Laplace refit on ``D + (z, c)`` (002 Eqs. S26-S30)."""
-    from visiontune.gp.laplace import probit_log_likelihood_terms, signed_labels
-    from visiontune.gp.model import diag_input_gradient
 
     mu_R = refit.predict(R)[0]
     r = R[int(np.argmax(mu_R))]
@@ -129,7 +128,7 @@ class CBKG:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         if problem.scenario not in ("binary", "contextual-binary"):
             raise ConfigurationError(f"cBKG: serves binary problems, got {problem.scenario!r}")
         if _n_data(data) < self.n_initial:

@@ -1,6 +1,6 @@
 """Maximise an acquisition function over a box: scrambled Sobol candidates, then multistart L-BFGS-B.
 
-The recipe follows the authors' BO toolbox (DESIGN.md, "Details from the authors' public
+The recipe follows the authors' BO toolbox (docs/design.md, "Details from the authors' public
 MATLAB toolboxes"): evaluate the acquisition on a few hundred low-discrepancy candidates,
 draw the L-BFGS starts with probability proportional to ``exp(z)`` where ``z`` is the
 z-score of the candidate's acquisition value, and refine each start with bounded L-BFGS-B.
@@ -18,7 +18,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.stats import qmc
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_box, check_int, check_rng, finite_array
 from visiontune.errors import InvalidInputError, NumericalError
 
 __all__ = ["as_box", "grid_maximize_1d", "maximize", "sobol_points"]
@@ -27,18 +27,10 @@ __all__ = ["as_box", "grid_maximize_1d", "maximize", "sobol_points"]
 def as_box(name: str, box) -> np.ndarray:
     """Return ``box`` as a finite ``(d, 2)`` array of ``[low, high]`` rows with ``low <= high``.
 
-    A 1-D ``[low, high]`` is read as a one-dimensional box.
+    A 1-D ``[low, high]`` is read as a one-dimensional box (the rest is :func:`check_box`).
     """
     arr = finite_array(name, box)
-    if arr.ndim == 1 and arr.shape[0] == 2:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1:
-        raise InvalidInputError(f"{name}: expected a (d, 2) array of [low, high] rows, got shape {arr.shape}")
-    bad = arr[:, 0] > arr[:, 1]
-    if np.any(bad):
-        i = int(np.argmax(bad))
-        raise InvalidInputError(f"{name}: row {i} has low {arr[i, 0]} > high {arr[i, 1]}")
-    return arr
+    return check_box(name, arr[None, :] if arr.ndim == 1 and arr.shape[0] == 2 else arr)
 
 
 def sobol_points(box, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -57,12 +49,6 @@ def sobol_points(box, n: int, rng: np.random.Generator) -> np.ndarray:
     m = max(int(np.ceil(np.log2(n))), 0)
     u = sampler.random_base2(m)[:n]
     return box[:, 0] + u * (box[:, 1] - box[:, 0])
-
-
-def _check_generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    return rng
 
 
 def _evaluate(acq: Callable, X: np.ndarray, grad: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -98,7 +84,7 @@ def maximize(
     ``acq(X (m, d)) -> values (m,)``, or ``(values (m,), grads (m, d))`` when ``grad`` is true.
     ``box``: (d, 2) array of ``[low, high]``; a side with ``low == high`` is held fixed.
 
-    Steps (authors' BO toolbox, DESIGN.md): ``n_candidates`` scrambled Sobol points; z-scores
+    Steps (authors' BO toolbox, docs/design.md): ``n_candidates`` scrambled Sobol points; z-scores
     ``z_i = (a_i - mean a) / sd a``; ``n_starts - 1`` starts drawn without replacement with
     probability ``exp(z_i) / sum_j exp(z_j)``, plus the best candidate; bounded L-BFGS-B from
     each, all starts in one run on the sum of their values (finite-difference gradients when
@@ -110,7 +96,7 @@ def maximize(
     in unit-cube coordinates).
     """
     box = as_box("box", box)
-    rng = _check_generator(rng)
+    rng = check_rng(rng)
     if int(n_candidates) != n_candidates or n_candidates < 1:
         raise InvalidInputError(f"n_candidates: must be a positive integer, got {n_candidates}")
     if int(n_starts) != n_starts or n_starts < 0:
@@ -188,8 +174,7 @@ def grid_maximize_1d(values_fn: Callable, interval, *, n_grid: int = 65, n_refin
     if box.shape[0] != 1:
         raise InvalidInputError(f"interval: expected one [low, high] row, got shape {box.shape}")
     for name, n in (("n_grid", n_grid), ("n_refine", n_refine)):
-        if isinstance(n, bool) or int(n) != n or n < 3:
-            raise InvalidInputError(f"{name}: must be an integer >= 3, got {n!r}")
+        check_int(name, n, lo=3, whole_float=True)
     low, high = float(box[0, 0]), float(box[0, 1])
     if high == low:
         x = np.array([low])

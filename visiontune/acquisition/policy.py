@@ -8,7 +8,7 @@ a composition (002 §3.3): an *x-rule* picks the lens ``x`` at the reference con
 
 x-rules: ``UCBPhi``, ``UCBf``, ``BinaryEI``, ``ThompsonX``, ``RandomX``; context rules: ``BALD``,
 ``RandomContext``, ``FixedContext``. ``JointBALD`` picks ``(s, x)`` together. The first ``n_initial`` queries of a run are drawn
-uniformly at random (the initial design: 2 in seed 000, 5 in seed 002).
+uniformly at random (the initial design: 2 in Fauvel & Chalk (binary/preferential BO), 5 in Fauvel & Chalk (contextual BO)).
 
 The model is a fitted :class:`visiontune.gp.ProbitGP` (any object with ``predict`` and
 ``predict_with_grad``) whose inputs are ``(s, x)``, context columns first.
@@ -22,10 +22,18 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from scipy.stats import norm
 
-from visiontune._validate import binary_labels, finite_array, points
+from visiontune._validate import (
+    binary_labels,
+    check_int,
+    check_rng,
+    finite_array,
+    points,
+)
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.optimize import as_box, grid_maximize_1d, maximize
+from visiontune.acquisition.sample_search import SampleSearch
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.gp.sampling import sample_posterior_functions
 
 __all__ = [
     "BALD",
@@ -50,7 +58,7 @@ __all__ = [
     "sample_optimiser",
 ]
 
-#: The exploration constant of UCB_Phi in seed 002 (``Phi^-1(0.95)``); 000 uses ``Phi^-1(0.99)``.
+#: The exploration constant of UCB_Phi in Fauvel & Chalk (contextual BO) (``Phi^-1(0.95)``); the binary/preferential paper uses ``Phi^-1(0.99)``.
 BETA_002 = float(norm.ppf(0.95))
 
 SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential", "batch-preferential")
@@ -189,19 +197,12 @@ class ContextRule(Protocol):
     def choose_context(self, model, problem: Problem, x: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
 
 
-def _check_rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
-    return rng
-
-
 def _uniform(box: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return box[:, 0] + rng.random(box.shape[0]) * (box[:, 1] - box[:, 0])
 
 
 def _check_n_initial(n_initial) -> None:
-    if isinstance(n_initial, bool) or int(n_initial) != n_initial or n_initial < 0:
-        raise InvalidInputError(f"n_initial: expected an integer >= 0, got {n_initial!r}")
+    check_int("n_initial", n_initial, lo=0, whole_float=True)
 
 
 def _n_data(data) -> int:
@@ -222,12 +223,10 @@ class OptimiserSettings:
 
 
 def sample_optimiser():
-    """Search for the maximum of a Thompson sample (issue 5): 256 Sobol candidates, L-BFGS-B from
+    """Search for the maximum of a Thompson sample (cheap, for a TS decision within 80 ms): 256 Sobol candidates, L-BFGS-B from
     the 4 best candidates at least 0.1 box widths apart
     (:class:`~visiontune.acquisition.sample_search.SampleSearch`). A candidate costs one pass over
     every feature, so the toolbox's ~500 candidates and 10 random starts dominated TS time."""
-    from visiontune.acquisition.sample_search import SampleSearch
-
     return SampleSearch(n_candidates=256, n_starts=4, separation=0.1)
 
 
@@ -248,7 +247,7 @@ class _AcquisitionX:
     def choose_x(self, model, problem: Problem, rng: np.random.Generator) -> np.ndarray:
         fn = _at_reference(lambda X: self._acq(model, X), problem)
         values = _at_reference(lambda X: self._acq(model, X, grad=False), problem)
-        return self.optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]
+        return self.optimiser.run(fn, problem.box, check_rng(rng), values_only=values)[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,16 +293,14 @@ class ThompsonX:
     on the model's input box, ``n_basis`` Hilbert-space features).
 
     The sample is maximised by :func:`sample_optimiser` (256 candidates, 4 separated starts):
-    evaluating a 4096-feature sample dominates the cost (issue 5);
+    evaluating a 4096-feature sample dominates the cost;
     tests/acquisition/test_thompson_speed.py checks the choice against a dense grid."""
 
     n_basis: int = 4096
     optimiser: OptimiserSettings = field(default_factory=lambda: sample_optimiser())  # or a SampleSearch
 
     def choose_x(self, model, problem: Problem, rng: np.random.Generator) -> np.ndarray:
-        from visiontune.gp.sampling import sample_posterior_functions
-
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         sample = sample_posterior_functions(model, problem.input_box, 1, rng, n_basis=self.n_basis)
         fn = _at_reference(lambda X: (sample(X), sample.grad(X)), problem)
         values = _at_reference(lambda X: sample(X), problem)
@@ -315,7 +312,7 @@ class RandomX:
     """x uniform in the search box (control rule)."""
 
     def choose_x(self, model, problem: Problem, rng: np.random.Generator) -> np.ndarray:
-        return _uniform(problem.box, _check_rng(rng))
+        return _uniform(problem.box, check_rng(rng))
 
 
 # --------------------------------------------------------------------------- context rules
@@ -342,7 +339,7 @@ class BALD:
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:
         if problem.c == 0:
             raise ConfigurationError("BALD context rule: the problem has no context_box")
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         values = F.over_context(lambda Z: F.bald(model, Z, grad=False), x)
         if problem.c == 1 and self.grid_size:
             return grid_maximize_1d(values, problem.context_box, n_grid=int(self.grid_size))[0]
@@ -357,7 +354,7 @@ class RandomContext:
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:
         if problem.c == 0:
             raise ConfigurationError("RandomContext: the problem has no context_box")
-        return _uniform(problem.context_box, _check_rng(rng))
+        return _uniform(problem.context_box, check_rng(rng))
 
 
 @dataclass(frozen=True, eq=False)
@@ -403,7 +400,7 @@ class Sequential:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         if problem.scenario not in ("binary", "contextual-binary"):
             raise ConfigurationError(f"Sequential: a binary policy cannot serve a {problem.scenario!r} problem")
         if _n_data(data) < self.n_initial:
@@ -426,7 +423,7 @@ class JointBALD:
         _check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         if _n_data(data) < self.n_initial:
             return _random_query(problem, rng)
         z = self.optimiser.run(

@@ -18,17 +18,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from visiontune._validate import check_rng
+from visiontune.acquisition import functions as F
 from visiontune.acquisition.policy import (
     Data,
     OptimiserSettings,
     Problem,
     Query,
-    _check_rng,
     _n_data,
     _uniform,
     sample_optimiser,
 )
 from visiontune.errors import ConfigurationError
+from visiontune.gp import moments
+from visiontune.gp.sampling import sample_posterior_functions
 
 __all__ = ["KSS", "MUC", "preference_solution", "sample_maxima"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
 
@@ -57,7 +60,6 @@ def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSetti
         return Query(x=x, x2=x2)
     if random_context:
         return Query(x=x, x2=x2, s=_uniform(problem.context_box, rng))
-    from visiontune.acquisition import functions as F
 
     c, D = problem.c, problem.c + problem.d
 
@@ -74,10 +76,10 @@ def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSetti
 
 def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSettings | None = None) -> np.ndarray:
     """``argmax_x mu_f(s0, x)``, the posterior mean of the utility at the reference context
-    (000 §4.2, MUC's champion; DESIGN.md)."""
+    (Fauvel & Chalk (binary/preferential BO) §4.2, MUC's champion; docs/design.md)."""
     optimiser = optimiser or OptimiserSettings()
     s0, c = problem.reference_context, problem.c
-    if hasattr(model, "predict_value_mean_with_grad"):  # mean only: no variance, no triangular solve (issue 5)
+    if hasattr(model, "predict_value_mean_with_grad"):  # mean only: no variance, no triangular solve (speed)
 
         def fn(X):
             mu, dmu = model.predict_value_mean_with_grad(_options(problem, s0, X))
@@ -91,7 +93,7 @@ def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSet
             return mu, dmu[:, c:]
 
         values = lambda X: model.predict_value(_options(problem, s0, X))[0]  # noqa: E731
-    return optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]
+    return optimiser.run(fn, problem.box, check_rng(rng), values_only=values)[0]
 
 
 def _challenge_moments(model, problem: Problem, champion):
@@ -123,8 +125,6 @@ def _challenge_moments(model, problem: Problem, champion):
 def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, optimiser: OptimiserSettings):
     """Maximisers ``(n_samples, d)`` of independent approximate posterior samples of the utility
     at the reference context (000 supp. D; :func:`visiontune.gp.sampling.sample_posterior_functions`)."""
-    from visiontune.gp.sampling import sample_posterior_functions
-
     s0, c = problem.reference_context, problem.c
     samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
     return np.array([
@@ -152,9 +152,7 @@ class MUC:
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        from visiontune.gp import moments
-
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, "MUC")
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)
@@ -191,7 +189,7 @@ class KSS:
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
-        rng = _check_rng(rng)
+        rng = check_rng(rng)
         _check_problem(problem, "KSS")
         if _n_data(data) < self.n_initial:
             return _random_duel(problem, rng)

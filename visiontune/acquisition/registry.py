@@ -78,7 +78,7 @@ def _seq(x_rule_factory, context_rule_factory, n_initial_default):
     return factory
 
 
-# Binary BO (seed 000, table 1; 2 initial random samples, 000 §5).
+# Binary BO (Fauvel & Chalk (binary/preferential BO), table 1; 2 initial random samples, 000 §5).
 register(PolicySpec("UCB_Phi", _seq(lambda **kw: UCBPhi(**{"beta": BETA_UCB_PHI, **kw}), None, 2), "binary",
                     "000 Eq. 3, 9; table 1", "UCB in the observation space, beta = Phi^-1(0.99)"))
 register(PolicySpec("UCB_f", _seq(lambda **kw: UCBf(**{"beta": 1.0, **kw}), None, 2), "binary",
@@ -89,7 +89,7 @@ register(PolicySpec("TS", _seq(ThompsonX, None, 2), "binary",
                     "000 table 1, supp. D", "x = argmax of one approximate posterior sample of f"))
 register(PolicySpec("random", _seq(RandomX, None, 2), "binary", "000 table 1", "x uniform in the box"))
 
-# Contextual binary BO (seed 002, tables 1 and 3; 5 initial random samples, 002 §4.1).
+# Contextual binary BO (Fauvel & Chalk (contextual BO), tables 1 and 3; 5 initial random samples, 002 §4.1).
 register(PolicySpec("UCB-ALD", _seq(lambda **kw: UCBPhi(**{"beta": BETA_002, **kw}), BALD, 5), "contextual-binary",
                     "002 §3.3; tables 1, 3", "x = argmax UCB_Phi(s0, x) (beta = Phi^-1(0.95)), s = argmax_s BALD"))
 register(PolicySpec("TS-ALD", _seq(ThompsonX, BALD, 5), "contextual-binary",
@@ -103,13 +103,13 @@ register(PolicySpec("BALD", lambda n_initial=5: JointBALD(n_initial=n_initial), 
 register(PolicySpec("random-contextual", _seq(RandomX, RandomContext, 5), "contextual-binary",
                     "002 tables 1, 3: Random", "(s, x) uniform"))
 
-# Preferential BO (seed 000, table 2 / S1; duels).
+# Preferential BO (Fauvel & Chalk (binary/preferential BO), table 2 / S1; duels).
 register(PolicySpec("MUC", lambda n_initial=2, **kw: MUC(n_initial=n_initial, **kw), "preferential",
                     "000 §4.2, table 2", "champion argmax mu_f, challenger argmax V[Phi(g(x*, x))]"))
 register(PolicySpec("KSS", lambda n_initial=2, **kw: KSS(n_initial=n_initial, **kw), "preferential",
                     "000 table 2 (Sui & Burdick 2017)", "maximisers of two posterior samples of the utility"))
 
-# Contextual preferential BO (seed 002 §3.4, §4.2): the duel at s0, then s by BALD on the duel.
+# Contextual preferential BO (Fauvel & Chalk (contextual BO) §3.4, §4.2): the duel at s0, then s by BALD on the duel.
 register(PolicySpec("MUC-ALD", lambda n_initial=5, **kw: MUC(n_initial=n_initial, **kw), "contextual-preferential",
                     "002 §3.4, §4.2", "MUC duel at the reference context, s = argmax_s BALD of the duel"))
 register(PolicySpec("KSS-ALD", lambda n_initial=5, **kw: KSS(n_initial=n_initial, **kw), "contextual-preferential",
@@ -120,7 +120,7 @@ register(PolicySpec("cBKG", lambda n_initial=5, **kw: CBKG(n_initial=n_initial, 
                     "002 §3.2, Eq. 6-7, supp. B-C; table 1 (Sobol candidates + envelope-theorem gradient)",
                     "(s, x) = argmax of the expected gain in max_x E[f(s0, x)] after one answer"))
 
-# Preferential BO baselines (seed 000 table 2 / table S1; 2 initial random duels like MUC).
+# Preferential BO baselines (Fauvel & Chalk (binary/preferential BO), table 2 / table S1; 2 initial random duels like MUC).
 from visiontune.acquisition.batch import BatchKSS, BatchMUC, RandomBatch  # noqa: E402
 from visiontune.acquisition.dueling import (  # noqa: E402
     EIIG,
@@ -165,7 +165,7 @@ register(PolicySpec("PBO-CEI", _kw(PBOCEI, 2), "preferential", "001 §3.2, Eq. 6
 register(PolicySpec("PBO-DTS", _kw(PBODTS, 2), "preferential", "001 §3.3",
                     "x = argmax soft-Copeland score of a posterior sample, x' = argmax V[Phi(g(x, x'))]"))
 
-# Batch preferential BO (seed 000 §4.3, table 3; m = 3).
+# Batch preferential BO (Fauvel & Chalk (binary/preferential BO) §4.3, table 3; m = 3).
 register(PolicySpec("batch-MUC", _kw(BatchMUC, 2), "batch-preferential", "000 §4.3, Eqs. 19-20; table 3",
                     "champion argmax mu_f, challengers jointly maximise sum_{i<j} V[Phi(g(x_i, x_j))]"))
 register(PolicySpec("batch-KSS", _kw(BatchKSS, 2), "batch-preferential", "000 table 3 (Sui et al. 2017)",
@@ -173,7 +173,7 @@ register(PolicySpec("batch-KSS", _kw(BatchKSS, 2), "batch-preferential", "000 ta
 register(PolicySpec("random-batch", _kw(RandomBatch, 0), "batch-preferential", "000 table 3: Random",
                     "m options uniform in the box"))
 
-# Controls of contextual preferential BO (seed 002 §4.2, table 2; 5 initial random duels).
+# Controls of contextual preferential BO (Fauvel & Chalk (contextual BO) §4.2, table 2; 5 initial random duels).
 register(PolicySpec("KSS-random-context", lambda n_initial=5, **kw: KSS(n_initial=n_initial, random_context=True, **kw),
                     "contextual-preferential", "002 §4.2, table 2: Kernel Self-Sparring",
                     "KSS duel at the reference context, s uniform"))

@@ -1,4 +1,4 @@
-"""Maximising one Thompson sample path cheaply (issue 5).
+"""Maximising one Thompson sample path cheaply (a TS decision within 80 ms).
 
 Evaluating a sample costs one pass over all its features (4096 by default) per point, so the
 toolbox recipe (~500 candidates, starts drawn at random in proportion to ``exp(z)``) spends most
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from visiontune._validate import check_int
 from visiontune.acquisition.optimize import as_box, sobol_points
 from visiontune.errors import InvalidInputError, NumericalError
 
@@ -47,8 +48,7 @@ class SampleSearch:
     def __post_init__(self):
         for name in ("n_candidates", "n_starts"):
             v = getattr(self, name)
-            if isinstance(v, bool) or int(v) != v or v < 1:
-                raise InvalidInputError(f"{name}: expected a positive integer, got {v!r}")
+            check_int(name, v, lo=1, whole_float=True)
         if not 0.0 <= self.separation <= 1.0:
             raise InvalidInputError(f"separation: expected a number in [0, 1], got {self.separation!r}")
 

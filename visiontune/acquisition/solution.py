@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from visiontune._validate import check_rng
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.policy import (
     OptimiserSettings,
     Problem,
     _at_reference,
-    _check_rng,
 )
 from visiontune.acquisition.preferential import preference_solution
 
@@ -22,7 +22,7 @@ __all__ = ["solution"]
 
 def solution(model, problem: Problem, rng: np.random.Generator, *, optimiser: OptimiserSettings | None = None) -> np.ndarray:
     """The reported best ``x (d,)``: ``argmax_x mu_c(s0, x)``, the predictive probability of success
-    at the reference context (000 §3 "pure exploitation"; DESIGN.md scores ``Phi(g(x_hat))`` at
+    at the reference context (Fauvel & Chalk (binary/preferential BO) §3 "pure exploitation"; docs/design.md scores ``Phi(g(x_hat))`` at
     ``x_hat = argmax mu_c``). Preferential problems: ``argmax_x mu_f(x)`` of the utility.
     """
     if problem.scenario.endswith("preferential"):
@@ -30,4 +30,4 @@ def solution(model, problem: Problem, rng: np.random.Generator, *, optimiser: Op
     optimiser = optimiser or OptimiserSettings()
     fn = _at_reference(lambda X: F.mean_probability(model, X), problem)
     values = _at_reference(lambda X: F.mean_probability(model, X, grad=False), problem)
-    return optimiser.run(fn, problem.box, _check_rng(rng), values_only=values)[0]
+    return optimiser.run(fn, problem.box, check_rng(rng), values_only=values)[0]

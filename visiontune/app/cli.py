@@ -12,6 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+from visiontune.app.settings import AppSettings, load_settings
+from visiontune.display import load_calibration
+from visiontune.errors import ConfigurationError, InvalidInputError
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -33,8 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from visiontune.errors import InvalidInputError
-
     if args.pace is not None and not 0 <= args.pace <= 60:
         raise InvalidInputError(f"--pace: expected 0 to 60 seconds, got {args.pace}")
     if args.exit_after is not None and args.exit_after < 1:
@@ -44,11 +46,8 @@ def run(args: argparse.Namespace) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from visiontune.app import logs
-    from visiontune.app.main_window import AppOptions, MainWindow
-    from visiontune.app.settings import AppSettings, load_settings
-    from visiontune.display import load_calibration
-    from visiontune.errors import ConfigurationError
+    from visiontune.app import logs  # late: Qt, after the platform is chosen
+    from visiontune.app.main_window import AppOptions, MainWindow  # late: Qt
 
     log_file = logs.configure_logging(args.log_dir)
     app = QApplication.instance() or QApplication(["visiontune"])

@@ -41,12 +41,8 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     umask; a log path that is not a regular file (a FIFO, a device) is refused."""
 
     def _open(self):
-        private_files.check_destination(self.baseFilename, name="log file")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.baseFilename, flags, private_files.FILE_MODE)
+        fd = private_files.open_private_append(self.baseFilename, name="log file")
         try:
-            if os.fstat(fd).st_uid == os.geteuid():
-                os.fchmod(fd, private_files.FILE_MODE)
             return open(fd, "a", encoding=self.encoding, errors=self.errors)
         except BaseException:
             os.close(fd)

@@ -1,6 +1,6 @@
 """Ready-to-draw plot data of the session view, built in the engine process (Qt-free).
 
-The GUI thread must never spend more than a few milliseconds on one estimate (issue 10), so
+The GUI thread must never spend more than a few milliseconds on one estimate, so
 everything the live plots need is computed here, next to the model, and sent as small
 arrays that pyqtgraph items take as they are (``setImage`` / ``setData``, no conversion,
 no per-point Python objects): the acuity map as a ``float32`` image already oriented for

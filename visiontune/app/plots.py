@@ -1,7 +1,7 @@
 """Live plots of the session (pyqtgraph): posterior acuity map with the trials, acuity at the
 estimate against trial number, and the psychometric curve at the current best lens.
 
-Drawing an estimate must cost the GUI thread a few milliseconds at most (issue 10). So:
+Drawing an estimate must cost the GUI thread a few milliseconds at most. So:
 every item is created once and updated in place from a ready-to-draw
 :class:`~visiontune.app.plot_frames.ViewFrame` (built in the engine process); no plot
 auto-ranges (each range is set explicitly, and only when it changes, so the axes are not

@@ -29,11 +29,12 @@ from datetime import datetime
 from enum import StrEnum
 
 from visiontune.app.keys import ADVANCE_KEYS, Rejected
+from visiontune.app.start_form import parse_power
 from visiontune.app.texts import MINUS, lens_text
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal, parse_snellen
-from visiontune.session.visit_records import VISIT_EYES
+from visiontune.session.visit_records import VISIT_EYES, check_clinic_form, check_name
 
 __all__ = [
     "ANSWER_WORDS", "BalanceQuestionView", "BalanceSummary", "EYE_NAMES", "EyeSummary", "NewVisit", "Step",
@@ -272,8 +273,6 @@ def read_signoff(sphere: str, cylinder: str, axis: str, by: str, cylinder_form: 
     """The prescription and name the clinician typed to sign an eye off: sphere (D), cylinder
     (D, empty = 0) in the visit's ``cylinder_form``, axis in [0, 180] degrees, a name. Every
     error names its field (``"Sphere: ..."``) and nothing is recorded."""
-    from visiontune.app.start_form import parse_power
-    from visiontune.session.visit_records import check_clinic_form, check_name
 
     if not sphere.strip():
         raise InvalidInputError("Sphere: type the sphere (diopters, e.g. \u22121.25)")

@@ -48,7 +48,15 @@ from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
-from visiontune.session.balance import BALANCE_METHOD, BalanceQuestion, balance_step, reason_not_to_balance
+from visiontune.report.visit_export import VisitExportPaths, load_visit, render_visit
+from visiontune.session.balance import (
+    BALANCE_METHOD,
+    BalanceQuestion,
+    balance_step,
+    reason_not_to_balance,
+    simulated_clearer,
+)
+from visiontune.session.simulated_visit import drive_simulated_visit, fellow_eye_case, recorded_case, visit_cases
 from visiontune.session.visit import (
     create_visit,
     end_point,
@@ -77,8 +85,6 @@ def visit_basename(visit_id: int, patient_id: str, simulated: bool) -> str:
 def simulated_eyes(seed: int, protocol, age_years: float | None = None) -> dict:
     """Both eyes of the simulated patient of a visit (``{"OD": case, "OS": case}``), as
     ``visiontune visit run --simulate`` draws them; ``age_years`` replaces the person's age."""
-    from visiontune.session.simulated_visit import fellow_eye_case, visit_cases
-
     if age_years is None:
         return visit_cases(seed, protocol)
     od = simulated_case(seed=int(seed), protocol=protocol, age_years=age_years)
@@ -209,8 +215,6 @@ class VisitHost:
         self._advance(vid, open_eye=False, message=f"{eye}: acuity recorded.")
 
     def _do_export(self, payload) -> None:
-        from visiontune.report.visit_export import VisitExportPaths, load_visit, render_visit
-
         visit_id, folder = payload
         store = self.store
         visit = store.get_visit(int(visit_id))
@@ -238,8 +242,6 @@ class VisitHost:
         if step == Step.BALANCE and self._question(vid) is None:
             step = Step.FINISH
         if step == Step.FINISH and visit.simulated:
-            from visiontune.session.simulated_visit import drive_simulated_visit
-
             drive_simulated_visit(store, vid)  # both eyes done, balance recorded: reads the chart acuities
         view = self._emit_view(vid, opening=open_eye and step == Step.REFRACT, exports=exports, message=message)
         if view.opening:
@@ -279,9 +281,6 @@ class VisitHost:
         return None
 
     def _simulated_answer(self, vid: int, q: BalanceQuestion) -> str:
-        from visiontune.session.balance import simulated_clearer
-        from visiontune.session.simulated_visit import recorded_case
-
         cases = {e: recorded_case(self.store, s.session_id) for e, s in eye_statuses(self.store, vid).items()}
         patients = {e: c.patient(26) for e, c in cases.items()}  # only their acuity through a lens is used
         return simulated_clearer(patients["OD"], patients["OS"], q, cases["OD"].seed, cases["OS"].seed)
@@ -356,8 +355,6 @@ class VisitHost:
         result = store.get_session(status.session_id).result or {}
         true_rx = None
         if visit.simulated:
-            from visiontune.session.simulated_visit import recorded_case
-
             true_rx = in_form(recorded_case(store, status.session_id).true_rx, visit.cylinder_form)
         return EyeSummary(
             eye, status.state, status.session_id, status.answers, None, status.found,

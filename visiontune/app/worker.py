@@ -3,7 +3,7 @@
 The engine (trial log, :class:`~visiontune.session.engine.RefractionSession`, refits,
 estimates, exports) runs in a spawned child process (:mod:`visiontune.app.worker_process`,
 :class:`~visiontune.app.session_host.SessionHost`), so its GIL-heavy work never stalls the
-GUI's event loop (issue 10). :class:`SessionWorker` keeps the interface the window had with the
+GUI's event loop. :class:`SessionWorker` keeps the interface the window had with the
 old worker thread: :meth:`SessionWorker.submit` sends a command down a pipe; a relay
 ``QThread`` blocks on the event pipe's ``recv`` (which releases the GIL) and hands each event
 to the GUI thread, where it is emitted as the signal of the same name with the same frozen

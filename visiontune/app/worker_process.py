@@ -2,7 +2,7 @@
 
 Why a process: the refit and the next-query search (L-BFGS, the GP's Python loops) hold
 Python's GIL for tens of milliseconds at a time; in a thread of the GUI process they stalled
-the event loop 100-280 ms (issue 10). In a child process they cannot.
+the event loop 100-280 ms. In a child process they cannot.
 
 - Started with the ``spawn`` start method: a fresh interpreter that inherits no Qt state, no
   SQLite connection and no session lock. It imports this module, never PySide6.
@@ -25,10 +25,11 @@ import os
 import signal
 from multiprocessing.connection import Connection
 
+from visiontune.app.session_host import SessionHost
 from visiontune.errors import SessionError
 
 LOGGER_NAME = "visiontune"
-#: The start method: a fresh interpreter, no Qt state inherited (DESIGN.md, PsychoPy and Qt).
+#: The start method: a fresh interpreter, no Qt state inherited (docs/design.md, "PsychoPy and Qt in one application").
 CONTEXT = multiprocessing.get_context("spawn")
 #: The engine's niceness increment (POSIX): under CPU contention the GUI's paint gets the core
 #: first; on an idle machine it changes nothing (the two processes run on separate cores).
@@ -68,8 +69,6 @@ def serve(commands: Connection, events: Connection, log_level: int = logging.INF
     Ends after ``close``, or when the command pipe closes (the GUI is gone), or when the event
     pipe breaks; in every case the session and the store are closed first.
     """
-    from visiontune.app.session_host import SessionHost
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if nice > 0 and hasattr(os, "nice"):
         os.nice(nice)

@@ -1,1 +1,1 @@
-"""bench layer (see DESIGN.md)."""
+"""bench layer (docs/design.md, "Layers")."""

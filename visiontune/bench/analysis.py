@@ -1,8 +1,8 @@
-"""Stratified analysis of benchmark sweeps (Dewancker et al. 2016, as used in seeds 000 and 002).
+"""Stratified analysis of benchmark sweeps (Dewancker et al. 2016, as used by both Fauvel & Chalk papers).
 
 Per benchmark function, for every ordered pair of rules ``(i, j)`` a one-sided (right-tailed)
 Mann-Whitney U test asks whether the final scores of ``i`` are stochastically larger than those
-of ``j``; ``i`` *beats* ``j`` when ``p < alpha`` (``alpha = 5e-4``, seed 002 §4; DESIGN.md
+of ``j``; ``i`` *beats* ``j`` when ``p < alpha`` (``alpha = 5e-4``, Fauvel & Chalk (contextual BO) §4; docs/design.md,
 "Stratified analysis"). This gives a partial ranking by number of wins. Rules with the same
 number of wins form a tied group; inside each group only, the same test is run on the area
 under the curve (AUC = mean score over iterations) and the group is ordered by AUC wins. The
@@ -57,7 +57,7 @@ __all__ = [
     "to_markdown",
 ]
 
-#: Significance level of the pairwise tests (seed 002 §4: ``alpha = 5e-4``).
+#: Significance level of the pairwise tests (Fauvel & Chalk (contextual BO) §4: ``alpha = 5e-4``).
 ALPHA = 5e-4
 
 
@@ -83,7 +83,7 @@ def _samples(name: str, samples: Mapping[str, object]) -> dict[str, np.ndarray]:
 def auc(curves) -> np.ndarray:
     """Area under the curve of each run: mean score over iterations.
 
-    ``curves: (n_runs, n_iterations)`` scores -> ``(n_runs,)`` (DESIGN.md, "Stratified analysis").
+    ``curves: (n_runs, n_iterations)`` scores -> ``(n_runs,)`` (docs/design.md, "Stratified analysis").
     """
     arr = finite_array("curves", curves, ndim=2)
     if arr.shape[1] < 1:
@@ -133,7 +133,7 @@ class FunctionRanking:
 
 
 def function_ranking(final: Mapping[str, object], aucs: Mapping[str, object], alpha: float = ALPHA) -> FunctionRanking:
-    """Stratified ranking on one function (seed 002 §4; DESIGN.md "Stratified analysis").
+    """Stratified ranking on one function (Fauvel & Chalk (contextual BO) §4; docs/design.md, "Stratified analysis").
 
     ``final``: rule -> ``(n,)`` final scores; ``aucs``: rule -> ``(n,)`` AUC of the same runs.
     Rank key of rule ``i`` = ``(wins_i, aucwins_i)``, ``wins_i = Σ_j B_final[i, j]``,

@@ -1,4 +1,4 @@
-"""The 34 benchmark objectives of seed 002, table S1 (seed 000 uses the same set).
+"""The 34 benchmark objectives of Fauvel & Chalk (contextual BO), table S1 (the binary/preferential paper uses the same set).
 
 Each function is the *minimisation* form of Surjanovic & Bingham, "Virtual Library of
 Simulation Experiments: Test Functions and Datasets" (www.sfu.ca/~ssurjano, "S&B" below),
@@ -309,7 +309,7 @@ def trid(X: np.ndarray) -> np.ndarray:
 
 
 def ursem_waves(X: np.ndarray) -> np.ndarray:
-    """Ursem waves, definition of the authors' MATLAB ``BO_toolbox`` (``Ursem_waves``, DESIGN.md):
+    """Ursem waves, definition of the authors' MATLAB ``BO_toolbox`` (``Ursem_waves``, docs/design.md):
     ``-(0.3 x1)³ + (x2² - 4.5 x2²) x1 x2 + 4.7 cos(3x1 - x2²(2 + x1)) sin(2.5πx1)``,
     ``x1 ∈ [-0.9, 1.2]``, ``x2 ∈ [-1.2, 1.2]``.
 

@@ -2,16 +2,18 @@
 
 An :class:`Experiment` names a scenario, the rules (names of
 :mod:`visiontune.acquisition.registry`), the test functions (:mod:`visiontune.bench.functions`),
-the number of seeds (repetitions), iterations per run and initial random samples:
+the number of seeds (repetitions), iterations per run and initial random samples. The names
+keep the papers' numbers (docs/references.md): ``002`` is Fauvel & Chalk (contextual BO), ``000`` is
+Fauvel & Chalk (binary/preferential BO):
 
 =============  ========================  =====  =====  =======  =============================
 name           scenario                  seeds  iters  initial  source
 =============  ========================  =====  =====  =======  =============================
-002-table1     contextual-binary         40     60     5        seed 002 §4.1, table 1
-002-table2     contextual-preferential   40     60     5        seed 002 §4.2, table 2
-000-table1     binary                    60     100    2        seed 000 §5.1, table 1
-000-table2     preferential              40     80     5        seed 000 §5.2, table 2
-000-table3     batch-preferential        30     30     2 (*)    seed 000 §5.3, table 3 (m = 3)
+002-table1     contextual-binary         40     60     5        contextual BO §4.1, table 1
+002-table2     contextual-preferential   40     60     5        contextual BO §4.2, table 2
+000-table1     binary                    60     100    2        binary/pref. BO §5.1, table 1
+000-table2     preferential              40     80     5        binary/pref. BO §5.2, table 2
+000-table3     batch-preferential        30     30     2 (*)    binary/pref. BO §5.3, table 3
 =============  ========================  =====  =====  =======  =============================
 
 (*) 000 does not state the initial design of the batch experiment; 2 as in §5.1 is our choice.
@@ -24,7 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from visiontune._validate import check_int
+from visiontune.acquisition import registry
 from visiontune.acquisition.policy import SCENARIOS as POLICY_SCENARIOS
+from visiontune.bench.functions import FUNCTIONS
 from visiontune.errors import ConfigurationError, InvalidInputError
 
 __all__ = ["EXPERIMENTS", "Experiment", "get_experiment", "missing_rules"]
@@ -59,11 +64,8 @@ class Experiment:
         if not self.rules or not self.functions:
             raise InvalidInputError(f"{self.name}: rules and functions must not be empty")
         for field_name in ("n_seeds", "iterations"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInputError(f"{field_name}: expected an integer >= 1, got {value!r}")
-        if isinstance(self.n_initial, bool) or not isinstance(self.n_initial, int) or not 0 <= self.n_initial <= self.iterations:
-            raise InvalidInputError(f"n_initial: expected an integer in [0, iterations={self.iterations}], got {self.n_initial!r}")
+            check_int(field_name, getattr(self, field_name), lo=1)
+        check_int("n_initial", self.n_initial, lo=0, hi=self.iterations)
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -84,8 +86,6 @@ class Experiment:
         """A subset that runs in minutes on two cores: 3 rules, 2 functions, :data:`QUICK_SEEDS` seeds,
         15 iterations. 10 seeds: with 6 or fewer per rule, no one-sided rank-sum test can reach
         ``p < 5e-4`` (the exact minimum for ``n`` vs ``n`` runs is ``1 / C(2n, n)``; ``C(12, 6) = 924``)."""
-        from visiontune.bench.functions import FUNCTIONS
-
         functions = tuple(f for f in QUICK_FUNCTIONS if f in FUNCTIONS and f in self.functions)
         iterations = 15
         return replace(
@@ -100,8 +100,6 @@ class Experiment:
 
 
 def _all_functions() -> tuple[str, ...]:
-    from visiontune.bench.functions import FUNCTIONS
-
     return tuple(FUNCTIONS)
 
 
@@ -112,19 +110,19 @@ def _experiments() -> dict[str, Experiment]:
         for e in (
             Experiment("002-table1", "contextual-binary",
                        ("UCB-ALD", "TS-ALD", "cBKG", "UCB-random-context", "BALD", "TS-random-context", "random-contextual"),
-                       fns, 40, 60, 5, "Fauvel & Chalk, contextual binary BO (seed 002) §4.1, table 1"),
+                       fns, 40, 60, 5, "Fauvel & Chalk (contextual BO) §4.1, table 1"),
             Experiment("002-table2", "contextual-preferential",
                        ("MUC-ALD", "KSS-ALD", "KSS-random-context", "MUC-random-context", "BALD-duel",
                         "random-duel-contextual"),
-                       fns, 40, 60, 5, "seed 002 §4.2, table 2 (+ MUC random context, listed in §4.2's text)"),
+                       fns, 40, 60, 5, "Fauvel & Chalk (contextual BO) §4.2, table 2 (+ MUC random context, listed in §4.2's text)"),
             Experiment("000-table1", "binary", ("UCB_Phi", "UCB_f", "TS", "binary-EI", "random"),
-                       fns, 60, 100, 2, "Fauvel & Chalk, binary and preferential BO (seed 000) §5.1, table 1"),
+                       fns, 60, 100, 2, "Fauvel & Chalk (binary/preferential BO) §5.1, table 1"),
             Experiment("000-table2", "preferential",
                        ("MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
                         "EIIG+I"),
-                       fns, 40, 80, 5, "seed 000 §5.2, table 2 (+ EIIG+I, ours: EIIG with the information added)"),
+                       fns, 40, 80, 5, "Fauvel & Chalk (binary/preferential BO) §5.2, table 2 (+ EIIG+I, ours: EIIG with the information added)"),
             Experiment("000-table3", "batch-preferential", ("batch-MUC", "batch-KSS", "random-batch"),
-                       fns, 30, 30, 2, "seed 000 §5.3, table 3 (batch size 3)"),
+                       fns, 30, 30, 2, "Fauvel & Chalk (binary/preferential BO) §5.3, table 3 (batch size 3)"),
         )
     }  # fmt: skip
 
@@ -143,8 +141,6 @@ def get_experiment(name: str) -> Experiment:
 def missing_rules(experiment: Experiment) -> list[str]:
     """Rules of ``experiment`` the sweep cannot run yet (not registered for its scenario, or a
     scenario the sweep does not support yet)."""
-    from visiontune.acquisition import registry
-
     if experiment.scenario not in SCENARIOS:
         return list(experiment.rules)
     return [r for r in experiment.rules if r not in registry.REGISTRY or registry.REGISTRY[r].scenario != experiment.scenario]

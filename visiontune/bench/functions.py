@@ -1,11 +1,11 @@
-"""The benchmark test functions of seed 002, table S1, as records, and their registry.
+"""The benchmark test functions of Fauvel & Chalk (contextual BO), table S1, as records, and their registry.
 
 A :class:`TestFunction` couples one objective of :mod:`visiontune.bench.definitions`
-(minimisation form, Surjanovic & Bingham) with the metadata of seed 002, supplementary
+(minimisation form, Surjanovic & Bingham) with the metadata of that paper, supplementary
 table S1 (dimension, domain, the GP kernel the authors used) and with the scaling that
-turns it into the paper's maximisation target (DESIGN.md, "Benchmark scaling")::
+turns it into the paper's maximisation target (docs/design.md, "Benchmark scaling")::
 
-    y(x) = -(g(x) - mean) / sd,   g = log f  for the functions DESIGN.md lists, else g = f,
+    y(x) = -(g(x) - mean) / sd,   g = log f  for the functions docs/design.md lists, else g = f,
 
 ``mean`` and ``sd`` estimated once over the domain by :mod:`visiontune.bench.scaling` and
 stored in ``visiontune/data/bench_scaling.json``.
@@ -17,7 +17,7 @@ Usage::
     y = ackley.scaled(X)          # X: (n, 2) points inside ackley.bounds
 
 References: Fauvel & Chalk, *Contextual Bayesian optimization with binary outputs*,
-supplementary section H, table S1 (seed 002); Surjanovic & Bingham, *Virtual Library of
+supplementary section H, table S1; Surjanovic & Bingham, *Virtual Library of
 Simulation Experiments* (www.sfu.ca/~ssurjano).
 """
 
@@ -40,7 +40,7 @@ SCALING_RESOURCE = ("visiontune", "data/bench_scaling.json")
 
 @dataclass(frozen=True)
 class Scaling:
-    """Affine (optionally log) normalisation of one function (DESIGN.md, "Benchmark scaling").
+    """Affine (optionally log) normalisation of one function (docs/design.md, "Benchmark scaling").
 
     ``mean``, ``sd``: moments of ``g`` over the uniform distribution on the domain, where
     ``g = log f`` if ``log`` else ``g = f``.
@@ -53,7 +53,7 @@ class Scaling:
 
 @dataclass(frozen=True)
 class TestFunction:
-    """One benchmark objective with the metadata of seed 002, table S1.
+    """One benchmark objective with the metadata of Fauvel & Chalk (contextual BO), table S1.
 
     ``name``: slug (``"ackley"``); ``title``: the name printed in table S1;
     ``toolbox_name``: the authors' MATLAB name (``"boha1"``), for cross-reference;
@@ -63,7 +63,7 @@ class TestFunction:
     ``minimizers``: the global minimisers (each a d-tuple), ``()`` if unknown;
     ``minimum_source``: where the value comes from (S&B, the literature, or a numerical
     multistart L-BFGS-B search made for this project);
-    ``log_scaled``: whether the scaled target uses ``log f`` (DESIGN.md's list);
+    ``log_scaled``: whether the scaled target uses ``log f`` (the list in docs/design.md);
     ``scaling``: the stored moments, ``None`` only while the scaling file is being generated.
     """
 
@@ -106,7 +106,7 @@ class TestFunction:
         return self.objective(_validate.points("X", X, dim=self.dimension))
 
     def scaled(self, X) -> np.ndarray:
-        """The paper's maximisation target ``y = -(g(X) - mean)/sd`` (DESIGN.md, seed 002 §4), ``(n,)``.
+        """The paper's maximisation target ``y = -(g(X) - mean)/sd`` (docs/design.md; Fauvel & Chalk (contextual BO) §4), ``(n,)``.
 
         ``g = log f`` when ``log_scaled``; at an exact zero of ``f`` (e.g. the sphere's origin)
         ``log f = -inf`` and ``y = +inf``, the limit of the formula.
@@ -229,7 +229,7 @@ def _build_registry() -> dict[str, TestFunction]:
     for name, title, toolbox, objective, bounds, kernel, minimum, minimizers, source in _TABLE_S1:
         scaling = scalings.get(name)
         if scaling is not None and scaling.log != (name in _LOG_SET):
-            raise ConfigurationError(f"bench_scaling.json: log flag of {name} disagrees with DESIGN.md's list")
+            raise ConfigurationError(f"bench_scaling.json: log flag of {name} disagrees with the list in docs/design.md")
         registry[name] = TestFunction(
             name=name,
             title=title,
@@ -248,7 +248,7 @@ def _build_registry() -> dict[str, TestFunction]:
 
 
 FUNCTIONS: dict[str, TestFunction] = _build_registry()
-"""name -> :class:`TestFunction`, the 34 functions of seed 002, table S1, in table order."""
+"""name -> :class:`TestFunction`, the 34 functions of Fauvel & Chalk (contextual BO), table S1, in table order."""
 
 
 def get_function(name: str) -> TestFunction:

@@ -9,13 +9,15 @@ import contextlib
 import sys
 from pathlib import Path
 
+from visiontune.bench import analysis
+from visiontune.bench.paper_tables import paper_rows
+from visiontune.bench.provenance import software
+
 __all__ = ["busy_fraction", "disagreements", "print_outcome", "record_wall_time", "wall_time_kept_when_stopped"]
 
 
 def disagreements(experiment_name: str, result) -> list[tuple[str, str]]:
     """Pairs ``(a, b)`` that the paper ranks ``a`` strictly above ``b`` but we rank ``b`` strictly above ``a``."""
-    from visiontune.bench.paper_tables import paper_rows
-
     paper = {r.rule: r.borda for r in paper_rows(experiment_name)}
     ours = {rule: int(result.borda[i]) for i, rule in enumerate(result.rules)}
     common = [r for r in result.rules if r in paper]
@@ -29,8 +31,6 @@ def record_wall_time(path: Path, summary, jobs: int, discarded: dict[str, int] |
     ``discarded``: rule -> stored runs that ``--rerun`` deleted before this invocation ran them again;
     ``software``: the versions that ran them (:func:`visiontune.bench.provenance.software`)."""
     import json
-
-    from visiontune.bench.provenance import software
 
     entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     if summary.ran:
@@ -65,8 +65,6 @@ def busy_fraction(wall: list[dict]) -> float | None:
 def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:
     """What a bench command prints at the end: runs planned / stored / run now with the wall time
     and ``rate`` (if it ran anything), the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
-    from visiontune.bench import analysis
-
     print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now"
           + (f" in {summary.seconds:.1f} s ({rate})" if summary.ran else ""))
     print(analysis.to_csv(result), end="")

@@ -1,4 +1,4 @@
-"""The papers' kernel protocol for the benchmark functions (seed 002 §4 and table S1; seed 000 §5).
+"""The papers' kernel protocol for the benchmark functions (Fauvel & Chalk (contextual BO) §4 and table S1; Fauvel & Chalk (binary/preferential BO) §5).
 
 For each test function, on the unit box ``u in [0, 1]^d`` (``x = lower + u (upper - lower)``) with
 the scaled target ``y = g(u)`` (mean 0, sd 1; :meth:`TestFunction.scaled`):
@@ -41,8 +41,10 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
-from visiontune._validate import finite_array, points
+from visiontune._validate import check_int, finite_array, points
+from visiontune.bench.functions import FUNCTIONS, get_function
 from visiontune.errors import ConfigurationError, InvalidInputError, NumericalError
+from visiontune.gp import kernels as K
 
 __all__ = [
     "KINDS",
@@ -71,8 +73,6 @@ COMMAND = "python -m visiontune.bench.kernel_selection"
 def kernel_of(kind: str, lengthscales, variance: float = 1.0, *, fixed_variance: bool = False):
     """A :mod:`visiontune.gp.kernels` stationary kernel of ``kind`` (one of :data:`KINDS`);
     ``fixed_variance`` freezes the variance (not among ``params``)."""
-    from visiontune.gp import kernels as K
-
     classes = {"se": K.SquaredExponential, "matern32": K.Matern32, "matern52": K.Matern52}
     if kind not in classes:
         raise InvalidInputError(f"kind: expected one of {KINDS}, got {kind!r}")
@@ -190,8 +190,7 @@ def design(function, n_train: int = N_TRAIN, n_test: int = N_TEST, seed: int = S
     """``(U_train (n_train, d), y_train, U_test (n_test, d), y_test)``: uniform points on the unit box
     and the scaled target, drawn with ``default_rng([seed, crc32(name)])``."""
     for name, v in (("n_train", n_train), ("n_test", n_test)):
-        if isinstance(v, bool) or int(v) != v or v < 2:
-            raise InvalidInputError(f"{name}: expected an integer >= 2, got {v!r}")
+        check_int(name, v, lo=2, whole_float=True)
     rng = np.random.default_rng([int(seed), zlib.crc32(function.name.encode())])
     U = rng.random((int(n_train) + int(n_test), function.dimension))
     y = function.scaled(function.lower + U * (function.upper - function.lower))
@@ -203,8 +202,6 @@ def design(function, n_train: int = N_TRAIN, n_test: int = N_TEST, seed: int = S
 def select_kernel(name: str, n_train: int = N_TRAIN, n_test: int = N_TEST, seed: int = SEED) -> KernelChoice:
     """Fit every kind of :data:`KINDS` on ``n_train`` points of function ``name`` and keep the one
     with the lowest RMSE ``sqrt(mean((μ* - y*)²))`` on ``n_test`` other points (module docstring)."""
-    from visiontune.bench.functions import get_function
-
     function = get_function(name)
     U, y, U_test, y_test = design(function, n_train, n_test, seed)
     fits, rmse = {}, {}
@@ -229,8 +226,6 @@ def _entry(choice: KernelChoice) -> dict:
 def agreement_with_table_s1(choices: dict) -> tuple[float, list[str]]:
     """Fraction of functions whose selected ``kind`` equals table S1's kernel column
     (:attr:`TestFunction.kernel`), and the names of those that differ. ``choices``: name -> kind."""
-    from visiontune.bench.functions import get_function
-
     if not choices:
         raise InvalidInputError("choices: expected at least one function")
     differ = [n for n, kind in choices.items() if get_function(n).kernel != kind]
@@ -242,8 +237,6 @@ def compute_table(names=None, n_train: int = N_TRAIN, n_test: int = N_TEST, seed
     run with ``jobs`` joblib processes."""
     from joblib import Parallel, delayed
 
-    from visiontune.bench.functions import FUNCTIONS
-
     names = list(FUNCTIONS) if names is None else list(names)
     start = time.perf_counter()
     found = Parallel(n_jobs=jobs)(delayed(select_kernel)(n, n_train, n_test, seed) for n in names)
@@ -251,7 +244,7 @@ def compute_table(names=None, n_train: int = N_TRAIN, n_test: int = N_TEST, seed
     rate, differ = agreement_with_table_s1({n: e["kind"] for n, e in choices.items()})
     return {
         "description": "GP regression (Gaussian noise) on the scaled function over the unit box; kernel kind "
-                       "with the lowest test RMSE (seed 002 §4, table S1). lengthscales in unit-box units.",
+                       "with the lowest test RMSE (Fauvel & Chalk (contextual BO) §4, table S1). lengthscales in unit-box units.",
         "command": COMMAND,
         "n_train": int(n_train),
         "n_test": int(n_test),

@@ -1,11 +1,11 @@
 """The papers' ranking tables, as printed, keyed by our rule names, and the side-by-side page.
 
-Sources (text of the seeds in ``shared/seeds``): seed 002 (Fauvel & Chalk, contextual binary BO)
-Table 1 (§4.1) and Table 2 (§4.2); seed 000 (Fauvel & Chalk, binary and preferential BO) Tables 1-3
+Sources (docs/references.md): Fauvel & Chalk (contextual BO)
+Table 1 (§4.1) and Table 2 (§4.2); Fauvel & Chalk (binary/preferential BO) Tables 1-3
 (§5.1-5.3). A paper row is ``(our rule name, name printed in the paper, rank, Borda score)``.
 002 Table 2 has no row for MUC with a random context (named in §4.2's text only).
 
-The refraction experiment (seed 002 §5.3) has its own entries: :data:`REFRACTION_TABLE` (Table 3,
+The refraction experiment (contextual BO paper §5.3) has its own entries: :data:`REFRACTION_TABLE` (Table 3,
 Borda scores summed over 8 psychometric slopes) and :data:`REFRACTION_UCB_ALD` (the final values of
 UCB-ALD at slope 5 printed in §5.3). They are looked up under the experiment name ``002-refraction``.
 """
@@ -71,7 +71,7 @@ PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
     ),
 }  # fmt: skip
 
-#: Seed 002 Table 3 (§5.3): the refraction experiment, 6 rules, stratified over 8 slopes.
+#: Fauvel & Chalk (contextual BO), Table 3 (§5.3): the refraction experiment, 6 rules, stratified over 8 slopes.
 REFRACTION_TABLE: tuple[PaperRow, ...] = _rows(
     ("UCB-ALD", "UCB-ALD", 1, 35), ("TS-ALD", "TS-ALD", 2, 26), ("UCB-random-context", "UCB (random context)", 3, 15),
     ("BALD", "BALD", 4, 8), ("TS-random-context", "TS (random context)", 5, 3), ("random-contextual", "Random", 6, 0),
@@ -80,7 +80,7 @@ REFRACTION_TABLE: tuple[PaperRow, ...] = _rows(
 
 @dataclass(frozen=True)
 class PaperRefractionFinal:
-    """Final values printed in seed 002 §5.3 for one rule at one slope: mean VA through the final
+    """Final values printed in Fauvel & Chalk (contextual BO) §5.3 for one rule at one slope: mean VA through the final
     estimate (logMAR; its s.e.m. is printed as "8.22", a typo, so it is not kept), mean sphere and
     cylinder errors and their s.e.m. (diopters), ``n_runs`` repetitions, ``slope`` (logMAR⁻¹)."""
 

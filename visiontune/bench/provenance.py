@@ -14,6 +14,8 @@ import platform
 import subprocess
 from pathlib import Path
 
+from visiontune import __version__
+
 __all__ = ["code_version", "machine_description", "software", "software_line"]
 
 
@@ -54,8 +56,6 @@ def software() -> dict[str, str]:
     NumPy, SciPy."""
     import numpy
     import scipy
-
-    from visiontune import __version__
 
     return {"visiontune": __version__, "code": code_version(), "python": platform.python_version(),
             "numpy": numpy.__version__, "scipy": scipy.__version__}

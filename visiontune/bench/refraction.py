@@ -1,4 +1,4 @@
-"""The refraction experiment of seed 002 §5.3: one simulated run of the paper's GP policies.
+"""The refraction experiment of Fauvel & Chalk (contextual BO) §5.3: one simulated run of the paper's GP policies.
 
 A run is the paper's protocol (:func:`paper_protocol_text`: GP model, fixed hyperparameters,
 continuous lenses in ``[-4, 4]²`` D at axis 180) driven through the one trial loop
@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_int, finite_array
+from visiontune.acquisition import registry
+from visiontune.acquisition.policy import Problem
 from visiontune.errors import InvalidInputError
 from visiontune.gp import ProbitGP
 from visiontune.optics import SEARCH_BOX, Prescription, random_true_rx
@@ -56,7 +58,10 @@ from visiontune.refraction.gp_hyperparameters import (  # noqa: F401 (re-exporte
     simulate_fit_data,
     stored_hyperparameters,
 )
+from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.policies import GP_POLICIES
+from visiontune.refraction.protocol import parse_protocol
+from visiontune.refraction.simulated import paper_case
 
 __all__ = [
     "LOOP_KERNEL_VARIANTS",
@@ -86,8 +91,6 @@ __all__ = [
 def refraction_problem(reference_context: float = DEFAULT_REFERENCE_LOGMAR):
     """The BO :class:`~visiontune.acquisition.policy.Problem`: lens box ``[-4, 4]²`` D, letter
     sizes ``[-1, 2]`` logMAR, reference letter size ``reference_context`` (logMAR)."""
-    from visiontune.acquisition.policy import Problem
-
     s0 = finite_array("reference_context", reference_context)
     if s0.ndim or not _DEFAULT_CONTEXT[0, 0] <= float(s0) <= _DEFAULT_CONTEXT[0, 1]:
         raise InvalidInputError(f"reference_context: expected one letter size in {_DEFAULT_CONTEXT[0].tolist()} logMAR, "
@@ -114,8 +117,6 @@ def refraction_policy_names() -> list[str]:
     binary policies (the paper's rules and controls), then the named fixes of
     :data:`FIXED_POLICIES`. :func:`run_refraction` runs each of them but ``UCB-ALD-PV``, whose
     power-vector kernel the one trial loop does not have (:func:`loop_policy`)."""
-    from visiontune.acquisition import registry
-
     return [*registry.names("contextual-binary"), *FIXED_POLICIES]
 
 
@@ -257,7 +258,7 @@ def paper_protocol_text(policy_name: str, *, slope: float, trials: int, n_altern
     ls = ", ".join(_toml_float(v) for v in hp.lengthscales)
     rule = resolve_policy(policy_name)
     return f"""name = "paper-{rule.lower()}"
-description = "Seed 002 section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, [-4, 4]^2 D at axis 180, {trials} trials"
+description = "Fauvel & Chalk (contextual BO) section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, [-4, 4]^2 D at axis 180, {trials} trials"
 policy = "{_PROTOCOL_POLICY[base]}"
 seed = {int(seed)}
 initial_random_trials = {min(PAPER_INITIAL_RANDOM_TRIALS, int(trials))}
@@ -292,8 +293,6 @@ def paper_protocol(policy_name: str, *, slope: float, trials: int, n_alternative
                    kernel: str | None = None):
     """:func:`paper_protocol_text` parsed and validated (a
     :class:`~visiontune.refraction.protocol.Protocol`)."""
-    from visiontune.refraction.protocol import parse_protocol
-
     text = paper_protocol_text(policy_name, slope=slope, trials=trials, n_alternatives=n_alternatives, seed=seed,
                                kernel=kernel)  # fmt: skip
     return parse_protocol(text, source=f"<paper protocol {resolve_policy(policy_name)}>")
@@ -341,8 +340,6 @@ def paper_patient(seed: int, protocol, true_rx: Prescription, *, slope: float, b
     with the given correction, slope, best acuity and lapse."""
     import dataclasses
 
-    from visiontune.refraction.simulated import paper_case
-
     case = dataclasses.replace(paper_case(int(seed), protocol), true_rx=true_rx, slope=float(slope),
                                best_corrected_logmar=float(best_corrected_logmar), lapse=float(lapse))  # fmt: skip
     return case.patient(protocol.n_alternatives)
@@ -351,7 +348,7 @@ def paper_patient(seed: int, protocol, true_rx: Prescription, *, slope: float, b
 def paper_true_rx(seed: int) -> Prescription:
     """The patient of repetition ``seed``: uniform in ``[-4, 4]²`` D at axis 180, from the
     first of ``SeedSequence(seed).spawn(4)`` (the standalone loop's draw, kept so that every
-    experiment since issue 7 sees the same 20 patients)."""
+    experiment since the stall investigation sees the same 20 patients)."""
     rx_seq = np.random.SeedSequence(int(seed)).spawn(4)[0]
     return random_true_rx(np.random.default_rng(rx_seq))
 
@@ -383,15 +380,11 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
     ``"laplace"`` and ``reference_context`` 0: the loop's GP engine fits by Laplace and
     evaluates the x-rule and the estimate at ``s0 = 0`` logMAR (refused otherwise).
     """
-    from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
-
     policy_name = resolve_policy(policy_name)
     _, variant = loop_policy(policy_name, kernel)
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise InvalidInputError(f"trials: expected an integer >= 1, got {trials!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError(f"seed: expected an integer >= 0, got {seed!r}")
+    check_int("trials", trials, lo=1)
+    check_int("seed", seed, lo=0)
     true_rx = _check_true_rx(true_rx)
     if inference not in ("laplace", "ep"):
         raise InvalidInputError(f"inference: expected 'laplace' or 'ep', got {inference!r}")

@@ -1,11 +1,11 @@
-"""The refraction experiment of seed 002 §5.3 (Table 3, figure 3B): ``visiontune bench refraction``.
+"""The refraction experiment of Fauvel & Chalk (contextual BO) §5.3 (Table 3, figure 3B): ``visiontune bench refraction``.
 
 **Protocol** (002 §5.3): rules UCB-ALD, TS-ALD, UCB with a random context, BALD, TS with a random
 context and random (:data:`PAPER_RULES`, our registry names); psychometric slopes
 ``a ∈ linspace(1, 8, 8)`` logMAR⁻¹; 20 repetitions; 260 trials; a 26-letter task. Each run is one
 simulated session (:func:`visiontune.bench.refraction.run_refraction`); after every trial we keep
 the patient's true acuity through the current estimate, ``VA(x̂_t) = VA* + log10(1 + β²)``
-(logMAR; lower is better; DESIGN.md *Acuity model*), and at the end the sphere and cylinder errors
+(logMAR; lower is better; docs/design.md, *Acuity model*), and at the end the sphere and cylinder errors
 ``|Ŝ - S*|``, ``|Ĉ - C*|`` (diopters).
 
 **Runs and their keys.** A run is ``(rule, slope, repetition)``; its
@@ -41,8 +41,20 @@ from pathlib import Path
 
 import numpy as np
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_int, finite_array
+from visiontune.bench import analysis
+from visiontune.bench.analysis import ALPHA, save_mean_sem_figures, stratified_analysis
+from visiontune.bench.invocation import (
+    disagreements,
+    print_outcome,
+    record_wall_time,
+    wall_time_kept_when_stopped,
+)
+from visiontune.bench.paper_tables import REFRACTION_UCB_ALD, side_by_side
+from visiontune.bench.provenance import code_version, machine_description, software_line
+from visiontune.bench.refraction import resolve_policy, run_refraction
 from visiontune.bench.store import ResultsStore, RunKey, RunRecord
+from visiontune.bench.sweep import check_jobs, execute_runs
 from visiontune.errors import InvalidInputError, StoreError
 
 __all__ = [
@@ -102,7 +114,7 @@ class RefractionExperiment:
     n_seeds: int
     trials: int
     n_alternatives: int = 26
-    source: str = "Fauvel & Chalk, contextual binary BO (seed 002) §5.3, table 3 and figure 3B"
+    source: str = "Fauvel & Chalk (contextual BO) §5.3, table 3 and figure 3B"
 
     def __post_init__(self):
         if not self.rules or len(set(self.rules)) != len(self.rules):
@@ -113,10 +125,7 @@ class RefractionExperiment:
         if len({slope_label(a) for a in slopes}) != slopes.size:
             raise InvalidInputError(f"slopes: expected distinct values, got {slopes.tolist()}")
         for field_name in ("n_seeds", "trials"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                arg = "seeds" if field_name == "n_seeds" else field_name
-                raise InvalidInputError(f"{arg}: expected an integer >= 1, got {value!r}")
+            check_int("seeds" if field_name == "n_seeds" else field_name, getattr(self, field_name), lo=1)
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -146,8 +155,6 @@ QUICK_EXPERIMENT = RefractionExperiment("refraction-quick", PAPER_RULES, (2.0, 5
 def resolve_rules(names: Iterable[str]) -> list[str]:
     """Registered names of contextual binary policies (case-insensitive); ``"paper"`` expands to
     :data:`PAPER_RULES`. Duplicates are dropped, order kept."""
-    from visiontune.bench.refraction import resolve_policy
-
     out: list[str] = []
     for name in names:
         expanded = PAPER_RULES if isinstance(name, str) and name.strip().lower() == "paper" else (name,)
@@ -225,8 +232,6 @@ class RefractionResult:
 def run_one(spec: RefractionSpec) -> RefractionResult:
     """Run one simulated session (:func:`~visiontune.bench.refraction.run_refraction`, 002 §5.3);
     a pure function of ``spec`` apart from ``seconds``."""
-    from visiontune.bench.refraction import run_refraction
-
     start = time.perf_counter()
     run = run_refraction(spec.rule, slope=spec.slope, trials=spec.trials, seed=spec.seed,
                          n_alternatives=spec.n_alternatives)  # fmt: skip
@@ -339,10 +344,7 @@ def run_experiment(experiment: RefractionExperiment, store: RefractionStore, *, 
     the dask.distributed scheduler at ``scheduler``. Returns a
     :class:`~visiontune.bench.sweep.SweepSummary`. Restarted after a kill, it runs only what is missing.
     """
-    from visiontune.bench.sweep import execute_runs
-
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
-        raise InvalidInputError(f"jobs: expected an integer >= 1 or -1, got {jobs!r}")
+    check_jobs(jobs)
     if not isinstance(store, RefractionStore):
         raise InvalidInputError(f"store: expected a RefractionStore, got {type(store).__name__}")
     if tuple(resolve_rules(experiment.rules)) != tuple(experiment.rules):
@@ -386,8 +388,6 @@ def analyse(va_curves: Mapping[str, Mapping[str, object]], alpha: float | None =
     Mann-Whitney U, ``p < alpha``, default 5e-4); ties by the same test on the mean VA over
     trials. Returns a :class:`~visiontune.bench.analysis.StratifiedResult`.
     """
-    from visiontune.bench.analysis import ALPHA, stratified_analysis
-
     if not isinstance(va_curves, Mapping) or not va_curves:
         raise InvalidInputError("va_curves: expected a non-empty mapping slope -> rule -> (runs, trials) VA")
     negated = {}
@@ -448,8 +448,6 @@ def final_summaries(results: Sequence[RefractionResult], slope: float | None = N
 def plot_va_curves(va_curves: Mapping[str, Mapping[str, object]], out_dir, *, labels: Sequence[str] | None = None) -> list[Path] | None:
     """One PNG per stratum, ``va_<label>.png``: mean ± s.e.m. over runs of the VA through the
     estimate (logMAR) against the trial, per rule (002 figure 3B). ``None`` without matplotlib."""
-    from visiontune.bench.analysis import save_mean_sem_figures
-
     def title(label, rule_curves):
         n_runs = {np.asarray(c).shape[0] for c in rule_curves.values()}
         return f"SIMULATED patients, {label}: mean ± s.e.m. over {'/'.join(map(str, sorted(n_runs)))} runs"
@@ -471,14 +469,13 @@ def _fmt(mean: float, sem: float) -> str:
 def final_table(results: Sequence[RefractionResult], slope: float | None) -> str:
     """Markdown: final VA, sphere and cylinder errors per rule, with the paper's UCB-ALD figures
     (002 §5.3, slope 5) as the last row."""
-    from visiontune.bench.paper_tables import REFRACTION_UCB_ALD as P
-
     lines = ["| Rule | Runs | Final VA (logMAR) | Sphere error (D) | Cylinder error (D) | Estimate on the box edge |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     rows = sorted(final_summaries(results, slope), key=lambda s: s.va_mean)
     for s in rows:
         lines.append(f"| {s.rule} | {s.n} | {_fmt(s.va_mean, s.va_sem)} | {_fmt(s.sphere_mean, s.sphere_sem)} | "
                      f"{_fmt(s.cylinder_mean, s.cylinder_sem)} | {s.on_edge} |")
+    P = REFRACTION_UCB_ALD
     lines.append(f"| *paper, {P.rule}, slope {P.slope:g}* | {P.n_runs} | {P.va_logmar:.3g} | "
                  f"{_fmt(P.sphere_error_d, P.sphere_error_sem_d)} | {_fmt(P.cylinder_error_d, P.cylinder_error_sem_d)} | - |")
     return "\n".join(lines) + "\n"
@@ -492,14 +489,6 @@ def results_page(experiment: RefractionExperiment, result, results: Sequence[Ref
                  wall: list[dict] | None = None, pngs: Sequence[Path] | None = None, out: Path | None = None) -> str:
     """Markdown page: protocol, command, machine, times, our Borda table beside 002 Table 3, the
     final VA / sphere / cylinder table at slope 5 and over all slopes, the curves, the analysis."""
-    from visiontune.bench import analysis
-    from visiontune.bench.invocation import disagreements
-    from visiontune.bench.paper_tables import side_by_side
-    from visiontune.bench.provenance import (
-        code_version,
-        machine_description,
-        software_line,
-    )
 
     run_seconds = sum(r.seconds for r in results)
     decisions = sum(r.n_decisions for r in results)
@@ -624,12 +613,6 @@ def command_line(args: argparse.Namespace) -> str:
 
 def run_cli(args: argparse.Namespace) -> int:
     """``visiontune bench refraction``: run (resumably), analyse, write the page, CSV and PNGs."""
-    from visiontune.bench import analysis
-    from visiontune.bench.invocation import (
-        print_outcome,
-        record_wall_time,
-        wall_time_kept_when_stopped,
-    )
 
     experiment = experiment_from_args(args)
     out = Path(args.out)

@@ -1,9 +1,9 @@
-"""Estimate, store and regenerate the benchmark scaling (DESIGN.md, "Benchmark scaling").
+"""Estimate, store and regenerate the benchmark scaling (docs/design.md, "Benchmark scaling").
 
-For each function ``f`` of table S1 (seed 002, supplementary H) the moments of ``g`` over the
+For each function ``f`` of table S1 (Fauvel & Chalk (contextual BO), supplementary H) the moments of ``g`` over the
 uniform distribution on the domain are estimated once on a scrambled Sobol set::
 
-    g = log f   if the function is on DESIGN.md's log list, else g = f
+    g = log f   if the function is on the log list of docs/design.md, else g = f
     mean = (1/N) Σ g(x_k),   sd = sqrt((1/(N-1)) Σ (g(x_k) - mean)²),   N = 2^16
 
 (the authors used 50,000 i.i.d. uniform samples; a scrambled Sobol set of 2^16 points has a
@@ -95,7 +95,7 @@ def compute_table(n_log2: int = SOBOL_LOG2_POINTS, seed: int = SOBOL_SEED) -> di
             "log_rule": estimate.log_rule,
         }
     return {
-        "description": "y = -(g - mean)/sd, g = log f if log else f (DESIGN.md, Benchmark scaling)",
+        "description": "y = -(g - mean)/sd, g = log f if log else f (docs/design.md, Benchmark scaling)",
         "method": "scrambled Sobol (scipy.stats.qmc.Sobol, Owen scrambling), uniform on the domain",
         "n_points": 2**n_log2,
         "seed": seed,
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     disagree = [n for n, e in table["functions"].items() if e["log"] != e["log_rule"]]
     print(f"wrote {args.output} ({len(table['functions'])} functions, {table['n_points']} points)")
     if disagree:
-        print(f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with DESIGN.md for: {', '.join(disagree)}")
+        print(f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with docs/design.md for: {', '.join(disagree)}")
     return 0
 
 

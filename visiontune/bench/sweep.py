@@ -4,22 +4,22 @@ One run (:func:`run_one`) is a pure function of its :class:`RunSpec`:
 
 1. the problem: inputs ``u`` scaled to ``[0, 1]^d`` (as the authors' toolbox does),
    ``x = lower + u (upper - lower)``, objective ``g(u) = TestFunction.scaled(x)`` (mean 0, sd 1,
-   maximisation; DESIGN.md "Benchmark scaling"). Contextual-binary adds a context ``s`` in
-   ``[0, 1]`` with reference ``s0 = 0.5`` (DESIGN.md, authors' toolbox);
+   maximisation; docs/design.md, "Benchmark scaling"). Contextual-binary adds a context ``s`` in
+   ``[0, 1]`` with reference ``s0 = 0.5`` (docs/design.md, authors' toolbox);
 2. the loop, ``iterations`` times: ``query = policy(model, problem, data, rng)``; the answer is
-   drawn with the run's rng, ``c ~ Bernoulli(Φ(g(x)))`` (binary, seed 000 Eq. 1) or
-   ``c ~ Bernoulli(Φ(s g(x)))`` (contextual binary, seed 002 §4, kernel ``s s' k(x, x')``);
-   duels ``(s, x, x2)``: ``P(x wins) = Φ(g(x) - g(x2))`` (preferential, seed 000 Eq. 5) or
-   ``Φ(s (g(x) - g(x2)))`` (contextual preferential, seed 002 Eq. 11);
-   batches of ``m`` options (batch-preferential, seed 000 §4.3): the answer is a ranking drawn from
+   drawn with the run's rng, ``c ~ Bernoulli(Φ(g(x)))`` (binary, Fauvel & Chalk (binary/preferential BO), Eq. 1) or
+   ``c ~ Bernoulli(Φ(s g(x)))`` (contextual binary, Fauvel & Chalk (contextual BO) §4, kernel ``s s' k(x, x')``);
+   duels ``(s, x, x2)``: ``P(x wins) = Φ(g(x) - g(x2))`` (preferential, binary/preferential paper, Eq. 5) or
+   ``Φ(s (g(x) - g(x2)))`` (contextual preferential, contextual paper, Eq. 11);
+   batches of ``m`` options (batch-preferential, binary/preferential paper §4.3): the answer is a ranking drawn from
    the Thurstone case V model ``u_i = g(x_i) + ε_i``, ``ε_i ~ N(0, ½)`` i.i.d., options ranked by
    decreasing ``u`` (:func:`sample_ranking`); every pair then has ``P(x_i above x_j) = Φ(g(x_i) - g(x_j))``,
    the duel model of 000 Eq. 5, and the ranking enters the model as its ``m(m-1)/2`` duels
    (:meth:`~visiontune.gp.PreferenceGP.from_ranking`, 000 §4.3);
    the :class:`~visiontune.gp.ProbitGP` (duels: :class:`~visiontune.gp.PreferenceGP`) is
-   refitted (Laplace, as in seed 002 §4.1, warm-started) with *fixed* hyperparameters; the
+   refitted (Laplace, as in the contextual paper §4.1, warm-started) with *fixed* hyperparameters; the
    reported solution ``x̂ = argmax_x μ_c(s0, x)`` (duels: ``argmax_x`` of the utility's posterior
-   mean) is scored by the true scaled value ``g(x̂)`` (DESIGN.md scores binary runs by ``Φ(g(x̂))``:
+   mean) is scored by the true scaled value ``g(x̂)`` (docs/design.md scores binary runs by ``Φ(g(x̂))``:
    the same ranks on final scores, a different AUC; we record ``g`` for every scenario). The
    solution is tracked from iteration to iteration (:class:`~visiontune.bench.tracking.SolutionTracker`:
    64 Sobol candidates + the previous solution, with its own generator) instead of the policies'
@@ -53,9 +53,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from visiontune.acquisition import registry
+from visiontune.acquisition.policy import Data, Problem
+from visiontune.acquisition.solution import solution
 from visiontune.bench.experiments import SCENARIOS, Experiment, missing_rules
+from visiontune.bench.functions import get_function
+from visiontune.bench.kernel_selection import load_choices
 from visiontune.bench.store import ResultsStore, RunKey, RunRecord
+from visiontune.bench.tracking import SolutionTracker
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.gp import PreferenceGP, ProbitGP
+from visiontune.gp import kernels as K
 
 __all__ = [
     "REFERENCE_CONTEXT",
@@ -64,6 +72,7 @@ __all__ = [
     "SweepStopped",
     "SweepSummary",
     "benchmark_kernel",
+    "check_jobs",
     "execute_runs",
     "plan",
     "run_dask",
@@ -76,7 +85,7 @@ __all__ = [
 
 #: Scenarios the sweep can run: every scenario of the policy registry.
 SUPPORTED_SCENARIOS = SCENARIOS
-#: Reference context of the contextual benchmarks (DESIGN.md, authors' toolbox: ``s0 = 0.5``).
+#: Reference context of the contextual benchmarks (docs/design.md, authors' toolbox: ``s0 = 0.5``).
 REFERENCE_CONTEXT = 0.5
 
 
@@ -122,9 +131,7 @@ def plan(experiment: Experiment) -> list[RunSpec]:
 def benchmark_kernel(function, contextual: bool):
     """GP kernel of a run on ``function`` on ``[0, 1]^d``: the stored kernel-selection choice
     (kind, lengthscales, variance; :func:`visiontune.bench.kernel_selection.load_choices`);
-    contextual: ``s s' k(x, x')`` (seed 002 §4)."""
-    from visiontune.bench.kernel_selection import load_choices
-    from visiontune.gp import kernels as K
+    contextual: ``s s' k(x, x')`` (Fauvel & Chalk (contextual BO) §4)."""
 
     choices = load_choices()
     if function.name not in choices:
@@ -140,7 +147,7 @@ def sample_ranking(latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``m`` options, best first, drawn from the Thurstone case V model (module docstring).
 
     ``latent (m,)``: ``g`` at the options. ``u = latent + ε``, ``ε ~ N(0, ½ I)``; returns ``argsort(-u)``.
-    Each pair is ordered with probability ``Φ(g_i - g_j)`` (seed 000 Eq. 5), since ``ε_i - ε_j ~ N(0, 1)``.
+    Each pair is ordered with probability ``Φ(g_i - g_j)`` (Fauvel & Chalk (binary/preferential BO), Eq. 5), since ``ε_i - ε_j ~ N(0, 1)``.
     """
     latent = np.asarray(latent, dtype=float).reshape(-1)
     if latent.size < 2 or not np.all(np.isfinite(latent)):
@@ -170,11 +177,6 @@ def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
 
     ``scores[t]`` = ``g(x̂_t)`` after ``t + 1`` answers, ``(iterations,)``.
     """
-    from visiontune.acquisition import registry
-    from visiontune.acquisition.policy import Data, Problem
-    from visiontune.bench.functions import get_function
-    from visiontune.bench.tracking import SolutionTracker
-    from visiontune.gp import PreferenceGP, ProbitGP
 
     if spec.scenario not in SUPPORTED_SCENARIOS:
         raise ConfigurationError(f"scenario {spec.scenario!r}: not yet available in the sweep")
@@ -203,8 +205,6 @@ def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
     rng = _run_rng(spec)
     tracker = SolutionTracker(problem, _tracker_rng(spec))
     if solution_search == "full":
-        from visiontune.acquisition.solution import solution
-
         full_rng = _tracker_rng(spec)
         tracker = lambda m: solution(m, problem, full_rng)  # noqa: E731
     Model = PreferenceGP if preferential else ProbitGP
@@ -311,6 +311,13 @@ def signals_stop_the_sweep():
             signal.signal(sig, handler)
 
 
+def check_jobs(jobs) -> int:
+    """``jobs`` (worker processes) when it is an integer >= 1 or -1 (every core), else raise."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
+        raise InvalidInputError(f"jobs: expected an integer >= 1 or -1 (every core), got {jobs!r}")
+    return jobs
+
+
 def run_local(todo: list, jobs: int, fn: Callable | None = None) -> Iterator:
     """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`), in this process
     (``jobs == 1``) or in ``jobs`` joblib/loky worker processes; results in completion order."""
@@ -360,8 +367,7 @@ def run_sweep(
     within ``connect_timeout`` seconds. ``stream``: where the progress bar goes (stderr).
     A killed sweep restarted with the same arguments resumes where it stopped.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
-        raise InvalidInputError(f"jobs: expected an integer >= 1 or -1, got {jobs!r}")
+    check_jobs(jobs)
     return execute_runs(plan(experiment), store.finished_keys(experiment.name), run_one, store.add, jobs=jobs,
                         scheduler=scheduler, progress=progress, stream=stream, connect_timeout=connect_timeout)  # fmt: skip
 

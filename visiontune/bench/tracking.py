@@ -1,12 +1,12 @@
 """The reported solution of a benchmark run, tracked from one iteration to the next.
 
-A sweep scores every iteration by the true value at the model's reported solution (DESIGN.md,
+A sweep scores every iteration by the true value at the model's reported solution (docs/design.md,
 "Stratified analysis"):
 
-- binary scenarios: ``x̂ = argmax_x μ_c(s0, x)``, ``μ_c = Φ(μ_f / √(1 + σ_f²))`` (seed 000 Eq. 3;
+- binary scenarios: ``x̂ = argmax_x μ_c(s0, x)``, ``μ_c = Φ(μ_f / √(1 + σ_f²))`` (Fauvel & Chalk (binary/preferential BO), Eq. 3;
   the context ``s0`` only for contextual problems);
 - preferential scenarios: ``x̂ = argmax_x μ_f(s0, x)``, the posterior mean of the utility
-  (seed 000 §4.2, MUC's champion).
+  (same paper §4.2, MUC's champion).
 
 :func:`visiontune.acquisition.solution.solution` searches afresh each time (512 Sobol candidates and
 10 L-BFGS-B starts, the authors' acquisition optimiser). One answer moves the posterior mean
@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from visiontune._validate import check_int
+from visiontune.acquisition import functions as F
 from visiontune.acquisition.optimize import as_box, sobol_points
 from visiontune.errors import InvalidInputError
 
@@ -34,8 +36,6 @@ __all__ = ["SolutionTracker", "solution_objective", "warm_maximize"]
 def solution_objective(model, problem):
     """``fn(X (m, d)) -> (values (m,), grads (m, d))`` whose argmax is the reported solution:
     ``μ_c(s0, x)`` for binary problems, ``μ_f(s0, x)`` of the utility for preferential ones."""
-    from visiontune.acquisition import functions as F
-
     s0 = problem.reference_context
     if problem.scenario.endswith("preferential"):
         def fn(X):
@@ -56,10 +56,8 @@ def warm_maximize(fn, box, rng: np.random.Generator, previous=None, *, n_candida
     given) and from the ``n_best`` best candidates; returns ``(x (d,), fn(x))`` of the best point seen.
     """
     box = as_box("box", box)
-    if isinstance(n_candidates, bool) or int(n_candidates) != n_candidates or n_candidates < 1:
-        raise InvalidInputError(f"n_candidates: expected a positive integer, got {n_candidates!r}")
-    if isinstance(n_best, bool) or int(n_best) != n_best or n_best < 1:
-        raise InvalidInputError(f"n_best: expected a positive integer, got {n_best!r}")
+    check_int("n_candidates", n_candidates, lo=1, whole_float=True)
+    check_int("n_best", n_best, lo=1, whole_float=True)
     low, width = box[:, 0], box[:, 1] - box[:, 0]
     safe = np.where(width > 0, width, 1.0)
     X = sobol_points(box, int(n_candidates), rng)

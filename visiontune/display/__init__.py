@@ -1,4 +1,4 @@
-"""display layer (see DESIGN.md): calibration, optotype geometry, letter sets, renderers.
+"""display layer (docs/design.md, "Layers"): calibration, optotype geometry, letter sets, renderers.
 
 Importing this package imports neither Qt nor PsychoPy: the renderers live in
 ``visiontune.display.qt_renderer`` (PySide6) and ``visiontune.display.psychopy_renderer``

@@ -118,7 +118,7 @@ BACKENDS = {"null": NullBackend, "psychopy": PsychoPyBackend}
 
 
 def serve(conn) -> None:
-    from visiontune.display.optotypes import load_letter_set  # noqa: PLC0415
+    from visiontune.display.optotypes import load_letter_set  # noqa: PLC0415 - late: numpy after the child listens
 
     backend = letter_set = None
     mirror = False

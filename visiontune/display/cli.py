@@ -1,6 +1,6 @@
 """``visiontune calibrate``: record the patient screen's geometry and luminance, or show it.
 
-Three ways in (shared/DESIGN.md, *Letter size on screen*):
+Three ways in (docs/design.md, *Letter size on screen*):
 
     visiontune calibrate --width-mm 597.9 --height-mm 336.3 --resolution 1920x1080 --distance-mm 6000 [--mirror]
     visiontune calibrate --card-px 275.2 173.6 --resolution 1920x1080 --distance-mm 4000
@@ -21,6 +21,7 @@ import argparse
 import re
 import sys
 
+from visiontune.cli import ArgumentParser
 from visiontune.display.calibration import (
     MAX_PIXELS,
     Calibration,
@@ -147,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m visiontune.display.cli``), as ``visiontune calibrate``:
     any VisionTuneError is one line on stderr and exit code 2."""
-    from visiontune.cli import ArgumentParser
-
     parser = ArgumentParser(prog="visiontune calibrate", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)

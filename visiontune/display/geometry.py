@@ -1,6 +1,6 @@
 """Optotype size on screen: logMAR -> millimetres -> pixels, and the range a screen can show.
 
-An optotype is 5 x MAR tall (shared/DESIGN.md, *Letter size on screen*; ISO 8596): at logMAR
+An optotype is 5 x MAR tall (docs/design.md, *Letter size on screen*; ISO 8596): at logMAR
 ``s`` the letter subtends ``5 * 10**s`` arcmin, so at viewing distance ``d``
 
     h = 2 d tan(5 * 10**s / 2 arcmin)
@@ -27,7 +27,7 @@ DEFAULT_MIN_INK_PX = 5.0
 
 
 def letter_height_mm(logmar, distance_mm):
-    """Optotype height, mm: ``h = 2 d tan(5 * 10**s / 2 arcmin)`` (DESIGN.md; ISO 8596).
+    """Optotype height, mm: ``h = 2 d tan(5 * 10**s / 2 arcmin)`` (docs/design.md; ISO 8596).
 
     ``logmar``: scalar or array, logMAR. ``distance_mm``: viewing distance, mm (> 0).
     Returns a float or an array shaped like ``logmar``.

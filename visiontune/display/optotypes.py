@@ -2,12 +2,12 @@
 
 A glyph is a list of closed rings (polygons) in *grid units* on the 5 x 5 Sloan design grid
 (y up, origin at the bottom-left corner), filled with the even-odd rule. The design height
-(5 units) is the optotype's nominal size, 5 x MAR (shared/DESIGN.md, *Letter size on
+(5 units) is the optotype's nominal size, 5 x MAR (docs/design.md, *Letter size on
 screen*). The outlines are our own drawings (``stimuli/make_letter_sets.py``).
 
 A letter set declares its number of alternatives ``n``, which sets the chance rate
 ``gamma = 1/n`` of the psychometric function
-``P(correct | s, x) = gamma + (1 - gamma) Phi(a (s - VA(x)))`` (seed 002, sec. 5).
+``P(correct | s, x) = gamma + (1 - gamma) Phi(a (s - VA(x)))`` (Fauvel & Chalk (contextual BO), sec. 5).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class LetterSet:
 
     @property
     def chance_rate(self) -> float:
-        """Guess rate ``gamma = 1 / n_alternatives`` (seed 002, sec. 5)."""
+        """Guess rate ``gamma = 1 / n_alternatives`` (the contextual BO paper, sec. 5)."""
         return 1.0 / self.n_alternatives
 
     def glyph(self, letter: str) -> Glyph:

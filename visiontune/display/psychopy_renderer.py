@@ -1,6 +1,6 @@
 """PsychoPy stimulus window in a child process, driven over a multiprocessing connection.
 
-PsychoPy's window (pyglet) and the Qt GUI never share a process (shared/DESIGN.md,
+PsychoPy's window (pyglet) and the Qt GUI never share a process (docs/design.md,
 *PsychoPy and Qt in one application*): this parent-side object starts
 ``python -m visiontune.display._psychopy_child``, possibly with another interpreter (a
 lab's PsychoPy standalone), talks to it over a ``multiprocessing.connection`` (Unix socket
@@ -9,7 +9,7 @@ exit, no answer within ``timeout_s``, an error in the child) into :class:`Render
 This module imports neither PsychoPy nor Qt.
 
 Sizes are computed here, not by PsychoPy: ``height_px = letter_height_px(logmar,
-calibration)`` (``h = 2 d tan(5 * 10**s / 2 arcmin)``, DESIGN.md), checked against the
+calibration)`` (``h = 2 d tan(5 * 10**s / 2 arcmin)``, docs/design.md), checked against the
 displayable range; the child scales the 5 x 5 design cell to that many pixels.
 """
 

@@ -1,6 +1,6 @@
 """gp layer: kernels, observation-space moments, probit GP inference, posterior sampling.
 
-numpy/scipy only (see DESIGN.md).
+numpy/scipy only (docs/design.md, "Layers").
 """
 
 from visiontune.gp.fit import fit_hyperparameters

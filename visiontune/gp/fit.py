@@ -2,9 +2,9 @@
 
 Maximises the approximate log marginal likelihood (Laplace, R&W Eq. 3.32 with the gradient of
 R&W Alg. 5.1; or EP, R&W Eq. 3.65 with the gradient of R&W Eq. 5.27) over the kernel's
-log-hyperparameters by multistart L-BFGS-B within ``kernel.bounds``. Seed 002 fits the
+log-hyperparameters by multistart L-BFGS-B within ``kernel.bounds``. Fauvel & Chalk (contextual BO) fits the
 refraction kernel this way once, on 1000 simulated answers, and then holds it fixed;
-seed 000's toolbox uses 5 optimiser starts.
+the authors' toolbox for the binary/preferential paper uses 5 optimiser starts.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from scipy.linalg import LinAlgError
 from scipy.optimize import minimize
 
-from visiontune._validate import binary_labels, points
+from visiontune._validate import binary_labels, check_int, points
 from visiontune.errors import InvalidInputError, NumericalError
 from visiontune.gp.ep import ep_lml_grad, expectation_propagation
 from visiontune.gp.kernels import Kernel, Preference
@@ -94,8 +94,7 @@ def fit_hyperparameters(
     gives a finite evidence.
     """
     wrapped, X, y, inference = _check(kernel, X, y, inference, preference)
-    if isinstance(n_starts, bool) or not isinstance(n_starts, (int, np.integer)) or n_starts < 1:
-        raise InvalidInputError(f"n_starts: expected a positive integer, got {n_starts!r}")
+    check_int("n_starts", n_starts, lo=1)
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         rng = np.random.default_rng(int(rng))
     if not isinstance(rng, np.random.Generator):

@@ -13,7 +13,7 @@ References
 ----------
 - Rasmussen & Williams (2006), *Gaussian Processes for Machine Learning*, Eqs. 4.9, 4.14-4.17
   (squared exponential, Matérn 3/2 and 5/2, their spectral densities).
-- Fauvel & Chalk, seed 000, Eq. 6 (preference kernel); seed 002, Eq. 15 (refraction kernel
+- Fauvel & Chalk (binary/preferential BO), Eq. 6 (preference kernel); Fauvel & Chalk (contextual BO), Eq. 15 (refraction kernel
   ``theta s s' + k_SE(x, x')``).
 """
 
@@ -724,7 +724,7 @@ class Product(_Combination):
 class Preference(Kernel):
     """Kernel of the preference function ``g(x, x') = f(x) - f(x')`` on duels ``[x, x']``.
 
-    ``k_g([a, b], [a', b']) = k(a, a') + k(b, b') - k(a, b') - k(b, a')`` (seed 000, Eq. 6).
+    ``k_g([a, b], [a', b']) = k(a, a') + k(b, b') - k(a, b') - k(b, a')`` (Fauvel & Chalk (binary/preferential BO), Eq. 6).
     Inputs are duels ``(n, 2d)``: the first ``d`` columns are ``x``, the last ``d`` are ``x'``.
     The hyperparameters are the base kernel's.
     """
@@ -802,7 +802,7 @@ class Preference(Kernel):
 
 
 def refraction_kernel(theta, lengthscales, variance) -> Sum:
-    """Refraction kernel ``k((s,S,C),(s',S',C')) = θ s s' + k_SE((S,C),(S',C'))`` (seed 002, Eq. 15).
+    """Refraction kernel ``k((s,S,C),(s',S',C')) = θ s s' + k_SE((S,C),(S',C'))`` (Fauvel & Chalk (contextual BO), Eq. 15).
 
     Input columns ``(s, S, C)``: letter size (logMAR), sphere and cylinder (diopters).
     """
@@ -810,7 +810,7 @@ def refraction_kernel(theta, lengthscales, variance) -> Sum:
 
 
 def contextual_benchmark_kernel(base_cls, lengthscales, variance, d: int) -> Product:
-    """Benchmark kernel ``k((s,x),(s',x')) = s s' k(x, x')`` (seed 002 §4), ``x`` in ``d`` dims.
+    """Benchmark kernel ``k((s,x),(s',x')) = s s' k(x, x')`` (Fauvel & Chalk (contextual BO) §4), ``x`` in ``d`` dims.
 
     Column 0 is the context ``s``; columns ``1..d`` are ``x``. The linear variance is frozen at 1.
     """

@@ -1,7 +1,7 @@
 """Laplace approximation for GP classification with a probit likelihood.
 
 Works on a Gram matrix ``K`` (n, n) and 0/1 answers ``y`` (n,); no kernel object is needed,
-so the same engine serves binary and preference data (seed 000, Eq. 6: the preference kernel
+so the same engine serves binary and preference data (Fauvel & Chalk (binary/preferential BO), Eq. 6: the preference kernel
 only changes ``K``). Notation of Rasmussen & Williams (2006), *Gaussian Processes for Machine
 Learning* (R&W), chapter 3 and Alg. 5.1:
 
@@ -9,7 +9,7 @@ Learning* (R&W), chapter 3 and Alg. 5.1:
 - ``W = -∇∇ log p(y | f̂)`` (diagonal), ``B = I + W½ K W½ = L Lᵀ`` (R&W Alg. 3.1);
 - predictions ``μ* = k*ᵀ ∇log p(y | f̂)``, ``σ²* = k** - vᵀv``, ``v = L⁻¹ W½ k*`` (R&W Alg. 3.2).
 
-Speed (issue 4): ``B`` and its factor live in one work array across Newton steps; prediction
+Speed: ``B`` and its factor live in one work array across Newton steps; prediction
 at many points uses the cached ``G = L⁻¹ W½`` (BLAS ``trmm``) instead of a triangular solve.
 
 The Gaussian approximation ``q(f | y) = N(K α, (K⁻¹ + W)⁻¹)`` is stored as a

@@ -3,7 +3,7 @@
 A model ties a :class:`~visiontune.gp.kernels.Kernel` to the Gram-matrix engines of
 :mod:`visiontune.gp.laplace` (R&W Alg. 3.1/3.2) and :mod:`visiontune.gp.ep` (R&W Alg. 3.5/3.6).
 It fits on construction and is immutable: the model is a pure function of
-(kernel, data, inference method), as DESIGN.md asks of the trial log.
+(kernel, data, inference method), as the trial log needs (docs/design.md, "How data flows through one trial").
 
 Shapes: training inputs ``X: (n, d)``; answers ``y: (n,)`` in {0, 1}; test points
 ``Xs: (m, d)``. Latent ``f`` with ``P(y = 1 | f) = Φ(f)``.
@@ -106,8 +106,8 @@ class ProbitGP:
     """GP classifier ``P(y = 1 | x) = Φ(f(x))``, ``f ~ GP(0, k)``, fitted on construction.
 
     ``kernel``: covariance of ``f``; ``X``: (n, d) inputs (n = 0 gives the prior);
-    ``y``: (n,) answers in {0, 1}; ``inference``: ``"laplace"`` (R&W Alg. 3.1/3.2, seed 002
-    supp. A) or ``"ep"`` (R&W Alg. 3.5/3.6, used for the benchmarks of seed 000).
+    ``y``: (n,) answers in {0, 1}; ``inference``: ``"laplace"`` (R&W Alg. 3.1/3.2, Fauvel & Chalk (contextual BO),
+    supp. A) or ``"ep"`` (R&W Alg. 3.5/3.6, used for the benchmarks of Fauvel & Chalk (binary/preferential BO)).
     ``warm_start``: optional start for the inference, from :attr:`warm_start_state` of an
     earlier model on a prefix of the same data (Laplace: the latent mode (k,), k <= n, padded
     with zeros; EP: the site parameters (2, k), padded with empty sites). Speed only: the
@@ -232,7 +232,7 @@ def _pad_warm_start(warm_start, n: int, rows: int):
 
 
 class PreferenceGP:
-    """GP model of duels: ``P(x beats x') = Φ(g(x, x'))``, ``g(x, x') = f(x) - f(x')`` (seed 000, Eqs. 5-6).
+    """GP model of duels: ``P(x beats x') = Φ(g(x, x'))``, ``g(x, x') = f(x) - f(x')`` (Fauvel & Chalk (binary/preferential BO), Eqs. 5-6).
 
     ``base_kernel``: covariance of the utility ``f`` on ``x`` (d columns); ``duels``: (n, 2d)
     rows ``[x, x']``; ``y``: (n,) with 1 when the first option ``x`` won. Inference on ``g``
@@ -251,7 +251,7 @@ class PreferenceGP:
         gp = ProbitGP(Preference(base_kernel), duels, y, inference, warm_start=warm_start)
         object.__setattr__(self, "base_kernel", base_kernel)
         object.__setattr__(self, "_gp", gp)
-        # Speed (issue 5): the options of every training duel stacked as rows [a_1..a_n, b_1..b_n]
+        # Speed: the options of every training duel stacked as rows [a_1..a_n, b_1..b_n]
         # (2n, d) and the weights [alpha, -alpha] (2n,), so that the cross-covariances of the
         # utility c_i(x) = k(a_i, x) - k(b_i, x) and their input gradients come from ONE base
         # kernel call on 2n rows (instead of the 4-term preference kernel).
@@ -411,7 +411,7 @@ class PreferenceGP:
 
     @staticmethod
     def from_ranking(options):
-        """Turn a batch ranking into duels (seed 000 §4.3): ``options`` (m, d), best first.
+        """Turn a batch ranking into duels (Fauvel & Chalk (binary/preferential BO) §4.3): ``options`` (m, d), best first.
 
         Returns ``duels (m(m-1)/2, 2d)`` with rows ``[options[i], options[j]]`` for ``i < j``
         and ``y`` (m(m-1)/2,) all ones (the first, better-ranked option won).
@@ -427,7 +427,7 @@ class PreferenceGP:
 class Challenge:
     """Latent ``g(x*, x) = f(x*) - f(x)`` of a :class:`PreferenceGP` on the duels ``[x*, x]`` of a
     fixed champion ``x*`` (d,) (from :meth:`PreferenceGP.challenge`). Same numbers as
-    ``PreferenceGP.predict*`` on ``[x*, x]`` rows up to round-off; faster (issue 5):
+    ``PreferenceGP.predict*`` on ``[x*, x]`` rows up to round-off; faster:
 
     - cross-covariance with training duel ``i = [a_i, b_i]`` (000 Eq. 6):
       ``k_g,i = c_i(x*) - c_i(x)``, ``c_i(x) = k(a_i, x) - k(b_i, x)``; ``c(x*)`` is stored, and

@@ -3,9 +3,9 @@
 Given the latent predictive mean ``mu`` and variance ``var`` of ``f`` at a point (a Gaussian
 ``f ~ N(mu, var)``), these give the moments of the answer probability ``Φ(f)``:
 
-- ``predictive_probability``  ``μ_c = E[Φ(f)] = Φ(μ/√(1+σ²))``              (seed 000, Eq. 3)
-- ``epistemic_variance``      ``V[Φ(f)] = μ_c - 2 T(h, a) - μ_c²``           (seed 000, Eq. 9)
-- ``aleatoric_variance``      ``E[Φ(f)(1-Φ(f))] = 2 T(h, a)``                (seed 000, Eq. 10)
+- ``predictive_probability``  ``μ_c = E[Φ(f)] = Φ(μ/√(1+σ²))``              (Eq. 3)
+- ``epistemic_variance``      ``V[Φ(f)] = μ_c - 2 T(h, a) - μ_c²``           (Eq. 9)
+- ``aleatoric_variance``      ``E[Φ(f)(1-Φ(f))] = 2 T(h, a)``                (Eq. 10)
 - ``bald``                    mutual information between the answer and f, Houlsby et al.
   (2011) approximation, in bits.
 
@@ -18,8 +18,8 @@ shape. ``var`` must be >= 0 (values in ``[-1e-10, 0)`` from round-off are read a
 
 References
 ----------
-- Fauvel & Chalk, *Efficient exploration in binary and preferential Bayesian optimization*
-  (seed 000), Eqs. 3, 9, 10.
+- Fauvel & Chalk (binary/preferential BO), *Efficient exploration in binary and preferential Bayesian
+  optimization*, Eqs. 3, 9, 10 (the equations above; docs/references.md).
 - Houlsby, Huszár, Ghahramani & Lengyel (2011), *Bayesian active learning for classification
   and preference learning*, arXiv:1112.5745, §3 (the approximation
   ``h(Φ(x)) ≈ exp(-x²/(π ln 2))``).
@@ -76,7 +76,7 @@ def _probability_parts(mu, var):
 
 
 def predictive_probability(mu, var, grad: bool = False):
-    """``μ_c = Φ(μ_f / √(1 + σ²_f))`` (seed 000, Eq. 3).
+    """``μ_c = Φ(μ_f / √(1 + σ²_f))`` (Eq. 3).
 
     mu, var: latent predictive mean and variance (broadcastable arrays) -> μ_c in [0, 1].
     """
@@ -100,7 +100,7 @@ def _owen_parts(mu, var):
 
 
 def aleatoric_variance(mu, var, grad: bool = False):
-    """``E[Φ(f)(1 - Φ(f))] = 2 T(h, a)`` (seed 000, Eq. 10), ``h = μ/√(1+σ²)``, ``a = 1/√(1+2σ²)``.
+    """``E[Φ(f)(1 - Φ(f))] = 2 T(h, a)`` (Eq. 10), ``h = μ/√(1+σ²)``, ``a = 1/√(1+2σ²)``.
 
     The expected variance of the Bernoulli answer given f (noise that more data cannot remove).
     """
@@ -110,7 +110,7 @@ def aleatoric_variance(mu, var, grad: bool = False):
 
 
 def epistemic_variance(mu, var, grad: bool = False):
-    """``V[Φ(f)] = μ_c - 2 T(h, a) - μ_c²`` (seed 000, Eq. 9), computed as ``μ_c(1-μ_c) - 2T``.
+    """``V[Φ(f)] = μ_c - 2 T(h, a) - μ_c²`` (Eq. 9), computed as ``μ_c(1-μ_c) - 2T``.
 
     Clipped at 0: where the true value is below round-off (σ² → 0 or |μ| large) the result is
     0, never negative.

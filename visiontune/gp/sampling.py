@@ -4,7 +4,7 @@ A sample is a whole function that can be evaluated (and differentiated) anywhere
 
     f(·) = φ(·)ᵀ w  +  c(·)ᵀ v,     v = K⁻¹ (f_X - Φ_X w)                       (*)
 
-(decoupled bases / pathwise conditioning, seed 002 supp. G Eq. S43; seed 000 supp. D;
+(decoupled bases / pathwise conditioning, Fauvel & Chalk (contextual BO), supp. G Eq. S43; Fauvel & Chalk (binary/preferential BO), supp. D;
 Wilson et al. 2020): ``φ`` are features whose inner product approximates the prior kernel,
 ``w ~ N(0, I)`` gives a prior path, ``f_X ~ N(m, C)`` is drawn from the Gaussian
 approximation of the latent values at the training inputs (``model.training_posterior()``,
@@ -28,11 +28,11 @@ Features (:func:`prior_features`), built from the kernel's structure:
 - ``Linear`` (variance ``σ²``): the exact features ``σ x_dims``; ``Constant``: ``σ``;
 - ``Sum``: features concatenated; ``Product``: row-wise Kronecker product of the factors'
   features (exact for the products ``<φ₁,φ₁'> <φ₂,φ₂'>``), at most one stationary factor per
-  product. This covers the paper kernels ``θ s s' + k(x, x')`` (seed 002 Eq. 15) and
+  product. This covers the paper kernels ``θ s s' + k(x, x')`` (contextual BO, Eq. 15) and
   ``s s' k(x, x')`` (benchmarks);
-- ``Preference(base)``: ``φ_pref(x, x') = φ(x) - φ(x')`` (seed 000 supp. D).
+- ``Preference(base)``: ``φ_pref(x, x') = φ(x) - φ(x')`` (binary/preferential BO, supp. D).
 
-Speed (issue 5; results unchanged up to round-off): a sample path ``φ(x)ᵀw`` is never formed
+Speed (results unchanged up to round-off): a sample path ``φ(x)ᵀw`` is never formed
 feature by feature. A Hilbert-space basis is a tensor product of 1-D sines, so
 ``Σ_j w_j c_j ∏_i sin(ω_{j_i} z_i)`` is a contraction of the coefficient tensor ``T[j_1, …, j_D]``
 with per-column ``(m, J_i)`` sine tables (``m Σ_i ∏_{k>=i} J_k`` operations instead of
@@ -57,7 +57,7 @@ from functools import cached_property
 import numpy as np
 from scipy import linalg
 
-from visiontune._validate import finite_array, points
+from visiontune._validate import check_box, check_int, check_rng, finite_array, points
 from visiontune.errors import InvalidInputError, NumericalError
 from visiontune.gp.kernels import Constant, Kernel, Linear, Preference, Product, Stationary, Sum
 
@@ -139,30 +139,8 @@ class _Combination:
     grad: object
 
 
-def _check_box(box, d: int | None = None) -> np.ndarray:
-    box = finite_array("box", box)
-    if box.ndim != 2 or box.shape[1] != 2:
-        raise InvalidInputError(f"box: expected a (d, 2) array of [lower, upper] rows, got shape {box.shape}")
-    if d is not None and box.shape[0] != d:
-        raise InvalidInputError(f"box: expected {d} rows (one per input column), got {box.shape[0]}")
-    if np.any(box[:, 0] > box[:, 1]):
-        i = int(np.argmax(box[:, 0] > box[:, 1]))
-        raise InvalidInputError(f"box: lower bound above upper bound in row {i}: {box[i].tolist()}")
-    return box
-
-
-def _positive_int(name: str, value) -> int:
-    try:
-        ok = not isinstance(value, bool) and int(value) == value and value >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise InvalidInputError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
-
-
 def _check_n_basis(n_basis) -> int:
-    return _positive_int("n_basis", n_basis)
+    return check_int("n_basis", n_basis, lo=1, whole_float=True)
 
 
 def _multi_indices(kernel: Stationary, L: np.ndarray, n_basis: int) -> np.ndarray:
@@ -485,7 +463,7 @@ def prior_features(
     """
     if not isinstance(kernel, Kernel):
         raise InvalidInputError(f"kernel: expected a Kernel, got {type(kernel).__name__}")
-    box = _check_box(box)
+    box = check_box("box", box)
     n_basis = _check_n_basis(n_basis)
     margin = float(finite_array("margin", margin))
     if margin <= 0:
@@ -634,12 +612,6 @@ class PosteriorSample:
         return self.batch._column(self.index)
 
 
-def _check_rng(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
 def _gaussian_draws(mean: np.ndarray, cov: np.ndarray, n_samples: int, rng) -> np.ndarray:
     """``(n, S)`` draws from ``N(mean, cov)``; ``cov`` may be singular (symmetric square root,
     LAPACK ``syevd``: the routine behind ``numpy.linalg.eigh``, called without numpy's overhead)."""
@@ -672,15 +644,15 @@ def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4
     option for preference models); rng: numpy Generator; n_basis: Hilbert-space features.
     Returns :class:`PosteriorSamples` (``S`` paths; index it for a :class:`PosteriorSample`,
     or call it directly when ``n_samples == 1``: ``f(X) -> (m,)``, ``f.grad(X) -> (m, d)``).
-    Formula: module docstring, Eq. (*) (seed 002 supp. G, Eq. S43).
+    Formula: module docstring, Eq. (*) (Fauvel & Chalk (contextual BO), supp. G, Eq. S43).
     """
-    rng = _check_rng(rng)
-    n_samples = _positive_int("n_samples", n_samples)
+    rng = check_rng(rng)
+    n_samples = check_int("n_samples", n_samples, lo=1, whole_float=True)
     preference = hasattr(model, "base_kernel")
     kernel = model.base_kernel if preference else getattr(model, "kernel", None)
     if not isinstance(kernel, Kernel) or not hasattr(model, "training_posterior"):
         raise InvalidInputError(f"model: expected a ProbitGP or PreferenceGP, got {type(model).__name__}")
-    box = _check_box(box)
+    box = check_box("box", box)
     d = box.shape[0]
     features = prior_features(kernel, box, n_basis, margin=margin, rng=rng)
     weights = rng.standard_normal((features.n_features, n_samples))

@@ -10,9 +10,9 @@ and every hyperparameter gradient are the base kernel's at the mapped inputs. ``
 (not a hyperparameter).
 
 **Refraction in power-vector coordinates** (VisionTune fix, not in the papers). For lenses at
-one axis (180°), the residual blur of seed 002 Eq. 12 is
+one axis (180°), the residual blur of Fauvel & Chalk (contextual BO), Eq. 12, is
 ``β² = ½(ΔS² + (ΔS + ΔC)²) = (ΔS + ΔC/2)² + (ΔC/2)² = ΔM² + ΔJ²`` with ``M = S + C/2`` the
-spherical equivalent and ``J = C/2`` (Thibos power vector, DESIGN.md "The refraction model").
+spherical equivalent and ``J = C/2`` (Thibos power vector, docs/design.md, "The refraction model").
 Blur, hence acuity, is isotropic in ``(M, C/2)`` and strongly anisotropic along the diagonal
 ``M = 0`` in ``(S, C)`` (eigenvalues of the quadratic form 1.31 and 0.19), which an
 axis-aligned SE in ``(S, C)`` cannot represent. :func:`refraction_power_vector_kernel` is
@@ -20,7 +20,7 @@ axis-aligned SE in ``(S, C)`` cannot represent. :func:`refraction_power_vector_k
 
 References
 ----------
-- Fauvel & Chalk, seed 002, Eq. 12 (blur) and Eq. 15 (kernel ``θ s s' + k(x, x')``).
+- Fauvel & Chalk (contextual BO), Eq. 12 (blur) and Eq. 15 (kernel ``θ s s' + k(x, x')``).
 - Thibos, Wheeler & Horner (1997), power vectors ``(M, J0, J45)``.
 """
 
@@ -121,7 +121,7 @@ def refraction_power_vector_kernel(theta, lengthscales, variance) -> Sum:
     """``θ s s' + k_SE((M, C/2), (M', C'/2))`` on inputs ``(s, S, C)`` (VisionTune fix).
 
     ``theta``: linear variance of the letter size ``s`` (logMAR⁻²); ``lengthscales``: 1 or 2
-    values (diopters) for ``(M, J)``; ``variance``: SE output variance. Seed 002 Eq. 15 with the
+    values (diopters) for ``(M, J)``; ``variance``: SE output variance. Eq. 15 of the contextual BO paper with the
     SE kernel evaluated on power-vector coordinates ``M = S + C/2``, ``J = C/2`` (module docstring).
     """
     ls = np.atleast_1d(np.asarray(lengthscales, dtype=float))

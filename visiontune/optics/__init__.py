@@ -1,4 +1,4 @@
-"""optics layer (see DESIGN.md): prescriptions and power vectors, blur, acuity and its
+"""optics layer (docs/design.md, "Layers"): prescriptions and power vectors, blur, acuity and its
 units, psychometric functions, simulated patients, the refraction problem's boxes."""
 
 from visiontune.optics.acuity import AcuityModel, BlendowskeAcuity

@@ -1,16 +1,16 @@
-"""Acuity as a function of dioptric blur: a pluggable model (DESIGN.md, "Acuity model").
+"""Acuity as a function of dioptric blur: a pluggable model (docs/design.md, "Acuity model").
 
 An :class:`AcuityModel` is any callable mapping blur (diopters, array) to visual acuity
 (logMAR, same shape). The default, :class:`BlendowskeAcuity`, implements Blendowske (2015,
-*Unaided visual acuity and blur*, Optom. Vis. Sci. 92:e121) as cited by seed 002 §5.1::
+*Unaided visual acuity and blur*, Optom. Vis. Sci. 92:e121) as cited by Fauvel & Chalk (contextual BO) §5.1::
 
     MAR(β) = MAR* · (1 + β²)   =>   VA(x) = VA(x*) + log10(1 + β²)   (logMAR)
 
-Seed 002 prints ``VA(x) - VA(x*) = 1 + β²``; the logarithm was lost in print (DESIGN.md
-correction): with it 1 D of blur costs 0.30 logMAR (20/40) and 4 D costs 1.23 logMAR.
+The paper prints ``VA(x) - VA(x*) = 1 + β²``; the logarithm was lost in print (our
+correction, docs/design.md, "Acuity model"): with it 1 D of blur costs 0.30 logMAR (20/40) and 4 D costs 1.23 logMAR.
 
-Two other published shapes, for simulated patients who are *not* the model (issue 20,
-"robust to a patient who is not the model"); both keep ``VA(0) = VA*`` but differ from
+Two other published shapes, for simulated patients who are *not* the model (the
+clinical validation must be robust to a patient who is not the model); both keep ``VA(0) = VA*`` but differ from
 Blendowske's in shape (a sharper cusp at zero blur, a slower rise at large blur):
 
 * :class:`PupilBlurAcuity`, geometric optics with the pupil (Smith 1991)::
@@ -34,7 +34,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from visiontune._validate import finite_array
+from visiontune._validate import finite_array, scalar
 from visiontune.errors import InvalidInputError
 
 __all__ = [
@@ -53,21 +53,14 @@ def check_blur(name: str, blur_d) -> np.ndarray:
 
 def _check_va_star(value) -> float:
     """``best_corrected_logmar`` as a float in [-0.5, 2] logMAR, or raise naming it."""
-    arr = finite_array("best_corrected_logmar", value)
-    if arr.ndim != 0 or isinstance(value, bool):
-        raise InvalidInputError(f"best_corrected_logmar: expected one number, got {value!r}")
-    if not -0.5 <= float(arr) <= 2.0:
-        raise InvalidInputError(f"best_corrected_logmar: must be in [-0.5, 2] logMAR, got {float(arr)}")
-    return float(arr)
+    return scalar("best_corrected_logmar", value, -0.5, 2.0)
 
 
 def _check_positive_number(name: str, value, upper: float) -> float:
-    arr = finite_array(name, value)
-    if arr.ndim != 0 or isinstance(value, bool):
-        raise InvalidInputError(f"{name}: expected one number, got {value!r}")
-    if not 0.0 < float(arr) <= upper:
-        raise InvalidInputError(f"{name}: must be in (0, {upper:g}], got {float(arr)}")
-    return float(arr)
+    v = scalar(name, value, hi=upper)
+    if v <= 0.0:
+        raise InvalidInputError(f"{name}: expected a number in (0, {upper:g}], got {v}")
+    return v
 
 
 @runtime_checkable
@@ -86,7 +79,7 @@ class AcuityModel(Protocol):
 
 @dataclass(frozen=True)
 class BlendowskeAcuity:
-    """``VA(β) = VA* + log10(1 + β²)`` (Blendowske 2015; seed 002 §5.1 with DESIGN.md's fix).
+    """``VA(β) = VA* + log10(1 + β²)`` (Blendowske 2015; Fauvel & Chalk (contextual BO) §5.1, with the logarithm restored).
 
     ``best_corrected_logmar``: ``VA*``, the acuity through the best correction (logMAR;
     0 is 20/20, the paper's patient). Finite; a value outside [-0.5, 2] is rejected as

@@ -24,30 +24,17 @@ succeed and large enough to matter.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 
-from visiontune._validate import finite_array
-from visiontune.errors import InvalidInputError
+from visiontune._validate import check_int, scalar
 
 __all__ = ["AttentionDrift", "check_trial_index"]
 
 
 def check_trial_index(k) -> int:
     """``k`` as a trial index (integer >= 0), or raise naming ``k``."""
-    if isinstance(k, bool) or not isinstance(k, Integral) or k < 0:
-        raise InvalidInputError(f"k: expected a trial index, an integer >= 0, got {k!r}")
-    return int(k)
-
-
-def _number(name: str, value, lower: float, upper: float) -> float:
-    arr = finite_array(name, value)
-    if arr.ndim != 0 or isinstance(value, bool):
-        raise InvalidInputError(f"{name}: expected one number, got {value!r}")
-    if not lower <= float(arr) <= upper:
-        raise InvalidInputError(f"{name}: must be in [{lower:g}, {upper:g}], got {float(arr)}")
-    return float(arr)
+    return check_int("k", k, lo=0)
 
 
 @dataclass(frozen=True)
@@ -65,13 +52,11 @@ class AttentionDrift:
     logmar_per_100_trials: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lapse_increase", _number("lapse_increase", self.lapse_increase, 0.0, 0.999))
+        object.__setattr__(self, "lapse_increase", scalar("lapse_increase", self.lapse_increase, 0.0, 0.999))
         k = self.over_trials
-        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-            raise InvalidInputError(f"over_trials: expected an integer >= 1, got {k!r}")
-        object.__setattr__(self, "over_trials", int(k))
+        object.__setattr__(self, "over_trials", check_int("over_trials", k, lo=1))
         object.__setattr__(self, "logmar_per_100_trials",
-                           _number("logmar_per_100_trials", self.logmar_per_100_trials, -1.0, 1.0))
+                           scalar("logmar_per_100_trials", self.logmar_per_100_trials, -1.0, 1.0))
 
     def lapse_at(self, k: int, base_lapse: float) -> float:
         """``λ(k) = λ + Δλ · min(k / K, 1)`` for trial ``k`` (0-based)."""

@@ -1,16 +1,15 @@
-"""Dioptric blur of a lens for a patient (seed 002 §5.1, Eq. 12; Thibos power vectors).
+"""Dioptric blur of a lens for a patient (Fauvel & Chalk (contextual BO) §5.1, Eq. 12; Thibos power vectors).
 
 Sign convention. ``true_rx`` is the patient's best correction, the lens that corrects them
-(``x*`` in seed 002). The residual refractive error seen through lens ``x`` is, in power-
+(``x*`` in the paper). The residual refractive error seen through lens ``x`` is, in power-
 vector space,
 
     r = P(x) - P(x*)        (P the Thibos power vector, diopters)
 
-so the patient is corrected exactly when the lens equals ``true_rx`` (r = 0). DESIGN.md's
-"patient's error vector + lens vector" is the same statement with the eye's error vector
-``-P(x*)``. The blur strength is the length ``β = |r| = √(ΔM² + ΔJ0² + ΔJ45²)``. For
-aligned axes (``ΔS = S - S*``, ``ΔC = C - C*``) this is seed 002, Eq. 12 (Raasch 1995,
-Blendowske 2015):
+so the patient is corrected exactly when the lens equals ``true_rx`` (r = 0). "The eye's error
+vector plus the lens vector" says the same, with the eye's error vector ``-P(x*)``. The blur
+strength is the length ``β = |r| = √(ΔM² + ΔJ0² + ΔJ45²)``. For aligned axes
+(``ΔS = S - S*``, ``ΔC = C - C*``) this is the paper's Eq. 12 (Raasch 1995, Blendowske 2015):
 
     β = √(½ (ΔS² + (ΔS + ΔC)²))
 
@@ -81,7 +80,7 @@ def residual_power_vector(lens, true_rx, *, axis_deg: float | None = None) -> np
 
 
 def blur_diopters(lens, true_rx, *, axis_deg: float | None = None):
-    """Blur strength ``β = |P(lens) - P(true_rx)|`` in diopters (seed 002, Eq. 12).
+    """Blur strength ``β = |P(lens) - P(true_rx)|`` in diopters (Fauvel & Chalk (contextual BO), Eq. 12).
 
     Inputs as in :func:`residual_power_vector`. Returns a float when both inputs are single
     lenses, else an ``(n,)`` array. For aligned axes equals ``√(½(ΔS² + (ΔS+ΔC)²))``.

@@ -1,6 +1,6 @@
-"""Per-letter difficulty for the simulated patient (DESIGN.md, "Letter size on screen").
+"""Per-letter difficulty for the simulated patient (docs/design.md, "Letter size on screen").
 
-A letter ``L`` shifts the patient's acuity by ``δ_L`` (logMAR) in seed 002 Eq. 13:
+A letter ``L`` shifts the patient's acuity by ``δ_L`` (logMAR) in Fauvel & Chalk (contextual BO), Eq. 13:
 ``P = γ + (1-γ-λ) Φ(a (s - VA(x) - δ_L))``; a hard letter has ``δ_L > 0``. Sloan letters
 range from about 71% correct (C, O, S) to 94% (Z) at one size; no table ships here, the
 caller supplies one with its source.
@@ -42,7 +42,7 @@ def letter_offsets_from_percent_correct(percent_correct: Mapping[str, float],
 
     At that size the reference (average) letter is read with probability ``p_ref`` and
     letter ``L`` with ``p_L``. With ``t(p) = Φ⁻¹((p - γ)/(1 - γ - λ)) / a`` the distance of
-    that size from threshold (inverse of seed 002 Eq. 13, :meth:`PsychometricFunction.threshold`
+    that size from threshold (inverse of Eq. 13, :meth:`PsychometricFunction.threshold`
     at ``VA = 0``), ``δ_L = t(p_ref) - t(p_L)``: an easier letter has ``δ < 0``.
     ``percent_correct`` values in percent, strictly between ``100 γ`` and ``100 (1 - λ)``;
     ``reference_percent`` defaults to their mean (the chart's average letter).

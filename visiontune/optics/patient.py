@@ -1,12 +1,12 @@
-"""A simulated patient for the refraction task (seed 002 §5.1).
+"""A simulated patient for the refraction task (Fauvel & Chalk (contextual BO) §5.1).
 
 Through lens ``x`` the patient's blur is ``β = |P(x) - P(x*)|`` (:mod:`.blur`), their acuity
 ``VA(x) = acuity_model(β)`` (default Blendowske: ``VA* + log10(1 + β²)``), and the chance of
-reading a letter of size ``s`` (logMAR) is the psychometric function (seed 002, Eq. 13)::
+reading a letter of size ``s`` (logMAR) is the psychometric function (same paper, Eq. 13)::
 
     P(correct | s, x) = γ + (1 - γ - λ) Φ(a (s - VA(x)))
 
-For a duel of lenses ``x1``, ``x2`` shown with letters of size ``s`` (seed 002, Eq. 11)::
+For a duel of lenses ``x1``, ``x2`` shown with letters of size ``s`` (Eq. 11)::
 
     P(x1 preferred) = Φ(f(s, x1) - f(s, x2))
 
@@ -25,10 +25,10 @@ the same seed.
 Letter difficulty (optional): ``letter_offsets_logmar`` maps a letter to ``δ`` (logMAR),
 added to the acuity for that letter, ``P = γ + (1-γ-λ) Φ(a (s - VA(x) - δ))``: a hard letter
 has ``δ > 0``. :func:`~visiontune.optics.letter_difficulty.letter_offsets_from_percent_correct` turns each letter's percent
-correct at one size (DESIGN.md: about 71% for C, O, S to 94% for Z among Sloan letters) into
+correct at one size (docs/design.md: about 71% for C, O, S to 94% for Z among Sloan letters) into
 offsets. No table ships here: the caller supplies one from a cited source.
 
-Accommodation (optional; DESIGN.md "The clinical refraction", issue 20). A patient with an
+Accommodation (optional; docs/design.md, "The clinical refraction"). A patient with an
 amplitude of accommodation ``A`` (diopters: ``accommodation_d``, else Hofstetter's mean line
 at ``age_years`` from :mod:`visiontune.optics.accommodation`, else 0) uses up to
 ``A_s = f · A`` of it, ``f = accommodation_fraction`` (default 2/3): only a part of the
@@ -66,7 +66,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.special import ndtr
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_int, finite_array
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import (
     accommodated_residual,
@@ -104,7 +104,7 @@ def make_rng(seed) -> np.random.Generator:
 
 def random_true_rx(rng: np.random.Generator, box: Box = SEARCH_BOX, axis_deg: float = 180.0) -> Prescription:
     """A true correction with ``(sphere_d, cylinder_d)`` uniform in ``box`` (default the
-    search box ``[-4, 4]²`` D of seed 002 §5.3) at axis ``axis_deg``. Consumes two draws of ``rng``."""
+    search box ``[-4, 4]²`` D of Fauvel & Chalk (contextual BO) §5.3) at axis ``axis_deg``. Consumes two draws of ``rng``."""
     if box.dim != 2:
         raise InvalidInputError(f"box: expected a 2-D (sphere, cylinder) box, got {box.dim} dimensions")
     sphere, cylinder = box.sample(rng, 1)[0]
@@ -120,7 +120,7 @@ class SimulatedPatient:
     :func:`make_rng`. ``acuity_model``: any :class:`AcuityModel` (blur -> logMAR); when given,
     ``best_corrected_logmar`` must be left at its default. ``preference_latent``: ``"linear"``
     or ``"probit"`` (module docstring). ``letter_offsets_logmar``: optional ``{letter: δ}``
-    per-letter difficulty (module docstring); without it every letter is alike (seed 002).
+    per-letter difficulty (module docstring); without it every letter is alike (as in the paper).
     ``age_years`` (years, [0, 120]), ``accommodation_d`` (amplitude, diopters >= 0) and
     ``accommodation_fraction`` (in [0, 1]): accommodation (module docstring).
     ``drift``: an :class:`AttentionDrift` or None (module docstring); its largest lapse rate
@@ -257,11 +257,11 @@ class SimulatedPatient:
         raise InvalidInputError(f"letter: expected a string or a sequence of strings, got {type(letter).__name__}")
 
     def probability_correct(self, s, lens, letter=None):
-        """``γ + (1-γ-λ) Φ(a (s - VA(lens) - δ(letter)))`` (seed 002, Eq. 13; ``δ = 0`` by default)."""
+        """``γ + (1-γ-λ) Φ(a (s - VA(lens) - δ(letter)))`` (Fauvel & Chalk (contextual BO), Eq. 13; ``δ = 0`` by default)."""
         return self._probability_correct(s, lens, letter, self._psychometric, 0.0)
 
     def preference_probability(self, s, lens1, lens2):
-        """``P(lens1 preferred) = Φ(f(s, lens1) - f(s, lens2))`` (seed 002, Eq. 11)."""
+        """``P(lens1 preferred) = Φ(f(s, lens1) - f(s, lens2))`` (Fauvel & Chalk (contextual BO), Eq. 11)."""
         return self._preference_probability(s, lens1, lens2, self._psychometric, 0.0)
 
     def _probability_correct(self, s, lens, letter, psychometric: PsychometricFunction, shift: float):
@@ -396,7 +396,7 @@ def _check_accommodation(age_years, accommodation_d, fraction) -> tuple[float | 
 
 
 def probability_grid(patient: SimulatedPatient, s: float, n_grid: int = 81, box: Box = SEARCH_BOX):
-    """``P(correct | s, x)`` on an ``n_grid × n_grid`` grid of ``box`` (for plots; seed 002 Fig. S3B).
+    """``P(correct | s, x)`` on an ``n_grid × n_grid`` grid of ``box`` (for plots; Fauvel & Chalk (contextual BO), Fig. S3B).
 
     Returns ``(spheres, cylinders, p)``: ``spheres``, ``cylinders`` the ``(n_grid,)`` axes
     (diopters, at ``patient.true_rx.axis_deg``) and ``p[i, j] = P(correct | s, (spheres[i],
@@ -404,8 +404,7 @@ def probability_grid(patient: SimulatedPatient, s: float, n_grid: int = 81, box:
     """
     if not isinstance(patient, SimulatedPatient):
         raise InvalidInputError(f"patient: expected a SimulatedPatient, got {type(patient).__name__}")
-    if isinstance(n_grid, bool) or not isinstance(n_grid, (int, np.integer)) or n_grid < 2:
-        raise InvalidInputError(f"n_grid: expected an integer >= 2, got {n_grid!r}")
+    check_int("n_grid", n_grid, lo=2)
     if box.dim != 2:
         raise InvalidInputError(f"box: expected a 2-D (sphere, cylinder) box, got {box.dim} dimensions")
     spheres = np.linspace(box.lower[0], box.upper[0], int(n_grid))

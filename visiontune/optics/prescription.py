@@ -11,7 +11,7 @@ Conventions used throughout :mod:`visiontune.optics`:
 
 Power vectors (Thibos, Wheeler & Horner 1997, *Power vectors: an application of Fourier
 analysis to the description and statistical analysis of refractive error*, Optom. Vis.
-Sci. 74:367-375; DESIGN.md, "The refraction model")::
+Sci. 74:367-375; docs/design.md, "The refraction model")::
 
     M   = S + C/2
     J0  = -(C/2) cos 2α
@@ -84,7 +84,7 @@ class PowerVector:
 
     ``m_d`` spherical equivalent ``M``, ``j0_d`` and ``j45_d`` the Jackson cross-cylinder
     components ``J0``, ``J45``. The Euclidean length is the blur strength (Thibos 1997;
-    seed 002, Eq. 12 for aligned axes).
+    Fauvel & Chalk (contextual BO), Eq. 12 for aligned axes).
     """
 
     m_d: float
@@ -168,7 +168,7 @@ class Prescription:
     # --- power vectors -----------------------------------------------------------------
     def power_vector(self) -> PowerVector:
         """Thibos power vector ``(M, J0, J45)``: ``M = S + C/2``, ``J0 = -(C/2) cos 2α``,
-        ``J45 = -(C/2) sin 2α`` (Thibos 1997; DESIGN.md)."""
+        ``J45 = -(C/2) sin 2α`` (Thibos 1997)."""
         return PowerVector(*self.power_vector_array())
 
     def power_vector_array(self) -> np.ndarray:

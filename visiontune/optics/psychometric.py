@@ -1,11 +1,11 @@
-"""Psychometric function of an n-alternative letter task (seed 002 §5.1, Eqs. 13-14).
+"""Psychometric function of an n-alternative letter task (Fauvel & Chalk (contextual BO) §5.1, Eqs. 13-14).
 
 With letter size ``s`` (logMAR), acuity ``VA`` (logMAR), slope ``a`` (logMAR⁻¹),
 chance ``γ = 1/n`` and lapse rate ``λ``::
 
     P(correct | s) = γ + (1 - γ - λ) Φ(a (s - VA))
 
-Seed 002 Eq. 13 writes ``γ + (1-γ) Φ(a s + b)`` with ``VA = -b/a`` (the inflexion point,
+Fauvel & Chalk (contextual BO), Eq. 13, writes ``γ + (1-γ) Φ(a s + b)`` with ``VA = -b/a`` (the inflexion point,
 where ``P = (1+γ)/2``); that is the case ``λ = 0``. The lapse enters only as the upper
 asymptote ``1 - λ`` (Wichmann & Hill 2001): it is the same as a patient who, on a fraction
 ``λ / (1 - γ)`` of trials, does not look and guesses. ``VA`` stays the point where
@@ -17,12 +17,11 @@ The latent of Eq. 14 is ``f = Φ⁻¹(P(correct))`` so that ``P = Φ(f)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from visiontune._validate import finite_array
+from visiontune._validate import check_int, finite_array, scalar
 from visiontune.errors import InvalidInputError
 
 __all__ = ["PsychometricFunction"]
@@ -34,10 +33,10 @@ def _out(arr: np.ndarray):
 
 @dataclass(frozen=True)
 class PsychometricFunction:
-    """``P(correct | s, VA) = γ + (1-γ-λ) Φ(a (s - VA))`` (seed 002, Eq. 13, with lapse).
+    """``P(correct | s, VA) = γ + (1-γ-λ) Φ(a (s - VA))`` (Fauvel & Chalk (contextual BO), Eq. 13, with lapse).
 
-    ``slope``: ``a`` > 0, logMAR⁻¹ (1 to 8 in seed 002, 5 in its figure 3).
-    ``n_alternatives``: integer ``n >= 2``; chance ``γ = 1/n`` (26 letters in seed 002,
+    ``slope``: ``a`` > 0, logMAR⁻¹ (1 to 8 in the contextual BO paper, 5 in its figure 3).
+    ``n_alternatives``: integer ``n >= 2``; chance ``γ = 1/n`` (26 letters in that paper,
     10 Sloan letters). ``lapse``: ``λ`` in ``[0, 1 - γ)``.
     """
 
@@ -46,19 +45,14 @@ class PsychometricFunction:
     lapse: float = 0.0
 
     def __post_init__(self) -> None:
-        slope = finite_array("slope", self.slope)
-        if slope.ndim != 0 or isinstance(self.slope, bool):
-            raise InvalidInputError(f"slope: expected one number, got {self.slope!r}")
-        if float(slope) <= 0:
+        slope = scalar("slope", self.slope)
+        if slope <= 0:
             raise InvalidInputError(f"slope: must be > 0 (logMAR^-1), got {float(slope)}")
         n = self.n_alternatives
-        if isinstance(n, bool) or not isinstance(n, Integral):
-            raise InvalidInputError(f"n_alternatives: expected an integer, got {n!r}")
+        check_int("n_alternatives", n)
         if n < 2:
             raise InvalidInputError(f"n_alternatives: a forced-choice task needs >= 2 alternatives, got {n}")
-        lapse = finite_array("lapse", self.lapse)
-        if lapse.ndim != 0 or isinstance(self.lapse, bool):
-            raise InvalidInputError(f"lapse: expected one number, got {self.lapse!r}")
+        lapse = scalar("lapse", self.lapse)
         gamma = 1.0 / int(n)
         if not 0.0 <= float(lapse) < 1.0 - gamma:
             raise InvalidInputError(f"lapse: must be in [0, 1 - 1/n) = [0, {1.0 - gamma:.6g}), got {float(lapse)}")
@@ -90,7 +84,7 @@ class PsychometricFunction:
         return _out(self.lapse + (1.0 - self.guess_rate - self.lapse) * ndtr(-z))
 
     def probit_latent(self, s, va):
-        """Seed 002 Eq. 14: ``f = Φ⁻¹(P(correct | s, VA))`` so that ``P = Φ(f)``.
+        """Fauvel & Chalk (contextual BO), Eq. 14: ``f = Φ⁻¹(P(correct | s, VA))`` so that ``P = Φ(f)``.
 
         Above ``P = ½`` computed as ``-Φ⁻¹(1 - P)`` from :meth:`probability_wrong`, so ``f``
         stays finite for large letters (with ``λ = 0``, up to ``a (s - VA) ≈ 37``)."""

@@ -1,7 +1,7 @@
-"""The refraction problem of seed 002 §5: search box, context box, the lens axis.
+"""The refraction problem of Fauvel & Chalk (contextual BO) §5: search box, context box, the lens axis.
 
 Search space ``X = [-4, 4]²`` diopters over ``(sphere, cylinder)`` at a fixed axis;
-context (letter size) ``S = [-1, 2]`` logMAR (seed 002 §5.3).
+context (letter size) ``S = [-1, 2]`` logMAR (§5.3).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from visiontune._validate import finite_array, points
+from visiontune._validate import check_int, finite_array, points
 from visiontune.errors import InvalidInputError
 
 __all__ = ["Box", "SEARCH_BOX", "CONTEXT_BOX"]
@@ -54,13 +54,12 @@ class Box:
         """``(n, d)`` points drawn uniformly in the box with ``rng``."""
         if not isinstance(rng, np.random.Generator):
             raise InvalidInputError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise InvalidInputError(f"n: expected an integer >= 0, got {n!r}")
+        check_int("n", n, lo=0)
         return rng.uniform(self.lower, self.upper, size=(int(n), self.dim))
 
 
 SEARCH_BOX = Box((-4.0, -4.0), (4.0, 4.0), ("sphere_d", "cylinder_d"))
-"""Lens search space of seed 002 §5.3: ``(sphere, cylinder)`` in ``[-4, 4]²`` diopters."""
+"""Lens search space of Fauvel & Chalk (contextual BO) §5.3: ``(sphere, cylinder)`` in ``[-4, 4]²`` diopters."""
 
 CONTEXT_BOX = Box((-1.0,), (2.0,), ("letter_size_logmar",))
-"""Context space of seed 002 §5.3: letter size in ``[-1, 2]`` logMAR."""
+"""Context space of Fauvel & Chalk (contextual BO) §5.3: letter size in ``[-1, 2]`` logMAR."""

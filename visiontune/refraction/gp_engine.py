@@ -1,8 +1,8 @@
-"""The GP model of seed 002 §5 as a refraction engine (the paper's reproduction).
+"""The GP model of Fauvel & Chalk (contextual BO) §5 as a refraction engine (the paper's reproduction).
 
 Model inputs are ``(s, S, C)``: letter size (logMAR), sphere and cylinder (diopters) at the
 protocol's fixed cylinder axis. Probit GP with kernel ``θ s s' + k_SE((S, C), (S', C'))``
-(seed 002, Eq. 15), hyperparameters held fixed; refit from the answers after each one. The
+(Eq. 15), hyperparameters held fixed; refit from the answers after each one. The
 policy is a registered contextual binary rule (002 §3.3); the estimate, its credible region
 and the predicted acuity are those of :mod:`visiontune.refraction.gp_estimate`.
 """
@@ -20,6 +20,7 @@ from visiontune.gp import Kernel, ProbitGP, refraction_kernel
 from visiontune.optics import Prescription
 from visiontune.refraction import gp_estimate
 from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples
+from visiontune.refraction.gp_hyperparameters import fitted_refraction_kernel
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.policies import registry_name
 from visiontune.refraction.protocol import Protocol
@@ -56,7 +57,6 @@ def gp_kernel(protocol: Protocol) -> Kernel:
         hp = spec.hyperparameters
         lengthscales = np.broadcast_to(np.atleast_1d(np.asarray(hp["lengthscales"], dtype=float)), (2,)).copy()
         return refraction_kernel(float(hp["theta"]), lengthscales, float(hp["variance"]))
-    from visiontune.refraction.gp_hyperparameters import fitted_refraction_kernel
 
     return fitted_refraction_kernel(slope=design_slope(protocol), n_alternatives=protocol.n_alternatives,
                                     search_box=box, context_box=np.array([protocol.logmar_range], dtype=float))  # fmt: skip
@@ -143,7 +143,7 @@ class GPEngine:
 
     def psychometric(self, trials, lens, level: float, n: int = 61):
         """``(s, p, lo, hi)``: the model's ``P(correct)`` against letter size through ``lens``
-        (``μ_c = Φ(μ_f / √(1 + σ_f²))``, seed 000 Eq. 3) and the band ``Φ(μ_f ± z σ_f)``."""
+        (``μ_c = Φ(μ_f / √(1 + σ_f²))``, Fauvel & Chalk (binary/preferential BO), Eq. 3) and the band ``Φ(μ_f ± z σ_f)``."""
         s = np.linspace(*self.protocol.logmar_range, n)
         inputs = np.column_stack([s, np.tile([lens.sphere_d, lens.cylinder_d], (n, 1))])
         mu, var = self.model(trials).predict(inputs)

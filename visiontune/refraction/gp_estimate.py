@@ -4,7 +4,7 @@ All functions take a fitted :class:`visiontune.gp.ProbitGP` over inputs ``(s, S,
 session's :class:`visiontune.acquisition.Problem`.
 
 - Best lens ``x̂ = argmax_x μ_c(s0, x)`` at the reference letter size ``s0`` (the solution the
-  benchmarks score, DESIGN.md "Stratified analysis").
+  benchmarks score, docs/design.md, "Stratified analysis").
 - Credible region: the ``level`` central interval, per coordinate, of ``argmax_x f̃(s0, x)`` over
   approximate posterior samples ``f̃`` (002 supp. G, decoupled bases), each maximised on a grid.
 - Predicted acuity through a lens: the letter size where the latent mean crosses 0, i.e. where

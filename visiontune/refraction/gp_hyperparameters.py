@@ -1,4 +1,4 @@
-"""The GP refraction model of seed 002 §5.2: its kernel and the fitted hyperparameters.
+"""The GP refraction model of Fauvel & Chalk (contextual BO) §5.2: its kernel and the fitted hyperparameters.
 
 **Kernel and its hyperparameters** (002 §5.2, Eq. 15). Model inputs are ``(s, S, C)``:
 letter size (logMAR), sphere and cylinder (diopters) at a fixed axis, with
@@ -22,7 +22,7 @@ variant's values, into the paper's protocol and runs it through the one trial lo
 probit GP is refit from scratch on the trial log after every answer with these values held fixed.
 
 Reference context ``s0`` (the letter size at which the x-rule and the estimate are evaluated):
-seed 002 does not state it for the refraction task. Default ``s0 = 0`` logMAR (20/20), the
+the paper does not state it for the refraction task. Default ``s0 = 0`` logMAR (20/20), the
 best-corrected acuity of the paper's patient (002 §5.1), where ``f(0, x) = b(x)`` is the
 acuity term of Eq. 14 alone and the linear term ``θ s s'`` vanishes; the session engine uses
 the same value. Measured (UCB-ALD, slope 5, 26 letters, 260 trials, seeds 0-9, shipped
@@ -59,9 +59,10 @@ from pathlib import Path
 
 import numpy as np
 
-from visiontune._validate import finite_array, positive
+from visiontune._validate import check_box, check_int, positive
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.gp import Kernel, ProbitGP, fit_hyperparameters, refraction_kernel
+from visiontune.gp.transformed import refraction_power_vector_kernel
 from visiontune.optics import CONTEXT_BOX, SEARCH_BOX, Prescription, SimulatedPatient
 
 __all__ = [
@@ -160,16 +161,7 @@ def _check_slope(slope) -> float:
 
 
 def _check_alternatives(n_alternatives) -> int:
-    if isinstance(n_alternatives, bool) or not isinstance(n_alternatives, (int, np.integer)) or n_alternatives < 2:
-        raise InvalidInputError(f"n_alternatives: expected an integer >= 2, got {n_alternatives!r}")
-    return int(n_alternatives)
-
-
-def _check_box(name: str, box, rows: int) -> np.ndarray:
-    b = finite_array(name, box, ndim=2)
-    if b.shape != (rows, 2) or np.any(b[:, 1] <= b[:, 0]):
-        raise InvalidInputError(f"{name}: expected a ({rows}, 2) array of [low, high] rows with low < high, got {b.tolist()}")
-    return b
+    return check_int("n_alternatives", n_alternatives, lo=2)
 
 
 def simulate_fit_data(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
@@ -183,10 +175,9 @@ def simulate_fit_data(slope: float, n_alternatives: int = 26, *, n: int = N_FIT,
     queries and the answers.
     """
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InvalidInputError(f"n: expected an integer >= 1, got {n!r}")
-    sbox = _check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2)
-    cbox = _check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1)
+    check_int("n", n, lo=1)
+    sbox = check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2, strict=True)
+    cbox = check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1, strict=True)
     rx_seq, query_seq, patient_seq = np.random.SeedSequence(seed).spawn(3)
     rx_rng = np.random.default_rng(rx_seq)
     sphere, cylinder = rx_rng.uniform(sbox[:, 0], sbox[:, 1])
@@ -283,8 +274,8 @@ def refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, search
     """Hyperparameters for a patient model: the shipped fit for the paper's boxes and a stored
     ``(slope, n_alternatives)``; otherwise fit on the fly (10-30 s) and cached in memory."""
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
-    sbox = _check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2)
-    cbox = _check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1)
+    sbox = check_box("search_box", _DEFAULT_SEARCH if search_box is None else search_box, 2, strict=True)
+    cbox = check_box("context_box", _DEFAULT_CONTEXT if context_box is None else context_box, 1, strict=True)
     if np.array_equal(sbox, _DEFAULT_SEARCH) and np.array_equal(cbox, _DEFAULT_CONTEXT):
         hp = _stored().get((round(slope, 9), n_alternatives))
         if hp is not None:
@@ -329,7 +320,7 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
                              f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
         sections[key] = entries
     doc = {
-        "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) (seed 002 Eq. 15, "
+        "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) (Fauvel & Chalk (contextual BO) Eq. 15, "
                        "§5.2) fit on 1000 simulated answers; regenerate with "
                        "python -m visiontune.refraction.gp_hyperparameters --regenerate",
         "search_box": _DEFAULT_SEARCH.tolist(),
@@ -365,9 +356,9 @@ SHORT_LENGTHSCALE_D = 2.0
 KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR, KERNEL_SHORT_LENGTHSCALE)
 #: Variants whose hyperparameters are fit by maximum likelihood and shipped (regenerate).
 FITTED_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
-#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley, issue 7).
+#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley, docs/results/refraction-investigation.md).
 UCB_ALD_PV = "UCB-ALD-PV"
-#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, issue 7).
+#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, docs/results/refraction-investigation.md).
 UCB_ALD_SL = "UCB-ALD-SL"
 #: TS-ALD with the same 2 D SE lengthscales (does the fix carry over to Thompson sampling?).
 TS_ALD_SL = "TS-ALD-SL"
@@ -390,8 +381,6 @@ def fit_power_vector_hyperparameters(slope: float, n_alternatives: int = 26, *, 
     """Maximum-likelihood ``(θ, ℓ_M, ℓ_J, σ²)`` of the power-vector kernel on the same simulated
     answers as :func:`fit_refraction_hyperparameters` (002 §5.2 protocol; Laplace evidence,
     R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
-    from visiontune.gp.transformed import refraction_power_vector_kernel
-
     start = refraction_power_vector_kernel(1.0, np.array([2.0, 2.0]), 1.0)
     return _fit_from(start, slope, n_alternatives, n=n, seed=seed, n_starts=n_starts)
 
@@ -444,7 +433,6 @@ def short_lengthscale_hyperparameters(slope: float, n_alternatives: int = 26) ->
 def _variant_kernel(variant: str, hp: RefractionHyperparameters) -> Kernel:
     if variant in (KERNEL_SE, KERNEL_SHORT_LENGTHSCALE):
         return hp.kernel()
-    from visiontune.gp.transformed import refraction_power_vector_kernel
 
     return refraction_power_vector_kernel(hp.theta, np.array(hp.lengthscales), hp.variance)
 

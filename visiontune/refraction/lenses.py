@@ -4,7 +4,7 @@ The search runs in Thibos power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horn
 the clinician sets sphere / cylinder × axis from a trial set or a phoropter:
 
 * sphere and cylinder on quarter-diopter steps (``step_d``; 0 keeps them continuous, the
-  paper's simulated experiment, seed 002 §5.3);
+  paper's simulated experiment, Fauvel & Chalk (contextual BO) §5.3);
 * the axis on ``axis_step_deg`` steps (5° by default, 1° as a setting; a divisor of 180°), coarser when the
   cylinder is small, where the axis matters little: 15° for 0.25 D and 10° for 0.50 D of
   cylinder, in the spirit of the axis tolerances of ANSI Z80.1 / ISO 21987 for mounted
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription
 from visiontune.optics.prescription import normalise_axis_deg
@@ -54,17 +55,14 @@ class LensSteps:
 
     def __post_init__(self) -> None:
         step, axis_step = self.step_d, self.axis_step_deg
-        if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or not 0 <= step <= 1:
-            raise InvalidInputError(f"step_d: expected a lens step in [0, 1] D, got {step!r}")
+        step = check_number("step_d", step, 0, 1)
         if (isinstance(axis_step, bool) or not isinstance(axis_step, (int, float)) or not math.isfinite(axis_step)
                 or not 0 < axis_step <= 45 or abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9):
             raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees that divides 180 "
                                     f"(1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15, ...), got {axis_step!r}")  # fmt: skip
         if self.cylinder_form not in CYLINDER_FORMS:
             raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
-        origin = self.axis_origin_deg
-        if isinstance(origin, bool) or not isinstance(origin, (int, float)) or not math.isfinite(origin):
-            raise InvalidInputError(f"axis_origin_deg: expected a finite axis in degrees, got {origin!r}")
+        origin = check_number("axis_origin_deg", self.axis_origin_deg)
         object.__setattr__(self, "step_d", float(step))
         object.__setattr__(self, "axis_step_deg", float(axis_step))
         object.__setattr__(self, "axis_origin_deg", float(origin) % 180.0)

@@ -4,10 +4,10 @@ A protocol names a **model** and a **policy** (decision rule). Every pair listed
 every other pair is refused when the protocol is parsed, before a session exists.
 
 * ``model.type = "optics"`` (:mod:`visiontune.refraction.optics_model`, the clinical default):
-  the papers' UCB-ALD and TS-ALD (seed 002 §3.3), BALD over ``(s, x)`` jointly (Houlsby 2011),
+  the papers' UCB-ALD and TS-ALD (Fauvel & Chalk (contextual BO) §3.3), BALD over ``(s, x)`` jointly (Houlsby 2011),
   and EVR, the query that most reduces the expected posterior variance of the correction
   (:mod:`visiontune.refraction.optics_rules`).
-* ``model.type = "gp"``, the reproduction of seed 002 §5 (probit GP, kernel ``θ s s' + k_SE``,
+* ``model.type = "gp"``, the reproduction of the contextual BO paper §5 (probit GP, kernel ``θ s s' + k_SE``,
   002 Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
   registry, under their protocol names.
 """

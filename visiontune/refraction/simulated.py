@@ -31,14 +31,14 @@ DEMO_POPULATION = "adult-clinic"
 
 
 def paper_case(seed: int, protocol) -> PatientCase:
-    """The patient of seed 002 §5.3 for a GP protocol (the paper's fixed-axis search): true
+    """The patient of Fauvel & Chalk (contextual BO) §5.3 for a GP protocol (the paper's fixed-axis search): true
     sphere and cylinder uniform in the protocol's box at its axis (``default_rng([seed, 7919])``),
     best acuity 0, slope 5, no lapse, no starting prescription."""
     sp = protocol.search_space
     box = np.array([sp.sphere_d, sp.cylinder_d], dtype=float)
     s, c = np.random.default_rng([int(seed), PAPER_TRUE_RX_STREAM]).uniform(box[:, 0], box[:, 1])
     return PatientCase(0, Prescription(float(s), float(c), sp.axis_deg), 0.0, 5.0, 0.0, None, 0.0, None, "none",
-                       "blendowske", False, False, int(seed), population="seed 002 §5.3")  # fmt: skip
+                       "blendowske", False, False, int(seed), population="Fauvel & Chalk (contextual BO) §5.3")  # fmt: skip
 
 
 def simulated_case(*, seed: int | None = None, protocol=None, true_rx: Prescription | None = None,

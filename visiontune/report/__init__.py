@@ -1,4 +1,4 @@
-"""report layer (see DESIGN.md): a finished session -> PDF report, CSV trial log, JSON
+"""report layer (docs/design.md, "Layers"): a finished session -> PDF report, CSV trial log, JSON
 session document, FHIR VisionPrescription. Reads the trial log only.
 
 Result schema: :mod:`visiontune.refraction.result` (the loop writes it); CSV/JSON schemas: :mod:`visiontune.report.tabular`.

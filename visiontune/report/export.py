@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune.errors import InvalidInputError, StoreError
+from visiontune.report.fhir import vision_prescription_json
 from visiontune.report.files import check_output_path, write_private
+from visiontune.report.pdf import pdf_bytes
 from visiontune.report.record import SessionRecord, load_session
+from visiontune.report.tabular import session_json_text, trials_to_csv
 from visiontune.session.migrations import SCHEMA_VERSION
 from visiontune.session.store import (
     TrialStore,
@@ -44,20 +47,12 @@ class ExportPaths:
 def render(record: SessionRecord, kind: str) -> bytes:
     """The bytes of one export format (``"pdf"``, ``"csv"``, ``"json"`` or ``"fhir"``)."""
     if kind == "pdf":
-        from visiontune.report.pdf import pdf_bytes
-
         return pdf_bytes(record)
     if kind == "csv":
-        from visiontune.report.tabular import trials_to_csv
-
         return trials_to_csv(record).encode("utf-8")
     if kind == "json":
-        from visiontune.report.tabular import session_json_text
-
         return session_json_text(record).encode("utf-8")
     if kind == "fhir":
-        from visiontune.report.fhir import vision_prescription_json
-
         return vision_prescription_json(record).encode("utf-8")
     raise InvalidInputError(f"kind: expected pdf, csv, json or fhir, got {kind!r}")
 

@@ -35,8 +35,13 @@ from pathlib import Path
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
+from visiontune.report.dicom_visit import visit_dicom_files
+from visiontune.report.export import _check_log_read_only
+from visiontune.report.fhir_visit import visit_bundle_json
 from visiontune.report.files import check_output_path, write_private
 from visiontune.report.record import SessionRecord, load_session
+from visiontune.report.tabular_visit import visit_csv, visit_json
+from visiontune.report.visit_pdf import visit_pdf_bytes
 from visiontune.report.visit_record import (
     BinocularBalance,
     EyeRecord,
@@ -152,8 +157,6 @@ def render_visit(loaded: LoadedVisit, paths: VisitExportPaths,
     out: list[tuple[str, Path, bytes]] = []
     flag = {"dicom_dir": "--dicom-dir"}
     if paths.dicom_dir is not None:
-        from visiontune.report.dicom_visit import visit_dicom_files
-
         folder = Path(os.fsdecode(paths.dicom_dir)).expanduser().absolute()
         if not folder.is_dir():
             raise InvalidInputError(f"--dicom-dir: {folder} is not an existing folder")
@@ -178,26 +181,18 @@ def render_visit(loaded: LoadedVisit, paths: VisitExportPaths,
 
 
 def _pdf(loaded: LoadedVisit) -> bytes:
-    from visiontune.report.visit_pdf import visit_pdf_bytes
-
     return visit_pdf_bytes(loaded.record, loaded.sessions)
 
 
 def _fhir(record: VisitRecord) -> bytes:
-    from visiontune.report.fhir_visit import visit_bundle_json
-
     return visit_bundle_json(record).encode("utf-8")
 
 
 def _csv(record: VisitRecord) -> bytes:
-    from visiontune.report.tabular_visit import visit_csv
-
     return visit_csv(record).encode("utf-8")
 
 
 def _json(record: VisitRecord) -> bytes:
-    from visiontune.report.tabular_visit import visit_json
-
     return visit_json(record).encode("utf-8")
 
 
@@ -206,8 +201,6 @@ def export_visit(db_path: PathLike | None, visit_id: int, paths: VisitExportPath
     """Read visit ``visit_id`` from the trial log at ``db_path`` (default location if ``None``)
     and write the requested records; return ``{kind: [paths written]}``. Everything is checked
     and rendered before the first file is written."""
-    from visiontune.report.export import _check_log_read_only
-
     path = Path(default_database_path() if db_path is None else db_path).expanduser().absolute()
     _check_log_read_only(path)
     with TrialStore.open(path) as store:

@@ -143,7 +143,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
         QPen,
     )
 
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font
+    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font  # late: PySide6
 
     if not isinstance(record, VisitRecord):
         raise InvalidInputError(f"record: expected a VisitRecord, got {type(record).__name__}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from visiontune._validate import check_int
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
 from visiontune.session.visit_records import check_clinic_form
@@ -234,13 +235,11 @@ class EyeRecord:
         object.__setattr__(self, "measured_va_logmar",
                            _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, low=-1.0, high=3.0))
         n = self.answers_used
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise InvalidInputError(f"{w}.answers_used: expected an integer >= 0, got {n!r}")
+        check_int(f"{w}.answers_used", n, lo=0)
         if self.stopped_by not in STOPPED_BY:
             raise InvalidInputError(f"{w}.stopped_by: expected one of {', '.join(STOPPED_BY)}, got {self.stopped_by!r}")
         sid = self.session_id
-        if isinstance(sid, bool) or not isinstance(sid, int) or sid < 0:
-            raise InvalidInputError(f"{w}.session_id: expected the session's id (integer >= 0), got {sid!r}")
+        check_int(f"{w}.session_id", sid, lo=0)
 
     @property
     def measured(self) -> bool:

@@ -1,1 +1,1 @@
-"""session layer (see DESIGN.md)."""
+"""session layer (docs/design.md, "Layers")."""

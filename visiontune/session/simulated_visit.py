@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from visiontune.display.optotypes import load_letter_set
 from visiontune.errors import SessionError
 from visiontune.optics import PowerVector
 from visiontune.refraction.lenses import LensSteps, trial_lens
@@ -242,8 +243,6 @@ def _balance(store: TrialStore, visit_id: int, cases: dict, wanted: bool, progre
 
 
 def _acuities(store: TrialStore, visit_id: int, cases: dict, protocol: Protocol, progress: VisitProgress) -> None:
-    from visiontune.display.optotypes import load_letter_set
-
     recorded = store.visit_acuities(visit_id)
     for eye, case in cases.items():
         lens = final_prescription(store, visit_id, eye)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from visiontune.errors import InvalidInputError, SessionError
+from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
@@ -153,8 +153,6 @@ def _found(info, visit: VisitInfo) -> tuple[Prescription, float]:
         rx = Prescription(r["sphere_d"], r["cylinder_d"], r["axis_deg"])
         va = float(result["predicted_va_logmar"])
     except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
-        from visiontune.errors import StoreError
-
         raise StoreError(f"session {info.session_id}: its result has no readable found prescription ({exc})") from None
     return in_form(rx, visit.cylinder_form), va
 
