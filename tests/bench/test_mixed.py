@@ -1,9 +1,11 @@
-"""Mixed sessions in the bench (visiontune.bench.mixed): the letter-only protocol is unchanged
-bit for bit (against the stored validation runs), the mixed loop with comparisons off asks the
-letter loop's queries, a mixed log is the source of truth (undo, rebuild), and the metrics add up."""
+"""Mixed sessions (comparisons in the one trial loop, run by visiontune.bench.mixed): the
+letter-only protocol is unchanged bit for bit (against the stored validation runs), the loop
+with comparisons off asks the letter loop's queries, a log of both kinds is the source of
+truth (undo, rebuild), and the metrics add up."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from pathlib import Path
@@ -12,19 +14,18 @@ import numpy as np
 import pytest
 
 from visiontune.bench import clinic
-from visiontune.bench.mixed import (
-    ComparisonReply,
-    LoggedComparison,
-    MixedCaseSpec,
-    MixedLog,
-    MixedPresenter,
-    MixedRefraction,
-    PendingComparison,
-    run_mixed_case,
-)
+from visiontune.bench.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.errors import InvalidInputError
 from visiontune.optics.comparison import ComparisonModel
-from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import (
+    Answer,
+    ComparisonReply,
+    MemoryLog,
+    PendingComparison,
+    Refraction,
+    SimulatedPresenter,
+    is_comparison,
+)
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
@@ -60,28 +61,27 @@ def test_mixed_loop_with_comparisons_off_asks_the_letter_loops_queries():
     patient = case.patient(PROTOCOL.n_alternatives)
     letters = Refraction(MemoryLog(), PROTOCOL, seed=case.seed, start=_start(case), simulated=True)
     letters.run(SimulatedPresenter(patient), max_steps=25)
-    mixed = MixedRefraction(MixedLog(), PROTOCOL, seed=case.seed, settings=MixedSettings(comparisons=False),
-                            start=_start(case), simulated=True)
-    mixed.run(MixedPresenter(case.patient(PROTOCOL.n_alternatives), ComparisonModel()), max_steps=25)
+    mixed = Refraction(MemoryLog(), dataclasses.replace(PROTOCOL, comparisons=MixedSettings(comparisons=False)),
+                       seed=case.seed, start=_start(case), simulated=True)
+    mixed.run(SimulatedPresenter(case.patient(PROTOCOL.n_alternatives), comparison_model=ComparisonModel()), max_steps=25)
     a = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in letters.trials()]
     b = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in mixed.trials()]
     assert len(a) == 25 and a == b
     assert letters.current_estimate().rounded == mixed.current_estimate().rounded
 
 
-def _mixed(case, model: ComparisonModel | None = None) -> MixedRefraction:
-    settings = MixedSettings(comparison=model or ComparisonModel())
-    return MixedRefraction(MixedLog(), PROTOCOL, seed=case.seed, settings=settings,
-                           start=_start(case), simulated=True)
+def _mixed(case, model: ComparisonModel | None = None) -> Refraction:
+    protocol = dataclasses.replace(PROTOCOL, comparisons=MixedSettings(comparison=model or ComparisonModel()))
+    return Refraction(MemoryLog(), protocol, seed=case.seed, start=_start(case), simulated=True)
 
 
 def test_a_mixed_log_is_the_source_of_truth():
     case = CASES[0]
     r = _mixed(case)
-    presenter = MixedPresenter(case.patient(PROTOCOL.n_alternatives), ComparisonModel(lapse=0.02))
+    presenter = SimulatedPresenter(case.patient(PROTOCOL.n_alternatives), comparison_model=ComparisonModel(lapse=0.02))
     r.run(presenter, max_steps=30)
-    kinds = {type(t) for t in r.trials()}
-    assert LoggedComparison in kinds and len(kinds) == 2  # both kinds were asked
+    kinds = {is_comparison(t) for t in r.trials()}
+    assert kinds == {True, False}  # both kinds were asked
     # undo the last answer (of either kind): voided, kept in the log; the posterior is rebuilt
     # from the 29 valid answers, bit for bit the posterior of a session that never had the 30th
     before = r.engine.posterior(r.trials()[:29]).theta.copy()
@@ -93,7 +93,7 @@ def test_a_mixed_log_is_the_source_of_truth():
     assert q.index == 30  # void trials count in k, as in the letter loop
     # a session rebuilt from the same log (a crash, a new engine) proposes the same question and
     # has the same posterior bit for bit
-    again = MixedRefraction(r.log, PROTOCOL, seed=case.seed, settings=r.settings, start=_start(case), simulated=True)
+    again = Refraction(r.log, r.protocol, seed=case.seed, start=_start(case), simulated=True)
     assert again.next_query() == q
     np.testing.assert_array_equal(again.engine.posterior(again.trials()).theta, r.engine.posterior(r.trials()).theta)
     # the answer's kind must match the question's

@@ -15,7 +15,14 @@ from visiontune.cli import main
 from visiontune.errors import ProtocolError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import lens_power_vector
-from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import (
+    Answer,
+    ComparisonReply,
+    MemoryLog,
+    PendingComparison,
+    Refraction,
+    SimulatedPresenter,
+)
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
@@ -117,9 +124,11 @@ def _gp_protocol(policy: str) -> str:
 
 
 @pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p)) for p in OPTICS_POLICIES],
+                                          *[(p, _optics_protocol(p) + "\n[comparisons]\n") for p in OPTICS_POLICIES],
                                           *[(p, _gp_protocol(p)) for p in GP_POLICIES]])  # fmt: skip
 def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, text):
-    """No protocol that parses can fail at session start: every registered policy, each model."""
+    """No protocol that parses can fail at session start: every registered policy, each model,
+    and every optics policy with comparisons (each question answered in its own kind)."""
     protocol = parse_protocol(text, f"{policy}.toml")
     assert protocol.policy == policy
     start = StartingPoint(Prescription(-2.0, -1.0, 30.0), "autorefraction", 45.0)
@@ -128,11 +137,11 @@ def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, te
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         with RefractionSession.start(store, patient_id="P", eye="OD", protocol=protocol, simulated=True,
                                      seed=1, start=start) as session:  # fmt: skip
-            for correct in (True, False, True):
+            for correct, choice in ((True, "1"), (False, "="), (True, "2")):
                 q = session.next_query()
                 lo, hi = protocol.logmar_range
                 assert lo <= q.s_logmar <= hi
-                session.record(Answer(correct=correct))
+                session.record(ComparisonReply(choice) if isinstance(q, PendingComparison) else Answer(correct=correct))
             assert len(session.trials()) == 3
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import tomllib
@@ -13,6 +14,8 @@ import pytest
 
 import visiontune
 from visiontune.errors import ProtocolError
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import (
     Precision,
     SearchSpace,
@@ -158,8 +161,8 @@ def test_missing_required_key(path):
 @pytest.mark.parametrize(
     "path, allowed",
     [
-        ("max_trial", ("context_space, description, initial_random_trials, lenses, letters, model, name, policy, "
-         "psychometric, search_space, seed, stopping")),
+        ("max_trial", ("comparisons, context_space, description, initial_random_trials, lenses, letters, model, name, "
+         "policy, psychometric, search_space, seed, stopping")),
         ("stopping.max_trial", "max_trials, min_information_bits, min_trials, precision"),
         ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),
         ("stopping.precision.width", "cylinder_d, level, sphere_d"),
@@ -198,7 +201,7 @@ def test_invalid_toml_names_the_source():
 
 
 def test_shipped_protocols():
-    assert list_protocols() == ["clinical-sloan", "paper-ucb-ald", "ts-ald"]
+    assert list_protocols() == ["clinical-sloan", "clinical-sloan-compare", "paper-ucb-ald", "ts-ald"]
     assert CHECKOUT_PROTOCOLS in protocol_dirs()
     paper = load_protocol("paper-ucb-ald")
     assert (paper.policy, paper.letter_set, paper.n_alternatives) == ("ucb-ald", "letters26", 26)
@@ -212,6 +215,13 @@ def test_shipped_protocols():
     assert sloan.stopping.precision == Precision(m_d=0.25, cylinder_vector_d=0.25, level=0.95)
     assert sloan.stopping.max_trials < paper.stopping.max_trials
     assert load_protocol("ts-ald").policy == "ts-ald"
+    assert sloan.comparisons is None
+    compare = load_protocol("clinical-sloan-compare")
+    assert compare.comparisons == MixedSettings(
+        ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0), 3.0,
+        5.0, sensitivity_to_stop=0.5)  # fmt: skip
+    assert dataclasses.replace(compare, comparisons=None, name=sloan.name, description=sloan.description,
+                               source=sloan.source, source_text=sloan.source_text) == sloan  # the rest is clinical-sloan
     for name in list_protocols():
         assert load_protocol(name).name == name
 
@@ -223,7 +233,7 @@ def test_load_by_path_and_errors(tmp_path):
         load_protocol(path)
     path.write_text(to_toml(VALID))
     assert load_protocol(str(path)).source == str(path)
-    with pytest.raises(ProtocolError, match=r"^nope: no shipped protocol of that name \(available: clinical-sloan, paper-ucb-ald, ts-ald\)"):
+    with pytest.raises(ProtocolError, match=r"^nope: no shipped protocol of that name \(available: clinical-sloan, clinical-sloan-compare, paper-ucb-ald, ts-ald\)"):
         load_protocol("nope")
     with pytest.raises(ProtocolError, match="no such protocol file"):
         load_protocol(tmp_path / "missing.toml")
@@ -243,7 +253,7 @@ def test_letter_set_sizes_agree_with_the_shipped_stimuli():
         pytest.skip("no stimuli data shipped yet")
 
 
-# --- issue 21: each protocol the audit found accepted, crashing or orphaning a session --------
+# --- each protocol the audit found accepted, crashing or orphaning a session --------
 
 SLOAN_TEXT = load_protocol("clinical-sloan").source_text
 PAPER_TEXT = load_protocol("paper-ucb-ald").source_text
@@ -331,3 +341,44 @@ def test_hyperparameters_at_their_bounds_run(hyperparameters):
         r.record(Answer(correct=i % 3 != 0))
     estimate = r.current_estimate()
     assert np.isfinite(estimate.va_logmar) and in_box(estimate.rounded), estimate.rounded
+
+
+def _with_comparisons(table: str) -> str:
+    return load_protocol("clinical-sloan").source_text + "\n" + table
+
+
+def test_comparisons_table_sets_the_mixed_session():
+    """``[comparisons]``: durations, criterion, the letter's offset and every ComparisonModel
+    field; ``enabled = false`` is a letter-only protocol."""
+    p = parse_protocol(_with_comparisons(
+        "[comparisons]\nletter_seconds = 2.5\ncomparison_seconds = 7\ncriterion = \"information\"\n"
+        "size_offset_logmar = 0.2\nsensitivity_to_stop = 0.25\n[comparisons.model]\nkind = \"blur\"\nthreshold_at_focus_d = 0.1\n"
+        "weber_fraction = 0.2\nindifference = 0.3\nlapse = 0.01\n"), "protocols/x.toml")  # fmt: skip
+    assert p.comparisons == MixedSettings(
+        ComparisonModel("blur", indifference=0.3, lapse=0.01, threshold_at_focus_d=0.1, weber_fraction=0.2),
+        2.5, 7.0, "information", comparison_size_offset_logmar=0.2, sensitivity_to_stop=0.25)  # fmt: skip
+    assert parse_protocol(_with_comparisons("[comparisons]\n"), "x.toml").comparisons == MixedSettings()
+    assert parse_protocol(_with_comparisons("[comparisons]\nenabled = false\n"), "x.toml").comparisons is None
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
+    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "information", found "fast"'),
+    ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
+    ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),
+    ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
+    ("[comparisons]\nkeys = \"12=\"", "comparisons.keys: unknown key"),
+    ("[comparisons.model]\nkind = \"duel\"", "comparisons.model.kind: expected one of thurstone, blur, found 'duel'"),
+    ("[comparisons.model]\nlapse = 1.5", "comparisons.model.lapse: expected a number in [0, 0.99], found 1.5"),
+    ("[comparisons.model]\nlapse = \"low\"", 'comparisons.model.lapse: expected a number, found "low"'),
+    ("[comparisons.model]\ntau = 0.5", "comparisons.model.tau: unknown key"),
+])  # fmt: skip
+def test_comparisons_errors_name_the_key(table, message):
+    with pytest.raises(ProtocolError, match="^protocols/x.toml: " + re.escape(message)):
+        parse_protocol(_with_comparisons(table), "protocols/x.toml")
+
+
+def test_comparisons_need_the_optics_model():
+    text = load_protocol("paper-ucb-ald").source_text + "\n[comparisons]\n"
+    with pytest.raises(ProtocolError, match="comparisons: expected no such table for the GP model"):
+        parse_protocol(text, "protocols/x.toml")

@@ -23,18 +23,19 @@ def store(db_path):
 @pytest.fixture
 def make_session(store):
     """``make_session(n_trials=12, undo_at=(3, 8), simulated=False, eye="OD", finish=True,
-    patient="P-0042", **result_overrides) -> session id``; undo after trial indices in
-    ``undo_at`` voids that trial; ``result_simulated`` overrides the result's flag."""
+    patient="P-0042", comparisons=True, **result_overrides) -> session id``; undo after trial
+    indices in ``undo_at`` voids that trial; ``result_simulated`` overrides the result's flag;
+    ``comparisons=False``: letters and duels only (:func:`trial_input`)."""
     protocol = load_protocol("paper-ucb-ald")
 
     def make(n_trials=12, undo_at=(3, 8), simulated=False, eye="OD", finish=True, patient="P-0042",
-             result_simulated=None, **overrides):  # fmt: skip
+             result_simulated=None, comparisons=True, **overrides):  # fmt: skip
         if patient not in {p.patient_id for p in store.list_patients()}:
             store.create_patient(patient)
         sid = store.create_session(patient, eye=eye, protocol=protocol, seed=11, simulated=simulated)
         with store.open_session(sid) as handle:
             for i in range(n_trials):
-                handle.record_trial(trial_input(i))
+                handle.record_trial(trial_input(i, comparisons))
                 if i in undo_at:
                     handle.undo("misheard")
             handle.note("hyperparameters", {"theta": 1.5})

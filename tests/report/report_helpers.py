@@ -56,8 +56,10 @@ class FakeClock:
         return self.t
 
 
-def trial_input(i: int) -> TrialInput:
-    """A distinct answer per ``i``: every 7th a duel, every 5th a "don't know"."""
+def trial_input(i: int, comparisons: bool = True) -> TrialInput:
+    """A distinct answer per ``i``: every 7th a duel, every 11th a comparison answered "="
+    (unless ``comparisons`` is False), every 5th a "don't know"."""
+    comparison = comparisons and i % 11 == 10
     letters = "CDHKNORSVZ"
     correct = i % 3 != 0
     return TrialInput(
@@ -66,7 +68,8 @@ def trial_input(i: int) -> TrialInput:
         letter_shown=letters[i % 10],
         letter_named=None if i % 5 == 4 else (letters[i % 10] if correct else letters[(i + 1) % 10]),
         correct=correct,
-        lens2=Lens(0.25, -0.25, 45.5) if i % 7 == 6 else None,
+        lens2=Lens(0.25, -0.25, 45.5) if i % 7 == 6 else (Lens(-0.5, -0.75, 10.0) if comparison else None),
+        comparison="=" if comparison else None,
     )
 
 

@@ -41,7 +41,7 @@ def test_pdf_text_holds_prescription_acuity_and_patient(store, make_session):
 
 
 def test_simulated_mark_on_every_page(store, make_session):
-    sid = make_session(n_trials=200, undo_at=(5,), simulated=True)
+    sid = make_session(n_trials=200, undo_at=(5,), simulated=True, comparisons=False)
     pages = _pages(store, sid)
     assert len(pages) == 3  # summary + a table too long for one page (160 rows a page)
     for i, page in enumerate(pages, start=1):
@@ -51,6 +51,14 @@ def test_simulated_mark_on_every_page(store, make_session):
     assert table.count(" void ") == 1
     for index in (1, 80, 81, 160, 161, 200):
         assert re.search(rf"(^| ){index} -?\d\.\d\d ", table), index
+
+
+def test_a_comparison_row_gives_both_lenses_and_the_clearer(store, make_session):
+    """Every 11th answer of the fixture is a comparison of S -1.75 / C -1.38 x 90 (trial 11) with
+    S -0.50 / C -0.75 x 10, answered "equal"; the summary gives the result's count of them."""
+    pages = _pages(store, make_session(n_trials=12, undo_at=(), comparisons_used=1))
+    assert "12 used (1 of them comparisons of two lenses)" in pages[0]
+    assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 90/10 C equal - ", pages[1]), pages[1]
 
 
 def test_pdf_with_no_answers(store, make_session):

@@ -29,10 +29,28 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
     assert tuple(rows[0]) == CSV_COLUMNS
     assert [int(r["trial_index"]) for r in rows] == list(range(15))
     assert [int(r["trial_index"]) for r in rows if r["void"] == "1"] == [3, 8, 14]
-    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"1"}
+    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"2"}
     duel = rows[6]
     assert (duel["sphere2_d"], duel["cylinder2_d"], duel["axis2_deg"]) == ("0.25", "-0.25", "45.5")
     assert rows[4]["letter_named"] == "" and rows[0]["correct"] == "0" and rows[1]["correct"] == "1"
+    assert [r["comparison"] for r in rows].count("") == 14 and rows[10]["comparison"] == "="
+    assert (rows[10]["sphere2_d"], rows[10]["cylinder2_d"], rows[10]["axis2_deg"]) == ("-0.5", "-0.75", "10.0")
+
+
+def test_a_schema_1_csv_without_comparisons_still_reads(store, record):
+    """Files written before comparisons (schema 1: no ``comparison`` column) read back as letters."""
+    rows = list(csv.DictReader(io.StringIO(trials_to_csv(record))))
+    old = io.StringIO()
+    writer = csv.DictWriter(old, [c for c in CSV_COLUMNS if c != "comparison"], lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        if r["comparison"] == "":
+            writer.writerow({**{k: v for k, v in r.items() if k != "comparison"}, "schema_version": "1"})
+    trials, simulated = trials_from_csv(old.getvalue())
+    expected = [t for t in store.trials(record.session_id, include_void=True) if t.comparison is None]
+    assert trials == expected and len(trials) == 14 and simulated is True
+    with pytest.raises(InvalidInputError, match="column schema_version: expected 1"):
+        trials_from_csv(old.getvalue().replace(",1,1\n", ",1,2\n", 1))
 
 
 def test_csv_round_trip_reproduces_the_trials(store, record):
@@ -40,6 +58,7 @@ def test_csv_round_trip_reproduces_the_trials(store, record):
     assert trials == list(store.trials(record.session_id, include_void=True))
     assert simulated is True
     assert any(t.lens2 is not None for t in trials) and any(t.letter_named is None for t in trials)
+    assert [t.comparison for t in trials if t.comparison is not None] == ["="]
 
 
 def test_csv_of_real_session_is_not_marked(store, make_session):
@@ -49,7 +68,7 @@ def test_csv_of_real_session_is_not_marked(store, make_session):
 
 def test_json_round_trip_reproduces_session_trials_and_result(store, record):
     doc = json.loads(session_json_text(record))
-    assert doc["schema"] == "visiontune.session-export" and doc["schema_version"] == 1
+    assert doc["schema"] == "visiontune.session-export" and doc["schema_version"] == 2
     assert doc["simulated"] is True and doc["mark"] == "SIMULATED"
     loaded = session_from_json(doc)
     assert loaded == record
@@ -74,15 +93,17 @@ def test_csv_errors_name_line_and_column(record):
         trials_from_csv(bad)
     with pytest.raises(InvalidInputError, match="csv: expected the header"):
         trials_from_csv("a,b\n1,2\n")
-    newer = text.replace(",1,1\n", ",1,2\n", 1)
+    newer = text.replace(",1,2\n", ",1,3\n", 1)
     with pytest.raises(InvalidInputError, match="column schema_version"):
         trials_from_csv(newer)
 
 
 def test_json_wrong_schema_or_version(record):
     doc = json.loads(session_json_text(record))
-    with pytest.raises(InvalidInputError, match="schema_version: this VisionTune reads version 1, got 2"):
-        session_from_json({**doc, "schema_version": 2})
+    with pytest.raises(InvalidInputError, match="schema_version: this VisionTune reads versions 1 and 2, got 3"):
+        session_from_json({**doc, "schema_version": 3})
+    v1 = {**doc, "schema_version": 1, "trials": [t for t in doc["trials"] if t["comparison"] is None]}
+    assert all(t.comparison is None for t in session_from_json(v1).trials)
     with pytest.raises(InvalidInputError, match="json: schema"):
         session_from_json({**doc, "schema": "other"})
     del doc["trials"][0]["lens"]

@@ -1,5 +1,5 @@
-"""The schema-version mechanism, exercised with fake migrations on top of the real v1, and the
-real v1 -> v2 migration (the visit tables)."""
+"""The schema-version mechanism, exercised with fake migrations on top of the real v1, the
+real v1 -> v2 migration (the visit tables) and v2 -> v3 (the answer of a comparison trial)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import sqlite3
 
 import pytest
 
-from visiontune.errors import StoreError
+from visiontune.errors import InvalidInputError, StoreError
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, Migration, apply_migrations, read_schema_version
+from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
 
@@ -41,15 +42,16 @@ def _v1_log(path):
 def test_fake_v1_to_v2_migration_runs_once_and_keeps_data(tmp_path):
     path = tmp_path / "log.sqlite3"
     _v1_log(path)
-    fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column), Migration(2, ("CREATE TABLE extra (x)",)))
+    fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column), Migration(2, ("CREATE TABLE extra (x)",)),
+                             Migration(3, ("CREATE TABLE extra2 (x)",)))  # fmt: skip
     conn = _conn(path)
-    assert apply_migrations(conn, path, fake) == 3
-    assert read_schema_version(conn, path) == 3
+    assert apply_migrations(conn, path, fake) == 4
+    assert read_schema_version(conn, path) == 4
     assert conn.execute("SELECT id, year_of_birth FROM patients").fetchall() == [("P1", None)]
-    assert apply_migrations(conn, path, fake) == 3  # nothing left to do: no duplicate column error
+    assert apply_migrations(conn, path, fake) == 4  # nothing left to do: no duplicate column error
     conn.close()
-    # the real VisionTune (v2) now refuses the v3 file
-    with pytest.raises(StoreError, match="schema version 3 is newer than this VisionTune supports"):
+    # the real VisionTune (v3) refuses the v4 file
+    with pytest.raises(StoreError, match="schema version 4 is newer than this VisionTune supports"):
         TrialStore.open(path)
 
 
@@ -94,14 +96,55 @@ def test_real_v1_log_migrates_to_v2_with_its_tables_and_rows_unchanged(tmp_path)
     )
     before_schema = _schema_sql(conn, V1_TABLES)
     before_rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in V1_TABLES if t != "meta"}
+    assert apply_migrations(conn, path, MIGRATIONS[:2]) == 2
+    assert _schema_sql(conn, V1_TABLES) == before_schema
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert store.list_visits() == []
     conn = _conn(path)
-    assert _schema_sql(conn, V1_TABLES) == before_schema
     assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before_rows} == before_rows
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"visits", "visit_eyes", "visit_balance_answers", "visit_balance", "visit_signoffs",
             "visit_acuities"} <= tables  # fmt: skip
     conn.close()
+
+
+def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
+    """v3 adds ``trials.comparison``: a v2 session's letter trial reads back the same (no
+    comparison), a comparison can then be recorded and read, and raw SQL that stores a
+    comparison without its second lens or with another answer is refused."""
+    path = tmp_path / "log.sqlite3"
+    conn = _conn(path)
+    assert apply_migrations(conn, path, MIGRATIONS[:2]) == 2
+    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
+    conn.execute(
+        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, created_at) "
+        "VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
+    )
+    conn.execute(
+        "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+        "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
+        "'2026-01-01T00:00:02+00:00')"
+    )
+    conn.close()
+    with TrialStore.open(path) as store:
+        assert store.schema_version == 3
+        (old,) = store.trials(1)
+        assert (old.correct, old.comparison, old.lens2, old.lens.sphere_d) == (True, None, None, -1.0)
+        with store.open_session(1) as handle:
+            t = handle.record_trial(TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, lens2=Lens(-0.5, -0.5, 90),
+                                               comparison="="))  # fmt: skip
+        assert [x.comparison for x in store.trials(1)] == [None, "="] and t.comparison == "="
+        assert store.trials(1)[1].lens2 == Lens(-0.5, -0.5, 90)
+    conn = _conn(path)
+    for values in ("NULL, NULL, NULL, '1'", "-0.5, -0.5, 90, 'x'"):
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+            conn.execute(
+                "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, cylinder2_d, "
+                "axis2_deg, comparison, letter_shown, correct, presented_at, answered_at) VALUES (1, 2, 0.3, -1.0, "
+                f"-0.5, 90, {values}, 'H', 0, '2026-01-01T00:00:03+00:00', '2026-01-01T00:00:04+00:00')"
+            )
+    conn.close()
+    with pytest.raises(InvalidInputError, match="comparison: expected one of 1, 2, = with a second lens"):
+        TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, comparison="1")

@@ -134,7 +134,9 @@ class FinishView(QWidget):
             f"{ci['sphere_d'][0]:+.2f} to {ci['sphere_d'][1]:+.2f} D, "
             f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D{extra}.\n"
             f"Predicted acuity {acuity_text(r['predicted_va_logmar'])} (interval {lo:+.2f} to {hi:+.2f}).\n"
-            f"{r['trials_used']} answers, stopped by {r['stopped_by']}."
+            f"{r['trials_used']} answers"
+            + (f" ({r['comparisons_used']} comparisons)" if r.get("comparisons_used") else "")
+            + f", stopped by {r['stopped_by']}."
         ).replace("-", MINUS))
         if view.exports:
             self.exports.setText("Exported:\n" + "\n".join(f"  {k.upper()}: {p}" for k, p in view.exports.items()))

@@ -6,6 +6,9 @@ Keys (the session view shows this legend):
   simulated session, the same key types the simulated patient's answer (one step per key).
 - a letter of the protocol's set: the letter the patient named (scored against the one shown).
 - ``+`` / ``-`` (or ``Y`` / ``N``): correct / incorrect, as judged by the clinician.
+- ``1`` / ``2`` / ``=``: the answer to a comparison ("which is clearer, 1 or 2?"): lens 1,
+  lens 2, no difference. With the lenses being compared in a simulated session, ``Enter`` /
+  ``Space`` types the simulated patient's answer.
 - ``Backspace``: undo the last answer. ``P``: pause / resume. ``F``: finish (pressed twice).
 - ``Escape``: blank the patient screen.
 
@@ -27,6 +30,7 @@ class Phase(StrEnum):
     BUSY = "busy"
     LENS = "lens"
     ANSWER = "answer"
+    COMPARE = "compare"
     PAUSED = "paused"
     STOPPED = "stopped"
     FINISHED = "finished"
@@ -38,6 +42,7 @@ class Action(StrEnum):
     ANSWER_LETTER = "answer-letter"
     ANSWER_CORRECT = "answer-correct"
     ANSWER_WRONG = "answer-wrong"
+    ANSWER_COMPARISON = "answer-comparison"
     UNDO = "undo"
     PAUSE_TOGGLE = "pause-toggle"
     FINISH = "finish"
@@ -46,10 +51,15 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class Command:
-    """What a key asks for; ``letter`` is set for :attr:`Action.ANSWER_LETTER`."""
+    """What a key asks for; ``letter`` is set for :attr:`Action.ANSWER_LETTER` and
+    :attr:`Action.ANSWER_COMPARISON` (``"1"``, ``"2"`` or ``"="``)."""
 
     action: Action
     letter: str | None = None
+
+
+#: The keys of a comparison's answers: lens 1 clearer, lens 2 clearer, no difference.
+COMPARISON_KEYS = ("1", "2", "=")
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,13 @@ def interpret_key(
         if name in ADVANCE_KEYS:
             return Command(Action.CONFIRM_LENS)
         return Rejected(f"Key {_label(name, text)} does nothing yet: set the lens, then press Enter or Space.")
+    if phase == Phase.COMPARE:
+        if name in ADVANCE_KEYS and simulated:
+            return Command(Action.SIMULATED_ANSWER)
+        if char in COMPARISON_KEYS:
+            return Command(Action.ANSWER_COMPARISON, char)
+        return Rejected(f"Key {_label(name, text)} does nothing here: press 1 or 2 for the clearer lens, "
+                        "= for no difference.")  # fmt: skip
     # Phase.ANSWER
     if name in ADVANCE_KEYS:
         if simulated:
@@ -125,6 +142,7 @@ def legend(letters: tuple[str, ...]) -> str:
     lines = [
         "Enter/Space  lens set, show letter",
         "letter keys  letter named    + / -  correct / incorrect" + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
+        "1 / 2 / =  comparison: lens 1 clearer / lens 2 clearer / no difference",
         "Backspace  undo    P  pause/resume    F F  finish    Esc  blank patient screen",
     ]
     if clash:

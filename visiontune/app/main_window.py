@@ -1,17 +1,19 @@
-"""The clinician's main window: start screen, session view, finish view; keys; session engine.
+"""The clinician's main window: start screen, session view, finish view; the Qt side of a session.
 
 The window never touches the trial log: through a :class:`~visiontune.app.worker.SessionWorker`
 it drives the session engine, a child process that owns the store and the session (refit and
-next query off the GUI process, so they never stall its event loop). The view
-keeps a :class:`~visiontune.app.keys.Phase`; each key goes through
-:func:`~visiontune.app.keys.interpret_key` and is logged with what it did.
+next query off the GUI process, so they never stall its event loop). The session itself (its
+:class:`~visiontune.app.keys.Phase`, what each key does, the F F confirmation, the simulated
+patient's autopilot, the status line) is the Qt-free
+:class:`~visiontune.app.session_controller.SessionController`: the window forwards it the keys
+and the worker's signals and draws the events it announces; the window keeps the widgets, the
+Qt timers (autopilot, elapsed time, estimate drawing, page prewarming) and the patient screen.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,23 +24,25 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QStatusBar
 from visiontune.app import logs
 from visiontune.app.calibration_dialog import CalibrationDialog, describe
 from visiontune.app.finish_view import FinishView
-from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key
-from visiontune.app.session_view import SessionView, acuity_text, lens_text
+from visiontune.app.keys import Command
+from visiontune.app.session_controller import FinishedPage, Prompt, SessionController
+from visiontune.app.session_view import SessionView
 from visiontune.app.settings import AppSettings, save_settings
-from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.start_view import StartView
 from visiontune.app.visit_controller import VisitController
 from visiontune.app.worker import EstimateView, FinishedView, NewSession, SessionWorker, Snapshot
-from visiontune.display import Calibration, load_calibration, load_letter_set
+from visiontune.display import (
+    Calibration,
+    displayable_logmar_range,
+    load_calibration,
+    load_letter_set,
+    save_calibration,
+)
+from visiontune.display.qt_renderer import PatientWindow
 from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError
-from visiontune.optics import Prescription
-from visiontune.refraction.lenses import in_form
 from visiontune.refraction.protocol import list_protocols, load_protocol
-from visiontune.session.engine import Answer
-from visiontune.session.records import SessionState
 
 log = logging.getLogger("visiontune.app")
-FINISH_CONFIRM_S = 3.0
 #: Estimates are drawn at most once per this many milliseconds (the latest one): about a frame.
 RENDER_INTERVAL_MS = 16
 #: The hidden pages are laid out and painted at the new size this long after the window's last resize.
@@ -80,29 +84,38 @@ def default_export_dir() -> Path:
     return Path(user_data_dir("visiontune", appauthor=False)) / "exports"
 
 
+def _controller_state(name: str, settable: bool = False) -> property:
+    """The controller's ``name`` read (and written, if ``settable``) through the window."""
+
+    def get(window):
+        return getattr(window.controller, name)
+
+    def put(window, value) -> None:
+        setattr(window.controller, name, value)
+
+    return property(get, put if settable else None)
+
+
 class MainWindow(QMainWindow):
+    """The widgets of the app; the open session's state is :attr:`controller`'s (read through
+    ``phase``, ``snapshot``, ``sim_patient``, ``sim_reply``, ``last_estimate``, ``worker_idle``)."""
+
+    phase = _controller_state("phase")
+    snapshot = _controller_state("snapshot")
+    sim_patient = _controller_state("sim_patient", settable=True)
+    sim_reply = _controller_state("sim_reply")
+    last_estimate = _controller_state("last_estimate")
+    answers_this_run = _controller_state("answers_this_run")
+    worker_idle = _controller_state("worker_idle")
+
     def __init__(self, options: AppOptions, settings: AppSettings) -> None:
         super().__init__()
         self.options = options
         self.settings = settings.replace(protocol=options.protocol or settings.protocol)
         self.reporter = logs.ErrorReporter(self)
-        self.phase = Phase.FINISHED
-        self.snapshot: Snapshot | None = None
         self.calibration: Calibration | None = None
         self.patient_window = None
-        self.sim_patient = None
-        self.sim_reply: SimulatedReply | None = None
-        self.answers_this_run = 0
-        self._phase_before_busy = Phase.FINISHED
-        self._last_command = ""
-        self._finish_armed_until = 0.0
-        self._opened_at = time.monotonic()
         self._closing = False
-        self.last_estimate: EstimateView | None = None
-        self._pending_estimate: EstimateView | None = None
-        self._commands_in_flight = 0
-        self._sim_session_id: int | None = None
-        self._cylinder_form = "minus"
 
         self.setWindowTitle("VisionTune")
         self.start_view = StartView(list_protocols())
@@ -147,7 +160,9 @@ class MainWindow(QMainWindow):
         self.worker.busy.connect(self.on_busy)
         self.worker.idle.connect(self.on_idle)
         self.worker.recorded.connect(self.on_recorded)
-        self._recording = ""
+        self.controller = SessionController(self.worker, pace_s=self.pace_s, exit_after=options.exit_after,
+                                            export_dir=lambda: self.export_dir)  # fmt: skip
+        self.controller.connect(self._on_controller_event)
         self.visits = VisitController(self)  # the visit's pages and flow (OD, OS, balance, finish)
         self.start_view.visit_requested.connect(self.visits.start)
         self.worker.start()
@@ -214,15 +229,11 @@ class MainWindow(QMainWindow):
         self.start_view.set_calibration(describe(self.calibration), self.calibration is not None)
 
     def _submit(self, name: str, payload=None) -> None:
-        self._last_command = name
-        if self.phase != Phase.BUSY:
-            self._phase_before_busy = self.phase
-        self.phase = Phase.BUSY
-        self._send(name, payload)
+        """Send a command the session waits for (see :meth:`SessionController.submit`)."""
+        self.controller.submit(name, payload)
 
     def _send(self, name: str, payload=None) -> None:
-        self._commands_in_flight += 1
-        self.worker.submit(name, payload)
+        self.controller.send(name, payload)
 
     def say(self, message: str, timeout_ms: int = 6000) -> None:
         self.status.showMessage(message, timeout_ms)
@@ -245,8 +256,7 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ start screen
     def show_start(self) -> None:
         self.visits.stop()
-        self.snapshot = None
-        self.phase = Phase.FINISHED
+        self.controller.reset()
         self.stack.setCurrentWidget(self.start_view)
         self._set_title()
         self._send("list")
@@ -291,8 +301,6 @@ class MainWindow(QMainWindow):
         self._submit("resume", session_id)
 
     def _check_displayable(self, logmar_range) -> None:
-        from visiontune.display import displayable_logmar_range
-
         shown = displayable_logmar_range(self.calibration)
         lo, hi = logmar_range
         if lo < shown.min_logmar or hi > shown.max_logmar:
@@ -314,8 +322,6 @@ class MainWindow(QMainWindow):
         self.calibration_dialog = dialog
 
     def _calibration_saved(self, calibration: Calibration) -> None:
-        from visiontune.display import save_calibration
-
         path = save_calibration(calibration, self._calibration_path())
         log.info("calibration saved to %s: %s", path, describe(calibration))
         self.settings = self.settings.replace(calibration_path=str(path))
@@ -333,25 +339,94 @@ class MainWindow(QMainWindow):
             self.busy_page.setText(message + "\u2026")
 
     def on_opened(self, snap: Snapshot) -> None:
-        self._opened_at = time.monotonic()
+        self.controller.on_opened(snap)
+
+    def on_updated(self, snap: Snapshot) -> None:
+        self.controller.on_updated(snap)
+
+    def on_idle(self) -> None:
+        self.controller.on_idle()
+
+    def on_recorded(self, trial) -> None:
+        self.controller.on_recorded(trial)
+
+    def on_estimate(self, view: EstimateView) -> None:
+        """Keep the latest estimate; draw it on the next render tick. Estimates that arrive
+        faster than :data:`RENDER_INTERVAL_MS` are coalesced, latest wins, and the drawing runs
+        in its own event-loop pass, not in the one that handled the event."""
+        self.controller.on_estimate(view)
+        if not self.render_timer.isActive():
+            self.render_timer.start()
+
+    def _render_pending(self) -> None:
+        view = self.controller.take_pending_estimate()
+        if view is not None and not self._closing:
+            self._show_estimate(view)
+
+    def _show_estimate(self, view: EstimateView) -> None:
+        self.controller.last_estimate = view
+        self.session_view.show_estimate(view)
+
+    def on_finished(self, view: FinishedView) -> None:
+        self._close_patient_window()
+        self.controller.on_finished(view)
+
+    def on_failed(self, message: str) -> None:
+        self.reporter.report(message)
+        self.controller.on_failed(message)
+        if self.stack.currentWidget() is self.busy_page:
+            self.show_start()
+
+    # ------------------------------------------------------------------ keys
+    def on_key(self, name: str, text: str, ctrl: bool) -> None:
+        self.controller.on_key(name, text, ctrl)
+
+    def perform(self, command: Command, source: str) -> None:
+        """Carry out one command (from a key or the simulated-patient timer); logged."""
+        self.controller.perform(command, source)
+
+    def _auto_step(self) -> None:
+        if not self._closing:
+            self.controller.auto_step()
+
+    # ------------------------------------------------------------------ what the controller says
+    def _on_controller_event(self, kind: str, value) -> None:
+        if kind == "status":
+            self.say(*value)
+        elif kind == "prompt":
+            self._show_prompt(value)
+        elif kind == "autopilot" and value is None:
+            self.auto_timer.stop()
+        elif kind == "autopilot":
+            self.auto_timer.start(round(1000 * value))
+        elif kind == "snapshot":
+            self._show_snapshot(value)
+        elif kind == "present":
+            if self.patient_window is not None:
+                self.patient_window.show(value.letter, value.s_logmar)
+        elif kind == "blank":
+            self._blank_patient()
+        elif kind == "simulated_reply":
+            self.session_view.simulated_reply.setText(value)
+        elif kind == "opened":
+            self._show_opened(value)
+        elif kind == "busy_page":
+            self._show_busy(value)
+        elif kind == "finished":
+            self._show_finished(value)
+        elif kind == "visit_eye_finished":
+            self.visits.eye_finished(value)
+        elif kind == "exit":
+            QTimer.singleShot(0, self.close)
+
+    def _show_opened(self, snap: Snapshot) -> None:
         self.status.clearMessage()  # the "preparing" message of the start is over
-        self.sim_patient = None
-        self._sim_session_id = snap.session_id
-        self._cylinder_form = snap.cylinder_form
-        if snap.simulated and snap.simulated_case is not None:  # the patient recorded with the session
-            self.sim_patient = case_patient(snap.simulated_case, snap.n_alternatives)
-            log.info("SIMULATED patient for session %d: true correction %s", snap.session_id,
-                     in_form(self.sim_patient.true_rx, snap.cylinder_form).format())  # fmt: skip
-        else:
+        if not self.controller.simulated:
             self._open_patient_window(snap)
-        self.last_estimate = self._pending_estimate = None
         self.stack.setCurrentWidget(self.session_view)
         self.session_view.setFocus()
-        self.on_updated(snap)
 
     def _open_patient_window(self, snap: Snapshot) -> None:
-        from visiontune.display.qt_renderer import PatientWindow
-
         if self.patient_window is not None:
             self.patient_window.close()
         screens = QGuiApplication.screens()
@@ -363,197 +438,29 @@ class MainWindow(QMainWindow):
         self.patient_window.blank()
         self.activateWindow()
 
-    def on_updated(self, snap: Snapshot) -> None:
-        self.snapshot = snap
-        if self._last_command == "record":
-            self.answers_this_run += 1
+    def _show_snapshot(self, snap: Snapshot) -> None:
         self.session_view.show_snapshot(snap)
         self._set_title()
         self._blank_patient()
-        self.sim_reply = None
         self.session_view.simulated_reply.setText("")
         self.session_view.letter.setText("")
-        if snap.state == SessionState.PAUSED:
-            self._enter(Phase.PAUSED)
-        elif snap.stop_reason is not None:
-            self._enter(Phase.STOPPED)
-        elif snap.query is not None:
-            self._enter(Phase.LENS)
-        if self.options.exit_after is not None and self.answers_this_run >= self.options.exit_after:
-            log.info("exit after %d answers", self.answers_this_run)
-            QTimer.singleShot(0, self.close)
 
-    @property
-    def worker_idle(self) -> bool:
-        return self._commands_in_flight == 0
+    def _show_prompt(self, prompt: Prompt) -> None:
+        v = self.session_view
+        if prompt.caption is not None:
+            v.lens_caption.setText(prompt.caption)
+        if prompt.letter is not None:
+            v.letter.setText(prompt.letter)
+        v.instruction.setText(prompt.instruction)
 
-    def on_idle(self) -> None:
-        self._commands_in_flight = max(0, self._commands_in_flight - 1)
-
-    def on_estimate(self, view: EstimateView) -> None:
-        """Keep the latest estimate; draw it on the next render tick (issue 10). Estimates that
-        arrive faster than :data:`RENDER_INTERVAL_MS` are coalesced, latest wins, and the
-        drawing runs in its own event-loop pass, not in the one that handled the event."""
-        self._pending_estimate = view
-        if not self.render_timer.isActive():
-            self.render_timer.start()
-
-    def _render_pending(self) -> None:
-        view, self._pending_estimate = self._pending_estimate, None
-        if view is not None and not self._closing:
-            self._show_estimate(view)
-
-    def _show_estimate(self, view: EstimateView) -> None:
-        self.last_estimate = view
-        self.session_view.show_estimate(view)
-
-    def on_finished(self, view: FinishedView) -> None:
-        self._close_patient_window()
-        self.phase = Phase.FINISHED
-        if view.visit_id is not None:  # an eye of a visit: the visit goes on (next eye, balance, finish)
-            self.visits.eye_finished(view)
-            return
-        truth = ""
-        if view.simulated and self.sim_patient is not None and view.result and self._sim_session_id == view.session_id:
-            est = view.result["rounded"]
-            found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
-            true_rx = in_form(self.sim_patient.true_rx, view.result.get("cylinder_form") or self._cylinder_form)
-            truth = (f"Simulated patient's true correction: {lens_text(true_rx)}; "
-                     f"acuity through the prescription found: {acuity_text(float(self.sim_patient.acuity_logmar(found)))}.")
-        self.finish_view.show_result(view, truth)
+    def _show_finished(self, page: FinishedPage) -> None:
+        view = page.view
+        self.finish_view.show_result(view, page.truth)
         self.stack.setCurrentWidget(self.finish_view)
         sim = " \u00b7 SIMULATED" if view.simulated else ""
-        self.setWindowTitle(f"VisionTune \u2014 session {view.session_id} finished \u00b7 {view.patient_id} {view.eye}{sim}")
-        self.say(f"Session {view.session_id} finished." + (f" Exported to {self.export_dir}." if view.exports else ""))
-
-    def on_failed(self, message: str) -> None:
-        self.reporter.report(message)
-        if self.phase == Phase.BUSY:
-            self.phase = self._phase_before_busy
-        if self.stack.currentWidget() is self.busy_page:
-            self.show_start()
-
-    # ------------------------------------------------------------------ phases
-    def _enter(self, phase: Phase) -> None:
-        self.phase = phase
-        v, snap = self.session_view, self.snapshot
-        self.auto_timer.stop()
-        if phase == Phase.LENS:
-            v.lens_caption.setText(f"Trial {snap.n_trials + 1}: set this lens")
-            v.instruction.setText("Set the lens, then press Enter (or Space) to show the letter.")
-        elif phase == Phase.ANSWER:
-            q = snap.query
-            v.letter.setText(f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}")
-            v.instruction.setText("Type the letter the patient names, or + / \u2212 for correct / incorrect.")
-        elif phase == Phase.PAUSED:
-            v.lens_caption.setText("Paused")
-            v.instruction.setText("Session paused. Press P to resume, F to finish.")
-        elif phase == Phase.STOPPED:
-            v.instruction.setText(f"Stopping rule met ({snap.stop_reason}). Press F to finish "
-                                  "(Backspace undoes the last answer).")  # fmt: skip
-        self._schedule_auto()
-
-    def _schedule_auto(self) -> None:
-        if self.sim_patient is None or self.pace_s <= 0 or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.STOPPED):
-            return
-        self.auto_timer.start(int(round(1000 * self.pace_s)))
-
-    def _auto_step(self) -> None:
-        if self.sim_patient is None or self._closing:
-            return
-        n = self.snapshot.n_trials if self.snapshot is not None else 0
-        if not self.worker_idle or (n and (self.last_estimate is None or self.last_estimate.n_trials != n)):
-            self.auto_timer.start(20)  # let the worker finish and the plots show this answer first
-            return
-        if self.phase == Phase.LENS:
-            self.perform(Command(Action.CONFIRM_LENS), "auto")
-        elif self.phase == Phase.ANSWER:
-            self.perform(Command(Action.SIMULATED_ANSWER), "auto")
-        elif self.phase == Phase.STOPPED:
-            self._finish(self.snapshot.stop_reason)
-
-    # ------------------------------------------------------------------ keys
-    def on_key(self, name: str, text: str, ctrl: bool) -> None:
-        letters = self.snapshot.letters if self.snapshot is not None else ()
-        simulated = self.sim_patient is not None
-        result = interpret_key(name, text, phase=self.phase, letters=letters, simulated=simulated, ctrl=ctrl)
-        typed = repr(text) if text and text.isprintable() and not text.isspace() else name
-        if isinstance(result, Rejected):
-            log.info("key %s ignored (%s): %s", typed, self.phase.value, result.message)
-            self.say(result.message)
-            return
-        self.perform(result, f"key {typed}")
-
-    def perform(self, command: Command, source: str) -> None:
-        """Carry out one command (from a key or the simulated-patient timer); logged."""
-        snap = self.snapshot
-        action = command.action
-        detail = f" {command.letter}" if command.letter else ""
-        log.info("%s -> %s%s (phase %s)", source, action.value, detail, self.phase.value)
-        if action == Action.BLANK:
-            self._blank_patient()
-            if self.phase == Phase.ANSWER:
-                self._enter(Phase.LENS)
-            self.say("Patient screen blanked.")
-        elif action == Action.CONFIRM_LENS:
-            self._show_letter()
-        elif action == Action.SIMULATED_ANSWER:
-            reply = self.sim_reply
-            self._record(Answer(letter_named=reply.letter_named), f"simulated patient says {reply.letter_named}")
-        elif action == Action.ANSWER_LETTER:
-            self._record(Answer(letter_named=command.letter), f"named {command.letter}")
-        elif action == Action.ANSWER_CORRECT:
-            self._record(Answer(correct=True), "correct")
-        elif action == Action.ANSWER_WRONG:
-            self._record(Answer(correct=False), "incorrect")
-        elif action == Action.UNDO:
-            if snap is None or snap.n_trials == 0:
-                self.say("Nothing to undo.")
-                return
-            self.say(f"Answer {snap.n_trials} undone (kept in the log, marked void).")
-            self._submit("undo")
-        elif action == Action.PAUSE_TOGGLE:
-            if self.phase == Phase.PAUSED:
-                self.say("Resumed.")
-                self._submit("resume_paused")
-            else:
-                self._blank_patient()
-                self.say("Paused.")
-                self._submit("pause")
-        elif action == Action.FINISH:
-            if time.monotonic() <= self._finish_armed_until or self.phase == Phase.STOPPED and source == "auto":
-                self._finish(snap.stop_reason or "clinician")
-            else:
-                self._finish_armed_until = time.monotonic() + FINISH_CONFIRM_S
-                self.say("Press F again to finish the session.", int(FINISH_CONFIRM_S * 1000))
-
-    def _show_letter(self) -> None:
-        q = self.snapshot.query
-        if self.patient_window is not None:
-            self.patient_window.show(q.letter, q.s_logmar)
-        self._send("present")
-        self._enter(Phase.ANSWER)
-        if self.sim_patient is not None:
-            self.sim_reply = simulated_reply(self.sim_patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                             letters=self.snapshot.letters, seed=self.snapshot.seed, trial_index=q.index)  # fmt: skip
-            self.session_view.simulated_reply.setText(f"Simulated patient says: {self.sim_reply.letter_named}")
-
-    def _record(self, answer: Answer, what: str) -> None:
-        self._blank_patient()
-        self._recording = f"Answer {self.snapshot.n_trials + 1} recorded: {what}."
-        self.say(f"Recording answer {self.snapshot.n_trials + 1}: {what}\u2026")
-        self._submit("record", answer)
-
-    def on_recorded(self, _trial) -> None:
-        """The engine has committed the answer to the trial log: only now say "recorded"."""
-        self.say(self._recording or "Answer recorded.")
-
-    def _finish(self, stopped_by: str) -> None:
-        self._finish_armed_until = 0.0
-        log.info("finish requested (%s)", stopped_by)
-        in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
-        self._show_busy("Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
-        self._submit("finish", (stopped_by, None if in_visit else str(self.export_dir)))
+        self.setWindowTitle(
+            f"VisionTune \u2014 session {view.session_id} finished \u00b7 {view.patient_id} {view.eye}{sim}"
+        )
 
     def _blank_patient(self) -> None:
         if self.patient_window is not None:
@@ -565,8 +472,9 @@ class MainWindow(QMainWindow):
             self.patient_window = None
 
     def _tick_elapsed(self) -> None:
-        if self.snapshot is not None and self.stack.currentWidget() is self.session_view:
-            self.session_view.set_elapsed(self.snapshot.prior_duration_s + time.monotonic() - self._opened_at)
+        elapsed = self.controller.elapsed_s()
+        if elapsed is not None and self.stack.currentWidget() is self.session_view:
+            self.session_view.set_elapsed(elapsed)
 
     # ------------------------------------------------------------------ closing
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API

@@ -3,12 +3,15 @@ and of a simulated visit (which eye, the next eye, the balance question, both ey
 
     QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots [--out docs/screenshots]
     QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --visit [--out docs/screenshots]
+    QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --protocol clinical-sloan
 
 Runs the app's main window offscreen with every file in a temporary folder (nothing is written
 to the user's trial log, settings or app log), types the simulated patient's autorefraction
 into the start screen (sphere, cylinder, axis; source autorefraction), starts the session and
 saves the session page as ``first-three-lenses-{1,2,3}.png`` while each of the first three
-lenses waits to be set; the simulated patient answers in between.
+lenses waits to be set; the simulated patient answers in between (the default protocol asks
+comparisons of lens 1 and lens 2 as well as letters). Another protocol's pages are
+``<protocol>-{1,2,3}.png`` (``clinical-sloan``: letters only).
 
 With ``--visit`` it starts a visit of a simulated patient instead (both eyes from their own
 autorefraction, the shipped protocol) and saves ``visit-which-eye.png`` (the left eye's
@@ -25,6 +28,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from visiontune.app.keys import Action, Command, Phase
+from visiontune.app.settings import AppSettings
+from visiontune.app.simulation import new_case
+from visiontune.app.visit_flow import Step, VisitAction, VisitCommand
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
 DEFAULT_SEED = 5
 NAME = "first-three-lenses-{}.png"
@@ -45,8 +54,7 @@ def _power(x: float) -> str:
 
 def _open_window(app, folder: Path, protocol: str, size):
     """A simulated app window on a trial log and settings in ``folder``, its engine ready."""
-    from visiontune.app.main_window import AppOptions, MainWindow
-    from visiontune.app.settings import AppSettings
+    from visiontune.app.main_window import AppOptions, MainWindow  # late: Qt
 
     options = AppOptions(db_path=folder / "log.sqlite3", simulate=True, pace_s=0.0, protocol=protocol,
                          windowed=True, settings_path=folder / "app.toml",
@@ -58,7 +66,7 @@ def _open_window(app, folder: Path, protocol: str, size):
     return window
 
 
-def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEED, size=(1280, 860),
+def take(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEED, size=(1280, 860),
          settle_s: float = 1.0) -> list[Path]:
     """Save the three screenshots in ``out``; return their paths. ``settle_s``: seconds of
     event processing before each grab (the axes' text widths settle after a first paint)."""
@@ -67,10 +75,6 @@ def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEE
     import dataclasses
 
     from PySide6.QtWidgets import QApplication
-
-    from visiontune.app.keys import Action, Command, Phase
-    from visiontune.app.simulation import new_case
-    from visiontune.refraction.protocol import load_protocol
 
     case = new_case(seed, load_protocol(protocol))
     if case.start_rx is None:
@@ -97,7 +101,7 @@ def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEE
             while time.monotonic() < settle:
                 app.processEvents()
                 time.sleep(0.02)
-            path = out / NAME.format(k + 1)
+            path = out / (NAME if protocol == DEFAULT_PROTOCOL else f"{Path(protocol).stem}-{{}}.png").format(k + 1)
             if not window.grab().save(str(path)):
                 raise OSError(f"{path}: cannot save the screenshot")
             saved.append(path)
@@ -110,7 +114,7 @@ def take(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEE
 VISIT_NAMES = ("visit-which-eye.png", "visit-next-eye.png", "visit-balance.png", "visit-finish.png")
 
 
-def take_visit(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAULT_SEED, size=(1280, 860),
+def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEED, size=(1280, 860),
                settle_s: float = 1.0, which_eye_at: int = 8, timeout_s: float = 900.0) -> list[Path]:
     """Save the visit's four screenshots (:data:`VISIT_NAMES`) in ``out``; return their paths.
     ``which_eye_at``: the left eye's session is grabbed with this many answers."""
@@ -119,9 +123,6 @@ def take_visit(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAU
     import dataclasses
 
     from PySide6.QtWidgets import QApplication
-
-    from visiontune.app.keys import Action, Command, Phase
-    from visiontune.app.visit_flow import Step, VisitAction, VisitCommand
 
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication([])
@@ -201,7 +202,7 @@ def take_visit(out: Path, *, protocol: str = "clinical-sloan", seed: int = DEFAU
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m visiontune.app.screenshots", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"), help="folder (default: docs/screenshots)")
-    parser.add_argument("--protocol", default="clinical-sloan", help="an optics protocol (default: clinical-sloan)")
+    parser.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"an optics protocol (default: {DEFAULT_PROTOCOL})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"session seed (default {DEFAULT_SEED})")
     parser.add_argument("--visit", action="store_true", help="a simulated visit's pages (visit-*.png) instead")
     args = parser.parse_args(argv)

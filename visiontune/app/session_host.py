@@ -36,13 +36,23 @@ from visiontune.app.plot_frames import build_view_frame, lens_on_map
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
 from visiontune.app.texts import progress_text
 from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
-from visiontune.app.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot, export_basename
+from visiontune.app.worker_values import (
+    EstimateView,
+    FinishedView,
+    NewSession,
+    SessionSummary,
+    Snapshot,
+    export_basename,
+)
 from visiontune.errors import InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
+from visiontune.refraction.loop import simulated_comparison
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
-from visiontune.session.engine import Answer, RefractionSession
+from visiontune.report import export_record, load_session
+from visiontune.report.export import ExportPaths
+from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, RefractionSession
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
@@ -244,8 +254,9 @@ class SessionHost:
         psychometric = s.psychometric(est.lens)
         amap = s.acuity_map()
         form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
+        letters = [t for t in valid if t.comparison is None]  # the map shows letter answers; comparisons have two lenses
         trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
-                           for t in valid for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
+                           for t in letters for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
         curve = tuple(sorted(self._curve.items()))
         progress = s.progress()
         true_p = None
@@ -265,9 +276,15 @@ class SessionHost:
         s = self._require_session()
         trial = s.record(answer)  # committed to the trial log when this returns
         self._emit("recorded", trial)
-        log.info("session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s", s.session_id, trial.index,
-                 trial.s_logmar, in_form(stored_lens(trial.lens), s.protocol.lenses.cylinder_form).format(),
-                 trial.letter_shown, trial.letter_named or "-", "correct" if trial.correct else "wrong")  # fmt: skip
+        form = s.protocol.lenses.cylinder_form
+        if trial.comparison is not None:
+            log.info("session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s", s.session_id,
+                     trial.index, trial.s_logmar, in_form(stored_lens(trial.lens), form).format(),
+                     in_form(stored_lens(trial.lens2), form).format(), trial.comparison)  # fmt: skip
+        else:
+            log.info("session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s", s.session_id, trial.index,
+                     trial.s_logmar, in_form(stored_lens(trial.lens), form).format(), trial.letter_shown,
+                     trial.letter_named or "-", "correct" if trial.correct else "wrong")  # fmt: skip
         self._emit("updated", self._snapshot(propose=True))
         self._emit_estimate()
 
@@ -311,8 +328,6 @@ class SessionHost:
 
     def _export(self, info, folder: Path) -> dict:
         """PDF, CSV and JSON of the finished session through :mod:`visiontune.report`."""
-        from visiontune.report import export_record, load_session
-        from visiontune.report.export import ExportPaths
 
         folder = private_files.private_dir(folder, error=StoreError)  # new folders 0700, whatever the umask
         base = folder / export_basename(info.session_id, info.patient_id, info.eye.value, info.simulated)
@@ -392,9 +407,12 @@ def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int 
                 break
             q = snap.query
             host.handle("present", None)
-            reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                    letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
-            host.handle("record", Answer(letter_named=reply.letter_named))
+            if isinstance(q, PendingComparison):
+                host.handle("record", ComparisonReply(simulated_comparison(patient, q)))
+            else:
+                reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
+                                        letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+                host.handle("record", Answer(letter_named=reply.letter_named))
             snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
         if finish:
             host.handle("finish", ("clinician", None))

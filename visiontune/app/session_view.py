@@ -3,7 +3,7 @@
 Keys pressed anywhere in the view arrive as ``key_pressed(name, text, ctrl)`` (see
 :mod:`visiontune.app.keys`); the view itself records nothing.
 
-Cheap updates (issue 10): every label keeps a fixed minimum height (its lines at its font), so
+Cheap updates (the GUI thread spends a few milliseconds at most): every label keeps a fixed minimum height (its lines at its font), so
 a text that appears, vanishes or wraps never re-lays out the window and never resizes the
 plots (a resized pyqtgraph view repaints everything, axes and tick labels included); the
 estimate arrives ready to draw (texts and arrays built by the engine); and the three plots are
@@ -25,6 +25,7 @@ from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlo
 from visiontune.app.texts import acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
+from visiontune.refraction.loop import PendingComparison
 
 __all__ = ["EYE_COLOURS", "SIMULATED_TEXT", "SessionView", "acuity_text", "eye_badge_style", "eye_text", "key_name",
            "lens_text"]  # fmt: skip
@@ -192,8 +193,12 @@ class SessionView(QWidget):
         if snap.n_trials == 0:
             self.precision.setText("Precision stop: after the first answer")
             self.precision_bar.setValue(0)
-        if snap.query is not None:
-            self.lens.setText(lens_text(in_form(snap.query.lens, snap.cylinder_form)))
+        q = snap.query
+        if isinstance(q, PendingComparison):
+            self.lens.setText(f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"
+                              f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}")  # fmt: skip
+        elif q is not None:
+            self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
 
     @property
     def plots(self) -> tuple:

@@ -19,6 +19,7 @@ from pathlib import Path
 from visiontune import private_files
 from visiontune.errors import ConfigurationError
 from visiontune.refraction.lenses import CYLINDER_FORMS
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL
 
 SETTINGS_FILE_NAME = "app.toml"
 
@@ -32,7 +33,7 @@ class AppSettings:
     (0 = one step per key). ``cylinder_form``: how lenses are written, ``"minus"`` (the
     optometric default) or ``"plus"`` (ophthalmic)."""
 
-    protocol: str = "clinical-sloan"
+    protocol: str = DEFAULT_PROTOCOL
     patient_screen: str = ""
     calibration_path: str = ""
     export_dir: str = ""

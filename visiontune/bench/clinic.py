@@ -102,8 +102,8 @@ class TimedPresenter(SimulatedPresenter):
     """Times each decision: from the return of one answer to the next presentation
     (``decision_s``, seconds). Subclasses answer other kinds of query in :meth:`answer`."""
 
-    def __init__(self, patient):
-        super().__init__(patient)
+    def __init__(self, patient, *, comparison_model=None):
+        super().__init__(patient, comparison_model=comparison_model)
         self.decision_s: list[float] = []
         self._answered: float | None = None
 
@@ -153,6 +153,8 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
         "decision_ms": [1000.0 * s for s in decision_s],
     }  # fmt: skip
     m.update(_coverage(refraction, truth))
+    if refraction.protocol.comparisons is not None:
+        m.update({"comparisons": int(result["comparisons_used"]), "patient_s": refraction.patient_seconds()})
     if case.start_rx is not None:
         sd, sm, sj = _distance(case.start_rx.power_vector_array(), truth)
         m.update({"start_error_d": sd, "start_error_m_d": sm, "start_error_j_d": sj,
@@ -264,6 +266,8 @@ class Summary:
     decision_ms_p99: float | None = None
     worse_axis_near: int | None = None
     over_minus_young: int | None = None
+    median_comparisons: float | None = None
+    median_patient_s: float | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -298,6 +302,10 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
     near = [r for r in runs if r.get("start_error_d") is not None and r["start_error_d"] <= 0.25
             and r["axis_error_deg"] is not None and r["start_axis_error_deg"] is not None]  # fmt: skip
     worse_axis = sum(r["axis_error_deg"] > r["start_axis_error_deg"] + 1e-9 for r in near)
+    mixed = [r for r in runs if "comparisons" in r]
+    if mixed:
+        common.update(median_comparisons=float(np.median([r["comparisons"] for r in mixed])),
+                      median_patient_s=float(np.median([r["patient_s"] for r in mixed])))  # fmt: skip
     return Summary(**common, median_answers=float(np.median([r["answers"] for r in runs])), stops=stops,
                    coverage=coverage, decision_ms_median=float(np.median(times)) if times.size else None,
                    decision_ms_p99=float(np.percentile(times, 99)) if times.size else None,

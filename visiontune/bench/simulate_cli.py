@@ -1,4 +1,4 @@
-"""``visiontune simulate``: one SIMULATED refraction (seed 002 §5.3) from the command line.
+"""``visiontune simulate``: one SIMULATED refraction (Fauvel & Chalk (contextual BO) §5.3) from the command line.
 
     visiontune simulate --policy ucb-ald --slope 5 --trials 260 --seed 1 [--true-rx "S C"]
                         [--json out.json] [--plot out.png]
@@ -36,14 +36,23 @@ import json
 import sys
 from pathlib import Path
 
+from visiontune.bench.analysis import pyplot
+from visiontune.bench.refraction import (
+    DEFAULT_REFERENCE_LOGMAR,
+    posterior_acuity_map,
+    run_refraction,
+)
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.optics import Prescription
+from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.simulated import parse_true_rx, simulated_case
+from visiontune.refraction.start import StartingPoint
 
 __all__ = ["add_arguments", "run", "write_plot"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from visiontune.bench.refraction import DEFAULT_REFERENCE_LOGMAR
-
     parser.add_argument("--policy", default="UCB-ALD",
                         help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
                              "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
@@ -73,7 +82,6 @@ def _parse_true_rx(text):
     accepted by :func:`~visiontune.bench.refraction.run_refraction`)."""
     if text is None:
         return None
-    from visiontune.optics import Prescription
 
     parts = text.replace(",", " ").split()
     try:
@@ -95,8 +103,6 @@ def _parse_true_rx(text):
 
 
 def run(args: argparse.Namespace) -> int:
-    from visiontune.bench.refraction import run_refraction
-
     if not args.slope > 0:
         raise InvalidInputError(f"slope: must be > 0 logMAR^-1, got {args.slope}")
     if args.trials is not None and args.trials <= 0:
@@ -135,12 +141,6 @@ def run_protocol(args: argparse.Namespace) -> int:
     """One simulated session of ``args.protocol`` over an in-memory trial log (module docstring)."""
     import numpy as np
 
-    from visiontune.optics import Prescription
-    from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
-    from visiontune.refraction.protocol import load_protocol
-    from visiontune.refraction.simulated import parse_true_rx, simulated_case
-    from visiontune.refraction.start import StartingPoint
-
     protocol = load_protocol(args.protocol)
     true_rx = None if args.true_rx is None else parse_true_rx(args.true_rx, protocol)
     case = simulated_case(seed=args.seed, protocol=protocol, true_rx=true_rx, slope=args.slope)
@@ -160,8 +160,9 @@ def run_protocol(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps({"simulated_patient": case.to_dict(), "result": result}, indent=1) + "\n")
     found = Prescription(**result["rounded"])
     truth = case.true_rx.power_vector_array()
-    print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers, stopped by "
-          f"{result['stopped_by']}, seed {args.seed})")
+    compared = f" ({result['comparisons_used']} comparisons)" if "comparisons_used" in result else ""
+    print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
+          f"stopped by {result['stopped_by']}, seed {args.seed})")
     print(f"  true correction:  {case.true_rx.format()}")
     print(f"  found correction: {found.format()}  (dioptric distance {np.linalg.norm(found.power_vector_array() - truth):.2f} D)")
     if start.rx is not None:
@@ -183,14 +184,10 @@ def write_plot(result, path) -> None:
     """PNG with two panels: the true acuity through the estimate (logMAR) vs trial number, and
     the trials (letter read: filled, missed: open) over the posterior acuity map of the final
     model (:func:`visiontune.bench.refraction.posterior_acuity_map`), true and found corrections marked."""
-    from visiontune.bench.analysis import pyplot
-
     plt = pyplot()
     if plt is None:
         raise ConfigurationError("plot: matplotlib is not installed (pip install matplotlib)")
     import numpy as np
-
-    from visiontune.bench.refraction import posterior_acuity_map
 
     va = [r.va_logmar for r in result.records]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))

@@ -18,8 +18,9 @@ from visiontune.bench import clinic
 from visiontune.bench.provenance import machine_description, software, software_line
 from visiontune.bench.sweep import execute_runs
 from visiontune.errors import InvalidInputError
+from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 from visiontune.refraction.population import POPULATIONS
-from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
 __all__ = ["DEFAULT_POPULATIONS", "add_arguments", "run"]
 
@@ -57,7 +58,7 @@ def _positive_int(name: str, hi: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--protocol", default="clinical-sloan", help="shipped protocol name or .toml path")
+    parser.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})")
     parser.add_argument("--policies", default=None, help="comma-separated policies (default: the protocol's)")
     parser.add_argument("--populations", default=None,
                         help=f"comma-separated populations (default: {', '.join(DEFAULT_POPULATIONS)})")
@@ -74,14 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
-    from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 
     known = OPTICS_POLICIES if protocol.model.type == "optics" else GP_POLICIES
     policies = _names(args.policies, known, "policies") if args.policies else [protocol.policy]
     default_pops = QUICK_POPULATIONS if args.quick else DEFAULT_POPULATIONS
     populations = _names(args.populations, POPULATIONS, "populations") if args.populations else list(default_pops)
     n_cases = args.cases or (20 if args.quick else 100)
-    name = args.name or ("clinical-validation-quick" if args.quick else "clinical-validation")
+    default_name = "clinical-validation" + ("" if protocol.name == "clinical-sloan" else f"-{protocol.name}")
+    name = args.name or (f"{default_name}-quick" if args.quick else default_name)
     experiment = f"{protocol.name}-seed{args.seed}"
     out = Path(args.out)
     specs = [s for pop in populations for s in clinic.plan(experiment, protocol, policies, pop, n_cases, args.seed)]
@@ -129,18 +130,24 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
 
 
 def table_markdown(rows) -> str:
+    """The population's table; sessions that asked comparisons add their count and the
+    patient's time (medians; each answer at the protocol's duration)."""
+    mixed = any(r.median_comparisons is not None for r in rows)
     head = ("| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
             "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
             "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D |")
-    lines = [head, "|" + " --- |" * 15]
+    if mixed:
+        head += " comparisons (median) | patient time (median, s) |"
+    lines = [head, "|" + " --- |" * (17 if mixed else 15)]
     for r in rows:
+        extra = f" {_num(r.median_comparisons, '.0f')} | {_num(r.median_patient_s, '.0f')} |" if mixed else ""
         stops = "-" if r.stops is None else ", ".join(f"{k} {v}" for k, v in sorted(r.stops.items()))
         cov = "-" if r.coverage is None else " / ".join(_pct(r.coverage.get(f"covered_{k}")) for k in (50, 80, 95))
         times = "-" if r.decision_ms_median is None else f"{r.decision_ms_median:.1f} / {r.decision_ms_p99:.1f}"
         lines.append(f"| {r.label} | {r.n} | {_num(r.median_answers, '.0f')} | {stops} | {_pct(r.within_025)} "
                      f"| {_pct(r.within_050)} | {r.median_error_d:.2f} | {r.p90_error_d:.2f} | {r.median_error_m_d:.2f} "
                      f"| {r.median_error_j_d:.2f} | {r.median_va_loss:+.3f} | {cov} | {times} "
-                     f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} |")  # fmt: skip
+                     f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} |{extra}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -152,6 +159,27 @@ def headline(tables) -> str:
                        f"{_pct(r.within_050):>4s}  answers {_num(r.median_answers, '.0f'):>3s}  "
                        f"coverage95 {_pct((r.coverage or {}).get('covered_95'))}")  # fmt: skip
     return "\n".join(out)
+
+
+def _model_text(model) -> str:
+    kind = "Thurstone (Eq. 11)" if model.kind == "thurstone" else "blur discrimination"
+    text = f"{kind}, \"equal\" band {model.indifference:g}, lapse {model.lapse:g}"
+    if getattr(model, "sensitivity_sigma", 0.0):
+        text += (f", the patient's sensitivity to a comparison inferred (lognormal prior, median "
+                 f"{model.sensitivity_median:g}, σ {model.sensitivity_sigma:g})")
+    return text
+
+
+def _comparisons_note(protocol) -> list[str]:
+    settings = protocol.comparisons
+    if settings is None:
+        return []
+    return [(f"The protocol asks comparisons (\"which is clearer, 1 or 2?\", answered 1, 2 or =) as well as letters, "
+             f"whichever is worth more per second of the patient's time, a letter counted at {settings.letter_seconds:g} s "
+             f"and a comparison at {settings.comparison_seconds:g} s; its model of a comparison: "
+             f"{_model_text(settings.comparison)}. The simulated patients answer comparisons by the Thurstone model of their own "
+             "letter task (Fauvel & Chalk's Eq. 11, with an \"equal\" band of 0.5 and their own lapse rate; "
+             "`visiontune.optics.comparison`)."), ""]
 
 
 def results_page(meta: dict, tables: dict, protocol) -> str:
@@ -176,6 +204,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "between optometrists the spread of M is about twice as wide: MacKenzie 2008, Ophthalmic Physiol. Opt. "
         "28:143-150)."),
         "",
+        *_comparisons_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",
         software_line([{'software': meta['software']}]),

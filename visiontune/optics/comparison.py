@@ -14,7 +14,7 @@ and a lapse ``ε`` (an answer at random among the three): ``P <- (1 - ε) P + ε
 information: it is likeliest when ``|δ|`` is small, so it says the two lenses lie about
 equally far from the correction.
 
-**Thurstone (seed 002 Eq. 11, the default)**: ``δ = f(s, L1) - f(s, L2)``, the difference of
+**Thurstone (Fauvel & Chalk (contextual BO), Eq. 11, the default)**: ``δ = f(s, L1) - f(s, L2)``, the difference of
 the latent of the letter task, ``f = a (s - VA(L))`` (``"linear"``, the simulated patient's
 default; then ``s`` cancels and ``δ = a (VA(L2) - VA(L1))``) or Eq. 14's ``f = Φ⁻¹(P(correct |
 s, L))`` (``"probit"``; then ``s`` matters).
@@ -42,6 +42,35 @@ and ``W = 0.12`` (**stated**: with ``T0`` it puts the bottom of the dipper at ab
 as Watson & Ahumada's review describes). The letter size does not enter (**assumed**: the
 letters are large enough to judge their sharpness), nor does attention drift.
 
+**Sensitivity (the model's, opt-in)**: a model of the patient's answers need not know which
+formula the patient follows. ``ComparisonModel.sensitivity_median`` and ``sensitivity_sigma``
+make the model's signal ``δ_model = κ δ``, with ``δ`` of the model's ``kind`` and ``κ`` the
+patient's unknown **comparison sensitivity**, lognormal with that median and ``σ`` of ``ln κ``
+(:mod:`visiontune.refraction.comparisons`: a seventh particle column ``ln κ``). ``σ = 0``
+(default) means ``κ`` fixed at the median (default 1: the formula as written). The simulated
+patient ignores both fields. The band ``τ`` and the lapse are not scaled: ``τ`` stays in units
+of the judgement's noise, as it is for both formulas here (the same ``τ = 0.5``: "equal" at
+``δ = 0`` 38% of the time whichever the formula), so ``κ`` alone maps one formula onto the other
+near focus; a band in units of the signal (``Φ(κ (δ - τ))``) would not nest the two patients.
+
+*A prior that spans both formulas.* Near the correction both signals are quadratic in the
+blurs ``b1``, ``b2`` through the two lenses: Eq. 11 (linear latent, ``VA = VA* + log10(1 + b²)``)
+``δ ≈ a (b2² - b1²) / ln 10``, blur discrimination ``δ ≈ (b2² - b1²) / (2 w b_i²)``. Their ratio
+``κ_blur = ln 10 / (2 a w b_i²)`` (:func:`focus_sensitivity_ratio`) is 15.5 at the default
+constants (``w = 0.168``, ``b_i = 0.297 D``) and the median slope ``a = 5``: a blur-discriminating
+patient looks, to the Eq. 11 model, like one with ``κ ≈ 15`` at focus. Further from focus the
+blur signal grows as ``ln b`` and Eq. 11's as ``b²``, so the ratio falls (12 at 0.25 D of blur, 8
+at 0.5 D, 5 at 1 D). A lognormal prior spanning ``κ = 1`` (the Eq. 11 patient) and ``κ ≈ 15``
+(the blur patient, at focus) on the log scale: median ``√15.5 ≈ 4`` and ``σ = 1``
+(:data:`SPANNING_SENSITIVITY_MEDIAN`, :data:`SPANNING_SENSITIVITY_SIGMA`), so that both lie
+1.4 σ from the median, inside the central 84% (the prior's 95% interval is 0.56-28, room for
+the spread of the slope ``a``, σ 0.4 on ``ln a``, that ``κ`` absorbs for a blur patient).
+**Stated**, not fitted to patients: with recorded sessions the prior should be refitted.
+Measured (``docs/results/comparisons.md``, simulated patients): with this prior a blur patient is
+refracted as well as by the blur model itself; an Eq. 11 patient's session no longer fails as
+under the blur model, but its precision stop tends to fire before ``κ`` is learned (too early,
+``κ`` overestimated); without the stop it ends as the Eq. 11 model does.
+
 Keyed answers, as the letter answers of :class:`~visiontune.optics.SimulatedPatient`: the
 comparison at trial ``k`` draws its one uniform from ``default_rng([seed, k, 0x5EED, 2])``
 (letters use ``[seed, k, 0x5EED]``, binary duels ``[..., 1]``), so the answer does not depend on
@@ -63,33 +92,42 @@ from visiontune.optics.patient import TRIAL_KEY, SimulatedPatient
 __all__ = [
     "COMPARISON_ANSWERS",
     "COMPARISON_KINDS",
+    "SPANNING_SENSITIVITY_MEDIAN",
+    "SPANNING_SENSITIVITY_SIGMA",
     "ComparisonModel",
     "answer_comparison_trial",
     "blur_discrimination_signal",
+    "focus_sensitivity_ratio",
     "patient_comparison_probabilities",
     "ternary_probabilities",
 ]
 
 #: The three answers, in the order of the last axis of every probability array here.
 COMPARISON_ANSWERS = ("1", "2", "=")
-#: The comparison models: seed 002 Eq. 11 and blur discrimination (module docstring).
+#: The comparison models: the contextual BO paper's Eq. 11 and blur discrimination (module docstring).
 COMPARISON_KINDS = ("thurstone", "blur")
 _LATENTS = ("linear", "probit")
 #: Sub-key of the comparison answers' keyed stream (after ``[seed, k, TRIAL_KEY]``).
 COMPARISON_STREAM = 2
 _Z75 = float(ndtri(0.75))
+#: A prior of the comparison sensitivity ``κ`` spanning the Eq. 11 and blur patients (module docstring).
+SPANNING_SENSITIVITY_MEDIAN = 4.0
+SPANNING_SENSITIVITY_SIGMA = 1.0
 
 
 @dataclass(frozen=True)
 class ComparisonModel:
     """How a comparison is answered (module docstring).
 
-    ``kind``: ``"thurstone"`` (seed 002 Eq. 11) or ``"blur"`` (blur discrimination).
+    ``kind``: ``"thurstone"`` (contextual BO, Eq. 11) or ``"blur"`` (blur discrimination).
     ``indifference``: ``τ`` >= 0, the half-width of the "equal" band in units of the signal;
     default 0.5 (**stated**: at ``δ = 0`` "equal" is answered 38% of the time).
     ``lapse``: ``ε`` in [0, 1), the rate of answers at random among the three.
     ``latent``: ``"linear"`` or ``"probit"`` (Thurstone only). ``threshold_at_focus_d`` ``T0``
-    and ``weber_fraction`` ``W`` (blur only; diopters and a ratio).
+    and ``weber_fraction`` ``W`` (blur only; diopters and a ratio). ``sensitivity_median`` and
+    ``sensitivity_sigma``: the model's comparison sensitivity ``κ`` (``δ_model = κ δ``), lognormal
+    with this median and ``σ`` of ``ln κ``; ``σ = 0`` (default) fixes ``κ`` at the median (default
+    1, the formula as written); the simulated patient ignores both (module docstring).
     """
 
     kind: str = "thurstone"
@@ -98,6 +136,8 @@ class ComparisonModel:
     latent: str = "linear"
     threshold_at_focus_d: float = 0.15
     weber_fraction: float = 0.12
+    sensitivity_median: float = 1.0
+    sensitivity_sigma: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in COMPARISON_KINDS:
@@ -105,7 +145,8 @@ class ComparisonModel:
         if self.latent not in _LATENTS:
             raise InvalidInputError(f"latent: expected one of {', '.join(_LATENTS)}, got {self.latent!r}")
         for name, lo, hi in (("indifference", 0.0, 5.0), ("lapse", 0.0, 0.99), ("threshold_at_focus_d", 1e-3, 2.0),
-                             ("weber_fraction", 1e-3, 5.0)):  # fmt: skip
+                             ("weber_fraction", 1e-3, 5.0), ("sensitivity_median", 1e-3, 1e3),
+                             ("sensitivity_sigma", 0.0, 5.0)):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
                 raise InvalidInputError(f"{name}: expected a number in [{lo:g}, {hi:g}], got {value!r}")
@@ -114,6 +155,11 @@ class ComparisonModel:
     def uses_size(self) -> bool:
         """Whether the letter size changes the answer's probabilities (Eq. 14's probit latent only)."""
         return self.kind == "thurstone" and self.latent == "probit"
+
+    @property
+    def infers_sensitivity(self) -> bool:
+        """Whether ``κ`` is an unknown of the model (``sensitivity_sigma > 0``)."""
+        return float(self.sensitivity_sigma) > 0.0
 
     @property
     def log_blur_noise(self) -> float:
@@ -142,6 +188,15 @@ def blur_discrimination_signal(blur1_d, blur2_d, model: ComparisonModel) -> np.n
     b1 = np.asarray(blur1_d, dtype=float)
     b2 = np.asarray(blur2_d, dtype=float)
     return 0.5 * (np.log(b2 * b2 + bi2) - np.log(b1 * b1 + bi2)) / model.log_blur_noise
+
+
+def focus_sensitivity_ratio(blur_model: ComparisonModel, slope: float = 5.0) -> float:
+    """``κ_blur = ln 10 / (2 a w b_i²)``: the ratio of the blur-discrimination signal to Eq. 11's
+    (linear latent, slope ``a``) in the limit of small blurs, where both are quadratic in the
+    blur (module docstring); the scale at which an Eq. 11 model sees a blur patient at focus."""
+    if not slope > 0.0:
+        raise InvalidInputError(f"slope: expected a positive slope, got {slope!r}")
+    return math.log(10.0) / (2.0 * slope * blur_model.log_blur_noise * blur_model.intrinsic_blur_d**2)
 
 
 def patient_comparison_probabilities(patient: SimulatedPatient, k: int, s: float, lens1, lens2,

@@ -2,7 +2,7 @@
 
 The patient compares lens 1 and lens 2 while reading letters of size ``s`` (logMAR) and
 answers ``"1"``, ``"2"`` or ``"="``. The two models of :mod:`visiontune.optics.comparison`
-(seed 002 Eq. 11, the default, and blur discrimination; both with an indifference band ``τ``
+(Fauvel & Chalk (contextual BO), Eq. 11, the default, and blur discrimination; both with an indifference band ``τ``
 and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA*, log a, A)`` of
 :mod:`visiontune.refraction.optics_model`::
 
@@ -13,8 +13,18 @@ and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA
 with ``VA_i`` and the dioptric blur ``b_i = |r|`` (after the particle's accommodation) of the
 letter model, then ``P("1") = Φ(δ - τ)``, ``P("2") = Φ(-δ - τ)``, ``P("=") = 1 - P("1") - P("2")``,
 mixed with ``ε/3``. The model's ``τ``, ``ε`` and blur constants are settings
-(:class:`~visiontune.optics.comparison.ComparisonModel`), not unknowns: the particles carry no
-more dimensions than the letter model's six.
+(:class:`~visiontune.optics.comparison.ComparisonModel`), not unknowns.
+
+The **comparison sensitivity** ``κ`` scales the signal, ``δ_i <- κ_i δ_i`` (``τ`` and ``ε`` are not
+scaled; why: :mod:`visiontune.optics.comparison`). With ``model.sensitivity_sigma = 0`` (default)
+``κ`` is the fixed ``model.sensitivity_median`` (default 1, the formula as written) and the
+particles keep the letter model's six columns. With ``sensitivity_sigma > 0`` ``ln κ`` is an
+unknown, a seventh particle column (:data:`~visiontune.refraction.optics_model.LOG_SENSITIVITY`),
+lognormal a priori; :meth:`ParticlePosterior.observe
+<visiontune.refraction.optics_model.ParticlePosterior.observe>` adds the column, drawn from the
+prior, at the first such comparison (the letters do not depend on ``κ``, so up to then its
+posterior is its prior), and :func:`with_sensitivity` attaches prior draws to particles that
+have none yet (to choose the first comparison).
 
 :class:`ComparisonAnswer` is the value :meth:`ParticlePosterior.observe
 <visiontune.refraction.optics_model.ParticlePosterior.observe>` takes; the comparisons of one
@@ -26,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import ndtr, ndtri
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.comparison import (
@@ -36,6 +46,7 @@ from visiontune.optics.comparison import (
     ternary_probabilities,
 )
 from visiontune.refraction.optics_model import (
+    LOG_SENSITIVITY,
     LOG_SLOPE,
     OpticsModelSpec,
     acuity_logmar,
@@ -43,7 +54,7 @@ from visiontune.refraction.optics_model import (
     probability_correct,
 )
 
-__all__ = ["ComparisonAnswer", "comparison_probabilities", "comparison_signal"]
+__all__ = ["ComparisonAnswer", "comparison_probabilities", "comparison_signal", "sensitivity", "with_sensitivity"]
 
 
 def _pairs(s, lens1, lens2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -55,20 +66,58 @@ def _pairs(s, lens1, lens2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return s, l1, l2
 
 
+def sensitivity(theta: np.ndarray, model: ComparisonModel):
+    """``κ``: ``(N, 1)`` from the particles' ``ln κ`` column when ``model`` infers it, else the
+    float ``model.sensitivity_median``."""
+    if not model.infers_sensitivity:
+        return float(model.sensitivity_median)
+    if theta.ndim != 2 or theta.shape[1] <= LOG_SENSITIVITY:
+        raise InvalidInputError("theta: the comparison model infers its sensitivity, but the particles have no ln κ column "
+                                "(ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)")
+    return np.exp(theta[:, LOG_SENSITIVITY, None])
+
+
+def with_sensitivity(theta: np.ndarray, model: ComparisonModel, rng: np.random.Generator) -> np.ndarray:
+    """``theta`` with a ``ln κ`` column of prior draws appended when ``model`` infers the
+    sensitivity and the particles have none (module docstring); else ``theta`` itself."""
+    if not model.infers_sensitivity or theta.shape[1] > LOG_SENSITIVITY:
+        return theta
+    draws = rng.normal(np.log(model.sensitivity_median), model.sensitivity_sigma, len(theta))
+    return np.column_stack([theta, draws])
+
+
 def comparison_signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec) -> np.ndarray:
-    """``δ_i`` (module docstring) for particles ``theta (N, 6)`` and comparisons of sizes ``s
-    (m,)`` (or one size), lenses ``lens1 (m, 3)``, ``lens2 (m, 3)`` (power vectors, D):
-    ``(N, m)``, positive where lens 1 is the clearer."""
+    """``κ_i δ_i`` (module docstring) for particles ``theta (N, 6)`` (``(N, 7)``, with ``ln κ``,
+    when ``model`` infers the sensitivity) and comparisons of sizes ``s (m,)`` (or one size),
+    lenses ``lens1 (m, 3)``, ``lens2 (m, 3)`` (power vectors, D): ``(N, m)``, positive where
+    lens 1 is the clearer."""
+    kappa = sensitivity(theta, model)
+    delta = _signal(theta, s, lens1, lens2, model, spec)
+    if isinstance(kappa, float) and kappa == 1.0:
+        return delta
+    return kappa * delta
+
+
+def _signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec) -> np.ndarray:
     s, l1, l2 = _pairs(s, lens1, lens2)
     if model.kind == "blur":
-        b1 = np.sqrt(blur_squared(theta, l1))
-        b2 = np.sqrt(blur_squared(theta, l2))
-        return blur_discrimination_signal(b1, b2, model)
+        b = np.sqrt(_per_lens(blur_squared, theta, l1, l2))
+        return blur_discrimination_signal(b[0], b[1], model)
     if model.latent == "linear":
-        return np.exp(theta[:, LOG_SLOPE, None]) * (acuity_logmar(theta, l2) - acuity_logmar(theta, l1))
+        va = _per_lens(acuity_logmar, theta, l1, l2)
+        return np.exp(theta[:, LOG_SLOPE, None]) * (va[1] - va[0])
     f1 = ndtri(probability_correct(theta, s, l1, spec))
     f2 = ndtri(probability_correct(theta, s, l2, spec))
     return f1 - f2
+
+
+def _per_lens(f, theta: np.ndarray, l1: np.ndarray, l2: np.ndarray) -> np.ndarray:
+    """``f(theta, lenses) (N, m)`` for the lenses of both sides, ``(2, N, m)``, each distinct lens
+    computed once (the pairs of a session share their trial lenses; ``f`` is elementwise in the
+    lens, so the values are those of ``f(theta, l1)`` and ``f(theta, l2)``)."""
+    lenses, index = np.unique(np.vstack([l1, l2]), axis=0, return_inverse=True)
+    values = f(theta, lenses)[:, index.reshape(-1)]
+    return values.reshape(len(theta), 2, len(l1)).transpose(1, 0, 2)
 
 
 def comparison_probabilities(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel,
@@ -100,6 +149,13 @@ class ComparisonAnswer:
         return ("comparison", self.model)
 
     @property
+    def sensitivity_prior(self) -> tuple[float, float] | None:
+        """``(median, σ)`` of the lognormal prior of ``κ`` when the model infers it, else None
+        (:meth:`ParticlePosterior.observe` then adds the ``ln κ`` column)."""
+        m = self.model
+        return (float(m.sensitivity_median), float(m.sensitivity_sigma)) if m.infers_sensitivity else None
+
+    @property
     def answer_index(self) -> int:
         return COMPARISON_ANSWERS.index(self.answer)
 
@@ -112,7 +168,26 @@ class ComparisonAnswer:
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
         """``Σ_j log P(answer_j | θ_i)`` over comparison ``answers`` of one model: ``(N,)``."""
         model = answers[0].model
-        p = comparison_probabilities(theta, [a.s for a in answers], [a.lens1 for a in answers],
-                                     [a.lens2 for a in answers], model, spec)  # fmt: skip
+        delta = comparison_signal(theta, [a.s for a in answers], [a.lens1 for a in answers],
+                                  [a.lens2 for a in answers], model, spec)  # fmt: skip
         idx = np.array([a.answer_index for a in answers])
-        return np.sum(np.log(p[:, np.arange(len(answers)), idx]), axis=1)
+        return np.sum(np.log(_answer_probabilities(delta, idx, model.indifference, model.lapse)), axis=1)
+
+
+def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference: float, lapse: float) -> np.ndarray:
+    """``P(answer_j | δ_ij)`` ``(N, m)`` of the answers given (``idx (m,)``: 0 "1", 1 "2", 2 "="):
+    :func:`~visiontune.optics.comparison.ternary_probabilities` at the answered entries only,
+    computed with the same operations (the same numbers), each Φ only where it is needed."""
+    p = np.empty_like(delta)
+    for k in range(3):
+        cols = idx == k
+        if not cols.any():
+            continue
+        d = delta[:, cols]
+        if k == 0:
+            p[:, cols] = ndtr(d - indifference)
+        elif k == 1:
+            p[:, cols] = ndtr(-d - indifference)
+        else:
+            p[:, cols] = np.maximum(1.0 - ndtr(d - indifference) - ndtr(-d - indifference), 0.0)
+    return (1.0 - lapse) * p + lapse / 3.0

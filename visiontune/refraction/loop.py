@@ -14,6 +14,15 @@ A trial log is any object with: ``trials(include_void=False)`` (objects with ``s
 ``presented_at``, ``answered_at``), ``record(s_logmar, lens, letter_shown, correct,
 letter_named, presented_at)``, ``undo()``, ``pause()``, ``resume()``, ``finish(result)`` and
 ``state`` (``"open"``, ``"paused"`` or ``"finished"``).
+
+**Comparisons.** A protocol with a ``[comparisons]`` table (optics model only) may ask, instead
+of a letter, "which is clearer, 1 or 2?" (:mod:`visiontune.refraction.mixed_rules` chooses by
+value per second of the patient's time): :meth:`Refraction.next_query` then returns a
+:class:`PendingComparison` and :meth:`Refraction.record` takes a :class:`ComparisonReply`
+(``"1"``, ``"2"`` or ``"="``). The log records it as a trial with a second lens (``lens2``) and
+its answer (``comparison``); ``letter_shown`` is the letter kept in view, ``correct`` is True when
+lens 1 was the clearer. Its candidates draw from the stream of purpose
+:data:`COMPARISON_STREAM`. The budget counts answers of both kinds.
 """
 
 from __future__ import annotations
@@ -26,11 +35,15 @@ from datetime import UTC, datetime
 import numpy as np
 
 from visiontune import __version__
+from visiontune.display.optotypes import load_letter_set
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription
+from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.gp_engine import GPEngine
 from visiontune.refraction.lenses import LensSteps
+from visiontune.refraction.mixed_engine import MixedOpticsEngine
+from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
@@ -38,8 +51,10 @@ from visiontune.refraction.start import StartingPoint
 __all__ = [
     "STOP_REASONS",
     "Answer",
+    "ComparisonReply",
     "LoggedTrial",
     "MemoryLog",
+    "PendingComparison",
     "PendingQuery",
     "Refraction",
     "SimulatedPresenter",
@@ -47,7 +62,7 @@ __all__ = [
 ]
 
 #: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
-POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM = 0, 1, 2, 3
+POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM, COMPARISON_STREAM = 0, 1, 2, 3, 4
 #: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
 STOP_REASONS = ("budget", "precision", "information", "clinician")
 
@@ -66,6 +81,31 @@ class PendingQuery:
 
 
 @dataclass(frozen=True)
+class PendingComparison:
+    """The next comparison: trial ``index`` (void trials counted), the letter size ``s_logmar``
+    kept in view, the two trial lenses (clinical form), the ``letter`` shown through them and
+    the expected information of the answer (bits)."""
+
+    index: int
+    s_logmar: float
+    lens1: Prescription
+    lens2: Prescription
+    letter: str
+    information_bits: float | None = None
+
+
+@dataclass(frozen=True)
+class ComparisonReply:
+    """The patient's comparison answer: ``"1"`` (lens 1 clearer), ``"2"`` or ``"="`` (no difference)."""
+
+    choice: str
+
+    def __post_init__(self) -> None:
+        if self.choice not in COMPARISON_ANSWERS:
+            raise InvalidInputError(f"choice: expected one of {', '.join(COMPARISON_ANSWERS)}, got {self.choice!r}")
+
+
+@dataclass(frozen=True)
 class Answer:
     """What the patient did: ``letter_named`` (scored against the letter shown; ``None`` for
     "don't know", scored wrong) or, without a letter, ``correct`` as typed by the clinician."""
@@ -76,7 +116,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class LoggedTrial:
-    """One answer in a :class:`MemoryLog`."""
+    """One answer in a :class:`MemoryLog`; a comparison has ``lens2`` and ``comparison`` (its answer)."""
 
     index: int
     s_logmar: float
@@ -87,6 +127,13 @@ class LoggedTrial:
     presented_at: datetime | None = None
     answered_at: datetime | None = None
     void: bool = False
+    lens2: Prescription | None = None
+    comparison: str | None = None
+
+
+def is_comparison(trial) -> bool:
+    """Whether a logged trial (of any log) is a comparison."""
+    return getattr(trial, "comparison", None) is not None
 
 
 class MemoryLog:
@@ -101,10 +148,13 @@ class MemoryLog:
     def trials(self, include_void: bool = False) -> list[LoggedTrial]:
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None) -> LoggedTrial:
+    def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None, *,
+               lens2=None, comparison=None) -> LoggedTrial:  # fmt: skip
         self._require("record an answer", "open")
+        if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
+            raise InvalidInputError(f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})")
         trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
-                            presented_at, datetime.now(UTC))  # fmt: skip
+                            presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison)  # fmt: skip
         self._trials.append(trial)
         return trial
 
@@ -112,8 +162,7 @@ class MemoryLog:
         self._require("undo", "open")
         for i in range(len(self._trials) - 1, -1, -1):
             if not self._trials[i].void:
-                t = self._trials[i]
-                self._trials[i] = LoggedTrial(**{**t.__dict__, "void": True})
+                self._trials[i] = dataclasses.replace(self._trials[i], void=True)
                 return self._trials[i]
         return None
 
@@ -135,15 +184,16 @@ class MemoryLog:
 
 
 def make_engine(protocol: Protocol, start: StartingPoint, seed: int):
-    """The engine of the protocol's model: :class:`OpticsEngine` or :class:`GPEngine`."""
+    """The engine of the protocol's model: :class:`OpticsEngine` (:class:`MixedOpticsEngine`
+    when the protocol asks comparisons) or :class:`GPEngine`."""
     if protocol.model.type == "optics":
+        if protocol.comparisons is not None:
+            return MixedOpticsEngine(protocol, start, seed, protocol.comparisons)
         return OpticsEngine(protocol, start, seed)
     return GPEngine(protocol)
 
 
 def _letters(protocol: Protocol) -> tuple[str, ...]:
-    from visiontune.display.optotypes import load_letter_set
-
     return tuple(load_letter_set(protocol.letter_set).letters)
 
 
@@ -189,13 +239,24 @@ class Refraction:
             raise SessionError(f"cannot {action}: the session is {self.state}")
 
     # ------------------------------------------------------------------ trials
-    def next_query(self) -> PendingQuery:
-        """The next presentation (computed once, then cached until the log changes)."""
+    def next_query(self) -> PendingQuery | PendingComparison:
+        """The next presentation (computed once, then cached until the log changes): a letter
+        (:class:`PendingQuery`) or, when the protocol asks comparisons, maybe a
+        :class:`PendingComparison`."""
         self._require_open("propose a query")
         if self._pending is None:
             k = len(self.trials(include_void=True))
-            s, lens, info = self.engine.propose(self.trials(), self._rng(k, POLICY_STREAM))
             letter = self.letters[int(self._rng(k, LETTER_STREAM).integers(len(self.letters)))]
+            if isinstance(self.engine, MixedOpticsEngine):
+                choice = self.engine.propose_mixed(self.trials(), self._rng(k, POLICY_STREAM),
+                                                   self._rng(k, COMPARISON_STREAM))  # fmt: skip
+                if choice.kind == "comparison":
+                    c = choice.comparison
+                    self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits)
+                    return self._pending
+                s, lens, info = choice.letter.s_logmar, choice.letter.lens, choice.letter.information_bits
+            else:
+                s, lens, info = self.engine.propose(self.trials(), self._rng(k, POLICY_STREAM))
             self._pending = PendingQuery(k, float(s), lens, letter, info)
         return self._pending
 
@@ -219,11 +280,21 @@ class Refraction:
             raise InvalidInputError(f"correct: expected True or False, got {answer.correct!r}")
         return bool(answer.correct), None
 
-    def record(self, answer: Answer):
-        """Commit the answer to the pending query to the log, then invalidate the model."""
+    def record(self, answer: Answer | ComparisonReply):
+        """Commit the answer to the pending query to the log, then invalidate the model: an
+        :class:`Answer` to a letter, a :class:`ComparisonReply` to a comparison."""
         q = self.next_query()
-        correct, named = self.score(answer, q.letter)
-        trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
+        if isinstance(q, PendingComparison):
+            if not isinstance(answer, ComparisonReply):
+                raise InvalidInputError(f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; "
+                                        "nothing was recorded")  # fmt: skip
+            trial = self.log.record(q.s_logmar, q.lens1, q.letter, answer.choice == "1", None, self._presented_at,
+                                    lens2=q.lens2, comparison=answer.choice)  # fmt: skip
+        else:
+            if isinstance(answer, ComparisonReply):
+                raise InvalidInputError("answer: a letter is pending; a comparison answer was given; nothing was recorded")
+            correct, named = self.score(answer, q.letter)
+            trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
         self._invalidate()
         return trial
 
@@ -289,6 +360,14 @@ class Refraction:
             ratios = (p.sphere_d / max(ws, 1e-9), p.cylinder_d / max(wc, 1e-9))
         return float(min(1.0, *ratios))
 
+    def patient_seconds(self) -> float:
+        """The patient's time so far by the protocol's durations (s): each valid letter at
+        ``comparisons.letter_seconds``, each comparison at ``comparisons.comparison_seconds``
+        (the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` without them)."""
+        settings = self.protocol.comparisons or MixedSettings()
+        return float(sum(settings.comparison_seconds if is_comparison(t) else settings.letter_seconds
+                         for t in self.trials()))  # fmt: skip
+
     def psychometric(self, lens: Prescription, n: int = 61):
         """``(s (n,), p, lo, hi)``: the model's ``P(correct)`` against letter size (logMAR)
         through ``lens``, with its credible band at the protocol's level."""
@@ -321,7 +400,7 @@ class Refraction:
         region = est.region
         pv = est.rounded.power_vector_array()
         start = self.start_point
-        return {
+        out = {
             "estimate": _rx_dict(est.lens),
             "rounded": _rx_dict(est.rounded),
             "power_vector": {"m_d": float(pv[0]), "j0_d": float(pv[1]), "j45_d": float(pv[2])},
@@ -343,6 +422,9 @@ class Refraction:
             "software_version": __version__,
             "simulated": self.simulated,
         }  # fmt: skip
+        if self.protocol.comparisons is not None:
+            out["comparisons_used"] = sum(is_comparison(t) for t in valid)
+        return out
 
     def finish(self, stopped_by: str = "clinician") -> dict:
         """Compute the result, store it and close the session for good."""
@@ -377,18 +459,32 @@ def _rx_dict(rx: Prescription) -> dict:
     return {"sphere_d": rx.sphere_d, "cylinder_d": rx.cylinder_d, "axis_deg": rx.axis_deg}
 
 
+def simulated_comparison(patient, query: PendingComparison, model: ComparisonModel | None = None) -> str:
+    """A simulated patient's answer to a comparison (``"1"``, ``"2"`` or ``"="``), keyed by the
+    trial index; ``model`` default: the Thurstone model of the patient's letter task (Fauvel &
+    Chalk's Eq. 11 with an "equal" band) at the patient's own lapse rate."""
+    model = model or ComparisonModel(lapse=patient.psychometric.lapse)
+    return answer_comparison_trial(patient, query.index, query.s_logmar, query.lens1, query.lens2, model)
+
+
 class SimulatedPresenter:
     """Presents queries to a :class:`visiontune.optics.SimulatedPatient`. The answer to trial
     ``k`` draws from the patient's stream keyed by ``k`` (``answer_trial``) when the patient
-    has one, so a resumed session gets the same answers as an uninterrupted one."""
+    has one, so a resumed session gets the same answers as an uninterrupted one. Comparisons
+    are answered with ``comparison_model`` (default: the Thurstone model of the letter task,
+    Fauvel & Chalk's Eq. 11 with ties, at the patient's own lapse rate;
+    :mod:`visiontune.optics.comparison`)."""
 
-    def __init__(self, patient, *, pace_s: float = 0.0):
+    def __init__(self, patient, *, pace_s: float = 0.0, comparison_model: ComparisonModel | None = None):
         self.patient = patient
         self.pace_s = pace_s
+        self.comparison_model = comparison_model
 
-    def present(self, query: PendingQuery) -> Answer:
+    def present(self, query: PendingQuery | PendingComparison) -> Answer | ComparisonReply:
         if self.pace_s:
             time.sleep(self.pace_s)
+        if isinstance(query, PendingComparison):
+            return ComparisonReply(simulated_comparison(self.patient, query, self.comparison_model))
         keyed = getattr(self.patient, "answer_trial", None)
         if keyed is not None:
             return Answer(correct=bool(keyed(query.index, query.s_logmar, query.lens, query.letter)))

@@ -13,8 +13,9 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   estimate ``c``: symmetric pairs ``c ± h u`` and one-sided pairs ``(c, c ± 2h u)`` for
   half-separations ``h`` of 0.125 to 0.75 D along ``M``, ``J0``, ``J45`` and the two longest
   principal axes of the posterior of the correction, plus pairs of two posterior draws'
-  corrections (as KSS draws a duel, seed 002 §3.4), all within the protocol's step of ``c`` and
-  rounded to trial lenses. Its letter size: BALD-like search over the chart's sizes when the
+  corrections (as KSS draws a duel, Fauvel & Chalk (contextual BO) §3.4), all within the protocol's step of ``c`` and
+  rounded to trial lenses (scored with each particle's comparison sensitivity ``κ`` when the
+  model infers it, :mod:`visiontune.refraction.comparisons`). Its letter size: BALD-like search over the chart's sizes when the
   comparison model depends on the size (Eq. 14's probit latent), else the predicted best acuity
   plus :attr:`MixedSettings.comparison_size_offset_logmar` (a line the patient reads easily);
 * each is scored, on one equally weighted subsample of the particles, by ``criterion``:
@@ -40,7 +41,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
-from visiontune.refraction.comparisons import comparison_probabilities
+from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
     VA0,
@@ -76,9 +77,14 @@ _COARSE_SIZE_STRIDE = 2
 class MixedSettings:
     """Settings of a mixed session: the ``comparison`` model the posterior uses, the durations
     ``letter_seconds`` and ``comparison_seconds`` (patient's time per answer, s), the
-    ``criterion`` (``"evr"`` or ``"information"``), ``comparisons`` (False: letters only) and the
+    ``criterion`` (``"evr"`` or ``"information"``), ``comparisons`` (False: letters only), the
     comparison's letter size above the predicted best acuity (logMAR) when the size does not
-    change the answer."""
+    change the answer, and ``sensitivity_to_stop``: with a model that infers the comparison
+    sensitivity ``κ``, the precision stop also waits until the posterior standard deviation of
+    ``ln κ`` is at most this fraction of its prior's (None: it does not wait). Early in a
+    session weak answers fit "a sensitive patient near the correction" about as well as "an
+    insensitive one a quarter diopter away", so a region computed before ``κ`` is learned can be
+    too narrow (docs/results/comparisons.md)."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
     letter_seconds: float = 3.0
@@ -86,6 +92,7 @@ class MixedSettings:
     criterion: str = "evr"
     comparisons: bool = True
     comparison_size_offset_logmar: float = 0.1
+    sensitivity_to_stop: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.comparison, ComparisonModel):
@@ -98,6 +105,9 @@ class MixedSettings:
             raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
         if not -0.5 <= self.comparison_size_offset_logmar <= 1.0:
             raise InvalidInputError(f"comparison_size_offset_logmar: expected [-0.5, 1], got {self.comparison_size_offset_logmar!r}")
+        ratio = self.sensitivity_to_stop
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0):
+            raise InvalidInputError(f"sensitivity_to_stop: expected None or a fraction in (0, 1], got {ratio!r}")
 
 
 @dataclass(frozen=True)
@@ -204,6 +214,8 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
     letter_value = float(_value(settings.criterion, pv, np.stack([p, 1.0 - p], axis=-1))[0]) / settings.letter_seconds
     centre = posterior.best_correction()
     pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison)
+    # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
+    particles = with_sensitivity(particles, model, rng_comparison)
     if model.uses_size:
         sizes = s_grid[::_COARSE_SIZE_STRIDE]
     else:

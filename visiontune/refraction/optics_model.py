@@ -1,13 +1,13 @@
 """A model that knows optics: the blur-acuity relation as the model's structure.
 
-The future work seed 002 names (§6, domain knowledge in the prior): instead of a stationary
+The future work Fauvel & Chalk (contextual BO) names (§6, domain knowledge in the prior): instead of a stationary
 GP over lenses, the probability of reading a letter of size ``s`` (logMAR) through a lens
-with power vector ``L`` has the form of the simulated patient of seed 002 §5.1::
+with power vector ``L`` has the form of the simulated patient of its §5.1::
 
     r      = L - P*                                   residual (Thibos power vectors, D)
     r_M   += min(A, max(-r_M, 0))                     accommodation (Hofstetter amplitude A)
-    VA(L)  = VA* + log10(1 + |r|²)                    Blendowske 2015 (DESIGN.md, acuity model)
-    P(correct | s, L) = γ + (1 - γ - λ) Φ(a (s - VA(L)))   seed 002 Eq. 13 with a lapse λ
+    VA(L)  = VA* + log10(1 + |r|²)                    Blendowske 2015 (docs/design.md, acuity model)
+    P(correct | s, L) = γ + (1 - γ - λ) Φ(a (s - VA(L)))   Eq. 13 with a lapse λ
 
 with unknowns ``θ = (M*, J0*, J45*, VA*, log a, A)``: the best correction (the most plus lens
 that gives the best acuity, since acuity is flat on the minus side up to ``A``), the best-
@@ -21,7 +21,11 @@ are resampled (systematic) and moved by a few random-walk Metropolis steps on th
 every answer so far (covariance ``2.38²/d`` times the particles' own, Roberts & Rosenthal 2001).
 Answers of other kinds (comparisons of two lenses, :mod:`visiontune.refraction.comparisons`)
 enter the same way through :meth:`ParticlePosterior.observe`, and the moves then target the
-posterior of every answer, letters and comparisons together.
+posterior of every answer, letters and comparisons together. A comparison model that infers
+the patient's comparison sensitivity ``κ`` adds a seventh column ``ln κ`` (:data:`LOG_SENSITIVITY`)
+at its first answer, drawn from its lognormal prior with its own keyed stream; the prior's term
+enters the moves, whose proposal covariance is then 7 × 7 (``2.38²/7``). Without such a model
+the particles keep six columns and every draw is as before.
 Every random draw for answer ``k`` comes from ``default_rng([seed, k, purpose])``, so the
 posterior is a pure function of (log, seed): a session rebuilt from its log after a crash has
 the same particles bit for bit.
@@ -30,7 +34,7 @@ Priors: ``P*`` from the starting prescription (:mod:`visiontune.refraction.start
 ``VA*`` normal, mean 0.0 and σ 0.15 logMAR, truncated to [-0.3, 1.0] (adult best-corrected
 acuity is about -0.1 to 0.0 logMAR, Elliott, Yang & Whitaker 1995, Optom. Vis. Sci. 72:186-191;
 the σ leaves room for patients with reduced acuity); ``log a`` normal from the protocol's slope
-prior (median 5 logMAR⁻¹, σ 0.4: Carkeet, Lee, Chong & Tong 2001, Optom. Vis. Sci. 78:529-538);
+prior (median 5 logMAR⁻¹, σ 0.4: Carkeet, Lee, Kerr & Keung 2001, Optom. Vis. Sci. 78:113-121);
 ``A`` uniform on ``[0, A_max]`` with ``A_max`` Hofstetter's maximum amplitude at the patient's age
 (:mod:`visiontune.optics.accommodation`), or 10 D when the age is unknown.
 """
@@ -48,11 +52,15 @@ from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LetterAnswer", "OpticsModelSpec", "ParticlePosterior", "acuity_logmar", "binary_entropy_bits", "blur_squared",
-           "probability_correct", "probability_grid", "systematic_resample"]
+__all__ = ["LOG_SENSITIVITY", "LetterAnswer", "OpticsModelSpec", "ParticlePosterior", "acuity_logmar",
+           "binary_entropy_bits", "blur_squared", "probability_correct", "probability_grid", "systematic_resample"]
 
 #: Parameter columns of a particle.
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
+#: The opt-in seventh column: ``ln κ``, the comparison sensitivity (:mod:`visiontune.refraction.comparisons`).
+LOG_SENSITIVITY = 6
+#: Purpose of the stream of the ``ln κ`` column's prior draws, ``default_rng([seed, 0, purpose])``.
+_SENSITIVITY_PURPOSE = 0x5E5
 _VA0_RANGE = (-0.3, 1.0)
 _AMPLITUDE_UNKNOWN_AGE_D = 10.0
 _METROPOLIS_STEPS = 4
@@ -191,6 +199,8 @@ class ParticlePosterior:
         self.lenses = np.zeros((0, 3))
         self.correct = np.zeros(0, dtype=bool)
         self.n_moves = 0
+        #: ``(median, σ)`` of the prior of ``κ`` once a ``ln κ`` column was added, else None.
+        self.sensitivity_prior: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ weights
     @property
@@ -212,6 +222,9 @@ class ParticlePosterior:
         lp = self.start.log_prior(theta[:, :3])
         lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
+        if self.sensitivity_prior is not None:
+            median, sigma = self.sensitivity_prior
+            lp = lp - 0.5 * ((theta[:, LOG_SENSITIVITY] - np.log(median)) / sigma) ** 2
         outside = ((theta[:, VA0] < _VA0_RANGE[0]) | (theta[:, VA0] > _VA0_RANGE[1])
                    | (theta[:, AMPLITUDE] < 0.0) | (theta[:, AMPLITUDE] > self.amplitude_max))  # fmt: skip
         return np.where(outside, -np.inf, lp)
@@ -235,7 +248,12 @@ class ParticlePosterior:
         ``answer`` is a frozen value with ``log_likelihood(theta, spec) -> (N,)`` (its log-
         likelihood per particle), a hashable ``batch_key`` and a static
         ``batch_log_likelihood(answers, theta, spec) -> (N,)``, the sum over answers of the same
-        key: :class:`LetterAnswer`, :class:`visiontune.refraction.comparisons.ComparisonAnswer`."""
+        key: :class:`LetterAnswer`, :class:`visiontune.refraction.comparisons.ComparisonAnswer`.
+        An answer whose ``sensitivity_prior`` is not None (a comparison model that infers ``κ``)
+        first adds the ``ln κ`` column (:meth:`add_sensitivity`)."""
+        prior = getattr(answer, "sensitivity_prior", None)
+        if prior is not None:
+            self.add_sensitivity(*prior)
         self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
         self.answers.append(answer)
         self._groups.setdefault(answer.batch_key, []).append(answer)
@@ -246,6 +264,25 @@ class ParticlePosterior:
         if self.effective_sample_size() < 0.5 * self.spec.n_particles:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
 
+    def add_sensitivity(self, median: float, sigma: float) -> None:
+        """Add the ``ln κ`` column, ``N(ln median, σ²)`` draws from ``default_rng([seed, 0,
+        0x5E5])``, unless there is one (then the prior must be the same). ``κ`` is a priori
+        independent of the other unknowns and no answer so far depends on it, so the weighted
+        particles with the column appended represent the posterior, whenever it is added: the
+        particles are a pure function of the answers, as before."""
+        prior = (float(median), float(sigma))
+        if self.sensitivity_prior is not None:
+            if prior != self.sensitivity_prior:
+                raise InvalidInputError(f"sensitivity prior: the posterior has median, sigma = {self.sensitivity_prior}, "
+                                        f"an answer asks for {prior} (one prior of κ per session)")
+            return
+        if not (prior[0] > 0.0 and prior[1] > 0.0):
+            raise InvalidInputError(f"sensitivity prior: expected a positive median and sigma, got {prior}")
+        rng = np.random.default_rng([self.seed, 0, _SENSITIVITY_PURPOSE])
+        draws = rng.normal(np.log(prior[0]), prior[1], len(self.theta))
+        self.theta = np.column_stack([self.theta, draws])
+        self.sensitivity_prior = prior
+
     def update(self, s: float, lens_pv, correct: bool) -> None:
         """Add the answer ``correct`` to a letter of size ``s`` (logMAR) through the lens of
         power vector ``lens_pv (3,)`` (:meth:`observe` with a :class:`LetterAnswer`)."""
@@ -254,8 +291,10 @@ class ParticlePosterior:
 
     def _resample_move(self, rng: np.random.Generator) -> None:
         w = self.weights
-        cov = np.cov(self.theta.T, aweights=w) + np.diag([1e-4, 1e-5, 1e-5, 1e-5, 1e-5, 1e-4])
-        chol = np.linalg.cholesky((2.38**2 / 6.0) * cov)
+        d = self.theta.shape[1]
+        jitter = [1e-4, 1e-5, 1e-5, 1e-5, 1e-5, 1e-4] + [1e-4] * (d - 6)
+        cov = np.cov(self.theta.T, aweights=w) + np.diag(jitter)
+        chol = np.linalg.cholesky((2.38**2 / float(d)) * cov)
         theta = self.theta[systematic_resample(w, len(w), rng)]
         log_post = self._log_prior(theta) + self._log_likelihood(theta)
         for _ in range(_METROPOLIS_STEPS):
@@ -274,11 +313,11 @@ class ParticlePosterior:
 
     # ------------------------------------------------------------------ summaries
     def subsample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` equally weighted particles ``(n, 6)`` (systematic resampling)."""
+        """``n`` equally weighted particles ``(n, d)`` (systematic resampling; ``d`` = 6, or 7 with ``ln κ``)."""
         return self.theta[systematic_resample(self.weights, n, rng)]
 
     def mean(self) -> np.ndarray:
-        """Posterior mean of ``θ`` ``(6,)``."""
+        """Posterior mean of ``θ`` ``(d,)`` (6, or 7 with ``ln κ``)."""
         return self.weights @ self.theta
 
     def best_correction(self) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Simulated patient populations drawn from published distributions (issues 19 and 20).
+"""Simulated patient populations drawn from published distributions (the clinical validation).
 
 A :class:`Population` describes a clinic's patients as distributions; :func:`draw_cases`
 draws :class:`PatientCase` s from it, reproducibly: case ``i`` depends only on
@@ -42,10 +42,10 @@ Every number below has its source or is marked **assumed**. The populations
       (adults read better than 6/6 on average, declining with age: Elliott, Yang & Whitaker
       1995, *Visual acuity changes throughout adulthood in normal, healthy eyes: seeing
       beyond 6/6*, Optom. Vis. Sci. 72:186; one distribution for all ages is **assumed**).
-    * Psychometric slope ``a`` (logMAR⁻¹): lognormal, median 5 (the slope of seed 002's
+    * Psychometric slope ``a`` (logMAR⁻¹): lognormal, median 5 (the slope of Fauvel & Chalk (contextual BO),
       Fig. 3, i.e. a cumulative-normal spread of 0.2 logMAR, within the spreads reported for
-      letter charts: Horner et al. 1985, Am. J. Optom. Physiol. Opt. 62:895; Carkeet 2001,
-      Optom. Vis. Sci. 78:529), log-SD 0.3 (**assumed**), truncated to [1.5, 15].
+      letter charts: Horner et al. 1985, Am. J. Optom. Physiol. Opt. 62:895; Carkeet et al. 2001,
+      Optom. Vis. Sci. 78:113-121), log-SD 0.3 (**assumed**), truncated to [1.5, 15].
     * Lapse rate 2% (**assumed**; the issue's "2% lapses").
     * Age uniform in [18, 80] years (**assumed**, not census-weighted); amplitude of
       accommodation = Hofstetter's mean line ``18.5 - 0.3 age`` (Hofstetter 1950, via
@@ -61,7 +61,7 @@ Every number below has its source or is marked **assumed**. The populations
       Vis. Sci. 75:617), printed as an autorefractor does in 0.25 D and 1°
       steps, minus-cylinder form. The reading as it is lies within 0.25 D (dioptric distance
       of power vectors) of the truth for 26% of patients and within 0.50 D for 71% (40,000
-      cases), a little worse than the 30% / 85% measured in issue 19.
+      cases), a little worse than the 30% / 85% measured in the first clinical validation.
     * Acuity model Blendowske, no letter difficulty, no attention drift.
 
 ``adult-clinic-misspecified``: the same refractive errors, ages, acuity, slopes and start,
@@ -100,6 +100,7 @@ from numbers import Integral
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from visiontune._validate import check_int
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.optics.acuity import ACUITY_MODELS, acuity_model_by_name
@@ -133,7 +134,7 @@ START_SOURCES = ("autorefraction", "spectacles", "retinoscopy", "none")
 CASE_KEY = 0xCA5E
 
 #: Percent correct of each Sloan letter at one letter size near threshold. C, O, S (about
-#: 71%) and Z (94%) are DESIGN.md's figures; the ranking (round letters C, O, D hardest,
+#: 71%) and Z (94%) are the figures of docs/design.md ("Letter size on screen"); the ranking (round letters C, O, D hardest,
 #: letters with diagonal strokes Z, V, N easiest) follows Alexander, Xie & Derlacki 1997
 #: (*Visual acuity and contrast sensitivity for individual Sloan letters*, Vision Res.
 #: 37:813) and Miller et al. 2001 (OSA Vision Science and its Applications, FC3); the values
@@ -518,8 +519,7 @@ class PatientCase:
             return kind(value)
 
         for key in ("case_id", "seed"):
-            if not isinstance(data[key], int) or isinstance(data[key], bool):
-                raise InvalidInputError(f"{key}: expected an integer, got {data[key]!r}")
+            check_int(key, data[key])
         for key in ("best_corrected_logmar", "slope", "lapse", "accommodation_d"):
             number(key)
         number("age_years", optional=True)
@@ -649,7 +649,6 @@ def draw_cases(population: Population | str, n: int, seed: int, *, start: int = 
         population = population_by_name(population)
     if not isinstance(population, Population):
         raise InvalidInputError(f"population: expected a Population or a name, got {type(population).__name__}")
-    for name, value, lowest in (("n", n, 0), ("seed", seed, 0), ("start", start, 0)):
-        if isinstance(value, bool) or not isinstance(value, Integral) or value < lowest:
-            raise InvalidInputError(f"{name}: expected an integer >= {lowest}, got {value!r}")
+    for name, value in (("n", n), ("seed", seed), ("start", start)):
+        check_int(name, value, lo=0)
     return [_draw_case(population, int(seed), i) for i in range(int(start), int(start) + int(n))]

@@ -1,7 +1,7 @@
 """Session protocols: TOML files saying how a refraction session runs, validated once.
 
 A protocol fixes the model and its policy (:mod:`visiontune.refraction.policies`: the optics
-model with UCB-ALD, TS-ALD, BALD or EVR; or the GP model of seed 002 §5 with the registry's
+model with UCB-ALD, TS-ALD, BALD or EVR; or the GP model of Fauvel & Chalk (contextual BO) §5 with the registry's
 contextual rules), the lens search, the trial lenses (quarter-diopter steps, axis steps, minus-
 or plus-cylinder form), the letter-size range (002 §5: ``[-1, 2]`` logMAR), the letter set and
 number of alternatives (chance ``γ = 1/n``, 002 Eq. S34), the initial random trials (002 §4: 5),
@@ -27,12 +27,24 @@ paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside t
 ``variance``, or ``model.fit = "simulation"`` (002 §5.2); precision stop on the widths
 ``sphere_d`` and ``cylinder_d`` of the credible intervals.
 
+**Comparisons** (optics model only): a ``[comparisons]`` table lets the session ask "which is
+clearer, 1 or 2?" as well as letters, whichever is worth more per second of the patient's
+time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
+``letter_seconds`` and ``comparison_seconds`` (the durations the choice weighs, seconds),
+``criterion`` (``"evr"`` or ``"information"``), ``size_offset_logmar`` (the letter kept in view,
+above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
+patient's comparison sensitivity, the precision stop waits until the posterior standard
+deviation of its logarithm is at most this fraction of the prior's); ``[comparisons.model]`` holds the fields of
+:class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
+...), each validated as the model validates it.
+
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -43,8 +55,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from visiontune.errors import ProtocolError
+from visiontune.errors import InvalidInputError, ProtocolError
+from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
+from visiontune.refraction.mixed_rules import CRITERIA, MixedSettings
 from visiontune.refraction.policies import (
     GP_KERNELS,
     GP_POLICIES,
@@ -52,6 +66,9 @@ from visiontune.refraction.policies import (
     OPTICS_POLICIES,
 )
 
+#: The protocol a session runs unless another is named: letters and comparisons
+#: (docs/results/clinical-validation-clinical-sloan-compare.md); ``clinical-sloan`` asks letters only.
+DEFAULT_PROTOCOL = "clinical-sloan-compare"
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
 LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
@@ -150,6 +167,7 @@ class Protocol:
     source: str
     source_text: str = field(repr=False)
     lenses: LensSteps = field(default_factory=LensSteps)
+    comparisons: MixedSettings | None = None
 
     @property
     def chance(self) -> float:
@@ -266,7 +284,7 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         "name", "description", "policy", "seed", "initial_random_trials",
         "search_space", "context_space", "letters", "stopping", "model",
     }  # fmt: skip
-    r.table(doc, "", top_required, {"psychometric", "lenses"})
+    r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons"})
     name = _safe_text(r, doc["name"], "name", MAX_NAME_CHARS)
     description = _safe_text(r, doc["description"], "description", MAX_DESCRIPTION_CHARS)
     seed = r.integer(doc["seed"], "seed", 0, 2**63 - 1)
@@ -303,12 +321,62 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         psy = r.table(r.sub_table(doc, "psychometric"), "psychometric.", {"slope_prior"}, set())
         slope_prior = _slope_prior(r, r.sub_table(psy, "slope_prior", "psychometric."))
 
+    comparisons = None
+    if "comparisons" in doc:
+        if model.type != "optics":
+            raise r.fail("comparisons", "no such table for the GP model (comparisons need the optics model)", doc["comparisons"])
+        comparisons = _comparisons(r, r.sub_table(doc, "comparisons"))
+
     return Protocol(
         name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
         search_space=space, logmar_range=logmar, letter_set=letter_set,
         n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision, min_bits),
         model=model, slope_prior=slope_prior, source=source, source_text=text, lenses=lens_steps,
+        comparisons=comparisons,
     )  # fmt: skip
+
+
+def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
+    """``[comparisons]`` (module docstring); ``None`` when ``enabled = false``."""
+    p = "comparisons."
+    r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "criterion", "size_offset_logmar",
+                              "sensitivity_to_stop", "model"})  # fmt: skip
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise r.fail(p + "enabled", "true or false", enabled)
+    seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0) for k, d in (("letter_seconds", 3.0),
+                                                                           ("comparison_seconds", 5.0))}  # fmt: skip
+    criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
+    offset = r.number(table.get("size_offset_logmar", 0.1), p + "size_offset_logmar", -0.5, 1.0)
+    to_stop = None
+    if "sensitivity_to_stop" in table:
+        to_stop = r.number(table["sensitivity_to_stop"], p + "sensitivity_to_stop", 0.0, 1.0, open_lo=True)
+    model = _comparison_model(r, r.sub_table(table, "model", p)) if "model" in table else ComparisonModel()
+    if not enabled:
+        return None
+    return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
+                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop)  # fmt: skip
+
+
+def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:
+    """``[comparisons.model]``: the fields of :class:`ComparisonModel`, each checked as it checks them."""
+    p = "comparisons.model."
+    defaults = {f.name: f.default for f in dataclasses.fields(ComparisonModel)}
+    r.table(table, p, set(), set(defaults))
+    values = {}
+    for key, value in table.items():
+        default = defaults[key]
+        if isinstance(default, str):
+            values[key] = r.string(value, p + key)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise r.fail(p + key, "a number", value)
+        else:
+            values[key] = float(value)
+    try:
+        return ComparisonModel(**values)
+    except InvalidInputError as exc:
+        field_name, _, message = str(exc).partition(": ")
+        raise ProtocolError(f"{r.source}: {p}{field_name}: {message.replace(', got ', ', found ', 1)}") from None
 
 
 def _model(r: _Reader, table: dict) -> ModelSpec:

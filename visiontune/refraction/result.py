@@ -26,7 +26,9 @@ A finished session's ``result`` is a JSON object with exactly these keys::
 Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded lens (Thibos
 1997); ``starting_rx`` {"sphere_d", "cylinder_d", "axis_deg", "source"} or null; ``model``
 ("optics" | "gp"), ``policy``, ``cylinder_form`` ("minus" | "plus"), ``software_version``;
-``posterior_map.axis_deg`` (the axis the map is drawn at, null for the GP model's fixed axis).
+``posterior_map.axis_deg`` (the axis the map is drawn at, null for the GP model's fixed axis);
+``comparisons_used`` (int, ``0 <= comparisons_used <= trials_used``: how many of the answers
+were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them).
 
 Any other key, a missing key, a non-finite number or a wrong shape is rejected with a
 :class:`~visiontune.errors.StoreError` naming the session and the key path, so a drift in
@@ -48,7 +50,8 @@ _REQUIRED = (
     "estimate", "rounded", "credible_interval", "predicted_va_logmar", "predicted_va_interval",
     "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
 )  # fmt: skip
-_OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version")
+_OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version",
+             "comparisons_used")  # fmt: skip
 _REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
 _START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -98,6 +101,7 @@ class SessionResult:
     starting_source: str | None = None
     cylinder_form: str = "minus"
     map_axis_deg: float | None = None
+    comparisons_used: int = 0
 
 
 class _Checker:
@@ -183,6 +187,9 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     trials_used = d["trials_used"]
     if isinstance(trials_used, bool) or not isinstance(trials_used, int) or trials_used < 0:
         raise c.fail("trials_used", f"expected an integer >= 0, got {trials_used!r}")
+    comparisons_used = d.get("comparisons_used", 0)
+    if isinstance(comparisons_used, bool) or not isinstance(comparisons_used, int) or not 0 <= comparisons_used <= trials_used:
+        raise c.fail("comparisons_used", f"expected an integer in [0, trials_used = {trials_used}], got {comparisons_used!r}")
     duration = c.number("duration_s", d["duration_s"])
     if duration < 0:
         raise c.fail("duration_s", f"expected seconds >= 0, got {duration}")
@@ -237,6 +244,7 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         starting_source=source,
         cylinder_form=form,
         map_axis_deg=map_axis,
+        comparisons_used=comparisons_used,
     )
 
 

@@ -45,7 +45,8 @@ def _note_text(record: SessionRecord) -> str:
         f"[{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, cylinder "
         f"[{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D; predicted acuity "
         f"{r.predicted_va_logmar:.2f} logMAR ({format_snellen(r.predicted_va_logmar)}), interval "
-        f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers."
+        f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers"
+        + (f" ({r.comparisons_used} comparisons of two lenses)." if r.comparisons_used else ".")
     )
     if record.info.eye.value == "OU":
         text += " Binocular session: one correction for both eyes."

@@ -117,10 +117,12 @@ MAP_AXIS_TOLERANCE_DEG = 10.0
 
 
 def lenses_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[Trial]:
-    """The trials whose lens lies in the map's plane: no cylinder, or an axis within
-    :data:`MAP_AXIS_TOLERANCE_DEG` of ``axis_deg`` (every trial when the map has no axis)."""
+    """The letter trials whose lens lies in the map's plane: no cylinder, or an axis within
+    :data:`MAP_AXIS_TOLERANCE_DEG` of ``axis_deg`` (every letter trial when the map has no
+    axis). Comparisons (two lenses, no right or wrong) are not drawn."""
+    trials = [t for t in trials if getattr(t, "comparison", None) is None]
     if axis_deg is None:
-        return list(trials)
+        return trials
     return [t for t in trials if t.lens.cylinder_d == 0.0
             or abs((t.lens.axis_deg - axis_deg + 90.0) % 180.0 - 90.0) <= MAP_AXIS_TOLERANCE_DEG]  # fmt: skip
 

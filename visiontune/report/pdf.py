@@ -80,8 +80,9 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Predicted acuity", f"{va:.2f} logMAR (Snellen {format_snellen(va)}, {format_snellen(va, 6)})"),
         ("Acuity interval",
          f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
-        ("Answers", f"{r.trials_used} used" + (f", {voided} voided" if voided else "")
-         + f"; stopped by {r.stopped_by}"),
+        ("Answers", f"{r.trials_used} used" + (f" ({r.comparisons_used} of them comparisons of two lenses)"
+                                                if r.comparisons_used else "")
+         + (f", {voided} voided" if voided else "") + f"; stopped by {r.stopped_by}"),
         ("Duration", _duration(r.duration_s)),
     ]  # fmt: skip
 
@@ -110,9 +111,19 @@ def _start_line(r) -> list[tuple[str, str]]:
 
 
 def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
-    """The trial table: one row of text per answer (voided ones included), as printed."""
+    """The trial table: one row of text per answer (voided ones included), as printed. A
+    comparison's row gives both lenses (lens 1 / lens 2) and the clearer one (or "equal")."""
     rows = []
     for t in record.trials:
+        if t.comparison is not None:
+            a, b = t.lens, t.lens2
+            rows.append((
+                str(t.index + 1), f"{t.s_logmar:.2f}", f"{a.sphere_d:+.2f}/{b.sphere_d:+.2f}",
+                f"{a.cylinder_d:+.2f}/{b.cylinder_d:+.2f}", f"{a.axis_deg:.0f}/{b.axis_deg:.0f}", t.letter_shown,
+                "equal" if t.comparison == "=" else f"lens {t.comparison}", "-", "void" if t.void else "",
+                t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+            ))  # fmt: skip
+            continue
         rows.append((
             str(t.index + 1), f"{t.s_logmar:.2f}", f"{t.lens.sphere_d:+.2f}", f"{t.lens.cylinder_d:+.2f}",
             f"{t.lens.axis_deg:.0f}", t.letter_shown, t.letter_named or "-", "yes" if t.correct else "no",
@@ -127,7 +138,7 @@ def draw_page_frame(p, width: float, height: float, *, simulated: bool, footer: 
     from PySide6.QtCore import QPointF, QRectF, Qt
     from PySide6.QtGui import QColor, QFontMetricsF, QPen
 
-    from visiontune.report.figures import set_font
+    from visiontune.report.figures import set_font  # late: PySide6
 
     y = 0.0
     if simulated:
@@ -176,7 +187,7 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         QPen,
     )
 
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font
+    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font  # late: PySide6
 
     data, buf, writer = a4_pdf_writer()
     info = record.info

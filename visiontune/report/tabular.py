@@ -1,6 +1,6 @@
 """CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
 
-**CSV, schema 1** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+**CSV, schema 2** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
 marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
 them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
 an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
@@ -11,25 +11,31 @@ trial_index     position in the session, counting voided answers, from 0
 void            1 if an ``undo`` voided this answer (the model ignores it)
 s_logmar        letter size (logMAR)
 sphere_d ...    lens: sphere, cylinder (diopters), axis (degrees, [0, 180))
-sphere2_d ...   second lens of a duel (preferential protocols), else empty
-letter_shown    the letter presented
+sphere2_d ...   second lens of a duel (preferential protocols) or of a comparison, else empty
+letter_shown    the letter presented (for a comparison: the letter kept in view)
 letter_named    the letter the patient named, empty for "don't know"
-correct         1 if the answer was scored correct
+correct         1 if the answer was scored correct (comparison: 1 if lens 1 was the clearer)
+comparison      a comparison's answer: 1 (lens 1 clearer), 2 or = (no difference); empty
+                for a letter
 presented_at    when the letter appeared (UTC)
 answered_at     when the answer was recorded (UTC)
 simulated       1 if a simulated patient answered (**SIMULATED** data)
-schema_version  1
+schema_version  2
 =============== ======================================================================
 
-**JSON, schema** ``visiontune.session-export`` **version 1** (:func:`session_to_json`)::
+Schema 1 (files written before comparisons) has the same columns without ``comparison``;
+:func:`trials_from_csv` reads both.
 
-    {"schema": "visiontune.session-export", "schema_version": 1,
+**JSON, schema** ``visiontune.session-export`` **version 2** (:func:`session_to_json`; version 1,
+without the trials' ``comparison``, is read too)::
+
+    {"schema": "visiontune.session-export", "schema_version": 2,
      "simulated": bool, "mark": "SIMULATED" | null, "exported_by": "visiontune X.Y.Z",
      "session": {"session_id", "patient_id", "eye", "protocol_toml", "software_version", "seed",
                  "state", "created_at", "finished_at", "calibration", "starting_rx"},
      "trials": [{"index", "void", "s_logmar", "lens": {"sphere_d", "cylinder_d", "axis_deg"},
                  "lens2": null | {...}, "letter_shown", "letter_named", "correct",
-                 "presented_at", "answered_at"}, ...],
+                 "comparison": null | "1" | "2" | "=", "presented_at", "answered_at"}, ...],
      "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
      "result": the result object as stored (schema: visiontune.refraction.result)}
 """
@@ -45,24 +51,35 @@ from typing import Any
 
 import visiontune
 from visiontune.errors import InvalidInputError
-from visiontune.report.record import SessionRecord
 from visiontune.refraction.result import parse_result
-from visiontune.session.records import Event, EventKind, Eye, Lens, SessionInfo, SessionState, Trial
+from visiontune.report.record import SessionRecord
+from visiontune.session.records import (
+    COMPARISON_ANSWERS,
+    Event,
+    EventKind,
+    Eye,
+    Lens,
+    SessionInfo,
+    SessionState,
+    Trial,
+)
 
 __all__ = [
     "CSV_COLUMNS", "CSV_SCHEMA_VERSION", "JSON_SCHEMA", "JSON_SCHEMA_VERSION",
     "SIMULATED_MARK", "trials_to_csv", "trials_from_csv", "session_to_json", "session_json_text", "session_from_json",
 ]  # fmt: skip
 
-CSV_SCHEMA_VERSION = 1
+CSV_SCHEMA_VERSION = 2
 JSON_SCHEMA = "visiontune.session-export"
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
     "session_id", "trial_index", "void", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
-    "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct",
+    "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct", "comparison",
     "presented_at", "answered_at", "simulated", "schema_version",
 )  # fmt: skip
+#: The columns of each CSV schema this VisionTune reads.
+_CSV_COLUMNS_BY_VERSION = {1: tuple(c for c in CSV_COLUMNS if c != "comparison"), 2: CSV_COLUMNS}
 
 
 def _num(x: float | None) -> str:
@@ -74,7 +91,7 @@ def _flag(b: bool) -> str:
 
 
 def trials_to_csv(record: SessionRecord) -> str:
-    """CSV text (schema 1) of every answer of ``record``, voided ones marked (``void=1``)."""
+    """CSV text (schema 2) of every answer of ``record``, voided ones marked (``void=1``)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -84,7 +101,7 @@ def trials_to_csv(record: SessionRecord) -> str:
             t.session_id, t.index, _flag(t.void), _num(t.s_logmar),
             _num(t.lens.sphere_d), _num(t.lens.cylinder_d), _num(t.lens.axis_deg),
             _num(l2 and l2.sphere_d), _num(l2 and l2.cylinder_d), _num(l2 and l2.axis_deg),
-            t.letter_shown, t.letter_named or "", _flag(t.correct),
+            t.letter_shown, t.letter_named or "", _flag(t.correct), t.comparison or "",
             t.presented_at.isoformat(), t.answered_at.isoformat(), _flag(record.simulated), CSV_SCHEMA_VERSION,
         ])  # fmt: skip
     return buf.getvalue()
@@ -141,20 +158,26 @@ class _Row:
 
 
 def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
-    """Read CSV text of schema 1 back: ``(trials, simulated)``; ``simulated`` is ``None`` for a
-    file without rows (the flag lives in the rows; the JSON export always carries it).
+    """Read CSV text of schema 2 (or 1) back: ``(trials, simulated)``; ``simulated`` is ``None``
+    for a file without rows (the flag lives in the rows; the JSON export always carries it).
 
     Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
-    first bad field, a header that is not :data:`CSV_COLUMNS`, or another schema version.
+    first bad field, a header that is not :data:`CSV_COLUMNS` (or schema 1's), or a row whose
+    schema version is not its header's.
     """
     reader = csv.DictReader(io.StringIO(text))
-    if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
+    header = tuple(reader.fieldnames or ())
+    version = next((v for v, cols in _CSV_COLUMNS_BY_VERSION.items() if cols == header), None)
+    if version is None:
         raise InvalidInputError(f"csv: expected the header {','.join(CSV_COLUMNS)}, got {reader.fieldnames}")
     trials, simulated = [], set()
     for line, raw in enumerate(reader, start=2):
         r = _Row(line, raw)
-        if r.int("schema_version") != CSV_SCHEMA_VERSION:
-            raise r.fail("schema_version", f"this VisionTune reads schema {CSV_SCHEMA_VERSION}")
+        if r.int("schema_version") != version:
+            raise r.fail("schema_version", f"expected {version}, the schema of this file's header")
+        comparison = raw.get("comparison") or None
+        if comparison is not None and comparison not in COMPARISON_ANSWERS:
+            raise r.fail("comparison", f"expected one of {', '.join(COMPARISON_ANSWERS)} or empty")
         s_logmar = r.float("s_logmar")
         if s_logmar is None:
             raise r.fail("s_logmar", "expected a number")
@@ -164,6 +187,7 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
             lens2=r.lens(("sphere2_d", "cylinder2_d", "axis2_deg"), False),
             letter_shown=raw["letter_shown"], letter_named=raw["letter_named"] or None, correct=r.flag("correct"),
             presented_at=r.time("presented_at"), answered_at=r.time("answered_at"), void=r.flag("void"),
+            comparison=comparison,
         ))  # fmt: skip
         simulated.add(r.flag("simulated"))
     if len(simulated) > 1:
@@ -182,7 +206,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def session_to_json(record: SessionRecord) -> dict[str, Any]:
-    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v1)."""
+    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v2)."""
     info = record.info
     return {
         "schema": JSON_SCHEMA,
@@ -200,7 +224,8 @@ def session_to_json(record: SessionRecord) -> dict[str, Any]:
             {
                 "index": t.index, "void": t.void, "s_logmar": t.s_logmar, "lens": _lens_json(t.lens),
                 "lens2": _lens_json(t.lens2), "letter_shown": t.letter_shown, "letter_named": t.letter_named,
-                "correct": t.correct, "presented_at": _iso(t.presented_at), "answered_at": _iso(t.answered_at),
+                "correct": t.correct, "comparison": t.comparison, "presented_at": _iso(t.presented_at),
+                "answered_at": _iso(t.answered_at),
             }
             for t in record.trials
         ],
@@ -232,7 +257,8 @@ def _time(name: str, text: Any) -> datetime | None:
 
 
 def session_from_json(doc: Any) -> SessionRecord:
-    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v1.
+    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v2 (or v1, whose
+    trials have no ``comparison``).
 
     Raises :class:`~visiontune.errors.InvalidInputError` (naming the key) for another schema,
     a missing key or a bad value, and :class:`~visiontune.errors.StoreError` for a result
@@ -240,10 +266,10 @@ def session_from_json(doc: Any) -> SessionRecord:
     """
     if not isinstance(doc, dict) or doc.get("schema") != JSON_SCHEMA:
         raise InvalidInputError(f"json: schema: expected {JSON_SCHEMA!r}")
-    if doc.get("schema_version") != JSON_SCHEMA_VERSION:
+    if doc.get("schema_version") not in (1, JSON_SCHEMA_VERSION):
         found = doc.get("schema_version")
         raise InvalidInputError(
-            f"json: schema_version: this VisionTune reads version {JSON_SCHEMA_VERSION}, got {found!r}"
+            f"json: schema_version: this VisionTune reads versions 1 and {JSON_SCHEMA_VERSION}, got {found!r}"
         )
     try:
         s = doc["session"]
@@ -263,6 +289,7 @@ def session_from_json(doc: Any) -> SessionRecord:
                 letter_named=t["letter_named"], correct=t["correct"],
                 presented_at=_time(f"trials[{i}].presented_at", t["presented_at"]),
                 answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]), void=t["void"],
+                comparison=t["comparison"] if doc["schema_version"] > 1 else None,
             )  # fmt: skip
             for i, t in enumerate(doc["trials"])
         )

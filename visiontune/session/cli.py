@@ -16,7 +16,8 @@ import sys
 from visiontune.errors import InvalidInputError, SessionError, VisionTuneError, one_line
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import SimulatedPresenter
-from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
+from visiontune.refraction.result import parse_result
 from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, parse_true_rx, simulated_case
 from visiontune.refraction.start import SOURCES, StartingPoint
 from visiontune.session.engine import RefractionSession
@@ -61,7 +62,7 @@ def _patient_arguments(parser: argparse.ArgumentParser) -> None:
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     run = sub.add_parser("run", help="start a session")
-    run.add_argument("--protocol", default="clinical-sloan", help="shipped protocol name or .toml path")
+    run.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})")
     run.add_argument("--patient-id", default="SIM-0001", help="pseudonymous patient id")
     run.add_argument("--eye", default="OD", choices=["OD", "OS"])
     run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
@@ -120,6 +121,21 @@ def _case(args, seed: int, stored: dict | None, protocol):
                           true_rx=true_rx, slope=args.slope, best_va=args.best_va, age_years=args.age)  # fmt: skip
 
 
+def _lens_text(lens) -> str:
+    return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg or 180.0).format()
+
+
+def _trial_text(t, named: bool = False) -> str:
+    """One trial on a line: a letter (its lens, and what was shown and named, or + / -) or a
+    comparison (the two lenses and the answer: 1, 2 or =)."""
+    if t.comparison is not None:
+        return f"lens 1 {_lens_text(t.lens)} vs lens 2 {_lens_text(t.lens2)}  clearer: {t.comparison}"
+    if named:
+        verdict = "correct" if t.correct else "wrong"
+        return f"{_lens_text(t.lens)} shown {t.letter_shown} named {t.letter_named or '-'} {verdict}"
+    return f"lens {_lens_text(t.lens)}  {'+' if t.correct else '-'}"
+
+
 def _drive(args, session: RefractionSession, case) -> int:
     patient = case.patient(session.protocol.n_alternatives)
     print(f"SIMULATED session {session.session_id}: patient true correction {case.true_rx.format()}; "
@@ -128,10 +144,7 @@ def _drive(args, session: RefractionSession, case) -> int:
 
     def progress(trial, s):
         if not args.quiet:
-            mark = "+" if trial.correct else "-"
-            lens = Prescription(trial.lens.sphere_d, trial.lens.cylinder_d, trial.lens.axis_deg or 180.0)
-            print(f"  trial {trial.index + 1:3d}  s={trial.s_logmar:+.2f} logMAR  lens {lens.format()}  {mark}",
-                  file=sys.stderr)  # fmt: skip
+            print(f"  trial {trial.index + 1:3d}  s={trial.s_logmar:+.2f} logMAR  {_trial_text(trial)}", file=sys.stderr)
 
     result = session.run(SimulatedPresenter(patient), progress=progress, max_steps=args.max_steps)
     if result is None:
@@ -211,8 +224,6 @@ def run_sessions(args) -> int:
         trials = store.trials(args.session_id, include_void=True)
         result = None
         if info.result is not None and not info.discarded:
-            from visiontune.refraction.result import parse_result
-
             result = parse_result(info.result, where=f"session {info.session_id}")
         doc = {
             "session_id": info.session_id, "patient_id": info.patient_id, "eye": info.eye.value,
@@ -221,7 +232,9 @@ def run_sessions(args) -> int:
             "starting_rx": info.starting_rx, "discarded": info.discarded, "discard_reason": info.discard_reason,
             "trials": [{"index": t.index, "s_logmar": t.s_logmar, "sphere_d": t.lens.sphere_d,
                         "cylinder_d": t.lens.cylinder_d, "axis_deg": t.lens.axis_deg, "letter_shown": t.letter_shown,
-                        "letter_named": t.letter_named, "correct": t.correct, "void": t.void} for t in trials],
+                        "letter_named": t.letter_named, "correct": t.correct, "void": t.void,
+                        "lens2": None if t.lens2 is None else vars(t.lens2), "comparison": t.comparison}
+                       for t in trials],
             "result": info.result,
         }  # fmt: skip
         if args.json:
@@ -235,9 +248,7 @@ def run_sessions(args) -> int:
             print(f"discarded: {_clean(info.discard_reason)}")
         for t in trials:
             void = " VOID" if t.void else ""
-            lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg)
-            print(f"  {t.index + 1:3d} s={t.s_logmar:+.2f} {lens.format()} shown {t.letter_shown} "
-                  f"named {t.letter_named or '-'} {'correct' if t.correct else 'wrong'}{void}")  # fmt: skip
+            print(f"  {t.index + 1:3d} s={t.s_logmar:+.2f} {_trial_text(t, named=True)}{void}")
         if result is not None:
             r = result.rounded
             print(f"result: {Prescription(r.sphere_d, r.cylinder_d, r.axis_deg).format()}, "

@@ -12,13 +12,21 @@ from __future__ import annotations
 from visiontune import __version__
 from visiontune.errors import SessionError
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import Answer, PendingQuery, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import (
+    Answer,
+    ComparisonReply,
+    PendingComparison,
+    PendingQuery,
+    Refraction,
+    SimulatedPresenter,
+)
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.records import Lens, SessionState, TrialInput
 from visiontune.session.store import SessionHandle, TrialStore
 
-__all__ = ["Answer", "PendingQuery", "RefractionSession", "SimulatedPresenter", "StoreLog"]
+__all__ = ["Answer", "ComparisonReply", "PendingComparison", "PendingQuery", "RefractionSession", "SimulatedPresenter",
+           "StoreLog"]  # fmt: skip
 
 
 class StoreLog:
@@ -28,7 +36,7 @@ class StoreLog:
     as :meth:`SessionHandle.record_trial` committed it, an undo reads them again. The handle
     holds the session's exclusive lock, so nobody else can add to them meanwhile. (The loop
     asks for the trials several times per answer; reading n rows each time made a long
-    session's answers cost O(n) in the store alone, issue 21.)"""
+    session's answers cost O(n) in the store alone.)"""
 
     def __init__(self, handle: SessionHandle) -> None:
         self.handle = handle
@@ -43,11 +51,13 @@ class StoreLog:
             self._trials = self.handle.trials(include_void=True)
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None):
-        stored = Lens(lens.sphere_d, lens.cylinder_d, lens.axis_deg % 180.0)
+    def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None, *,
+               lens2: Prescription | None = None, comparison: str | None = None):  # fmt: skip
         known, self._trials = self._trials, None  # read again if anything below fails
-        trial = self.handle.record_trial(TrialInput(s_logmar, stored, letter_shown, correct,
-                                                    letter_named=letter_named, presented_at=presented_at))  # fmt: skip
+        trial = self.handle.record_trial(TrialInput(s_logmar, _stored(lens), letter_shown, correct,
+                                                    letter_named=letter_named, presented_at=presented_at,
+                                                    lens2=None if lens2 is None else _stored(lens2),
+                                                    comparison=comparison))  # fmt: skip
         if known is not None and trial.index == len(known):
             known.append(trial)
             self._trials = known
@@ -65,6 +75,10 @@ class StoreLog:
 
     def finish(self, result: dict) -> None:
         self.handle.finish(result)
+
+
+def _stored(lens: Prescription) -> Lens:
+    return Lens(lens.sphere_d, lens.cylinder_d, lens.axis_deg % 180.0)
 
 
 class RefractionSession(Refraction):

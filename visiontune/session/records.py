@@ -23,6 +23,10 @@ from enum import StrEnum
 from typing import Any
 
 from visiontune.errors import InvalidInputError, StoreError
+from visiontune.refraction.protocol import parse_protocol
+
+#: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).
+COMPARISON_ANSWERS = ("1", "2", "=")
 
 
 class DamagedText(str):
@@ -126,8 +130,10 @@ class Lens:
 class TrialInput:
     """One answered presentation, as the session engine hands it to the store.
 
-    ``lens2`` is the second lens of a duel (preferential protocols), else ``None``.
-    ``letter_named`` is ``None`` when the patient gave no letter ("don't know").
+    ``lens2`` is the second lens of a duel (preferential protocols) or of a comparison, else
+    ``None``; ``comparison`` the answer to a comparison (``"1"``, ``"2"`` or ``"="``; it needs
+    ``lens2``), else ``None``. ``letter_named`` is ``None`` when the patient gave no letter
+    ("don't know").
     ``presented_at`` / ``answered_at`` default to the store clock at recording time.
     """
 
@@ -139,6 +145,7 @@ class TrialInput:
     lens2: Lens | None = None
     presented_at: datetime | None = None
     answered_at: datetime | None = None
+    comparison: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "s_logmar", _finite("s_logmar", self.s_logmar))
@@ -146,6 +153,9 @@ class TrialInput:
             raise InvalidInputError(f"lens: expected a Lens, got {type(self.lens).__name__}")
         if self.lens2 is not None and not isinstance(self.lens2, Lens):
             raise InvalidInputError(f"lens2: expected a Lens or None, got {type(self.lens2).__name__}")
+        if self.comparison is not None and (self.comparison not in COMPARISON_ANSWERS or self.lens2 is None):
+            raise InvalidInputError(f"comparison: expected one of {', '.join(COMPARISON_ANSWERS)} with a second lens "
+                                    f"(lens2), got {self.comparison!r} with lens2 {self.lens2}")  # fmt: skip
         if not isinstance(self.letter_shown, str) or not self.letter_shown.strip():
             raise InvalidInputError(f"letter_shown: expected a non-empty string, got {self.letter_shown!r}")
         if self.letter_named is not None and not isinstance(self.letter_named, str):
@@ -169,6 +179,7 @@ class Trial:
     """A trial as stored: ``index`` counts every trial of the session from 0, void or not.
 
     ``void`` is True when an ``undo`` event references this trial (trial rows never change).
+    ``comparison``: the answer of a comparison trial (:class:`TrialInput`), else ``None``.
     """
 
     session_id: int
@@ -182,6 +193,7 @@ class Trial:
     answered_at: datetime
     lens2: Lens | None = None
     void: bool = False
+    comparison: str | None = None
 
 
 def _loads(text: str | None, where: str = "trial log", column: str = "json") -> Any:
@@ -270,8 +282,6 @@ class SessionInfo:
     @property
     def protocol(self):
         """The protocol snapshot parsed into a :class:`~visiontune.refraction.protocol.Protocol`."""
-        from visiontune.refraction.protocol import parse_protocol
-
         if isinstance(self.protocol_toml, DamagedText) or not isinstance(self.protocol_toml, str):
             raise StoreError(f"session {self.session_id}: protocol_toml is damaged: not valid UTF-8 text")
         return parse_protocol(self.protocol_toml, source=f"session {self.session_id} protocol snapshot")

@@ -100,3 +100,13 @@ SCHEMA_V1: tuple[str, ...] = (
         AND (SELECT session_id FROM trials WHERE id = NEW.trial_id) IS NOT NEW.session_id
        BEGIN SELECT RAISE(ABORT, 'an undo must reference a trial of its own session'); END""",
 )
+
+
+#: Version 3: a trial may be a comparison ("which is clearer, 1 or 2?"): ``comparison`` holds its
+#: answer (``'1'``, ``'2'`` or ``'='``), ``sphere_d``... the first lens and ``sphere2_d``... the
+#: second; ``letter_shown`` the letter kept in view, ``correct`` 1 when lens 1 was the clearer.
+#: A letter trial's ``comparison`` is NULL (every trial of a version 2 log).
+SCHEMA_V3_COMPARISONS: tuple[str, ...] = (
+    """ALTER TABLE trials ADD COLUMN comparison TEXT
+       CHECK (comparison IS NULL OR (comparison IN ('1', '2', '=') AND sphere2_d IS NOT NULL))""",
+)

@@ -50,6 +50,8 @@ from urllib.parse import quote
 import visiontune
 from visiontune import private_files
 from visiontune.errors import InvalidInputError, SessionError, StoreError
+from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.session import visit_records as vr
 from visiontune.session.migrations import SCHEMA_VERSION, apply_migrations, read_schema_version
 from visiontune.session.records import (
     DamagedText,
@@ -496,7 +498,6 @@ class TrialStore:
         snapshotted) or protocol TOML text (validated). ``seed`` defaults to the protocol's.
         ``calibration`` / ``starting_rx``: mapping, dataclass or JSON text, or ``None``.
         """
-        from visiontune.refraction.protocol import Protocol, parse_protocol
 
         self.get_patient(patient_id)
         try:
@@ -646,7 +647,7 @@ class TrialStore:
             "SELECT t.session_id, t.idx, t.s_logmar, t.sphere_d, t.cylinder_d, t.axis_deg, "
             "t.sphere2_d, t.cylinder2_d, t.axis2_deg, t.letter_shown, t.letter_named, t.correct, "
             "t.presented_at, t.answered_at, "
-            "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo') "
+            "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo'), t.comparison "
             "FROM trials t WHERE t.session_id = ? ORDER BY t.idx",
             (session_id,),
         ).fetchall()
@@ -685,7 +686,6 @@ class TrialStore:
         0-130 or ``None``; ``habitual_od`` / ``habitual_os``: the spectacles worn
         (:class:`~visiontune.optics.Prescription`) or ``None``; ``cylinder_form``: the
         clinic's ``"minus"`` or ``"plus"``; ``clinician``: who refracts, optional."""
-        from visiontune.session import visit_records as vr
 
         self.get_patient(patient_id)
         if age_years is not None and (isinstance(age_years, bool) or not isinstance(age_years, int)
@@ -710,7 +710,6 @@ class TrialStore:
     def get_visit(self, visit_id: int):
         """The visit's :class:`~visiontune.session.visit_records.VisitInfo`; SessionError if
         there is none, StoreError if its row is damaged."""
-        from visiontune.session.visit_records import VisitInfo
 
         if isinstance(visit_id, bool) or not isinstance(visit_id, int):
             raise InvalidInputError(f"visit_id: expected an integer visit id, got {visit_id!r}")
@@ -720,35 +719,32 @@ class TrialStore:
             row = self.conn.execute(f"SELECT {self._VISIT_COLUMNS} FROM visits WHERE id = ?", (vid,)).fetchone()
         if row is None:
             raise SessionError(f"no visit {vid} in {self.path}")
-        return VisitInfo.from_row(row)
+        return vr.VisitInfo.from_row(row)
 
     def list_visits(self, patient_id: str | None = None) -> list:
         """Visits in creation order (of one patient when ``patient_id`` is given)."""
-        from visiontune.session.visit_records import VisitInfo
 
         sql, args = f"SELECT {self._VISIT_COLUMNS} FROM visits", ()
         if patient_id is not None:
             sql, args = sql + " WHERE patient_id = ?", (patient_id,)
-        return [VisitInfo.from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
+        return [vr.VisitInfo.from_row(r) for r in self.conn.execute(sql + " ORDER BY id", args)]
 
     def visit_eyes(self, visit_id: int) -> dict:
         """``{"OD": VisitEye, "OS": VisitEye}`` for the eyes started or skipped (the latest row
         of an eye: an eye whose discarded session was replaced shows the new one)."""
-        from visiontune.session.visit_records import VisitEye
 
         vid = self.get_visit(visit_id).visit_id
         rows = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
                                  "WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
-        return {eye.eye: eye for eye in (VisitEye.from_row(r) for r in rows)}
+        return {eye.eye: eye for eye in (vr.VisitEye.from_row(r) for r in rows)}
 
     def visit_of_session(self, session_id: int):
         """The :class:`~visiontune.session.visit_records.VisitEye` linking ``session_id`` to
         a visit, or ``None`` for a session outside any visit."""
-        from visiontune.session.visit_records import VisitEye
 
         row = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
                                 "WHERE session_id = ?", (_session_id(session_id),)).fetchone()  # fmt: skip
-        return None if row is None else VisitEye.from_row(row)
+        return None if row is None else vr.VisitEye.from_row(row)
 
     def check_visit_eye_free(self, visit_id: int, eye: str) -> None:
         """SessionError unless ``eye`` of the visit may get a session or be skipped: it has
@@ -767,7 +763,6 @@ class TrialStore:
         The session must be of the visit's patient, that eye and the same kind (simulated or
         not), and linked to no other visit; the eye must have no session yet (or only a
         discarded one) and not be skipped."""
-        from visiontune.session import visit_records as vr
 
         visit = self.get_visit(visit_id)
         eye = vr.check_eye(eye)
@@ -791,7 +786,6 @@ class TrialStore:
         """Record that ``eye`` is not refracted in this visit and why (a prosthetic eye, an
         amblyopic eye...). SessionError if the eye already has a session (other than a
         discarded one) or was skipped."""
-        from visiontune.session import visit_records as vr
 
         visit = self.get_visit(visit_id)
         eye = vr.check_eye(eye)
@@ -808,7 +802,6 @@ class TrialStore:
         lenses before each eye, their plus over each end point (D) and which eye was clearer
         (``"OD"``, ``"OS"`` or ``"equal"``). Durable when this returns. SessionError when the
         index is not the next one (answered meanwhile) or the balance has its outcome."""
-        from visiontune.session import visit_records as vr
 
         vid = self.get_visit(visit_id).visit_id
         od = vr.check_prescription("lens_od", lens_od)
@@ -833,21 +826,19 @@ class TrialStore:
 
     def balance_answers(self, visit_id: int) -> list:
         """The visit's balance answers in order (:class:`~visiontune.session.visit_records.BalanceAnswer`)."""
-        from visiontune.session.visit_records import BalanceAnswer
 
         vid = self.get_visit(visit_id).visit_id
         rows = self.conn.execute(
             "SELECT visit_id, idx, od_sphere_d, od_cylinder_d, od_axis_deg, os_sphere_d, os_cylinder_d, os_axis_deg, "
             "plus_od_d, plus_os_d, clearer, at FROM visit_balance_answers WHERE visit_id = ? ORDER BY idx", (vid,),
         ).fetchall()  # fmt: skip
-        return [BalanceAnswer.from_row(r) for r in rows]
+        return [vr.BalanceAnswer.from_row(r) for r in rows]
 
     def record_balance(self, visit_id: int, *, outcome: str, method: str, plus_change_od_d: float = 0.0,
                        plus_change_os_d: float = 0.0, reason: str | None = None):  # fmt: skip
         """Record the balance's outcome (once per visit): ``outcome`` one of ``equal``,
         ``right eye clearer``, ``not balanced``, ``not done`` (then ``reason`` says why and
         both changes are 0), the ``method`` and the plus change of each eye's sphere (D)."""
-        from visiontune.session import visit_records as vr
 
         vid = self.get_visit(visit_id).visit_id
         if outcome not in vr.BALANCE_OUTCOMES:
@@ -869,19 +860,17 @@ class TrialStore:
 
     def visit_balance(self, visit_id: int):
         """The balance's :class:`~visiontune.session.visit_records.BalanceOutcome`, or ``None``."""
-        from visiontune.session.visit_records import BalanceOutcome
 
         vid = self.get_visit(visit_id).visit_id
         row = self.conn.execute("SELECT visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at "
                                 "FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone()  # fmt: skip
-        return None if row is None else BalanceOutcome.from_row(row)
+        return None if row is None else vr.BalanceOutcome.from_row(row)
 
     def sign_off(self, visit_id: int, eye: str, prescription, by: str):
         """Record a prescription of ``eye`` edited and signed by the clinician ``by``; it is kept
         beside the one the refraction found (never in its place). The eye must have a finished
         refraction and the cylinder must be in the visit's form (InvalidInputError otherwise,
         nothing written)."""
-        from visiontune.session import visit_records as vr
 
         visit = self.get_visit(visit_id)
         eye = vr.check_eye(eye)
@@ -908,19 +897,17 @@ class TrialStore:
 
     def visit_signoffs(self, visit_id: int) -> list:
         """Every sign-off of the visit in order (:class:`~visiontune.session.visit_records.VisitSignOff`)."""
-        from visiontune.session.visit_records import VisitSignOff
 
         vid = self.get_visit(visit_id).visit_id
         rows = self.conn.execute("SELECT id, visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at "
                                  "FROM visit_signoffs WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
-        return [VisitSignOff.from_row(r) for r in rows]
+        return [vr.VisitSignOff.from_row(r) for r in rows]
 
     def record_visit_acuity(self, visit_id: int, eye: str, va_logmar: float, *, lenses: dict, method: str,
                             detail: Any = None):  # fmt: skip
         """Record an acuity (logMAR, -1 to 3) of ``eye`` (``OD``, ``OS``, or ``OU`` with both
         eyes open) read through ``lenses`` (``{"OD": Prescription, "OS": Prescription}``: the
         eyes that were open), how (``method``) and its ``detail`` (JSON-able)."""
-        from visiontune.session import visit_records as vr
 
         vid = self.get_visit(visit_id).visit_id
         eye = vr.check_eye(eye, ("OD", "OS", "OU"))
@@ -943,12 +930,11 @@ class TrialStore:
 
     def visit_acuities(self, visit_id: int) -> list:
         """Every acuity recorded in the visit, in order (:class:`~visiontune.session.visit_records.VisitAcuity`)."""
-        from visiontune.session.visit_records import VisitAcuity
 
         vid = self.get_visit(visit_id).visit_id
         rows = self.conn.execute("SELECT id, visit_id, eye, va_logmar, lenses_json, method, detail_json, at "
                                  "FROM visit_acuities WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
-        return [VisitAcuity.from_row(r) for r in rows]
+        return [vr.VisitAcuity.from_row(r) for r in rows]
 
 
 def _lens(s, c, a) -> Lens | None:
@@ -967,7 +953,7 @@ def _trial_from_row(r, where: str) -> Trial:
             return Trial(
                 session_id=r[0], index=r[1], s_logmar=r[2], lens=_lens(r[3], r[4], r[5]),
                 lens2=_lens(r[6], r[7], r[8]), letter_shown=r[9], letter_named=r[10], correct=bool(r[11]),
-                presented_at=presented, answered_at=answered, void=bool(r[14]),
+                presented_at=presented, answered_at=answered, void=bool(r[14]), comparison=r[15],
             )  # fmt: skip
         except (InvalidInputError, TypeError, ValueError) as exc:
             damage.append(str(exc))
@@ -1067,19 +1053,21 @@ class SessionHandle:
             index = conn.execute("SELECT count(*) FROM trials WHERE session_id = ?", (self.session_id,)).fetchone()[0]
             conn.execute(
                 "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
-                "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.session_id, index, trial.s_logmar, trial.lens.sphere_d, trial.lens.cylinder_d,
                     trial.lens.axis_deg, None if lens2 is None else lens2.sphere_d,
                     None if lens2 is None else lens2.cylinder_d, None if lens2 is None else lens2.axis_deg,
                     trial.letter_shown, trial.letter_named, int(trial.correct), _ts(presented), _ts(answered),
+                    trial.comparison,
                 ),
             )  # fmt: skip
         return Trial(
             session_id=self.session_id, index=index, s_logmar=trial.s_logmar, lens=trial.lens, lens2=lens2,
             letter_shown=trial.letter_shown, letter_named=trial.letter_named, correct=trial.correct,
             presented_at=_parse_ts(_ts(presented)), answered_at=_parse_ts(_ts(answered)), void=False,
+            comparison=trial.comparison,
         )  # fmt: skip
 
     def undo(self, reason: str | None = None) -> Trial | None:

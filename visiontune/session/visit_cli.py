@@ -16,7 +16,16 @@ import sys
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.session.cli import _bounded_int, _clean, _db_argument
+from visiontune.session.simulated_visit import (
+    VisitProgress,
+    drive_simulated_visit,
+    recorded_case,
+    visit_cases,
+)
+from visiontune.session.store import TrialStore
+from visiontune.session.visit import create_visit, eye_statuses, final_prescription
 
 _INT64_MAX = 2**63 - 1
 
@@ -27,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser):
     run = sub.add_parser("run", help="a whole visit of a simulated patient: OD, OS, balance, acuity")
     run.add_argument("--simulate", action="store_true", required=True,
                      help="a simulated patient answers (the only headless presenter)")  # fmt: skip
-    run.add_argument("--protocol", default="clinical-sloan", help="shipped protocol name or .toml path")
+    run.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})")
     run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
                      help="visit seed: the simulated patient and the right eye's session "
                           "(default: the protocol's)")  # fmt: skip
@@ -76,8 +85,6 @@ def _parse_rx(flag: str, text: str) -> Prescription:
 
 
 def run(args: argparse.Namespace) -> int:
-    from visiontune.session.store import TrialStore
-
     with TrialStore.open(args.db) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
@@ -85,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
 
 # --- run / resume ------------------------------------------------------------------------
 def _progress(args):
-    from visiontune.session.simulated_visit import VisitProgress
-
     def trial(eye, t, session):
         if not args.quiet:
             lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg or 180.0)
@@ -97,10 +102,6 @@ def _progress(args):
 
 
 def _run(args, store) -> int:
-    from visiontune.refraction.protocol import load_protocol
-    from visiontune.session.simulated_visit import drive_simulated_visit, visit_cases
-    from visiontune.session.visit import create_visit
-
     if args.skip_od is not None and args.skip_os is not None:
         raise InvalidInputError("--skip-od and --skip-os: a visit refracts at least one eye")
     protocol = load_protocol(args.protocol)
@@ -119,8 +120,6 @@ def _run(args, store) -> int:
 
 
 def _resume(args, store) -> int:
-    from visiontune.session.simulated_visit import drive_simulated_visit
-
     visit = store.get_visit(args.visit_id)
     if not visit.simulated:
         raise InvalidInputError(f"visit {visit.visit_id} is a real patient's; continue it in the app")
@@ -140,8 +139,6 @@ def _finish(store, vid: int, done: bool) -> int:
 
 
 def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
-    from visiontune.session.visit import eye_statuses, final_prescription
-
     visit = store.get_visit(vid)
     kind = "SIMULATED visit" if visit.simulated else "visit"
     print(f"{kind} {vid}: patient {_clean(visit.patient_id)}, {visit.cylinder_form} cylinder")
@@ -180,16 +177,12 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
 
 
 def _truths(store, vid: int) -> dict:
-    from visiontune.session.simulated_visit import recorded_case
-
     return {eye: recorded_case(store, link.session_id).true_rx
             for eye, link in store.visit_eyes(vid).items() if link.session_id is not None}  # fmt: skip
 
 
 # --- list / show / signoff ---------------------------------------------------------------
 def _list(args, store) -> int:
-    from visiontune.session.visit import eye_statuses
-
     print(f"{'id':>4}  {'patient':<12} {'OD':<10} {'OS':<10} {'created':<20} kind")
     for visit in store.list_visits():
         states = eye_statuses(store, visit.visit_id)
@@ -199,8 +192,6 @@ def _list(args, store) -> int:
 
 
 def _show(args, store) -> int:
-    from visiontune.session.visit import eye_statuses, final_prescription
-
     visit = store.get_visit(args.visit_id)
     vid = visit.visit_id
     if not args.json:
@@ -238,8 +229,6 @@ def _show(args, store) -> int:
 
 
 def _signoff(args, store) -> int:
-    from visiontune.session.visit import final_prescription
-
     try:
         rx = _parse_rx("--rx", args.rx)
         signed = store.sign_off(args.visit_id, args.eye, rx, args.by)

@@ -1,0 +1,402 @@
+"""The session view's controller: phases, keys, finishing, the simulated patient's autopilot (no Qt).
+
+:class:`SessionController` is the session as the clinician drives it, in plain Python: the
+main window forwards it the keys and the engine's events and draws what it announces; the
+controller sends the engine its commands through anything with the
+:class:`~visiontune.app.worker.SessionWorker`'s ``submit(name, payload)`` (:class:`Engine`),
+so a test drives it with a fake engine and a fake clock, without a display.
+
+Its state machine (:class:`~visiontune.app.keys.Phase`; each key goes through
+:func:`~visiontune.app.keys.interpret_key`, which rejects a key that means nothing in the
+phase with a sentence for the status line, and nothing is sent)::
+
+    FINISHED --start / resume sent--> BUSY --opened / updated--> LENS
+    LENS    --Enter / Space: 'present' sent, the letter on the patient screen--> ANSWER
+            (a comparison: --> COMPARE, the letter kept in view while lens 1 and lens 2 are shown)
+    ANSWER  --letter / + / - / the simulated answer: 'record' sent--> BUSY
+    COMPARE --1 / 2 / = / the simulated answer: 'record' sent--> BUSY
+    BUSY    --updated--> LENS, or STOPPED (a stopping rule is met), or PAUSED
+    ANSWER, COMPARE --Escape: the patient screen blanked--> LENS
+    LENS, ANSWER, COMPARE, STOPPED --Backspace: 'undo' sent--> BUSY
+    any but FINISHED --P: 'pause' (or 'resume_paused' when PAUSED) sent--> BUSY
+    any but FINISHED --F, then F again within FINISH_CONFIRM_S: 'finish' sent--> BUSY --finished--> FINISHED
+    BUSY    --failed--> the phase before BUSY
+
+While BUSY the engine has the last command: an answer key is rejected, so an answer is never
+sent twice. ``present`` and ``open_store``/``list`` are sent without entering BUSY.
+
+The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPARE or STOPPED the
+controller asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event, a delay or
+None to cancel; the window runs the timer and calls :meth:`SessionController.auto_step`).
+A step confirms the lens, gives the simulated patient's answer
+(:func:`~visiontune.app.simulation.simulated_reply`; to a comparison
+:func:`~visiontune.refraction.loop.simulated_comparison`) or finishes a stopped session; it waits
+(:data:`AUTO_RETRY_S`) while a command is with the engine or the plots do not yet show the
+last answer.
+
+Listeners are called ``listener(kind, value)`` with, in order of the change:
+
+- ``"status"`` ``(text, timeout_ms)``: the status line (``timeout_ms`` 0: until replaced);
+- ``"opened"`` :class:`~visiontune.app.worker.Snapshot`: the session page opens (for a real
+  patient the window opens the patient screen);
+- ``"snapshot"`` :class:`~visiontune.app.worker.Snapshot`: draw the session after a change;
+  the letter line and the simulated reply are cleared and the patient screen blanked;
+- ``"prompt"`` :class:`Prompt`: the phase's caption, instruction and letter line;
+- ``"present"`` :class:`~visiontune.refraction.loop.PendingQuery` (or ``PendingComparison``): show
+  its letter to the patient;
+- ``"blank"`` None: blank the patient screen;
+- ``"simulated_reply"`` str: the simulated patient's answer line;
+- ``"autopilot"`` float or None: call :meth:`~SessionController.auto_step` after this many
+  seconds (None: do not);
+- ``"busy_page"`` str: show the waiting page with this text;
+- ``"finished"`` :class:`FinishedPage`: show the finish page;
+- ``"visit_eye_finished"`` :class:`~visiontune.app.worker.FinishedView`: an eye of a visit is done;
+- ``"exit"`` None: the answers asked for by ``exit_after`` are in; close the app.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key
+from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
+from visiontune.app.texts import acuity_text, lens_text
+from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
+from visiontune.optics import Prescription, SimulatedPatient
+from visiontune.refraction.lenses import in_form
+from visiontune.refraction.loop import simulated_comparison
+from visiontune.session.engine import Answer, ComparisonReply, PendingComparison
+from visiontune.session.records import SessionState
+
+__all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController"]
+
+log = logging.getLogger("visiontune.app")
+
+#: The second F finishes the session if pressed within this many seconds of the first.
+FINISH_CONFIRM_S = 3.0
+#: The autopilot looks again after this many seconds while the engine or the plots are behind.
+AUTO_RETRY_S = 0.02
+
+Listener = Callable[[str, object], None]
+
+
+class Engine(Protocol):
+    """What the controller needs of the session engine: one command at a time (each is
+    answered, eventually, by :meth:`SessionController.on_idle`)."""
+
+    def submit(self, name: str, payload: object = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What the session page says in a phase: ``instruction``; ``caption`` (above the lens) and
+    ``letter`` (the letter line) are None where the phase leaves them as they are."""
+
+    instruction: str
+    caption: str | None = None
+    letter: str | None = None
+
+
+@dataclass(frozen=True)
+class FinishedPage:
+    """A finished session to show: the engine's ``view`` and, for a simulated patient, the
+    ``truth`` line (its true correction and its acuity through the prescription found)."""
+
+    view: FinishedView
+    truth: str = ""
+
+
+class SessionController:
+    """The session view's state (see the module doc). ``engine``: where commands go;
+    ``pace_s``: the autopilot's pace, seconds (0: the simulated patient answers one step per
+    key); ``exit_after``: announce ``"exit"`` after this many answers; ``export_dir``: the
+    folder a finished session is exported to (asked when finishing); ``clock``: seconds,
+    monotonic (the F F confirmation and the elapsed time)."""
+
+    def __init__(self, engine: Engine, *, pace_s: float = 0.0, exit_after: int | None = None,
+                 export_dir: Callable[[], Path | str] = Path.cwd,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.engine = engine
+        self.pace_s = pace_s
+        self.exit_after = exit_after
+        self.export_dir = export_dir
+        self.clock = clock
+        self.listeners: list[Listener] = []
+        self.phase = Phase.FINISHED
+        self.snapshot: Snapshot | None = None
+        self.sim_patient: SimulatedPatient | None = None
+        self.sim_reply: SimulatedReply | None = None
+        #: The simulated patient's answer to the comparison on screen (``"1"``, ``"2"`` or ``"="``).
+        self.sim_choice: str | None = None
+        self.answers_this_run = 0
+        #: The estimate drawn last (set by the window when it draws one) and the latest not yet drawn.
+        self.last_estimate: EstimateView | None = None
+        self.pending_estimate: EstimateView | None = None
+        self.commands_in_flight = 0
+        self.last_command = ""
+        self._phase_before_busy = Phase.FINISHED
+        self._finish_armed_until = float("-inf")
+        self._opened_at = clock()
+        self._recording = ""
+        self._sim_session_id: int | None = None
+        self._cylinder_form = "minus"
+
+    # ------------------------------------------------------------------ events out
+    def connect(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def _emit(self, kind: str, value: object = None) -> None:
+        for listener in list(self.listeners):
+            listener(kind, value)
+
+    def say(self, message: str, timeout_ms: int = 6000) -> None:
+        self._emit("status", (message, timeout_ms))
+
+    # ------------------------------------------------------------------ commands out
+    def submit(self, name: str, payload: object = None) -> None:
+        """Send a command the session waits for (BUSY until the engine answers)."""
+        self.last_command = name
+        if self.phase != Phase.BUSY:
+            self._phase_before_busy = self.phase
+        self.phase = Phase.BUSY
+        self.send(name, payload)
+
+    def send(self, name: str, payload: object = None) -> None:
+        """Send a command without changing the phase."""
+        self.commands_in_flight += 1
+        self.engine.submit(name, payload)
+
+    @property
+    def worker_idle(self) -> bool:
+        return self.commands_in_flight == 0
+
+    @property
+    def simulated(self) -> bool:
+        """A simulated patient answers in this window (None once it is stopped)."""
+        return self.sim_patient is not None
+
+    def reset(self) -> None:
+        """Back to the start page: no session."""
+        self.snapshot = None
+        self.phase = Phase.FINISHED
+
+    def elapsed_s(self) -> float | None:
+        """Seconds spent in the open session, this opening included (None without a session)."""
+        if self.snapshot is None:
+            return None
+        return self.snapshot.prior_duration_s + self.clock() - self._opened_at
+
+    # ------------------------------------------------------------------ engine events in
+    def on_opened(self, snap: Snapshot) -> None:
+        self._opened_at = self.clock()
+        self.sim_patient = None
+        self._sim_session_id = snap.session_id
+        self._cylinder_form = snap.cylinder_form
+        if snap.simulated and snap.simulated_case is not None:  # the patient recorded with the session
+            self.sim_patient = case_patient(snap.simulated_case, snap.n_alternatives)
+            log.info("SIMULATED patient for session %d: true correction %s", snap.session_id,
+                     in_form(self.sim_patient.true_rx, snap.cylinder_form).format())  # fmt: skip
+        self.last_estimate = self.pending_estimate = None
+        self._emit("opened", snap)
+        self.on_updated(snap)
+
+    def on_updated(self, snap: Snapshot) -> None:
+        self.snapshot = snap
+        if self.last_command == "record":
+            self.answers_this_run += 1
+        self.sim_reply = self.sim_choice = None
+        self._emit("snapshot", snap)
+        if snap.state == SessionState.PAUSED:
+            self._enter(Phase.PAUSED)
+        elif snap.stop_reason is not None:
+            self._enter(Phase.STOPPED)
+        elif snap.query is not None:
+            self._enter(Phase.LENS)
+        if self.exit_after is not None and self.answers_this_run >= self.exit_after:
+            log.info("exit after %d answers", self.answers_this_run)
+            self._emit("exit")
+
+    def on_recorded(self, _trial: object = None) -> None:
+        """The engine has committed the answer to the trial log: only now say "recorded"."""
+        self.say(self._recording or "Answer recorded.")
+
+    def on_idle(self) -> None:
+        self.commands_in_flight = max(0, self.commands_in_flight - 1)
+
+    def on_estimate(self, view: EstimateView) -> None:
+        """Keep the latest estimate until the window draws it (latest wins)."""
+        self.pending_estimate = view
+
+    def take_pending_estimate(self) -> EstimateView | None:
+        view, self.pending_estimate = self.pending_estimate, None
+        return view
+
+    def on_finished(self, view: FinishedView) -> None:
+        self.phase = Phase.FINISHED
+        if view.visit_id is not None:  # an eye of a visit: the visit goes on (next eye, balance, finish)
+            self._emit("visit_eye_finished", view)
+            return
+        self._emit("finished", FinishedPage(view, self._truth(view)))
+        exported = f" Exported to {self.export_dir()}." if view.exports else ""
+        self.say(f"Session {view.session_id} finished." + exported)
+
+    def _truth(self, view: FinishedView) -> str:
+        patient = self.sim_patient
+        if not (view.simulated and patient is not None and view.result and self._sim_session_id == view.session_id):
+            return ""
+        est = view.result["rounded"]
+        found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
+        true_rx = in_form(patient.true_rx, view.result.get("cylinder_form") or self._cylinder_form)
+        return (f"Simulated patient's true correction: {lens_text(true_rx)}; "
+                f"acuity through the prescription found: {acuity_text(float(patient.acuity_logmar(found)))}.")  # fmt: skip
+
+    def on_failed(self, _message: str = "") -> None:
+        """The last command failed: the session is where it was before it."""
+        if self.phase == Phase.BUSY:
+            self.phase = self._phase_before_busy
+
+    # ------------------------------------------------------------------ phases
+    def _enter(self, phase: Phase) -> None:
+        self.phase = phase
+        snap = self.snapshot
+        if phase == Phase.LENS and isinstance(snap.query, PendingComparison):
+            self._emit("prompt", Prompt("Set lens 1 and lens 2 (phoropter or trial frame), then press Enter (or "
+                                        "Space) to show the letter.",
+                                        caption=f"Trial {snap.n_trials + 1}: compare lens 1 and lens 2"))  # fmt: skip
+        elif phase == Phase.LENS:
+            self._emit("prompt", Prompt("Set the lens, then press Enter (or Space) to show the letter.",
+                                        caption=f"Trial {snap.n_trials + 1}: set this lens"))  # fmt: skip
+        elif phase == Phase.COMPARE:
+            q = snap.query
+            self._emit("prompt", Prompt("Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, "
+                                        "or = for no difference.",
+                                        letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
+        elif phase == Phase.ANSWER:
+            q = snap.query
+            self._emit("prompt", Prompt("Type the letter the patient names, or + / \u2212 for correct / incorrect.",
+                                        letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
+        elif phase == Phase.PAUSED:
+            self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
+        elif phase == Phase.STOPPED:
+            self._emit("prompt", Prompt(f"Stopping rule met ({snap.stop_reason}). Press F to finish "
+                                        "(Backspace undoes the last answer)."))  # fmt: skip
+        self._emit("autopilot", self.auto_delay_s())
+
+    def auto_delay_s(self) -> float | None:
+        """When the autopilot steps next from this phase (None: it does not)."""
+        if self.sim_patient is None or self.pace_s <= 0 or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE,
+                                                                              Phase.STOPPED):  # fmt: skip
+            return None
+        return self.pace_s
+
+    def auto_step(self) -> None:
+        """One step of the simulated patient's session (see the module doc)."""
+        if self.sim_patient is None:
+            return
+        n = self.snapshot.n_trials if self.snapshot is not None else 0
+        if not self.worker_idle or (n and (self.last_estimate is None or self.last_estimate.n_trials != n)):
+            self._emit("autopilot", AUTO_RETRY_S)  # let the worker finish and the plots show this answer first
+            return
+        if self.phase == Phase.LENS:
+            self.perform(Command(Action.CONFIRM_LENS), "auto")
+        elif self.phase in (Phase.ANSWER, Phase.COMPARE):
+            self.perform(Command(Action.SIMULATED_ANSWER), "auto")
+        elif self.phase == Phase.STOPPED:
+            self._finish(self.snapshot.stop_reason)
+
+    # ------------------------------------------------------------------ keys
+    def on_key(self, name: str, text: str, ctrl: bool = False) -> None:
+        letters = self.snapshot.letters if self.snapshot is not None else ()
+        result = interpret_key(name, text, phase=self.phase, letters=letters, simulated=self.simulated, ctrl=ctrl)
+        typed = repr(text) if text and text.isprintable() and not text.isspace() else name
+        if isinstance(result, Rejected):
+            log.info("key %s ignored (%s): %s", typed, self.phase.value, result.message)
+            self.say(result.message)
+            return
+        self.perform(result, f"key {typed}")
+
+    def perform(self, command: Command, source: str) -> None:
+        """Carry out one command (from a key, or ``"auto"``: the autopilot); logged."""
+        snap = self.snapshot
+        action = command.action
+        detail = f" {command.letter}" if command.letter else ""
+        log.info("%s -> %s%s (phase %s)", source, action.value, detail, self.phase.value)
+        if action == Action.BLANK:
+            self._emit("blank")
+            if self.phase in (Phase.ANSWER, Phase.COMPARE):
+                self._enter(Phase.LENS)
+            self.say("Patient screen blanked.")
+        elif action == Action.CONFIRM_LENS:
+            self._show_letter()
+        elif action == Action.SIMULATED_ANSWER and self.phase == Phase.COMPARE:
+            self._record(ComparisonReply(self.sim_choice), f"simulated patient says {_choice_text(self.sim_choice)}")
+        elif action == Action.SIMULATED_ANSWER:
+            reply = self.sim_reply
+            self._record(Answer(letter_named=reply.letter_named), f"simulated patient says {reply.letter_named}")
+        elif action == Action.ANSWER_COMPARISON:
+            self._record(ComparisonReply(command.letter), _choice_text(command.letter))
+        elif action == Action.ANSWER_LETTER:
+            self._record(Answer(letter_named=command.letter), f"named {command.letter}")
+        elif action == Action.ANSWER_CORRECT:
+            self._record(Answer(correct=True), "correct")
+        elif action == Action.ANSWER_WRONG:
+            self._record(Answer(correct=False), "incorrect")
+        elif action == Action.UNDO:
+            if snap is None or snap.n_trials == 0:
+                self.say("Nothing to undo.")
+                return
+            self.say(f"Answer {snap.n_trials} undone (kept in the log, marked void).")
+            self.submit("undo")
+        elif action == Action.PAUSE_TOGGLE:
+            if self.phase == Phase.PAUSED:
+                self.say("Resumed.")
+                self.submit("resume_paused")
+            else:
+                self._emit("blank")
+                self.say("Paused.")
+                self.submit("pause")
+        elif action == Action.FINISH:
+            if self.clock() <= self._finish_armed_until or self.phase == Phase.STOPPED and source == "auto":
+                self._finish(snap.stop_reason or "clinician")
+            else:
+                self._finish_armed_until = self.clock() + FINISH_CONFIRM_S
+                self.say("Press F again to finish the session.", int(FINISH_CONFIRM_S * 1000))
+
+    def _show_letter(self) -> None:
+        snap = self.snapshot
+        q = snap.query
+        self._emit("present", q)
+        self.send("present")
+        if isinstance(q, PendingComparison):
+            self._enter(Phase.COMPARE)
+            if self.sim_patient is not None:
+                self.sim_choice = simulated_comparison(self.sim_patient, q)
+                self._emit("simulated_reply", f"Simulated patient says: {_choice_text(self.sim_choice)}")
+            return
+        self._enter(Phase.ANSWER)
+        if self.sim_patient is not None:
+            self.sim_reply = simulated_reply(self.sim_patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
+                                             letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+            self._emit("simulated_reply", f"Simulated patient says: {self.sim_reply.letter_named}")
+
+    def _record(self, answer: Answer | ComparisonReply, what: str) -> None:
+        self._emit("blank")
+        self._recording = f"Answer {self.snapshot.n_trials + 1} recorded: {what}."
+        self.say(f"Recording answer {self.snapshot.n_trials + 1}: {what}\u2026")
+        self.submit("record", answer)
+
+    def _finish(self, stopped_by: str) -> None:
+        self._finish_armed_until = float("-inf")
+        log.info("finish requested (%s)", stopped_by)
+        in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
+        self._emit("busy_page", "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
+        self.submit("finish", (stopped_by, None if in_visit else str(self.export_dir())))
+
+
+def _choice_text(choice: str) -> str:
+    return "no difference" if choice == "=" else f"lens {choice} is clearer"

@@ -1,0 +1,88 @@
+"""The optics engine of a session that asks comparisons as well as letters.
+
+:class:`MixedOpticsEngine` is :class:`~visiontune.refraction.optics_engine.OpticsEngine` over a
+log whose trials may be comparisons (a trial with ``lens2`` and ``comparison``, the answer
+``"1"``, ``"2"`` or ``"="``): each comparison enters the particle posterior through its
+likelihood (:class:`~visiontune.refraction.comparisons.ComparisonAnswer`, the protocol's
+comparison model), and the next question, a letter or a comparison, is
+:func:`~visiontune.refraction.mixed_rules.propose_mixed` (value per second of the patient's
+time). The protocol's initial random trials are letters, as in the letter-only engine. With a
+model that infers the patient's comparison sensitivity ``κ`` and
+:attr:`~visiontune.refraction.mixed_rules.MixedSettings.sensitivity_to_stop`, the precision stop
+also waits until ``κ`` is learned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from visiontune.refraction.comparisons import ComparisonAnswer
+from visiontune.refraction.estimate import Region
+from visiontune.refraction.lenses import lens_power_vector
+from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, propose_mixed
+from visiontune.refraction.optics_engine import OpticsEngine
+from visiontune.refraction.optics_model import LOG_SENSITIVITY
+from visiontune.refraction.optics_rules import OpticsQuery
+from visiontune.refraction.protocol import Protocol
+from visiontune.refraction.start import StartingPoint
+
+__all__ = ["MixedOpticsEngine"]
+
+
+def _rx_key(lens) -> tuple:
+    return (float(lens.sphere_d), float(lens.cylinder_d), float(lens.axis_deg))
+
+
+class MixedOpticsEngine(OpticsEngine):
+    """The optics engine over letters and comparisons; ``settings`` give the comparisons'
+    likelihood (``settings.comparison``), durations and criterion."""
+
+    def __init__(self, protocol: Protocol, start: StartingPoint, seed: int, settings: MixedSettings) -> None:
+        super().__init__(protocol, start, seed)
+        self.settings = settings
+
+    @staticmethod
+    def _trial_key(t) -> tuple:
+        if getattr(t, "comparison", None) is not None:
+            return ("comparison", float(t.s_logmar), _rx_key(t.lens), _rx_key(t.lens2), t.comparison)
+        return OpticsEngine._trial_key(t)
+
+    def _observe(self, t) -> None:
+        """A comparison through its likelihood; a letter as the optics engine does."""
+        if getattr(t, "comparison", None) is None:
+            return super()._observe(t)
+        l1, l2 = lens_power_vector(t.lens), lens_power_vector(t.lens2)
+        self._posterior.observe(ComparisonAnswer(float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)),
+                                                 t.comparison, self.settings.comparison))  # fmt: skip
+
+    def propose_mixed(self, trials, rng_letter: np.random.Generator, rng_comparison: np.random.Generator) -> MixedChoice:
+        """The next question: the protocol's initial random trials are letters (as :meth:`propose`)."""
+        if len(trials) < self.protocol.initial_random_trials:
+            s, lens, info = self.propose(trials, rng_letter)
+            return MixedChoice("letter", OpticsQuery(s, lens, info))
+        post = self.posterior(trials)
+        return propose_mixed(post, self.protocol.policy, self.settings, steps=self.protocol.lenses, s_grid=self.s_grid,
+                             radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison)  # fmt: skip
+
+    def estimate(self, trials, rng_best, rng_region, level: float):
+        """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""
+        est = super().estimate(trials, rng_best, rng_region, level)
+        self._sensitivity_sd_ratio = _sensitivity_sd_ratio(self.posterior(trials))
+        return est
+
+    def precision_met(self, region: Region) -> bool:
+        """The protocol's precision stop on the region of the last :meth:`estimate` and, when
+        ``settings.sensitivity_to_stop`` is set and the posterior has a ``ln κ`` column,
+        ``sd(ln κ) <= sensitivity_to_stop × σ`` (σ: the prior's)."""
+        if not super().precision_met(region):
+            return False
+        ratio, known = self.settings.sensitivity_to_stop, getattr(self, "_sensitivity_sd_ratio", None)
+        return ratio is None or known is None or known <= ratio
+
+
+def _sensitivity_sd_ratio(post) -> float | None:
+    """The posterior standard deviation of ``ln κ`` over its prior's (None without a ``ln κ`` column)."""
+    if post.sensitivity_prior is None:
+        return None
+    w, log_kappa = post.weights, post.theta[:, LOG_SENSITIVITY]
+    return float(np.sqrt(w @ (log_kappa - w @ log_kappa) ** 2)) / post.sensitivity_prior[1]
