@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from visiontune.acquisition import registry  # noqa: E402
 from visiontune.acquisition.policy import Data  # noqa: E402
 from visiontune.acquisition.solution import solution  # noqa: E402
-from visiontune.bench.refraction import refraction_problem, run_refraction  # noqa: E402
+from visiontune.experiments.refraction import refraction_problem, run_refraction  # noqa: E402
 from visiontune.gp import ProbitGP  # noqa: E402
 
 #: Sessions of the paper's refraction experiment (002 Table 3): 6 rules x 8 slopes x 20 repetitions.

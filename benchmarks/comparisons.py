@@ -5,7 +5,7 @@ refracted with the clinical protocol (``clinical-sloan``: EVR, 120-answer budget
 at ±0.25 D, 95%) through the one trial loop, in five variants:
 
 * ``letters``: letters only, the protocol as shipped (the mixed loop with comparisons off; it
-  asks the letters of ``visiontune validate`` bit for bit, tests/bench/test_mixed.py);
+  asks the letters of ``visiontune validate`` bit for bit, tests/experiments/test_mixed.py);
 * ``mixed, Eq. 11``: letters or comparisons, chosen by EVR per second; the model and the
   simulated patient both answer comparisons by Fauvel & Chalk (contextual BO), Eq. 11 (with ties);
 * ``mixed, blur``: the same with the blur-discrimination model for both;
@@ -44,11 +44,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from visiontune.bench import clinic
-from visiontune.bench.clinic import TimedPresenter
-from visiontune.bench.mixed import MixedCaseSpec, run_mixed_case
-from visiontune.bench.provenance import machine_description, software, software_line
-from visiontune.bench.sweep import execute_runs
+from visiontune.experiments import clinic
+from visiontune.experiments.clinic import TimedPresenter
+from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
+from visiontune.experiments.provenance import machine_description, software, software_line
+from visiontune.experiments.sweep import execute_runs
 from visiontune.optics.comparison import (
     SPANNING_SENSITIVITY_MEDIAN,
     SPANNING_SENSITIVITY_SIGMA,

@@ -1,5 +1,5 @@
 """The package's layers, read from its imports (function-local ones included): no module imports
-a layer above its own, and session/ and bench/ sit side by side (neither imports the other)."""
+a layer above its own, and session/ and experiments/ sit side by side (neither imports the other)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import visiontune
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 #: From the top down; a layer may import only layers below it (and itself).
-LAYERS = {"app": 6, "report": 5, "session": 4, "bench": 4, "refraction": 3, "acquisition": 2, "display": 2,
+LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "refraction": 3, "acquisition": 2, "display": 2,
           "gp": 1, "optics": 1}  # fmt: skip
 
 

@@ -7,7 +7,7 @@ import pytest
 from acq_helpers import probit_model
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.policy import BALD, OptimiserSettings, Problem
-from visiontune.bench.refraction import refraction_problem, run_refraction
+from visiontune.experiments.refraction import refraction_problem, run_refraction
 from visiontune.errors import InvalidInputError
 
 CTX = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5])

@@ -10,7 +10,7 @@ import pytest
 
 import visiontune
 from tests.protocol_text import small_protocol_text
-from visiontune.bench.clinic import CaseSpec, run_case
+from visiontune.experiments.clinic import CaseSpec, run_case
 from visiontune.cli import main
 from visiontune.errors import ProtocolError
 from visiontune.optics import Prescription
@@ -181,10 +181,10 @@ def _imports(folder: Path) -> set[str]:
 
 
 def test_session_and_bench_sit_side_by_side_on_refraction():
-    session, bench, refraction = (_imports(PACKAGE / d) for d in ("session", "bench", "refraction"))
-    assert not any(n.startswith("visiontune.bench") for n in session)
+    session, bench, refraction = (_imports(PACKAGE / d) for d in ("session", "experiments", "refraction"))
+    assert not any(n.startswith("visiontune.experiments") for n in session)
     assert not any(n.startswith("visiontune.session") for n in bench)
-    assert not any(n.startswith(("visiontune.session", "visiontune.bench", "visiontune.app")) for n in refraction)
+    assert not any(n.startswith(("visiontune.session", "visiontune.experiments", "visiontune.app")) for n in refraction)
 
 
 @pytest.mark.parametrize("true_rx", [Prescription(-10.0, -1.0, 20.0), Prescription(6.0, -0.75, 100.0)])

@@ -17,7 +17,7 @@ box is fit on the fly and cached in memory.
 **Where they are used.** A GP protocol (``[model] type = "gp"``) gives the hyperparameters
 explicitly or asks for this fit (``fit = "simulation"``,
 :func:`visiontune.refraction.gp_engine.gp_kernel`); the refraction experiment
-(:func:`visiontune.bench.refraction.run_refraction`) writes the fit of its slope, or its named
+(:func:`visiontune.experiments.refraction.run_refraction`) writes the fit of its slope, or its named
 variant's values, into the paper's protocol and runs it through the one trial loop, where the
 probit GP is refit from scratch on the trial log after every answer with these values held fixed.
 
