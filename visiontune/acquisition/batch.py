@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune._validate import check_rng, points
-from visiontune.acquisition.dueling import _same, sample_maxima
+from visiontune.acquisition.dueling import same_point, sample_maxima
 from visiontune.acquisition.policy import (
     Data,
     OptimiserSettings,
     Problem,
     Query,
-    _check_n_initial,
-    _n_data,
-    _uniform,
+    check_n_initial,
+    n_answers,
     sample_optimiser,
+    uniform_in_box,
 )
 from visiontune.acquisition.preferential import preference_solution
 from visiontune.errors import ConfigurationError, InvalidInputError
@@ -85,8 +85,8 @@ def _distinct(problem: Problem, batch: np.ndarray, rng) -> np.ndarray:
     """Replace any member equal to an earlier one by a uniform draw (only with a flat posterior)."""
     batch = batch.copy()
     for j in range(1, len(batch)):
-        while any(_same(problem, batch[j], batch[i]) for i in range(j)):
-            batch[j] = _uniform(problem.box, rng)
+        while any(same_point(problem, batch[j], batch[i]) for i in range(j)):
+            batch[j] = uniform_in_box(problem.box, rng)
     return batch
 
 
@@ -95,7 +95,7 @@ def _query(batch: np.ndarray) -> Query:
 
 
 def _random_batch(problem: Problem, m: int, rng) -> Query:
-    return _query(np.array([_uniform(problem.box, rng) for _ in range(m)]))
+    return _query(np.array([uniform_in_box(problem.box, rng) for _ in range(m)]))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,12 +108,12 @@ class BatchMUC:
 
     def __post_init__(self):
         _check_size(self.m)
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
         _check_batch_problem(problem, "BatchMUC")
-        if _n_data(data) < self.n_initial:
+        if n_answers(data) < self.n_initial:
             return _random_batch(problem, self.m, rng)
         champion = preference_solution(model, problem, rng, optimiser=self.optimiser)
         box = np.tile(problem.box, (self.m - 1, 1))
@@ -140,17 +140,17 @@ class BatchKSS:
 
     def __post_init__(self):
         _check_size(self.m)
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
         _check_batch_problem(problem, "BatchKSS")
-        if _n_data(data) < self.n_initial:
+        if n_answers(data) < self.n_initial:
             return _random_batch(problem, self.m, rng)
         batch = list(sample_maxima(model, problem, rng, self.m, self.n_basis, self.sample_settings))
         for j in range(1, self.m):
             for _ in range(self.max_redraws):
-                if not any(_same(problem, batch[j], batch[i]) for i in range(j)):
+                if not any(same_point(problem, batch[j], batch[i]) for i in range(j)):
                     break
                 batch[j] = sample_maxima(model, problem, rng, 1, self.n_basis, self.sample_settings)[0]
         return _query(_distinct(problem, np.array(batch), rng))
@@ -165,7 +165,7 @@ class RandomBatch:
 
     def __post_init__(self):
         _check_size(self.m)
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)

@@ -38,17 +38,17 @@ from visiontune.acquisition.policy import (
     OptimiserSettings,
     Problem,
     Query,
-    _check_n_initial,
-    _n_data,
-    _uniform,
+    check_n_initial,
+    n_answers,
     sample_optimiser,
+    uniform_in_box,
 )
 from visiontune.acquisition.preferential import (
-    _check_problem,
-    _options,
-    _random_duel,
-    _with_context,
+    check_preferential_problem,
+    duel_options,
+    duel_query,
     preference_solution,
+    random_duel,
     sample_maxima,
 )
 from visiontune.errors import InvalidInputError
@@ -87,7 +87,7 @@ def _pdf(z):
 
 def _utility(model, problem: Problem, X, grad: bool):
     """``mu_f, var_f`` of the utility at options ``(s0, x)``, ``X (m, d)``; with x-gradients if ``grad``."""
-    opts = _options(problem, problem.reference_context, X)
+    opts = duel_options(problem, problem.reference_context, X)
     if not grad:
         mu, var = model.predict_value(opts)
         return mu, np.maximum(var, 0.0), None, None
@@ -100,7 +100,7 @@ def _duel(model, problem: Problem, X, other, grad: bool):
     """Latent ``g(x, other)`` of the duels ``[(s0, x), (s0, other)]`` for rows ``x`` of ``X (m, d)``:
     ``(mu (m,), var (m,), dmu (m, d), dvar (m, d))``, gradients w.r.t. ``x`` (None without ``grad``)."""
     s0 = problem.reference_context
-    duels = np.column_stack([_options(problem, s0, X), _options(problem, s0, np.broadcast_to(other, X.shape))])
+    duels = np.column_stack([duel_options(problem, s0, X), duel_options(problem, s0, np.broadcast_to(other, X.shape))])
     if not grad:
         mu, var = model.predict(duels)
         return mu, np.maximum(var, 0.0), None, None
@@ -199,7 +199,7 @@ def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weigh
 def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = True):
     """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (000 Eq. 9, 16)."""
     s0 = problem.reference_context
-    duels = np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+    duels = np.column_stack([duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)])
     if not grad:
         mu, var = model.predict(duels)
         return moments.epistemic_variance(mu, np.maximum(var, 0.0))
@@ -220,11 +220,11 @@ def training_champion(model, problem: Problem) -> np.ndarray | None:
         return None
     c, d = problem.c, problem.d
     options = np.vstack([duels[:, c : c + d], duels[:, 2 * c + d :]])
-    mu = model.predict_value(_options(problem, problem.reference_context, options))[0]
+    mu = model.predict_value(duel_options(problem, problem.reference_context, options))[0]
     return options[int(np.argmax(mu))].copy()
 
 
-def _same(problem: Problem, a, b) -> bool:
+def same_point(problem: Problem, a, b) -> bool:
     tol = 1e-6 * np.maximum(problem.box[:, 1] - problem.box[:, 0], 1e-12)
     return bool(np.all(np.abs(np.asarray(a) - np.asarray(b)) <= tol))
 
@@ -241,7 +241,7 @@ class _Challenge:
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def _champion(self, model, problem: Problem, rng) -> np.ndarray:
         return preference_solution(model, problem, rng, optimiser=self.optimiser)
@@ -259,14 +259,14 @@ class _Challenge:
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, type(self).__name__)
-        if _n_data(data) < self.n_initial:
-            return _random_duel(problem, rng)
+        check_preferential_problem(problem, type(self).__name__)
+        if n_answers(data) < self.n_initial:
+            return random_duel(problem, rng)
         champion = self._champion(model, problem, rng)
         challenger = self._challenger(model, problem, champion, rng)
-        if _same(problem, champion, challenger):
-            challenger = _uniform(problem.box, rng)
-        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser)
+        if same_point(problem, champion, challenger):
+            challenger = uniform_in_box(problem.box, rng)
+        return duel_query(model, problem, champion, challenger, rng, self.context_optimiser)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -297,7 +297,7 @@ class PreferentialEI(_Challenge):
         return super()._champion(model, problem, rng) if best is None else best
 
     def _acquisition(self, model, problem, champion, X, grad):
-        tau = float(model.predict_value(_options(problem, problem.reference_context, champion[None, :]))[0][0])
+        tau = float(model.predict_value(duel_options(problem, problem.reference_context, champion[None, :]))[0][0])
         return expected_improvement(model, problem, X, tau, grad=grad)
 
 
@@ -345,9 +345,9 @@ class DuelingTS(_Challenge):
     def _challenger(self, model, problem, champion, rng):
         for _ in range(self.max_redraws + 1):
             x = sample_maxima(model, problem, rng, 1, self.n_basis, self.sample_settings)[0]
-            if not _same(problem, x, champion):
+            if not same_point(problem, x, champion):
                 return x
-        return _uniform(problem.box, rng)
+        return uniform_in_box(problem.box, rng)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -373,12 +373,12 @@ class RandomDuel:
     n_initial: int = 0
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, "RandomDuel")
-        return _random_duel(problem, rng)
+        check_preferential_problem(problem, "RandomDuel")
+        return random_duel(problem, rng)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -391,13 +391,13 @@ class DuelBALD:
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, "DuelBALD")
-        if _n_data(data) < self.n_initial:
-            return _random_duel(problem, rng)
+        check_preferential_problem(problem, "DuelBALD")
+        if n_answers(data) < self.n_initial:
+            return random_duel(problem, rng)
         c, d = problem.c, problem.d
         D = c + d
         box = np.vstack([problem.box, problem.box] if c == 0 else [problem.context_box, problem.box, problem.box])
@@ -412,6 +412,6 @@ class DuelBALD:
 
         z = self.optimiser.run(fn, box, rng, values_only=lambda Z: F.bald(model, duels(Z), grad=False))[0]
         x, x2 = z[c : c + d], z[c + d :]
-        if _same(problem, x, x2):
-            x2 = _uniform(problem.box, rng)
+        if same_point(problem, x, x2):
+            x2 = uniform_in_box(problem.box, rng)
         return Query(x=x, x2=x2, s=z[:c] if c else None)

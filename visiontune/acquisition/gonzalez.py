@@ -27,19 +27,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune._validate import check_int, check_rng, points
-from visiontune.acquisition.dueling import _same, challenge_variance
+from visiontune.acquisition.dueling import challenge_variance, same_point
 from visiontune.acquisition.optimize import sobol_points
 from visiontune.acquisition.policy import (
     Data,
     OptimiserSettings,
     Problem,
     Query,
-    _check_n_initial,
-    _n_data,
-    _uniform,
+    check_n_initial,
+    n_answers,
     sample_optimiser,
+    uniform_in_box,
 )
-from visiontune.acquisition.preferential import _check_problem, _options, _random_duel, _with_context
+from visiontune.acquisition.preferential import check_preferential_problem, duel_options, duel_query, random_duel
 from visiontune.errors import ConfigurationError
 from visiontune.gp import moments
 from visiontune.gp.sampling import sample_posterior_functions
@@ -66,8 +66,8 @@ def soft_copeland(model, problem: Problem, X, landmarks, *, grad: bool = False):
     X = points("X", X, dim=problem.d)
     L = _landmarks(problem, landmarks)
     m, M, s0 = X.shape[0], L.shape[0], problem.reference_context
-    A = _options(problem, s0, np.repeat(X, M, axis=0))
-    B = _options(problem, s0, np.tile(L, (m, 1)))
+    A = duel_options(problem, s0, np.repeat(X, M, axis=0))
+    B = duel_options(problem, s0, np.tile(L, (m, 1)))
     duels = np.column_stack([A, B])
     if not grad:
         mu, var = model.predict(duels)
@@ -88,14 +88,14 @@ def sampled_copeland(sample, problem: Problem, X, landmarks, *, grad: bool = Fal
     X = points("X", X, dim=problem.d)
     L = _landmarks(problem, landmarks)
     s0 = problem.reference_context
-    fx = sample.value(_options(problem, s0, X))
-    fl = sample.value(_options(problem, s0, L))
+    fx = sample.value(duel_options(problem, s0, X))
+    fl = sample.value(duel_options(problem, s0, L))
     z = fx[:, None] - fl[None, :]
     values = ndtr(z).mean(axis=1)
     if not grad:
         return values
     w = (np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)).mean(axis=1)
-    return values, w[:, None] * sample.value_grad(_options(problem, s0, X))[:, problem.c :]
+    return values, w[:, None] * sample.value_grad(duel_options(problem, s0, X))[:, problem.c :]
 
 
 def condorcet_winner(model, problem: Problem, rng, *, n_landmarks: int = 64, optimiser: OptimiserSettings | None = None):
@@ -143,20 +143,20 @@ class _Gonzalez:
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def _duel(self, model, problem, rng):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, type(self).__name__)
-        if _n_data(data) < self.n_initial:
-            return _random_duel(problem, rng)
+        check_preferential_problem(problem, type(self).__name__)
+        if n_answers(data) < self.n_initial:
+            return random_duel(problem, rng)
         x, x2 = self._duel(model, problem, rng)
-        if _same(problem, x, x2):
-            x2 = _uniform(problem.box, rng)
-        return _with_context(model, problem, x, x2, rng, self.context_optimiser)
+        if same_point(problem, x, x2):
+            x2 = uniform_in_box(problem.box, rng)
+        return duel_query(model, problem, x, x2, rng, self.context_optimiser)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +170,7 @@ class PBOPE(_Gonzalez):
         box = np.vstack([problem.box, problem.box])
 
         def duels(Z):
-            return np.column_stack([_options(problem, s0, Z[:, :d]), _options(problem, s0, Z[:, d:])])
+            return np.column_stack([duel_options(problem, s0, Z[:, :d]), duel_options(problem, s0, Z[:, d:])])
 
         def fn(Z):
             mu, var, dmu, dvar = model.predict_with_grad(duels(Z))

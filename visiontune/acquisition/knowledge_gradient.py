@@ -35,9 +35,9 @@ from visiontune.acquisition.policy import (
     Data,
     Problem,
     Query,
-    _check_n_initial,
-    _n_data,
     _random_query,
+    check_n_initial,
+    n_answers,
 )
 from visiontune.acquisition.solution import solution
 from visiontune.errors import ConfigurationError
@@ -125,13 +125,13 @@ class CBKG:
     gradient: bool = True
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
         if problem.scenario not in ("binary", "contextual-binary"):
             raise ConfigurationError(f"cBKG: serves binary problems, got {problem.scenario!r}")
-        if _n_data(data) < self.n_initial:
+        if n_answers(data) < self.n_initial:
             return _random_query(problem, rng)
         reference = np.vstack([sobol_points(problem.box, self.n_reference, rng), solution(model, problem, rng)])
         Z = sobol_points(problem.input_box, self.n_candidates, rng)

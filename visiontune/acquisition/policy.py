@@ -197,15 +197,15 @@ class ContextRule(Protocol):
     def choose_context(self, model, problem: Problem, x: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
 
 
-def _uniform(box: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def uniform_in_box(box: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return box[:, 0] + rng.random(box.shape[0]) * (box[:, 1] - box[:, 0])
 
 
-def _check_n_initial(n_initial) -> None:
+def check_n_initial(n_initial) -> None:
     check_int("n_initial", n_initial, lo=0, whole_float=True)
 
 
-def _n_data(data) -> int:
+def n_answers(data) -> int:
     if data is None:
         return 0
     return int(data.n) if hasattr(data, "n") else len(data[0])
@@ -312,7 +312,7 @@ class RandomX:
     """x uniform in the search box (control rule)."""
 
     def choose_x(self, model, problem: Problem, rng: np.random.Generator) -> np.ndarray:
-        return _uniform(problem.box, check_rng(rng))
+        return uniform_in_box(problem.box, check_rng(rng))
 
 
 # --------------------------------------------------------------------------- context rules
@@ -354,7 +354,7 @@ class RandomContext:
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:
         if problem.c == 0:
             raise ConfigurationError("RandomContext: the problem has no context_box")
-        return _uniform(problem.context_box, check_rng(rng))
+        return uniform_in_box(problem.context_box, check_rng(rng))
 
 
 @dataclass(frozen=True, eq=False)
@@ -379,8 +379,8 @@ class FixedContext:
 
 
 def _random_query(problem: Problem, rng) -> Query:
-    x = _uniform(problem.box, rng)
-    s = _uniform(problem.context_box, rng) if problem.c else None
+    x = uniform_in_box(problem.box, rng)
+    s = uniform_in_box(problem.context_box, rng) if problem.c else None
     return Query(x=x, s=s)
 
 
@@ -397,13 +397,13 @@ class Sequential:
     n_initial: int = 0
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
         if problem.scenario not in ("binary", "contextual-binary"):
             raise ConfigurationError(f"Sequential: a binary policy cannot serve a {problem.scenario!r} problem")
-        if _n_data(data) < self.n_initial:
+        if n_answers(data) < self.n_initial:
             return _random_query(problem, rng)
         x = self.x_rule.choose_x(model, problem, rng)
         if problem.c == 0:
@@ -420,11 +420,11 @@ class JointBALD:
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
     def __post_init__(self):
-        _check_n_initial(self.n_initial)
+        check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        if _n_data(data) < self.n_initial:
+        if n_answers(data) < self.n_initial:
             return _random_query(problem, rng)
         z = self.optimiser.run(
             lambda Z: F.bald(model, Z), problem.input_box, rng, values_only=lambda Z: F.bald(model, Z, grad=False)

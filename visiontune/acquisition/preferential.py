@@ -25,9 +25,9 @@ from visiontune.acquisition.policy import (
     OptimiserSettings,
     Problem,
     Query,
-    _n_data,
-    _uniform,
+    n_answers,
     sample_optimiser,
+    uniform_in_box,
 )
 from visiontune.errors import ConfigurationError
 from visiontune.gp import moments
@@ -36,30 +36,30 @@ from visiontune.gp.sampling import sample_posterior_functions
 __all__ = ["KSS", "MUC", "preference_solution", "sample_maxima"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
 
 
-def _check_problem(problem: Problem, who: str) -> None:
+def check_preferential_problem(problem: Problem, who: str) -> None:
     if problem.scenario not in ("preferential", "contextual-preferential"):
         raise ConfigurationError(f"{who}: serves preferential problems, got {problem.scenario!r}")
 
 
-def _options(problem: Problem, s, X) -> np.ndarray:
+def duel_options(problem: Problem, s, X) -> np.ndarray:
     """Options ``(s, x)`` (m, c + d) for ``X (m, d)`` at the context ``s (c,)`` (``X`` itself if c = 0)."""
     if problem.c == 0:
         return X
     return np.column_stack([np.broadcast_to(s, (X.shape[0], problem.c)), X])
 
 
-def _random_duel(problem: Problem, rng) -> Query:
-    s = _uniform(problem.context_box, rng) if problem.c else None
-    return Query(x=_uniform(problem.box, rng), x2=_uniform(problem.box, rng), s=s)
+def random_duel(problem: Problem, rng) -> Query:
+    s = uniform_in_box(problem.context_box, rng) if problem.c else None
+    return Query(x=uniform_in_box(problem.box, rng), x2=uniform_in_box(problem.box, rng), s=s)
 
 
-def _with_context(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False) -> Query:
+def duel_query(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False) -> Query:
     """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4),
     or ``s`` uniform in the context box with ``random_context`` (the controls of 002 §4.2)."""
     if problem.c == 0:
         return Query(x=x, x2=x2)
     if random_context:
-        return Query(x=x, x2=x2, s=_uniform(problem.context_box, rng))
+        return Query(x=x, x2=x2, s=uniform_in_box(problem.context_box, rng))
 
     c, D = problem.c, problem.c + problem.d
 
@@ -82,17 +82,17 @@ def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSet
     if hasattr(model, "predict_value_mean_with_grad"):  # mean only: no variance, no triangular solve (speed)
 
         def fn(X):
-            mu, dmu = model.predict_value_mean_with_grad(_options(problem, s0, X))
+            mu, dmu = model.predict_value_mean_with_grad(duel_options(problem, s0, X))
             return mu, dmu[:, c:]
 
-        values = lambda X: model.predict_value_mean(_options(problem, s0, X))  # noqa: E731
+        values = lambda X: model.predict_value_mean(duel_options(problem, s0, X))  # noqa: E731
     else:
 
         def fn(X):
-            mu, _, dmu, _ = model.predict_value_with_grad(_options(problem, s0, X))
+            mu, _, dmu, _ = model.predict_value_with_grad(duel_options(problem, s0, X))
             return mu, dmu[:, c:]
 
-        values = lambda X: model.predict_value(_options(problem, s0, X))[0]  # noqa: E731
+        values = lambda X: model.predict_value(duel_options(problem, s0, X))[0]  # noqa: E731
     return optimiser.run(fn, problem.box, check_rng(rng), values_only=values)[0]
 
 
@@ -103,17 +103,17 @@ def _challenge_moments(model, problem: Problem, champion):
     one base-kernel call per evaluation) where the model has it, else the duel predictions."""
     s0, c = problem.reference_context, problem.c
     if hasattr(model, "challenge"):
-        duel = model.challenge(_options(problem, s0, np.asarray(champion)[None, :])[0])
+        duel = model.challenge(duel_options(problem, s0, np.asarray(champion)[None, :])[0])
 
         def predict_with_grad(X):
-            mu, var, dmu, dvar = duel.predict_with_grad(_options(problem, s0, X))
+            mu, var, dmu, dvar = duel.predict_with_grad(duel_options(problem, s0, X))
             return mu, var, dmu[:, c:], dvar[:, c:]
 
-        return (lambda X: duel.predict(_options(problem, s0, X))), predict_with_grad
+        return (lambda X: duel.predict(duel_options(problem, s0, X))), predict_with_grad
     start = 2 * problem.c + problem.d  # first x column of option 2
 
     def duels(X):
-        return np.column_stack([_options(problem, s0, np.broadcast_to(champion, X.shape)), _options(problem, s0, X)])
+        return np.column_stack([duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)])
 
     def predict_with_grad(X):
         mu, var, dmu, dvar = model.predict_with_grad(duels(X))
@@ -129,10 +129,10 @@ def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, op
     samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
     return np.array([
         optimiser.run(
-            lambda X, f=f: (f.value(_options(problem, s0, X)), f.value_grad(_options(problem, s0, X))[:, c:]),
+            lambda X, f=f: (f.value(duel_options(problem, s0, X)), f.value_grad(duel_options(problem, s0, X))[:, c:]),
             problem.box,
             rng,
-            values_only=lambda X, f=f: f.value(_options(problem, s0, X)),
+            values_only=lambda X, f=f: f.value(duel_options(problem, s0, X)),
         )[0]
         for f in samples
     ])
@@ -153,9 +153,9 @@ class MUC:
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, "MUC")
-        if _n_data(data) < self.n_initial:
-            return _random_duel(problem, rng)
+        check_preferential_problem(problem, "MUC")
+        if n_answers(data) < self.n_initial:
+            return random_duel(problem, rng)
         champion = preference_solution(model, problem, rng, optimiser=self.optimiser)
         predict, predict_with_grad = _challenge_moments(model, problem, champion)
 
@@ -170,8 +170,8 @@ class MUC:
 
         challenger = self.optimiser.run(fn, problem.box, rng, values_only=values)[0]
         if np.array_equal(challenger, champion):  # only if the posterior is flat everywhere
-            challenger = _uniform(problem.box, rng)
-        return _with_context(model, problem, champion, challenger, rng, self.context_optimiser, self.random_context)
+            challenger = uniform_in_box(problem.box, rng)
+        return duel_query(model, problem, champion, challenger, rng, self.context_optimiser, self.random_context)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,13 +190,13 @@ class KSS:
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
-        _check_problem(problem, "KSS")
-        if _n_data(data) < self.n_initial:
-            return _random_duel(problem, rng)
+        check_preferential_problem(problem, "KSS")
+        if n_answers(data) < self.n_initial:
+            return random_duel(problem, rng)
         tol = 1e-6 * np.maximum(problem.box[:, 1] - problem.box[:, 0], 1e-12)
         for _ in range(self.max_redraws + 1):
             maxima = sample_maxima(model, problem, rng, 2, self.n_basis, self.optimiser)
             if np.any(np.abs(maxima[0] - maxima[1]) > tol):
-                return _with_context(model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context)
-        return _with_context(model, problem, maxima[0], _uniform(problem.box, rng), rng, self.context_optimiser,
+                return duel_query(model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context)
+        return duel_query(model, problem, maxima[0], uniform_in_box(problem.box, rng), rng, self.context_optimiser,
                              self.random_context)

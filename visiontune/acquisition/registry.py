@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from visiontune.acquisition.functions import BETA_UCB_PHI
+from visiontune.acquisition.knowledge_gradient import CBKG
 from visiontune.acquisition.policy import (
     BALD,
     BETA_002,
@@ -23,8 +25,6 @@ from visiontune.acquisition.policy import (
     UCBf,
     UCBPhi,
 )
-from visiontune.acquisition.functions import BETA_UCB_PHI
-from visiontune.acquisition.knowledge_gradient import CBKG
 from visiontune.acquisition.preferential import KSS, MUC
 from visiontune.errors import ConfigurationError
 
@@ -124,8 +124,8 @@ register(PolicySpec("cBKG", lambda n_initial=5, **kw: CBKG(n_initial=n_initial, 
 from visiontune.acquisition.batch import BatchKSS, BatchMUC, RandomBatch  # noqa: E402
 from visiontune.acquisition.dueling import (  # noqa: E402
     EIIG,
-    DuelBALD,
     BivariateEI,
+    DuelBALD,
     DuelingTS,
     DuelingUCB,
     DuelTS,
