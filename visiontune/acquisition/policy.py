@@ -222,7 +222,7 @@ class OptimiserSettings:
         return maximize(fn, box, rng, n_candidates=self.n_candidates, n_starts=self.n_starts, values_only=values_only)
 
 
-def sample_optimiser():
+def sample_optimiser() -> SampleSearch:
     """Search for the maximum of a Thompson sample (cheap, for a TS decision within 80 ms): 256 Sobol candidates, L-BFGS-B from
     the 4 best candidates at least 0.1 box widths apart
     (:class:`~visiontune.acquisition.sample_search.SampleSearch`). A candidate costs one pass over
@@ -297,7 +297,7 @@ class ThompsonX:
     tests/acquisition/test_thompson_speed.py checks the choice against a dense grid."""
 
     n_basis: int = 4096
-    optimiser: OptimiserSettings = field(default_factory=lambda: sample_optimiser())  # or a SampleSearch
+    optimiser: OptimiserSettings | SampleSearch = field(default_factory=sample_optimiser)
 
     def choose_x(self, model, problem: Problem, rng: np.random.Generator) -> np.ndarray:
         rng = check_rng(rng)

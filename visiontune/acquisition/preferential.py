@@ -29,6 +29,7 @@ from visiontune.acquisition.policy import (
     sample_optimiser,
     uniform_in_box,
 )
+from visiontune.acquisition.sample_search import SampleSearch
 from visiontune.errors import ConfigurationError
 from visiontune.gp import moments
 from visiontune.gp.sampling import sample_posterior_functions
@@ -185,7 +186,7 @@ class KSS:
     random_context: bool = False
     n_basis: int = 4096
     max_redraws: int = 5
-    optimiser: OptimiserSettings = field(default_factory=lambda: sample_optimiser())
+    optimiser: OptimiserSettings | SampleSearch = field(default_factory=sample_optimiser)
     context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
