@@ -119,3 +119,25 @@ def test_validate_refuses_unknown_names(tmp_path, capsys):
     assert code != 0 and "martians" in capsys.readouterr().err
     code = main(["validate", "--policies", "kss-ald", "--out", str(tmp_path)])
     assert code != 0 and "kss-ald" in capsys.readouterr().err
+
+
+def test_validate_with_comparisons_counts_them_and_the_patients_time(tmp_path, capsys):
+    """A protocol that asks comparisons: each run records how many were asked and the patient's
+    time (3 s a letter, 5 s a comparison), the page adds both columns and says how the simulated
+    patients answer comparisons."""
+    text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 10")
+    text = text.replace("min_trials = 20", "min_trials = 0").replace('name = "clinical-sloan-compare"', 'name = "short-compare"')
+    (tmp_path / "short-compare.toml").write_text(text)
+    args = ["validate", "--protocol", str(tmp_path / "short-compare.toml"), "--populations", "adult-clinic", "--cases", "2",
+            "--jobs", "1", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    page = (tmp_path / "clinical-validation-short-compare.md").read_text()  # the letters-only page is not overwritten
+    assert "comparisons (median) | patient time (median, s) |" in page
+    assert "the patient's sensitivity to a comparison inferred (lognormal prior, median 4, σ 1)" in page
+    with ClinicStore(tmp_path / "clinical-validation-short-compare.sqlite") as store:
+        runs = store.metrics("short-compare-seed1", "adult-clinic", "evr", 2)
+    for r in runs:
+        assert r["answers"] == 10 and 0 < r["comparisons"] <= 10
+        assert r["patient_s"] == 5.0 * r["comparisons"] + 3.0 * (10 - r["comparisons"])
+    row = json.loads((tmp_path / "clinical-validation-short-compare.json").read_text())["tables"]["adult-clinic"][0]
+    assert row["median_comparisons"] == float(np.median([r["comparisons"] for r in runs]))
