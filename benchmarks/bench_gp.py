@@ -30,8 +30,8 @@ import time
 import numpy as np
 from scipy.special import ndtr
 
-from visiontune.gp.kernels import refraction_kernel
 from visiontune.gp.ep import expectation_propagation
+from visiontune.gp.kernels import refraction_kernel
 from visiontune.gp.laplace import laplace_mode, predict_latent
 from visiontune.gp.model import ProbitGP
 

@@ -19,8 +19,8 @@ import argparse
 import os
 
 import numpy as np
-
 from bench_gp import _median_ms, keep_heap, load_average, simulate_refraction
+
 from visiontune.acquisition import registry
 from visiontune.acquisition.policy import Data, Problem, ThompsonX
 from visiontune.gp import sampling

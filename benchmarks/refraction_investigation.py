@@ -242,9 +242,9 @@ def main(argv=None) -> int:
         return 0
     names = [n.strip() for n in args.configs.split(",") if n.strip()]
     if not args.summary_only:
-        from joblib import Parallel, delayed
-
         from dataclasses import replace
+
+        from joblib import Parallel, delayed
 
         for name in names:
             cfg = CONFIGS[name]

@@ -3,10 +3,10 @@ closed forms against numerical integration, gradients against finite differences
 
 import numpy as np
 import pytest
+from acq_helpers import expect, fd_grad
 from scipy import integrate
 from scipy.special import ndtr
 
-from acq_helpers import expect, fd_grad
 from visiontune.acquisition.dueling import (
     BETA_DUELING_UCB,
     EIIG,

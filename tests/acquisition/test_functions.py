@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from acq_helpers import KnownMomentsModel, TableModel, expect, fd_grad, probit_model
 from scipy import integrate
 from scipy.special import ndtr
 from scipy.stats import multivariate_normal, norm
 
-from acq_helpers import KnownMomentsModel, TableModel, expect, fd_grad, probit_model
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.optimize import maximize
 from visiontune.errors import InvalidInputError

@@ -3,9 +3,9 @@ Condorcet winner and PBO-PE / PBO-DTS against dense grids, PBO-CEI against refit
 
 import numpy as np
 import pytest
+from acq_helpers import expect, fd_grad
 from scipy.special import ndtr
 
-from acq_helpers import expect, fd_grad
 from visiontune.acquisition.dueling import challenge_variance
 from visiontune.acquisition.gonzalez import (
     PBOCEI,

@@ -3,8 +3,8 @@ envelope-theorem gradient against finite differences of refits."""
 
 import numpy as np
 import pytest
-
 from acq_helpers import fd_grad, probit_model
+
 from visiontune.acquisition.knowledge_gradient import CBKG, knowledge_gradient, knowledge_gradient_with_grad
 from visiontune.acquisition.optimize import sobol_points
 from visiontune.acquisition.policy import Data, Problem

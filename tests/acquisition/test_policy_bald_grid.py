@@ -3,12 +3,12 @@ as the multistart L-BFGS-B search it replaces, cheaper, and free of random draws
 
 import numpy as np
 import pytest
-
 from acq_helpers import probit_model
+
 from visiontune.acquisition import functions as F
 from visiontune.acquisition.policy import BALD, OptimiserSettings, Problem
-from visiontune.experiments.refraction import refraction_problem, run_refraction
 from visiontune.errors import InvalidInputError
+from visiontune.experiments.refraction import refraction_problem, run_refraction
 
 CTX = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5])
 

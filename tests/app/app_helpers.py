@@ -25,7 +25,6 @@ def write_visit_protocol(folder: Path, max_trials: int = 8, logmar: tuple[float,
     """``clinical-sloan`` (the optics model, any axis) stopping after ``max_trials`` answers
     (no minimum): a visit's two eyes in a few seconds. ``logmar``: the chart's range."""
     import re
-
     from importlib import resources
 
     text = (resources.files("visiontune") / "data" / "protocols" / "clinical-sloan.toml").read_text(encoding="utf-8")

@@ -24,7 +24,13 @@ from visiontune.app.plot_frames import (
     snapped_range,
 )
 from visiontune.app.texts import (
-    acuity_text, estimate_texts, lens_text, progress_text, region_text, start_text, stop_text,
+    acuity_text,
+    estimate_texts,
+    lens_text,
+    progress_text,
+    region_text,
+    start_text,
+    stop_text,
 )  # fmt: skip
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu, norm
 
-from visiontune.experiments import analysis as A
 from visiontune.errors import InvalidInputError
+from visiontune.experiments import analysis as A
 
 
 def _separated(rng, rules, n=20):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import sweep as S
 from visiontune.experiments.functions import get_function
-from visiontune.errors import InvalidInputError
 from visiontune.gp import PreferenceGP
 
 

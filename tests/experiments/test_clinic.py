@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from visiontune.experiments.clinic import CaseResult, ClinicStore, RunKeyLike, plan, summarise
 from visiontune.cli import main
+from visiontune.experiments.clinic import CaseResult, ClinicStore, RunKeyLike, plan, summarise
 from visiontune.refraction.protocol import load_protocol
 
 

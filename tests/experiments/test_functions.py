@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import qmc
 
-from visiontune.experiments.functions import FUNCTIONS, TestFunction, get_function
 from visiontune.errors import InvalidInputError, VisionTuneError
+from visiontune.experiments.functions import FUNCTIONS, TestFunction, get_function
 
 # Fauvel & Chalk (contextual BO), supplementary section H, table S1, retyped: title, D, kernel, space (rows as printed).
 TABLE_S1 = {

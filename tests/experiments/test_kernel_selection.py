@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import kernel_selection as KS
 from visiontune.experiments.functions import FUNCTIONS, get_function
-from visiontune.errors import InvalidInputError
 
 
 def _data(n=25, d=2, seed=0):

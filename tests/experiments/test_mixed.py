@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
 from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
-from visiontune.errors import InvalidInputError
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.loop import (
     Answer,
@@ -116,3 +116,32 @@ def test_run_mixed_case_metrics_add_up():
     assert m["error_by_answer"][-1] == pytest.approx(m["error_d"], abs=1e-12)
     assert 0 <= m["equal_answers"] <= m["comparisons"]
     assert {"covered_50", "covered_80", "covered_95", "start_error_d"} <= set(m)
+
+
+COMPARISONS_STORE = ROOT / "docs" / "results" / "comparisons.sqlite"
+
+
+@pytest.mark.skipif(not COMPARISONS_STORE.exists(), reason="the stored comparison runs are not in this checkout")
+@pytest.mark.parametrize("label", ["mixed, Eq. 11", "mixed, blur model / Eq. 11 patient",
+                                   "mixed, inferred sensitivity (median 4), stop once κ is learned / blur patient"])
+def test_mixed_sessions_are_bit_identical_to_the_stored_comparison_runs(label):
+    """Case 0 of stored rows of docs/results/comparisons.md (benchmarks/comparisons.py's settings)
+    gives the same metrics to the last bit (decision times aside): the comparison likelihood's
+    per-lens and per-outcome evaluation changed no number."""
+    settings, patient_model = {
+        "mixed, Eq. 11": (MixedSettings(comparison=ComparisonModel()), None),
+        "mixed, blur model / Eq. 11 patient": (MixedSettings(comparison=ComparisonModel("blur")), ComparisonModel()),
+        "mixed, inferred sensitivity (median 4), stop once κ is learned / blur patient": (
+            MixedSettings(comparison=ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0), sensitivity_to_stop=0.5),
+            ComparisonModel("blur", lapse=0.02)),
+    }[label]  # fmt: skip
+    protocol = load_protocol("clinical-sloan")
+    case = draw_cases(population_by_name("adult-clinic"), 1, 1)[0]
+    spec = MixedCaseSpec("clinical-sloan-seed1-comparisons", protocol.source_text, protocol.source, label, "adult-clinic",
+                         case, settings, patient_model)  # fmt: skip
+    with sqlite3.connect(COMPARISONS_STORE) as db:
+        row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND policy = ? AND case_id = ?",
+                         (spec.experiment, label, case.case_id)).fetchone()  # fmt: skip
+    stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
+    now = {k: v for k, v in run_mixed_case(spec).metrics.items() if k != "decision_ms"}
+    assert now == stored

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from visiontune.errors import ConfigurationError
 from visiontune.experiments import bench_cli
 from visiontune.experiments.analysis import stratified_analysis
 from visiontune.experiments.experiments import EXPERIMENTS
 from visiontune.experiments.paper_tables import PAPER_TABLES, paper_order, side_by_side
 from visiontune.experiments.provenance import machine_description
-from visiontune.errors import ConfigurationError
 
 
 def test_every_experiment_has_its_papers_table_under_our_rule_names():

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import bench_cli
 from visiontune.experiments.projective import EXPERIMENT, PAPER, run_duel, run_projective
-from visiontune.errors import InvalidInputError
 
 
 def _args(*argv):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from visiontune.experiments import refraction as R
 from visiontune.errors import InvalidInputError, VisionTuneError
+from visiontune.experiments import refraction as R
 from visiontune.gp import ProbitGP, refraction_kernel
 from visiontune.gp.fit import log_evidence
 from visiontune.optics import Prescription

@@ -17,11 +17,11 @@ import pytest
 from scipy.stats import mannwhitneyu
 
 from visiontune import cli
+from visiontune.errors import ConfigurationError, InvalidInputError, StoreError
 from visiontune.experiments import bench_cli
 from visiontune.experiments import refraction_experiment as RE
 from visiontune.experiments.paper_tables import REFRACTION_TABLE, REFRACTION_UCB_ALD, paper_order, side_by_side
 from visiontune.experiments.refraction import run_refraction
-from visiontune.errors import ConfigurationError, InvalidInputError, StoreError
 
 TINY = RE.RefractionExperiment("tiny", ("UCB-ALD", "random-contextual"), (2.0, 5.0), n_seeds=2, trials=3)
 

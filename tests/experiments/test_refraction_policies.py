@@ -12,8 +12,8 @@ import pytest
 
 from visiontune.acquisition import functions as F
 from visiontune.acquisition import registry
-from visiontune.experiments import refraction as R
 from visiontune.errors import InvalidInputError
+from visiontune.experiments import refraction as R
 from visiontune.gp import ProbitGP
 from visiontune.gp.transformed import refraction_power_vector_kernel
 from visiontune.optics import Prescription

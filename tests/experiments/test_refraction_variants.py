@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from visiontune.experiments import refraction as R
 from visiontune.errors import InvalidInputError, VisionTuneError
+from visiontune.experiments import refraction as R
 from visiontune.optics import Prescription
 
 

@@ -13,9 +13,9 @@ from importlib import resources
 import numpy as np
 import pytest
 
+from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments import scaling
 from visiontune.experiments.functions import FUNCTIONS, Scaling, load_scaling_table
-from visiontune.errors import ConfigurationError, InvalidInputError
 
 # docs/design.md, "Details from the authors' public MATLAB toolboxes", retyped with our slugs.
 DESIGN_LOG_SET = {

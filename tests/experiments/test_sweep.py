@@ -16,11 +16,11 @@ import time
 import numpy as np
 import pytest
 
+from visiontune.errors import ConfigurationError, InvalidInputError, StoreError
 from visiontune.experiments import experiments as E
 from visiontune.experiments import sweep as S
 from visiontune.experiments.functions import get_function
 from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
-from visiontune.errors import ConfigurationError, InvalidInputError, StoreError
 
 TINY = E.Experiment("tiny", "binary", ("random", "UCB_Phi"), ("forrester",), n_seeds=2, iterations=5, n_initial=2, source="test")
 

@@ -8,8 +8,8 @@ import pytest
 
 from visiontune.acquisition.policy import Problem
 from visiontune.acquisition.solution import solution
-from visiontune.experiments.tracking import SolutionTracker, solution_objective, warm_maximize
 from visiontune.errors import InvalidInputError
+from visiontune.experiments.tracking import SolutionTracker, solution_objective, warm_maximize
 from visiontune.gp import PreferenceGP, ProbitGP
 from visiontune.gp import kernels as K
 

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from visiontune.errors import InvalidInputError
-from visiontune.gp.kernels import Matern52, Preference, SquaredExponential, contextual_benchmark_kernel, refraction_kernel
+from visiontune.gp.kernels import (
+    Matern52,
+    Preference,
+    SquaredExponential,
+    contextual_benchmark_kernel,
+    refraction_kernel,
+)
 from visiontune.gp.model import PreferenceGP, ProbitGP
 
 KERNELS = {

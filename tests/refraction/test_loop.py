@@ -10,9 +10,9 @@ import pytest
 
 import visiontune
 from tests.protocol_text import small_protocol_text
-from visiontune.experiments.clinic import CaseSpec, run_case
 from visiontune.cli import main
 from visiontune.errors import ProtocolError
+from visiontune.experiments.clinic import CaseSpec, run_case
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import lens_power_vector
 from visiontune.refraction.loop import (

@@ -8,10 +8,10 @@ import json
 import pytest
 from fhir.resources.R4B.visionprescription import VisionPrescription
 
+from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.report import ExportPaths, export_session
 from visiontune.report.tabular import session_from_json, trials_from_csv
 from visiontune.session.engine import RefractionSession, SimulatedPresenter
-from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.session.store import TrialStore
 
 

@@ -11,6 +11,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from report_helpers import MAP_CYLINDER, MAP_SPHERE, blendowske_va, make_result
 
+from visiontune.refraction.result import parse_result
 from visiontune.report.figures import (
     VIRIDIS_ANCHORS,
     cell_edges,
@@ -19,7 +20,6 @@ from visiontune.report.figures import (
     draw_acuity_map,
     set_font,
 )
-from visiontune.refraction.result import parse_result
 from visiontune.session.records import Lens, Trial
 
 

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
+from tests.protocol_text import small_protocol_text
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.session.engine import Answer, RefractionSession, SimulatedPresenter
 from visiontune.refraction.protocol import load_protocol, parse_protocol
+from visiontune.session.engine import Answer, RefractionSession, SimulatedPresenter
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
-from tests.protocol_text import small_protocol_text
 
 def protocol(max_trials=8, extra=""):
     text = small_protocol_text("engine-test", purpose="engine tests", max_trials=max_trials)

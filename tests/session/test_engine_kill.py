@@ -14,10 +14,9 @@ import time
 import numpy as np
 import pytest
 
+from tests.session.test_engine import protocol
 from visiontune.session.engine import Answer, RefractionSession
 from visiontune.session.store import TrialStore
-
-from tests.session.test_engine import protocol
 
 
 def _spawn(args):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments import analysis, sweep
 from visiontune.experiments.experiments import EXPERIMENTS, get_experiment
 from visiontune.experiments.invocation import (
@@ -39,7 +40,6 @@ from visiontune.experiments.provenance import machine_description, software_line
 from visiontune.experiments.refraction_experiment import run_cli
 from visiontune.experiments.store import ResultsStore
 from visiontune.experiments.sweep import SweepStopped, SweepSummary, plan
-from visiontune.errors import ConfigurationError, InvalidInputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

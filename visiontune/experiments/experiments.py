@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from visiontune._validate import check_int
 from visiontune.acquisition import registry
 from visiontune.acquisition.policy import SCENARIOS as POLICY_SCENARIOS
-from visiontune.experiments.functions import FUNCTIONS
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.experiments.functions import FUNCTIONS
 
 __all__ = ["EXPERIMENTS", "Experiment", "get_experiment", "missing_rules"]
 

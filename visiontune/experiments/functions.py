@@ -31,8 +31,8 @@ from importlib import resources
 import numpy as np
 
 from visiontune import _validate
-from visiontune.experiments import definitions as defs
 from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.experiments import definitions as defs
 
 KERNELS = ("se", "matern32", "matern52")
 SCALING_RESOURCE = ("visiontune", "data/bench_scaling.json")

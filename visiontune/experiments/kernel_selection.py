@@ -42,8 +42,8 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
 from visiontune._validate import check_int, finite_array, points
-from visiontune.experiments.functions import FUNCTIONS, get_function
 from visiontune.errors import ConfigurationError, InvalidInputError, NumericalError
+from visiontune.experiments.functions import FUNCTIONS, get_function
 from visiontune.gp import kernels as K
 
 __all__ = [

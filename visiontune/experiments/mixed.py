@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from visiontune.experiments.clinic import CaseResult, RunKeyLike, TimedPresenter, case_metrics
 from visiontune.errors import InvalidInputError, SessionError
+from visiontune.experiments.clinic import CaseResult, RunKeyLike, TimedPresenter, case_metrics
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.loop import MemoryLog, Refraction, is_comparison
 from visiontune.refraction.mixed_rules import MixedSettings

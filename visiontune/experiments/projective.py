@@ -39,11 +39,11 @@ from visiontune.acquisition.projective import (
     answer_projective,
     initial_lines,
 )
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import definitions as defs
 from visiontune.experiments.functions import get_function
 from visiontune.experiments.provenance import machine_description
 from visiontune.experiments.sweep import RunSpec, run_one
-from visiontune.errors import InvalidInputError
 from visiontune.gp.kernels import SquaredExponential
 
 __all__ = [

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from visiontune._validate import check_int, finite_array
+from visiontune.errors import InvalidInputError, StoreError
 from visiontune.experiments import analysis
 from visiontune.experiments.analysis import ALPHA, save_mean_sem_figures, stratified_analysis
 from visiontune.experiments.invocation import (
@@ -55,7 +56,6 @@ from visiontune.experiments.provenance import code_version, machine_description,
 from visiontune.experiments.refraction import resolve_policy, run_refraction
 from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
 from visiontune.experiments.sweep import check_jobs, execute_runs
-from visiontune.errors import InvalidInputError, StoreError
 
 __all__ = [
     "DEFAULT_EXPERIMENT",

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import qmc
 
-from visiontune.experiments.functions import FUNCTIONS, Scaling, TestFunction
 from visiontune.errors import InvalidInputError
+from visiontune.experiments.functions import FUNCTIONS, Scaling, TestFunction
 
 SOBOL_LOG2_POINTS = 16
 SOBOL_SEED = 20220601

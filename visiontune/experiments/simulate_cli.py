@@ -36,13 +36,13 @@ import json
 import sys
 from pathlib import Path
 
+from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.analysis import pyplot
 from visiontune.experiments.refraction import (
     DEFAULT_REFERENCE_LOGMAR,
     posterior_acuity_map,
     run_refraction,
 )
-from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.protocol import load_protocol

@@ -56,12 +56,12 @@ from scipy.stats import norm
 from visiontune.acquisition import registry
 from visiontune.acquisition.policy import Data, Problem
 from visiontune.acquisition.solution import solution
+from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.experiments import SCENARIOS, Experiment, missing_rules
 from visiontune.experiments.functions import get_function
 from visiontune.experiments.kernel_selection import load_choices
 from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
 from visiontune.experiments.tracking import SolutionTracker
-from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.gp import PreferenceGP, ProbitGP
 from visiontune.gp import kernels as K
 

@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
 from visiontune.experiments.provenance import machine_description, software, software_line
 from visiontune.experiments.sweep import execute_runs
-from visiontune.errors import InvalidInputError
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 from visiontune.refraction.population import POPULATIONS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol

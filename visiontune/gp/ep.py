@@ -23,8 +23,8 @@ from visiontune.gp.laplace import (
     b_inverse,
     b_inverse_diag,
     cholesky_lower,
-    marginal_variances,
     empty_approximation,
+    marginal_variances,
     signed_labels,
 )
 

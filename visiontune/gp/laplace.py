@@ -26,8 +26,8 @@ import numpy as np
 from scipy.linalg import blas, lapack, solve_triangular
 from scipy.special import log_ndtr
 
-from visiontune.errors import InvalidInputError, NumericalError
 from visiontune._validate import binary_labels, finite_array
+from visiontune.errors import InvalidInputError, NumericalError
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 #: Right-hand sides from which ``L⁻¹ W½ M`` is a triangular matrix product with the cached
