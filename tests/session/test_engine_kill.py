@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.session.test_engine import protocol
+from visiontune.refraction.protocol import load_protocol
 from visiontune.session.engine import Answer, RefractionSession
 from visiontune.session.store import TrialStore
 
@@ -95,3 +96,47 @@ def _session_content(db, sid):
         trials = [(t.index, t.s_logmar, t.lens, t.letter_shown, t.letter_named, t.correct, t.void)
                   for t in s.trials(sid, include_void=True)]  # fmt: skip
         return trials, info.result["rounded"], info.result["stopped_by"]
+
+
+def test_a_session_with_comparisons_killed_and_resumed_is_the_uninterrupted_one(tmp_path):
+    """The default protocol (letters and comparisons): SIGKILLed three times and resumed to its
+    end, the session holds the same letters, comparisons (both lenses, the answer) and result as
+    the same session run without interruption."""
+    text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 24")
+    proto_path = tmp_path / "compare.toml"
+    proto_path.write_text(text.replace("min_trials = 20", "min_trials = 24"))  # no early stop: the budget ends it
+    db = tmp_path / "log.sqlite3"
+    rng = np.random.default_rng(7)
+    seen, sid = [], None
+    for k in range(3):
+        args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
+                else ["session", "resume", str(sid), "--simulate", "--patient-seed", str(k)])  # fmt: skip
+        child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if db.exists():
+                with TrialStore.open(db) as s:
+                    sessions = s.list_sessions()
+                    if sessions and len(s.trials(sessions[0].session_id)) >= len(seen) + 2:
+                        break
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 0.2))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        with TrialStore.open(db) as s:
+            sid = s.list_sessions()[0].session_id
+            trials = s.trials(sid, include_void=True)
+        assert trials[: len(seen)] == seen, "a committed answer changed or disappeared"
+        seen = trials
+    assert any(t.comparison is not None for t in seen)
+    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
+    assert resume.wait(timeout=300) == 0
+    whole = tmp_path / "whole.sqlite3"
+    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db",
+                            str(whole), "--quiet"])  # fmt: skip
+    assert uninterrupted.wait(timeout=300) == 0
+    with TrialStore.open(db) as a, TrialStore.open(whole) as b:
+        killed = [(t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in a.trials(sid)]
+        reference = [(t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in b.trials(1)]
+        assert len(killed) == 24 and killed == reference
+        assert a.get_session(sid).result["rounded"] == b.get_session(1).result["rounded"]
