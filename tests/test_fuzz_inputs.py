@@ -375,7 +375,7 @@ def _protocol_files() -> list[tuple[str, bytes]]:
 
     rng = random.Random(SEED + 3)
     cases: list[tuple[str, bytes]] = []
-    for base in ("clinical-sloan", "paper-ucb-ald"):
+    for base in ("clinical-sloan", "paper-ucb-ald", "clinical-sloan-compare"):
         text = (Path(visiontune.__file__).parent / "data" / "protocols" / f"{base}.toml").read_text()
         raw = text.encode()
         doc = tomllib.loads(text)
