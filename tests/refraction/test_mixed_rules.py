@@ -15,9 +15,10 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
-from visiontune.refraction.lenses import trial_lens_power_vectors
+from visiontune.refraction.lenses import LensSteps, trial_lens_power_vectors
 from visiontune.refraction.mixed_rules import (
     MixedSettings,
+    clinical_directions,
     comparison_candidates,
     expected_posterior_variance,
     mutual_information_bits,
@@ -95,6 +96,26 @@ def test_candidates_are_distinct_pairs_of_trial_lenses_near_the_estimate():
     assert np.all(np.linalg.norm(pairs[:, 0] - pairs[:, 1], axis=1) > 1e-6)
     keys = {tuple(sorted((tuple(np.round(a, 6)), tuple(np.round(b, 6))))) for a, b in pairs}
     assert len(keys) == len(pairs)
+
+
+def test_clinical_pairs_differ_along_one_clinical_direction():
+    """``pairs = "clinical"``: before rounding to trial lenses every pair differs along the sphere
+    (M), the cylinder's own J direction (its power, spherical equivalent kept) or across it (its
+    axis); no pair of posterior draws; the generator is not used."""
+    engine, post = _posterior()
+    centre = np.array([-1.0, 0.3, -0.4])  # a cylinder of 1 D at axis 63.4°
+    particles = post.subsample(600, np.random.default_rng(4))
+    rng = np.random.default_rng(5)
+    pairs = comparison_candidates(particles, centre, 1.0, LensSteps(0.0), rng, "clinical")
+    directions = clinical_directions(centre)
+    np.testing.assert_allclose(directions[1], [0.0, 0.6, -0.8])  # along J = (0.3, -0.4)
+    np.testing.assert_allclose([d @ e for d in directions for e in directions], np.eye(3).ravel(), atol=1e-12)
+    for a, b in pairs:
+        step = (b - a) / np.linalg.norm(b - a)
+        assert max(abs(step @ d) for d in directions) == pytest.approx(1.0), (a, b)
+    assert 30 <= len(pairs) <= 3 * 5 * 3  # 3 directions x 5 separations x (symmetric, two one-sided), less the clipped twins
+    assert rng.integers(1 << 30) == np.random.default_rng(5).integers(1 << 30)  # no draws taken
+    np.testing.assert_allclose(clinical_directions(np.array([0.5, 0.01, 0.0]))[1], [0.0, 1.0, 0.0])  # no axis: J0
 
 
 def _propose(post, engine, settings, k=0):

@@ -352,11 +352,11 @@ def test_comparisons_table_sets_the_mixed_session():
     field; ``enabled = false`` is a letter-only protocol."""
     p = parse_protocol(_with_comparisons(
         "[comparisons]\nletter_seconds = 2.5\ncomparison_seconds = 7\ncriterion = \"information\"\n"
-        "size_offset_logmar = 0.2\nsensitivity_to_stop = 0.25\n[comparisons.model]\nkind = \"blur\"\nthreshold_at_focus_d = 0.1\n"
+        "size_offset_logmar = 0.2\nsensitivity_to_stop = 0.25\npairs = \"clinical\"\n[comparisons.model]\nkind = \"blur\"\nthreshold_at_focus_d = 0.1\n"
         "weber_fraction = 0.2\nindifference = 0.3\nlapse = 0.01\n"), "protocols/x.toml")  # fmt: skip
     assert p.comparisons == MixedSettings(
         ComparisonModel("blur", indifference=0.3, lapse=0.01, threshold_at_focus_d=0.1, weber_fraction=0.2),
-        2.5, 7.0, "information", comparison_size_offset_logmar=0.2, sensitivity_to_stop=0.25)  # fmt: skip
+        2.5, 7.0, "information", comparison_size_offset_logmar=0.2, sensitivity_to_stop=0.25, pairs="clinical")  # fmt: skip
     assert parse_protocol(_with_comparisons("[comparisons]\n"), "x.toml").comparisons == MixedSettings()
     assert parse_protocol(_with_comparisons("[comparisons]\nenabled = false\n"), "x.toml").comparisons is None
 
@@ -365,6 +365,7 @@ def test_comparisons_table_sets_the_mixed_session():
     ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
     ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "information", found "fast"'),
     ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
+    ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", found "jcc"'),
     ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),
     ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
     ("[comparisons]\nkeys = \"12=\"", "comparisons.keys: unknown key"),

@@ -13,8 +13,12 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   estimate ``c``: symmetric pairs ``c ± h u`` and one-sided pairs ``(c, c ± 2h u)`` for
   half-separations ``h`` of 0.125 to 0.75 D along ``M``, ``J0``, ``J45`` and the two longest
   principal axes of the posterior of the correction, plus pairs of two posterior draws'
-  corrections (as KSS draws a duel, Fauvel & Chalk (contextual BO) §3.4), all within the protocol's step of ``c`` and
-  rounded to trial lenses (scored with each particle's comparison sensitivity ``κ`` when the
+  corrections (as KSS draws a duel, Fauvel & Chalk (contextual BO) §3.4) (``pairs = "any"``);
+  or, with ``pairs = "clinical"``, the same pairs along the three directions a clinician
+  changes one at a time: the sphere (``M``), the cylinder's power at its axis (``J`` along the
+  estimate's own cylinder, as the cross-cylinder's power check) and its axis (``J`` across it, the
+  axis check), so that lens 1 and lens 2 differ in one parameter as at a phoropter; all within
+  the protocol's step of ``c`` and rounded to trial lenses (scored with each particle's comparison sensitivity ``κ`` when the
   model infers it, :mod:`visiontune.refraction.comparisons`). Its letter size: BALD-like search over the chart's sizes when the
   comparison model depends on the size (Eq. 14's probit latent), else the predicted best acuity
   plus :attr:`MixedSettings.comparison_size_offset_logmar` (a line the patient reads easily);
@@ -66,6 +70,10 @@ __all__ = [
 ]
 
 CRITERIA = ("evr", "information")
+#: Candidate pairs of a comparison (module docstring).
+PAIR_SETS = ("any", "clinical")
+#: Below this length of ``J`` (D; a cylinder under about 0.1 D) the estimate has no axis to follow.
+_AXIS_FREE_J_D = 0.05
 #: Half-separations of the candidate pairs (power-vector length, D): 0.125 D of J is a 0.25 D cylinder.
 HALF_SEPARATIONS_D = (0.125, 0.25, 0.375, 0.5, 0.75)
 #: Candidate pairs of two posterior draws (KSS-like).
@@ -84,7 +92,8 @@ class MixedSettings:
     ``ln κ`` is at most this fraction of its prior's (None: it does not wait). Early in a
     session weak answers fit "a sensitive patient near the correction" about as well as "an
     insensitive one a quarter diopter away", so a region computed before ``κ`` is learned can be
-    too narrow (docs/results/comparisons.md)."""
+    too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"`` or
+    ``"clinical"`` (one parameter at a time; module docstring)."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
     letter_seconds: float = 3.0
@@ -93,6 +102,7 @@ class MixedSettings:
     comparisons: bool = True
     comparison_size_offset_logmar: float = 0.1
     sensitivity_to_stop: float | None = None
+    pairs: str = "any"
 
     def __post_init__(self) -> None:
         if not isinstance(self.comparison, ComparisonModel):
@@ -105,6 +115,8 @@ class MixedSettings:
             raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
         if not -0.5 <= self.comparison_size_offset_logmar <= 1.0:
             raise InvalidInputError(f"comparison_size_offset_logmar: expected [-0.5, 1], got {self.comparison_size_offset_logmar!r}")
+        if self.pairs not in PAIR_SETS:
+            raise InvalidInputError(f"pairs: expected one of {', '.join(PAIR_SETS)}, got {self.pairs!r}")
         ratio = self.sensitivity_to_stop
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0):
             raise InvalidInputError(f"sensitivity_to_stop: expected None or a fraction in (0, 1], got {ratio!r}")
@@ -169,22 +181,38 @@ def _value(criterion: str, pv: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return now - expected_posterior_variance(pv, probs)
 
 
+def clinical_directions(centre: np.ndarray) -> list[np.ndarray]:
+    """The unit directions a clinician changes one at a time at the estimate ``centre (3,)``:
+    the sphere ``M``, then ``J`` along the estimate's cylinder (its power) and across it (its
+    axis); without a cylinder to follow, ``J0`` and ``J45``."""
+    j0, j45 = float(centre[1]), float(centre[2])
+    length = float(np.hypot(j0, j45))
+    along = np.array([0.0, 1.0, 0.0]) if length < _AXIS_FREE_J_D else np.array([0.0, j0, j45]) / length
+    return [np.array([1.0, 0.0, 0.0]), along, np.array([0.0, -along[2], along[1]])]
+
+
 def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: float, steps: LensSteps,
-                          rng: np.random.Generator) -> np.ndarray:
+                          rng: np.random.Generator, pairs: str = "any") -> np.ndarray:
     """Candidate pairs of trial lenses (module docstring): ``(Q, 2, 3)`` power vectors, the two
     lenses of a pair distinct, no pair twice (in either order)."""
     pv = particles[:, :3]
-    _, vectors = np.linalg.eigh(np.cov(pv.T))
-    directions = [np.eye(3)[i] for i in range(3)] + [vectors[:, -1], vectors[:, -2]]
+    if pairs == "clinical":
+        directions = clinical_directions(centre)
+    else:
+        _, vectors = np.linalg.eigh(np.cov(pv.T))
+        directions = [np.eye(3)[i] for i in range(3)] + [vectors[:, -1], vectors[:, -2]]
     first, second = [], []
     for u in directions:
         for h in HALF_SEPARATIONS_D:
             first += [centre + h * u, centre, centre]
             second += [centre - h * u, centre + 2 * h * u, centre - 2 * h * u]
-    i = rng.integers(len(pv), size=_PAIR_DRAWS)
-    j = rng.integers(len(pv), size=_PAIR_DRAWS)
-    a = within_radius(np.vstack([np.array(first), pv[i]]), centre, radius)
-    b = within_radius(np.vstack([np.array(second), pv[j]]), centre, radius)
+    first, second = np.array(first), np.array(second)
+    if pairs != "clinical":
+        i = rng.integers(len(pv), size=_PAIR_DRAWS)
+        j = rng.integers(len(pv), size=_PAIR_DRAWS)
+        first, second = np.vstack([first, pv[i]]), np.vstack([second, pv[j]])
+    a = within_radius(first, centre, radius)
+    b = within_radius(second, centre, radius)
     a = trial_lens_power_vectors(a, steps)
     b = trial_lens_power_vectors(b, steps)
     keep, seen = [], set()
@@ -213,7 +241,7 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
     p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
     letter_value = float(_value(settings.criterion, pv, np.stack([p, 1.0 - p], axis=-1))[0]) / settings.letter_seconds
     centre = posterior.best_correction()
-    pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison)
+    pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
     particles = with_sensitivity(particles, model, rng_comparison)
     if model.uses_size:

@@ -34,7 +34,9 @@ time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true
 ``criterion`` (``"evr"`` or ``"information"``), ``size_offset_logmar`` (the letter kept in view,
 above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
 patient's comparison sensitivity, the precision stop waits until the posterior standard
-deviation of its logarithm is at most this fraction of the prior's); ``[comparisons.model]`` holds the fields of
+deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (``"any"`` or
+``"clinical"``: lens 1 and lens 2 differ in the sphere, the cylinder's power or its axis only);
+``[comparisons.model]`` holds the fields of
 :class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
 ...), each validated as the model validates it.
 
@@ -58,7 +60,7 @@ from typing import Any
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
-from visiontune.refraction.mixed_rules import CRITERIA, MixedSettings
+from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
 from visiontune.refraction.policies import (
     GP_KERNELS,
     GP_POLICIES,
@@ -340,13 +342,14 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     """``[comparisons]`` (module docstring); ``None`` when ``enabled = false``."""
     p = "comparisons."
     r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "criterion", "size_offset_logmar",
-                              "sensitivity_to_stop", "model"})  # fmt: skip
+                              "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise r.fail(p + "enabled", "true or false", enabled)
     seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0) for k, d in (("letter_seconds", 3.0),
                                                                            ("comparison_seconds", 5.0))}  # fmt: skip
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
+    pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
     offset = r.number(table.get("size_offset_logmar", 0.1), p + "size_offset_logmar", -0.5, 1.0)
     to_stop = None
     if "sensitivity_to_stop" in table:
@@ -355,7 +358,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     if not enabled:
         return None
     return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
-                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop)  # fmt: skip
+                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs)  # fmt: skip
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:
