@@ -15,12 +15,13 @@ so both paths give the same particles.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
 from visiontune.optics import Prescription
 from visiontune.refraction import optics_rules
-from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples
+from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples, weighted_quantile
 from visiontune.refraction.lenses import (
     LensSteps,
     in_form,
@@ -35,13 +36,16 @@ from visiontune.refraction.optics_model import (
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OpticsEngine"]
+__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine"]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05
 #: Without a starting prescription lenses may move up to this far from the estimate (diopters),
 #: or 1.5 posterior standard deviations of ``M`` if less, so a -10 D myope is reached in a few steps.
 MAX_STEP_WITHOUT_START_D = 2.0
+#: The filed lens is more minus than the correction by more than this (diopters, M) with posterior
+#: probability at most (1 - level) / 2 (:meth:`OpticsEngine._not_over_minus`).
+OVER_MINUS_D = 0.25
 
 
 def _model_spec(protocol: Protocol) -> OpticsModelSpec:
@@ -138,7 +142,14 @@ class OpticsEngine:
         probability at least the protocol's credible level (95% by default), that the new axis corrects the cylinder better
         (``|J_new - J*| < |J_start - J*|``). As with the cross-cylinder, a clinician turns the
         axis away from the autorefractor's only when the patient's answers say so; a rounding
-        step on a weak cylinder is not evidence."""
+        step on a weak cylinder is not evidence.
+
+        Then the over-minus guard (:meth:`_not_over_minus`)."""
+        return self._not_over_minus(self._kept_axis(post), post)
+
+    def _kept_axis(self, post: ParticlePosterior) -> Prescription:
+        """The rounded estimate with the start's axis kept unless the answers show otherwise
+        (:meth:`filed_lens`)."""
         rounded = trial_lens(post.best_correction(), self.protocol.lenses)
         start = self.start.rx
         if start is None or start.cylinder_d == 0.0 or rounded.cylinder_d == 0.0:
@@ -154,6 +165,24 @@ class OpticsEngine:
         if post.weights @ (new_error < kept_error) >= self.level:
             return rounded
         return in_form(kept, self.protocol.lenses.cylinder_form)
+
+    def _not_over_minus(self, lens: Prescription, post: ParticlePosterior) -> Prescription:
+        """``lens`` made more plus by whole sphere steps until it is more minus than the
+        correction by over :data:`OVER_MINUS_D` with posterior probability at most
+        ``α = (1 - level) / 2`` (2.5% at the 95% level): ``M(lens) >= Q_{1-α}(M*) - 0.25 D``.
+
+        Over-minus is the error a subjective refraction must not make: a young eye reads
+        through it by accommodating, so letters hardly tell, and the clinical end point is
+        the most plus lens that gives the best acuity (Elliott 2014; Borish 2006). The
+        2/3 quantile of :meth:`ParticlePosterior.best_correction` leans plus on average; this
+        bounds the tail, where a session that ran out of answers still has a wide posterior."""
+        step = self.protocol.lenses.step_d
+        q = weighted_quantile(post.theta[:, 0], post.weights, 0.5 * (1.0 + self.level))
+        short = q - OVER_MINUS_D - float(lens.power_vector_array()[0])
+        if short <= 1e-9:
+            return lens
+        delta = math.ceil(short / step - 1e-9) * step if step > 0.0 else short
+        return Prescription(lens.sphere_d + delta, lens.cylinder_d, lens.axis_deg)
 
     def precision_met(self, region: Region) -> bool:
         p = self.protocol.stopping.precision
