@@ -3,7 +3,8 @@
 - :mod:`visiontune.app.main_window`: start screen, session view, finish view; it renders what
   :mod:`visiontune.app.session_controller` (Qt-free: phases, keys, letters and comparisons,
   finishing, the simulated patient's autopilot) says. Visits: :mod:`visiontune.app.visit_flow`
-  (Qt-free) behind :mod:`visiontune.app.visit_controller`.
+  and :mod:`visiontune.app.visit_flow_controller` (Qt-free: steps, keys, the engine commands,
+  the autopilot) rendered by :mod:`visiontune.app.visit_controller`.
 - :mod:`visiontune.app.worker`: the GUI's side of the session engine (a Qt relay);
   :mod:`visiontune.app.worker_process`: the spawned engine process;
   :mod:`visiontune.app.session_host`: its command executor (trial log, session, refits);

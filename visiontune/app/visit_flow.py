@@ -16,9 +16,11 @@ A visit (:mod:`visiontune.session.visit`) runs in the app in this order:
    (recorded beside the found prescription), then exports the visit's records.
 
 The engine (:mod:`visiontune.app.visit_host`) owns the trial log and sends a
-:class:`VisitView` after every step; the window (:mod:`visiontune.app.visit_pages`) shows its
-page. :func:`next_step` decides the step from the eyes' states; :func:`interpret_visit_key`
-maps a key of the visit pages to a :class:`VisitCommand`.
+:class:`VisitView` after every step; the visit's controller
+(:mod:`visiontune.app.visit_flow_controller`, Qt-free) sends the pages' commands and the window
+(:mod:`visiontune.app.visit_controller`) shows its page. :func:`next_step` decides the step
+from the eyes' states; :func:`interpret_visit_key` maps a key of the visit pages to a
+:class:`VisitCommand`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,229 @@
+"""The visit's controller: the engine commands of its pages, their guard, the autopilot (no Qt).
+
+:class:`VisitFlowController` is the visit as the clinician drives it between and after the
+refractions of its eyes (:mod:`visiontune.app.visit_flow`), in plain Python: the window's
+:class:`~visiontune.app.visit_controller.VisitController` forwards it the keys and requests of
+the visit pages and the engine's ``visit_view`` events, and draws what it announces; the
+controller sends the engine its commands through anything with the
+:class:`~visiontune.app.session_controller.SessionController`'s ``submit`` (the session waits)
+and ``send`` (it does not) (:class:`Commands`), so a test drives it with a fake engine, without
+a display.
+
+While a visit command is with the engine (:attr:`VisitFlowController.pending`, from the command
+to the engine's next ``visit_view`` or ``failed``) no second answer is sent: a key or the
+autopilot only hears "one moment". Each action of a page goes to the engine as one command:
+
+- the next eye (Enter between eyes): ``visit_next``;
+- a balance answer (R / L / =, or the simulated patient's): ``visit_balance``
+  ``(visit id, question index, answer)``; no balance (N): ``visit_balance`` ``(visit id, None, None)``;
+- skipping the next eye: ``visit_skip`` ``(visit id, eye, reason)``, only with a reason;
+- a sign-off, an acuity, the export: ``visit_signoff``, ``visit_acuity``, ``visit_export``.
+
+The autopilot (a simulated visit with a pace): on a page other than the finish the controller
+asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event; the window runs the timer
+and calls :meth:`VisitFlowController.auto_step` while the step page is on screen). A step starts
+the next eye or gives the simulated patient's balance answer.
+
+Listeners are called ``listener(kind, value)`` with:
+
+- ``"status"`` ``(text, timeout_ms)``: the status line;
+- ``"busy_page"`` str: show the waiting page with this text;
+- ``"busy_text"`` str: the waiting page's text (the page stays as it is: the eye's session opens next);
+- ``"page"`` :class:`~visiontune.app.visit_flow.VisitView`: show the page of its step (the next eye
+  or the balance question on the step page, else the finish page) titled :func:`window_title`;
+- ``"autopilot"`` float or None: call :meth:`~VisitFlowController.auto_step` after this many
+  seconds (None: do not).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from visiontune.app.keys import Rejected
+from visiontune.app.visit_flow import (
+    ANSWER_WORDS,
+    EYE_NAMES,
+    NewVisit,
+    Step,
+    VisitAction,
+    VisitCommand,
+    VisitView,
+    interpret_visit_key,
+)
+from visiontune.optics import Prescription
+
+__all__ = ["Commands", "Listener", "VisitFlowController", "window_title"]
+
+log = logging.getLogger("visiontune.app")
+
+Listener = Callable[[str, object], None]
+
+
+class Commands(Protocol):
+    """Where the controller's commands go: ``submit`` puts the session in wait for the engine
+    (a visit is created, an eye opened), ``send`` does not."""
+
+    def submit(self, name: str, payload: object = None) -> None: ...
+
+    def send(self, name: str, payload: object = None) -> None: ...
+
+
+def window_title(view: VisitView) -> str:
+    """``VisionTune — visit 3 · P-1 · binocular balance · SIMULATED``."""
+    sim = " \u00b7 SIMULATED" if view.simulated else ""
+    where = {Step.REFRACT: f"next {view.eye}", Step.BALANCE: "binocular balance", Step.FINISH: "finish"}[view.step]
+    return f"VisionTune \u2014 visit {view.visit_id} \u00b7 {view.patient_id} \u00b7 {where}{sim}"
+
+
+class VisitFlowController:
+    """The visit's state (see the module doc). ``commands``: where commands go; ``pace_s``: the
+    autopilot's pace, seconds (0: the simulated patient answers one step per key);
+    ``export_dir``: the folder a visit is exported to (asked when exporting)."""
+
+    def __init__(self, commands: Commands, *, pace_s: float = 0.0,
+                 export_dir: Callable[[], Path | str] = Path.cwd) -> None:  # fmt: skip
+        self.commands = commands
+        self.pace_s = pace_s
+        self.export_dir = export_dir
+        self.listeners: list[Listener] = []
+        self.view: VisitView | None = None
+        #: A visit command is with the engine: no second answer meanwhile.
+        self.pending = False
+
+    # ------------------------------------------------------------------ events out
+    def connect(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def _emit(self, kind: str, value: object = None) -> None:
+        for listener in list(self.listeners):
+            listener(kind, value)
+
+    def say(self, message: str, timeout_ms: int = 6000) -> None:
+        self._emit("status", (message, timeout_ms))
+
+    @property
+    def visit_id(self) -> int | None:
+        return None if self.view is None else self.view.visit_id
+
+    def _send(self, name: str, payload: object) -> None:
+        self.pending = True
+        self.commands.send(name, payload)
+
+    # ------------------------------------------------------------------ from the window
+    def start(self, request: NewVisit) -> None:
+        """Create the visit (from the start page, its calibration checked) and open its first eye."""
+        skipped = ", ".join(f"{e} ({r})" for e, r in request.skip.items()) or "none"
+        starts = ", ".join(f"{e} {rx.format() if rx else 'none'}" for e, rx in request.starts.items())
+        log.info("visit requested: patient %s, protocol %s, starts %s (%s), skipped %s, %s cylinder, %s",
+                 request.patient_id, request.protocol, starts, request.start_source, skipped, request.cylinder_form,
+                 "SIMULATED" if request.simulated else "real patient")  # fmt: skip
+        self.view = None
+        self._emit("busy_page", f"Preparing the visit of {request.patient_id} (right eye, then left eye)\u2026")
+        self.commands.submit("visit_create", request)
+
+    def eye_finished(self, finished) -> None:
+        """A session of visit ``finished.visit_id`` finished (or was opened from the list)."""
+        self._emit("busy_page", f"{EYE_NAMES.get(finished.eye, finished.eye).capitalize()} ({finished.eye}) done. "
+                                "Preparing the next step\u2026")  # fmt: skip
+        self._send("visit_show", finished.visit_id)
+
+    def stop(self) -> None:
+        """The window leaves the visit (or closes): no autopilot step comes."""
+        self._emit("autopilot", None)
+
+    # ------------------------------------------------------------------ from the engine
+    def on_view(self, view: VisitView) -> None:
+        self.pending = False
+        self.view = view
+        if view.opening:  # the session view follows (opened)
+            self._emit("autopilot", None)
+            self._emit("busy_text", f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
+            return
+        self._emit("page", view)
+        if view.message:
+            self.say(view.message)
+        self._emit("autopilot", self.auto_delay_s())
+
+    def on_failed(self, _message: str = "") -> None:
+        """The last command failed: the visit is where it was, ready for the next one."""
+        self.pending = False
+
+    # ------------------------------------------------------------------ keys and the autopilot
+    def on_key(self, name: str, text: str, ctrl: bool = False) -> None:
+        view = self.view
+        if view is None:
+            return
+        answer = view.question.simulated_answer if view.question is not None else None
+        result = interpret_visit_key(name, text, step=view.step, simulated_answer=answer)
+        typed = repr(text) if text and text.isprintable() and not text.isspace() else name
+        if isinstance(result, Rejected):
+            log.info("key %s ignored (visit %s): %s", typed, view.step.value, result.message)
+            self.say(result.message)
+            return
+        self.perform(result, f"key {typed}")
+
+    def perform(self, command: VisitCommand, source: str) -> None:
+        """Carry out one command (from a key, or ``"auto"``: the autopilot); logged; refused
+        while the last one is with the engine."""
+        view = self.view
+        log.info("%s -> %s%s (visit %d, %s)", source, command.action.value,
+                 f" {command.answer}" if command.answer else "", view.visit_id, view.step.value)  # fmt: skip
+        if self.pending:
+            self.say("One moment: the last answer is being recorded.")
+            return
+        if command.action == VisitAction.CONTINUE:
+            self._emit("busy_page", f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
+            self.pending = True
+            self.commands.submit("visit_next", view.visit_id)
+        elif command.action == VisitAction.ANSWER:
+            q = view.question
+            self.say(f"Balance answer {q.index + 1}: {ANSWER_WORDS[command.answer]}; recording\u2026")
+            self._send("visit_balance", (view.visit_id, q.index, command.answer))
+        elif command.action == VisitAction.NO_BALANCE:
+            self.say("No binocular balance: recorded as not done.")
+            self._send("visit_balance", (view.visit_id, None, None))
+
+    def auto_delay_s(self) -> float | None:
+        """When the autopilot steps next on this page (None: it does not; a real patient, no
+        pace, or the finish)."""
+        view = self.view
+        if view is None or not view.simulated or self.pace_s <= 0 or view.step == Step.FINISH:
+            return None
+        return self.pace_s
+
+    def auto_step(self) -> None:
+        """One step of the simulated patient: start the next eye, or answer the balance question."""
+        view = self.view
+        if view is None:
+            return
+        if view.step == Step.REFRACT:
+            self.perform(VisitCommand(VisitAction.CONTINUE), "auto")
+        elif view.step == Step.BALANCE and view.question is not None and view.question.simulated_answer:
+            self.perform(VisitCommand(VisitAction.ANSWER, view.question.simulated_answer), "auto")
+
+    # ------------------------------------------------------------------ page actions
+    def skip(self, eye: str, reason: str) -> None:
+        """Skip the next eye: sent only with the reason it is not refracted."""
+        if not reason:
+            self.say(f"Type why the {EYE_NAMES[eye].lower()} ({eye}) is not refracted, then skip it.")
+            return
+        log.info("skip %s requested (visit %d): %s", eye, self.visit_id, reason)
+        self._send("visit_skip", (self.visit_id, eye, reason))
+
+    def sign_off(self, eye: str, rx: Prescription, by: str) -> None:
+        log.info("sign-off requested (visit %d %s): %s by %s", self.visit_id, eye, rx.format(), by)
+        self.say(f"Signing off {eye}\u2026")
+        self._send("visit_signoff", (self.visit_id, eye, rx, by))
+
+    def record_acuity(self, eye: str, logmar: float) -> None:
+        log.info("acuity recorded (visit %d %s): %+.2f logMAR", self.visit_id, eye, logmar)
+        self._send("visit_acuity", (self.visit_id, eye, logmar))
+
+    def export(self) -> None:
+        folder = self.export_dir()
+        log.info("export requested (visit %d) to %s", self.visit_id, folder)
+        self.say(f"Exporting the visit's records to {folder}\u2026")
+        self._send("visit_export", (self.visit_id, str(folder)))
