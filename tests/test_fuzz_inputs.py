@@ -371,7 +371,7 @@ def _set(doc: dict, path: tuple, value) -> dict:
 def _protocol_files() -> list[tuple[str, bytes]]:
     import tomllib
 
-    from tests.refraction.test_protocol import ISSUE_21_PROTOCOLS, to_toml
+    from tests.refraction.test_protocol import REFUSED_PROTOCOLS, to_toml
 
     rng = random.Random(SEED + 3)
     cases: list[tuple[str, bytes]] = []
@@ -396,7 +396,7 @@ def _protocol_files() -> list[tuple[str, bytes]]:
             cases.append((f"{base}-flip-{i}", bytes(data)))
         for i in range(3):
             cases.append((f"{base}-cut-{i}", raw[: rng.randrange(len(raw))]))
-    cases += [(f"issue21-{name}", text.encode()) for name, text, _ in ISSUE_21_PROTOCOLS]
+    cases += [(f"refused-{name}", text.encode()) for name, text, _ in REFUSED_PROTOCOLS]
     cases += [("not-utf8", b"\xff\xfe" + cases[0][1]), ("empty", b""), ("nul", b"\x00" * 32)]
     return cases
 
@@ -469,7 +469,7 @@ def test_session_argument_corpus(isolated, argv):
             assert store.list_sessions(include_discarded=True) == [], "a failed run left a session"
 
 
-ISSUE_21_SESSION_ARGVS = [
+REFUSED_SESSION_ARGVS = [
     (["session", "run", "--simulate", "--seed", "9223372036854775808"], "--seed: expected an integer in [0, 9223372036854775807]"),
     (["session", "resume", "9223372036854775808", "--simulate"], "session id: expected an integer in [1, 9223372036854775807]"),
     (["sessions", "show", "9223372036854775808"], "session id: expected an integer in [1, 9223372036854775807]"),
@@ -480,9 +480,9 @@ ISSUE_21_SESSION_ARGVS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("argv", "message"), ISSUE_21_SESSION_ARGVS, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in
-                                                                           enumerate(ISSUE_21_SESSION_ARGVS)])  # fmt: skip
-def test_issue_21_session_arguments(isolated, argv, message):
+@pytest.mark.parametrize(("argv", "message"), REFUSED_SESSION_ARGVS,
+                         ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(REFUSED_SESSION_ARGVS)])  # fmt: skip
+def test_each_refused_session_argument_names_its_fault(isolated, argv, message):
     argv = [*argv, "--db", str(isolated / "log.sqlite3")]
     if argv[0] == "report":
         _make_log(isolated / "log.sqlite3")

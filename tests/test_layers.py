@@ -1,5 +1,12 @@
 """The package's layers, read from its imports (function-local ones included): no module imports
-a layer above its own, and session/ and experiments/ sit side by side (neither imports the other)."""
+a layer above its own, and session/ and experiments/ sit side by side (neither imports the other).
+
+Above the layers, ``cli.py`` and ``__main__.py`` may import anything and nothing imports them;
+below them, the shared modules (the package's ``__init__``, ``errors.py``, ``_validate.py``,
+``private_files.py``, ``_argparse.py``) import no layer. An import names the module it loads:
+``from visiontune.gp import moments`` loads the submodule ``visiontune.gp.moments``, ``from
+visiontune.gp import ProbitGP`` the package's ``__init__``; ``visiontune calibrate`` loading
+``visiontune.display.cli`` by name (``cli.COMMANDS``) is an import of it too."""
 
 from __future__ import annotations
 
@@ -7,65 +14,89 @@ import ast
 from pathlib import Path
 
 import visiontune
+from visiontune import cli
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 #: From the top down; a layer may import only layers below it (and itself).
 LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "refraction": 3, "acquisition": 2, "display": 2,
           "gp": 1, "optics": 1}  # fmt: skip
+TOP = {"visiontune.cli", "visiontune.__main__"}
+SHARED = {"visiontune", "visiontune.errors", "visiontune._validate", "visiontune.private_files", "visiontune._argparse"}
+_HEIGHTS = {**LAYERS, "top": max(LAYERS.values()) + 1, "shared": 0}
 
 
-def _layer_of(module: str) -> str | None:
+def _group(module: str) -> str | None:
+    """The layer of a package module, ``"top"``, ``"shared"``, ``"unplaced"``, or None outside the package."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "visiontune" and parts[1] in LAYERS else None
+    if parts[0] != "visiontune":
+        return None
+    if module in TOP:
+        return "top"
+    if module in SHARED:
+        return "shared"
+    return parts[1] if parts[1] in LAYERS else "unplaced"
 
 
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-        elif isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-    return names
-
-
-def test_no_module_imports_a_higher_layer_or_its_sibling():
-    wrong = []
-    for layer, height in LAYERS.items():
-        for path in (PACKAGE / layer).rglob("*.py"):
-            for name in _imports(path):
-                other = _layer_of(name)
-                if other is None or other == layer:
-                    continue
-                if LAYERS[other] >= height:
-                    wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
-    assert wrong == []
-
-
-def test_the_check_sees_an_upward_import(tmp_path):
-    bad = tmp_path / "x.py"
-    bad.write_text("def f():\n    from visiontune.report.pdf import pdf_bytes\n")
-    assert "visiontune.report.pdf" in _imports(bad) and LAYERS[_layer_of("visiontune.report.pdf")] > LAYERS["session"]
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_no_import_circle_between_modules():
-    """No module imports, directly or through others, a module that imports it (function-local
-    imports included): Tarjan's strongly connected components of the import graph are single."""
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph = {m: sorted(n for n in _imports(p) if n in modules and n != m and not modules[n].name == "__init__.py")
-             for m, p in modules.items()}  # fmt: skip
+def _imports(source: str, module: str, modules: set[str], *, is_package: bool = False) -> set[str]:
+    """The package modules that ``source`` (module ``module``) imports, anywhere in it: ``import
+    a.b``, ``from a import b`` (``a.b`` when that is a module, else ``a``), relative imports."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + is_package]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {name for name in found if name in modules and name != module}
+
+
+def package_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, for every ``.py`` file under ``package``."""
+    paths = {_module_name(p, package): p for p in package.rglob("*.py")}
+    graph = {m: _imports(p.read_text(encoding="utf-8"), m, set(paths), is_package=p.name == "__init__.py")
+             for m, p in paths.items()}  # fmt: skip
+    return graph
+
+
+def _real_graph() -> dict[str, set[str]]:
+    graph = package_graph()
+    graph["visiontune.cli"] |= {path for path, *_ in cli.COMMANDS.values()}
+    return graph
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of the same height or higher in another group (a layer above,
+    a sibling layer, the top from below, a layer from a shared module)."""
+    wrong = []
+    for module, names in graph.items():
+        group = _group(module)
+        for name in sorted(names):
+            other = _group(name)
+            if other is None or other == group:
+                continue
+            if "unplaced" in (group, other) or _HEIGHTS[other] >= _HEIGHTS[group]:
+                wrong.append(f"{module} imports {name}")
+    return wrong
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on_stack, circles = {}, {}, [], set(), []
 
     def visit(v):
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in graph[v]:
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -82,7 +113,71 @@ def test_no_import_circle_between_modules():
             if len(component) > 1:
                 circles.append(sorted(component))
 
-    for m in graph:
+    for m in sorted(graph):
         if m not in index:
             visit(m)
-    assert circles == []
+    return circles
+
+
+def test_every_module_has_a_place():
+    assert [m for m in _real_graph() if _group(m) == "unplaced"] == []
+
+
+def test_no_module_imports_a_higher_layer_or_its_sibling():
+    assert upward_imports(_real_graph()) == []
+
+
+def test_no_import_circle_between_modules():
+    """No module imports, directly or through others, a module that imports it (function-local
+    imports and imports of a package's ``__init__`` included)."""
+    assert import_circles(_real_graph()) == []
+
+
+def test_the_reader_resolves_every_kind_of_import():
+    modules = {"visiontune", "visiontune.gp", "visiontune.gp.moments", "visiontune.gp.kernels", "visiontune.report.pdf",
+               "visiontune.errors", "visiontune.cli"}  # fmt: skip
+    source = (
+        "import numpy\n"
+        "from visiontune.gp import moments, ProbitGP\n"
+        "from . import kernels\n"
+        "from .. import errors\n"
+        "def f():\n"
+        "    from visiontune.report.pdf import pdf_bytes\n"
+        "    import visiontune.cli\n"
+    )
+    found = _imports(source, "visiontune.gp.laplace", modules)
+    assert found == {"visiontune.gp.moments", "visiontune.gp", "visiontune.gp.kernels", "visiontune.errors",
+                     "visiontune.report.pdf", "visiontune.cli"}  # fmt: skip
+    assert _imports("from . import moments\n", "visiontune.gp", modules, is_package=True) == {"visiontune.gp.moments"}
+
+
+def test_the_checks_see_an_upward_import_and_a_circle():
+    assert upward_imports({
+        "visiontune.display.cli": {"visiontune.cli"},  # a layer importing the top
+        "visiontune.errors": {"visiontune.gp.kernels"},  # a shared module importing a layer
+        "visiontune.session.store": {"visiontune.experiments.sweep", "visiontune.refraction.loop", "visiontune.errors"},
+        "visiontune.gp.laplace": {"visiontune.gp"},
+        "visiontune.cli": {"visiontune.app.cli", "visiontune.display.cli"},
+        "visiontune.tools": {"visiontune.errors"},  # a module in no layer
+    }) == [
+        "visiontune.display.cli imports visiontune.cli",
+        "visiontune.errors imports visiontune.gp.kernels",
+        "visiontune.session.store imports visiontune.experiments.sweep",
+        "visiontune.tools imports visiontune.errors",
+    ]  # fmt: skip
+    through_init = {"visiontune.gp": {"visiontune.gp.laplace"}, "visiontune.gp.laplace": {"visiontune.gp.moments"},
+                    "visiontune.gp.moments": {"visiontune.gp"}, "visiontune.optics": set()}  # fmt: skip
+    assert import_circles(through_init) == [["visiontune.gp", "visiontune.gp.laplace", "visiontune.gp.moments"]]
+    assert import_circles({**through_init, "visiontune.gp.moments": set()}) == []
+
+
+def test_the_reader_sees_a_circle_through_a_submodule_import(tmp_path):
+    package = tmp_path / "visiontune"
+    (package / "gp").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "gp" / "__init__.py").write_text("from visiontune.gp.laplace import fit\n")
+    (package / "gp" / "laplace.py").write_text("def fit():\n    from visiontune.gp import moments\n")
+    (package / "gp" / "moments.py").write_text("from visiontune.gp import laplace\n")
+    graph = package_graph(package)
+    assert graph["visiontune.gp.laplace"] == {"visiontune.gp.moments"}
+    assert import_circles(graph) == [["visiontune.gp.laplace", "visiontune.gp.moments"]]

@@ -3,6 +3,7 @@ device, folder or FIFO, nothing left behind on a full disk."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
 import stat
@@ -14,7 +15,10 @@ from visiontune import private_files
 from visiontune.errors import CalibrationError, VisionTuneError
 from visiontune.private_files import (
     check_destination,
+    create_private,
+    make_private,
     open_private_append,
+    open_private_fd,
     private_dir,
     read_regular_file,
     write_private,
@@ -183,6 +187,59 @@ def test_append_refuses_a_fifo_and_names_a_missing_folder(tmp_path):
         open_private_append(missing, name="log file")
 
 
+def test_create_private_is_0600_under_umask_000_and_never_over_a_file(tmp_path, umask_000):
+    path = tmp_path / "log.sqlite3"
+    create_private(path)
+    assert path.read_bytes() == b"" and _mode(path) == 0o600
+    os.chmod(path, 0o644)
+    with pytest.raises(FileExistsError):
+        create_private(path)
+    assert _mode(path) == 0o644
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        create_private(tmp_path / "link")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_create_private_removes_what_it_created_when_the_mode_cannot_be_set(tmp_path, monkeypatch):
+    def refused(fd, mode):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(private_files.os, "fchmod", refused)
+    with pytest.raises(PermissionError):
+        create_private(tmp_path / "log.sqlite3")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_private_fd_creates_0600_and_tightens_an_existing_file(tmp_path, umask_000):
+    new, old = tmp_path / "new.lock", tmp_path / "old.lock"
+    old.write_text("1\n")
+    os.chmod(old, 0o666)
+    for path in (new, old):
+        fd = open_private_fd(path, os.O_RDWR | os.O_CREAT)
+        try:
+            assert os.get_inheritable(fd) is False
+        finally:
+            os.close(fd)
+        assert _mode(path) == 0o600
+    assert old.read_text() == "1\n"
+    with pytest.raises(FileNotFoundError):
+        open_private_fd(tmp_path / "missing", os.O_RDWR)
+
+
+def test_make_private_tightens_a_regular_file_only(tmp_path, umask_000):
+    path, target = tmp_path / "log.sqlite3-wal", tmp_path / "target"
+    path.write_bytes(b"x")
+    target.write_bytes(b"y")
+    os.chmod(path, 0o664)
+    os.chmod(target, 0o644)
+    (tmp_path / "link").symlink_to(target)
+    for p in (path, tmp_path / "link", tmp_path / "missing"):
+        make_private(p)
+    assert (_mode(path), _mode(target), path.read_bytes()) == (0o600, 0o644, b"x")
+    assert not (tmp_path / "missing").exists()
+
+
 def test_the_private_writers_of_the_package_use_it():
     """Every place that writes a user-only file goes through write_private (no second
     hand-made ``os.replace`` writer in the package)."""
@@ -195,3 +252,25 @@ def test_the_private_writers_of_the_package_use_it():
         if "os.replace(" in text and "0o600" in text:
             offenders.append(str(path.relative_to(root)))
     assert offenders == []
+
+
+def _mode_calls(source: str) -> list[str]:
+    """``os.open`` (which creates a file with a mode the umask loosens) and ``chmod``-like calls."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and (
+            node.attr in ("chmod", "fchmod", "lchmod")
+            or (node.attr == "open" and isinstance(node.value, ast.Name) and node.value.id == "os")
+        ):
+            found.append(f"{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_only_private_files_opens_a_file_descriptor_or_sets_a_mode():
+    root = Path(private_files.__file__).parent
+    offenders = [f"{path.relative_to(root)}: {call}" for path in root.rglob("*.py") if path.name != "private_files.py"
+                 for call in _mode_calls(path.read_text(encoding="utf-8"))]  # fmt: skip
+    assert offenders == []
+    assert _mode_calls("def f(p):\n    fd = os.open(p, 0)\n    Path(p).chmod(0o600)\n") == [
+        "open (line 2)", "chmod (line 3)"]  # fmt: skip
+    assert _mode_calls("open(p).read()\nf.open()\n") == []

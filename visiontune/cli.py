@@ -14,6 +14,7 @@ import importlib
 import sys
 
 from visiontune import __version__
+from visiontune._argparse import ArgumentParser
 from visiontune.errors import VisionTuneError, one_line
 
 #: command name -> (module path, one-line help[, add-arguments function, run function])
@@ -32,14 +33,6 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "visit": ("visiontune.report.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
               "PDF / FHIR / DICOM / CSV / JSON"),
 }
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser whose usage errors quote the arguments as one printable line (its
-    sub-command parsers are of this class too)."""
-
-    def error(self, message: str):
-        super().error(one_line(message))
 
 
 def build_parser() -> argparse.ArgumentParser:

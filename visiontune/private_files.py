@@ -10,6 +10,10 @@
   replaced (a rename would swap a device node for a plain file when run as root).
 - :func:`open_private_append`: opens a log-like file for appending, created 0600 whatever the
   umask (an existing one this user owns is set back to 0600); the same destinations refused.
+- :func:`create_private`, :func:`open_private_fd`, :func:`make_private`: the raw operations for
+  a file another library writes (the SQLite trial log) or a lock file: create a new empty file
+  0600, open a descriptor on one (created 0600, an existing one this user owns set back to 0600),
+  set an existing file this user owns to 0600; ``OSError`` is passed on for the caller to word.
 - :func:`private_dir`: creates a folder and its missing parents with mode 0700 whatever the
   umask (``mkdir``'s mode is masked by the umask; the mode is set again with ``chmod``).
 - :func:`read_regular_file`: reads a small file, refusing a device or FIFO (which could block
@@ -33,7 +37,10 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "check_destination",
+    "create_private",
+    "make_private",
     "open_private_append",
+    "open_private_fd",
     "private_dir",
     "read_regular_file",
     "write_private",
@@ -180,12 +187,60 @@ def open_private_append(
     except OSError as exc:
         raise error(f"{name}: cannot open {out} ({_reason(exc)})") from None
     try:
-        if os.fstat(fd).st_uid == os.geteuid():
-            os.fchmod(fd, FILE_MODE)
+        _make_fd_private(fd)
     except OSError as exc:
         os.close(fd)
         raise error(f"{name}: cannot make {out} user-only ({_reason(exc)})") from None
     return fd
+
+
+def _make_fd_private(fd: int) -> None:
+    if os.fstat(fd).st_uid == os.geteuid():
+        os.fchmod(fd, FILE_MODE)
+
+
+def open_private_fd(path: str | os.PathLike, flags: int) -> int:
+    """``os.open(path, flags)``, close-on-exec, for a file kept user-only: a file it creates has
+    mode 0600 whatever the umask, an existing one this user owns is set back to 0600. ``OSError``
+    is passed on, the descriptor closed."""
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        _make_fd_private(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create_private(path: str | os.PathLike) -> None:
+    """Create ``path`` as a new empty file with mode 0600 whatever the umask.
+
+    ``FileExistsError`` if anything is at ``path`` (a symlink included); any other ``OSError``
+    is passed on, the file removed again if this call created it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        try:
+            os.fchmod(fd, FILE_MODE)
+        finally:
+            os.close(fd)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
+def make_private(path: str | os.PathLike) -> None:
+    """Set the existing regular file ``path`` (not a symlink) to 0600 when this user owns it;
+    nothing for a missing path. Other ``OSError`` is passed on."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != FILE_MODE:
+        os.chmod(path, FILE_MODE)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -1,4 +1,4 @@
-"""Gonzalez et al. PBO (ICML 2017): soft-Copeland score against brute-force Monte Carlo, the
+"""González et al. 2017 PBO (ICML): soft-Copeland score against brute-force Monte Carlo, the
 Condorcet winner and PBO-PE / PBO-DTS against dense grids, PBO-CEI against refits from scratch."""
 
 import numpy as np

@@ -2,7 +2,7 @@
 
 Oracle: the same policy on a wrapper that hides ``challenge`` and ``predict_value_mean*`` and
 routes duel predictions to the 4-term preference kernel (``ProbitGP(Preference(k))``), i.e. the
-pre-issue-5 computation; and a dense grid of the challenger's epistemic variance (000 Eq. 9).
+computation without the fast paths; and a dense grid of the challenger's epistemic variance (000 Eq. 9).
 """
 
 import numpy as np

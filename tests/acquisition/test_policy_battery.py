@@ -1,4 +1,4 @@
-"""The common battery, run over every registered policy (STYLE.md: scikit-learn common tests)."""
+"""The common battery, run over every registered policy (in the manner of scikit-learn's common estimator checks)."""
 
 import numpy as np
 import pytest

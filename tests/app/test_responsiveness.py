@@ -4,7 +4,7 @@ next query and estimate in the engine process, the plots redrawn, the finish vie
 largest gap between two ticks minus the period is the worst event-loop stall, printed with
 the 99th percentile, the median and the load average before and after.
 
-The issue's bar: the window never freezes for more than 100 ms. Measured on the 2-core dev VM
+The bar: the window never freezes for more than 100 ms. Measured on the 2-core dev VM
 (the figures): 120-180 ms before the GUI-side work was made
 cheap (axes repainted on every change, autoranging, plots resized by label changes, every
 estimate drawn inside its handler), 40-70 ms after, at a load average of 5. A stall can also

@@ -240,11 +240,11 @@ def test_load_by_path_and_errors(tmp_path):
 
 
 def test_letter_set_sizes_agree_with_the_shipped_stimuli():
-    from visiontune.refraction.protocol import LETTER_SET_SIZES as LETTER_SETS
+    from visiontune.refraction.protocol import LETTER_SET_SIZES
 
     stimuli = Path(visiontune.__file__).resolve().parent / "data" / "stimuli"
     checked = 0
-    for name, size in LETTER_SETS.items():
+    for name, size in LETTER_SET_SIZES.items():
         path = stimuli / f"{name}.json"
         if path.is_file():
             assert json.loads(path.read_text())["n_alternatives"] == size, name
@@ -253,7 +253,7 @@ def test_letter_set_sizes_agree_with_the_shipped_stimuli():
         pytest.skip("no stimuli data shipped yet")
 
 
-# --- each protocol the audit found accepted, crashing or orphaning a session --------
+# --- protocols once accepted, crashing the parser or orphaning a session: each refused --
 
 SLOAN_TEXT = load_protocol("clinical-sloan").source_text
 PAPER_TEXT = load_protocol("paper-ucb-ald").source_text
@@ -270,13 +270,13 @@ def _replaced(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-ISSUE_21_PROTOCOLS = [
-    # item 1: tracebacks
+REFUSED_PROTOCOLS = [
+    # once a traceback
     ("deep-arrays", SLOAN_TEXT + "\nx = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
     ("deep-inline-tables", "x = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n" + SLOAN_TEXT, "nested too deeply"),
     ("theta-list", _paper("theta = [1.0, 2.0], lengthscales = [5.367, 5.961], variance = 5.619"),
      "model.hyperparameters.theta: expected a number in [0.0001, 1000], found [1.0, 2.0]"),
-    # item 2: parsed, then the engine failed after the session row was written
+    # once parsed, then refused by the engine after the session row was written
     ("kss-ald", _replaced(SLOAN_TEXT, 'policy = "evr"', 'policy = "kss-ald"'), 'policy: expected one of "bald", "evr"'),
     ("power-vector-kernel-gp", _replaced(PAPER_TEXT, 'kernel = "refraction-se"', 'kernel = "refraction-power-vector-se"'),
      'model.kernel: expected one of "refraction-se", found "refraction-power-vector-se"'),
@@ -286,7 +286,7 @@ ISSUE_21_PROTOCOLS = [
      "model.hyperparameters.lengthscales: expected 1 or 2 numbers"),
     ("missing-theta", _paper("lengthscales = [5.367, 5.961], variance = 5.619"),
      "model.hyperparameters.theta: missing required key"),
-    # item 3: nonsense accepted
+    # once accepted
     ("lenghtscales", _paper("theta = 3.557, lengthscales = 2.0, lenghtscales = 2.0, variance = 5.619"),
      "model.hyperparameters.lenghtscales: unknown key (allowed here: lengthscales, theta, variance)"),
     ("theta-1e308", _paper("theta = 1e308, lengthscales = [5.367, 5.961], variance = 5.619"),
@@ -306,8 +306,8 @@ ISSUE_21_PROTOCOLS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("text", "message"), [c[1:] for c in ISSUE_21_PROTOCOLS], ids=[c[0] for c in ISSUE_21_PROTOCOLS])
-def test_issue_21_protocols_are_refused_when_parsed(text, message):
+@pytest.mark.parametrize(("text", "message"), [c[1:] for c in REFUSED_PROTOCOLS], ids=[c[0] for c in REFUSED_PROTOCOLS])
+def test_each_refused_protocol_names_its_fault_in_one_line(text, message):
     error = error_of(text, source="p.toml")
     assert error.startswith("p.toml: ") and message in error, error
     assert "\n" not in error and "\x1b" not in error

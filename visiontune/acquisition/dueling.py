@@ -13,7 +13,7 @@ Bivariate EI (Nielsen et al. 2014)     ``x**``                      ``argmax E[(
 EIIG (Benavoli et al. 2020)            ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) - I(c, g | x*, x)``
 EIIG+I (ours: the information added)   ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) + I(c, g | x*, x)``
 Dueling TS (Benavoli et al. 2020)      ``argmax_X mu_f``            maximiser of a posterior sample of ``f``
-Duel TS (Gonzalez et al. 2017)         maximiser of a sample        ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9)
+Duel TS (González et al. 2017)         maximiser of a sample        ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9)
 random duels                           uniform                      uniform
 =====================================  ===========================  =========================================
 
@@ -352,9 +352,9 @@ class DuelingTS(_Challenge):
 
 @dataclass(frozen=True, kw_only=True)
 class DuelTS(_Challenge):
-    """Duel Thompson sampling as in 000 table S1 (after Gonzalez et al. 2017): first member the
+    """Duel Thompson sampling as in 000 table S1 (after González et al. 2017): first member the
     maximiser of a posterior sample of ``f``, challenger ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9).
-    (Gonzalez's own version maximises the sample's soft-Copeland score: ``PBO-DTS``.)"""
+    (González's own version maximises the sample's soft-Copeland score: ``PBO-DTS``.)"""
 
     n_basis: int = 4096
     sample_settings: OptimiserSettings = field(default_factory=sample_optimiser)

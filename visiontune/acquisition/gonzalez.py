@@ -1,16 +1,16 @@
-"""Preferential BO of Gonzalez et al. (2017, ICML): soft-Copeland score, Condorcet winner,
+"""Preferential BO of González et al. 2017 ("001" below): soft-Copeland score, Condorcet winner,
 and the duel rules PBO-PE, PBO-CEI and PBO-DTS.
 
 Soft-Copeland score (001 Eq. 3, Monte Carlo form Eq. 5) with our probit duel model
-``P(x beats x') = E[Phi(g(x, x'))] = mu_c([x, x'])`` (000 Eq. 3; Gonzalez uses a logistic link):
+``P(x beats x') = E[Phi(g(x, x'))] = mu_c([x, x'])`` (000 Eq. 3; González uses a logistic link):
 
     C(x) = Vol(X)^-1 int_X mu_c([x, x']) dx'  ~=  (1/M) sum_k mu_c([x, x_k])
 
-over ``M`` landmarks ``x_k`` (scrambled Sobol points of the box, seeded from the rng; Gonzalez
+over ``M`` landmarks ``x_k`` (scrambled Sobol points of the box, seeded from the rng; González
 draws them uniformly). The Condorcet winner is ``argmax_x C(x)`` (001 §2.2).
 
 - PBO-PE (001 §3.1): the duel ``[x, x']`` maximising the epistemic variance
-  ``V[Phi(g(x, x'))]`` jointly over ``X x X``. Gonzalez estimates it by Monte Carlo; here it is
+  ``V[Phi(g(x, x'))]`` jointly over ``X x X``. González estimates it by Monte Carlo; here it is
   the closed form of 000 Eq. 9.
 - PBO-CEI (001 §3.2, Eq. 6): ``pi([x, x']) (c*_x - c*)_+ + pi([x', x]) (c*_x' - c*)_+`` with
   ``c*`` the Condorcet winner's score and ``c*_x`` (``c*_x'``) the score after the duel is

@@ -1,6 +1,6 @@
 """Preferential BO policies (duels): Maximally Uncertain Challenge and KernelSelfSparring,
 and their contextual versions MUC-ALD and KSS-ALD (002 §3.4). The other baselines of 000
-table 2 are in :mod:`~visiontune.acquisition.dueling`, Gonzalez's rules in
+table 2 are in :mod:`~visiontune.acquisition.dueling`, González's rules in
 :mod:`~visiontune.acquisition.gonzalez`, batch rules in :mod:`~visiontune.acquisition.batch`.
 
 The model is a fitted :class:`visiontune.gp.PreferenceGP`: latent ``g(o, o') = f(o) - f(o')``

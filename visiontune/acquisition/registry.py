@@ -144,7 +144,7 @@ register(PolicySpec("Dueling-UCB", _kw(DuelingUCB, 2), "preferential", "000 tabl
                     "champion x* = argmax mu_f, challenger argmax mu_g(x, x*) + beta sigma_g(x, x*) (beta = Phi^-1(0.975))"))
 register(PolicySpec("Bivariate-EI", _kw(BivariateEI, 2), "preferential", "000 table 2, S1 (Nielsen et al. 2014)",
                     "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - f(x**))_+]"))
-register(PolicySpec("Duel-TS", _kw(DuelTS, 2), "preferential", "000 table 2, S1 (Gonzalez et al. 2017)",
+register(PolicySpec("Duel-TS", _kw(DuelTS, 2), "preferential", "000 table 2, S1 (González et al. 2017)",
                     "first member the maximiser of a posterior sample, challenger argmax V[Phi(g(x1, x))]"))
 register(PolicySpec("Dueling-TS", _kw(DuelingTS, 2), "preferential", "000 table 2, S1 (Benavoli et al. 2020)",
                     "champion argmax mu_f, challenger the maximiser of a posterior sample"))

@@ -21,7 +21,7 @@ import argparse
 import re
 import sys
 
-from visiontune.cli import ArgumentParser
+from visiontune._argparse import ArgumentParser
 from visiontune.display.calibration import (
     MAX_PIXELS,
     Calibration,

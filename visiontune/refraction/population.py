@@ -46,7 +46,7 @@ Every number below has its source or is marked **assumed**. The populations
       Fig. 3, i.e. a cumulative-normal spread of 0.2 logMAR, within the spreads reported for
       letter charts: Horner et al. 1985, Am. J. Optom. Physiol. Opt. 62:895; Carkeet et al. 2001,
       Optom. Vis. Sci. 78:113-121), log-SD 0.3 (**assumed**), truncated to [1.5, 15].
-    * Lapse rate 2% (**assumed**; the issue's "2% lapses").
+    * Lapse rate 2% (**assumed**).
     * Age uniform in [18, 80] years (**assumed**, not census-weighted); amplitude of
       accommodation = Hofstetter's mean line ``18.5 - 0.3 age`` (Hofstetter 1950, via
       :mod:`visiontune.optics.accommodation`), of which the patient uses 2/3.

@@ -269,8 +269,6 @@ class _SessionLock:
         self._fd: int | None = None
         try:
             fd = self._acquire(session_id)
-            if os.fstat(fd).st_uid == os.geteuid():
-                os.fchmod(fd, private_files.FILE_MODE)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
             os.fsync(fd)
@@ -284,9 +282,9 @@ class _SessionLock:
         our open and our flock (the descriptor then names a file no longer at the path)."""
         import fcntl
 
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         for _ in range(100):
-            fd = os.open(self.path, flags, private_files.FILE_MODE)
+            fd = private_files.open_private_fd(self.path, flags)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -335,12 +333,7 @@ def _remove_new_database(path: Path) -> None:
 def _make_user_only(path: Path) -> None:
     """Set the database and its ``-wal``/``-shm`` files to 0600 when this user owns them."""
     for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        try:
-            st = os.stat(p, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != private_files.FILE_MODE:
-            os.chmod(p, private_files.FILE_MODE)
+        private_files.make_private(p)
 
 
 class TrialStore:
@@ -367,15 +360,11 @@ class TrialStore:
         else:
             private_files.private_dir(path.parent, tighten=default, error=StoreError)
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, private_files.FILE_MODE)
+                private_files.create_private(path)
                 created = True
-                os.fchmod(fd, private_files.FILE_MODE)
-                os.close(fd)
             except FileExistsError:
                 _check_existing_file(path)  # created by another process in between
             except OSError as exc:
-                if created:
-                    _remove_new_database(path)
                 raise StoreError(f"{path}: cannot create the trial log ({exc.strerror or exc})") from None
         conn = None
         try:
