@@ -30,7 +30,7 @@ import numpy as np
 
 from visiontune._validate import check_rng, points
 from visiontune.acquisition import functions as F
-from visiontune.acquisition.optimize import sobol_points
+from visiontune.acquisition.optimize import refine_in_box, sobol_points
 from visiontune.acquisition.policy import (
     Data,
     Problem,
@@ -143,27 +143,10 @@ class CBKG:
 
 
 def _refine(model, problem: Problem, starts, best_value, best_z, reference):
-    """Bounded L-BFGS-B on ``-sum KG`` over the starts (unit-cube coordinates, as in
-    :func:`visiontune.acquisition.optimize.maximize`); the best end point if it beats ``best_value``."""
-    import warnings
-
-    from scipy.optimize import minimize
-
-    box = problem.input_box
-    low, width = box[:, 0], box[:, 1] - box[:, 0]
-    safe = np.where(width > 0, width, 1.0)
-    k, D = starts.shape
-
-    def objective(u):
-        X = low + np.clip(u.reshape(k, D), 0.0, 1.0) * width
-        v, g = knowledge_gradient_with_grad(model, problem, X, reference)
-        return -float(v.sum()), (-g * width).reshape(-1)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = minimize(objective, ((starts - low) / safe).reshape(-1), jac=True, method="L-BFGS-B",
-                       bounds=[(0.0, 1.0)] * (k * D), options={"maxiter": 30, "gtol": 1e-6})
-    X_end = low + np.clip(res.x.reshape(k, D), 0.0, 1.0) * width
-    v_end = knowledge_gradient(model, problem, X_end, reference)
-    i = int(np.argmax(v_end))
-    return X_end[i] if v_end[i] > best_value else best_z
+    """:func:`~visiontune.acquisition.optimize.refine_in_box` of KG from ``starts`` (envelope gradient, at most
+    30 L-BFGS-B iterations); the best end point if it beats ``best_value``, else ``best_z``."""
+    return refine_in_box(
+        lambda X: knowledge_gradient_with_grad(model, problem, X, reference), problem.input_box, starts,
+        values_only=lambda X: knowledge_gradient(model, problem, X, reference), incumbent=(best_z, best_value),
+        options={"maxiter": 30, "gtol": 1e-6},
+    )[0]

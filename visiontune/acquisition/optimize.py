@@ -21,7 +21,7 @@ from scipy.stats import qmc
 from visiontune._validate import check_box, check_int, check_rng, finite_array
 from visiontune.errors import InvalidInputError, NumericalError
 
-__all__ = ["as_box", "grid_maximize_1d", "maximize", "sobol_points"]
+__all__ = ["as_box", "grid_maximize_1d", "maximize", "refine_in_box", "sobol_points"]
 
 
 def as_box(name: str, box) -> np.ndarray:
@@ -87,9 +87,8 @@ def maximize(
     Steps (authors' BO toolbox, docs/design.md): ``n_candidates`` scrambled Sobol points; z-scores
     ``z_i = (a_i - mean a) / sd a``; ``n_starts - 1`` starts drawn without replacement with
     probability ``exp(z_i) / sum_j exp(z_j)``, plus the best candidate; bounded L-BFGS-B from
-    each, all starts in one run on the sum of their values (finite-difference gradients when
-    ``grad`` is false). Deterministic for a given ``rng``
-    state. Raises :class:`NumericalError` if the acquisition is not finite on the candidates.
+    each, all starts in one run on the sum of their values (:func:`refine_in_box`; finite-difference
+    gradients when ``grad`` is false). Deterministic for a given ``rng`` state. Raises :class:`NumericalError` if the acquisition is not finite on the candidates.
     ``values_only(X) -> (m,)``: optional cheaper evaluation without gradients, used on the
     candidate set (e.g. a Thompson sample, whose Jacobian is costly). ``ftol``, ``gtol``:
     L-BFGS-B stopping tolerances (relative decrease of the summed value; projected gradient
@@ -101,7 +100,6 @@ def maximize(
         raise InvalidInputError(f"n_candidates: must be a positive integer, got {n_candidates}")
     if int(n_starts) != n_starts or n_starts < 0:
         raise InvalidInputError(f"n_starts: must be a non-negative integer, got {n_starts}")
-    low, width = box[:, 0], box[:, 1] - box[:, 0]
 
     candidates = sobol_points(box, int(n_candidates), rng)
     values = _evaluate(values_only, candidates, False)[0] if values_only is not None else _evaluate(acq, candidates, grad)[0]
@@ -121,17 +119,51 @@ def maximize(
         p = weights[others] / weights[others].sum()
         starts += list(rng.choice(others, size=min(n_other, len(others)), replace=False, p=p))
 
-    if not starts:
-        return best_x, best_value
-    # All starts are refined by one L-BFGS-B run on the separable sum of the acquisition over
-    # the starts (as BoTorch's gen_candidates_scipy does): one vectorised call per iteration
-    # instead of one per start, and each block still converges to a local maximum.
-    k, d = len(starts), box.shape[0]
+    return refine_in_box(acq, box, candidates[starts], grad=grad, values_only=values_only,
+                         incumbent=(best_x, best_value), options={"ftol": ftol, "gtol": gtol})
+
+
+def refine_in_box(
+    fn: Callable,
+    box,
+    starts,
+    *,
+    grad: bool = True,
+    values_only: Callable | None = None,
+    incumbent: tuple[np.ndarray, float] | None = None,
+    options: dict | None = None,
+) -> tuple[np.ndarray, float]:
+    """Refine ``starts (k, d)`` by bounded L-BFGS-B on ``fn`` over ``box (d, 2)``; return the best ``(x (d,), value)``.
+
+    ``fn(X (m, d)) -> values (m,)``, or ``(values (m,), grads (m, d))`` when ``grad`` is true (finite-difference
+    gradients otherwise). The search runs in unit-cube coordinates ``u = (x - low) / (high - low)`` with bounds
+    ``[0, 1]`` (a side with ``low == high`` stays at ``low``), so sides of different scales are handled alike. All
+    ``k`` starts are refined by one run that minimises ``-sum_i fn(x_i)`` (as BoTorch's ``gen_candidates_scipy``
+    does): one vectorised call of ``fn`` per iteration instead of one per start, and since the sum is separable
+    each start still converges to a local maximum of its own. If ``fn`` is not finite at any of the ``k`` points the
+    summed objective is ``+inf`` (the gradient rows of those points are zero): L-BFGS-B rejects the step (and may
+    stop at the last finite point).
+    ``options``: scipy's L-BFGS-B options, passed as given (``None``: scipy's defaults).
+
+    The end points are scored by ``values_only(X) -> (m,)`` when given, else by ``fn``; a non-finite score counts as
+    ``-inf``. Returns the best-scoring end point, or ``incumbent`` ``(x, value)`` (e.g. the best candidate) unless an
+    end point scores strictly higher; with no starts, ``incumbent``. No random draws: ``fn`` is called once per
+    L-BFGS-B evaluation and ``values_only`` (or ``fn``) once on the end points.
+    """
+    box = as_box("box", box)
+    d = box.shape[0]
+    starts = np.asarray(starts, dtype=float).reshape(-1, d)
+    k = starts.shape[0]
+    if k == 0:
+        if incumbent is None:
+            raise InvalidInputError("starts: no start and no incumbent")
+        return incumbent
+    low, width = box[:, 0], box[:, 1] - box[:, 0]
     safe_width = np.where(width > 0, width, 1.0)
 
     def objective(u_flat: np.ndarray):
         U = np.clip(u_flat.reshape(k, d), 0.0, 1.0)
-        v, g = _evaluate(acq, low + U * width, grad)
+        v, g = _evaluate(fn, low + U * width, grad)
         ok = np.isfinite(v)
         total = -np.sum(np.where(ok, v, 0.0)) + (np.inf if not np.all(ok) else 0.0)
         if grad:
@@ -139,20 +171,19 @@ def maximize(
             return total, (-g * width).reshape(-1)
         return total
 
-    U0 = np.where(width > 0, (candidates[starts] - low) / safe_width, 0.0)
+    U0 = np.where(width > 0, (starts - low) / safe_width, 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = minimize(
-            objective, U0.reshape(-1), jac=grad, method="L-BFGS-B", bounds=[(0.0, 1.0)] * (k * d),
-            options={"ftol": ftol, "gtol": gtol},
+            objective, U0.reshape(-1), jac=grad, method="L-BFGS-B", bounds=[(0.0, 1.0)] * (k * d), options=options,
         )
     X_end = low + np.clip(res.x.reshape(k, d), 0.0, 1.0) * width
-    v_end = _evaluate(values_only, X_end, False)[0] if values_only is not None else _evaluate(acq, X_end, grad)[0]
+    v_end = _evaluate(values_only, X_end, False)[0] if values_only is not None else _evaluate(fn, X_end, grad)[0]
     v_end = np.where(np.isfinite(v_end), v_end, -np.inf)
     i = int(np.argmax(v_end))
-    if v_end[i] > best_value:
-        best_x, best_value = X_end[i], float(v_end[i])
-    return best_x, best_value
+    if incumbent is None or v_end[i] > incumbent[1]:
+        return X_end[i], float(v_end[i])
+    return incumbent
 
 
 def grid_maximize_1d(values_fn: Callable, interval, *, n_grid: int = 65, n_refine: int = 33) -> tuple[np.ndarray, float]:

@@ -11,14 +11,12 @@ random ones keeps a start in every high basin with fewer candidates.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from visiontune._validate import check_int
-from visiontune.acquisition.optimize import as_box, sobol_points
+from visiontune.acquisition.optimize import as_box, refine_in_box, sobol_points
 from visiontune.errors import InvalidInputError, NumericalError
 
 __all__ = ["SampleSearch", "separated_best"]
@@ -66,22 +64,5 @@ class SampleSearch:
         U = (C - low) / safe
         starts = separated_best(U, v, self.n_starts, self.separation)
         best = int(starts[0])
-        best_x, best_v = C[best].copy(), float(v[best])
-        k, d = len(starts), box.shape[0]
-
-        def objective(u):
-            Uk = np.clip(u.reshape(k, d), 0.0, 1.0)
-            val, g = fn(low + Uk * width)
-            return -float(np.sum(val)), (-np.asarray(g) * width).reshape(-1)
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = minimize(objective, U[starts].reshape(-1), jac=True, method="L-BFGS-B",
-                           bounds=[(0.0, 1.0)] * (k * d), options={"ftol": 1e-9, "gtol": 1e-6})
-        X_end = low + np.clip(res.x.reshape(k, d), 0.0, 1.0) * width
-        v_end = np.asarray(values_only(X_end), float).reshape(-1)
-        v_end = np.where(np.isfinite(v_end), v_end, -np.inf)
-        i = int(np.argmax(v_end))
-        if v_end[i] > best_v:
-            best_x, best_v = X_end[i], float(v_end[i])
-        return best_x, best_v
+        return refine_in_box(fn, box, C[starts], values_only=values_only, incumbent=(C[best].copy(), float(v[best])),
+                             options={"ftol": 1e-9, "gtol": 1e-6})

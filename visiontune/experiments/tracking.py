@@ -19,15 +19,13 @@ of a run do not depend on how the solution is searched.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from visiontune._validate import check_int
 from visiontune.acquisition import functions as F
-from visiontune.acquisition.optimize import as_box, sobol_points
+from visiontune.acquisition.optimize import as_box, refine_in_box, sobol_points
 from visiontune.errors import InvalidInputError
 
 __all__ = ["SolutionTracker", "solution_objective", "warm_maximize"]
@@ -58,39 +56,17 @@ def warm_maximize(fn, box, rng: np.random.Generator, previous=None, *, n_candida
     box = as_box("box", box)
     check_int("n_candidates", n_candidates, lo=1, whole_float=True)
     check_int("n_best", n_best, lo=1, whole_float=True)
-    low, width = box[:, 0], box[:, 1] - box[:, 0]
-    safe = np.where(width > 0, width, 1.0)
     X = sobol_points(box, int(n_candidates), rng)
     if previous is not None:
-        prev = np.clip(np.asarray(previous, dtype=float).reshape(1, -1), low, box[:, 1])
+        prev = np.clip(np.asarray(previous, dtype=float).reshape(1, -1), box[:, 0], box[:, 1])
         if prev.shape[1] != box.shape[0]:
             raise InvalidInputError(f"previous: expected {box.shape[0]} coordinates, got {prev.shape[1]}")
         X = np.vstack([prev, X])
     values = np.where(np.isfinite(v := fn(X)[0]), v, -np.inf)
     order = np.argsort(-values, kind="stable")
-    best_x, best_v = X[order[0]].copy(), float(values[order[0]])
     starts = list(dict.fromkeys(([0] if previous is not None else []) + order[:n_best].tolist()))
-    k, d = len(starts), box.shape[0]
-
-    def objective(u_flat):  # separable sum over the starts: one vectorised call per L-BFGS-B step
-        U = np.clip(u_flat.reshape(k, d), 0.0, 1.0)
-        v, g = fn(low + U * width)
-        ok = np.isfinite(v)
-        if not np.all(ok):
-            return np.inf, np.zeros_like(u_flat)
-        return -float(np.sum(v)), (-(g * width)).reshape(-1)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = minimize(objective, np.where(width > 0, (X[starts] - low) / safe, 0.0).reshape(-1), jac=True,
-                       method="L-BFGS-B", bounds=[(0.0, 1.0)] * (k * d), options={"ftol": 1e-10, "gtol": 1e-6})
-    ends = low + np.clip(res.x.reshape(k, d), 0.0, 1.0) * width
-    v_end = fn(ends)[0]
-    v_end = np.where(np.isfinite(v_end), v_end, -np.inf)
-    i = int(np.argmax(v_end))
-    if v_end[i] > best_v:
-        best_x, best_v = ends[i], float(v_end[i])
-    return best_x, best_v
+    return refine_in_box(fn, box, X[starts], incumbent=(X[order[0]].copy(), float(values[order[0]])),
+                         options={"ftol": 1e-10, "gtol": 1e-6})
 
 
 @dataclass
