@@ -803,7 +803,7 @@ class TrialStore:
         vid = self.get_visit(visit_id).visit_id
         od = vr.check_prescription("lens_od", lens_od)
         os_ = vr.check_prescription("lens_os", lens_os)
-        plus = [vr.check_change(n, v) for n, v in (("plus_od_d", plus_od_d), ("plus_os_d", plus_os_d))]
+        plus = [check_number(n, v, -4, 4) for n, v in (("plus_od_d", plus_od_d), ("plus_os_d", plus_os_d))]
         clearer = vr.check_eye(clearer, vr.BALANCE_ANSWERS)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone():
@@ -841,8 +841,8 @@ class TrialStore:
         if outcome not in vr.BALANCE_OUTCOMES:
             raise InvalidInputError(f"outcome: expected one of {', '.join(vr.BALANCE_OUTCOMES)}, got {outcome!r}")
         method = vr.check_name("method", method)
-        changes = [vr.check_change(n, v) for n, v in (("plus_change_od_d", plus_change_od_d),
-                                                       ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
+        changes = [check_number(n, v, -4, 4) for n, v in (("plus_change_od_d", plus_change_od_d),
+                                                          ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
         reason = vr.check_name("reason", reason, optional=outcome != "not done")
         if outcome == "not done" and any(changes):
             raise InvalidInputError("plus_change: a balance that was not done changes no eye")
