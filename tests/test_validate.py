@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from visiontune._validate import check_box, check_int, check_number, check_rng, scalar
-from visiontune.errors import InvalidInputError
+from visiontune.errors import ConfigurationError, InvalidInputError, SessionError, StoreError
 
 
 @pytest.mark.parametrize("value", [0, 7, np.int64(7), np.uint8(3)])
@@ -83,6 +83,41 @@ def test_check_rng():
             check_rng(bad)
     with pytest.raises(InvalidInputError, match="^stream: "):
         check_rng(1, "stream")
+
+
+def test_check_rng_allow_seed():
+    rng = np.random.default_rng(0)
+    assert check_rng(rng, allow_seed=True) is rng
+    for seed in (7, np.int64(7), np.random.SeedSequence(7)):
+        out = check_rng(seed, allow_seed=True)
+        assert isinstance(out, np.random.Generator) and out.integers(10**9) == np.random.default_rng(7).integers(10**9)
+    for bad, got in ((-1, "-1"), (True, "bool"), (1.0, "float"), (None, "NoneType")):
+        with pytest.raises(InvalidInputError, match=rf"^seed: expected a numpy.random.Generator or a seed .*, got {got}$"):
+            check_rng(bad, "seed", allow_seed=True)
+
+
+@pytest.mark.parametrize(
+    "check, args",
+    [(check_int, ("n", 2.5, 1)), (check_number, ("x", float("nan"), 0, 1)), (check_rng, (3, "stream"))],
+)
+@pytest.mark.parametrize("error", [ConfigurationError, SessionError, StoreError])
+def test_error_raises_the_given_class_with_the_same_message(check, args, error):
+    with pytest.raises(InvalidInputError) as default:
+        check(*args)
+    with pytest.raises(error) as given:
+        check(*args, error=error)
+    assert not isinstance(given.value, InvalidInputError) and str(given.value) == str(default.value)
+
+
+def test_messages_show_a_long_value_cut_short():
+    with pytest.raises(InvalidInputError, match=r"^x: expected a finite number, got 10{36}\.\.\.$"):
+        check_number("x", 10**400)
+    with pytest.raises(InvalidInputError, match=r"^x: expected a finite number, got 'a{36}\.\.\.$"):
+        check_number("x", "a" * 5000)
+    with pytest.raises(InvalidInputError, match=r"^n: expected an integer <= 10, got <int too long to show>$"):
+        check_int("n", 10**5000, hi=10)
+    with pytest.raises(InvalidInputError, match=r"^n: expected an integer, got 12\.5$"):
+        check_int("n", 12.5)
 
 
 def test_check_box_shapes_and_order():

@@ -62,6 +62,15 @@ def binary_labels(name: str, value, n: int | None = None) -> np.ndarray:
     return arr
 
 
+def short_repr(value) -> str:
+    """``repr(value)`` cut to 40 characters (a value read from a file can be a page long)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than sys.get_int_max_str_digits()
+        return f"<{type(value).__name__} too long to show>"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _range_text(lo, hi) -> str:
     if lo is not None and hi is not None:
         return f" in [{lo}, {hi}]"
@@ -70,29 +79,40 @@ def _range_text(lo, hi) -> str:
     return f" <= {hi}" if hi is not None else ""
 
 
-def check_int(name: str, value, lo: int | None = None, hi: int | None = None, *, whole_float: bool = False) -> int:
+def check_int(name: str, value, lo: int | None = None, hi: int | None = None, *, whole_float: bool = False,
+              error: type[Exception] = InvalidInputError) -> int:
     """Return ``value`` as an ``int`` when it is an integer in ``[lo, hi]`` (either bound may be
-    ``None``), or raise naming ``name``.
+    ``None``), or raise ``error`` naming ``name``.
 
     A Python or numpy integer is accepted, a ``bool`` never (``True`` is not a count).
     ``whole_float``: also accept a float with no fractional part (``3.0``), for arguments
-    that always took one.
+    that always took one. ``error``: the exception class raised (a file's reader raises its own).
     """
     ok = not isinstance(value, bool) and (
         isinstance(value, Integral)
         or (whole_float and isinstance(value, Real) and math.isfinite(value) and float(value).is_integer())
     )
     if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise InvalidInputError(f"{name}: expected an integer{_range_text(lo, hi)}, got {value!r}")
+        raise error(f"{name}: expected an integer{_range_text(lo, hi)}, got {short_repr(value)}")
     return int(value)
 
 
-def check_number(name: str, value, lo: float | None = None, hi: float | None = None) -> float:
+def _finite_real(value) -> bool:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return False
+
+
+def check_number(name: str, value, lo: float | None = None, hi: float | None = None, *,
+                 error: type[Exception] = InvalidInputError) -> float:
     """Return ``value`` as a ``float`` when it is one finite real number in ``[lo, hi]`` (either
-    bound may be ``None``), or raise naming ``name``. A ``bool``, a string or an array is refused."""
-    ok = not isinstance(value, bool) and isinstance(value, Real) and math.isfinite(value)
-    if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise InvalidInputError(f"{name}: expected a finite number{_range_text(lo, hi)}, got {value!r}")
+    bound may be ``None``), or raise ``error`` naming ``name``. A ``bool``, a string or an array
+    is refused."""
+    if not _finite_real(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise error(f"{name}: expected a finite number{_range_text(lo, hi)}, got {short_repr(value)}")
     return float(value)
 
 
@@ -112,14 +132,29 @@ def scalar(name: str, value, lo: float | None = None, hi: float | None = None) -
     return v
 
 
-def check_rng(rng, name: str = "rng") -> np.random.Generator:
-    """Return ``rng`` when it is a :class:`numpy.random.Generator`, or raise naming ``name``
-    (a seed or the legacy ``RandomState`` is refused: every draw comes from one stream)."""
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(
+def check_rng(rng, name: str = "rng", *, allow_seed: bool = False,
+              error: type[Exception] = InvalidInputError) -> np.random.Generator:
+    """Return ``rng`` when it is a :class:`numpy.random.Generator`, or raise ``error`` naming
+    ``name`` (a seed or the legacy ``RandomState`` is refused: every draw comes from one stream).
+
+    ``allow_seed``: also accept a seed, an integer >= 0 or a :class:`numpy.random.SeedSequence`,
+    and return ``np.random.default_rng(seed)``.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if not allow_seed:
+        raise error(
             f"{name}: expected a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}"
         )
-    return rng
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    integer = isinstance(rng, Integral) and not isinstance(rng, bool)
+    if integer and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise error(
+        f"{name}: expected a numpy.random.Generator or a seed (an integer >= 0 or a numpy.random.SeedSequence), "
+        f"got {short_repr(rng) if integer else type(rng).__name__}"
+    )
 
 
 def check_box(name: str, box, d: int | None = None, *, strict: bool = False) -> np.ndarray:

@@ -370,7 +370,7 @@ def test_comparisons_table_sets_the_mixed_session():
     ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
     ("[comparisons]\nkeys = \"12=\"", "comparisons.keys: unknown key"),
     ("[comparisons.model]\nkind = \"duel\"", "comparisons.model.kind: expected one of thurstone, blur, found 'duel'"),
-    ("[comparisons.model]\nlapse = 1.5", "comparisons.model.lapse: expected a number in [0, 0.99], found 1.5"),
+    ("[comparisons.model]\nlapse = 1.5", "comparisons.model.lapse: expected a finite number in [0, 0.99], found 1.5"),
     ("[comparisons.model]\nlapse = \"low\"", 'comparisons.model.lapse: expected a number, found "low"'),
     ("[comparisons.model]\ntau = 0.5", "comparisons.model.tau: unknown key"),
 ])  # fmt: skip

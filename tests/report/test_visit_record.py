@@ -66,7 +66,7 @@ def test_balanced_prescription_adds_the_plus_change_to_the_sphere():
          "visit.OS.signed_off.prescription: cylinder +0.75 D is in plus-cylinder form"),
         (lambda: make_visit(cylinder_form="plus"), "visit.OS.signed_off.prescription: cylinder -0.75 D is in minus"),
         (lambda: make_visit(cylinder_form="cross"), "visit.cylinder_form: expected 'minus' or 'plus'"),
-        (lambda: measured_eye("OD", sphere_pm_d=-0.1), "visit.OD.sphere_pm_d: expected a number >= 0"),
+        (lambda: measured_eye("OD", sphere_pm_d=-0.1), "visit.OD.sphere_pm_d: expected a finite number >= 0"),
         (lambda: measured_eye("OD", j45_pm_d=None), "visit.OD.j45_pm_d: a measured eye needs"),
         (lambda: measured_eye("OD", stopped_by="boredom"), "visit.OD.stopped_by"),
         (lambda: measured_eye("OD", prescription=None), "visit.OD.prescription: a measured eye needs"),

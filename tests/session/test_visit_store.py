@@ -48,7 +48,7 @@ def test_visit_holds_patient_age_habitual_form_and_kind(store, visit):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"age_years": 131}, "age_years: expected whole years in 0-130"),
+    ({"age_years": 131}, r"age_years: expected an integer in \[0, 130\], got 131"),
     ({"age_years": 40.5}, "age_years"),
     ({"cylinder_form": "cross"}, "cylinder_form: expected 'minus' or 'plus'"),
     ({"habitual_os": (-1.0, 0.0, 180.0)}, "habitual_os: expected a Prescription"),
@@ -220,7 +220,7 @@ def test_acuities_name_the_lenses_they_were_read_through(store, visit):
     store.record_visit_acuity(visit, "OU", -0.1, lenses={"OD": od, "OS": os_}, method="chart")
     with pytest.raises(InvalidInputError, match="lenses: expected the lens of OD and OS"):
         store.record_visit_acuity(visit, "OU", -0.1, lenses={"OD": od}, method="chart")
-    with pytest.raises(InvalidInputError, match=r"va_logmar: expected an acuity in \[-1, 3\]"):
+    with pytest.raises(InvalidInputError, match=r"va_logmar: expected a finite number in \[-1, 3\]"):
         store.record_visit_acuity(visit, "OS", 4.0, lenses={"OS": os_}, method="chart")
     assert [x.eye for x in store.visit_acuities(visit)] == ["OD", "OU"]
 
@@ -228,7 +228,7 @@ def test_acuities_name_the_lenses_they_were_read_through(store, visit):
 def test_unknown_visit_and_bad_ids(store):
     with pytest.raises(SessionError, match="no visit 9"):
         store.get_visit(9)
-    with pytest.raises(InvalidInputError, match="visit_id: expected an integer visit id"):
+    with pytest.raises(InvalidInputError, match="visit_id: expected an integer, got .1.$"):
         store.get_visit("1")
     with pytest.raises(SessionError, match="no visit"):
         store.get_visit(2**70)

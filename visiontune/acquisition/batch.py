@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from visiontune._validate import check_rng, points
+from visiontune._validate import check_int, check_rng, points
 from visiontune.acquisition.dueling import same_point, sample_maxima
 from visiontune.acquisition.policy import (
     Data,
@@ -44,12 +44,6 @@ __all__ = ["BatchKSS", "BatchMUC", "RandomBatch", "batch_uncertainty"]
 def _check_batch_problem(problem: Problem, who: str) -> None:
     if problem.scenario != "batch-preferential":
         raise ConfigurationError(f"{who}: serves batch-preferential problems, got {problem.scenario!r}")
-
-
-def _check_size(m) -> int:
-    if isinstance(m, bool) or int(m) != m or m < 3:
-        raise InvalidInputError(f"m: a batch has at least 3 options (2 is a duel), got {m!r}")
-    return int(m)
 
 
 def batch_uncertainty(model, champion, Z, *, grad: bool = True):
@@ -107,7 +101,7 @@ class BatchMUC:
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
     def __post_init__(self):
-        _check_size(self.m)
+        check_int("m", self.m, lo=3, whole_float=True)
         check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
@@ -139,7 +133,7 @@ class BatchKSS:
     sample_settings: OptimiserSettings = field(default_factory=sample_optimiser)
 
     def __post_init__(self):
-        _check_size(self.m)
+        check_int("m", self.m, lo=3, whole_float=True)
         check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
@@ -164,7 +158,7 @@ class RandomBatch:
     n_initial: int = 0
 
     def __post_init__(self):
-        _check_size(self.m)
+        check_int("m", self.m, lo=3, whole_float=True)
         check_n_initial(self.n_initial)
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:

@@ -41,9 +41,7 @@ def sobol_points(box, n: int, rng: np.random.Generator) -> np.ndarray:
     is still low-discrepancy; drawing a non-power of two directly only triggers a warning).
     """
     box = as_box("box", box)
-    if int(n) != n or n < 1:
-        raise InvalidInputError(f"n: must be a positive integer, got {n}")
-    n = int(n)
+    n = check_int("n", n, lo=1, whole_float=True)
     d = box.shape[0]
     sampler = qmc.Sobol(d, scramble=True, seed=np.random.default_rng(rng.integers(2**63)))
     m = max(int(np.ceil(np.log2(n))), 0)
@@ -96,10 +94,8 @@ def maximize(
     """
     box = as_box("box", box)
     rng = check_rng(rng)
-    if int(n_candidates) != n_candidates or n_candidates < 1:
-        raise InvalidInputError(f"n_candidates: must be a positive integer, got {n_candidates}")
-    if int(n_starts) != n_starts or n_starts < 0:
-        raise InvalidInputError(f"n_starts: must be a non-negative integer, got {n_starts}")
+    n_candidates = check_int("n_candidates", n_candidates, lo=1, whole_float=True)
+    n_starts = check_int("n_starts", n_starts, lo=0, whole_float=True)
 
     candidates = sobol_points(box, int(n_candidates), rng)
     values = _evaluate(values_only, candidates, False)[0] if values_only is not None else _evaluate(acq, candidates, grad)[0]

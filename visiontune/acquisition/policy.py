@@ -332,8 +332,8 @@ class BALD:
     grid_size: int = 65
 
     def __post_init__(self):
-        g = self.grid_size
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not (g == 0 or g >= 3):
+        g = check_int("grid_size", self.grid_size)
+        if not (g == 0 or g >= 3):
             raise InvalidInputError(f"grid_size: expected 0 or an integer >= 3, got {self.grid_size!r}")
 
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:

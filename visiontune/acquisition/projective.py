@@ -60,7 +60,7 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
-from visiontune._validate import check_box
+from visiontune._validate import check_box, check_rng
 from visiontune.errors import InvalidInputError, NumericalError
 from visiontune.gp.kernels import Kernel, Preference
 from visiontune.gp.laplace import GaussianApproximation, cholesky_lower, predict_latent
@@ -169,10 +169,7 @@ def answer_projective(
     grid point is refined by a bounded scalar search between its neighbours. ``rng`` draws the
     noise (and is required, so every random choice takes a seed).
     """
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(
-            f"rng: expected a numpy Generator, got {type(rng).__name__}"
-        )
+    check_rng(rng)
     if not (np.isfinite(noise_sd) and noise_sd >= 0):
         raise InvalidInputError(
             f"noise_sd: expected a finite value >= 0, got {noise_sd!r}"
@@ -562,10 +559,7 @@ class ProjectiveRule:
     def __call__(
         self, model: ProjectiveGP, D: int, n: int, rng: np.random.Generator
     ) -> Line:
-        if not isinstance(rng, np.random.Generator):
-            raise InvalidInputError(
-                f"rng: expected a numpy Generator, got {type(rng).__name__}"
-            )
+        check_rng(rng)
         unit = np.tile([0.0, 1.0], (D, 1))
         d = int(n) % D
         if self.name == "RAND":

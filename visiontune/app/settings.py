@@ -10,13 +10,13 @@ user-only (0600) in a user-only folder (0700) whatever the umask, written atomic
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune import private_files
+from visiontune._validate import check_number
 from visiontune.errors import ConfigurationError
 from visiontune.refraction.lenses import CYLINDER_FORMS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL
@@ -45,10 +45,7 @@ class AppSettings:
             value = getattr(self, f.name)
             if f.type == "str" and not isinstance(value, str):
                 raise ConfigurationError(f"{f.name}: expected a string, got {value!r}")
-        pace = self.pace_s
-        if isinstance(pace, bool) or not isinstance(pace, (int, float)) or not math.isfinite(pace) or not 0 <= pace <= 60:
-            raise ConfigurationError(f"pace_s: expected a number of seconds in [0, 60], got {pace!r}")
-        object.__setattr__(self, "pace_s", float(pace))
+        object.__setattr__(self, "pace_s", check_number("pace_s", self.pace_s, 0, 60, error=ConfigurationError))
         if self.cylinder_form not in CYLINDER_FORMS:
             raise ConfigurationError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
 

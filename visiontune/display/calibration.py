@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune import private_files
+from visiontune._validate import check_number, short_repr
 from visiontune.errors import CalibrationError
 
 #: ID-1 card (credit card) size, ISO/IEC 7810, millimetres.
@@ -53,20 +54,10 @@ MAX_OPTOTYPE_FRACTION = 0.15
 CONFIG_FILE_NAME = "calibration.json"
 
 
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _positive(field: str, value, unit: str, upper: float | None = None) -> float:
-    if isinstance(value, (bool, list, dict, tuple)):
-        raise CalibrationError(f"{field}: expected a number in {unit}, got {_short(value)}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise CalibrationError(f"{field}: expected a number in {unit}, got {_short(value)}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise CalibrationError(f"{field}: must be a finite number > 0 {unit}, got {_short(value)}")
+    v = check_number(field, value, error=CalibrationError)
+    if v <= 0:
+        raise CalibrationError(f"{field}: must be a finite number > 0 {unit}, got {short_repr(value)}")
     if upper is not None and v > upper:
         raise CalibrationError(f"{field}: must be at most {upper:g} {unit}, got {v:g}")
     return v
@@ -77,9 +68,9 @@ def _pixels(field: str, value) -> int:
     if isinstance(value, float) and math.isfinite(value) and value == int(value):
         ok = True
     if not ok or value < 1:
-        raise CalibrationError(f"{field}: must be a whole number of pixels >= 1, got {_short(value)}")
+        raise CalibrationError(f"{field}: must be a whole number of pixels >= 1, got {short_repr(value)}")
     if value > MAX_PIXELS:
-        raise CalibrationError(f"{field}: must be at most {MAX_PIXELS} pixels, got {_short(value)}")
+        raise CalibrationError(f"{field}: must be at most {MAX_PIXELS} pixels, got {short_repr(value)}")
     return int(value)
 
 
@@ -141,7 +132,7 @@ class Calibration:
             )
         set_(self, "viewing_distance_mm", d)
         if not isinstance(self.mirror, bool):
-            raise CalibrationError(f"mirror: expected true or false, got {_short(self.mirror)}")
+            raise CalibrationError(f"mirror: expected true or false, got {short_repr(self.mirror)}")
         self._check_luminance()
         px, py = self.pixel_pitch_x_mm, self.pixel_pitch_y_mm
         lo, hi = PIXEL_PITCH_MM
@@ -161,7 +152,7 @@ class Calibration:
         set_ = object.__setattr__
         if not isinstance(self.background_nonstandard, bool):
             raise CalibrationError(
-                f"background_nonstandard: expected true or false, got {_short(self.background_nonstandard)}"
+                f"background_nonstandard: expected true or false, got {short_repr(self.background_nonstandard)}"
             )
         lb = self.background_cd_m2
         if lb is not None:
@@ -175,15 +166,11 @@ class Calibration:
                 )
         lo_ = self.optotype_cd_m2
         if lo_ is not None:
-            try:
-                if isinstance(lo_, (bool, list, dict, tuple)):
-                    raise TypeError
-                v = float(lo_)
-            except (TypeError, ValueError, OverflowError):
-                raise CalibrationError(f"optotype_cd_m2: expected a number in cd/m^2, got {_short(lo_)}") from None
-            if not math.isfinite(v) or not 0 <= v <= MAX_LUMINANCE_CD_M2:
+            v = check_number("optotype_cd_m2", lo_, error=CalibrationError)
+            if not 0 <= v <= MAX_LUMINANCE_CD_M2:
                 raise CalibrationError(
-                    f"optotype_cd_m2: must be a finite number >= 0 and <= {MAX_LUMINANCE_CD_M2:g} cd/m^2, got {_short(lo_)}"
+                    f"optotype_cd_m2: must be a finite number >= 0 and <= {MAX_LUMINANCE_CD_M2:g} cd/m^2, "
+                    f"got {short_repr(lo_)}"
                 )
             set_(self, "optotype_cd_m2", v)
             if lb is not None and v > MAX_OPTOTYPE_FRACTION * lb:
@@ -421,6 +408,6 @@ def from_psychopy_monitor(name: str, *, python: str | os.PathLike | None = None,
     except (TypeError, ValueError, OverflowError, IndexError, ZeroDivisionError):
         raise CalibrationError(
             f"name: PsychoPy monitor {name!r} has an unusable width, distance or size "
-            f"({_short(width_cm)} cm, {_short(dist_cm)} cm, {_short(size)} px)"
+            f"({short_repr(width_cm)} cm, {short_repr(dist_cm)} cm, {short_repr(size)} px)"
         ) from None
     return Calibration(width_mm, height_mm, w_px, h_px, dist_mm, **options)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune._validate import check_int, check_number
 from visiontune.errors import ConfigurationError, InvalidInputError
 
 #: The letter sets shipped with VisionTune.
@@ -114,11 +115,9 @@ def parse_letter_set(data: dict, source: str = "<data>") -> LetterSet:
         if key not in data:
             raise ConfigurationError(f"{source}: missing key {key!r}")
     name = data["name"]
-    n = data["n_alternatives"]
-    if not isinstance(n, int) or isinstance(n, bool) or n < 2:
-        raise ConfigurationError(f"{source}: n_alternatives must be an integer >= 2, got {n!r}")
-    height = data.get("design_height", 5.0)
-    if not isinstance(height, (int, float)) or not height > 0:
+    n = check_int(f"{source}: n_alternatives", data["n_alternatives"], lo=2, error=ConfigurationError)
+    height = check_number(f"{source}: design_height", data.get("design_height", 5.0), error=ConfigurationError)
+    if height <= 0:
         raise ConfigurationError(f"{source}: design_height must be > 0, got {height!r}")
     raw = data["glyphs"]
     if not isinstance(raw, dict) or not raw:

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import qmc
 
-from visiontune.errors import InvalidInputError
+from visiontune._validate import check_int
 from visiontune.experiments.functions import FUNCTIONS, Scaling, TestFunction
 
 SOBOL_LOG2_POINTS = 16
@@ -50,8 +50,7 @@ class ScalingEstimate:
 
 def sobol_points(function: TestFunction, n_log2: int, seed: int = SOBOL_SEED) -> np.ndarray:
     """``(2^n_log2, d)`` scrambled Sobol points (scipy ``qmc.Sobol``, Owen scrambling) on the domain."""
-    if not isinstance(n_log2, int) or not 1 <= n_log2 <= 24:
-        raise InvalidInputError(f"n_log2: expected an integer in [1, 24], got {n_log2!r}")
+    n_log2 = check_int("n_log2", n_log2, 1, 24)
     sampler = qmc.Sobol(function.dimension, scramble=True, seed=np.random.default_rng(seed))
     return qmc.scale(sampler.random_base2(n_log2), function.lower, function.upper)
 

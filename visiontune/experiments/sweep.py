@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from visiontune._validate import check_int
 from visiontune.acquisition import registry
 from visiontune.acquisition.policy import Data, Problem
 from visiontune.acquisition.solution import solution
@@ -313,7 +314,8 @@ def signals_stop_the_sweep():
 
 def check_jobs(jobs) -> int:
     """``jobs`` (worker processes) when it is an integer >= 1 or -1 (every core), else raise."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or (jobs < 1 and jobs != -1):
+    jobs = check_int("jobs", jobs)
+    if jobs < 1 and jobs != -1:
         raise InvalidInputError(f"jobs: expected an integer >= 1 or -1 (every core), got {jobs!r}")
     return jobs
 

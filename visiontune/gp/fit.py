@@ -13,7 +13,7 @@ import numpy as np
 from scipy.linalg import LinAlgError
 from scipy.optimize import minimize
 
-from visiontune._validate import binary_labels, check_int, points
+from visiontune._validate import binary_labels, check_int, check_rng, points
 from visiontune.errors import InvalidInputError, NumericalError
 from visiontune.gp.ep import ep_lml_grad, expectation_propagation
 from visiontune.gp.kernels import Kernel, Preference
@@ -95,10 +95,7 @@ def fit_hyperparameters(
     """
     wrapped, X, y, inference = _check(kernel, X, y, inference, preference)
     check_int("n_starts", n_starts, lo=1)
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        rng = np.random.default_rng(int(rng))
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(f"rng: expected a numpy Generator or an integer seed, got {type(rng).__name__}")
+    rng = check_rng(rng, allow_seed=True)
     if wrapped.n_params == 0:
         return kernel
     bounds = np.asarray(wrapped.bounds, float)

@@ -27,7 +27,7 @@ from scipy.linalg import blas
 from scipy.spatial.distance import cdist
 from scipy.special import gammaln
 
-from visiontune._validate import finite_array, points, positive
+from visiontune._validate import check_int, check_rng, finite_array, points, positive
 from visiontune.errors import InvalidInputError
 
 __all__ = [
@@ -425,9 +425,7 @@ class Stationary(_Base):
     def sample_frequencies(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``(n, d_active)`` angular frequencies drawn from ``S(ω) / ((2π)^d σ²)``, the
         normalised spectral density (Bochner; random Fourier features, Rahimi & Recht 2007)."""
-        if not isinstance(rng, np.random.Generator):
-            raise InvalidInputError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
-        return self._unit_frequencies(int(n), rng) / self.lengthscales
+        return self._unit_frequencies(int(n), check_rng(rng)) / self.lengthscales
 
     @abc.abstractmethod
     def _unit_frequencies(self, n, rng): ...
@@ -816,7 +814,5 @@ def contextual_benchmark_kernel(base_cls, lengthscales, variance, d: int) -> Pro
     """
     if not (isinstance(base_cls, type) and issubclass(base_cls, Stationary)):
         raise InvalidInputError(f"base_cls: expected a Stationary kernel class, got {base_cls!r}")
-    if int(d) != d or d < 1:
-        raise InvalidInputError(f"d: expected a positive integer, got {d!r}")
-    d = int(d)
+    d = check_int("d", d, lo=1, whole_float=True)
     return Linear(1.0, dims=(0,), fixed=("variance",)) * base_cls(lengthscales, variance, dims=tuple(range(1, d + 1)))

@@ -85,6 +85,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics.attention import check_trial_index
 from visiontune.optics.patient import TRIAL_KEY, SimulatedPatient
@@ -144,12 +145,10 @@ class ComparisonModel:
             raise InvalidInputError(f"kind: expected one of {', '.join(COMPARISON_KINDS)}, got {self.kind!r}")
         if self.latent not in _LATENTS:
             raise InvalidInputError(f"latent: expected one of {', '.join(_LATENTS)}, got {self.latent!r}")
-        for name, lo, hi in (("indifference", 0.0, 5.0), ("lapse", 0.0, 0.99), ("threshold_at_focus_d", 1e-3, 2.0),
-                             ("weber_fraction", 1e-3, 5.0), ("sensitivity_median", 1e-3, 1e3),
-                             ("sensitivity_sigma", 0.0, 5.0)):  # fmt: skip
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= float(value) <= hi:
-                raise InvalidInputError(f"{name}: expected a number in [{lo:g}, {hi:g}], got {value!r}")
+        for name, lo, hi in (("indifference", 0, 5), ("lapse", 0, 0.99), ("threshold_at_focus_d", 0.001, 2),
+                             ("weber_fraction", 0.001, 5), ("sensitivity_median", 0.001, 1000),
+                             ("sensitivity_sigma", 0, 5)):  # fmt: skip
+            check_number(name, getattr(self, name), lo, hi)
 
     @property
     def uses_size(self) -> bool:

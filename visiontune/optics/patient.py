@@ -66,7 +66,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.special import ndtr
 
-from visiontune._validate import check_int, finite_array
+from visiontune._validate import check_int, check_rng, finite_array
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import (
     accommodated_residual,
@@ -93,13 +93,7 @@ DEFAULT_ACCOMMODATION_FRACTION = 2.0 / 3.0
 
 def make_rng(seed) -> np.random.Generator:
     """A numpy Generator from ``seed``: an int >= 0, a SeedSequence, or a Generator (used as is)."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, np.random.SeedSequence):
-        return np.random.default_rng(seed)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError(f"seed: expected an integer >= 0, a SeedSequence or a Generator, got {seed!r}")
-    return np.random.default_rng(int(seed))
+    return check_rng(seed, "seed", allow_seed=True)
 
 
 def random_true_rx(rng: np.random.Generator, box: Box = SEARCH_BOX, axis_deg: float = 180.0) -> Prescription:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from visiontune._validate import check_int, finite_array, points
+from visiontune._validate import check_int, check_rng, finite_array, points
 from visiontune.errors import InvalidInputError
 
 __all__ = ["Box", "SEARCH_BOX", "CONTEXT_BOX"]
@@ -52,8 +52,7 @@ class Box:
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``(n, d)`` points drawn uniformly in the box with ``rng``."""
-        if not isinstance(rng, np.random.Generator):
-            raise InvalidInputError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
+        check_rng(rng)
         check_int("n", n, lo=0)
         return rng.uniform(self.lower, self.upper, size=(int(n), self.dim))
 

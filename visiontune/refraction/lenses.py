@@ -56,8 +56,8 @@ class LensSteps:
     def __post_init__(self) -> None:
         step, axis_step = self.step_d, self.axis_step_deg
         step = check_number("step_d", step, 0, 1)
-        if (isinstance(axis_step, bool) or not isinstance(axis_step, (int, float)) or not math.isfinite(axis_step)
-                or not 0 < axis_step <= 45 or abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9):
+        axis_step = check_number("axis_step_deg", axis_step)
+        if not 0 < axis_step <= 45 or abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9:
             raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees that divides 180 "
                                     f"(1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15, ...), got {axis_step!r}")  # fmt: skip
         if self.cylinder_form not in CYLINDER_FORMS:

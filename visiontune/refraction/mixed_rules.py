@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
@@ -108,13 +109,10 @@ class MixedSettings:
         if not isinstance(self.comparison, ComparisonModel):
             raise InvalidInputError(f"comparison: expected a ComparisonModel, got {type(self.comparison).__name__}")
         for name in ("letter_seconds", "comparison_seconds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= float(value) <= 600.0:
-                raise InvalidInputError(f"{name}: expected a duration in [0.1, 600] seconds, got {value!r}")
+            check_number(name, getattr(self, name), 0.1, 600)
         if self.criterion not in CRITERIA:
             raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
-        if not -0.5 <= self.comparison_size_offset_logmar <= 1.0:
-            raise InvalidInputError(f"comparison_size_offset_logmar: expected [-0.5, 1], got {self.comparison_size_offset_logmar!r}")
+        check_number("comparison_size_offset_logmar", self.comparison_size_offset_logmar, -0.5, 1)
         if self.pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: expected one of {', '.join(PAIR_SETS)}, got {self.pairs!r}")
         ratio = self.sensitivity_to_stop

@@ -100,7 +100,7 @@ from numbers import Integral
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from visiontune._validate import check_int
+from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.optics.acuity import ACUITY_MODELS, acuity_model_by_name
@@ -510,20 +510,13 @@ class PatientCase:
             except (KeyError, TypeError) as exc:
                 raise InvalidInputError(f"{key}: expected {{sphere_d, cylinder_d, axis_deg}}, got {value!r}") from exc
 
-        def number(key, kind=float, optional=False):
-            value = data.get(key)
-            if optional and value is None:
-                return None
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidInputError(f"{key}: expected a number, got {value!r}")
-            return kind(value)
-
         for key in ("case_id", "seed"):
             check_int(key, data[key])
         for key in ("best_corrected_logmar", "slope", "lapse", "accommodation_d"):
-            number(key)
-        number("age_years", optional=True)
-        number("pupil_mm", optional=True)
+            check_number(key, data.get(key))
+        for key in ("age_years", "pupil_mm"):
+            if data.get(key) is not None:
+                check_number(key, data[key])
         return cls(
             case_id=int(data["case_id"]), true_rx=rx("true_rx"),
             best_corrected_logmar=float(data["best_corrected_logmar"]), slope=float(data["slope"]),

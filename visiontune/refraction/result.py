@@ -37,10 +37,10 @@ the engine's output shows up as a clear error rather than a wrong report.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from visiontune._validate import check_int, check_number
 from visiontune.errors import StoreError
 
 __all__ = ["STOPPED_BY", "LensValues", "SessionResult", "parse_result"]
@@ -108,9 +108,11 @@ class _Checker:
     def __init__(self, where: str) -> None:
         self.where = where
 
+    def _name(self, key: str) -> str:
+        return f"{self.where}: result.{key}" if key else f"{self.where}: result"
+
     def fail(self, key: str, message: str) -> StoreError:
-        path = f"result.{key}" if key else "result"
-        return StoreError(f"{self.where}: {path}: {message}")
+        return StoreError(f"{self._name(key)}: {message}")
 
     def mapping(self, key: str, value: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
         if not isinstance(value, dict):
@@ -124,9 +126,10 @@ class _Checker:
         return value
 
     def number(self, key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(key, f"expected a finite number, got {value!r}")
-        return float(value)
+        return check_number(self._name(key), value, error=StoreError)
+
+    def integer(self, key: str, value: Any, lo: int | None = None, *, whole_float: bool = False) -> int:
+        return check_int(self._name(key), value, lo, whole_float=whole_float, error=StoreError)
 
     def pair(self, key: str, value: Any) -> tuple[float, float]:
         if not isinstance(value, (list, tuple)) or len(value) != 2:
@@ -184,11 +187,9 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     level = c.number("credible_interval.level", ci.get("level", 0.95))
     if not 0.0 < level < 1.0:
         raise c.fail("credible_interval.level", f"expected a probability in (0, 1), got {level}")
-    trials_used = d["trials_used"]
-    if isinstance(trials_used, bool) or not isinstance(trials_used, int) or trials_used < 0:
-        raise c.fail("trials_used", f"expected an integer >= 0, got {trials_used!r}")
-    comparisons_used = d.get("comparisons_used", 0)
-    if isinstance(comparisons_used, bool) or not isinstance(comparisons_used, int) or not 0 <= comparisons_used <= trials_used:
+    trials_used = c.integer("trials_used", d["trials_used"], lo=0)
+    comparisons_used = c.integer("comparisons_used", d.get("comparisons_used", 0), lo=0)
+    if comparisons_used > trials_used:
         raise c.fail("comparisons_used", f"expected an integer in [0, trials_used = {trials_used}], got {comparisons_used!r}")
     duration = c.number("duration_s", d["duration_s"])
     if duration < 0:
@@ -252,7 +253,4 @@ def _curve_point(c: _Checker, i: int, point: Any) -> tuple[int, float]:
     key = f"acuity_curve[{i}]"
     if not isinstance(point, (list, tuple)) or len(point) != 2:
         raise c.fail(key, f"expected [trial_number, va_logmar], got {point!r}")
-    n = c.number(f"{key}[0]", point[0])
-    if n != int(n) or n < 0:
-        raise c.fail(f"{key}[0]", f"expected a trial number (integer >= 0), got {point[0]!r}")
-    return int(n), c.number(f"{key}[1]", point[1])
+    return c.integer(f"{key}[0]", point[0], lo=0, whole_float=True), c.number(f"{key}[1]", point[1])

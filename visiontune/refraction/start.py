@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 
@@ -97,9 +98,7 @@ class StartingPoint:
                 raise InvalidInputError(f"rx: expected a Prescription, got {type(self.rx).__name__}")
             check_in_range(self.rx, "starting prescription")
         if self.age_years is not None:
-            age = self.age_years
-            if isinstance(age, bool) or not isinstance(age, (int, float)) or not np.isfinite(age) or not 3 <= age <= 110:
-                raise InvalidInputError(f"age_years: expected an age in [3, 110] years, got {age!r}")
+            check_number("age_years", self.age_years, 3, 110)
 
     @property
     def centre(self) -> np.ndarray:

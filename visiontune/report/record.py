@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from visiontune._validate import check_int
 from visiontune.errors import SessionError, StoreError
 from visiontune.refraction.result import SessionResult, parse_result
 from visiontune.session.records import Event, SessionInfo, SessionState, Trial
@@ -49,8 +50,7 @@ def load_session(store: TrialStore, session_id: int) -> SessionRecord:
     (:mod:`visiontune.refraction.result`) or contradicts the log (the ``simulated`` flag, the
     number of valid answers).
     """
-    if isinstance(session_id, bool) or not isinstance(session_id, int):
-        raise SessionError(f"session_id: expected an integer session id, got {session_id!r}")
+    session_id = check_int("session_id", session_id, error=SessionError)
     info = store.get_session(session_id)
     if info.discarded:
         raise SessionError(f"session {session_id} was discarded without answers ({info.discard_reason}): "

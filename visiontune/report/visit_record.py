@@ -31,12 +31,11 @@ Conventions:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from visiontune._validate import check_int
+from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
 from visiontune.session.visit_records import check_clinic_form
@@ -64,19 +63,8 @@ _HALF_WIDTHS = ("sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_
 
 
 # --- field checks ------------------------------------------------------------------------
-def _number(where: str, value: Any, *, low: float | None = None, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{where}: expected a finite number, got {value!r}")
-    value = float(value)
-    if low is not None and value < low:
-        raise InvalidInputError(f"{where}: expected a number >= {low:g}, got {value:g}")
-    if high is not None and value > high:
-        raise InvalidInputError(f"{where}: expected a number <= {high:g}, got {value:g}")
-    return value
-
-
 def _optional_number(where: str, value: Any, **bounds) -> float | None:
-    return None if value is None else _number(where, value, **bounds)
+    return None if value is None else check_number(where, value, **bounds)
 
 
 def _text(where: str, value: Any, *, optional: bool = False) -> str | None:
@@ -110,9 +98,9 @@ def _prescription(where: str, value: Any) -> Prescription:
     missing = [k for k in ("sphere_d", "cylinder_d", "axis_deg") if k not in value]
     if missing:
         raise InvalidInputError(f"{where}: missing {', '.join(missing)}")
-    sphere = _number(f"{where}.sphere_d", value["sphere_d"])
-    cylinder = _number(f"{where}.cylinder_d", value["cylinder_d"])
-    axis = _number(f"{where}.axis_deg", value["axis_deg"])
+    sphere = check_number(f"{where}.sphere_d", value["sphere_d"])
+    cylinder = check_number(f"{where}.cylinder_d", value["cylinder_d"])
+    axis = check_number(f"{where}.axis_deg", value["axis_deg"])
     if not 0.0 <= axis <= 180.0:
         raise InvalidInputError(f"{where}.axis_deg: expected degrees in [0, 180], got {axis:g}")
     return Prescription(sphere, cylinder, axis)
@@ -165,7 +153,7 @@ class BinocularBalance:
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", _text("balance.method", self.method))
         for name in ("plus_change_od_d", "plus_change_os_d"):
-            object.__setattr__(self, name, _number(f"balance.{name}", getattr(self, name), low=-4.0, high=4.0))
+            object.__setattr__(self, name, check_number(f"balance.{name}", getattr(self, name), -4, 4))
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "plus_change_od_d": self.plus_change_od_d, "plus_change_os_d": self.plus_change_os_d}
@@ -228,12 +216,11 @@ class EyeRecord:
             value = getattr(self, name)
             if value is None:
                 raise InvalidInputError(f"{w}.{name}: a measured eye needs its 95% credible half-width")
-            object.__setattr__(self, name, _number(f"{w}.{name}", value, low=0.0,
-                                                   high=90.0 if name == "axis_pm_deg" else None))
+            object.__setattr__(self, name, check_number(f"{w}.{name}", value, 0, 90 if name == "axis_pm_deg" else None))
         object.__setattr__(self, "predicted_va_logmar",
-                           _number(f"{w}.predicted_va_logmar", self.predicted_va_logmar, low=-1.0, high=3.0))
+                           check_number(f"{w}.predicted_va_logmar", self.predicted_va_logmar, -1, 3))
         object.__setattr__(self, "measured_va_logmar",
-                           _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, low=-1.0, high=3.0))
+                           _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, lo=-1, hi=3))
         n = self.answers_used
         check_int(f"{w}.answers_used", n, lo=0)
         if self.stopped_by not in STOPPED_BY:
@@ -320,9 +307,8 @@ class VisitRecord:
             raise InvalidInputError(f"visit.simulated: expected true or false, got {self.simulated!r}")
         if self.cylinder_form not in CYLINDER_FORMS:
             raise InvalidInputError(f"visit.cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
-        age = self.age_years
-        if age is not None and (isinstance(age, bool) or not isinstance(age, int) or not 0 <= age <= 130):
-            raise InvalidInputError(f"visit.age_years: expected whole years in 0-130, got {age!r}")
+        if self.age_years is not None:
+            object.__setattr__(self, "age_years", check_int("visit.age_years", self.age_years, 0, 130))
         for name, eye in (("od", "OD"), ("os", "OS")):
             rec = getattr(self, name)
             if not isinstance(rec, EyeRecord):
@@ -344,7 +330,7 @@ class VisitRecord:
                         f"visit.balance.plus_change_{name}_d: {change:+.2f} D applied to eye {eye}, which was skipped"
                     )
         object.__setattr__(self, "binocular_va_logmar",
-                           _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, low=-1.0, high=3.0))
+                           _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, lo=-1, hi=3))
 
     # --- reading -------------------------------------------------------------------------
     @property

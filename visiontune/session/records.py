@@ -16,12 +16,12 @@ in :attr:`SessionInfo.damage`; the parsing properties raise
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.refraction.protocol import parse_protocol
 
@@ -90,15 +90,6 @@ class EventKind(StrEnum):
     NOTE = "note"
 
 
-def _finite(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInputError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise InvalidInputError(f"{name}: must be finite, got {value}")
-    return value
-
-
 def _aware(name: str, value: Any) -> datetime | None:
     if value is None:
         return None
@@ -118,9 +109,9 @@ class Lens:
     axis_deg: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sphere_d", _finite("lens.sphere_d", self.sphere_d))
-        object.__setattr__(self, "cylinder_d", _finite("lens.cylinder_d", self.cylinder_d))
-        axis = _finite("lens.axis_deg", self.axis_deg)
+        object.__setattr__(self, "sphere_d", check_number("lens.sphere_d", self.sphere_d))
+        object.__setattr__(self, "cylinder_d", check_number("lens.cylinder_d", self.cylinder_d))
+        axis = check_number("lens.axis_deg", self.axis_deg)
         if not 0.0 <= axis < 180.0:
             raise InvalidInputError(f"lens.axis_deg: expected a value in [0, 180) degrees, got {axis}")
         object.__setattr__(self, "axis_deg", axis)
@@ -148,7 +139,7 @@ class TrialInput:
     comparison: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "s_logmar", _finite("s_logmar", self.s_logmar))
+        object.__setattr__(self, "s_logmar", check_number("s_logmar", self.s_logmar))
         if not isinstance(self.lens, Lens):
             raise InvalidInputError(f"lens: expected a Lens, got {type(self.lens).__name__}")
         if self.lens2 is not None and not isinstance(self.lens2, Lens):

@@ -49,6 +49,7 @@ from urllib.parse import quote
 
 import visiontune
 from visiontune import private_files
+from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.session import visit_records as vr
@@ -501,8 +502,7 @@ class TrialStore:
             raise InvalidInputError(f"protocol: expected a Protocol or TOML text, got {type(protocol).__name__}")
         if seed is None:
             seed = protocol_obj.seed
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InvalidInputError(f"seed: expected an integer >= 0, got {seed!r}")
+        seed = check_int("seed", seed, lo=0)
         if not isinstance(simulated, bool):
             raise InvalidInputError(f"simulated: expected True or False, got {simulated!r}")
         row = (
@@ -677,9 +677,8 @@ class TrialStore:
         clinic's ``"minus"`` or ``"plus"``; ``clinician``: who refracts, optional."""
 
         self.get_patient(patient_id)
-        if age_years is not None and (isinstance(age_years, bool) or not isinstance(age_years, int)
-                                      or not 0 <= age_years <= 130):  # fmt: skip
-            raise InvalidInputError(f"age_years: expected whole years in 0-130, got {age_years!r}")
+        if age_years is not None:
+            age_years = check_int("age_years", age_years, 0, 130)
         habitual = [None if rx is None else vr.check_prescription(f"habitual_{e.lower()}", rx)
                     for e, rx in (("OD", habitual_od), ("OS", habitual_os))]  # fmt: skip
         if cylinder_form not in vr.CYLINDER_FORMS:
@@ -700,9 +699,7 @@ class TrialStore:
         """The visit's :class:`~visiontune.session.visit_records.VisitInfo`; SessionError if
         there is none, StoreError if its row is damaged."""
 
-        if isinstance(visit_id, bool) or not isinstance(visit_id, int):
-            raise InvalidInputError(f"visit_id: expected an integer visit id, got {visit_id!r}")
-        vid = int(visit_id)
+        vid = check_int("visit_id", visit_id)
         row = None
         if 1 <= vid <= MAX_SESSION_ID:
             row = self.conn.execute(f"SELECT {self._VISIT_COLUMNS} FROM visits WHERE id = ?", (vid,)).fetchone()
@@ -795,7 +792,7 @@ class TrialStore:
         vid = self.get_visit(visit_id).visit_id
         od = vr.check_prescription("lens_od", lens_od)
         os_ = vr.check_prescription("lens_os", lens_os)
-        plus = [vr.check_change(n, v) for n, v in (("plus_od_d", plus_od_d), ("plus_os_d", plus_os_d))]
+        plus = [check_number(n, v, -4, 4) for n, v in (("plus_od_d", plus_od_d), ("plus_os_d", plus_os_d))]
         clearer = vr.check_eye(clearer, vr.BALANCE_ANSWERS)
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone():
@@ -833,8 +830,8 @@ class TrialStore:
         if outcome not in vr.BALANCE_OUTCOMES:
             raise InvalidInputError(f"outcome: expected one of {', '.join(vr.BALANCE_OUTCOMES)}, got {outcome!r}")
         method = vr.check_name("method", method)
-        changes = [vr.check_change(n, v) for n, v in (("plus_change_od_d", plus_change_od_d),
-                                                       ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
+        changes = [check_number(n, v, -4, 4) for n, v in (("plus_change_od_d", plus_change_od_d),
+                                                          ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
         reason = vr.check_name("reason", reason, optional=outcome != "not done")
         if outcome == "not done" and any(changes):
             raise InvalidInputError("plus_change: a balance that was not done changes no eye")
@@ -900,8 +897,7 @@ class TrialStore:
 
         vid = self.get_visit(visit_id).visit_id
         eye = vr.check_eye(eye, ("OD", "OS", "OU"))
-        if isinstance(va_logmar, bool) or not isinstance(va_logmar, (int, float)) or not -1.0 <= va_logmar <= 3.0:
-            raise InvalidInputError(f"va_logmar: expected an acuity in [-1, 3] logMAR, got {va_logmar!r}")
+        va_logmar = check_number("va_logmar", va_logmar, -1, 3)
         needed = {"OD", "OS"} if eye == "OU" else {eye}
         if not isinstance(lenses, dict) or set(lenses) != needed:
             raise InvalidInputError(f"lenses: expected the lens of {' and '.join(sorted(needed))}, got {lenses!r}")

@@ -11,11 +11,11 @@ that is not one) raises :class:`~visiontune.errors.StoreError` naming the visit 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
 from visiontune.session.records import DamagedText
@@ -85,14 +85,6 @@ def check_clinic_form(name: str, rx: Prescription, form: str) -> None:
         )
 
 
-def check_change(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"{name}: expected a finite number of diopters, got {value!r}")
-    if not -4.0 <= value <= 4.0:
-        raise InvalidInputError(f"{name}: expected a change within +-4 D, got {value:g}")
-    return float(value)
-
-
 def rx_json(rx: Prescription | None) -> str | None:
     if rx is None:
         return None
@@ -146,9 +138,7 @@ class _Reader:
             raise self.fail(column, f"not a prescription ({exc})") from None
 
     def number(self, column: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(column, f"expected a finite number, found {str(value)[:40]!r}")
-        return float(value)
+        return check_number(f"{self.where} is damaged: {column}", value, error=StoreError)
 
 
 # --- values ------------------------------------------------------------------------------
