@@ -166,7 +166,8 @@ def test_simulated_choice_frequencies_match_the_likelihood():
     theta = np.array([[pv[0], pv[1], pv[2], -0.05, np.log(5.0), 0.5]])
     rng = np.random.default_rng(11)
     n_draws = 20000
-    for path in (knob_path("sphere", Prescription(-1.25, -0.5, 20.0)), knob_path("axis", Prescription(-1.5, -0.5, 40.0))):
+    for path in (knob_path("sphere", Prescription(-1.25, -0.5, 20.0)),
+                 knob_path("axis", Prescription(-1.5, -0.5, 40.0))):
         p = slider_probabilities(theta, path.lenses, MODEL)[0]
         counts = np.bincount([simulated_slider_choice(patient, path.lenses, MODEL, rng) for _ in range(n_draws)],
                              minlength=len(p))
