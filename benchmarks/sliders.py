@@ -16,7 +16,8 @@ the clinical protocol's model (``clinical-sloan``: 10 Sloan letters, lapse 0.04,
   measured): a letter 3 s, a slider 8 s (the clinician turns the knob through its 5-13 clicks while
   the patient reads, then the patient names the clearest). The simulated patient picks the knob
   position by the model's own choice rule (:func:`~visiontune.refraction.slider.simulated_slider_choice`,
-  ``τ = 0.03`` logMAR, ``ε = 0.05``) at its true acuity, so the slider's model is well specified.
+  ``τ = 0.03`` logMAR, ``ε = 0.05``) at its true acuity, so the slider's model is well specified;
+  ``--patient-noise`` and ``--patient-lapse`` make the patient noisier than the model assumes.
 
 There is no stopping rule: after 20, 30, 40 and 60 answers the table gives the share of patients
 whose estimate (``best_correction()``, the 2/3 quantile of ``M`` and the means of ``J``) lies within
@@ -47,7 +48,12 @@ from visiontune.refraction.optics_model import ParticlePosterior, probability_co
 from visiontune.refraction.optics_rules import DECISION_PARTICLES  # noqa: E402
 from visiontune.refraction.population import draw_cases, population_by_name  # noqa: E402
 from visiontune.refraction.protocol import load_protocol  # noqa: E402
-from visiontune.refraction.slider import SliderAnswer, SliderModel, propose_slider, simulated_slider_choice  # noqa: E402
+from visiontune.refraction.slider import (  # noqa: E402
+    SliderAnswer,
+    SliderModel,
+    propose_slider,
+    simulated_slider_choice,
+)
 from visiontune.refraction.start import StartingPoint  # noqa: E402
 
 CHECKPOINTS = (20, 30, 40, 60)
@@ -59,8 +65,10 @@ SLIDER_SECONDS = 8.0
 _POLICY, _LETTER, _SUBSAMPLE, _SLIDER_ANSWER = 0, 1, 5, 0x51
 
 
-def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel) -> list[tuple[float, float, int]]:
-    """One session: ``(distance to the truth (D), patient seconds, sliders asked)`` after each answer."""
+def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel,
+             patient_model: SliderModel) -> list[tuple[float, float, int]]:
+    """One session: ``(distance to the truth (D), patient seconds, sliders asked)`` after each answer; the
+    posterior assumes ``model``, the simulated patient chooses by ``patient_model``."""
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
     seed = int(case.seed)
     engine = OpticsEngine(protocol, start, seed)  # the protocol's lens steps (axis from the start), sizes, radius
@@ -81,12 +89,13 @@ def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel) ->
             p = probability_correct(sub, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :],
                                     post.spec)
             now = float(np.mean(np.sum(pv**2, axis=1)) - np.sum(pv.mean(axis=0) ** 2))
-            letter_value = (now - float(expected_posterior_variance(pv, np.stack([p, 1.0 - p], -1))[0])) / LETTER_SECONDS
+            after = float(expected_posterior_variance(pv, np.stack([p, 1.0 - p], -1))[0])
+            letter_value = (now - after) / LETTER_SECONDS
             slider = propose_slider(post, rng=np.random.default_rng([seed, k, _SUBSAMPLE]), model=model, steps=steps,
                                     s_grid=s_grid)
             ask_slider = slider.value / SLIDER_SECONDS > letter_value
         if ask_slider:
-            j = simulated_slider_choice(patient, slider.path.lenses, model,
+            j = simulated_slider_choice(patient, slider.path.lenses, patient_model,
                                         np.random.default_rng([seed, k, _SLIDER_ANSWER]))
             post.observe(SliderAnswer(slider.path.lenses, slider.s_logmar, j, model))
             seconds += SLIDER_SECONDS
@@ -111,18 +120,25 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=20, help="simulated patients (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1)")
+    parser.add_argument("--patient-noise", type=float, default=None,
+                        help="the simulated patient's slider noise tau (logMAR; default the model's 0.03)")
+    parser.add_argument("--patient-lapse", type=float, default=None,
+                        help="the simulated patient's slider lapse (default the model's 0.05)")
     args = parser.parse_args(argv)
     protocol = load_protocol("clinical-sloan")
     cases = draw_cases(population_by_name("adult-clinic"), args.cases, args.seed)
     model = SliderModel()
+    patient_model = SliderModel(model.noise_logmar if args.patient_noise is None else args.patient_noise,
+                                model.lapse if args.patient_lapse is None else args.patient_lapse)
     n_answers = max(CHECKPOINTS)
     t0 = time.time()
     results = {}
     for name, mixed in (("letters", False), ("letters + sliders", True)):
-        results[name] = [run_case(c, protocol, mixed, n_answers, model) for c in cases]
+        results[name] = [run_case(c, protocol, mixed, n_answers, model, patient_model) for c in cases]
         print(f"# {name}: {time.time() - t0:.0f} s", file=sys.stderr)
     print(f"adult-clinic, {args.cases} cases, population seed {args.seed}; letter {LETTER_SECONDS:g} s, "
-          f"slider {SLIDER_SECONDS:g} s; slider model tau = {model.noise_logmar} logMAR, lapse = {model.lapse}")
+          f"slider {SLIDER_SECONDS:g} s; slider model tau = {model.noise_logmar} logMAR, lapse = {model.lapse}; "
+          f"patient tau = {patient_model.noise_logmar}, lapse = {patient_model.lapse}")
     print()
     print("| arm | answers | within 0.25 D | within 0.50 D | median |d| (D) | median patient s | mean sliders |")
     print("|---|---:|---:|---:|---:|---:|---:|")
