@@ -38,7 +38,7 @@ probit of the comparisons (:mod:`visiontune.refraction.comparisons`). Equally cl
 (acuity is flat on the minus side of ``M*`` up to the amplitude ``A``) get equal probabilities,
 so the ties of the accommodated side need no special rule; the simulated patient
 (:func:`simulated_slider_choice`) picks by the same rule at its true acuity. Defaults
-(**stated**, not measured): ``τ = 0.03`` logMAR (a few letters' worth, 0.02 logMAR a letter on
+(**stated**, not measured): ``τ = 0.03`` logMAR (about one and a half letters, 0.02 logMAR a letter on
 a five-letter line) and ``ε = 0.05``.
 
 What differs from Mikkola et al. 2020: they model the slider answer, a point on a continuous
