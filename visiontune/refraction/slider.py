@@ -1,0 +1,349 @@
+"""Slider (knob, projective) questions in the optics model: "turn the knob; where is it clearest?"
+
+At a phoropter the clinician turns ONE knob while the patient reads a line of letters of size
+``s`` (logMAR), and the patient says where the line is clearest. This is the projective
+preferential query of Mikkola et al. 2020 (*Projective Preferential Bayesian Optimization*,
+ICML 2020: the user picks the best point along a line through the search space), written for
+the particle posterior of :mod:`visiontune.refraction.optics_model`
+(``θ_i = (M, J0, J45, VA*, log a, A[, ln κ])``).
+
+**Knob paths.** A path is a map ``t -> L(t)`` (Thibos 1997 power vectors, D) on a grid of ``t``
+through a phoropter setting ``c`` written in minus-cylinder form ``(S, C, α)``:
+
+* ``"sphere"``: ``L(t) = c + t (1, 0, 0)``, i.e. ``(S + t, C, α)``; default ``t`` in ±1.00 D,
+  steps of 0.25 D (9 lenses);
+* ``"cylinder"``: the cylinder power at the setting's axis, ``(S, C + t, α)``: ``M`` moves by
+  ``t/2`` and ``J`` by ``-t/2 (cos 2α, sin 2α)`` (Thibos 1997, Eqs. 6-8); default ``t`` in
+  ±1.00 D, steps of 0.25 D, keeping ``C + t <= 0`` (the cylinder dial of a minus-cylinder
+  phoropter stops at plano); without a cylinder the axis is 180°;
+* ``"axis"``: ``(S, C, α + t)``: ``M`` is kept and ``J`` turns on the circle of radius ``|C|/2``;
+  default ``t`` in ±30°, steps of 5° (coarser for small cylinders as
+  :func:`~visiontune.refraction.lenses.axis_step_for`: 15° at 0.25 D, 10° at 0.50 D); it needs
+  a cylinder.
+
+**Choice model.** The patient picks the point ``j`` of the path's grid where the letters are
+clearest, with noise::
+
+    P(j | θ_i) = (1 - ε) exp(-VA_i(L_j) / τ) / Σ_k exp(-VA_i(L_k) / τ) + ε / n
+
+with ``VA_i`` the particle's acuity through the lens (``VA* + log10(1 + |r|²)``, after its
+accommodation, :func:`~visiontune.refraction.optics_model.acuity_logmar`), ``n`` the number of
+grid points, ``τ`` (logMAR) the choice noise and ``ε`` a lapse (the patient names a point at
+random). It is the multinomial logit of a choice among ``n`` alternatives of utility
+``-VA / τ`` (Luce 1959, *Individual Choice Behavior*, Wiley; McFadden 1974, *Conditional logit
+analysis of qualitative choice behavior*, in Zarembka (ed.), *Frontiers in Econometrics*,
+pp. 105-142): the choice of the best of ``n`` Thurstone-type percepts ``-VA_j + noise_j`` with
+i.i.d. Gumbel noise of scale ``τ``; for ``n = 2`` it is a logistic comparison, close to the
+probit of the comparisons (:mod:`visiontune.refraction.comparisons`). Equally clear points
+(acuity is flat on the minus side of ``M*`` up to the amplitude ``A``) get equal probabilities,
+so the ties of the accommodated side need no special rule; the simulated patient
+(:func:`simulated_slider_choice`) picks by the same rule at its true acuity. Defaults
+(**stated**, not measured): ``τ = 0.03`` logMAR (about one and a half letters, 0.02 logMAR a letter on
+a five-letter line) and ``ε = 0.05``.
+
+What differs from Mikkola et al. 2020: they model the slider answer, a point on a continuous
+line, with a GP over the objective and turn it into pseudo-observations (the chosen point
+preferred over points of the line, pairwise comparisons with a probit likelihood); here the
+path is the discrete set of lenses the knob clicks through, and the likelihood of the choice
+among them is exact for every particle; the objective is the optics model's acuity, not a GP.
+The letter size ``s`` does not enter the likelihood (the patient judges clarity, not a letter's
+identity; it is kept in the answer for the log): it is set a line (0.1 logMAR) above the
+predicted best acuity, readable at the best point.
+
+**Which knob.** :func:`slider_value` is the expected reduction of the posterior variance of the
+correction after the answer, ``tr Cov(P*) - E_j[tr Cov(P* | j)]`` (D²), exact over the ``n``
+possible answers (the quantity :mod:`visiontune.refraction.mixed_rules` weighs);
+:func:`propose_slider` scores the three knobs through the current estimate
+(:meth:`~visiontune.refraction.optics_model.ParticlePosterior.best_correction` rounded to a trial
+lens) and returns the best.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import logsumexp
+
+from visiontune._validate import check_int, check_number, check_rng, points
+from visiontune.errors import InvalidInputError
+from visiontune.optics import PowerVector, Prescription
+from visiontune.optics.prescription import normalise_axis_deg
+from visiontune.refraction.lenses import LensSteps, axis_step_for, trial_lens
+from visiontune.refraction.optics_model import VA0, OpticsModelSpec, ParticlePosterior, acuity_logmar
+from visiontune.refraction.optics_rules import DECISION_PARTICLES
+
+__all__ = [
+    "DEFAULT_HALF_RANGES",
+    "DEFAULT_STEPS",
+    "KNOBS",
+    "KnobPath",
+    "SliderAnswer",
+    "SliderModel",
+    "SliderQuery",
+    "choice_probabilities",
+    "knob_path",
+    "propose_slider",
+    "simulated_slider_choice",
+    "slider_probabilities",
+    "slider_value",
+]
+
+KNOBS = ("sphere", "cylinder", "axis")
+#: Default half-ranges of the knobs: D for sphere and cylinder, degrees for the axis.
+DEFAULT_HALF_RANGES = {"sphere": 1.0, "cylinder": 1.0, "axis": 30.0}
+#: Default grid steps: trial-lens steps of 0.25 D, 5° of axis.
+DEFAULT_STEPS = {"sphere": 0.25, "cylinder": 0.25, "axis": 5.0}
+#: Below this cylinder (D) the axis knob has nothing to turn.
+_MIN_AXIS_CYLINDER_D = 0.125
+#: The slider's letter size above the predicted best acuity (logMAR): one line.
+SIZE_OFFSET_LOGMAR = 0.1
+
+
+@dataclass(frozen=True)
+class SliderModel:
+    """The choice model of a slider answer (module docstring): ``noise_logmar`` ``τ`` (logMAR,
+    > 0) and ``lapse`` ``ε`` in [0, 1) (a point named at random)."""
+
+    noise_logmar: float = 0.03
+    lapse: float = 0.05
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_logmar", check_number("noise_logmar", self.noise_logmar, 1e-4, 1.0))
+        object.__setattr__(self, "lapse", check_number("lapse", self.lapse, 0.0, 0.99))
+
+
+def choice_probabilities(va: np.ndarray, model: SliderModel) -> np.ndarray:
+    """``P(j) = (1 - ε) softmax_j(-VA_j / τ) + ε / n`` along the last axis of ``va (..., n)``
+    (logMAR): ``(..., n)``."""
+    va = np.asarray(va, dtype=float)
+    z = -va / model.noise_logmar
+    soft = np.exp(z - logsumexp(z, axis=-1, keepdims=True))
+    return (1.0 - model.lapse) * soft + model.lapse / va.shape[-1]
+
+
+def slider_probabilities(theta: np.ndarray, lenses, model: SliderModel) -> np.ndarray:
+    """``P(j | θ_i)`` for particles ``theta (N, d)`` and a path's lenses ``(n, 3)``: ``(N, n)``,
+    each row summing to 1."""
+    return choice_probabilities(acuity_logmar(theta, np.asarray(lenses, dtype=float).reshape(-1, 3)), model)
+
+
+# ---------------------------------------------------------------------------------- paths
+@dataclass(frozen=True)
+class KnobPath:
+    """A knob's path: ``knob`` (one of :data:`KNOBS`), the setting ``centre`` it turns from
+    (minus-cylinder form), the grid ``t`` (D, or degrees for the axis) and the lenses' power
+    vectors ``lenses`` ``((M, J0, J45), ...)``, one per ``t``."""
+
+    knob: str
+    centre: Prescription
+    t: tuple[float, ...]
+    lenses: tuple[tuple[float, float, float], ...]
+
+    def prescriptions(self) -> list[Prescription]:
+        """The phoropter settings along the path, in minus-cylinder form."""
+        return [PowerVector(*pv).to_prescription() for pv in self.lenses]
+
+    def power_vectors(self) -> np.ndarray:
+        """``(n, 3)`` power vectors (D)."""
+        return np.array(self.lenses, dtype=float)
+
+
+def _grid(half_range: float, step: float) -> np.ndarray:
+    k = int(math.floor(half_range / step + 1e-9))
+    return np.arange(-k, k + 1) * step
+
+
+def knob_path(knob: str, centre, *, half_range: float | None = None, step: float | None = None) -> KnobPath:
+    """The path of ``knob`` through ``centre`` (a :class:`Prescription`, or a power vector
+    ``(3,)``, read in minus-cylinder form): module docstring. ``half_range`` (D; degrees for
+    the axis) and ``step`` default to :data:`DEFAULT_HALF_RANGES` and :data:`DEFAULT_STEPS` (the
+    axis step never finer than :func:`~visiontune.refraction.lenses.axis_step_for` gives)."""
+    if knob not in KNOBS:
+        raise InvalidInputError(f"knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
+    if isinstance(centre, Prescription):
+        rx = centre.to_minus_cylinder()
+    else:
+        pv = points("centre", centre, 3)
+        if len(pv) != 1:
+            raise InvalidInputError(f"centre: expected one power vector (M, J0, J45), got {len(pv)}")
+        rx = PowerVector(*pv[0]).to_prescription()
+    limit = 90.0 if knob == "axis" else 10.0
+    half = check_number("half_range", DEFAULT_HALF_RANGES[knob] if half_range is None else half_range, 0.0, limit)
+    s, c, a = rx.sphere_d, rx.cylinder_d, rx.axis_deg
+    if knob == "axis":
+        if abs(c) < _MIN_AXIS_CYLINDER_D:
+            raise InvalidInputError(f"knob 'axis': the setting {rx.format()} has no cylinder to turn "
+                                    f"(|C| < {_MIN_AXIS_CYLINDER_D} D)")
+        default = axis_step_for(c, DEFAULT_STEPS["axis"])
+        st = check_number("step", default if step is None else step, 0.1, 90.0)
+        t = _grid(half, st)
+        cyl, axis, sph = np.full(len(t), c), normalise_axis_deg(a + t), np.full(len(t), s)
+    else:
+        st = check_number("step", DEFAULT_STEPS[knob] if step is None else step, 0.01, 10.0)
+        t = _grid(half, st)
+        if knob == "sphere":
+            sph, cyl = s + t, np.full(len(t), c)
+        else:
+            t = t[c + t <= 1e-9]
+            sph, cyl = np.full(len(t), s), c + t
+        axis = np.full(len(t), a)
+    if len(t) < 2:
+        raise InvalidInputError(f"knob {knob!r}: half_range {half} with step {st} gives {len(t)} point(s); "
+                                "a path needs at least 2")
+    two_a = np.radians(2.0 * np.asarray(axis, dtype=float))
+    pv = np.column_stack([sph + cyl / 2.0, -cyl / 2.0 * np.cos(two_a), -cyl / 2.0 * np.sin(two_a)])
+    lenses = tuple(tuple(float(x) + 0.0 for x in row) for row in pv)
+    return KnobPath(knob, rx, tuple(float(x) for x in t), lenses)
+
+
+# ---------------------------------------------------------------------------------- answers
+def _check_lenses(lenses) -> tuple[tuple[float, float, float], ...]:
+    arr = points("lenses", lenses, 3)
+    if len(arr) < 2:
+        raise InvalidInputError(f"lenses: a slider path needs at least 2 lenses, got {len(arr)}")
+    return tuple(tuple(float(x) + 0.0 for x in row) for row in arr)
+
+
+@dataclass(frozen=True)
+class SliderAnswer:
+    """One slider answer for :meth:`ParticlePosterior.observe
+    <visiontune.refraction.optics_model.ParticlePosterior.observe>`: the path's lenses (power
+    vectors ``((M, J0, J45), ...)``, D, in knob order), the letter size ``s`` (logMAR), the
+    index ``choice`` of the clearest lens and the choice ``model`` (module docstring)."""
+
+    lenses: tuple[tuple[float, float, float], ...]
+    s: float
+    choice: int
+    model: SliderModel = field(default_factory=SliderModel)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lenses", _check_lenses(self.lenses))
+        object.__setattr__(self, "s", check_number("s", self.s, -1.0, 2.0))
+        object.__setattr__(self, "choice", check_int("choice", self.choice, 0, len(self.lenses) - 1))
+        if not isinstance(self.model, SliderModel):
+            raise InvalidInputError(f"model: expected a SliderModel, got {type(self.model).__name__}")
+
+    @property
+    def batch_key(self) -> tuple:
+        return ("slider", self.model)
+
+    def log_likelihood(self, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``log P(choice | θ_i)`` per particle: ``(N,)``."""
+        return SliderAnswer.batch_log_likelihood([self], theta, spec)
+
+    @staticmethod
+    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``Σ_m log P(choice_m | θ_i)`` over slider ``answers`` of one model: ``(N,)``. Every
+        distinct lens is evaluated once; paths of different lengths are padded (a padded point
+        has probability 0)."""
+        model = answers[0].model
+        sizes = np.array([len(a.lenses) for a in answers])
+        flat = np.array([pv for a in answers for pv in a.lenses], dtype=float)
+        unique, inverse = np.unique(flat, axis=0, return_inverse=True)
+        va_unique = acuity_logmar(theta, unique)
+        width = int(sizes.max())
+        index = np.zeros((len(answers), width), dtype=int)
+        valid = np.arange(width)[None, :] < sizes[:, None]
+        index[valid] = inverse.reshape(-1)
+        z = -va_unique[:, index] / model.noise_logmar          # (N, m, width)
+        z = np.where(valid[None, :, :], z, -np.inf)
+        log_soft = z - logsumexp(z, axis=2, keepdims=True)
+        rows = np.arange(len(answers))
+        chosen = log_soft[:, rows, np.array([a.choice for a in answers])]   # (N, m)
+        if model.lapse == 0.0:
+            return chosen.sum(axis=1)
+        p = (1.0 - model.lapse) * np.exp(chosen) + model.lapse / sizes[None, :]
+        return np.log(p).sum(axis=1)
+
+
+def simulated_slider_choice(patient, lenses, model: SliderModel, rng: np.random.Generator) -> int:
+    """A simulated patient's slider answer: the index drawn from :func:`choice_probabilities` at
+    the patient's true acuity along the path (``patient.acuity_logmar`` of each lens, a
+    :class:`~visiontune.optics.SimulatedPatient`), from ``rng``."""
+    rng = check_rng(rng)
+    lens_rx = [PowerVector(*pv).to_prescription() for pv in _check_lenses(lenses)]
+    va = np.asarray(patient.acuity_logmar(lens_rx), dtype=float).reshape(-1)
+    p = choice_probabilities(va, model)
+    return int(rng.choice(len(p), p=p / p.sum()))
+
+
+# ---------------------------------------------------------------------------------- the knob to turn
+def slider_value(particles: np.ndarray, lenses, model: SliderModel, weights: np.ndarray | None = None) -> float:
+    """``tr Cov(P*) - Σ_j P(j) tr Cov(P* | j)`` (D²): the expected reduction of the posterior
+    variance of the correction by the answer to the path ``lenses (n, 3)``, exact over its ``n``
+    answers, for particles ``(N, d)`` with ``weights`` (default equal; normalised here)."""
+    theta = np.asarray(particles, dtype=float)
+    w = np.full(len(theta), 1.0 / len(theta)) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (len(theta),) or not np.all(w >= 0) or not w.sum() > 0:
+        raise InvalidInputError(f"weights: expected {len(theta)} non-negative weights, not all 0")
+    w = w / w.sum()
+    pv = theta[:, :3]
+    sq = np.sum(pv**2, axis=1)
+    now = float(w @ sq - np.sum((w @ pv) ** 2))
+    like = w[:, None] * slider_probabilities(theta, lenses, model)      # (N, n): w_i P(j | θ_i)
+    mass = np.maximum(like.sum(axis=0), 1e-300)
+    mean = (like.T @ pv) / mass[:, None]
+    after = float(np.sum(like.T @ sq - mass * np.sum(mean**2, axis=1)))
+    return now - after
+
+
+def _mutual_information_bits(particles: np.ndarray, lenses, model: SliderModel) -> float:
+    p = slider_probabilities(particles, lenses, model)
+    mean = p.mean(axis=0)
+    return float(-np.sum(mean * np.log2(mean)) + np.mean(np.sum(p * np.log2(p), axis=1)))
+
+
+@dataclass(frozen=True)
+class SliderQuery:
+    """The next slider question: the ``path`` of the knob, the letter size ``s_logmar``, its
+    ``value`` (expected reduction of ``tr Cov(P*)``, D²), the mutual information between the
+    answer and ``θ`` (bits) and every knob's value ``values`` (``((knob, D²), ...)``)."""
+
+    path: KnobPath
+    s_logmar: float
+    value: float
+    information_bits: float
+    values: tuple[tuple[str, float], ...]
+
+    @property
+    def knob(self) -> str:
+        return self.path.knob
+
+
+def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, model: SliderModel | None = None,
+                   steps: LensSteps | None = None, knobs=KNOBS, half_ranges: dict | None = None,
+                   s_grid=None, size_offset_logmar: float = SIZE_OFFSET_LOGMAR) -> SliderQuery:
+    """The best knob to turn (module docstring): the paths of ``knobs`` through the current
+    estimate rounded to a trial lens (``steps``, default :class:`LensSteps`; the sphere and
+    cylinder knobs click in its ``step_d``, 0.25 D when continuous), each scored by
+    :func:`slider_value` on a systematic subsample of the posterior (``rng``). ``half_ranges``:
+    ``{knob: half-range}`` overriding :data:`DEFAULT_HALF_RANGES`. The letter size is the
+    posterior mean of ``VA*`` plus ``size_offset_logmar``, the nearest of ``s_grid`` when given.
+    A knob without a path (the axis without a cylinder) is skipped."""
+    rng = check_rng(rng)
+    model = model or SliderModel()
+    steps = steps or LensSteps()
+    if not knobs or any(k not in KNOBS for k in knobs):
+        raise InvalidInputError(f"knobs: expected some of {', '.join(KNOBS)}, got {knobs!r}")
+    ranges = {**DEFAULT_HALF_RANGES, **(half_ranges or {})}
+    particles = posterior.subsample(min(DECISION_PARTICLES, posterior.spec.n_particles), rng)
+    centre = trial_lens(posterior.best_correction(), steps).to_minus_cylinder()
+    step_d = steps.step_d if steps.step_d > 0 else DEFAULT_STEPS["sphere"]
+    best, values = None, []
+    for knob in knobs:
+        if knob == "axis" and abs(centre.cylinder_d) < _MIN_AXIS_CYLINDER_D:
+            continue
+        path = knob_path(knob, centre, half_range=ranges[knob], step=None if knob == "axis" else step_d)
+        v = slider_value(particles, path.lenses, model)
+        values.append((knob, v))
+        if best is None or v > best[0]:
+            best = (v, path)
+    value, path = best
+    s = float(particles[:, VA0].mean()) + check_number("size_offset_logmar", size_offset_logmar, -0.5, 1.0)
+    if s_grid is not None:
+        grid = np.asarray(s_grid, dtype=float).reshape(-1)
+        s = float(grid[int(np.argmin(np.abs(grid - s)))])
+    info = _mutual_information_bits(particles, path.lenses, model)
+    return SliderQuery(path, s, float(value), info, tuple(values))
