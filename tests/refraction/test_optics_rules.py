@@ -10,13 +10,14 @@ import math
 import numpy as np
 import pytest
 
+from visiontune.errors import ProtocolError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import LensSteps, trial_lens
 from visiontune.refraction.loop import MemoryLog, make_engine
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.optics_rules import mutual_information_bits, within_radius
 from visiontune.refraction.policies import OPTICS_POLICIES
-from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
 PROTOCOL = load_protocol("clinical-sloan")
@@ -185,16 +186,7 @@ def test_estimate_is_the_best_correction_and_its_filed_trial_lens(start_name):
     origin = START_AXIS if start.rx is not None else 0.0
     rounded = trial_lens(centre, LensSteps(0.25, 5.0, "minus", origin))
     filed = est.rounded
-    # ... then made more plus by k >= 0 whole quarter-diopter sphere steps, the fewest that leave
-    # P(M* > M(filed) + 0.25 D) <= 2.5% (optics_engine._not_over_minus)
-    m, w = post.theta[:, 0], post.weights / post.weights.sum()
-    k = round((filed.sphere_d - rounded.sphere_d) / 0.25)
-    assert k >= 0 and math.isclose(filed.sphere_d, rounded.sphere_d + 0.25 * k, abs_tol=1e-9)
-    assert w @ (m > thibos(filed)[0] + 0.25) <= 0.025 + 1e-12
-    if k > 0:
-        assert w @ (m > thibos(filed)[0] - 0.25 + 0.25) > 0.025
-    unguarded = Prescription(rounded.sphere_d, filed.cylinder_d, filed.axis_deg)
-    if np.allclose(thibos(unguarded), thibos(rounded), atol=1e-9):
+    if np.allclose(thibos(filed), thibos(rounded), atol=1e-9):
         if start.rx is not None and rounded.cylinder_d != 0.0 and axis_gap(rounded.axis_deg, START_AXIS) > 1e-6:
             kept = Prescription(rounded.sphere_d, rounded.cylinder_d, START_AXIS)
             j = post.theta[:, 1:3]
@@ -202,7 +194,7 @@ def test_estimate_is_the_best_correction_and_its_filed_trial_lens(start_name):
             assert post.weights @ better >= 0.95
     else:
         assert start.rx is not None
-        assert filed.cylinder_d == rounded.cylinder_d
+        assert (filed.sphere_d, filed.cylinder_d) == (rounded.sphere_d, rounded.cylinder_d)
         assert axis_gap(filed.axis_deg, START_AXIS) < 1e-9
 
 
@@ -222,3 +214,34 @@ def test_within_radius_and_mutual_information_helpers():
     h = lambda x: -(x * np.log2(x) + (1 - x) * np.log2(1 - x))
     np.testing.assert_allclose(mutual_information_bits(p), h(p.mean(axis=0)) - h(p).mean(axis=0), rtol=1e-10)
     assert np.all(mutual_information_bits(np.tile(p[:1], (50, 1))) < 1e-12)  # identical particles: no information
+
+
+def test_the_over_minus_guard_files_the_fewest_plus_steps_that_bound_the_tail():
+    """``model.over_minus_guard = true``: the filed lens is the unguarded one made more plus by
+    the fewest whole 0.25 D sphere steps k >= 0 that leave P(M* > M(filed) + 0.25 D) <= 2.5%,
+    the cylinder and axis unchanged; off (the default), it is the unguarded lens."""
+    text = PROTOCOL.source_text.replace('type = "optics"', 'type = "optics"\nover_minus_guard = true')
+    guarded = parse_protocol(text, "guarded.toml")
+    assert guarded.model.over_minus_guard and not PROTOCOL.model.over_minus_guard
+    moved = 0
+    for start in STARTS.values():
+        for n in (3, 5, 8):
+            plain_engine, guard_engine = make_engine(PROTOCOL, start, SEED), make_engine(guarded, start, SEED)
+            trials = make_log("mixed", plain_engine, n=n).trials()
+            post = guard_engine.posterior(trials)
+            plain, filed = plain_engine.filed_lens(plain_engine.posterior(trials)), guard_engine.filed_lens(post)
+            m, w = post.theta[:, 0], post.weights / post.weights.sum()
+            k = round((filed.sphere_d - plain.sphere_d) / 0.25)
+            assert k >= 0 and math.isclose(filed.sphere_d, plain.sphere_d + 0.25 * k, abs_tol=1e-9)
+            assert (filed.cylinder_d, filed.axis_deg) == (plain.cylinder_d, plain.axis_deg)
+            assert w @ (m > thibos(filed)[0] + 0.25) <= 0.025 + 1e-12
+            if k > 0:  # one step less plus would break the bound
+                assert w @ (m > thibos(filed)[0]) > 0.025
+                moved += 1
+    assert moved > 0  # the wide posteriors of a few answers do move the lens
+
+
+def test_the_over_minus_guard_must_be_true_or_false():
+    text = PROTOCOL.source_text.replace('type = "optics"', 'type = "optics"\nover_minus_guard = "yes"')
+    with pytest.raises(ProtocolError, match="model.over_minus_guard: expected true or false"):
+        parse_protocol(text, "bad.toml")

@@ -110,8 +110,7 @@ class FinishView(QWidget):
         self.lens.setText(lens_text(rounded))
         exact = in_form(rx_from_dict(r["estimate"]), form)
         ci = r["credible_interval"]
-        self.caption.setText(f"Prescription found (trial-lens steps, no more minus than the answers allow, "
-                             f"{form}-cylinder form)")
+        self.caption.setText(f"Prescription found (rounded to trial-lens steps, {form}-cylinder form)")
         self.region.setText(f"{round(100 * ci['level'])}% credible region: {region_text(ci, rounded)}")
         start = r.get("starting_rx")
         start_rx = rx_from_dict(start)

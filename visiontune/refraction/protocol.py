@@ -19,7 +19,10 @@ starting prescription (any axis); ``search_space.max_step_d`` bounds how far a p
 may be from the current estimate (diopters, power-vector distance). Precision stop:
 ``stopping.precision.m_d`` and ``cylinder_vector_d``, the ``level`` posterior quantiles of
 ``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``; and ``stopping.min_information_bits``, the expected
-information of the next answer below which asking more is pointless.
+information of the next answer below which asking more is pointless. ``model.over_minus_guard``
+(default false): file no lens more minus than the correction by over 0.25 D with posterior
+probability above ``(1 - level) / 2`` (:meth:`~visiontune.refraction.optics_engine.OpticsEngine.filed_lens`;
+measured in docs/results/README.md: it costs more results within 0.25 D than it saves).
 
 **GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
 paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
@@ -126,8 +129,8 @@ class Stopping:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``) or ``"gp"`` (``kernel`` and
-    either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2)."""
+    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``) or ``"gp"``
+    (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2)."""
 
     type: str
     kernel: str | None = None
@@ -135,6 +138,7 @@ class ModelSpec:
     fit: str | None = None
     lapse: float = 0.04
     n_particles: int = 4000
+    over_minus_guard: bool = False
 
 
 @dataclass(frozen=True)
@@ -388,11 +392,15 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
     else:
         kind = "gp" if {"kernel", "hyperparameters", "fit"} & table.keys() else "optics"
     if kind == "optics":
-        r.table(table, "model.", set(), {"type", "lapse", "n_particles"})
+        r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard"})
+        guard = table.get("over_minus_guard", False)
+        if not isinstance(guard, bool):
+            raise r.fail("model.over_minus_guard", "true or false", guard)
         return ModelSpec(
             "optics",
             lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
+            over_minus_guard=guard,
         )
     r.table(table, "model.", {"kernel"}, {"type", "hyperparameters", "fit"})
     kernel = r.string(table["kernel"], "model.kernel", GP_KERNELS)
