@@ -9,6 +9,14 @@ import pytest
 from app_helpers import write_protocol
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _widget_application(qapp):
+    """A QApplication before any app test: a test that exports a PDF without widgets would
+    otherwise leave a QGuiApplication behind (report.pdf creates one when none runs), and a
+    later test's window could not be built on it (Qt aborts)."""
+    return qapp
+
+
 @pytest.fixture
 def paths(tmp_path):
     """Every file the app touches, in tmp_path; the app log configured there."""

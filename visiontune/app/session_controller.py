@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.texts import acuity_text, lens_text
@@ -82,7 +83,6 @@ FINISH_CONFIRM_S = 3.0
 #: The autopilot looks again after this many seconds while the engine or the plots are behind.
 AUTO_RETRY_S = 0.02
 
-Listener = Callable[[str, object], None]
 
 
 class Engine(Protocol):
@@ -111,7 +111,7 @@ class FinishedPage:
     truth: str = ""
 
 
-class SessionController:
+class SessionController(EventSource):
     """The session view's state (see the module doc). ``engine``: where commands go;
     ``pace_s``: the autopilot's pace, seconds (0: the simulated patient answers one step per
     key); ``exit_after``: announce ``"exit"`` after this many answers; ``export_dir``: the
@@ -126,7 +126,7 @@ class SessionController:
         self.exit_after = exit_after
         self.export_dir = export_dir
         self.clock = clock
-        self.listeners: list[Listener] = []
+        super().__init__()
         self.phase = Phase.FINISHED
         self.snapshot: Snapshot | None = None
         self.sim_patient: SimulatedPatient | None = None
@@ -145,17 +145,6 @@ class SessionController:
         self._recording = ""
         self._sim_session_id: int | None = None
         self._cylinder_form = "minus"
-
-    # ------------------------------------------------------------------ events out
-    def connect(self, listener: Listener) -> None:
-        self.listeners.append(listener)
-
-    def _emit(self, kind: str, value: object = None) -> None:
-        for listener in list(self.listeners):
-            listener(kind, value)
-
-    def say(self, message: str, timeout_ms: int = 6000) -> None:
-        self._emit("status", (message, timeout_ms))
 
     # ------------------------------------------------------------------ commands out
     def submit(self, name: str, payload: object = None) -> None:

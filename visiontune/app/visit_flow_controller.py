@@ -42,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Rejected
 from visiontune.app.visit_flow import (
     ANSWER_WORDS,
@@ -59,7 +60,6 @@ __all__ = ["Commands", "Listener", "VisitFlowController", "window_title"]
 
 log = logging.getLogger("visiontune.app")
 
-Listener = Callable[[str, object], None]
 
 
 class Commands(Protocol):
@@ -78,7 +78,7 @@ def window_title(view: VisitView) -> str:
     return f"VisionTune \u2014 visit {view.visit_id} \u00b7 {view.patient_id} \u00b7 {where}{sim}"
 
 
-class VisitFlowController:
+class VisitFlowController(EventSource):
     """The visit's state (see the module doc). ``commands``: where commands go; ``pace_s``: the
     autopilot's pace, seconds (0: the simulated patient answers one step per key);
     ``export_dir``: the folder a visit is exported to (asked when exporting)."""
@@ -88,21 +88,10 @@ class VisitFlowController:
         self.commands = commands
         self.pace_s = pace_s
         self.export_dir = export_dir
-        self.listeners: list[Listener] = []
+        super().__init__()
         self.view: VisitView | None = None
         #: A visit command is with the engine: no second answer meanwhile.
         self.pending = False
-
-    # ------------------------------------------------------------------ events out
-    def connect(self, listener: Listener) -> None:
-        self.listeners.append(listener)
-
-    def _emit(self, kind: str, value: object = None) -> None:
-        for listener in list(self.listeners):
-            listener(kind, value)
-
-    def say(self, message: str, timeout_ms: int = 6000) -> None:
-        self._emit("status", (message, timeout_ms))
 
     @property
     def visit_id(self) -> int | None:
