@@ -92,7 +92,8 @@ def test_check_rng_allow_seed():
         out = check_rng(seed, allow_seed=True)
         assert isinstance(out, np.random.Generator) and out.integers(10**9) == np.random.default_rng(7).integers(10**9)
     for bad, got in ((-1, "-1"), (True, "bool"), (1.0, "float"), (None, "NoneType")):
-        with pytest.raises(InvalidInputError, match=rf"^seed: expected a numpy.random.Generator or a seed .*, got {got}$"):
+        message = rf"^seed: expected a numpy.random.Generator or a seed .*, got {got}$"
+        with pytest.raises(InvalidInputError, match=message):
             check_rng(bad, "seed", allow_seed=True)
 
 

@@ -86,7 +86,8 @@ def maximize(
     ``z_i = (a_i - mean a) / sd a``; ``n_starts - 1`` starts drawn without replacement with
     probability ``exp(z_i) / sum_j exp(z_j)``, plus the best candidate; bounded L-BFGS-B from
     each, all starts in one run on the sum of their values (:func:`refine_in_box`; finite-difference
-    gradients when ``grad`` is false). Deterministic for a given ``rng`` state. Raises :class:`NumericalError` if the acquisition is not finite on the candidates.
+    gradients when ``grad`` is false). Deterministic for a given ``rng`` state. Raises
+    :class:`NumericalError` if the acquisition is not finite on the candidates.
     ``values_only(X) -> (m,)``: optional cheaper evaluation without gradients, used on the
     candidate set (e.g. a Thompson sample, whose Jacobian is costly). ``ftol``, ``gtol``:
     L-BFGS-B stopping tolerances (relative decrease of the summed value; projected gradient
