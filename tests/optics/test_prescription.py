@@ -126,6 +126,9 @@ def test_format():
     assert Prescription(-1.25, -0.5, 0).format() == "S -1.25 / C -0.50 x 180"
     assert Prescription(0.75, 0.0, 90).format() == "S +0.75 / C 0.00 x 90"
     assert Prescription(-0.0, -1.0, 12.5).format() == "S 0.00 / C -1.00 x 12.5"
+    # a simulated patient's axis to a tenth of a degree; one within 0.05 of 0 is the 180 meridian
+    assert Prescription(0.17, -0.58, 171.456).format() == "S +0.17 / C -0.58 x 171.5"
+    assert Prescription(-1.0, -0.5, 0.04).format() == "S -1.00 / C -0.50 x 180"
     assert Prescription(-1.25, -0.5, 0).format(unicode_minus=True) == "S \u22121.25 / C \u22120.50 x 180"
     assert str(Prescription(2, -1, 45)) == "S +2.00 / C -1.00 x 45"
 

@@ -212,7 +212,9 @@ class Prescription:
 
         Signs are always written (``+0.75``); zero is ``0.00``. ``unicode_minus=True`` writes
         the minus sign U+2212 instead of the ASCII hyphen. The axis is written without
-        decimals when it is a whole number. :meth:`parse` reads this text back.
+        decimals when it is a whole number, else to a tenth of a degree (a simulated patient's
+        axis: "x 171.5", not "x 171.456"; a trial lens's is whole). :meth:`parse` reads this text
+        back.
         """
         def power(x: float) -> str:
             text = f"{x:+.{decimals}f}"
@@ -220,7 +222,8 @@ class Prescription:
                 text = f"{0.0:.{decimals}f}"
             return text.replace("-", _MINUS) if unicode_minus else text
 
-        axis = f"{self.axis_deg:.0f}" if float(self.axis_deg).is_integer() else f"{self.axis_deg:g}"
+        tenth = round(float(self.axis_deg), 1)
+        axis = f"{180.0 if tenth == 0.0 else tenth:g}"
         return f"S {power(self.sphere_d)} / C {power(self.cylinder_d)} x {axis}"
 
     def __str__(self) -> str:
