@@ -15,6 +15,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import MemoryLog, Refraction, is_slider
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.result import parse_result
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import (
     Answer,
@@ -116,12 +117,19 @@ def test_undo_of_a_slider_and_a_wrong_kind_of_answer(store):
         assert session.next_query().index == q.index + 1
 
 
-def test_result_counts_the_sliders(store):
+def test_result_counts_the_sliders_and_the_report_reads_it(store, tmp_path, capsys):
     with _session(store) as session:
         result = session.run(_presenter())
         valid = session.trials()
     assert result["sliders_used"] == sum(is_slider(t) for t in valid) >= 1
     assert store.get_session(session.session_id).result["sliders_used"] == result["sliders_used"]
+    assert parse_result(result).sliders_used == result["sliders_used"]
+    too_many = result["trials_used"] - result["comparisons_used"] + 1
+    with pytest.raises(Exception, match=r"sliders_used: expected an integer in \[0, trials_used - comparisons_used"):
+        parse_result({**result, "sliders_used": too_many})
+    out = tmp_path / "report.json"
+    assert main(["report", str(session.session_id), "--db", str(store.path), "--json", str(out)]) == 0
+    assert out.exists()
 
 
 def test_the_store_refuses_half_a_slider(store):
