@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,3 +142,23 @@ def test_validate_with_comparisons_counts_them_and_the_patients_time(tmp_path, c
         assert r["patient_s"] == 5.0 * r["comparisons"] + 3.0 * (10 - r["comparisons"])
     row = json.loads((tmp_path / "clinical-validation-short-compare.json").read_text())["tables"]["adult-clinic"][0]
     assert row["median_comparisons"] == float(np.median([r["comparisons"] for r in runs]))
+
+
+def test_validate_with_sliders_counts_them_and_the_patients_time(tmp_path):
+    """A protocol that asks sliders too (the test protocol, 10 answers): each run records the
+    sliders asked, the patient's time counts them at 8 s, the page adds a sliders column."""
+    source = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
+    text = source.read_text().replace("max_trials = 120", "max_trials = 10").replace("min_trials = 20", "min_trials = 0")
+    text = text.replace('name = "test-sloan-compare-sliders"', 'name = "short-sliders"')
+    (tmp_path / "short-sliders.toml").write_text(text)
+    args = ["validate", "--protocol", str(tmp_path / "short-sliders.toml"), "--populations", "adult-clinic",
+            "--cases", "2", "--jobs", "1", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert main(args) == 0
+    page = (tmp_path / "clinical-validation-short-sliders.md").read_text()
+    assert "comparisons (median) | patient time (median, s) | sliders (median) |" in page
+    with ClinicStore(tmp_path / "clinical-validation-short-sliders.sqlite") as store:
+        runs = store.metrics("short-sliders-seed1", "adult-clinic", "evr", 2)
+    for r in runs:
+        assert r["answers"] == 10 and r["comparisons"] + r["sliders"] <= 10
+        letters = 10 - r["comparisons"] - r["sliders"]
+        assert r["patient_s"] == 5.0 * r["comparisons"] + 8.0 * r["sliders"] + 3.0 * letters

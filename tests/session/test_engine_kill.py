@@ -140,3 +140,50 @@ def test_a_session_with_comparisons_killed_and_resumed_is_the_uninterrupted_one(
         reference = [(t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in b.trials(1)]
         assert len(killed) == 24 and killed == reference
         assert a.get_session(sid).result["rounded"] == b.get_session(1).result["rounded"]
+
+
+def test_a_session_with_sliders_killed_and_resumed_is_the_uninterrupted_one(tmp_path):
+    """Letters and sliders (clinical-sloan with a [sliders] table): SIGKILLed twice and resumed to
+    its end, the session holds the same letters, sliders (knob, path, choice) and result as the
+    same session run without interruption."""
+    text = load_protocol("clinical-sloan").source_text.replace("max_trials = 120", "max_trials = 16")
+    proto_path = tmp_path / "sliders.toml"
+    proto_path.write_text(text.replace("min_trials = 20", "min_trials = 16") + "\n[sliders]\n")
+    db = tmp_path / "log.sqlite3"
+    rng = np.random.default_rng(11)
+    seen, sid = [], None
+    for k in range(2):
+        args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
+                else ["session", "resume", str(sid), "--simulate", "--patient-seed", str(k)])  # fmt: skip
+        child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and child.poll() is None:
+            if db.exists():
+                with TrialStore.open(db) as s:
+                    sessions = s.list_sessions()
+                    if sessions and len(s.trials(sessions[0].session_id)) >= len(seen) + 2:
+                        break
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 0.2))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        with TrialStore.open(db) as s:
+            sid = s.list_sessions()[0].session_id
+            trials = s.trials(sid, include_void=True)
+        assert trials[: len(seen)] == seen, "a committed answer changed or disappeared"
+        seen = trials
+    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
+    assert resume.wait(timeout=300) == 0
+    whole = tmp_path / "whole.sqlite3"
+    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db",
+                            str(whole), "--quiet"])  # fmt: skip
+    assert uninterrupted.wait(timeout=300) == 0
+    with TrialStore.open(db) as a, TrialStore.open(whole) as b:
+        def content(t):
+            return (t.lens, t.slider_knob, t.slider_lenses, t.slider_choice, t.letter_shown, t.correct)
+
+        killed, reference = [content(t) for t in a.trials(sid)], [content(t) for t in b.trials(1)]
+        assert len(killed) == 16 and killed == reference
+        assert any(t[3] is not None for t in killed)  # sliders were asked
+        assert a.get_session(sid).result["rounded"] == b.get_session(1).result["rounded"]
+        assert a.get_session(sid).result["sliders_used"] == sum(t[3] is not None for t in killed)

@@ -1,5 +1,6 @@
 """The schema-version mechanism, exercised with fake migrations on top of the real v1, the
-real v1 -> v2 migration (the visit tables) and v2 -> v3 (the answer of a comparison trial)."""
+real v1 -> v2 migration (the visit tables), v2 -> v3 (the answer of a comparison trial) and v3 -> v4
+(a slider trial: the knob, its path and the choice)."""
 
 from __future__ import annotations
 
@@ -43,15 +44,16 @@ def test_fake_v1_to_v2_migration_runs_once_and_keeps_data(tmp_path):
     path = tmp_path / "log.sqlite3"
     _v1_log(path)
     fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column), Migration(2, ("CREATE TABLE extra (x)",)),
-                             Migration(3, ("CREATE TABLE extra2 (x)",)))  # fmt: skip
+                             Migration(3, ("CREATE TABLE extra2 (x)",)),
+                             Migration(4, ("CREATE TABLE extra3 (x)",)))  # fmt: skip
     conn = _conn(path)
-    assert apply_migrations(conn, path, fake) == 4
-    assert read_schema_version(conn, path) == 4
+    assert apply_migrations(conn, path, fake) == 5
+    assert read_schema_version(conn, path) == 5
     assert conn.execute("SELECT id, year_of_birth FROM patients").fetchall() == [("P1", None)]
-    assert apply_migrations(conn, path, fake) == 4  # nothing left to do: no duplicate column error
+    assert apply_migrations(conn, path, fake) == 5  # nothing left to do: no duplicate column error
     conn.close()
-    # the real VisionTune (v3) refuses the v4 file
-    with pytest.raises(StoreError, match="schema version 4 is newer than this VisionTune supports"):
+    # the real VisionTune (v4) refuses the v5 file
+    with pytest.raises(StoreError, match="schema version 5 is newer than this VisionTune supports"):
         TrialStore.open(path)
 
 
@@ -100,7 +102,7 @@ def test_real_v1_log_migrates_to_v2_with_its_tables_and_rows_unchanged(tmp_path)
     assert _schema_sql(conn, V1_TABLES) == before_schema
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         assert store.list_visits() == []
     conn = _conn(path)
     assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before_rows} == before_rows
@@ -129,7 +131,7 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
     )
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == SCHEMA_VERSION
         (old,) = store.trials(1)
         assert (old.correct, old.comparison, old.lens2, old.lens.sphere_d) == (True, None, None, -1.0)
         with store.open_session(1) as handle:
@@ -148,3 +150,59 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
     conn.close()
     with pytest.raises(InvalidInputError, match="comparison: expected one of 1, 2, = with a second lens"):
         TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, comparison="1")
+
+
+_SLIDER_PATH = ('[{"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0}, '
+                '{"sphere_d": -1.0, "cylinder_d": -0.5, "axis_deg": 90.0}]')
+
+
+def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
+    """v4 adds ``trials.slider_knob``, ``slider_path``, ``slider_choice``: a v3 session's letter
+    and comparison read back the same (no slider), a slider can then be recorded and read, and
+    raw SQL that stores half a slider, an unknown knob, a choice off the path, a path that is not
+    a JSON list of two lenses or more, or a slider that is also a comparison is refused."""
+    path = tmp_path / "log.sqlite3"
+    conn = _conn(path)
+    assert apply_migrations(conn, path, MIGRATIONS[:3]) == 3
+    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
+    conn.execute(
+        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, created_at) "
+        "VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
+    )
+    conn.execute(
+        "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+        "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
+        "'2026-01-01T00:00:02+00:00')"
+    )
+    conn.execute(
+        "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, cylinder2_d, "
+        "axis2_deg, comparison, letter_shown, correct, presented_at, answered_at) VALUES (1, 1, 0.3, -1.0, -0.5, 90, "
+        "-0.5, -0.5, 90, '2', 'H', 0, '2026-01-01T00:00:03+00:00', '2026-01-01T00:00:04+00:00')"
+    )
+    conn.close()
+    with TrialStore.open(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 4
+        letter, comparison = store.trials(1)
+        assert (letter.comparison, letter.slider_knob, letter.slider_lenses, letter.slider_choice) == (None,) * 4
+        assert comparison.comparison == "2" and comparison.slider_choice is None
+        lenses = (Lens(-1.25, -0.5, 90), Lens(-1.0, -0.5, 90), Lens(-0.75, -0.5, 90))
+        with store.open_session(1) as handle:
+            t = handle.record_trial(TrialInput(0.2, lenses[1], "H", False, slider_knob="sphere", slider_lenses=lenses,
+                                               slider_choice=1))  # fmt: skip
+        read = store.trials(1)[2]
+        assert read == t and (read.slider_knob, read.slider_lenses, read.slider_choice) == ("sphere", lenses, 1)
+    conn = _conn(path)
+    columns = ("sphere2_d, cylinder2_d, axis2_deg, comparison, slider_knob, slider_path, slider_choice")
+    for values in (f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', NULL",   # half a slider
+                   f"NULL, NULL, NULL, NULL, 'power', '{_SLIDER_PATH}', 0",       # no such knob
+                   f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', 2",      # off the path
+                   "NULL, NULL, NULL, NULL, 'sphere', 'not json', 0",
+                   "NULL, NULL, NULL, NULL, 'sphere', '[{\"sphere_d\": 1}]', 0",  # one lens
+                   f"-0.5, -0.5, 90, '1', 'sphere', '{_SLIDER_PATH}', 0"):        # and a comparison
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+            conn.execute(
+                f"INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, {columns}, "
+                f"letter_shown, correct, presented_at, answered_at) VALUES (1, 3, 0.3, -1.0, -0.5, 90, {values}, "
+                "'H', 0, '2026-01-01T00:00:05+00:00', '2026-01-01T00:00:06+00:00')"
+            )
+    conn.close()

@@ -9,6 +9,10 @@ Keys (the session view shows this legend):
 - ``1`` / ``2`` / ``=``: the answer to a comparison ("which is clearer, 1 or 2?"): lens 1,
   lens 2, no difference. With the lenses being compared in a simulated session, ``Enter`` /
   ``Space`` types the simulated patient's answer.
+- ``Left`` / ``Right`` (or ``,`` / ``.``): a slider question ("turn the knob; where is it
+  clearest?", :mod:`visiontune.refraction.slider`): turn the knob one click along its path;
+  ``Enter`` / ``Space`` records the lens it is at as the patient's clearest. In a simulated
+  session the simulated patient's choice is shown and ``Enter`` / ``Space`` types it.
 - ``Backspace``: undo the last answer. ``P``: pause / resume. ``F``: finish (pressed twice).
 - ``Escape``: blank the patient screen.
 
@@ -31,6 +35,7 @@ class Phase(StrEnum):
     LENS = "lens"
     ANSWER = "answer"
     COMPARE = "compare"
+    SLIDE = "slide"
     PAUSED = "paused"
     STOPPED = "stopped"
     FINISHED = "finished"
@@ -43,6 +48,9 @@ class Action(StrEnum):
     ANSWER_CORRECT = "answer-correct"
     ANSWER_WRONG = "answer-wrong"
     ANSWER_COMPARISON = "answer-comparison"
+    SLIDER_LEFT = "slider-left"
+    SLIDER_RIGHT = "slider-right"
+    SLIDER_CHOOSE = "slider-choose"
     UNDO = "undo"
     PAUSE_TOGGLE = "pause-toggle"
     FINISH = "finish"
@@ -60,6 +68,9 @@ class Command:
 
 #: The keys of a comparison's answers: lens 1 clearer, lens 2 clearer, no difference.
 COMPARISON_KEYS = ("1", "2", "=")
+#: The keys that turn a slider's knob one click: key names, and the text of the unshifted ``<`` / ``>`` keys.
+SLIDER_LEFT_KEYS, SLIDER_RIGHT_KEYS = frozenset({"Left"}), frozenset({"Right"})
+SLIDER_LEFT_TEXT, SLIDER_RIGHT_TEXT = frozenset({",", "<"}), frozenset({".", ">"})
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,15 @@ def interpret_key(
         if name in ADVANCE_KEYS:
             return Command(Action.CONFIRM_LENS)
         return Rejected(f"Key {_label(name, text)} does nothing yet: set the lens, then press Enter or Space.")
+    if phase == Phase.SLIDE:
+        if name in SLIDER_LEFT_KEYS or char in SLIDER_LEFT_TEXT:
+            return Command(Action.SLIDER_LEFT)
+        if name in SLIDER_RIGHT_KEYS or char in SLIDER_RIGHT_TEXT:
+            return Command(Action.SLIDER_RIGHT)
+        if name in ADVANCE_KEYS:
+            return Command(Action.SIMULATED_ANSWER if simulated else Action.SLIDER_CHOOSE)
+        return Rejected(f"Key {_label(name, text)} does nothing here: turn the knob with ← / → (or , / .), "
+                        "press Enter where the letters are clearest.")  # fmt: skip
     if phase == Phase.COMPARE:
         if name in ADVANCE_KEYS and simulated:
             return Command(Action.SIMULATED_ANSWER)
@@ -142,7 +162,7 @@ def legend(letters: tuple[str, ...]) -> str:
     lines = [
         "Enter/Space  lens set, show letter",
         "letter keys  letter named    + / -  correct / incorrect" + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
-        "1 / 2 / =  comparison: lens 1 clearer / lens 2 clearer / no difference",
+        "1 / 2 / =  comparison    ← / → (, .)  turn the slider knob, Enter  clearest",
         "Backspace  undo    P  pause/resume    F F  finish    Esc  blank patient screen",
     ]
     if clash:

@@ -408,6 +408,8 @@ class MainWindow(QMainWindow):
             self._blank_patient()
         elif kind == "simulated_reply":
             self.session_view.simulated_reply.setText(value)
+        elif kind == "slider":
+            self.session_view.show_slider(value)
         elif kind == "opened":
             self._show_opened(value)
         elif kind == "busy_page":

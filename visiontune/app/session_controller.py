@@ -13,11 +13,14 @@ phase with a sentence for the status line, and nothing is sent)::
     FINISHED --start / resume sent--> BUSY --opened / updated--> LENS
     LENS    --Enter / Space: 'present' sent, the letter on the patient screen--> ANSWER
             (a comparison: --> COMPARE, the letter kept in view while lens 1 and lens 2 are shown)
+            (a slider: --> SLIDE, the knob at its starting lens, the letters kept in view)
     ANSWER  --letter / + / - / the simulated answer: 'record' sent--> BUSY
     COMPARE --1 / 2 / = / the simulated answer: 'record' sent--> BUSY
+    SLIDE   --Left / Right (or , / .): the knob one click along its path ("slider" announced)--> SLIDE
+    SLIDE   --Enter / Space (the lens the knob is at) / the simulated answer: 'record' sent--> BUSY
     BUSY    --updated--> LENS, or STOPPED (a stopping rule is met), or PAUSED
-    ANSWER, COMPARE --Escape: the patient screen blanked--> LENS
-    LENS, ANSWER, COMPARE, STOPPED --Backspace: 'undo' sent--> BUSY
+    ANSWER, COMPARE, SLIDE --Escape: the patient screen blanked--> LENS
+    LENS, ANSWER, COMPARE, SLIDE, STOPPED --Backspace: 'undo' sent--> BUSY
     any but FINISHED --P: 'pause' (or 'resume_paused' when PAUSED) sent--> BUSY
     any but FINISHED --F, then F again within FINISH_CONFIRM_S: 'finish' sent--> BUSY --finished--> FINISHED
     BUSY    --failed--> the phase before BUSY
@@ -25,12 +28,14 @@ phase with a sentence for the status line, and nothing is sent)::
 While BUSY the engine has the last command: an answer key is rejected, so an answer is never
 sent twice. ``present`` and ``open_store``/``list`` are sent without entering BUSY.
 
-The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPARE or STOPPED the
+The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPARE, SLIDE or STOPPED the
 controller asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event, a delay or
 None to cancel; the window runs the timer and calls :meth:`SessionController.auto_step`).
 A step confirms the lens, gives the simulated patient's answer
 (:func:`~visiontune.app.simulation.simulated_reply`; to a comparison
-:func:`~visiontune.refraction.loop.simulated_comparison`) or finishes a stopped session; it waits
+:func:`~visiontune.refraction.loop.simulated_comparison`; to a slider
+:func:`~visiontune.refraction.loop.simulated_slider`, the knob moved to its choice) or finishes a
+stopped session; it waits
 (:data:`AUTO_RETRY_S`) while a command is with the engine or the plots do not yet show the
 last answer.
 
@@ -44,6 +49,7 @@ Listeners are called ``listener(kind, value)`` with, in order of the change:
 - ``"prompt"`` :class:`Prompt`: the phase's caption, instruction and letter line;
 - ``"present"`` :class:`~visiontune.refraction.loop.PendingQuery` (or ``PendingComparison``): show
   its letter to the patient;
+- ``"slider"`` :class:`SliderView`: draw a slider's knob, its lenses and the one it is at;
 - ``"blank"`` None: blank the patient screen;
 - ``"simulated_reply"`` str: the simulated patient's answer line;
 - ``"autopilot"`` float or None: call :meth:`~SessionController.auto_step` after this many
@@ -70,11 +76,12 @@ from visiontune.app.texts import acuity_text, lens_text
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction.lenses import in_form
-from visiontune.refraction.loop import simulated_comparison
-from visiontune.session.engine import Answer, ComparisonReply, PendingComparison
+from visiontune.refraction.loop import simulated_comparison, simulated_slider
+from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.records import SessionState
 
-__all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController"]
+__all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController",
+           "SliderView", "slider_lines"]  # fmt: skip
 
 log = logging.getLogger("visiontune.app")
 
@@ -100,6 +107,33 @@ class Prompt:
     instruction: str
     caption: str | None = None
     letter: str | None = None
+
+
+@dataclass(frozen=True)
+class SliderView:
+    """A slider on screen: the ``knob``, its ``lenses`` (clinic's cylinder form, knob order),
+    ``position`` (the lens the knob is at), ``start`` (where it started) and the simulated
+    patient's ``simulated_choice`` (None for a real patient)."""
+
+    knob: str
+    lenses: tuple[Prescription, ...]
+    position: int
+    start: int
+    simulated_choice: int | None = None
+
+    def lines(self) -> list[str]:
+        return slider_lines(self)
+
+
+def slider_lines(view: SliderView) -> list[str]:
+    """One line per lens of the knob's path: the one the knob is at marked ``▶``, the start
+    ``(start)``, the simulated patient's choice ``(simulated: clearest)``."""
+    out = []
+    for i, lens in enumerate(view.lenses):
+        notes = [n for n, on in (("start", i == view.start), ("simulated: clearest", i == view.simulated_choice)) if on]
+        mark = "▶" if i == view.position else " "
+        out.append(f"{mark} {i + 1:2d}  {lens_text(lens)}" + (f"  ({', '.join(notes)})" if notes else ""))
+    return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,9 @@ class SessionController(EventSource):
         self.sim_reply: SimulatedReply | None = None
         #: The simulated patient's answer to the comparison on screen (``"1"``, ``"2"`` or ``"="``).
         self.sim_choice: str | None = None
+        #: The slider on screen: where its knob is, and the simulated patient's choice.
+        self.slider_position: int | None = None
+        self.sim_slider: int | None = None
         self.answers_this_run = 0
         #: The estimate drawn last (set by the window when it draws one) and the latest not yet drawn.
         self.last_estimate: EstimateView | None = None
@@ -198,7 +235,7 @@ class SessionController(EventSource):
         self.snapshot = snap
         if self.last_command == "record":
             self.answers_this_run += 1
-        self.sim_reply = self.sim_choice = None
+        self.sim_reply = self.sim_choice = self.slider_position = self.sim_slider = None
         self._emit("snapshot", snap)
         if snap.state == SessionState.PAUSED:
             self._enter(Phase.PAUSED)
@@ -253,7 +290,18 @@ class SessionController(EventSource):
     def _enter(self, phase: Phase) -> None:
         self.phase = phase
         snap = self.snapshot
-        if phase == Phase.LENS and isinstance(snap.query, PendingComparison):
+        if phase == Phase.LENS and isinstance(snap.query, PendingSlider):
+            q = snap.query
+            start = lens_text(self._form(q.start_lens))
+            self._emit("prompt", Prompt(f"Set the {q.knob} knob at its starting lens ({start}), then press Enter "
+                                        "(or Space) to show the letters.",
+                                        caption=f"Trial {snap.n_trials + 1}: turn the {q.knob} knob"))  # fmt: skip
+        elif phase == Phase.SLIDE:
+            q = snap.query
+            self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient reads; "
+                                        "press Enter (or Space) at the lens where the letters are clearest.",
+                                        letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}"))
+        elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             self._emit("prompt", Prompt("Set lens 1 and lens 2 (phoropter or trial frame), then press Enter (or "
                                         "Space) to show the letter.",
                                         caption=f"Trial {snap.n_trials + 1}: compare lens 1 and lens 2"))  # fmt: skip
@@ -279,7 +327,7 @@ class SessionController(EventSource):
     def auto_delay_s(self) -> float | None:
         """When the autopilot steps next from this phase (None: it does not)."""
         if self.sim_patient is None or self.pace_s <= 0 or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE,
-                                                                              Phase.STOPPED):  # fmt: skip
+                                                                              Phase.SLIDE, Phase.STOPPED):  # fmt: skip
             return None
         return self.pace_s
 
@@ -293,7 +341,7 @@ class SessionController(EventSource):
             return
         if self.phase == Phase.LENS:
             self.perform(Command(Action.CONFIRM_LENS), "auto")
-        elif self.phase in (Phase.ANSWER, Phase.COMPARE):
+        elif self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE):
             self.perform(Command(Action.SIMULATED_ANSWER), "auto")
         elif self.phase == Phase.STOPPED:
             self._finish(self.snapshot.stop_reason)
@@ -317,11 +365,19 @@ class SessionController(EventSource):
         log.info("%s -> %s%s (phase %s)", source, action.value, detail, self.phase.value)
         if action == Action.BLANK:
             self._emit("blank")
-            if self.phase in (Phase.ANSWER, Phase.COMPARE):
+            if self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE):
                 self._enter(Phase.LENS)
             self.say("Patient screen blanked.")
         elif action == Action.CONFIRM_LENS:
             self._show_letter()
+        elif action in (Action.SLIDER_LEFT, Action.SLIDER_RIGHT):
+            self._turn(-1 if action == Action.SLIDER_LEFT else 1)
+        elif action == Action.SLIDER_CHOOSE:
+            self._choose(self.slider_position, "")
+        elif action == Action.SIMULATED_ANSWER and self.phase == Phase.SLIDE:
+            self.slider_position = self.sim_slider
+            self._emit("slider", self._slider_view())
+            self._choose(self.sim_slider, "simulated patient says ")
         elif action == Action.SIMULATED_ANSWER and self.phase == Phase.COMPARE:
             self._record(ComparisonReply(self.sim_choice), f"simulated patient says {_choice_text(self.sim_choice)}")
         elif action == Action.SIMULATED_ANSWER:
@@ -361,6 +417,16 @@ class SessionController(EventSource):
         q = snap.query
         self._emit("present", q)
         self.send("present")
+        if isinstance(q, PendingSlider):
+            self.slider_position = q.start
+            if self.sim_patient is not None:
+                self.sim_slider = simulated_slider(self.sim_patient, q)
+            self._enter(Phase.SLIDE)
+            self._emit("slider", self._slider_view())
+            if self.sim_slider is not None:
+                self._emit("simulated_reply", f"Simulated patient says: clearest at lens {self.sim_slider + 1} "
+                                              f"({lens_text(self._form(q.lenses[self.sim_slider]))})")  # fmt: skip
+            return
         if isinstance(q, PendingComparison):
             self._enter(Phase.COMPARE)
             if self.sim_patient is not None:
@@ -373,7 +439,32 @@ class SessionController(EventSource):
                                              letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
             self._emit("simulated_reply", f"Simulated patient says: {self.sim_reply.letter_named}")
 
-    def _record(self, answer: Answer | ComparisonReply, what: str) -> None:
+    def _form(self, lens: Prescription) -> Prescription:
+        return in_form(lens, self._cylinder_form)
+
+    def _slider_view(self) -> SliderView:
+        q = self.snapshot.query
+        lenses = tuple(self._form(x) for x in q.lenses)
+        return SliderView(q.knob, lenses, self.slider_position, q.start, self.sim_slider)
+
+    def _turn(self, step: int) -> None:
+        """The knob one click along its path (it stops at either end)."""
+        q = self.snapshot.query
+        position = self.slider_position + step
+        if not 0 <= position < len(q.lenses):
+            self.say(f"The {q.knob} knob is at the end of its path "
+                     f"(lens {self.slider_position + 1} of {len(q.lenses)}).")
+            return
+        self.slider_position = position
+        self._emit("slider", self._slider_view())
+        self.say(f"Knob at lens {position + 1} of {len(q.lenses)}: {lens_text(self._form(q.lenses[position]))}.")
+
+    def _choose(self, position: int, who: str) -> None:
+        q = self.snapshot.query
+        lens = lens_text(self._form(q.lenses[position]))
+        self._record(SliderReply(position), f"{who}clearest at lens {position + 1} of {len(q.lenses)} ({lens})")
+
+    def _record(self, answer: Answer | ComparisonReply | SliderReply, what: str) -> None:
         self._emit("blank")
         self._recording = f"Answer {self.snapshot.n_trials + 1} recorded: {what}."
         self.say(f"Recording answer {self.snapshot.n_trials + 1}: {what}\u2026")

@@ -47,12 +47,19 @@ from visiontune.app.worker_values import (
 from visiontune.errors import InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
-from visiontune.refraction.loop import simulated_comparison
+from visiontune.refraction.loop import is_slider, simulated_comparison, simulated_slider
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.report import export_record, load_session
 from visiontune.report.export import ExportPaths
-from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, RefractionSession
+from visiontune.session.engine import (
+    Answer,
+    ComparisonReply,
+    PendingComparison,
+    PendingSlider,
+    RefractionSession,
+    SliderReply,
+)
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
@@ -254,7 +261,8 @@ class SessionHost:
         psychometric = s.psychometric(est.lens)
         amap = s.acuity_map()
         form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
-        letters = [t for t in valid if t.comparison is None]  # the map shows letter answers; comparisons have two lenses
+        # the map shows letter answers; comparisons have two lenses, sliders a path
+        letters = [t for t in valid if t.comparison is None and not is_slider(t)]
         trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
                            for t in letters for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
         curve = tuple(sorted(self._curve.items()))
@@ -277,7 +285,11 @@ class SessionHost:
         trial = s.record(answer)  # committed to the trial log when this returns
         self._emit("recorded", trial)
         form = s.protocol.lenses.cylinder_form
-        if trial.comparison is not None:
+        if is_slider(trial):
+            log.info("session %d trial %d: s=%+.2f logMAR, slider %s, clearest %s (%d of %d)", s.session_id,
+                     trial.index, trial.s_logmar, trial.slider_knob, in_form(stored_lens(trial.lens), form).format(),
+                     trial.slider_choice + 1, len(trial.slider_lenses))  # fmt: skip
+        elif trial.comparison is not None:
             log.info("session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s", s.session_id,
                      trial.index, trial.s_logmar, in_form(stored_lens(trial.lens), form).format(),
                      in_form(stored_lens(trial.lens2), form).format(), trial.comparison)  # fmt: skip
@@ -407,7 +419,9 @@ def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int 
                 break
             q = snap.query
             host.handle("present", None)
-            if isinstance(q, PendingComparison):
+            if isinstance(q, PendingSlider):
+                host.handle("record", SliderReply(simulated_slider(patient, q)))
+            elif isinstance(q, PendingComparison):
                 host.handle("record", ComparisonReply(simulated_comparison(patient, q)))
             else:
                 reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,

@@ -22,10 +22,11 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgres
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
+from visiontune.app.session_controller import SliderView
 from visiontune.app.texts import acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
-from visiontune.refraction.loop import PendingComparison
+from visiontune.refraction.loop import PendingComparison, PendingSlider
 
 __all__ = ["EYE_COLOURS", "SIMULATED_TEXT", "SessionView", "acuity_text", "eye_badge_style", "eye_text", "key_name",
            "lens_text"]  # fmt: skip
@@ -102,7 +103,11 @@ class SessionView(QWidget):
         self.instruction.setWordWrap(True)
         self.letter = _label("", 20, True, "letterLabel")
         self.simulated_reply = _label("", 14, False, "simulatedReply")
-        self.legend = _label("", 9, False, "keyLegend", lines=4)  # keys.legend: 3 lines, 4 with clashes
+        # a slider's path: its lenses in knob order, the one the knob is at highlighted (empty otherwise)
+        self.slider_path = _label("", 10, False, "sliderPath", lines=3)
+        self.slider_path.setWordWrap(True)
+        self.slider_path.setTextFormat(Qt.TextFormat.RichText)
+        self.legend = _label("", 9, False, "keyLegend", lines=4)  # keys.legend: 4 lines, 5 with clashes
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
 
         self.progress = _label("", 13, True, "progress")
@@ -127,7 +132,14 @@ class SessionView(QWidget):
             w.setWordWrap(True)
 
         left = QVBoxLayout()
-        for w in (self.eye_badge, self.header, self.lens_caption, self.lens, self.instruction, self.letter, self.simulated_reply):
+        # the slider's path beside the lens (no taller page: the plots keep their size)
+        lens_row = QHBoxLayout()
+        lens_row.addWidget(self.lens, 0)
+        lens_row.addWidget(self.slider_path, 1)
+        for w in (self.eye_badge, self.header, self.lens_caption):
+            left.addWidget(w)
+        left.addLayout(lens_row)
+        for w in (self.instruction, self.letter, self.simulated_reply):
             left.addWidget(w)
         left.addStretch(1)
         left.addWidget(self.legend)
@@ -194,11 +206,28 @@ class SessionView(QWidget):
             self.precision.setText("Precision stop: after the first answer")
             self.precision_bar.setValue(0)
         q = snap.query
-        if isinstance(q, PendingComparison):
+        self.slider_path.setText("")
+        if isinstance(q, PendingSlider):
+            lenses = tuple(in_form(x, snap.cylinder_form) for x in q.lenses)
+            self.show_slider(SliderView(q.knob, lenses, q.start, q.start))
+        elif isinstance(q, PendingComparison):
             self.lens.setText(f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"
                               f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}")  # fmt: skip
         elif q is not None:
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
+
+    def show_slider(self, view: SliderView) -> None:
+        """A slider's knob: the lens it is at, large; its path beside it, that lens highlighted
+        (the start and the simulated patient's choice noted)."""
+        self.lens.setText(f"{view.knob}: {lens_text(view.lenses[view.position])}")
+        parts = []
+        for i, lens in enumerate(view.lenses):
+            text = lens_text(lens) + (" (start)" if i == view.start else "")
+            text += " (simulated: clearest)" if i == view.simulated_choice else ""
+            if i == view.position:
+                text = f"<span style='background:#ffe08a; font-weight:bold'>&#9654; {text}</span>"
+            parts.append(text)
+        self.slider_path.setText(" &middot; ".join(parts))
 
     @property
     def plots(self) -> tuple:

@@ -155,6 +155,8 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
     m.update(_coverage(refraction, truth))
     if refraction.protocol.comparisons is not None:
         m.update({"comparisons": int(result["comparisons_used"]), "patient_s": refraction.patient_seconds()})
+    if refraction.protocol.sliders is not None:
+        m.update({"sliders": int(result["sliders_used"]), "patient_s": refraction.patient_seconds()})
     if case.start_rx is not None:
         sd, sm, sj = _distance(case.start_rx.power_vector_array(), truth)
         m.update({"start_error_d": sd, "start_error_m_d": sm, "start_error_j_d": sj,
@@ -268,6 +270,7 @@ class Summary:
     over_minus_young: int | None = None
     median_comparisons: float | None = None
     median_patient_s: float | None = None
+    median_sliders: float | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -306,6 +309,10 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
     if mixed:
         common.update(median_comparisons=float(np.median([r["comparisons"] for r in mixed])),
                       median_patient_s=float(np.median([r["patient_s"] for r in mixed])))  # fmt: skip
+    slid = [r for r in runs if "sliders" in r]
+    if slid:
+        common.update(median_sliders=float(np.median([r["sliders"] for r in slid])),
+                      median_patient_s=float(np.median([r["patient_s"] for r in slid])))  # fmt: skip
     return Summary(**common, median_answers=float(np.median([r["answers"] for r in runs])), stops=stops,
                    coverage=coverage, decision_ms_median=float(np.median(times)) if times.size else None,
                    decision_ms_p99=float(np.percentile(times, 99)) if times.size else None,

@@ -149,8 +149,13 @@ def run_protocol(args: argparse.Namespace) -> int:
 
     def progress(trial, r):
         if not args.quiet:
-            print(f"SIMULATED trial {trial.index + 1}: s {trial.s_logmar:+.2f} logMAR, lens {trial.lens.format()}, "
-                  f"{'correct' if trial.correct else 'wrong'}", file=sys.stderr, flush=True)  # fmt: skip
+            if getattr(trial, "slider_choice", None) is not None:
+                what = (f"slider {trial.slider_knob}, clearest at {trial.lens.format()} "
+                        f"({trial.slider_choice + 1} of {len(trial.slider_lenses)})")  # fmt: skip
+            else:
+                what = f"lens {trial.lens.format()}, {'correct' if trial.correct else 'wrong'}"
+            print(f"SIMULATED trial {trial.index + 1}: s {trial.s_logmar:+.2f} logMAR, {what}", file=sys.stderr,
+                  flush=True)  # fmt: skip
 
     result = refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), progress=progress,
                             max_steps=args.trials)  # fmt: skip
@@ -160,7 +165,8 @@ def run_protocol(args: argparse.Namespace) -> int:
         _write(args.json, json.dumps({"simulated_patient": case.to_dict(), "result": result}, indent=1) + "\n")
     found = Prescription(**result["rounded"])
     truth = case.true_rx.power_vector_array()
-    compared = f" ({result['comparisons_used']} comparisons)" if "comparisons_used" in result else ""
+    kinds = [f"{result[k]} {k.split('_')[0]}" for k in ("comparisons_used", "sliders_used") if k in result]
+    compared = f" ({', '.join(kinds)})" if kinds else ""
     print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
           f"stopped by {result['stopped_by']}, seed {args.seed})")
     print(f"  true correction:  {case.true_rx.format()}")

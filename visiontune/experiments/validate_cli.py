@@ -130,17 +130,19 @@ def _num(x: float | None, fmt: str = ".2f") -> str:
 
 
 def table_markdown(rows) -> str:
-    """The population's table; sessions that asked comparisons add their count and the
+    """The population's table; sessions that asked comparisons or sliders add their counts and the
     patient's time (medians; each answer at the protocol's duration)."""
-    mixed = any(r.median_comparisons is not None for r in rows)
+    mixed = any(r.median_comparisons is not None or r.median_sliders is not None for r in rows)
+    slid = any(r.median_sliders is not None for r in rows)
     head = ("| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
             "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
             "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D |")
     if mixed:
-        head += " comparisons (median) | patient time (median, s) |"
-    lines = [head, "|" + " --- |" * (17 if mixed else 15)]
+        head += " comparisons (median) | patient time (median, s) |" + (" sliders (median) |" if slid else "")
+    lines = [head, "|" + " --- |" * (15 + 2 * mixed + slid)]
     for r in rows:
         extra = f" {_num(r.median_comparisons, '.0f')} | {_num(r.median_patient_s, '.0f')} |" if mixed else ""
+        extra += f" {_num(r.median_sliders, '.0f')} |" if slid else ""
         stops = "-" if r.stops is None else ", ".join(f"{k} {v}" for k, v in sorted(r.stops.items()))
         cov = "-" if r.coverage is None else " / ".join(_pct(r.coverage.get(f"covered_{k}")) for k in (50, 80, 95))
         times = "-" if r.decision_ms_median is None else f"{r.decision_ms_median:.1f} / {r.decision_ms_p99:.1f}"

@@ -23,6 +23,16 @@ value per second of the patient's time): :meth:`Refraction.next_query` then retu
 its answer (``comparison``); ``letter_shown`` is the letter kept in view, ``correct`` is True when
 lens 1 was the clearer. Its candidates draw from the stream of purpose
 :data:`COMPARISON_STREAM`. The budget counts answers of both kinds.
+
+**Sliders.** A protocol with a ``[sliders]`` table (optics model only) may also ask "turn the
+knob; where is it clearest?" (:mod:`visiontune.refraction.slider`): :meth:`Refraction.next_query`
+then returns a :class:`PendingSlider` (the knob, the lenses of its path in the clinic's cylinder
+form, the position it starts at) and :meth:`Refraction.record` takes a :class:`SliderReply` (the
+index of the clearest lens). The log records it as a trial with the path (``slider_knob``,
+``slider_lenses``) and the choice (``slider_choice``); ``lens`` is the lens chosen, ``letter_shown``
+the letter kept in view and ``correct`` is True when the knob's starting lens was the clearest.
+Its draws come from the stream of purpose :data:`SLIDER_STREAM`; the budget counts it as one
+answer, :meth:`Refraction.patient_seconds` at the protocol's ``slider_seconds``.
 """
 
 from __future__ import annotations
@@ -37,15 +47,17 @@ import numpy as np
 from visiontune import __version__
 from visiontune.display.optotypes import load_letter_set
 from visiontune.errors import InvalidInputError, SessionError
-from visiontune.optics import Prescription
+from visiontune.optics import PowerVector, Prescription
 from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.gp_engine import GPEngine
-from visiontune.refraction.lenses import LensSteps
+from visiontune.optics.patient import TRIAL_KEY
+from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
+from visiontune.refraction.slider import KNOBS, SliderModel, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
 
 __all__ = [
@@ -56,13 +68,17 @@ __all__ = [
     "MemoryLog",
     "PendingComparison",
     "PendingQuery",
+    "PendingSlider",
     "Refraction",
     "SimulatedPresenter",
+    "SliderReply",
     "make_engine",
 ]
 
 #: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
-POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM, COMPARISON_STREAM = 0, 1, 2, 3, 4
+POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM, COMPARISON_STREAM, SLIDER_STREAM = 0, 1, 2, 3, 4, 5
+#: Sub-key of a simulated patient's slider answers (after ``[seed, k, TRIAL_KEY]``; 1: duels, 2: comparisons).
+SIMULATED_SLIDER_KEY = 3
 #: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
 STOP_REASONS = ("budget", "precision", "information", "clinician")
 
@@ -106,6 +122,41 @@ class ComparisonReply:
 
 
 @dataclass(frozen=True)
+class PendingSlider:
+    """The next slider question: trial ``index`` (void trials counted), the letter size
+    ``s_logmar`` the patient reads, the ``knob`` turned (``"sphere"``, ``"cylinder"`` or
+    ``"axis"``), the ``lenses`` of its path (trial lenses in the clinic's cylinder form, in knob
+    order), ``start`` (the index of the lens the knob starts at: the current estimate), the
+    ``letter`` line shown and the expected information of the answer (bits)."""
+
+    index: int
+    s_logmar: float
+    knob: str
+    lenses: tuple[Prescription, ...]
+    start: int
+    letter: str
+    information_bits: float | None = None
+
+    @property
+    def start_lens(self) -> Prescription:
+        return self.lenses[self.start]
+
+
+@dataclass(frozen=True)
+class SliderReply:
+    """The patient's slider answer: ``choice``, the index on the path of the lens where the
+    letters were clearest (checked against the pending path when recorded)."""
+
+    choice: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.choice, bool) or not isinstance(self.choice, (int, np.integer)) or self.choice < 0:
+            raise InvalidInputError(f"choice: expected the index of a lens on the path (an integer >= 0), "
+                                    f"got {self.choice!r}")  # fmt: skip
+        object.__setattr__(self, "choice", int(self.choice))
+
+
+@dataclass(frozen=True)
 class Answer:
     """What the patient did: ``letter_named`` (scored against the letter shown; ``None`` for
     "don't know", scored wrong) or, without a letter, ``correct`` as typed by the clinician."""
@@ -116,7 +167,8 @@ class Answer:
 
 @dataclass(frozen=True)
 class LoggedTrial:
-    """One answer in a :class:`MemoryLog`; a comparison has ``lens2`` and ``comparison`` (its answer)."""
+    """One answer in a :class:`MemoryLog`; a comparison has ``lens2`` and ``comparison`` (its answer),
+    a slider ``slider_knob``, ``slider_lenses`` (its path) and ``slider_choice`` (module docstring)."""
 
     index: int
     s_logmar: float
@@ -129,11 +181,40 @@ class LoggedTrial:
     void: bool = False
     lens2: Prescription | None = None
     comparison: str | None = None
+    slider_knob: str | None = None
+    slider_lenses: tuple[Prescription, ...] | None = None
+    slider_choice: int | None = None
 
 
 def is_comparison(trial) -> bool:
     """Whether a logged trial (of any log) is a comparison."""
     return getattr(trial, "comparison", None) is not None
+
+
+def is_slider(trial) -> bool:
+    """Whether a logged trial (of any log) is a slider answer."""
+    return getattr(trial, "slider_choice", None) is not None
+
+
+def check_slider(knob, lenses, choice, lens2=None, comparison=None) -> tuple | None:
+    """``(knob, lenses, choice)`` of a slider trial checked (all three given or none; not a
+    comparison too), or ``None`` for another kind; :class:`InvalidInputError` otherwise."""
+    given = (knob is not None, lenses is not None, choice is not None)
+    if not any(given):
+        return None
+    if not all(given):
+        raise InvalidInputError(f"slider: expected the knob, its lenses and the choice together, got knob {knob!r}, "
+                                f"lenses {lenses!r}, choice {choice!r}")  # fmt: skip
+    if lens2 is not None or comparison is not None:
+        raise InvalidInputError("slider: a trial is a slider or a comparison, not both")
+    if knob not in KNOBS:
+        raise InvalidInputError(f"slider_knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
+    lenses = tuple(lenses)
+    if len(lenses) < 2 or not all(isinstance(x, Prescription) for x in lenses):
+        raise InvalidInputError(f"slider_lenses: expected at least 2 Prescriptions, got {lenses!r}")
+    if isinstance(choice, bool) or not isinstance(choice, (int, np.integer)) or not 0 <= choice < len(lenses):
+        raise InvalidInputError(f"slider_choice: expected an index in [0, {len(lenses) - 1}], got {choice!r}")
+    return knob, lenses, int(choice)
 
 
 class MemoryLog:
@@ -149,12 +230,16 @@ class MemoryLog:
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
     def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None, *,
-               lens2=None, comparison=None) -> LoggedTrial:  # fmt: skip
+               lens2=None, comparison=None, slider_knob=None, slider_lenses=None,
+               slider_choice=None) -> LoggedTrial:  # fmt: skip
         self._require("record an answer", "open")
         if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
             raise InvalidInputError(f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})")
+        slider = check_slider(slider_knob, slider_lenses, slider_choice, lens2, comparison)
+        knob, lenses, choice = slider or (None, None, None)
         trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
-                            presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison)  # fmt: skip
+                            presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison,
+                            slider_knob=knob, slider_lenses=lenses, slider_choice=choice)  # fmt: skip
         self._trials.append(trial)
         return trial
 
@@ -185,10 +270,12 @@ class MemoryLog:
 
 def make_engine(protocol: Protocol, start: StartingPoint, seed: int):
     """The engine of the protocol's model: :class:`OpticsEngine` (:class:`MixedOpticsEngine`
-    when the protocol asks comparisons) or :class:`GPEngine`."""
+    when the protocol asks comparisons or sliders; sliders without comparisons weigh letters
+    against sliders, comparisons off) or :class:`GPEngine`."""
     if protocol.model.type == "optics":
-        if protocol.comparisons is not None:
-            return MixedOpticsEngine(protocol, start, seed, protocol.comparisons)
+        if protocol.comparisons is not None or protocol.sliders is not None:
+            settings = protocol.comparisons or MixedSettings(comparisons=False)
+            return MixedOpticsEngine(protocol, start, seed, settings, protocol.sliders)
         return OpticsEngine(protocol, start, seed)
     return GPEngine(protocol)
 
@@ -239,17 +326,21 @@ class Refraction:
             raise SessionError(f"cannot {action}: the session is {self.state}")
 
     # ------------------------------------------------------------------ trials
-    def next_query(self) -> PendingQuery | PendingComparison:
+    def next_query(self) -> PendingQuery | PendingComparison | PendingSlider:
         """The next presentation (computed once, then cached until the log changes): a letter
-        (:class:`PendingQuery`) or, when the protocol asks comparisons, maybe a
-        :class:`PendingComparison`."""
+        (:class:`PendingQuery`) or, when the protocol asks comparisons or sliders, maybe a
+        :class:`PendingComparison` or a :class:`PendingSlider`."""
         self._require_open("propose a query")
         if self._pending is None:
             k = len(self.trials(include_void=True))
             letter = self.letters[int(self._rng(k, LETTER_STREAM).integers(len(self.letters)))]
             if isinstance(self.engine, MixedOpticsEngine):
                 choice = self.engine.propose_mixed(self.trials(), self._rng(k, POLICY_STREAM),
-                                                   self._rng(k, COMPARISON_STREAM))  # fmt: skip
+                                                   self._rng(k, COMPARISON_STREAM),
+                                                   self._rng(k, SLIDER_STREAM))  # fmt: skip
+                if choice.kind == "slider":
+                    self._pending = self._pending_slider(k, choice.slider, letter)
+                    return self._pending
                 if choice.kind == "comparison":
                     c = choice.comparison
                     self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits)
@@ -259,6 +350,14 @@ class Refraction:
                 s, lens, info = self.engine.propose(self.trials(), self._rng(k, POLICY_STREAM))
             self._pending = PendingQuery(k, float(s), lens, letter, info)
         return self._pending
+
+    def _pending_slider(self, k: int, q, letter: str) -> PendingSlider:
+        """A :class:`PendingSlider` from a :class:`~visiontune.refraction.slider.SliderQuery`: the
+        path's lenses in the clinic's cylinder form; the knob starts at ``t = 0``."""
+        form = self.protocol.lenses.cylinder_form
+        lenses = tuple(_path_lens(pv, form) for pv in q.path.lenses)
+        start = int(np.argmin(np.abs(np.asarray(q.path.t))))
+        return PendingSlider(k, float(q.s_logmar), q.knob, lenses, start, letter, q.information_bits)
 
     def mark_presented(self) -> None:
         """The clinician confirmed the lens and the letter is on screen (timestamp)."""
@@ -280,11 +379,24 @@ class Refraction:
             raise InvalidInputError(f"correct: expected True or False, got {answer.correct!r}")
         return bool(answer.correct), None
 
-    def record(self, answer: Answer | ComparisonReply):
+    def record(self, answer: Answer | ComparisonReply | SliderReply):
         """Commit the answer to the pending query to the log, then invalidate the model: an
-        :class:`Answer` to a letter, a :class:`ComparisonReply` to a comparison."""
+        :class:`Answer` to a letter, a :class:`ComparisonReply` to a comparison, a
+        :class:`SliderReply` to a slider (any other kind is refused, nothing recorded)."""
         q = self.next_query()
-        if isinstance(q, PendingComparison):
+        if isinstance(q, PendingSlider):
+            if not isinstance(answer, SliderReply):
+                raise InvalidInputError(f"answer: a slider is pending; expected the index of the clearest lens, "
+                                        f"got {answer!r}; nothing was recorded")  # fmt: skip
+            if answer.choice >= len(q.lenses):
+                raise InvalidInputError(f"choice: expected an index in [0, {len(q.lenses) - 1}] on the {q.knob} path, "
+                                        f"got {answer.choice}; nothing was recorded")  # fmt: skip
+            trial = self.log.record(q.s_logmar, q.lenses[answer.choice], q.letter, answer.choice == q.start, None,
+                                    self._presented_at, slider_knob=q.knob, slider_lenses=q.lenses,
+                                    slider_choice=answer.choice)  # fmt: skip
+        elif isinstance(answer, SliderReply):
+            raise InvalidInputError("answer: a slider answer was given, but no slider is pending; nothing was recorded")
+        elif isinstance(q, PendingComparison):
             if not isinstance(answer, ComparisonReply):
                 raise InvalidInputError(f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; "
                                         "nothing was recorded")  # fmt: skip
@@ -363,10 +475,17 @@ class Refraction:
     def patient_seconds(self) -> float:
         """The patient's time so far by the protocol's durations (s): each valid letter at
         ``comparisons.letter_seconds``, each comparison at ``comparisons.comparison_seconds``
-        (the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` without them)."""
+        (the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` without them),
+        each slider at ``sliders.slider_seconds``."""
         settings = self.protocol.comparisons or MixedSettings()
-        return float(sum(settings.comparison_seconds if is_comparison(t) else settings.letter_seconds
-                         for t in self.trials()))  # fmt: skip
+        slider_s = self.protocol.sliders.slider_seconds if self.protocol.sliders is not None else 0.0
+
+        def seconds(t) -> float:
+            if is_slider(t):
+                return slider_s
+            return settings.comparison_seconds if is_comparison(t) else settings.letter_seconds
+
+        return float(sum(seconds(t) for t in self.trials()))
 
     def psychometric(self, lens: Prescription, n: int = 61):
         """``(s (n,), p, lo, hi)``: the model's ``P(correct)`` against letter size (logMAR)
@@ -424,6 +543,8 @@ class Refraction:
         }  # fmt: skip
         if self.protocol.comparisons is not None:
             out["comparisons_used"] = sum(is_comparison(t) for t in valid)
+        if self.protocol.sliders is not None:
+            out["sliders_used"] = sum(is_slider(t) for t in valid)
         return out
 
     def finish(self, stopped_by: str = "clinician") -> dict:
@@ -455,6 +576,17 @@ class Refraction:
         return self.finish(reason)
 
 
+def _path_lens(pv, cylinder_form: str) -> Prescription:
+    """A knob path's lens ``(M, J0, J45)`` as a trial lens in ``cylinder_form``: powers to 1e-6 D
+    and the axis to 1e-6° (no float dust from the power-vector round trip), axis 180 without a
+    cylinder."""
+    rx = PowerVector(*map(float, pv)).to_prescription()
+    cyl = round(rx.cylinder_d, 6) + 0.0
+    axis = 180.0 if cyl == 0.0 else round(rx.axis_deg, 6)
+    axis = 180.0 if axis in (0.0, 180.0) else axis
+    return in_form(Prescription(round(rx.sphere_d, 6) + 0.0, cyl, axis), cylinder_form)
+
+
 def _rx_dict(rx: Prescription) -> dict:
     return {"sphere_d": rx.sphere_d, "cylinder_d": rx.cylinder_d, "axis_deg": rx.axis_deg}
 
@@ -467,22 +599,39 @@ def simulated_comparison(patient, query: PendingComparison, model: ComparisonMod
     return answer_comparison_trial(patient, query.index, query.s_logmar, query.lens1, query.lens2, model)
 
 
+def simulated_slider(patient, query: PendingSlider, model: SliderModel | None = None) -> int:
+    """A simulated patient's answer to a slider (the index of the clearest lens),
+    :func:`~visiontune.refraction.slider.simulated_slider_choice` keyed by the trial index: one
+    stream ``default_rng([seed, k, 0x5EED, 3])``, so a resumed session gets the same answer."""
+    if getattr(patient, "seed", None) is None:
+        raise InvalidInputError("seed: keyed slider answers need the patient built with an integer seed")
+    lenses = [tuple(map(float, lens_power_vector(x))) for x in query.lenses]
+    rng = np.random.default_rng([patient.seed, query.index, TRIAL_KEY, SIMULATED_SLIDER_KEY])
+    return simulated_slider_choice(patient, lenses, model or SliderModel(), rng)
+
+
 class SimulatedPresenter:
     """Presents queries to a :class:`visiontune.optics.SimulatedPatient`. The answer to trial
     ``k`` draws from the patient's stream keyed by ``k`` (``answer_trial``) when the patient
     has one, so a resumed session gets the same answers as an uninterrupted one. Comparisons
     are answered with ``comparison_model`` (default: the Thurstone model of the letter task,
     Fauvel & Chalk's Eq. 11 with ties, at the patient's own lapse rate;
-    :mod:`visiontune.optics.comparison`)."""
+    :mod:`visiontune.optics.comparison`). Sliders are answered by :func:`simulated_slider` with
+    ``slider_model`` (default :class:`~visiontune.refraction.slider.SliderModel`'s stated one)."""
 
-    def __init__(self, patient, *, pace_s: float = 0.0, comparison_model: ComparisonModel | None = None):
+    def __init__(self, patient, *, pace_s: float = 0.0, comparison_model: ComparisonModel | None = None,
+                 slider_model: SliderModel | None = None):  # fmt: skip
         self.patient = patient
         self.pace_s = pace_s
         self.comparison_model = comparison_model
+        self.slider_model = slider_model
 
-    def present(self, query: PendingQuery | PendingComparison) -> Answer | ComparisonReply:
+    def present(self, query: PendingQuery | PendingComparison | PendingSlider
+                ) -> Answer | ComparisonReply | SliderReply:  # fmt: skip
         if self.pace_s:
             time.sleep(self.pace_s)
+        if isinstance(query, PendingSlider):
+            return SliderReply(simulated_slider(self.patient, query, self.slider_model))
         if isinstance(query, PendingComparison):
             return ComparisonReply(simulated_comparison(self.patient, query, self.comparison_model))
         keyed = getattr(self.patient, "answer_trial", None)

@@ -10,12 +10,19 @@ time). The protocol's initial random trials are letters, as in the letter-only e
 model that infers the patient's comparison sensitivity ``κ`` and
 :attr:`~visiontune.refraction.mixed_rules.MixedSettings.sensitivity_to_stop`, the precision stop
 also waits until ``κ`` is learned.
+
+With the protocol's ``[sliders]`` (:class:`~visiontune.refraction.slider.SliderSettings`) a
+trial may also be a slider answer (``slider_lenses``, the lenses of the knob's path in knob
+order, and ``slider_choice``, the index of the clearest): it enters through
+:class:`~visiontune.refraction.slider.SliderAnswer` (the protocol's slider model), and the
+next question may be a slider (:func:`~visiontune.refraction.mixed_rules.propose_mixed`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from visiontune.errors import InvalidInputError
 from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region
 from visiontune.refraction.lenses import lens_power_vector
@@ -24,6 +31,7 @@ from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.optics_model import LOG_SENSITIVITY
 from visiontune.refraction.optics_rules import OpticsQuery
 from visiontune.refraction.protocol import Protocol
+from visiontune.refraction.slider import SliderAnswer, SliderSettings
 from visiontune.refraction.start import StartingPoint
 
 __all__ = ["MixedOpticsEngine"]
@@ -34,35 +42,49 @@ def _rx_key(lens) -> tuple:
 
 
 class MixedOpticsEngine(OpticsEngine):
-    """The optics engine over letters and comparisons; ``settings`` give the comparisons'
-    likelihood (``settings.comparison``), durations and criterion."""
+    """The optics engine over letters, comparisons and sliders; ``settings`` give the comparisons'
+    likelihood (``settings.comparison``), durations and criterion; ``sliders`` (None: none) the
+    sliders' model, duration and knobs."""
 
-    def __init__(self, protocol: Protocol, start: StartingPoint, seed: int, settings: MixedSettings) -> None:
+    def __init__(self, protocol: Protocol, start: StartingPoint, seed: int, settings: MixedSettings,
+                 sliders: SliderSettings | None = None) -> None:  # fmt: skip
         super().__init__(protocol, start, seed)
         self.settings = settings
+        self.sliders = sliders
 
     @staticmethod
     def _trial_key(t) -> tuple:
+        if getattr(t, "slider_choice", None) is not None:
+            return ("slider", float(t.s_logmar), tuple(_rx_key(x) for x in t.slider_lenses), int(t.slider_choice))
         if getattr(t, "comparison", None) is not None:
             return ("comparison", float(t.s_logmar), _rx_key(t.lens), _rx_key(t.lens2), t.comparison)
         return OpticsEngine._trial_key(t)
 
     def _observe(self, t) -> None:
-        """A comparison through its likelihood; a letter as the optics engine does."""
+        """A comparison or a slider through its likelihood; a letter as the optics engine does."""
+        if getattr(t, "slider_choice", None) is not None:
+            if self.sliders is None:
+                raise InvalidInputError("trial: a slider answer in the log, but the protocol has no [sliders] table")
+            lenses = tuple(tuple(map(float, lens_power_vector(x))) for x in t.slider_lenses)
+            self._posterior.observe(SliderAnswer(lenses, float(t.s_logmar), int(t.slider_choice), self.sliders.model))
+            return None
         if getattr(t, "comparison", None) is None:
             return super()._observe(t)
         l1, l2 = lens_power_vector(t.lens), lens_power_vector(t.lens2)
         self._posterior.observe(ComparisonAnswer(float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)),
                                                  t.comparison, self.settings.comparison))  # fmt: skip
 
-    def propose_mixed(self, trials, rng_letter: np.random.Generator, rng_comparison: np.random.Generator) -> MixedChoice:
-        """The next question: the protocol's initial random trials are letters (as :meth:`propose`)."""
+    def propose_mixed(self, trials, rng_letter: np.random.Generator, rng_comparison: np.random.Generator,
+                      rng_slider: np.random.Generator | None = None) -> MixedChoice:  # fmt: skip
+        """The next question: the protocol's initial random trials are letters (as :meth:`propose`);
+        a slider's draws come from ``rng_slider`` (needed when the engine has sliders)."""
         if len(trials) < self.protocol.initial_random_trials:
             s, lens, info = self.propose(trials, rng_letter)
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
         return propose_mixed(post, self.protocol.policy, self.settings, steps=self.protocol.lenses, s_grid=self.s_grid,
-                             radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison)  # fmt: skip
+                             radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
+                             sliders=self.sliders, rng_slider=rng_slider)  # fmt: skip
 
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""

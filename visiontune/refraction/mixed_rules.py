@@ -28,6 +28,14 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   ``"information"`` the mutual information between the answer and ``θ`` (bits, Houlsby et al.
   2011); divided by the question's duration, and the larger value per second is asked.
 
+**Sliders.** With :class:`~visiontune.refraction.slider.SliderSettings` (the protocol's
+``[sliders]`` table) a third kind is weighed: the best knob to turn,
+:func:`~visiontune.refraction.slider.propose_slider` (the projective preferential query of
+Mikkola et al. 2020), scored by the same ``criterion`` (its expected reduction of ``tr Cov(P*)``
+exact over the ``n`` answers, or its mutual information) per ``slider_seconds``. Its draws come
+from a stream of their own, so a protocol without sliders asks what it asked before; without
+comparisons the letter is weighed on a subsample of that stream (letters against sliders).
+
 Durations are settings. Defaults (**stated**, not measured): a letter 3 s (read one letter
 through a lens already in place); a comparison 5 s (two presentations, "1 ... and 2", then
 the judgement). For scale: a self-paced computerised acuity trial with a keypad answer takes
@@ -37,6 +45,7 @@ Ophthalmol. 245:965-971).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +67,7 @@ from visiontune.refraction.optics_rules import (
     OpticsQuery,
     within_radius,
 )
+from visiontune.refraction.slider import SliderQuery, SliderSettings, propose_slider
 
 __all__ = [
     "CRITERIA",
@@ -133,18 +143,23 @@ class ComparisonQuery:
 
 @dataclass(frozen=True)
 class MixedChoice:
-    """What to ask: ``kind`` ``"letter"`` or ``"comparison"``; the ``letter`` the protocol's rule
-    proposes (always computed), the best ``comparison`` (None when comparisons are off) and
-    each one's value per second (criterion units per second)."""
+    """What to ask: ``kind`` ``"letter"``, ``"comparison"`` or ``"slider"``; the ``letter`` the
+    protocol's rule proposes (always computed), the best ``comparison`` (None when comparisons
+    are off), the best ``slider`` (None without sliders) and each one's value per second
+    (criterion units per second)."""
 
     kind: str
     letter: OpticsQuery
     comparison: ComparisonQuery | None = None
     letter_value_per_s: float | None = None
     comparison_value_per_s: float | None = None
+    slider: SliderQuery | None = None
+    slider_value_per_s: float | None = None
 
     @property
     def information_bits(self) -> float:
+        if self.kind == "slider":
+            return self.slider.information_bits
         return self.comparison.information_bits if self.kind == "comparison" else self.letter.information_bits
 
 
@@ -223,21 +238,61 @@ def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: flo
     return np.stack([a[keep], b[keep]], axis=1)
 
 
+def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec) -> float:
+    """The letter's value per second on equally weighted ``particles``."""
+    p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
+    value = _value(settings.criterion, particles[:, :3], np.stack([p, 1.0 - p], axis=-1))[0]
+    return float(value) / settings.letter_seconds
+
+
 def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
                   s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
-                  rng_comparison: np.random.Generator) -> MixedChoice:
+                  rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
+                  rng_slider: np.random.Generator | None = None) -> MixedChoice:
     """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
     :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
-    ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on."""
+    ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on;
+    with ``sliders``, the slider's draws come from ``rng_slider`` only (required then)."""
     letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
+    if sliders is not None and rng_slider is None:
+        raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
     if not settings.comparisons:
-        return MixedChoice("letter", letter)
+        if sliders is None:
+            return MixedChoice("letter", letter)
+        spec = posterior.spec
+        particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_slider)
+        letter_value = _letter_value(particles, letter, settings, spec)
+        return _with_slider(MixedChoice("letter", letter, None, letter_value), posterior, settings, sliders,
+                            steps, s_grid, rng_slider)  # fmt: skip
+    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison)
+    if sliders is None:
+        return choice
+    return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider)
+
+
+def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: MixedSettings, sliders: SliderSettings,
+                 steps: LensSteps, s_grid: np.ndarray, rng_slider: np.random.Generator) -> MixedChoice:
+    """``choice`` with the best slider weighed in: asked when its value per second beats the
+    letter's and the comparison's. No knob with a path (only the axis, no cylinder): no slider."""
+    try:
+        q = propose_slider(posterior, rng=rng_slider, model=sliders.model, steps=steps, knobs=sliders.knobs,
+                           s_grid=s_grid)  # fmt: skip
+    except InvalidInputError:
+        return choice
+    value = (q.value if settings.criterion == "evr" else q.information_bits) / sliders.slider_seconds
+    others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s) if v is not None]
+    kind = "slider" if value > max(others) else choice.kind
+    return dataclasses.replace(choice, kind=kind, slider=q, slider_value_per_s=value)
+
+
+def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings: MixedSettings, steps: LensSteps,
+                     s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator) -> MixedChoice:
+    """The letter weighed against the best comparison (module docstring)."""
     spec = posterior.spec
     model = settings.comparison
     particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_comparison)
     pv = particles[:, :3]
-    p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
-    letter_value = float(_value(settings.criterion, pv, np.stack([p, 1.0 - p], axis=-1))[0]) / settings.letter_seconds
+    letter_value = _letter_value(particles, letter, settings, spec)
     centre = posterior.best_correction()
     pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).

@@ -43,6 +43,15 @@ deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (
 :class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
 ...), each validated as the model validates it.
 
+**Sliders** (optics model only): a ``[sliders]`` table lets the session also ask "turn the
+knob; where is it clearest?" (:mod:`visiontune.refraction.slider`, Mikkola et al. 2020's
+projective query), weighed against a letter and a comparison by value per second of the
+patient's time (:mod:`visiontune.refraction.mixed_rules`; without ``[comparisons]``, letters
+against sliders at the letter's default 3 s). Keys: ``enabled`` (default true),
+``slider_seconds`` (default 8, stated), ``noise_logmar`` and ``lapse`` (the fields of
+:class:`~visiontune.refraction.slider.SliderModel`, defaults as it has them) and ``knobs`` (some of
+``"sphere"``, ``"cylinder"``, ``"axis"``; default all three). No shipped protocol turns them on.
+
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
 """
@@ -64,6 +73,7 @@ from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
+from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 from visiontune.refraction.policies import (
     GP_KERNELS,
     GP_POLICIES,
@@ -174,6 +184,7 @@ class Protocol:
     source_text: str = field(repr=False)
     lenses: LensSteps = field(default_factory=LensSteps)
     comparisons: MixedSettings | None = None
+    sliders: SliderSettings | None = None
 
     @property
     def chance(self) -> float:
@@ -290,7 +301,7 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         "name", "description", "policy", "seed", "initial_random_trials",
         "search_space", "context_space", "letters", "stopping", "model",
     }  # fmt: skip
-    r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons"})
+    r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons", "sliders"})
     name = _safe_text(r, doc["name"], "name", MAX_NAME_CHARS)
     description = _safe_text(r, doc["description"], "description", MAX_DESCRIPTION_CHARS)
     seed = r.integer(doc["seed"], "seed", 0, 2**63 - 1)
@@ -332,13 +343,18 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         if model.type != "optics":
             raise r.fail("comparisons", "no such table for the GP model (comparisons need the optics model)", doc["comparisons"])
         comparisons = _comparisons(r, r.sub_table(doc, "comparisons"))
+    sliders = None
+    if "sliders" in doc:
+        if model.type != "optics":
+            raise r.fail("sliders", "no such table for the GP model (sliders need the optics model)", doc["sliders"])
+        sliders = _sliders(r, r.sub_table(doc, "sliders"))
 
     return Protocol(
         name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
         search_space=space, logmar_range=logmar, letter_set=letter_set,
         n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision, min_bits),
         model=model, slope_prior=slope_prior, source=source, source_text=text, lenses=lens_steps,
-        comparisons=comparisons,
+        comparisons=comparisons, sliders=sliders,
     )  # fmt: skip
 
 
@@ -363,6 +379,27 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
         return None
     return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
                          comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs)  # fmt: skip
+
+
+def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
+    """``[sliders]`` (module docstring); ``None`` when ``enabled = false``."""
+    p = "sliders."
+    r.table(table, p, set(), {"enabled", "slider_seconds", "noise_logmar", "lapse", "knobs"})
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise r.fail(p + "enabled", "true or false", enabled)
+    defaults = SliderSettings()
+    seconds = r.number(table.get("slider_seconds", defaults.slider_seconds), p + "slider_seconds", 0.1, 600.0)
+    noise = r.number(table.get("noise_logmar", defaults.model.noise_logmar), p + "noise_logmar", 1e-4, 1.0)
+    lapse = r.number(table.get("lapse", defaults.model.lapse), p + "lapse", 0.0, 0.99)
+    knobs = table.get("knobs", list(KNOBS))
+    expected = "a non-empty list of " + ", ".join(json.dumps(k) for k in KNOBS) + ", each at most once"
+    if (not isinstance(knobs, list) or not knobs or any(not isinstance(k, str) or k not in KNOBS for k in knobs)
+            or len(set(knobs)) != len(knobs)):  # fmt: skip
+        raise r.fail(p + "knobs", expected, knobs)
+    if not enabled:
+        return None
+    return SliderSettings(seconds, SliderModel(noise, lapse), tuple(knobs))
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:

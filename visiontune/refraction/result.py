@@ -28,7 +28,10 @@ Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded l
 ("optics" | "gp"), ``policy``, ``cylinder_form`` ("minus" | "plus"), ``software_version``;
 ``posterior_map.axis_deg`` (the axis the map is drawn at, null for the GP model's fixed axis);
 ``comparisons_used`` (int, ``0 <= comparisons_used <= trials_used``: how many of the answers
-were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them).
+were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them);
+``sliders_used`` (int, ``0 <= sliders_used``, ``comparisons_used + sliders_used <= trials_used``:
+how many were slider answers, "turn the knob; where is it clearest?"; present when the protocol
+has a ``[sliders]`` table).
 
 Any other key, a missing key, a non-finite number or a wrong shape is rejected with a
 :class:`~visiontune.errors.StoreError` naming the session and the key path, so a drift in
@@ -51,7 +54,7 @@ _REQUIRED = (
     "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
 )  # fmt: skip
 _OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version",
-             "comparisons_used")  # fmt: skip
+             "comparisons_used", "sliders_used")  # fmt: skip
 _REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
 _START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -102,6 +105,7 @@ class SessionResult:
     cylinder_form: str = "minus"
     map_axis_deg: float | None = None
     comparisons_used: int = 0
+    sliders_used: int = 0
 
 
 class _Checker:
@@ -191,6 +195,10 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     comparisons_used = c.integer("comparisons_used", d.get("comparisons_used", 0), lo=0)
     if comparisons_used > trials_used:
         raise c.fail("comparisons_used", f"expected an integer in [0, trials_used = {trials_used}], got {comparisons_used!r}")
+    sliders_used = c.integer("sliders_used", d.get("sliders_used", 0), lo=0)
+    if comparisons_used + sliders_used > trials_used:
+        raise c.fail("sliders_used", f"expected an integer in [0, trials_used - comparisons_used = "
+                                     f"{trials_used - comparisons_used}], got {sliders_used!r}")  # fmt: skip
     duration = c.number("duration_s", d["duration_s"])
     if duration < 0:
         raise c.fail("duration_s", f"expected seconds >= 0, got {duration}")
@@ -246,6 +254,7 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         cylinder_form=form,
         map_axis_deg=map_axis,
         comparisons_used=comparisons_used,
+        sliders_used=sliders_used,
     )
 
 

@@ -82,6 +82,7 @@ __all__ = [
     "SliderAnswer",
     "SliderModel",
     "SliderQuery",
+    "SliderSettings",
     "choice_probabilities",
     "knob_path",
     "propose_slider",
@@ -127,6 +128,30 @@ def slider_probabilities(theta: np.ndarray, lenses, model: SliderModel) -> np.nd
     """``P(j | θ_i)`` for particles ``theta (N, d)`` and a path's lenses ``(n, 3)``: ``(N, n)``,
     each row summing to 1."""
     return choice_probabilities(acuity_logmar(theta, np.asarray(lenses, dtype=float).reshape(-1, 3)), model)
+
+
+@dataclass(frozen=True)
+class SliderSettings:
+    """A session's slider questions (the protocol's ``[sliders]`` table): ``slider_seconds``, the
+    patient's time per slider answer (s; default 8, **stated**, not measured: the clinician turns
+    the knob through about nine lenses, a second or less each as at a phoropter, while the patient
+    watches one line, then the patient names the clearest), the choice ``model`` and the
+    ``knobs`` the session may turn (some of :data:`KNOBS`, in that order). The mixed rule
+    (:mod:`visiontune.refraction.mixed_rules`) weighs a slider against a letter and a comparison
+    by value per second of the patient's time."""
+
+    slider_seconds: float = 8.0
+    model: SliderModel = field(default_factory=SliderModel)
+    knobs: tuple[str, ...] = KNOBS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slider_seconds", check_number("slider_seconds", self.slider_seconds, 0.1, 600.0))
+        if not isinstance(self.model, SliderModel):
+            raise InvalidInputError(f"model: expected a SliderModel, got {type(self.model).__name__}")
+        knobs = tuple(self.knobs) if isinstance(self.knobs, (list, tuple)) else ()
+        if not knobs or any(k not in KNOBS for k in knobs) or len(set(knobs)) != len(knobs):
+            raise InvalidInputError(f"knobs: expected some of {', '.join(KNOBS)}, each once, got {self.knobs!r}")
+        object.__setattr__(self, "knobs", tuple(k for k in KNOBS if k in knobs))
 
 
 # ---------------------------------------------------------------------------------- paths
@@ -321,7 +346,8 @@ def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, mo
     :func:`slider_value` on a systematic subsample of the posterior (``rng``). ``half_ranges``:
     ``{knob: half-range}`` overriding :data:`DEFAULT_HALF_RANGES`. The letter size is the
     posterior mean of ``VA*`` plus ``size_offset_logmar``, the nearest of ``s_grid`` when given.
-    A knob without a path (the axis without a cylinder) is skipped."""
+    A knob without a path (the axis without a cylinder) is skipped; when no knob has one,
+    :class:`InvalidInputError`."""
     rng = check_rng(rng)
     model = model or SliderModel()
     steps = steps or LensSteps()
@@ -340,6 +366,9 @@ def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, mo
         values.append((knob, v))
         if best is None or v > best[0]:
             best = (v, path)
+    if best is None:
+        raise InvalidInputError(f"knobs: none of {', '.join(knobs)} has a path through {centre.format()} "
+                                "(the axis needs a cylinder)")
     value, path = best
     s = float(particles[:, VA0].mean()) + check_number("size_offset_logmar", size_offset_logmar, -0.5, 1.0)
     if s_grid is not None:

@@ -127,7 +127,11 @@ def _lens_text(lens) -> str:
 
 def _trial_text(t, named: bool = False) -> str:
     """One trial on a line: a letter (its lens, and what was shown and named, or + / -) or a
-    comparison (the two lenses and the answer: 1, 2 or =)."""
+    comparison (the two lenses and the answer: 1, 2 or =) or a slider (the knob, the lens chosen
+    and its place on the path)."""
+    if getattr(t, "slider_choice", None) is not None:
+        return (f"slider {t.slider_knob}: clearest {_lens_text(t.lens)} "
+                f"({t.slider_choice + 1} of {len(t.slider_lenses)})")  # fmt: skip
     if t.comparison is not None:
         return f"lens 1 {_lens_text(t.lens)} vs lens 2 {_lens_text(t.lens2)}  clearer: {t.comparison}"
     if named:
@@ -233,7 +237,10 @@ def run_sessions(args) -> int:
             "trials": [{"index": t.index, "s_logmar": t.s_logmar, "sphere_d": t.lens.sphere_d,
                         "cylinder_d": t.lens.cylinder_d, "axis_deg": t.lens.axis_deg, "letter_shown": t.letter_shown,
                         "letter_named": t.letter_named, "correct": t.correct, "void": t.void,
-                        "lens2": None if t.lens2 is None else vars(t.lens2), "comparison": t.comparison}
+                        "lens2": None if t.lens2 is None else vars(t.lens2), "comparison": t.comparison,
+                        **({} if t.slider_choice is None else {
+                            "slider_knob": t.slider_knob, "slider_lenses": [vars(x) for x in t.slider_lenses],
+                            "slider_choice": t.slider_choice})}
                        for t in trials],
             "result": info.result,
         }  # fmt: skip

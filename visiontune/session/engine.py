@@ -17,16 +17,18 @@ from visiontune.refraction.loop import (
     ComparisonReply,
     PendingComparison,
     PendingQuery,
+    PendingSlider,
     Refraction,
     SimulatedPresenter,
+    SliderReply,
 )
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.records import Lens, SessionState, TrialInput
 from visiontune.session.store import SessionHandle, TrialStore
 
-__all__ = ["Answer", "ComparisonReply", "PendingComparison", "PendingQuery", "RefractionSession", "SimulatedPresenter",
-           "StoreLog"]  # fmt: skip
+__all__ = ["Answer", "ComparisonReply", "PendingComparison", "PendingQuery", "PendingSlider", "RefractionSession",
+           "SimulatedPresenter", "SliderReply", "StoreLog"]  # fmt: skip
 
 
 class StoreLog:
@@ -52,12 +54,15 @@ class StoreLog:
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
     def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None, *,
-               lens2: Prescription | None = None, comparison: str | None = None):  # fmt: skip
+               lens2: Prescription | None = None, comparison: str | None = None, slider_knob: str | None = None,
+               slider_lenses=None, slider_choice: int | None = None):  # fmt: skip
         known, self._trials = self._trials, None  # read again if anything below fails
+        path = None if slider_lenses is None else tuple(_stored(x) for x in slider_lenses)
         trial = self.handle.record_trial(TrialInput(s_logmar, _stored(lens), letter_shown, correct,
                                                     letter_named=letter_named, presented_at=presented_at,
                                                     lens2=None if lens2 is None else _stored(lens2),
-                                                    comparison=comparison))  # fmt: skip
+                                                    comparison=comparison, slider_knob=slider_knob,
+                                                    slider_lenses=path, slider_choice=slider_choice))  # fmt: skip
         if known is not None and trial.index == len(known):
             known.append(trial)
             self._trials = known

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune.errors import StoreError
-from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS
+from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
 from visiontune.session.visit_schema import SCHEMA_V2_VISITS
 
 
@@ -33,11 +33,13 @@ class Migration:
 
 #: Every migration, in order. Version 0 is the empty file; version 2 adds the visit tables
 #: (:mod:`visiontune.session.visit_schema`) and changes nothing in the version 1 tables;
-#: version 3 adds the answer of a comparison trial (``trials.comparison``, NULL for letters).
+#: version 3 adds the answer of a comparison trial (``trials.comparison``, NULL for letters);
+#: version 4 a slider trial (``trials.slider_knob``, ``slider_path``, ``slider_choice``, NULL otherwise).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=0, statements=SCHEMA_V1),
     Migration(from_version=1, statements=SCHEMA_V2_VISITS),
     Migration(from_version=2, statements=SCHEMA_V3_COMPARISONS),
+    Migration(from_version=3, statements=SCHEMA_V4_SLIDERS),
 )
 
 #: The version this VisionTune writes and reads.

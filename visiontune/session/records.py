@@ -24,6 +24,7 @@ from typing import Any
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.refraction.protocol import parse_protocol
+from visiontune.refraction.slider import KNOBS
 
 #: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).
 COMPARISON_ANSWERS = ("1", "2", "=")
@@ -125,6 +126,10 @@ class TrialInput:
     ``None``; ``comparison`` the answer to a comparison (``"1"``, ``"2"`` or ``"="``; it needs
     ``lens2``), else ``None``. ``letter_named`` is ``None`` when the patient gave no letter
     ("don't know").
+    A slider answer (:mod:`visiontune.refraction.slider`) has ``slider_knob`` (one of
+    ``"sphere"``, ``"cylinder"``, ``"axis"``), ``slider_lenses`` (its path, at least two
+    :class:`Lens`, in knob order) and ``slider_choice`` (the index of the clearest), all three
+    or none; ``lens`` is then the lens chosen and it has no ``lens2``.
     ``presented_at`` / ``answered_at`` default to the store clock at recording time.
     """
 
@@ -137,9 +142,13 @@ class TrialInput:
     presented_at: datetime | None = None
     answered_at: datetime | None = None
     comparison: str | None = None
+    slider_knob: str | None = None
+    slider_lenses: tuple[Lens, ...] | None = None
+    slider_choice: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "s_logmar", check_number("s_logmar", self.s_logmar))
+        _check_slider(self)
         if not isinstance(self.lens, Lens):
             raise InvalidInputError(f"lens: expected a Lens, got {type(self.lens).__name__}")
         if self.lens2 is not None and not isinstance(self.lens2, Lens):
@@ -165,12 +174,47 @@ class TrialInput:
             )
 
 
+def _check_slider(trial) -> None:
+    """The slider fields of a :class:`TrialInput` or :class:`Trial` (all three or none)."""
+    knob, lenses, choice = trial.slider_knob, trial.slider_lenses, trial.slider_choice
+    given = (knob is not None, lenses is not None, choice is not None)
+    if not any(given):
+        return
+    if not all(given):
+        raise InvalidInputError(f"slider: expected slider_knob, slider_lenses and slider_choice together, got "
+                                f"{knob!r}, {lenses!r}, {choice!r}")  # fmt: skip
+    if knob not in KNOBS:
+        raise InvalidInputError(f"slider_knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
+    if not isinstance(lenses, (tuple, list)) or len(lenses) < 2 or not all(isinstance(x, Lens) for x in lenses):
+        raise InvalidInputError(f"slider_lenses: expected at least 2 Lens, got {lenses!r}")
+    object.__setattr__(trial, "slider_lenses", tuple(lenses))
+    if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(lenses):
+        raise InvalidInputError(f"slider_choice: expected an index in [0, {len(lenses) - 1}], got {choice!r}")
+    if trial.lens2 is not None or trial.comparison is not None:
+        raise InvalidInputError("slider: a trial is a slider or a comparison (lens2), not both")
+
+
+def slider_path_json(lenses) -> str:
+    """The ``trials.slider_path`` text of a slider's lenses: ``[{"sphere_d", "cylinder_d", "axis_deg"}, ...]``."""
+    return json.dumps([{"sphere_d": x.sphere_d, "cylinder_d": x.cylinder_d, "axis_deg": x.axis_deg} for x in lenses])
+
+
+def slider_path_from_json(text: str) -> tuple[Lens, ...]:
+    """The lenses of a stored ``trials.slider_path`` (InvalidInputError if it is not one)."""
+    try:
+        items = json.loads(text)
+        return tuple(Lens(float(x["sphere_d"]), float(x["cylinder_d"]), float(x["axis_deg"])) for x in items)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise InvalidInputError(f"slider_path: expected a list of lenses, got {str(text)[:60]!r} ({exc})") from None
+
+
 @dataclass(frozen=True)
 class Trial:
     """A trial as stored: ``index`` counts every trial of the session from 0, void or not.
 
     ``void`` is True when an ``undo`` event references this trial (trial rows never change).
-    ``comparison``: the answer of a comparison trial (:class:`TrialInput`), else ``None``.
+    ``comparison``: the answer of a comparison trial (:class:`TrialInput`), else ``None``;
+    ``slider_knob``, ``slider_lenses``, ``slider_choice``: a slider answer (:class:`TrialInput`).
     """
 
     session_id: int
@@ -185,6 +229,12 @@ class Trial:
     lens2: Lens | None = None
     void: bool = False
     comparison: str | None = None
+    slider_knob: str | None = None
+    slider_lenses: tuple[Lens, ...] | None = None
+    slider_choice: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_slider(self)
 
 
 def _loads(text: str | None, where: str = "trial log", column: str = "json") -> Any:

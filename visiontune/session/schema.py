@@ -110,3 +110,24 @@ SCHEMA_V3_COMPARISONS: tuple[str, ...] = (
     """ALTER TABLE trials ADD COLUMN comparison TEXT
        CHECK (comparison IS NULL OR (comparison IN ('1', '2', '=') AND sphere2_d IS NOT NULL))""",
 )
+
+
+#: Version 4: a trial may be a slider answer ("turn the knob; where is it clearest?",
+#: :mod:`visiontune.refraction.slider`): ``slider_knob`` the knob turned (``'sphere'``,
+#: ``'cylinder'`` or ``'axis'``), ``slider_path`` the lenses of its path in knob order (JSON: a list
+#: of at least two ``{"sphere_d", "cylinder_d", "axis_deg"}``) and ``slider_choice`` the index of
+#: the clearest; ``sphere_d``... the lens chosen, ``letter_shown`` the letter kept in view,
+#: ``correct`` 1 when the knob's starting lens was the clearest. All three are set or none (a
+#: letter or a comparison: every trial of a version 3 log); a slider is not a comparison.
+SCHEMA_V4_SLIDERS: tuple[str, ...] = (
+    """ALTER TABLE trials ADD COLUMN slider_knob TEXT
+       CHECK (slider_knob IS NULL OR slider_knob IN ('sphere', 'cylinder', 'axis'))""",
+    """ALTER TABLE trials ADD COLUMN slider_path TEXT
+       CHECK (slider_path IS NULL OR (json_valid(slider_path) AND json_type(slider_path) = 'array'
+                                     AND json_array_length(slider_path) >= 2))""",
+    """ALTER TABLE trials ADD COLUMN slider_choice INTEGER
+       CHECK ((slider_choice IS NULL) = (slider_knob IS NULL) AND (slider_knob IS NULL) = (slider_path IS NULL)
+              AND (slider_choice IS NULL OR (typeof(slider_choice) = 'integer' AND slider_choice >= 0
+                   AND slider_choice < json_array_length(slider_path) AND comparison IS NULL
+                   AND sphere2_d IS NULL)))""",
+)

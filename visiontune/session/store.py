@@ -67,6 +67,8 @@ from visiontune.session.records import (
     TrialInput,
     decode_text,
     json_problem,
+    slider_path_from_json,
+    slider_path_json,
 )
 
 DATA_DIR_ENV = "VISIONTUNE_DATA_DIR"
@@ -636,7 +638,8 @@ class TrialStore:
             "SELECT t.session_id, t.idx, t.s_logmar, t.sphere_d, t.cylinder_d, t.axis_deg, "
             "t.sphere2_d, t.cylinder2_d, t.axis2_deg, t.letter_shown, t.letter_named, t.correct, "
             "t.presented_at, t.answered_at, "
-            "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo'), t.comparison "
+            "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo'), t.comparison, "
+            "t.slider_knob, t.slider_path, t.slider_choice "
             "FROM trials t WHERE t.session_id = ? ORDER BY t.idx",
             (session_id,),
         ).fetchall()
@@ -939,6 +942,8 @@ def _trial_from_row(r, where: str) -> Trial:
                 session_id=r[0], index=r[1], s_logmar=r[2], lens=_lens(r[3], r[4], r[5]),
                 lens2=_lens(r[6], r[7], r[8]), letter_shown=r[9], letter_named=r[10], correct=bool(r[11]),
                 presented_at=presented, answered_at=answered, void=bool(r[14]), comparison=r[15],
+                slider_knob=r[16], slider_lenses=None if r[17] is None else slider_path_from_json(r[17]),
+                slider_choice=r[18],
             )  # fmt: skip
         except (InvalidInputError, TypeError, ValueError) as exc:
             damage.append(str(exc))
@@ -1038,21 +1043,24 @@ class SessionHandle:
             index = conn.execute("SELECT count(*) FROM trials WHERE session_id = ?", (self.session_id,)).fetchone()[0]
             conn.execute(
                 "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
-                "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison, "
+                "slider_knob, slider_path, slider_choice) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.session_id, index, trial.s_logmar, trial.lens.sphere_d, trial.lens.cylinder_d,
                     trial.lens.axis_deg, None if lens2 is None else lens2.sphere_d,
                     None if lens2 is None else lens2.cylinder_d, None if lens2 is None else lens2.axis_deg,
                     trial.letter_shown, trial.letter_named, int(trial.correct), _ts(presented), _ts(answered),
-                    trial.comparison,
+                    trial.comparison, trial.slider_knob,
+                    None if trial.slider_lenses is None else slider_path_json(trial.slider_lenses), trial.slider_choice,
                 ),
             )  # fmt: skip
         return Trial(
             session_id=self.session_id, index=index, s_logmar=trial.s_logmar, lens=trial.lens, lens2=lens2,
             letter_shown=trial.letter_shown, letter_named=trial.letter_named, correct=trial.correct,
             presented_at=_parse_ts(_ts(presented)), answered_at=_parse_ts(_ts(answered)), void=False,
-            comparison=trial.comparison,
+            comparison=trial.comparison, slider_knob=trial.slider_knob, slider_lenses=trial.slider_lenses,
+            slider_choice=trial.slider_choice,
         )  # fmt: skip
 
     def undo(self, reason: str | None = None) -> Trial | None:
