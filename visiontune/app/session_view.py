@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgres
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
 from visiontune.app.session_controller import SliderView
-from visiontune.app.texts import acuity_text, lens_text, start_text, stop_text
+from visiontune.app.texts import MINUS, acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
@@ -50,6 +50,13 @@ def eye_text(eye: str) -> str:
 PLOT_STEP_MS = 1
 #: Qt's pixmap cache limit (KiB) while a session view exists: room for every cached axis.
 PIXMAP_CACHE_KB = 64 * 1024
+
+#: What a slider's knob turns, as its scale reads (the lens in the clinic's cylinder form).
+_KNOB_VALUE = {
+    "sphere": lambda lens: f"{lens.sphere_d:+.2f}",
+    "cylinder": lambda lens: f"{lens.cylinder_d:+.2f}",
+    "axis": lambda lens: f"{round(float(lens.axis_deg)) % 180 or 180:03d}",
+}
 
 _KEY_NAMES = {
     Qt.Key.Key_Return: "Return", Qt.Key.Key_Enter: "Enter", Qt.Key.Key_Space: "Space",
@@ -103,8 +110,8 @@ class SessionView(QWidget):
         self.instruction.setWordWrap(True)
         self.letter = _label("", 20, True, "letterLabel")
         self.simulated_reply = _label("", 14, False, "simulatedReply")
-        # a slider's path: its lenses in knob order, the one the knob is at highlighted (empty otherwise)
-        self.slider_path = _label("", 10, False, "sliderPath", lines=3)
+        # a slider's knob scale: the power or axis of each click, the one the knob is at highlighted
+        self.slider_path = _label("", 13, False, "sliderPath", lines=3)
         self.slider_path.setWordWrap(True)
         self.slider_path.setTextFormat(Qt.TextFormat.RichText)
         self.legend = _label("", 9, False, "keyLegend", lines=4)  # keys.legend: 4 lines, 5 with clashes
@@ -132,7 +139,7 @@ class SessionView(QWidget):
             w.setWordWrap(True)
 
         left = QVBoxLayout()
-        # the slider's path beside the lens (no taller page: the plots keep their size)
+        # the knob's scale beside the lens (no taller page: the plots keep their size)
         lens_row = QHBoxLayout()
         lens_row.addWidget(self.lens, 0)
         lens_row.addWidget(self.slider_path, 1)
@@ -217,17 +224,20 @@ class SessionView(QWidget):
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
 
     def show_slider(self, view: SliderView) -> None:
-        """A slider's knob: the lens it is at, large; its path beside it, that lens highlighted
-        (the start and the simulated patient's choice noted)."""
+        """A slider's knob: the lens it is at, large; under it the knob's scale as a phoropter
+        shows it, the value the knob turns (sphere or cylinder power, or axis) at each click, the
+        one it is at highlighted (the start and the simulated patient's choice noted), one click a
+        line, in the knob's order."""
         self.lens.setText(f"{view.knob}: {lens_text(view.lenses[view.position])}")
         parts = []
         for i, lens in enumerate(view.lenses):
-            text = lens_text(lens) + (" (start)" if i == view.start else "")
+            text = _KNOB_VALUE[view.knob](lens).replace("-", MINUS) + (" (start)" if i == view.start else "")
             text += " (simulated: clearest)" if i == view.simulated_choice else ""
             if i == view.position:
                 text = f"<span style='background:#ffe08a; font-weight:bold'>&#9654; {text}</span>"
             parts.append(text)
-        self.slider_path.setText(" &middot; ".join(parts))
+        unit = "axis (\u00b0)" if view.knob == "axis" else f"{view.knob} (D)"
+        self.slider_path.setText(f"{unit}:<br>" + "<br>".join(parts))
 
     @property
     def plots(self) -> tuple:
