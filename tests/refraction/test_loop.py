@@ -20,8 +20,10 @@ from visiontune.refraction.loop import (
     ComparisonReply,
     MemoryLog,
     PendingComparison,
+    PendingSlider,
     Refraction,
     SimulatedPresenter,
+    SliderReply,
 )
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
 from visiontune.refraction.protocol import load_protocol, parse_protocol
@@ -123,12 +125,15 @@ def _gp_protocol(policy: str) -> str:
     return small_protocol_text("gp", purpose="policy battery").replace('policy = "ucb-ald"', f'policy = "{policy}"')
 
 
-@pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p)) for p in OPTICS_POLICIES],
-                                          *[(p, _optics_protocol(p) + "\n[comparisons]\n") for p in OPTICS_POLICIES],
+OPTICS_VARIANTS = ("", "\n[comparisons]\n", "\n[comparisons]\n[sliders]\n")
+
+
+@pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p) + v) for v in OPTICS_VARIANTS for p in OPTICS_POLICIES],
                                           *[(p, _gp_protocol(p)) for p in GP_POLICIES]])  # fmt: skip
 def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, text):
     """No protocol that parses can fail at session start: every registered policy, each model,
-    and every optics policy with comparisons (each question answered in its own kind)."""
+    and every optics policy with comparisons, and with comparisons and sliders (each question
+    answered in its own kind)."""
     protocol = parse_protocol(text, f"{policy}.toml")
     assert protocol.policy == policy
     start = StartingPoint(Prescription(-2.0, -1.0, 30.0), "autorefraction", 45.0)
@@ -141,7 +146,11 @@ def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, te
                 q = session.next_query()
                 lo, hi = protocol.logmar_range
                 assert lo <= q.s_logmar <= hi
-                session.record(ComparisonReply(choice) if isinstance(q, PendingComparison) else Answer(correct=correct))
+                if isinstance(q, PendingSlider):
+                    reply = SliderReply(q.start)
+                else:
+                    reply = ComparisonReply(choice) if isinstance(q, PendingComparison) else Answer(correct=correct)
+                session.record(reply)
             assert len(session.trials()) == 3
 
 
