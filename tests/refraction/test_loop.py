@@ -128,7 +128,8 @@ def _gp_protocol(policy: str) -> str:
 OPTICS_VARIANTS = ("", "\n[comparisons]\n", "\n[comparisons]\n[sliders]\n")
 
 
-@pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p) + v) for v in OPTICS_VARIANTS for p in OPTICS_POLICIES],
+@pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p) + v) for v in OPTICS_VARIANTS
+                                            for p in OPTICS_POLICIES],
                                           *[(p, _gp_protocol(p)) for p in GP_POLICIES]])  # fmt: skip
 def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, text):
     """No protocol that parses can fail at session start: every registered policy, each model,
