@@ -156,6 +156,8 @@ def test_validate_with_sliders_counts_them_and_the_patients_time(tmp_path):
     assert main(args) == 0
     page = (tmp_path / "clinical-validation-short-sliders.md").read_text()
     assert "comparisons (median) | patient time (median, s) | sliders (median) |" in page
+    assert ("a slider counted at 8 s; its model of the choice: a logit over the knob's lenses with noise 0.03 logMAR "
+            "and lapse 0.05") in page
     with ClinicStore(tmp_path / "clinical-validation-short-sliders.sqlite") as store:
         runs = store.metrics("short-sliders-seed1", "adult-clinic", "evr", 2)
     for r in runs:

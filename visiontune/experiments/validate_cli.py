@@ -184,6 +184,19 @@ def _comparisons_note(protocol) -> list[str]:
              "`visiontune.optics.comparison`)."), ""]
 
 
+def _sliders_note(protocol) -> list[str]:
+    settings = getattr(protocol, "sliders", None)
+    if settings is None:
+        return []
+    model = settings.model
+    return [(f"The protocol also asks slider questions (\"turn the knob; where is it clearest?\": the "
+             f"{', '.join(settings.knobs)} knob turned through its trial lenses, the patient naming the clearest), "
+             f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; its model "
+             f"of the choice: a logit over the knob's lenses with noise {model.noise_logmar:g} logMAR and lapse "
+             f"{model.lapse:g}. The simulated patients choose by that same model at their own acuity "
+             "(`visiontune.refraction.slider`): the sliders are well specified here."), ""]
+
+
 def results_page(meta: dict, tables: dict, protocol) -> str:
     """The Markdown page of a validation (module docstring)."""
     lines = [
@@ -207,6 +220,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "28:143-150)."),
         "",
         *_comparisons_note(protocol),
+        *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",
         software_line([{'software': meta['software']}]),
