@@ -98,17 +98,15 @@ def _session_content(db, sid):
         return trials, info.result["rounded"], info.result["stopped_by"]
 
 
-def test_a_session_with_comparisons_killed_and_resumed_is_the_uninterrupted_one(tmp_path):
-    """The default protocol (letters and comparisons): SIGKILLed three times and resumed to its
-    end, the session holds the same letters, comparisons (both lenses, the answer) and result as
-    the same session run without interruption."""
-    text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 24")
-    proto_path = tmp_path / "compare.toml"
-    proto_path.write_text(text.replace("min_trials = 20", "min_trials = 24"))  # no early stop: the budget ends it
+def _kill_resume_and_rerun(tmp_path, proto_path, kills: int, rng_seed: int):
+    """Run ``proto_path``'s simulated session (seed 3), SIGKILL it ``kills`` times at random
+    moments, each after at least two more committed answers, resuming it each time, then resume
+    it to its end; run the same session uninterrupted. Returns the two stores' paths and the
+    killed session's id; asserts along the way that no committed answer changed or vanished."""
     db = tmp_path / "log.sqlite3"
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(rng_seed)
     seen, sid = [], None
-    for k in range(3):
+    for k in range(kills):
         args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
                 else ["session", "resume", str(sid), "--simulate", "--patient-seed", str(k)])  # fmt: skip
         child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
@@ -128,17 +126,28 @@ def test_a_session_with_comparisons_killed_and_resumed_is_the_uninterrupted_one(
             trials = s.trials(sid, include_void=True)
         assert trials[: len(seen)] == seen, "a committed answer changed or disappeared"
         seen = trials
-    assert any(t.comparison is not None for t in seen)
     resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
     assert resume.wait(timeout=300) == 0
     whole = tmp_path / "whole.sqlite3"
     uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db",
                             str(whole), "--quiet"])  # fmt: skip
     assert uninterrupted.wait(timeout=300) == 0
+    return db, whole, sid
+
+
+def test_a_session_with_comparisons_killed_and_resumed_is_the_uninterrupted_one(tmp_path):
+    """The default protocol (letters and comparisons): SIGKILLed three times and resumed to its
+    end, the session holds the same letters, comparisons (both lenses, the answer) and result as
+    the same session run without interruption."""
+    text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 24")
+    proto_path = tmp_path / "compare.toml"
+    proto_path.write_text(text.replace("min_trials = 20", "min_trials = 24"))  # no early stop: the budget ends it
+    db, whole, sid = _kill_resume_and_rerun(tmp_path, proto_path, 3, 7)
     with TrialStore.open(db) as a, TrialStore.open(whole) as b:
         killed = [(t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in a.trials(sid)]
         reference = [(t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in b.trials(1)]
         assert len(killed) == 24 and killed == reference
+        assert any(c is not None for _, _, c, _, _ in killed)  # comparisons were asked
         assert a.get_session(sid).result["rounded"] == b.get_session(1).result["rounded"]
 
 
@@ -149,35 +158,7 @@ def test_a_session_with_sliders_killed_and_resumed_is_the_uninterrupted_one(tmp_
     text = load_protocol("clinical-sloan").source_text.replace("max_trials = 120", "max_trials = 16")
     proto_path = tmp_path / "sliders.toml"
     proto_path.write_text(text.replace("min_trials = 20", "min_trials = 16") + "\n[sliders]\n")
-    db = tmp_path / "log.sqlite3"
-    rng = np.random.default_rng(11)
-    seen, sid = [], None
-    for k in range(2):
-        args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
-                else ["session", "resume", str(sid), "--simulate", "--patient-seed", str(k)])  # fmt: skip
-        child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and child.poll() is None:
-            if db.exists():
-                with TrialStore.open(db) as s:
-                    sessions = s.list_sessions()
-                    if sessions and len(s.trials(sessions[0].session_id)) >= len(seen) + 2:
-                        break
-            time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, 0.2))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        with TrialStore.open(db) as s:
-            sid = s.list_sessions()[0].session_id
-            trials = s.trials(sid, include_void=True)
-        assert trials[: len(seen)] == seen, "a committed answer changed or disappeared"
-        seen = trials
-    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
-    assert resume.wait(timeout=300) == 0
-    whole = tmp_path / "whole.sqlite3"
-    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db",
-                            str(whole), "--quiet"])  # fmt: skip
-    assert uninterrupted.wait(timeout=300) == 0
+    db, whole, sid = _kill_resume_and_rerun(tmp_path, proto_path, 2, 11)
     with TrialStore.open(db) as a, TrialStore.open(whole) as b:
         def content(t):
             return (t.lens, t.slider_knob, t.slider_lenses, t.slider_choice, t.letter_shown, t.correct)
