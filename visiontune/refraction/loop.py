@@ -47,11 +47,11 @@ import numpy as np
 from visiontune import __version__
 from visiontune.display.optotypes import load_letter_set
 from visiontune.errors import InvalidInputError, SessionError
-from visiontune.optics import PowerVector, Prescription
+from visiontune.optics import Prescription
 from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
+from visiontune.optics.patient import TRIAL_KEY
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.gp_engine import GPEngine
-from visiontune.optics.patient import TRIAL_KEY
 from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
@@ -353,9 +353,9 @@ class Refraction:
 
     def _pending_slider(self, k: int, q, letter: str) -> PendingSlider:
         """A :class:`PendingSlider` from a :class:`~visiontune.refraction.slider.SliderQuery`: the
-        path's lenses in the clinic's cylinder form; the knob starts at ``t = 0``."""
+        settings the knob clicks through in the clinic's cylinder form; the knob starts at ``t = 0``."""
         form = self.protocol.lenses.cylinder_form
-        lenses = tuple(_path_lens(pv, form) for pv in q.path.lenses)
+        lenses = tuple(in_form(rx, form) for rx in q.path.settings)
         start = int(np.argmin(np.abs(np.asarray(q.path.t))))
         return PendingSlider(k, float(q.s_logmar), q.knob, lenses, start, letter, q.information_bits)
 
@@ -574,17 +574,6 @@ class Refraction:
             if progress is not None:
                 progress(trial, self)
         return self.finish(reason)
-
-
-def _path_lens(pv, cylinder_form: str) -> Prescription:
-    """A knob path's lens ``(M, J0, J45)`` as a trial lens in ``cylinder_form``: powers to 1e-6 D
-    and the axis to 1e-6° (no float dust from the power-vector round trip), axis 180 without a
-    cylinder."""
-    rx = PowerVector(*map(float, pv)).to_prescription()
-    cyl = round(rx.cylinder_d, 6) + 0.0
-    axis = 180.0 if cyl == 0.0 else round(rx.axis_deg, 6)
-    axis = 180.0 if axis in (0.0, 180.0) else axis
-    return in_form(Prescription(round(rx.sphere_d, 6) + 0.0, cyl, axis), cylinder_form)
 
 
 def _rx_dict(rx: Prescription) -> dict:

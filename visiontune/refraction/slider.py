@@ -158,17 +158,19 @@ class SliderSettings:
 @dataclass(frozen=True)
 class KnobPath:
     """A knob's path: ``knob`` (one of :data:`KNOBS`), the setting ``centre`` it turns from
-    (minus-cylinder form), the grid ``t`` (D, or degrees for the axis) and the lenses' power
-    vectors ``lenses`` ``((M, J0, J45), ...)``, one per ``t``."""
+    (minus-cylinder form), the grid ``t`` (D, or degrees for the axis), the lenses' power
+    vectors ``lenses`` ``((M, J0, J45), ...)`` and the phoropter ``settings`` the knob clicks
+    through (minus-cylinder form, axis 180 without a cylinder), one of each per ``t``."""
 
     knob: str
     centre: Prescription
     t: tuple[float, ...]
     lenses: tuple[tuple[float, float, float], ...]
+    settings: tuple[Prescription, ...]
 
     def prescriptions(self) -> list[Prescription]:
         """The phoropter settings along the path, in minus-cylinder form."""
-        return [PowerVector(*pv).to_prescription() for pv in self.lenses]
+        return list(self.settings)
 
     def power_vectors(self) -> np.ndarray:
         """``(n, 3)`` power vectors (D)."""
@@ -220,7 +222,9 @@ def knob_path(knob: str, centre, *, half_range: float | None = None, step: float
     two_a = np.radians(2.0 * np.asarray(axis, dtype=float))
     pv = np.column_stack([sph + cyl / 2.0, -cyl / 2.0 * np.cos(two_a), -cyl / 2.0 * np.sin(two_a)])
     lenses = tuple(tuple(float(x) + 0.0 for x in row) for row in pv)
-    return KnobPath(knob, rx, tuple(float(x) for x in t), lenses)
+    settings = tuple(Prescription(float(sp) + 0.0, float(cy) + 0.0, 180.0 if cy == 0.0 else float(ax))
+                     for sp, cy, ax in zip(sph, cyl, axis))  # fmt: skip
+    return KnobPath(knob, rx, tuple(float(x) for x in t), lenses, settings)
 
 
 # ---------------------------------------------------------------------------------- answers
