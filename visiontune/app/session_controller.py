@@ -81,7 +81,7 @@ from visiontune.session.engine import Answer, ComparisonReply, PendingComparison
 from visiontune.session.records import SessionState
 
 __all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController",
-           "SliderView", "slider_lines"]  # fmt: skip
+           "SliderView", "slider_lines", "slider_notes"]  # fmt: skip
 
 log = logging.getLogger("visiontune.app")
 
@@ -125,14 +125,21 @@ class SliderView:
         return slider_lines(self)
 
 
+def slider_notes(view: SliderView, i: int) -> str:
+    """What lens ``i`` of the knob's path is besides a lens: ``"(start)"``, ``"(simulated: clearest)"``,
+    both in one bracket, or ``""``."""
+    notes = [n for n, on in (("start", i == view.start), ("simulated: clearest", i == view.simulated_choice)) if on]
+    return f"({', '.join(notes)})" if notes else ""
+
+
 def slider_lines(view: SliderView) -> list[str]:
-    """One line per lens of the knob's path: the one the knob is at marked ``▶``, the start
-    ``(start)``, the simulated patient's choice ``(simulated: clearest)``."""
+    """One line per lens of the knob's path: the one the knob is at marked ``▶``, then
+    :func:`slider_notes`."""
     out = []
     for i, lens in enumerate(view.lenses):
-        notes = [n for n, on in (("start", i == view.start), ("simulated: clearest", i == view.simulated_choice)) if on]
+        notes = slider_notes(view, i)
         mark = "▶" if i == view.position else " "
-        out.append(f"{mark} {i + 1:2d}  {lens_text(lens)}" + (f"  ({', '.join(notes)})" if notes else ""))
+        out.append(f"{mark} {i + 1:2d}  {lens_text(lens)}" + (f"  {notes}" if notes else ""))
     return out
 
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgres
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
-from visiontune.app.session_controller import SliderView
+from visiontune.app.session_controller import SliderView, slider_notes
 from visiontune.app.texts import MINUS, acuity_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
@@ -231,8 +231,8 @@ class SessionView(QWidget):
         self.lens.setText(f"{view.knob}: {lens_text(view.lenses[view.position])}")
         parts = []
         for i, lens in enumerate(view.lenses):
-            text = _KNOB_VALUE[view.knob](lens).replace("-", MINUS) + (" (start)" if i == view.start else "")
-            text += " (simulated: clearest)" if i == view.simulated_choice else ""
+            notes = slider_notes(view, i)
+            text = _KNOB_VALUE[view.knob](lens).replace("-", MINUS) + (f" {notes}" if notes else "")
             if i == view.position:
                 text = f"<span style='background:#ffe08a; font-weight:bold'>&#9654; {text}</span>"
             parts.append(text)

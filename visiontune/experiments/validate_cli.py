@@ -191,9 +191,9 @@ def _sliders_note(protocol) -> list[str]:
     model = settings.model
     return [(f"The protocol also asks slider questions (\"turn the knob; where is it clearest?\": the "
              f"{', '.join(settings.knobs)} knob turned through its trial lenses, the patient naming the clearest), "
-             f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; its model "
-             f"of the choice: a logit over the knob's lenses with noise {model.noise_logmar:g} logMAR and lapse "
-             f"{model.lapse:g}. The simulated patients choose by that same model at their own acuity "
+             f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; "
+             f"its model of the choice: a logit over the knob's lenses with noise {model.noise_logmar:g} logMAR and "
+             f"lapse {model.lapse:g}. The simulated patients choose by that same model at their own acuity "
              "(`visiontune.refraction.slider`): the sliders are well specified here."), ""]
 
 
