@@ -57,7 +57,7 @@ from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
-from visiontune.refraction.slider import KNOBS, SliderModel, simulated_slider_choice
+from visiontune.refraction.slider import SliderModel, check_slider_trial, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
 
 __all__ = [
@@ -196,27 +196,6 @@ def is_slider(trial) -> bool:
     return getattr(trial, "slider_choice", None) is not None
 
 
-def check_slider(knob, lenses, choice, lens2=None, comparison=None) -> tuple | None:
-    """``(knob, lenses, choice)`` of a slider trial checked (all three given or none; not a
-    comparison too), or ``None`` for another kind; :class:`InvalidInputError` otherwise."""
-    given = (knob is not None, lenses is not None, choice is not None)
-    if not any(given):
-        return None
-    if not all(given):
-        raise InvalidInputError(f"slider: expected the knob, its lenses and the choice together, got knob {knob!r}, "
-                                f"lenses {lenses!r}, choice {choice!r}")  # fmt: skip
-    if lens2 is not None or comparison is not None:
-        raise InvalidInputError("slider: a trial is a slider or a comparison, not both")
-    if knob not in KNOBS:
-        raise InvalidInputError(f"slider_knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
-    lenses = tuple(lenses)
-    if len(lenses) < 2 or not all(isinstance(x, Prescription) for x in lenses):
-        raise InvalidInputError(f"slider_lenses: expected at least 2 Prescriptions, got {lenses!r}")
-    if isinstance(choice, bool) or not isinstance(choice, (int, np.integer)) or not 0 <= choice < len(lenses):
-        raise InvalidInputError(f"slider_choice: expected an index in [0, {len(lenses) - 1}], got {choice!r}")
-    return knob, lenses, int(choice)
-
-
 class MemoryLog:
     """A trial log in memory (the bench, ``visiontune simulate``): same interface as the
     SQLite store's session handle, nothing written to disk."""
@@ -235,7 +214,7 @@ class MemoryLog:
         self._require("record an answer", "open")
         if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
             raise InvalidInputError(f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})")
-        slider = check_slider(slider_knob, slider_lenses, slider_choice, lens2, comparison)
+        slider = check_slider_trial(slider_knob, slider_lenses, slider_choice, lens2, comparison)
         knob, lenses, choice = slider or (None, None, None)
         trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
                             presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison,

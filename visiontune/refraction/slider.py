@@ -83,6 +83,7 @@ __all__ = [
     "SliderModel",
     "SliderQuery",
     "SliderSettings",
+    "check_slider_trial",
     "choice_probabilities",
     "knob_path",
     "propose_slider",
@@ -228,6 +229,31 @@ def knob_path(knob: str, centre, *, half_range: float | None = None, step: float
 
 
 # ---------------------------------------------------------------------------------- answers
+def check_slider_trial(knob, lenses, choice, lens2=None, comparison=None, *,
+                       lens_type: type = Prescription) -> tuple | None:
+    """``(knob, lenses, choice)`` of a logged slider trial checked, or ``None`` for a trial of
+    another kind: all three given or none, not a comparison too (``lens2``, ``comparison``), the
+    knob one of :data:`KNOBS`, at least two ``lens_type`` lenses and ``choice`` an index into
+    them; :class:`InvalidInputError` otherwise. The trial log in memory
+    (:class:`~visiontune.refraction.loop.MemoryLog`, :class:`Prescription` lenses) and the
+    store's records (:mod:`visiontune.session.records`, their own ``Lens``) both check with it."""
+    given = (knob is not None, lenses is not None, choice is not None)
+    if not any(given):
+        return None
+    if not all(given):
+        raise InvalidInputError(f"slider: expected the knob, its lenses and the choice together, got knob {knob!r}, "
+                                f"lenses {lenses!r}, choice {choice!r}")  # fmt: skip
+    if lens2 is not None or comparison is not None:
+        raise InvalidInputError("slider: a trial is a slider or a comparison, not both")
+    if knob not in KNOBS:
+        raise InvalidInputError(f"slider_knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
+    if not isinstance(lenses, (tuple, list)) or len(lenses) < 2 or not all(isinstance(x, lens_type) for x in lenses):
+        raise InvalidInputError(f"slider_lenses: expected at least 2 {lens_type.__name__} values, got {lenses!r}")
+    if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(lenses):
+        raise InvalidInputError(f"slider_choice: expected an index in [0, {len(lenses) - 1}], got {choice!r}")
+    return knob, tuple(lenses), choice
+
+
 def _check_lenses(lenses) -> tuple[tuple[float, float, float], ...]:
     arr = points("lenses", lenses, 3)
     if len(arr) < 2:

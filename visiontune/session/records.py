@@ -24,7 +24,7 @@ from typing import Any
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.refraction.protocol import parse_protocol
-from visiontune.refraction.slider import KNOBS
+from visiontune.refraction.slider import check_slider_trial
 
 #: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).
 COMPARISON_ANSWERS = ("1", "2", "=")
@@ -175,23 +175,12 @@ class TrialInput:
 
 
 def _check_slider(trial) -> None:
-    """The slider fields of a :class:`TrialInput` or :class:`Trial` (all three or none)."""
-    knob, lenses, choice = trial.slider_knob, trial.slider_lenses, trial.slider_choice
-    given = (knob is not None, lenses is not None, choice is not None)
-    if not any(given):
-        return
-    if not all(given):
-        raise InvalidInputError(f"slider: expected slider_knob, slider_lenses and slider_choice together, got "
-                                f"{knob!r}, {lenses!r}, {choice!r}")  # fmt: skip
-    if knob not in KNOBS:
-        raise InvalidInputError(f"slider_knob: expected one of {', '.join(KNOBS)}, got {knob!r}")
-    if not isinstance(lenses, (tuple, list)) or len(lenses) < 2 or not all(isinstance(x, Lens) for x in lenses):
-        raise InvalidInputError(f"slider_lenses: expected at least 2 Lens, got {lenses!r}")
-    object.__setattr__(trial, "slider_lenses", tuple(lenses))
-    if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(lenses):
-        raise InvalidInputError(f"slider_choice: expected an index in [0, {len(lenses) - 1}], got {choice!r}")
-    if trial.lens2 is not None or trial.comparison is not None:
-        raise InvalidInputError("slider: a trial is a slider or a comparison (lens2), not both")
+    """The slider fields of a :class:`TrialInput` or :class:`Trial` (all three or none;
+    :func:`~visiontune.refraction.slider.check_slider_trial`), the lenses kept as a tuple."""
+    checked = check_slider_trial(trial.slider_knob, trial.slider_lenses, trial.slider_choice,
+                                 trial.lens2, trial.comparison, lens_type=Lens)
+    if checked is not None:
+        object.__setattr__(trial, "slider_lenses", checked[1])
 
 
 def slider_path_json(lenses) -> str:
