@@ -239,6 +239,11 @@ class _Reader:
             raise self.fail(prefix + key, "a table", value)
         return value
 
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
     def string(self, value: Any, key: str, choices=None) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(key, "a non-empty string", value)
@@ -363,9 +368,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     p = "comparisons."
     r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "criterion", "size_offset_logmar",
                               "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
-    enabled = table.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise r.fail(p + "enabled", "true or false", enabled)
+    enabled = r.boolean(table.get("enabled", True), p + "enabled")
     seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0) for k, d in (("letter_seconds", 3.0),
                                                                            ("comparison_seconds", 5.0))}  # fmt: skip
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
@@ -385,9 +388,7 @@ def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
     """``[sliders]`` (module docstring); ``None`` when ``enabled = false``."""
     p = "sliders."
     r.table(table, p, set(), {"enabled", "slider_seconds", "noise_logmar", "lapse", "knobs"})
-    enabled = table.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise r.fail(p + "enabled", "true or false", enabled)
+    enabled = r.boolean(table.get("enabled", True), p + "enabled")
     defaults = SliderSettings()
     seconds = r.number(table.get("slider_seconds", defaults.slider_seconds), p + "slider_seconds", 0.1, 600.0)
     noise = r.number(table.get("noise_logmar", defaults.model.noise_logmar), p + "noise_logmar", 1e-4, 1.0)
@@ -430,9 +431,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
         kind = "gp" if {"kernel", "hyperparameters", "fit"} & table.keys() else "optics"
     if kind == "optics":
         r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard"})
-        guard = table.get("over_minus_guard", False)
-        if not isinstance(guard, bool):
-            raise r.fail("model.over_minus_guard", "true or false", guard)
+        guard = r.boolean(table.get("over_minus_guard", False), "model.over_minus_guard")
         return ModelSpec(
             "optics",
             lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
