@@ -30,6 +30,7 @@ import numpy as np
 
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
+from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
@@ -290,7 +291,7 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
                   "median_error_m_d": float(np.median([r[pre + "error_m_d"] for r in runs])),
                   "median_error_j_d": float(np.median([r[pre + "error_j_d"] for r in runs])),
                   "median_va_loss": float(np.median([r[pre + "va_loss_logmar"] for r in runs]))}  # fmt: skip
-    young = [r for r in runs if r.get("age_years") is not None and r["age_years"] <= 35]
+    young = [r for r in runs if r.get("age_years") is not None and r["age_years"] <= YOUNG_AGE_YEARS]
     over_minus = sum(r[pre + "signed_error_m_d"] < -0.25 - 1e-9 for r in young)
     if start:
         return Summary(**common, over_minus_young=over_minus)

@@ -26,10 +26,14 @@ import numpy as np
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError
 
-__all__ = ["HOFSTETTER", "hofstetter_amplitude_d", "accommodated_residual"]
+__all__ = ["HOFSTETTER", "YOUNG_AGE_YEARS", "hofstetter_amplitude_d", "accommodated_residual"]
 
 #: ``(intercept, slope per year)`` of Hofstetter's three lines (diopters, diopters/year).
 HOFSTETTER = {"minimum": (15.0, 0.25), "mean": (18.5, 0.30), "maximum": (25.0, 0.40)}
+#: Up to this age (years) a patient is "young" for over-minus: even Hofstetter's minimum
+#: amplitude is then at least 6.25 D, so a lens a quarter diopter too minus reads as well as the
+#: correction; the validation counts over-minused patients up to this age.
+YOUNG_AGE_YEARS = 35.0
 
 
 def hofstetter_amplitude_d(age_years, which: str = "mean"):

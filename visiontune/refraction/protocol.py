@@ -20,9 +20,14 @@ may be from the current estimate (diopters, power-vector distance). Precision st
 ``stopping.precision.m_d`` and ``cylinder_vector_d``, the ``level`` posterior quantiles of
 ``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``; and ``stopping.min_information_bits``, the expected
 information of the next answer below which asking more is pointless. ``model.over_minus_guard``
-(default false): file no lens more minus than the correction by over 0.25 D with posterior
-probability above ``(1 - level) / 2`` (:meth:`~visiontune.refraction.optics_engine.OpticsEngine.filed_lens`;
-measured in docs/results/README.md: it costs more results within 0.25 D than it saves).
+(:data:`OVER_MINUS_GUARDS`): when to file no lens more minus than the correction by over 0.25 D
+with posterior probability above ``(1 - level) / 2``
+(:meth:`~visiontune.refraction.optics_engine.OpticsEngine.filed_lens`): ``"never"`` (default),
+``"unsettled"`` (for a patient who may accommodate, aged 35 or less or of unknown age, while the
+region of ``M`` is wider than the precision: the sessions that end on the budget), or
+``"always"``; ``false`` and ``true`` mean ``"never"`` and ``"always"``. Measured in
+docs/results/README.md: ``"always"`` costs more results within 0.25 D than it saves;
+``"unsettled"`` keeps them and over-minuses no young patient (the shipped clinical default).
 
 **GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
 paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
@@ -87,6 +92,8 @@ DEFAULT_PROTOCOL = "clinical-sloan-compare"
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
 LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
+#: When the optics engine files a lens bounded against over-minus (``model.over_minus_guard``).
+OVER_MINUS_GUARDS: frozenset[str] = frozenset({"never", "unsettled", "always"})
 SLOPE_PRIORS: frozenset[str] = frozenset({"fixed", "uniform", "lognormal"})
 #: GP hyperparameters: name -> (lowest, highest) value. ``lengthscales`` (diopters) takes one
 #: value or one per lens coordinate (sphere, cylinder).
@@ -148,7 +155,7 @@ class ModelSpec:
     fit: str | None = None
     lapse: float = 0.04
     n_particles: int = 4000
-    over_minus_guard: bool = False
+    over_minus_guard: str = "never"
 
 
 @dataclass(frozen=True)
@@ -431,7 +438,10 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
         kind = "gp" if {"kernel", "hyperparameters", "fit"} & table.keys() else "optics"
     if kind == "optics":
         r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard"})
-        guard = r.boolean(table.get("over_minus_guard", False), "model.over_minus_guard")
+        guard = table.get("over_minus_guard", "never")
+        if isinstance(guard, bool):
+            guard = "always" if guard else "never"
+        guard = r.string(guard, "model.over_minus_guard", OVER_MINUS_GUARDS)
         return ModelSpec(
             "optics",
             lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
