@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "simulate": ("visiontune.experiments.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
-    "sessions": ("visiontune.session.cli", "list the trial log's sessions, show one, or discard one without answers",
+    "sessions": ("visiontune.session.cli", "list the trial log's sessions, show one, discard one without answers, time answers",
                  "add_sessions_arguments", "run_sessions"),
     "visit": ("visiontune.report.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
               "PDF / FHIR / DICOM / CSV / JSON"),

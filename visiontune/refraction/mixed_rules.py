@@ -36,11 +36,8 @@ exact over the ``n`` answers, or its mutual information) per ``slider_seconds``.
 from a stream of their own, so a protocol without sliders asks what it asked before; without
 comparisons the letter is weighed on a subsample of that stream (letters against sliders).
 
-Durations are settings. Defaults (**stated**, not measured): a letter 3 s (read one letter
-through a lens already in place); a comparison 5 s (two presentations, "1 ... and 2", then
-the judgement). For scale: a self-paced computerised acuity trial with a keypad answer takes
-about 5.7 s (FrACT: 18 trials in 1.7 min on average, Bach 2007, Graefe's Arch. Clin. Exp.
-Ophthalmol. 245:965-971).
+Durations are settings. Defaults: a letter 3 s, a comparison 5 s, a slider 8 s, derived from
+published timings (and what is still assumed) in :mod:`visiontune.refraction.durations`.
 """
 
 from __future__ import annotations
@@ -56,6 +53,7 @@ from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
+from visiontune.refraction.durations import COMPARISON_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
     VA0,
@@ -107,8 +105,8 @@ class MixedSettings:
     ``"clinical"`` (one parameter at a time; module docstring)."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
-    letter_seconds: float = 3.0
-    comparison_seconds: float = 5.0
+    letter_seconds: float = LETTER_SECONDS
+    comparison_seconds: float = COMPARISON_SECONDS
     criterion: str = "evr"
     comparisons: bool = True
     comparison_size_offset_logmar: float = 0.1

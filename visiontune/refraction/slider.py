@@ -70,6 +70,7 @@ from visiontune._validate import check_int, check_number, check_rng, points
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription
 from visiontune.optics.prescription import normalise_axis_deg
+from visiontune.refraction.durations import SLIDER_SECONDS
 from visiontune.refraction.lenses import LensSteps, axis_step_for, trial_lens
 from visiontune.refraction.optics_model import VA0, OpticsModelSpec, ParticlePosterior, acuity_logmar
 from visiontune.refraction.optics_rules import DECISION_PARTICLES
@@ -134,14 +135,14 @@ def slider_probabilities(theta: np.ndarray, lenses, model: SliderModel) -> np.nd
 @dataclass(frozen=True)
 class SliderSettings:
     """A session's slider questions (the protocol's ``[sliders]`` table): ``slider_seconds``, the
-    patient's time per slider answer (s; default 8, **stated**, not measured: the clinician turns
-    the knob through about nine lenses, a second or less each as at a phoropter, while the patient
-    watches one line, then the patient names the clearest), the choice ``model`` and the
+    patient's time per slider answer (s; default 8, mostly assumed: the clinician turns the knob
+    through about nine lenses while the patient watches one line, then the patient names the
+    clearest; :mod:`visiontune.refraction.durations`), the choice ``model`` and the
     ``knobs`` the session may turn (some of :data:`KNOBS`, in that order). The mixed rule
     (:mod:`visiontune.refraction.mixed_rules`) weighs a slider against a letter and a comparison
     by value per second of the patient's time."""
 
-    slider_seconds: float = 8.0
+    slider_seconds: float = SLIDER_SECONDS
     model: SliderModel = field(default_factory=SliderModel)
     knobs: tuple[str, ...] = KNOBS
 

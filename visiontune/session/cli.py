@@ -1,10 +1,11 @@
-"""``visiontune session run|resume`` and ``visiontune sessions list|show|discard``.
+"""``visiontune session run|resume`` and ``visiontune sessions list|show|discard|durations``.
 
 ``session run --simulate`` drives a whole session headless against a simulated patient through
 the session engine and the SQLite trial log; ``session resume ID --simulate`` continues one.
 ``sessions discard ID --reason TEXT`` closes a session that has no answers, for good, with the
 reason on record (it is never deleted; ``sessions list`` shows it as ``discarded``, the app's
-resume offer leaves it out).
+resume offer leaves it out). ``sessions durations`` reports the answer times per kind of question
+(:mod:`visiontune.session.answer_times`), real patients' only unless ``--include-simulated``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.result import parse_result
 from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, parse_true_rx, simulated_case
 from visiontune.refraction.start import SOURCES, StartingPoint
+from visiontune.session.answer_times import answer_times
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
 
@@ -92,6 +94,13 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     discard.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
     discard.add_argument("--reason", required=True, help="why, e.g. 'protocol refused by the engine' (kept in the log)")
     _db_argument(discard)
+    durations = sub.add_parser("durations", help="answer times per kind of question (letter, comparison, slider): "
+                                                 "median and IQR, to refit a protocol's durations")  # fmt: skip
+    durations.add_argument("--include-simulated", action="store_true",
+                           help="also summarise simulated sessions (apart, marked SIMULATED; their clock is not a "
+                                "patient's)")  # fmt: skip
+    durations.add_argument("--json", action="store_true", help="print as JSON")
+    _db_argument(durations)
 
 
 def _parse_rx(flag: str, text: str) -> Prescription:
@@ -209,10 +218,43 @@ def _protocol_name(info) -> str:
         return f"? (snapshot refused: {exc})"
 
 
+#: The protocol setting each kind's duration refits ([table] key); a duel has none.
+_DURATION_KEYS = {"letter": "[comparisons] letter_seconds", "comparison": "[comparisons] comparison_seconds",
+                  "slider": "[sliders] slider_seconds"}
+
+
+def _durations(store: TrialStore, include_simulated: bool, as_json: bool) -> int:
+    """``sessions durations``: :func:`~visiontune.session.answer_times.answer_times`, as a table or JSON."""
+    found = answer_times(store, include_simulated=include_simulated)
+    if as_json:
+        print(json.dumps({"real_sessions": found.real_sessions, "simulated_sessions": found.simulated_sessions,
+                          "rows": [{**vars(r), "iqr_s": r.iqr_s} for r in found.rows], "left_out": found.left_out},
+                         indent=2))  # fmt: skip
+        return 0
+    print(f"answer times (question on screen to answer recorded), {found.real_sessions} real-patient sessions"
+          + (f" and {found.simulated_sessions} SIMULATED" if include_simulated else "") + f" in {store.path}")
+    print(f"{'kind':<11} {'answers':>7} {'sessions':>8} {'median s':>8}  {'IQR s (Q1-Q3)':<16} {'mean s':>6}")
+    for r in found.rows:
+        mark = "  SIMULATED" if r.simulated else ""
+        print(f"{r.kind:<11} {r.n:>7} {r.sessions:>8} {r.median_s:>8.2f}  {r.q3_s - r.q1_s:>5.2f} "
+              f"({r.q1_s:.2f}-{r.q3_s:.2f}){'':<2} {r.mean_s:>6.2f}{mark}")  # fmt: skip
+    real = [r for r in found.rows if not r.simulated and r.kind in _DURATION_KEYS]
+    if real:
+        print("protocol values from the real patients' medians: "
+              + "; ".join(f"{_DURATION_KEYS[r.kind]} = {r.median_s:.1f}" for r in real))
+    else:
+        print("no real patient's timed answers: nothing to refit the protocol's durations from")
+    if found.left_out:
+        print("left out: " + "; ".join(f"{count} {reason}" for reason, count in found.left_out.items()))
+    return 0
+
+
 def run_sessions(args) -> int:
     with TrialStore.open(args.db) as store:
         if args.action == "discard":
             return _discard(store, args.session_id, args.reason)
+        if args.action == "durations":
+            return _durations(store, args.include_simulated, args.json)
         if args.action == "list":
             print(f"{'id':>4}  {'patient':<12} {'eye':<3} {'state':<9} {'trials':>6}  {'created':<20} kind")
             for info in store.list_sessions(include_discarded=True):

@@ -1,0 +1,151 @@
+"""How long the patients of a trial log took per answer, by kind of question: to refit durations.
+
+The mixed rule weighs a letter, a comparison and a slider by value per second of the patient's
+time, at the protocol's ``letter_seconds``, ``comparison_seconds`` and ``slider_seconds``
+(defaults and their sources: :mod:`visiontune.refraction.durations`). This module measures them
+in a clinic's own sessions: the answer time of a trial is ``answered_at - presented_at`` (the
+lens in place and the question on screen, to the answer recorded), in seconds, and for each kind
+of question it reports the number of answers, the median, the quartiles (IQR ``Q3 - Q1``) and
+the mean (``numpy.percentile``, linear interpolation). The median is the robust value to put in
+a protocol (an interruption lengthens one answer, not the median); the mean is what the
+patient's total time grows by per question.
+
+Left out, each counted: void answers (undone: the patient's answer was withdrawn); answers whose
+time spans a ``pause`` or ``resume`` event (the clock ran while the session stood); untimed
+answers (``answered_at == presented_at``: recorded without a ``presented_at``, so the store's
+clock gave both); damaged sessions (the store reports them). Simulated sessions are left out
+unless asked for, since their clock is the computer's, not a patient's; asked for, they are
+summarised apart and marked SIMULATED, never mixed with real patients' answers.
+
+Kinds: ``letter`` (no second lens), ``comparison`` (a "1 or 2" answer), ``slider`` (a knob
+position), ``duel`` (a second lens without a comparison answer: the preferential protocols).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from visiontune.errors import StoreError
+from visiontune.session.records import EventKind, Trial
+
+__all__ = ["KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "trial_kind"]
+
+#: Kinds of question, in report order.
+KINDS = ("letter", "comparison", "slider", "duel")
+
+
+def trial_kind(trial: Trial) -> str:
+    """The kind of question a stored trial answered (one of :data:`KINDS`)."""
+    if trial.slider_choice is not None:
+        return "slider"
+    if trial.comparison is not None:
+        return "comparison"
+    return "duel" if trial.lens2 is not None else "letter"
+
+
+@dataclass(frozen=True)
+class KindTimes:
+    """Answer times of one kind of question (s): ``n`` answers from ``sessions`` sessions, the
+    median and quartiles, the mean; ``simulated`` when they come from simulated sessions."""
+
+    kind: str
+    n: int
+    sessions: int
+    median_s: float
+    q1_s: float
+    q3_s: float
+    mean_s: float
+    simulated: bool = False
+
+    @property
+    def iqr_s(self) -> float:
+        """The interquartile range ``Q3 - Q1`` (s)."""
+        return self.q3_s - self.q1_s
+
+
+@dataclass(frozen=True)
+class AnswerTimes:
+    """What :func:`answer_times` found: ``rows`` (one :class:`KindTimes` per kind with answers,
+    real patients' first, then the simulated ones if asked for), the sessions used (real and
+    simulated) and what was left out, each counted (``left_out``: reason -> count)."""
+
+    rows: tuple[KindTimes, ...]
+    real_sessions: int
+    simulated_sessions: int
+    left_out: dict[str, int] = field(default_factory=dict)
+
+    def row(self, kind: str, *, simulated: bool = False) -> KindTimes | None:
+        """The row of ``kind`` (real patients', or the simulated one), or ``None`` if no answers."""
+        return next((r for r in self.rows if r.kind == kind and r.simulated == simulated), None)
+
+
+def answer_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """``({kind: [answer seconds, ...]}, {reason left out: count})`` of one session's stored
+    ``trials`` (void ones included in the list, then left out), ``pauses`` the times of its
+    ``pause`` and ``resume`` events (module docstring)."""
+    seconds: dict[str, list[float]] = {}
+    left: dict[str, int] = {}
+    for t in trials:
+        gap = (t.answered_at - t.presented_at).total_seconds()
+        if t.void:
+            reason = "void (undone) answers"
+        elif gap <= 0.0:
+            reason = "untimed answers (no presented_at)"
+        elif any(t.presented_at <= at <= t.answered_at for at in pauses):
+            reason = "answers spanning a pause"
+        else:
+            seconds.setdefault(trial_kind(t), []).append(gap)
+            continue
+        left[reason] = left.get(reason, 0) + 1
+    return seconds, left
+
+
+def _rows(seconds: dict[str, list[float]], sessions: dict[str, set[int]], simulated: bool) -> list[KindTimes]:
+    rows = []
+    for kind in KINDS:
+        values = np.asarray(seconds.get(kind, ()), dtype=float)
+        if values.size:
+            q1, med, q3 = np.percentile(values, [25.0, 50.0, 75.0])
+            rows.append(KindTimes(kind, int(values.size), len(sessions[kind]), float(med), float(q1), float(q3),
+                                  float(values.mean()), simulated))  # fmt: skip
+    return rows
+
+
+def answer_times(store, *, include_simulated: bool = False) -> AnswerTimes:
+    """Answer times per kind of question over the sessions of ``store`` (a
+    :class:`~visiontune.session.store.TrialStore`), real patients' only unless
+    ``include_simulated`` (then summarised apart, marked SIMULATED; module docstring)."""
+    seconds: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
+    kind_sessions: dict[bool, dict[str, set[int]]] = {False: {}, True: {}}
+    used = {False: 0, True: 0}
+    left: dict[str, int] = {}
+
+    def leave(reason: str, count: int = 1) -> None:
+        left[reason] = left.get(reason, 0) + count
+
+    for info in store.list_sessions():
+        if info.damaged:
+            leave("damaged sessions")
+            continue
+        if info.simulated and not include_simulated:
+            leave("SIMULATED sessions (the computer's clock)")
+            continue
+        try:
+            trials = store.trials(info.session_id, include_void=True)
+            pauses = [e.at for e in store.events(info.session_id) if e.kind in (EventKind.PAUSE, EventKind.RESUME)]
+        except StoreError:
+            leave("damaged sessions")
+            continue
+        found, skipped = answer_seconds(trials, pauses)
+        for reason, count in skipped.items():
+            leave(reason, count)
+        if not found:
+            continue
+        used[info.simulated] += 1
+        for kind, values in found.items():
+            seconds[info.simulated].setdefault(kind, []).extend(values)
+            kind_sessions[info.simulated].setdefault(kind, set()).add(info.session_id)
+    rows = _rows(seconds[False], kind_sessions[False], False) + _rows(seconds[True], kind_sessions[True], True)
+    return AnswerTimes(tuple(rows), used[False], used[True], left)
