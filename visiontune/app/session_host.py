@@ -62,6 +62,7 @@ from visiontune.session.engine import (
 )
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
+from visiontune.session.trial_text import slider_text
 
 log = logging.getLogger("visiontune.app.worker")
 
@@ -286,9 +287,8 @@ class SessionHost:
         self._emit("recorded", trial)
         form = s.protocol.lenses.cylinder_form
         if is_slider(trial):
-            log.info("session %d trial %d: s=%+.2f logMAR, slider %s, clearest %s (%d of %d)", s.session_id,
-                     trial.index, trial.s_logmar, trial.slider_knob, in_form(stored_lens(trial.lens), form).format(),
-                     trial.slider_choice + 1, len(trial.slider_lenses))  # fmt: skip
+            log.info("session %d trial %d: s=%+.2f logMAR, %s", s.session_id, trial.index, trial.s_logmar,
+                     slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()))  # fmt: skip
         elif trial.comparison is not None:
             log.info("session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s", s.session_id,
                      trial.index, trial.s_logmar, in_form(stored_lens(trial.lens), form).format(),
