@@ -56,8 +56,8 @@ def test_the_note_counts_the_answers_of_each_kind(store, make_session, slider_se
     letters = r["trials_used"] - r["comparisons_used"] - r["sliders_used"]
     assert r["sliders_used"] >= 2 and r["comparisons_used"] >= 2 and letters >= 2
     note = model.lensSpecification[0].note[-1].text
-    assert note.endswith(f"; {r['trials_used']} answers ({letters} letters, {r['comparisons_used']} comparisons of "
-                         f"two lenses, {r['sliders_used']} slider answers).")  # fmt: skip
+    assert note.endswith(f"; {r['trials_used']} answers ({letters} letters, {r['comparisons_used']} comparisons, "
+                         f"{r['sliders_used']} sliders).")  # fmt: skip
     assert model.lensSpecification[0].note[0].text.startswith("SIMULATED")
     letters_only = _resource(store, make_session(n_trials=5, undo_at=(), comparisons=False))[0]
     assert letters_only.lensSpecification[0].note[-1].text.endswith("; 5 answers.")

@@ -31,7 +31,7 @@ def test_pdf_text_holds_prescription_acuity_and_patient(store, make_session):
     assert "0.12 logMAR (Snellen 20/26, 6/8)" in pages[0]
     assert "[0.02, 0.31] logMAR (Snellen 20/21 to 20/41)" in pages[0]
     assert "sphere [-1.75, -0.88] D" in pages[0] and "cylinder [-1.00, -0.12] D" in pages[0]
-    assert "10 used, 2 voided; stopped by budget" in pages[0]
+    assert "10 used, 2 voided Stopped by budget" in pages[0]
     assert "12 min 34 s" in pages[0]
     assert "Eye OD" in pages[0] and "paper-ucb-ald" in pages[0]
     assert "SIMULATED" not in text
@@ -57,7 +57,7 @@ def test_a_comparison_row_gives_both_lenses_and_the_clearer(store, make_session)
     """Every 11th answer of the fixture is a comparison of S -1.75 / C -1.38 x 90 (trial 11) with
     S -0.50 / C -0.75 x 10, answered "equal"; the summary gives the result's count of them."""
     pages = _pages(store, make_session(n_trials=12, undo_at=(), comparisons_used=1))
-    assert "12 used (11 letters, 1 comparison of two lenses)" in pages[0]
+    assert "12 used (11 letters, 1 comparison) Stopped by" in pages[0]
     assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 90/10 C equal - ", pages[1]), pages[1]
 
 
@@ -73,8 +73,8 @@ def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_
     r = parse_result(record.info.result)
     assert r.sliders_used >= 1 and r.comparisons_used >= 1
     letters = r.trials_used - r.sliders_used - r.comparisons_used
-    assert (f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons of two lenses, "
-            f"{r.sliders_used} slider answers), 1 voided") in pages[0]  # fmt: skip
+    assert (f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons, {r.sliders_used} sliders), "
+            f"1 voided Stopped by {r.stopped_by}") in pages[0]  # fmt: skip
     sliders = [t for t in record.trials if t.slider_choice is not None]
     assert table.count("slider ") == 2 * len(sliders) and table.count(": clearest ") == len(sliders)
     for t in sliders:

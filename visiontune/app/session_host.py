@@ -52,6 +52,7 @@ from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.report import export_record, load_session
 from visiontune.report.export import ExportPaths
+from visiontune.report.map_marks import slider_marks
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
@@ -262,7 +263,7 @@ class SessionHost:
         psychometric = s.psychometric(est.lens)
         amap = s.acuity_map()
         form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
-        # the map shows letter answers; comparisons have two lenses, sliders a path
+        # letter answers are dots; sliders are marked as on the PDF's map; comparisons (two lenses) not
         letters = [t for t in valid if t.comparison is None and not is_slider(t)]
         trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
                            for t in letters for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
@@ -273,7 +274,8 @@ class SessionHost:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
         frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
                                  chart_range=p.logmar_range, true_p=true_p, progress=progress,
-                                 progress_line=progress_text(progress, p.stopping.precision))  # fmt: skip
+                                 progress_line=progress_text(progress, p.stopping.precision),
+                                 sliders=tuple(slider_marks(valid, axis)))  # fmt: skip
         self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame,
                                                   progress=progress))  # fmt: skip
 

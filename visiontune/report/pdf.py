@@ -86,7 +86,8 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Acuity interval",
          f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
         ("Answers", f"{r.trials_used} used" + (f" ({kinds})" if kinds else "")
-         + (f", {voided} voided" if voided else "") + f"; stopped by {r.stopped_by}"),
+         + (f", {voided} voided" if voided else "")),
+        ("Stopped by", r.stopped_by),
         ("Duration", _duration(r.duration_s)),
     ]  # fmt: skip
 
@@ -208,7 +209,12 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         QPen,
     )
 
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font  # late: PySide6
+    from visiontune.report.figures import (  # late: PySide6
+        draw_acuity_curve,
+        draw_acuity_map,
+        draw_map_legend,
+        set_font,
+    )
 
     data, buf, writer = a4_pdf_writer()
     info = record.info
@@ -263,8 +269,7 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         draw_acuity_map(p, QRectF(0, y, width * 0.55, fig_h), record.result, record.trials)
         draw_acuity_curve(p, QRectF(width * 0.56, y, width * 0.44, fig_h), record.result)
         set_font(p, 7)
-        p.drawText(QPointF(0, y + fig_h + row_h),
-                   "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = the prescription found.")  # fmt: skip
+        draw_map_legend(p, 0, y + fig_h + row_h)
 
         # --- trial table pages: two blocks of rows side by side
         chunks = [rows[i : i + per_page] for i in range(0, len(rows), per_page)] or [[]]

@@ -42,13 +42,14 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def answer_kinds_text(trials_used: int, comparisons_used: int = 0, sliders_used: int = 0) -> str:
-    """``"9 letters, 1 comparison of two lenses, 2 slider answers"``: the answers a session used by
-    kind (the letters are the rest), or ``""`` when every answer was a letter."""
+    """``"9 letters, 1 comparison, 2 sliders"``: the answers a session used by kind (letters read,
+    comparisons of two lenses, sliders; the letters are the rest), or ``""`` when every answer was
+    a letter."""
     if not comparisons_used and not sliders_used:
         return ""
     parts = [_count(trials_used - comparisons_used - sliders_used, "letter", "letters")]
     if comparisons_used:
-        parts.append(_count(comparisons_used, "comparison of two lenses", "comparisons of two lenses"))
+        parts.append(_count(comparisons_used, "comparison", "comparisons"))
     if sliders_used:
-        parts.append(_count(sliders_used, "slider answer", "slider answers"))
+        parts.append(_count(sliders_used, "slider", "sliders"))
     return ", ".join(parts)
