@@ -96,7 +96,7 @@ def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
         "not measured" if e.measured_va_logmar is None else acuity_text(e.measured_va_logmar),
         acuity_text(e.predicted_va_logmar),
         habitual,
-        f"{e.answers_used} answers, stopped by {e.stopped_by}; session {e.session_id}",
+        f"{e.answers_text}, stopped by {e.stopped_by}; session {e.session_id}",
     ]
 
 
