@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 
 import pytest
 from pypdf import PdfReader
@@ -61,9 +62,9 @@ def test_a_comparison_row_gives_both_lenses_and_the_clearer(store, make_session)
     assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 90/10 C equal - ", pages[1]), pages[1]
 
 
-def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_session):
+def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_session, tmp_path):
     """The SIMULATED engine session of letters, comparisons and sliders: each slider's row is
-    followed by "slider <knob>: clearest <lens> (<k> of <n>, path <first> to <last> D)", the
+    followed by "slider <knob>: clearest <lens> (<k> of <n>, path <first> to <last> D or °)", the
     summary counts the answers of each kind."""
     from visiontune.refraction.result import parse_result
 
@@ -75,19 +76,28 @@ def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_
     letters = r.trials_used - r.sliders_used - r.comparisons_used
     assert (f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons, {r.sliders_used} sliders), "
             f"1 voided Stopped by {r.stopped_by}") in pages[0]  # fmt: skip
-    sliders = [t for t in record.trials if t.slider_choice is not None]
+    sliders, notes = [t for t in record.trials if t.slider_choice is not None], []
     assert table.count("slider ") == 2 * len(sliders) and table.count(": clearest ") == len(sliders)
     for t in sliders:
         chosen, ends = t.slider_lenses[t.slider_choice], (t.slider_lenses[0], t.slider_lenses[-1])
-        unit = {"sphere": "sphere_d", "cylinder": "cylinder_d"}[t.slider_knob]  # this patient's knobs
+        if t.slider_knob == "axis":
+            path = f"{ends[0].axis_deg or 180:.0f} to {ends[1].axis_deg or 180:.0f}\u00b0"
+        else:
+            path = f"{getattr(ends[0], f'{t.slider_knob}_d'):+.2f} to {getattr(ends[1], f'{t.slider_knob}_d'):+.2f} D"
         cells = (f"{t.index + 1} {t.s_logmar:.2f} {chosen.sphere_d:+.2f} {chosen.cylinder_d:+.2f} "
                  f"{chosen.axis_deg:.0f} {t.letter_shown} slider - {'void ' if t.void else ''}")  # fmt: skip
         note = (f"slider {t.slider_knob}: clearest S {chosen.sphere_d:+.2f} / C {chosen.cylinder_d:+.2f} "
                 f"x {chosen.axis_deg:.0f} ({t.slider_choice + 1} of {len(t.slider_lenses)}, "
-                f"path {getattr(ends[0], unit):+.2f} to {getattr(ends[1], unit):+.2f} D)")  # fmt: skip
+                f"path {path})")  # fmt: skip
         row = rf"(^| ){re.escape(cells)}\d\d:\d\d:\d\d {re.escape(note)}"
         assert re.search(row, table), row
+        notes.append(note)
     assert "SIMULATED" in pages[0] and "SIMULATED" in pages[1]
+    # poppler's extractor reads the same lines
+    (tmp_path / "r.pdf").write_bytes(pdf_bytes(record))
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+    assert all(note in text for note in notes) and "SIMULATED" in text
 
 
 def test_pdf_with_no_answers(store, make_session):
