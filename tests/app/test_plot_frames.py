@@ -8,6 +8,7 @@ the step), the app's own simulated patient (true curve), and the old formatting 
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ from visiontune.optics import Prescription
 from visiontune.refraction.estimate import CurrentEstimate, Region
 from visiontune.refraction.protocol import Precision
 from visiontune.refraction.start import StartingPoint
+from visiontune.report.map_marks import SliderMark, path_polyline
 
 
 def grid_map(n_s=5, n_c=4):
@@ -230,3 +232,52 @@ def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordina
     assert f.map_axis_deg == 90.0 and f.progress == 0.3
     np.testing.assert_allclose(f.best_lens, [-1.0, 1.5])
     assert frame_for(np.zeros((0, 3))).map_axis_deg is None
+
+
+def test_view_frame_carries_the_slider_marks():
+    marks = (SliderMark("sphere", (-1.0, -0.5), ((-1.5, -0.5), (-1.0, -0.5), (-0.5, -0.5))),
+             SliderMark("cylinder", (0.25, -1.0), ((0.25, -1.5), (0.25, -1.0)), void=True))  # fmt: skip
+    s = np.linspace(-1.0, 2.0, 7)
+    f = build_view_frame(estimate=current_estimate(), acuity_map=grid_map(), trials=np.zeros((0, 3)),
+                         curve=((1, 0.3),), psychometric=(s, s * 0, s * 0, s * 0 + 1), chart_range=(-1.0, 2.0),
+                         sliders=marks)  # fmt: skip
+    np.testing.assert_array_equal(f.slider_xy, [[-1.0, 0.25], [-0.5, -1.0]])
+    np.testing.assert_array_equal(f.slider_path_xy, [[-1.5, -1.0, -0.5, np.nan, 0.25, 0.25, np.nan],
+                                                     [-0.5, -0.5, -0.5, np.nan, -1.5, -1.0, np.nan]])
+    none = frame_for(np.zeros((0, 3)))
+    assert none.slider_xy.shape == (2, 0) and none.slider_path_xy.shape == (2, 0)
+
+
+SLIDER_PROTOCOL = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
+
+
+def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp):
+    """A SIMULATED app session with letters, comparisons and sliders, finished after 30 answers:
+    the last live frame marks the sliders where the PDF's map of the finished session marks them
+    (the chosen lens and the path of every valid slider in the map's plane), and the live map's
+    items hold them."""
+    from visiontune.app.plots import AcuityMapPlot
+    from visiontune.app.session_host import record_simulated_session
+    from visiontune.app.worker_values import EstimateView
+    from visiontune.report import load_session
+    from visiontune.report.figures import sliders_on_map
+    from visiontune.session.store import TrialStore
+
+    db = tmp_path / "log.sqlite3"
+    events = record_simulated_session(db, str(SLIDER_PROTOCOL), 30, seed=3)
+    frame = [v for _, v in events if isinstance(v, EstimateView)][-1].frame
+    with TrialStore.open(db) as store:
+        record = load_session(store, 1)
+    assert record.simulated and record.result.sliders_used >= 2
+    assert frame.map_axis_deg == record.result.map_axis_deg
+    marks = sliders_on_map(record.valid_trials, record.result.map_axis_deg)
+    assert len(marks) >= 2
+    np.testing.assert_array_equal(frame.slider_xy, np.array([m.chosen for m in marks]).T)
+    np.testing.assert_array_equal(frame.slider_path_xy, path_polyline(marks))
+    chosen = [t for t in record.valid_trials if t.slider_choice is not None]
+    assert {(t.lens.sphere_d, t.lens.cylinder_d) for t in chosen} >= {m.chosen for m in marks}
+    assert len(marks) < len(chosen)  # this session also has sliders 15 degrees off the map's axis: on neither map
+    live = AcuityMapPlot()
+    live.update_frame(frame)
+    np.testing.assert_array_equal(np.vstack(live.sliders.getData()), frame.slider_xy)
+    np.testing.assert_array_equal(np.vstack(live.slider_paths.getData()), frame.slider_path_xy)

@@ -1,12 +1,21 @@
-"""Fixtures of the report tests: finished sessions built directly through the store API."""
+"""Fixtures of the report tests: finished sessions built directly through the store API, and a
+SIMULATED one with letters, comparisons and sliders run by the session engine."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from report_helpers import FakeClock, make_result, trial_input
 
+from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
+from visiontune.session.engine import PendingSlider, RefractionSession, SimulatedPresenter
 from visiontune.session.store import TrialStore
+
+#: The test protocol with comparisons and sliders (tests/session/test_engine_sliders.py runs it too).
+SLIDER_PROTOCOL = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
 
 
 @pytest.fixture
@@ -50,6 +59,26 @@ def make_session(store):
         return sid
 
     return make
+
+
+@pytest.fixture
+def slider_session(store):
+    """A finished SIMULATED session of the engine with letters, comparisons and sliders (protocol
+    :data:`SLIDER_PROTOCOL`, a patient of the adult-clinic population who gets all three kinds),
+    its first slider answered, undone (void) and asked again; -> session id."""
+    protocol = load_protocol(SLIDER_PROTOCOL)
+    case = draw_cases(population_by_name("adult-clinic"), 8, 5)[7]
+    store.create_patient("SIM-0007")
+    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
+    presenter = SimulatedPresenter(case.patient(protocol.n_alternatives))
+    with RefractionSession.start(store, patient_id="SIM-0007", eye="OD", protocol=protocol, simulated=True,
+                                 seed=case.seed, start=start) as session:  # fmt: skip
+        while not isinstance(q := session.next_query(), PendingSlider):
+            session.record(presenter.present(q))
+        session.record(presenter.present(q))
+        session.undo()
+        session.run(presenter)
+        return session.session_id
 
 
 @pytest.fixture(autouse=True)

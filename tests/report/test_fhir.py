@@ -48,6 +48,21 @@ def test_exact_estimate_and_interval_in_the_note(store, make_session):
     assert "predicted acuity 0.12 logMAR (20/26)" in note
 
 
+def test_the_note_counts_the_answers_of_each_kind(store, make_session, slider_session):
+    """Letters, comparisons and sliders are named in the note (the SIMULATED engine session);
+    a session of letters only says how many answers, no kinds."""
+    model, doc = _resource(store, slider_session)
+    r = store.get_session(slider_session).result
+    letters = r["trials_used"] - r["comparisons_used"] - r["sliders_used"]
+    assert r["sliders_used"] >= 2 and r["comparisons_used"] >= 2 and letters >= 2
+    note = model.lensSpecification[0].note[-1].text
+    assert note.endswith(f"; {r['trials_used']} answers ({letters} letters, {r['comparisons_used']} comparisons, "
+                         f"{r['sliders_used']} sliders).")  # fmt: skip
+    assert model.lensSpecification[0].note[0].text.startswith("SIMULATED")
+    letters_only = _resource(store, make_session(n_trials=5, undo_at=(), comparisons=False))[0]
+    assert letters_only.lensSpecification[0].note[-1].text.endswith("; 5 answers.")
+
+
 def test_spherical_result_has_no_axis(store, make_session):
     sid = make_session(rounded={"sphere_d": 2.0, "cylinder_d": 0.0, "axis_deg": 180.0})
     model, doc = _resource(store, sid)

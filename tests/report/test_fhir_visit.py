@@ -121,6 +121,13 @@ def test_acuity_observations_in_logmar_measured_or_predicted():
     assert "6/6" in acuities[1]["note"][0]["text"] and "decimal 1.00" in acuities[1]["note"][0]["text"]
 
 
+def test_the_notes_count_the_answers_of_each_kind():
+    _, doc = _parsed(make_visit(od=measured_eye("OD", comparisons_used=10, sliders_used=4)))
+    text = json.dumps(doc)
+    assert "64 answers (50 letters, 10 comparisons, 4 sliders), stopped by precision; VisionTune session 7." in text
+    assert "64 answers, stopped by precision; VisionTune session 8." in text
+
+
 def test_zero_cylinder_has_no_axis():
     visit = make_visit(od=measured_eye("OD", prescription=Prescription(1.5, 0.0, 180.0)), balance=None)
     _, doc = _parsed(visit)

@@ -1,5 +1,6 @@
-"""Report figures: the colour map, cell edges, and the heat map's pixels against the
-acuity values computed independently (Blendowske ``log10(1 + β²)`` of the true correction)."""
+"""Report figures: the colour map, cell edges, the heat map's pixels against the acuity values
+computed independently (Blendowske ``log10(1 + β²)`` of the true correction), and where slider
+answers are marked (the lens chosen, the knob's path)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ from visiontune.report.figures import (
     colormap,
     draw_acuity_curve,
     draw_acuity_map,
+    lenses_on_map,
     set_font,
+    sliders_on_map,
 )
+from visiontune.report.map_marks import SLIDER_RGB, SliderMark, path_polyline
 from visiontune.session.records import Lens, Trial
 
 
@@ -91,3 +95,65 @@ def test_acuity_curve_draws_inside_its_rect(curve):
               for y in range(int(plot.top()) + 3, int(plot.bottom()) - 3, 7)]  # fmt: skip
     blue = sum(q.blue() > 120 and q.red() < 80 for q in inside)
     assert (blue > 0) == bool(curve)
+
+
+def _slider(i: int, knob: str, path: list[tuple[float, float, float]], choice: int, void: bool = False) -> Trial:
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    lenses = tuple(Lens(*x) for x in path)
+    return Trial(1, i, 0.1, lenses[choice], "C", None, False, t, t, void=void, slider_knob=knob,
+                 slider_lenses=lenses, slider_choice=choice)  # fmt: skip
+
+
+def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis():
+    """Map at axis 30: a sphere knob at axis 30 (its whole path, chosen -1.0 D); a cylinder knob
+    at 35 ending at plano (axis 0, on every map); an axis knob 10..50 (only 20..40 lie within
+    10 degrees); a sphere knob at axis 90 (off the map); a sphere knob at 115 in plus cylinder
+    (the same lenses as (S + C, -C) at 25: transposed); a letter and a comparison."""
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    sphere = _slider(0, "sphere", [(-1.5, -1.0, 30.0), (-1.25, -1.0, 30.0), (-1.0, -1.0, 30.0), (-0.75, -1.0, 30.0)], 2)
+    cylinder = _slider(1, "cylinder", [(0.5, -0.5, 35.0), (0.5, -0.25, 35.0), (0.5, 0.0, 0.0)], 1, void=True)
+    axis = _slider(2, "axis", [(0.0, -1.0, a) for a in (10.0, 20.0, 30.0, 40.0, 50.0)], 1)
+    away = _slider(3, "sphere", [(-2.0, -1.0, 90.0), (-1.75, -1.0, 90.0)], 0)
+    plus = _slider(6, "sphere", [(-2.0, 0.75, 115.0), (-1.75, 0.75, 115.0)], 1)
+    letter = Trial(1, 4, 0.2, Lens(-1.0, -1.0, 30.0), "C", "C", True, t, t)
+    comparison = Trial(1, 5, 0.2, Lens(-1.0, -1.0, 30.0), "C", None, True, t, t, lens2=Lens(0.0, -1.0, 30.0),
+                       comparison="1")  # fmt: skip
+    trials = [sphere, cylinder, axis, away, letter, comparison, plus]
+    assert sliders_on_map(trials, 30.0) == [
+        SliderMark("sphere", (-1.0, -1.0), ((-1.5, -1.0), (-1.25, -1.0), (-1.0, -1.0), (-0.75, -1.0))),
+        SliderMark("cylinder", (0.5, -0.25), ((0.5, -0.5), (0.5, -0.25), (0.5, 0.0)), void=True),
+        SliderMark("axis", (0.0, -1.0), ((0.0, -1.0),) * 3),
+        SliderMark("sphere", (-1.0, -0.75), ((-1.25, -0.75), (-1.0, -0.75))),
+    ]  # fmt: skip
+    assert [m.knob for m in sliders_on_map(trials, None)] == ["sphere", "cylinder", "axis", "sphere", "sphere"]
+    assert lenses_on_map(trials, 30.0) == [letter]  # sliders and comparisons are not letter dots
+    line = path_polyline(sliders_on_map(trials, 30.0))
+    assert line.shape == (2, 4 + 1 + 3 + 1 + 3 + 1 + 2 + 1) and np.isnan(line[:, [4, 8, 12, 15]]).all()
+    np.testing.assert_array_equal(line[:, :4], [[-1.5, -1.25, -1.0, -0.75], [-1.0] * 4])
+
+
+def test_the_lens_chosen_on_a_slider_is_a_blue_diamond_on_the_map():
+    result = parse_result(make_result())  # a map without an axis: every lens is on it
+    chosen = _slider(0, "sphere", [(-2.0, 0.0, 90.0), (-1.0, 0.0, 90.0), (0.0, 0.0, 90.0)], 1)
+    img, plot = _render(lambda p, r: draw_acuity_map(p, r, result, [chosen]))
+    xs, ys = (MAP_SPHERE[0] - 0.5, MAP_SPHERE[-1] + 0.5), (MAP_CYLINDER[0] - 0.5, MAP_CYLINDER[-1] + 0.5)
+    x = plot.left() + (-1.0 - xs[0]) / (xs[1] - xs[0]) * plot.width()
+    y = plot.bottom() - (0.0 - ys[0]) / (ys[1] - ys[0]) * plot.height()
+    q = img.pixelColor(int(x), int(y))
+    assert (q.red(), q.green(), q.blue()) == SLIDER_RGB
+
+
+def test_the_engine_sessions_sliders_are_marked_at_their_lenses(store, slider_session):
+    """Every slider of the SIMULATED engine session at the map's axis is marked at its chosen
+    lens's sphere and cylinder, its path through its lenses' values."""
+    from visiontune.report import load_session
+
+    record = load_session(store, slider_session)
+    axis = record.result.map_axis_deg
+    near = [t for t in record.trials if t.slider_choice is not None
+            and abs((t.lens.axis_deg - axis + 90.0) % 180.0 - 90.0) <= 10.0]  # fmt: skip
+    marks = sliders_on_map(record.trials, axis)
+    assert len(near) >= 2 and len(marks) == len(near)
+    for t, m in zip(near, marks, strict=True):
+        assert m.chosen == (t.lens.sphere_d, t.lens.cylinder_d) and m.knob == t.slider_knob and m.void == t.void
+        assert m.path == tuple((x.sphere_d, x.cylinder_d) for x in t.slider_lenses)

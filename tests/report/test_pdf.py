@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 
 import pytest
 from pypdf import PdfReader
@@ -31,7 +32,7 @@ def test_pdf_text_holds_prescription_acuity_and_patient(store, make_session):
     assert "0.12 logMAR (Snellen 20/26, 6/8)" in pages[0]
     assert "[0.02, 0.31] logMAR (Snellen 20/21 to 20/41)" in pages[0]
     assert "sphere [-1.75, -0.88] D" in pages[0] and "cylinder [-1.00, -0.12] D" in pages[0]
-    assert "10 used, 2 voided; stopped by budget" in pages[0]
+    assert "10 used, 2 voided Stopped by budget" in pages[0]
     assert "12 min 34 s" in pages[0]
     assert "Eye OD" in pages[0] and "paper-ucb-ald" in pages[0]
     assert "SIMULATED" not in text
@@ -57,8 +58,46 @@ def test_a_comparison_row_gives_both_lenses_and_the_clearer(store, make_session)
     """Every 11th answer of the fixture is a comparison of S -1.75 / C -1.38 x 90 (trial 11) with
     S -0.50 / C -0.75 x 10, answered "equal"; the summary gives the result's count of them."""
     pages = _pages(store, make_session(n_trials=12, undo_at=(), comparisons_used=1))
-    assert "12 used (1 of them comparisons of two lenses)" in pages[0]
+    assert "12 used (11 letters, 1 comparison) Stopped by" in pages[0]
     assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 90/10 C equal - ", pages[1]), pages[1]
+
+
+def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_session, tmp_path):
+    """The SIMULATED engine session of letters, comparisons and sliders: each slider's row is
+    followed by "slider <knob>: clearest <lens> (<k> of <n>, path <first> to <last> D or °)", the
+    summary counts the answers of each kind."""
+    from visiontune.refraction.result import parse_result
+
+    record = load_session(store, slider_session)
+    pages = _pages(store, slider_session)
+    table = " ".join(pages[1:])
+    r = parse_result(record.info.result)
+    assert r.sliders_used >= 1 and r.comparisons_used >= 1
+    letters = r.trials_used - r.sliders_used - r.comparisons_used
+    assert (f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons, {r.sliders_used} sliders), "
+            f"1 voided Stopped by {r.stopped_by}") in pages[0]  # fmt: skip
+    sliders, notes = [t for t in record.trials if t.slider_choice is not None], []
+    assert table.count("slider ") == 2 * len(sliders) and table.count(": clearest ") == len(sliders)
+    for t in sliders:
+        chosen, ends = t.slider_lenses[t.slider_choice], (t.slider_lenses[0], t.slider_lenses[-1])
+        if t.slider_knob == "axis":
+            path = f"{ends[0].axis_deg or 180:.0f} to {ends[1].axis_deg or 180:.0f}\u00b0"
+        else:
+            path = f"{getattr(ends[0], f'{t.slider_knob}_d'):+.2f} to {getattr(ends[1], f'{t.slider_knob}_d'):+.2f} D"
+        cells = (f"{t.index + 1} {t.s_logmar:.2f} {chosen.sphere_d:+.2f} {chosen.cylinder_d:+.2f} "
+                 f"{chosen.axis_deg:.0f} {t.letter_shown} slider - {'void ' if t.void else ''}")  # fmt: skip
+        note = (f"slider {t.slider_knob}: clearest S {chosen.sphere_d:+.2f} / C {chosen.cylinder_d:+.2f} "
+                f"x {chosen.axis_deg:.0f} ({t.slider_choice + 1} of {len(t.slider_lenses)}, "
+                f"path {path})")  # fmt: skip
+        row = rf"(^| ){re.escape(cells)}\d\d:\d\d:\d\d {re.escape(note)}"
+        assert re.search(row, table), row
+        notes.append(note)
+    assert "SIMULATED" in pages[0] and "SIMULATED" in pages[1]
+    # poppler's extractor reads the same lines
+    (tmp_path / "r.pdf").write_bytes(pdf_bytes(record))
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+    assert all(note in text for note in notes) and "SIMULATED" in text
 
 
 def test_pdf_with_no_answers(store, make_session):

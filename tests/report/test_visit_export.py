@@ -141,6 +141,8 @@ def test_record_of_the_real_visit_keeps_found_signed_balance_and_acuities(real_d
     assert r.os.measured_va_logmar is None  # none was read through the left eye's final lens
     for e in r.eyes:
         assert e.session_id == loaded.sessions[e.eye].session_id and e.answers_used >= 20
+        result = loaded.sessions[e.eye].result
+        assert (e.comparisons_used, e.sliders_used) == (result.comparisons_used, result.sliders_used)
         assert 0 <= e.axis_pm_deg <= 90 and e.m_pm_d > 0 and e.j0_pm_d == e.j45_pm_d > 0
 
 

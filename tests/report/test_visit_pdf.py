@@ -54,6 +54,13 @@ def test_table_has_both_eyes_in_clinic_form_with_found_and_signed_beside():
     assert rows["Predicted acuity"][1] == "0.00 logMAR \u00b7 6/6.0 \u00b7 20/20 \u00b7 decimal 1.00"
 
 
+def test_the_session_row_counts_the_answers_of_each_kind():
+    visit = make_visit(od=measured_eye("OD", comparisons_used=10, sliders_used=4))
+    rows = {label: (od, os_) for label, od, os_ in visit_table(visit)}
+    assert rows["Session"] == ("64 answers (50 letters, 10 comparisons, 4 sliders), stopped by precision; session 7",
+                               "64 answers, stopped by precision; session 8")  # fmt: skip
+
+
 def test_plus_cylinder_clinic_shows_plus_cylinder():
     visit = make_visit(cylinder_form="plus", os=skipped_eye("OS", "prosthetic eye"), balance=None)
     rows = {label: (od, os_) for label, od, os_ in visit_table(visit)}

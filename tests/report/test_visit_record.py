@@ -112,9 +112,32 @@ def test_unknown_keys_and_other_schema_versions_are_refused():
     with pytest.raises(InvalidInputError, match=r"visit\.OD: unknown key\(s\) colour"):
         VisitRecord.from_dict(doc)
     doc = make_visit().to_dict()
-    doc["schema_version"] = 2
-    with pytest.raises(InvalidInputError, match="visit.schema: expected visiontune.visit-record version 1"):
+    doc["schema_version"] = 3
+    with pytest.raises(InvalidInputError, match="visit.schema: expected visiontune.visit-record version 1 or 2"):
         VisitRecord.from_dict(doc)
+
+
+def test_the_answers_by_kind_round_trip_and_a_version_1_record_still_reads():
+    """Schema 2 records how many answers were comparisons and sliders; a record of version 1
+    (before sliders) reads with the counts not recorded, and may not carry them."""
+    visit = make_visit(od=measured_eye("OD", comparisons_used=10, sliders_used=4))
+    doc = visit.to_dict()
+    assert doc["schema_version"] == 2 and (doc["od"]["comparisons_used"], doc["od"]["sliders_used"]) == (10, 4)
+    assert VisitRecord.from_dict(doc) == visit
+    assert visit.od.answers_text == "64 answers (50 letters, 10 comparisons, 4 sliders)"
+    assert visit.os.answers_text == "64 answers"  # not recorded: no kinds named
+    v1 = {**doc, "schema_version": 1,
+          "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used")},
+          "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used")}}  # fmt: skip
+    old = VisitRecord.from_dict(v1)
+    assert (old.od.comparisons_used, old.od.sliders_used) == (None, None) and old.od.answers_used == 64
+    with pytest.raises(InvalidInputError, match=r"visit\.OD: unknown key\(s\) comparisons_used, sliders_used "
+                                                r"\(visiontune.visit-record v1\)"):  # fmt: skip
+        VisitRecord.from_dict({**v1, "od": doc["od"]})
+    with pytest.raises(InvalidInputError, match=r"visit\.OD\.sliders_used: expected an integer in \[0, 4\]"):
+        measured_eye("OD", comparisons_used=60, sliders_used=5)
+    with pytest.raises(InvalidInputError, match="a skipped eye has no results, got sliders_used"):
+        EyeRecord(eye="OS", status="skipped", skip_reason="prosthetic eye", sliders_used=0)
 
 
 def test_a_visit_without_a_measured_eye_cannot_be_recorded():
@@ -151,6 +174,7 @@ def test_csv_has_one_row_per_eye_with_power_vectors_beside_s_c_axis(tmp_path):
     assert (float(od["rx_sphere_d"]), float(od["balance_plus_change_d"])) == (-1.0, 0.25)
     assert (float(os_["signed_sphere_d"]), os_["signed_by"], float(os_["rx_sphere_d"])) == (-1.75, "Dr A. Optom", -1.75)
     assert float(os_["j45_pm_d"]) == 0.1 and os_["measured_va_logmar"] == "" and od["simulated"] == "1"
+    assert (od["answers_used"], od["comparisons_used"], od["sliders_used"], od["schema"]) == ("64", "", "", "visit-2")
     doc = json.loads(paths["json"].read_text())
     assert doc["mark"] == "SIMULATED" and VisitRecord.from_dict(doc["record"]) == visit
 

@@ -10,6 +10,7 @@ from visiontune.app.session_view import SIMULATED_TEXT, acuity_text, lens_text
 from visiontune.app.texts import MINUS, SOURCE_NAMES, region_text, rx_from_dict
 from visiontune.app.worker import FinishedView
 from visiontune.refraction.lenses import CYLINDER_FORMS, in_form
+from visiontune.session.trial_text import answer_kinds_text
 
 
 class FinishView(QWidget):
@@ -125,6 +126,7 @@ class FinishView(QWidget):
             self.start_lens.setText(lens_text(in_form(start_rx, form)))
             self.start_details.setText(f"{distance:.2f} D from the prescription found (power-vector distance)")
         lo, hi = r["predicted_va_interval"]
+        kinds = answer_kinds_text(r["trials_used"], r.get("comparisons_used", 0), r.get("sliders_used", 0))
         extra = ""
         if ci.get("m_pm_d") is not None:
             extra = (f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, \u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
@@ -135,8 +137,7 @@ class FinishView(QWidget):
             f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D{extra}.\n"
             f"Predicted acuity {acuity_text(r['predicted_va_logmar'])} (interval {lo:+.2f} to {hi:+.2f}).\n"
             f"{r['trials_used']} answers"
-            + (f" ({r['comparisons_used']} comparisons)" if r.get("comparisons_used") else "")
-            + f", stopped by {r['stopped_by']}."
+            + (f" ({kinds})" if kinds else "") + f", stopped by {r['stopped_by']}."
         ).replace("-", MINUS))
         if view.exports:
             self.exports.setText("Exported:\n" + "\n".join(f"  {k.upper()}: {p}" for k, p in view.exports.items()))

@@ -5,7 +5,8 @@ everything the live plots need is computed here, next to the model, and sent as 
 arrays that pyqtgraph items take as they are (``setImage`` / ``setData``, no conversion,
 no per-point Python objects): the acuity map as a ``float32`` image already oriented for
 ``ImageItem(axisOrder="row-major")`` with its rectangle, the trials split into correct and
-wrong, the credible box as a closed outline, the acuity curve with a stable y range, the
+wrong, the slider answers (the lens chosen and the knob's path, as the PDF's map marks them:
+:mod:`visiontune.report.map_marks`), the credible box as a closed outline, the acuity curve with a stable y range, the
 psychometric band as one closed polygon, the simulated patient's true curve, and the
 estimate panel's texts. A :class:`ViewFrame` of a 21 × 21 map and 100 trials pickles to
 a few kilobytes.
@@ -13,6 +14,7 @@ a few kilobytes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from visiontune.app.texts import EstimateTexts, estimate_texts
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
+from visiontune.report.map_marks import SliderMark, axis_gap_deg, path_polyline
 
 #: Acuity-curve y range snaps outwards to multiples of this (logMAR), so it rarely changes.
 CURVE_RANGE_STEP = 0.25
@@ -37,7 +40,8 @@ class ViewFrame:
     (x); ``map_rect``: ``(x, y, width, height)`` of the image in diopters (pixel centres on the
     grid), also the map plot's range; ``map_axis_deg``: the cylinder axis the map is drawn at
     (None: not known). ``correct_xy``/``wrong_xy`` ``(2, k)``: sphere and cylinder (D) of the correct and
-    wrong trials. ``best_lens (2,)``: sphere, cylinder (D). ``region_xy (2, 5)``: the credible
+    wrong trials. ``slider_xy (2, k)``: the lenses chosen on sliders; ``slider_path_xy (2, m)``:
+    their knobs' paths, one line broken by NaN columns (``connect="finite"``). ``best_lens (2,)``: sphere, cylinder (D). ``region_xy (2, 5)``: the credible
     box as a closed outline (``(2, 0)`` without a region). ``curve_xy (2, m)``: answers and
     predicted logMAR at the estimate; ``curve_x_range``/``curve_y_range``: its axes' ranges.
     ``psychometric_s (q,)`` logMAR, ``psychometric_p (q,)`` the model's P(correct),
@@ -62,6 +66,8 @@ class ViewFrame:
     texts: EstimateTexts
     map_axis_deg: float | None = None
     progress: float = 0.0
+    slider_xy: np.ndarray = dataclasses.field(default_factory=lambda: np.empty((2, 0)))
+    slider_path_xy: np.ndarray = dataclasses.field(default_factory=lambda: np.empty((2, 0)))
 
 
 def map_image(acuity_map: dict) -> tuple[np.ndarray, tuple[float, float, float, float]]:
@@ -79,16 +85,12 @@ def map_image(acuity_map: dict) -> tuple[np.ndarray, tuple[float, float, float, 
     return np.ascontiguousarray(va.T, dtype=np.float32), rect
 
 
-def _axis_gap_deg(a: float, b: float) -> float:
-    return abs((float(a) - float(b) + 90.0) % 180.0 - 90.0)
-
-
 def lens_on_map(lens: Prescription, axis_deg: float | None, cylinder_form: str) -> Prescription:
     """``lens`` in the coordinates of an acuity map drawn at ``axis_deg``: as it is when its
     axis is the map's (a fixed-axis GP map has signed cylinders at its axis), transposed when
     its axis is the map's + 90°, else (another axis, or no cylinder) in ``cylinder_form``."""
     if axis_deg is not None and abs(lens.cylinder_d) > 1e-9:
-        gap = _axis_gap_deg(lens.axis_deg, axis_deg)
+        gap = axis_gap_deg(lens.axis_deg, axis_deg)
         if gap < 0.5:
             return lens
         if gap > 89.5:
@@ -139,7 +141,8 @@ def box_outline(region) -> np.ndarray:
 
 
 def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, psychometric, chart_range,
-                     true_p=None, progress: float = 0.0, progress_line: str = "") -> ViewFrame:  # fmt: skip
+                     true_p=None, progress: float = 0.0, progress_line: str = "",
+                     sliders: tuple[SliderMark, ...] = ()) -> ViewFrame:  # fmt: skip
     """The :class:`ViewFrame` of one estimate.
 
     ``estimate``: :class:`~visiontune.refraction.estimate.CurrentEstimate`; ``acuity_map``:
@@ -147,7 +150,9 @@ def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, p
     sphere, cylinder (D), answer (1/0); ``curve``: ``(answers, logMAR)`` pairs;
     ``psychometric``: ``(s, p, lo, hi)`` of :meth:`~visiontune.refraction.loop.Refraction.psychometric`;
     ``chart_range``: the protocol's logMAR range; ``true_p (q,)``: the simulated patient's
-    curve at ``s`` or None; ``progress`` in [0, 1] and its ``progress_line`` (texts).
+    curve at ``s`` or None; ``progress`` in [0, 1] and its ``progress_line`` (texts);
+    ``sliders``: the slider answers' marks (:func:`~visiontune.report.map_marks.slider_marks`
+    at the map's axis, the rule of the PDF's map).
     """
     trials = np.asarray(trials, dtype=float).reshape(-1, 3)
     correct = trials[:, 2] > 0.5
@@ -169,4 +174,6 @@ def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, p
                              progress_line),
         map_axis_deg=None if axis is None else float(axis),
         progress=float(min(max(progress, 0.0), 1.0)),
+        slider_xy=np.array([m.chosen for m in sliders], dtype=float).reshape(-1, 2).T,
+        slider_path_xy=path_polyline(sliders),
     )  # fmt: skip

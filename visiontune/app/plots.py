@@ -21,6 +21,7 @@ from PySide6.QtCore import QRectF, Qt  # noqa: E402
 from PySide6.QtWidgets import QGraphicsItem  # noqa: E402
 
 from visiontune.app.plot_frames import ViewFrame  # noqa: E402
+from visiontune.report.map_marks import SLIDER_RGB  # noqa: E402
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
@@ -77,7 +78,9 @@ class _Ranges:
 
 #: The map's title: what it shows, and its legend.
 MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
-             "<span style='color:#c82828'>\u25cf</span> wrong \u2605 best lens")
+             "<span style='color:#c82828'>\u25cf</span> wrong "
+             f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider choice (line: its path) "
+             "\u2605 best lens")
 
 
 def map_cylinder_label(axis_deg: float | None) -> str:
@@ -88,8 +91,9 @@ def map_cylinder_label(axis_deg: float | None) -> str:
 class AcuityMapPlot(pg.GraphicsLayoutWidget):
     """Predicted acuity (logMAR) over (sphere, cylinder) at one cylinder axis (the map's own
     extents and axis: around the estimate at its axis for the optics model, the protocol's box
-    at its fixed axis for the GP), trials (green correct, red wrong; at their own axes), the
-    estimate (star) and its credible box."""
+    at its fixed axis for the GP), letter trials (green correct, red wrong; at their own axes),
+    slider answers (the lens chosen a blue diamond, the knob's path a thin blue line, as on the
+    PDF's map), the estimate (star) and its credible box."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -114,7 +118,9 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
         outline = pg.mkPen("w", width=0.8)
         self.correct = pg.ScatterPlotItem(size=9, pen=outline, brush=CORRECT_BRUSH)
         self.wrong = pg.ScatterPlotItem(size=9, pen=outline, brush=WRONG_BRUSH)
-        for item in (self.correct, self.wrong):
+        self.slider_paths = pg.PlotCurveItem(pen=pg.mkPen(SLIDER_RGB, width=1), connect="finite")
+        self.sliders = pg.ScatterPlotItem(size=11, symbol="d", pen=outline, brush=pg.mkBrush(*SLIDER_RGB, 230))
+        for item in (self.correct, self.wrong, self.slider_paths, self.sliders):
             self.plot.addItem(item)
         self.region = pg.PlotCurveItem(pen=pg.mkPen((255, 255, 255), width=2, style=Qt.PenStyle.DashLine))
         self.plot.addItem(self.region)
@@ -135,6 +141,8 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
             self.plot.setLabel("left", map_cylinder_label(axis))
         self.correct.setData(x=frame.correct_xy[0], y=frame.correct_xy[1])
         self.wrong.setData(x=frame.wrong_xy[0], y=frame.wrong_xy[1])
+        self.slider_paths.setData(frame.slider_path_xy[0], frame.slider_path_xy[1])
+        self.sliders.setData(x=frame.slider_xy[0], y=frame.slider_xy[1])
         self.best.setData(x=frame.best_lens[:1], y=frame.best_lens[1:])
         self.region.setData(frame.region_xy[0], frame.region_xy[1])
 

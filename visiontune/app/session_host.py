@@ -52,6 +52,7 @@ from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.report import export_record, load_session
 from visiontune.report.export import ExportPaths
+from visiontune.report.map_marks import slider_marks
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
@@ -62,6 +63,7 @@ from visiontune.session.engine import (
 )
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
+from visiontune.session.trial_text import slider_text
 
 log = logging.getLogger("visiontune.app.worker")
 
@@ -261,7 +263,7 @@ class SessionHost:
         psychometric = s.psychometric(est.lens)
         amap = s.acuity_map()
         form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
-        # the map shows letter answers; comparisons have two lenses, sliders a path
+        # letter answers are dots; sliders are marked as on the PDF's map; comparisons (two lenses) not
         letters = [t for t in valid if t.comparison is None and not is_slider(t)]
         trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
                            for t in letters for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
@@ -272,7 +274,8 @@ class SessionHost:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
         frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
                                  chart_range=p.logmar_range, true_p=true_p, progress=progress,
-                                 progress_line=progress_text(progress, p.stopping.precision))  # fmt: skip
+                                 progress_line=progress_text(progress, p.stopping.precision),
+                                 sliders=tuple(slider_marks(valid, axis)))  # fmt: skip
         self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame,
                                                   progress=progress))  # fmt: skip
 
@@ -286,9 +289,8 @@ class SessionHost:
         self._emit("recorded", trial)
         form = s.protocol.lenses.cylinder_form
         if is_slider(trial):
-            log.info("session %d trial %d: s=%+.2f logMAR, slider %s, clearest %s (%d of %d)", s.session_id,
-                     trial.index, trial.s_logmar, trial.slider_knob, in_form(stored_lens(trial.lens), form).format(),
-                     trial.slider_choice + 1, len(trial.slider_lenses))  # fmt: skip
+            log.info("session %d trial %d: s=%+.2f logMAR, %s", s.session_id, trial.index, trial.s_logmar,
+                     slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()))  # fmt: skip
         elif trial.comparison is not None:
             log.info("session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s", s.session_id,
                      trial.index, trial.s_logmar, in_form(stored_lens(trial.lens), form).format(),

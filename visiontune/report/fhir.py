@@ -8,7 +8,8 @@ resource this module returns is one the library accepts. Mapping:
   ``right`` (OD), ``left`` (OS), or both (OU: the one correction found, written for each eye);
   ``sphere`` / ``cylinder`` = the result's ``rounded`` values (0.25 D steps, the Rx to
   dispense); ``axis`` = the rounded axis (integer degrees 1-180), left out when the cylinder
-  is zero; ``note`` gives the exact estimate, the 95% intervals and the predicted acuity.
+  is zero; ``note`` gives the exact estimate, the 95% intervals, the predicted acuity and the
+  answers used (by kind: letters, comparisons, sliders, when not all were letters).
 * ``status`` = ``draft``: a machine estimate until a clinician signs it; ``prescriber`` is a
   display-only reference to the VisionTune version (no practitioner is known here).
 * ``patient`` = the pseudonymous id (``identifier``); ``created`` / ``dateWritten`` = the
@@ -25,6 +26,7 @@ from typing import Any
 from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen
 from visiontune.report.record import SessionRecord
+from visiontune.session.trial_text import answer_kinds_text
 
 __all__ = ["PATIENT_ID_SYSTEM", "SESSION_ID_SYSTEM", "vision_prescription", "vision_prescription_json"]
 
@@ -39,6 +41,7 @@ def _note_text(record: SessionRecord) -> str:
     r = record.result
     e, lvl = r.estimate, round(100 * r.interval_level)
     lo, hi = r.predicted_va_interval
+    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used)
     text = (
         f"VisionTune session {record.session_id}: exact estimate sphere {e.sphere_d:+.3f} D, cylinder "
         f"{e.cylinder_d:+.3f} D, axis {e.axis_deg:.0f} deg; {lvl}% credible intervals sphere "
@@ -46,7 +49,7 @@ def _note_text(record: SessionRecord) -> str:
         f"[{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D; predicted acuity "
         f"{r.predicted_va_logmar:.2f} logMAR ({format_snellen(r.predicted_va_logmar)}), interval "
         f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers"
-        + (f" ({r.comparisons_used} comparisons of two lenses)." if r.comparisons_used else ".")
+        + (f" ({kinds})." if kinds else ".")
     )
     if record.info.eye.value == "OU":
         text += " Binocular session: one correction for both eyes."

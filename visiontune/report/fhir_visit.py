@@ -147,7 +147,7 @@ def _pm_text(record: VisitRecord, e: EyeRecord) -> str:
     return (
         f"95% credible half-widths: sphere ±{e.sphere_pm_d:.2f} D, cylinder ±{e.cylinder_pm_d:.2f} D, "
         f"axis ±{e.axis_pm_deg:.0f} deg; M ±{e.m_pm_d:.2f} D, J0 ±{e.j0_pm_d:.2f} D, J45 ±{e.j45_pm_d:.2f} D. "
-        f"{e.answers_used} answers, stopped by {e.stopped_by}; VisionTune session {e.session_id}."
+        f"{e.answers_text}, stopped by {e.stopped_by}; VisionTune session {e.session_id}."
     )
 
 

@@ -3,10 +3,13 @@ the PDF writer or a QImage in tests.
 
 * :func:`draw_acuity_map`: heat map of the posterior acuity map (predicted logMAR on the
   sphere × cylinder lens grid of ``result.posterior_map``; rows of ``va_logmar`` are sphere
-  values) with the lenses presented at the map's axis (filled dot; voided answers hollow) and
-  the prescription found (white cross outlined in black, drawn last). Sphere on the horizontal axis, cylinder
-  vertical, both in diopters. Each grid
-  value colours the cell centred on its lens (cell edges half-way between grid values).
+  values) with the letter trials' lenses at the map's axis (red dot; voided answers hollow), the
+  slider answers in the map's plane (:mod:`visiontune.report.map_marks`, the app's live map's
+  rule too: the lens chosen a blue diamond, hollow when voided, the knob's path a thin blue line)
+  and the prescription found (white cross outlined in black, drawn last). Comparisons (two
+  lenses, no right or wrong) are not drawn. Sphere on the horizontal axis, cylinder vertical,
+  both in diopters. Each grid value colours the cell centred on its lens (cell edges half-way
+  between grid values).
 * :func:`draw_acuity_curve`: predicted acuity through the estimate (logMAR) against the
   number of answers, from ``result.acuity_curve``.
 
@@ -23,9 +26,19 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from visiontune.refraction.result import SessionResult
+from visiontune.report.map_marks import MAP_AXIS_TOLERANCE_DEG, SLIDER_RGB, SliderMark, axis_gap_deg, slider_marks
 from visiontune.session.records import Trial
 
-__all__ = ["VIRIDIS_ANCHORS", "colormap", "cell_edges", "draw_acuity_map", "draw_acuity_curve"]
+__all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "colormap", "cell_edges", "draw_acuity_map", "draw_acuity_curve",
+           "draw_map_legend", "lenses_on_map", "sliders_on_map"]  # fmt: skip
+
+#: The legend printed under the map (PDF report, visit PDF), line by line.
+MAP_LEGEND = (
+    "Map: lenses at the map's axis (\u00b110\u00b0): red dots = letters read through them, blue diamonds = chosen on a "
+    "slider",
+    "(thin blue line: the knob's path; also transposed from the axis \u00b190\u00b0); hollow = voided answer. "
+    "White cross = the prescription found.",
+)
 
 #: viridis at 0, 0.25, 0.5, 0.75, 1 (matplotlib's table), RGB 0-255
 VIRIDIS_ANCHORS = np.array(
@@ -112,19 +125,41 @@ def _plot_rect(p: QPainter, rect: QRectF, right_extra: float = 0.0) -> QRectF:
     return QRectF(rect.left() + 3.6 * h, rect.top() + 1.6 * h, width, rect.height() - 4.4 * h)
 
 
-#: Trial lenses within this many degrees of the map's axis (or without cylinder) are drawn on it.
-MAP_AXIS_TOLERANCE_DEG = 10.0
+def at_map_axis(lens, axis_deg: float | None) -> bool:
+    """Whether ``lens`` lies in the plane of a map drawn at ``axis_deg``: no cylinder, an axis
+    within :data:`MAP_AXIS_TOLERANCE_DEG` of it, or a map without an axis."""
+    if axis_deg is None or lens.cylinder_d == 0.0:
+        return True
+    return axis_gap_deg(lens.axis_deg, axis_deg) <= MAP_AXIS_TOLERANCE_DEG
 
 
 def lenses_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[Trial]:
-    """The letter trials whose lens lies in the map's plane: no cylinder, or an axis within
-    :data:`MAP_AXIS_TOLERANCE_DEG` of ``axis_deg`` (every letter trial when the map has no
-    axis). Comparisons (two lenses, no right or wrong) are not drawn."""
-    trials = [t for t in trials if getattr(t, "comparison", None) is None]
-    if axis_deg is None:
-        return trials
-    return [t for t in trials if t.lens.cylinder_d == 0.0
-            or abs((t.lens.axis_deg - axis_deg + 90.0) % 180.0 - 90.0) <= MAP_AXIS_TOLERANCE_DEG]  # fmt: skip
+    """The letter trials whose lens lies in the map's plane (:func:`at_map_axis`). Comparisons
+    (two lenses, no right or wrong) and sliders (:func:`sliders_on_map`) are left out."""
+    return [t for t in trials if getattr(t, "comparison", None) is None and getattr(t, "slider_choice", None) is None
+            and at_map_axis(t.lens, axis_deg)]  # fmt: skip
+
+
+def sliders_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[SliderMark]:
+    """The slider answers on the map (:func:`~visiontune.report.map_marks.slider_marks`: the
+    rule the app's live map follows too)."""
+    return slider_marks(trials, axis_deg)
+
+
+def _draw_slider_marks(p: QPainter, f: _Frame, marks: Sequence[SliderMark], size: float) -> None:
+    """Each path a thin line, then each chosen lens a diamond (hollow when voided)."""
+    colour = QColor(*SLIDER_RGB)
+    p.setBrush(Qt.NoBrush)
+    p.setPen(QPen(colour, max(1.0, size / 3)))
+    for mark in marks:
+        points = [f.point(*xy) for xy in mark.path]
+        for a, b in zip(points[:-1], points[1:], strict=True):
+            p.drawLine(a, b)
+    for mark in marks:
+        c = f.point(*mark.chosen)
+        p.setPen(QPen(QColor(255, 255, 255), max(1.0, size / 3)))
+        p.setBrush(Qt.NoBrush if mark.void else QBrush(colour))
+        p.drawPolygon([c + QPointF(0, -size), c + QPointF(size, 0), c + QPointF(0, size), c + QPointF(-size, 0)])
 
 
 def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, trials: Sequence[Trial] = ()) -> QRectF:
@@ -150,6 +185,7 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
         p.setPen(QPen(QColor(255, 255, 255), max(1.0, dot / 3)))
         p.setBrush(Qt.NoBrush if t.void else QBrush(QColor(230, 30, 30)))
         p.drawEllipse(f.point(t.lens.sphere_d, t.lens.cylinder_d), dot, dot)
+    _draw_slider_marks(p, f, sliders_on_map(trials, result.map_axis_deg), 1.5 * dot)
     e = result.rounded  # the prescription found, at the map's axis
     c, arm = f.point(e.sphere_d, e.cylinder_d), 6 * dot
     for colour, w in ((QColor(0, 0, 0), max(3.0, dot * 1.2)), (QColor(255, 255, 255), max(1.5, dot / 1.5))):
@@ -202,6 +238,15 @@ def draw_acuity_curve(painter: QPainter, rect: QRectF, result: SessionResult) ->
     _axes(p, f, "answers", "logMAR", "Predicted acuity through the estimate")
     p.restore()
     return plot
+
+
+def draw_map_legend(painter: QPainter, x: float, y: float) -> float:
+    """Draw :data:`MAP_LEGEND` from the baseline ``(x, y)`` down, in the painter's font; return
+    the baseline of its last line."""
+    step = QFontMetricsF(painter.font()).height()
+    for k, line in enumerate(MAP_LEGEND):
+        painter.drawText(QPointF(x, y + k * step), line)
+    return y + (len(MAP_LEGEND) - 1) * step
 
 
 def set_font(painter: QPainter, point_size: float, bold: bool = False) -> None:

@@ -2,10 +2,12 @@
 
 Page 1: patient id, date, eye, protocol, software version; the final prescription (rounded
 to 0.25 D and exact) with its credible intervals; the predicted acuity in logMAR and Snellen
-with its interval; answers used and duration; the two figures of
-:mod:`visiontune.report.figures`. Page 2 (and more for a long session): the trial table,
-one row per answer (letter size, first lens, letter shown and said, scored correct, answer time),
-voided answers greyed and marked "void", in two blocks side by side (160 rows a page).
+with its interval; answers used (by kind, when not all were letters) and duration; the two
+figures of :mod:`visiontune.report.figures`. Page 2 (and more for a long session): the trial
+table, one row per answer (letter size, first lens, letter shown and said, scored correct, answer
+time; a slider's row is followed by a line "slider <knob>: clearest <lens> (<k> of <n>, path
+<ends>)", :func:`~visiontune.session.trial_text.slider_text`), voided answers greyed and marked
+"void", in two blocks side by side (160 lines a page).
 A simulated session carries a SIMULATED banner at the top of every page and in the footer.
 Paper: A4 portrait with 15 mm margins, drawn in 300 dpi device units.
 
@@ -22,8 +24,10 @@ from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.prescription import Prescription
 from visiontune.refraction.result import LensValues
 from visiontune.report.record import SessionRecord
+from visiontune.session.trial_text import answer_kinds_text, slider_text
 
-__all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "pdf_bytes", "report_lines", "trial_rows"]
+__all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "is_note", "pdf_bytes", "report_lines",
+           "trial_rows"]
 
 SIMULATED_BANNER = "SIMULATED - simulated patient, not a clinical record"
 _DPI = 300
@@ -64,6 +68,7 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
     lvl = round(100 * r.interval_level)
     va, (va_lo, va_hi) = r.predicted_va_logmar, r.predicted_va_interval
     voided = sum(t.void for t in record.trials)
+    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used)
     return [
         ("Patient ID", info.patient_id),
         ("Session", f"{info.session_id} ({'simulated patient' if info.simulated else 'patient'})"),
@@ -80,9 +85,9 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Predicted acuity", f"{va:.2f} logMAR (Snellen {format_snellen(va)}, {format_snellen(va, 6)})"),
         ("Acuity interval",
          f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
-        ("Answers", f"{r.trials_used} used" + (f" ({r.comparisons_used} of them comparisons of two lenses)"
-                                                if r.comparisons_used else "")
-         + (f", {voided} voided" if voided else "") + f"; stopped by {r.stopped_by}"),
+        ("Answers", f"{r.trials_used} used" + (f" ({kinds})" if kinds else "")
+         + (f", {voided} voided" if voided else "")),
+        ("Stopped by", r.stopped_by),
         ("Duration", _duration(r.duration_s)),
     ]  # fmt: skip
 
@@ -110,11 +115,28 @@ def _start_line(r) -> list[tuple[str, str]]:
     return [("Starting prescription", f"{format_lens(r.starting_rx)} ({r.starting_source or 'source not recorded'})")]
 
 
+def is_note(row: tuple[str, ...]) -> bool:
+    """Whether a row of :func:`trial_rows` is a line of text under the row before (its text in
+    the second cell, printed across the table)."""
+    return row[0] == ""
+
+
 def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
     """The trial table: one row of text per answer (voided ones included), as printed. A
-    comparison's row gives both lenses (lens 1 / lens 2) and the clearer one (or "equal")."""
+    comparison's row gives both lenses (lens 1 / lens 2) and the clearer one (or "equal"). A
+    slider's row gives the lens chosen (said: "slider") and is followed by a note
+    (:func:`is_note`): the slider on one line, with the path's ends."""
     rows = []
     for t in record.trials:
+        if t.slider_choice is not None:
+            void = "void" if t.void else ""
+            rows.append((
+                str(t.index + 1), f"{t.s_logmar:.2f}", f"{t.lens.sphere_d:+.2f}", f"{t.lens.cylinder_d:+.2f}",
+                f"{t.lens.axis_deg:.0f}", t.letter_shown, "slider", "-", void,
+                t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+            ))  # fmt: skip
+            rows.append(("", slider_text(t), "", "", "", "", "", "", void, ""))
+            continue
         if t.comparison is not None:
             a, b = t.lens, t.lens2
             rows.append((
@@ -187,7 +209,12 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         QPen,
     )
 
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font  # late: PySide6
+    from visiontune.report.figures import (  # late: PySide6
+        draw_acuity_curve,
+        draw_acuity_map,
+        draw_map_legend,
+        set_font,
+    )
 
     data, buf, writer = a4_pdf_writer()
     info = record.info
@@ -204,11 +231,12 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         set_font(p, _TABLE_PT, bold=True)
         fm = QFontMetricsF(p.font())
         gap = fm.horizontalAdvance("   ") / 2
-        columns = zip(_TABLE_HEADER, *rows, strict=True)
+        columns = zip(_TABLE_HEADER, *(r for r in rows if not is_note(r)), strict=True)
         widths = [max(fm.horizontalAdvance(c) for c in column) + gap for column in columns]
         col_x = [sum(widths[:i]) for i in range(len(widths))]
+        notes_w = max((col_x[1] + fm.horizontalAdvance(r[1]) for r in rows if is_note(r)), default=0.0)
         block_w = width * 0.49
-        if sum(widths) <= block_w:
+        if max(sum(widths), notes_w) <= block_w:
             blocks = 2
         else:  # too wide for two blocks side by side: one block per page
             blocks, block_w = 1, width
@@ -241,8 +269,7 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         draw_acuity_map(p, QRectF(0, y, width * 0.55, fig_h), record.result, record.trials)
         draw_acuity_curve(p, QRectF(width * 0.56, y, width * 0.44, fig_h), record.result)
         set_font(p, 7)
-        p.drawText(QPointF(0, y + fig_h + row_h),
-                   "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = the prescription found.")  # fmt: skip
+        draw_map_legend(p, 0, y + fig_h + row_h)
 
         # --- trial table pages: two blocks of rows side by side
         chunks = [rows[i : i + per_page] for i in range(0, len(rows), per_page)] or [[]]
@@ -251,7 +278,8 @@ def pdf_bytes(record: SessionRecord) -> bytes:
             y0 = frame(k + 2)
             set_font(p, 11, bold=True)
             y0 += QFontMetricsF(p.font()).height()
-            p.drawText(QPointF(0, y0), f"Trial table ({len(rows)} answers)" + (" continued" if k else ""))
+            n_answers = len(record.trials)
+            p.drawText(QPointF(0, y0), f"Trial table ({n_answers} answers)" + (" continued" if k else ""))
             y0 += row_h * 1.5
             for b in range(blocks):
                 block = chunk[b * per_block : (b + 1) * per_block]
@@ -266,6 +294,9 @@ def pdf_bytes(record: SessionRecord) -> bytes:
                 for row in block:
                     y += row_h
                     p.setPen(QColor(150, 150, 150) if row[8] else QColor(0, 0, 0))
+                    if is_note(row):
+                        p.drawText(QPointF(x0 + col_x[1], y), row[1])
+                        continue
                     for x, cell in zip(col_x, row, strict=True):
                         p.drawText(QPointF(x0 + x, y), cell)
                 p.setPen(QPen(Qt.black, 0))

@@ -1,6 +1,6 @@
 """CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
 
-**CSV, schema 2** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+**CSV, schema 3** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
 marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
 them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
 an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
@@ -9,35 +9,52 @@ an absent value (second lens of a binary trial, "don't know" answer) is an empty
 session_id      the session's id in the trial log
 trial_index     position in the session, counting voided answers, from 0
 void            1 if an ``undo`` voided this answer (the model ignores it)
+kind            ``letter``, ``comparison`` or ``slider`` (:data:`~visiontune.session.records.TRIAL_KINDS`)
 s_logmar        letter size (logMAR)
-sphere_d ...    lens: sphere, cylinder (diopters), axis (degrees, [0, 180))
+sphere_d ...    lens: sphere, cylinder (diopters), axis (degrees, [0, 180)); of a slider,
+                the lens chosen
 sphere2_d ...   second lens of a duel (preferential protocols) or of a comparison, else empty
-letter_shown    the letter presented (for a comparison: the letter kept in view)
+letter_shown    the letter presented (for a comparison or a slider: the letter kept in view)
 letter_named    the letter the patient named, empty for "don't know"
-correct         1 if the answer was scored correct (comparison: 1 if lens 1 was the clearer)
+correct         1 if the answer was scored correct (comparison: 1 if lens 1 was the clearer;
+                slider: 1 if the knob's starting lens was the clearest)
 comparison      a comparison's answer: 1 (lens 1 clearer), 2 or = (no difference); empty
                 for a letter
+slider_knob     a slider's knob: ``sphere``, ``cylinder`` or ``axis``; empty for another kind
+slider_choice   the index of the lens chosen on the path, from 0 (the lens above is that one)
+slider_path     the knob's path in knob order, JSON: ``[{"sphere_d", "cylinder_d",
+                "axis_deg"}, ...]`` (at least 2 lenses; the trial log's ``slider_path`` text)
 presented_at    when the letter appeared (UTC)
 answered_at     when the answer was recorded (UTC)
 simulated       1 if a simulated patient answered (**SIMULATED** data)
-schema_version  2
+schema_version  3
 =============== ======================================================================
 
-Schema 1 (files written before comparisons) has the same columns without ``comparison``;
-:func:`trials_from_csv` reads both.
+Schema 2 (files written before sliders) has the same columns without ``kind`` and the three
+``slider_*``; schema 1 (before comparisons) has neither those nor ``comparison``.
+:func:`trials_from_csv` reads all three.
 
-**JSON, schema** ``visiontune.session-export`` **version 2** (:func:`session_to_json`; version 1,
-without the trials' ``comparison``, is read too)::
+**JSON, schema** ``visiontune.session-export`` **version 3** (:func:`session_to_json`; version 2,
+without the trials' ``kind`` and ``slider``, and version 1, without ``comparison`` either, are
+read too)::
 
-    {"schema": "visiontune.session-export", "schema_version": 2,
+    {"schema": "visiontune.session-export", "schema_version": 3,
      "simulated": bool, "mark": "SIMULATED" | null, "exported_by": "visiontune X.Y.Z",
      "session": {"session_id", "patient_id", "eye", "protocol_toml", "software_version", "seed",
                  "state", "created_at", "finished_at", "calibration", "starting_rx"},
      "trials": [{"index", "void", "s_logmar", "lens": {"sphere_d", "cylinder_d", "axis_deg"},
                  "lens2": null | {...}, "letter_shown", "letter_named", "correct",
-                 "comparison": null | "1" | "2" | "=", "presented_at", "answered_at"}, ...],
+                 "comparison": null | "1" | "2" | "=", "kind": "letter" | "comparison" | "slider",
+                 "slider": null | {"knob", "choice", "path": [{"sphere_d", ...}, ...]},
+                 "presented_at", "answered_at"}, ...],
      "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
      "result": the result object as stored (schema: visiontune.refraction.result)}
+
+A slider is checked as the trial log checks it
+(:func:`~visiontune.refraction.slider.check_slider_trial`: knob, path and choice together, a
+known knob, at least two lenses, the choice an index into them), and its lens must be the one
+chosen on the path; a row's ``kind`` must be its trial's. Errors name the line (CSV) or the
+trial (JSON).
 """
 
 from __future__ import annotations
@@ -55,6 +72,7 @@ from visiontune.refraction.result import parse_result
 from visiontune.report.record import SessionRecord
 from visiontune.session.records import (
     COMPARISON_ANSWERS,
+    TRIAL_KINDS,
     Event,
     EventKind,
     Eye,
@@ -62,6 +80,9 @@ from visiontune.session.records import (
     SessionInfo,
     SessionState,
     Trial,
+    slider_path_from_json,
+    slider_path_json,
+    trial_kind,
 )
 
 __all__ = [
@@ -69,17 +90,22 @@ __all__ = [
     "SIMULATED_MARK", "trials_to_csv", "trials_from_csv", "session_to_json", "session_json_text", "session_from_json",
 ]  # fmt: skip
 
-CSV_SCHEMA_VERSION = 2
+CSV_SCHEMA_VERSION = 3
 JSON_SCHEMA = "visiontune.session-export"
-JSON_SCHEMA_VERSION = 2
+JSON_SCHEMA_VERSION = 3
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
-    "session_id", "trial_index", "void", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
+    "session_id", "trial_index", "void", "kind", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
     "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct", "comparison",
-    "presented_at", "answered_at", "simulated", "schema_version",
+    "slider_knob", "slider_choice", "slider_path", "presented_at", "answered_at", "simulated", "schema_version",
 )  # fmt: skip
+_SLIDER_COLUMNS = ("kind", "slider_knob", "slider_choice", "slider_path")
 #: The columns of each CSV schema this VisionTune reads.
-_CSV_COLUMNS_BY_VERSION = {1: tuple(c for c in CSV_COLUMNS if c != "comparison"), 2: CSV_COLUMNS}
+_CSV_COLUMNS_BY_VERSION = {
+    1: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison")),
+    2: tuple(c for c in CSV_COLUMNS if c not in _SLIDER_COLUMNS),
+    3: CSV_COLUMNS,
+}
 
 
 def _num(x: float | None) -> str:
@@ -91,17 +117,19 @@ def _flag(b: bool) -> str:
 
 
 def trials_to_csv(record: SessionRecord) -> str:
-    """CSV text (schema 2) of every answer of ``record``, voided ones marked (``void=1``)."""
+    """CSV text (schema 3) of every answer of ``record``, voided ones marked (``void=1``)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for t in record.trials:
         l2 = t.lens2
+        slider = t.slider_choice is not None
         writer.writerow([
-            t.session_id, t.index, _flag(t.void), _num(t.s_logmar),
+            t.session_id, t.index, _flag(t.void), trial_kind(t), _num(t.s_logmar),
             _num(t.lens.sphere_d), _num(t.lens.cylinder_d), _num(t.lens.axis_deg),
             _num(l2 and l2.sphere_d), _num(l2 and l2.cylinder_d), _num(l2 and l2.axis_deg),
             t.letter_shown, t.letter_named or "", _flag(t.correct), t.comparison or "",
+            t.slider_knob or "", t.slider_choice if slider else "", slider_path_json(t.slider_lenses) if slider else "",
             t.presented_at.isoformat(), t.answered_at.isoformat(), _flag(record.simulated), CSV_SCHEMA_VERSION,
         ])  # fmt: skip
     return buf.getvalue()
@@ -121,6 +149,18 @@ class _Row:
             return int(self.row[col])
         except ValueError:
             raise self.fail(col, "expected an integer") from None
+
+    def optional_int(self, col: str) -> int | None:
+        return None if self.row.get(col, "") == "" else self.int(col)
+
+    def slider_path(self) -> tuple[Lens, ...] | None:
+        text = self.row.get("slider_path", "")
+        if text == "":
+            return None
+        try:
+            return slider_path_from_json(text)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"csv line {self.line}, column slider_path: {exc}") from None
 
     def float(self, col: str) -> float | None:
         text = self.row[col]
@@ -157,13 +197,29 @@ class _Row:
         return Lens(*values)
 
 
+def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Trial:
+    """The :class:`Trial` of ``fields``, its slider checked (module docstring) and its ``kind``
+    (``None``: a file older than the kinds) its own; errors start with ``where``."""
+    try:
+        trial = Trial(**fields)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    if kind is not None and kind != trial_kind(trial):
+        raise InvalidInputError(f"{where}: kind: expected {trial_kind(trial)!r} for this trial (one of "
+                                f"{', '.join(TRIAL_KINDS)}), got {kind!r}")  # fmt: skip
+    if trial.slider_choice is not None and trial.lens != trial.slider_lenses[trial.slider_choice]:
+        raise InvalidInputError(f"{where}: slider_choice: the lens {trial.lens} is not lens {trial.slider_choice} "
+                                f"of the path, {trial.slider_lenses[trial.slider_choice]}")  # fmt: skip
+    return trial
+
+
 def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
-    """Read CSV text of schema 2 (or 1) back: ``(trials, simulated)``; ``simulated`` is ``None``
-    for a file without rows (the flag lives in the rows; the JSON export always carries it).
+    """Read CSV text of schema 3 (or 2, or 1) back: ``(trials, simulated)``; ``simulated`` is
+    ``None`` for a file without rows (the flag lives in the rows; the JSON export always carries it).
 
     Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
-    first bad field, a header that is not :data:`CSV_COLUMNS` (or schema 1's), or a row whose
-    schema version is not its header's.
+    first bad field, a header that is not :data:`CSV_COLUMNS` (or schema 2's or 1's), a row whose
+    schema version is not its header's, or a row whose slider or kind is wrong (module docstring).
     """
     reader = csv.DictReader(io.StringIO(text))
     header = tuple(reader.fieldnames or ())
@@ -181,14 +237,16 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
         s_logmar = r.float("s_logmar")
         if s_logmar is None:
             raise r.fail("s_logmar", "expected a number")
-        trials.append(Trial(
+        fields = dict(
             session_id=r.int("session_id"), index=r.int("trial_index"), s_logmar=s_logmar,
             lens=r.lens(("sphere_d", "cylinder_d", "axis_deg"), True),
             lens2=r.lens(("sphere2_d", "cylinder2_d", "axis2_deg"), False),
             letter_shown=raw["letter_shown"], letter_named=raw["letter_named"] or None, correct=r.flag("correct"),
             presented_at=r.time("presented_at"), answered_at=r.time("answered_at"), void=r.flag("void"),
-            comparison=comparison,
-        ))  # fmt: skip
+            comparison=comparison, slider_knob=raw.get("slider_knob") or None,
+            slider_lenses=r.slider_path(), slider_choice=r.optional_int("slider_choice"),
+        )  # fmt: skip
+        trials.append(_checked_trial(f"csv line {line}", raw.get("kind"), fields))
         simulated.add(r.flag("simulated"))
     if len(simulated) > 1:
         raise InvalidInputError("csv: column simulated: rows disagree (a file mixes simulated and real answers)")
@@ -205,8 +263,14 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+def _slider_json(t: Trial) -> dict | None:
+    if t.slider_choice is None:
+        return None
+    return {"knob": t.slider_knob, "choice": t.slider_choice, "path": [_lens_json(x) for x in t.slider_lenses]}
+
+
 def session_to_json(record: SessionRecord) -> dict[str, Any]:
-    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v2)."""
+    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v3)."""
     info = record.info
     return {
         "schema": JSON_SCHEMA,
@@ -224,8 +288,8 @@ def session_to_json(record: SessionRecord) -> dict[str, Any]:
             {
                 "index": t.index, "void": t.void, "s_logmar": t.s_logmar, "lens": _lens_json(t.lens),
                 "lens2": _lens_json(t.lens2), "letter_shown": t.letter_shown, "letter_named": t.letter_named,
-                "correct": t.correct, "comparison": t.comparison, "presented_at": _iso(t.presented_at),
-                "answered_at": _iso(t.answered_at),
+                "correct": t.correct, "comparison": t.comparison, "kind": trial_kind(t), "slider": _slider_json(t),
+                "presented_at": _iso(t.presented_at), "answered_at": _iso(t.answered_at),
             }
             for t in record.trials
         ],
@@ -256,20 +320,49 @@ def _time(name: str, text: Any) -> datetime | None:
         raise InvalidInputError(f"json: {name}: expected an ISO 8601 timestamp, got {text!r}") from None
 
 
+def _lens_from_json(d: Any) -> Lens:
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"lens: expected an object {{sphere_d, cylinder_d, axis_deg}}, got {d!r}")
+    return Lens(**d)
+
+
+def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
+    """Trial ``i`` of a document of schema ``version`` (no ``comparison`` before 2, no ``kind``
+    and ``slider`` before 3)."""
+    slider = t["slider"] if version >= 3 else None
+    if slider is not None and not isinstance(slider, dict):
+        raise InvalidInputError(f"json: trials[{i}].slider: expected null or an object {{knob, choice, path}}")
+    path = None if slider is None else slider["path"]
+    if path is not None and not isinstance(path, list):
+        raise InvalidInputError(f"json: trials[{i}].slider.path: expected a list of lenses, got {path!r}")
+    fields = dict(
+        session_id=session_id, index=t["index"], s_logmar=t["s_logmar"], lens=_lens_from_json(t["lens"]),
+        lens2=None if t["lens2"] is None else _lens_from_json(t["lens2"]), letter_shown=t["letter_shown"],
+        letter_named=t["letter_named"], correct=t["correct"],
+        presented_at=_time(f"trials[{i}].presented_at", t["presented_at"]),
+        answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]), void=t["void"],
+        comparison=t["comparison"] if version > 1 else None,
+        slider_knob=None if slider is None else slider["knob"],
+        slider_lenses=None if path is None else tuple(_lens_from_json(x) for x in path),
+        slider_choice=None if slider is None else slider["choice"],
+    )  # fmt: skip
+    return _checked_trial(f"json: trials[{i}]", t["kind"] if version >= 3 else None, fields)
+
+
 def session_from_json(doc: Any) -> SessionRecord:
-    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v2 (or v1, whose
-    trials have no ``comparison``).
+    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v3 (or v2, whose
+    trials have no ``kind`` nor ``slider``, or v1, which has no ``comparison`` either).
 
     Raises :class:`~visiontune.errors.InvalidInputError` (naming the key) for another schema,
-    a missing key or a bad value, and :class:`~visiontune.errors.StoreError` for a result
-    that does not follow the result schema.
+    a missing key or a bad value, a wrong slider or kind (module docstring), and
+    :class:`~visiontune.errors.StoreError` for a result that does not follow the result schema.
     """
     if not isinstance(doc, dict) or doc.get("schema") != JSON_SCHEMA:
         raise InvalidInputError(f"json: schema: expected {JSON_SCHEMA!r}")
-    if doc.get("schema_version") not in (1, JSON_SCHEMA_VERSION):
-        found = doc.get("schema_version")
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or version not in range(1, JSON_SCHEMA_VERSION + 1):
         raise InvalidInputError(
-            f"json: schema_version: this VisionTune reads versions 1 and {JSON_SCHEMA_VERSION}, got {found!r}"
+            f"json: schema_version: this VisionTune reads versions 1 to {JSON_SCHEMA_VERSION}, got {version!r}"
         )
     try:
         s = doc["session"]
@@ -282,17 +375,7 @@ def session_from_json(doc: Any) -> SessionRecord:
             calibration_json=_dumps(s["calibration"]), starting_rx_json=_dumps(s["starting_rx"]),
             result_json=_dumps(doc["result"]),
         )  # fmt: skip
-        trials = tuple(
-            Trial(
-                session_id=info.session_id, index=t["index"], s_logmar=t["s_logmar"], lens=Lens(**t["lens"]),
-                lens2=None if t["lens2"] is None else Lens(**t["lens2"]), letter_shown=t["letter_shown"],
-                letter_named=t["letter_named"], correct=t["correct"],
-                presented_at=_time(f"trials[{i}].presented_at", t["presented_at"]),
-                answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]), void=t["void"],
-                comparison=t["comparison"] if doc["schema_version"] > 1 else None,
-            )  # fmt: skip
-            for i, t in enumerate(doc["trials"])
-        )
+        trials = tuple(_trial_from_json(i, t, version, info.session_id) for i, t in enumerate(doc["trials"]))
         events = tuple(
             Event(e["event_id"], info.session_id, EventKind(e["kind"]), _time(f"events[{i}].at", e["at"]),
                   e["trial_index"], _dumps(e["payload"]))  # fmt: skip

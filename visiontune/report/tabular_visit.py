@@ -1,6 +1,6 @@
 """CSV and JSON of a visit: both eyes, S/C/axis beside the Thibos power vector M, J0, J45.
 
-**CSV, schema** ``visit-1`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
+**CSV, schema** ``visit-2`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
 Python's shortest round-trip form, an absent value is an empty field, booleans ``1``/``0``,
 times ISO 8601. Prescriptions are written in the clinic's cylinder form (``cylinder_form``):
 
@@ -12,13 +12,19 @@ rx_*                        the prescription to dispense: final (signed or found
 rx_m_d / rx_j0_d / rx_j45_d its power vector
 *_pm_*                      95% credible half-widths (±) of sphere, cylinder (D), axis (deg),
                             M, J0, J45 (D)
+answers_used                the answers the eye's refraction used; ``comparisons_used`` and
+                            ``sliders_used`` how many of them were comparisons of two lenses
+                            and slider answers (empty: not recorded)
 balance_plus_change_d       the binocular balance's plus change on this eye's sphere
 simulated                   1 if a simulated patient answered (**SIMULATED** data)
 =========================== =================================================================
 
-**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 1, "simulated", "mark":
+Schema ``visit-1`` (before sliders) had no ``comparisons_used`` nor ``sliders_used``.
+
+**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 2, "simulated", "mark":
 "SIMULATED" | null, "record": VisitRecord.to_dict(), "eyes": [{...the CSV row as typed
-values...}]}``; ``record`` reads back with :meth:`VisitRecord.from_dict`.
+values...}]}``; ``record`` reads back with :meth:`VisitRecord.from_dict` (version 1: the eyes
+without ``comparisons_used`` and ``sliders_used``).
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = ["VISIT_CSV_COLUMNS", "VISIT_JSON_SCHEMA", "visit_csv", "visit_json", "visit_rows", "write_visit_tabular"]
 
-VISIT_CSV_SCHEMA = "visit-1"
+VISIT_CSV_SCHEMA = "visit-2"
+VISIT_JSON_SCHEMA_VERSION = 2
 VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
 _PV = ("m_d", "j0_d", "j45_d")
@@ -47,8 +54,8 @@ VISIT_CSV_COLUMNS = (
     *(f"signed_{k}" for k in _LENS), "signed_by", "signed_at",
     *(f"rx_{k}" for k in _LENS + _PV),
     "sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d",
-    "predicted_va_logmar", "measured_va_logmar", "answers_used", "stopped_by", "session_id",
-    "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
+    "predicted_va_logmar", "measured_va_logmar", "answers_used", "comparisons_used", "sliders_used", "stopped_by",
+    "session_id", "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
 )  # fmt: skip
 
 
@@ -85,7 +92,8 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
             "sphere_pm_d": e.sphere_pm_d, "cylinder_pm_d": e.cylinder_pm_d, "axis_pm_deg": e.axis_pm_deg,
             "m_pm_d": e.m_pm_d, "j0_pm_d": e.j0_pm_d, "j45_pm_d": e.j45_pm_d,
             "predicted_va_logmar": e.predicted_va_logmar, "measured_va_logmar": e.measured_va_logmar,
-            "answers_used": e.answers_used, "stopped_by": e.stopped_by, "session_id": e.session_id,
+            "answers_used": e.answers_used, "comparisons_used": e.comparisons_used, "sliders_used": e.sliders_used,
+            "stopped_by": e.stopped_by, "session_id": e.session_id,
             "balance_method": None if record.balance is None else record.balance.method,
             "balance_plus_change_d": change, "binocular_va_logmar": record.binocular_va_logmar,
             "simulated": record.simulated, "software_version": record.software_version, "schema": VISIT_CSV_SCHEMA,
@@ -105,7 +113,7 @@ def _cell(v: Any) -> str:
 
 
 def visit_csv(record: VisitRecord) -> str:
-    """CSV text (schema ``visit-1``): a header and one row per eye."""
+    """CSV text (schema ``visit-2``): a header and one row per eye."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(VISIT_CSV_COLUMNS)
@@ -117,7 +125,7 @@ def visit_csv(record: VisitRecord) -> str:
 def visit_json(record: VisitRecord) -> str:
     """JSON text of the visit (see the module docstring)."""
     doc = {
-        "schema": VISIT_JSON_SCHEMA, "schema_version": 1, "simulated": record.simulated,
+        "schema": VISIT_JSON_SCHEMA, "schema_version": VISIT_JSON_SCHEMA_VERSION, "simulated": record.simulated,
         "mark": "SIMULATED" if record.simulated else None, "record": record.to_dict(), "eyes": visit_rows(record),
     }  # fmt: skip
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -79,6 +79,7 @@ def _eye_record(eye: str, session: SessionRecord, signed, measured_va: float | N
         sphere_pm_d=sphere_pm, cylinder_pm_d=cylinder_pm, axis_pm_deg=axis_pm, m_pm_d=m_pm, j0_pm_d=j_pm,
         j45_pm_d=j_pm, predicted_va_logmar=r.predicted_va_logmar, measured_va_logmar=measured_va,
         answers_used=r.trials_used, stopped_by=r.stopped_by, session_id=session.session_id,
+        comparisons_used=r.comparisons_used, sliders_used=r.sliders_used,
     )  # fmt: skip
 
 

@@ -96,7 +96,7 @@ def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
         "not measured" if e.measured_va_logmar is None else acuity_text(e.measured_va_logmar),
         acuity_text(e.predicted_va_logmar),
         habitual,
-        f"{e.answers_used} answers, stopped by {e.stopped_by}; session {e.session_id}",
+        f"{e.answers_text}, stopped by {e.stopped_by}; session {e.session_id}",
     ]
 
 
@@ -143,7 +143,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
         QPen,
     )
 
-    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, set_font  # late: PySide6
+    from visiontune.report.figures import draw_acuity_curve, draw_acuity_map, draw_map_legend, set_font  # late: PySide6
 
     if not isinstance(record, VisitRecord):
         raise InvalidInputError(f"record: expected a VisitRecord, got {type(record).__name__}")
@@ -283,8 +283,7 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
                 draw_acuity_map(p, QRectF(0, fig_top, width * 0.55, fig_h), rec.result, rec.trials)
                 draw_acuity_curve(p, QRectF(width * 0.56, fig_top, width * 0.44, fig_h), rec.result)
             set_font(p, 7)
-            p.drawText(QPointF(0, height - QFontMetricsF(p.font()).height() * 1.6),
-                       "Map: red dots = lenses presented at the map's axis (\u00b110\u00b0; hollow = voided answer), white cross = the prescription found.")  # fmt: skip
+            draw_map_legend(p, 0, height - QFontMetricsF(p.font()).height() * 2.6)
     finally:
         p.end()
     buf.close()

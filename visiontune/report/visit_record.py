@@ -26,7 +26,8 @@ Conventions:
   marks, and records of real patients never do.
 
 :meth:`VisitRecord.to_dict` / :meth:`VisitRecord.from_dict` give a JSON-safe dict (schema
-``visiontune.visit-record`` version 1); errors name the field (``visit.OD.signed_off.prescription``...).
+``visiontune.visit-record`` version 2; version 1, whose eyes have no ``comparisons_used`` nor
+``sliders_used``, is read too); errors name the field (``visit.OD.signed_off.prescription``...).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
+from visiontune.session.trial_text import answer_kinds_text
 from visiontune.session.visit_records import check_clinic_form
 
 __all__ = [
@@ -53,7 +55,9 @@ __all__ = [
 ]  # fmt: skip
 
 RECORD_SCHEMA = "visiontune.visit-record"
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+#: The keys an eye has only from schema version 2 on.
+_EYE_KEYS_SINCE_2 = ("comparisons_used", "sliders_used")
 EYES = ("OD", "OS")
 EYE_NAMES = {"OD": "right eye (OD)", "OS": "left eye (OS)"}
 CYLINDER_FORMS = ("minus", "plus")
@@ -110,7 +114,8 @@ def _rx_dict(p: Prescription | None) -> dict[str, float] | None:
     return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
 
 
-def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...]) -> dict:
+def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...],
+          version: int = RECORD_SCHEMA_VERSION) -> dict:  # fmt: skip
     if not isinstance(d, dict):
         raise InvalidInputError(f"{where}: expected a JSON object, got {type(d).__name__}")
     missing = [k for k in required if k not in d]
@@ -118,7 +123,7 @@ def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...
         raise InvalidInputError(f"{where}: missing key(s) {', '.join(missing)}")
     extra = sorted(set(d) - set(allowed))
     if extra:
-        raise InvalidInputError(f"{where}: unknown key(s) {', '.join(extra)} ({RECORD_SCHEMA} v{RECORD_SCHEMA_VERSION})")
+        raise InvalidInputError(f"{where}: unknown key(s) {', '.join(extra)} ({RECORD_SCHEMA} v{version})")
     return d
 
 
@@ -171,7 +176,9 @@ class EyeRecord:
     ``j0_pm_d``, ``j45_pm_d`` (D; all >= 0), ``predicted_va_logmar`` (acuity predicted through
     the found prescription), ``answers_used``, ``stopped_by`` (budget / precision / information / clinician)
     and ``session_id``. Optional: ``measured_va_logmar`` (acuity read through the final
-    prescription), ``signed_off`` (an edited prescription, kept beside the found one).
+    prescription), ``signed_off`` (an edited prescription, kept beside the found one),
+    ``comparisons_used`` and ``sliders_used`` (how many of the answers were comparisons of two
+    lenses and slider answers; ``None``: not recorded, a record of schema version 1).
     """
 
     eye: str
@@ -190,6 +197,8 @@ class EyeRecord:
     answers_used: int | None = None
     stopped_by: str | None = None
     session_id: int | None = None
+    comparisons_used: int | None = None
+    sliders_used: int | None = None
 
     def __post_init__(self) -> None:
         if self.eye not in EYES:
@@ -200,7 +209,8 @@ class EyeRecord:
         if self.status == "skipped":
             object.__setattr__(self, "skip_reason", _text(f"{w}.skip_reason", self.skip_reason))
             set_fields = [n for n in ("prescription", "signed_off", *_HALF_WIDTHS, "predicted_va_logmar",
-                                      "measured_va_logmar", "answers_used", "stopped_by", "session_id")
+                                      "measured_va_logmar", "answers_used", "stopped_by", "session_id",
+                                      *_EYE_KEYS_SINCE_2)
                           if getattr(self, n) is not None]  # fmt: skip
             if set_fields:
                 raise InvalidInputError(f"{w}: a skipped eye has no results, got {', '.join(set_fields)}")
@@ -223,6 +233,10 @@ class EyeRecord:
                            _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, lo=-1, hi=3))
         n = self.answers_used
         check_int(f"{w}.answers_used", n, lo=0)
+        rest = n
+        for name in _EYE_KEYS_SINCE_2:
+            if getattr(self, name) is not None:
+                rest -= check_int(f"{w}.{name}", getattr(self, name), lo=0, hi=rest)
         if self.stopped_by not in STOPPED_BY:
             raise InvalidInputError(f"{w}.stopped_by: expected one of {', '.join(STOPPED_BY)}, got {self.stopped_by!r}")
         sid = self.session_id
@@ -231,6 +245,13 @@ class EyeRecord:
     @property
     def measured(self) -> bool:
         return self.status == "measured"
+
+    @property
+    def answers_text(self) -> str:
+        """``"64 answers (50 letters, 10 comparisons, 4 sliders)"``: the answers used, by kind when
+        not all were letters (:func:`~visiontune.session.trial_text.answer_kinds_text`)."""
+        kinds = answer_kinds_text(self.answers_used, self.comparisons_used or 0, self.sliders_used or 0)
+        return f"{self.answers_used} answers" + (f" ({kinds})" if kinds else "")
 
     @property
     def final_prescription(self) -> Prescription | None:
@@ -250,13 +271,17 @@ class EyeRecord:
             **{n: getattr(self, n) for n in _HALF_WIDTHS},
             "predicted_va_logmar": self.predicted_va_logmar, "measured_va_logmar": self.measured_va_logmar,
             "answers_used": self.answers_used, "stopped_by": self.stopped_by, "session_id": self.session_id,
+            "comparisons_used": self.comparisons_used, "sliders_used": self.sliders_used,
         }  # fmt: skip
 
     @classmethod
-    def from_dict(cls, d: Any, where: str = "visit.eye") -> EyeRecord:
+    def from_dict(cls, d: Any, where: str = "visit.eye", version: int = RECORD_SCHEMA_VERSION) -> EyeRecord:
+        """Read :meth:`to_dict`'s output, of record schema ``version`` (1: no ``comparisons_used``
+        nor ``sliders_used``)."""
         allowed = ("eye", "status", "skip_reason", "prescription", "signed_off", *_HALF_WIDTHS,
-                   "predicted_va_logmar", "measured_va_logmar", "answers_used", "stopped_by", "session_id")  # fmt: skip
-        d = _keys(where, d, allowed, ("eye", "status"))
+                   "predicted_va_logmar", "measured_va_logmar", "answers_used", "stopped_by", "session_id",
+                   *(_EYE_KEYS_SINCE_2 if version >= 2 else ()))  # fmt: skip
+        d = _keys(where, d, allowed, ("eye", "status"), version)
         kwargs = dict(d)
         if d.get("prescription") is not None:
             kwargs["prescription"] = _prescription(f"{where}.prescription", d["prescription"])
@@ -371,7 +396,7 @@ class VisitRecord:
 
     # --- JSON ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (schema ``visiontune.visit-record`` v1); :meth:`from_dict` reads it back."""
+        """A JSON-safe dict (schema ``visiontune.visit-record`` v2); :meth:`from_dict` reads it back."""
         return {
             "schema": RECORD_SCHEMA, "schema_version": RECORD_SCHEMA_VERSION,
             "visit_id": self.visit_id, "patient_id": self.patient_id, "age_years": self.age_years,
@@ -386,15 +411,17 @@ class VisitRecord:
 
     @classmethod
     def from_dict(cls, d: Any) -> VisitRecord:
-        """Read :meth:`to_dict`'s output; InvalidInputError names the first bad field."""
+        """Read :meth:`to_dict`'s output (schema version 2, or 1); InvalidInputError names the
+        first bad field."""
         allowed = ("schema", "schema_version", "visit_id", "patient_id", "age_years", "recorded_at", "clinician",
                    "cylinder_form", "simulated", "software_version", "habitual_od", "habitual_os", "od", "os",
                    "balance", "binocular_va_logmar")  # fmt: skip
         d = _keys("visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os",
                                         "software_version"))  # fmt: skip
-        if d["schema"] != RECORD_SCHEMA or d["schema_version"] != RECORD_SCHEMA_VERSION:
+        version = d["schema_version"]
+        if d["schema"] != RECORD_SCHEMA or isinstance(version, bool) or version not in (1, RECORD_SCHEMA_VERSION):
             raise InvalidInputError(
-                f"visit.schema: expected {RECORD_SCHEMA} version {RECORD_SCHEMA_VERSION}, "
+                f"visit.schema: expected {RECORD_SCHEMA} version 1 or {RECORD_SCHEMA_VERSION}, "
                 f"got {d['schema']!r} version {d['schema_version']!r}"
             )
         balance = d.get("balance")
@@ -405,7 +432,7 @@ class VisitRecord:
                     else _prescription(f"visit.habitual_{e}", d[f"habitual_{e}"]) for e in ("od", "os")}  # fmt: skip
         return cls(
             visit_id=d["visit_id"], patient_id=d.get("patient_id"), recorded_at=_time("visit.recorded_at", d["recorded_at"]),
-            od=EyeRecord.from_dict(d["od"], "visit.OD"), os=EyeRecord.from_dict(d["os"], "visit.OS"),
+            od=EyeRecord.from_dict(d["od"], "visit.OD", version), os=EyeRecord.from_dict(d["os"], "visit.OS", version),
             software_version=d["software_version"], simulated=d.get("simulated", False),
             cylinder_form=d.get("cylinder_form", "minus"), clinician=d.get("clinician"), age_years=d.get("age_years"),
             balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), **habitual,

@@ -24,6 +24,7 @@ from visiontune.refraction.start import SOURCES, StartingPoint
 from visiontune.session.answer_times import answer_times
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
+from visiontune.session.trial_text import lens_text, slider_text
 
 _INT64_MAX = 2**63 - 1
 
@@ -130,23 +131,18 @@ def _case(args, seed: int, stored: dict | None, protocol):
                           true_rx=true_rx, slope=args.slope, best_va=args.best_va, age_years=args.age)  # fmt: skip
 
 
-def _lens_text(lens) -> str:
-    return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg or 180.0).format()
-
-
 def _trial_text(t, named: bool = False) -> str:
     """One trial on a line: a letter (its lens, and what was shown and named, or + / -) or a
-    comparison (the two lenses and the answer: 1, 2 or =) or a slider (the knob, the lens chosen
-    and its place on the path)."""
+    comparison (the two lenses and the answer: 1, 2 or =) or a slider (the knob, the lens chosen,
+    its place on the path and the path's ends: :func:`~visiontune.session.trial_text.slider_text`)."""
     if getattr(t, "slider_choice", None) is not None:
-        return (f"slider {t.slider_knob}: clearest {_lens_text(t.lens)} "
-                f"({t.slider_choice + 1} of {len(t.slider_lenses)})")  # fmt: skip
+        return slider_text(t)
     if t.comparison is not None:
-        return f"lens 1 {_lens_text(t.lens)} vs lens 2 {_lens_text(t.lens2)}  clearer: {t.comparison}"
+        return f"lens 1 {lens_text(t.lens)} vs lens 2 {lens_text(t.lens2)}  clearer: {t.comparison}"
     if named:
         verdict = "correct" if t.correct else "wrong"
-        return f"{_lens_text(t.lens)} shown {t.letter_shown} named {t.letter_named or '-'} {verdict}"
-    return f"lens {_lens_text(t.lens)}  {'+' if t.correct else '-'}"
+        return f"{lens_text(t.lens)} shown {t.letter_shown} named {t.letter_named or '-'} {verdict}"
+    return f"lens {lens_text(t.lens)}  {'+' if t.correct else '-'}"
 
 
 def _drive(args, session: RefractionSession, case) -> int:

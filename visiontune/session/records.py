@@ -28,6 +28,9 @@ from visiontune.refraction.slider import check_slider_trial
 
 #: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).
 COMPARISON_ANSWERS = ("1", "2", "=")
+#: The kinds of trial (:func:`trial_kind`): a letter read through one lens, a comparison of two
+#: lenses, a slider (the clearest lens on a knob's path).
+TRIAL_KINDS = ("letter", "comparison", "slider")
 
 
 class DamagedText(str):
@@ -224,6 +227,15 @@ class Trial:
 
     def __post_init__(self) -> None:
         _check_slider(self)
+
+
+def trial_kind(trial) -> str:
+    """``"slider"``, ``"comparison"`` or ``"letter"`` (:data:`TRIAL_KINDS`): the kind of a
+    :class:`Trial` or :class:`TrialInput` (a duel, two lenses without a comparison answer, is a
+    letter trial)."""
+    if trial.slider_choice is not None:
+        return "slider"
+    return "comparison" if trial.comparison is not None else "letter"
 
 
 def _loads(text: str | None, where: str = "trial log", column: str = "json") -> Any:

@@ -1,0 +1,58 @@
+"""One-line texts of logged answers shared by the command line, the PDF report and the app: a
+slider's knob, lens chosen, place and path ends; the answers a session used by kind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from visiontune.optics import Prescription
+from visiontune.refraction.loop import LoggedTrial
+from visiontune.session.records import Lens, Trial, trial_kind
+from visiontune.session.trial_text import answer_kinds_text, lens_text, slider_text
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _slider(knob, path, choice, void=False) -> Trial:
+    lenses = tuple(Lens(*x) for x in path)
+    return Trial(1, 4, 0.1, lenses[choice], "H", None, True, T, T, void=void, slider_knob=knob, slider_lenses=lenses,
+                 slider_choice=choice)  # fmt: skip
+
+
+def test_a_slider_on_one_line_with_the_ends_of_its_path_in_the_knobs_unit():
+    sphere = _slider("sphere", [(-2.25 + 0.25 * k, -0.5, 90.0) for k in range(9)], 3)
+    assert slider_text(sphere) == "slider sphere: clearest S -1.50 / C -0.50 x 90 (4 of 9, path -2.25 to -0.25 D)"
+    cylinder = _slider("cylinder", [(0.5, -0.5, 35.0), (0.5, -0.25, 35.0), (0.5, 0.0, 0.0)], 2)
+    assert slider_text(cylinder) == "slider cylinder: clearest S +0.50 / C 0.00 x 180 (3 of 3, path -0.50 to +0.00 D)"
+    axis = _slider("axis", [(0.0, -1.0, a) for a in (170.0, 175.0, 0.0, 5.0, 10.0)], 2)
+    assert slider_text(axis) == "slider axis: clearest S 0.00 / C -1.00 x 180 (3 of 5, path 170 to 10\u00b0)"
+    assert slider_text(axis, lens=lambda x: "LENS") == "slider axis: clearest LENS (3 of 5, path 170 to 10\u00b0)"
+
+
+def test_the_in_memory_log_reads_the_same():
+    """The bench's log (Prescription lenses, axes in (0, 180]) gives the clinic's text."""
+    path = tuple(Prescription(s, -0.5, 90.0) for s in (-1.0, -0.75, -0.5))
+    logged = LoggedTrial(4, 0.1, path[1], "H", True, None, None, slider_knob="sphere", slider_lenses=path,
+                         slider_choice=1)  # fmt: skip
+    stored = _slider("sphere", [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in path], 1)
+    assert slider_text(logged) == slider_text(stored) == \
+        "slider sphere: clearest S -0.75 / C -0.50 x 90 (2 of 3, path -1.00 to -0.50 D)"
+
+
+def test_lens_text_writes_axis_0_as_180():
+    assert lens_text(Lens(-1.0, -0.5, 0.0)) == "S -1.00 / C -0.50 x 180"
+
+
+def test_answers_by_kind():
+    assert answer_kinds_text(12) == answer_kinds_text(12, 0, 0) == ""
+    assert answer_kinds_text(12, 1) == "11 letters, 1 comparison"
+    assert answer_kinds_text(12, 0, 2) == "10 letters, 2 sliders"
+    assert answer_kinds_text(3, 1, 1) == "1 letter, 1 comparison, 1 slider"
+
+
+def test_trial_kinds():
+    letter = Trial(1, 0, 0.1, Lens(0.0, 0.0), "H", "H", True, T, T)
+    duel = Trial(1, 1, 0.1, Lens(0.0, 0.0), "H", "H", True, T, T, lens2=Lens(0.5, 0.0))
+    comparison = Trial(1, 2, 0.1, Lens(0.0, 0.0), "H", None, True, T, T, lens2=Lens(0.5, 0.0), comparison="=")
+    slider = _slider("sphere", [(0.0, 0.0, 0.0), (0.25, 0.0, 0.0)], 0)
+    assert [trial_kind(t) for t in (letter, duel, comparison, slider)] == ["letter", "letter", "comparison", "slider"]
