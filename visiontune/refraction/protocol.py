@@ -76,6 +76,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.durations import COMPARISON_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
@@ -376,8 +377,8 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "criterion", "size_offset_logmar",
                               "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
-    seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0) for k, d in (("letter_seconds", 3.0),
-                                                                           ("comparison_seconds", 5.0))}  # fmt: skip
+    seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0)
+               for k, d in (("letter_seconds", LETTER_SECONDS), ("comparison_seconds", COMPARISON_SECONDS))}
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
     pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
     offset = r.number(table.get("size_offset_logmar", 0.1), p + "size_offset_logmar", -0.5, 1.0)

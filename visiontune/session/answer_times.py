@@ -28,21 +28,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune.errors import StoreError
-from visiontune.session.records import EventKind, Trial
+from visiontune.session.records import EventKind, Trial, trial_kind
 
-__all__ = ["KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "trial_kind"]
+__all__ = ["KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "question_kind"]
 
 #: Kinds of question, in report order.
 KINDS = ("letter", "comparison", "slider", "duel")
 
 
-def trial_kind(trial: Trial) -> str:
-    """The kind of question a stored trial answered (one of :data:`KINDS`)."""
-    if trial.slider_choice is not None:
-        return "slider"
-    if trial.comparison is not None:
-        return "comparison"
-    return "duel" if trial.lens2 is not None else "letter"
+def question_kind(trial: Trial) -> str:
+    """The kind of question a stored trial answered (one of :data:`KINDS`): its
+    :func:`~visiontune.session.records.trial_kind`, except that a duel (two lenses without a
+    comparison answer, the preferential protocols) is timed apart from a letter."""
+    kind = trial_kind(trial)
+    return "duel" if kind == "letter" and trial.lens2 is not None else kind
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def answer_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str,
         elif any(t.presented_at <= at <= t.answered_at for at in pauses):
             reason = "answers spanning a pause"
         else:
-            seconds.setdefault(trial_kind(t), []).append(gap)
+            seconds.setdefault(question_kind(t), []).append(gap)
             continue
         left[reason] = left.get(reason, 0) + 1
     return seconds, left
