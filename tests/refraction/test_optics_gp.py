@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr, ndtr, ndtri
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
@@ -67,7 +67,7 @@ def test_the_prior_mean_is_the_optics_probability_on_the_probit_scale():
                        rtol=0, atol=1e-12)  # fmt: skip
 
 
-def test_with_a_vanishing_amplitude_the_hybrid_is_the_optics_formula_at_theta_hat():
+def test_with_a_vanishing_amplitude_the_hybrid_is_the_optics_formula():
     """σ_g -> 0: the predictive probability, the best corrections and the acuity are the
     optics model's at each particle (the GP adds nothing), to numerical precision."""
     post = _posterior(40)
@@ -75,23 +75,29 @@ def test_with_a_vanishing_amplitude_the_hybrid_is_the_optics_formula_at_theta_ha
     theta = post.theta[:50]
     s = np.linspace(-0.3, 1.0, 9)
     lenses = np.random.default_rng(1).normal(-1.5, 0.5, (9, 3))
-    hat = fit.theta_hat[None, :]
+    hat = post.mean()[None, :6]
     assert np.allclose(fit.probabilities(hat, s, lenses), probability_correct(hat, s, lenses, SPEC), rtol=0, atol=1e-9)
     assert np.allclose(fit.probabilities(theta, s, lenses), probability_correct(theta, s, lenses, SPEC), rtol=0, atol=1e-9)
+    assert np.allclose(fit.probabilities(theta, s, lenses, marginal=False), probability_correct(theta, s, lenses, SPEC),
+                       rtol=0, atol=1e-9)  # fmt: skip
     grid = fit.probability_grid(theta, s, lenses)
     assert np.allclose(grid[:, 3, :], probability_correct(theta, np.full(9, s[3]), lenses, SPEC), rtol=0, atol=1e-9)
     assert np.allclose(fit.corrections(theta), theta[:, :3], rtol=0, atol=1e-9)
     assert np.allclose(fit.acuity(theta, lenses), acuity_logmar(theta, lenses), rtol=0, atol=1e-9)
 
 
-def test_the_laplace_fit_has_the_formula_as_its_prior_mean():
-    """The GP's posterior of g at the answers is the mode of -½ gᵀK⁻¹g + Σ log Φ(y'(μ_θ̂ + g)),
-    found here by a general-purpose optimiser (an independent oracle)."""
+def test_the_prior_mean_is_the_optics_posterior_predictive_and_enters_the_fit_exactly():
+    """The prior mean at the answers is Φ⁻¹ of the particles' weighted mean P(correct), and the
+    GP's posterior of g there is the mode of -½ gᵀK⁻¹g + Σ log Φ(y'(μ̄ + g)), found here by a
+    general-purpose optimiser (an independent oracle)."""
     post = _posterior(25)
     fit = _fit(post)
     X = np.column_stack([post.s, post.lenses])
     K = fit.gp.kernel(X) + 1e-10 * np.eye(len(X))
-    m = probit_mean(fit.theta_hat[None, :], post.s, post.lenses, SPEC)[0]
+    w = post.weights
+    m = ndtri(np.array([w @ probability_correct(post.theta, post.s[j:j + 1], post.lenses[j:j + 1], SPEC)[:, 0]
+                        for j in range(len(X))]))  # fmt: skip
+    assert np.allclose(fit.prior_mean, m, rtol=0, atol=1e-12)
     ys = 2.0 * post.correct - 1.0
     K_inv = np.linalg.inv(K)
 
@@ -173,13 +179,13 @@ def test_a_bad_residual_spec_is_refused():
 def test_the_protocol_parses_as_the_hybrid_and_refuses_comparisons_and_sliders():
     protocol = load_protocol(PROTOCOL)
     assert protocol.model.type == "optics-gp" and protocol.policy == "evr"
-    assert (protocol.model.residual_sd, protocol.model.residual_lengthscale_d) == (0.5, 0.5)
+    assert (protocol.model.residual_sd, protocol.model.residual_lengthscale_d) == (0.25, 0.75)
     text = PROTOCOL.read_text()
     for table in ("comparisons", "sliders"):
         with pytest.raises(ProtocolError, match=f'x.toml: {table}: expected no such table for model.type = "optics-gp"'):
             parse_protocol(text + f"\n[{table}]\n", "x.toml")
     with pytest.raises(ProtocolError, match="model.residual_sd: expected a number in"):
-        parse_protocol(text.replace("residual_sd = 0.5", "residual_sd = 0"), "x.toml")
+        parse_protocol(text.replace("residual_sd = 0.25", "residual_sd = 0"), "x.toml")
     with pytest.raises(ProtocolError, match="model.over_minus_guard: unknown key"):
         parse_protocol(text.replace('type = "optics-gp"', 'type = "optics-gp"\nover_minus_guard = true'), "x.toml")
 
@@ -224,3 +230,20 @@ def test_every_optics_rule_runs_on_the_hybrid_in_a_stored_session(tmp_path, poli
                 assert q.information_bits is not None and q.information_bits >= 0.0
                 session.record(Answer(correct=correct))
             assert len(session.trials()) == 4
+
+
+def test_with_a_vanishing_amplitude_a_session_asks_the_optics_models_queries():
+    """σ_g -> 0 through the whole loop: the same letters and lenses as the optics model's session
+    and the same filed lens (the GP adds nothing, the draws and the rules are the optics ones)."""
+    text = PROTOCOL.read_text().replace("residual_sd = 0.25", "residual_sd = 1e-6")
+    hybrid = parse_protocol(text, "tiny.toml")
+    optics = load_protocol("clinical-sloan")
+    case = simulated_case(seed=6, protocol=optics)
+    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
+    runs = []
+    for protocol in (optics, hybrid):
+        r = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+        r.run(SimulatedPresenter(case.patient(10)), max_steps=15)
+        runs.append(r)
+    assert _queries(runs[0].trials()) == _queries(runs[1].trials())
+    assert runs[0].current_estimate().rounded == runs[1].current_estimate().rounded

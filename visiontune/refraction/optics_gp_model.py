@@ -16,12 +16,17 @@ optics model's ``P(correct)``. ``g`` is over power vectors at any axis (the pape
 fixed axis) with a small amplitude ``σ_g``, so with few answers the model is the optics model.
 
 **Empirical Bayes for θ, particles for its uncertainty.** After each answer ``g`` is fitted
-(Laplace, :class:`visiontune.gp.ProbitGP` with ``prior_mean``) with the mean at ``θ̂``, the
-optics particle posterior's mean (run alongside on the same answers). The uncertainty of ``θ``
-stays in the particles: particle ``θ_i`` predicts ``p_i = Φ((μ_θi + m_g) / √(1 + v_g))``, the
-probit predictive of ``μ_θi + g`` with ``g``'s posterior mean ``m_g`` and variance ``v_g``
-(R&W Eq. 3.80). This plugs ``θ̂`` into ``g``'s fit only; the particles' weights are the optics
-model's (they do not see ``g``), an approximation of the joint posterior of ``(θ, g)``.
+(Laplace, :class:`visiontune.gp.ProbitGP` with ``prior_mean``) with the prior mean at the answers
+the optics posterior's predictive ``μ̄ = Φ⁻¹(Σ_i w_i P_θi)`` (the particle posterior run
+alongside on the same answers): ``g`` learns what the optics model, with its uncertainty about
+``θ``, fails to predict. (The formula at one point ``θ̂``, the posterior mean, was tried first:
+``g`` then learns the difference between the formula at ``θ̂`` and the posterior's average, the
+blur of ``θ``'s uncertainty, present for patients who follow the formula exactly, and adding it
+to every particle cost accuracy; docs/results/clinical-validation-optics-gp.md.) The
+uncertainty of ``θ`` stays in the particles: particle ``θ_i`` predicts
+``p_i = Φ((μ_θi + m_g) / √(1 + v_g))``, the probit predictive of ``μ_θi + g`` with ``g``'s
+posterior mean ``m_g`` and variance ``v_g`` (R&W Eq. 3.80). The particles' weights are the
+optics model's (they do not see ``g``): an approximation of the joint posterior of ``(θ, g)``.
 
 **The best correction of a draw.** With the accommodation term removed (the far point, the most
 plus lens of best acuity), ``μ_θi`` at the particle's threshold size ``s = VA*_i`` is, near its
@@ -54,8 +59,8 @@ from visiontune.refraction.optics_model import (
     probability_grid,
 )
 
-__all__ = ["MAX_SHIFT_D", "ResidualFit", "ResidualSpec", "fit_residual", "half_latent", "probit_mean",
-           "probit_mean_grid", "threshold_slope"]
+__all__ = ["MAX_SHIFT_D", "ResidualFit", "ResidualSpec", "fit_residual", "half_latent", "predictive_mean",
+           "probit_mean", "probit_mean_grid", "threshold_slope"]
 
 #: Largest move of a draw's best correction by ``g`` (diopters): the Newton step is a local one.
 MAX_SHIFT_D = 0.5
@@ -67,9 +72,9 @@ class ResidualSpec:
     """The prior of ``g``: amplitude ``sd`` (probit units, ``σ_g``), lengthscales in letter
     size ``lengthscale_logmar`` and in power vectors ``lengthscale_d`` (diopters)."""
 
-    sd: float = 0.5
+    sd: float = 0.25
     lengthscale_logmar: float = 0.3
-    lengthscale_d: float = 0.5
+    lengthscale_d: float = 0.75
 
     def __post_init__(self) -> None:
         for name in ("sd", "lengthscale_logmar", "lengthscale_d"):
@@ -106,18 +111,25 @@ def threshold_slope(theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
     return (1.0 - spec.chance - spec.lapse) * _PHI0 * np.exp(theta[:, LOG_SLOPE]) / phi_mu
 
 
+def predictive_mean(posterior: ParticlePosterior, s: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    """``μ̄(s_j, L_j) = Φ⁻¹(Σ_i w_i P_θi(s_j, L_j))``, the optics posterior's predictive on the
+    probit scale, at sizes ``s (m,)`` through ``lenses (m, 3)``: ``(m,)``."""
+    if len(s) == 0:
+        return np.zeros(0)
+    return ndtri(posterior.weights @ probability_correct(posterior.theta, s, lenses, posterior.spec))
+
+
 class ResidualFit:
-    """``g``'s posterior (Laplace) given the answers of ``posterior`` with the prior mean at
-    ``θ̂`` (module docstring). ``gp`` is the fitted :class:`~visiontune.gp.ProbitGP` over
+    """``g``'s posterior (Laplace) given the answers of ``posterior`` with the prior mean
+    :func:`predictive_mean` at the answers (module docstring). ``gp`` is the fitted :class:`~visiontune.gp.ProbitGP` over
     ``(s, M, J0, J45)``; its predictions are of ``g``."""
 
     def __init__(self, posterior: ParticlePosterior, spec: ResidualSpec) -> None:
         self.spec = spec
         self.model_spec = posterior.spec
-        self.theta_hat = posterior.mean()[:6].copy()
         X = np.column_stack([posterior.s, posterior.lenses]).reshape(-1, 4)
-        prior_mean = probit_mean(self.theta_hat[None, :], posterior.s, posterior.lenses, posterior.spec)[0]
-        self.gp = ProbitGP(spec.kernel(), X, posterior.correct.astype(float), prior_mean=prior_mean)
+        self.prior_mean = predictive_mean(posterior, posterior.s, posterior.lenses)
+        self.gp = ProbitGP(spec.kernel(), X, posterior.correct.astype(float), prior_mean=self.prior_mean)
 
     def predict(self, s: np.ndarray, lenses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(m_g (m,), v_g (m,))`` at sizes ``s (m,)`` through ``lenses (m, 3)``."""
@@ -128,17 +140,21 @@ class ResidualFit:
         _, _, dmu, _ = self.gp.predict_with_grad(np.column_stack([np.asarray(s, dtype=float), lenses]))
         return dmu[:, 1:]
 
-    def probabilities(self, theta: np.ndarray, s: np.ndarray, lenses: np.ndarray) -> np.ndarray:
-        """``p_i(s_j, L_j) = Φ((μ_θi + m_g) / √(1 + v_g))``: ``(N, m)``."""
+    def probabilities(self, theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, *, marginal: bool = True) -> np.ndarray:
+        """``p_i(s_j, L_j) = Φ((μ_θi + m_g) / √(1 + v_g))`` (``marginal``: ``g``'s uncertainty
+        integrated out), or ``Φ(μ_θi + m_g)`` (``g`` at its posterior mean, what the decisions
+        use: :mod:`~visiontune.refraction.optics_gp_engine`): ``(N, m)``."""
         m, v = self.predict(s, lenses)
-        return ndtr((probit_mean(theta, s, lenses, self.model_spec) + m[None, :]) / np.sqrt(1.0 + v)[None, :])
+        z = probit_mean(theta, s, lenses, self.model_spec) + m[None, :]
+        return ndtr(z / np.sqrt(1.0 + v)[None, :] if marginal else z)
 
-    def probability_grid(self, theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray) -> np.ndarray:
+    def probability_grid(self, theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, *,
+                         marginal: bool = True) -> np.ndarray:
         """:meth:`probabilities` on sizes ``s_grid (n_s,)`` × ``lenses (n_x, 3)``: ``(N, n_s, n_x)``."""
         n_s, n_x = len(s_grid), len(lenses)
         m, v = self.predict(np.repeat(s_grid, n_x), np.tile(lenses, (n_s, 1)))
         z = probit_mean_grid(theta, s_grid, lenses, self.model_spec) + m.reshape(n_s, n_x)[None]
-        return ndtr(z / np.sqrt(1.0 + v).reshape(n_s, n_x)[None])
+        return ndtr(z / np.sqrt(1.0 + v).reshape(n_s, n_x)[None] if marginal else z)
 
     def corrections(self, theta: np.ndarray) -> np.ndarray:
         """Each draw's best correction ``P*_i + δ_i`` (module docstring): ``(N, 3)``."""

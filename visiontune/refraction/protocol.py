@@ -28,8 +28,8 @@ measured in docs/results/README.md: it costs more results within 0.25 D than it 
 mean of a probit GP whose zero-mean part learns what the formula misses
 (:mod:`visiontune.refraction.optics_gp_model`); search space, rules and stops as the optics
 model's; ``model.lapse``, ``model.n_particles`` as there, and the GP's prior ``residual_sd``
-(probit units, default 0.5), ``residual_lengthscale_logmar`` (0.3) and ``residual_lengthscale_d``
-(diopters, 0.5). Letters only: ``[comparisons]`` and ``[sliders]`` are refused.
+(probit units, default 0.25), ``residual_lengthscale_logmar`` (0.3) and ``residual_lengthscale_d``
+(diopters, 0.75). Letters only: ``[comparisons]`` and ``[sliders]`` are refused.
 
 **GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
 paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
@@ -159,9 +159,9 @@ class ModelSpec:
     lapse: float = 0.04
     n_particles: int = 4000
     over_minus_guard: bool = False
-    residual_sd: float = 0.5
+    residual_sd: float = 0.25
     residual_lengthscale_logmar: float = 0.3
-    residual_lengthscale_d: float = 0.5
+    residual_lengthscale_d: float = 0.75
 
 
 @dataclass(frozen=True)
@@ -481,10 +481,10 @@ def _optics_gp_model(r: _Reader, table: dict) -> ModelSpec:
         "optics-gp",
         lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
         n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
-        residual_sd=r.number(table.get("residual_sd", 0.5), "model.residual_sd", 0.0, 5.0, open_lo=True),
+        residual_sd=r.number(table.get("residual_sd", 0.25), "model.residual_sd", 0.0, 5.0, open_lo=True),
         residual_lengthscale_logmar=r.number(table.get("residual_lengthscale_logmar", 0.3),
                                              "model.residual_lengthscale_logmar", 0.01, 10.0),
-        residual_lengthscale_d=r.number(table.get("residual_lengthscale_d", 0.5), "model.residual_lengthscale_d",
+        residual_lengthscale_d=r.number(table.get("residual_lengthscale_d", 0.75), "model.residual_lengthscale_d",
                                         0.05, 20.0),
     )  # fmt: skip
 
