@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ from scipy.optimize import minimize
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from visiontune.errors import InvalidInputError, ProtocolError
+from visiontune.experiments import clinic
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.optics_gp_engine import OpticsGPEngine
@@ -247,3 +250,20 @@ def test_with_a_vanishing_amplitude_a_session_asks_the_optics_models_queries():
         runs.append(r)
     assert _queries(runs[0].trials()) == _queries(runs[1].trials())
     assert runs[0].current_estimate().rounded == runs[1].current_estimate().rounded
+
+
+STORE = PROTOCOL.parents[1] / "clinical-validation-optics-gp.sqlite"
+
+
+@pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
+def test_a_stored_validation_run_replays_bit_for_bit():
+    """Case 0 of each population of docs/results/clinical-validation-optics-gp.md, rerun: the same
+    metrics to the last bit (decision times aside)."""
+    protocol = load_protocol(PROTOCOL)
+    with sqlite3.connect(f"file:{STORE}?mode=ro", uri=True) as db:
+        for population in ("adult-clinic", "adult-clinic-misspecified"):
+            spec = clinic.plan("clinical-sloan-optics-gp-seed1", protocol, ["evr"], population, 1, 1)[0]
+            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = 'clinical-sloan-optics-gp-seed1' AND "
+                             "population = ? AND policy = 'evr' AND case_id = ?", (population, spec.case.case_id)).fetchone()  # fmt: skip
+            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
+            assert {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"} == stored

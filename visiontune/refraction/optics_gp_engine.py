@@ -1,17 +1,17 @@
 """The optics-GP hybrid (:mod:`~visiontune.refraction.optics_gp_model`) as a refraction engine.
 
 The optics engine's particle posterior runs alongside on the same answers (θ's uncertainty,
-θ̂ for the GP's prior mean, the search radius); the GP ``g`` is refitted after each answer.
+its predictive for the GP's prior mean, the search radius); the GP ``g`` is refitted after each answer.
 What differs from :class:`~visiontune.refraction.optics_engine.OpticsEngine`:
 
 * **Decisions**: the optics rules (:mod:`~visiontune.refraction.optics_rules`: UCB-ALD and TS-ALD
   for the lens with BALD for the size, BALD, EVR; the clinical protocol's is EVR) on the same
   candidates, with each particle's ``P(correct)`` the hybrid's with ``g`` at its posterior mean,
-  ``p_i = Φ(μ_θi + m_g)``, and its best correction ``P*_i + δ_i`` (moved by ``g``). ``g``'s own
-  uncertainty is left out of the decisions: integrated out (``Φ((μ_θi + m_g)/√(1 + v_g))``) it
-  acts as answer noise that is largest where nothing was asked, and the rules then avoided
-  new lenses (on the first 32 adult-clinic patients of the validation, 53% within 0.25 D
-  against the optics model's 84%, with ``σ_g = 0.5``, ``ℓ_L = 0.5 D``; docs/results/clinical-validation-optics-gp.md).
+  ``p_i = Φ(μ_θi + m_g)``, and its best correction ``P*_i + δ_i`` (moved by ``g``): ``g`` is
+  plugged in at its posterior mean as ``θ``'s uncertainty is carried by the particles, so that
+  with ``σ_g -> 0`` the decisions are the optics model's exactly. (Integrating ``g`` out,
+  ``Φ((μ_θi + m_g)/√(1 + v_g))``, treats its uncertainty as noise of the answer, largest where
+  nothing was asked; the first version did so, docs/results/clinical-validation-optics-gp.md.)
 * **Estimate**: the Bayes estimate of :meth:`ParticlePosterior.best_correction` (2/3 quantile of
   ``M``, mean of ``J0``, ``J45``) over the draws of the hybrid's best correction ``P*_i + δ_i``
   with the particles' weights, filed as the optics engine files its estimate (trial lens, the

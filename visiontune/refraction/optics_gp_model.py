@@ -5,7 +5,7 @@ prior mean of a GP classifier whose zero-mean part ``g`` learns what the formula
 (Rasmussen & Williams 2006, *GPML*, §2.7 "Incorporating explicit basis functions", and §3 for
 the probit likelihood)::
 
-    P(correct | s, L) = Φ(f(s, L)),      f = μ_θ(s, L) + g(s, L)
+    P(correct | s, L, θ) = Φ(f(s, L)),      f = μ_θ(s, L) + g(s, L)
     μ_θ(s, L) = Φ⁻¹(γ + (1 - γ - λ) Φ(a (s - VA_θ(L))))
     g ~ GP(0, σ_g² exp(-½ [(s - s')²/ℓ_s² + |L - L'|²/ℓ_L²]))        over (s, M, J0, J45)
 
