@@ -193,3 +193,56 @@ def test_bad_input_names_the_argument(K, y, name):
 def test_bad_warm_start_names_the_argument():
     with pytest.raises(InvalidInputError, match=r"^f0:"):
         laplace_mode(np.eye(2), [1.0, 0.0], f0=[0.0])
+
+
+# ----------------------------------------------------------------------------- non-zero prior mean
+
+
+def test_a_prior_mean_offset_gives_the_mode_evidence_and_predictions_of_f_minus_m():
+    """Latent ``m + g``, ``g ~ GP(0, K)`` (R&W §2.7): the mode of ``g`` maximises the exact log
+    posterior ``-½ gᵀK⁻¹g + Σ log Φ(y'(m + g))`` (generic optimiser), the evidence is R&W Eq. 3.32
+    at ``m + ĝ``, and predictions of ``g`` are ``k*ᵀK⁻¹ĝ`` and R&W Eq. 3.24 with that ``W``."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, (10, 2))
+    y = (rng.uniform(size=10) < 0.6).astype(float)
+    m = rng.normal(0.0, 1.0, 10)
+    K = se_gram(X, X) + 1e-8 * np.eye(10)
+    approx = laplace_mode(K, y, offset=m)
+    ys = 2 * y - 1
+
+    def negative(g):
+        return 0.5 * g @ np.linalg.solve(K, g) - norm.logcdf(ys * (m + g)).sum()
+
+    ref = optimize.minimize(negative, np.zeros(10), method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(approx.mean, ref.x, atol=1e-6)
+    assert approx.log_marginal_likelihood == pytest.approx(-ref.fun - 0.5 * np.linalg.slogdet(
+        np.eye(10) + K @ np.diag(approx.sqrt_w**2))[1], abs=1e-6)
+    h = 1e-4
+    lp = lambda f: norm.logcdf(ys * f)  # noqa: E731
+    W = -(lp(m + approx.mean + h) - 2 * lp(m + approx.mean) + lp(m + approx.mean - h)) / h**2
+    np.testing.assert_allclose(approx.sqrt_w**2, W, rtol=1e-5)
+    Xs = rng.uniform(-1, 1, (4, 2))
+    ks, kss = se_gram(X, Xs), se_gram(Xs, Xs)
+    mu, var = predict_latent(approx, ks, np.diag(kss))
+    np.testing.assert_allclose(mu, ks.T @ np.linalg.solve(K, approx.mean), atol=1e-6)
+    np.testing.assert_allclose(var, np.diag(kss - ks.T @ np.linalg.solve(K + np.diag(1 / W), ks)), atol=1e-7)
+
+
+def test_a_zero_offset_is_no_offset_and_a_bad_one_is_refused():
+    X, y = CASES["2d_n2"]
+    K = se_gram(X, X)
+    a, b = laplace_mode(K, y), laplace_mode(K, y, offset=np.zeros(2))
+    assert np.array_equal(a.mean, b.mean) and a.log_marginal_likelihood == b.log_marginal_likelihood
+    with pytest.raises(InvalidInputError, match="offset: expected 2 prior-mean values"):
+        laplace_mode(K, y, offset=np.zeros(3))
+    with pytest.raises(InvalidInputError, match="offset"):
+        laplace_mode(K, y, offset=np.array([0.0, np.nan]))
+
+
+def test_with_a_vanishing_kernel_the_offset_is_the_whole_latent():
+    """K -> 0: ĝ -> 0, the evidence is Σ log Φ(y' m) (the likelihood at the mean function)."""
+    X, y = CASES["2d_n2"]
+    m = np.array([0.4, -1.1])
+    approx = laplace_mode(1e-12 * se_gram(X, X), y, offset=m)
+    np.testing.assert_allclose(approx.mean, 0.0, atol=1e-10)
+    assert approx.log_marginal_likelihood == pytest.approx(norm.logcdf((2 * y - 1) * m).sum(), abs=1e-9)

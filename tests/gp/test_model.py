@@ -9,6 +9,7 @@ import pytest
 
 from visiontune.errors import InvalidInputError
 from visiontune.gp.kernels import Matern52, SquaredExponential, refraction_kernel
+from visiontune.gp.laplace import laplace_mode
 from visiontune.gp.model import PreferenceGP, ProbitGP
 
 INFERENCES = ("laplace", "ep")
@@ -262,3 +263,23 @@ def test_bad_kernel_and_test_points_name_the_argument(data2d):
     pref = PreferenceGP(SquaredExponential([1.0]), [[0.0, 1.0]], [1])
     with pytest.raises(InvalidInputError, match="^X:"):
         pref.predict_value([[0.0, 1.0]])
+
+
+def test_a_prior_mean_is_added_to_the_latent_of_the_laplace_fit_only():
+    """``ProbitGP(..., prior_mean=m)`` fits ``f = m + g``: the fit is :func:`laplace_mode` with
+    ``offset=m`` (checked against oracles in tests/gp/test_laplace.py); EP and the evidence
+    gradient refuse it."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, (8, 2))
+    y = (rng.uniform(size=8) < 0.5).astype(float)
+    m = rng.normal(0.0, 1.0, 8)
+    kernel = SquaredExponential([0.7, 0.7], 1.5)
+    gp = ProbitGP(kernel, X, y, prior_mean=m)
+    ref = laplace_mode(kernel(X), y, offset=m)
+    np.testing.assert_array_equal(gp.training_posterior()[0], ref.mean)
+    assert gp.log_marginal_likelihood() == ref.log_marginal_likelihood
+    assert gp.has_prior_mean and not ProbitGP(kernel, X, y).has_prior_mean
+    with pytest.raises(InvalidInputError, match="prior_mean: supported with inference='laplace' only"):
+        ProbitGP(kernel, X, y, "ep", prior_mean=m)
+    with pytest.raises(InvalidInputError, match="not implemented for a model with a prior_mean"):
+        gp.log_marginal_likelihood_grad()

@@ -33,6 +33,7 @@ from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
@@ -171,8 +172,9 @@ def _coverage(refraction: Refraction, truth: np.ndarray) -> dict:
     """Whether the truth lies in the credible region ``{P: |P - P̂| <= r_level}`` at each level."""
     engine = refraction.engine
     out = {}
-    if refraction.protocol.model.type == "optics":
-        post = engine.posterior(refraction.trials())
+    if refraction.protocol.model.type in PARTICLE_MODEL_TYPES:
+        post = (engine.correction_draws(refraction.trials()) if refraction.protocol.model.type == "optics-gp"
+                else engine.posterior(refraction.trials()))  # fmt: skip
         centre = post.best_correction()
         for level in COVERAGE_LEVELS:
             region = region_from_samples(post.theta[:, :3], post.weights, centre, level, "minus")

@@ -18,7 +18,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
 from visiontune.experiments.provenance import machine_description, software, software_line
 from visiontune.experiments.sweep import execute_runs
-from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES
+from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES, PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import POPULATIONS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
 
-    known = OPTICS_POLICIES if protocol.model.type == "optics" else GP_POLICIES
+    known = OPTICS_POLICIES if protocol.model.type in PARTICLE_MODEL_TYPES else GP_POLICIES
     policies = _names(args.policies, known, "policies") if args.policies else [protocol.policy]
     default_pops = QUICK_POPULATIONS if args.quick else DEFAULT_POPULATIONS
     populations = _names(args.populations, POPULATIONS, "populations") if args.populations else list(default_pops)

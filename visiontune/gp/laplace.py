@@ -278,9 +278,9 @@ def _check_gram(K, y):
     return K, y
 
 
-def _newton_state(K, a, ys):
+def _newton_state(K, a, ys, offset=0.0):
     f = K @ a
-    log_p, d1, d2, d3 = probit_log_likelihood_terms(f, ys)
+    log_p, d1, d2, d3 = probit_log_likelihood_terms(f + offset, ys)
     psi = -0.5 * float(a @ f) + float(np.sum(log_p))
     return f, psi, log_p, d1, d2, d3
 
@@ -290,6 +290,7 @@ def laplace_mode(
     y,
     *,
     f0=None,
+    offset=None,
     tol: float = 1e-10,
     max_iter: int = 100,
 ) -> GaussianApproximation:
@@ -303,6 +304,11 @@ def laplace_mode(
 
     ``K``: (n, n) prior covariance of the latents; ``y``: (n,) 0/1 answers;
     ``f0``: optional (n,) warm start for the mode (e.g. the previous fit's mode).
+    ``offset``: optional (n,) prior mean ``m`` of the latent at the training inputs: the latent
+    is ``m + g`` with ``g ~ GP(0, K)`` (R&W §2.7), the likelihood ``Φ(y'_i (m_i + g_i))``, and
+    everything returned (mode ``mean``, ``alpha``, ``W½``) is of ``g``: ``W`` and
+    ``∇log p`` are evaluated at ``m + ĝ``, the Newton step is ``b = W ĝ + ∇log p`` as above,
+    and a prediction ``k*ᵀ α`` is the posterior mean of ``g`` (add ``m(x*)``).
     Raises :class:`InvalidInputError` on bad input, :class:`NumericalError` if no finite mode is found.
     """
     K, y = _check_gram(K, y)
@@ -310,15 +316,18 @@ def laplace_mode(
     if n == 0:
         return empty_approximation()
     ys = signed_labels(y)
+    m = 0.0 if offset is None else finite_array("offset", offset, ndim=1)
+    if offset is not None and m.shape[0] != n:
+        raise InvalidInputError(f"offset: expected {n} prior-mean values (one per answer), got {m.shape[0]}")
     # Start: a = 0 (f = 0) or the warm start mapped to a with f = K a (least squares through B-form).
     a = np.zeros(n)
-    f, psi, log_p, d1, d2, d3 = _newton_state(K, a, ys)
+    f, psi, log_p, d1, d2, d3 = _newton_state(K, a, ys, m)
     if f0 is not None:
         f0 = finite_array("f0", f0, ndim=1)
         if f0.shape[0] != n:
             raise InvalidInputError(f"f0: expected {n} latent values, got {f0.shape[0]}")
-        a_ws = _warm_start_weights(K, f0, ys)
-        cand = _newton_state(K, a_ws, ys)
+        a_ws = _warm_start_weights(K, f0 + m, ys)
+        cand = _newton_state(K, a_ws, ys, m)
         if np.isfinite(cand[1]) and cand[1] > psi:
             a = a_ws
             f, psi, log_p, d1, d2, d3 = cand
@@ -334,7 +343,7 @@ def laplace_mode(
         step = a_new - a
         accepted = False
         for _ in range(30):
-            cand = _newton_state(K, a + step, ys)
+            cand = _newton_state(K, a + step, ys, m)
             if np.isfinite(cand[1]) and cand[1] >= psi - 1e-12 * (1.0 + abs(psi)):
                 accepted = True
                 break

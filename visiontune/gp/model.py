@@ -112,18 +112,24 @@ class ProbitGP:
     earlier model on a prefix of the same data (Laplace: the latent mode (k,), k <= n, padded
     with zeros; EP: the site parameters (2, k), padded with empty sites). Speed only: the
     result is the same fixed point.
+    ``prior_mean``: optional (n,) values ``m(X)`` of a non-zero prior mean of the latent at the
+    training inputs (Laplace only): ``f = m + g``, ``g ~ GP(0, k)`` (R&W §2.7); every prediction
+    (``predict*``, ``training_posterior``, sample paths) is then of the deviation ``g``, to which
+    the caller adds ``m`` at the test points (:func:`visiontune.gp.laplace.laplace_mode`).
     """
 
-    def __init__(self, kernel: Kernel, X, y, inference: str = "laplace", *, warm_start=None):
+    def __init__(self, kernel: Kernel, X, y, inference: str = "laplace", *, warm_start=None, prior_mean=None):
         kernel = _check_kernel("kernel", kernel)
         inference = check_inference(inference)
         X = _training_inputs(X)
         y = binary_labels("y", y, X.shape[0])
         n = X.shape[0]
         K = kernel(X) if n else np.zeros((0, 0))
+        if prior_mean is not None and inference != "laplace":
+            raise InvalidInputError(f"prior_mean: supported with inference='laplace' only, got inference={inference!r}")
         if inference == "laplace":
             f0 = _pad_warm_start(warm_start, n, rows=1)
-            approx = laplace_mode(K, y, f0=None if f0 is None else f0[0])
+            approx = laplace_mode(K, y, f0=None if f0 is None else f0[0], offset=prior_mean)
         else:
             sites = _pad_warm_start(warm_start, n, rows=2)
             approx = expectation_propagation(K, y, sites=None if sites is None else (sites[0], sites[1]))
@@ -133,6 +139,7 @@ class ProbitGP:
         object.__setattr__(self, "kernel", kernel)
         object.__setattr__(self, "inference", inference)
         object.__setattr__(self, "_approx", approx)
+        object.__setattr__(self, "has_prior_mean", prior_mean is not None)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable; build a new model")
@@ -197,6 +204,8 @@ class ProbitGP:
 
     def log_marginal_likelihood_grad(self) -> np.ndarray:
         """(p,) gradient of :meth:`log_marginal_likelihood` w.r.t. ``kernel.params`` (R&W Alg. 5.1 / Eq. 5.27)."""
+        if self.has_prior_mean:
+            raise InvalidInputError("log_marginal_likelihood_grad: not implemented for a model with a prior_mean")
         if not self.n:
             return np.zeros(self.kernel.n_params)
         dK = self.kernel.grad_params(self.X)

@@ -56,6 +56,7 @@ from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_engine import OpticsEngine
+from visiontune.refraction.optics_gp_engine import OpticsGPEngine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderModel, check_slider_trial, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
@@ -250,7 +251,9 @@ class MemoryLog:
 def make_engine(protocol: Protocol, start: StartingPoint, seed: int):
     """The engine of the protocol's model: :class:`OpticsEngine` (:class:`MixedOpticsEngine`
     when the protocol asks comparisons or sliders; sliders without comparisons weigh letters
-    against sliders, comparisons off) or :class:`GPEngine`."""
+    against sliders, comparisons off), :class:`OpticsGPEngine` or :class:`GPEngine`."""
+    if protocol.model.type == "optics-gp":
+        return OpticsGPEngine(protocol, start, seed)
     if protocol.model.type == "optics":
         if protocol.comparisons is not None or protocol.sliders is not None:
             settings = protocol.comparisons or MixedSettings(comparisons=False)

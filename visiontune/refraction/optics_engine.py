@@ -37,7 +37,7 @@ from visiontune.refraction.optics_model import (
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine"]
+__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine", "exact_steps"]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05
@@ -129,7 +129,7 @@ class OpticsEngine:
         post = self.posterior(trials)
         centre = post.best_correction()
         form = self.protocol.lenses.cylinder_form
-        lens = in_form(trial_lens(centre, _exact(self.protocol)), form)
+        lens = in_form(trial_lens(centre, exact_steps(self.protocol)), form)
         rounded = self.filed_lens(post)
         region = None
         if rng_region is not None:
@@ -252,6 +252,6 @@ class OpticsEngine:
         return float(post.acuity(rounded.power_vector_array()[None, :])[0][0])
 
 
-def _exact(protocol: Protocol) -> LensSteps:
+def exact_steps(protocol: Protocol) -> LensSteps:
     """The protocol's lens settings without rounding (the exact estimate)."""
     return dataclasses.replace(protocol.lenses, step_d=0.0)

@@ -43,7 +43,8 @@ from visiontune.refraction.optics_model import (
     probability_grid,
 )
 
-__all__ = ["OPTICS_RULES", "OpticsQuery", "mutual_information_bits", "propose", "within_radius"]
+__all__ = ["OPTICS_RULES", "FormulaPredictor", "OpticsQuery", "candidate_lenses", "mutual_information_bits", "propose",
+           "within_radius"]
 
 OPTICS_RULES = ("ucb-ald", "ts-ald", "bald", "evr")
 _BETA = float(norm.ppf(0.95))
@@ -95,6 +96,13 @@ def _lens_pv(rx: Prescription) -> np.ndarray:
     return rx.power_vector_array()
 
 
+def candidate_lenses(centre: np.ndarray, draws: np.ndarray, radius: float, steps: LensSteps) -> np.ndarray:
+    """The lenses a rule scores: the star of steps around ``centre`` (3,) and the corrections
+    ``draws (n, 3)``, each brought within ``radius`` of ``centre`` and rounded to distinct trial
+    lenses, ``(m, 3)`` power vectors."""
+    return _unique_lenses(within_radius(np.vstack([_star(centre), draws]), centre, radius), steps)
+
+
 def _unique_lenses(pvs: np.ndarray, steps: LensSteps) -> np.ndarray:
     """The distinct trial lenses nearest to ``pvs (n, 3)``, as ``(m, 3)`` power vectors."""
     rounded = trial_lens_power_vectors(pvs, steps)
@@ -114,48 +122,70 @@ def _star(centre: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
-def _letter_size(particles: np.ndarray, lens_pv: np.ndarray, s_grid: np.ndarray, spec) -> tuple[float, float]:
+class FormulaPredictor:
+    """What a rule needs of the model, for the optics model itself (the default of :func:`propose`):
+    ``P(correct)`` per particle at pairs of sizes and lenses (:func:`probability_correct`), on a
+    grid of sizes × lenses (:func:`probability_grid`), and each particle's best correction (its
+    first three columns). A model built on the optics model (the optics-GP hybrid) passes its own."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+
+    def probabilities(self, particles: np.ndarray, s: np.ndarray, pvs: np.ndarray) -> np.ndarray:
+        return probability_correct(particles, s, pvs, self.spec)
+
+    def probability_grid(self, particles: np.ndarray, s_grid: np.ndarray, pvs: np.ndarray) -> np.ndarray:
+        return probability_grid(particles, s_grid, pvs, self.spec)
+
+    def corrections(self, particles: np.ndarray) -> np.ndarray:
+        return particles[:, :3]
+
+
+def _letter_size(predictor, particles: np.ndarray, lens_pv: np.ndarray, s_grid: np.ndarray) -> tuple[float, float]:
     """BALD over ``s_grid`` at one lens: ``(s, information bits)``."""
-    info = mutual_information_bits(probability_grid(particles, s_grid, lens_pv[None, :], spec)[:, :, 0])
+    info = mutual_information_bits(predictor.probability_grid(particles, s_grid, lens_pv[None, :])[:, :, 0])
     j = int(np.argmax(info))
     return float(s_grid[j]), float(info[j])
 
 
 def propose(posterior: ParticlePosterior, rule: str, *, steps: LensSteps, s_grid: np.ndarray, radius: float,
-            rng: np.random.Generator) -> OpticsQuery:
-    """The next query of ``rule`` (one of :data:`OPTICS_RULES`) on ``posterior``."""
+            rng: np.random.Generator, predictor=None, centre: np.ndarray | None = None) -> OpticsQuery:
+    """The next query of ``rule`` (one of :data:`OPTICS_RULES`) on ``posterior``, around ``centre``
+    (default the posterior's :meth:`~ParticlePosterior.best_correction`), with the ``predictor``'s
+    probabilities and corrections (default :class:`FormulaPredictor`, the optics model's own)."""
     if rule not in OPTICS_RULES:
         raise InvalidInputError(f"rule: expected one of {', '.join(OPTICS_RULES)}, got {rule!r}")
-    spec = posterior.spec
-    particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng)
-    centre = posterior.best_correction()
+    predictor = FormulaPredictor(posterior.spec) if predictor is None else predictor
+    particles = posterior.subsample(min(DECISION_PARTICLES, posterior.spec.n_particles), rng)
+    corrections = predictor.corrections(particles)
+    centre = posterior.best_correction() if centre is None else centre
     if rule == "ts-ald":
-        draw = particles[int(rng.integers(len(particles))), :3]
+        draw = corrections[int(rng.integers(len(particles)))]
         lens = trial_lens(within_radius(draw, centre, radius), steps)
-        s, info = _letter_size(particles, _lens_pv(lens), s_grid, spec)
+        s, info = _letter_size(predictor, particles, _lens_pv(lens), s_grid)
         return OpticsQuery(s, lens, info)
-    draws = particles[rng.integers(len(particles), size=_CANDIDATE_DRAWS), :3]
-    candidates = within_radius(np.vstack([_star(centre), draws]), centre, radius)
-    pvs = _unique_lenses(candidates, steps)
+    draws = corrections[rng.integers(len(particles), size=_CANDIDATE_DRAWS)]
+    pvs = candidate_lenses(centre, draws, radius, steps)
     if rule == "ucb-ald":
         s0 = float(particles[:, VA0].mean())
-        p = probability_correct(particles, np.full(len(pvs), s0), pvs, spec)
+        p = predictor.probabilities(particles, np.full(len(pvs), s0), pvs)
         ucb = p.mean(axis=0) + _BETA * p.std(axis=0)
         best = int(np.argmax(ucb))
-        s, info = _letter_size(particles, pvs[best], s_grid, spec)
+        s, info = _letter_size(predictor, particles, pvs[best], s_grid)
         return OpticsQuery(s, trial_lens(pvs[best], steps), info)
+
+    def score(p: np.ndarray) -> np.ndarray:
+        return -expected_correction_variance(corrections, p) if rule == "evr" else mutual_information_bits(p)
+
     coarse = s_grid[::_COARSE_SIZE_STRIDE]
-    p = probability_grid(particles, coarse, pvs, spec)
+    p = predictor.probability_grid(particles, coarse, pvs)
     n_s, n_x = p.shape[1:]
-    flat = p.reshape(len(particles), n_s * n_x)
-    score = -expected_correction_variance(particles[:, :3], flat) if rule == "evr" else mutual_information_bits(flat)
-    i_x = int(np.argmax(score) % n_x)
-    i_s = int(np.argmax(score) // n_x)
+    flat = score(p.reshape(len(particles), n_s * n_x))
+    i_x = int(np.argmax(flat) % n_x)
+    i_s = int(np.argmax(flat) // n_x)
     # refine the size on the full grid around the coarse choice, at the chosen lens
     j = int(np.searchsorted(s_grid, coarse[i_s]))
     near = s_grid[max(0, j - _COARSE_SIZE_STRIDE + 1): j + _COARSE_SIZE_STRIDE]
-    p_near = probability_grid(particles, near, pvs[i_x][None, :], spec)[:, :, 0]
-    score_near = (-expected_correction_variance(particles[:, :3], p_near) if rule == "evr"
-                  else mutual_information_bits(p_near))  # fmt: skip
-    k = int(np.argmax(score_near))
+    p_near = predictor.probability_grid(particles, near, pvs[i_x][None, :])[:, :, 0]
+    k = int(np.argmax(score(p_near)))
     return OpticsQuery(float(near[k]), trial_lens(pvs[i_x], steps), float(mutual_information_bits(p_near[:, k:k + 1])[0]))

@@ -10,15 +10,20 @@ every other pair is refused when the protocol is parsed, before a session exists
 * ``model.type = "gp"``, the reproduction of the contextual BO paper §5 (probit GP, kernel ``θ s s' + k_SE``,
   002 Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
   registry, under their protocol names.
+* ``model.type = "optics-gp"`` (:mod:`visiontune.refraction.optics_gp_model`): the
+  optics formula as the prior mean of a probit GP; the optics rules, on its probabilities.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-__all__ = ["GP_KERNELS", "GP_POLICIES", "MODEL_TYPES", "OPTICS_POLICIES", "policies_for", "registry_name"]
+__all__ = ["GP_KERNELS", "GP_POLICIES", "MODEL_TYPES", "OPTICS_POLICIES", "PARTICLE_MODEL_TYPES", "policies_for",
+           "registry_name"]
 
-MODEL_TYPES = ("optics", "gp")
+MODEL_TYPES = ("optics", "gp", "optics-gp")
+#: Model types whose engine keeps the optics particle posterior (its rules, search space and stops).
+PARTICLE_MODEL_TYPES = ("optics", "optics-gp")
 
 #: Protocol name -> what the rule does, for the optics model.
 OPTICS_POLICIES = MappingProxyType({
@@ -41,7 +46,7 @@ GP_KERNELS = ("refraction-se",)
 
 def policies_for(model_type: str) -> tuple[str, ...]:
     """The policy names a protocol with ``model_type`` may ask for, sorted."""
-    return tuple(sorted(OPTICS_POLICIES if model_type == "optics" else GP_POLICIES))
+    return tuple(sorted(OPTICS_POLICIES if model_type in PARTICLE_MODEL_TYPES else GP_POLICIES))
 
 
 def registry_name(policy: str) -> str:

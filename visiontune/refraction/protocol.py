@@ -29,6 +29,13 @@ region of ``M`` is wider than the precision: the sessions that end on the budget
 docs/results/README.md: ``"always"`` costs more results within 0.25 D than it saves;
 ``"unsettled"`` keeps them and over-minuses no young patient (the shipped clinical default).
 
+**Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured against): the optics formula as the prior
+mean of a probit GP whose zero-mean part learns what the formula misses
+(:mod:`visiontune.refraction.optics_gp_model`); search space, rules and stops as the optics
+model's; ``model.lapse``, ``model.n_particles`` as there, and the GP's prior ``residual_sd``
+(probit units, default 0.25), ``residual_lengthscale_logmar`` (0.3) and ``residual_lengthscale_d``
+(diopters, 0.75). Letters only: ``[comparisons]`` and ``[sliders]`` are refused.
+
 **GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
 paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
 ``sphere_d`` x ``cylinder_d``; ``model.hyperparameters`` ``theta``, ``lengthscales`` (one or two),
@@ -85,6 +92,7 @@ from visiontune.refraction.policies import (
     GP_POLICIES,
     MODEL_TYPES,
     OPTICS_POLICIES,
+    PARTICLE_MODEL_TYPES,
 )
 
 #: The protocol a session runs unless another is named: letters and comparisons
@@ -147,8 +155,10 @@ class Stopping:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``) or ``"gp"``
-    (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2)."""
+    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``), ``"gp"``
+    (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2) or
+    ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
+    ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
 
     type: str
     kernel: str | None = None
@@ -157,6 +167,9 @@ class ModelSpec:
     lapse: float = 0.04
     n_particles: int = 4000
     over_minus_guard: str = "never"
+    residual_sd: float = 0.25
+    residual_lengthscale_logmar: float = 0.3
+    residual_lengthscale_d: float = 0.75
 
 
 @dataclass(frozen=True)
@@ -320,7 +333,11 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     seed = r.integer(doc["seed"], "seed", 0, 2**63 - 1)
 
     model = _model(r, r.sub_table(doc, "model"))
-    known = OPTICS_POLICIES if model.type == "optics" else GP_POLICIES
+    if model.type == "optics-gp":
+        for table in sorted({"comparisons", "sliders"} & doc.keys()):
+            raise r.fail(table, 'no such table for model.type = "optics-gp" (letters only; comparisons and sliders '
+                                'need model.type = "optics")', doc[table])  # fmt: skip
+    known = OPTICS_POLICIES if model.type in PARTICLE_MODEL_TYPES else GP_POLICIES
     policy = r.string(doc["policy"], "policy", known.keys())
 
     stop = r.table(r.sub_table(doc, "stopping"), "stopping.", {"max_trials"},
@@ -331,7 +348,7 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     precision = _precision(r, r.sub_table(stop, "precision", "stopping."), model.type) if "precision" in stop else None
     min_bits = None
     if "min_information_bits" in stop:
-        if model.type != "optics":
+        if model.type not in PARTICLE_MODEL_TYPES:
             raise r.fail("stopping.min_information_bits", "no such key for the GP model (optics model only)",
                          stop["min_information_bits"])  # fmt: skip
         min_bits = r.number(stop["min_information_bits"], "stopping.min_information_bits", 0.0, 1.0)
@@ -437,6 +454,8 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
         kind = r.string(table["type"], "model.type", MODEL_TYPES)
     else:
         kind = "gp" if {"kernel", "hyperparameters", "fit"} & table.keys() else "optics"
+    if kind == "optics-gp":
+        return _optics_gp_model(r, table)
     if kind == "optics":
         r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard"})
         guard = table.get("over_minus_guard", "never")
@@ -461,6 +480,24 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
         return ModelSpec("gp", kernel, fit=r.string(table["fit"], "model.fit", FIT_METHODS))
     hyper = _hyperparameters(r, r.sub_table(table, "hyperparameters", "model."))
     return ModelSpec("gp", kernel, hyperparameters=MappingProxyType(hyper))
+
+
+def _optics_gp_model(r: _Reader, table: dict) -> ModelSpec:
+    """``[model]`` with ``type = "optics-gp"``: the optics model's ``lapse`` and ``n_particles``
+    and the prior of the GP ``g`` (:class:`~visiontune.refraction.optics_gp_model.ResidualSpec`):
+    ``residual_sd`` (probit units), ``residual_lengthscale_logmar``, ``residual_lengthscale_d``."""
+    keys = {"type", "lapse", "n_particles", "residual_sd", "residual_lengthscale_logmar", "residual_lengthscale_d"}
+    r.table(table, "model.", set(), keys)
+    return ModelSpec(
+        "optics-gp",
+        lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
+        n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
+        residual_sd=r.number(table.get("residual_sd", 0.25), "model.residual_sd", 0.0, 5.0, open_lo=True),
+        residual_lengthscale_logmar=r.number(table.get("residual_lengthscale_logmar", 0.3),
+                                             "model.residual_lengthscale_logmar", 0.01, 10.0),
+        residual_lengthscale_d=r.number(table.get("residual_lengthscale_d", 0.75), "model.residual_lengthscale_d",
+                                        0.05, 20.0),
+    )  # fmt: skip
 
 
 def _hyperparameters(r: _Reader, table: dict) -> dict[str, float | tuple[float, ...]]:
@@ -503,7 +540,7 @@ def _lens_steps(r: _Reader, table: dict) -> LensSteps:
 
 def _search_space(r: _Reader, table: dict, model_type: str, step_d: float) -> SearchSpace:
     p = "search_space."
-    if model_type == "optics":
+    if model_type in PARTICLE_MODEL_TYPES:
         r.table(table, p, set(), {"max_step_d"})
         return SearchSpace(max_step_d=r.number(table.get("max_step_d", 1.0), p + "max_step_d", 0.25, 4.0))
     r.table(table, p, {"sphere_d", "cylinder_d"}, {"axis_deg"})

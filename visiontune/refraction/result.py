@@ -25,7 +25,7 @@ A finished session's ``result`` is a JSON object with exactly these keys::
 
 Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded lens (Thibos
 1997); ``starting_rx`` {"sphere_d", "cylinder_d", "axis_deg", "source"} or null; ``model``
-("optics" | "gp"), ``policy``, ``cylinder_form`` ("minus" | "plus"), ``software_version``;
+("optics" | "gp" | "optics-gp"), ``policy``, ``cylinder_form`` ("minus" | "plus"), ``software_version``;
 ``posterior_map.axis_deg`` (the axis the map is drawn at, null for the GP model's fixed axis);
 ``comparisons_used`` (int, ``0 <= comparisons_used <= trials_used``: how many of the answers
 were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them);
