@@ -6,8 +6,11 @@ slider sessions on simulated patients who pick the clearest lens by the protocol
 well specified there. Here the same patients (the validation's cases: population seed 1, the first
 ``--cases``) choose with ``--noise`` and ``--lapse`` of their own, through the one trial loop over an
 in-memory log, and the table gives the share within 0.25 / 0.50 D (power-vector distance of the trial
-lens filed to the truth), the median number of answers, the share stopped by the precision stop and
-the median patient time. Every patient here is SIMULATED.
+lens filed to the truth), the median number of answers, the share stopped by the precision stop,
+the median patient time and the coverage of the posterior's 95% region ``{P: |P - P̂| <= r_95}``
+(:func:`visiontune.experiments.clinic.case_metrics`, as the validation measures it) over all
+sessions and over those the precision stop ended: an over-confident posterior stops early with a
+region that misses the truth more often than 5%. Every patient here is SIMULATED.
 
 Run: OPENBLAS_NUM_THREADS=1 python benchmarks/slider_robustness.py --noise 0.08 --lapse 0.15 --cases 100
 """
@@ -19,7 +22,7 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.optics import Prescription
+from visiontune.experiments.clinic import case_metrics
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
@@ -30,15 +33,15 @@ PROTOCOL = "docs/results/protocols/clinical-sloan-compare-sliders.toml"
 
 
 def run(protocol_name: str, population: str, case_id: int, seed: int, patient_model: SliderModel) -> tuple:
-    """``(error (D), answers, stopped_by, patient seconds)`` of one simulated session."""
+    """``(error (D), answers, stopped_by, patient seconds, truth in the 95% region)`` of one simulated session."""
     protocol = load_protocol(protocol_name)
     case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
     refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
-    result = refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives), slider_model=patient_model))
-    found = Prescription(**{k: result["rounded"][k] for k in ("sphere_d", "cylinder_d", "axis_deg")})
-    error = float(np.linalg.norm(found.power_vector_array() - case.true_rx.power_vector_array()))
-    return error, int(result["trials_used"]), result["stopped_by"], refraction.patient_seconds()
+    patient = case.patient(protocol.n_alternatives)
+    result = refraction.run(SimulatedPresenter(patient, slider_model=patient_model))
+    m = case_metrics(refraction, result, case, patient, [])
+    return m["error_d"], int(result["trials_used"]), result["stopped_by"], refraction.patient_seconds(), m["covered_95"]
 
 
 def main() -> None:
@@ -58,12 +61,15 @@ def main() -> None:
     answers = np.array([r[1] for r in rows])
     stopped = np.array([r[2] == "precision" for r in rows])
     seconds = np.array([r[3] for r in rows])
+    covered = np.array([r[4] for r in rows])
     print(f"SIMULATED patients: {args.population}, {args.cases} cases, population seed {args.seed}; protocol "
           f"{args.protocol}; the patients choose along a knob with noise {args.noise:g} logMAR, lapse {args.lapse:g}\n")
-    print("| within 0.25 D | within 0.50 D | answers (median) | precision stop | patient time (median, s) |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| within 0.25 D | within 0.50 D | answers (median) | precision stop | patient time (median, s) "
+          "| 95% coverage | 95% coverage, precision-stopped |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    stopped_cover = f"{covered[stopped].mean():.0%} of {stopped.sum()}" if stopped.any() else "-"
     print(f"| {np.mean(error <= 0.25):.0%} | {np.mean(error <= 0.5):.0%} | {np.median(answers):.0f} | "
-          f"{stopped.mean():.0%} | {np.median(seconds):.0f} |")
+          f"{stopped.mean():.0%} | {np.median(seconds):.0f} | {covered.mean():.0%} | {stopped_cover} |")
 
 
 if __name__ == "__main__":
