@@ -1,19 +1,24 @@
 """A protocol with slider questions against patients who choose along the knob unlike its model.
 
 `visiontune validate --protocol docs/results/protocols/clinical-sloan-compare-sliders.toml` scores
-slider sessions on simulated patients who pick the clearest lens by the protocol's own choice model
-(:class:`~visiontune.refraction.slider.SliderModel`, noise 0.03 logMAR, lapse 0.05): the sliders are
-well specified there. Here the same patients (the validation's cases: population seed 1, the first
-``--cases``) choose with ``--noise`` and ``--lapse`` of their own, through the one trial loop over an
-in-memory log, and the table gives the share within 0.25 / 0.50 D (power-vector distance of the trial
-lens filed to the truth), the median number of answers, the share stopped by the precision stop,
-the median patient time, the median number of sliders asked, the median over sessions of the
-posterior median of the patient's noise ``τ`` when the model infers it, and the coverage of the posterior's 95% region ``{P: |P - P̂| <= r_95}``
-(:func:`visiontune.experiments.clinic.case_metrics`, as the validation measures it) over all
-sessions and over those the precision stop ended: an over-confident posterior stops early with a
-region that misses the truth more often than 5%. Every patient here is SIMULATED.
+slider sessions on simulated patients who pick the clearest lens by the slider model's stated
+choice (:class:`~visiontune.refraction.slider.SliderModel`: noise 0.03 logMAR, lapse 0.05). Here
+the same patients (the validation's cases: population seed 1, the first ``--cases``) choose with
+``--noise`` and ``--lapse`` of their own, through the one trial loop over an in-memory log, and the
+table gives the share within 0.25 / 0.50 D (power-vector distance of the trial lens filed to the
+truth), the median number of answers, the share stopped by the precision stop, the median patient
+time, the median number of sliders asked, the median over sessions of the posterior median of the
+patient's noise ``τ`` when the model infers it, and the coverage of the posterior's 95% region
+``{P: |P - P̂| <= r_95}`` (:func:`visiontune.experiments.clinic.case_metrics`, as the validation
+measures it) over all sessions and over those the precision stop ended: an over-confident
+posterior stops early with a region that misses the truth more often than 5%. Every patient here
+is SIMULATED.
 
-Run: OPENBLAS_NUM_THREADS=1 python benchmarks/slider_robustness.py --noise 0.08 --lapse 0.15 --cases 100
+``--model-noise`` and ``--model-noise-sigma`` override the protocol's slider model (the noise, the
+prior's median when inferred, and the σ of its logarithm, 0 for a fixed noise).
+
+Run: OPENBLAS_NUM_THREADS=1 python benchmarks/slider_robustness.py --noise 0.08 --lapse 0.15 --cases 100 --jobs 1
+     [--model-noise 0.03 --model-noise-sigma 0]
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ PROTOCOL = "docs/results/protocols/clinical-sloan-compare-sliders.toml"
 def run(protocol_name: str, population: str, case_id: int, seed: int, patient_model: SliderModel,
         model_noise: dict) -> tuple:
     """``(error (D), answers, stopped_by, patient seconds, truth in the 95% region, sliders, posterior
-    median of τ (NaN when not inferred))`` of one simulated session; ``model_noise`` overrides fields of the protocol's slider model (``noise_logmar``,
-    ``noise_sigma``)."""
+    median of τ (NaN when not inferred))`` of one simulated session; ``model_noise`` overrides
+    fields of the protocol's slider model (``noise_logmar``, ``noise_sigma``)."""
     protocol = load_protocol(protocol_name)
     if model_noise:
         model = dataclasses.replace(protocol.sliders.model, **model_noise)
@@ -54,8 +59,8 @@ def run(protocol_name: str, population: str, case_id: int, seed: int, patient_mo
     post = refraction.engine.posterior(refraction.trials())
     tau = (float(np.exp(weighted_quantile(post.theta[:, LOG_NOISE], post.weights, 0.5)))
            if post.noise_prior is not None else float("nan"))  # fmt: skip
-    return (m["error_d"], int(result["trials_used"]), result["stopped_by"], refraction.patient_seconds(), m["covered_95"],
-            int(result["sliders_used"]), tau)
+    return (m["error_d"], int(result["trials_used"]), result["stopped_by"], refraction.patient_seconds(),
+            m["covered_95"], int(result["sliders_used"]), tau)
 
 
 def main() -> None:
