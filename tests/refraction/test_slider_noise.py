@@ -133,7 +133,8 @@ def test_the_likelihood_uses_each_particles_noise():
     rng = np.random.default_rng(5)
     theta = with_noise(particles(400, 2), INFERRED, rng)
     paths = [knob_path(k, CENTRE) for k in KNOBS] + [knob_path("sphere", CENTRE, half_range=0.5)]
-    answers = slider_answers([p.lenses for p in paths], [2, 0, 8, 4])
+    # paths of different lengths, some asked again (the normaliser is computed once per distinct path)
+    answers = slider_answers([p.lenses for p in paths + paths[:1] + paths[3:] + paths[:1]], [2, 0, 8, 4, 5, 1, 2])
     got = SliderAnswer.batch_log_likelihood(answers, theta, SPEC)
     tau = np.exp(theta[:, LOG_NOISE])
     expected = np.zeros(len(theta))
@@ -151,6 +152,13 @@ def test_the_likelihood_uses_each_particles_noise():
             e = [math.exp(-v / tau[i]) for v in va]
             total += math.log((1 - 0.05) * e[a.choice] / sum(e) + 0.05 / len(va))
         assert got[i] == pytest.approx(total, rel=1e-11)
+    # the fixed model, the same answers: τ = 0.03 for every particle
+    fixed = SliderModel(0.03, 0.05)
+    got_fixed = SliderAnswer.batch_log_likelihood(slider_answers([a.lenses for a in answers],
+                                                                 [a.choice for a in answers], fixed), theta, SPEC)
+    expected_fixed = sum(np.log(choice_probabilities(acuity_logmar(theta, np.array(a.lenses)), fixed)[:, a.choice])
+                         for a in answers)
+    np.testing.assert_allclose(got_fixed, expected_fixed, rtol=1e-12)
     # each answer alone sums to the batch
     single = sum(a.log_likelihood(theta, SPEC) for a in answers)
     np.testing.assert_allclose(single, got, rtol=1e-12)

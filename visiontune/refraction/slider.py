@@ -359,23 +359,27 @@ class SliderAnswer:
     @staticmethod
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
         """``Σ_m log P(choice_m | θ_i)`` over slider ``answers`` of one model: ``(N,)``. Every
-        distinct lens is evaluated once; paths of different lengths are padded (a padded point
-        has probability 0)."""
+        distinct lens is evaluated once, and the normaliser ``log Σ_k exp(-VA_k / τ)`` once per
+        distinct path (a session turns the same knob through the same lens again and again);
+        paths of different lengths are padded (a padded point has probability 0)."""
         model = answers[0].model
+        path_of: dict = {}
+        at = np.array([path_of.setdefault(a.lenses, len(path_of)) for a in answers])   # answer -> its path
+        paths = list(path_of)
         sizes = np.array([len(a.lenses) for a in answers])
-        flat = np.array([pv for a in answers for pv in a.lenses], dtype=float)
+        flat = np.array([pv for path in paths for pv in path], dtype=float)
         unique, inverse = np.unique(flat, axis=0, return_inverse=True)
         va_unique = acuity_logmar(theta, unique)
-        width = int(sizes.max())
-        index = np.zeros((len(answers), width), dtype=int)
-        valid = np.arange(width)[None, :] < sizes[:, None]
+        path_sizes = np.array([len(path) for path in paths])
+        width = int(path_sizes.max())
+        index = np.zeros((len(paths), width), dtype=int)
+        valid = np.arange(width)[None, :] < path_sizes[:, None]
         index[valid] = inverse.reshape(-1)
         tau = slider_noise(theta, model)                       # a float, or (N, 1) per particle
-        z = -va_unique[:, index] / (tau[:, :, None] if model.infers_noise else tau)   # (N, m, width)
+        z = -va_unique[:, index] / (tau[:, :, None] if model.infers_noise else tau)   # (N, paths, width)
         z = np.where(valid[None, :, :], z, -np.inf)
-        log_soft = z - logsumexp(z, axis=2, keepdims=True)
-        rows = np.arange(len(answers))
-        chosen = log_soft[:, rows, np.array([a.choice for a in answers])]   # (N, m)
+        log_norm = logsumexp(z, axis=2, keepdims=True)[:, :, 0]                   # (N, paths)
+        chosen = z[:, at, np.array([a.choice for a in answers])] - log_norm[:, at]   # (N, m)
         if model.lapse == 0.0:
             return chosen.sum(axis=1)
         p = (1.0 - model.lapse) * np.exp(chosen) + model.lapse / sizes[None, :]
