@@ -80,11 +80,15 @@ def test_the_sliders_table_parses_with_its_defaults():
     ('slider_seconds = "8"', r'sliders.slider_seconds: expected a number in \[0.1, 600\], found "8"'),
     ("noise_logmar = 0.0", r"sliders.noise_logmar: expected a number in \[0.0001, 1\], found 0.0"),
     ("lapse = 1.0", r"sliders.lapse: expected a number in \[0, 0.99\], found 1.0"),
+    ("noise_sigma = -0.1", r"sliders.noise_sigma: expected a number in \[0, 3\], found -0.1"),
+    ("noise_sigma = 3.5", r"sliders.noise_sigma: expected a number in \[0, 3\], found 3.5"),
+    ('noise_sigma = "0.5"', r'sliders.noise_sigma: expected a number in \[0, 3\], found "0.5"'),
+    ("noise_sigma = true", r"sliders.noise_sigma: expected a number in \[0, 3\], found true"),
     ('knobs = ["sphere", "power"]', r'sliders.knobs: expected a non-empty list of "sphere", "cylinder", "axis"'),
     ("knobs = []", "sliders.knobs: expected a non-empty list"),
     ('knobs = ["axis", "axis"]', "each at most once, found"),
     ('knobs = "sphere"', r'sliders.knobs: expected .* found "sphere"'),
-    ("half_range = 1.0", r"sliders.half_range: unknown key \(allowed here: enabled, knobs, lapse, noise_logmar"),
+    ("half_range = 1.0", r"sliders.half_range: unknown key \(allowed here: enabled, knobs, lapse, noise_logmar, noise_sigma"),
 ])  # fmt: skip
 def test_a_bad_sliders_table_is_refused_naming_the_key(table, message):
     with pytest.raises(ProtocolError, match=message):

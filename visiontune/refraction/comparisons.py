@@ -19,12 +19,12 @@ The **comparison sensitivity** ``κ`` scales the signal, ``δ_i <- κ_i δ_i`` (
 scaled; why: :mod:`visiontune.optics.comparison`). With ``model.sensitivity_sigma = 0`` (default)
 ``κ`` is the fixed ``model.sensitivity_median`` (default 1, the formula as written) and the
 particles keep the letter model's six columns. With ``sensitivity_sigma > 0`` ``ln κ`` is an
-unknown, a seventh particle column (:data:`~visiontune.refraction.optics_model.LOG_SENSITIVITY`),
-lognormal a priori; :meth:`ParticlePosterior.observe
-<visiontune.refraction.optics_model.ParticlePosterior.observe>` adds the column, drawn from the
-prior, at the first such comparison (the letters do not depend on ``κ``, so up to then its
-posterior is its prior), and :func:`with_sensitivity` attaches prior draws to particles that
-have none yet (to choose the first comparison).
+unknown, the optional particle column ``"log_sensitivity"`` (the seventh,
+:data:`~visiontune.refraction.optics_model.LOG_SENSITIVITY`), lognormal a priori;
+:meth:`ParticlePosterior.observe <visiontune.refraction.optics_model.ParticlePosterior.observe>` adds
+the column, drawn from the prior, at the first such comparison (the letters do not depend on
+``κ``, so up to then its posterior is its prior), and :func:`with_sensitivity` attaches prior
+draws to particles that have none yet (to choose the first comparison).
 
 :class:`ComparisonAnswer` is the value :meth:`ParticlePosterior.observe
 <visiontune.refraction.optics_model.ParticlePosterior.observe>` takes; the comparisons of one
@@ -51,7 +51,9 @@ from visiontune.refraction.optics_model import (
     OpticsModelSpec,
     acuity_logmar,
     blur_squared,
+    has_column,
     probability_correct,
+    with_column,
 )
 
 __all__ = ["ComparisonAnswer", "comparison_probabilities", "comparison_signal", "sensitivity", "with_sensitivity"]
@@ -71,23 +73,23 @@ def sensitivity(theta: np.ndarray, model: ComparisonModel):
     float ``model.sensitivity_median``."""
     if not model.infers_sensitivity:
         return float(model.sensitivity_median)
-    if theta.ndim != 2 or theta.shape[1] <= LOG_SENSITIVITY:
+    if not has_column(theta, "log_sensitivity"):
         raise InvalidInputError("theta: the comparison model infers its sensitivity, but the particles have no ln κ column "
                                 "(ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)")
     return np.exp(theta[:, LOG_SENSITIVITY, None])
 
 
 def with_sensitivity(theta: np.ndarray, model: ComparisonModel, rng: np.random.Generator) -> np.ndarray:
-    """``theta`` with a ``ln κ`` column of prior draws appended when ``model`` infers the
-    sensitivity and the particles have none (module docstring); else ``theta`` itself."""
-    if not model.infers_sensitivity or theta.shape[1] > LOG_SENSITIVITY:
+    """``theta`` with a ``ln κ`` column of prior draws when ``model`` infers the sensitivity and
+    the particles have none (module docstring; :func:`~visiontune.refraction.optics_model.with_column`),
+    else ``theta`` itself."""
+    if not model.infers_sensitivity:
         return theta
-    draws = rng.normal(np.log(model.sensitivity_median), model.sensitivity_sigma, len(theta))
-    return np.column_stack([theta, draws])
+    return with_column(theta, "log_sensitivity", model.sensitivity_median, model.sensitivity_sigma, rng)
 
 
 def comparison_signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec) -> np.ndarray:
-    """``κ_i δ_i`` (module docstring) for particles ``theta (N, 6)`` (``(N, 7)``, with ``ln κ``,
+    """``κ_i δ_i`` (module docstring) for particles ``theta (N, 6)`` (``(N, d > 6)`` with ``ln κ``,
     when ``model`` infers the sensitivity) and comparisons of sizes ``s (m,)`` (or one size),
     lenses ``lens1 (m, 3)``, ``lens2 (m, 3)`` (power vectors, D): ``(N, m)``, positive where
     lens 1 is the clearer."""
@@ -150,10 +152,16 @@ class ComparisonAnswer:
 
     @property
     def sensitivity_prior(self) -> tuple[float, float] | None:
-        """``(median, σ)`` of the lognormal prior of ``κ`` when the model infers it, else None
-        (:meth:`ParticlePosterior.observe` then adds the ``ln κ`` column)."""
+        """``(median, σ)`` of the lognormal prior of ``κ`` when the model infers it, else None."""
         m = self.model
         return (float(m.sensitivity_median), float(m.sensitivity_sigma)) if m.infers_sensitivity else None
+
+    @property
+    def column_priors(self) -> tuple[tuple[str, float, float], ...]:
+        """The optional column the answer reads, ``(("log_sensitivity", median, σ),)`` when the
+        model infers ``κ``, else none (:meth:`ParticlePosterior.observe` adds it)."""
+        prior = self.sensitivity_prior
+        return () if prior is None else (("log_sensitivity", *prior),)
 
     @property
     def answer_index(self) -> int:

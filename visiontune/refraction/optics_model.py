@@ -19,13 +19,25 @@ static models*, Biometrika 89:539-551): ``N`` particles drawn from the prior, re
 each answer's likelihood; when the effective sample size ``1 / Σ w²`` falls below ``N/2`` they
 are resampled (systematic) and moved by a few random-walk Metropolis steps on the posterior of
 every answer so far (covariance ``2.38²/d`` times the particles' own, Roberts & Rosenthal 2001).
-Answers of other kinds (comparisons of two lenses, :mod:`visiontune.refraction.comparisons`)
-enter the same way through :meth:`ParticlePosterior.observe`, and the moves then target the
-posterior of every answer, letters and comparisons together. A comparison model that infers
-the patient's comparison sensitivity ``κ`` adds a seventh column ``ln κ`` (:data:`LOG_SENSITIVITY`)
-at its first answer, drawn from its lognormal prior with its own keyed stream; the prior's term
-enters the moves, whose proposal covariance is then 7 × 7 (``2.38²/7``). Without such a model
-the particles keep six columns and every draw is as before.
+Answers of other kinds (comparisons of two lenses, :mod:`visiontune.refraction.comparisons`;
+slider choices, :mod:`visiontune.refraction.slider`) enter the same way through
+:meth:`ParticlePosterior.observe`, and the moves then target the posterior of every answer.
+
+**Optional columns.** A model of an answer may infer an unknown of its own, a column of ``θ``
+past the six (:data:`OPTIONAL_COLUMNS`, keyed by name): ``ln κ``, the comparison sensitivity
+(:data:`LOG_SENSITIVITY`, column 6), and ``ln τ``, the slider choice noise (:data:`LOG_NOISE`,
+column 7). Each is lognormal a priori and a priori independent of the rest; it is added at the
+first answer that depends on it (:meth:`ParticlePosterior.add_column`), drawn from its prior with
+a stream of its own, ``default_rng([seed, 0, purpose])``. Since no earlier answer depends on it,
+the weighted particles with the column appended still represent the posterior, whenever it is
+added. A column keeps its index whatever the order of the first answers, so both columns added
+in either order give the same particles; a column below a present one but not (yet) inferred
+holds NaN (``ln τ`` without ``ln κ``: column 6 is NaN) and is neither moved nor read. The prior's
+term of every present column enters the moves, whose proposal covariance is then over the
+columns present (``2.38²/d`` with ``d`` of them). Without optional columns the particles keep
+six columns and every draw is as before; with ``ln κ`` alone, seven, as before the slider's
+column existed.
+
 Every random draw for answer ``k`` comes from ``default_rng([seed, k, purpose])``, so the
 posterior is a pure function of (log, seed): a session rebuilt from its log after a crash has
 the same particles bit for bit.
@@ -52,15 +64,33 @@ from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LOG_SENSITIVITY", "LetterAnswer", "OpticsModelSpec", "ParticlePosterior", "acuity_logmar",
-           "binary_entropy_bits", "blur_squared", "probability_correct", "probability_grid", "systematic_resample"]
+__all__ = ["LOG_NOISE", "LOG_SENSITIVITY", "OPTIONAL_COLUMNS", "LetterAnswer", "OptionalColumn", "OpticsModelSpec",
+           "ParticlePosterior", "acuity_logmar", "binary_entropy_bits", "blur_squared", "has_column",
+           "probability_correct", "probability_grid", "systematic_resample", "with_column"]
 
 #: Parameter columns of a particle.
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
-#: The opt-in seventh column: ``ln κ``, the comparison sensitivity (:mod:`visiontune.refraction.comparisons`).
-LOG_SENSITIVITY = 6
-#: Purpose of the stream of the ``ln κ`` column's prior draws, ``default_rng([seed, 0, purpose])``.
-_SENSITIVITY_PURPOSE = 0x5E5
+#: The optional columns (module docstring): ``ln κ``, the comparison sensitivity
+#: (:mod:`visiontune.refraction.comparisons`), and ``ln τ``, the slider choice noise (logMAR,
+#: :mod:`visiontune.refraction.slider`).
+LOG_SENSITIVITY, LOG_NOISE = 6, 7
+
+
+@dataclass(frozen=True)
+class OptionalColumn:
+    """An optional column of ``θ``: its ``name``, its ``index`` and the ``purpose`` of the stream of
+    its prior draws, ``default_rng([seed, 0, purpose])``."""
+
+    name: str
+    index: int
+    purpose: int
+
+
+#: The registry of optional columns, by name, in the order of their indices.
+OPTIONAL_COLUMNS = {
+    "log_sensitivity": OptionalColumn("log_sensitivity", LOG_SENSITIVITY, 0x5E5),
+    "log_noise": OptionalColumn("log_noise", LOG_NOISE, 0x7A0),
+}
 _VA0_RANGE = (-0.3, 1.0)
 _AMPLITUDE_UNKNOWN_AGE_D = 10.0
 _METROPOLIS_STEPS = 4
@@ -142,6 +172,37 @@ def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
     return np.searchsorted(cw, positions)
 
 
+def _column(name: str) -> OptionalColumn:
+    if name not in OPTIONAL_COLUMNS:
+        raise InvalidInputError(f"column: expected one of {', '.join(OPTIONAL_COLUMNS)}, got {name!r}")
+    return OPTIONAL_COLUMNS[name]
+
+
+def has_column(theta: np.ndarray, name: str) -> bool:
+    """Whether particles ``theta (N, d)`` carry the optional column ``name`` (there, not NaN)."""
+    i = _column(name).index
+    return theta.ndim == 2 and theta.shape[1] > i and len(theta) > 0 and not np.isnan(theta[0, i])
+
+
+def with_column(theta: np.ndarray, name: str, median: float, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``theta (N, d)`` with the optional column ``name`` of prior draws ``N(ln median, σ²)`` from
+    ``rng`` when it has none (to choose a question before the column's first answer; module
+    docstring), else ``theta`` itself."""
+    if has_column(theta, name):
+        return theta
+    return _set_column(theta, _column(name).index, rng.normal(np.log(median), sigma, len(theta)))
+
+
+def _set_column(theta: np.ndarray, index: int, values: np.ndarray) -> np.ndarray:
+    """A copy of ``theta`` with column ``index`` set to ``values``, widened (NaN) as needed."""
+    if theta.shape[1] == index:
+        return np.column_stack([theta, values])
+    out = np.full((len(theta), max(theta.shape[1], index + 1)), np.nan)
+    out[:, : theta.shape[1]] = theta
+    out[:, index] = values
+    return out
+
+
 @dataclass(frozen=True)
 class LetterAnswer:
     """One letter answer for :meth:`ParticlePosterior.observe`: size ``s`` (logMAR), the lens's
@@ -199,8 +260,19 @@ class ParticlePosterior:
         self.lenses = np.zeros((0, 3))
         self.correct = np.zeros(0, dtype=bool)
         self.n_moves = 0
-        #: ``(median, σ)`` of the prior of ``κ`` once a ``ln κ`` column was added, else None.
-        self.sensitivity_prior: tuple[float, float] | None = None
+        #: ``{name: (median, σ)}``: the lognormal prior of each optional column present, in index order.
+        self.column_priors: dict[str, tuple[float, float]] = {}
+
+    @property
+    def sensitivity_prior(self) -> tuple[float, float] | None:
+        """``(median, σ)`` of the prior of ``κ`` once the ``ln κ`` column was added, else None."""
+        return self.column_priors.get("log_sensitivity")
+
+    @property
+    def noise_prior(self) -> tuple[float, float] | None:
+        """``(median, σ)`` of the prior of the slider noise ``τ`` (logMAR) once the ``ln τ`` column
+        was added, else None."""
+        return self.column_priors.get("log_noise")
 
     # ------------------------------------------------------------------ weights
     @property
@@ -222,9 +294,8 @@ class ParticlePosterior:
         lp = self.start.log_prior(theta[:, :3])
         lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
-        if self.sensitivity_prior is not None:
-            median, sigma = self.sensitivity_prior
-            lp = lp - 0.5 * ((theta[:, LOG_SENSITIVITY] - np.log(median)) / sigma) ** 2
+        for name, (median, sigma) in self.column_priors.items():
+            lp = lp - 0.5 * ((theta[:, OPTIONAL_COLUMNS[name].index] - np.log(median)) / sigma) ** 2
         outside = ((theta[:, VA0] < _VA0_RANGE[0]) | (theta[:, VA0] > _VA0_RANGE[1])
                    | (theta[:, AMPLITUDE] < 0.0) | (theta[:, AMPLITUDE] > self.amplitude_max))  # fmt: skip
         return np.where(outside, -np.inf, lp)
@@ -249,11 +320,11 @@ class ParticlePosterior:
         likelihood per particle), a hashable ``batch_key`` and a static
         ``batch_log_likelihood(answers, theta, spec) -> (N,)``, the sum over answers of the same
         key: :class:`LetterAnswer`, :class:`visiontune.refraction.comparisons.ComparisonAnswer`.
-        An answer whose ``sensitivity_prior`` is not None (a comparison model that infers ``κ``)
-        first adds the ``ln κ`` column (:meth:`add_sensitivity`)."""
-        prior = getattr(answer, "sensitivity_prior", None)
-        if prior is not None:
-            self.add_sensitivity(*prior)
+        An answer may name optional columns its likelihood reads, ``column_priors``: ``((name,
+        median, σ), ...)`` (a comparison model that infers ``κ``, a slider model that infers
+        ``τ``); each is added first when the particles have none (:meth:`add_column`)."""
+        for name, median, sigma in getattr(answer, "column_priors", ()):
+            self.add_column(name, median, sigma)
         self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
         self.answers.append(answer)
         self._groups.setdefault(answer.batch_key, []).append(answer)
@@ -264,24 +335,30 @@ class ParticlePosterior:
         if self.effective_sample_size() < 0.5 * self.spec.n_particles:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
 
-    def add_sensitivity(self, median: float, sigma: float) -> None:
-        """Add the ``ln κ`` column, ``N(ln median, σ²)`` draws from ``default_rng([seed, 0,
-        0x5E5])``, unless there is one (then the prior must be the same). ``κ`` is a priori
-        independent of the other unknowns and no answer so far depends on it, so the weighted
-        particles with the column appended represent the posterior, whenever it is added: the
-        particles are a pure function of the answers, as before."""
+    def add_column(self, name: str, median: float, sigma: float) -> None:
+        """Add the optional column ``name`` (:data:`OPTIONAL_COLUMNS`), ``N(ln median, σ²)`` draws
+        from ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
+        same). The column is a priori independent of the other unknowns and no answer so far
+        depends on it, so the weighted particles with it represent the posterior, whenever it is
+        added (module docstring): the particles are a pure function of the answers, as before."""
+        col = _column(name)
         prior = (float(median), float(sigma))
-        if self.sensitivity_prior is not None:
-            if prior != self.sensitivity_prior:
-                raise InvalidInputError(f"sensitivity prior: the posterior has median, sigma = {self.sensitivity_prior}, "
-                                        f"an answer asks for {prior} (one prior of κ per session)")
+        known = self.column_priors.get(name)
+        if known is not None:
+            if prior != known:
+                raise InvalidInputError(f"{name} prior: the posterior has median, sigma = {known}, an answer asks for "
+                                        f"{prior} (one prior per unknown and session)")
             return
         if not (prior[0] > 0.0 and prior[1] > 0.0):
-            raise InvalidInputError(f"sensitivity prior: expected a positive median and sigma, got {prior}")
-        rng = np.random.default_rng([self.seed, 0, _SENSITIVITY_PURPOSE])
-        draws = rng.normal(np.log(prior[0]), prior[1], len(self.theta))
-        self.theta = np.column_stack([self.theta, draws])
-        self.sensitivity_prior = prior
+            raise InvalidInputError(f"{name} prior: expected a positive median and sigma, got {prior}")
+        rng = np.random.default_rng([self.seed, 0, col.purpose])
+        self.theta = _set_column(self.theta, col.index, rng.normal(np.log(prior[0]), prior[1], len(self.theta)))
+        priors = {**self.column_priors, name: prior}
+        self.column_priors = {k: priors[k] for k in OPTIONAL_COLUMNS if k in priors}
+
+    def add_sensitivity(self, median: float, sigma: float) -> None:
+        """Add the ``ln κ`` column (:meth:`add_column`)."""
+        self.add_column("log_sensitivity", median, sigma)
 
     def update(self, s: float, lens_pv, correct: bool) -> None:
         """Add the answer ``correct`` to a letter of size ``s`` (logMAR) through the lens of
@@ -291,14 +368,21 @@ class ParticlePosterior:
 
     def _resample_move(self, rng: np.random.Generator) -> None:
         w = self.weights
-        d = self.theta.shape[1]
+        cols = [*range(6), *(OPTIONAL_COLUMNS[name].index for name in self.column_priors)]
+        d = len(cols)
+        every = d == self.theta.shape[1]   # no NaN column (not inferred) to leave out
         jitter = [1e-4, 1e-5, 1e-5, 1e-5, 1e-5, 1e-4] + [1e-4] * (d - 6)
-        cov = np.cov(self.theta.T, aweights=w) + np.diag(jitter)
+        cov = np.cov((self.theta if every else self.theta[:, cols]).T, aweights=w) + np.diag(jitter)
         chol = np.linalg.cholesky((2.38**2 / float(d)) * cov)
         theta = self.theta[systematic_resample(w, len(w), rng)]
         log_post = self._log_prior(theta) + self._log_likelihood(theta)
         for _ in range(_METROPOLIS_STEPS):
-            proposal = theta + rng.standard_normal(theta.shape) @ chol.T
+            step = rng.standard_normal((len(theta), d)) @ chol.T
+            if every:
+                proposal = theta + step
+            else:
+                proposal = theta.copy()
+                proposal[:, cols] += step
             lp_prior = self._log_prior(proposal)
             finite = np.isfinite(lp_prior)
             lp = np.full(len(theta), -np.inf)
@@ -313,11 +397,12 @@ class ParticlePosterior:
 
     # ------------------------------------------------------------------ summaries
     def subsample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` equally weighted particles ``(n, d)`` (systematic resampling; ``d`` = 6, or 7 with ``ln κ``)."""
+        """``n`` equally weighted particles ``(n, d)`` (systematic resampling; ``d`` = 6, or more with
+        optional columns, module docstring)."""
         return self.theta[systematic_resample(self.weights, n, rng)]
 
     def mean(self) -> np.ndarray:
-        """Posterior mean of ``θ`` ``(d,)`` (6, or 7 with ``ln κ``)."""
+        """Posterior mean of ``θ`` ``(d,)`` (6, or more with optional columns; NaN for one not inferred)."""
         return self.weights @ self.theta
 
     def best_correction(self) -> np.ndarray:

@@ -60,9 +60,11 @@ knob; where is it clearest?" (:mod:`visiontune.refraction.slider`, Mikkola et al
 projective query), weighed against a letter and a comparison by value per second of the
 patient's time (:mod:`visiontune.refraction.mixed_rules`; without ``[comparisons]``, letters
 against sliders at the letter's default 3 s). Keys: ``enabled`` (default true),
-``slider_seconds`` (default 8, stated), ``noise_logmar`` and ``lapse`` (the fields of
-:class:`~visiontune.refraction.slider.SliderModel`, defaults as it has them) and ``knobs`` (some of
-``"sphere"``, ``"cylinder"``, ``"axis"``; default all three). No shipped protocol turns them on.
+``slider_seconds`` (default 8, stated), ``noise_logmar``, ``lapse`` and ``noise_sigma`` (the fields
+of :class:`~visiontune.refraction.slider.SliderModel`, defaults as it has them: ``noise_sigma``, the
+σ of the lognormal prior of the patient's choice noise around ``noise_logmar``, in [0, 3]; 0 keeps
+the noise fixed, > 0 infers it per patient) and ``knobs`` (some of ``"sphere"``, ``"cylinder"``,
+``"axis"``; default all three). No shipped protocol turns them on.
 
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
@@ -412,12 +414,13 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
 def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
     """``[sliders]`` (module docstring); ``None`` when ``enabled = false``."""
     p = "sliders."
-    r.table(table, p, set(), {"enabled", "slider_seconds", "noise_logmar", "lapse", "knobs"})
+    r.table(table, p, set(), {"enabled", "slider_seconds", "noise_logmar", "lapse", "noise_sigma", "knobs"})
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
     defaults = SliderSettings()
     seconds = r.number(table.get("slider_seconds", defaults.slider_seconds), p + "slider_seconds", 0.1, 600.0)
     noise = r.number(table.get("noise_logmar", defaults.model.noise_logmar), p + "noise_logmar", 1e-4, 1.0)
     lapse = r.number(table.get("lapse", defaults.model.lapse), p + "lapse", 0.0, 0.99)
+    noise_sigma = r.number(table.get("noise_sigma", defaults.model.noise_sigma), p + "noise_sigma", 0.0, 3.0)
     knobs = table.get("knobs", list(KNOBS))
     expected = "a non-empty list of " + ", ".join(json.dumps(k) for k in KNOBS) + ", each at most once"
     if (not isinstance(knobs, list) or not knobs or any(not isinstance(k, str) or k not in KNOBS for k in knobs)
@@ -425,7 +428,7 @@ def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
         raise r.fail(p + "knobs", expected, knobs)
     if not enabled:
         return None
-    return SliderSettings(seconds, SliderModel(noise, lapse), tuple(knobs))
+    return SliderSettings(seconds, SliderModel(noise, lapse, noise_sigma), tuple(knobs))
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:
