@@ -25,7 +25,7 @@ from joblib import Parallel, delayed
 
 from visiontune.experiments.clinic import TimedPresenter
 from visiontune.refraction.loop import MemoryLog, Refraction
-from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE
+from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE, has_column
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
@@ -48,7 +48,7 @@ def diagnose(protocol_name: str, population: str, case_id: int, seed: int) -> di
     mean = w @ theta[:, :3]
     out = {"pit": [float(w @ (theta[:, i] <= truth[i])) for i in range(3)], "error": (mean - truth).tolist(),
            "sd": np.sqrt(w @ (theta[:, :3] - mean) ** 2).tolist()}  # fmt: skip
-    if theta.shape[1] > LOG_SENSITIVITY:
+    if has_column(theta, "log_sensitivity"):
         order = np.argsort(log_ka := theta[:, LOG_SENSITIVITY] + theta[:, LOG_SLOPE])
         median = log_ka[order][np.searchsorted(np.cumsum(w[order]), 0.5)]
         out["kappa_a_ratio"] = float(np.exp(median) / patient.psychometric.slope)

@@ -156,11 +156,20 @@ def test_validate_with_sliders_counts_them_and_the_patients_time(tmp_path):
     assert main(args) == 0
     page = (tmp_path / "clinical-validation-short-sliders.md").read_text()
     assert "comparisons (median) | patient time (median, s) | sliders (median) |" in page
-    assert ("a slider counted at 8 s; its model of the choice: a logit over the knob's lenses with noise 0.03 logMAR "
-            "and lapse 0.05") in page
+    assert ("a slider counted at 8 s; its model of the choice: a logit over the knob's lenses with lapse 0.05 and noise "
+            "0.03 logMAR. The simulated patients choose by the stated model (noise 0.03 logMAR, lapse 0.05)") in page
     with ClinicStore(tmp_path / "clinical-validation-short-sliders.sqlite") as store:
         runs = store.metrics("short-sliders-seed1", "adult-clinic", "evr", 2)
     for r in runs:
         assert r["answers"] == 10 and r["comparisons"] + r["sliders"] <= 10
         letters = 10 - r["comparisons"] - r["sliders"]
         assert r["patient_s"] == 5.0 * r["comparisons"] + 8.0 * r["sliders"] + 3.0 * letters
+
+
+def test_the_validation_page_says_when_the_slider_noise_is_inferred():
+    from visiontune.experiments.validate_cli import _sliders_note
+    from visiontune.refraction.protocol import load_protocol
+    root = Path(__file__).resolve().parents[2]
+    note = _sliders_note(load_protocol(str(root / "docs/results/protocols/clinical-sloan-compare-sliders.toml")))[0]
+    assert "noise inferred per patient (lognormal prior, median 0.03 logMAR, σ 0.8)" in note
+    assert "The simulated patients choose by the stated model (noise 0.03 logMAR, lapse 0.05)" in note

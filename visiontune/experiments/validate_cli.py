@@ -21,6 +21,7 @@ from visiontune.experiments.sweep import execute_runs
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES, PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import POPULATIONS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
+from visiontune.refraction.slider import SliderModel
 
 __all__ = ["DEFAULT_POPULATIONS", "add_arguments", "run"]
 
@@ -188,13 +189,16 @@ def _sliders_note(protocol) -> list[str]:
     settings = getattr(protocol, "sliders", None)
     if settings is None:
         return []
-    model = settings.model
+    model, patient = settings.model, SliderModel()
     return [(f"The protocol also asks slider questions (\"turn the knob; where is it clearest?\": the "
              f"{', '.join(settings.knobs)} knob turned through its trial lenses, the patient naming the clearest), "
              f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; "
-             f"its model of the choice: a logit over the knob's lenses with noise {model.noise_logmar:g} logMAR and "
-             f"lapse {model.lapse:g}. The simulated patients choose by that same model at their own acuity "
-             "(`visiontune.refraction.slider`): the sliders are well specified here."), ""]
+             f"its model of the choice: a logit over the knob's lenses with lapse {model.lapse:g} and noise "
+             + (f"inferred per patient (lognormal prior, median {model.noise_logmar:g} logMAR, σ {model.noise_sigma:g})"
+                if model.noise_sigma > 0 else f"{model.noise_logmar:g} logMAR")
+             + f". The simulated patients choose by the stated model (noise {patient.noise_logmar:g} logMAR, lapse "
+             f"{patient.lapse:g}) at their own acuity (`visiontune.refraction.slider`): the sliders are well specified "
+             "here."), ""]
 
 
 def results_page(meta: dict, tables: dict, protocol) -> str:
