@@ -33,8 +33,9 @@ perceptual decisions take "a second or two" (Ratcliff et al. 2016); if the judge
 end point adds a second of its own the comparison takes about 6 s. **5 s** (partly cited; the
 first value to refit from real sessions).
 
-**Slider** ("turn the knob; where is it clearest?"): the clinician turns one knob through the
-path's ``n`` lenses (9 for the default sphere and cylinder paths, up to 13 for the axis,
+**Slider** ("turn the knob; where is it clearest?"), at a phoropter (or a tunable lens; with a
+trial frame the same question means ``n`` lens changes and takes far longer, which is one reason
+no shipped protocol asks it): the clinician turns one knob through the path's ``n`` lenses (9 for the default sphere and cylinder paths, up to 13 for the axis,
 :mod:`visiontune.refraction.slider`) while the patient watches one line, then the patient names
 the clearest and the clinician keys it::
 
