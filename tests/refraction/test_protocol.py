@@ -220,7 +220,7 @@ def test_shipped_protocols():
     assert compare.comparisons == MixedSettings(
         ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0), 3.0,
         5.0, sensitivity_to_stop=0.5)  # fmt: skip
-    assert compare.model.over_minus_guard == "unsettled" and sloan.model.over_minus_guard == "never"
+    assert compare.model.over_minus_guard == "young" and sloan.model.over_minus_guard == "never"
     assert dataclasses.replace(compare, comparisons=None, name=sloan.name, description=sloan.description,
                                source=sloan.source, source_text=sloan.source_text,
                                model=dataclasses.replace(compare.model, over_minus_guard="never")) == sloan  # the rest is clinical-sloan

@@ -23,11 +23,10 @@ information of the next answer below which asking more is pointless. ``model.ove
 (:data:`OVER_MINUS_GUARDS`): when to file no lens more minus than the correction by over 0.25 D
 with posterior probability above ``(1 - level) / 2``
 (:meth:`~visiontune.refraction.optics_engine.OpticsEngine.filed_lens`): ``"never"`` (default),
-``"unsettled"`` (for a patient who may accommodate, aged 35 or less or of unknown age, while the
-region of ``M`` is wider than the precision: the sessions that end on the budget), or
+``"young"`` (for a patient who may accommodate: aged 35 or less, or of unknown age), or
 ``"always"``; ``false`` and ``true`` mean ``"never"`` and ``"always"``. Measured in
 docs/results/README.md: ``"always"`` costs more results within 0.25 D than it saves;
-``"unsettled"`` keeps them and over-minuses no young patient (the shipped clinical default).
+``"young"`` costs fewer and over-minuses no young patient (the shipped clinical default).
 
 **Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured against): the optics formula as the prior
 mean of a probit GP whose zero-mean part learns what the formula misses
@@ -104,7 +103,7 @@ DEFAULT_PROTOCOL = "clinical-sloan-compare"
 LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
 #: When the optics engine files a lens bounded against over-minus (``model.over_minus_guard``).
-OVER_MINUS_GUARDS: frozenset[str] = frozenset({"never", "unsettled", "always"})
+OVER_MINUS_GUARDS: frozenset[str] = frozenset({"never", "young", "always"})
 SLOPE_PRIORS: frozenset[str] = frozenset({"fixed", "uniform", "lognormal"})
 #: GP hyperparameters: name -> (lowest, highest) value. ``lengthscales`` (diopters) takes one
 #: value or one per lens coordinate (sphere, cylinder).
