@@ -37,7 +37,7 @@ from visiontune.refraction.optics_model import (
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine", "exact_steps"]
+__all__ = ["LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine"]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05
@@ -117,24 +117,42 @@ class OpticsEngine:
         """``(s, lens, expected information in bits)`` of the protocol's rule; the first
         ``initial_random_trials`` answers use Thompson sampling with a random letter size."""
         post = self.posterior(trials)
-        rule = self.protocol.policy
-        q = optics_rules.propose(post, "ts-ald" if len(trials) < self.protocol.initial_random_trials else rule,
-                                 steps=self.protocol.lenses, s_grid=self.s_grid, radius=self.radius(post), rng=rng)  # fmt: skip
-        if len(trials) < self.protocol.initial_random_trials:
+        predictor, centre = self._rule_inputs(trials)
+        initial = len(trials) < self.protocol.initial_random_trials
+        q = optics_rules.propose(post, "ts-ald" if initial else self.protocol.policy, steps=self.protocol.lenses,
+                                 s_grid=self.s_grid, radius=self.radius(post), rng=rng, predictor=predictor,
+                                 centre=centre)  # fmt: skip
+        if initial:
             return float(rng.choice(self.s_grid)), q.lens, q.information_bits
         return q.s_logmar, q.lens, q.information_bits
 
+    # ------------------------------------------------------------------ what a model built on this one replaces
+    def _rule_inputs(self, trials) -> tuple:
+        """The ``predictor`` and ``centre`` the rules use (:func:`optics_rules.propose`): the optics
+        model's own, ``(None, None)``."""
+        return None, None
+
+    def correction_draws(self, trials) -> ParticlePosterior:
+        """The weighted draws of the best correction the estimate, its region and the filed lens
+        are read from: the posterior itself."""
+        return self.posterior(trials)
+
+    def _acuity(self, trials, lenses: np.ndarray, level: float = 0.95):
+        """Predicted acuity (logMAR) through ``lenses (m, 3)``: mean and central ``level`` interval,
+        each ``(m,)`` (:meth:`ParticlePosterior.acuity`)."""
+        return self.posterior(trials).acuity(lenses, level)
+
     def estimate(self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None,
                  level: float) -> CurrentEstimate:
-        post = self.posterior(trials)
-        centre = post.best_correction()
+        draws = self.correction_draws(trials)
+        centre = draws.best_correction()
         form = self.protocol.lenses.cylinder_form
-        lens = in_form(trial_lens(centre, exact_steps(self.protocol)), form)
-        rounded = self.filed_lens(post)
+        lens = in_form(trial_lens(centre, _exact_steps(self.protocol)), form)
+        rounded = self.filed_lens(draws)
         region = None
         if rng_region is not None:
-            region = region_from_samples(post.theta[:, :3], post.weights, centre, level, form)
-        va, lo, hi = post.acuity(rounded.power_vector_array()[None, :], level)
+            region = region_from_samples(draws.theta[:, :3], draws.weights, centre, level, form)
+        va, lo, hi = self._acuity(trials, rounded.power_vector_array()[None, :], level)
         return CurrentEstimate(len(trials), lens, rounded, region, float(va[0]), (float(lo[0]), float(hi[0])))
 
     def filed_lens(self, post: ParticlePosterior) -> Prescription:
@@ -212,7 +230,6 @@ class OpticsEngine:
         prescription found (the filed trial lens; the exact estimate when it has no cylinder):
         ±2 D of sphere, cylinder from 0 to twice its own, at its axis, in the clinic's cylinder
         form: ``{"sphere_d", "cylinder_d", "va_logmar", "axis_deg"}``."""
-        post = self.posterior(trials)
         est = estimate.rounded if estimate.rounded.cylinder_d != 0.0 else estimate.lens
         span_c = max(2.0, 2.0 * abs(est.cylinder_d) + 1.0)
         sign = -1.0 if self.protocol.lenses.cylinder_form == "minus" else 1.0
@@ -221,7 +238,7 @@ class OpticsEngine:
         ss, cc = np.meshgrid(sphere, cylinder, indexing="ij")
         two_a = np.radians(2.0 * est.axis_deg)
         pv = np.column_stack([(ss + cc / 2).ravel(), (-cc / 2 * np.cos(two_a)).ravel(), (-cc / 2 * np.sin(two_a)).ravel()])
-        va = post.acuity(pv)[0].reshape(n, n)
+        va = self._acuity(trials, pv)[0].reshape(n, n)
         return {"sphere_d": sphere.tolist(), "cylinder_d": cylinder.tolist(), "va_logmar": va.tolist(),
                 "axis_deg": est.axis_deg}  # fmt: skip
 
@@ -237,12 +254,11 @@ class OpticsEngine:
         return s, p.mean(axis=0), lo, hi
 
     def predicted_acuity(self, trials, rng: np.random.Generator) -> float:
-        """Predicted acuity (logMAR) through the rounded estimate after ``trials``."""
-        post = self.posterior(trials)
-        rounded = self.filed_lens(post)
-        return float(post.acuity(rounded.power_vector_array()[None, :])[0][0])
+        """Predicted acuity (logMAR) through the filed lens after ``trials``."""
+        rounded = self.filed_lens(self.correction_draws(trials))
+        return float(self._acuity(trials, rounded.power_vector_array()[None, :])[0][0])
 
 
-def exact_steps(protocol: Protocol) -> LensSteps:
+def _exact_steps(protocol: Protocol) -> LensSteps:
     """The protocol's lens settings without rounding (the exact estimate)."""
     return dataclasses.replace(protocol.lenses, step_d=0.0)

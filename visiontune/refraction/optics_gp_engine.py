@@ -28,10 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from visiontune.optics import Prescription
-from visiontune.refraction import optics_rules
-from visiontune.refraction.estimate import CurrentEstimate, region_from_samples
-from visiontune.refraction.lenses import in_form, trial_lens
-from visiontune.refraction.optics_engine import OpticsEngine, exact_steps
+from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.optics_gp_model import ResidualFit, ResidualSpec, fit_residual
 from visiontune.refraction.optics_model import ParticlePosterior
 from visiontune.refraction.protocol import Protocol
@@ -88,31 +85,11 @@ class OpticsGPEngine(OpticsEngine):
         """The particles with their best corrections moved by ``g`` (the hybrid's draws, cached)."""
         return self._fitted(trials)[1]
 
-    # ------------------------------------------------------------------ the loop's interface
-    def propose(self, trials, rng: np.random.Generator):
-        """``(s, lens, expected information in bits)`` of the protocol's rule on the hybrid; the
-        first ``initial_random_trials`` answers use Thompson sampling with a random letter size."""
-        post, fit = self.fit(trials)
-        initial = len(trials) < self.protocol.initial_random_trials
-        q = optics_rules.propose(post, "ts-ald" if initial else self.protocol.policy, steps=self.protocol.lenses,
-                                 s_grid=self.s_grid, radius=self.radius(post), rng=rng,
-                                 predictor=_HybridPredictor(fit), centre=self.correction_draws(trials).best_correction())
-        if initial:
-            return float(rng.choice(self.s_grid)), q.lens, q.information_bits
-        return q.s_logmar, q.lens, q.information_bits
-
-    def estimate(self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None,
-                 level: float) -> CurrentEstimate:
-        draws = self.correction_draws(trials)
-        centre = draws.best_correction()
-        form = self.protocol.lenses.cylinder_form
-        lens = in_form(trial_lens(centre, exact_steps(self.protocol)), form)
-        rounded = self.filed_lens(draws)
-        region = None
-        if rng_region is not None:
-            region = region_from_samples(draws.theta[:, :3], draws.weights, centre, level, form)
-        va, lo, hi = self._acuity(trials, rounded.power_vector_array()[None, :], level)
-        return CurrentEstimate(len(trials), lens, rounded, region, float(va[0]), (float(lo[0]), float(hi[0])))
+    # ------------------------------------------------------------------ what the hybrid replaces
+    def _rule_inputs(self, trials) -> tuple:
+        """The rules run on the hybrid's probabilities and moved corrections, around its estimate."""
+        fit = self.fit(trials)[1]
+        return _HybridPredictor(fit), self.correction_draws(trials).best_correction()
 
     def _acuity(self, trials, lenses: np.ndarray, level: float = 0.95):
         """The hybrid's acuity (logMAR) through ``lenses (m, 3)``: mean and central ``level``
@@ -124,20 +101,6 @@ class OpticsGPEngine(OpticsEngine):
         lo, hi = np.percentile(va, [tail, 100.0 - tail], axis=0)
         return va.mean(axis=0), lo, hi
 
-    def acuity_map(self, trials, estimate: CurrentEstimate, n: int = 25) -> dict:
-        """The hybrid's predicted acuity on the optics engine's grid (:meth:`OpticsEngine.acuity_map`)."""
-        est = estimate.rounded if estimate.rounded.cylinder_d != 0.0 else estimate.lens
-        span_c = max(2.0, 2.0 * abs(est.cylinder_d) + 1.0)
-        sign = -1.0 if self.protocol.lenses.cylinder_form == "minus" else 1.0
-        sphere = np.linspace(est.sphere_d - 2.0, est.sphere_d + 2.0, n)
-        cylinder = np.sort(sign * np.linspace(0.0, span_c, n))
-        ss, cc = np.meshgrid(sphere, cylinder, indexing="ij")
-        two_a = np.radians(2.0 * est.axis_deg)
-        pv = np.column_stack([(ss + cc / 2).ravel(), (-cc / 2 * np.cos(two_a)).ravel(), (-cc / 2 * np.sin(two_a)).ravel()])
-        va = self._acuity(trials, pv)[0].reshape(n, n)
-        return {"sphere_d": sphere.tolist(), "cylinder_d": cylinder.tolist(), "va_logmar": va.tolist(),
-                "axis_deg": est.axis_deg}  # fmt: skip
-
     def psychometric(self, trials, lens: Prescription, level: float, n: int = 61):
         """``(s, p, lo, hi)``: the hybrid's mean ``P(correct)`` against letter size through
         ``lens`` over the draws, and its central ``level`` band."""
@@ -148,8 +111,3 @@ class OpticsGPEngine(OpticsEngine):
         tail = 50.0 * (1.0 - level)
         lo, hi = np.percentile(p, [tail, 100.0 - tail], axis=0)
         return s, p.mean(axis=0), lo, hi
-
-    def predicted_acuity(self, trials, rng: np.random.Generator) -> float:
-        """The hybrid's predicted acuity (logMAR) through the filed lens after ``trials``."""
-        rounded = self.filed_lens(self.correction_draws(trials))
-        return float(self._acuity(trials, rounded.power_vector_array()[None, :])[0][0])
