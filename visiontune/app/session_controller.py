@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Protocol
 
 from visiontune.app.events import EventSource, Listener
-from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key
+from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.texts import acuity_text, lens_text
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
@@ -357,12 +357,7 @@ class SessionController(EventSource):
     def on_key(self, name: str, text: str, ctrl: bool = False) -> None:
         letters = self.snapshot.letters if self.snapshot is not None else ()
         result = interpret_key(name, text, phase=self.phase, letters=letters, simulated=self.simulated, ctrl=ctrl)
-        typed = repr(text) if text and text.isprintable() and not text.isspace() else name
-        if isinstance(result, Rejected):
-            log.info("key %s ignored (%s): %s", typed, self.phase.value, result.message)
-            self.say(result.message)
-            return
-        self.perform(result, f"key {typed}")
+        self.dispatch_key(result, name, text, self.phase.value)
 
     def perform(self, command: Command, source: str) -> None:
         """Carry out one command (from a key, or ``"auto"``: the autopilot); logged."""

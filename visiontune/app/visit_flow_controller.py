@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Protocol
 
 from visiontune.app.events import EventSource, Listener
-from visiontune.app.keys import Rejected
 from visiontune.app.visit_flow import (
     ANSWER_WORDS,
     EYE_NAMES,
@@ -147,12 +146,7 @@ class VisitFlowController(EventSource):
             return
         answer = view.question.simulated_answer if view.question is not None else None
         result = interpret_visit_key(name, text, step=view.step, simulated_answer=answer)
-        typed = repr(text) if text and text.isprintable() and not text.isspace() else name
-        if isinstance(result, Rejected):
-            log.info("key %s ignored (visit %s): %s", typed, view.step.value, result.message)
-            self.say(result.message)
-            return
-        self.perform(result, f"key {typed}")
+        self.dispatch_key(result, name, text, f"visit {view.step.value}")
 
     def perform(self, command: VisitCommand, source: str) -> None:
         """Carry out one command (from a key, or ``"auto"``: the autopilot); logged; refused
