@@ -34,6 +34,8 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 from visiontune.refraction.start import StartingPoint
 
+from tests.simulated_sessions import answer_until
+
 HERE = Path(__file__).resolve().parent
 SLIDER_PROTOCOL = HERE.parent / "protocols" / "sloan-compare-sliders.toml"
 BEFORE = HERE / "queries_before_sliders.json"
@@ -52,13 +54,8 @@ def _session(protocol, seed: int):
     return refraction, SimulatedPresenter(case.patient(protocol.n_alternatives)), start, case
 
 
-def _until_slider(refraction, presenter, max_steps: int = 80) -> PendingSlider:
-    for _ in range(max_steps):
-        q = refraction.next_query()
-        if isinstance(q, PendingSlider):
-            return q
-        refraction.record(presenter.present(q))
-    raise AssertionError("no slider asked")
+def _until_slider(refraction, presenter) -> PendingSlider:
+    return answer_until(refraction, presenter, PendingSlider)
 
 
 # ------------------------------------------------------------------------------ the protocol

@@ -10,38 +10,29 @@ import pytest
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import MemoryLog, Refraction, is_comparison
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.result import parse_result
-from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
     PendingComparison,
     PendingQuery,
     RefractionSession,
-    SimulatedPresenter,
 )
 from visiontune.session.store import TrialStore
 
+from tests.simulated_sessions import SimulatedCase
+
 PROTOCOL = load_protocol("clinical-sloan-compare")
-CASE = draw_cases(population_by_name("adult-clinic"), 1, 5)[0]
-START = StartingPoint(CASE.start_rx, CASE.start_source, CASE.age_years)
+SIM = SimulatedCase(PROTOCOL)
+CASE, START = SIM.case, SIM.start
+_session, _presenter = SIM.session, SIM.presenter
 
 
 @pytest.fixture
 def store(tmp_path):
     with TrialStore.open(tmp_path / "log.sqlite3") as s:
         yield s
-
-
-def _session(store) -> RefractionSession:
-    return RefractionSession.start(store, patient_id="P1", eye="OD", protocol=PROTOCOL, simulated=True,
-                                   seed=CASE.seed, start=START)  # fmt: skip
-
-
-def _presenter() -> SimulatedPresenter:
-    return SimulatedPresenter(CASE.patient(PROTOCOL.n_alternatives))
 
 
 def test_comparisons_are_logged_with_both_lenses_and_resume_to_the_same_question(store):

@@ -13,25 +13,25 @@ import pytest
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import MemoryLog, Refraction, is_slider
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.result import parse_result
-from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
     PendingSlider,
     RefractionSession,
-    SimulatedPresenter,
     SliderReply,
 )
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
+from tests.simulated_sessions import SimulatedCase, answer_until
+
 PROTOCOL_PATH = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
 PROTOCOL = load_protocol(PROTOCOL_PATH)
-CASE = draw_cases(population_by_name("adult-clinic"), 1, 5)[0]
-START = StartingPoint(CASE.start_rx, CASE.start_source, CASE.age_years)
+SIM = SimulatedCase(PROTOCOL)
+CASE, START = SIM.case, SIM.start
+_session, _presenter = SIM.session, SIM.presenter
 
 
 @pytest.fixture
@@ -40,22 +40,8 @@ def store(tmp_path):
         yield s
 
 
-def _session(store) -> RefractionSession:
-    return RefractionSession.start(store, patient_id="P1", eye="OD", protocol=PROTOCOL, simulated=True,
-                                   seed=CASE.seed, start=START)  # fmt: skip
-
-
-def _presenter() -> SimulatedPresenter:
-    return SimulatedPresenter(CASE.patient(PROTOCOL.n_alternatives))
-
-
-def _until_slider(session, presenter, max_steps: int = 80) -> PendingSlider:
-    for _ in range(max_steps):
-        q = session.next_query()
-        if isinstance(q, PendingSlider):
-            return q
-        session.record(presenter.present(q))
-    raise AssertionError("no slider asked")
+def _until_slider(session, presenter) -> PendingSlider:
+    return answer_until(session, presenter, PendingSlider)
 
 
 def test_sliders_are_logged_with_their_path_and_resume_to_the_same_question(store):
