@@ -300,6 +300,7 @@ def _store_argvs() -> list[list[str]]:
         argvs.append(argv)
     for db in _DBS:
         argvs.append(["sessions", "list", "--db", db])
+        argvs.append(["sessions", "durations", "--db", db])
         argvs.append(["sessions", "show", rng.choice(_IDS), "--db", db])
     for sid in _IDS:
         argvs.append(["sessions", "show", sid, "--db", "good"])
