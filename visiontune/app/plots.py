@@ -79,7 +79,7 @@ class _Ranges:
 #: The map's title: what it shows, and its legend.
 MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
              "<span style='color:#c82828'>\u25cf</span> wrong "
-             f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider choice (line: its path) "
+             f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider "
              "\u2605 best lens")
 
 
