@@ -365,7 +365,7 @@ def test_comparisons_table_sets_the_mixed_session():
 
 @pytest.mark.parametrize(("table", "message"), [
     ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
-    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "information", found "fast"'),
+    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "evr-precision", "information", found "fast"'),
     ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
     ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", found "jcc"'),
     ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),

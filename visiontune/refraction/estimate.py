@@ -20,7 +20,8 @@ import numpy as np
 
 from visiontune.optics import Prescription
 
-__all__ = ["CurrentEstimate", "Region", "clinical_form_arrays", "region_from_samples", "weighted_quantile"]
+__all__ = ["CurrentEstimate", "Region", "clinical_form_arrays", "region_from_samples", "shortest_interval",
+           "weighted_quantile"]
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -28,6 +29,20 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> floa
     order = np.argsort(values)
     cw = np.cumsum(weights[order])
     return float(values[order][min(int(np.searchsorted(cw, q * cw[-1])), len(values) - 1)])
+
+
+def shortest_interval(values: np.ndarray, weights: np.ndarray, level: float) -> tuple[float, float]:
+    """The shortest interval ``[values[i], values[j]]`` of weighted draws holding at least ``level``
+    of the weight (normalised here): the highest-posterior-density interval of a unimodal
+    posterior (e.g. Chen & Shao 1999, *Monte Carlo estimation of Bayesian credible and HPD
+    intervals*, J. Comput. Graph. Stat. 8:69-92, for equal weights)."""
+    order = np.argsort(values)
+    v, w = values[order], weights[order] / weights.sum()
+    before = np.concatenate([[0.0], np.cumsum(w)[:-1]])  # weight below each draw
+    end = np.searchsorted(np.cumsum(w), before + level - 1e-12)  # first draw closing >= level from i
+    ok = end < len(v)
+    i = int(np.argmin(np.where(ok, v[np.minimum(end, len(v) - 1)] - v, np.inf)))
+    return float(v[i]), float(v[end[i]])
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region
 from visiontune.refraction.lenses import lens_power_vector
-from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, propose_mixed
+from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.optics_model import LOG_SENSITIVITY
 from visiontune.refraction.optics_rules import OpticsQuery
@@ -82,9 +82,12 @@ class MixedOpticsEngine(OpticsEngine):
             s, lens, info = self.propose(trials, rng_letter)
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
+        units = None
+        if self.settings.criterion == "evr-precision":
+            units = PrecisionUnits.of_stop(self.protocol.stopping.precision, self.settings)
         return propose_mixed(post, self.protocol.policy, self.settings, steps=self.protocol.lenses, s_grid=self.s_grid,
                              radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
-                             sliders=self.sliders, rng_slider=rng_slider)  # fmt: skip
+                             sliders=self.sliders, rng_slider=rng_slider, units=units)  # fmt: skip
 
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""

@@ -24,9 +24,26 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   plus :attr:`MixedSettings.comparison_size_offset_logmar` (a line the patient reads easily);
 * each is scored, on one equally weighted subsample of the particles, by ``criterion``:
   ``"evr"`` (default) the expected reduction of the posterior variance of the correction,
-  ``tr Cov(P*) - E_y[tr Cov(P* | y)]`` (D², the quantity the EVR rule minimises), or
-  ``"information"`` the mutual information between the answer and ``θ`` (bits, Houlsby et al.
-  2011); divided by the question's duration, and the larger value per second is asked.
+  ``tr Cov(P*) - E_y[tr Cov(P* | y)]`` (D², the quantity the EVR rule minimises),
+  ``"evr-precision"`` the same reduction in units of the precision the stop asks
+  (:class:`PrecisionUnits`), or ``"information"`` the mutual information between the answer
+  and ``θ`` (bits, Houlsby et al. 2011); divided by the question's duration, and the larger
+  value per second is asked.
+
+**In units of the precision asked.** ``"evr"`` adds diopters² of ``M``, ``J0`` and ``J45``; the
+stop asks each to its own precision (±0.25 D on ``M``, a 1-D interval; 0.25 D on the length of
+``J``, a 2-D disk) and, with a model that infers the comparison sensitivity ``κ`` and a
+``sensitivity_to_stop``, that ``ln κ`` be learned, which no diopter term values. ``"evr-precision"``
+scores ``Σ_k (Var θ_k - E_y[Var(θ_k | y)]) / t_k²`` over ``θ_k`` = ``M``, ``J0``, ``J45`` (and ``ln κ``)
+with ``t_k`` the standard deviation at which the stop's condition on ``θ_k`` is met by a normal
+posterior: ``t_M = m_d / z`` (``z = Φ⁻¹((1 + level) / 2)``, 1.96 at 95%), ``t_J =
+cylinder_vector_d / √(χ²₂(level))`` (``√(-2 ln(1 - level))``, 2.45 at 95%), ``t_κ =
+sensitivity_to_stop × σ`` (σ the prior's of ``ln κ``). The letter, comparison and slider are
+weighed on the same units (a slider's ``ln κ`` term is left out until the particles carry one).
+Measured (docs/results/README.md): the regions are better calibrated (``κ`` learned early, the
+posterior of ``M`` is no longer pulled plus by a prior ``κ`` too high for an Eq. 11 patient) and
+older patients stop sooner, but young patients, whose ``M`` is the slow part, take longer and end
+less often within 0.25 D, so the shipped protocol keeps ``"evr"``.
 
 **Sliders.** With :class:`~visiontune.refraction.slider.SliderSettings` (the protocol's
 ``[sliders]`` table) a third kind is weighed: the best knob to turn,
@@ -43,9 +60,11 @@ published timings (and what is still assumed) in :mod:`visiontune.refraction.dur
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import ndtri
 
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
@@ -56,6 +75,7 @@ from visiontune.refraction.comparisons import comparison_probabilities, with_sen
 from visiontune.refraction.durations import COMPARISON_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
+    LOG_SENSITIVITY,
     VA0,
     ParticlePosterior,
     probability_correct,
@@ -72,13 +92,14 @@ __all__ = [
     "ComparisonQuery",
     "MixedChoice",
     "MixedSettings",
+    "PrecisionUnits",
     "comparison_candidates",
     "expected_posterior_variance",
     "mutual_information_bits",
     "propose_mixed",
 ]
 
-CRITERIA = ("evr", "information")
+CRITERIA = ("evr", "evr-precision", "information")
 #: Candidate pairs of a comparison (module docstring).
 PAIR_SETS = ("any", "clinical")
 #: Below this length of ``J`` (D; a cylinder under about 0.1 D) the estimate has no axis to follow.
@@ -126,6 +147,51 @@ class MixedSettings:
         ratio = self.sensitivity_to_stop
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0):
             raise InvalidInputError(f"sensitivity_to_stop: expected None or a fraction in (0, 1], got {ratio!r}")
+
+
+@dataclass(frozen=True)
+class PrecisionUnits:
+    """The standard deviations ``t_k`` the ``"evr-precision"`` criterion measures variance in
+    (module docstring): ``m_sd`` of ``M``, ``j_sd`` of each of ``J0`` and ``J45`` (D), and
+    ``log_sensitivity_sd`` of ``ln κ`` (None: ``ln κ`` is not scored)."""
+
+    m_sd: float
+    j_sd: float
+    log_sensitivity_sd: float | None = None
+
+    def __post_init__(self) -> None:
+        check_number("m_sd", self.m_sd, 1e-6, 100)
+        check_number("j_sd", self.j_sd, 1e-6, 100)
+        if self.log_sensitivity_sd is not None:
+            check_number("log_sensitivity_sd", self.log_sensitivity_sd, 1e-6, 100)
+
+    @classmethod
+    def of_stop(cls, precision, settings: MixedSettings) -> PrecisionUnits:
+        """The units of a protocol's precision stop (``m_d``, ``cylinder_vector_d``, ``level``)
+        and of ``settings`` (``ln κ`` scored when its model infers ``κ`` and the stop waits for it)."""
+        if precision is None:
+            raise InvalidInputError("criterion 'evr-precision': the protocol needs a precision stop ([stopping.precision])")
+        level = float(precision.level)
+        m_sd = precision.m_d / float(ndtri(0.5 * (1.0 + level)))
+        j_sd = precision.cylinder_vector_d / math.sqrt(-2.0 * math.log1p(-level))
+        model, ratio = settings.comparison, settings.sensitivity_to_stop
+        kappa_sd = ratio * model.sensitivity_sigma if settings.comparisons and model.infers_sensitivity and ratio else None
+        return cls(m_sd, j_sd, kappa_sd)
+
+    def columns(self, theta: np.ndarray) -> np.ndarray:
+        """``(N, 3 or 4)``: ``M / t_M``, ``J0 / t_J``, ``J45 / t_J`` and, when scored and present
+        (not NaN) in ``theta``, ``ln κ / t_κ``."""
+        cols = [theta[:, 0] / self.m_sd, theta[:, 1] / self.j_sd, theta[:, 2] / self.j_sd]
+        scored = self.log_sensitivity_sd is not None and theta.shape[1] > LOG_SENSITIVITY
+        if scored and not np.isnan(theta[0, LOG_SENSITIVITY]):
+            cols.append(theta[:, LOG_SENSITIVITY] / self.log_sensitivity_sd)
+        return np.column_stack(cols)
+
+
+def criterion_columns(theta: np.ndarray, units: PrecisionUnits | None) -> np.ndarray:
+    """The columns whose variance the criterion reduces: ``M, J0, J45`` (D) without ``units``,
+    else :meth:`PrecisionUnits.columns`."""
+    return theta[:, :3] if units is None else units.columns(theta)
 
 
 @dataclass(frozen=True)
@@ -236,45 +302,52 @@ def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: flo
     return np.stack([a[keep], b[keep]], axis=1)
 
 
-def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec) -> float:
+def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec,
+                  units: PrecisionUnits | None) -> float:  # fmt: skip
     """The letter's value per second on equally weighted ``particles``."""
     p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
-    value = _value(settings.criterion, particles[:, :3], np.stack([p, 1.0 - p], axis=-1))[0]
+    value = _value(settings.criterion, criterion_columns(particles, units), np.stack([p, 1.0 - p], axis=-1))[0]
     return float(value) / settings.letter_seconds
 
 
 def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
                   s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
                   rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
-                  rng_slider: np.random.Generator | None = None) -> MixedChoice:
+                  rng_slider: np.random.Generator | None = None, units: PrecisionUnits | None = None) -> MixedChoice:
     """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
     :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
     ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on;
-    with ``sliders``, the slider's draws come from ``rng_slider`` only (required then)."""
+    with ``sliders``, the slider's draws come from ``rng_slider`` only (required then); ``units``:
+    the :class:`PrecisionUnits` of the ``"evr-precision"`` criterion (required then)."""
     letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
     if sliders is not None and rng_slider is None:
         raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
+    if (settings.criterion == "evr-precision") != (units is not None):
+        raise InvalidInputError(f"units: expected PrecisionUnits with the 'evr-precision' criterion and None with "
+                                f"{settings.criterion!r}, got {units!r}")
     if not settings.comparisons:
         if sliders is None:
             return MixedChoice("letter", letter)
         spec = posterior.spec
         particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_slider)
-        letter_value = _letter_value(particles, letter, settings, spec)
+        letter_value = _letter_value(particles, letter, settings, spec, units)
         return _with_slider(MixedChoice("letter", letter, None, letter_value), posterior, settings, sliders,
-                            steps, s_grid, rng_slider)  # fmt: skip
-    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison)
+                            steps, s_grid, rng_slider, units)  # fmt: skip
+    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units)
     if sliders is None:
         return choice
-    return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider)
+    return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider, units)
 
 
 def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: MixedSettings, sliders: SliderSettings,
-                 steps: LensSteps, s_grid: np.ndarray, rng_slider: np.random.Generator) -> MixedChoice:
+                 steps: LensSteps, s_grid: np.ndarray, rng_slider: np.random.Generator,
+                 units: PrecisionUnits | None) -> MixedChoice:  # fmt: skip
     """``choice`` with the best slider weighed in: asked when its value per second beats the
     letter's and the comparison's. No knob with a path (only the axis, no cylinder): no slider."""
+    columns = None if units is None else units.columns
     try:
         q = propose_slider(posterior, rng=rng_slider, model=sliders.model, steps=steps, knobs=sliders.knobs,
-                           s_grid=s_grid)  # fmt: skip
+                           s_grid=s_grid, criterion_columns=columns)  # fmt: skip
     except InvalidInputError:
         return choice
     value = (q.value if settings.criterion == "evr" else q.information_bits) / sliders.slider_seconds
@@ -284,17 +357,18 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
 
 
 def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings: MixedSettings, steps: LensSteps,
-                     s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator) -> MixedChoice:
+                     s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator,
+                     units: PrecisionUnits | None) -> MixedChoice:  # fmt: skip
     """The letter weighed against the best comparison (module docstring)."""
     spec = posterior.spec
     model = settings.comparison
     particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_comparison)
-    pv = particles[:, :3]
-    letter_value = _letter_value(particles, letter, settings, spec)
     centre = posterior.best_correction()
     pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
     particles = with_sensitivity(particles, model, rng_comparison)
+    pv = criterion_columns(particles, units)
+    letter_value = _letter_value(particles, letter, settings, spec, units)
     if model.uses_size:
         sizes = s_grid[::_COARSE_SIZE_STRIDE]
     else:

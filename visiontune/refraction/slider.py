@@ -400,17 +400,21 @@ def simulated_slider_choice(patient, lenses, model: SliderModel, rng: np.random.
 
 
 # ---------------------------------------------------------------------------------- the knob to turn
-def slider_value(particles: np.ndarray, lenses, model: SliderModel, weights: np.ndarray | None = None) -> float:
+def slider_value(particles: np.ndarray, lenses, model: SliderModel, weights: np.ndarray | None = None,
+                 criterion_columns=None) -> float:  # fmt: skip
     """``tr Cov(P*) - Σ_j P(j) tr Cov(P* | j)`` (D²): the expected reduction of the posterior
     variance of the correction by the answer to the path ``lenses (n, 3)``, exact over its ``n``
     answers, for particles ``(N, d)`` with ``weights`` (default equal; normalised here); each
-    particle's ``τ_i`` when ``model`` infers the noise (the particles then carry ``ln τ``)."""
+    particle's ``τ_i`` when ``model`` infers the noise (the particles then carry ``ln τ``).
+    ``criterion_columns``: a function of the particles giving the columns whose variance is
+    reduced instead of ``P*`` (the ``"evr-precision"`` units,
+    :meth:`~visiontune.refraction.mixed_rules.PrecisionUnits.columns`)."""
     theta = np.asarray(particles, dtype=float)
     w = np.full(len(theta), 1.0 / len(theta)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(theta),) or not np.all(w >= 0) or not w.sum() > 0:
         raise InvalidInputError(f"weights: expected {len(theta)} non-negative weights, not all 0")
     w = w / w.sum()
-    pv = theta[:, :3]
+    pv = theta[:, :3] if criterion_columns is None else criterion_columns(theta)
     sq = np.sum(pv**2, axis=1)
     now = float(w @ sq - np.sum((w @ pv) ** 2))
     like = w[:, None] * slider_probabilities(theta, lenses, model)      # (N, n): w_i P(j | θ_i)
@@ -445,7 +449,7 @@ class SliderQuery:
 
 def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, model: SliderModel | None = None,
                    steps: LensSteps | None = None, knobs=KNOBS, half_ranges: dict | None = None,
-                   s_grid=None, size_offset_logmar: float = SIZE_OFFSET_LOGMAR) -> SliderQuery:
+                   s_grid=None, size_offset_logmar: float = SIZE_OFFSET_LOGMAR, criterion_columns=None) -> SliderQuery:
     """The best knob to turn (module docstring): the paths of ``knobs`` through the current
     estimate rounded to a trial lens (``steps``, default :class:`LensSteps`; the sphere and
     cylinder knobs click in its ``step_d``, 0.25 D when continuous), each scored by
@@ -454,7 +458,7 @@ def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, mo
     ``{knob: half-range}`` overriding :data:`DEFAULT_HALF_RANGES`. The letter size is the
     posterior mean of ``VA*`` plus ``size_offset_logmar``, the nearest of ``s_grid`` when given.
     A knob without a path (the axis without a cylinder) is skipped; when no knob has one,
-    :class:`InvalidInputError`."""
+    :class:`InvalidInputError`. ``criterion_columns``: as :func:`slider_value`."""
     rng = check_rng(rng)
     model = model or SliderModel()
     steps = steps or LensSteps()
@@ -470,7 +474,7 @@ def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, mo
         if knob == "axis" and abs(centre.cylinder_d) < _MIN_AXIS_CYLINDER_D:
             continue
         path = knob_path(knob, centre, half_range=ranges[knob], step=None if knob == "axis" else step_d)
-        v = slider_value(particles, path.lenses, model)
+        v = slider_value(particles, path.lenses, model, criterion_columns=criterion_columns)
         values.append((knob, v))
         if best is None or v > best[0]:
             best = (v, path)

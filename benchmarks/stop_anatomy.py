@@ -1,0 +1,117 @@
+"""When the precision stop fires, by age, and what another reading of the radius of M would give.
+
+For each simulated patient of ``--population`` (the validation's cases: population seed
+``--seed``, the first ``--cases``) refracted with ``--protocol`` through the one trial loop, this
+records at every stop check the radii the stop reads (:meth:`OpticsEngine.precision_met`): the
+95% radius of ``M`` around the filed estimate (the posterior's 2/3 quantile), that of ``J`` and,
+with comparisons that infer ``κ``, the ratio of the SD of ``ln κ`` to its prior's; and the
+half-width of the shortest 95% interval of ``M`` (:func:`shortest_interval`). It prints, beside
+the start as it is, the share within 0.25 / 0.50 D, the precision stop and the median answers,
+by age (under 35, 35-50, 50 and over); the standardised error of ``M`` (posterior median minus
+truth over the posterior SD: mean 0, SD 1 when calibrated); and the stop the shortest interval
+would give: the stop only ends a session, so each session's answers up to it are the same, and
+the first check at which the other reading is met is where that session would have ended.
+``--blur-patients``: the patients answer comparisons by blur discrimination
+(:class:`~visiontune.optics.comparison.ComparisonModel` ``kind = "blur"``) instead of Eq. 11.
+
+Run: OPENBLAS_NUM_THREADS=1 python benchmarks/stop_anatomy.py --protocol clinical-sloan-compare --cases 100
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from visiontune.experiments.clinic import TimedPresenter
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.estimate import shortest_interval, weighted_quantile
+from visiontune.refraction.loop import MemoryLog, Refraction
+from visiontune.refraction.population import draw_cases, population_by_name
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
+
+AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
+
+
+def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_patients: bool) -> dict:
+    """Refract case ``case_id`` as ``visiontune validate`` does, recording the radii at each check."""
+    protocol = load_protocol(protocol_name)
+    case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
+    refraction = Refraction(MemoryLog(), protocol, seed=case.seed,
+                            start=StartingPoint(case.start_rx, case.start_source, case.age_years), simulated=True)
+    checks, met = [], refraction.engine.precision_met
+
+    def recording(region) -> bool:
+        post = refraction.engine.posterior(refraction.trials())
+        lo, hi = shortest_interval(post.theta[:, 0], post.weights, region.level)
+        ratio = getattr(refraction.engine, "_sensitivity_sd_ratio", None)
+        checks.append((len(refraction.trials()), region.m_pm_d, region.cylinder_vector_pm_d, (hi - lo) / 2,
+                       0.0 if ratio is None else ratio))  # fmt: skip
+        return met(region)
+
+    refraction.engine.precision_met = recording
+    patient = case.patient(protocol.n_alternatives)
+    result = refraction.run(TimedPresenter(patient, comparison_model=ComparisonModel(kind="blur") if blur_patients else None))
+    truth = case.true_rx.power_vector_array()
+    post = refraction.engine.posterior(refraction.trials())
+    w = post.weights / post.weights.sum()
+    m = post.theta[:, 0]
+    filed = refraction.current_estimate().rounded.power_vector_array()
+    start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
+    return {"age": case.age_years, "answers": len(refraction.trials()), "stopped_by": result["stopped_by"],
+            "error": float(np.linalg.norm(filed - truth)), "start_error": start, "checks": checks,
+            "z_m": (weighted_quantile(m, w, 0.5) - truth[0]) / float(np.sqrt(w @ (m - w @ m) ** 2))}  # fmt: skip
+
+
+def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int) -> int:
+    """Answers at which the session would have stopped with the shortest interval's half-width for ``M``."""
+    for n, _, j_pm, half_width, ratio in row["checks"]:
+        if half_width <= precision.m_d and j_pm <= precision.cylinder_vector_d and (kappa_ratio is None or ratio <= kappa_ratio):
+            return n
+    return row["answers"] if row["stopped_by"] != "budget" else max_trials
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", default="clinical-sloan-compare")
+    parser.add_argument("--population", default="adult-clinic")
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
+    parser.add_argument("--blur-patients", action="store_true", help="patients answer comparisons by blur discrimination")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    protocol = load_protocol(args.protocol)
+    rows = Parallel(n_jobs=args.jobs)(delayed(trace)(args.protocol, args.population, i, args.seed, args.blur_patients)
+                                      for i in range(args.cases))  # fmt: skip
+    patients = "blur-discriminating" if args.blur_patients else "Eq. 11"
+    print(f"SIMULATED patients ({patients} comparisons): {protocol.name}, {args.population}, {args.cases} cases, "
+          f"population seed {args.seed}\n")  # fmt: skip
+    print("| patients | n | within 0.25 / 0.50 D | start as it is | precision stop | median answers |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    groups = [("all", rows)] + [(label, [r for r in rows if r["age"] is not None and lo <= r["age"] < hi])
+                                for lo, hi, label in AGES]  # fmt: skip
+    for label, group in groups:
+        if not group:
+            continue
+        err = np.array([r["error"] for r in group])
+        start = np.array([r["start_error"] for r in group if r["start_error"] is not None])
+        start_text = f"{np.mean(start <= 0.25):.0%} / {np.mean(start <= 0.5):.0%}" if len(start) else "-"
+        stop = np.mean([r["stopped_by"] == "precision" for r in group])
+        print(f"| {label} | {len(group)} | {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%} | {start_text} | "
+              f"{stop:.0%} | {np.median([r['answers'] for r in group]):.1f} |")  # fmt: skip
+    z = np.array([r["z_m"] for r in rows])
+    print(f"\nM: standardised error of the posterior median, mean {z.mean():+.2f}, sd {z.std():.2f}")
+    precision = protocol.stopping.precision
+    comparisons = protocol.comparisons
+    ratio = None if comparisons is None else comparisons.sensitivity_to_stop
+    stops = np.array([other_stop(r, precision, ratio, protocol.stopping.max_trials) for r in rows])
+    print(f"with the shortest 95% interval's half-width for M: the precision stop in "
+          f"{np.mean(stops < protocol.stopping.max_trials):.0%}, median {np.median(stops):.1f} answers "
+          f"(as run: {np.mean([r['stopped_by'] == 'precision' for r in rows]):.0%}, "
+          f"{np.median([r['answers'] for r in rows]):.1f})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
