@@ -253,14 +253,15 @@ SLIDER_PROTOCOL = Path(__file__).resolve().parent.parent / "protocols" / "sloan-
 
 def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp):
     """A SIMULATED app session with letters, comparisons and sliders, finished after 30 answers:
-    the last live frame marks the sliders where the PDF's map of the finished session marks them
+    the last live frame marks the letters (read or not) and the sliders where the PDF's map of the
+    finished session marks them
     (the chosen lens and the path of every valid slider in the map's plane), and the live map's
     items hold them."""
     from visiontune.app.plots import AcuityMapPlot
     from visiontune.app.session_host import record_simulated_session
     from visiontune.app.worker_values import EstimateView
     from visiontune.report import load_session
-    from visiontune.report.figures import sliders_on_map
+    from visiontune.report.figures import letters_on_map, sliders_on_map
     from visiontune.session.store import TrialStore
 
     db = tmp_path / "log.sqlite3"
@@ -277,6 +278,9 @@ def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp):
     chosen = [t for t in record.valid_trials if t.slider_choice is not None]
     assert {(t.lens.sphere_d, t.lens.cylinder_d) for t in chosen} >= {m.chosen for m in marks}
     assert len(marks) < len(chosen)  # this session also has sliders 15 degrees off the map's axis: on neither map
+    letters = letters_on_map(record.valid_trials, record.result.map_axis_deg)
+    for xy, read in ((frame.correct_xy, True), (frame.wrong_xy, False)):
+        np.testing.assert_array_equal(xy, np.array([m.at for m in letters if m.correct is read]).reshape(-1, 2).T)
     live = AcuityMapPlot()
     live.update_frame(frame)
     np.testing.assert_array_equal(np.vstack(live.sliders.getData()), frame.slider_xy)

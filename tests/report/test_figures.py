@@ -19,11 +19,11 @@ from visiontune.report.figures import (
     colormap,
     draw_acuity_curve,
     draw_acuity_map,
-    lenses_on_map,
+    letters_on_map,
     set_font,
     sliders_on_map,
 )
-from visiontune.report.map_marks import SLIDER_RGB, SliderMark, path_polyline
+from visiontune.report.map_marks import SLIDER_RGB, LetterMark, SliderMark, path_polyline
 from visiontune.session.records import Lens, Trial
 
 
@@ -126,7 +126,7 @@ def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis(
         SliderMark("sphere", (-1.0, -0.75), ((-1.25, -0.75), (-1.0, -0.75))),
     ]  # fmt: skip
     assert [m.knob for m in sliders_on_map(trials, None)] == ["sphere", "cylinder", "axis", "sphere", "sphere"]
-    assert lenses_on_map(trials, 30.0) == [letter]  # sliders and comparisons are not letter dots
+    assert letters_on_map(trials, 30.0) == [LetterMark((-1.0, -1.0), True)]  # sliders and comparisons are not letter dots
     line = path_polyline(sliders_on_map(trials, 30.0))
     assert line.shape == (2, 4 + 1 + 3 + 1 + 3 + 1 + 2 + 1) and np.isnan(line[:, [4, 8, 12, 15]]).all()
     np.testing.assert_array_equal(line[:, :4], [[-1.5, -1.25, -1.0, -0.75], [-1.0] * 4])

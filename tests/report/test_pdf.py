@@ -145,13 +145,18 @@ def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store)
         assert result["posterior_map"]["axis_deg"] == result["rounded"]["axis_deg"]
 
 
-def test_the_map_draws_only_the_lenses_at_its_axis():
+def test_the_map_draws_only_the_lenses_in_its_plane():
+    """Letters within 10° of the map's axis where they are, within 10° of the axis + 90°
+    transposed (the same lens in the other cylinder form), no cylinder anywhere; the rest not."""
     from types import SimpleNamespace as NS
 
-    from visiontune.report.figures import lenses_on_map
+    from visiontune.report.figures import letters_on_map
+    from visiontune.report.map_marks import LetterMark
 
-    trials = [NS(lens=NS(sphere_d=0.0, cylinder_d=c, axis_deg=a)) for c, a in
-              ((-1.0, 30.0), (-1.0, 40.0), (-1.0, 41.0), (0.0, 120.0), (-0.5, 178.0))]  # fmt: skip
-    assert lenses_on_map(trials, 30.0) == trials[:2] + [trials[3]]
-    assert lenses_on_map(trials, 5.0) == [trials[3], trials[4]]  # 178° is 7° from 5°
-    assert lenses_on_map(trials, None) == trials
+    trials = [NS(lens=NS(sphere_d=0.5, cylinder_d=c, axis_deg=a), correct=k, void=False) for c, a, k in
+              ((-1.0, 30.0, True), (-1.0, 40.0, False), (-1.0, 41.0, True), (0.0, 120.0, True), (-0.5, 178.0, True),
+               (1.0, 125.0, False))]  # fmt: skip
+    assert letters_on_map(trials, 30.0) == [LetterMark((0.5, -1.0), True), LetterMark((0.5, -1.0), False),
+                                            LetterMark((0.5, 0.0), True), LetterMark((1.5, -1.0), False)]  # fmt: skip
+    assert letters_on_map(trials, 5.0) == [LetterMark((0.5, 0.0), True), LetterMark((0.5, -0.5), True)]  # 178° is 7° from 5°
+    assert len(letters_on_map(trials, None)) == len(trials)

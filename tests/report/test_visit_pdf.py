@@ -27,9 +27,9 @@ HAS_PDFTOTEXT = shutil.which("pdftotext") is not None
 
 
 def _session(n: int = 12):
-    """What the figures read of a session record: its result and its trials' lenses."""
+    """What the figures read of a session record: its result and its trials' lenses and answers."""
     trials = tuple(SimpleNamespace(lens=SimpleNamespace(sphere_d=-2 + (i % 5) * 0.5, cylinder_d=-1 + (i % 3) * 0.5),
-                                   void=i == 3) for i in range(n))  # fmt: skip
+                                   correct=i % 2 == 0, void=i == 3) for i in range(n))  # fmt: skip
     return SimpleNamespace(result=parse_result(make_result(trials_used=n)), trials=trials)
 
 

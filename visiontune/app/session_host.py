@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from visiontune import private_files
-from visiontune.app.plot_frames import build_view_frame, lens_on_map
+from visiontune.app.plot_frames import build_view_frame
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
 from visiontune.app.texts import progress_text
 from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
@@ -52,7 +52,7 @@ from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.report import export_record, load_session
 from visiontune.report.export import ExportPaths
-from visiontune.report.map_marks import slider_marks
+from visiontune.report.map_marks import letter_marks, slider_marks
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
@@ -262,11 +262,9 @@ class SessionHost:
         self._curve[len(valid)] = est.va_logmar
         psychometric = s.psychometric(est.lens)
         amap = s.acuity_map()
-        form, axis = p.lenses.cylinder_form, amap.get("axis_deg")
-        # letter answers are dots; sliders are marked as on the PDF's map; comparisons (two lenses) not
-        letters = [t for t in valid if t.comparison is None and not is_slider(t)]
-        trials = np.array([[lens.sphere_d, lens.cylinder_d, float(t.correct)]
-                           for t in letters for lens in (lens_on_map(stored_lens(t.lens), axis, form),)]).reshape(-1, 3)  # fmt: skip
+        axis = amap.get("axis_deg")
+        # letters and sliders are marked by the rule of the PDF's map; comparisons (two lenses) are not
+        trials = np.array([[*m.at, float(m.correct)] for m in letter_marks(valid, axis)]).reshape(-1, 3)
         curve = tuple(sorted(self._curve.items()))
         progress = s.progress()
         true_p = None

@@ -3,9 +3,9 @@ the PDF writer or a QImage in tests.
 
 * :func:`draw_acuity_map`: heat map of the posterior acuity map (predicted logMAR on the
   sphere × cylinder lens grid of ``result.posterior_map``; rows of ``va_logmar`` are sphere
-  values) with the letter trials' lenses at the map's axis (red dot; voided answers hollow), the
-  slider answers in the map's plane (:mod:`visiontune.report.map_marks`, the app's live map's
-  rule too: the lens chosen a blue diamond, hollow when voided, the knob's path a thin blue line)
+  values) with the letter and slider answers in the map's plane (:mod:`visiontune.report.map_marks`,
+  the app's live map's rule too: a letter's lens a red dot, the lens chosen on a slider a blue
+  diamond, each hollow when voided, the knob's path a thin blue line)
   and the prescription found (white cross outlined in black, drawn last). Comparisons (two
   lenses, no right or wrong) are not drawn. Sphere on the horizontal axis, cylinder vertical,
   both in diopters. Each grid value colours the cell centred on its lens (cell edges half-way
@@ -26,17 +26,17 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from visiontune.refraction.result import SessionResult
-from visiontune.report.map_marks import MAP_AXIS_TOLERANCE_DEG, SLIDER_RGB, SliderMark, axis_gap_deg, slider_marks
+from visiontune.report.map_marks import SLIDER_RGB, LetterMark, SliderMark, letter_marks, slider_marks
 from visiontune.session.records import Trial
 
 __all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "colormap", "cell_edges", "draw_acuity_map", "draw_acuity_curve",
-           "draw_map_legend", "lenses_on_map", "sliders_on_map"]  # fmt: skip
+           "draw_map_legend", "letters_on_map", "sliders_on_map"]  # fmt: skip
 
 #: The legend printed under the map (PDF report, visit PDF), line by line.
 MAP_LEGEND = (
-    "Map: lenses at the map's axis (\u00b110\u00b0): red dots = letters read through them, blue diamonds = chosen on a "
-    "slider",
-    "(thin blue line: the knob's path; also transposed from the axis \u00b190\u00b0); hollow = voided answer. "
+    "Map: lenses at the map's axis (\u00b110\u00b0, or transposed from the axis \u00b190\u00b0): red dots = letters "
+    "read through them,",
+    "blue diamonds = chosen on a slider (thin blue line: the knob's path); hollow = voided answer. "
     "White cross = the prescription found.",
 )
 
@@ -125,19 +125,11 @@ def _plot_rect(p: QPainter, rect: QRectF, right_extra: float = 0.0) -> QRectF:
     return QRectF(rect.left() + 3.6 * h, rect.top() + 1.6 * h, width, rect.height() - 4.4 * h)
 
 
-def at_map_axis(lens, axis_deg: float | None) -> bool:
-    """Whether ``lens`` lies in the plane of a map drawn at ``axis_deg``: no cylinder, an axis
-    within :data:`MAP_AXIS_TOLERANCE_DEG` of it, or a map without an axis."""
-    if axis_deg is None or lens.cylinder_d == 0.0:
-        return True
-    return axis_gap_deg(lens.axis_deg, axis_deg) <= MAP_AXIS_TOLERANCE_DEG
-
-
-def lenses_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[Trial]:
-    """The letter trials whose lens lies in the map's plane (:func:`at_map_axis`). Comparisons
-    (two lenses, no right or wrong) and sliders (:func:`sliders_on_map`) are left out."""
-    return [t for t in trials if getattr(t, "comparison", None) is None and getattr(t, "slider_choice", None) is None
-            and at_map_axis(t.lens, axis_deg)]  # fmt: skip
+def letters_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[LetterMark]:
+    """The letter answers on the map (:func:`~visiontune.report.map_marks.letter_marks`: the
+    rule the app's live map follows too). Comparisons (two lenses, no right or wrong) and sliders
+    (:func:`sliders_on_map`) are left out."""
+    return letter_marks(trials, axis_deg)
 
 
 def sliders_on_map(trials: Sequence[Trial], axis_deg: float | None) -> list[SliderMark]:
@@ -181,11 +173,13 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
             cell = QRectF(QPointF(f.x(sx[i]), f.y(sy[j + 1])), QPointF(f.x(sx[i + 1]), f.y(sy[j])))
             p.fillRect(cell.adjusted(-0.5, -0.5, 0.5, 0.5), QColor(r, g, b))
     dot = max(2.0, 0.18 * h)
-    for t in lenses_on_map(trials, result.map_axis_deg):
+    p.setClipRect(plot)  # a lens transposed onto the other sign of cylinder lies off the map
+    for mark in letters_on_map(trials, result.map_axis_deg):
         p.setPen(QPen(QColor(255, 255, 255), max(1.0, dot / 3)))
-        p.setBrush(Qt.NoBrush if t.void else QBrush(QColor(230, 30, 30)))
-        p.drawEllipse(f.point(t.lens.sphere_d, t.lens.cylinder_d), dot, dot)
+        p.setBrush(Qt.NoBrush if mark.void else QBrush(QColor(230, 30, 30)))
+        p.drawEllipse(f.point(*mark.at), dot, dot)
     _draw_slider_marks(p, f, sliders_on_map(trials, result.map_axis_deg), 1.5 * dot)
+    p.setClipping(False)
     e = result.rounded  # the prescription found, at the map's axis
     c, arm = f.point(e.sphere_d, e.cylinder_d), 6 * dot
     for colour, w in ((QColor(0, 0, 0), max(3.0, dot * 1.2)), (QColor(255, 255, 255), max(1.5, dot / 1.5))):

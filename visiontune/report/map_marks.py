@@ -1,12 +1,14 @@
-"""Slider answers on an acuity map (Qt-free): the PDF's figure (:mod:`visiontune.report.figures`)
-and the app's live map (:mod:`visiontune.app.plot_frames`) mark them with this one rule.
+"""Letter and slider answers on an acuity map (Qt-free): the PDF's figure
+(:mod:`visiontune.report.figures`) and the app's live map (:mod:`visiontune.app.session_host`,
+:mod:`visiontune.app.plot_frames`) mark them with this one rule.
 
 A map shows predicted acuity over sphere × cylinder at one cylinder axis ``A``. A lens lies in
 its plane (:func:`place_on_map`) when it has no cylinder, when its axis is within
 :data:`MAP_AXIS_TOLERANCE_DEG` of ``A`` (at its own sphere and cylinder), or within that of
 ``A + 90`` (transposed: ``(S + C, -C)`` at axis ``A``, the same lens in the other cylinder form).
 
-A slider answer whose chosen lens lies in the plane is marked by that lens (a diamond,
+A letter answer whose lens lies in the plane is marked there (:func:`letter_marks`; read or
+not, void or not). A slider answer whose chosen lens lies in the plane is marked by that lens (a diamond,
 :data:`SLIDER_RGB`) and by the knob's path through its lenses in the plane (a thin line, in knob
 order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
 and cylinder, so at most its lenses near ``A`` are placed, all on one point.
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MAP_AXIS_TOLERANCE_DEG", "SLIDER_RGB", "SliderMark", "axis_gap_deg", "path_polyline", "place_on_map",
-           "slider_marks"]  # fmt: skip
+__all__ = ["MAP_AXIS_TOLERANCE_DEG", "SLIDER_RGB", "LetterMark", "SliderMark", "axis_gap_deg", "letter_marks",
+           "path_polyline", "place_on_map", "slider_marks"]  # fmt: skip
 
 #: The colour of slider marks on both maps (RGB 0-255).
 SLIDER_RGB = (30, 90, 220)
@@ -46,6 +48,29 @@ def place_on_map(lens, axis_deg: float | None) -> tuple[float, float] | None:
     if gap >= 90.0 - MAP_AXIS_TOLERANCE_DEG:
         return s + c, -c
     return None
+
+
+@dataclass(frozen=True)
+class LetterMark:
+    """One letter answer on a map: its lens ``at`` ``(sphere, cylinder)`` (D) in the map's plane,
+    whether it was read (``correct``) and ``void`` (undone)."""
+
+    at: tuple[float, float]
+    correct: bool
+    void: bool = False
+
+
+def letter_marks(trials: Sequence, axis_deg: float | None) -> list[LetterMark]:
+    """The marks of the letter answers among ``trials`` (comparisons and sliders left out) whose
+    lens lies on the map drawn at ``axis_deg`` (:func:`place_on_map`)."""
+    marks = []
+    for t in trials:
+        if getattr(t, "comparison", None) is not None or getattr(t, "slider_choice", None) is not None:
+            continue
+        at = place_on_map(t.lens, axis_deg)
+        if at is not None:
+            marks.append(LetterMark(at, bool(t.correct), bool(getattr(t, "void", False))))
+    return marks
 
 
 @dataclass(frozen=True)
