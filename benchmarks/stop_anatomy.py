@@ -53,7 +53,8 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
 
     refraction.engine.precision_met = recording
     patient = case.patient(protocol.n_alternatives)
-    result = refraction.run(TimedPresenter(patient, comparison_model=ComparisonModel(kind="blur") if blur_patients else None))
+    comparisons = ComparisonModel(kind="blur") if blur_patients else None
+    result = refraction.run(TimedPresenter(patient, comparison_model=comparisons))
     truth = case.true_rx.power_vector_array()
     post = refraction.engine.posterior(refraction.trials())
     w = post.weights / post.weights.sum()
@@ -68,7 +69,8 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
 def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int) -> int:
     """Answers at which the session would have stopped with the shortest interval's half-width for ``M``."""
     for n, _, j_pm, half_width, ratio in row["checks"]:
-        if half_width <= precision.m_d and j_pm <= precision.cylinder_vector_d and (kappa_ratio is None or ratio <= kappa_ratio):
+        kappa_learned = kappa_ratio is None or ratio <= kappa_ratio
+        if half_width <= precision.m_d and j_pm <= precision.cylinder_vector_d and kappa_learned:
             return n
     return row["answers"] if row["stopped_by"] != "budget" else max_trials
 
@@ -79,7 +81,8 @@ def main() -> None:
     parser.add_argument("--population", default="adult-clinic")
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
-    parser.add_argument("--blur-patients", action="store_true", help="patients answer comparisons by blur discrimination")
+    parser.add_argument("--blur-patients", action="store_true",
+                        help="patients answer comparisons by blur discrimination")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     protocol = load_protocol(args.protocol)

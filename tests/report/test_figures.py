@@ -16,6 +16,7 @@ from visiontune.refraction.result import parse_result
 from visiontune.report.figures import (
     VIRIDIS_ANCHORS,
     cell_edges,
+    acuity_colours,
     colormap,
     draw_acuity_curve,
     draw_acuity_map,
@@ -76,14 +77,16 @@ def test_heat_map_pixels_match_independent_acuity_values():
         for j, c in enumerate(MAP_CYLINDER):
             if (s, c) == (0.0, 1.0):
                 continue  # covered by the presented lens's dot
-            expected = np.rint(colormap(oracle[i, j], lo, hi)).astype(int)
+            expected = np.rint(acuity_colours(oracle[i, j], lo, hi)).astype(int)
             assert np.abs(pixel(s, c) - expected).max() <= 1, (s, c)
     np.testing.assert_array_equal(pixel(0.0, 1.0), [230, 30, 30])  # answered lens: filled red dot
     # the voided lens is hollow: its centre keeps the cell colour
-    expected = colormap(oracle[0, 0], lo, hi).astype(int)
+    expected = acuity_colours(oracle[0, 0], lo, hi).astype(int)
     assert np.abs(pixel(-3.0, -2.0) - expected).max() <= 1
-    # the worst cell (highest logMAR) is the yellow end of the map
-    assert oracle.argmax() == np.ravel_multi_index((4, 3), oracle.shape)
+    # the best cell (lowest logMAR) is the bright yellow end of the map, the worst the dark one, as in the app
+    best, worst = np.unravel_index(oracle.argmin(), oracle.shape), np.unravel_index(oracle.argmax(), oracle.shape)
+    np.testing.assert_array_equal(pixel(MAP_SPHERE[best[0]], MAP_CYLINDER[best[1]]), VIRIDIS_ANCHORS[-1])
+    np.testing.assert_array_equal(pixel(MAP_SPHERE[worst[0]], MAP_CYLINDER[worst[1]]), VIRIDIS_ANCHORS[0])
 
 
 @pytest.mark.parametrize("curve", [[[1, 0.9], [10, 0.1]], []])

@@ -158,5 +158,6 @@ def test_the_map_draws_only_the_lenses_in_its_plane():
                (1.0, 125.0, False))]  # fmt: skip
     assert letters_on_map(trials, 30.0) == [LetterMark((0.5, -1.0), True), LetterMark((0.5, -1.0), False),
                                             LetterMark((0.5, 0.0), True), LetterMark((1.5, -1.0), False)]  # fmt: skip
-    assert letters_on_map(trials, 5.0) == [LetterMark((0.5, 0.0), True), LetterMark((0.5, -0.5), True)]  # 178° is 7° from 5°
+    # 178° is 7° from 5°
+    assert letters_on_map(trials, 5.0) == [LetterMark((0.5, 0.0), True), LetterMark((0.5, -0.5), True)]
     assert len(letters_on_map(trials, None)) == len(trials)

@@ -170,12 +170,14 @@ class PrecisionUnits:
         """The units of a protocol's precision stop (``m_d``, ``cylinder_vector_d``, ``level``)
         and of ``settings`` (``ln κ`` scored when its model infers ``κ`` and the stop waits for it)."""
         if precision is None:
-            raise InvalidInputError("criterion 'evr-precision': the protocol needs a precision stop ([stopping.precision])")
+            raise InvalidInputError("criterion 'evr-precision': the protocol needs a precision stop "
+                                    "([stopping.precision])")
         level = float(precision.level)
         m_sd = precision.m_d / float(ndtri(0.5 * (1.0 + level)))
         j_sd = precision.cylinder_vector_d / math.sqrt(-2.0 * math.log1p(-level))
         model, ratio = settings.comparison, settings.sensitivity_to_stop
-        kappa_sd = ratio * model.sensitivity_sigma if settings.comparisons and model.infers_sensitivity and ratio else None
+        waits = settings.comparisons and model.infers_sensitivity and ratio
+        kappa_sd = ratio * model.sensitivity_sigma if waits else None
         return cls(m_sd, j_sd, kappa_sd)
 
     def columns(self, theta: np.ndarray) -> np.ndarray:

@@ -13,8 +13,10 @@ the PDF writer or a QImage in tests.
 * :func:`draw_acuity_curve`: predicted acuity through the estimate (logMAR) against the
   number of answers, from ``result.acuity_curve``.
 
-Colours: :func:`colormap`, a linear interpolation of viridis anchor colours, low logMAR
-(good acuity) dark and high logMAR (poor acuity) yellow.
+Colours: :func:`colormap`, a linear interpolation of viridis anchor colours; the map reads it
+through :func:`acuity_colours`, low logMAR (good acuity) bright yellow and high logMAR (poor
+acuity) dark, as the app's live map (:mod:`visiontune.app.plots`), so the PDF and the screen
+read the same way.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from visiontune.refraction.result import SessionResult
 from visiontune.report.map_marks import SLIDER_RGB, LetterMark, SliderMark, letter_marks, slider_marks
 from visiontune.session.records import Trial
 
-__all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "colormap", "cell_edges", "draw_acuity_map", "draw_acuity_curve",
-           "draw_map_legend", "letters_on_map", "sliders_on_map"]  # fmt: skip
+__all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "acuity_colours", "colormap", "cell_edges", "draw_acuity_map",
+           "draw_acuity_curve", "draw_map_legend", "letters_on_map", "sliders_on_map"]  # fmt: skip
 
 #: The legend printed under the map (PDF report, visit PDF), line by line.
 MAP_LEGEND = (
@@ -54,6 +56,12 @@ def colormap(values, lo: float, hi: float) -> np.ndarray:
     pos = np.linspace(0.0, 1.0, len(VIRIDIS_ANCHORS))
     rgb = np.stack([np.interp(t, pos, VIRIDIS_ANCHORS[:, k]) for k in range(3)], axis=-1)
     return np.rint(rgb).astype(np.uint8)
+
+
+def acuity_colours(values, lo: float, hi: float) -> np.ndarray:
+    """:func:`colormap` reversed for acuity: ``lo`` (the best acuity, lowest logMAR) the bright
+    end, ``hi`` the dark end (the app's live map: ``cmap.reverse()``)."""
+    return colormap(lo + hi - np.asarray(values, dtype=float), lo, hi)
 
 
 def cell_edges(centres: Sequence[float]) -> np.ndarray:
@@ -163,7 +171,7 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
     sx, sy = cell_edges(result.map_sphere_d), cell_edges(result.map_cylinder_d)
     values = np.asarray(result.map_va_logmar, dtype=float)
     lo, hi = float(values.min()), float(values.max())
-    colours = colormap(values, lo, hi)
+    colours = acuity_colours(values, lo, hi)
     plot = _plot_rect(p, rect, right_extra=3.5 * h)
     f = _Frame(plot, (sx[0], sx[-1]), (sy[0], sy[-1]))
     p.setPen(Qt.NoPen)
@@ -192,7 +200,7 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
     bar = QRectF(plot.right() + 0.8 * h, plot.top(), 0.8 * h, plot.height())
     steps = 64
     for k in range(steps):
-        r, g, b = (int(v) for v in colormap(lo + (hi - lo) * (k + 0.5) / steps, lo, hi))
+        r, g, b = (int(v) for v in acuity_colours(lo + (hi - lo) * (k + 0.5) / steps, lo, hi))
         y0 = bar.bottom() - bar.height() * (k + 1) / steps
         p.fillRect(QRectF(bar.left(), y0, bar.width(), bar.height() / steps + 0.5), QColor(r, g, b))
     p.setPen(QPen(Qt.black, 0))
