@@ -109,6 +109,21 @@ def test_the_criterion_and_its_units_come_together():
         _propose(MixedSettings(), PrecisionUnits(0.1, 0.1))
 
 
+def test_a_slider_is_valued_in_the_same_units():
+    from visiontune.refraction.slider import SliderSettings
+
+    engine, post = _posterior()
+    settings = MixedSettings(criterion="evr-precision")
+    choice = propose_mixed(post, "evr", settings, steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
+                           rng_letter=np.random.default_rng([9, 0, 0]), rng_comparison=np.random.default_rng([9, 0, 4]),
+                           sliders=SliderSettings(), rng_slider=np.random.default_rng([9, 0, 5]),
+                           units=PrecisionUnits(0.13, 0.1))  # fmt: skip
+    assert choice.slider is not None
+    # the slider's expected variance reduction in the stop's units, not its information in bits
+    assert choice.slider_value_per_s == pytest.approx(choice.slider.value / SliderSettings().slider_seconds)
+    assert choice.slider.value > choice.slider.information_bits * 10
+
+
 def test_slider_value_in_scaled_columns():
     _, post = _posterior()
     particles = post.subsample(500, np.random.default_rng(6))

@@ -352,7 +352,7 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
                            s_grid=s_grid, criterion_columns=columns)  # fmt: skip
     except InvalidInputError:
         return choice
-    value = (q.value if settings.criterion == "evr" else q.information_bits) / sliders.slider_seconds
+    value = (q.information_bits if settings.criterion == "information" else q.value) / sliders.slider_seconds
     others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s) if v is not None]
     kind = "slider" if value > max(others) else choice.kind
     return dataclasses.replace(choice, kind=kind, slider=q, slider_value_per_s=value)
