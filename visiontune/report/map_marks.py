@@ -8,9 +8,9 @@ its plane (:func:`place_on_map`) when it has no cylinder, when its axis is withi
 ``A + 90`` (transposed: ``(S + C, -C)`` at axis ``A``, the same lens in the other cylinder form).
 
 A letter answer whose lens lies in the plane is marked there (:func:`letter_marks`; read or
-not, void or not). A slider answer whose chosen lens lies in the plane is marked by that lens (a diamond,
-:data:`SLIDER_RGB`) and by the knob's path through its lenses in the plane (a thin line, in knob
-order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
+not, void or not). A slider answer whose chosen lens lies in the plane is marked by that lens (a
+diamond, :data:`SLIDER_RGB`) and by the knob's path through its lenses in the plane (a thin line,
+in knob order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
 and cylinder, so at most its lenses near ``A`` are placed, all on one point.
 """
 
