@@ -24,7 +24,14 @@ from visiontune.report.figures import (
     set_font,
     sliders_on_map,
 )
-from visiontune.report.map_marks import SLIDER_RGB, LetterMark, SliderMark, path_polyline
+from visiontune.report.map_marks import (
+    LETTER_MISSED_RGB,
+    LETTER_READ_RGB,
+    SLIDER_RGB,
+    LetterMark,
+    SliderMark,
+    path_polyline,
+)
 from visiontune.session.records import Lens, Trial
 
 
@@ -42,9 +49,9 @@ def test_cell_edges():
     np.testing.assert_allclose(cell_edges([2.0]), [1.5, 2.5])
 
 
-def _trial(i: int, s: float, c: float, void: bool) -> Trial:
+def _trial(i: int, s: float, c: float, void: bool, correct: bool = True) -> Trial:
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    return Trial(1, i, 0.0, Lens(s, c, 90.0), "C", "C", True, t, t, void=void)
+    return Trial(1, i, 0.0, Lens(s, c, 90.0), "C", "C" if correct else "D", correct, t, t, void=void)
 
 
 def _render(draw) -> tuple[QImage, QRectF]:
@@ -61,7 +68,7 @@ def _render(draw) -> tuple[QImage, QRectF]:
 
 def test_heat_map_pixels_match_independent_acuity_values():
     result = parse_result(make_result())
-    trials = [_trial(0, 0.0, 1.0, False), _trial(1, -3.0, -2.0, True)]
+    trials = [_trial(0, 0.0, 1.0, False, correct=False), _trial(1, -3.0, -2.0, True), _trial(2, 1.0, -1.0, False)]
     img, plot = _render(lambda p, r: draw_acuity_map(p, r, result, trials))
     oracle = np.array([[blendowske_va(s, c) for c in MAP_CYLINDER] for s in MAP_SPHERE])
     lo, hi = oracle.min(), oracle.max()
@@ -75,11 +82,12 @@ def test_heat_map_pixels_match_independent_acuity_values():
 
     for i, s in enumerate(MAP_SPHERE):
         for j, c in enumerate(MAP_CYLINDER):
-            if (s, c) == (0.0, 1.0):
-                continue  # covered by the presented lens's dot
+            if (s, c) in ((0.0, 1.0), (1.0, -1.0)):
+                continue  # covered by a letter's dot
             expected = np.rint(acuity_colours(oracle[i, j], lo, hi)).astype(int)
             assert np.abs(pixel(s, c) - expected).max() <= 1, (s, c)
-    np.testing.assert_array_equal(pixel(0.0, 1.0), [230, 30, 30])  # answered lens: filled red dot
+    np.testing.assert_array_equal(pixel(0.0, 1.0), LETTER_MISSED_RGB)  # a letter missed through it: a red dot
+    np.testing.assert_array_equal(pixel(1.0, -1.0), LETTER_READ_RGB)  # a letter read through it: a green dot
     # the voided lens is hollow: its centre keeps the cell colour
     expected = acuity_colours(oracle[0, 0], lo, hi).astype(int)
     assert np.abs(pixel(-3.0, -2.0) - expected).max() <= 1
@@ -129,7 +137,8 @@ def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis(
         SliderMark("sphere", (-1.0, -0.75), ((-1.25, -0.75), (-1.0, -0.75))),
     ]  # fmt: skip
     assert [m.knob for m in sliders_on_map(trials, None)] == ["sphere", "cylinder", "axis", "sphere", "sphere"]
-    assert letters_on_map(trials, 30.0) == [LetterMark((-1.0, -1.0), True)]  # sliders and comparisons are not letter dots
+    # sliders and comparisons are not letter dots
+    assert letters_on_map(trials, 30.0) == [LetterMark((-1.0, -1.0), True)]
     line = path_polyline(sliders_on_map(trials, 30.0))
     assert line.shape == (2, 4 + 1 + 3 + 1 + 3 + 1 + 2 + 1) and np.isnan(line[:, [4, 8, 12, 15]]).all()
     np.testing.assert_array_equal(line[:, :4], [[-1.5, -1.25, -1.0, -0.75], [-1.0] * 4])

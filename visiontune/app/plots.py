@@ -21,12 +21,12 @@ from PySide6.QtCore import QRectF, Qt  # noqa: E402
 from PySide6.QtWidgets import QGraphicsItem  # noqa: E402
 
 from visiontune.app.plot_frames import ViewFrame  # noqa: E402
-from visiontune.report.map_marks import SLIDER_RGB  # noqa: E402
+from visiontune.report.map_marks import LETTER_MISSED_RGB, LETTER_READ_RGB, SLIDER_RGB  # noqa: E402
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
-CORRECT_BRUSH = pg.mkBrush(30, 140, 60, 220)
-WRONG_BRUSH = pg.mkBrush(200, 40, 40, 220)
+CORRECT_BRUSH = pg.mkBrush(*LETTER_READ_RGB, 220)
+WRONG_BRUSH = pg.mkBrush(*LETTER_MISSED_RGB, 220)
 #: logMAR range of the map's colour scale: 20/16 (bright) .. 20/400 (dark).
 MAP_LEVELS = (-0.1, 1.3)
 #: Acuity-curve x range before the first estimate (answers).
@@ -77,8 +77,9 @@ class _Ranges:
 
 
 #: The map's title: what it shows, and its legend.
-MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; <span style='color:#1e8c3c'>\u25cf</span> correct "
-             "<span style='color:#c82828'>\u25cf</span> wrong "
+MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; "
+             f"<span style='color:#{bytes(LETTER_READ_RGB).hex()}'>\u25cf</span> correct "
+             f"<span style='color:#{bytes(LETTER_MISSED_RGB).hex()}'>\u25cf</span> wrong "
              f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider "
              "\u2605 best lens")
 
@@ -91,9 +92,9 @@ def map_cylinder_label(axis_deg: float | None) -> str:
 class AcuityMapPlot(pg.GraphicsLayoutWidget):
     """Predicted acuity (logMAR) over (sphere, cylinder) at one cylinder axis (the map's own
     extents and axis: around the estimate at its axis for the optics model, the protocol's box
-    at its fixed axis for the GP), letter trials (green correct, red wrong; at their own axes),
-    slider answers (the lens chosen a blue diamond, the knob's path a thin blue line, as on the
-    PDF's map), the estimate (star) and its credible box."""
+    at its fixed axis for the GP), letter answers (green read, red missed) and slider answers (the
+    lens chosen a blue diamond, the knob's path a thin blue line) in the map's plane, as on the
+    PDF's map (:mod:`visiontune.report.map_marks`), the estimate (star) and its credible box."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)

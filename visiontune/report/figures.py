@@ -4,8 +4,8 @@ the PDF writer or a QImage in tests.
 * :func:`draw_acuity_map`: heat map of the posterior acuity map (predicted logMAR on the
   sphere × cylinder lens grid of ``result.posterior_map``; rows of ``va_logmar`` are sphere
   values) with the letter and slider answers in the map's plane (:mod:`visiontune.report.map_marks`,
-  the app's live map's rule too: a letter's lens a red dot, the lens chosen on a slider a blue
-  diamond, each hollow when voided, the knob's path a thin blue line)
+  the app's live map's rule too: a letter's lens a dot, green when read and red when missed, the
+  lens chosen on a slider a blue diamond, each hollow when voided, the knob's path a thin blue line)
   and the prescription found (white cross outlined in black, drawn last). Comparisons (two
   lenses, no right or wrong) are not drawn. Sphere on the horizontal axis, cylinder vertical,
   both in diopters. Each grid value colours the cell centred on its lens (cell edges half-way
@@ -28,7 +28,15 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from visiontune.refraction.result import SessionResult
-from visiontune.report.map_marks import SLIDER_RGB, LetterMark, SliderMark, letter_marks, slider_marks
+from visiontune.report.map_marks import (
+    LETTER_MISSED_RGB,
+    LETTER_READ_RGB,
+    SLIDER_RGB,
+    LetterMark,
+    SliderMark,
+    letter_marks,
+    slider_marks,
+)
 from visiontune.session.records import Trial
 
 __all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "acuity_colours", "colormap", "cell_edges", "draw_acuity_map",
@@ -36,8 +44,8 @@ __all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "acuity_colours", "colormap", "cell_
 
 #: The legend printed under the map (PDF report, visit PDF), line by line.
 MAP_LEGEND = (
-    "Map: lenses at the map's axis (\u00b110\u00b0, or transposed from the axis \u00b190\u00b0): red dots = letters "
-    "read through them,",
+    "Map: lenses at the map's axis (\u00b110\u00b0, or transposed from the axis \u00b190\u00b0): dots = letters "
+    "through them (green read, red missed),",
     "blue diamonds = chosen on a slider (thin blue line: the knob's path); hollow = voided answer. "
     "White cross = the prescription found.",
 )
@@ -184,7 +192,8 @@ def draw_acuity_map(painter: QPainter, rect: QRectF, result: SessionResult, tria
     p.setClipRect(plot)  # a lens transposed onto the other sign of cylinder lies off the map
     for mark in letters_on_map(trials, result.map_axis_deg):
         p.setPen(QPen(QColor(255, 255, 255), max(1.0, dot / 3)))
-        p.setBrush(Qt.NoBrush if mark.void else QBrush(QColor(230, 30, 30)))
+        fill = QColor(*(LETTER_READ_RGB if mark.correct else LETTER_MISSED_RGB))
+        p.setBrush(Qt.NoBrush if mark.void else QBrush(fill))
         p.drawEllipse(f.point(*mark.at), dot, dot)
     _draw_slider_marks(p, f, sliders_on_map(trials, result.map_axis_deg), 1.5 * dot)
     p.setClipping(False)

@@ -7,10 +7,10 @@ its plane (:func:`place_on_map`) when it has no cylinder, when its axis is withi
 :data:`MAP_AXIS_TOLERANCE_DEG` of ``A`` (at its own sphere and cylinder), or within that of
 ``A + 90`` (transposed: ``(S + C, -C)`` at axis ``A``, the same lens in the other cylinder form).
 
-A letter answer whose lens lies in the plane is marked there (:func:`letter_marks`; read or
-not, void or not). A slider answer whose chosen lens lies in the plane is marked by that lens (a
-diamond, :data:`SLIDER_RGB`) and by the knob's path through its lenses in the plane (a thin line,
-in knob order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
+A letter answer whose lens lies in the plane is marked there (:func:`letter_marks`; a dot,
+:data:`LETTER_READ_RGB` when read, :data:`LETTER_MISSED_RGB` when not). A slider answer whose
+chosen lens lies in the plane is marked by that lens (a diamond, :data:`SLIDER_RGB`) and by the
+knob's path through its lenses in the plane (a thin line, in knob order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
 and cylinder, so at most its lenses near ``A`` are placed, all on one point.
 """
 
@@ -21,10 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MAP_AXIS_TOLERANCE_DEG", "SLIDER_RGB", "LetterMark", "SliderMark", "axis_gap_deg", "letter_marks",
-           "path_polyline", "place_on_map", "slider_marks"]  # fmt: skip
+__all__ = ["LETTER_MISSED_RGB", "LETTER_READ_RGB", "MAP_AXIS_TOLERANCE_DEG", "SLIDER_RGB", "LetterMark", "SliderMark",
+           "axis_gap_deg", "letter_marks", "path_polyline", "place_on_map", "slider_marks"]  # fmt: skip
 
-#: The colour of slider marks on both maps (RGB 0-255).
+#: The colours of the marks on both maps (RGB 0-255): a letter read, a letter missed, a slider's lens.
+LETTER_READ_RGB = (30, 140, 60)
+LETTER_MISSED_RGB = (200, 40, 40)
 SLIDER_RGB = (30, 90, 220)
 #: Lenses within this many degrees of the map's axis are drawn on it.
 MAP_AXIS_TOLERANCE_DEG = 10.0
