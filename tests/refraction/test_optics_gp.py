@@ -260,7 +260,7 @@ def test_a_stored_validation_run_replays_bit_for_bit():
     """Case 0 of each population of docs/results/clinical-validation-optics-gp.md, rerun: the same
     metrics to the last bit (decision times aside)."""
     protocol = load_protocol(PROTOCOL)
-    with sqlite3.connect(f"file:{STORE}?mode=ro", uri=True) as db:
+    with sqlite3.connect(f"file:{STORE}?mode=ro&immutable=1", uri=True) as db:
         for population in ("adult-clinic", "adult-clinic-misspecified"):
             spec = clinic.plan("clinical-sloan-optics-gp-seed1", protocol, ["evr"], population, 1, 1)[0]
             row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = 'clinical-sloan-optics-gp-seed1' AND "
