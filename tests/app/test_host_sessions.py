@@ -1,11 +1,15 @@
 """Robustness in the app's engine: the session list offers neither a discarded session nor breaks
-on a damaged one, and a new export folder is user-only (0700) whatever the umask."""
+on a damaged one, a new export folder is user-only (0700) whatever the umask, and an estimate is
+shown before the first answer only where the model's prior knows the start."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import stat
+from pathlib import Path
+
+import pytest
 
 from visiontune.app.session_host import SessionHost, record_simulated_session
 from visiontune.refraction.protocol import load_protocol
@@ -52,3 +56,19 @@ def test_a_new_export_folder_is_0700_under_umask_000(tmp_path, umask_000):
     assert view.exports and all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in view.exports.values())
     for f in (tmp_path / "exports", folder):
         assert stat.S_IMODE(f.stat().st_mode) == 0o700, f
+
+
+@pytest.mark.parametrize(("protocol", "before_any_answer"), [
+    ("clinical-sloan", True),
+    (str(Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-optics-gp.toml"), True),
+    ("paper-ucb-ald", False),
+])  # fmt: skip
+def test_an_estimate_before_the_first_answer_only_where_the_prior_knows_the_start(tmp_path, protocol, before_any_answer):
+    """The models of particles (optics; the GP on the optics prediction) have a prior centred on the
+    start, so the app shows their estimate before any answer; a GP alone has none to show."""
+    from visiontune.app.worker_values import EstimateView
+
+    events = record_simulated_session(tmp_path / "log.sqlite3", protocol, 1, finish=False)
+    counts = [v.n_trials for _, v in events if isinstance(v, EstimateView)]
+    assert (0 in counts) is before_any_answer
+    assert 1 in counts

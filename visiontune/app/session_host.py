@@ -48,6 +48,7 @@ from visiontune.errors import InvalidInputError, SessionError, StoreError, Visio
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import is_slider, simulated_comparison, simulated_slider
+from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.report import export_record, load_session
@@ -251,10 +252,11 @@ class SessionHost:
     def _emit_estimate(self) -> None:
         """``estimate_ready``: the estimate, its plot data and the ready-to-draw :class:`ViewFrame`
         (acuity map, curves, band, texts computed here, so the GUI thread only draws). Before
-        the first answer only for the optics model, whose prior is centred on the start."""
+        the first answer only for the models of particles (the optics model and the GP on its
+        prediction), whose prior is centred on the start; a GP's alone knows nothing yet."""
         s = self._require_session()
         valid = s.trials()
-        if not valid and s.protocol.model.type != "optics":
+        if not valid and s.protocol.model.type not in PARTICLE_MODEL_TYPES:
             return
         est = s.current_estimate()
         p = s.protocol
