@@ -25,7 +25,7 @@ _EPS = 1e-9
 
 
 def load(path: str, experiment: str, population: str, policy: str) -> dict:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:  # a finished store: leave no -wal/-shm
         rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? "
                           "AND policy = ?", (experiment, population, policy))  # fmt: skip
         return {case: json.loads(metrics) for case, metrics in rows}
