@@ -25,7 +25,7 @@ def test_engine_session_exports(tmp_path):
     with TrialStore.open(db) as store:
         start = {"patient_id": "SIM-1", "eye": "OS", "protocol": protocol, "simulated": True, "seed": 2}
         with RefractionSession.start(store, **start) as s:
-            patient = SimulatedPatient(Prescription(-1.0, -0.5, s.axis_deg), seed=3)
+            patient = SimulatedPatient(Prescription(-1.0, -0.5, protocol.search_space.axis_deg), seed=3)
             result = s.run(SimulatedPresenter(patient))
             sid = s.session_id
     paths = ExportPaths(*(tmp_path / name for name in ("r.pdf", "r.csv", "r.json", "r.fhir.json")))
