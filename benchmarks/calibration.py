@@ -23,12 +23,9 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import TimedPresenter
-from visiontune.refraction.loop import MemoryLog, Refraction
+from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE, has_column
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.start import StartingPoint
 
 COMPONENTS = ("M", "J0", "J45")
 
@@ -37,9 +34,8 @@ def diagnose(protocol_name: str, population: str, case_id: int, seed: int) -> di
     """Refract case ``case_id`` as ``visiontune validate`` does; the PIT, mean error and sd of each
     component of ``P*`` under the final posterior, and ``κ a / a_patient`` when ``κ`` is inferred."""
     protocol = load_protocol(protocol_name)
-    case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    case = validation_case(population, case_id, seed)
+    refraction = case_refraction(protocol, case)
     patient = case.patient(protocol.n_alternatives)
     refraction.run(TimedPresenter(patient))
     post = refraction.engine.posterior(refraction.trials())

@@ -45,7 +45,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from visiontune.experiments import clinic
-from visiontune.experiments.clinic import TimedPresenter
+from visiontune.experiments.clinic import TimedPresenter, case_refraction
 from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.experiments.provenance import machine_description, software, software_line
 from visiontune.experiments.sweep import execute_runs
@@ -56,12 +56,10 @@ from visiontune.optics.comparison import (
     ternary_probabilities,
 )
 from visiontune.refraction.estimate import region_from_samples, weighted_quantile
-from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol, parse_protocol
-from visiontune.refraction.start import StartingPoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from precision_bound import best_information
@@ -115,8 +113,7 @@ def sensitivity_diagnosis(spec: MixedCaseSpec) -> dict:
     covers the truth, the effective sample size and the number of distinct particles."""
     protocol = dataclasses.replace(parse_protocol(spec.protocol_text, spec.protocol_source), comparisons=spec.settings)
     case = spec.case
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    refraction = case_refraction(protocol, case)
     patient = case.patient(protocol.n_alternatives)
     result = refraction.run(TimedPresenter(patient, comparison_model=spec.patient_comparison))
     post = refraction.engine.posterior(refraction.trials())

@@ -20,13 +20,10 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import TimedPresenter
+from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.estimate import region_from_samples
-from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, has_column
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.start import StartingPoint
 
 
 def final_widths(protocol_name: str, population: str, case_id: int, seed: int) -> dict | None:
@@ -34,9 +31,8 @@ def final_widths(protocol_name: str, population: str, case_id: int, seed: int) -
     budget, else the radii of ``M`` and ``J`` at the protocol's level, the SD of ``ln κ`` (NaN
     without it) and the patient's age and slope."""
     protocol = load_protocol(protocol_name)
-    case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed,
-                            start=StartingPoint(case.start_rx, case.start_source, case.age_years), simulated=True)
+    case = validation_case(population, case_id, seed)
+    refraction = case_refraction(protocol, case)
     patient = case.patient(protocol.n_alternatives)
     result = refraction.run(TimedPresenter(patient))
     if result["stopped_by"] != "budget":

@@ -29,14 +29,12 @@ import dataclasses
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import case_metrics
+from visiontune.experiments.clinic import case_metrics, case_refraction, validation_case
 from visiontune.refraction.estimate import weighted_quantile
-from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.optics_model import LOG_NOISE
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.slider import SliderModel
-from visiontune.refraction.start import StartingPoint
 
 PROTOCOL = "docs/results/protocols/clinical-sloan-compare-sliders.toml"
 
@@ -50,9 +48,8 @@ def run(protocol_name: str, population: str, case_id: int, seed: int, patient_mo
     if model_noise:
         model = dataclasses.replace(protocol.sliders.model, **model_noise)
         protocol = dataclasses.replace(protocol, sliders=dataclasses.replace(protocol.sliders, model=model))
-    case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    case = validation_case(population, case_id, seed)
+    refraction = case_refraction(protocol, case)
     patient = case.patient(protocol.n_alternatives)
     result = refraction.run(SimulatedPresenter(patient, slider_model=patient_model))
     m = case_metrics(refraction, result, case, patient, [])

@@ -24,13 +24,10 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import TimedPresenter
+from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.estimate import shortest_interval, weighted_quantile
-from visiontune.refraction.loop import MemoryLog, Refraction
-from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.start import StartingPoint
 
 AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
 
@@ -38,9 +35,8 @@ AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and ov
 def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_patients: bool) -> dict:
     """Refract case ``case_id`` as ``visiontune validate`` does, recording the radii at each check."""
     protocol = load_protocol(protocol_name)
-    case = draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed,
-                            start=StartingPoint(case.start_rx, case.start_source, case.age_years), simulated=True)
+    case = validation_case(population, case_id, seed)
+    refraction = case_refraction(protocol, case)
     checks, met = [], refraction.engine.precision_met
 
     def recording(region) -> bool:

@@ -38,7 +38,8 @@ from visiontune.refraction.population import PatientCase, draw_cases, population
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "TimedPresenter", "case_metrics", "plan", "run_case", "summarise"]
+__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "TimedPresenter", "case_metrics", "case_refraction",
+           "plan", "run_case", "summarise", "validation_case"]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -119,6 +120,19 @@ class TimedPresenter(SimulatedPresenter):
         answer = self.answer(query)
         self._answered = time.perf_counter()
         return answer
+
+
+def validation_case(population: str, case_id: int, seed: int) -> PatientCase:
+    """Case ``case_id`` of ``population`` as ``visiontune validate`` draws it (population ``seed``)."""
+    return draw_cases(population_by_name(population), case_id + 1, seed)[case_id]
+
+
+def case_refraction(protocol: Protocol, case: PatientCase) -> Refraction:
+    """The refraction of a simulated ``case`` under ``protocol`` before its first answer: an
+    in-memory trial log, the case's seed and starting point, marked simulated (as
+    :func:`run_case` refracts it). A start the session refuses raises :class:`InvalidInputError`."""
+    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
+    return Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
 
 
 def run_case(spec: CaseSpec) -> CaseResult:

@@ -38,16 +38,16 @@ from pathlib import Path
 
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.analysis import pyplot
+from visiontune.experiments.clinic import case_refraction
 from visiontune.experiments.refraction import (
     DEFAULT_REFERENCE_LOGMAR,
     posterior_acuity_map,
     run_refraction,
 )
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import parse_true_rx, simulated_case
-from visiontune.refraction.start import StartingPoint
 
 __all__ = ["add_arguments", "run", "write_plot"]
 
@@ -144,8 +144,8 @@ def run_protocol(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
     true_rx = None if args.true_rx is None else parse_true_rx(args.true_rx, protocol)
     case = simulated_case(seed=args.seed, protocol=protocol, true_rx=true_rx, slope=args.slope)
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    refraction = case_refraction(protocol, case)
+    start = refraction.start_point
 
     def progress(trial, r):
         if not args.quiet:
