@@ -37,6 +37,8 @@ from visiontune.refraction.optics_model import (
 )
 from visiontune.refraction.start import StartingPoint
 
+from tests.refraction.letters import random_letters
+
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)
 START = StartingPoint(Prescription(-1.5, -0.75, 20.0), "autorefraction", 30)
 INFERRED = ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)
@@ -195,9 +197,7 @@ def test_sigma_zero_keeps_six_columns_and_the_same_particles():
 def test_letters_alone_never_add_the_column_and_it_comes_with_the_first_inferring_comparison():
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=1500)
     a, b = ParticlePosterior(spec, START, 22), ParticlePosterior(spec, START, 22)
-    rng = np.random.default_rng(6)
-    for _ in range(25):
-        s, lens, y = float(rng.uniform(-0.1, 0.6)), START.centre + rng.normal(0, 0.4, 3), bool(rng.random() < 0.6)
+    for s, lens, y in random_letters(np.random.default_rng(6), START.centre, 25):
         a.update(s, lens, y)
         b.update(s, lens, y)
     assert a.theta.shape[1] == 6

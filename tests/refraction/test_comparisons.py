@@ -30,6 +30,8 @@ from visiontune.refraction.optics_model import (
 )
 from visiontune.refraction.start import StartingPoint
 
+from tests.refraction.letters import random_letters
+
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)
 
 
@@ -136,9 +138,7 @@ START = StartingPoint(Prescription(-1.5, -0.75, 20.0), "autorefraction", 30)
 def test_observe_letter_is_update():
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=1500)
     a, b = ParticlePosterior(spec, START, 4), ParticlePosterior(spec, START, 4)
-    rng = np.random.default_rng(4)
-    for _ in range(40):
-        s, lens, y = float(rng.uniform(-0.1, 0.6)), START.centre + rng.normal(0, 0.4, 3), bool(rng.random() < 0.6)
+    for s, lens, y in random_letters(np.random.default_rng(4), START.centre, 40):
         a.update(s, lens, y)
         b.observe(LetterAnswer(s, tuple(map(float, lens)), y))
     assert a.n_moves >= 1

@@ -47,6 +47,8 @@ from visiontune.refraction.slider import (
 )
 from visiontune.refraction.start import StartingPoint
 
+from tests.refraction.letters import random_letters
+
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04, n_particles=2000)
 INFERRED = SliderModel(noise_logmar=0.055, lapse=0.05, noise_sigma=0.5)
 KAPPA = ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)
@@ -85,9 +87,7 @@ def test_the_noise_column_is_added_at_the_first_slider_from_its_own_stream():
     letters' particles kept as they were; its draws follow the lognormal prior."""
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=5000)
     a, b = ParticlePosterior(spec, START, 41), ParticlePosterior(spec, START, 41)
-    rng = np.random.default_rng(2)
-    for _ in range(12):
-        s, lens, y = float(rng.uniform(-0.1, 0.6)), START.centre + rng.normal(0, 0.4, 3), bool(rng.random() < 0.6)
+    for s, lens, y in random_letters(np.random.default_rng(2), START.centre, 12):
         a.update(s, lens, y)
         b.update(s, lens, y)
     assert a.theta.shape[1] == 6 and a.noise_prior is None
@@ -263,9 +263,8 @@ def test_kappa_and_tau_in_either_order_give_the_same_particles():
     bit and the same log-prior."""
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=3000)
     base = ParticlePosterior(spec, START, 44)
-    rng = np.random.default_rng(8)
-    for _ in range(10):
-        base.update(float(rng.uniform(-0.1, 0.6)), START.centre + rng.normal(0, 0.4, 3), bool(rng.random() < 0.6))
+    for s, lens, y in random_letters(np.random.default_rng(8), START.centre, 10):
+        base.update(s, lens, y)
     a, b = copy.deepcopy(base), copy.deepcopy(base)
     a.add_column("log_sensitivity", 4.0, 1.0)
     a.add_column("log_noise", 0.055, 0.5)
