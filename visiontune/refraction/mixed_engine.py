@@ -51,6 +51,9 @@ class MixedOpticsEngine(OpticsEngine):
         super().__init__(protocol, start, seed)
         self.settings = settings
         self.sliders = sliders
+        self._units = None
+        if settings.criterion == "evr-precision":
+            self._units = PrecisionUnits.of_stop(self.protocol.stopping.precision, settings)
 
     @staticmethod
     def _trial_key(t) -> tuple:
@@ -82,12 +85,9 @@ class MixedOpticsEngine(OpticsEngine):
             s, lens, info = self.propose(trials, rng_letter)
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
-        units = None
-        if self.settings.criterion == "evr-precision":
-            units = PrecisionUnits.of_stop(self.protocol.stopping.precision, self.settings)
         return propose_mixed(post, self.protocol.policy, self.settings, steps=self.protocol.lenses, s_grid=self.s_grid,
                              radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
-                             sliders=self.sliders, rng_slider=rng_slider, units=units)  # fmt: skip
+                             sliders=self.sliders, rng_slider=rng_slider, units=self._units)  # fmt: skip
 
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""
