@@ -23,7 +23,7 @@ at ±0.25 D, 95%) through the one trial loop, in five variants:
 
 Durations: a letter 3 s, a comparison 5 s (:class:`visiontune.refraction.mixed_rules.MixedSettings`).
 It also prints the Fisher information per answer about one component of the correction at the
-best design (everything else known), for a letter (``benchmarks/precision_bound.py``) and for a
+best design (everything else known), for a letter (:mod:`visiontune.experiments.information_bound`) and for a
 symmetric comparison ``c ± h`` at the correction, for each comparison model.
 
 Runs are stored one by one in ``<out>/<name>.sqlite`` (a killed run resumes) and the page
@@ -46,6 +46,7 @@ from scipy.stats import binomtest
 
 from visiontune.experiments import clinic
 from visiontune.experiments.clinic import TimedPresenter, case_refraction
+from visiontune.experiments.information_bound import letter_information
 from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.experiments.provenance import machine_description, software, software_line
 from visiontune.experiments.sweep import execute_runs
@@ -60,9 +61,6 @@ from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol, parse_protocol
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from precision_bound import best_information
 
 EQ11, BLUR = ComparisonModel(), ComparisonModel("blur")
 #: Eq. 11 with the comparison sensitivity κ inferred: the prior spanning Eq. 11 and blur patients
@@ -333,8 +331,8 @@ def main() -> int:
                         "machine": machine_description(), "software": software()})  # fmt: skip
     wall_path.write_text(json.dumps(invocations, indent=1) + "\n", encoding="utf-8")
     diagnoses = diagnose(specs, out / f"{args.name}.sensitivity.json")
-    letter_info, letter_d = best_information(5.0)
-    info = {"letter": (letter_info, letter_d), "Eq. 11": comparison_information(EQ11), "blur": comparison_information(BLUR)}
+    letter_info, letter_d = letter_information(5.0)
+    info = {"letter": (letter_info, abs(letter_d)), "Eq. 11": comparison_information(EQ11), "blur": comparison_information(BLUR)}
     page = results_page(invocations, summary, args, runs, info, diagnoses)
     (out / f"{args.name}.md").write_text(page, encoding="utf-8")
     summary_rows = {label: clinic.summarise(label, r).as_dict() for label, r in runs.items()}

@@ -1,65 +1,139 @@
-"""How many letter answers a ±0.25 D, 95% credible region needs at best (Cramér-Rao bound).
+"""How many answers a ±0.25 D, 95% credible region needs at best (Cramér-Rao bound), and how far
+the shipped protocol is from it, patient by patient.
 
 The clinical validation asks the precision stop (95% region within ±0.25 D on M and on J = (J0, J45)) to fire
-by a median of 60 answers. This script computes the fewest answers any design could need for a
-calibrated posterior to get there, under assumptions all in the design's favour: the patient
-follows the model exactly, the best-corrected acuity, the slope and the accommodation are known
-(only P* = (M, J0, J45) is unknown), no lapses beyond the model's, and every answer is asked at
-the single most informative letter size and lens offset.
+by a median of 60 answers. :mod:`visiontune.experiments.information_bound` bounds the fewest answers
+any design could need for a calibrated posterior to get there (the patient follows the model
+exactly, everything but P* = (M, J0, J45) is known, every answer is the most informative question,
+lenses within 1 D of the correction). This prints:
 
-Per answer, the Fisher information about one power-vector component ``x`` at lens offset ``d``
-from the truth along it and letter size ``s`` is (binomial, Fauvel & Chalk (contextual BO), Eq. 13 with the
-Blendowske 2015 acuity ``VA = VA* + log10(1 + d²)``)::
-
-    I(d, s) = (∂p/∂x)² / (p (1 - p)),   p = γ + (1-γ-λ) Φ(a (s - VA)),
-    ∂p/∂x  = (1-γ-λ) φ(a (s - VA)) · a · 2d / (ln 10 · (1 + d²))
-
-maximised over ``(d, s)``. With ``n_x`` answers spent on component ``x`` and a Gaussian prior of
-standard deviation ``σ_x`` (the starting prescription's, :mod:`visiontune.refraction.start`), the
-posterior standard deviation is at best ``(1/σ_x² + n_x I*)^(-1/2)``. The region is met when
-``1.96 σ_M <= 0.25`` and the 95% radius of the 2-D J, ``2.448 σ_J``, is ``<= 0.25`` (Rayleigh).
+1. the best information per answer and the bound by slope and starting prescription, letters only
+   and with Eq. 11 comparisons, for an eye that does not accommodate and one that does (and, for
+   that one, what an answer tells of M when its own nuisance is unknown too:
+   :func:`~visiontune.experiments.information_bound.efficient_information`);
+2. the bound for each patient of ``--population`` (the validation's cases: population seed
+   ``--seed``, the first ``--cases``; each with its own slope, lapse, amplitude of accommodation
+   and start), and the same with each answer's nuisance unknown, by age, beside the answers each
+   session of a validation store used (``--store``,
+   ``--experiment``, ``--policy``: the runs of ``visiontune validate``) and its stop.
 
 Run: python benchmarks/precision_bound.py
+     python benchmarks/precision_bound.py --store docs/results/clinical-validation-clinical-sloan-compare.sqlite
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import sqlite3
+
 import numpy as np
-from scipy.stats import norm
+from joblib import Parallel, delayed
 
-from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D
+from visiontune.experiments.clinic import validation_case
+from visiontune.experiments.information_bound import (
+    answers_needed,
+    comparison_information,
+    letter_information,
+    efficient_information,
+    patient_bound,
+)
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
 
-CHANCE, LAPSE = 0.1, 0.04  # 10 Sloan letters; the clinical protocol's lapse
-Z_M, Z_J = 1.96, float(np.sqrt(-2.0 * np.log(0.05)))  # 95% half-width (1-D), 95% radius (2-D)
-TARGET_D = 0.25
-
-
-def best_information(slope: float) -> tuple[float, float]:
-    """``(I*, d*)``: the largest Fisher information per answer and the lens offset (D) giving it."""
-    d = np.linspace(0.01, 3.0, 600)[:, None]
-    z = np.linspace(-4.0, 4.0, 801)[None, :]
-    p = CHANCE + (1 - CHANCE - LAPSE) * norm.cdf(z)
-    dp = (1 - CHANCE - LAPSE) * norm.pdf(z) * slope * 2 * d / (np.log(10) * (1 + d**2))
-    info = dp**2 / (p * (1 - p))
-    i, _ = np.unravel_index(np.argmax(info), info.shape)
-    return float(info.max()), float(d[i, 0])
+AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
+#: An eye that accommodates more than the 1 D reach: no lens on the minus side is blurred along M.
+ACCOMMODATING_D = 4.0
 
 
-def answers_needed(info: float, sigma_m: float, sigma_j: float) -> int:
-    """Fewest answers, split optimally between M, J0 and J45, for the region to be met."""
-    need_m = max(0.0, (Z_M / TARGET_D) ** 2 - 1 / sigma_m**2) / info
-    need_j = max(0.0, (Z_J / TARGET_D) ** 2 - 1 / sigma_j**2) / info
-    return int(np.ceil(need_m + 2 * need_j))
-
-
-def main() -> None:
-    print("fewest answers for a 95% region within ±0.25 D on M and J (everything but P* known):")
+def by_slope() -> None:
+    print("fewest answers for a 95% region within ±0.25 D on M and J (everything but P* known, lenses within 1 D):")
     starts = {name: s for name, s in SOURCES.items() if s is not None}
     starts["autorefraction, aged <= 40"] = (YOUNG_AUTOREFRACTION_SIGMA_M_D, SOURCES["autorefraction"][1])
     for slope in (3.0, 5.0, 8.0):
-        info, offset = best_information(slope)
-        cells = ", ".join(f"{name} {answers_needed(info, sm, sj)}" for name, (sm, sj) in starts.items())
-        print(f"  slope {slope:g} logMAR^-1: I* = {info:.2f} per answer at {offset:.2f} D off; {cells}")
+        letter, offset = letter_information(slope)
+        cells = ", ".join(f"{name} {answers_needed(letter, letter, sm, sj)}" for name, (sm, sj) in starts.items())
+        print(f"  slope {slope:g} logMAR^-1, letters only: I* = {letter:.2f} per answer at {abs(offset):.2f} D off; {cells}")
+        comp = comparison_information(slope)
+        comp_m = comparison_information(slope, amplitude=ACCOMMODATING_D)
+        letter_eff = efficient_information("letter", slope, amplitude=ACCOMMODATING_D)[0]
+        comp_eff = efficient_information("comparison", slope, amplitude=ACCOMMODATING_D)[0]
+        sm, sj = starts["autorefraction"]
+        sy = starts["autorefraction, aged <= 40"][0]
+        print(f"    with comparisons: I* = {comp[0]:.2f} (lenses {comp[1]:+.2f}, {comp[2]:+.2f} D off); along M in an eye "
+              f"that accommodates {comp_m[0]:.2f} ({comp_m[1]:+.2f}, {comp_m[2]:+.2f}); autorefraction "
+              f"{answers_needed(comp[0], comp[0], sm, sj)}, accommodating and aged <= 40 "
+              f"{answers_needed(max(comp_m[0], letter), comp[0], sy, sj)}")
+        print(f"    along M in an eye that accommodates, each answer's nuisance unknown: a letter {letter_eff:.2f} (VA* "
+              f"unknown), a comparison {comp_eff:.2f} (its scale κ a unknown)")
+
+
+def case_bound(population: str, case_id: int, seed: int) -> dict:
+    """The bound of one validation case, with its age."""
+    case = validation_case(population, case_id, seed)
+    sigma = None
+    if case.start_rx is not None:
+        sigma = StartingPoint(case.start_rx, case.start_source, case.age_years).sigma
+    sm, sj = (np.inf, np.inf) if sigma is None else (float(sigma[0]), float(sigma[1]))
+    bound = patient_bound(case.slope, case.accommodation_d, sm, sj, lapse=case.lapse,
+                          model=ComparisonModel(lapse=case.lapse))  # fmt: skip
+    return {"case": case_id, "age": case.age_years, "bound": bound.answers, "letters_only": bound.answers_letters_only,
+            "nuisance": bound.answers_nuisance}
+
+
+def stored_runs(path: str, experiment: str | None, population: str, policy: str) -> dict[int, dict]:
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        if experiment is None:
+            rows = db.execute("SELECT DISTINCT experiment FROM clinic_runs WHERE population = ?", (population,)).fetchall()
+            if len(rows) != 1:
+                raise SystemExit(f"{path}: name the experiment (--experiment), the store has {[r[0] for r in rows]}")
+            experiment = rows[0][0]
+        rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ?",
+                          (experiment, population, policy)).fetchall()  # fmt: skip
+    finally:
+        db.close()
+    return {int(c): json.loads(m) for c, m in rows}
+
+
+def by_patient(args: argparse.Namespace) -> None:
+    rows = Parallel(n_jobs=args.jobs)(delayed(case_bound)(args.population, i, args.seed) for i in range(args.cases))
+    runs = stored_runs(args.store, args.experiment, args.population, args.policy) if args.store else {}
+    print(f"\n{args.population}, population seed {args.seed}, {args.cases} patients: the bound per patient "
+          "(letters and Eq. 11 comparisons; letters only)" + (f", beside {args.store}" if runs else ""))
+    for lo, hi, label in ((0.0, 200.0, "all"), *AGES):
+        group = [r for r in rows if lo <= r["age"] < hi]
+        if not group:
+            continue
+        bound = np.array([r["bound"] for r in group])
+        letters = np.array([r["letters_only"] for r in group])
+        nuisance = np.array([r["nuisance"] for r in group])
+        line = (f"  {label:12s} n={len(group):3d}  bound: median {np.median(bound):5.1f}, <= 60 in {np.mean(bound <= 60):4.0%}"
+                f"  | letters only: median {np.median(letters):5.1f}, <= 60 in {np.mean(letters <= 60):4.0%}"
+                f"  | nuisances unknown: median {np.median(nuisance):5.1f}, <= 60 in {np.mean(nuisance <= 60):4.0%}, "
+                f"<= 120 in {np.mean(nuisance <= 120):4.0%}")
+        stored = [(runs[r["case"]], r["bound"]) for r in group if r["case"] in runs]
+        if stored:
+            used = np.array([m["answers"] for m, _ in stored])
+            stopped = np.array([m["stopped_by"] == "precision" for m, _ in stored])
+            ratio = np.array([m["answers"] / b for m, b in stored if m["stopped_by"] == "precision"])
+            line += (f"  | stored: median {np.median(used):5.1f} answers, precision stop {stopped.mean():4.0%}, "
+                     f"answers / bound where it stopped: median {np.median(ratio) if len(ratio) else float('nan'):.1f}")
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--population", default="adult-clinic")
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
+    parser.add_argument("--store", help="a visiontune validate store to set beside the bound")
+    parser.add_argument("--experiment", help="the store's experiment (default: its only one for the population)")
+    parser.add_argument("--policy", default="evr")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    by_slope()
+    by_patient(args)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,12 @@ with comparisons that infer ``κ``, the ratio of the SD of ``ln κ`` to its prio
 half-width of the shortest 95% interval of ``M`` (:func:`shortest_interval`). It prints, beside
 the start as it is, the share within 0.25 / 0.50 D, the precision stop and the median answers,
 by age (under 35, 35-50, 50 and over); the standardised error of ``M`` (posterior median minus
-truth over the posterior SD: mean 0, SD 1 when calibrated); and the stop the shortest interval
-would give: the stop only ends a session, so each session's answers up to it are the same, and
-the first check at which the other reading is met is where that session would have ended.
+truth over the posterior SD: mean 0, SD 1 when calibrated); and the stop two other readings
+would give, the shortest interval and (with ``κ`` inferred) either reading without the wait for
+``κ`` (``comparisons.sensitivity_to_stop``), with the error of the lens filed there and whether the
+95% region there held the truth: the stop only ends a session, so each session's answers up to it
+are the same, and the first check at which a reading less strict than the one run is met is where
+that session would have ended.
 ``--blur-patients``: the patients answer comparisons by blur discrimination
 (:class:`~visiontune.optics.comparison.ComparisonModel` ``kind = "blur"``) instead of Eq. 11.
 
@@ -27,6 +30,7 @@ from joblib import Parallel, delayed
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.estimate import shortest_interval, weighted_quantile
+from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.protocol import load_protocol
 
 AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
@@ -39,19 +43,24 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
     refraction = case_refraction(protocol, case)
     checks, met = [], refraction.engine.precision_met
 
+    truth = case.true_rx.power_vector_array()
+
     def recording(region) -> bool:
-        post = refraction.engine.posterior(refraction.trials())
+        engine = refraction.engine
+        post = engine.posterior(refraction.trials())
         lo, hi = shortest_interval(post.theta[:, 0], post.weights, region.level)
-        ratio = getattr(refraction.engine, "_sensitivity_sd_ratio", None)
+        ratio = sensitivity_sd_ratio(post)
+        centre = post.best_correction()
+        error = float(np.linalg.norm(engine.filed_lens(post).power_vector_array() - truth))
         checks.append((len(refraction.trials()), region.m_pm_d, region.cylinder_vector_pm_d, (hi - lo) / 2,
-                       0.0 if ratio is None else ratio))  # fmt: skip
+                       0.0 if ratio is None else ratio, error,
+                       bool(np.linalg.norm(truth - centre) <= region.distance_d)))  # fmt: skip
         return met(region)
 
     refraction.engine.precision_met = recording
     patient = case.patient(protocol.n_alternatives)
     comparisons = ComparisonModel(kind="blur") if blur_patients else None
     result = refraction.run(TimedPresenter(patient, comparison_model=comparisons))
-    truth = case.true_rx.power_vector_array()
     post = refraction.engine.posterior(refraction.trials())
     w = post.weights / post.weights.sum()
     m = post.theta[:, 0]
@@ -59,16 +68,21 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
     start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
     return {"age": case.age_years, "answers": len(refraction.trials()), "stopped_by": result["stopped_by"],
             "error": float(np.linalg.norm(filed - truth)), "start_error": start, "checks": checks,
+            "covered": checks[-1][-1] if checks else False,
             "z_m": (weighted_quantile(m, w, 0.5) - truth[0]) / float(np.sqrt(w @ (m - w @ m) ** 2))}  # fmt: skip
 
 
-def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int) -> int:
-    """Answers at which the session would have stopped with the shortest interval's half-width for ``M``."""
-    for n, _, j_pm, half_width, ratio in row["checks"]:
+def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int, *,
+               shortest: bool = True) -> tuple[int, float, bool]:  # fmt: skip
+    """``(answers, error, covered)`` where the session would have stopped with another reading of
+    the stop: the shortest interval's half-width for ``M`` (``shortest``), or the region's radii
+    without the wait for ``κ`` (``kappa_ratio`` None); the error of the lens filed there and whether
+    the 95% region there held the truth. Where no check meets it, the session as run."""
+    for n, m_pm, j_pm, half_width, ratio, error, covered in row["checks"]:
         kappa_learned = kappa_ratio is None or ratio <= kappa_ratio
-        if half_width <= precision.m_d and j_pm <= precision.cylinder_vector_d and kappa_learned:
-            return n
-    return row["answers"] if row["stopped_by"] != "budget" else max_trials
+        if (half_width if shortest else m_pm) <= precision.m_d and j_pm <= precision.cylinder_vector_d and kappa_learned:
+            return n, error, covered
+    return (row["answers"] if row["stopped_by"] != "budget" else max_trials), row["error"], row["covered"]
 
 
 def main() -> None:
@@ -105,11 +119,23 @@ def main() -> None:
     precision = protocol.stopping.precision
     comparisons = protocol.comparisons
     ratio = None if comparisons is None else comparisons.sensitivity_to_stop
-    stops = np.array([other_stop(r, precision, ratio, protocol.stopping.max_trials) for r in rows])
-    print(f"with the shortest 95% interval's half-width for M: the precision stop in "
-          f"{np.mean(stops < protocol.stopping.max_trials):.0%}, median {np.median(stops):.1f} answers "
-          f"(as run: {np.mean([r['stopped_by'] == 'precision' for r in rows]):.0%}, "
-          f"{np.median([r['answers'] for r in rows]):.1f})")  # fmt: skip
+    budget = protocol.stopping.max_trials
+    as_run = [(r["answers"], r["error"], r["covered"]) for r in rows]
+    print(f"\nthe stop read otherwise (the first check at which it is met; error and 95% coverage there):")
+    readings = [("as run", as_run),
+                ("the shortest 95% interval's half-width for M",
+                 [other_stop(r, precision, ratio, budget) for r in rows])]  # fmt: skip
+    if ratio is not None:
+        readings += [("the radii without the wait for κ",
+                      [other_stop(r, precision, None, budget, shortest=False) for r in rows]),
+                     ("the shortest interval without the wait for κ", [other_stop(r, precision, None, budget)
+                                                                       for r in rows])]  # fmt: skip
+    for label, stops in readings:
+        n = np.array([x[0] for x in stops])
+        err = np.array([x[1] for x in stops])
+        print(f"  {label}: precision stop {np.mean(n < budget):.0%}, median {np.median(n):.1f} answers, within 0.25 / "
+              f"0.50 D {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%}, 95% coverage "
+              f"{np.mean([x[2] for x in stops]):.0%}")  # fmt: skip
 
 
 if __name__ == "__main__":

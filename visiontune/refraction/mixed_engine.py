@@ -34,7 +34,7 @@ from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderAnswer, SliderSettings
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["MixedOpticsEngine"]
+__all__ = ["MixedOpticsEngine", "sensitivity_sd_ratio"]
 
 
 def _rx_key(lens) -> tuple:
@@ -92,7 +92,7 @@ class MixedOpticsEngine(OpticsEngine):
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""
         est = super().estimate(trials, rng_best, rng_region, level)
-        self._sensitivity_sd_ratio = _sensitivity_sd_ratio(self.posterior(trials))
+        self._sensitivity_sd_ratio = sensitivity_sd_ratio(self.posterior(trials))
         return est
 
     def precision_met(self, region: Region) -> bool:
@@ -105,7 +105,7 @@ class MixedOpticsEngine(OpticsEngine):
         return ratio is None or known is None or known <= ratio
 
 
-def _sensitivity_sd_ratio(post) -> float | None:
+def sensitivity_sd_ratio(post) -> float | None:
     """The posterior standard deviation of ``ln κ`` over its prior's (None without a ``ln κ`` column)."""
     if post.sensitivity_prior is None:
         return None

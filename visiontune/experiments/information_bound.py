@@ -1,0 +1,259 @@
+"""The fewest answers a ±0.25 D, 95% credible region could need: a Cramér-Rao bound per patient.
+
+The precision stop (95% region within ±0.25 D on ``M`` and on ``J = (J0, J45)``) fires only once
+the answers carry enough information. This module bounds how many answers that takes for one
+simulated patient, under assumptions all in the design's favour: the patient follows the model
+exactly, everything but the correction ``P* = (M, J0, J45)`` is known (best-corrected acuity,
+psychometric slope ``a``, amplitude of accommodation ``A``, the comparison sensitivity at
+Eq. 11's), and every answer is the single most informative question for the component it is
+spent on.
+
+**Per answer.** With ``d = L - x`` the offset of a trial lens from the correction along one
+component ``x`` and the blur of the letter model (Blendowske 2015, ``VA = VA* + log10(1 + b²)``;
+accommodation, Hofstetter 1950, clears up to ``A`` of a lens too minus, so along ``M`` the blur is
+``b = d + min(A, max(-d, 0))``, along ``J0``, ``J45`` it is ``d``), the Fisher information about
+``x`` of one answer with outcome probabilities ``p_k(x)`` is ``Σ_k (∂p_k/∂x)² / p_k``:
+
+* a **letter** of size ``s`` through ``L`` (Fauvel & Chalk (contextual BO), Eq. 13 with a lapse),
+  ``p = γ + (1-γ-λ) Φ(a (s - VA))``; maximised over the lens offset and the size;
+* a **comparison** of ``L1``, ``L2`` (Eq. 11 of the same paper, with the "equal" band ``τ`` and
+  lapse ``ε`` of :mod:`visiontune.optics.comparison`), ``δ = a (VA(L2) - VA(L1))``,
+  ``P("1") = Φ(δ - τ)``, ``P("2") = Φ(-δ - τ)``, ``P("=")`` the rest, mixed with ``ε/3``;
+  maximised over both offsets.
+
+Both lenses stay within ``reach`` of the correction (the clinical protocol's ``max_step_d``,
+1 D: a clinician changes lenses in small steps near the current best). Without accommodation
+a comparison straddling the correction (``L = x ± 1 D``) carries about six times a letter's
+information at slope 5; in an eye that accommodates more than the reach, every lens on the
+minus side reads as well as the correction, no pair straddles it along ``M``, and the
+comparison carries about what a letter does.
+
+**With the answer's nuisance unknown** (:func:`efficient_information`, an estimate of what a
+session can reach rather than a bound). Each kind of answer reads ``x`` through a quantity the
+session does not know: a letter through the drop of acuity from ``VA*``, a comparison through
+the size of its signal, whose scale ``κ a`` (the patient's comparison sensitivity times the
+slope, :mod:`visiontune.refraction.comparisons`) is unknown. With ``(x, n)`` both unknown the
+information left for ``x`` by a design ``ξ`` (a weighting of questions) is the efficient
+information ``I_xx - I_xn² / I_nn`` of its 2x2 Fisher matrix (e.g. Pukelsheim 1993, *Optimal
+Design of Experiments*, ch. 3); it is maximised here over designs of two questions (coordinate
+ascent; checked against every pair on a coarse grid). A straddling pair, where ``δ = 0``, is
+blind to the scale and loses nothing; in an eye that accommodates beyond the reach a letter keeps
+about a quarter of its information about ``M``, a comparison under a third.
+
+**Per patient.** With ``n_x`` answers on component ``x``, each at the best information ``I_x``,
+and the starting prescription's Gaussian prior of standard deviation ``σ_x``
+(:mod:`visiontune.refraction.start`), the posterior standard deviation is at best
+``(1/σ_x² + n_x I_x)^(-1/2)``; the region is met when ``1.96 σ_M <= 0.25`` and the 95% radius of
+the 2-D ``J``, ``2.448 σ_J``, is ``<= 0.25`` (Rayleigh)::
+
+    n >= (z_M² / t² - 1/σ_M²) / I_M + 2 (z_J² / t² - 1/σ_J²) / I_J        (t = 0.25 D)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from visiontune.errors import InvalidInputError
+from visiontune.optics.comparison import ComparisonModel, ternary_probabilities
+
+__all__ = [
+    "REACH_D",
+    "Z_M",
+    "Z_J",
+    "PatientBound",
+    "answers_needed",
+    "comparison_information",
+    "efficient_information",
+    "letter_information",
+    "patient_bound",
+]
+
+#: The clinical protocol's ``search_space.max_step_d``: lenses within 1 D of the estimate.
+REACH_D = 1.0
+#: 95% half-width of a 1-D normal, 95% radius of a 2-D isotropic normal (``√(-2 ln 0.05)``).
+Z_M, Z_J = 1.959963984540054, float(np.sqrt(-2.0 * np.log(0.05)))
+_STEP = 1e-5
+_OFFSETS = np.linspace(-1.0, 1.0, 81)
+#: The two-point search of :func:`efficient_information`: starts per criterion, sweeps per start.
+_STARTS, _SWEEPS = 4, 8
+
+
+def _blur(offset: np.ndarray, amplitude: float) -> np.ndarray:
+    """Blur (D) along one component at lens offset ``d`` after ``amplitude`` of accommodation."""
+    return offset + np.minimum(amplitude, np.maximum(-offset, 0.0))
+
+
+def _acuity(offset: np.ndarray, amplitude: float) -> np.ndarray:
+    return np.log10(1.0 + _blur(offset, amplitude) ** 2)
+
+
+def _check(slope: float, amplitude: float, reach: float) -> None:
+    if not slope > 0.0 or not amplitude >= 0.0 or not reach > 0.0:
+        raise InvalidInputError(f"slope, amplitude, reach: expected a positive slope, amplitude >= 0 and a positive "
+                                f"reach, got {slope!r}, {amplitude!r}, {reach!r}")
+
+
+def _eq11(model: ComparisonModel | None) -> ComparisonModel:
+    model = model or ComparisonModel()
+    if model.kind != "thurstone" or model.latent != "linear":
+        raise InvalidInputError(f"model: expected Eq. 11's linear Thurstone comparison, got {model.kind}/{model.latent}")
+    return model
+
+
+def letter_information(slope: float, *, amplitude: float = 0.0, chance: float = 0.1, lapse: float = 0.04,
+                       reach: float = REACH_D) -> tuple[float, float]:  # fmt: skip
+    """``(I*, d*)``: the largest Fisher information (D⁻²) about the correction along one component
+    of one letter answer, over lens offsets ``|d| <= reach`` and every letter size, and the
+    offset giving it (module docstring); ``amplitude`` > 0 for ``M`` in an eye that accommodates."""
+    _check(slope, amplitude, reach)
+    d = (_OFFSETS * reach)[:, None]
+    z = np.linspace(-4.0, 4.0, 801)[None, :]
+    # d VA / d x by central differences in the correction x (the lens offset is L - x).
+    dva = (_acuity(d - _STEP, amplitude) - _acuity(d + _STEP, amplitude)) / (2 * _STEP)
+    p = chance + (1 - chance - lapse) * ndtr(z)
+    dp = (1 - chance - lapse) * np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi) * (-slope) * dva
+    info = dp**2 / (p * (1 - p))
+    i, _ = np.unravel_index(np.argmax(info), info.shape)
+    return float(info.max()), float(d[i, 0])
+
+
+def comparison_information(slope: float, *, amplitude: float = 0.0, model: ComparisonModel | None = None,
+                           reach: float = REACH_D) -> tuple[float, float, float]:  # fmt: skip
+    """``(I*, d1*, d2*)``: the largest Fisher information (D⁻²) about the correction along one
+    component of one Eq. 11 comparison (``model``: its band and lapse; default
+    :class:`~visiontune.optics.comparison.ComparisonModel`), over pairs of lens offsets within
+    ``reach``, and the offsets giving it (module docstring)."""
+    _check(slope, amplitude, reach)
+    model = _eq11(model)
+    d1 = (_OFFSETS * reach)[:, None]
+    d2 = (_OFFSETS * reach)[None, :]
+
+    def probs(e: float) -> np.ndarray:
+        delta = slope * (_acuity(d2 - e, amplitude) - _acuity(d1 - e, amplitude))
+        return ternary_probabilities(delta, model.indifference, model.lapse)
+
+    dp = (probs(_STEP) - probs(-_STEP)) / (2 * _STEP)
+    info = np.sum(dp**2 / probs(0.0), axis=-1)
+    i, j = np.unravel_index(np.argmax(info), info.shape)
+    return float(info.max()), float(d1[i, 0]), float(d2[0, j])
+
+
+def _fisher(probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(I_ee, I_en, I_nn)`` over a design grid: the 2x2 Fisher matrix of the correction ``e`` and a
+    nuisance ``n`` per question, from ``probs(e, n) -> (Q, K)`` by central differences."""
+    p = probs(0.0, 0.0)
+    g_e = (probs(_STEP, 0.0) - probs(-_STEP, 0.0)) / (2 * _STEP)
+    g_n = (probs(0.0, _STEP) - probs(0.0, -_STEP)) / (2 * _STEP)
+    p = np.maximum(p, 1e-300)
+    return tuple(np.sum(x * y / p, axis=-1) for x, y in ((g_e, g_e), (g_e, g_n), (g_n, g_n)))
+
+
+def _two_point_efficient(i_ee: np.ndarray, i_en: np.ndarray, i_nn: np.ndarray) -> tuple[float, int, int, float]:
+    """The largest efficient information ``I_ee - I_en² / I_nn`` of a design putting a share ``w`` of
+    the answers on question ``a`` and the rest on ``b`` (``w`` on a grid of 51): ``(value, a, b, w)``.
+    Coordinate ascent, the best ``b`` for ``a`` then the best ``a`` for ``b``, from the questions
+    most informative about ``e`` and about the nuisance."""
+    share = np.linspace(0.0, 1.0, 51)[:, None]
+
+    def best_partner(a: int) -> tuple[float, int, float]:
+        ee, en, nn = (share * f[a] + (1 - share) * f[None, :] for f in (i_ee, i_en, i_nn))
+        efficient = ee - en**2 / np.maximum(nn, 1e-300)
+        k, b = np.unravel_index(np.argmax(efficient), efficient.shape)
+        return float(efficient[k, b]), int(b), float(share[k, 0])
+
+    best = (-np.inf, 0, 0, 1.0)
+    for start in np.concatenate([np.argsort(-i_ee)[:_STARTS], np.argsort(-i_nn)[:_STARTS]]):
+        a, value = int(start), -np.inf
+        for _ in range(_SWEEPS):
+            found, b, w = best_partner(a)
+            if found <= value + 1e-12:
+                break
+            value, (a, b, w) = found, (b, a, 1.0 - w)
+        if value > best[0]:
+            best = (value, a, b, w)
+    return best
+
+
+def efficient_information(kind: str, slope: float, *, amplitude: float = 0.0, chance: float = 0.1,
+                          lapse: float = 0.04, model: ComparisonModel | None = None,
+                          reach: float = REACH_D) -> tuple[float, tuple]:  # fmt: skip
+    """``(I_eff, design)``: the information (D⁻²) per answer about the correction along one
+    component left when the answer's own nuisance is unknown too, at the best design of at most
+    two questions (module docstring). ``kind``: ``"letter"`` (nuisance: the best-corrected acuity
+    ``VA*``) or ``"comparison"`` (Eq. 11; nuisance: the log of the signal's scale ``κ a``).
+    ``design``: ``(question a, question b, share of a)``, a question being ``(offset, z)`` for a
+    letter (``z = a (s - VA)``, the size in units of the psychometric function) and ``(offset 1,
+    offset 2)`` for a comparison."""
+    _check(slope, amplitude, reach)
+    if kind == "letter":
+        d, z = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, np.linspace(-4.0, 4.0, 81), indexing="ij"))
+
+        def probs(e: float, va_shift: float) -> np.ndarray:
+            latent = z + slope * (_acuity(d, amplitude) - _acuity(d - e, amplitude) - va_shift)
+            p = chance + (1 - chance - lapse) * ndtr(latent)
+            return np.stack([p, 1.0 - p], axis=-1)
+
+        questions = list(zip(d.tolist(), z.tolist(), strict=True))
+    elif kind == "comparison":
+        model = _eq11(model)
+        d1, d2 = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, _OFFSETS * reach, indexing="ij"))
+
+        def probs(e: float, log_scale: float) -> np.ndarray:
+            delta = slope * np.exp(log_scale) * (_acuity(d2 - e, amplitude) - _acuity(d1 - e, amplitude))
+            return ternary_probabilities(delta, model.indifference, model.lapse)
+
+        questions = list(zip(d1.tolist(), d2.tolist(), strict=True))
+    else:
+        raise InvalidInputError(f"kind: expected 'letter' or 'comparison', got {kind!r}")
+    value, a, b, share = _two_point_efficient(*_fisher(probs))
+    return value, (questions[a], questions[b], share)
+
+
+def answers_needed(info_m: float, info_j: float, sigma_m: float, sigma_j: float, *, target_d: float = 0.25) -> int:
+    """Fewest answers, split optimally between ``M``, ``J0`` and ``J45``, for the region to be met
+    (module docstring), ``info_*`` per answer (D⁻²), ``sigma_*`` the prior's (D)."""
+    if min(info_m, info_j, sigma_m, sigma_j, target_d) <= 0.0:
+        raise InvalidInputError(f"answers_needed: expected positive informations and SDs, got "
+                                f"{(info_m, info_j, sigma_m, sigma_j, target_d)}")
+    need_m = max(0.0, (Z_M / target_d) ** 2 - 1 / sigma_m**2) / info_m
+    need_j = max(0.0, (Z_J / target_d) ** 2 - 1 / sigma_j**2) / info_j
+    return int(np.ceil(need_m + 2 * need_j))
+
+
+@dataclass(frozen=True)
+class PatientBound:
+    """The bound for one patient: the best information per answer on ``M`` and on each ``J``
+    component (D⁻²; letters or comparisons, whichever is larger), the fewest answers with
+    comparisons and with letters only, and the same two with each answer's nuisance unknown
+    (:func:`efficient_information`)."""
+
+    info_m: float
+    info_j: float
+    answers: int
+    answers_letters_only: int
+    info_m_nuisance: float
+    info_j_nuisance: float
+    answers_nuisance: int
+
+
+def patient_bound(slope: float, amplitude: float, sigma_m: float, sigma_j: float, *, chance: float = 0.1,
+                  lapse: float = 0.04, model: ComparisonModel | None = None,
+                  reach: float = REACH_D) -> PatientBound:  # fmt: skip
+    """:class:`PatientBound` of a patient of slope ``a``, amplitude of accommodation ``A`` (D) and
+    prior SDs of the start (module docstring)."""
+    letters = {"chance": chance, "lapse": lapse, "reach": reach}
+    letter_m = letter_information(slope, amplitude=amplitude, **letters)[0]
+    letter_j = letter_information(slope, **letters)[0]
+    comp_m = comparison_information(slope, amplitude=amplitude, model=model, reach=reach)[0]
+    comp_j = comparison_information(slope, model=model, reach=reach)[0]
+    info_m, info_j = max(letter_m, comp_m), max(letter_j, comp_j)
+    eff_m = max(efficient_information("letter", slope, amplitude=amplitude, **letters)[0],
+                efficient_information("comparison", slope, amplitude=amplitude, model=model, reach=reach)[0])
+    eff_j = max(efficient_information("letter", slope, **letters)[0],
+                efficient_information("comparison", slope, model=model, reach=reach)[0])
+    return PatientBound(info_m, info_j, answers_needed(info_m, info_j, sigma_m, sigma_j),
+                        answers_needed(letter_m, letter_j, sigma_m, sigma_j), eff_m, eff_j,
+                        answers_needed(eff_m, eff_j, sigma_m, sigma_j))
