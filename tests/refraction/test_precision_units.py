@@ -145,6 +145,21 @@ def test_the_protocol_asks_a_precision_stop_for_it():
         parse_protocol(text[:start] + text[end:], "no-precision.toml")
 
 
+def test_the_sliders_variant_differs_from_the_sliders_protocol_only_in_its_criterion():
+    """docs/results/protocols: the measured sliders protocol valued in the stop's units is the
+    sliders protocol with ``criterion = "evr-precision"`` and nothing else."""
+    import dataclasses
+
+    folder = ROOT / "docs" / "results" / "protocols"
+    sliders = load_protocol(str(folder / "clinical-sloan-compare-sliders.toml"))
+    variant = load_protocol(str(folder / "clinical-sloan-compare-sliders-evr-precision.toml"))
+    assert variant.comparisons.criterion == "evr-precision" and sliders.comparisons.criterion == "evr"
+    same = dataclasses.replace(variant, comparisons=dataclasses.replace(variant.comparisons, criterion="evr"),
+                               name=sliders.name, description=sliders.description, source=sliders.source,
+                               source_text=sliders.source_text)  # fmt: skip
+    assert same == sliders
+
+
 def test_a_session_valued_in_precision_units_is_reproducible_and_asks_comparisons():
     from visiontune.refraction.loop import MemoryLog, PendingComparison, Refraction
     from visiontune.refraction.simulated import simulated_case
