@@ -34,8 +34,8 @@ from visiontune.experiments.clinic import validation_case
 from visiontune.experiments.information_bound import (
     answers_needed,
     comparison_information,
-    letter_information,
     efficient_information,
+    letter_information,
     patient_bound,
 )
 from visiontune.optics.comparison import ComparisonModel

@@ -29,7 +29,7 @@ from joblib import Parallel, delayed
 
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics.comparison import ComparisonModel
-from visiontune.refraction.estimate import shortest_interval, weighted_quantile
+from visiontune.refraction.estimate import region_from_samples, shortest_interval, weighted_quantile
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.protocol import load_protocol
 
@@ -62,13 +62,15 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
     comparisons = ComparisonModel(kind="blur") if blur_patients else None
     result = refraction.run(TimedPresenter(patient, comparison_model=comparisons))
     post = refraction.engine.posterior(refraction.trials())
+    centre = post.best_correction()
     w = post.weights / post.weights.sum()
     m = post.theta[:, 0]
     filed = refraction.current_estimate().rounded.power_vector_array()
     start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
     return {"age": case.age_years, "answers": len(refraction.trials()), "stopped_by": result["stopped_by"],
             "error": float(np.linalg.norm(filed - truth)), "start_error": start, "checks": checks,
-            "covered": checks[-1][-1] if checks else False,
+            "covered": bool(np.linalg.norm(truth - centre) <= region_from_samples(
+                post.theta[:, :3], post.weights, centre, 0.95, "minus").distance_d),
             "z_m": (weighted_quantile(m, w, 0.5) - truth[0]) / float(np.sqrt(w @ (m - w @ m) ** 2))}  # fmt: skip
 
 
@@ -121,7 +123,7 @@ def main() -> None:
     ratio = None if comparisons is None else comparisons.sensitivity_to_stop
     budget = protocol.stopping.max_trials
     as_run = [(r["answers"], r["error"], r["covered"]) for r in rows]
-    print(f"\nthe stop read otherwise (the first check at which it is met; error and 95% coverage there):")
+    print("\nthe stop read otherwise (the first check at which it is met; error and 95% coverage there):")
     readings = [("as run", as_run),
                 ("the shortest 95% interval's half-width for M",
                  [other_stop(r, precision, ratio, budget) for r in rows])]  # fmt: skip
