@@ -182,3 +182,27 @@ def test_a_session_valued_in_precision_units_is_reproducible_and_asks_comparison
     first = asked()
     assert first == asked()
     assert sum(kind == PendingComparison.__name__ for kind, *_ in first) >= 5
+
+
+SLIDERS_STORE = ROOT / "docs" / "results" / "clinical-validation-clinical-sloan-compare-sliders-evr-precision.sqlite"
+
+
+@pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")
+def test_the_stored_sliders_run_replays_bit_for_bit():
+    """Case 0 of adult-clinic and of young in the sliders variant's validation page, rerun: the
+    same metrics to the last bit (decision times aside)."""
+    import json
+    import sqlite3
+
+    from visiontune.experiments import clinic
+
+    protocol = load_protocol(str(ROOT / "docs" / "results" / "protocols" / "clinical-sloan-compare-sliders-evr-precision.toml"))
+    experiment = "clinical-sloan-compare-sliders-evr-precision-seed1"
+    with sqlite3.connect(f"file:{SLIDERS_STORE}?mode=ro&immutable=1", uri=True) as db:
+        for population in ("adult-clinic", "young"):
+            spec = clinic.plan(experiment, protocol, ["evr"], population, 1, 1)[0]
+            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = 'evr' "
+                             "AND case_id = ?", (experiment, population, spec.case.case_id)).fetchone()  # fmt: skip
+            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
+            assert stored["sliders"] > 0
+            assert {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"} == stored
