@@ -77,6 +77,8 @@ REACH_D = 1.0
 Z_M, Z_J = 1.959963984540054, float(np.sqrt(-2.0 * np.log(0.05)))
 _STEP = 1e-5
 _OFFSETS = np.linspace(-1.0, 1.0, 81)
+#: Letter sizes ``z = a (s - VA)``: fine for the best single letter, coarser for two-question designs.
+_FINE_SIZES, _SIZES = np.linspace(-4.0, 4.0, 801), np.linspace(-4.0, 4.0, 81)
 #: The two-point search of :func:`efficient_information`: starts per criterion, sweeps per start.
 _STARTS, _SWEEPS = 4, 8
 
@@ -103,42 +105,32 @@ def _eq11(model: ComparisonModel | None) -> ComparisonModel:
     return model
 
 
-def letter_information(slope: float, *, amplitude: float = 0.0, chance: float = 0.1, lapse: float = 0.04,
-                       reach: float = REACH_D) -> tuple[float, float]:  # fmt: skip
-    """``(I*, d*)``: the largest Fisher information (D⁻²) about the correction along one component
-    of one letter answer, over lens offsets ``|d| <= reach`` and every letter size, and the
-    offset giving it (module docstring); ``amplitude`` > 0 for ``M`` in an eye that accommodates."""
-    _check(slope, amplitude, reach)
-    d = (_OFFSETS * reach)[:, None]
-    z = np.linspace(-4.0, 4.0, 801)[None, :]
-    # d VA / d x by central differences in the correction x (the lens offset is L - x).
-    dva = (_acuity(d - _STEP, amplitude) - _acuity(d + _STEP, amplitude)) / (2 * _STEP)
-    p = chance + (1 - chance - lapse) * ndtr(z)
-    dp = (1 - chance - lapse) * np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi) * (-slope) * dva
-    info = dp**2 / (p * (1 - p))
-    i, _ = np.unravel_index(np.argmax(info), info.shape)
-    return float(info.max()), float(d[i, 0])
+def _letter_answers(slope: float, amplitude: float, chance: float, lapse: float, reach: float, sizes: np.ndarray):
+    """A letter's answer over a grid of lens offsets ``|d| <= reach`` × sizes ``z = a (s - VA)``
+    (the size in units of the psychometric function): ``probs(e, va_shift) -> (Q, 2)`` with the
+    correction moved by ``e`` and ``VA*`` by ``va_shift``, and the questions ``(Q, 2)`` of
+    ``(d, z)``."""
+    d, z = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, sizes, indexing="ij"))
+
+    def probs(e: float, va_shift: float) -> np.ndarray:
+        latent = z + slope * (_acuity(d, amplitude) - _acuity(d - e, amplitude) - va_shift)
+        p = chance + (1 - chance - lapse) * ndtr(latent)
+        return np.stack([p, 1.0 - p], axis=-1)
+
+    return probs, np.column_stack([d, z])
 
 
-def comparison_information(slope: float, *, amplitude: float = 0.0, model: ComparisonModel | None = None,
-                           reach: float = REACH_D) -> tuple[float, float, float]:  # fmt: skip
-    """``(I*, d1*, d2*)``: the largest Fisher information (D⁻²) about the correction along one
-    component of one Eq. 11 comparison (``model``: its band and lapse; default
-    :class:`~visiontune.optics.comparison.ComparisonModel`), over pairs of lens offsets within
-    ``reach``, and the offsets giving it (module docstring)."""
-    _check(slope, amplitude, reach)
-    model = _eq11(model)
-    d1 = (_OFFSETS * reach)[:, None]
-    d2 = (_OFFSETS * reach)[None, :]
+def _comparison_answers(slope: float, amplitude: float, model: ComparisonModel, reach: float):
+    """An Eq. 11 comparison's answer over pairs of lens offsets within ``reach``:
+    ``probs(e, log_scale) -> (Q, 3)`` with the correction moved by ``e`` and the signal's scale
+    ``κ a`` by the factor ``exp(log_scale)``, and the questions ``(Q, 2)`` of ``(d1, d2)``."""
+    d1, d2 = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, _OFFSETS * reach, indexing="ij"))
 
-    def probs(e: float) -> np.ndarray:
-        delta = slope * (_acuity(d2 - e, amplitude) - _acuity(d1 - e, amplitude))
+    def probs(e: float, log_scale: float) -> np.ndarray:
+        delta = slope * np.exp(log_scale) * (_acuity(d2 - e, amplitude) - _acuity(d1 - e, amplitude))
         return ternary_probabilities(delta, model.indifference, model.lapse)
 
-    dp = (probs(_STEP) - probs(-_STEP)) / (2 * _STEP)
-    info = np.sum(dp**2 / probs(0.0), axis=-1)
-    i, j = np.unravel_index(np.argmax(info), info.shape)
-    return float(info.max()), float(d1[i, 0]), float(d2[0, j])
+    return probs, np.column_stack([d1, d2])
 
 
 def _fisher(probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,6 +141,43 @@ def _fisher(probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     g_n = (probs(0.0, _STEP) - probs(0.0, -_STEP)) / (2 * _STEP)
     p = np.maximum(p, 1e-300)
     return tuple(np.sum(x * y / p, axis=-1) for x, y in ((g_e, g_e), (g_e, g_n), (g_n, g_n)))
+
+
+def _information(kind: str, slope: float, *, amplitude: float, reach: float, chance: float = 0.1, lapse: float = 0.04,
+                 model: ComparisonModel | None = None, sizes: np.ndarray = _SIZES):  # fmt: skip
+    """``((I_ee, I_en, I_nn), questions)`` of ``kind`` (``"letter"``, nuisance ``VA*``, with
+    ``chance``, ``lapse`` and ``sizes``; or ``"comparison"``, nuisance ``ln(κ a)``, with ``model``)
+    over its design grid."""
+    _check(slope, amplitude, reach)
+    if kind == "letter":
+        probs, questions = _letter_answers(slope, amplitude, chance, lapse, reach, sizes)
+    elif kind == "comparison":
+        probs, questions = _comparison_answers(slope, amplitude, _eq11(model), reach)
+    else:
+        raise InvalidInputError(f"kind: expected 'letter' or 'comparison', got {kind!r}")
+    return _fisher(probs), questions
+
+
+def letter_information(slope: float, *, amplitude: float = 0.0, chance: float = 0.1, lapse: float = 0.04,
+                       reach: float = REACH_D) -> tuple[float, float]:  # fmt: skip
+    """``(I*, d*)``: the largest Fisher information (D⁻²) about the correction along one component
+    of one letter answer, over lens offsets ``|d| <= reach`` and every letter size, and the
+    offset giving it (module docstring); ``amplitude`` > 0 for ``M`` in an eye that accommodates."""
+    (i_ee, _, _), questions = _information("letter", slope, amplitude=amplitude, reach=reach, chance=chance,
+                                           lapse=lapse, sizes=_FINE_SIZES)  # fmt: skip
+    k = int(np.argmax(i_ee))
+    return float(i_ee[k]), float(questions[k, 0])
+
+
+def comparison_information(slope: float, *, amplitude: float = 0.0, model: ComparisonModel | None = None,
+                           reach: float = REACH_D) -> tuple[float, float, float]:  # fmt: skip
+    """``(I*, d1*, d2*)``: the largest Fisher information (D⁻²) about the correction along one
+    component of one Eq. 11 comparison (``model``: its band and lapse; default
+    :class:`~visiontune.optics.comparison.ComparisonModel`), over pairs of lens offsets within
+    ``reach``, and the offsets giving it (module docstring)."""
+    (i_ee, _, _), questions = _information("comparison", slope, amplitude=amplitude, reach=reach, model=model)
+    k = int(np.argmax(i_ee))
+    return float(i_ee[k]), float(questions[k, 0]), float(questions[k, 1])
 
 
 def _two_point_efficient(i_ee: np.ndarray, i_en: np.ndarray, i_nn: np.ndarray) -> tuple[float, int, int, float]:
@@ -187,29 +216,14 @@ def efficient_information(kind: str, slope: float, *, amplitude: float = 0.0, ch
     ``design``: ``(question a, question b, share of a)``, a question being ``(offset, z)`` for a
     letter (``z = a (s - VA)``, the size in units of the psychometric function) and ``(offset 1,
     offset 2)`` for a comparison."""
-    _check(slope, amplitude, reach)
-    if kind == "letter":
-        d, z = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, np.linspace(-4.0, 4.0, 81), indexing="ij"))
+    fisher, questions = _information(kind, slope, amplitude=amplitude, reach=reach, chance=chance, lapse=lapse,
+                                     model=model)  # fmt: skip
+    return _efficient(fisher, questions)
 
-        def probs(e: float, va_shift: float) -> np.ndarray:
-            latent = z + slope * (_acuity(d, amplitude) - _acuity(d - e, amplitude) - va_shift)
-            p = chance + (1 - chance - lapse) * ndtr(latent)
-            return np.stack([p, 1.0 - p], axis=-1)
 
-        questions = list(zip(d.tolist(), z.tolist(), strict=True))
-    elif kind == "comparison":
-        model = _eq11(model)
-        d1, d2 = (g.ravel() for g in np.meshgrid(_OFFSETS * reach, _OFFSETS * reach, indexing="ij"))
-
-        def probs(e: float, log_scale: float) -> np.ndarray:
-            delta = slope * np.exp(log_scale) * (_acuity(d2 - e, amplitude) - _acuity(d1 - e, amplitude))
-            return ternary_probabilities(delta, model.indifference, model.lapse)
-
-        questions = list(zip(d1.tolist(), d2.tolist(), strict=True))
-    else:
-        raise InvalidInputError(f"kind: expected 'letter' or 'comparison', got {kind!r}")
-    value, a, b, share = _two_point_efficient(*_fisher(probs))
-    return value, (questions[a], questions[b], share)
+def _efficient(fisher, questions: np.ndarray) -> tuple[float, tuple]:
+    value, a, b, share = _two_point_efficient(*fisher)
+    return value, (tuple(questions[a].tolist()), tuple(questions[b].tolist()), share)
 
 
 def answers_needed(info_m: float, info_j: float, sigma_m: float, sigma_j: float, *, target_d: float = 0.25) -> int:
@@ -247,13 +261,12 @@ def patient_bound(slope: float, amplitude: float, sigma_m: float, sigma_j: float
     letters = {"chance": chance, "lapse": lapse, "reach": reach}
     letter_m = letter_information(slope, amplitude=amplitude, **letters)[0]
     letter_j = letter_information(slope, **letters)[0]
-    comp_m = comparison_information(slope, amplitude=amplitude, model=model, reach=reach)[0]
-    comp_j = comparison_information(slope, model=model, reach=reach)[0]
-    info_m, info_j = max(letter_m, comp_m), max(letter_j, comp_j)
-    eff_m = max(efficient_information("letter", slope, amplitude=amplitude, **letters)[0],
-                efficient_information("comparison", slope, amplitude=amplitude, model=model, reach=reach)[0])
-    eff_j = max(efficient_information("letter", slope, **letters)[0],
-                efficient_information("comparison", slope, model=model, reach=reach)[0])
+    comparisons = {"model": model, "reach": reach}
+    comp_m = _information("comparison", slope, amplitude=amplitude, **comparisons)
+    comp_j = _information("comparison", slope, amplitude=0.0, **comparisons)
+    info_m, info_j = max(letter_m, float(comp_m[0][0].max())), max(letter_j, float(comp_j[0][0].max()))
+    eff_m = max(efficient_information("letter", slope, amplitude=amplitude, **letters)[0], _efficient(*comp_m)[0])
+    eff_j = max(efficient_information("letter", slope, **letters)[0], _efficient(*comp_j)[0])
     return PatientBound(info_m, info_j, answers_needed(info_m, info_j, sigma_m, sigma_j),
                         answers_needed(letter_m, letter_j, sigma_m, sigma_j), eff_m, eff_j,
                         answers_needed(eff_m, eff_j, sigma_m, sigma_j))
