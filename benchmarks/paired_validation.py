@@ -15,20 +15,13 @@ Run (docs/results/clinical-validation-optics-gp.md):
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 
 import numpy as np
 from scipy.stats import binomtest
 
+from visiontune.experiments.clinic import stored_metrics
+
 _EPS = 1e-9
-
-
-def load(path: str, experiment: str, population: str, policy: str) -> dict:
-    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:  # a finished store: leave no -wal/-shm
-        rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? "
-                          "AND policy = ?", (experiment, population, policy))  # fmt: skip
-        return {case: json.loads(metrics) for case, metrics in rows}
 
 
 def main() -> None:
@@ -45,8 +38,8 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     pairs = {}
     for pop in args.populations.split(","):
-        a = load(args.store_a, args.experiment_a, pop, args.policy)
-        b = load(args.store_b, args.experiment_b, pop, args.policy)
+        a = stored_metrics(args.store_a, pop, args.policy, args.experiment_a)
+        b = stored_metrics(args.store_b, pop, args.policy, args.experiment_b)
         ids = sorted(i for i in set(a) & set(b) if "refused" not in a[i] and "refused" not in b[i])
         for label, d in ((args.label_a, a), (args.label_b, b)):
             e = np.array([d[i]["error_d"] for i in ids])

@@ -24,13 +24,11 @@ Run: python benchmarks/precision_bound.py
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import validation_case
+from visiontune.experiments.clinic import stored_metrics, validation_case
 from visiontune.experiments.information_bound import (
     answers_needed,
     comparison_information,
@@ -81,24 +79,9 @@ def case_bound(population: str, case_id: int, seed: int) -> dict:
             "nuisance": bound.answers_nuisance}
 
 
-def stored_runs(path: str, experiment: str | None, population: str, policy: str) -> dict[int, dict]:
-    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        if experiment is None:
-            rows = db.execute("SELECT DISTINCT experiment FROM clinic_runs WHERE population = ?", (population,)).fetchall()
-            if len(rows) != 1:
-                raise SystemExit(f"{path}: name the experiment (--experiment), the store has {[r[0] for r in rows]}")
-            experiment = rows[0][0]
-        rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ?",
-                          (experiment, population, policy)).fetchall()  # fmt: skip
-    finally:
-        db.close()
-    return {int(c): json.loads(m) for c, m in rows}
-
-
 def by_patient(args: argparse.Namespace) -> None:
     rows = Parallel(n_jobs=args.jobs)(delayed(case_bound)(args.population, i, args.seed) for i in range(args.cases))
-    runs = stored_runs(args.store, args.experiment, args.population, args.policy) if args.store else {}
+    runs = stored_metrics(args.store, args.population, args.policy, args.experiment) if args.store else {}
     print(f"\n{args.population}, population seed {args.seed}, {args.cases} patients: the bound per patient "
           "(letters and Eq. 11 comparisons; letters only)" + (f", beside {args.store}" if runs else ""))
     for lo, hi, label in ((0.0, 200.0, "all"), *AGES):

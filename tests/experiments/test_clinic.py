@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from visiontune.cli import main
-from visiontune.experiments.clinic import CaseResult, ClinicStore, RunKeyLike, plan, summarise
+from visiontune.errors import InvalidInputError, StoreError
+from visiontune.experiments.clinic import CaseResult, ClinicStore, RunKeyLike, plan, stored_metrics, summarise
 from visiontune.refraction.protocol import load_protocol
 
 
@@ -81,6 +82,27 @@ def test_the_store_keeps_each_run_once_and_reopens(tmp_path):
         assert store.finished_keys("e") == {key} and store.finished_keys("other") == set()
         assert [m["error_d"] for m in store.metrics("e", "adult-clinic", "evr", 10)] == [0.2]
         assert store.metrics("e", "adult-clinic", "evr", 3) == []  # case ids below n_cases only
+
+
+def test_a_finished_store_is_read_by_case_without_writing_beside_it(tmp_path):
+    path = tmp_path / "v.sqlite"
+    with ClinicStore(path) as store:
+        store.add(CaseResult(RunKeyLike("e", "adult-clinic", "evr", 3), _run(0.2), 120, 1.5))
+        store.add(CaseResult(RunKeyLike("e", "adult-clinic", "bald", 3), _run(0.4), 120, 1.5))
+        store.add(CaseResult(RunKeyLike("e", "young", "evr", 1), _run(0.3), 120, 1.5))
+        store.add(CaseResult(RunKeyLike("f", "young", "evr", 1), _run(0.6), 120, 1.5))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert {c: m["error_d"] for c, m in stored_metrics(path, "adult-clinic", "evr").items()} == {3: 0.2}
+    assert {c: m["error_d"] for c, m in stored_metrics(path, "young", "evr", "f").items()} == {1: 0.6}
+    assert stored_metrics(path, "adult-clinic", "ucb-ald") == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no -wal / -shm left beside it
+    with pytest.raises(InvalidInputError, match=r"name the experiment; the store has \['e', 'f'\] for young"):
+        stored_metrics(path, "young", "evr")
+    with pytest.raises(StoreError, match="no such validation store"):
+        stored_metrics(tmp_path / "missing.sqlite", "young", "evr")
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database")
+    with pytest.raises(StoreError, match="junk.sqlite: cannot read the validation store"):
+        stored_metrics(tmp_path / "junk.sqlite", "young", "evr")
 
 
 def test_the_plan_runs_every_policy_on_the_same_patients():

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import sqlite3
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -39,7 +40,7 @@ from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
 __all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "TimedPresenter", "case_metrics", "case_refraction",
-           "plan", "run_case", "summarise", "validation_case"]
+           "plan", "run_case", "stored_metrics", "summarise", "validation_case"]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -263,6 +264,28 @@ class ClinicStore:
         rows = self._db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ? "
                                 "AND case_id < ? ORDER BY case_id", (experiment, population, policy, n_cases))  # fmt: skip
         return [json.loads(r[0]) for r in rows]
+
+
+def stored_metrics(path, population: str, policy: str, experiment: str | None = None) -> dict[int, dict]:
+    """The metrics of a finished validation store's runs of ``population`` and ``policy``, by case,
+    read without writing beside it (SQLite ``immutable``: no ``-wal``/``-shm`` left in a results
+    folder). ``experiment`` None: the store's only experiment with that population."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path}: no such validation store")
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as db:
+            if experiment is None:
+                found = [r[0] for r in db.execute("SELECT DISTINCT experiment FROM clinic_runs WHERE population = ?",
+                                                  (population,))]  # fmt: skip
+                if len(found) != 1:
+                    raise InvalidInputError(f"{path}: name the experiment; the store has {found} for {population}")
+                experiment = found[0]
+            rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? "
+                              "AND policy = ?", (experiment, population, policy)).fetchall()  # fmt: skip
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot read the validation store ({exc})") from None
+    return {int(case): json.loads(metrics) for case, metrics in rows}
 
 
 @dataclass(frozen=True)
