@@ -229,7 +229,8 @@ within 0.25 D, letters-only's share (paired +17 / -17, p = 1), after a median 75
 with the 95% coverage back to 93%; after 40 answers they are ahead of letters only (67% vs 50%, paired +28 / -11,
 p = 0.0095). In the patient's time they are not ahead: a median 364 s against 360 s (a comparison counted at 5 s, a
 letter at 3 s; 64 comparisons and 5 letters in the median session). With a **blur patient** 100% are within 0.25 D after
-a median 37 answers (184 s), coverage 91%. This is the configuration `clinical-sloan-compare` ships: the worst case over
+a median 37 answers (184 s), coverage 91%. This is the configuration `clinical-sloan-compare` ships (whose questions also turn to learning `κ` once
+the region is within the precision, `criterion = "evr-stop"`, docs/results/README.md): the worst case over
 the two comparison formulas is letters-only's share in fewer answers, the best a refraction in a third of the answers.
 
 **Pairs a clinician sets in one move cost accuracy and calibration** (`pairs = "clinical"`: lens 1 and lens 2 differ

@@ -7,10 +7,11 @@ records at every stop check the radii the stop reads (:meth:`OpticsEngine.precis
 with comparisons that infer ``κ``, the ratio of the SD of ``ln κ`` to its prior's; and the
 half-width of the shortest 95% interval of ``M`` (:func:`shortest_interval`). It prints, beside
 the start as it is, the share within 0.25 / 0.50 D, the precision stop and the median answers,
-by age (under 35, 35-50, 50 and over); the standardised error of ``M`` (posterior median minus
-truth over the posterior SD: mean 0, SD 1 when calibrated); and the stop two other readings
-would give, the shortest interval and (with ``κ`` inferred) either reading without the wait for
-``κ`` (``comparisons.sensitivity_to_stop``), with the error of the lens filed there and whether the
+by age (under 35, 35-50, 50 and over); when each condition of the stop (the radius of ``M``, that
+of ``J``, the spread of ``ln κ``) was first met and which was met last; the standardised error of
+``M`` (posterior median minus truth over the posterior SD: mean 0, SD 1 when calibrated); and the
+stop two other readings would give, the shortest interval and (with ``κ`` inferred) either reading
+without the wait for ``κ`` (``comparisons.sensitivity_to_stop``), with the error of the lens filed there and whether the
 95% region there held the truth: the stop only ends a session, so each session's answers up to it
 are the same, and the first check at which a reading less strict than the one run is met is where
 that session would have ended.
@@ -87,6 +88,33 @@ def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int,
     return (row["answers"] if row["stopped_by"] != "budget" else max_trials), row["error"], row["covered"]
 
 
+def first_met(row: dict, precision, kappa_ratio: float | None) -> dict[str, int | None]:
+    """The first check at which each condition of the stop was met (answers; None: never): the 95%
+    radius of ``M`` (``"M"``), that of ``J`` (``"J"``) and, when the stop waits for ``κ``, the spread
+    of ``ln κ`` (``"κ"``)."""
+    tests = {"M": lambda c: c[1] <= precision.m_d, "J": lambda c: c[2] <= precision.cylinder_vector_d}
+    if kappa_ratio is not None:
+        tests["κ"] = lambda c: c[4] <= kappa_ratio
+    return {name: next((c[0] for c in row["checks"] if test(c)), None) for name, test in tests.items()}
+
+
+def print_met_last(groups, precision, kappa_ratio: float | None, budget: int) -> None:
+    """By age: the median answer at which each condition of the stop was first met (the budget when
+    never) and, of the sessions the stop ended, how many it ended on each (the one met last)."""
+    print("\nwhen each condition of the stop was first met (median answers; the budget if never) and, of the "
+          "sessions it ended, which was met last:")
+    for label, group in groups:
+        firsts = [first_met(r, precision, kappa_ratio) for r in group]
+        if not firsts:
+            continue
+        names = list(firsts[0])
+        medians = ", ".join(f"{n} {np.median([budget if f[n] is None else f[n] for f in firsts]):.1f}" for n in names)
+        last = [max(names, key=lambda n: f[n]) for f, r in zip(firsts, group)
+                if r["stopped_by"] == "precision" and None not in f.values()]  # fmt: skip
+        print(f"  {label}: first met at {medians}; met last in the {len(last)} stopped: "
+              + ", ".join(f"{n} {last.count(n)}" for n in names))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--protocol", default="clinical-sloan-compare")
@@ -116,12 +144,13 @@ def main() -> None:
         stop = np.mean([r["stopped_by"] == "precision" for r in group])
         print(f"| {label} | {len(group)} | {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%} | {start_text} | "
               f"{stop:.0%} | {np.median([r['answers'] for r in group]):.1f} |")  # fmt: skip
-    z = np.array([r["z_m"] for r in rows])
-    print(f"\nM: standardised error of the posterior median, mean {z.mean():+.2f}, sd {z.std():.2f}")
     precision = protocol.stopping.precision
     comparisons = protocol.comparisons
     ratio = None if comparisons is None else comparisons.sensitivity_to_stop
     budget = protocol.stopping.max_trials
+    print_met_last(groups, precision, ratio, budget)
+    z = np.array([r["z_m"] for r in rows])
+    print(f"\nM: standardised error of the posterior median, mean {z.mean():+.2f}, sd {z.std():.2f}")
     as_run = [(r["answers"], r["error"], r["covered"]) for r in rows]
     print("\nthe stop read otherwise (the first check at which it is met; error and 95% coverage there):")
     readings = [("as run", as_run),

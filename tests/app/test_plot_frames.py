@@ -218,6 +218,9 @@ def test_progress_text_names_the_stop_it_measures():
     optics = Precision(m_d=0.25, cylinder_vector_d=0.25)
     assert progress_text(0.404, optics) == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J): 40%"
     assert progress_text(1.7, optics).endswith(": 100%")
+    waits = progress_text(0.8, optics, waits_for_sensitivity=True)
+    assert waits == ("Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, the patient's sensitivity to 1-or-2 "
+                     "comparisons learned): 80%")
     assert progress_text(0.5, None).startswith("Budget used: 50%")
 
 

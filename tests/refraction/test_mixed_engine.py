@@ -30,7 +30,8 @@ def _comparisons(n: int, answer: str = "=") -> list[LoggedTrial]:
 
 
 def _engine(ratio):
-    settings = dataclasses.replace(PROTOCOL.comparisons, sensitivity_to_stop=ratio)
+    criterion = PROTOCOL.comparisons.criterion if ratio is not None else "evr"  # "evr-stop" turns to the wait
+    settings = dataclasses.replace(PROTOCOL.comparisons, sensitivity_to_stop=ratio, criterion=criterion)
     return MixedOpticsEngine(PROTOCOL, START, 3, settings)
 
 

@@ -219,7 +219,7 @@ def test_shipped_protocols():
     compare = load_protocol("clinical-sloan-compare")
     assert compare.comparisons == MixedSettings(
         ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0), 3.0,
-        5.0, sensitivity_to_stop=0.5)  # fmt: skip
+        5.0, "evr-stop", sensitivity_to_stop=0.5)  # fmt: skip
     assert compare.model.over_minus_guard == "young" and sloan.model.over_minus_guard == "never"
     assert dataclasses.replace(compare, comparisons=None, name=sloan.name, description=sloan.description,
                                source=sloan.source, source_text=sloan.source_text,
@@ -365,7 +365,7 @@ def test_comparisons_table_sets_the_mixed_session():
 
 @pytest.mark.parametrize(("table", "message"), [
     ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
-    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "evr-precision", "information", found "fast"'),
+    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "evr-precision", "evr-stop", "information", found "fast"'),
     ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
     ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", found "jcc"'),
     ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),

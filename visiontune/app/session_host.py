@@ -269,12 +269,14 @@ class SessionHost:
         trials = np.array([[*m.at, float(m.correct)] for m in letter_marks(valid, axis)]).reshape(-1, 3)
         curve = tuple(sorted(self._curve.items()))
         progress = s.progress()
+        waits = bool(p.comparisons and p.comparisons.stop_waits_for_sensitivity)
+        line = progress_text(progress, p.stopping.precision, waits_for_sensitivity=waits)
         true_p = None
         if self._sim_patient is not None:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
         frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
                                  chart_range=p.logmar_range, true_p=true_p, progress=progress,
-                                 progress_line=progress_text(progress, p.stopping.precision),
+                                 progress_line=line,
                                  sliders=tuple(slider_marks(valid, axis)))  # fmt: skip
         self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame,
                                                   progress=progress))  # fmt: skip

@@ -82,9 +82,10 @@ def stop_text(reason: str | None) -> str:
     return f"Stopping rule met: {reason} ({STOP_MEANINGS.get(reason, reason)})"
 
 
-def progress_text(progress: float, precision) -> str:
+def progress_text(progress: float, precision, *, waits_for_sensitivity: bool = False) -> str:
     """The progress line: toward the protocol's ``precision`` stop (a
-    :class:`~visiontune.refraction.protocol.Precision` or None: then the budget used)."""
+    :class:`~visiontune.refraction.protocol.Precision` or None: then the budget used), which with
+    ``waits_for_sensitivity`` also waits until the patient's sensitivity to comparisons is learned."""
     pct = f"{100.0 * min(max(progress, 0.0), 1.0):.0f}%"
     if precision is None:
         return f"Budget used: {pct} (no precision stop in this protocol)"
@@ -92,6 +93,8 @@ def progress_text(progress: float, precision) -> str:
         goal = f"\u00b1{precision.m_d:.2f} D on M and \u00b1{precision.cylinder_vector_d:.2f} D on J"
     else:
         goal = f"sphere and cylinder intervals narrower than {precision.sphere_d:.2f} / {precision.cylinder_d:.2f} D"
+    if waits_for_sensitivity:
+        goal += ", the patient's sensitivity to 1-or-2 comparisons learned"
     return f"Precision stop ({goal}): {pct}"
 
 

@@ -441,7 +441,9 @@ class Refraction:
     def progress(self) -> float:
         """How far the session is from its precision stop, in [0, 1] (1 = met): the worst
         ratio of the precision limits to the current region's radii (optics model) or widths
-        (GP model); the share of the budget used when the protocol has no precision stop."""
+        (GP model), and, when the stop also waits for the comparison sensitivity ``κ``, of its
+        limit to the spread of ``ln κ`` (:meth:`MixedOpticsEngine.sensitivity_progress`); the share
+        of the budget used when the protocol has no precision stop."""
         stopping = self.protocol.stopping
         p = stopping.precision
         if p is None:
@@ -452,6 +454,9 @@ class Refraction:
         else:
             ws, wc = region.widths_d
             ratios = (p.sphere_d / max(ws, 1e-9), p.cylinder_d / max(wc, 1e-9))
+        if isinstance(self.engine, MixedOpticsEngine):
+            kappa = self.engine.sensitivity_progress(self.trials())
+            ratios = ratios if kappa is None else (*ratios, kappa)
         return float(min(1.0, *ratios))
 
     def patient_seconds(self) -> float:

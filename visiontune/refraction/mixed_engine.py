@@ -9,7 +9,8 @@ comparison model), and the next question, a letter or a comparison, is
 time). The protocol's initial random trials are letters, as in the letter-only engine. With a
 model that infers the patient's comparison sensitivity ``κ`` and
 :attr:`~visiontune.refraction.mixed_rules.MixedSettings.sensitivity_to_stop`, the precision stop
-also waits until ``κ`` is learned.
+also waits until ``κ`` is learned; with the criterion ``"evr-stop"`` the questions turn to it once
+the region is within the precision (:meth:`MixedOpticsEngine.question_settings`).
 
 With the protocol's ``[sliders]`` (:class:`~visiontune.refraction.slider.SliderSettings`) a
 trial may also be a slider answer (``slider_lenses``, the lenses of the knob's path in knob
@@ -20,11 +21,13 @@ next question may be a slider (:func:`~visiontune.refraction.mixed_rules.propose
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.comparisons import ComparisonAnswer
-from visiontune.refraction.estimate import Region
+from visiontune.refraction.estimate import Region, region_from_samples
 from visiontune.refraction.lenses import lens_power_vector
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
 from visiontune.refraction.optics_engine import OpticsEngine
@@ -52,8 +55,12 @@ class MixedOpticsEngine(OpticsEngine):
         self.settings = settings
         self.sliders = sliders
         self._units = None
-        if settings.criterion == "evr-precision":
+        if settings.criterion in ("evr-precision", "evr-stop"):
             self._units = PrecisionUnits.of_stop(self.protocol.stopping.precision, settings)
+        self._phases = None
+        if settings.criterion == "evr-stop":
+            self._phases = (dataclasses.replace(settings, criterion="evr"),
+                            dataclasses.replace(settings, criterion="evr-precision"))
 
     @staticmethod
     def _trial_key(t) -> tuple:
@@ -85,15 +92,51 @@ class MixedOpticsEngine(OpticsEngine):
             s, lens, info = self.propose(trials, rng_letter)
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
-        return propose_mixed(post, self.protocol.policy, self.settings, steps=self.protocol.lenses, s_grid=self.s_grid,
+        settings, units = self.question_settings(trials)
+        return propose_mixed(post, self.protocol.policy, settings, steps=self.protocol.lenses, s_grid=self.s_grid,
                              radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
-                             sliders=self.sliders, rng_slider=rng_slider, units=self._units)  # fmt: skip
+                             sliders=self.sliders, rng_slider=rng_slider, units=units)  # fmt: skip
+
+    def question_settings(self, trials) -> tuple[MixedSettings, PrecisionUnits | None]:
+        """The settings and units the next question is valued with after ``trials``: the
+        protocol's, except that ``"evr-stop"`` is ``"evr"`` (no units) until
+        :meth:`waits_only_for_sensitivity`, then ``"evr-precision"`` in the stop's units
+        (:mod:`~visiontune.refraction.mixed_rules`, "Towards the stop that is left")."""
+        if self._phases is None:
+            return self.settings, self._units
+        if self.waits_only_for_sensitivity(trials):
+            return self._phases[1], self._units
+        return self._phases[0], None
+
+    def waits_only_for_sensitivity(self, trials) -> bool:
+        """Whether, after ``trials``, the precision stop's region (read from the draws the
+        estimate reads, :meth:`estimate`) is within the protocol's precision while ``κ`` is not yet
+        learned (:meth:`precision_met`): the stop waits for ``κ`` alone. A pure function of the
+        log, so a session rebuilt from it asks the same questions."""
+        limit = self.settings.sensitivity_to_stop
+        ratio = sensitivity_sd_ratio(self.posterior(trials))
+        if limit is None or ratio is None or ratio <= limit or self.protocol.stopping.precision is None:
+            return False
+        draws = self.correction_draws(trials)
+        region = region_from_samples(draws.theta[:, :3], draws.weights, draws.best_correction(), self.level,
+                                     self.protocol.lenses.cylinder_form)  # fmt: skip
+        return super().precision_met(region)
 
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""
         est = super().estimate(trials, rng_best, rng_region, level)
         self._sensitivity_sd_ratio = sensitivity_sd_ratio(self.posterior(trials))
         return est
+
+    def sensitivity_progress(self, trials) -> float | None:
+        """How far ``ln κ`` is from the precision stop's wait for it, in [0, 1] (1 = learned):
+        ``sensitivity_to_stop`` over the SD ratio of :func:`sensitivity_sd_ratio`; None when the
+        stop does not wait for it, or before the first comparison (no ``ln κ`` column)."""
+        limit = self.settings.sensitivity_to_stop
+        ratio = sensitivity_sd_ratio(self.posterior(trials))
+        if limit is None or ratio is None:
+            return None
+        return float(min(1.0, limit / max(ratio, 1e-9)))
 
     def precision_met(self, region: Region) -> bool:
         """The protocol's precision stop on the region of the last :meth:`estimate` and, when

@@ -26,9 +26,10 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   ``"evr"`` (default) the expected reduction of the posterior variance of the correction,
   ``tr Cov(P*) - E_y[tr Cov(P* | y)]`` (D², the quantity the EVR rule minimises),
   ``"evr-precision"`` the same reduction in units of the precision the stop asks
-  (:class:`PrecisionUnits`), or ``"information"`` the mutual information between the answer
-  and ``θ`` (bits, Houlsby et al. 2011); divided by the question's duration, and the larger
-  value per second is asked.
+  (:class:`PrecisionUnits`), ``"evr-stop"`` the first until the region is within the stop's
+  precision and then, while the stop waits only for ``κ``, the second (below), or
+  ``"information"`` the mutual information between the answer and ``θ`` (bits, Houlsby et al.
+  2011); divided by the question's duration, and the larger value per second is asked.
 
 **In units of the precision asked.** ``"evr"`` adds diopters² of ``M``, ``J0`` and ``J45``; the
 stop asks each to its own precision (±0.25 D on ``M``, a 1-D interval; 0.25 D on the length of
@@ -43,7 +44,18 @@ weighed on the same units (a slider's ``ln κ`` term is left out until the parti
 Measured (docs/results/README.md): the regions are better calibrated (``κ`` learned early, the
 posterior of ``M`` is no longer pulled plus by a prior ``κ`` too high for an Eq. 11 patient) and
 older patients stop sooner, but young patients, whose ``M`` is the slow part, take longer and end
-less often within 0.25 D, so the shipped protocol keeps ``"evr"``.
+less often within 0.25 D.
+
+**Towards the stop that is left.** ``"evr-stop"`` spends each answer on the condition of the stop
+still unmet: ``"evr"`` while the region is wider than the precision (so ``M`` and ``J`` are valued in
+diopters, as before, and a young patient's slow ``M`` keeps every answer), and ``"evr-precision"``
+once the region is within it and the stop waits only for ``κ`` (:class:`MixedSettings`
+``sensitivity_to_stop``), where no diopter term values the answers the stop still needs. The
+engine decides which (:meth:`~visiontune.refraction.mixed_engine.MixedOpticsEngine.question_settings`,
+from the posterior the stop reads), and :func:`propose_mixed` is given the criterion it resolved.
+In an eye that does not accommodate the region is met after about 20 answers of straddling
+comparisons, which are blind to ``κ`` (``δ = 0``), so under ``"evr"`` ``κ`` was learned only
+by the way, about 30 answers later (docs/results/README.md measures both).
 
 **Sliders.** With :class:`~visiontune.refraction.slider.SliderSettings` (the protocol's
 ``[sliders]`` table) a third kind is weighed: the best knob to turn,
@@ -99,7 +111,7 @@ __all__ = [
     "propose_mixed",
 ]
 
-CRITERIA = ("evr", "evr-precision", "information")
+CRITERIA = ("evr", "evr-precision", "evr-stop", "information")
 #: Candidate pairs of a comparison (module docstring).
 PAIR_SETS = ("any", "clinical")
 #: Below this length of ``J`` (D; a cylinder under about 0.1 D) the estimate has no axis to follow.
@@ -115,7 +127,7 @@ _COARSE_SIZE_STRIDE = 2
 class MixedSettings:
     """Settings of a mixed session: the ``comparison`` model the posterior uses, the durations
     ``letter_seconds`` and ``comparison_seconds`` (patient's time per answer, s), the
-    ``criterion`` (``"evr"`` or ``"information"``), ``comparisons`` (False: letters only), the
+    ``criterion`` (:data:`CRITERIA`, module docstring), ``comparisons`` (False: letters only), the
     comparison's letter size above the predicted best acuity (logMAR) when the size does not
     change the answer, and ``sensitivity_to_stop``: with a model that infers the comparison
     sensitivity ``κ``, the precision stop also waits until the posterior standard deviation of
@@ -147,6 +159,16 @@ class MixedSettings:
         ratio = self.sensitivity_to_stop
         if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0):
             raise InvalidInputError(f"sensitivity_to_stop: expected None or a fraction in (0, 1], got {ratio!r}")
+        if self.criterion == "evr-stop" and not self.stop_waits_for_sensitivity:
+            raise InvalidInputError("criterion 'evr-stop': expected comparisons whose model infers the sensitivity "
+                                    "(sensitivity_sigma) and a sensitivity_to_stop, the condition it turns to; "
+                                    "without them it is 'evr'")
+
+    @property
+    def stop_waits_for_sensitivity(self) -> bool:
+        """Whether the precision stop also waits for ``κ``: comparisons on, a model that infers it
+        and a ``sensitivity_to_stop``."""
+        return bool(self.comparisons and self.comparison.infers_sensitivity and self.sensitivity_to_stop)
 
 
 @dataclass(frozen=True)
@@ -175,9 +197,8 @@ class PrecisionUnits:
         level = float(precision.level)
         m_sd = precision.m_d / float(ndtri(0.5 * (1.0 + level)))
         j_sd = precision.cylinder_vector_d / math.sqrt(-2.0 * math.log1p(-level))
-        model, ratio = settings.comparison, settings.sensitivity_to_stop
-        waits = settings.comparisons and model.infers_sensitivity and ratio
-        kappa_sd = ratio * model.sensitivity_sigma if waits else None
+        waits = settings.stop_waits_for_sensitivity
+        kappa_sd = settings.sensitivity_to_stop * settings.comparison.sensitivity_sigma if waits else None
         return cls(m_sd, j_sd, kappa_sd)
 
     def columns(self, theta: np.ndarray) -> np.ndarray:
@@ -324,6 +345,9 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
     letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
     if sliders is not None and rng_slider is None:
         raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
+    if settings.criterion == "evr-stop":
+        raise InvalidInputError("criterion 'evr-stop': resolve it to 'evr' or 'evr-precision' first "
+                                "(MixedOpticsEngine.question_settings)")
     if (settings.criterion == "evr-precision") != (units is not None):
         raise InvalidInputError(f"units: expected PrecisionUnits with the 'evr-precision' criterion and None with "
                                 f"{settings.criterion!r}, got {units!r}")

@@ -45,8 +45,9 @@ paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside t
 clearer, 1 or 2?" as well as letters, whichever is worth more per second of the patient's
 time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
 ``letter_seconds`` and ``comparison_seconds`` (the durations the choice weighs, seconds),
-``criterion`` (``"evr"``, ``"evr-precision"``, which needs a precision stop, or ``"information"``;
-:mod:`~visiontune.refraction.mixed_rules`), ``size_offset_logmar`` (the letter kept in view,
+``criterion`` (``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
+which also needs ``sensitivity_to_stop`` and a model that infers the sensitivity, or
+``"information"``; :mod:`~visiontune.refraction.mixed_rules`), ``size_offset_logmar`` (the letter kept in view,
 above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
 patient's comparison sensitivity, the precision stop waits until the posterior standard
 deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (``"any"`` or
@@ -375,9 +376,9 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         if model.type != "optics":
             raise r.fail("comparisons", "no such table for the GP model (comparisons need the optics model)", doc["comparisons"])
         comparisons = _comparisons(r, r.sub_table(doc, "comparisons"))
-        if comparisons is not None and comparisons.criterion == "evr-precision" and precision is None:
-            raise r.fail("comparisons.criterion", 'a precision stop ([stopping.precision]) for "evr-precision", which '
-                         "measures variance in its units; or another criterion", comparisons.criterion)  # fmt: skip
+        if comparisons is not None and comparisons.criterion in ("evr-precision", "evr-stop") and precision is None:
+            raise r.fail("comparisons.criterion", f'a precision stop ([stopping.precision]) for "{comparisons.criterion}", '
+                         "which measures variance in its units; or another criterion", comparisons.criterion)  # fmt: skip
     sliders = None
     if "sliders" in doc:
         if model.type != "optics":
@@ -410,6 +411,10 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     model = _comparison_model(r, r.sub_table(table, "model", p)) if "model" in table else ComparisonModel()
     if not enabled:
         return None
+    if criterion == "evr-stop" and (to_stop is None or not model.infers_sensitivity):
+        raise r.fail(p + "criterion", 'a sensitivity_to_stop and a [comparisons.model] that infers the sensitivity '
+                     '(sensitivity_sigma > 0) for "evr-stop", which turns to that wait; or another criterion',
+                     criterion)  # fmt: skip
     return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
                          comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs)  # fmt: skip
 
