@@ -11,8 +11,8 @@ by age (under 35, 35-50, 50 and over); when each condition of the stop (the radi
 of ``J``, the spread of ``ln κ``) was first met and which was met last; the standardised error of
 ``M`` (posterior median minus truth over the posterior SD: mean 0, SD 1 when calibrated); and the
 stop two other readings would give, the shortest interval and (with ``κ`` inferred) either reading
-without the wait for ``κ`` (``comparisons.sensitivity_to_stop``), with the error of the lens filed there and whether the
-95% region there held the truth: the stop only ends a session, so each session's answers up to it
+without the wait for ``κ`` (``comparisons.sensitivity_to_stop``), with the error of the lens filed
+there and whether the 95% region there held the truth: the stop only ends a session, so each session's answers up to it
 are the same, and the first check at which a reading less strict than the one run is met is where
 that session would have ended.
 ``--blur-patients``: the patients answer comparisons by blur discrimination

@@ -165,8 +165,8 @@ def test_progress_waits_for_kappa_as_the_stop_does(sessions):
     spread = float(np.sqrt(w @ (log_kappa - w @ log_kappa) ** 2)) / SHIPPED.comparisons.comparison.sensitivity_sigma
     assert spread > 0.5
     assert refraction.progress() == pytest.approx(0.5 / spread, rel=1e-9) and refraction.progress() < 1.0
-    letters_only = MixedOpticsEngine(SHIPPED, refraction.engine.start, CASE.seed, SHIPPED.comparisons)
-    assert letters_only.sensitivity_progress([]) is None  # no comparison yet: no ln κ to wait for
+    fresh = MixedOpticsEngine(SHIPPED, refraction.engine.start, CASE.seed, SHIPPED.comparisons)
+    assert fresh.sensitivity_progress([]) is None  # no comparison yet: no ln κ to wait for
 
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
@@ -174,11 +174,15 @@ STORE = RESULTS / "clinical-validation-clinical-sloan-compare.sqlite"
 SLIDERS_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite"
 
 
+def _without_times(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k != "decision_ms"}
+
+
 def _only_criterion_differs(variant, base, criterion: str) -> bool:
     assert variant.comparisons.criterion == criterion != base.comparisons.criterion
-    same = dataclasses.replace(variant, comparisons=dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion),
-                               name=base.name, description=base.description, source=base.source,
-                               source_text=base.source_text)  # fmt: skip
+    comparisons = dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion)
+    same = dataclasses.replace(variant, comparisons=comparisons, name=base.name, description=base.description,
+                               source=base.source, source_text=base.source_text)  # fmt: skip
     return same == base
 
 
@@ -200,8 +204,7 @@ def test_the_stored_validation_of_the_shipped_protocol_replays_bit_for_bit(popul
     (decision times aside)."""
     stored = stored_metrics(STORE, population, "evr", "clinical-sloan-compare-seed1")[case_id]
     spec = plan("clinical-sloan-compare-seed1", SHIPPED, ["evr"], population, case_id + 1, 1)[case_id]
-    rerun = run_case(spec).metrics
-    assert {k: v for k, v in rerun.items() if k != "decision_ms"} == {k: v for k, v in stored.items() if k != "decision_ms"}
+    assert _without_times(run_case(spec).metrics) == _without_times(stored)
 
 
 @pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")
@@ -213,4 +216,4 @@ def test_the_stored_sliders_validation_replays_bit_for_bit():
     stored = stored_metrics(SLIDERS_STORE, "adult-clinic", "evr", experiment)[3]
     assert stored["sliders"] > 0
     rerun = run_case(plan(experiment, protocol, ["evr"], "adult-clinic", 4, 1)[3]).metrics
-    assert {k: v for k, v in rerun.items() if k != "decision_ms"} == {k: v for k, v in stored.items() if k != "decision_ms"}
+    assert _without_times(rerun) == _without_times(stored)
