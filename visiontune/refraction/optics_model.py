@@ -141,11 +141,23 @@ def probability_grid(theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, 
 
 def blur_squared(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
     """``|r|²`` (D²), the squared length of the residual power vector after accommodation
-    (module docstring), for each particle and lens: ``(N, m)``."""
-    r = lenses[None, :, :] - theta[:, None, :3]
-    amp = theta[:, AMPLITUDE, None]
-    r_m = r[..., 0] + np.minimum(amp, np.maximum(-r[..., 0], 0.0))
-    return r_m**2 + r[..., 1] ** 2 + r[..., 2] ** 2
+    (module docstring), for each particle and lens: ``(N, m)``.
+
+    ``r_M = (L_M - M) + min(A, max(-(L_M - M), 0))``, then ``(r_M² + r_J0²) + r_J45²``, one
+    ``(N, m)`` component at a time in two buffers (the particles' moves call it for every answer:
+    the same operations in the same order as on an ``(N, m, 3)`` array, so the same bits, with
+    a quarter of the memory traffic)."""
+    lenses = np.asarray(lenses, dtype=float)
+    r = np.subtract(lenses[None, :, 0], theta[:, 0, None])
+    t = np.maximum(np.negative(r), 0.0)
+    np.minimum(theta[:, AMPLITUDE, None], t, out=t)
+    r += t
+    np.square(r, out=r)
+    for k in (1, 2):
+        np.subtract(lenses[None, :, k], theta[:, k, None], out=t)
+        np.square(t, out=t)
+        r += t
+    return r
 
 
 def acuity_logmar(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
