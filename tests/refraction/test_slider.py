@@ -21,6 +21,7 @@ from visiontune.refraction.slider import (
     SliderModel,
     choice_probabilities,
     knob_path,
+    log_sum_exp_last,
     propose_slider,
     simulated_slider_choice,
     slider_probabilities,
@@ -299,3 +300,20 @@ def test_propose_slider_returns_the_best_knob_and_skips_the_axis_without_cylinde
         propose_slider(post, rng=np.random.default_rng(0), knobs=("focus",))
     with pytest.raises(InvalidInputError, match="rng"):
         propose_slider(post, rng=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_log_sum_exp_last_is_scipys_to_the_bit(seed):
+    """The normaliser of the slider likelihood against scipy.special.logsumexp (the oracle): the
+    same bits on rows with ties at the maximum, -inf padding and wide and narrow ranges; and the
+    closed form on a row of equal values (log n + a)."""
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(300, int(rng.integers(1, 40)), int(rng.integers(2, 12)))) * rng.uniform(0.1, 30.0)
+    if seed % 2:
+        z = np.round(z)                 # many ties at the maximum
+    if seed % 3:
+        z[:, ::2, -1] = -np.inf         # shorter paths padded
+    assert np.array_equal(log_sum_exp_last(z), logsumexp(z, axis=-1, keepdims=True))
+    assert log_sum_exp_last(np.full((1, 7), 2.5))[0, 0] == pytest.approx(2.5 + math.log(7), rel=1e-15)

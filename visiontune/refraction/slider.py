@@ -116,6 +116,7 @@ __all__ = [
     "check_slider_trial",
     "choice_probabilities",
     "knob_path",
+    "log_sum_exp_last",
     "propose_slider",
     "simulated_slider_choice",
     "slider_noise",
@@ -174,6 +175,22 @@ def with_noise(theta: np.ndarray, model: SliderModel, rng: np.random.Generator) 
     if not model.infers_noise:
         return theta
     return with_column(theta, "log_noise", model.noise_logmar, model.noise_sigma, rng)
+
+
+def log_sum_exp_last(z: np.ndarray) -> np.ndarray:
+    """``log Σ_k exp(z_k)`` along the last axis of ``z (..., n)``, kept as ``(..., 1)``, for real
+    ``z`` whose every row has a finite maximum (padding may be ``-inf``): the operations of
+    :func:`scipy.special.logsumexp` in its order, so the same bits (the maximum's terms separated
+    out of the sum: ``a + log(m) + log1p(Σ_{z_k < a} exp(z_k - a) / m)``, ``a`` the maximum, ``m``
+    how many reach it; Blanchard, Higham & Higham 2021, IMA J. Numer. Anal. 41:2311-2330), without
+    the second pass scipy makes for rows whose result is infinite, which these rows never are. The
+    slider answers' likelihood in the particles' moves calls it on every answer's path."""
+    a_max = np.max(z, axis=-1, keepdims=True)
+    top = z == a_max
+    m = np.sum(top.astype(z.dtype), axis=-1, keepdims=True, dtype=z.dtype)
+    s = np.sum(np.exp(np.where(top, -np.inf, z) - a_max), axis=-1, keepdims=True, dtype=z.dtype)
+    s = np.where(s == 0, s, s / m)
+    return np.log1p(s) + np.log(m) + a_max
 
 
 def choice_probabilities(va: np.ndarray, model: SliderModel, noise=None) -> np.ndarray:
@@ -379,7 +396,7 @@ class SliderAnswer:
         tau = slider_noise(theta, model)                       # a float, or (N, 1) per particle
         z = -va_unique[:, index] / (tau[:, :, None] if model.infers_noise else tau)   # (N, paths, width)
         z = np.where(valid[None, :, :], z, -np.inf)
-        log_norm = logsumexp(z, axis=2, keepdims=True)[:, :, 0]                   # (N, paths)
+        log_norm = log_sum_exp_last(z)[:, :, 0]                                   # (N, paths)
         chosen = z[:, at, np.array([a.choice for a in answers])] - log_norm[:, at]   # (N, m)
         if model.lapse == 0.0:
             return chosen.sum(axis=1)
