@@ -145,8 +145,8 @@ def blur_squared(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
 
     ``r_M = (L_M - M) + min(A, max(-(L_M - M), 0))``, then ``(r_M² + r_J0²) + r_J45²``, one
     ``(N, m)`` component at a time in two buffers (the particles' moves call it for every answer:
-    the same operations in the same order as on an ``(N, m, 3)`` array, so the same bits, with
-    a quarter of the memory traffic)."""
+    the same operations in the same order as on an ``(N, m, 3)`` array, so the same bits, without
+    its strided ``(N, m, 3)`` temporaries)."""
     lenses = np.asarray(lenses, dtype=float)
     r = np.subtract(lenses[None, :, 0], theta[:, 0, None])
     t = np.maximum(np.negative(r), 0.0)

@@ -180,7 +180,7 @@ def with_noise(theta: np.ndarray, model: SliderModel, rng: np.random.Generator) 
 def log_sum_exp_last(z: np.ndarray) -> np.ndarray:
     """``log Σ_k exp(z_k)`` along the last axis of ``z (..., n)``, kept as ``(..., 1)``, for real
     ``z`` whose every row has a finite maximum (padding may be ``-inf``): the operations of
-    :func:`scipy.special.logsumexp` in its order, so the same bits (the maximum's terms separated
+    :func:`scipy.special.logsumexp` (SciPy 1.17) in its order, so the same bits (the maximum's terms separated
     out of the sum: ``a + log(m) + log1p(Σ_{z_k < a} exp(z_k - a) / m)``, ``a`` the maximum, ``m``
     how many reach it; Blanchard, Higham & Higham 2021, IMA J. Numer. Anal. 41:2311-2330), without
     the second pass scipy makes for rows whose result is infinite, which these rows never are. The
