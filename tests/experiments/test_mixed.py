@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from visiontune.errors import InvalidInputError
-from visiontune.experiments import clinic
 from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.loop import (
@@ -31,6 +30,8 @@ from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 
+from tests.stored_runs import assert_replays, without_times
+
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "docs" / "results" / "clinical-validation.sqlite"
 PROTOCOL = load_protocol("clinical-sloan")
@@ -46,14 +47,8 @@ def test_letter_only_protocol_is_bit_identical_to_the_stored_validation():
     """run_case on cases 0 and 1 of the stored validation (clinical-sloan-seed1, adult-clinic,
     evr) gives the same metrics to the last bit (decision times aside): the posterior's generic
     likelihood and the shared scoring changed nothing for letters."""
-    specs = clinic.plan("clinical-sloan-seed1", PROTOCOL, ["evr"], "adult-clinic", 2, 1)
-    with sqlite3.connect(STORE) as db:
-        for spec in specs:
-            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = 'clinical-sloan-seed1' AND population = "
-                             "'adult-clinic' AND policy = 'evr' AND case_id = ?", (spec.case.case_id,)).fetchone()  # fmt: skip
-            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
-            now = {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"}
-            assert now == stored
+    for case_id in (0, 1):
+        assert_replays(STORE, "clinical-sloan-seed1", PROTOCOL, "adult-clinic", case_id)
 
 
 def test_mixed_loop_with_comparisons_off_asks_the_letter_loops_queries():
@@ -142,6 +137,4 @@ def test_mixed_sessions_are_bit_identical_to_the_stored_comparison_runs(label):
     with sqlite3.connect(COMPARISONS_STORE) as db:
         row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND policy = ? AND case_id = ?",
                          (spec.experiment, label, case.case_id)).fetchone()  # fmt: skip
-    stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
-    now = {k: v for k, v in run_mixed_case(spec).metrics.items() if k != "decision_ms"}
-    assert now == stored
+    assert without_times(run_mixed_case(spec).metrics) == without_times(json.loads(row[0]))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, plan, run_case, stored_metrics, validation_case
+from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.loop import COMPARISON_STREAM, POLICY_STREAM, SLIDER_STREAM
@@ -24,6 +24,8 @@ from visiontune.refraction.mixed_engine import MixedOpticsEngine, sensitivity_sd
 from visiontune.refraction.mixed_rules import MixedSettings, expected_posterior_variance, propose_mixed
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, probability_correct
 from visiontune.refraction.protocol import load_protocol, parse_protocol
+
+from tests.stored_runs import assert_replays, same_but_criterion
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 #: Adult-clinic case 2 of the validation (population seed 1): aged 69, an eye that no longer accommodates.
@@ -174,26 +176,17 @@ STORE = RESULTS / "clinical-validation-clinical-sloan-compare.sqlite"
 SLIDERS_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite"
 
 
-def _without_times(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if k != "decision_ms"}
-
-
-def _only_criterion_differs(variant, base, criterion: str) -> bool:
-    assert variant.comparisons.criterion == criterion != base.comparisons.criterion
-    comparisons = dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion)
-    same = dataclasses.replace(variant, comparisons=comparisons, name=base.name, description=base.description,
-                               source=base.source, source_text=base.source_text)  # fmt: skip
-    return same == base
-
-
 def test_the_measured_variants_differ_from_their_base_only_in_the_criterion():
     """docs/results/protocols: the shipped protocol with "evr" (as it shipped before), and the
     sliders protocol with the shipped "evr-stop"."""
     folder = RESULTS / "protocols"
-    assert _only_criterion_differs(load_protocol(str(folder / "clinical-sloan-compare-evr.toml")), SHIPPED, "evr")
+    evr = load_protocol(str(folder / "clinical-sloan-compare-evr.toml"))
+    assert evr.comparisons.criterion == "evr" != SHIPPED.comparisons.criterion
+    assert same_but_criterion(evr, SHIPPED)
     sliders = load_protocol(str(folder / "clinical-sloan-compare-sliders.toml"))
     variant = load_protocol(str(folder / "clinical-sloan-compare-sliders-evr-stop.toml"))
-    assert _only_criterion_differs(variant, sliders, "evr-stop")
+    assert variant.comparisons.criterion == "evr-stop" != sliders.comparisons.criterion
+    assert same_but_criterion(variant, sliders)
 
 
 @pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
@@ -202,9 +195,7 @@ def test_the_stored_validation_of_the_shipped_protocol_replays_bit_for_bit(popul
     """A presbyope whose questions turned to κ (adult-clinic case 2, the case above) and a young
     patient of the shipped protocol's validation page, rerun: the same metrics to the last bit
     (decision times aside)."""
-    stored = stored_metrics(STORE, population, "evr", "clinical-sloan-compare-seed1")[case_id]
-    spec = plan("clinical-sloan-compare-seed1", SHIPPED, ["evr"], population, case_id + 1, 1)[case_id]
-    assert _without_times(run_case(spec).metrics) == _without_times(stored)
+    assert_replays(STORE, "clinical-sloan-compare-seed1", SHIPPED, population, case_id)
 
 
 @pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")
@@ -212,8 +203,5 @@ def test_the_stored_sliders_validation_replays_bit_for_bit():
     """Adult-clinic case 3 of the sliders protocol with "evr-stop" (its validation page: 8 sliders in
     39 answers), rerun."""
     protocol = load_protocol(str(RESULTS / "protocols" / "clinical-sloan-compare-sliders-evr-stop.toml"))
-    experiment = "clinical-sloan-compare-sliders-evr-stop-seed1"
-    stored = stored_metrics(SLIDERS_STORE, "adult-clinic", "evr", experiment)[3]
+    stored = assert_replays(SLIDERS_STORE, "clinical-sloan-compare-sliders-evr-stop-seed1", protocol, "adult-clinic", 3)
     assert stored["sliders"] > 0
-    rerun = run_case(plan(experiment, protocol, ["evr"], "adult-clinic", 4, 1)[3]).metrics
-    assert _without_times(rerun) == _without_times(stored)

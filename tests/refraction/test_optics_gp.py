@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,6 @@ from scipy.optimize import minimize
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.experiments import clinic
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.optics_gp_engine import OpticsGPEngine
@@ -37,6 +34,8 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
+
+from tests.stored_runs import assert_replays
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-optics-gp.toml"
 SPEC = OpticsModelSpec(10, lapse=0.04, n_particles=500)
@@ -260,10 +259,5 @@ def test_a_stored_validation_run_replays_bit_for_bit():
     """Case 0 of each population of docs/results/clinical-validation-optics-gp.md, rerun: the same
     metrics to the last bit (decision times aside)."""
     protocol = load_protocol(PROTOCOL)
-    with sqlite3.connect(f"file:{STORE}?mode=ro&immutable=1", uri=True) as db:
-        for population in ("adult-clinic", "adult-clinic-misspecified"):
-            spec = clinic.plan("clinical-sloan-optics-gp-seed1", protocol, ["evr"], population, 1, 1)[0]
-            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = 'clinical-sloan-optics-gp-seed1' AND "
-                             "population = ? AND policy = 'evr' AND case_id = ?", (population, spec.case.case_id)).fetchone()  # fmt: skip
-            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
-            assert {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"} == stored
+    for population in ("adult-clinic", "adult-clinic-misspecified"):
+        assert_replays(STORE, "clinical-sloan-optics-gp-seed1", protocol, population, 0)

@@ -25,6 +25,7 @@ from visiontune.refraction.slider import SliderModel, knob_path, slider_value
 from visiontune.refraction.start import StartingPoint
 
 from tests.refraction.test_mixed_rules import _posterior  # a posterior after 15 random letters
+from tests.stored_runs import assert_replays, same_but_criterion
 
 ROOT = Path(__file__).resolve().parents[2]
 SENSITIVE = ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)
@@ -148,16 +149,11 @@ def test_the_protocol_asks_a_precision_stop_for_it():
 def test_the_sliders_variant_differs_from_the_sliders_protocol_only_in_its_criterion():
     """docs/results/protocols: the measured sliders protocol valued in the stop's units is the
     sliders protocol with ``criterion = "evr-precision"`` and nothing else."""
-    import dataclasses
-
     folder = ROOT / "docs" / "results" / "protocols"
     sliders = load_protocol(str(folder / "clinical-sloan-compare-sliders.toml"))
     variant = load_protocol(str(folder / "clinical-sloan-compare-sliders-evr-precision.toml"))
     assert variant.comparisons.criterion == "evr-precision" and sliders.comparisons.criterion == "evr"
-    same = dataclasses.replace(variant, comparisons=dataclasses.replace(variant.comparisons, criterion="evr"),
-                               name=sliders.name, description=sliders.description, source=sliders.source,
-                               source_text=sliders.source_text)  # fmt: skip
-    assert same == sliders
+    assert same_but_criterion(variant, sliders)
 
 
 def test_a_session_valued_in_precision_units_is_reproducible_and_asks_comparisons():
@@ -191,18 +187,7 @@ SLIDERS_STORE = ROOT / "docs" / "results" / "clinical-validation-clinical-sloan-
 def test_the_stored_sliders_run_replays_bit_for_bit():
     """Case 0 of adult-clinic and of young in the sliders variant's validation page, rerun: the
     same metrics to the last bit (decision times aside)."""
-    import json
-    import sqlite3
-
-    from visiontune.experiments import clinic
-
     protocol = load_protocol(str(ROOT / "docs" / "results" / "protocols" / "clinical-sloan-compare-sliders-evr-precision.toml"))
-    experiment = "clinical-sloan-compare-sliders-evr-precision-seed1"
-    with sqlite3.connect(f"file:{SLIDERS_STORE}?mode=ro&immutable=1", uri=True) as db:
-        for population in ("adult-clinic", "young"):
-            spec = clinic.plan(experiment, protocol, ["evr"], population, 1, 1)[0]
-            row = db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = 'evr' "
-                             "AND case_id = ?", (experiment, population, spec.case.case_id)).fetchone()  # fmt: skip
-            stored = {k: v for k, v in json.loads(row[0]).items() if k != "decision_ms"}
-            assert stored["sliders"] > 0
-            assert {k: v for k, v in clinic.run_case(spec).metrics.items() if k != "decision_ms"} == stored
+    for population in ("adult-clinic", "young"):
+        stored = assert_replays(SLIDERS_STORE, "clinical-sloan-compare-sliders-evr-precision-seed1", protocol, population, 0)
+        assert stored["sliders"] > 0

@@ -1,0 +1,35 @@
+"""Helpers of the tests that hold docs/results to the code: a stored validation run replays bit for
+bit, and a measured protocol variant differs from its base only where its page says."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from visiontune.experiments.clinic import plan, run_case, stored_metrics
+from visiontune.refraction.protocol import Protocol
+
+
+def without_times(metrics: dict) -> dict:
+    """A run's metrics without its decision times (wall clock, never the same twice)."""
+    return {k: v for k, v in metrics.items() if k != "decision_ms"}
+
+
+def assert_replays(store: Path, experiment: str, protocol: Protocol, population: str, case_id: int, *,
+                   policy: str = "evr", seed: int = 1) -> dict:
+    """Rerun case ``case_id`` of ``population`` as ``visiontune validate`` planned it (population
+    ``seed``) and assert the metrics ``store`` holds for it, to the last bit (decision times aside);
+    return the stored metrics."""
+    stored = stored_metrics(store, population, policy, experiment)[case_id]
+    spec = plan(experiment, protocol, [policy], population, case_id + 1, seed)[case_id]
+    assert without_times(run_case(spec).metrics) == without_times(stored), (experiment, population, case_id)
+    return stored
+
+
+def same_but_criterion(variant: Protocol, base: Protocol) -> bool:
+    """Whether ``variant`` is ``base`` with another ``comparisons.criterion`` and nothing else (its
+    name, description and source aside)."""
+    comparisons = dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion)
+    same = dataclasses.replace(variant, comparisons=comparisons, name=base.name, description=base.description,
+                               source=base.source, source_text=base.source_text)  # fmt: skip
+    return same == base
