@@ -38,8 +38,8 @@ from visiontune.experiments.information_bound import (
 )
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
+from validation_cases import by_age
 
-AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
 #: An eye that accommodates more than the 1 D reach: no lens on the minus side is blurred along M.
 ACCOMMODATING_D = 4.0
 
@@ -84,8 +84,7 @@ def by_patient(args: argparse.Namespace) -> None:
     runs = stored_metrics(args.store, args.population, args.policy, args.experiment) if args.store else {}
     print(f"\n{args.population}, population seed {args.seed}, {args.cases} patients: the bound per patient "
           "(letters and Eq. 11 comparisons; letters only)" + (f", beside {args.store}" if runs else ""))
-    for lo, hi, label in ((0.0, 200.0, "all"), *AGES):
-        group = [r for r in rows if lo <= r["age"] < hi]
+    for label, group in by_age(rows):
         if not group:
             continue
         bound = np.array([r["bound"] for r in group])

@@ -23,8 +23,6 @@ Run: OPENBLAS_NUM_THREADS=1 python benchmarks/stop_anatomy.py --protocol clinica
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 from joblib import Parallel, delayed
 
@@ -33,8 +31,8 @@ from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.estimate import region_from_samples, shortest_interval, weighted_quantile
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.protocol import load_protocol
+from validation_cases import by_age, case_parser
 
-AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 200.0, "50 and over"))
 
 
 def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_patients: bool) -> dict:
@@ -116,14 +114,9 @@ def print_met_last(groups, precision, kappa_ratio: float | None, budget: int) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--protocol", default="clinical-sloan-compare")
-    parser.add_argument("--population", default="adult-clinic")
-    parser.add_argument("--cases", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
+    parser = case_parser(__doc__.splitlines()[0])
     parser.add_argument("--blur-patients", action="store_true",
                         help="patients answer comparisons by blur discrimination")
-    parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     protocol = load_protocol(args.protocol)
     rows = Parallel(n_jobs=args.jobs)(delayed(trace)(args.protocol, args.population, i, args.seed, args.blur_patients)
@@ -133,8 +126,7 @@ def main() -> None:
           f"population seed {args.seed}\n")  # fmt: skip
     print("| patients | n | within 0.25 / 0.50 D | start as it is | precision stop | median answers |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    groups = [("all", rows)] + [(label, [r for r in rows if r["age"] is not None and lo <= r["age"] < hi])
-                                for lo, hi, label in AGES]  # fmt: skip
+    groups = by_age(rows)
     for label, group in groups:
         if not group:
             continue

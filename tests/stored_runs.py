@@ -26,10 +26,12 @@ def assert_replays(store: Path, experiment: str, protocol: Protocol, population:
     return stored
 
 
-def same_but_criterion(variant: Protocol, base: Protocol) -> bool:
+def same_but_criterion(variant: Protocol, base: Protocol, *, filed_lens: bool = False) -> bool:
     """Whether ``variant`` is ``base`` with another ``comparisons.criterion`` and nothing else (its
-    name, description and source aside)."""
+    name, description and source aside); with ``filed_lens``, its ``model.filed_lens`` may differ
+    too (a variant measured before its base filed the most probable lens)."""
     comparisons = dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion)
-    same = dataclasses.replace(variant, comparisons=comparisons, name=base.name, description=base.description,
-                               source=base.source, source_text=base.source_text)  # fmt: skip
+    model = dataclasses.replace(variant.model, filed_lens=base.model.filed_lens) if filed_lens else variant.model
+    same = dataclasses.replace(variant, comparisons=comparisons, model=model, name=base.name,
+                               description=base.description, source=base.source, source_text=base.source_text)  # fmt: skip
     return same == base

@@ -177,12 +177,14 @@ SLIDERS_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-sliders-ev
 
 
 def test_the_measured_variants_differ_from_their_base_only_in_the_criterion():
-    """docs/results/protocols: the shipped protocol with "evr" (as it shipped before), and the
-    sliders protocol with the shipped "evr-stop"."""
+    """docs/results/protocols: the shipped protocol with "evr" (as it shipped before, filing the
+    rounded estimate), and the sliders protocol with the shipped "evr-stop"."""
     folder = RESULTS / "protocols"
     evr = load_protocol(str(folder / "clinical-sloan-compare-evr.toml"))
     assert evr.comparisons.criterion == "evr" != SHIPPED.comparisons.criterion
-    assert same_but_criterion(evr, SHIPPED)
+    assert evr.model.filed_lens == "rounded" != SHIPPED.model.filed_lens
+    assert same_but_criterion(evr, SHIPPED, filed_lens=True)
+    assert not same_but_criterion(evr, SHIPPED)
     sliders = load_protocol(str(folder / "clinical-sloan-compare-sliders.toml"))
     variant = load_protocol(str(folder / "clinical-sloan-compare-sliders-evr-stop.toml"))
     assert variant.comparisons.criterion == "evr-stop" != sliders.comparisons.criterion

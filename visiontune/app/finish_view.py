@@ -24,7 +24,7 @@ class FinishView(QWidget):
         self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; font-weight:bold;")
         self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.title = QLabel("")
-        self.caption = QLabel("Prescription found (rounded to 0.25 D)")
+        self.caption = QLabel("Prescription found (0.25 D steps)")
         self.region = QLabel("")
         self.region.setObjectName("resultRegion")
         self.start_caption = QLabel("Starting prescription")
@@ -111,7 +111,7 @@ class FinishView(QWidget):
         self.lens.setText(lens_text(rounded))
         exact = in_form(rx_from_dict(r["estimate"]), form)
         ci = r["credible_interval"]
-        self.caption.setText(f"Prescription found (rounded to trial-lens steps, {form}-cylinder form)")
+        self.caption.setText(f"Prescription found (trial-lens steps, {form}-cylinder form)")
         self.region.setText(f"{round(100 * ci['level'])}% credible region: {region_text(ci, rounded)}")
         start = r.get("starting_rx")
         start_rx = rx_from_dict(start)

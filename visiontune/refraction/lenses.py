@@ -31,6 +31,7 @@ __all__ = [
     "axis_step_for",
     "in_form",
     "lens_power_vector",
+    "neighbouring_lenses",
     "trial_lens",
     "trial_lens_power_vectors",
 ]
@@ -109,6 +110,45 @@ def trial_lens(power_vector, steps: LensSteps) -> Prescription:
     origin = steps.axis_origin_deg
     axis = (origin + _round_half_away(rx.axis_deg - origin, axis_step)) % 180.0
     return in_form(Prescription(sphere, cylinder, 180.0 if axis == 0.0 else axis), steps.cylinder_form)
+
+
+def neighbouring_lenses(lens: Prescription, steps: LensSteps, sphere_steps: int = 2, cylinder_steps: int = 1,
+                        axis_deg: float = 180.0, axis_steps: int = 1) -> list[Prescription]:
+    """``lens`` (a trial lens) and the trial lenses around it, in minus-cylinder form, ``lens``
+    first, none twice: the sphere within ``sphere_steps`` steps, the cylinder within
+    ``cylinder_steps`` (never of the other sign) and the axis within ``axis_steps`` steps of the
+    cylinder's own axis step (:func:`axis_step_for`, on the grid from ``steps.axis_origin_deg``)
+    of ``lens``'s axis, or of ``axis_deg`` when ``lens`` has no cylinder. A cylinder of 0 is
+    written with axis 180. Needs ``steps.step_d > 0``."""
+    if steps.step_d <= 0.0:
+        raise InvalidInputError("steps.step_d: neighbouring trial lenses need a lens step above 0 (continuous "
+                                "lenses have no neighbours)")
+    q, origin = steps.step_d, steps.axis_origin_deg
+    base = lens.to_minus_cylinder()
+    centre_axis = base.axis_deg if base.cylinder_d != 0.0 else float(axis_deg)
+    out, seen = [], set()
+
+    def add(rx: Prescription) -> None:
+        key = (round(rx.sphere_d, 6), round(rx.cylinder_d, 6), round(rx.axis_deg % 180.0, 6))
+        if key not in seen:
+            seen.add(key)
+            out.append(rx)
+
+    add(base)
+    for dc in range(-cylinder_steps, cylinder_steps + 1):
+        cylinder = round(base.cylinder_d + dc * q, 9)
+        if cylinder > 0.0:
+            continue
+        if cylinder == 0.0:
+            axes = [180.0]
+        else:
+            a_step = axis_step_for(cylinder, steps.axis_step_deg)
+            snapped = origin + _round_half_away(centre_axis - origin, a_step)
+            axes = [normalise_axis_deg(snapped + k * a_step) for k in range(-axis_steps, axis_steps + 1)]
+        for ds in range(-sphere_steps, sphere_steps + 1):
+            for axis in axes:
+                add(Prescription(round(base.sphere_d + ds * q, 9), cylinder, float(axis)))
+    return out
 
 
 def trial_lens_power_vectors(power_vectors: np.ndarray, steps: LensSteps) -> np.ndarray:

@@ -27,6 +27,10 @@ with posterior probability above ``(1 - level) / 2``
 ``"always"``; ``false`` and ``true`` mean ``"never"`` and ``"always"``. Measured in
 docs/results/README.md: ``"always"`` costs more results within 0.25 D than it saves;
 ``"young"`` costs fewer and over-minuses no young patient (the shipped clinical default).
+``model.filed_lens`` (:data:`FILED_LENS_RULES`): ``"rounded"`` (default) files the estimate
+rounded to trial lenses; ``"most-probable"`` the trial lens near it most probably within 0.25 D
+of the correction (:meth:`~visiontune.refraction.optics_engine.OpticsEngine._most_probable_lens`;
+the default protocol, ``clinical-sloan-compare``).
 
 **Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured against): the optics formula as the prior
 mean of a probit GP whose zero-mean part learns what the formula misses
@@ -106,6 +110,8 @@ LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan":
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
 #: When the optics engine files a lens bounded against over-minus (``model.over_minus_guard``).
 OVER_MINUS_GUARDS: frozenset[str] = frozenset({"never", "young", "always"})
+#: Which trial lens the optics engine files (``model.filed_lens``).
+FILED_LENS_RULES: frozenset[str] = frozenset({"rounded", "most-probable"})
 SLOPE_PRIORS: frozenset[str] = frozenset({"fixed", "uniform", "lognormal"})
 #: GP hyperparameters: name -> (lowest, highest) value. ``lengthscales`` (diopters) takes one
 #: value or one per lens coordinate (sphere, cylinder).
@@ -158,7 +164,7 @@ class Stopping:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``), ``"gp"``
+    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``, ``filed_lens``), ``"gp"``
     (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2) or
     ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
@@ -170,6 +176,7 @@ class ModelSpec:
     lapse: float = 0.04
     n_particles: int = 4000
     over_minus_guard: str = "never"
+    filed_lens: str = "rounded"
     residual_sd: float = 0.25
     residual_lengthscale_logmar: float = 0.3
     residual_lengthscale_d: float = 0.75
@@ -468,7 +475,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
     if kind == "optics-gp":
         return _optics_gp_model(r, table)
     if kind == "optics":
-        r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard"})
+        r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard", "filed_lens"})
         guard = table.get("over_minus_guard", "never")
         if isinstance(guard, bool):
             guard = "always" if guard else "never"
@@ -478,6 +485,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
             over_minus_guard=guard,
+            filed_lens=r.string(table.get("filed_lens", "rounded"), "model.filed_lens", FILED_LENS_RULES),
         )
     r.table(table, "model.", {"kernel"}, {"type", "hyperparameters", "fit"})
     kernel = r.string(table["kernel"], "model.kernel", GP_KERNELS)
