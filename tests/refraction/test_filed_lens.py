@@ -132,12 +132,12 @@ def test_it_is_never_less_probable_than_the_rounded_lens_and_moves_when_rounding
     assert moved > 0
 
 
-def test_with_the_guard_only_lenses_it_lets_through_are_weighed():
+def test_with_the_guard_only_lenses_as_plus_as_the_guarded_one_are_weighed():
     """Posteriors of ``M*`` with a long plus tail (an accommodating eye): the most probable lens
     unguarded is more minus than ``Q_97.5%(M*) - 0.25 D``; guarded, the lens filed is the most
-    probable of the guard's lens and its neighbours at or above that bound, so the guard has
-    nothing left to move; in some of them that is not the guard's lens itself (a whole step plus
-    of the bound)."""
+    probable of the guard's lens and its neighbours at least as plus as it (never more minus than
+    the guard's), so the guard has nothing left to move; in some of them that is not the guard's
+    lens itself."""
     engine = _engine(dataclasses.replace(_most_probable(), model=dataclasses.replace(
         _most_probable().model, over_minus_guard="young")), age=25.0)  # fmt: skip
     rng = np.random.default_rng(2)
@@ -153,9 +153,9 @@ def test_with_the_guard_only_lenses_it_lets_through_are_weighed():
         floor = guarded.power_vector_array()[0]
         free = engine._most_probable_lens(rounded, draws, guarded=False)
         filed = engine.filed_lens(draws)
-        assert free.power_vector_array()[0] < bound <= floor and bound <= filed.power_vector_array()[0] + 1e-9
+        assert free.power_vector_array()[0] < bound <= floor <= filed.power_vector_array()[0] + 1e-9
         allowed = [x for x in neighbouring_lenses(guarded, engine.protocol.lenses, axis_deg=rounded.axis_deg)
-                   if x.power_vector_array()[0] >= bound - 1e-9]
+                   if x.power_vector_array()[0] >= floor - 1e-9]
         best = max(_window_probability(draws, x) for x in allowed)
         assert _window_probability(draws, filed) == pytest.approx(best)
         assert filed == engine._not_over_minus(filed, draws)

@@ -191,9 +191,10 @@ class OpticsEngine:
         highest posterior probability of lying within ``r =`` :data:`FILED_WITHIN_D` of the
         correction, ``P(|P(L) - P*| <= r) = Σ_i w_i 1[|P(L) - P*_i| <= r]``; ties keep the first,
         ``lens`` itself. ``guarded``: ``lens`` is the over-minus guard's (:meth:`_not_over_minus`),
-        and only the lenses the guard's bound lets through, ``M(L) >= Q_{1-α}(M*) - 0.25 D``, are
-        weighed: the most probable lens subject to the guard's posterior bound, where the guard
-        alone moves the rounded lens plus by whole steps past it. When
+        and only the lenses at least as plus (``M``) are weighed, so the lens filed is never more
+        minus than the guard's: letting through every lens its bound allows (``M(L) >= Q_{1-α}(M*) -
+        0.25 D``) chose lenses nearer that bound, which over-minused young patients by more than
+        0.25 D where the posterior was too sure (docs/results/README.md). When
         the start has a cylinder the axis stays ``lens``'s (the start's unless the answers showed
         otherwise, :meth:`_kept_axis`; a new cylinder takes the start's): weighing the axis too
         turned it a step from a start within 0.25 D of the truth, away from the true axis, in 2 of
@@ -220,7 +221,7 @@ class OpticsEngine:
         squared = np.sum(theta**2, axis=1)[:, None] - 2.0 * (theta @ pv.T) + np.sum(pv**2, axis=1)[None, :]
         probability = post.weights @ (squared <= (FILED_WITHIN_D + 1e-9) ** 2)
         if guarded:
-            probability = np.where(pv[:, 0] >= self._over_minus_floor(post) - 1e-9, probability, -1.0)
+            probability = np.where(pv[:, 0] >= pv[0, 0] - 1e-9, probability, -1.0)
         return in_form(candidates[int(np.argmax(probability))], steps.cylinder_form)
 
     def _may_accommodate(self) -> bool:
@@ -265,15 +266,12 @@ class OpticsEngine:
         plus and lost more of them within 0.25 D than it saved; hence ``"young"``
         (:meth:`_may_accommodate`, docs/results/README.md)."""
         step = self.protocol.lenses.step_d
-        short = self._over_minus_floor(post) - float(lens.power_vector_array()[0])
+        q = weighted_quantile(post.theta[:, 0], post.weights, 0.5 * (1.0 + self.level))
+        short = q - OVER_MINUS_D - float(lens.power_vector_array()[0])
         if short <= 1e-9:
             return lens
         delta = math.ceil(short / step - 1e-9) * step if step > 0.0 else short
         return Prescription(lens.sphere_d + delta, lens.cylinder_d, lens.axis_deg)
-
-    def _over_minus_floor(self, post: ParticlePosterior) -> float:
-        """``Q_{1-α}(M*) - 0.25 D``: the most minus ``M`` the over-minus guard files (:meth:`_not_over_minus`)."""
-        return weighted_quantile(post.theta[:, 0], post.weights, 0.5 * (1.0 + self.level)) - OVER_MINUS_D
 
     def precision_met(self, region: Region) -> bool:
         p = self.protocol.stopping.precision
