@@ -29,7 +29,7 @@ AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 60.0, "50-60"), (
 RULES = ("rounded", "most-probable")
 
 
-def refract(protocol_name: str, population: str, case_id: int, seed: int) -> dict | None:
+def refract(protocol_name: str, population: str, case_id: int, seed: int) -> dict:
     """Refract case ``case_id`` as ``visiontune validate`` does; the signed ``M`` error and the error
     (power-vector distance to the truth, D) of each filing and of the exact estimate."""
     protocol = load_protocol(protocol_name)
