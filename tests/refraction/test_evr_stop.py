@@ -191,6 +191,15 @@ def test_the_measured_variants_differ_from_their_base_only_in_the_criterion():
     assert same_but_criterion(variant, sliders)
 
 
+def test_the_measured_reach_variant_differs_from_the_shipped_protocol_only_in_its_reach():
+    """docs/results/protocols: lenses up to 1.5 D from the estimate, everything else as shipped."""
+    variant = load_protocol(str(RESULTS / "protocols" / "clinical-sloan-compare-reach-1.5.toml"))
+    assert variant.search_space.max_step_d == 1.5 != SHIPPED.search_space.max_step_d
+    assert dataclasses.replace(variant, search_space=SHIPPED.search_space, name=SHIPPED.name,
+                               description=SHIPPED.description, source=SHIPPED.source,
+                               source_text=SHIPPED.source_text) == SHIPPED  # fmt: skip
+
+
 @pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
 @pytest.mark.parametrize("population, case_id", [("adult-clinic", 2), ("young", 0)])
 def test_the_stored_validation_of_the_shipped_protocol_replays_bit_for_bit(population, case_id):
