@@ -8,7 +8,9 @@ dioptric distance between the prescription found (the trial lens the clinician w
 the true correction (Thibos 1997: the length of the difference of power vectors), the errors
 in ``M`` and in ``J = (J0, J45)``, the axis error, the acuity lost through the found lens, how
 often the credible region covers the truth (at 50%, 80% and 95%), the time from an answer to
-the next lens, and the same scores for **the starting prescription as it is** beside them.
+the next lens, how many times the lens before the eye changed (a trial frame's lens swaps,
+:func:`~visiontune.refraction.loop.lens_changes`), and the same scores for **the starting
+prescription as it is** beside them.
 
 Runs are keyed by ``(experiment, population, policy, case)`` and committed one by one to an
 SQLite store (a killed sweep resumes where it stopped); they run in joblib worker processes or
@@ -33,7 +35,7 @@ from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
-from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
+from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, lens_changes
 from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
@@ -167,7 +169,7 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
         "exact_error_d": _distance(exact_pv, truth)[0], "axis_error_deg": _axis_error_deg(found, case.true_rx),
         "va_loss_logmar": float(patient.acuity_logmar(found) - patient.acuity_logmar(case.true_rx)),
         "age_years": case.age_years, "true_cylinder_d": case.true_rx.cylinder_d,
-        "decision_ms": [1000.0 * s for s in decision_s],
+        "decision_ms": [1000.0 * s for s in decision_s], "lens_changes": lens_changes(refraction.trials()),
     }  # fmt: skip
     m.update(_coverage(refraction, truth))
     if refraction.protocol.comparisons is not None:
@@ -311,6 +313,7 @@ class Summary:
     median_comparisons: float | None = None
     median_patient_s: float | None = None
     median_sliders: float | None = None
+    median_lens_changes: float | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -345,6 +348,8 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
     near = [r for r in runs if r.get("start_error_d") is not None and r["start_error_d"] <= 0.25
             and r["axis_error_deg"] is not None and r["start_axis_error_deg"] is not None]  # fmt: skip
     worse_axis = sum(r["axis_error_deg"] > r["start_axis_error_deg"] + 1e-9 for r in near)
+    if all("lens_changes" in r for r in runs):  # stores written before the count was kept lack it
+        common["median_lens_changes"] = float(np.median([r["lens_changes"] for r in runs]))
     mixed = [r for r in runs if "comparisons" in r]
     if mixed:
         common.update(median_comparisons=float(np.median([r["comparisons"] for r in mixed])),

@@ -137,10 +137,11 @@ def table_markdown(rows) -> str:
     slid = any(r.median_sliders is not None for r in rows)
     head = ("| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
             "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
-            "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D |")
+            "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D "
+            "| lens changes (median) |")
     if mixed:
         head += " comparisons (median) | patient time (median, s) |" + (" sliders (median) |" if slid else "")
-    lines = [head, "|" + " --- |" * (15 + 2 * mixed + slid)]
+    lines = [head, "|" + " --- |" * (16 + 2 * mixed + slid)]
     for r in rows:
         extra = f" {_num(r.median_comparisons, '.0f')} | {_num(r.median_patient_s, '.0f')} |" if mixed else ""
         extra += f" {_num(r.median_sliders, '.0f')} |" if slid else ""
@@ -150,7 +151,8 @@ def table_markdown(rows) -> str:
         lines.append(f"| {r.label} | {r.n} | {_num(r.median_answers, '.0f')} | {stops} | {_pct(r.within_025)} "
                      f"| {_pct(r.within_050)} | {r.median_error_d:.2f} | {r.p90_error_d:.2f} | {r.median_error_m_d:.2f} "
                      f"| {r.median_error_j_d:.2f} | {r.median_va_loss:+.3f} | {cov} | {times} "
-                     f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} |{extra}")  # fmt: skip
+                     f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} "
+                     f"| {_num(r.median_lens_changes, '.0f')} |{extra}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -214,6 +216,9 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "in the credible region `{P : |P - P̂| <= r}` of that level. *Worse axis*: patients whose start was within "
         "0.25 D of the truth (true cylinder >= 0.5 D) and whose found axis is further from the true axis than the "
         "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
+        "*Lens changes*: how many times the lens before the eye changed, the first lens placed included (a "
+        "comparison shows two lenses, a slider its path): the lens swaps of a trial frame, which the patient's "
+        "time does not count (its durations assume a phoropter's quick switch). "
         "The row *starting prescription as it is* scores the start the session was given. A patient whose start "
         "lies outside the range the refraction covers (M from -12 to +8 D, cylinder to 6 D) is refused with a "
         "message, as in the clinic (*refused* under stops), and left out of both rows."),

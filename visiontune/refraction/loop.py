@@ -73,6 +73,7 @@ __all__ = [
     "Refraction",
     "SimulatedPresenter",
     "SliderReply",
+    "lens_changes",
     "make_engine",
 ]
 
@@ -195,6 +196,27 @@ def is_comparison(trial) -> bool:
 def is_slider(trial) -> bool:
     """Whether a logged trial (of any log) is a slider answer."""
     return getattr(trial, "slider_choice", None) is not None
+
+
+def lenses_shown(trial) -> list:
+    """The lenses a logged trial put before the eye, in order: a letter's ``lens``, a comparison's
+    ``lens`` then ``lens2``, a slider's path."""
+    if is_slider(trial):
+        return list(trial.slider_lenses)
+    return [trial.lens, trial.lens2] if is_comparison(trial) else [trial.lens]
+
+
+def lens_changes(trials) -> int:
+    """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
+    first lens placed included: the lens swaps of a trial frame. A lens with the power of the one
+    before (power vectors equal to 1e-6 D, in either cylinder form) is no change."""
+    count, before = 0, None
+    for trial in trials:
+        for lens in lenses_shown(trial):
+            key = tuple(np.round(lens_power_vector(lens), 6))
+            if key != before:
+                count, before = count + 1, key
+    return count
 
 
 class MemoryLog:
