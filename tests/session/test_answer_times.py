@@ -9,6 +9,7 @@ exactly); the oracle is numpy's median and percentiles of those gaps, kind by ki
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -17,7 +18,7 @@ import pytest
 
 from visiontune import cli
 from visiontune.refraction.protocol import load_protocol
-from visiontune.session.answer_times import answer_times
+from visiontune.session.answer_times import GAPS, answer_times
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
@@ -145,8 +146,55 @@ def test_void_paused_and_untimed_answers_are_left_out_and_counted(store, clock, 
         handle.record_trial(_trial("letter", 5, None, None))  # no presented_at: both stamped now
     found = answer_times(store)
     assert found.left_out == {"void (undone) answers": 1, "answers spanning a pause": 1,
-                              "untimed answers (no presented_at)": 1}  # fmt: skip
+                              "untimed answers (no presented_at)": 1,
+                              "gaps between answers around an untimed one": 1}  # fmt: skip
     _check_rows(found, {"letter": kept}, simulated=False)
+    # between answers, one lens throughout: 10 s apart less each answer, the undone one's included
+    assert found.gaps[0].kind == "lens kept" and len(found.gaps) == 1
+    assert found.gaps[0].median_s == pytest.approx(np.median([7.5, 6.5, 5.75, 10.0]))
+    assert found.lens_change_s() is None
+
+
+def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(store, clock):
+    """The next question's first lens against the last lens shown: a comparison's lens 2 and a
+    slider's last lens are the ones in place after them; either cylinder form is the same lens."""
+    store.create_patient("P1")
+    sid = store.create_session("P1", eye="OD", protocol=load_protocol("clinical-sloan-compare"))
+    a, a_plus, b, c = Lens(-1.0, -0.5, 90.0), Lens(-1.5, 0.5, 0.0), Lens(-0.75, -0.5, 90.0), Lens(-1.0, -0.75, 90.0)
+    letter = dict(s_logmar=0.2, letter_shown="H", letter_named="H", correct=True)
+    questions = [  # (trial, gap before it, s): the gap is from the previous answer to this question on screen
+        (TrialInput(lens=a, **letter), None, "first"),
+        (TrialInput(lens=a_plus, **letter), 1.5, "lens kept"),
+        (TrialInput(lens=b, **letter), 6.0, "lens changed"),
+        (TrialInput(lens=b, lens2=c, comparison="1", s_logmar=0.2, letter_shown="H", correct=True), 2.0, "lens kept"),
+        (TrialInput(lens=c, **letter), 1.0, "lens kept"),  # lens 2 of the comparison is in place
+        (TrialInput(lens=PATH[4], slider_knob="sphere", slider_lenses=PATH, slider_choice=4, s_logmar=0.2,
+                    letter_shown="H", correct=True), 7.0, "lens changed"),
+        (TrialInput(lens=PATH[8], **letter), 2.5, "lens kept"),  # the slider's path ends on PATH[8]
+        (TrialInput(lens=a, **letter), 8.0, "lens changed"),
+        (TrialInput(lens=b, **letter), 40.0, "paused"),
+    ]  # fmt: skip
+    expected: dict[str, list[float]] = {}
+    with store.open_session(sid) as handle:
+        t = T0
+        for trial, gap, kind in questions:
+            if kind == "paused":
+                clock.t = t + timedelta(seconds=5)
+                handle.pause()
+                clock.t = t + timedelta(seconds=30)
+                handle.resume()
+            presented = t if gap is None else t + timedelta(seconds=gap)
+            t = presented + timedelta(seconds=3)
+            handle.record_trial(dataclasses.replace(trial, presented_at=presented, answered_at=t))
+            if kind in ("lens kept", "lens changed"):
+                expected.setdefault(kind, []).append(gap)
+    found = answer_times(store)
+    assert found.left_out == {"gaps between answers spanning a pause": 1}
+    assert [(r.kind, r.n) for r in found.gaps] == [("lens kept", 4), ("lens changed", 3)]
+    for row in found.gaps:
+        assert row.median_s == pytest.approx(np.median(expected[row.kind]))
+        assert row.mean_s == pytest.approx(np.mean(expected[row.kind]))
+    assert found.lens_change_s() == pytest.approx(np.median([6.0, 7.0, 8.0]) - np.median([1.5, 2.0, 1.0, 2.5]))
 
 
 def test_a_damaged_session_is_counted_and_does_not_hide_the_others(store, clock):
@@ -180,9 +228,17 @@ def test_the_command_prints_medians_protocol_values_and_marks_simulated(tmp_path
     letter = next(line.split() for line in out.splitlines() if line.startswith("letter "))
     assert float(letter[3]) == pytest.approx(np.median(real["letter"]), abs=0.005)
     assert f"[comparisons] letter_seconds = {np.median(real['letter']):.1f}" in out
+    # every gap between two answers is in one of the two rows, and their medians' difference is printed
+    kept, changed = (next(line.split() for line in out.splitlines() if line.startswith(g + " ")) for g in GAPS)
+    assert int(kept[2]) + int(changed[2]) == sum(len(v) for v in real.values()) - 1
+    assert f"a change of lens adds {float(changed[4]) - float(kept[4]):.1f} s" in out
     code, out = _cli(["sessions", "durations", "--db", str(db), "--include-simulated"], capsys)
-    assert code == 0 and sum(line.rstrip().endswith("SIMULATED") for line in out.splitlines()) == len(real)
+    simulated_rows = [line for line in out.splitlines() if line.rstrip().endswith("SIMULATED")]
+    assert code == 0 and len(simulated_rows) == len(real) + len(GAPS)  # each kind and each gap, apart
     code, out = _cli(["sessions", "durations", "--db", str(db), "--include-simulated", "--json"], capsys)
     doc = json.loads(out)
     assert doc["real_sessions"] == 1 and doc["simulated_sessions"] == 1
     assert {(r["kind"], r["simulated"]) for r in doc["rows"]} == {(k, s) for k in real for s in (False, True)}
+    assert {(r["kind"], r["simulated"]) for r in doc["gaps"]} == {(g, s) for g in GAPS for s in (False, True)}
+    real_gaps = {r["kind"]: r["median_s"] for r in doc["gaps"] if not r["simulated"]}
+    assert doc["lens_change_s"] == pytest.approx(real_gaps["lens changed"] - real_gaps["lens kept"])

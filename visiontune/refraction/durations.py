@@ -6,7 +6,9 @@ screen (the lens in place, ``presented_at``) to the answer recorded (``answered_
 the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` and
 :class:`~visiontune.refraction.slider.SliderSettings`; a protocol may set its own
 (``[comparisons]`` and ``[sliders]``), and a clinic can refit them from its own sessions
-(``visiontune sessions durations``, :mod:`visiontune.session.answer_times`).
+(``visiontune sessions durations``, :mod:`visiontune.session.answer_times`, which also measures
+what a change of lens adds between answers: none of these durations holds the change to a
+question's first lens, which is in place when the question is on screen).
 
 **Letter** (one letter through a lens already in place, named aloud, keyed by the clinician):
 ``LETTER_SECONDS = T / N``, with ``T = 120 s`` the median time of one E-ETDRS test in adults

@@ -74,7 +74,9 @@ __all__ = [
     "SimulatedPresenter",
     "SliderReply",
     "lens_changes",
+    "lenses_shown",
     "make_engine",
+    "same_lens",
 ]
 
 #: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
@@ -199,23 +201,30 @@ def is_slider(trial) -> bool:
 
 
 def lenses_shown(trial) -> list:
-    """The lenses a logged trial put before the eye, in order: a letter's ``lens``, a comparison's
-    ``lens`` then ``lens2``, a slider's path."""
+    """The lenses a logged or stored trial put before the eye, in order: a letter's ``lens``, a
+    comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
     if is_slider(trial):
         return list(trial.slider_lenses)
-    return [trial.lens, trial.lens2] if is_comparison(trial) else [trial.lens]
+    second = getattr(trial, "lens2", None)
+    return [trial.lens] if second is None else [trial.lens, second]
+
+
+def same_lens(a, b) -> bool:
+    """Whether two lenses (``sphere_d``, ``cylinder_d``, ``axis_deg``) have the same power: power
+    vectors equal to 1e-6 D, so either cylinder form, and a plano at any axis, is the same lens."""
+    return bool(np.all(np.abs(lens_power_vector(a) - lens_power_vector(b)) <= 1e-6))
 
 
 def lens_changes(trials) -> int:
     """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
-    first lens placed included: the lens swaps of a trial frame. A lens with the power of the one
-    before (power vectors equal to 1e-6 D, in either cylinder form) is no change."""
+    first lens placed included: the lens swaps of a trial frame. A lens of the power of the one
+    before (:func:`same_lens`) is no change."""
     count, before = 0, None
     for trial in trials:
         for lens in lenses_shown(trial):
-            key = tuple(np.round(lens_power_vector(lens), 6))
-            if key != before:
-                count, before = count + 1, key
+            if before is None or not same_lens(lens, before):
+                count += 1
+            before = lens
     return count
 
 

@@ -19,6 +19,18 @@ summarised apart and marked SIMULATED, never mixed with real patients' answers.
 
 Kinds: ``letter`` (no second lens), ``comparison`` (a "1 or 2" answer), ``slider`` (a knob
 position), ``duel`` (a second lens without a comparison answer: the preferential protocols).
+
+**Between answers: the lens change.** The question is on screen (``presented_at``) once the
+clinician has confirmed the lens is in place, so an answer time holds no change of lens before it
+(a comparison's switch to lens 2 and a slider's clicks are inside it). The change is in the gap
+from one answer to the next question on screen (``presented_at`` of trial ``k+1`` minus
+``answered_at`` of trial ``k``): the clinician reading the next lens, setting it and confirming.
+:func:`gap_seconds` sorts those gaps by whether the next question's first lens has the power of
+the last lens shown (:func:`~visiontune.refraction.loop.same_lens`): ``lens kept`` or ``lens
+changed``. The difference of their medians is what a change of lens costs in this clinic (a
+phoropter's dial or a trial frame's swap), the number to weigh against the lens changes a protocol
+asks (the validation's *lens changes*). Void trials count (their lens was placed); a gap around
+an untimed answer, or spanning a ``pause`` or ``resume``, is left out and counted.
 """
 
 from __future__ import annotations
@@ -28,12 +40,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune.errors import StoreError
+from visiontune.refraction.loop import lenses_shown, same_lens
 from visiontune.session.records import EventKind, Trial, trial_kind
 
-__all__ = ["KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "question_kind"]
+__all__ = ["GAPS", "KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "gap_seconds",
+           "question_kind"]
 
 #: Kinds of question, in report order.
 KINDS = ("letter", "comparison", "slider", "duel")
+#: The gaps between an answer and the next question on screen (module docstring), in report order.
+GAPS = ("lens kept", "lens changed")
 
 
 def question_kind(trial: Trial) -> str:
@@ -74,6 +90,13 @@ class AnswerTimes:
     real_sessions: int
     simulated_sessions: int
     left_out: dict[str, int] = field(default_factory=dict)
+    gaps: tuple[KindTimes, ...] = ()
+
+    def lens_change_s(self, *, simulated: bool = False) -> float | None:
+        """What a change of lens adds between answers (s): the median gap with the lens changed
+        minus the median gap with it kept (module docstring), or ``None`` without both."""
+        kept, changed = (next((r for r in self.gaps if r.kind == g and r.simulated == simulated), None) for g in GAPS)
+        return None if kept is None or changed is None else changed.median_s - kept.median_s
 
     def row(self, kind: str, *, simulated: bool = False) -> KindTimes | None:
         """The row of ``kind`` (real patients', or the simulated one), or ``None`` if no answers."""
@@ -101,9 +124,31 @@ def answer_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str,
     return seconds, left
 
 
-def _rows(seconds: dict[str, list[float]], sessions: dict[str, set[int]], simulated: bool) -> list[KindTimes]:
+def gap_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """``({"lens kept" | "lens changed": [gap seconds, ...]}, {reason left out: count})`` of one
+    session's stored ``trials`` in order, void ones included, ``pauses`` the times of its ``pause``
+    and ``resume`` events (module docstring)."""
+    gaps: dict[str, list[float]] = {}
+    left: dict[str, int] = {}
+    for before, after in zip(trials, trials[1:]):
+        gap = (after.presented_at - before.answered_at).total_seconds()
+        untimed = before.answered_at <= before.presented_at or after.answered_at <= after.presented_at
+        if untimed or gap <= 0.0:
+            reason = "gaps between answers around an untimed one"
+        elif any(before.answered_at <= at <= after.presented_at for at in pauses):
+            reason = "gaps between answers spanning a pause"
+        else:
+            kept = same_lens(lenses_shown(before)[-1], lenses_shown(after)[0])
+            gaps.setdefault(GAPS[0] if kept else GAPS[1], []).append(gap)
+            continue
+        left[reason] = left.get(reason, 0) + 1
+    return gaps, left
+
+
+def _rows(seconds: dict[str, list[float]], sessions: dict[str, set[int]], simulated: bool,
+          kinds: tuple[str, ...] = KINDS) -> list[KindTimes]:  # fmt: skip
     rows = []
-    for kind in KINDS:
+    for kind in kinds:
         values = np.asarray(seconds.get(kind, ()), dtype=float)
         if values.size:
             q1, med, q3 = np.percentile(values, [25.0, 50.0, 75.0])
@@ -118,6 +163,8 @@ def answer_times(store, *, include_simulated: bool = False) -> AnswerTimes:
     ``include_simulated`` (then summarised apart, marked SIMULATED; module docstring)."""
     seconds: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
     kind_sessions: dict[bool, dict[str, set[int]]] = {False: {}, True: {}}
+    gap_values: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
+    gap_sessions: dict[bool, dict[str, set[int]]] = {False: {}, True: {}}
     used = {False: 0, True: 0}
     left: dict[str, int] = {}
 
@@ -138,8 +185,12 @@ def answer_times(store, *, include_simulated: bool = False) -> AnswerTimes:
             leave("damaged sessions")
             continue
         found, skipped = answer_seconds(trials, pauses)
-        for reason, count in skipped.items():
+        between, skipped_gaps = gap_seconds(trials, pauses)
+        for reason, count in (skipped | skipped_gaps).items():
             leave(reason, count)
+        for kind, values in between.items():
+            gap_values[info.simulated].setdefault(kind, []).extend(values)
+            gap_sessions[info.simulated].setdefault(kind, set()).add(info.session_id)
         if not found:
             continue
         used[info.simulated] += 1
@@ -147,4 +198,6 @@ def answer_times(store, *, include_simulated: bool = False) -> AnswerTimes:
             seconds[info.simulated].setdefault(kind, []).extend(values)
             kind_sessions[info.simulated].setdefault(kind, set()).add(info.session_id)
     rows = _rows(seconds[False], kind_sessions[False], False) + _rows(seconds[True], kind_sessions[True], True)
-    return AnswerTimes(tuple(rows), used[False], used[True], left)
+    gaps = (_rows(gap_values[False], gap_sessions[False], False, GAPS)
+            + _rows(gap_values[True], gap_sessions[True], True, GAPS))  # fmt: skip
+    return AnswerTimes(tuple(rows), used[False], used[True], left, tuple(gaps))

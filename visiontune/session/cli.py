@@ -5,6 +5,7 @@ the session engine and the SQLite trial log; ``session resume ID --simulate`` co
 ``sessions discard ID --reason TEXT`` closes a session that has no answers, for good, with the
 reason on record (it is never deleted; ``sessions list`` shows it as ``discarded``, the app's
 resume offer leaves it out). ``sessions durations`` reports the answer times per kind of question
+and the gaps between answers with the lens kept or changed, so what a change of lens costs
 (:mod:`visiontune.session.answer_times`), real patients' only unless ``--include-simulated``.
 """
 
@@ -95,7 +96,8 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     discard.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
     discard.add_argument("--reason", required=True, help="why, e.g. 'protocol refused by the engine' (kept in the log)")
     _db_argument(discard)
-    durations = sub.add_parser("durations", help="answer times per kind of question (letter, comparison, slider): "
+    durations = sub.add_parser("durations", help="answer times per kind of question (letter, comparison, slider) "
+                                                 "and the gaps between answers with the lens kept or changed: "
                                                  "median and IQR, to refit a protocol's durations")  # fmt: skip
     durations.add_argument("--include-simulated", action="store_true",
                            help="also summarise simulated sessions (apart, marked SIMULATED; their clock is not a "
@@ -224,25 +226,37 @@ def _durations(store: TrialStore, include_simulated: bool, as_json: bool) -> int
     found = answer_times(store, include_simulated=include_simulated)
     if as_json:
         print(json.dumps({"real_sessions": found.real_sessions, "simulated_sessions": found.simulated_sessions,
-                          "rows": [{**vars(r), "iqr_s": r.iqr_s} for r in found.rows], "left_out": found.left_out},
-                         indent=2))  # fmt: skip
+                          "rows": [{**vars(r), "iqr_s": r.iqr_s} for r in found.rows], "left_out": found.left_out,
+                          "gaps": [{**vars(r), "iqr_s": r.iqr_s} for r in found.gaps],
+                          "lens_change_s": found.lens_change_s()}, indent=2))  # fmt: skip
         return 0
     print(f"answer times (question on screen to answer recorded), {found.real_sessions} real-patient sessions"
           + (f" and {found.simulated_sessions} SIMULATED" if include_simulated else "") + f" in {store.path}")
-    print(f"{'kind':<11} {'answers':>7} {'sessions':>8} {'median s':>8}  {'IQR s (Q1-Q3)':<16} {'mean s':>6}")
-    for r in found.rows:
-        mark = "  SIMULATED" if r.simulated else ""
-        print(f"{r.kind:<11} {r.n:>7} {r.sessions:>8} {r.median_s:>8.2f}  {r.q3_s - r.q1_s:>5.2f} "
-              f"({r.q1_s:.2f}-{r.q3_s:.2f}){'':<2} {r.mean_s:>6.2f}{mark}")  # fmt: skip
+    _print_times(found.rows, "kind", "answers")
     real = [r for r in found.rows if not r.simulated and r.kind in _DURATION_KEYS]
     if real:
         print("protocol values from the real patients' medians: "
               + "; ".join(f"{_DURATION_KEYS[r.kind]} = {r.median_s:.1f}" for r in real))
     else:
         print("no real patient's timed answers: nothing to refit the protocol's durations from")
+    if found.gaps:
+        print("between answers (answer recorded to the next question on screen: setting the next lens)")
+        _print_times(found.gaps, "lens", "gaps")
+        change = found.lens_change_s()
+        if change is not None:
+            print(f"a change of lens adds {change:.1f} s between answers (median changed - median kept; real "
+                  "patients), to weigh against a protocol's lens changes (the validation's page)")
     if found.left_out:
         print("left out: " + "; ".join(f"{count} {reason}" for reason, count in found.left_out.items()))
     return 0
+
+
+def _print_times(rows, label: str, count: str) -> None:
+    print(f"{label:<13} {count:>7} {'sessions':>8} {'median s':>8}  {'IQR s (Q1-Q3)':<16} {'mean s':>6}")
+    for r in rows:
+        mark = "  SIMULATED" if r.simulated else ""
+        print(f"{r.kind:<13} {r.n:>7} {r.sessions:>8} {r.median_s:>8.2f}  {r.q3_s - r.q1_s:>5.2f} "
+              f"({r.q1_s:.2f}-{r.q3_s:.2f}){'':<2} {r.mean_s:>6.2f}{mark}")  # fmt: skip
 
 
 def run_sessions(args) -> int:
