@@ -6,7 +6,8 @@ from __future__ import annotations
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, plan, run_case, summarise, validation_case
 from visiontune.experiments.validate_cli import table_markdown
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import LoggedTrial, lens_changes, lenses_shown
+from visiontune.refraction.lenses import lens_changes, lenses_shown
+from visiontune.refraction.loop import LoggedTrial
 from visiontune.refraction.protocol import load_protocol
 
 L1 = Prescription(-1.0, -0.5, 90.0)

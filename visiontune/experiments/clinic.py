@@ -9,7 +9,7 @@ the true correction (Thibos 1997: the length of the difference of power vectors)
 in ``M`` and in ``J = (J0, J45)``, the axis error, the acuity lost through the found lens, how
 often the credible region covers the truth (at 50%, 80% and 95%), the time from an answer to
 the next lens, how many times the lens before the eye changed (a trial frame's lens swaps,
-:func:`~visiontune.refraction.loop.lens_changes`), and the same scores for **the starting
+:func:`~visiontune.refraction.lenses.lens_changes`), and the same scores for **the starting
 prescription as it is** beside them.
 
 Runs are keyed by ``(experiment, population, policy, case)`` and committed one by one to an
@@ -35,7 +35,8 @@ from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
-from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, lens_changes
+from visiontune.refraction.lenses import lens_changes
+from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol

@@ -30,8 +30,11 @@ __all__ = [
     "LensSteps",
     "axis_step_for",
     "in_form",
+    "lens_changes",
     "lens_power_vector",
+    "lenses_shown",
     "neighbouring_lenses",
+    "same_lens",
     "trial_lens",
     "trial_lens_power_vectors",
 ]
@@ -177,3 +180,31 @@ def trial_lens_power_vectors(power_vectors: np.ndarray, steps: LensSteps) -> np.
 def lens_power_vector(lens) -> np.ndarray:
     """``(3,)`` power vector of a lens with ``sphere_d``, ``cylinder_d``, ``axis_deg``."""
     return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg).power_vector_array()
+
+
+def lenses_shown(trial) -> list:
+    """The lenses a logged or stored trial put before the eye, in order: a letter's ``lens``, a
+    comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
+    if getattr(trial, "slider_lenses", None) is not None:
+        return list(trial.slider_lenses)
+    second = getattr(trial, "lens2", None)
+    return [trial.lens] if second is None else [trial.lens, second]
+
+
+def same_lens(a, b) -> bool:
+    """Whether two lenses (``sphere_d``, ``cylinder_d``, ``axis_deg``) have the same power: power
+    vectors equal to 1e-6 D, so either cylinder form, and a plano at any axis, is the same lens."""
+    return bool(np.all(np.abs(lens_power_vector(a) - lens_power_vector(b)) <= 1e-6))
+
+
+def lens_changes(trials) -> int:
+    """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
+    first lens placed included: the lens swaps of a trial frame. A lens of the power of the one
+    before (:func:`same_lens`) is no change."""
+    count, before = 0, None
+    for trial in trials:
+        for lens in lenses_shown(trial):
+            if before is None or not same_lens(lens, before):
+                count += 1
+            before = lens
+    return count

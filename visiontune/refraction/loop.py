@@ -73,10 +73,7 @@ __all__ = [
     "Refraction",
     "SimulatedPresenter",
     "SliderReply",
-    "lens_changes",
-    "lenses_shown",
     "make_engine",
-    "same_lens",
 ]
 
 #: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
@@ -198,34 +195,6 @@ def is_comparison(trial) -> bool:
 def is_slider(trial) -> bool:
     """Whether a logged trial (of any log) is a slider answer."""
     return getattr(trial, "slider_choice", None) is not None
-
-
-def lenses_shown(trial) -> list:
-    """The lenses a logged or stored trial put before the eye, in order: a letter's ``lens``, a
-    comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
-    if is_slider(trial):
-        return list(trial.slider_lenses)
-    second = getattr(trial, "lens2", None)
-    return [trial.lens] if second is None else [trial.lens, second]
-
-
-def same_lens(a, b) -> bool:
-    """Whether two lenses (``sphere_d``, ``cylinder_d``, ``axis_deg``) have the same power: power
-    vectors equal to 1e-6 D, so either cylinder form, and a plano at any axis, is the same lens."""
-    return bool(np.all(np.abs(lens_power_vector(a) - lens_power_vector(b)) <= 1e-6))
-
-
-def lens_changes(trials) -> int:
-    """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
-    first lens placed included: the lens swaps of a trial frame. A lens of the power of the one
-    before (:func:`same_lens`) is no change."""
-    count, before = 0, None
-    for trial in trials:
-        for lens in lenses_shown(trial):
-            if before is None or not same_lens(lens, before):
-                count += 1
-            before = lens
-    return count
 
 
 class MemoryLog:

@@ -26,7 +26,7 @@ clinician has confirmed the lens is in place, so an answer time holds no change 
 from one answer to the next question on screen (``presented_at`` of trial ``k+1`` minus
 ``answered_at`` of trial ``k``): the clinician reading the next lens, setting it and confirming.
 :func:`gap_seconds` sorts those gaps by whether the next question's first lens has the power of
-the last lens shown (:func:`~visiontune.refraction.loop.same_lens`): ``lens kept`` or ``lens
+the last lens shown (:func:`~visiontune.refraction.lenses.same_lens`): ``lens kept`` or ``lens
 changed``. The difference of their medians is what a change of lens costs in this clinic (a
 phoropter's dial or a trial frame's swap), the number to weigh against the lens changes a protocol
 asks (the validation's *lens changes*). Void trials count (their lens was placed); a gap around
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune.errors import StoreError
-from visiontune.refraction.loop import lenses_shown, same_lens
+from visiontune.refraction.lenses import lenses_shown, same_lens
 from visiontune.session.records import EventKind, Trial, trial_kind
 
 __all__ = ["GAPS", "KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "gap_seconds",
