@@ -36,7 +36,8 @@ def test_the_validation_protocols_use_the_defaults():
     root = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols"
     for name in ("clinical-sloan-compare-sliders.toml", "clinical-sloan-compare-over-minus-guard.toml",
                  "clinical-sloan-compare-sliders-evr-precision.toml", "clinical-sloan-compare-evr-precision.toml",
-                 "clinical-sloan-compare-evr.toml", "clinical-sloan-compare-sliders-evr-stop.toml"):
+                 "clinical-sloan-compare-evr.toml", "clinical-sloan-compare-sliders-evr-stop.toml",
+                 "clinical-sloan-compare-reach-1.5.toml", "clinical-sloan-compare-trial-frame.toml"):
         protocol = load_protocol(str(root / name))
         assert (protocol.comparisons.letter_seconds, protocol.comparisons.comparison_seconds) == (
             durations.LETTER_SECONDS, durations.COMPARISON_SECONDS), name

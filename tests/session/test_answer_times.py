@@ -232,6 +232,7 @@ def test_the_command_prints_medians_protocol_values_and_marks_simulated(tmp_path
     kept, changed = (next(line.split() for line in out.splitlines() if line.startswith(g + " ")) for g in GAPS)
     assert int(kept[2]) + int(changed[2]) == sum(len(v) for v in real.values()) - 1
     assert f"a change of lens adds {float(changed[4]) - float(kept[4]):.1f} s" in out
+    assert f"lens_change_seconds = {max(float(changed[4]) - float(kept[4]), 0.0):.1f}" in out
     code, out = _cli(["sessions", "durations", "--db", str(db), "--include-simulated"], capsys)
     simulated_rows = [line for line in out.splitlines() if line.rstrip().endswith("SIMULATED")]
     assert code == 0 and len(simulated_rows) == len(real) + len(GAPS)  # each kind and each gap, apart

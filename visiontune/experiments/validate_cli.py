@@ -181,7 +181,10 @@ def _comparisons_note(protocol) -> list[str]:
         return []
     return [(f"The protocol asks comparisons (\"which is clearer, 1 or 2?\", answered 1, 2 or =) as well as letters, "
              f"whichever is worth more per second of the patient's time, a letter counted at {settings.letter_seconds:g} s "
-             f"and a comparison at {settings.comparison_seconds:g} s; its model of a comparison: "
+             f"and a comparison at {settings.comparison_seconds:g} s"
+             + (f", each change of lens from the lens in place at {settings.lens_change_seconds:g} s (a trial frame; "
+                "the patient's time counts them)" if settings.lens_change_seconds > 0 else "")
+             + "; its model of a comparison: "
              f"{_model_text(settings.comparison)}. The simulated patients answer comparisons by the Thurstone model of their own "
              "letter task (Fauvel & Chalk's Eq. 11, with an \"equal\" band of 0.5 and their own lapse rate; "
              "`visiontune.optics.comparison`)."), ""]

@@ -48,13 +48,21 @@ or two" (Ratcliff et al. 2016) for a choice among ``n``. **Assumed**: ``T_click`
 lens (a dial click and a glance); no published timing of a method-of-adjustment sweep to best
 focus was found. **8 s** (assumed; 10 s for a 13-lens axis path at the same rate).
 
+**Lens change** (the clinician reading the next lens, setting it, confirming): between answers,
+not inside any duration above. ``LENS_CHANGE_SECONDS = 0``: at a phoropter a dial click or a
+flip, within the rounding. With a trial frame each change is a swap of lenses; no published timing
+of one was found, so a clinic measures its own (``visiontune sessions durations``: the median gap
+between answers with the lens changed minus kept) and sets ``[comparisons] lens_change_seconds``;
+the choice then weighs each question's lens changes from the lens in place, and the patient's time
+counts them (:mod:`visiontune.refraction.mixed_rules`). **0 s** (a phoropter; assumed).
+
 References: docs/references.md ([Beck et al. 2003], [Laidlaw et al. 2008], [Vasudevan et al.
 2016], [Bach 2007], [Ratcliff et al. 2016]).
 """
 
 from __future__ import annotations
 
-__all__ = ["COMPARISON_SECONDS", "LETTER_SECONDS", "SLIDER_SECONDS"]
+__all__ = ["COMPARISON_SECONDS", "LENS_CHANGE_SECONDS", "LETTER_SECONDS", "SLIDER_SECONDS"]
 
 #: Patient's time per letter answer, s (module docstring: E-ETDRS, 120 s / 38.5 letters = 3.1 s).
 LETTER_SECONDS = 3.0
@@ -62,3 +70,5 @@ LETTER_SECONDS = 3.0
 COMPARISON_SECONDS = 5.0
 #: Patient's time per slider answer, s (9 lenses at 0.5 s, a 2 s decision, 1.3 s keying: 7.8 s; assumed).
 SLIDER_SECONDS = 8.0
+#: A change of lens between answers, s (module docstring: 0 at a phoropter; a trial frame's is measured by the clinic).
+LENS_CHANGE_SECONDS = 0.0

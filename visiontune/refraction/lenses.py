@@ -29,6 +29,7 @@ __all__ = [
     "CYLINDER_FORMS",
     "LensSteps",
     "axis_step_for",
+    "changes_along",
     "in_form",
     "lens_changes",
     "lens_power_vector",
@@ -197,14 +198,19 @@ def same_lens(a, b) -> bool:
     return bool(np.all(np.abs(lens_power_vector(a) - lens_power_vector(b)) <= 1e-6))
 
 
+def changes_along(lenses, in_place=None) -> int:
+    """How many times the lens before the eye changes showing ``lenses`` in order from the lens
+    ``in_place`` (None: none yet, so the first lens placed counts). A lens of the power of the
+    one before (:func:`same_lens`) is no change."""
+    count, before = 0, in_place
+    for lens in lenses:
+        if before is None or not same_lens(lens, before):
+            count += 1
+        before = lens
+    return count
+
+
 def lens_changes(trials) -> int:
     """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
-    first lens placed included: the lens swaps of a trial frame. A lens of the power of the one
-    before (:func:`same_lens`) is no change."""
-    count, before = 0, None
-    for trial in trials:
-        for lens in lenses_shown(trial):
-            if before is None or not same_lens(lens, before):
-                count += 1
-            before = lens
-    return count
+    first lens placed included: the lens swaps of a trial frame (:func:`changes_along`)."""
+    return changes_along([lens for trial in trials for lens in lenses_shown(trial)])

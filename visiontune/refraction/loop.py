@@ -52,7 +52,7 @@ from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, an
 from visiontune.optics.patient import TRIAL_KEY
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.gp_engine import GPEngine
-from visiontune.refraction.lenses import LensSteps, in_form, lens_power_vector
+from visiontune.refraction.lenses import LensSteps, in_form, lens_changes, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_engine import OpticsEngine
@@ -463,7 +463,9 @@ class Refraction:
         """The patient's time so far by the protocol's durations (s): each valid letter at
         ``comparisons.letter_seconds``, each comparison at ``comparisons.comparison_seconds``
         (the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` without them),
-        each slider at ``sliders.slider_seconds``."""
+        each slider at ``sliders.slider_seconds``, and each change of lens
+        (:func:`~visiontune.refraction.lenses.lens_changes`) at ``comparisons.lens_change_seconds``
+        (0 at a phoropter, the default)."""
         settings = self.protocol.comparisons or MixedSettings()
         slider_s = self.protocol.sliders.slider_seconds if self.protocol.sliders is not None else 0.0
 
@@ -472,7 +474,11 @@ class Refraction:
                 return slider_s
             return settings.comparison_seconds if is_comparison(t) else settings.letter_seconds
 
-        return float(sum(seconds(t) for t in self.trials()))
+        trials = self.trials()
+        answers = float(sum(seconds(t) for t in trials))
+        if settings.lens_change_seconds == 0.0:
+            return answers
+        return answers + settings.lens_change_seconds * lens_changes(trials)
 
     def psychometric(self, lens: Prescription, n: int = 61):
         """``(s (n,), p, lo, hi)``: the model's ``P(correct)`` against letter size (logMAR)

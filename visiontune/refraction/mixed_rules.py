@@ -67,6 +67,14 @@ comparisons the letter is weighed on a subsample of that stream (letters against
 
 Durations are settings. Defaults: a letter 3 s, a comparison 5 s, a slider 8 s, derived from
 published timings (and what is still assumed) in :mod:`visiontune.refraction.durations`.
+
+**Lens changes.** With ``lens_change_seconds`` ``c > 0`` (a trial frame; 0 at a phoropter, the
+default) each question also costs ``c`` per change of lens from the lens in place (the last one
+shown): a letter ``0`` or ``1`` change, a comparison ``1`` or ``2`` (lens 1 is shown first, so a
+pair holding the lens in place shows it first), a slider the changes along its path. Each question
+is then valued per second of ``duration + c × changes``, the best comparison pair among them too,
+and the letter through the lens in place (BALD's size, :func:`optics_rules.letter_at`) is weighed
+beside the rule's letter. With ``c = 0`` nothing changes: the same questions to the last bit.
 """
 
 from __future__ import annotations
@@ -84,8 +92,8 @@ from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
-from visiontune.refraction.durations import COMPARISON_SECONDS, LETTER_SECONDS
-from visiontune.refraction.lenses import LensSteps, trial_lens, trial_lens_power_vectors
+from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
+from visiontune.refraction.lenses import LensSteps, changes_along, same_lens, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
     LOG_SENSITIVITY,
     VA0,
@@ -135,7 +143,8 @@ class MixedSettings:
     session weak answers fit "a sensitive patient near the correction" about as well as "an
     insensitive one a quarter diopter away", so a region computed before ``κ`` is learned can be
     too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"`` or
-    ``"clinical"`` (one parameter at a time; module docstring)."""
+    ``"clinical"`` (one parameter at a time; module docstring). ``lens_change_seconds``: what a
+    change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes")."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
     letter_seconds: float = LETTER_SECONDS
@@ -145,12 +154,14 @@ class MixedSettings:
     comparison_size_offset_logmar: float = 0.1
     sensitivity_to_stop: float | None = None
     pairs: str = "any"
+    lens_change_seconds: float = LENS_CHANGE_SECONDS
 
     def __post_init__(self) -> None:
         if not isinstance(self.comparison, ComparisonModel):
             raise InvalidInputError(f"comparison: expected a ComparisonModel, got {type(self.comparison).__name__}")
         for name in ("letter_seconds", "comparison_seconds"):
             check_number(name, getattr(self, name), 0.1, 600)
+        check_number("lens_change_seconds", self.lens_change_seconds, 0.0, 600)
         if self.criterion not in CRITERIA:
             raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
         check_number("comparison_size_offset_logmar", self.comparison_size_offset_logmar, -0.5, 1)
@@ -231,7 +242,8 @@ class ComparisonQuery:
 @dataclass(frozen=True)
 class MixedChoice:
     """What to ask: ``kind`` ``"letter"``, ``"comparison"`` or ``"slider"``; the ``letter`` the
-    protocol's rule proposes (always computed), the best ``comparison`` (None when comparisons
+    protocol's rule proposes (always computed; with lens changes priced, the letter through the
+    lens in place when that is worth more), the best ``comparison`` (None when comparisons
     are off), the best ``slider`` (None without sliders) and each one's value per second
     (criterion units per second)."""
 
@@ -326,22 +338,50 @@ def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: flo
 
 
 def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec,
-                  units: PrecisionUnits | None) -> float:  # fmt: skip
-    """The letter's value per second on equally weighted ``particles``."""
+                  units: PrecisionUnits | None, in_place: Prescription | None = None) -> float:  # fmt: skip
+    """The letter's value per second on equally weighted ``particles``, its lens changed from
+    ``in_place`` at ``settings.lens_change_seconds`` (module docstring)."""
     p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
     value = _value(settings.criterion, criterion_columns(particles, units), np.stack([p, 1.0 - p], axis=-1))[0]
-    return float(value) / settings.letter_seconds
+    return float(value) / (settings.letter_seconds + settings.lens_change_seconds * changes_along([letter.lens], in_place))
+
+
+def _best_letter(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec, s_grid: np.ndarray,
+                 units: PrecisionUnits | None, in_place: Prescription | None) -> tuple[OpticsQuery, float]:  # fmt: skip
+    """``(letter, value per second)``: the rule's ``letter``, or with lens changes priced
+    (``lens_change_seconds > 0``) the letter through the lens in place when it is worth more."""
+    value = _letter_value(particles, letter, settings, spec, units, in_place)
+    if settings.lens_change_seconds > 0.0 and in_place is not None:
+        here = optics_rules.letter_at(particles, in_place, s_grid, spec)
+        here_value = _letter_value(particles, here, settings, spec, units, in_place)
+        if here_value > value:
+            return here, here_value
+    return letter, value
+
+
+def _in_place_first(pairs: np.ndarray, in_place: Prescription | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(pairs, changes)``: candidate ``pairs (Q, 2, 3)`` with the lens in place shown first where a
+    pair holds it, and each pair's changes of lens from it (1 or 2)."""
+    if in_place is None:
+        return pairs, np.full(len(pairs), 2.0)
+    here = np.abs(pairs - in_place.power_vector_array()).max(axis=-1) <= 1e-6  # (Q, 2)
+    swap = here[:, 1] & ~here[:, 0]
+    ordered = np.where(swap[:, None, None], pairs[:, ::-1], pairs)
+    return ordered, np.where(here.any(axis=1), 1.0, 2.0)
 
 
 def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
                   s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
                   rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
-                  rng_slider: np.random.Generator | None = None, units: PrecisionUnits | None = None) -> MixedChoice:
+                  rng_slider: np.random.Generator | None = None, units: PrecisionUnits | None = None,
+                  in_place: Prescription | None = None) -> MixedChoice:
     """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
     :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
     ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on;
     with ``sliders``, the slider's draws come from ``rng_slider`` only (required then); ``units``:
-    the :class:`PrecisionUnits` of the ``"evr-precision"`` criterion (required then)."""
+    the :class:`PrecisionUnits` of the ``"evr-precision"`` criterion (required then);
+    ``in_place``: the lens before the eye (the last one shown; None before the first), which
+    prices lens changes when ``settings.lens_change_seconds > 0``."""
     letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
     if sliders is not None and rng_slider is None:
         raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
@@ -356,18 +396,18 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
             return MixedChoice("letter", letter)
         spec = posterior.spec
         particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_slider)
-        letter_value = _letter_value(particles, letter, settings, spec, units)
+        letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
         return _with_slider(MixedChoice("letter", letter, None, letter_value), posterior, settings, sliders,
-                            steps, s_grid, rng_slider, units)  # fmt: skip
-    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units)
+                            steps, s_grid, rng_slider, units, in_place)  # fmt: skip
+    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units, in_place)
     if sliders is None:
         return choice
-    return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider, units)
+    return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider, units, in_place)
 
 
 def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: MixedSettings, sliders: SliderSettings,
                  steps: LensSteps, s_grid: np.ndarray, rng_slider: np.random.Generator,
-                 units: PrecisionUnits | None) -> MixedChoice:  # fmt: skip
+                 units: PrecisionUnits | None, in_place: Prescription | None = None) -> MixedChoice:  # fmt: skip
     """``choice`` with the best slider weighed in: asked when its value per second beats the
     letter's and the comparison's. No knob with a path (only the axis, no cylinder): no slider."""
     columns = None if units is None else units.columns
@@ -376,7 +416,8 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
                            s_grid=s_grid, criterion_columns=columns)  # fmt: skip
     except InvalidInputError:
         return choice
-    value = (q.information_bits if settings.criterion == "information" else q.value) / sliders.slider_seconds
+    seconds = sliders.slider_seconds + settings.lens_change_seconds * changes_along(q.path.settings, in_place)
+    value = (q.information_bits if settings.criterion == "information" else q.value) / seconds
     others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s) if v is not None]
     kind = "slider" if value > max(others) else choice.kind
     return dataclasses.replace(choice, kind=kind, slider=q, slider_value_per_s=value)
@@ -384,7 +425,7 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
 
 def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings: MixedSettings, steps: LensSteps,
                      s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator,
-                     units: PrecisionUnits | None) -> MixedChoice:  # fmt: skip
+                     units: PrecisionUnits | None, in_place: Prescription | None = None) -> MixedChoice:  # fmt: skip
     """The letter weighed against the best comparison (module docstring)."""
     spec = posterior.spec
     model = settings.comparison
@@ -394,7 +435,11 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
     particles = with_sensitivity(particles, model, rng_comparison)
     pv = criterion_columns(particles, units)
-    letter_value = _letter_value(particles, letter, settings, spec, units)
+    letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
+    seconds = None
+    if settings.lens_change_seconds > 0.0:
+        pairs, changes = _in_place_first(pairs, in_place)
+        seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
     if model.uses_size:
         sizes = s_grid[::_COARSE_SIZE_STRIDE]
     else:
@@ -404,12 +449,14 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     for s in sizes:
         probs = comparison_probabilities(particles, float(s), pairs[:, 0], pairs[:, 1], model, spec)
         values = _value(settings.criterion, pv, probs)
+        if seconds is not None:
+            values = values / seconds
         q = int(np.argmax(values))
         if values[q] > best[0]:
             best = (float(values[q]), q, float(s), probs[:, q:q + 1])
     value, q, s, probs = best
     info = float(mutual_information_bits(probs)[0])
     comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
-    comparison_value = value / settings.comparison_seconds
+    comparison_value = value / settings.comparison_seconds if seconds is None else value
     kind = "comparison" if comparison_value > letter_value else "letter"
     return MixedChoice(kind, letter, comparison, letter_value, comparison_value)

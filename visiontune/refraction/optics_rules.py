@@ -43,8 +43,8 @@ from visiontune.refraction.optics_model import (
     probability_grid,
 )
 
-__all__ = ["OPTICS_RULES", "FormulaPredictor", "OpticsQuery", "candidate_lenses", "mutual_information_bits", "propose",
-           "within_radius"]
+__all__ = ["OPTICS_RULES", "FormulaPredictor", "OpticsQuery", "candidate_lenses", "letter_at", "mutual_information_bits",
+           "propose", "within_radius"]
 
 OPTICS_RULES = ("ucb-ald", "ts-ald", "bald", "evr")
 _BETA = float(norm.ppf(0.95))
@@ -139,6 +139,13 @@ class FormulaPredictor:
 
     def corrections(self, particles: np.ndarray) -> np.ndarray:
         return particles[:, :3]
+
+
+def letter_at(particles: np.ndarray, lens: Prescription, s_grid: np.ndarray, spec) -> OpticsQuery:
+    """A letter through ``lens`` at the size BALD chooses on ``particles`` (the optics model's own
+    probabilities): the question the rules ask once they have chosen a lens."""
+    s, info = _letter_size(FormulaPredictor(spec), particles, _lens_pv(lens), s_grid)
+    return OpticsQuery(s, lens, info)
 
 
 def _letter_size(predictor, particles: np.ndarray, lens_pv: np.ndarray, s_grid: np.ndarray) -> tuple[float, float]:

@@ -49,7 +49,8 @@ paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside t
 clearer, 1 or 2?" as well as letters, whichever is worth more per second of the patient's
 time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
 ``letter_seconds`` and ``comparison_seconds`` (the durations the choice weighs, seconds),
-``criterion`` (``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
+``lens_change_seconds`` (what a change of lens between answers costs, seconds: 0, the default, at
+a phoropter; a trial frame's swap, measured by ``visiontune sessions durations``), ``criterion`` (``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
 which also needs ``sensitivity_to_stop`` and a model that infers the sensitivity, or
 ``"information"``; :mod:`~visiontune.refraction.mixed_rules`), ``size_offset_logmar`` (the letter kept in view,
 above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
@@ -90,7 +91,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison import ComparisonModel
-from visiontune.refraction.durations import COMPARISON_SECONDS, LETTER_SECONDS
+from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
@@ -404,11 +405,12 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
 def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     """``[comparisons]`` (module docstring); ``None`` when ``enabled = false``."""
     p = "comparisons."
-    r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "criterion", "size_offset_logmar",
-                              "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
+    r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "lens_change_seconds", "criterion",
+                              "size_offset_logmar", "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
     seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0)
                for k, d in (("letter_seconds", LETTER_SECONDS), ("comparison_seconds", COMPARISON_SECONDS))}
+    change = r.number(table.get("lens_change_seconds", LENS_CHANGE_SECONDS), p + "lens_change_seconds", 0.0, 600.0)
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
     pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
     offset = r.number(table.get("size_offset_logmar", 0.1), p + "size_offset_logmar", -0.5, 1.0)
@@ -423,7 +425,8 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
                      '(sensitivity_sigma > 0) for "evr-stop", which turns to that wait; or another criterion',
                      criterion)  # fmt: skip
     return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
-                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs)  # fmt: skip
+                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs,
+                         lens_change_seconds=change)  # fmt: skip
 
 
 def _sliders(r: _Reader, table: dict) -> SliderSettings | None:

@@ -234,15 +234,17 @@ def _durations(store: TrialStore, include_simulated: bool, as_json: bool) -> int
           + (f" and {found.simulated_sessions} SIMULATED" if include_simulated else "") + f" in {store.path}")
     _print_times(found.rows, "kind", "answers")
     real = [r for r in found.rows if not r.simulated and r.kind in _DURATION_KEYS]
+    change = found.lens_change_s()
     if real:
-        print("protocol values from the real patients' medians: "
-              + "; ".join(f"{_DURATION_KEYS[r.kind]} = {r.median_s:.1f}" for r in real))
+        values = [f"{_DURATION_KEYS[r.kind]} = {r.median_s:.1f}" for r in real]
+        if change is not None:
+            values.append(f"[comparisons] lens_change_seconds = {max(change, 0.0):.1f}")
+        print("protocol values from the real patients' medians: " + "; ".join(values))
     else:
         print("no real patient's timed answers: nothing to refit the protocol's durations from")
     if found.gaps:
         print("between answers (answer recorded to the next question on screen: setting the next lens)")
         _print_times(found.gaps, "lens", "gaps")
-        change = found.lens_change_s()
         if change is not None:
             print(f"a change of lens adds {change:.1f} s between answers (median changed - median kept; real "
                   "patients), to weigh against a protocol's lens changes (the validation's page)")
