@@ -93,7 +93,7 @@ from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
-from visiontune.refraction.lenses import LensSteps, changes_along, same_lens, trial_lens, trial_lens_power_vectors
+from visiontune.refraction.lenses import LensSteps, changes_along, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
     LOG_SENSITIVITY,
     VA0,
