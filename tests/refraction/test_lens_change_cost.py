@@ -14,7 +14,7 @@ from visiontune.experiments.validate_cli import _comparisons_note
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import changes_along, lens_changes, lenses_shown
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, is_comparison, is_slider
-from visiontune.refraction.mixed_rules import MixedSettings, _in_place_first, propose_mixed
+from visiontune.refraction.mixed_rules import MixedSettings, _in_place_first, _with_lens_in_place, propose_mixed
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
@@ -67,6 +67,17 @@ def test_a_pair_holding_the_lens_in_place_shows_it_first():
     assert changes.tolist() == [1.0, 1.0, 2.0]
     ordered, changes = _in_place_first(pairs, None)
     assert np.array_equal(ordered, pairs) and changes.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_the_lens_in_place_is_paired_with_every_other_lens_once():
+    pv = lambda rx: rx.power_vector_array()  # noqa: E731
+    c, d = Prescription(-1.25, -0.5, 90.0), Prescription(-1.0, -1.0, 90.0)
+    pairs = np.array([[pv(B), pv(A)], [pv(B), pv(c)], [pv(d), pv(c)]])
+    out = _with_lens_in_place(pairs, A_PLUS)
+    assert np.array_equal(out[:3], pairs)  # the candidates first, as they were
+    added = {tuple(np.round(p, 6).ravel()) for p in out[3:]}
+    assert added == {tuple(np.round(np.stack([pv(A), pv(x)]), 6).ravel()) for x in (c, d)}  # (A, B) was held
+    assert _with_lens_in_place(pairs, None) is pairs
 
 
 def _run(protocol, seed: int):

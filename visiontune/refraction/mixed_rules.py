@@ -71,10 +71,12 @@ published timings (and what is still assumed) in :mod:`visiontune.refraction.dur
 **Lens changes.** With ``lens_change_seconds`` ``c > 0`` (a trial frame; 0 at a phoropter, the
 default) each question also costs ``c`` per change of lens from the lens in place (the last one
 shown): a letter ``0`` or ``1`` change, a comparison ``1`` or ``2`` (lens 1 is shown first, so a
-pair holding the lens in place shows it first), a slider the changes along its path. Each question
-is then valued per second of ``duration + c × changes``, the best comparison pair among them too,
-and the letter through the lens in place (BALD's size, :func:`optics_rules.letter_at`) is weighed
-beside the rule's letter. With ``c = 0`` nothing changes: the same questions to the last bit.
+pair holding the lens in place shows it first), a slider the changes along its path. The candidate
+pairs gain the lens in place against every other lens they hold ("1, the lens you have; or 2?", a
+clinician's question at a trial frame, one swap); each question is valued per second of ``duration
++ c × changes``, the best comparison pair among them too, and the letter through the lens in place
+(BALD's size, :func:`optics_rules.letter_at`) is weighed beside the rule's letter. With ``c = 0``
+nothing changes: the same questions to the last bit.
 """
 
 from __future__ import annotations
@@ -370,6 +372,19 @@ def _in_place_first(pairs: np.ndarray, in_place: Prescription | None) -> tuple[n
     return ordered, np.where(here.any(axis=1), 1.0, 2.0)
 
 
+def _with_lens_in_place(pairs: np.ndarray, in_place: Prescription | None) -> np.ndarray:
+    """``pairs (Q, 2, 3)`` and, for every other lens they hold, the pair of the lens in place and
+    it ("1, the lens you have; 2, this one"), none twice."""
+    if in_place is None:
+        return pairs
+    here = in_place.power_vector_array()
+    lenses = np.unique(np.round(pairs.reshape(-1, 3), 9), axis=0)
+    others = lenses[np.abs(lenses - here).max(axis=1) > 1e-6]
+    held = {tuple(np.round(p, 6).ravel()) for p in pairs} | {tuple(np.round(p[::-1], 6).ravel()) for p in pairs}
+    extra = [np.stack([here, b]) for b in others if tuple(np.round(np.stack([here, b]), 6).ravel()) not in held]
+    return np.concatenate([pairs, np.array(extra)]) if extra else pairs
+
+
 def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
                   s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
                   rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
@@ -438,7 +453,7 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
     seconds = None
     if settings.lens_change_seconds > 0.0:
-        pairs, changes = _in_place_first(pairs, in_place)
+        pairs, changes = _in_place_first(_with_lens_in_place(pairs, in_place), in_place)
         seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
     if model.uses_size:
         sizes = s_grid[::_COARSE_SIZE_STRIDE]
