@@ -162,7 +162,7 @@ def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(stor
     sid = store.create_session("P1", eye="OD", protocol=load_protocol("clinical-sloan-compare"))
     a, a_plus, b, c = Lens(-1.0, -0.5, 90.0), Lens(-1.5, 0.5, 0.0), Lens(-0.75, -0.5, 90.0), Lens(-1.0, -0.75, 90.0)
     letter = dict(s_logmar=0.2, letter_shown="H", letter_named="H", correct=True)
-    questions = [  # (trial, gap before it, s): the gap is from the previous answer to this question on screen
+    questions = [  # (trial, gap before it, kind): the gap from the previous answer to this question on screen
         (TrialInput(lens=a, **letter), None, "first"),
         (TrialInput(lens=a_plus, **letter), 1.5, "lens kept"),
         (TrialInput(lens=b, **letter), 6.0, "lens changed"),
