@@ -327,8 +327,12 @@ def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: flo
         first, second = np.vstack([first, pv[i]]), np.vstack([second, pv[j]])
     a = within_radius(first, centre, radius)
     b = within_radius(second, centre, radius)
-    a = trial_lens_power_vectors(a, steps)
-    b = trial_lens_power_vectors(b, steps)
+    return _distinct_pairs(trial_lens_power_vectors(a, steps), trial_lens_power_vectors(b, steps))
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The pairs ``(a[n], b[n])`` of two different lenses, each the first time it comes in either
+    order (power vectors to 1e-6 D): ``(Q, 2, 3)``."""
     keep, seen = [], set()
     for n in range(len(a)):
         ka, kb = tuple(np.round(a[n], 6)), tuple(np.round(b[n], 6))
@@ -345,7 +349,14 @@ def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSet
     ``in_place`` at ``settings.lens_change_seconds`` (module docstring)."""
     p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
     value = _value(settings.criterion, criterion_columns(particles, units), np.stack([p, 1.0 - p], axis=-1))[0]
-    return float(value) / (settings.letter_seconds + settings.lens_change_seconds * changes_along([letter.lens], in_place))
+    return float(value) / (settings.letter_seconds + _changes_priced(settings, [letter.lens], in_place))
+
+
+def _changes_priced(settings: MixedSettings, lenses, in_place: Prescription | None) -> float:
+    """The seconds the changes of lens showing ``lenses`` from ``in_place`` cost; none counted at a
+    price of 0 (the default), which keeps them off the path of every question."""
+    price = settings.lens_change_seconds
+    return price * changes_along(lenses, in_place) if price > 0.0 else 0.0
 
 
 def _best_letter(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec, s_grid: np.ndarray,
@@ -377,12 +388,9 @@ def _with_lens_in_place(pairs: np.ndarray, in_place: Prescription | None) -> np.
     it ("1, the lens you have; 2, this one"), none twice."""
     if in_place is None:
         return pairs
-    here = in_place.power_vector_array()
     lenses = np.unique(np.round(pairs.reshape(-1, 3), 9), axis=0)
-    others = lenses[np.abs(lenses - here).max(axis=1) > 1e-6]
-    held = {tuple(np.round(p, 6).ravel()) for p in pairs} | {tuple(np.round(p[::-1], 6).ravel()) for p in pairs}
-    extra = [np.stack([here, b]) for b in others if tuple(np.round(np.stack([here, b]), 6).ravel()) not in held]
-    return np.concatenate([pairs, np.array(extra)]) if extra else pairs
+    first = np.concatenate([pairs[:, 0], np.broadcast_to(in_place.power_vector_array(), lenses.shape)])
+    return _distinct_pairs(first, np.concatenate([pairs[:, 1], lenses]))
 
 
 def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
@@ -431,7 +439,7 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
                            s_grid=s_grid, criterion_columns=columns)  # fmt: skip
     except InvalidInputError:
         return choice
-    seconds = sliders.slider_seconds + settings.lens_change_seconds * changes_along(q.path.settings, in_place)
+    seconds = sliders.slider_seconds + _changes_priced(settings, q.path.settings, in_place)
     value = (q.information_bits if settings.criterion == "information" else q.value) / seconds
     others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s) if v is not None]
     kind = "slider" if value > max(others) else choice.kind
