@@ -222,6 +222,9 @@ def test_progress_text_names_the_stop_it_measures():
     assert waits == ("Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, the patient's sensitivity to 1-or-2 "
                      "comparisons learned): 80%")
     assert progress_text(0.5, None).startswith("Budget used: 50%")
+    young = progress_text(0.3, Precision(m_d=0.25, cylinder_vector_d=0.25, over_minus_risk=0.001),
+                          waits_for_over_minus=True)  # fmt: skip
+    assert young == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, over 0.25 D too minus at most 0.1% likely): 30%"
 
 
 def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordinates():

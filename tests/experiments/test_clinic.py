@@ -146,8 +146,8 @@ def test_validate_refuses_unknown_names(tmp_path, capsys):
 
 def test_validate_with_comparisons_counts_them_and_the_patients_time(tmp_path, capsys):
     """A protocol that asks comparisons: each run records how many were asked and the patient's
-    time (3 s a letter, 5 s a comparison), the page adds both columns and says how the simulated
-    patients answer comparisons."""
+    time (3 s a letter, 5 s a comparison, 4 s a change of lens), the page adds both columns and says
+    how the simulated patients answer comparisons."""
     text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 10")
     text = text.replace("min_trials = 20", "min_trials = 0").replace('name = "clinical-sloan-compare"', 'name = "short-compare"')
     (tmp_path / "short-compare.toml").write_text(text)
@@ -161,7 +161,8 @@ def test_validate_with_comparisons_counts_them_and_the_patients_time(tmp_path, c
         runs = store.metrics("short-compare-seed1", "adult-clinic", "evr", 2)
     for r in runs:
         assert r["answers"] == 10 and 0 < r["comparisons"] <= 10
-        assert r["patient_s"] == 5.0 * r["comparisons"] + 3.0 * (10 - r["comparisons"])
+        assert r["patient_s"] == 5.0 * r["comparisons"] + 3.0 * (10 - r["comparisons"]) + 4.0 * r["lens_changes"]
+        assert r["lens_changes"] >= 1
     row = json.loads((tmp_path / "clinical-validation-short-compare.json").read_text())["tables"]["adult-clinic"][0]
     assert row["median_comparisons"] == float(np.median([r["comparisons"] for r in runs]))
 

@@ -10,6 +10,7 @@ the stored validation replays; and the settings it needs."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +141,7 @@ def test_it_needs_a_stop_that_waits_for_kappa():
     no_kappa = text.replace("sensitivity_sigma = 1.0", "sensitivity_sigma = 0.0")
     with pytest.raises(ProtocolError, match=r"comparisons\.criterion: expected a sensitivity_to_stop"):
         parse_protocol(no_kappa, "no-kappa.toml")
-    no_precision = text.replace("[stopping.precision]\nm_d = 0.25\ncylinder_vector_d = 0.25\nlevel = 0.95\n", "")
+    no_precision = re.sub(r"\[stopping\.precision\]\n.*?\n\n", "", text, count=1, flags=re.S)
     with pytest.raises(ProtocolError, match=r'comparisons\.criterion: expected a precision stop .* for "evr-stop"'):
         parse_protocol(no_precision, "no-precision.toml")
 
@@ -174,30 +175,33 @@ def test_progress_waits_for_kappa_as_the_stop_does(sessions):
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 STORE = RESULTS / "clinical-validation-clinical-sloan-compare.sqlite"
 SLIDERS_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite"
+#: The former default (lens changes free, no over-minus wait), the base of the variants measured then.
+FORMER = load_protocol(str(RESULTS / "protocols" / "clinical-sloan-compare-phoropter.toml"))
+FORMER_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-phoropter.sqlite"
 
 
 def test_the_measured_variants_differ_from_their_base_only_in_the_criterion():
-    """docs/results/protocols: the shipped protocol with "evr" (as it shipped before, filing the
+    """docs/results/protocols: the former default with "evr" (as it shipped before, filing the
     rounded estimate), and the sliders protocol with the shipped "evr-stop"."""
     folder = RESULTS / "protocols"
     evr = load_protocol(str(folder / "clinical-sloan-compare-evr.toml"))
-    assert evr.comparisons.criterion == "evr" != SHIPPED.comparisons.criterion
-    assert evr.model.filed_lens == "rounded" != SHIPPED.model.filed_lens
-    assert same_but_criterion(evr, SHIPPED, filed_lens=True)
-    assert not same_but_criterion(evr, SHIPPED)
+    assert evr.comparisons.criterion == "evr" != FORMER.comparisons.criterion
+    assert evr.model.filed_lens == "rounded" != FORMER.model.filed_lens
+    assert same_but_criterion(evr, FORMER, filed_lens=True)
+    assert not same_but_criterion(evr, FORMER)
     sliders = load_protocol(str(folder / "clinical-sloan-compare-sliders.toml"))
     variant = load_protocol(str(folder / "clinical-sloan-compare-sliders-evr-stop.toml"))
     assert variant.comparisons.criterion == "evr-stop" != sliders.comparisons.criterion
     assert same_but_criterion(variant, sliders)
 
 
-def test_the_measured_reach_variant_differs_from_the_shipped_protocol_only_in_its_reach():
-    """docs/results/protocols: lenses up to 1.5 D from the estimate, everything else as shipped."""
+def test_the_measured_reach_variant_differs_from_the_former_default_only_in_its_reach():
+    """docs/results/protocols: lenses up to 1.5 D from the estimate, everything else as the former default."""
     variant = load_protocol(str(RESULTS / "protocols" / "clinical-sloan-compare-reach-1.5.toml"))
-    assert variant.search_space.max_step_d == 1.5 != SHIPPED.search_space.max_step_d
-    assert dataclasses.replace(variant, search_space=SHIPPED.search_space, name=SHIPPED.name,
-                               description=SHIPPED.description, source=SHIPPED.source,
-                               source_text=SHIPPED.source_text) == SHIPPED  # fmt: skip
+    assert variant.search_space.max_step_d == 1.5 != FORMER.search_space.max_step_d
+    assert dataclasses.replace(variant, search_space=FORMER.search_space, name=FORMER.name,
+                               description=FORMER.description, source=FORMER.source,
+                               source_text=FORMER.source_text) == FORMER  # fmt: skip
 
 
 @pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
@@ -207,6 +211,12 @@ def test_the_stored_validation_of_the_shipped_protocol_replays_bit_for_bit(popul
     patient of the shipped protocol's validation page, rerun: the same metrics to the last bit
     (decision times aside)."""
     assert_replays(STORE, "clinical-sloan-compare-seed1", SHIPPED, population, case_id)
+
+
+@pytest.mark.skipif(not FORMER_STORE.exists(), reason="the stored validation runs are not in this checkout")
+def test_the_stored_validation_of_the_former_default_replays_bit_for_bit():
+    """The former default's page, written when it shipped, rerun from its protocol file: a young patient."""
+    assert_replays(FORMER_STORE, "clinical-sloan-compare-seed1", FORMER, "young", 0)
 
 
 @pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")

@@ -21,28 +21,41 @@ from visiontune.refraction.start import StartingPoint
 
 from tests.stored_runs import assert_replays
 
+PROTOCOLS = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols"
 SHIPPED = load_protocol("clinical-sloan-compare")
-TRIAL_FRAME = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-compare-trial-frame.toml"
+#: The former default, each change of lens free (a phoropter).
+FREE = load_protocol(str(PROTOCOLS / "clinical-sloan-compare-phoropter.toml"))
+TRIAL_FRAME = PROTOCOLS / "clinical-sloan-compare-trial-frame.toml"
 A, A_PLUS, B = Prescription(-1.0, -0.5, 90.0), Prescription(-1.5, 0.5, 180.0), Prescription(-0.75, -0.5, 90.0)
 
 
 def _priced(seconds: float):
-    text = SHIPPED.source_text.replace("comparison_seconds = 5.0", f"comparison_seconds = 5.0\nlens_change_seconds = {seconds}")
+    text = FREE.source_text.replace("comparison_seconds = 5.0", f"comparison_seconds = 5.0\nlens_change_seconds = {seconds}")
     return parse_protocol(text, f"clinical-sloan-compare, lens changes at {seconds} s")
 
 
 def test_the_setting_is_read_and_defaults_to_a_phoropter():
-    assert SHIPPED.comparisons.lens_change_seconds == 0.0 == MixedSettings().lens_change_seconds
+    assert FREE.comparisons.lens_change_seconds == 0.0 == MixedSettings().lens_change_seconds
+    assert SHIPPED.comparisons.lens_change_seconds == 4.0
     assert _priced(4.5).comparisons.lens_change_seconds == 4.5
-    assert dataclasses.replace(_priced(4.5).comparisons, lens_change_seconds=0.0) == SHIPPED.comparisons
+    assert dataclasses.replace(_priced(4.5).comparisons, lens_change_seconds=0.0) == FREE.comparisons
 
 
-def test_the_measured_trial_frame_protocol_is_the_shipped_one_with_lens_changes_priced():
+def _same_but(variant, base, **fields) -> bool:
+    """``variant`` with ``fields`` replaced is ``base``, its name, description and source aside."""
+    return dataclasses.replace(variant, **fields, name=base.name, description=base.description, source=base.source,
+                               source_text=base.source_text) == base  # fmt: skip
+
+
+def test_the_measured_trial_frame_protocol_is_the_former_one_with_lens_changes_priced_and_the_shipped_one_waits():
+    """The trial-frame variant: the former default with lens changes at 4 s; the shipped default: the
+    trial-frame variant with the stop's over-minus wait."""
     variant = load_protocol(str(TRIAL_FRAME))
     assert variant.comparisons.lens_change_seconds == 4.0
-    free = dataclasses.replace(variant.comparisons, lens_change_seconds=0.0)
-    assert dataclasses.replace(variant, comparisons=free, name=SHIPPED.name, description=SHIPPED.description,
-                               source=SHIPPED.source, source_text=SHIPPED.source_text) == SHIPPED  # fmt: skip
+    assert _same_but(variant, FREE, comparisons=dataclasses.replace(variant.comparisons, lens_change_seconds=0.0))
+    assert SHIPPED.stopping.precision.over_minus_risk == 0.001 and variant.stopping.precision.over_minus_risk is None
+    precision = dataclasses.replace(SHIPPED.stopping.precision, over_minus_risk=None)
+    assert _same_but(SHIPPED, variant, stopping=dataclasses.replace(SHIPPED.stopping, precision=precision))
 
 
 @pytest.mark.parametrize("value", ["-1.0", "601", '"4"', "nan", "true"])
@@ -102,13 +115,13 @@ def _choice(engine, trials, in_place, price: float = 0.0, seed: int = 3):
     post = engine.posterior(trials)
     settings, units = engine.question_settings(trials)
     settings = dataclasses.replace(settings, lens_change_seconds=price)
-    return propose_mixed(post, "evr", settings, steps=SHIPPED.lenses, s_grid=engine.s_grid, radius=engine.radius(post),
+    return propose_mixed(post, "evr", settings, steps=FREE.lenses, s_grid=engine.s_grid, radius=engine.radius(post),
                          rng_letter=np.random.default_rng(seed), rng_comparison=np.random.default_rng(seed + 1),
                          units=units, in_place=in_place)  # fmt: skip
 
 
 def test_priced_at_zero_the_lens_in_place_changes_nothing():
-    engine, trials, in_place = _posterior_after(SHIPPED, 5, 12)
+    engine, trials, in_place = _posterior_after(FREE, 5, 12)
     assert _choice(engine, trials, in_place) == _choice(engine, trials, None)
 
 
@@ -116,7 +129,7 @@ def test_each_question_is_valued_per_second_of_its_duration_and_its_lens_changes
     """The values per second of the choice, recomputed from the unpriced choice: a comparison's
     value over 5 s, then over 5 s + c per change; the letter's likewise, or the letter through the
     lens in place when that is worth more; a high enough price asks the lens in place."""
-    engine, trials, in_place = _posterior_after(SHIPPED, 5, 12)
+    engine, trials, in_place = _posterior_after(FREE, 5, 12)
     free = _choice(engine, trials, in_place)
     for c in (0.5, 3.0):
         priced = _choice(engine, trials, in_place, c)
@@ -138,7 +151,7 @@ def test_a_session_with_lens_changes_priced_changes_lenses_less_and_counts_them_
     protocol = _priced(6.0)
     fewer = 0
     for seed in (1, 2, 3):
-        free, priced = _run(SHIPPED, seed), _run(protocol, seed)
+        free, priced = _run(FREE, seed), _run(protocol, seed)
         per_answer = [lens_changes(r.trials()) / len(r.trials()) for r in (free, priced)]
         fewer += per_answer[1] < per_answer[0]
         trials = priced.trials()
@@ -150,7 +163,8 @@ def test_a_session_with_lens_changes_priced_changes_lenses_less_and_counts_them_
 
 def test_the_validation_page_says_when_lens_changes_are_priced():
     assert "each change of lens from the lens in place at 4 s" in _comparisons_note(load_protocol(str(TRIAL_FRAME)))[0]
-    assert "change of lens" not in _comparisons_note(SHIPPED)[0]
+    assert "change of lens" not in _comparisons_note(FREE)[0]
+    assert "each change of lens from the lens in place at 4 s" in _comparisons_note(SHIPPED)[0]
 
 
 @pytest.mark.parametrize("population, case_id", [("adult-clinic", 0), ("young", 1)])

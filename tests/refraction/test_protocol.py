@@ -219,12 +219,16 @@ def test_shipped_protocols():
     compare = load_protocol("clinical-sloan-compare")
     assert compare.comparisons == MixedSettings(
         ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0), 3.0,
-        5.0, "evr-stop", sensitivity_to_stop=0.5)  # fmt: skip
+        5.0, "evr-stop", sensitivity_to_stop=0.5, lens_change_seconds=4.0)  # fmt: skip
     assert compare.model.over_minus_guard == "young" and sloan.model.over_minus_guard == "never"
     assert compare.model.filed_lens == "most-probable" and sloan.model.filed_lens == "rounded"
+    assert compare.stopping.precision.over_minus_risk == 0.001
     model = dataclasses.replace(compare.model, over_minus_guard="never", filed_lens="rounded")
+    stopping = dataclasses.replace(compare.stopping, precision=dataclasses.replace(compare.stopping.precision,
+                                                                                  over_minus_risk=None))  # fmt: skip
     assert dataclasses.replace(compare, comparisons=None, name=sloan.name, description=sloan.description,
-                               source=sloan.source, source_text=sloan.source_text, model=model) == sloan  # the rest is clinical-sloan
+                               source=sloan.source, source_text=sloan.source_text, model=model,
+                               stopping=stopping) == sloan  # the rest is clinical-sloan
     for name in list_protocols():
         assert load_protocol(name).name == name
 

@@ -9,6 +9,7 @@ import pytest
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
+from visiontune.refraction.lenses import lens_changes
 from visiontune.refraction.loop import MemoryLog, Refraction, is_comparison
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.result import parse_result
@@ -97,7 +98,8 @@ def test_result_counts_the_comparisons(store):
     n_comp = sum(t.comparison is not None for t in store.trials(session.session_id))
     assert result["comparisons_used"] == n_comp > 0 and result["trials_used"] == 10
     assert parse_result(result).comparisons_used == n_comp
-    assert session.patient_seconds() == pytest.approx(5.0 * n_comp + 3.0 * (10 - n_comp))
+    changes = lens_changes(session.trials())
+    assert session.patient_seconds() == pytest.approx(5.0 * n_comp + 3.0 * (10 - n_comp) + 4.0 * changes)
     with pytest.raises(Exception, match=r"comparisons_used: expected an integer in \[0, trials_used = 10\]"):
         parse_result({**result, "comparisons_used": 11})
 

@@ -270,7 +270,8 @@ class SessionHost:
         curve = tuple(sorted(self._curve.items()))
         progress = s.progress()
         waits = bool(p.comparisons and p.comparisons.stop_waits_for_sensitivity)
-        line = progress_text(progress, p.stopping.precision, waits_for_sensitivity=waits)
+        line = progress_text(progress, p.stopping.precision, waits_for_sensitivity=waits,
+                             waits_for_over_minus=s.waits_for_over_minus())  # fmt: skip
         true_p = None
         if self._sim_patient is not None:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)

@@ -82,10 +82,13 @@ def stop_text(reason: str | None) -> str:
     return f"Stopping rule met: {reason} ({STOP_MEANINGS.get(reason, reason)})"
 
 
-def progress_text(progress: float, precision, *, waits_for_sensitivity: bool = False) -> str:
+def progress_text(progress: float, precision, *, waits_for_sensitivity: bool = False,
+                  waits_for_over_minus: bool = False) -> str:
     """The progress line: toward the protocol's ``precision`` stop (a
     :class:`~visiontune.refraction.protocol.Precision` or None: then the budget used), which with
-    ``waits_for_sensitivity`` also waits until the patient's sensitivity to comparisons is learned."""
+    ``waits_for_sensitivity`` also waits until the patient's sensitivity to comparisons is learned,
+    and with ``waits_for_over_minus`` until the lens to file is safe from over-minus (a patient who
+    may accommodate; ``precision.over_minus_risk``)."""
     pct = f"{100.0 * min(max(progress, 0.0), 1.0):.0f}%"
     if precision is None:
         return f"Budget used: {pct} (no precision stop in this protocol)"
@@ -95,6 +98,8 @@ def progress_text(progress: float, precision, *, waits_for_sensitivity: bool = F
         goal = f"sphere and cylinder intervals narrower than {precision.sphere_d:.2f} / {precision.cylinder_d:.2f} D"
     if waits_for_sensitivity:
         goal += ", the patient's sensitivity to 1-or-2 comparisons learned"
+    if waits_for_over_minus:
+        goal += f", over 0.25 D too minus at most {100.0 * precision.over_minus_risk:g}% likely"
     return f"Precision stop ({goal}): {pct}"
 
 

@@ -190,6 +190,16 @@ def _comparisons_note(protocol) -> list[str]:
              "`visiontune.optics.comparison`)."), ""]
 
 
+def _over_minus_note(protocol) -> list[str]:
+    precision = protocol.stopping.precision
+    risk = getattr(precision, "over_minus_risk", None)
+    if risk is None:
+        return []
+    return [(f"For a patient the over-minus guard covers (`model.over_minus_guard = \"{protocol.model.over_minus_guard}\"`), "
+             "the precision stop also waits until the lens to file is more minus than the correction by over 0.25 D "
+             f"with posterior probability at most {100.0 * risk:g}% (`stopping.precision.over_minus_risk`)."), ""]
+
+
 def _sliders_note(protocol) -> list[str]:
     settings = getattr(protocol, "sliders", None)
     if settings is None:
@@ -221,7 +231,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
         "*Lens changes*: how many times the lens before the eye changed, the first lens placed included (a "
         "comparison shows two lenses, a slider its path): the lens swaps of a trial frame, which the patient's "
-        "time does not count (its durations assume a phoropter's quick switch). "
+        "time counts only where the protocol prices them (`comparisons.lens_change_seconds`). "
         "The row *starting prescription as it is* scores the start the session was given. A patient whose start "
         "lies outside the range the refraction covers (M from -12 to +8 D, cylinder to 6 D) is refused with a "
         "message, as in the clinic (*refused* under stops), and left out of both rows."),
@@ -232,6 +242,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         "28:143-150)."),
         "",
         *_comparisons_note(protocol),
+        *_over_minus_note(protocol),
         *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",

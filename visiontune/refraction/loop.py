@@ -442,7 +442,8 @@ class Refraction:
         """How far the session is from its precision stop, in [0, 1] (1 = met): the worst
         ratio of the precision limits to the current region's radii (optics model) or widths
         (GP model), and, when the stop also waits for the comparison sensitivity ``κ``, of its
-        limit to the spread of ``ln κ`` (:meth:`MixedOpticsEngine.sensitivity_progress`); the share
+        limit to the spread of ``ln κ`` (:meth:`MixedOpticsEngine.sensitivity_progress`), and for
+        the over-minus risk, :meth:`OpticsEngine.over_minus_progress`; the share
         of the budget used when the protocol has no precision stop."""
         stopping = self.protocol.stopping
         p = stopping.precision
@@ -457,7 +458,15 @@ class Refraction:
         if isinstance(self.engine, MixedOpticsEngine):
             kappa = self.engine.sensitivity_progress(self.trials())
             ratios = ratios if kappa is None else (*ratios, kappa)
+        if isinstance(self.engine, OpticsEngine):
+            over_minus = self.engine.over_minus_progress()
+            ratios = ratios if over_minus is None else (*ratios, over_minus)
         return float(min(1.0, *ratios))
+
+    def waits_for_over_minus(self) -> bool:
+        """Whether this session's precision stop waits until the lens to file is safe from
+        over-minus (``stopping.precision.over_minus_risk``, a session the over-minus guard covers)."""
+        return isinstance(self.engine, OpticsEngine) and self.engine.waits_for_over_minus()
 
     def patient_seconds(self) -> float:
         """The patient's time so far by the protocol's durations (s): each valid letter at

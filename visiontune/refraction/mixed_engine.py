@@ -115,9 +115,10 @@ class MixedOpticsEngine(OpticsEngine):
 
     def waits_only_for_sensitivity(self, trials) -> bool:
         """Whether, after ``trials``, the precision stop's region (read from the draws the
-        estimate reads, :meth:`estimate`) is within the protocol's precision while ``κ`` is not yet
-        learned (:meth:`precision_met`): the stop waits for ``κ`` alone. A pure function of the
-        log, so a session rebuilt from it asks the same questions."""
+        estimate reads, :meth:`estimate`) is within the protocol's precision, and the lens to file
+        within its over-minus risk when the stop waits for that (:meth:`over_minus_risk`), while ``κ``
+        is not yet learned (:meth:`precision_met`): the stop waits for ``κ`` alone. A pure function
+        of the log, so a session rebuilt from it asks the same questions."""
         limit = self.settings.sensitivity_to_stop
         ratio = sensitivity_sd_ratio(self.posterior(trials))
         if limit is None or ratio is None or ratio <= limit or self.protocol.stopping.precision is None:
@@ -125,7 +126,9 @@ class MixedOpticsEngine(OpticsEngine):
         draws = self.correction_draws(trials)
         region = region_from_samples(draws.theta[:, :3], draws.weights, draws.best_correction(), self.level,
                                      self.protocol.lenses.cylinder_form)  # fmt: skip
-        return super().precision_met(region)
+        if not self.region_within_precision(region):
+            return False
+        return self.over_minus_met(self.over_minus_risk(draws, self.filed_lens(draws)))
 
     def estimate(self, trials, rng_best, rng_region, level: float):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""

@@ -18,7 +18,10 @@ and what was found, e.g. ``protocols/x.toml: stopping.max_trials: expected an in
 starting prescription (any axis); ``search_space.max_step_d`` bounds how far a proposed lens
 may be from the current estimate (diopters, power-vector distance). Precision stop:
 ``stopping.precision.m_d`` and ``cylinder_vector_d``, the ``level`` posterior quantiles of
-``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``; and ``stopping.min_information_bits``, the expected
+``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``, and ``stopping.precision.over_minus_risk`` (optional,
+in (0, 0.5); needs the over-minus guard below): in a session the guard covers, the stop also waits
+until the lens to file is more minus than the correction by over 0.25 D with posterior probability
+at most this; and ``stopping.min_information_bits``, the expected
 information of the next answer below which asking more is pointless. ``model.over_minus_guard``
 (:data:`OVER_MINUS_GUARDS`): when to file no lens more minus than the correction by over 0.25 D
 with posterior probability above ``(1 - level) / 2``
@@ -143,13 +146,17 @@ class SearchSpace:
 class Precision:
     """Stop when the ``level`` credible region is within the limits: GP model, the interval
     widths of the best ``sphere_d`` and ``cylinder_d``; optics model, ``±m_d`` on ``M`` and
-    ``±cylinder_vector_d`` on ``J = (J0, J45)`` (diopters)."""
+    ``±cylinder_vector_d`` on ``J = (J0, J45)`` (diopters), and, with ``over_minus_risk``, in a
+    session the over-minus guard covers, once the lens to file is more minus than the correction
+    by over 0.25 D with posterior probability at most that
+    (:meth:`~visiontune.refraction.optics_engine.OpticsEngine.over_minus_risk`)."""
 
     sphere_d: float | None = None
     cylinder_d: float | None = None
     m_d: float | None = None
     cylinder_vector_d: float | None = None
     level: float = 0.95
+    over_minus_risk: float | None = None
 
 
 @dataclass(frozen=True)
@@ -356,7 +363,7 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     max_trials = r.integer(stop["max_trials"], "stopping.max_trials", 1, MAX_TRIALS)
     min_trials = r.integer(stop.get("min_trials", 0), "stopping.min_trials", 0, max_trials)
     initial = r.integer(doc["initial_random_trials"], "initial_random_trials", 0, max_trials)
-    precision = _precision(r, r.sub_table(stop, "precision", "stopping."), model.type) if "precision" in stop else None
+    precision = _precision(r, r.sub_table(stop, "precision", "stopping."), model) if "precision" in stop else None
     min_bits = None
     if "min_information_bits" in stop:
         if model.type not in PARTICLE_MODEL_TYPES:
@@ -538,13 +545,20 @@ def _hyperparameters(r: _Reader, table: dict) -> dict[str, float | tuple[float, 
     return out
 
 
-def _precision(r: _Reader, table: dict, model_type: str) -> Precision:
+def _precision(r: _Reader, table: dict, model: ModelSpec) -> Precision:
     p = "stopping.precision."
-    widths = ("sphere_d", "cylinder_d") if model_type == "gp" else ("m_d", "cylinder_vector_d")
-    r.table(table, p, set(widths), {"level"})
+    gp = model.type == "gp"
+    widths = ("sphere_d", "cylinder_d") if gp else ("m_d", "cylinder_vector_d")
+    r.table(table, p, set(widths), {"level"} if gp else {"level", "over_minus_risk"})
     values = {w: r.number(table[w], p + w, 0.0, 10.0, open_lo=True) for w in widths}
     level = r.number(table.get("level", 0.95), p + "level", 0.5, 0.999)
-    return Precision(**values, level=level)
+    risk = None
+    if "over_minus_risk" in table:
+        risk = r.number(table["over_minus_risk"], p + "over_minus_risk", 0.0, 0.5, open_lo=True, open_hi=True)
+        if model.over_minus_guard == "never":
+            raise r.fail(p + "over_minus_risk", 'model.over_minus_guard "young" or "always" (the stop waits only in '
+                         "the sessions the guard covers), or no such key", table["over_minus_risk"])  # fmt: skip
+    return Precision(**values, level=level, over_minus_risk=risk)
 
 
 def _lens_steps(r: _Reader, table: dict) -> LensSteps:
