@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import pytest
 from app_helpers import write_protocol
@@ -21,7 +22,7 @@ from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingQuery, simulated_comparison
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.engine import Answer, ComparisonReply
-from visiontune.session.records import SessionState
+from visiontune.session.records import Lens, SessionState, Trial
 from visiontune.session.store import TrialStore
 
 SLOAN = tuple("CDHKNORSVZ")
@@ -96,6 +97,36 @@ def test_the_controller_imports_no_qt():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _shown(*lenses: Lens) -> Trial:
+    """A stored trial that showed ``lenses`` (one: a letter; two: a comparison), the last left in place."""
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    return Trial(1, 0, 0.3, lenses[0], "K", None, True, at, at, lens2=lenses[1] if len(lenses) > 1 else None,
+                 comparison="1" if len(lenses) > 1 else None)  # fmt: skip
+
+
+@pytest.mark.parametrize("shown, query, text, caption", [
+    ((Lens(-1.0, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
+     "The lens in place stays: press Enter", "keep this lens"),
+    ((Lens(-1.5, 0.5, 0.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
+     "The lens in place stays: press Enter", "keep this lens"),
+    ((Lens(-1.25, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
+     "Set the lens, then press Enter", "set this lens"),
+    ((Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
+     PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
+     "Lens 1 is the lens in place: keep it, have lens 2 ready", "compare lens 1 and lens 2"),
+    ((Lens(-1.0, -0.5, 90.0), Lens(-2.0, 0.0, 0.0)),  # lens 1 shown first, but lens 2 was left in place
+     PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
+     "Set lens 1 and lens 2", "compare lens 1 and lens 2"),
+])  # fmt: skip
+def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, caption):
+    controller, _, _, events = make()
+    controller.submit("start", "request")
+    controller.on_opened(dataclasses.replace(snapshot(1), query=query, last_trial=_shown(*shown)))
+    controller.on_idle()
+    prompt = last(events, "prompt")
+    assert prompt.instruction.startswith(text) and prompt.caption == f"Trial 2: {caption}"
 
 
 def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_command_once():

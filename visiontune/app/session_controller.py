@@ -75,7 +75,7 @@ from visiontune.app.simulation import SimulatedReply, case_patient, simulated_re
 from visiontune.app.texts import acuity_text, lens_text
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.refraction.lenses import in_form
+from visiontune.refraction.lenses import in_form, lenses_shown, same_lens
 from visiontune.refraction.loop import simulated_comparison, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.records import SessionState
@@ -309,9 +309,14 @@ class SessionController(EventSource):
                                         "press Enter (or Space) at the lens where the letters are clearest.",
                                         letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}"))
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
-            self._emit("prompt", Prompt("Set lens 1 and lens 2 (phoropter or trial frame), then press Enter (or "
-                                        "Space) to show the letter.",
+            kept = _in_place(snap, snap.query.lens1)
+            self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
+                                         "Set lens 1 and lens 2") + " (phoropter or trial frame), then press Enter "
+                                        "(or Space) to show the letter.",
                                         caption=f"Trial {snap.n_trials + 1}: compare lens 1 and lens 2"))  # fmt: skip
+        elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
+            self._emit("prompt", Prompt("The lens in place stays: press Enter (or Space) to show the letter.",
+                                        caption=f"Trial {snap.n_trials + 1}: keep this lens"))  # fmt: skip
         elif phase == Phase.LENS:
             self._emit("prompt", Prompt("Set the lens, then press Enter (or Space) to show the letter.",
                                         caption=f"Trial {snap.n_trials + 1}: set this lens"))  # fmt: skip
@@ -478,6 +483,13 @@ class SessionController(EventSource):
         in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
         self._emit("busy_page", "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
         self.submit("finish", (stopped_by, None if in_visit else str(self.export_dir())))
+
+
+def _in_place(snap: Snapshot, lens) -> bool:
+    """Whether ``lens`` is the lens the last answer left before the eye (the last one it showed,
+    :func:`~visiontune.refraction.lenses.lenses_shown`): the lens the session counts as in place
+    when it prices a change of lens."""
+    return snap.last_trial is not None and same_lens(lenses_shown(snap.last_trial)[-1], lens)
 
 
 def _choice_text(choice: str) -> str:
