@@ -145,6 +145,37 @@ def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store)
         assert result["posterior_map"]["axis_deg"] == result["rounded"]["axis_deg"]
 
 
+@pytest.mark.parametrize("age", [22.0, 60.0])
+def test_a_session_the_over_minus_guard_covers_records_and_prints_how_likely_it_over_minuses(store, age):
+    """The shipped protocol guards a patient aged 35 or less: the result holds the posterior probability
+    that the lens filed is over 0.25 D too minus (recomputed here from the session's draws) and the
+    PDF prints it; a patient of 60 has neither."""
+    from visiontune.optics import Prescription
+    from visiontune.refraction.loop import SimulatedPresenter
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.refraction.simulated import simulated_case
+    from visiontune.refraction.start import StartingPoint
+    from visiontune.session.engine import RefractionSession
+
+    protocol = load_protocol("clinical-sloan-compare")
+    case = simulated_case(seed=4, protocol=protocol, true_rx=Prescription(0.5, -0.5, 90.0))
+    start = StartingPoint(Prescription(0.0, -0.5, 90.0), "autorefraction", age)
+    with RefractionSession.start(store, patient_id="P-8", eye="OD", protocol=protocol, simulated=True, seed=4,
+                                 start=start) as session:  # fmt: skip
+        session.run(SimulatedPresenter(case.patient(10)), max_steps=12)
+        draws = session.engine.correction_draws(session.trials())
+        result = session.finish()
+        sid = session.session_id
+    page = _pages(store, sid)[0]
+    if age > 35.0:
+        assert "over_minus_risk" not in result and "Over-minus check" not in page
+        return
+    m_filed = Prescription(**result["rounded"]).power_vector_array()[0]
+    assert result["over_minus_risk"] == pytest.approx(draws.weights @ (draws.theta[:, 0] > m_filed + 0.25 + 1e-9))
+    assert 0.0 < result["over_minus_risk"] <= 0.025  # the guard's bound on the lens filed, 12 answers in
+    assert f"Over-minus check more minus than the correction by over 0.25 D: {100 * result['over_minus_risk']:.1f}%" in page
+
+
 def test_the_map_draws_only_the_lenses_in_its_plane():
     """Letters within 10° of the map's axis where they are, within 10° of the axis + 90°
     transposed (the same lens in the other cylinder form), no cylinder anywhere; the rest not."""

@@ -30,6 +30,11 @@ def test_engine_extras_level_and_simulated_are_accepted():
     assert r.interval_level == 0.9 and r.simulated is True
 
 
+def test_the_over_minus_risk_is_optional():
+    assert parse_result(make_result()).over_minus_risk is None
+    assert parse_result({**make_result(), "over_minus_risk": 0.0004}).over_minus_risk == 0.0004
+
+
 def _drop(key):
     def edit(d):
         del d[key]
@@ -56,6 +61,8 @@ def _drop(key):
         (lambda d: d["posterior_map"]["va_logmar"][2].pop(), "expected rows of 4 values"),
         (lambda d: d.update(simulated="yes"), "result.simulated"),
         (lambda d: d["posterior_map"]["sphere_d"].reverse(), "posterior_map.sphere_d: expected a non-empty, strictly"),
+        (lambda d: d.update(over_minus_risk=1.5), "result.over_minus_risk: expected a probability in [0, 1], got 1.5"),
+        (lambda d: d.update(over_minus_risk=float("nan")), "result.over_minus_risk: expected a finite number"),
     ],
 )
 def test_bad_results_name_the_key(edit, fragment):

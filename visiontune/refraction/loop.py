@@ -55,7 +55,7 @@ from visiontune.refraction.gp_engine import GPEngine
 from visiontune.refraction.lenses import LensSteps, in_form, lens_changes, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
-from visiontune.refraction.optics_engine import OpticsEngine
+from visiontune.refraction.optics_engine import OpticsEngine, over_minus_probability
 from visiontune.refraction.optics_gp_engine import OpticsGPEngine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderModel, check_slider_trial, simulated_slider_choice
@@ -547,6 +547,8 @@ class Refraction:
             out["comparisons_used"] = sum(is_comparison(t) for t in valid)
         if self.protocol.sliders is not None:
             out["sliders_used"] = sum(is_slider(t) for t in valid)
+        if isinstance(self.engine, OpticsEngine) and self.engine.guards_over_minus():
+            out["over_minus_risk"] = over_minus_probability(self.engine.correction_draws(valid), est.rounded)
         return out
 
     def finish(self, stopped_by: str = "clinician") -> dict:

@@ -39,7 +39,8 @@ from visiontune.refraction.optics_model import (
 from visiontune.refraction.protocol import FILED_LENS_RULES, Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["FILED_WITHIN_D", "LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine"]
+__all__ = ["FILED_WITHIN_D", "LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine",
+           "over_minus_probability"]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05
@@ -67,6 +68,13 @@ def _model_spec(protocol: Protocol) -> OpticsModelSpec:
         median, sigma = float(np.sqrt(lo * hi)), max(float(np.log(hi / lo)) / 4.0, 0.05)
     return OpticsModelSpec(protocol.n_alternatives, lapse=protocol.model.lapse, slope_median=median, slope_sigma=sigma,
                            n_particles=protocol.model.n_particles)  # fmt: skip
+
+
+def over_minus_probability(draws: ParticlePosterior, lens: Prescription) -> float:
+    """``P(M* - M(lens) > 0.25 D) = Σ_i w_i 1[M*_i > M(lens) + 0.25]`` under the weighted draws of
+    the correction: how likely ``lens`` over-minuses by more than :data:`OVER_MINUS_D`."""
+    m_lens = float(lens.power_vector_array()[0])
+    return float(draws.weights @ (draws.theta[:, 0] > m_lens + OVER_MINUS_D + 1e-9))
 
 
 class OpticsEngine:
@@ -251,8 +259,7 @@ class OpticsEngine:
         (docs/results/README.md)."""
         if not self.waits_for_over_minus():
             return None
-        m_lens = float(lens.power_vector_array()[0])
-        return float(draws.weights @ (draws.theta[:, 0] > m_lens + OVER_MINUS_D + 1e-9))
+        return over_minus_probability(draws, lens)
 
     def _may_accommodate(self) -> bool:
         """True when over-minus is a risk worth the guard: the patient may accommodate, aged

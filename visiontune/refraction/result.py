@@ -31,7 +31,9 @@ Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded l
 were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them);
 ``sliders_used`` (int, ``0 <= sliders_used``, ``comparisons_used + sliders_used <= trials_used``:
 how many were slider answers, "turn the knob; where is it clearest?"; present when the protocol
-has a ``[sliders]`` table).
+has a ``[sliders]`` table); ``over_minus_risk`` (float in [0, 1]: the posterior probability that the
+rounded lens is more minus than the correction by over 0.25 D; present when the over-minus guard
+covered the session, a patient who may accommodate).
 
 Any other key, a missing key, a non-finite number or a wrong shape is rejected with a
 :class:`~visiontune.errors.StoreError` naming the session and the key path, so a drift in
@@ -54,7 +56,7 @@ _REQUIRED = (
     "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
 )  # fmt: skip
 _OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version",
-             "comparisons_used", "sliders_used")  # fmt: skip
+             "comparisons_used", "sliders_used", "over_minus_risk")  # fmt: skip
 _REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
 _START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -106,6 +108,7 @@ class SessionResult:
     map_axis_deg: float | None = None
     comparisons_used: int = 0
     sliders_used: int = 0
+    over_minus_risk: float | None = None
 
 
 class _Checker:
@@ -199,6 +202,11 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     if comparisons_used + sliders_used > trials_used:
         raise c.fail("sliders_used", f"expected an integer in [0, trials_used - comparisons_used = "
                                      f"{trials_used - comparisons_used}], got {sliders_used!r}")  # fmt: skip
+    over_minus_risk = None
+    if "over_minus_risk" in d:
+        over_minus_risk = c.number("over_minus_risk", d["over_minus_risk"])
+        if not 0.0 <= over_minus_risk <= 1.0:
+            raise c.fail("over_minus_risk", f"expected a probability in [0, 1], got {over_minus_risk}")
     duration = c.number("duration_s", d["duration_s"])
     if duration < 0:
         raise c.fail("duration_s", f"expected seconds >= 0, got {duration}")
@@ -255,6 +263,7 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         map_axis_deg=map_axis,
         comparisons_used=comparisons_used,
         sliders_used=sliders_used,
+        over_minus_risk=over_minus_risk,
     )
 
 

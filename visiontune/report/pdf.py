@@ -88,8 +88,17 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Answers", f"{r.trials_used} used" + (f" ({kinds})" if kinds else "")
          + (f", {voided} voided" if voided else "")),
         ("Stopped by", r.stopped_by),
+        *_over_minus_line(r),
         ("Duration", _duration(r.duration_s)),
     ]  # fmt: skip
+
+
+def _over_minus_line(r) -> list[tuple[str, str]]:
+    """For a patient who may accommodate, how likely the prescription over-minuses (when recorded)."""
+    if r.over_minus_risk is None:
+        return []
+    return [("Over-minus check", f"more minus than the correction by over 0.25 D: {100.0 * r.over_minus_risk:.1f}% "
+                                 "likely (checked where the protocol guards against over-minus: a patient who may accommodate)")]
 
 
 def _region_text(r) -> str:
