@@ -98,7 +98,7 @@ def _over_minus_line(r) -> list[tuple[str, str]]:
     if r.over_minus_risk is None:
         return []
     return [("Over-minus check", f"more minus than the correction by over 0.25 D: {100.0 * r.over_minus_risk:.1f}% "
-                                 "likely (checked where the protocol guards against over-minus: a patient who may accommodate)")]
+                                 "likely (a patient who may accommodate)")]
 
 
 def _region_text(r) -> str:
