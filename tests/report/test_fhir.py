@@ -63,6 +63,14 @@ def test_the_note_counts_the_answers_of_each_kind(store, make_session, slider_se
     assert letters_only.lensSpecification[0].note[-1].text.endswith("; 5 answers.")
 
 
+def test_the_note_gives_the_over_minus_check_where_the_result_holds_it(store, make_session):
+    model, _ = _resource(store, make_session(over_minus_risk=0.0123))
+    assert model.lensSpecification[0].note[-1].text.endswith(
+        "Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D 1.2% likely.")
+    model, _ = _resource(store, make_session())
+    assert "Over-minus" not in model.lensSpecification[0].note[-1].text
+
+
 def test_spherical_result_has_no_axis(store, make_session):
     sid = make_session(rounded={"sphere_d": 2.0, "cylinder_d": 0.0, "axis_deg": 180.0})
     model, doc = _resource(store, sid)

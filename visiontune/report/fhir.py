@@ -51,6 +51,9 @@ def _note_text(record: SessionRecord) -> str:
         f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers"
         + (f" ({kinds})." if kinds else ".")
     )
+    if r.over_minus_risk is not None:
+        text += (f" Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D "
+                 f"{100.0 * r.over_minus_risk:.1f}% likely.")  # fmt: skip
     if record.info.eye.value == "OU":
         text += " Binocular session: one correction for both eyes."
     return text
