@@ -21,7 +21,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
-from visiontune.refraction.optics_engine import OVER_MINUS_D
+from visiontune.refraction.optics_engine import OVER_MINUS_D, over_minus_probability
 from visiontune.refraction.protocol import load_protocol
 from validation_cases import case_parser
 
@@ -37,9 +37,9 @@ def session_end(protocol_name: str, population: str, case_id: int, seed: int) ->
     draws = refraction.engine.correction_draws(refraction.trials())
     m = draws.theta[:, 0]
     truth = case.true_rx.power_vector_array()
-    filed = refraction.current_estimate().rounded.power_vector_array()
-    return {"u": float(draws.weights @ (m <= truth[0])),
-            "risk": float(draws.weights @ (m > filed[0] + OVER_MINUS_D + 1e-9)),
+    rounded = refraction.current_estimate().rounded
+    filed = rounded.power_vector_array()
+    return {"u": float(draws.weights @ (m <= truth[0])), "risk": over_minus_probability(draws, rounded),
             "signed_m": float(filed[0] - truth[0]), "error": float(np.linalg.norm(filed - truth))}  # fmt: skip
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, plan, run_case, summarise, validation_case
 from visiontune.experiments.validate_cli import table_markdown
 from visiontune.optics import Prescription
-from visiontune.refraction.lenses import lens_changes, lenses_shown
+from visiontune.refraction.lenses import lens_changes, lens_left_in_place, lenses_shown
 from visiontune.refraction.loop import LoggedTrial
 from visiontune.refraction.protocol import load_protocol
 
@@ -33,6 +33,12 @@ def test_each_kind_of_trial_shows_its_lenses_in_order():
     assert lenses_shown(_letter(0, L1)) == [L1]
     assert lenses_shown(_comparison(0, L2, L3)) == [L2, L3]
     assert lenses_shown(_slider(0, (L1, L2, L3), 1)) == [L1, L2, L3]
+
+
+def test_a_trial_leaves_in_place_the_last_lens_it_showed():
+    assert lens_left_in_place(_letter(0, L1)) == L1
+    assert lens_left_in_place(_comparison(0, L2, L3)) == L3  # lens 2, shown second, whatever the answer
+    assert lens_left_in_place(_slider(0, (L1, L2, L3), 1)) == L3  # the path's end, not the lens chosen
 
 
 def test_a_change_is_a_new_power_counted_from_the_first_lens_placed():

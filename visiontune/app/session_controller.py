@@ -75,7 +75,7 @@ from visiontune.app.simulation import SimulatedReply, case_patient, simulated_re
 from visiontune.app.texts import acuity_text, lens_text
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.refraction.lenses import in_form, lenses_shown, same_lens
+from visiontune.refraction.lenses import in_form, lens_left_in_place, same_lens
 from visiontune.refraction.loop import simulated_comparison, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.records import SessionState
@@ -486,10 +486,10 @@ class SessionController(EventSource):
 
 
 def _in_place(snap: Snapshot, lens) -> bool:
-    """Whether ``lens`` is the lens the last answer left before the eye (the last one it showed,
-    :func:`~visiontune.refraction.lenses.lenses_shown`): the lens the session counts as in place
-    when it prices a change of lens."""
-    return snap.last_trial is not None and same_lens(lenses_shown(snap.last_trial)[-1], lens)
+    """Whether ``lens`` is the lens the last answer left before the eye
+    (:func:`~visiontune.refraction.lenses.lens_left_in_place`): the lens the session counts as in
+    place when it prices a change of lens."""
+    return snap.last_trial is not None and same_lens(lens_left_in_place(snap.last_trial), lens)
 
 
 def _choice_text(choice: str) -> str:

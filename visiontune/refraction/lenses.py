@@ -32,6 +32,7 @@ __all__ = [
     "changes_along",
     "in_form",
     "lens_changes",
+    "lens_left_in_place",
     "lens_power_vector",
     "lenses_shown",
     "neighbouring_lenses",
@@ -190,6 +191,13 @@ def lenses_shown(trial) -> list:
         return list(trial.slider_lenses)
     second = getattr(trial, "lens2", None)
     return [trial.lens] if second is None else [trial.lens, second]
+
+
+def lens_left_in_place(trial) -> Prescription:
+    """The lens ``trial`` left before the eye, the last one it showed (:func:`lenses_shown`): the
+    lens in place for the next question."""
+    last = lenses_shown(trial)[-1]
+    return Prescription(last.sphere_d, last.cylinder_d, last.axis_deg)
 
 
 def same_lens(a, b) -> bool:

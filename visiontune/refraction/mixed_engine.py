@@ -26,10 +26,9 @@ import dataclasses
 import numpy as np
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics import Prescription
 from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region, region_from_samples
-from visiontune.refraction.lenses import lens_power_vector, lenses_shown
+from visiontune.refraction.lenses import lens_left_in_place, lens_power_vector
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
 from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.optics_model import LOG_SENSITIVITY
@@ -94,10 +93,7 @@ class MixedOpticsEngine(OpticsEngine):
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
         settings, units = self.question_settings(trials)
-        in_place = None
-        if trials:
-            last = lenses_shown(trials[-1])[-1]
-            in_place = Prescription(last.sphere_d, last.cylinder_d, last.axis_deg)
+        in_place = lens_left_in_place(trials[-1]) if trials else None
         return propose_mixed(post, self.protocol.policy, settings, steps=self.protocol.lenses, s_grid=self.s_grid,
                              radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
                              sliders=self.sliders, rng_slider=rng_slider, units=units, in_place=in_place)  # fmt: skip
@@ -128,6 +124,8 @@ class MixedOpticsEngine(OpticsEngine):
                                      self.protocol.lenses.cylinder_form)  # fmt: skip
         if not self.region_within_precision(region):
             return False
+        if not self.waits_for_over_minus():
+            return True
         return self.over_minus_met(self.over_minus_risk(draws, self.filed_lens(draws)))
 
     def estimate(self, trials, rng_best, rng_region, level: float):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from visiontune.errors import StoreError
-from visiontune.refraction.lenses import lenses_shown, same_lens
+from visiontune.refraction.lenses import lens_left_in_place, lenses_shown, same_lens
 from visiontune.session.records import EventKind, Trial, trial_kind
 
 __all__ = ["GAPS", "KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "gap_seconds",
@@ -138,7 +138,7 @@ def gap_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str, in
         elif any(before.answered_at <= at <= after.presented_at for at in pauses):
             reason = "gaps between answers spanning a pause"
         else:
-            kept = same_lens(lenses_shown(before)[-1], lenses_shown(after)[0])
+            kept = same_lens(lens_left_in_place(before), lenses_shown(after)[0])
             gaps.setdefault(GAPS[0] if kept else GAPS[1], []).append(gap)
             continue
         left[reason] = left.get(reason, 0) + 1
