@@ -97,8 +97,7 @@ def _over_minus_line(r) -> list[tuple[str, str]]:
     """For a patient who may accommodate, how likely the prescription over-minuses (when recorded)."""
     if r.over_minus_risk is None:
         return []
-    return [("Over-minus check", f"more minus than the correction by over 0.25 D: {100.0 * r.over_minus_risk:.1f}% "
-                                 "likely (a patient who may accommodate)")]
+    return [("Over-minus check", f"{100.0 * r.over_minus_risk:.1f}% likely over 0.25 D too minus (patient may accommodate)")]
 
 
 def _region_text(r) -> str:
