@@ -3,7 +3,7 @@ a layer above its own, and session/ and experiments/ sit side by side (neither i
 
 Above the layers, ``cli.py`` and ``__main__.py`` may import anything and nothing imports them;
 below them, the shared modules (the package's ``__init__``, ``errors.py``, ``_validate.py``,
-``private_files.py``, ``_argparse.py``) import no layer. An import names the module it loads:
+``private_files.py``, ``output_guard.py``, ``_argparse.py``) import no layer. An import names the module it loads:
 ``from visiontune.gp import moments`` loads the submodule ``visiontune.gp.moments``, ``from
 visiontune.gp import ProbitGP`` the package's ``__init__``; ``visiontune calibrate`` loading
 ``visiontune.display.cli`` by name (``cli.COMMANDS``) is an import of it too."""
@@ -19,9 +19,10 @@ from visiontune import cli
 PACKAGE = Path(visiontune.__file__).resolve().parent
 #: From the top down; a layer may import only layers below it (and itself).
 LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "refraction": 3, "acquisition": 2, "display": 2,
-          "gp": 1, "optics": 1}  # fmt: skip
+          "devices": 2, "gp": 1, "optics": 1}  # fmt: skip
 TOP = {"visiontune.cli", "visiontune.__main__"}
-SHARED = {"visiontune", "visiontune.errors", "visiontune._validate", "visiontune.private_files", "visiontune._argparse"}
+SHARED = {"visiontune", "visiontune.errors", "visiontune._validate", "visiontune.private_files", "visiontune.output_guard",
+          "visiontune._argparse"}
 _HEIGHTS = {**LAYERS, "top": max(LAYERS.values()) + 1, "shared": 0}
 
 

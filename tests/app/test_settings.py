@@ -16,7 +16,11 @@ def test_missing_file_gives_defaults(tmp_path):
 
 
 def test_round_trip_with_quotes_and_backslashes(tmp_path):
-    s = AppSettings(protocol='C:\\protocols\\my "own".toml', patient_screen="DP-2", calibration_path="/x/c.json",
+    from visiontune.refraction.protocol import protocol_dirs
+
+    own = tmp_path / 'C:\\protocols\\my "own".toml'  # a protocol the settings refuse unless it loads
+    own.write_text((protocol_dirs()[0] / "clinical-sloan.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    s = AppSettings(protocol=str(own), patient_screen="DP-2", calibration_path="/x/c.json",
                     export_dir="/tmp/e", pace_s=0.25, cylinder_form="plus")  # fmt: skip
     path = save_settings(s, tmp_path / "cfg" / "app.toml")
     assert load_settings(path) == s

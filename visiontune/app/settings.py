@@ -4,7 +4,11 @@
 calibration choice, export folder, simulated pace, cylinder form of the lenses shown. Unknown keys are an error naming the key
 (a typo must not silently reset a setting); a missing file gives the defaults. The file is
 user-only (0600) in a user-only folder (0700) whatever the umask, written atomically by
-:func:`visiontune.private_files.write_private`.
+:func:`visiontune.output_guard.write_output`, and only when a setting changes: never as a side
+effect of reading, never with a protocol that does not load (a refused setting is not
+persisted), never over a file that is not a settings file (the trial log, the calibration, a
+file that is not settings TOML). :func:`load_settings_for_app` starts the app with what can be
+used and one problem to report, never a start-up failure.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from visiontune import private_files
+from visiontune import output_guard, private_files
 from visiontune._validate import check_number
-from visiontune.errors import ConfigurationError
+from visiontune.errors import ConfigurationError, VisionTuneError
 from visiontune.refraction.lenses import CYLINDER_FORMS
-from visiontune.refraction.protocol import DEFAULT_PROTOCOL
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
 SETTINGS_FILE_NAME = "app.toml"
 
@@ -55,9 +59,7 @@ class AppSettings:
 
 def default_settings_path() -> Path:
     """``<user config dir>/visiontune/app.toml``."""
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("visiontune", appauthor=False)) / SETTINGS_FILE_NAME
+    return output_guard.default_config_path(SETTINGS_FILE_NAME)
 
 
 def _toml_value(value) -> str:
@@ -67,14 +69,12 @@ def _toml_value(value) -> str:
     return repr(float(value))
 
 
-def load_settings(path: str | os.PathLike | None = None) -> AppSettings:
-    """Read the settings file (defaults if it does not exist); ConfigurationError naming the
-    file and the key when it is malformed."""
-    path = Path(path) if path is not None else default_settings_path()
-    try:
-        raw = private_files.read_regular_file(path, name="settings", max_bytes=1_000_000, error=ConfigurationError)
-    except FileNotFoundError:
-        return AppSettings()
+_NAMES = frozenset(f.name for f in dataclasses.fields(AppSettings))
+
+
+def _settings_table(raw: bytes, path: Path) -> dict:
+    """The TOML table in ``raw`` (the bytes of ``path``) with only known keys; ConfigurationError
+    naming the file (and the key) otherwise."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -83,23 +83,92 @@ def load_settings(path: str | os.PathLike | None = None) -> AppSettings:
         raise ConfigurationError(f"{path}: invalid TOML (nested too deeply)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path}: invalid TOML ({exc})") from None
-    names = {f.name for f in dataclasses.fields(AppSettings)}
-    unknown = sorted(set(data) - names)
+    unknown = sorted(set(data) - _NAMES)
     if unknown:
-        raise ConfigurationError(f"{path}: {unknown[0]}: unknown setting (known: {', '.join(sorted(names))})")
+        raise ConfigurationError(f"{path}: {unknown[0]}: unknown setting (known: {', '.join(sorted(_NAMES))})")
+    return data
+
+
+def _is_settings_file(raw: bytes) -> bool:
+    """True for a TOML file of settings keys only (its values may be out of range: a deliberate
+    change replaces them); a file of anything else is never replaced."""
     try:
-        return AppSettings(**data)
+        _settings_table(raw, Path("settings"))
+    except ConfigurationError:
+        return False
+    return True
+
+
+#: What ``save_settings`` writes: only over a settings file (never the trial log or the calibration).
+SETTINGS_FILE = output_guard.OutputKind("VisionTune settings file", _is_settings_file, own="settings")
+
+
+def _check_protocol(protocol: str, source: str) -> None:
+    """ConfigurationError unless ``protocol`` is a shipped protocol or a protocol file that loads."""
+    try:
+        load_protocol(protocol)
+    except VisionTuneError as exc:
+        raise ConfigurationError(f"{source}: protocol: {exc}") from None
+
+
+def load_settings(path: str | os.PathLike | None = None, *, check_protocol: bool = True) -> AppSettings:
+    """Read the settings file (defaults if it does not exist); ConfigurationError naming the
+    file and the key when it is malformed or (``check_protocol``) its protocol does not load."""
+    path = Path(path) if path is not None else default_settings_path()
+    try:
+        raw = private_files.read_regular_file(path, name="settings", max_bytes=1_000_000, error=ConfigurationError)
+    except FileNotFoundError:
+        return AppSettings()
+    data = _settings_table(raw, path)
+    try:
+        settings = AppSettings(**data)
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None
+    if check_protocol and "protocol" in data:
+        _check_protocol(settings.protocol, str(path))
+    return settings
+
+
+def load_settings_for_app(path: str | os.PathLike | None = None) -> tuple[AppSettings, str | None]:
+    """The settings the app starts with and the one problem to report (None if none): a file that
+    cannot be used gives the defaults, a protocol that does not load the default protocol (the
+    other settings kept). Nothing is written: the file is left as it is."""
+    kept = "the file is left as it is and replaced only by a settings change you make"
+    try:
+        settings = load_settings(path, check_protocol=False)
+    except ConfigurationError as exc:
+        return AppSettings(), f"{exc}\nThe default settings are used; {kept} (never if it is not a settings file)."
+    try:
+        _check_protocol(settings.protocol, str(Path(path) if path is not None else default_settings_path()))
+    except ConfigurationError as exc:
+        return settings.replace(protocol=DEFAULT_PROTOCOL), f"{exc}\nThe protocol {DEFAULT_PROTOCOL} is used; {kept}."
+    return settings, None
+
+
+def _unchanged(path: Path, settings: AppSettings) -> bool:
+    """True when ``path`` exists and holds exactly ``settings``."""
+    try:
+        return path.exists() and load_settings(path, check_protocol=False) == settings
+    except (OSError, VisionTuneError):
+        return False
 
 
 def save_settings(settings: AppSettings, path: str | os.PathLike | None = None) -> Path:
-    """Write ``settings`` atomically (file 0600, folder 0700); return the path.
-    ConfigurationError if it cannot be written (the previous file is then unchanged)."""
+    """Write ``settings`` atomically (file 0600, folder 0700); return the path. Nothing is
+    written when the file already holds these settings. ConfigurationError (the file then
+    unchanged) if they cannot be written, if the protocol does not load (a refused setting is
+    never persisted), or if ``path`` is a file other than a settings file (the trial log,
+    the calibration, any other file: :mod:`visiontune.output_guard`)."""
     default = path is None
     path = Path(path) if path is not None else default_settings_path()
+    if not isinstance(settings, AppSettings):
+        raise ConfigurationError(f"settings: expected AppSettings, got {type(settings).__name__}")
+    _check_protocol(settings.protocol, "settings not saved")
+    path = output_guard.guard_output_path(path, SETTINGS_FILE, name="settings", error=ConfigurationError)
+    if _unchanged(path, settings):
+        return path
     lines = ["# VisionTune app settings (written by the app)"]
     lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in dataclasses.fields(settings)]
-    path = private_files.check_destination(path, name="settings", error=ConfigurationError)
     private_files.private_dir(path.parent, tighten=default, error=ConfigurationError)
-    return private_files.write_private(path, "\n".join(lines) + "\n", name="settings", error=ConfigurationError)
+    return output_guard.write_output(path, "\n".join(lines) + "\n", SETTINGS_FILE, name="settings",
+                                     error=ConfigurationError)  # fmt: skip

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from visiontune import private_files
+from visiontune import output_guard, private_files
 from visiontune._validate import check_number, short_repr
 from visiontune.errors import CalibrationError
 
@@ -278,9 +278,7 @@ class Calibration:
 
 def default_calibration_path() -> Path:
     """``<user config dir>/visiontune/calibration.json`` (platformdirs)."""
-    from platformdirs import user_config_dir
-
-    return Path(user_config_dir("visiontune", appauthor=False)) / CONFIG_FILE_NAME
+    return output_guard.default_config_path(CONFIG_FILE_NAME)
 
 
 #: A calibration file is a few hundred bytes; anything past this is not one.
@@ -295,10 +293,10 @@ def save_calibration(calibration: Calibration, path: str | os.PathLike | None = 
     path = Path(path) if path is not None else default_calibration_path()
     if not isinstance(calibration, Calibration):
         raise CalibrationError(f"calibration: expected a Calibration, got {type(calibration).__name__}")
-    path = private_files.check_destination(path, name="calibration file", error=CalibrationError)
+    path = output_guard.guard_output_path(path, CALIBRATION_FILE, name="calibration file", error=CalibrationError)
     private_files.private_dir(path.parent, tighten=default, error=CalibrationError)
     text = json.dumps(calibration.to_dict(), indent=2) + "\n"
-    return private_files.write_private(path, text, name="calibration file", error=CalibrationError)
+    return output_guard.write_output(path, text, CALIBRATION_FILE, name="calibration file", error=CalibrationError)
 
 
 def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
@@ -311,17 +309,37 @@ def load_calibration(path: str | os.PathLike | None = None) -> Calibration:
         )
     except FileNotFoundError:
         raise CalibrationError(f"no screen calibration at {path}: run `visiontune calibrate` first") from None
+    return Calibration.from_dict(_json_document(raw, path), str(path))
+
+
+def _json_document(raw: bytes, path: str | os.PathLike):
+    """The JSON value in ``raw`` (the bytes of calibration file ``path``); CalibrationError if it
+    is not UTF-8 JSON."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CalibrationError(f"{path}: not a calibration file (not UTF-8 text: byte {exc.start})") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise CalibrationError(f"{path}: not a calibration file (JSON nested too deeply)") from None
     except ValueError as exc:
         raise CalibrationError(f"{path}: not valid JSON ({exc})") from None
-    return Calibration.from_dict(data, str(path))
+
+
+def _is_calibration_file(raw: bytes) -> bool:
+    """True for a JSON object with only :class:`Calibration` fields (values not checked: a
+    calibration out of range may be replaced by a new one)."""
+    try:
+        data = _json_document(raw, "calibration")
+    except CalibrationError:
+        return False
+    return isinstance(data, dict) and bool(data) and set(data) <= {f.name for f in dataclasses.fields(Calibration)}
+
+
+#: What ``save_calibration`` writes: it replaces only a calibration file (and may write the
+#: user's calibration, never the trial log or the settings).
+CALIBRATION_FILE = output_guard.OutputKind("VisionTune calibration", _is_calibration_file, own="calibration")
 
 
 #: Run in a PsychoPy interpreter: prints one JSON line describing monitor ``argv[1]``.

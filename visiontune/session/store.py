@@ -48,9 +48,10 @@ from typing import Any
 from urllib.parse import quote
 
 import visiontune
-from visiontune import private_files
+from visiontune import output_guard, private_files
 from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError, SessionError, StoreError
+from visiontune.output_guard import DATA_DIR_ENV, DATABASE_NAME
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.session import visit_records as vr
 from visiontune.session.migrations import SCHEMA_VERSION, apply_migrations, read_schema_version
@@ -71,8 +72,6 @@ from visiontune.session.records import (
     slider_path_json,
 )
 
-DATA_DIR_ENV = "VISIONTUNE_DATA_DIR"
-DATABASE_NAME = "visiontune.sqlite3"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _PATIENT_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 #: SQLite integers are signed 64-bit: the largest session id there can be.
@@ -90,12 +89,7 @@ Clock = Callable[[], datetime]
 
 def default_database_path() -> Path:
     """``$VISIONTUNE_DATA_DIR/visiontune.sqlite3``, else the platformdirs user data dir."""
-    env = os.environ.get(DATA_DIR_ENV, "").strip()
-    if env:
-        return Path(env).expanduser() / DATABASE_NAME
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("visiontune", appauthor=False)) / DATABASE_NAME
+    return output_guard.default_trial_log_path()
 
 
 def _utc_now() -> datetime:
