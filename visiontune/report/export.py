@@ -88,7 +88,7 @@ def export_session(db_path: PathLike | None, session_id: int, paths: ExportPaths
     """
     path = Path(default_database_path() if db_path is None else db_path).expanduser().absolute()
     _check_log_read_only(path)
-    with TrialStore.open(path) as store:
+    with TrialStore.open(path, read_only=True) as store:
         record = load_session(store, session_id)
         return export_record(record, paths, protected=(store.path,))
 

@@ -204,7 +204,7 @@ def export_visit(db_path: PathLike | None, visit_id: int, paths: VisitExportPath
     and rendered before the first file is written."""
     path = Path(default_database_path() if db_path is None else db_path).expanduser().absolute()
     _check_log_read_only(path)
-    with TrialStore.open(path) as store:
+    with TrialStore.open(path, read_only=True) as store:
         loaded = load_visit(store, visit_id, omit_patient_id=omit_patient_id)
         rendered = render_visit(loaded, paths, protected=(store.path,))
     written: dict[str, list[Path]] = {}

@@ -262,7 +262,7 @@ def _print_times(rows, label: str, count: str) -> None:
 
 
 def run_sessions(args) -> int:
-    with TrialStore.open(args.db) as store:
+    with TrialStore.open(args.db, read_only=args.action != "discard") as store:
         if args.action == "discard":
             return _discard(store, args.session_id, args.reason)
         if args.action == "durations":

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from visiontune.errors import StoreError
 from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
+from visiontune.session.store_open import disk_full_failure
 from visiontune.session.visit_schema import SCHEMA_V2_VISITS
 
 
@@ -103,11 +104,11 @@ def apply_migrations(
             )
             conn.execute("COMMIT")
         except BaseException as exc:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite has already rolled back after a full disk (SQLITE_FULL)
+                conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(
-                    f"{path}: migration v{migration.from_version} -> v{migration.to_version} failed: {exc}"
-                ) from exc
+                doing = f"migration v{migration.from_version} -> v{migration.to_version} failed"
+                raise disk_full_failure(Path(path), exc, doing) or StoreError(f"{path}: {doing}: {exc}") from exc
             raise
         version = migration.to_version
     return version

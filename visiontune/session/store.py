@@ -53,6 +53,7 @@ from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.output_guard import DATA_DIR_ENV, DATABASE_NAME
 from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.session import store_open
 from visiontune.session import visit_records as vr
 from visiontune.session.migrations import SCHEMA_VERSION, apply_migrations, read_schema_version
 from visiontune.session.records import (
@@ -82,7 +83,6 @@ MAX_DISCARD_REASON_CHARS = 500
 READ_CHECK_TIMEOUT_S = 5.0
 #: Seconds a connection waits for another writer's lock before a write fails as locked.
 LOCK_TIMEOUT_S = 10.0
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 Clock = Callable[[], datetime]
 
@@ -117,9 +117,8 @@ def _session_id(value: Any) -> int:
     return sid
 
 
-def _is_locked(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return (code is not None and (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)) or "locked" in str(exc)
+_is_locked = store_open.is_locked
+_locked_error = store_open.locked_error
 
 
 def _text_problem(value: Any) -> str | None:
@@ -214,10 +213,6 @@ def _read_only_connect(path: Path, mode: str) -> sqlite3.Connection:
         raise StoreError(f"{path}: cannot be opened ({exc})") from None
     conn.text_factory = decode_text
     return conn
-
-
-def _locked_error(path: Path, exc: sqlite3.Error) -> StoreError:
-    return StoreError(f"{path}: the trial log is locked by another program ({exc}); try again when it is done")
 
 
 def read_schema_version_read_only(path: str | os.PathLike) -> int:
@@ -343,26 +338,37 @@ class TrialStore:
 
     # --- lifecycle --------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, clock: Clock | None = None) -> TrialStore:
+    def open(cls, path: str | os.PathLike | None = None, *, clock: Clock | None = None,
+             read_only: bool = False) -> TrialStore:  # fmt: skip
         """Open (creating if needed, mode 0600) and migrate the trial log at ``path``.
 
         ``path`` defaults to :func:`default_database_path`. ``clock`` returns aware datetimes
-        (default: UTC now); tests inject a fake one.
+        (default: UTC now); tests inject a fake one. ``read_only``: read an existing log
+        without writing anything, not even ``-wal``/``-shm`` files
+        (:func:`~visiontune.session.store_open.connect_read_only`; StoreError "no such trial
+        log" for a missing one); a log of an older schema is first upgraded as without it.
         """
         default = path is None
         path = Path(default_database_path() if path is None else path).expanduser().absolute()
+        if read_only:
+            store = cls._open_read_only(path, clock)
+            if store is not None:
+                return store
         created = False
-        if os.path.lexists(path):
-            _check_existing_file(path)
-        else:
-            private_files.private_dir(path.parent, tighten=default, error=StoreError)
-            try:
-                private_files.create_private(path)
-                created = True
-            except FileExistsError:
-                _check_existing_file(path)  # created by another process in between
-            except OSError as exc:
-                raise StoreError(f"{path}: cannot create the trial log ({exc.strerror or exc})") from None
+        try:
+            if os.path.lexists(path):
+                _check_existing_file(path)
+                store_open.check_room_to_write(path)
+            else:
+                store_open.check_room_to_write(path)
+                private_files.private_dir(path.parent, tighten=default, error=StoreError)
+                try:
+                    private_files.create_private(path)
+                    created = True
+                except FileExistsError:
+                    _check_existing_file(path)  # created by another process in between
+        except OSError as exc:  # a name too long (ENAMETOOLONG), no space for the new file...
+            raise store_open.os_failure(path, exc, "cannot create the trial log") from None
         conn = None
         try:
             conn = sqlite3.connect(str(path), isolation_level=None, timeout=LOCK_TIMEOUT_S)
@@ -380,12 +386,30 @@ class TrialStore:
             if created:
                 _remove_new_database(path)  # no 0-byte or half-initialised file left behind
             if isinstance(exc, sqlite3.Error):
-                if _is_locked(exc):
-                    raise _locked_error(path, exc) from None
-                raise StoreError(f"{path}: cannot open the trial log ({exc})") from None
+                raise store_open.sqlite_failure(path, exc, "cannot open the trial log") from None
             if isinstance(exc, OSError):
                 raise StoreError(f"{path}: cannot open the trial log ({exc.strerror or exc})") from None
             raise
+        return cls(conn, path, clock or _utc_now)
+
+    @classmethod
+    def _open_read_only(cls, path: Path, clock: Clock | None) -> TrialStore | None:
+        """The log at ``path`` opened read-only, or ``None`` when it is of an older schema
+        (an empty file is version 0) and must be upgraded by an ordinary open first."""
+        conn = store_open.connect_read_only(path, READ_CHECK_TIMEOUT_S)
+        try:
+            _check_existing_file(path)  # header, quick_check, newer schema
+            conn.text_factory = decode_text
+            version = read_schema_version(conn, path)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise store_open.sqlite_failure(path, exc, "not a readable trial log") from None
+        except BaseException:
+            conn.close()
+            raise
+        if version < SCHEMA_VERSION:
+            conn.close()
+            return None
         return cls(conn, path, clock or _utc_now)
 
     def close(self) -> None:
@@ -421,7 +445,7 @@ class TrialStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot start a write ({exc})") from None
+            raise store_open.sqlite_failure(self.path, exc, "cannot start a write") from None
         try:
             yield conn
             conn.execute("COMMIT")
@@ -429,7 +453,7 @@ class TrialStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"{self.path}: write failed ({exc})") from exc
+                raise store_open.sqlite_failure(self.path, exc, "write failed") from exc
             raise
 
     # --- patients ---------------------------------------------------------------------------
@@ -852,12 +876,13 @@ class TrialStore:
     def sign_off(self, visit_id: int, eye: str, prescription, by: str):
         """Record a prescription of ``eye`` edited and signed by the clinician ``by``; it is kept
         beside the one the refraction found (never in its place). The eye must have a finished
-        refraction and the cylinder must be in the visit's form (InvalidInputError otherwise,
-        nothing written)."""
+        refraction and the prescription pass a session's checks
+        (:func:`~visiontune.session.visit_records.check_signed_prescription`: range, 0.25 D steps,
+        whole-degree axis, the visit's cylinder form); InvalidInputError otherwise, nothing written."""
 
         visit = self.get_visit(visit_id)
         eye = vr.check_eye(eye)
-        rx = vr.check_prescription("prescription", prescription)
+        rx = vr.check_signed_prescription("prescription", prescription, visit.cylinder_form)
         by = vr.check_name("by", by)
         link = self.visit_eyes(visit.visit_id).get(eye)
         if link is None or link.skipped:
@@ -868,7 +893,6 @@ class TrialStore:
             state = "discarded" if info.discarded else info.state.value
             raise InvalidInputError(f"visit {visit.visit_id}: the refraction of {eye} (session {info.session_id}) is "
                                     f"{state}; finish it before signing off")  # fmt: skip
-        vr.check_clinic_form("prescription", rx, visit.cylinder_form)
         with self._write() as conn:
             cur = conn.execute(
                 "INSERT INTO visit_signoffs (visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at) "

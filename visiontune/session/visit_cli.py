@@ -26,6 +26,7 @@ from visiontune.session.simulated_visit import (
 )
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import create_visit, eye_statuses, final_prescription
+from visiontune.session.visit_records import check_name
 
 _INT64_MAX = 2**63 - 1
 
@@ -85,7 +86,12 @@ def _parse_rx(flag: str, text: str) -> Prescription:
 
 
 def run(args: argparse.Namespace) -> int:
-    with TrialStore.open(args.db) as store:
+    if args.action == "run":  # checked before the log is opened: a refusal writes nothing
+        for flag, reason in (("--skip-od", args.skip_od), ("--skip-os", args.skip_os)):
+            check_name(flag, reason, optional=True)
+        if args.skip_od is not None and args.skip_os is not None:
+            raise InvalidInputError("--skip-od and --skip-os: a visit refracts at least one eye")
+    with TrialStore.open(args.db, read_only=args.action in ("list", "show")) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
 
@@ -102,8 +108,6 @@ def _progress(args):
 
 
 def _run(args, store) -> int:
-    if args.skip_od is not None and args.skip_os is not None:
-        raise InvalidInputError("--skip-od and --skip-os: a visit refracts at least one eye")
     protocol = load_protocol(args.protocol)
     seed = protocol.seed if args.seed is None else args.seed
     cases = visit_cases(seed, protocol)  # checked before anything is written

@@ -18,6 +18,7 @@ from typing import Any
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
+from visiontune.refraction.start import check_in_range
 from visiontune.session.records import DamagedText
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "check_clinic_form",
     "check_name",
     "check_prescription",
+    "check_signed_prescription",
 ]
 
 VISIT_EYES = ("OD", "OS")
@@ -40,6 +42,8 @@ VISIT_EYES = ("OD", "OS")
 BALANCE_ANSWERS = ("OD", "OS", "equal")
 BALANCE_OUTCOMES = ("equal", "right eye clearer", "not balanced", "not done")
 CYLINDER_FORMS = ("minus", "plus")
+#: Step of the sphere and cylinder a clinician may sign off (diopters): a trial lens.
+SIGNOFF_STEP_D = 0.25
 #: Longest clinician name or reason kept (characters).
 MAX_TEXT = 200
 
@@ -83,6 +87,24 @@ def check_clinic_form(name: str, rx: Prescription, form: str) -> None:
             f"{name}: cylinder {rx.cylinder_d:+.2f} D is in minus-cylinder form but this visit writes plus "
             f"cylinders; enter {rx.to_plus_cylinder().format()} (the same lens) or change the setting"
         )
+
+
+def check_signed_prescription(name: str, value: Any, form: str) -> Prescription:
+    """The checks of a prescription a clinician signs off, the same as a session's lenses: a
+    :class:`Prescription` in the range a refraction covers
+    (:func:`~visiontune.refraction.start.check_in_range`: ``M`` in [-12, +8] D, ``|C|`` <= 6 D),
+    sphere and cylinder in :data:`SIGNOFF_STEP_D` steps, the axis a whole degree (1-180), the
+    cylinder in the clinic's ``form`` (:func:`check_clinic_form`). InvalidInputError naming
+    what is wrong."""
+    rx = check_prescription(name, value)
+    for part, power in (("sphere", rx.sphere_d), ("cylinder", rx.cylinder_d)):
+        if abs(power / SIGNOFF_STEP_D - round(power / SIGNOFF_STEP_D)) > 1e-9:
+            raise InvalidInputError(f"{name}: {part} {power:+g} D is not a trial lens (steps of {SIGNOFF_STEP_D} D)")
+    if rx.cylinder_d != 0.0 and rx.axis_deg != round(rx.axis_deg):
+        raise InvalidInputError(f"{name}: axis {rx.axis_deg:g} is not a whole degree (1 to 180)")
+    check_in_range(rx, name)
+    check_clinic_form(name, rx, form)
+    return rx
 
 
 def rx_json(rx: Prescription | None) -> str | None:
