@@ -47,3 +47,9 @@ class SessionError(VisionTuneError):
 
 class NumericalError(VisionTuneError):
     """A numerical procedure failed to converge or produced a non-finite result."""
+
+
+class DeviceError(VisionTuneError):
+    """A lens device (a motorized phoropter, its cable, the clinician's confirmation) did not
+    set or confirm a lens: a timeout, a closed port, a garbled reply, a lens outside its range.
+    The session pauses with every answer kept (:mod:`visiontune.devices`)."""

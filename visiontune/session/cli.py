@@ -24,6 +24,7 @@ from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, parse_true_r
 from visiontune.refraction.start import SOURCES, StartingPoint
 from visiontune.session.answer_times import answer_times
 from visiontune.session.engine import RefractionSession
+from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text, slider_text
 
@@ -61,6 +62,15 @@ def _patient_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=_bounded_int("--max-steps", 1, 1_000_000), default=None,
                         help="stop after this many answers, leaving it open")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-trial progress")
+    _device_argument(parser)
+
+
+def _device_argument(parser: argparse.ArgumentParser) -> None:
+    """``--device``: a lens device sets each lens (:mod:`visiontune.devices`; docs/devices.md)."""
+    parser.add_argument("--device", metavar="cv5000:PORT|manual", default=None,
+                        help="a motorized phoropter sets and confirms each lens before it is shown (cv5000:/dev/ttyUSB0, "
+                             "or the port `python -m visiontune.devices.emulator` prints); 'manual': confirm each lens "
+                             "at the terminal; a device fault pauses the session, answers kept")  # fmt: skip
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,20 +187,42 @@ def _drive(args, session: RefractionSession, case) -> int:
     return 0
 
 
+def _terminal_confirm(text: str) -> bool:
+    try:
+        return input(f"{text}; Enter when set, n to pause: ").strip().lower() != "n"
+    except EOFError:  # no terminal to confirm at: not confirmed
+        return False
+
+
 def run_session(args) -> int:
+    if getattr(args, "device", None) is None:
+        return _run_session(args, None)
+    from visiontune.devices.choice import open_device
+
+    with open_device(args.device, confirm=_terminal_confirm) as device:
+        return _run_session(args, device)
+
+
+def _run_session(args, device) -> int:
     with TrialStore.open(args.db) as store:
         if args.action == "run":
             protocol = load_protocol(args.protocol)
+            if device is not None:
+                protocol = protocol_with_lens_change_seconds(protocol, device.change_seconds, device.name)
             seed = protocol.seed if args.seed is None else args.seed
             case = _case(args, seed, None, protocol)
             with RefractionSession.start(store, patient_id=args.patient_id, eye=args.eye, protocol=protocol,
                                          simulated=True, seed=seed, start=_start(args, case)) as session:  # fmt: skip
                 session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
+                if device is not None:
+                    session.attach_device(device)
                 return _drive(args, session, case)
         with RefractionSession.resume(store, args.session_id) as session:
             if not session.simulated:
                 raise InvalidInputError(f"session {args.session_id} is a real patient's; resume it in the app")
             stored = session.recorded_note(SIMULATED_PATIENT_NOTE)
+            if device is not None:
+                session.attach_device(device)
             return _drive(args, session, _case(args, session.seed, stored, session.protocol))
 
 

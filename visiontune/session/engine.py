@@ -10,7 +10,7 @@ resuming it. Every answer is committed to the log before anything else happens.
 from __future__ import annotations
 
 from visiontune import __version__
-from visiontune.errors import SessionError
+from visiontune.errors import DeviceError, SessionError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import (
     Answer,
@@ -24,6 +24,7 @@ from visiontune.refraction.loop import (
 )
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.session.lens_device import DEVICE_ATTACHED_NOTE, LENSES_SET_NOTE, lenses_set_record, set_question_lenses
 from visiontune.session.records import Lens, SessionState, TrialInput
 from visiontune.session.store import SessionHandle, TrialStore
 
@@ -95,6 +96,7 @@ class RefractionSession(Refraction):
         self._store = store
         self._handle = handle
         self.session_id = info.session_id
+        self.lens_device = None
         stored = info.starting_rx or {}
         super().__init__(StoreLog(handle), info.protocol, seed=int(info.seed), start=StartingPoint.from_dict(info.starting_rx),
                          simulated=bool(info.simulated), cylinder_form=stored.get("cylinder_form"))  # fmt: skip
@@ -178,6 +180,28 @@ class RefractionSession(Refraction):
             if event.kind.value == "note" and isinstance(payload, dict) and payload.get("text") == text:
                 found = payload.get("data")
         return found
+
+    def attach_device(self, device) -> None:
+        """Let ``device`` (:class:`~visiontune.devices.base.LensDevice`) set every lens from now on
+        (:meth:`mark_presented`); the attachment is noted in the trial log."""
+        self.lens_device = device
+        self.note(DEVICE_ATTACHED_NOTE, {"from_trial": len(self.log.trials(include_void=True)), **device.describe()})
+
+    def mark_presented(self) -> None:
+        """With a lens device: the pending question's lenses are set and confirmed first, and
+        noted with the device (:mod:`visiontune.session.lens_device`); a device fault pauses the
+        session (every answer kept) and is raised again saying so. Then the question is shown."""
+        if self.lens_device is not None:
+            query, eye = self.next_query(), self._handle.info.eye.value
+            try:
+                states = set_question_lenses(self.lens_device, eye, query)
+            except DeviceError as exc:
+                self.pause()
+                kept = len(self.log.trials())
+                raise DeviceError(f"session {self.session_id} paused, {kept} answers kept: {exc}; "
+                                  f"resume when the device is back") from exc  # fmt: skip
+            self.note(LENSES_SET_NOTE, lenses_set_record(self.lens_device, eye, query.index, states))
+        super().mark_presented()
 
     def finish(self, stopped_by: str = "clinician") -> dict:
         if self.state == SessionState.FINISHED:
