@@ -3,6 +3,16 @@
 ``visiontune app --simulate`` opens it with a simulated patient who answers every trial
 (at ``--pace`` seconds per step; 0 = one step per key press), on the embedded SQLite trial
 log. Without a screen calibration the app runs in simulated mode only.
+
+Before any window opens, what the command line names is checked, so that a mistake is one
+clear message and exit code 2, never a window that waits: a display (on Linux without
+``DISPLAY``/``WAYLAND_DISPLAY`` and without an explicit ``QT_QPA_PLATFORM`` the app says it
+needs one and points to ``visiontune session run --simulate``; ``QT_QPA_PLATFORM=offscreen``
+runs it off screen, for tests and screenshots), ``--protocol``, ``--db`` (opened and checked as
+a trial log), and the trial log's app lock (:mod:`visiontune.session.instance_lock`: a second
+app on the same log is refused, naming the host, pid and start time of the one that holds it;
+the lock of a killed app is taken over, and said). With ``--exit-after`` a failure of the
+session engine or an unexpected error ends the app with exit code 2 and the message on stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from pathlib import Path
 
 from visiontune.app.settings import AppSettings, load_settings
 from visiontune.display import load_calibration
-from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.errors import ConfigurationError, InvalidInputError, StoreError, VisionTuneError
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,14 +46,81 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-dir", metavar="PATH", help="folder of app.log (default: the user log directory)")
 
 
+#: What the app says when it has no display to open on.
+NO_DISPLAY_MESSAGE = (
+    "the app needs a display, and none is set (no DISPLAY or WAYLAND_DISPLAY): run a simulated session "
+    "without a screen with `visiontune session run --simulate` (what `bash run` does without a display), "
+    "or set QT_QPA_PLATFORM=offscreen to run the app off screen (tests, screenshots)"
+)
+
+
+def check_display(environ=os.environ, platform: str = sys.platform) -> None:
+    """ConfigurationError (:data:`NO_DISPLAY_MESSAGE`) on Linux without a display and without an
+    explicit ``QT_QPA_PLATFORM`` (Qt would fall back to its offscreen platform: a window nobody sees)."""
+    if not platform.startswith("linux") or environ.get("QT_QPA_PLATFORM"):
+        return
+    if not environ.get("DISPLAY") and not environ.get("WAYLAND_DISPLAY"):
+        raise ConfigurationError(NO_DISPLAY_MESSAGE)
+
+
+def open_trial_log(db: str | None):
+    """Check the trial log the app will use (``--db`` or the default) and lock it for this app:
+    its path and the :class:`~visiontune.session.instance_lock.InstanceLock` (StoreError naming what is wrong,
+    :class:`~visiontune.session.instance_lock.InstanceLockedError` naming who holds it)."""
+    from visiontune.session.instance_lock import InstanceLock
+    from visiontune.session.store import TrialStore
+
+    try:
+        with TrialStore.open(db) as store:
+            path = store.path
+    except StoreError as exc:
+        raise StoreError(f"--db: {exc}") from None
+    return path, InstanceLock.acquire(path)
+
+
+def check_protocol(name: str | None) -> None:
+    """ProtocolError for a ``--protocol`` the engine would refuse at Start."""
+    if name is None:
+        return
+    from visiontune.refraction.protocol import load_protocol
+
+    try:
+        load_protocol(name)
+    except ConfigurationError as exc:
+        raise type(exc)(f"--protocol: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.pace is not None and not 0 <= args.pace <= 60:
         raise InvalidInputError(f"--pace: expected 0 to 60 seconds, got {args.pace}")
     if args.exit_after is not None and args.exit_after < 1:
         raise InvalidInputError(f"--exit-after: expected a number of answers >= 1, got {args.exit_after}")
+    check_display()
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") and sys.platform.startswith("linux"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    interactive = args.exit_after is None and os.environ.get("QT_QPA_PLATFORM") != "offscreen"
+    try:
+        check_protocol(args.protocol)
+        db_path, lock = open_trial_log(args.db)
+    except VisionTuneError as exc:
+        if interactive:
+            _show_refusal(str(exc))
+        raise
+    try:
+        return _run_window(args, db_path, lock)
+    finally:
+        lock.release()
+
+
+def _show_refusal(message: str) -> None:
+    """The message of a refused start in a dialog too (an app started from a desktop icon has no terminal)."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    app = QApplication.instance() or QApplication(["visiontune"])
+    QMessageBox.critical(None, "VisionTune", f"VisionTune cannot start: {message}")
+    del app
+
+
+def _run_window(args: argparse.Namespace, db_path: Path, lock) -> int:
     from PySide6.QtWidgets import QApplication
 
     from visiontune.app import logs  # late: Qt, after the platform is chosen
@@ -66,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         calibrated = False
     pace = settings.pace_s if args.pace is None else float(args.pace)
     options = AppOptions(
-        db_path=None if args.db is None else Path(args.db), simulate=bool(args.simulate or not calibrated),
+        db_path=db_path, simulate=bool(args.simulate or not calibrated),
         pace_s=pace, protocol=args.protocol, windowed=bool(args.windowed), exit_after=args.exit_after,
         settings_path=None if args.settings is None else Path(args.settings),
         calibration_path=None if args.calibration is None else Path(args.calibration),
@@ -75,7 +152,15 @@ def run(args: argparse.Namespace) -> int:
     window = MainWindow(options, settings)
     reporter.parent = window
     window.reporter = reporter
-    logs.log.info("app started (log %s, %s)", log_file, "simulated" if options.simulate else "calibrated screen")
+    if options.exit_after is not None:  # a smoke run: a failure ends it, never a dialog nobody closes
+        reporter.fatal = window.abort
+    logs.log.info("app started (log %s, %s, trial log locked: %s)", log_file,
+                  "simulated" if options.simulate else "calibrated screen", lock.holder.describe())  # fmt: skip
+    if lock.taken_over is not None:
+        taken = (f"The trial log's lock was left by a VisionTune app that is no longer running "
+                 f"({lock.taken_over.describe()}); this app has taken it over.")  # fmt: skip
+        print(f"visiontune app: {taken}", file=sys.stderr)
+        reporter.report(taken)
     if settings_problem:
         reporter.report(settings_problem)
     if options.exit_after is not None:
@@ -86,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         window.showMaximized()
     try:
-        return int(app.exec())
+        code = int(app.exec())
+        return window.exit_code or code
     finally:
         sys.excepthook = previous_hook

@@ -8,7 +8,8 @@
   is open are appended to it (never a cascade of dialogs).
 - :func:`install_excepthook`: any exception escaping a Qt slot or event handler is logged
   with its traceback and reported; a :class:`~visiontune.errors.VisionTuneError` shows its
-  own message, anything else "unexpected error" and the log file's path.
+  own message, anything else "unexpected error" and the log file's path; with
+  :attr:`ErrorReporter.fatal` set (a smoke run, ``--exit-after``) it is then called, to end the app.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging.handlers
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox, QWidget
@@ -88,6 +90,8 @@ class ErrorReporter:
         self.parent = parent
         self.dialog: QMessageBox | None = None
         self.messages: list[str] = []
+        #: Called with the message of an unexpected error after it is reported (a smoke run ends on it).
+        self.fatal: Callable[[str], None] | None = None
 
     def report(self, message: str, *, title: str = "VisionTune") -> None:
         log.error("reported to the user: %s", message)
@@ -110,11 +114,16 @@ class ErrorReporter:
         if isinstance(exc, VisionTuneError):
             log.error("%s: %s", type(exc).__name__, exc)
             self.report(str(exc))
+            if self.fatal is not None:
+                self.fatal(str(exc))
             return
         log.error("unexpected error:\n%s", "".join(traceback.format_exception(exc)))
         where = log_path()
-        self.report(f"Unexpected error: {type(exc).__name__}: {exc}\n\nNothing recorded was lost (every answer is "
-                    f"saved when it is typed). Details are in the log{f': {where}' if where else ''}.")  # fmt: skip
+        message = (f"Unexpected error: {type(exc).__name__}: {exc}\n\nNothing recorded was lost (every answer is "
+                   f"saved when it is typed). Details are in the log{f': {where}' if where else ''}.")  # fmt: skip
+        self.report(message)
+        if self.fatal is not None:
+            self.fatal(message)
 
 
 def install_excepthook(reporter: ErrorReporter):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from visiontune.display import (
     save_calibration,
 )
 from visiontune.display.qt_renderer import PatientWindow
-from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError
+from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError, one_line
 from visiontune.refraction.protocol import list_protocols, load_protocol
 
 log = logging.getLogger("visiontune.app")
@@ -116,6 +117,8 @@ class MainWindow(QMainWindow):
         self.calibration: Calibration | None = None
         self.patient_window = None
         self._closing = False
+        #: The app's exit code: 2 once :meth:`abort` ended it.
+        self.exit_code = 0
 
         self.setWindowTitle("VisionTune")
         self.start_view = StartView(list_protocols())
@@ -374,8 +377,19 @@ class MainWindow(QMainWindow):
     def on_failed(self, message: str) -> None:
         self.reporter.report(message)
         self.controller.on_failed(message)
-        if self.stack.currentWidget() is self.busy_page:
+        if self.options.exit_after is not None:  # a smoke run: nobody is there to read the dialog
+            self.abort(message)
+        elif self.stack.currentWidget() is self.busy_page:
             self.show_start()
+
+    def abort(self, message: str) -> None:
+        """End the app with exit code 2, ``message`` on stderr and in the log (a smoke run's failure)."""
+        if self.exit_code:
+            return
+        self.exit_code = 2
+        log.error("ending the app (exit code 2): %s", message)
+        print(f"visiontune app: error: {one_line(message)}", file=sys.stderr)
+        QTimer.singleShot(0, self.close)
 
     # ------------------------------------------------------------------ keys
     def on_key(self, name: str, text: str, ctrl: bool) -> None:
