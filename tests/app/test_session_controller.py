@@ -108,17 +108,17 @@ def _shown(*lenses: Lens) -> Trial:
 
 @pytest.mark.parametrize("shown, query, text, caption", [
     ((Lens(-1.0, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
-     "The lens in place stays: press Enter", "keep this lens"),
+     "The lens in place stays: press Enter", "Keep this lens"),
     ((Lens(-1.5, 0.5, 0.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
-     "The lens in place stays: press Enter", "keep this lens"),
+     "The lens in place stays: press Enter", "Keep this lens"),
     ((Lens(-1.25, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
-     "Set the lens, then press Enter", "set this lens"),
+     "Set the lens, then press Enter", "Set this lens"),
     ((Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
      PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
-     "Lens 1 is the lens in place: keep it, have lens 2 ready", "compare lens 1 and lens 2"),
+     "Lens 1 is the lens in place: keep it, have lens 2 ready", "Compare lens 1 and lens 2"),
     ((Lens(-1.0, -0.5, 90.0), Lens(-2.0, 0.0, 0.0)),  # lens 1 shown first, but lens 2 was left in place
      PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
-     "Set lens 1 and lens 2", "compare lens 1 and lens 2"),
+     "Set lens 1 and lens 2", "Compare lens 1 and lens 2"),
 ])  # fmt: skip
 def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, caption):
     controller, _, _, events = make()
@@ -126,7 +126,7 @@ def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, captio
     controller.on_opened(dataclasses.replace(snapshot(1), query=query, last_trial=_shown(*shown)))
     controller.on_idle()
     prompt = last(events, "prompt")
-    assert prompt.instruction.startswith(text) and prompt.caption == f"Trial 2: {caption}"
+    assert prompt.instruction.startswith(text) and prompt.caption == caption
 
 
 def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_command_once():
@@ -139,7 +139,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     kinds = [k for k, _ in events]
     assert kinds[:3] == ["opened", "snapshot", "prompt"]
     assert events[2][1] == Prompt("Set the lens, then press Enter (or Space) to show the letter.",
-                                  caption="Trial 1: set this lens")  # fmt: skip
+                                  caption="Set this lens")  # fmt: skip
 
     events.clear()
     controller.on_key("Return", "\r", False)
@@ -152,12 +152,13 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     controller.on_key("D", "d", False)
     assert controller.phase == Phase.BUSY
     assert engine.sent[-1] == ("record", Answer(letter_named="D"))
-    assert statuses(events)[-1] == "Recording answer 1: named D\u2026"
+    assert statuses(events)[-1] == "Recording the answer: named D\u2026"
     controller.on_recorded(None)
-    assert statuses(events)[-1] == "Answer 1 recorded: named D."  # "recorded" only once the engine confirms
+    assert statuses(events)[-1] == "Answer 1 of 40 recorded: named D."  # "recorded" only once the engine confirms
+    assert last(events, "answers") == (1, 40)  # the page's count moves with it
     deliver(controller, snapshot(1, letter="S"), commands=2)  # present + record
     assert controller.phase == Phase.LENS and controller.answers_this_run == 1
-    assert next(v for k, v in reversed(events) if k == "prompt").caption == "Trial 2: set this lens"
+    assert next(v for k, v in reversed(events) if k == "prompt").caption == "Set this lens"
 
     # + and - judge the answer; Escape takes the letter back without recording anything
     assert answer_cycle(controller, engine, ("Plus", "+")) == Answer(correct=True)
@@ -219,7 +220,7 @@ def test_undo_says_which_answer_and_needs_an_answer_to_undo():
     controller.on_updated(snapshot(3))
     controller.on_key("Backspace", "", False)
     assert engine.names() == ["undo"] and controller.phase == Phase.BUSY
-    assert statuses(events)[-1] == "Answer 3 undone (kept in the log, marked void)."
+    assert statuses(events)[-1] == "Answer 3 of 40 undone (kept in the log, marked void)."
     deliver(controller, snapshot(2), commands=1)
     assert controller.phase == Phase.LENS and controller.answers_this_run == 0  # an undo is not an answer
     # a met stopping rule still allows the last answer to be undone
@@ -415,7 +416,7 @@ def test_a_comparison_is_shown_and_answered_with_1_2_or_equal(key, choice):
     controller, engine, _, events = make()
     controller.on_opened(comparison_snapshot(0))
     assert controller.phase == Phase.LENS
-    assert last(events, "prompt").caption == "Trial 1: compare lens 1 and lens 2"
+    assert last(events, "prompt").caption == "Compare lens 1 and lens 2"
     controller.on_key("Return", "\r", False)
     assert controller.phase == Phase.COMPARE and engine.names() == ["present"]
     assert last(events, "present").letter == "R"  # the letter stays in view while the lenses change

@@ -55,7 +55,7 @@ def test_a_slider_is_shown_turned_and_answered_at_the_lens_the_knob_is_at():
     controller, engine, _, events = make()
     controller.on_opened(slider_snapshot(0))
     assert controller.phase == Phase.LENS
-    assert last(events, "prompt").caption == "Trial 1: turn the sphere knob"
+    assert last(events, "prompt").caption == "Turn the sphere knob"
     controller.on_key("Return", "\r", False)
     assert controller.phase == Phase.SLIDE and engine.names() == ["present"]
     assert last(events, "present").letter == "R" and last(events, "prompt").letter.startswith("Letters in view: R")

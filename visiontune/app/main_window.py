@@ -413,6 +413,8 @@ class MainWindow(QMainWindow):
             self.auto_timer.stop()
         elif kind == "autopilot":
             self.auto_timer.start(round(1000 * value))
+        elif kind == "answers":
+            self.session_view.show_answers(*value)
         elif kind == "snapshot":
             self._show_snapshot(value)
         elif kind == "present":

@@ -44,6 +44,8 @@ Listeners are called ``listener(kind, value)`` with, in order of the change:
 - ``"status"`` ``(text, timeout_ms)``: the status line (``timeout_ms`` 0: until replaced);
 - ``"opened"`` :class:`~visiontune.app.worker.Snapshot`: the session page opens (for a real
   patient the window opens the patient screen);
+- ``"answers"`` ``(count, budget)``: the answers recorded, as soon as the engine confirms one
+  (the one count the page shows: :func:`~visiontune.app.texts.answers_text`);
 - ``"snapshot"`` :class:`~visiontune.app.worker.Snapshot`: draw the session after a change;
   the letter line and the simulated reply are cleared and the patient screen blanked;
 - ``"prompt"`` :class:`Prompt`: the phase's caption, instruction and letter line;
@@ -72,7 +74,7 @@ from typing import Protocol
 from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
-from visiontune.app.texts import acuity_text, lens_text
+from visiontune.app.texts import acuity_text, answer_text, lens_text
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction.lenses import in_form, lens_left_in_place, same_lens
@@ -255,8 +257,15 @@ class SessionController(EventSource):
             self._emit("exit")
 
     def on_recorded(self, _trial: object = None) -> None:
-        """The engine has committed the answer to the trial log: only now say "recorded"."""
-        self.say(self._recording or "Answer recorded.")
+        """The engine has committed the answer to the trial log: only now say "recorded", with the
+        count of answers it makes (``"answers"`` announced with it, so both say the same number)."""
+        snap = self.snapshot
+        if snap is None:
+            self.say("Answer recorded.")
+            return
+        count = snap.n_trials + 1
+        self._emit("answers", (count, snap.max_trials))
+        self.say(f"{answer_text(count, snap.max_trials)} recorded" + (f": {self._recording}." if self._recording else "."))
 
     def on_idle(self) -> None:
         self.commands_in_flight = max(0, self.commands_in_flight - 1)
@@ -302,7 +311,7 @@ class SessionController(EventSource):
             start = lens_text(self._form(q.start_lens))
             self._emit("prompt", Prompt(f"Set the {q.knob} knob at its starting lens ({start}), then press Enter "
                                         "(or Space) to show the letters.",
-                                        caption=f"Trial {snap.n_trials + 1}: turn the {q.knob} knob"))  # fmt: skip
+                                        caption=f"Turn the {q.knob} knob"))  # fmt: skip
         elif phase == Phase.SLIDE:
             q = snap.query
             self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient reads; "
@@ -313,13 +322,13 @@ class SessionController(EventSource):
             self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
                                          "Set lens 1 and lens 2") + " (phoropter or trial frame), then press Enter "
                                         "(or Space) to show the letter.",
-                                        caption=f"Trial {snap.n_trials + 1}: compare lens 1 and lens 2"))  # fmt: skip
+                                        caption="Compare lens 1 and lens 2"))  # fmt: skip
         elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
             self._emit("prompt", Prompt("The lens in place stays: press Enter (or Space) to show the letter.",
-                                        caption=f"Trial {snap.n_trials + 1}: keep this lens"))  # fmt: skip
+                                        caption="Keep this lens"))  # fmt: skip
         elif phase == Phase.LENS:
             self._emit("prompt", Prompt("Set the lens, then press Enter (or Space) to show the letter.",
-                                        caption=f"Trial {snap.n_trials + 1}: set this lens"))  # fmt: skip
+                                        caption="Set this lens"))  # fmt: skip
         elif phase == Phase.COMPARE:
             q = snap.query
             self._emit("prompt", Prompt("Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, "
@@ -402,7 +411,7 @@ class SessionController(EventSource):
             if snap is None or snap.n_trials == 0:
                 self.say("Nothing to undo.")
                 return
-            self.say(f"Answer {snap.n_trials} undone (kept in the log, marked void).")
+            self.say(f"{answer_text(snap.n_trials, snap.max_trials)} undone (kept in the log, marked void).")
             self.submit("undo")
         elif action == Action.PAUSE_TOGGLE:
             if self.phase == Phase.PAUSED:
@@ -473,8 +482,8 @@ class SessionController(EventSource):
 
     def _record(self, answer: Answer | ComparisonReply | SliderReply, what: str) -> None:
         self._emit("blank")
-        self._recording = f"Answer {self.snapshot.n_trials + 1} recorded: {what}."
-        self.say(f"Recording answer {self.snapshot.n_trials + 1}: {what}\u2026")
+        self._recording = what
+        self.say(f"Recording the answer: {what}\u2026")
         self.submit("record", answer)
 
     def _finish(self, stopped_by: str) -> None:

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgres
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
 from visiontune.app.session_controller import SliderView, slider_notes
-from visiontune.app.texts import MINUS, acuity_text, lens_text, start_text, stop_text
+from visiontune.app.texts import MINUS, acuity_text, answers_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
@@ -201,7 +201,7 @@ class SessionView(QWidget):
                             f"\u00b7 protocol {snap.protocol_name}")  # fmt: skip
         self.eye_badge.setText(eye_text(snap.eye))
         self.eye_badge.setStyleSheet(eye_badge_style(snap.eye))
-        self.progress.setText(f"Answers: {snap.n_trials} / {snap.max_trials}")
+        self.show_answers(snap.n_trials, snap.max_trials)
         unused = " (not used by this protocol's fixed-axis model)" if snap.model_type == "gp" and snap.start.rx else ""
         self.start_line.setText(f"Starting prescription: {start_text(snap.start, snap.cylinder_form)}{unused} "
                                 f"\u00b7 lenses in {snap.cylinder_form}-cylinder form")  # fmt: skip
@@ -222,6 +222,10 @@ class SessionView(QWidget):
                               f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}")  # fmt: skip
         elif q is not None:
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
+
+    def show_answers(self, count: int, budget: int) -> None:
+        """The count of answers recorded (:func:`~visiontune.app.texts.answers_text`)."""
+        self.progress.setText(answers_text(count, budget))
 
     def show_slider(self, view: SliderView) -> None:
         """A slider's knob: the lens it is at, large; under it the knob's scale as a phoropter

@@ -3,7 +3,8 @@
 ``lens_text`` and ``acuity_text`` are the clinician-facing formats (U+2212 minus signs,
 U+00D7 times, the axis in three digits as prescriptions write it); ``region_text`` the
 credible region as a clinician reads it, "S ±x / C ±y / axis ±z°"; ``start_text``,
-``progress_text`` and ``stop_text`` the session panel's lines; :func:`estimate_texts` builds
+``answers_text`` (the session's one count of answers), ``progress_text`` and ``stop_text`` the
+session panel's lines; :func:`estimate_texts` builds
 the lines of the estimate panel from a :class:`~visiontune.refraction.estimate.CurrentEstimate`.
 """
 
@@ -13,17 +14,17 @@ from dataclasses import dataclass
 
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import format_snellen
+from visiontune.optics.notation import rx_text
 from visiontune.refraction.lenses import in_form
 
 MINUS = "\u2212"
 
 
-def lens_text(lens: Prescription) -> str:
-    """``S −1.25 / C −0.50 × 030`` (U+2212 minus, U+00D7 times; the axis in whole degrees,
-    in (0, 180], three digits so that ``× 030`` cannot be misread)."""
-    axis = round(float(lens.axis_deg)) % 180 or 180
-    shown = Prescription(lens.sphere_d, lens.cylinder_d, float(axis))
-    return shown.format(unicode_minus=True).replace(f" x {axis}", f" \u00d7 {axis:03d}")
+def lens_text(lens: Prescription, kind: str | None = None) -> str:
+    """``S −1.25 / C −0.50 × 030`` in the one notation (:func:`visiontune.optics.notation.rx_text`:
+    U+2212 minus, U+00D7 times, plano and DS, the axis in three digits); a value off the
+    trial-lens steps is marked ``(not a trial lens)``, ``kind`` naming it."""
+    return rx_text(lens, unicode=True, kind=kind)
 
 
 def rx_from_dict(data) -> Prescription | None:
@@ -72,6 +73,18 @@ STOP_MEANINGS = {
 #: The starting prescription's sources as the clinician reads them.
 SOURCE_NAMES = {"autorefraction": "autorefraction", "retinoscopy": "retinoscopy",
                 "spectacles": "habitual spectacles", "none": "none"}  # fmt: skip
+
+
+def answers_text(count: int, budget: int) -> str:
+    """The session's one count: ``Answers: 6 of 120`` (answers recorded, of the protocol's budget).
+    The page names no other number: the lens to set is the next answer, and a status line speaks
+    of an answer by its place in the same count (:func:`answer_text`)."""
+    return f"Answers: {int(count)} of {int(budget)}"
+
+
+def answer_text(number: int, budget: int) -> str:
+    """``Answer 7 of 120``: the answer that brings the count (:func:`answers_text`) to ``number``."""
+    return f"Answer {int(number)} of {int(budget)}"
 
 
 def stop_text(reason: str | None) -> str:
@@ -139,4 +152,4 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
     acuity = (f"Predicted acuity through it: {acuity_text(estimate.va_logmar, chart_range)}; "
               f"interval {lo:+.2f} to {hi:+.2f}").replace("-", MINUS)  # fmt: skip
     when = "now" if estimate.n_trials else "before any answer"
-    return EstimateTexts(f"Best lens {when}: {lens_text(estimate.lens)}", interval, acuity, progress)
+    return EstimateTexts(f"Best lens {when}: {lens_text(estimate.rounded)}", interval, acuity, progress)
