@@ -120,3 +120,11 @@ def test_the_emulator_log_file_is_user_only_json_lines(tmp_path, umask_000):
     (line,) = path.read_text().splitlines()
     assert json.loads(line)["lenses"] == {"OD": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 30.0},
                                           "OS": {"sphere_d": 0.0, "cylinder_d": 0.0, "axis_deg": 180.0}}  # fmt: skip
+
+
+def test_a_lens_already_in_place_is_confirmed_without_the_change_time():
+    with CV5000Emulator(change_seconds=0.4) as emu, CV5000(emu.port, reply_timeout_s=0.5, change_seconds=0.4) as dev:
+        dev.set_lenses(LENS)
+        dev.set_lenses(LENS)
+        assert dev.change_times[0] >= 0.4 > dev.change_times[1]
+        assert emu.log == [LensState(LENS.od, PLANO)] * 2

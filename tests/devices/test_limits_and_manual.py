@@ -36,7 +36,7 @@ def test_the_manual_device_waits_for_the_clinician_and_a_refusal_is_a_device_err
     device = ManualDevice(lambda text: asked.append(text) or len(asked) == 1)
     state = LensState.monocular("OS", Prescription(-2.0, -0.75, 10.0))
     assert device.set_lenses(state) == state
-    assert asked == ["set OD occluded; OS S -2.00 / C -0.75 x 10"]
+    assert asked == [f"set OD occluded; OS {Prescription(-2.0, -0.75, 10.0).format()}"]
     with pytest.raises(DeviceError, match="did not confirm"):
         device.set_lenses(state)
     assert device.confirmation == "clinician" and device.read_back() is None

@@ -16,7 +16,7 @@ from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import RefractionSession, SimulatedPresenter
-from visiontune.session.lens_device import LENSES_SET_NOTE, question_lenses
+from visiontune.session.lens_device import lenses_set_notes, question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
@@ -68,7 +68,7 @@ def test_every_question_is_shown_through_the_lens_the_device_holds_and_the_logs_
         assert all(same_lens(asked, held) for asked, held in watcher.seen) and len(watcher.seen) == len(trials)
         assert _same_sequence([s.od for s in emu.log], _lenses_in_log(trials))
         assert all(s.os.sphere_d == 0.0 and s.os.cylinder_d == 0.0 for s in emu.log)  # the fellow eye plano
-        notes = [e.payload["data"] for e in events if e.payload.get("text") == LENSES_SET_NOTE]
+        notes = lenses_set_notes(events)
         assert [n["trial"] for n in notes] == [t.index for t in trials]
         assert {(n["device"], n["port"], n["confirmation"]) for n in notes} == {("cv5000", emu.port, "device")}
 

@@ -4,9 +4,10 @@
 a driver opens like a serial port. It parses the same frames as the driver
 (:mod:`visiontune.devices.cv5000_frames`, after the public reverse-engineering notes cited
 there), keeps the lenses of both eyes, and answers as the notes say: ``r`` -> ``er 01``,
-``v PS`` -> the captured version, nothing to ``B``. A lens command takes ``change_seconds``
-(stated timing, 0.5 s by default: assumed, no maker's figure found) during which the emulator
-reads nothing else, as a device busy moving its lenses would. Every lens state it takes is
+``v PS`` -> the captured version, nothing to ``B``. A lens command that changes a lens takes
+``change_seconds`` (stated timing, 0.5 s by default: assumed, no maker's figure found; none for
+the lenses already in place) during which the emulator reads nothing else, as a device busy
+moving its lenses would. Every lens state it takes is
 appended to :attr:`log` (and to ``log_path`` as JSON lines, mode 0600, when given).
 
 Faults on demand: :meth:`drop_next` (replies not sent), :meth:`delay_next` (replies held for a
@@ -142,11 +143,12 @@ class CV5000Emulator:
                 if self._close_in <= 0:
                     self._close_port()
                     return
-        self.state = state
+        moved, self.state = state != self.state, state
         self.log.append(state)
         if self._log_fd is not None:
             os.write(self._log_fd, (json.dumps({"time": time.time(), "lenses": state.to_dict()}) + "\n").encode())
-        self._stop.wait(self.change_seconds)
+        if moved:  # the lenses already in place take no time
+            self._stop.wait(self.change_seconds)
 
     def _reply(self, fields: tuple[str, ...]) -> None:
         with self._lock:

@@ -53,6 +53,13 @@ def lenses_set_record(device: LensDevice, eye: str, trial_index: int, states: li
     return {"trial": trial_index, "eye": eye, "lenses": lenses, **device.describe()}
 
 
+def lenses_set_notes(events) -> list[dict]:
+    """The :data:`LENSES_SET_NOTE` records of a session's events, in order (a question set again
+    after a pause has two: the later one set the lenses the answer was given through)."""
+    return [e.payload["data"] for e in events
+            if isinstance(e.payload, dict) and e.payload.get("text") == LENSES_SET_NOTE]  # fmt: skip
+
+
 _CHANGE_LINE = re.compile(r"^\s*lens_change_seconds\s*=.*$", re.MULTILINE)
 _COMPARISONS_HEADER = re.compile(r"^\s*\[comparisons\]\s*(#.*)?$", re.MULTILINE)
 
