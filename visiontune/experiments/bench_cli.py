@@ -19,11 +19,14 @@ experiment to a subset of its functions (same run keys, so subsets share one sto
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from visiontune._argparse import worker_count
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments import analysis, sweep
 from visiontune.experiments.experiments import EXPERIMENTS, get_experiment
@@ -54,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", nargs="+", default=None, metavar="NAME",
                         help="refraction only: rules to run ('paper' = the six of table 3, the default)")
     parser.add_argument("--trials", type=int, default=None, metavar="N", help="refraction only: trials per run (default 260)")
-    parser.add_argument("--jobs", type=int, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)")
+    parser.add_argument("--jobs", type=worker_count, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)")
     parser.add_argument("--store", type=Path, default=None, metavar="PATH", help="results store (default <out>/<experiment>.sqlite)")
     parser.add_argument("--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this dask.distributed scheduler")
@@ -215,8 +218,29 @@ def run(args: argparse.Namespace) -> int:
         return 128 + int(signum)
 
 
+def check_out_dir(path: Path) -> Path:
+    """``--out`` as a folder that exists or can be created: an existing file or device
+    (``/dev/full``), or a path through one, is an InvalidInputError naming it, not a
+    traceback after the sweep."""
+    out = Path(path).expanduser().absolute()
+    probe = out
+    while True:
+        try:
+            st = os.stat(probe)
+        except FileNotFoundError:
+            probe = probe.parent
+            continue
+        except OSError as exc:
+            raise InvalidInputError(f"--out: {out}: cannot be used as the output folder ({exc.strerror or exc})") from None
+        if not stat.S_ISDIR(st.st_mode):
+            where = "it is" if probe == out else f"{probe}, in its path, is"
+            raise InvalidInputError(f"--out: {out}: expected a folder for the results, but {where} not a folder")
+        return out
+
+
 def _run(args: argparse.Namespace) -> int:
     _check_options(args)
+    check_out_dir(args.out)
     if args.experiment == REFRACTION:
         return run_cli(args)
     if args.experiment == PROJECTIVE:

@@ -61,8 +61,10 @@ from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.experiments import SCENARIOS, Experiment, missing_rules
 from visiontune.experiments.functions import get_function
 from visiontune.experiments.kernel_selection import load_choices
+from visiontune.experiments.scheduler_check import check_dask_scheduler
 from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
 from visiontune.experiments.tracking import SolutionTracker
+from visiontune.experiments.worker_lifetime import DiesWithParent
 from visiontune.gp import PreferenceGP, ProbitGP
 from visiontune.gp import kernels as K
 
@@ -322,24 +324,28 @@ def check_jobs(jobs) -> int:
 
 def run_local(todo: list, jobs: int, fn: Callable | None = None) -> Iterator:
     """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`), in this process
-    (``jobs == 1``) or in ``jobs`` joblib/loky worker processes; results in completion order."""
+    (``jobs == 1``) or in ``jobs`` joblib/loky worker processes, which end when this process
+    dies (:mod:`visiontune.experiments.worker_lifetime`); results in completion order."""
     fn = run_one if fn is None else fn
     if jobs == 1:
         yield from map(fn, todo)
         return
     from joblib import Parallel, delayed
 
+    fn = DiesWithParent(fn)  # a SIGKILLed sweep leaves no worker running on
     yield from Parallel(n_jobs=jobs, return_as="generator_unordered")(delayed(fn)(s) for s in todo)
 
 
 def run_dask(todo: list, address: str, timeout: float, fn: Callable | None = None) -> Iterator:
     """``fn(spec)`` for every spec of ``todo`` (default :func:`run_one`) on the Dask scheduler at
-    ``address``; results in completion order."""
+    ``address`` (checked first: :func:`~visiontune.experiments.scheduler_check.check_dask_scheduler`);
+    results in completion order."""
     fn = run_one if fn is None else fn
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
         raise ConfigurationError("scheduler: dask.distributed is not installed (pip install 'dask[distributed]')") from None
+    check_dask_scheduler(address, timeout)  # not Dask: a clear error, not Dask allocating exabytes
     try:
         client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
