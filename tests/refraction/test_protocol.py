@@ -161,7 +161,7 @@ def test_missing_required_key(path):
 @pytest.mark.parametrize(
     "path, allowed",
     [
-        ("max_trial", ("comparisons, context_space, description, initial_random_trials, lenses, letters, model, name, "
+        ("max_trial", ("chart_line, comparisons, context_space, description, initial_random_trials, lenses, letters, model, name, "
          "policy, psychometric, search_space, seed, sliders, stopping")),
         ("stopping.max_trial", "max_trials, min_information_bits, min_trials, precision"),
         ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),

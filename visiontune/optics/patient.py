@@ -49,7 +49,8 @@ trial index ``k`` and draw their one uniform from
 ``numpy.random.default_rng([seed, k, 0x5EED])`` (duels: ``[seed, k, 0x5EED, 1]``), so the
 answer to trial ``k`` does not depend on how many answers came before or in which order
 they were asked: a session killed and resumed meets the same answers. They need the patient
-built with an integer ``seed``. The stream-based :meth:`answer` / :meth:`prefers` are
+built with an integer ``seed``. A chart line (:meth:`answer_line_trial`) reads its letters with
+``n`` uniforms of ``[seed, k, 0x5EED, 4]``. The stream-based :meth:`answer` / :meth:`prefers` are
 unchanged and independent of the keyed draws.
 
 Attention drift (optional, ``drift``: an :class:`~visiontune.optics.attention.AttentionDrift`):
@@ -86,6 +87,8 @@ _LATENTS = ("linear", "probit")
 
 #: Key of the keyed answer streams: trial ``k`` draws from ``default_rng([seed, k, TRIAL_KEY])``.
 TRIAL_KEY = 0x5EED
+#: Sub-key of a chart line's answers, ``[seed, k, TRIAL_KEY, LINE_KEY]`` (1: duels, 2: comparisons, 3: sliders).
+LINE_KEY = 4
 
 #: Default share of the amplitude of accommodation a patient uses (the "half to two-thirds" rule).
 DEFAULT_ACCOMMODATION_FRACTION = 2.0 / 3.0
@@ -325,6 +328,28 @@ class SimulatedPatient:
         if np.ndim(p) != 0:
             raise InvalidInputError(f"s: prefers_trial() takes one duel, got {np.shape(p)}")
         return bool(self.trial_uniform(k, duel=True) < p)
+
+    def answer_line_trial(self, k: int, s: float, lens, letters: Sequence[str],
+                          crowding_logmar: float = 0.0) -> tuple[bool, ...]:  # fmt: skip
+        """A chart line at trial ``k``: each letter ``j`` of ``letters`` (read in order, size ``s``
+        logMAR, through ``lens``) right iff ``u_j < P_j``, ``P_j`` =
+        :meth:`probability_correct_at_trial` at the size ``s - crowding_logmar`` (a letter between
+        neighbours read as a letter alone ``crowding_logmar`` smaller) with the letter's own
+        difficulty, ``u`` the ``n`` uniforms of ``default_rng([seed, k, 0x5EED, 4])``. Independent
+        letters, each with its own lapse, as the letter model (keyed like :meth:`answer_trial`)."""
+        k = check_trial_index(k)
+        crowding = float(crowding_logmar)
+        if not (np.isfinite(crowding) and 0.0 <= crowding <= 0.5):
+            raise InvalidInputError(f"crowding_logmar: expected a value in [0, 0.5] logMAR, got {crowding_logmar!r}")
+        if isinstance(letters, str) or len(letters) < 1:
+            raise InvalidInputError(f"letters: expected a sequence of the line's letters, got {letters!r}")
+        if self._seed is None:
+            raise InvalidInputError("seed: keyed answers (answer_line_trial) need the patient built with an integer seed")
+        letters = list(letters)
+        p = np.asarray(self.probability_correct_at_trial(k, float(s) - crowding, lens, letters), dtype=float)
+        p = np.broadcast_to(p, (len(letters),))
+        u = np.random.default_rng([self._seed, k, TRIAL_KEY, LINE_KEY]).random(len(letters))
+        return tuple(bool(x) for x in u < p)
 
     # --- noisy answers -----------------------------------------------------------------
     def answer(self, s: float, lens, letter: str | None = None) -> bool:

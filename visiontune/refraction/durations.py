@@ -56,13 +56,32 @@ between answers with the lens changed minus kept) and sets ``[comparisons] lens_
 the choice then weighs each question's lens changes from the lens in place, and the patient's time
 counts them (:mod:`visiontune.refraction.mixed_rules`). **0 s** (a phoropter; assumed).
 
+**Chart line** (``n`` letters of one size read aloud through one lens, the clinician keying each
+right or wrong as the patient reads; :mod:`visiontune.refraction.chart_line`): reading a logMAR
+chart aloud runs at about one letter a second. Laidlaw et al. 2008 timed the standard ETDRS chart
+at a median 56 s in adults, read from the top line (1.0 logMAR at 4 m) down to the line where the
+adult stops, about 0.0 logMAR: 11 lines of 5 letters, 55 letters plus a few on the line missed,
+so ``T_chart = 56 / 58 = 0.97 s`` a letter, the line change and the examiner's scoring included
+(the count of letters read is ours, from the chart's design, Bailey & Lovie 1976; the paper gives
+none). A line on our screen adds one look to find it after the clinician sets the lens, as a
+chart's next line does, and one confirming key press after the last letter (``T_key`` = 1.3 s
+from the letter above)::
+
+    LINE_SECONDS = n T_chart + T_key = 5 x 0.97 + 1.3 = 6.2 s  ->  6 s   (n = 5)
+
+Cross-check: Camparini et al. 2001 shortened the ETDRS test by 30% by having the patient read one
+letter per line, not five, far from threshold (ETDRS-Fast): most of a chart test's time is the
+letters read, not the moves between lines, as the per-letter rate above assumes. **6 s** for 5 letters (cited rate; the count is
+computed). A protocol with another ``letters_per_line`` sets its own ``line_seconds``.
+
 References: docs/references.md ([Beck et al. 2003], [Laidlaw et al. 2008], [Vasudevan et al.
-2016], [Bach 2007], [Ratcliff et al. 2016]).
+2016], [Bach 2007], [Ratcliff et al. 2016], [Bailey & Lovie 1976], [Camparini et al. 2001]).
 """
 
 from __future__ import annotations
 
-__all__ = ["COMPARISON_SECONDS", "LENS_CHANGE_SECONDS", "LETTER_SECONDS", "SLIDER_SECONDS"]
+__all__ = ["COMPARISON_SECONDS", "LENS_CHANGE_SECONDS", "LETTER_SECONDS", "LINE_LETTERS", "LINE_SECONDS",
+           "SLIDER_SECONDS"]
 
 #: Patient's time per letter answer, s (module docstring: E-ETDRS, 120 s / 38.5 letters = 3.1 s).
 LETTER_SECONDS = 3.0
@@ -72,3 +91,8 @@ COMPARISON_SECONDS = 5.0
 SLIDER_SECONDS = 8.0
 #: A change of lens between answers, s (module docstring: 0 at a phoropter; a trial frame's is measured by the clinic).
 LENS_CHANGE_SECONDS = 0.0
+#: Letters of a chart line (Bailey & Lovie 1976; ETDRS, ISO 8596: five a line).
+LINE_LETTERS = 5
+#: Patient's time per chart line of :data:`LINE_LETTERS` letters read aloud, s (module docstring:
+#: 5 x 0.97 s, Laidlaw et al. 2008's ETDRS chart time over the letters read, plus 1.3 s keying: 6.2 s).
+LINE_SECONDS = 6.0

@@ -33,6 +33,15 @@ index of the clearest lens). The log records it as a trial with the path (``slid
 the letter kept in view and ``correct`` is True when the knob's starting lens was the clearest.
 Its draws come from the stream of purpose :data:`SLIDER_STREAM`; the budget counts it as one
 answer, :meth:`Refraction.patient_seconds` at the protocol's ``slider_seconds``.
+
+**Chart lines.** A protocol with a ``[chart_line]`` table may also ask a line of ``n`` letters of
+one size read aloud through one lens (:mod:`visiontune.refraction.chart_line`):
+:meth:`Refraction.next_query` then returns a :class:`PendingLine` (its letters, distinct, drawn from
+the stream of purpose :data:`LINE_STREAM`) and :meth:`Refraction.record` takes a :class:`LineReply`
+(each letter right or wrong, in reading order). The log records it as one trial with the line's
+letters in ``letter_shown`` and ``line_correct`` (``"1"``/``"0"`` per letter); ``correct`` is True
+when more than half the line was read (a chart's line criterion). The budget counts it as one
+question; :meth:`Refraction.patient_seconds` at the protocol's ``line_seconds``.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.optics.patient import TRIAL_KEY
+from visiontune.refraction.chart_line import check_line_trial, line_correct_text
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.gp_engine import GPEngine
 from visiontune.refraction.lenses import LensSteps, in_form, lens_changes, lens_power_vector
@@ -65,9 +75,11 @@ __all__ = [
     "STOP_REASONS",
     "Answer",
     "ComparisonReply",
+    "LineReply",
     "LoggedTrial",
     "MemoryLog",
     "PendingComparison",
+    "PendingLine",
     "PendingQuery",
     "PendingSlider",
     "Refraction",
@@ -78,6 +90,8 @@ __all__ = [
 
 #: The ``purpose`` of each random stream of trial ``k``: ``default_rng([seed, k, purpose])``.
 POLICY_STREAM, LETTER_STREAM, ESTIMATE_STREAM, REGION_STREAM, COMPARISON_STREAM, SLIDER_STREAM = 0, 1, 2, 3, 4, 5
+#: The stream of a chart line's letters (:class:`PendingLine`).
+LINE_STREAM = 6
 #: Sub-key of a simulated patient's slider answers (after ``[seed, k, TRIAL_KEY]``; 1: duels, 2: comparisons).
 SIMULATED_SLIDER_KEY = 3
 #: Why a session ended: the budget, the precision reached, nothing left to learn, the clinician.
@@ -158,6 +172,49 @@ class SliderReply:
 
 
 @dataclass(frozen=True)
+class PendingLine:
+    """The next chart line: trial ``index`` (void trials counted), the letter size ``s_logmar``, the
+    trial ``lens`` to set (clinical form), the line's ``letters`` (distinct, in reading order, drawn
+    at chart spacing), ``crowding_logmar`` (how much harder they are than one letter alone, the
+    protocol's) and the expected information of the answer (bits)."""
+
+    index: int
+    s_logmar: float
+    lens: Prescription
+    letters: tuple[str, ...]
+    crowding_logmar: float = 0.0
+    information_bits: float | None = None
+
+    @property
+    def letter(self) -> str:
+        """The line as the log stores it in ``letter_shown``."""
+        return "".join(self.letters)
+
+
+@dataclass(frozen=True)
+class LineReply:
+    """The answer to a chart line: ``correct``, each letter right (True) or wrong, in reading order
+    (checked against the pending line's length when recorded)."""
+
+    correct: tuple[bool, ...]
+
+    def __post_init__(self) -> None:
+        values = tuple(self.correct) if isinstance(self.correct, (tuple, list)) else None
+        if not values or any(not isinstance(c, (bool, np.bool_)) for c in values):
+            raise InvalidInputError(f"correct: expected each letter's True or False, in reading order, "
+                                    f"got {self.correct!r}")  # fmt: skip
+        object.__setattr__(self, "correct", tuple(bool(c) for c in values))
+
+    @classmethod
+    def from_count(cls, n_correct: int, n_letters: int) -> LineReply:
+        """The line read to its ``n_correct``-th letter (the clinician keyed the number read): the
+        first ``n_correct`` right, the rest wrong. The likelihood depends on the count alone."""
+        if isinstance(n_correct, bool) or not isinstance(n_correct, (int, np.integer)) or not 0 <= n_correct <= n_letters:
+            raise InvalidInputError(f"n_correct: expected a count in [0, {n_letters}], got {n_correct!r}")
+        return cls(tuple(j < n_correct for j in range(n_letters)))
+
+
+@dataclass(frozen=True)
 class Answer:
     """What the patient did: ``letter_named`` (scored against the letter shown; ``None`` for
     "don't know", scored wrong) or, without a letter, ``correct`` as typed by the clinician."""
@@ -185,6 +242,7 @@ class LoggedTrial:
     slider_knob: str | None = None
     slider_lenses: tuple[Prescription, ...] | None = None
     slider_choice: int | None = None
+    line_correct: str | None = None
 
 
 def is_comparison(trial) -> bool:
@@ -195,6 +253,11 @@ def is_comparison(trial) -> bool:
 def is_slider(trial) -> bool:
     """Whether a logged trial (of any log) is a slider answer."""
     return getattr(trial, "slider_choice", None) is not None
+
+
+def is_line(trial) -> bool:
+    """Whether a logged trial (of any log) is a chart line."""
+    return getattr(trial, "line_correct", None) is not None
 
 
 class MemoryLog:
@@ -211,15 +274,16 @@ class MemoryLog:
 
     def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None, *,
                lens2=None, comparison=None, slider_knob=None, slider_lenses=None,
-               slider_choice=None) -> LoggedTrial:  # fmt: skip
+               slider_choice=None, line_correct=None) -> LoggedTrial:  # fmt: skip
         self._require("record an answer", "open")
         if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
             raise InvalidInputError(f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})")
         slider = check_slider_trial(slider_knob, slider_lenses, slider_choice, lens2, comparison)
         knob, lenses, choice = slider or (None, None, None)
+        line = check_line_trial(letter_shown, line_correct, lens2, comparison, choice)
         trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
                             presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison,
-                            slider_knob=knob, slider_lenses=lenses, slider_choice=choice)  # fmt: skip
+                            slider_knob=knob, slider_lenses=lenses, slider_choice=choice, line_correct=line)  # fmt: skip
         self._trials.append(trial)
         return trial
 
@@ -308,10 +372,10 @@ class Refraction:
             raise SessionError(f"cannot {action}: the session is {self.state}")
 
     # ------------------------------------------------------------------ trials
-    def next_query(self) -> PendingQuery | PendingComparison | PendingSlider:
+    def next_query(self) -> PendingQuery | PendingComparison | PendingSlider | PendingLine:
         """The next presentation (computed once, then cached until the log changes): a letter
         (:class:`PendingQuery`) or, when the protocol asks comparisons or sliders, maybe a
-        :class:`PendingComparison` or a :class:`PendingSlider`."""
+        :class:`PendingComparison`, a :class:`PendingSlider` or a :class:`PendingLine`."""
         self._require_open("propose a query")
         if self._pending is None:
             k = len(self.trials(include_void=True))
@@ -322,6 +386,9 @@ class Refraction:
                                                    self._rng(k, SLIDER_STREAM))  # fmt: skip
                 if choice.kind == "slider":
                     self._pending = self._pending_slider(k, choice.slider, letter)
+                    return self._pending
+                if choice.kind == "line":
+                    self._pending = self._pending_line(k, choice.line)
                     return self._pending
                 if choice.kind == "comparison":
                     c = choice.comparison
@@ -340,6 +407,14 @@ class Refraction:
         lenses = tuple(in_form(rx, form) for rx in q.path.settings)
         start = int(np.argmin(np.abs(np.asarray(q.path.t))))
         return PendingSlider(k, float(q.s_logmar), q.knob, lenses, start, letter, q.information_bits)
+
+    def _pending_line(self, k: int, q) -> PendingLine:
+        """A :class:`PendingLine` from a :class:`~visiontune.refraction.chart_line.LineQuery`: its
+        letters distinct, drawn from ``default_rng([seed, k, LINE_STREAM])``."""
+        pick = self._rng(k, LINE_STREAM).choice(len(self.letters), size=q.n_letters, replace=False)
+        letters = tuple(self.letters[int(i)] for i in pick)
+        crowding = self.protocol.chart_line.crowding_logmar
+        return PendingLine(k, float(q.s_logmar), q.lens, letters, crowding, q.information_bits)
 
     def mark_presented(self) -> None:
         """The clinician confirmed the lens and the letter is on screen (timestamp)."""
@@ -361,12 +436,15 @@ class Refraction:
             raise InvalidInputError(f"correct: expected True or False, got {answer.correct!r}")
         return bool(answer.correct), None
 
-    def record(self, answer: Answer | ComparisonReply | SliderReply):
+    def record(self, answer: Answer | ComparisonReply | SliderReply | LineReply):
         """Commit the answer to the pending query to the log, then invalidate the model: an
         :class:`Answer` to a letter, a :class:`ComparisonReply` to a comparison, a
-        :class:`SliderReply` to a slider (any other kind is refused, nothing recorded)."""
+        :class:`SliderReply` to a slider, a :class:`LineReply` to a chart line (any other kind is
+        refused, nothing recorded)."""
         q = self.next_query()
-        if isinstance(q, PendingSlider):
+        if isinstance(q, PendingLine) or isinstance(answer, LineReply):
+            trial = self._record_line(q, answer)
+        elif isinstance(q, PendingSlider):
             if not isinstance(answer, SliderReply):
                 raise InvalidInputError(f"answer: a slider is pending; expected the index of the clearest lens, "
                                         f"got {answer!r}; nothing was recorded")  # fmt: skip
@@ -391,6 +469,20 @@ class Refraction:
             trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
         self._invalidate()
         return trial
+
+    def _record_line(self, q, answer):
+        """Commit a :class:`LineReply` to the pending :class:`PendingLine` (anything else refused)."""
+        if not isinstance(q, PendingLine):
+            raise InvalidInputError("answer: a chart line's answer was given, but no line is pending; nothing was recorded")
+        if not isinstance(answer, LineReply):
+            raise InvalidInputError(f"answer: a chart line is pending; expected each letter's right or wrong "
+                                    f"(LineReply), got {answer!r}; nothing was recorded")  # fmt: skip
+        if len(answer.correct) != len(q.letters):
+            raise InvalidInputError(f"correct: expected {len(q.letters)} answers, one per letter of the line "
+                                    f"{q.letter}, got {len(answer.correct)}; nothing was recorded")  # fmt: skip
+        majority = 2 * sum(answer.correct) > len(answer.correct)
+        return self.log.record(q.s_logmar, q.lens, q.letter, majority, None, self._presented_at,
+                               line_correct=line_correct_text(answer.correct))  # fmt: skip
 
     def undo(self):
         """Void the last valid answer (kept in the log, marked void)."""
@@ -472,15 +564,19 @@ class Refraction:
         """The patient's time so far by the protocol's durations (s): each valid letter at
         ``comparisons.letter_seconds``, each comparison at ``comparisons.comparison_seconds``
         (the defaults of :class:`~visiontune.refraction.mixed_rules.MixedSettings` without them),
-        each slider at ``sliders.slider_seconds``, and each change of lens
+        each slider at ``sliders.slider_seconds``, each chart line at ``chart_line.line_seconds``,
+        and each change of lens
         (:func:`~visiontune.refraction.lenses.lens_changes`) at ``comparisons.lens_change_seconds``
         (0 at a phoropter, the default)."""
         settings = self.protocol.comparisons or MixedSettings()
         slider_s = self.protocol.sliders.slider_seconds if self.protocol.sliders is not None else 0.0
+        line_s = self.protocol.chart_line.line_seconds if self.protocol.chart_line is not None else 0.0
 
         def seconds(t) -> float:
             if is_slider(t):
                 return slider_s
+            if is_line(t):
+                return line_s
             return settings.comparison_seconds if is_comparison(t) else settings.letter_seconds
 
         trials = self.trials()
@@ -547,6 +643,9 @@ class Refraction:
             out["comparisons_used"] = sum(is_comparison(t) for t in valid)
         if self.protocol.sliders is not None:
             out["sliders_used"] = sum(is_slider(t) for t in valid)
+        if self.protocol.chart_line is not None:
+            out["lines_used"] = sum(is_line(t) for t in valid)
+            out["line_letters_used"] = sum(len(t.line_correct) for t in valid if is_line(t))
         if isinstance(self.engine, OpticsEngine) and self.engine.guards_over_minus():
             out["over_minus_risk"] = over_minus_probability(self.engine.correction_draws(valid), est.rounded)
         return out
@@ -603,6 +702,16 @@ def simulated_slider(patient, query: PendingSlider, model: SliderModel | None = 
     return simulated_slider_choice(patient, lenses, model or SliderModel(), rng)
 
 
+def simulated_line(patient, query: PendingLine) -> LineReply:
+    """A simulated patient's chart line: each letter read with the patient's own psychometric
+    function at the line's crowding (:meth:`~visiontune.optics.SimulatedPatient.answer_line_trial`,
+    keyed by the trial index, so a resumed session gets the same answers)."""
+    read = getattr(patient, "answer_line_trial", None)
+    if read is None or getattr(patient, "seed", None) is None:
+        raise InvalidInputError("patient: chart lines need a simulated patient with keyed answers (an integer seed)")
+    return LineReply(read(query.index, query.s_logmar, query.lens, query.letters, query.crowding_logmar))
+
+
 class SimulatedPresenter:
     """Presents queries to a :class:`visiontune.optics.SimulatedPatient`. The answer to trial
     ``k`` draws from the patient's stream keyed by ``k`` (``answer_trial``) when the patient
@@ -610,7 +719,8 @@ class SimulatedPresenter:
     are answered with ``comparison_model`` (default: the Thurstone model of the letter task,
     Fauvel & Chalk's Eq. 11 with ties, at the patient's own lapse rate;
     :mod:`visiontune.optics.comparison`). Sliders are answered by :func:`simulated_slider` with
-    ``slider_model`` (default :class:`~visiontune.refraction.slider.SliderModel`'s stated one)."""
+    ``slider_model`` (default :class:`~visiontune.refraction.slider.SliderModel`'s stated one), chart
+    lines by :func:`simulated_line`."""
 
     def __init__(self, patient, *, pace_s: float = 0.0, comparison_model: ComparisonModel | None = None,
                  slider_model: SliderModel | None = None):  # fmt: skip
@@ -619,12 +729,14 @@ class SimulatedPresenter:
         self.comparison_model = comparison_model
         self.slider_model = slider_model
 
-    def present(self, query: PendingQuery | PendingComparison | PendingSlider
-                ) -> Answer | ComparisonReply | SliderReply:  # fmt: skip
+    def present(self, query: PendingQuery | PendingComparison | PendingSlider | PendingLine
+                ) -> Answer | ComparisonReply | SliderReply | LineReply:  # fmt: skip
         if self.pace_s:
             time.sleep(self.pace_s)
         if isinstance(query, PendingSlider):
             return SliderReply(simulated_slider(self.patient, query, self.slider_model))
+        if isinstance(query, PendingLine):
+            return simulated_line(self.patient, query)
         if isinstance(query, PendingComparison):
             return ComparisonReply(simulated_comparison(self.patient, query, self.comparison_model))
         keyed = getattr(self.patient, "answer_trial", None)

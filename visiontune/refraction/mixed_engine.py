@@ -17,6 +17,11 @@ trial may also be a slider answer (``slider_lenses``, the lenses of the knob's p
 order, and ``slider_choice``, the index of the clearest): it enters through
 :class:`~visiontune.refraction.slider.SliderAnswer` (the protocol's slider model), and the
 next question may be a slider (:func:`~visiontune.refraction.mixed_rules.propose_mixed`).
+
+With the protocol's ``[chart_line]`` (:class:`~visiontune.refraction.chart_line.ChartLineSettings`)
+a trial may be a chart line (``letter_shown`` the line's letters, ``line_correct`` each one's right
+or wrong): it enters through :class:`~visiontune.refraction.chart_line.ChartLineAnswer` (its letters
+as the answers they are, at the protocol's crowding offset), and the next question may be a line.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import dataclasses
 import numpy as np
 
 from visiontune.errors import InvalidInputError
+from visiontune.refraction.chart_line import ChartLineAnswer
 from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region, region_from_samples
 from visiontune.refraction.lenses import lens_left_in_place, lens_power_vector
@@ -64,6 +70,8 @@ class MixedOpticsEngine(OpticsEngine):
 
     @staticmethod
     def _trial_key(t) -> tuple:
+        if getattr(t, "line_correct", None) is not None:
+            return ("line", float(t.s_logmar), _rx_key(t.lens), t.line_correct)
         if getattr(t, "slider_choice", None) is not None:
             return ("slider", float(t.s_logmar), tuple(_rx_key(x) for x in t.slider_lenses), int(t.slider_choice))
         if getattr(t, "comparison", None) is not None:
@@ -71,7 +79,15 @@ class MixedOpticsEngine(OpticsEngine):
         return OpticsEngine._trial_key(t)
 
     def _observe(self, t) -> None:
-        """A comparison or a slider through its likelihood; a letter as the optics engine does."""
+        """A comparison, a slider or a chart line through its likelihood; a letter as the optics engine does."""
+        if getattr(t, "line_correct", None) is not None:
+            lines = self.protocol.chart_line
+            if lines is None:
+                raise InvalidInputError("trial: a chart line in the log, but the protocol has no [chart_line] table")
+            correct = tuple(c == "1" for c in t.line_correct)
+            lens = tuple(map(float, lens_power_vector(t.lens)))
+            self._posterior.observe(ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar))
+            return None
         if getattr(t, "slider_choice", None) is not None:
             if self.sliders is None:
                 raise InvalidInputError("trial: a slider answer in the log, but the protocol has no [sliders] table")
@@ -96,7 +112,8 @@ class MixedOpticsEngine(OpticsEngine):
         in_place = lens_left_in_place(trials[-1]) if trials else None
         return propose_mixed(post, self.protocol.policy, settings, steps=self.protocol.lenses, s_grid=self.s_grid,
                              radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
-                             sliders=self.sliders, rng_slider=rng_slider, units=units, in_place=in_place)  # fmt: skip
+                             sliders=self.sliders, rng_slider=rng_slider, units=units, in_place=in_place,
+                             lines=self.protocol.chart_line)  # fmt: skip
 
     def question_settings(self, trials) -> tuple[MixedSettings, PrecisionUnits | None]:
         """The settings and units the next question is valued with after ``trials``: the

@@ -77,6 +77,15 @@ clinician's question at a trial frame, one swap); each question is valued per se
 + c × changes``, the best comparison pair among them too, and the letter through the lens in place
 (BALD's size, :func:`optics_rules.letter_at`) is weighed beside the rule's letter. With ``c = 0``
 nothing changes: the same questions to the last bit.
+
+**Chart lines.** With :class:`~visiontune.refraction.chart_line.ChartLineSettings` (the protocol's
+``[chart_line]``) a fourth kind is weighed: ``n`` letters of one size read aloud through one lens
+(:mod:`visiontune.refraction.chart_line`). Its candidates are the rule's letter lens, the lens in
+place and the estimate rounded to a trial lens, each at every size of the chart; each is scored by
+the same ``criterion`` exactly over the particles, its ``n + 1`` outcomes the number of letters
+read (binomial given the particle), per ``line_seconds`` plus its lens change. It uses the
+comparison's subsample (no draw of its own), so a protocol without ``[chart_line]`` asks what it
+asked before.
 """
 
 from __future__ import annotations
@@ -93,6 +102,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
+from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_outcome_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import LensSteps, changes_along, trial_lens, trial_lens_power_vectors
@@ -247,7 +257,7 @@ class MixedChoice:
     protocol's rule proposes (always computed; with lens changes priced, the letter through the
     lens in place when that is worth more), the best ``comparison`` (None when comparisons
     are off), the best ``slider`` (None without sliders) and each one's value per second
-    (criterion units per second)."""
+    (criterion units per second); with chart lines, the best ``line`` (``kind`` ``"line"``)."""
 
     kind: str
     letter: OpticsQuery
@@ -256,11 +266,15 @@ class MixedChoice:
     comparison_value_per_s: float | None = None
     slider: SliderQuery | None = None
     slider_value_per_s: float | None = None
+    line: LineQuery | None = None
+    line_value_per_s: float | None = None
 
     @property
     def information_bits(self) -> float:
         if self.kind == "slider":
             return self.slider.information_bits
+        if self.kind == "line":
+            return self.line.information_bits
         return self.comparison.information_bits if self.kind == "comparison" else self.letter.information_bits
 
 
@@ -397,14 +411,15 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
                   s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
                   rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
                   rng_slider: np.random.Generator | None = None, units: PrecisionUnits | None = None,
-                  in_place: Prescription | None = None) -> MixedChoice:
+                  in_place: Prescription | None = None, lines: ChartLineSettings | None = None) -> MixedChoice:
     """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
     :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
     ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on;
     with ``sliders``, the slider's draws come from ``rng_slider`` only (required then); ``units``:
     the :class:`PrecisionUnits` of the ``"evr-precision"`` criterion (required then);
     ``in_place``: the lens before the eye (the last one shown; None before the first), which
-    prices lens changes when ``settings.lens_change_seconds > 0``."""
+    prices lens changes when ``settings.lens_change_seconds > 0``; ``lines``: chart lines weighed
+    too (module docstring; they need comparisons on, whose subsample they score on)."""
     letter = optics_rules.propose(posterior, rule, steps=steps, s_grid=s_grid, radius=radius, rng=rng_letter)
     if sliders is not None and rng_slider is None:
         raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
@@ -415,6 +430,8 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
         raise InvalidInputError(f"units: expected PrecisionUnits with the 'evr-precision' criterion and None with "
                                 f"{settings.criterion!r}, got {units!r}")
     if not settings.comparisons:
+        if lines is not None:
+            raise InvalidInputError("lines: chart lines are weighed on the comparisons' particles; turn comparisons on")
         if sliders is None:
             return MixedChoice("letter", letter)
         spec = posterior.spec
@@ -422,7 +439,8 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
         letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
         return _with_slider(MixedChoice("letter", letter, None, letter_value), posterior, settings, sliders,
                             steps, s_grid, rng_slider, units, in_place)  # fmt: skip
-    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units, in_place)
+    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units, in_place,
+                              lines)
     if sliders is None:
         return choice
     return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider, units, in_place)
@@ -441,15 +459,18 @@ def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: Mi
         return choice
     seconds = sliders.slider_seconds + _changes_priced(settings, q.path.settings, in_place)
     value = (q.information_bits if settings.criterion == "information" else q.value) / seconds
-    others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s) if v is not None]
+    others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s, choice.line_value_per_s)
+              if v is not None]
     kind = "slider" if value > max(others) else choice.kind
     return dataclasses.replace(choice, kind=kind, slider=q, slider_value_per_s=value)
 
 
 def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings: MixedSettings, steps: LensSteps,
                      s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator,
-                     units: PrecisionUnits | None, in_place: Prescription | None = None) -> MixedChoice:  # fmt: skip
-    """The letter weighed against the best comparison (module docstring)."""
+                     units: PrecisionUnits | None, in_place: Prescription | None = None,
+                     lines: ChartLineSettings | None = None) -> MixedChoice:  # fmt: skip
+    """The letter weighed against the best comparison (module docstring), and the best chart line
+    with ``lines``."""
     spec = posterior.spec
     model = settings.comparison
     particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_comparison)
@@ -482,4 +503,32 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
     comparison_value = value / settings.comparison_seconds if seconds is None else value
     kind = "comparison" if comparison_value > letter_value else "letter"
-    return MixedChoice(kind, letter, comparison, letter_value, comparison_value)
+    choice = MixedChoice(kind, letter, comparison, letter_value, comparison_value)
+    if lines is None:
+        return choice
+    candidates = [letter.lens, trial_lens(centre, steps)] + ([] if in_place is None else [in_place])
+    line, line_value = best_line(particles, pv, candidates, s_grid, lines, settings, spec, in_place)
+    kind = "line" if line_value > max(letter_value, comparison_value) else kind
+    return dataclasses.replace(choice, kind=kind, line=line, line_value_per_s=line_value)
+
+
+def best_line(particles: np.ndarray, pv: np.ndarray, lenses, s_grid: np.ndarray, lines: ChartLineSettings,
+              settings: MixedSettings, spec, in_place: Prescription | None) -> tuple[LineQuery, float]:  # fmt: skip
+    """``(line, value per second)``: the chart line worth most per second among ``lenses`` (trial
+    lenses, each once) at every size of ``s_grid`` (module docstring, "Chart lines"), scored by
+    ``settings.criterion`` on equally weighted ``particles`` (``pv``: their criterion columns) over
+    the ``n + 1`` counts of letters read (:func:`~visiontune.refraction.chart_line.line_outcome_probabilities`),
+    per ``line_seconds`` and the lens change from ``in_place``."""
+    unique = {tuple(np.round(x.power_vector_array(), 9)): x for x in lenses}
+    lenses = list(unique.values())
+    pvs = np.array([x.power_vector_array() for x in lenses])
+    sizes = np.asarray(s_grid, dtype=float) - lines.crowding_logmar
+    # (N, n_s * n_lenses): sizes vary slowest.
+    p = probability_correct(particles, np.repeat(sizes, len(lenses)), np.tile(pvs, (len(sizes), 1)), spec)
+    probs = line_outcome_probabilities(p, lines.letters_per_line)
+    seconds = np.array([lines.line_seconds + _changes_priced(settings, [x], in_place) for x in lenses])
+    values = _value(settings.criterion, pv, probs) / np.tile(seconds, len(sizes))
+    q = int(np.argmax(values))
+    info = float(mutual_information_bits(probs[:, q:q + 1])[0])
+    s = float(np.asarray(s_grid, dtype=float)[q // len(lenses)])
+    return LineQuery(s, lenses[q % len(lenses)], lines.letters_per_line, info), float(values[q])

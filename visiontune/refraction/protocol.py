@@ -75,6 +75,14 @@ of :class:`~visiontune.refraction.slider.SliderModel`, defaults as it has them: 
 the noise fixed, > 0 infers it per patient) and ``knobs`` (some of ``"sphere"``, ``"cylinder"``,
 ``"axis"``; default all three). No shipped protocol turns them on.
 
+**Chart lines** (optics model with ``[comparisons]``): a ``[chart_line]`` table lets the session
+also ask a line of letters of one size read aloud through one lens, each letter keyed right or
+wrong (:mod:`visiontune.refraction.chart_line`), weighed against the letter and the comparison by
+value per second (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
+``letters_per_line`` (default 5, as a logMAR chart), ``line_seconds`` (default 6 s for 5 letters,
+:mod:`visiontune.refraction.durations`) and ``crowding_logmar`` (how much harder a letter of a line
+is than one alone, logMAR, in [0, 0.5]; default 0, cited there). No shipped protocol turns it on.
+
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
 """
@@ -94,6 +102,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.chart_line import MAX_LINE_LETTERS, ChartLineSettings
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
@@ -109,6 +118,8 @@ from visiontune.refraction.policies import (
 #: The protocol a session runs unless another is named: letters and comparisons
 #: (docs/results/clinical-validation-clinical-sloan-compare.md); ``clinical-sloan`` asks letters only.
 DEFAULT_PROTOCOL = "clinical-sloan-compare"
+#: The letter sets a chart line may be read from (letters named aloud, one character each).
+LINE_LETTER_SETS = ("sloan", "letters26")
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
 LETTER_SET_SIZES: MappingProxyType = MappingProxyType({"letters26": 26, "sloan": 10, "tumbling_e": 4, "landolt_c": 8})
 FIT_METHODS: frozenset[str] = frozenset({"simulation"})
@@ -224,6 +235,7 @@ class Protocol:
     lenses: LensSteps = field(default_factory=LensSteps)
     comparisons: MixedSettings | None = None
     sliders: SliderSettings | None = None
+    chart_line: ChartLineSettings | None = None
 
     @property
     def chance(self) -> float:
@@ -345,14 +357,14 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         "name", "description", "policy", "seed", "initial_random_trials",
         "search_space", "context_space", "letters", "stopping", "model",
     }  # fmt: skip
-    r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons", "sliders"})
+    r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons", "sliders", "chart_line"})
     name = _safe_text(r, doc["name"], "name", MAX_NAME_CHARS)
     description = _safe_text(r, doc["description"], "description", MAX_DESCRIPTION_CHARS)
     seed = r.integer(doc["seed"], "seed", 0, 2**63 - 1)
 
     model = _model(r, r.sub_table(doc, "model"))
     if model.type == "optics-gp":
-        for table in sorted({"comparisons", "sliders"} & doc.keys()):
+        for table in sorted({"comparisons", "sliders", "chart_line"} & doc.keys()):
             raise r.fail(table, 'no such table for model.type = "optics-gp" (letters only; comparisons and sliders '
                                 'need model.type = "optics")', doc[table])  # fmt: skip
     known = OPTICS_POLICIES if model.type in PARTICLE_MODEL_TYPES else GP_POLICIES
@@ -399,13 +411,22 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
         if model.type != "optics":
             raise r.fail("sliders", "no such table for the GP model (sliders need the optics model)", doc["sliders"])
         sliders = _sliders(r, r.sub_table(doc, "sliders"))
+    chart_line = None
+    if "chart_line" in doc:
+        chart_line = _chart_line(r, r.sub_table(doc, "chart_line"), LETTER_SET_SIZES[letter_set])
+        if chart_line is not None and letter_set not in LINE_LETTER_SETS:
+            raise r.fail("letters.set", f"one of {', '.join(LINE_LETTER_SETS)} for a [chart_line] (letters read aloud, "
+                         "one character each)", letter_set)  # fmt: skip
+        if chart_line is not None and comparisons is None:
+            raise r.fail("chart_line", "a [comparisons] table (optics model) beside it: lines are weighed against "
+                         "letters and comparisons", doc["chart_line"])  # fmt: skip
 
     return Protocol(
         name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
         search_space=space, logmar_range=logmar, letter_set=letter_set,
         n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision, min_bits),
         model=model, slope_prior=slope_prior, source=source, source_text=text, lenses=lens_steps,
-        comparisons=comparisons, sliders=sliders,
+        comparisons=comparisons, sliders=sliders, chart_line=chart_line,
     )  # fmt: skip
 
 
@@ -454,6 +475,20 @@ def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
     if not enabled:
         return None
     return SliderSettings(seconds, SliderModel(noise, lapse, noise_sigma), tuple(knobs))
+
+
+def _chart_line(r: _Reader, table: dict, n_letters: int) -> ChartLineSettings | None:
+    """``[chart_line]`` (module docstring); ``None`` when ``enabled = false``. A line's letters are
+    distinct, so at most the letter set's ``n_letters``."""
+    p = "chart_line."
+    r.table(table, p, set(), {"enabled", "letters_per_line", "line_seconds", "crowding_logmar"})
+    enabled = r.boolean(table.get("enabled", True), p + "enabled")
+    defaults = ChartLineSettings()
+    n = r.integer(table.get("letters_per_line", defaults.letters_per_line), p + "letters_per_line", 2,
+                  min(MAX_LINE_LETTERS, n_letters))  # fmt: skip
+    seconds = r.number(table.get("line_seconds", defaults.line_seconds), p + "line_seconds", 0.1, 600.0)
+    crowding = r.number(table.get("crowding_logmar", defaults.crowding_logmar), p + "crowding_logmar", 0.0, 0.5)
+    return ChartLineSettings(n, seconds, crowding) if enabled else None
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:

@@ -31,7 +31,10 @@ Optional (schema v2): ``power_vector`` {"m_d", "j0_d", "j45_d"} of the rounded l
 were comparisons, "which is clearer, 1 or 2?"; present when the protocol asks them);
 ``sliders_used`` (int, ``0 <= sliders_used``, ``comparisons_used + sliders_used <= trials_used``:
 how many were slider answers, "turn the knob; where is it clearest?"; present when the protocol
-has a ``[sliders]`` table); ``over_minus_risk`` (float in [0, 1]: the posterior probability that the
+has a ``[sliders]`` table); ``lines_used`` (int, ``comparisons_used + sliders_used + lines_used <=
+trials_used``: how many were chart lines) and ``line_letters_used`` (int, the letters those lines
+held, at least two a line), both present when the protocol has a ``[chart_line]`` table;
+``over_minus_risk`` (float in [0, 1]: the posterior probability that the
 rounded lens is more minus than the correction by over 0.25 D; present when the over-minus guard
 covered the session, a patient who may accommodate).
 
@@ -56,7 +59,7 @@ _REQUIRED = (
     "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
 )  # fmt: skip
 _OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version",
-             "comparisons_used", "sliders_used", "over_minus_risk")  # fmt: skip
+             "comparisons_used", "sliders_used", "over_minus_risk", "lines_used", "line_letters_used")  # fmt: skip
 _REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
 _START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -109,6 +112,8 @@ class SessionResult:
     comparisons_used: int = 0
     sliders_used: int = 0
     over_minus_risk: float | None = None
+    lines_used: int = 0
+    line_letters_used: int = 0
 
 
 class _Checker:
@@ -202,6 +207,13 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     if comparisons_used + sliders_used > trials_used:
         raise c.fail("sliders_used", f"expected an integer in [0, trials_used - comparisons_used = "
                                      f"{trials_used - comparisons_used}], got {sliders_used!r}")  # fmt: skip
+    lines_used = c.integer("lines_used", d.get("lines_used", 0), lo=0)
+    if comparisons_used + sliders_used + lines_used > trials_used:
+        raise c.fail("lines_used", f"expected an integer in [0, trials_used - comparisons_used - sliders_used = "
+                                   f"{trials_used - comparisons_used - sliders_used}], got {lines_used!r}")  # fmt: skip
+    line_letters = c.integer("line_letters_used", d.get("line_letters_used", 0), lo=0)
+    if (line_letters < 2 * lines_used) or (line_letters > 0 and lines_used == 0):
+        raise c.fail("line_letters_used", f"expected at least two letters a line ({lines_used} lines), got {line_letters!r}")
     over_minus_risk = None
     if "over_minus_risk" in d:
         over_minus_risk = c.number("over_minus_risk", d["over_minus_risk"])
@@ -264,6 +276,8 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
         comparisons_used=comparisons_used,
         sliders_used=sliders_used,
         over_minus_risk=over_minus_risk,
+        lines_used=lines_used,
+        line_letters_used=line_letters,
     )
 
 
