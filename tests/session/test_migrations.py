@@ -45,15 +45,16 @@ def test_fake_v1_to_v2_migration_runs_once_and_keeps_data(tmp_path):
     _v1_log(path)
     fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column), Migration(2, ("CREATE TABLE extra (x)",)),
                              Migration(3, ("CREATE TABLE extra2 (x)",)),
-                             Migration(4, ("CREATE TABLE extra3 (x)",)))  # fmt: skip
+                             Migration(4, ("CREATE TABLE extra3 (x)",)),
+                             Migration(5, ("CREATE TABLE extra4 (x)",)))  # fmt: skip
     conn = _conn(path)
-    assert apply_migrations(conn, path, fake) == 5
-    assert read_schema_version(conn, path) == 5
+    assert apply_migrations(conn, path, fake) == 6
+    assert read_schema_version(conn, path) == 6
     assert conn.execute("SELECT id, year_of_birth FROM patients").fetchall() == [("P1", None)]
-    assert apply_migrations(conn, path, fake) == 5  # nothing left to do: no duplicate column error
+    assert apply_migrations(conn, path, fake) == 6  # nothing left to do: no duplicate column error
     conn.close()
-    # the real VisionTune (v4) refuses the v5 file
-    with pytest.raises(StoreError, match="schema version 5 is newer than this VisionTune supports"):
+    # the real VisionTune (v5) refuses the v6 file
+    with pytest.raises(StoreError, match="schema version 6 is newer than this VisionTune supports"):
         TrialStore.open(path)
 
 
@@ -102,7 +103,7 @@ def test_real_v1_log_migrates_to_v2_with_its_tables_and_rows_unchanged(tmp_path)
     assert _schema_sql(conn, V1_TABLES) == before_schema
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         assert store.list_visits() == []
     conn = _conn(path)
     assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before_rows} == before_rows
@@ -181,7 +182,7 @@ def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
     )
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         letter, comparison = store.trials(1)
         assert (letter.comparison, letter.slider_knob, letter.slider_lenses, letter.slider_choice) == (None,) * 4
         assert comparison.comparison == "2" and comparison.slider_choice is None

@@ -15,7 +15,9 @@ from visiontune.optics import Prescription
 from visiontune.refraction.loop import (
     Answer,
     ComparisonReply,
+    LineReply,
     PendingComparison,
+    PendingLine,
     PendingQuery,
     PendingSlider,
     Refraction,
@@ -28,8 +30,8 @@ from visiontune.session.lens_device import DEVICE_ATTACHED_NOTE, LENSES_SET_NOTE
 from visiontune.session.records import Lens, SessionState, TrialInput
 from visiontune.session.store import SessionHandle, TrialStore
 
-__all__ = ["Answer", "ComparisonReply", "PendingComparison", "PendingQuery", "PendingSlider", "RefractionSession",
-           "SimulatedPresenter", "SliderReply", "StoreLog"]  # fmt: skip
+__all__ = ["Answer", "ComparisonReply", "LineReply", "PendingComparison", "PendingLine", "PendingQuery",
+           "PendingSlider", "RefractionSession", "SimulatedPresenter", "SliderReply", "StoreLog"]  # fmt: skip
 
 
 class StoreLog:
@@ -56,14 +58,15 @@ class StoreLog:
 
     def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None, *,
                lens2: Prescription | None = None, comparison: str | None = None, slider_knob: str | None = None,
-               slider_lenses=None, slider_choice: int | None = None):  # fmt: skip
+               slider_lenses=None, slider_choice: int | None = None, line_correct: str | None = None):  # fmt: skip
         known, self._trials = self._trials, None  # read again if anything below fails
         path = None if slider_lenses is None else tuple(_stored(x) for x in slider_lenses)
         trial = self.handle.record_trial(TrialInput(s_logmar, _stored(lens), letter_shown, correct,
                                                     letter_named=letter_named, presented_at=presented_at,
                                                     lens2=None if lens2 is None else _stored(lens2),
                                                     comparison=comparison, slider_knob=slider_knob,
-                                                    slider_lenses=path, slider_choice=slider_choice))  # fmt: skip
+                                                    slider_lenses=path, slider_choice=slider_choice,
+                                                    line_correct=line_correct))  # fmt: skip
         if known is not None and trial.index == len(known):
             known.append(trial)
             self._trials = known

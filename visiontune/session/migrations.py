@@ -18,6 +18,18 @@ from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V
 from visiontune.session.store_open import disk_full_failure
 from visiontune.session.visit_schema import SCHEMA_V2_VISITS
 
+#: Version 5: a trial may be a chart line (:mod:`visiontune.refraction.chart_line`: several letters of
+#: one size read aloud through one lens): ``letter_shown`` holds the line's letters in reading order,
+#: one character each, and ``line_correct`` one ``'1'`` (right) or ``'0'`` (wrong) per letter; ``correct``
+#: is 1 when more than half were right. NULL for every other trial (all of a version 4 log); a line
+#: has one lens, no comparison and no slider.
+SCHEMA_V5_CHART_LINES: tuple[str, ...] = (
+    """ALTER TABLE trials ADD COLUMN line_correct TEXT
+       CHECK (line_correct IS NULL OR (typeof(line_correct) = 'text' AND length(line_correct) >= 2
+              AND length(line_correct) = length(letter_shown) AND line_correct NOT GLOB '*[^01]*'
+              AND sphere2_d IS NULL AND comparison IS NULL AND slider_choice IS NULL))""",
+)
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -35,12 +47,14 @@ class Migration:
 #: Every migration, in order. Version 0 is the empty file; version 2 adds the visit tables
 #: (:mod:`visiontune.session.visit_schema`) and changes nothing in the version 1 tables;
 #: version 3 adds the answer of a comparison trial (``trials.comparison``, NULL for letters);
-#: version 4 a slider trial (``trials.slider_knob``, ``slider_path``, ``slider_choice``, NULL otherwise).
+#: version 4 a slider trial (``trials.slider_knob``, ``slider_path``, ``slider_choice``, NULL otherwise);
+#: version 5 a chart line (``trials.line_correct``, :data:`SCHEMA_V5_CHART_LINES`, NULL otherwise).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=0, statements=SCHEMA_V1),
     Migration(from_version=1, statements=SCHEMA_V2_VISITS),
     Migration(from_version=2, statements=SCHEMA_V3_COMPARISONS),
     Migration(from_version=3, statements=SCHEMA_V4_SLIDERS),
+    Migration(from_version=4, statements=SCHEMA_V5_CHART_LINES),
 )
 
 #: The version this VisionTune writes and reads.

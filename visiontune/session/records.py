@@ -24,6 +24,7 @@ from typing import Any
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.refraction.protocol import parse_protocol
+from visiontune.refraction.chart_line import check_line_trial
 from visiontune.refraction.slider import check_slider_trial
 
 #: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).
@@ -133,6 +134,8 @@ class TrialInput:
     ``"sphere"``, ``"cylinder"``, ``"axis"``), ``slider_lenses`` (its path, at least two
     :class:`Lens`, in knob order) and ``slider_choice`` (the index of the clearest), all three
     or none; ``lens`` is then the lens chosen and it has no ``lens2``.
+    A chart line (:mod:`visiontune.refraction.chart_line`) has ``letter_shown`` the line's letters
+    and ``line_correct`` a ``"1"`` or ``"0"`` per letter, one lens, no comparison, no slider.
     ``presented_at`` / ``answered_at`` default to the store clock at recording time.
     """
 
@@ -148,10 +151,12 @@ class TrialInput:
     slider_knob: str | None = None
     slider_lenses: tuple[Lens, ...] | None = None
     slider_choice: int | None = None
+    line_correct: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "s_logmar", check_number("s_logmar", self.s_logmar))
         _check_slider(self)
+        check_line_trial(self.letter_shown, self.line_correct, self.lens2, self.comparison, self.slider_choice)
         if not isinstance(self.lens, Lens):
             raise InvalidInputError(f"lens: expected a Lens, got {type(self.lens).__name__}")
         if self.lens2 is not None and not isinstance(self.lens2, Lens):
@@ -206,7 +211,8 @@ class Trial:
 
     ``void`` is True when an ``undo`` event references this trial (trial rows never change).
     ``comparison``: the answer of a comparison trial (:class:`TrialInput`), else ``None``;
-    ``slider_knob``, ``slider_lenses``, ``slider_choice``: a slider answer (:class:`TrialInput`).
+    ``slider_knob``, ``slider_lenses``, ``slider_choice``: a slider answer (:class:`TrialInput`);
+    ``line_correct``: a chart line's answers (:class:`TrialInput`).
     """
 
     session_id: int
@@ -224,9 +230,11 @@ class Trial:
     slider_knob: str | None = None
     slider_lenses: tuple[Lens, ...] | None = None
     slider_choice: int | None = None
+    line_correct: str | None = None
 
     def __post_init__(self) -> None:
         _check_slider(self)
+        check_line_trial(self.letter_shown, self.line_correct, self.lens2, self.comparison, self.slider_choice)
 
 
 def trial_kind(trial) -> str:

@@ -657,7 +657,7 @@ class TrialStore:
             "t.sphere2_d, t.cylinder2_d, t.axis2_deg, t.letter_shown, t.letter_named, t.correct, "
             "t.presented_at, t.answered_at, "
             "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo'), t.comparison, "
-            "t.slider_knob, t.slider_path, t.slider_choice "
+            "t.slider_knob, t.slider_path, t.slider_choice, t.line_correct "
             "FROM trials t WHERE t.session_id = ? ORDER BY t.idx",
             (session_id,),
         ).fetchall()
@@ -961,7 +961,7 @@ def _trial_from_row(r, where: str) -> Trial:
                 lens2=_lens(r[6], r[7], r[8]), letter_shown=r[9], letter_named=r[10], correct=bool(r[11]),
                 presented_at=presented, answered_at=answered, void=bool(r[14]), comparison=r[15],
                 slider_knob=r[16], slider_lenses=None if r[17] is None else slider_path_from_json(r[17]),
-                slider_choice=r[18],
+                slider_choice=r[18], line_correct=r[19],
             )  # fmt: skip
         except (InvalidInputError, TypeError, ValueError) as exc:
             damage.append(str(exc))
@@ -1062,8 +1062,8 @@ class SessionHandle:
             conn.execute(
                 "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
                 "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison, "
-                "slider_knob, slider_path, slider_choice) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "slider_knob, slider_path, slider_choice, line_correct) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.session_id, index, trial.s_logmar, trial.lens.sphere_d, trial.lens.cylinder_d,
                     trial.lens.axis_deg, None if lens2 is None else lens2.sphere_d,
@@ -1071,6 +1071,7 @@ class SessionHandle:
                     trial.letter_shown, trial.letter_named, int(trial.correct), _ts(presented), _ts(answered),
                     trial.comparison, trial.slider_knob,
                     None if trial.slider_lenses is None else slider_path_json(trial.slider_lenses), trial.slider_choice,
+                    trial.line_correct,
                 ),
             )  # fmt: skip
         return Trial(
@@ -1078,7 +1079,7 @@ class SessionHandle:
             letter_shown=trial.letter_shown, letter_named=trial.letter_named, correct=trial.correct,
             presented_at=_parse_ts(_ts(presented)), answered_at=_parse_ts(_ts(answered)), void=False,
             comparison=trial.comparison, slider_knob=trial.slider_knob, slider_lenses=trial.slider_lenses,
-            slider_choice=trial.slider_choice,
+            slider_choice=trial.slider_choice, line_correct=trial.line_correct,
         )  # fmt: skip
 
     def undo(self, reason: str | None = None) -> Trial | None:

@@ -1,0 +1,138 @@
+"""Chart lines (several letters of one size read aloud through one lens) in a clinical session
+over the SQLite trial log: schema v5 (a v4 log migrates, its trials read as before; raw SQL that
+stores a malformed line is refused), each line recorded with its letters and each one's right or
+wrong before anything else happens, replayed after a crash to the same next question and the
+same particles, asked as the bench asks them, undone like a letter, and a SIGKILLed session with
+lines resumed to the uninterrupted one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.session.test_engine_kill import _kill_resume_and_rerun
+from tests.simulated_sessions import SimulatedCase, answer_until
+from visiontune.errors import InvalidInputError
+from visiontune.refraction.loop import MemoryLog, Refraction, is_line
+from visiontune.refraction.protocol import load_protocol
+from visiontune.session.engine import Answer, ComparisonReply, LineReply, PendingLine, RefractionSession
+from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
+from visiontune.session.records import Lens, TrialInput
+from visiontune.session.store import TrialStore
+
+PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-lines.toml"
+PROTOCOL = load_protocol(PROTOCOL_PATH)
+SIM = SimulatedCase(PROTOCOL)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with TrialStore.open(tmp_path / "log.sqlite3") as s:
+        yield s
+
+
+def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
+    path = tmp_path / "log.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert apply_migrations(conn, path, MIGRATIONS[:4]) == 4
+    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
+    conn.execute("INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, "
+                 "created_at) VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')")
+    conn.execute("INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+                 "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
+                 "'2026-01-01T00:00:02+00:00')")  # fmt: skip
+    conn.close()
+    with TrialStore.open(path) as s:
+        assert s.schema_version == SCHEMA_VERSION == 5
+        (letter,) = s.trials(1)
+        assert letter.line_correct is None and letter.letter_shown == "H" and letter.correct
+        with s.open_session(1) as handle:
+            t = handle.record_trial(TrialInput(0.2, Lens(-1.0, -0.5, 90), "CDHKN", True, line_correct="11010"))
+        assert s.trials(1)[1] == t and t.line_correct == "11010"
+    conn = sqlite3.connect(path, isolation_level=None)
+    insert = ("INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+              "presented_at, answered_at, line_correct, sphere2_d, cylinder2_d, axis2_deg, comparison) VALUES "
+              "(1, 2, 0.2, -1.0, -0.5, 90, ?, 1, '2026-01-01T00:00:05+00:00', '2026-01-01T00:00:06+00:00', ?, {})")
+    for shown, answers, second in (("CDHKN", "1101", "NULL, NULL, NULL, NULL"),       # one answer short
+                                   ("CDHKN", "11012", "NULL, NULL, NULL, NULL"),      # not right/wrong
+                                   ("C", "1", "NULL, NULL, NULL, NULL"),              # a line of one letter
+                                   ("CDHKN", "11011", "-0.5, -0.5, 90, '1'")):       # also a comparison
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
+            conn.execute(insert.format(second), (shown, answers))
+    conn.close()
+    with pytest.raises(InvalidInputError, match="line_correct"):
+        TrialInput(0.2, Lens(-1.0, -0.5, 90), "CDHKN", True, line_correct="110")
+
+
+def test_lines_are_logged_and_resume_to_the_same_question_and_particles(store):
+    presenter = SIM.presenter()
+    with SIM.session(store) as session:
+        q = answer_until(session, presenter, PendingLine)
+        reply = presenter.present(q)
+        session.record(reply)
+        session.run(presenter, max_steps=3)
+        expected = session.next_query()
+        sid = session.session_id
+        post = session.engine.posterior(session.trials())
+        theta, weights = post.theta.copy(), post.weights.copy()
+    stored = [t for t in store.trials(sid) if t.index == q.index][0]
+    assert stored.letter_shown == "".join(q.letters) and stored.line_correct == "".join("01"[c] for c in reply.correct)
+    assert (stored.lens.sphere_d, stored.lens.cylinder_d, stored.lens.axis_deg) == \
+        (q.lens.sphere_d, q.lens.cylinder_d, q.lens.axis_deg % 180.0)
+    with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
+        assert again.next_query() == expected
+        post = again.engine.posterior(again.trials())
+        np.testing.assert_array_equal(post.theta, theta)
+        np.testing.assert_array_equal(post.weights, weights)
+
+
+def test_the_bench_and_the_clinic_ask_the_same_lines(store):
+    bench = Refraction(MemoryLog(), PROTOCOL, seed=SIM.case.seed, start=SIM.start, simulated=True)
+    bench.run(SIM.presenter(), max_steps=30)
+    with SIM.session(store) as clinic:
+        clinic.run(SIM.presenter(), max_steps=30)
+        ours = clinic.trials()
+
+    def key(t):
+        return (t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg % 180, t.comparison, t.letter_shown,
+                t.line_correct, t.correct)  # fmt: skip
+
+    assert [key(t) for t in ours] == [key(t) for t in bench.trials()] and any(is_line(t) for t in ours)
+
+
+def test_a_wrong_kind_of_answer_records_nothing_and_a_line_is_undone(store):
+    presenter = SIM.presenter()
+    with SIM.session(store) as session:
+        q = answer_until(session, presenter, PendingLine)
+        n = len(store.trials(session.session_id, include_void=True))
+        for wrong in (Answer(correct=True), ComparisonReply("1"), LineReply((True,) * (len(q.letters) + 1))):
+            with pytest.raises(InvalidInputError, match="nothing was recorded"):
+                session.record(wrong)
+        assert len(store.trials(session.session_id, include_void=True)) == n
+        before = session.engine.posterior(session.trials()).theta.copy()
+        session.record(LineReply.from_count(2, len(q.letters)))
+        undone = session.undo()
+        assert undone.void and undone.line_correct == "11000"
+        np.testing.assert_array_equal(session.engine.posterior(session.trials()).theta, before)
+
+
+def test_a_session_with_lines_killed_and_resumed_is_the_uninterrupted_one(tmp_path):
+    """SIGKILLed three times and resumed to its end, the session holds the same letters,
+    comparisons, lines (letters, each one's answer) and result as the same session uninterrupted."""
+    text = PROTOCOL.source_text.replace("max_trials = 120", "max_trials = 24")
+    proto_path = tmp_path / "lines.toml"
+    proto_path.write_text(text.replace("min_trials = 20", "min_trials = 24"))  # the budget ends it
+    db, whole, sid = _kill_resume_and_rerun(tmp_path, proto_path, 3, 13)
+    with TrialStore.open(db) as a, TrialStore.open(whole) as b:
+        def content(t):
+            return (t.lens, t.lens2, t.comparison, t.letter_shown, t.line_correct, t.correct)
+
+        killed, reference = [content(t) for t in a.trials(sid)], [content(t) for t in b.trials(1)]
+        assert len(killed) == 24 and killed == reference
+        assert any(t[4] is not None for t in killed)  # lines were asked
+        result = a.get_session(sid).result
+        assert result["rounded"] == b.get_session(1).result["rounded"]
+        assert result["lines_used"] == sum(t[4] is not None for t in killed)
