@@ -137,6 +137,12 @@ SPHERE_LIMITS_D = (-30.0, 30.0)
 CYLINDER_LIMITS_D = (-10.0, 10.0)
 LOGMAR_LIMITS = (-1.0, 2.5)
 MAX_TRIALS = 10_000
+#: The narrowest precision stop a protocol may ask (diopters): the finest trial lens step
+#: (``lenses.step_d`` 0.125; a prescription is written to 0.125 D at best). The filed lens is
+#: rounded to its step, so a credible region narrower than one step (GP: interval width; optics:
+#: ``±m_d`` half-width, so half a step) decides nothing the rounding has not; asked for, it only
+#: makes the stop fire late or, like ``m_d = 1e-12``, never (the session runs to ``max_trials``).
+MIN_PRECISION_WIDTH_D = 0.125
 MAX_NAME_CHARS = 80
 MAX_DESCRIPTION_CHARS = 500
 
@@ -580,12 +586,22 @@ def _hyperparameters(r: _Reader, table: dict) -> dict[str, float | tuple[float, 
     return out
 
 
+def _precision_width(r: _Reader, value: Any, key: str, least: float) -> float:
+    """A precision limit (diopters) of at least ``least``: see :data:`MIN_PRECISION_WIDTH_D`."""
+    r.number(value, key, 0.0, 10.0, open_lo=True)
+    if value < least:
+        raise r.fail(key, f"a number in [{least:g}, 10]: a credible region narrower than the finest trial lens step "
+                     f"({MIN_PRECISION_WIDTH_D:g} D) changes no lens filed, and the stop would never fire", value)  # fmt: skip
+    return float(value)
+
+
 def _precision(r: _Reader, table: dict, model: ModelSpec) -> Precision:
     p = "stopping.precision."
     gp = model.type == "gp"
     widths = ("sphere_d", "cylinder_d") if gp else ("m_d", "cylinder_vector_d")
     r.table(table, p, set(widths), {"level"} if gp else {"level", "over_minus_risk"})
-    values = {w: r.number(table[w], p + w, 0.0, 10.0, open_lo=True) for w in widths}
+    least = MIN_PRECISION_WIDTH_D if gp else MIN_PRECISION_WIDTH_D / 2  # a width (GP), a ± half-width (optics)
+    values = {w: _precision_width(r, table[w], p + w, least) for w in widths}
     level = r.number(table.get("level", 0.95), p + "level", 0.5, 0.999)
     risk = None
     if "over_minus_risk" in table:
