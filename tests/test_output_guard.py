@@ -144,3 +144,70 @@ def test_the_trial_log_default_is_the_one_the_store_opens(tmp_path, monkeypatch)
 
     monkeypatch.setenv("VISIONTUNE_DATA_DIR", str(tmp_path))
     assert default_database_path() == output_guard.user_files()["trial log"] == tmp_path / "visiontune.sqlite3"
+
+
+# --- every writer calls the guard ----------------------------------------------------------
+
+
+def _mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_simulate_json_is_user_only_and_never_over_the_trial_log(user_dirs, tmp_path, capsys, umask_000):
+    out = tmp_path / "run.json"
+    assert main(["simulate", "--trials", "6", "--seed", "3", "--quiet", "--json", str(out)]) == 0
+    assert _mode(out) == 0o600 and [p.name for p in tmp_path.glob(".run.json*")] == []
+    before = _digest(user_dirs)
+    assert main(["simulate", "--trials", "6", "--seed", "3", "--quiet", "--json", str(user_dirs)]) == 2
+    assert "is the trial log" in capsys.readouterr().err and _digest(user_dirs) == before
+
+
+@pytest.mark.parametrize("target", ["/dev/full", "notes"])
+def test_simulate_plot_refuses_a_device_or_another_kind_of_file(tmp_path, capsys, target):
+    path = tmp_path / "notes.png" if target == "notes" else target
+    if target == "notes":
+        path.write_text("my notes")
+    assert main(["simulate", "--trials", "6", "--seed", "2", "--quiet", "--plot", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and ("character device" in err or "not a PNG image" in err)
+    if target == "notes":
+        assert path.read_text() == "my notes"
+
+
+def test_results_stores_are_user_only_and_refuse_a_trial_log(user_dirs, tmp_path, umask_000):
+    from visiontune.errors import StoreError
+    from visiontune.experiments.clinic import ClinicStore
+    from visiontune.experiments.store import ResultsStore
+
+    for store, name in ((ResultsStore, "bench.sqlite"), (ClinicStore, "validate.sqlite")):
+        with store(tmp_path / "out" / name) as opened:
+            assert _mode(opened.path) == 0o600 and _mode(tmp_path / "out") == 0o700
+            assert all(_mode(p) == 0o600 for p in (tmp_path / "out").iterdir())  # -wal, -shm too
+    copy = tmp_path / "another-log.sqlite3"  # a trial log that is not the default one: refused by kind
+    copy.write_bytes(user_dirs.read_bytes())
+    for store in (ResultsStore, ClinicStore):
+        for path in (user_dirs, copy):
+            before = _digest(path)
+            with pytest.raises(StoreError, match="trial log|not a results store"):
+                store(path)
+            assert _digest(path) == before
+    with pytest.raises(StoreError, match="not a results store"):
+        ResultsStore(tmp_path / "out" / "validate.sqlite")  # the other store's database
+
+
+def test_exports_refuse_the_trial_logs_companions_and_other_kinds(tmp_path):
+    from visiontune.errors import InvalidInputError
+    from visiontune.report.files import check_output_path
+
+    log = tmp_path / "log.sqlite3"
+    (tmp_path / "log.sqlite3-wal").write_bytes(b"")
+    with pytest.raises(InvalidInputError, match="--pdf: .* is the trial log"):
+        check_output_path("--pdf", tmp_path / "log.sqlite3-wal", (log,))
+    notes = tmp_path / "notes.csv"
+    notes.write_text("patient notes\n")
+    with pytest.raises(InvalidInputError, match="--csv: .* not a CSV table; it is not replaced"):
+        check_output_path("--csv", notes)
+    dicom = tmp_path / "x.dcm"
+    dicom.write_bytes(b"%PDF-1.7")
+    with pytest.raises(InvalidInputError, match="--dicom-dir: .* is a PDF, not a DICOM file"):
+        check_output_path("--dicom-dir", dicom)

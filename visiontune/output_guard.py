@@ -42,7 +42,6 @@ __all__ = [
     "MARKDOWN",
     "PDF",
     "PNG",
-    "SQLITE",
     "OutputKind",
     "default_config_path",
     "default_trial_log_path",
@@ -105,9 +104,6 @@ CSV = OutputKind("CSV table", _is_csv)
 JSON = OutputKind("JSON document", lambda data: _json_object(data) is not None)
 FHIR = OutputKind("FHIR resource", lambda data: "resourceType" in (_json_object(data) or {}))
 MARKDOWN = OutputKind("Markdown page", lambda data: _text(data) is not None)
-#: A results store (SQLite) of ``bench``/``validate``: only over a SQLite file that is not a
-#: user file (those are refused by identity before the kind is looked at).
-SQLITE = OutputKind("results store", lambda data: data.startswith(_SQLITE_HEADER))
 
 
 def default_trial_log_path() -> Path:

@@ -30,7 +30,7 @@ def test_report_writes_every_format_user_only(main, db_path, store, make_session
     sid = make_session(simulated=True)
     kinds = (("pdf", "pdf"), ("csv", "csv"), ("json", "json"), ("fhir", "json"))
     out = {k: tmp_path / f"out-{k}.{ext}" for k, ext in kinds}
-    (tmp_path / "out-csv.csv").write_text("old")
+    (tmp_path / "out-csv.csv").write_text("session_id,trial_index\n")  # an earlier export: a CSV table
     os.chmod(tmp_path / "out-csv.csv", 0o644)  # an existing looser file is replaced by a 0600 one
     old_umask = os.umask(0)
     try:

@@ -32,6 +32,7 @@ from typing import Self
 import numpy as np
 
 from visiontune.errors import InvalidInputError, StoreError
+from visiontune.experiments.store import open_results_db
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
@@ -230,11 +231,8 @@ class ClinicStore:
 
     def __init__(self, path) -> None:
         self.path = Path(path)
+        self._db = open_results_db(self.path, "validation store", "clinic_runs")  # 0600, never over a user file
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"{self.path}: cannot open the validation store ({exc})") from None

@@ -32,10 +32,10 @@ SIMULATED. Bad values raise :class:`~visiontune.errors.VisionTuneError` subclass
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
-from pathlib import Path
-
+from visiontune import output_guard
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.analysis import pyplot
 from visiontune.experiments.clinic import case_refraction
@@ -180,16 +180,17 @@ def run_protocol(args: argparse.Namespace) -> int:
 
 
 def _write(path, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"json: cannot write {path}: {exc.strerror}") from None
+    """``--json``: atomic, mode 0600, never over a user file or a file that is not JSON."""
+    output_guard.write_output(path, text, output_guard.JSON, name="--json", error=InvalidInputError)
 
 
 def write_plot(result, path) -> None:
     """PNG with two panels: the true acuity through the estimate (logMAR) vs trial number, and
     the trials (letter read: filled, missed: open) over the posterior acuity map of the final
-    model (:func:`visiontune.experiments.refraction.posterior_acuity_map`), true and found corrections marked."""
+    model (:func:`visiontune.experiments.refraction.posterior_acuity_map`), true and found corrections marked.
+    Rendered in memory, then written atomically with mode 0600 (never over a user file or a file
+    that is not a PNG: :mod:`visiontune.output_guard`)."""
+    output_guard.guard_output_path(path, output_guard.PNG, name="--plot", error=InvalidInputError)
     plt = pyplot()
     if plt is None:
         raise ConfigurationError("plot: matplotlib is not installed (pip install matplotlib)")
@@ -214,9 +215,9 @@ def write_plot(result, path) -> None:
     ax2.set_ylabel("cylinder (D)")
     ax2.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
+    png = io.BytesIO()
     try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        raise InvalidInputError(f"plot: cannot write {path}: {exc.strerror}") from None
+        fig.savefig(png, format="png", dpi=100)
     finally:
         plt.close(fig)
+    output_guard.write_output(path, png.getvalue(), output_guard.PNG, name="--plot", error=InvalidInputError)

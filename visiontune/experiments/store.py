@@ -12,16 +12,18 @@ Scores are stored as a JSON array of floats (``repr`` precision, so they round-t
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from visiontune import output_guard, private_files
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError, StoreError
 
-__all__ = ["RunKey", "RunRecord", "ResultsStore", "SCHEMA_VERSION"]
+__all__ = ["RunKey", "RunRecord", "ResultsStore", "SCHEMA_VERSION", "open_results_db", "results_db_kind"]
 
 SCHEMA_VERSION = 1
 
@@ -63,16 +65,47 @@ class RunRecord:
     seconds: float
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def results_db_kind(table: str) -> output_guard.OutputKind:
+    """A results database whose only table is ``table`` (or an empty one): what a results store
+    may replace or reopen; a trial log or any other database is another kind."""
+
+    def recognise(data: bytes) -> bool:
+        return data.startswith(_SQLITE_HEADER) and set(re.findall(rb"CREATE TABLE (\w+)", data)) <= {table.encode()}
+
+    return output_guard.OutputKind(f"results store (table {table})", recognise)
+
+
+def open_results_db(path: Path, what: str, table: str) -> sqlite3.Connection:
+    """A connection (autocommit, WAL, ``synchronous=FULL``) to the results database at ``path``
+    holding ``table``, created with mode 0600 (folders 0700) whatever the umask (SQLite gives its
+    ``-wal``/``-shm`` the database's mode). Refused (StoreError naming ``what``): the user's
+    files (trial log, calibration, settings, by identity) and an existing file that is not a
+    results database of ``table`` (:func:`visiontune.output_guard.guard_output_path`)."""
+    path = output_guard.guard_output_path(path, results_db_kind(table), name=what, error=StoreError)
+    private_files.private_dir(path.parent, error=StoreError)
+    try:
+        try:
+            private_files.create_private(path)
+        except FileExistsError:
+            private_files.make_private(path)
+        db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"{path}: cannot open the {what} ({exc})") from None
+    return db
+
+
 class ResultsStore:
     """SQLite results store at ``path`` (created if absent). Use as a context manager or call :meth:`close`."""
 
     def __init__(self, path):
         self.path = Path(path)
+        self._db = open_results_db(self.path, "results store", "runs")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: results store schema {version} is newer than this VisionTune ({SCHEMA_VERSION})")

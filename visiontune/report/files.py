@@ -1,4 +1,5 @@
-"""Writing export files: user-only (mode 0600), atomic, never over the trial log or a device.
+"""Writing export files: user-only (mode 0600), atomic, never over the user's files, a file of
+another kind or a device (:mod:`visiontune.output_guard`).
 
 Clinical data stays on the machine and readable by its owner only: every file goes through
 :func:`visiontune.private_files.write_private` (a 0600 temporary file in the destination
@@ -11,19 +12,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from visiontune import private_files
+from visiontune import output_guard, private_files
 from visiontune.errors import InvalidInputError, StoreError
 
-__all__ = ["check_output_path", "write_private"]
+__all__ = ["EXPORT_KINDS", "check_output_path", "write_private"]
 
 FILE_MODE = private_files.FILE_MODE
 
 
-def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path, ...] = ()) -> Path:
-    """``path`` as an absolute :class:`Path`, refusing a folder, a device or any other
-    non-regular file, a missing parent folder, or any of the ``protected`` files (the trial
-    log and its ``-wal``/``-shm`` companions)."""
-    out = private_files.check_destination(path, name=name, error=InvalidInputError)
+#: The kind of file each export writes, by its option name (``--pdf``, ``pdf``, ``--dicom-dir``).
+EXPORT_KINDS = {"pdf": output_guard.PDF, "csv": output_guard.CSV, "json": output_guard.JSON,
+                "fhir": output_guard.FHIR, "dicom": output_guard.DICOM, "dicom-dir": output_guard.DICOM}  # fmt: skip
+
+
+def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path, ...] = (),
+                      kind: output_guard.OutputKind | None = None) -> Path:  # fmt: skip
+    """``path`` as an absolute :class:`Path` if export ``name`` may write a ``kind`` file there
+    (default: the kind of :data:`EXPORT_KINDS` named by ``name``). Refused: a folder, a device or
+    any other non-regular file, a missing parent folder, the user's files and any of
+    ``protected`` (the trial log in use, its ``-wal``/``-shm``) by identity, an existing file of
+    another kind (:func:`visiontune.output_guard.guard_output_path`)."""
+    kind = kind or EXPORT_KINDS[name.lstrip("-")]
+    out = output_guard.guard_output_path(path, kind, protected=protected, name=name, error=InvalidInputError)
     try:
         parent_ok = out.parent.is_dir()
     except OSError:
@@ -32,11 +42,6 @@ def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path,
         raise InvalidInputError(f"{name}: folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK | os.X_OK):
         raise InvalidInputError(f"{name}: cannot write in folder {out.parent} (permission denied)")
-    resolved = out.resolve()
-    for p in protected:
-        for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm"), p.with_name(p.name + "-journal")):
-            if resolved == q.resolve():
-                raise InvalidInputError(f"{name}: {out} is the trial log; exports never write over it")
     return out
 
 
