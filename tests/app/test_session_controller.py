@@ -395,7 +395,7 @@ def test_the_autopilot_runs_a_session_to_its_end_as_the_headless_simulation_does
     page = mine[0]
     reason = last(events, "snapshot").stop_reason  # the autopilot finished the stopped session by itself
     assert reason is not None and page.view.result["stopped_by"] == reason
-    assert "Simulated patient's true correction" in page.truth and page.view.exports
+    assert page.truth.startswith("SIMULATED patient's true correction") and page.view.exports
     assert statuses(events)[-1] == f"Session {page.view.session_id} finished. Exported to {tmp_path / 'exports'}."
     assert controller.answers_this_run == 4
     want = [(t.letter_shown, t.letter_named, t.correct) for k, t in headless if k == "recorded"]

@@ -71,6 +71,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
@@ -294,8 +296,10 @@ class SessionController(EventSource):
         est = view.result["rounded"]
         found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
         true_rx = in_form(patient.true_rx, view.result.get("cylinder_form") or self._cylinder_form)
-        return (f"Simulated patient's true correction: {lens_text(true_rx)}; "
-                f"acuity through the prescription found: {acuity_text(float(patient.acuity_logmar(found)))}.")  # fmt: skip
+        off = float(np.linalg.norm(found.power_vector_array() - patient.true_rx.power_vector_array()))
+        return (f"SIMULATED patient's true correction: {lens_text(true_rx)}, {off:.2f} D from the prescription "
+                f"found (power-vector distance); acuity through the prescription found: "
+                f"{acuity_text(float(patient.acuity_logmar(found)))}.")  # fmt: skip
 
     def on_failed(self, _message: str = "") -> None:
         """The last command failed: the session is where it was before it."""

@@ -33,7 +33,13 @@ import numpy as np
 
 from visiontune import private_files
 from visiontune.app.plot_frames import build_view_frame
-from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
+from visiontune.app.simulation import (
+    SIMULATED_PATIENT_NOTE,
+    case_around_start,
+    case_patient,
+    new_case,
+    simulated_reply,
+)
 from visiontune.app.texts import progress_text
 from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
 from visiontune.app.worker_values import (
@@ -176,6 +182,8 @@ class SessionHost:
         seed = protocol.seed if request.seed is None else int(request.seed)
         case = new_case(seed, protocol, age_years=request.age_years) if request.simulated else None
         start = starting_point(request, case)
+        if case is not None and request.starting_rx is not None:  # the typed start is the patient's reading
+            case = case_around_start(case, start)
         session = RefractionSession.start(
             store, patient_id=request.patient_id, eye=request.eye, protocol=protocol, simulated=request.simulated,
             seed=seed, calibration=request.calibration, start=start, cylinder_form=request.cylinder_form,

@@ -10,21 +10,29 @@ the patient as recorded. The answer to trial ``k`` draws from the patient's stre
 ``k`` (:meth:`~visiontune.optics.SimulatedPatient.answer_trial`, as the headless session's
 presenter does): a correct answer names the letter shown; a wrong one names another letter of
 the set, drawn uniformly with ``default_rng([seed, trial index, 17])``.
+
+A starting prescription typed on the start screen is the simulated patient's reading
+(:func:`case_around_start`): the patient is drawn around it, so that the search starts where the
+clinician said it does and the truth lies as far from it as the population's starting
+prescriptions lie from theirs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
+from visiontune.optics.prescription import PowerVector
 from visiontune.refraction.population import PatientCase
 from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, simulated_case
+from visiontune.refraction.start import StartingPoint, check_in_range
 
-__all__ = ["SIMULATED_PATIENT_NOTE", "WRONG_LETTER_STREAM", "SimulatedReply", "case_patient", "new_case",
-           "simulated_reply"]  # fmt: skip
+__all__ = ["SIMULATED_PATIENT_NOTE", "WRONG_LETTER_STREAM", "SimulatedReply", "case_around_start", "case_patient",
+           "new_case", "simulated_reply"]  # fmt: skip
 
 WRONG_LETTER_STREAM = 17
 
@@ -38,6 +46,28 @@ def new_case(seed: int, protocol, *, age_years: float | None = None) -> PatientC
 def case_patient(stored: dict, n_alternatives: int) -> SimulatedPatient:
     """The :class:`SimulatedPatient` of a recorded case (``PatientCase.to_dict()``)."""
     return simulated_case(stored=stored).patient(n_alternatives)
+
+
+def case_around_start(case: PatientCase, start: StartingPoint) -> PatientCase:
+    """``case`` moved under a typed starting prescription ``start.rx``: its true correction is the
+    typed start minus the case's own start error, in power vectors (Thibos 1997),
+
+        P*_true = P_typed - (P_case_start - P*_case_true),
+
+    the error of ``adult-clinic``'s autorefraction as the case drew it with the session's seed
+    (:mod:`visiontune.refraction.population`: ``M`` error ``N(-0.20, 0.35)`` D, ``J0`` and ``J45``
+    ``N(0, 0.15)`` D, read in 0.25 D and 1 deg steps); the population models no other source, so a
+    typed retinoscopy or spectacle lens is given the same error. The case's start becomes the
+    typed one, with its source. Unchanged without a typed prescription, or for a case without a
+    start (a GP protocol's patient, the paper's, which starts from nothing). InvalidInputError
+    when the truth so drawn falls outside the range a refraction covers."""
+    if start.rx is None or case.start_rx is None:
+        return case
+    error = case.start_rx.power_vector_array() - case.true_rx.power_vector_array()
+    true_rx = PowerVector(*(start.rx.power_vector_array() - error)).to_prescription().to_minus_cylinder()
+    check_in_range(true_rx, "the simulated patient's true correction (the typed starting prescription minus "
+                            "its drawn error)")  # fmt: skip
+    return dataclasses.replace(case, true_rx=true_rx, start_rx=start.rx, start_source=start.source)
 
 
 @dataclass(frozen=True)

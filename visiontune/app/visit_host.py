@@ -34,7 +34,7 @@ import logging
 from pathlib import Path
 
 from visiontune import private_files
-from visiontune.app.simulation import SIMULATED_PATIENT_NOTE
+from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_around_start
 from visiontune.app.visit_flow import (
     BalanceQuestionView,
     BalanceSummary,
@@ -133,6 +133,8 @@ class VisitHost:
         cases = simulated_eyes(seed, protocol, request.age_years) if request.simulated else {}
         age = cases["OD"].age_years if cases else request.age_years
         starts = {e: _start(request.starts.get(e), request.start_source, cases.get(e), age) for e in eyes}
+        typed = {e for e in starts if request.starts.get(e) is not None}  # a typed start is the patient's reading
+        cases = {e: case_around_start(c, starts[e]) if e in typed else c for e, c in cases.items()}
         habitual = {e: rx for e, rx in request.starts.items() if rx is not None and request.start_source == "spectacles"}
         vid = create_visit(store, request.patient_id, simulated=request.simulated,
                            age_years=None if age is None else round(age), cylinder_form=request.cylinder_form,
