@@ -19,6 +19,7 @@ from visiontune.devices.base import (
     LensState,
 )
 from visiontune.devices.cv5000 import CV5000
+from visiontune.devices.cv5000_frames import FrameReader, decode_frame, encode_frame
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.optics import Prescription
 
@@ -43,7 +44,7 @@ def test_a_lens_set_is_taken_by_the_emulator_for_both_eyes_after_the_init_handsh
     assert emulator.frames_seen[0] == ("r",)
     assert emulator.frames_seen[1][0] == "B" and emulator.frames_seen[2] == ("v", "PS")
     assert emulator.log == [LensState(LENS.od, PLANO)] and emulator.state == LensState(LENS.od, PLANO)
-    assert confirmed == LENS and len(driver.change_times) == 1
+    assert confirmed == LENS == driver.confirmed and len(driver.change_times) == 1
     driver.set_lenses(LensState.monocular("OS", Prescription(0.5, -2.0, 175.0)))
     assert emulator.state == LensState(PLANO, Prescription(0.5, -2.0, 175.0))
 
@@ -128,3 +129,15 @@ def test_a_lens_already_in_place_is_confirmed_without_the_change_time():
         dev.set_lenses(LENS)
         assert dev.change_times[0] >= 0.4 > dev.change_times[1]
         assert emu.log == [LensState(LENS.od, PLANO)] * 2
+
+
+def test_the_emulator_answers_both_version_queries_as_the_notes_captured(emulator):
+    fd = os.open(emulator.port, os.O_RDWR | os.O_NOCTTY)
+    try:
+        os.write(fd, encode_frame(("v", "PS")) + encode_frame(("v", "CV")) + encode_frame(("r",)))
+        reader, replies, deadline = FrameReader(), [], time.monotonic() + 2
+        while len(replies) < 3 and time.monotonic() < deadline:
+            replies += [decode_frame(f) for f in reader.feed(os.read(fd, 256))]
+    finally:
+        os.close(fd)
+    assert replies == [("v", "PS", " 1.02.02  "), ("v", "CV", " 4.00.50LP"), ("er", "01")]

@@ -123,6 +123,8 @@ class LensDevice:
     change_seconds: float
     confirmation: str = "device"
     can_occlude: bool = True
+    #: The lenses last confirmed (the driver's record of a confirmation, not a read-back).
+    confirmed: LensState | None = None
 
     def describe(self) -> dict:
         """What the trial log records about the device that set a lens."""

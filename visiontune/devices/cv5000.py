@@ -81,7 +81,6 @@ class CV5000(LensDevice):
         self.change_seconds = float(change_seconds)
         self.limits = limits
         self.change_times: list[float] = []
-        self._confirmed: LensState | None = None
         self._reader = FrameReader()
         self._serial_error = (serial.SerialException, OSError, *_termios_error())
         try:
@@ -106,7 +105,7 @@ class CV5000(LensDevice):
         self._send(lens_command(checked))
         self._request(VERSION_QUERY, VERSION_QUERY, self.change_seconds + self.reply_timeout_s)
         self.change_times.append(time.monotonic() - started)
-        self._confirmed = checked
+        self.confirmed = checked
         return checked
 
     def read_back(self) -> LensState | None:

@@ -33,8 +33,9 @@ BAUD_RATE = 9600
 LENS_TRAILER = ("01", "01", "0")
 INIT_REPLY = ("er", "01")
 VERSION_QUERY = ("v", "PS")
-#: The notes' captured reply to ``v PS``; the emulator answers it.
+#: The notes' captured replies to ``v PS`` and ``v CV``; the emulator answers them.
 VERSION_REPLY = ("v", "PS", " 1.02.02  ")
+CONTROLLER_REPLY = ("v", "CV", " 4.00.50LP")
 #: Longest frame we accept, bytes (a B frame is 64): longer is garbage.
 MAX_FRAME_BYTES = 256
 

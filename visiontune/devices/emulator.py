@@ -4,7 +4,7 @@
 a driver opens like a serial port. It parses the same frames as the driver
 (:mod:`visiontune.devices.cv5000_frames`, after the public reverse-engineering notes cited
 there), keeps the lenses of both eyes, and answers as the notes say: ``r`` -> ``er 01``,
-``v PS`` -> the captured version, nothing to ``B``. A lens command that changes a lens takes
+``v PS`` and ``v CV`` -> the captured versions, nothing to ``B``. A lens command that changes a lens takes
 ``change_seconds`` (stated timing, 0.5 s by default: assumed, no maker's figure found; none for
 the lenses already in place) during which the emulator reads nothing else, as a device busy
 moving its lenses would. Every lens state it takes is
@@ -35,6 +35,7 @@ import tty
 from visiontune.devices.base import DeviceError, DeviceLimits, LensState
 from visiontune.devices.cv5000 import CV5000_CHANGE_SECONDS, CV5000_LIMITS
 from visiontune.devices.cv5000_frames import (
+    CONTROLLER_REPLY,
     INIT_REPLY,
     VERSION_REPLY,
     FrameReader,
@@ -126,8 +127,8 @@ class CV5000Emulator:
             return
         if fields[0] == "r":
             self._reply(INIT_REPLY)
-        elif fields[:2] == VERSION_REPLY[:2]:
-            self._reply(VERSION_REPLY)
+        elif fields[:2] in (VERSION_REPLY[:2], CONTROLLER_REPLY[:2]):
+            self._reply(VERSION_REPLY if fields[:2] == VERSION_REPLY[:2] else CONTROLLER_REPLY)
         elif fields[0] == "B":
             self._take_lenses(fields)
 

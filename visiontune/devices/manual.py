@@ -39,4 +39,5 @@ class ManualDevice(LensDevice):
         checked = self.limits.check_state(state)
         if not self.confirm(f"set {checked.text()}"):
             raise DeviceError(f"the clinician did not confirm the lenses ({checked.text()})")
+        self.confirmed = checked
         return checked
