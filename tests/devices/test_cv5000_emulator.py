@@ -21,6 +21,7 @@ from visiontune.devices.base import (
 from visiontune.devices.cv5000 import CV5000
 from visiontune.devices.cv5000_frames import FrameReader, decode_frame, encode_frame
 from visiontune.devices.emulator import CV5000Emulator
+from visiontune.errors import DeviceError
 from visiontune.optics import Prescription
 
 LENS = LensState.monocular("OD", Prescription(-1.25, -0.5, 30.0))
@@ -56,10 +57,15 @@ def test_the_confirmation_waits_for_the_emulators_stated_change_time():
         assert time.monotonic() - started >= 0.3 and dev.change_times[0] >= 0.3
 
 
-def test_a_dropped_reply_is_a_timeout(emulator, driver):
+def test_a_dropped_reply_is_a_timeout_and_the_driver_sends_nothing_more_after_it(emulator, driver):
     emulator.drop_next()
     with pytest.raises(DeviceTimeoutError, match=r"no reply to 'v' within 0\.5 s"):
         driver.set_lenses(LENS)
+    seen = list(emulator.frames_seen)
+    with pytest.raises(DeviceError, match=r"not used after a fault \(CV-5000 on \S+: no reply to 'v'"):
+        driver.set_lenses(LensState.monocular("OD", PLANO))
+    time.sleep(0.1)
+    assert emulator.frames_seen == seen
 
 
 def test_a_reply_delayed_past_the_timeout_is_a_timeout(emulator, driver):

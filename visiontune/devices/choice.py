@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from visiontune.errors import InvalidInputError
 from visiontune.devices.base import LensDevice
+from visiontune.errors import InvalidInputError
 
 DEVICE_KINDS = ("manual", "cv5000")
 

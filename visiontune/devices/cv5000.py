@@ -10,8 +10,9 @@ confirmation: a serial device answers its frames in order, so the reply comes af
 before it was read. Whether the CV-5000 answers ``v PS`` only once its lenses have finished
 moving is **not** in the notes (assumed; the emulator behaves so); a clinic checks it on its
 device (docs/devices.md). The line has no sequence numbers: a reply later than the timeout
-cannot be told from a new one, so after any fault the driver is closed and a new one
-re-initialises (``r`` -> ``er 01``), discarding what was on the line.
+cannot be told from a new one, so after any fault on the line the driver refuses to send more
+(:attr:`CV5000.fault`) and a new one re-initialises (``r`` -> ``er 01``), discarding what was
+on the line.
 
 Faults become :class:`~visiontune.errors.DeviceError` subclasses: no reply within
 ``change_seconds + reply_timeout_s`` (:class:`DeviceTimeoutError`), the port closed or the cable
@@ -45,6 +46,7 @@ from visiontune.devices.cv5000_frames import (
     encode_frame,
     lens_command,
 )
+from visiontune.errors import DeviceError
 
 #: A lens change, s (assumed: no maker's figure found; the emulator's stated timing).
 CV5000_CHANGE_SECONDS = 0.5
@@ -81,6 +83,7 @@ class CV5000(LensDevice):
         self.change_seconds = float(change_seconds)
         self.limits = limits
         self.change_times: list[float] = []
+        self.fault: str | None = None  # the first fault on the line: the driver refuses to go on after it
         self._reader = FrameReader()
         self._serial_error = (serial.SerialException, OSError, *_termios_error())
         try:
@@ -101,9 +104,16 @@ class CV5000(LensDevice):
         """Send ``state`` (checked against the range and steps first) and return once the device
         confirmed it (module docstring)."""
         checked = self.limits.check_state(state)
+        if self.fault is not None:
+            raise DeviceError(f"{self._where()}: not used after a fault ({self.fault}); reconnect the device "
+                              f"(a new driver re-initialises it)")  # fmt: skip
         started = time.monotonic()
-        self._send(lens_command(checked))
-        self._request(VERSION_QUERY, VERSION_QUERY, self.change_seconds + self.reply_timeout_s)
+        try:
+            self._send(lens_command(checked))
+            self._request(VERSION_QUERY, VERSION_QUERY, self.change_seconds + self.reply_timeout_s)
+        except DeviceError as exc:
+            self.fault = str(exc)
+            raise
         self.change_times.append(time.monotonic() - started)
         self.confirmed = checked
         return checked

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from visiontune.errors import DeviceError
 from visiontune.devices.base import DeviceLimits, LensDevice, LensState
+from visiontune.errors import DeviceError
 
 #: A trial-lens swap, s (assumed; the shipped clinical protocol's ``lens_change_seconds``).
 TRIAL_FRAME_CHANGE_SECONDS = 4.0
