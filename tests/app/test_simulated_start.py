@@ -103,3 +103,14 @@ def test_a_truth_outside_the_range_is_refused_naming_it():
     case = next(c for c in (new_case(s, protocol) for s in range(100)) if (pv(c.start_rx) - pv(c.true_rx))[0] > 0.05)
     with pytest.raises(InvalidInputError, match="simulated patient's true correction"):  # M below -12 D
         case_around_start(case, StartingPoint(Prescription(-12.0, 0.0, 180.0), "autorefraction"))
+
+
+def test_the_truth_line_wraps_inside_the_window(qtbot):
+    from visiontune.app.finish_view import FinishView
+
+    page = FinishView()
+    qtbot.addWidget(page)
+    truth = ("SIMULATED patient's true correction: S \u22121.46 / C \u22121.07 \u00d7 031, 0.17 D from the prescription "
+             "found (power-vector distance); acuity through the prescription found: \u22120.00 logMAR (20/20).")  # fmt: skip
+    page.show_result(FinishedView(1, "P-1", "OD", True, None), truth)
+    assert page.truth.text() == truth and page.minimumSizeHint().width() < 1280  # it widened the window to 1637 px

@@ -38,6 +38,7 @@ class FinishView(QWidget):
         self.start_details.setWordWrap(True)
         self.truth = QLabel("")
         self.truth.setObjectName("simulatedTruth")
+        self.truth.setWordWrap(True)  # a long line would widen the window past the screen
         self.lens = QLabel("")
         self.lens.setObjectName("resultLens")
         font = QFont(self.lens.font())
