@@ -495,3 +495,86 @@ def test_each_refused_session_argument_names_its_fault(isolated, argv, message):
 def test_protocol_corpus_is_large_enough():
     assert len(PROTOCOL_FILES) >= 100
     assert len(PROTOCOL_FILES) + len(SESSION_ARGVS) + len(CAL_FILES) + len(CALIBRATE_ARGVS) + len(STORE_ARGVS) >= 500
+
+
+# --- corpus 6: outputs aimed at the user's files, and impossible sign-offs (issue 36) ---------
+
+_USER_FILES = ["log", "log-link", "log-wal", "calibration", "settings", "notes", "png", "results-db"]
+
+
+@pytest.fixture
+def user_world(isolated):
+    """The user's files at their default places (trial log, calibration, settings) and others."""
+    log = isolated / "data" / "visiontune.sqlite3"
+    log.parent.mkdir()
+    _make_log(log)
+    config = isolated / "home" / ".config" / "visiontune"
+    config.mkdir(parents=True)
+    (config / "calibration.json").write_text(json.dumps(GOOD_CAL))
+    (config / "app.toml").write_text('pace_s = 0.2\n')
+    os.link(log, isolated / "log-link.json")
+    (isolated / "data" / "visiontune.sqlite3-wal").write_bytes(b"")
+    (isolated / "notes.txt").write_text("a clinician's notes\n")
+    (isolated / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
+    sqlite3.connect(isolated / "other.sqlite3").execute("CREATE TABLE patients (id TEXT)").connection.close()
+    return {"log": log, "log-link": isolated / "log-link.json", "log-wal": isolated / "data" / "visiontune.sqlite3-wal",
+            "calibration": config / "calibration.json", "settings": config / "app.toml",
+            "notes": isolated / "notes.txt", "png": isolated / "figure.png", "results-db": isolated / "other.sqlite3"}
+
+
+def _writer_argvs(target: str) -> list[list[str]]:
+    argvs = [["calibrate", "--width-mm", "597.9", "--height-mm", "336.3", "--resolution", "1920x1080",
+              "--distance-mm", "6000", "--file", target]]  # fmt: skip
+    argvs += [["report", "1", f"--{kind}", target] for kind in ("pdf", "csv", "json", "fhir")]
+    return argvs
+
+
+#: (command, target) pairs; the calibration writer may replace its own file (test_output_guard).
+WRITER_CASES = [(argv[0] + (f" {argv[2]}" if argv[0] == "report" else ""), key)
+                for key in _USER_FILES for argv in _writer_argvs("T")
+                if (argv[0], key) != ("calibrate", "calibration")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "key"), WRITER_CASES, ids=[f"{c}-{k}" for c, k in WRITER_CASES])
+def test_no_writer_replaces_a_user_file_or_a_file_of_another_kind(user_world, command, key):
+    target = user_world[key]
+    argv = next(a for a in _writer_argvs(str(target)) if a[0] + (f" {a[2]}" if a[0] == "report" else "") == command)
+    before = {k: p.read_bytes() for k, p in user_world.items()}
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    assert code == 2 and ("never written over" in err or "it is not replaced" in err), err
+    assert {k: p.read_bytes() for k, p in user_world.items()} == before
+
+
+def test_simulate_outputs_never_replace_a_user_file(user_world):
+    for flag, key in (("--json", "log"), ("--json", "settings"), ("--json", "png"), ("--plot", "calibration"),
+                      ("--plot", "log-wal"), ("--plot", "notes")):  # fmt: skip
+        before = {k: p.read_bytes() for k, p in user_world.items()}
+        argv = ["simulate", "--trials", "4", "--seed", "1", "--quiet", flag, str(user_world[key])]
+        code, out, err = run_cli(argv)
+        assert_clear(argv, code, out, err)
+        assert code == 2 and flag in err, err
+        assert {k: p.read_bytes() for k, p in user_world.items()} == before
+
+
+SIGNOFF_RXS = ["-99 0 x 90", "0 -30 x 90", "-12.25 0 x 180", "8.25 0 x 180", "-1 -6.25 x 90", "-1.12 0 x 90",
+               "-1 -0.6 x 90", "-1 -0.5 x 90.5", "-1 +0.5 x 90", "nan 0 x 90", "1e308 0 x 90", "-1 -0.5 x 181",
+               "-1 -0.5 x -5", "-1 -0.5", "", "x"]  # fmt: skip
+
+
+@pytest.mark.parametrize("rx", SIGNOFF_RXS, ids=[f"rx-{i}" for i in range(len(SIGNOFF_RXS))])
+def test_an_impossible_sign_off_is_refused_and_records_nothing(isolated, rx):
+    db = isolated / "log.sqlite3"
+    with TrialStore.open(db) as store:
+        store.create_patient("P-0042")
+        vid = store.create_visit("P-0042", age_years=40)
+        sid = store.create_session("P-0042", eye="OD", protocol=PROTOCOL_TEXT, seed=3)
+        with store.open_session(sid) as handle:
+            handle.finish(RESULT)
+        store.link_visit_session(vid, "OD", sid)
+    argv = ["visit", "signoff", str(vid), "--eye", "OD", "--rx", rx, "--by", "X", "--db", str(db)]
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    assert code == 2, err
+    with TrialStore.open(db) as store:
+        assert store.visit_signoffs(vid) == []
