@@ -193,8 +193,8 @@ def _open_and_lock(path: Path, db_path: Path, what: str) -> tuple[int, LockHolde
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
             raise InstanceLockedError(
-                f"the trial log {db_path} is in use by another {what} ({holder.describe()}); close it there "
-                f"first (a process that ended, however it ended, releases the lock {path})", holder, path,
+                f"the trial log {db_path} is in use by another {what} ({holder.describe()}); close that one "
+                f"first (its lock, {path}, goes when it ends, even by a crash)", holder, path,
             ) from None  # fmt: skip
         if _same_file(fd, path):
             return fd, _read_record(fd)
