@@ -34,7 +34,8 @@ def test_the_patient_is_the_typed_start_minus_its_own_drawn_error():
     moved = case_around_start(case, StartingPoint(TYPED, "retinoscopy", case.age_years))
     np.testing.assert_allclose(pv(TYPED) - pv(moved.true_rx), pv(case.start_rx) - pv(case.true_rx), atol=1e-12)
     assert (moved.start_rx, moved.start_source) == (TYPED, "retinoscopy")
-    assert (moved.seed, moved.slope, moved.age_years) == (case.seed, case.slope, case.age_years)  # the same patient otherwise
+    # the same patient otherwise
+    assert (moved.seed, moved.slope, moved.age_years) == (case.seed, case.slope, case.age_years)
     assert case_around_start(case, StartingPoint(TYPED, "autorefraction")) == case_around_start(
         new_case(11, protocol), StartingPoint(TYPED, "autorefraction"))  # seeded: the same seed, the same patient
 
@@ -44,8 +45,9 @@ def test_over_many_seeds_the_truth_lies_from_the_typed_start_as_the_population_s
     N(0, 0.15) D, plus the reading's rounding to 0.25 D: checked on 400 seeds within 4
     standard errors of the mean and 25% of the spread."""
     protocol = load_protocol("clinical-sloan")
-    error = np.array([pv(TYPED) - pv(case_around_start(new_case(seed, protocol), StartingPoint(TYPED, "autorefraction"))
-                                     .true_rx) for seed in range(400)])  # fmt: skip
+    typed = StartingPoint(TYPED, "autorefraction")
+    moved = [case_around_start(new_case(seed, protocol), typed) for seed in range(400)]
+    error = np.array([pv(TYPED) - pv(case.true_rx) for case in moved])
     start = population_by_name("adult-clinic").start
     n = len(error)
     assert abs(error[:, 0].mean() - start.bias_m_d) < 4 * start.sd_m_d / np.sqrt(n)
@@ -110,7 +112,8 @@ def test_the_truth_line_wraps_inside_the_window(qtbot):
 
     page = FinishView()
     qtbot.addWidget(page)
-    truth = ("SIMULATED patient's true correction: S \u22121.46 / C \u22121.07 \u00d7 031, 0.17 D from the prescription "
-             "found (power-vector distance); acuity through the prescription found: \u22120.00 logMAR (20/20).")  # fmt: skip
+    truth = ("SIMULATED patient's true correction: S \u22121.46 / C \u22121.07 \u00d7 031, 0.17 D from the "
+             "prescription found (power-vector distance); acuity through the prescription found: \u22120.00 logMAR "
+             "(20/20).")  # fmt: skip
     page.show_result(FinishedView(1, "P-1", "OD", True, None), truth)
     assert page.truth.text() == truth and page.minimumSizeHint().width() < 1280  # it widened the window to 1637 px

@@ -267,7 +267,8 @@ class SessionController(EventSource):
             return
         count = snap.n_trials + 1
         self._emit("answers", (count, snap.max_trials))
-        self.say(f"{answer_text(count, snap.max_trials)} recorded" + (f": {self._recording}." if self._recording else "."))
+        what = f": {self._recording}." if self._recording else "."
+        self.say(f"{answer_text(count, snap.max_trials)} recorded{what}")
 
     def on_idle(self) -> None:
         self.commands_in_flight = max(0, self.commands_in_flight - 1)
