@@ -64,6 +64,8 @@ def test_a_patient_without_a_start_is_left_as_it_is():
     assert case_around_start(gp_case, StartingPoint(TYPED, "autorefraction")) is gp_case
     case = new_case(3, load_protocol("clinical-sloan"))
     assert case_around_start(case, StartingPoint()) is case
+    # its own reading typed (what the screenshots do): the very patient the command line draws
+    assert case_around_start(case, StartingPoint(case.start_rx, "autorefraction")) is case
 
 
 def test_a_simulated_session_started_from_a_typed_prescription_records_a_patient_around_it(tmp_path):

@@ -59,10 +59,13 @@ def case_around_start(case: PatientCase, start: StartingPoint) -> PatientCase:
     ``N(0, 0.15)`` D, read in 0.25 D and 1 deg steps); the population models no other source, so a
     typed retinoscopy or spectacle lens is given the same error. The case's start becomes the
     typed one, with its source. Unchanged without a typed prescription, or for a case without a
-    start (a GP protocol's patient, the paper's, which starts from nothing). InvalidInputError
+    start (a GP protocol's patient, the paper's, which starts from nothing); the case itself when
+    its own reading is typed (as ``visiontune session run --simulate`` draws it). InvalidInputError
     when the truth so drawn falls outside the range a refraction covers."""
     if start.rx is None or case.start_rx is None:
         return case
+    if start.rx == case.start_rx:  # the case's own reading typed: the same patient, to the last bit
+        return case if start.source == case.start_source else dataclasses.replace(case, start_source=start.source)
     error = case.start_rx.power_vector_array() - case.true_rx.power_vector_array()
     true_rx = PowerVector(*(start.rx.power_vector_array() - error)).to_prescription().to_minus_cylinder()
     check_in_range(true_rx, "the simulated patient's true correction (the typed starting prescription minus "
