@@ -32,7 +32,8 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
     assert tuple(rows[0]) == CSV_COLUMNS
     assert [int(r["trial_index"]) for r in rows] == list(range(15))
     assert [int(r["trial_index"]) for r in rows if r["void"] == "1"] == [3, 8, 14]
-    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"3"}
+    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"4"}
+    assert {r["mark"] for r in rows} == {"SIMULATED"}  # a simulated session says so on every row (issue 36)
     duel = rows[6]
     assert (duel["sphere2_d"], duel["cylinder2_d"], duel["axis2_deg"]) == ("0.25", "-0.25", "45.5")
     assert rows[4]["letter_named"] == "" and rows[0]["correct"] == "0" and rows[1]["correct"] == "1"
@@ -45,6 +46,7 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
 def _older_csv(rows: list[dict], version: int, dropped: tuple[str, ...]) -> str:
     """The rows as a file of an older schema: the columns ``dropped`` left out."""
     out = io.StringIO()
+    dropped = (*dropped, "mark")  # schema 4's column
     writer = csv.DictWriter(out, [c for c in CSV_COLUMNS if c not in dropped], lineterminator="\n")
     writer.writeheader()
     for r in rows:
@@ -242,9 +244,11 @@ def test_csv_errors_name_line_and_column(record):
         trials_from_csv(bad)
     with pytest.raises(InvalidInputError, match="csv: expected the header"):
         trials_from_csv("a,b\n1,2\n")
-    newer = text.replace(",1,3\n", ",1,4\n", 1)
+    newer = text.replace(",1,4,SIMULATED\n", ",1,5,SIMULATED\n", 1)
     with pytest.raises(InvalidInputError, match="column schema_version"):
         trials_from_csv(newer)
+    with pytest.raises(InvalidInputError, match="csv line 2, column mark: expected 'SIMULATED' exactly when"):
+        trials_from_csv(text.replace(",1,4,SIMULATED\n", ",1,4,\n", 1))
 
 
 def test_json_wrong_schema_or_version(record):

@@ -1,6 +1,6 @@
 """CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
 
-**CSV, schema 3** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+**CSV, schema 4** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
 marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
 them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
 an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
@@ -27,12 +27,14 @@ slider_path     the knob's path in knob order, JSON: ``[{"sphere_d", "cylinder_d
 presented_at    when the letter appeared (UTC)
 answered_at     when the answer was recorded (UTC)
 simulated       1 if a simulated patient answered (**SIMULATED** data)
-schema_version  3
+schema_version  4
+mark            ``SIMULATED`` on every row of a simulated session (as the JSON's ``mark``),
+                else empty: the file says what it is to whoever opens it
 =============== ======================================================================
 
-Schema 2 (files written before sliders) has the same columns without ``kind`` and the three
-``slider_*``; schema 1 (before comparisons) has neither those nor ``comparison``.
-:func:`trials_from_csv` reads all three.
+Schema 3 has the same columns without ``mark``; schema 2 (files written before sliders) neither
+``kind`` nor the three ``slider_*``; schema 1 (before comparisons) neither those nor
+``comparison``. :func:`trials_from_csv` reads all four.
 
 **JSON, schema** ``visiontune.session-export`` **version 3** (:func:`session_to_json`; version 2,
 without the trials' ``kind`` and ``slider``, and version 1, without ``comparison`` either, are
@@ -90,21 +92,22 @@ __all__ = [
     "SIMULATED_MARK", "trials_to_csv", "trials_from_csv", "session_to_json", "session_json_text", "session_from_json",
 ]  # fmt: skip
 
-CSV_SCHEMA_VERSION = 3
+CSV_SCHEMA_VERSION = 4
 JSON_SCHEMA = "visiontune.session-export"
 JSON_SCHEMA_VERSION = 3
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
     "session_id", "trial_index", "void", "kind", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
     "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct", "comparison",
-    "slider_knob", "slider_choice", "slider_path", "presented_at", "answered_at", "simulated", "schema_version",
+    "slider_knob", "slider_choice", "slider_path", "presented_at", "answered_at", "simulated", "schema_version", "mark",
 )  # fmt: skip
 _SLIDER_COLUMNS = ("kind", "slider_knob", "slider_choice", "slider_path")
 #: The columns of each CSV schema this VisionTune reads.
 _CSV_COLUMNS_BY_VERSION = {
-    1: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison")),
-    2: tuple(c for c in CSV_COLUMNS if c not in _SLIDER_COLUMNS),
-    3: CSV_COLUMNS,
+    1: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison", "mark")),
+    2: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "mark")),
+    3: tuple(c for c in CSV_COLUMNS if c != "mark"),
+    4: CSV_COLUMNS,
 }
 
 
@@ -117,7 +120,8 @@ def _flag(b: bool) -> str:
 
 
 def trials_to_csv(record: SessionRecord) -> str:
-    """CSV text (schema 3) of every answer of ``record``, voided ones marked (``void=1``)."""
+    """CSV text (schema 4) of every answer of ``record``, voided ones marked (``void=1``), each row
+    of a simulated session marked SIMULATED."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -131,6 +135,7 @@ def trials_to_csv(record: SessionRecord) -> str:
             t.letter_shown, t.letter_named or "", _flag(t.correct), t.comparison or "",
             t.slider_knob or "", t.slider_choice if slider else "", slider_path_json(t.slider_lenses) if slider else "",
             t.presented_at.isoformat(), t.answered_at.isoformat(), _flag(record.simulated), CSV_SCHEMA_VERSION,
+            SIMULATED_MARK if record.simulated else "",
         ])  # fmt: skip
     return buf.getvalue()
 
@@ -214,7 +219,7 @@ def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Tria
 
 
 def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
-    """Read CSV text of schema 3 (or 2, or 1) back: ``(trials, simulated)``; ``simulated`` is
+    """Read CSV text of schema 4 (or 3, 2, 1) back: ``(trials, simulated)``; ``simulated`` is
     ``None`` for a file without rows (the flag lives in the rows; the JSON export always carries it).
 
     Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
@@ -248,6 +253,8 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
         )  # fmt: skip
         trials.append(_checked_trial(f"csv line {line}", raw.get("kind"), fields))
         simulated.add(r.flag("simulated"))
+        if version >= 4 and raw["mark"] != (SIMULATED_MARK if r.flag("simulated") else ""):
+            raise r.fail("mark", f"expected {SIMULATED_MARK!r} exactly when simulated is 1, else empty")
     if len(simulated) > 1:
         raise InvalidInputError("csv: column simulated: rows disagree (a file mixes simulated and real answers)")
     return trials, (simulated.pop() if simulated else None)

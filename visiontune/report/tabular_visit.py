@@ -1,6 +1,6 @@
 """CSV and JSON of a visit: both eyes, S/C/axis beside the Thibos power vector M, J0, J45.
 
-**CSV, schema** ``visit-2`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
+**CSV, schema** ``visit-3`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
 Python's shortest round-trip form, an absent value is an empty field, booleans ``1``/``0``,
 times ISO 8601. Prescriptions are written in the clinic's cylinder form (``cylinder_form``):
 
@@ -17,9 +17,11 @@ answers_used                the answers the eye's refraction used; ``comparisons
                             and slider answers (empty: not recorded)
 balance_plus_change_d       the binocular balance's plus change on this eye's sphere
 simulated                   1 if a simulated patient answered (**SIMULATED** data)
+mark                        ``SIMULATED`` for a simulated patient (as the JSON's ``mark``), else empty
 =========================== =================================================================
 
-Schema ``visit-1`` (before sliders) had no ``comparisons_used`` nor ``sliders_used``.
+Schema ``visit-2`` had no ``mark``; ``visit-1`` (before sliders) neither ``comparisons_used`` nor
+``sliders_used``.
 
 **JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 2, "simulated", "mark":
 "SIMULATED" | null, "record": VisitRecord.to_dict(), "eyes": [{...the CSV row as typed
@@ -43,7 +45,7 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = ["VISIT_CSV_COLUMNS", "VISIT_JSON_SCHEMA", "visit_csv", "visit_json", "visit_rows", "write_visit_tabular"]
 
-VISIT_CSV_SCHEMA = "visit-2"
+VISIT_CSV_SCHEMA = "visit-3"
 VISIT_JSON_SCHEMA_VERSION = 2
 VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -56,6 +58,7 @@ VISIT_CSV_COLUMNS = (
     "sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d",
     "predicted_va_logmar", "measured_va_logmar", "answers_used", "comparisons_used", "sliders_used", "stopped_by",
     "session_id", "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
+    "mark",
 )  # fmt: skip
 
 
@@ -97,6 +100,7 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
             "balance_method": None if record.balance is None else record.balance.method,
             "balance_plus_change_d": change, "binocular_va_logmar": record.binocular_va_logmar,
             "simulated": record.simulated, "software_version": record.software_version, "schema": VISIT_CSV_SCHEMA,
+            "mark": "SIMULATED" if record.simulated else None,
         }  # fmt: skip
         rows.append(row)
     return rows
@@ -113,7 +117,7 @@ def _cell(v: Any) -> str:
 
 
 def visit_csv(record: VisitRecord) -> str:
-    """CSV text (schema ``visit-2``): a header and one row per eye."""
+    """CSV text (schema ``visit-3``): a header and one row per eye."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(VISIT_CSV_COLUMNS)
