@@ -54,6 +54,10 @@ NO_DISPLAY_MESSAGE = (
 )
 
 
+#: Qt platforms that show nothing on a screen: no dialog is shown there (nobody could close it).
+HEADLESS_PLATFORMS = ("offscreen", "minimal")
+
+
 def check_display(environ=os.environ, platform: str = sys.platform) -> None:
     """ConfigurationError (:data:`NO_DISPLAY_MESSAGE`) on Linux without a display and without an
     explicit ``QT_QPA_PLATFORM`` (Qt would fall back to its offscreen platform: a window nobody sees)."""
@@ -97,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--exit-after: expected a number of answers >= 1, got {args.exit_after}")
     check_display()
     os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
-    interactive = args.exit_after is None and os.environ.get("QT_QPA_PLATFORM") != "offscreen"
+    platform = os.environ.get("QT_QPA_PLATFORM", "").split(":")[0]
+    interactive = args.exit_after is None and platform not in HEADLESS_PLATFORMS
     try:
         check_protocol(args.protocol)
         db_path, lock = open_trial_log(args.db)
