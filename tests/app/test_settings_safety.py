@@ -108,3 +108,16 @@ def test_the_app_started_on_the_trial_log_as_settings_leaves_it_alone(tmp_path, 
         assert store.get_patient("P1")
     log_text = (tmp_path / "state" / "visiontune" / "log" / "app.log").read_text()
     assert "settings not saved" in log_text and "is the trial log" in log_text
+
+
+def test_the_app_starts_on_a_settings_file_with_a_refused_protocol_and_reports_it_once(tmp_path):
+    settings = tmp_path / "app.toml"
+    settings.write_text('protocol = "nope"\npace_s = 0.25\n')
+    proc = _run_app(tmp_path, "--settings", str(settings), "--db", str(tmp_path / "log.sqlite3"))
+    assert proc.returncode == 0, proc.stderr
+    log_text = (tmp_path / "state" / "visiontune" / "log" / "app.log").read_text()
+    assert log_text.count("reported to the user") == 1
+    assert "nope: no shipped protocol" in log_text and "The protocol clinical-sloan-compare is used" in log_text
+    with TrialStore.open(tmp_path / "log.sqlite3") as store:
+        (info,) = store.list_sessions()
+        assert len(store.trials(info.session_id)) == 2

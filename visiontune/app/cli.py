@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from visiontune.app.settings import AppSettings, load_settings
+from visiontune.app.settings import load_settings_for_app
 from visiontune.display import load_calibration
 from visiontune.errors import ConfigurationError, InvalidInputError, StoreError, VisionTuneError
 
@@ -136,11 +136,7 @@ def _run_window(args: argparse.Namespace, db_path: Path, lock) -> int:
     app.setApplicationName("VisionTune")
     reporter = logs.ErrorReporter()
     previous_hook = logs.install_excepthook(reporter)
-    settings_problem = None
-    try:
-        settings = load_settings(args.settings)
-    except ConfigurationError as exc:
-        settings, settings_problem = AppSettings(), f"{exc}\nThe default settings are used."
+    settings, settings_problem = load_settings_for_app(args.settings)  # never a start-up failure, nothing written
     try:
         load_calibration(args.calibration or (settings.calibration_path or None))
         calibrated = True
