@@ -107,10 +107,21 @@ def test_slider_settings_refuse_bad_knobs(knobs):
 
 
 # ------------------------------------------------------------------------------ the session
+def _same_query(asked: list, expected: list) -> bool:
+    """The same question: kind, index, lenses and letter exact; the letter size and the expected
+    information (float sums whose last bits follow the CPU's kernels) to 1e-9."""
+    exact = [x for i, x in enumerate(asked) if i not in (2, len(asked) - 1)]
+    wanted = [x for i, x in enumerate(expected) if i not in (2, len(expected) - 1)]
+    return (exact == wanted and asked[2] == pytest.approx(expected[2], abs=1e-9)
+            and asked[-1] == pytest.approx(expected[-1], rel=1e-9))  # fmt: skip
+
+
+@pytest.mark.replay
 def test_protocols_without_sliders_ask_exactly_what_they_asked_before():
     """The queries of clinical-sloan and clinical-sloan-compare (10 answers, two patients each)
-    recorded before sliders existed, compared bit for bit (floats through JSON round-trip); the
-    latter as it then was (docs/results/protocols/clinical-sloan-compare-phoropter.toml)."""
+    recorded before sliders existed: the same lenses, letters and answers, the sizes and the
+    information they were expected to bring to 1e-9 (their last bits are the CPU's); the latter
+    as it then was (docs/results/protocols/clinical-sloan-compare-phoropter.toml)."""
     before = json.loads(BEFORE.read_text())
     for key, expected in before.items():
         name, seed = key.split("/")
@@ -132,7 +143,7 @@ def test_protocols_without_sliders_ask_exactly_what_they_asked_before():
                 rx = [q.lens.sphere_d, q.lens.cylinder_d, q.lens.axis_deg]
                 asked.append(["letter", q.index, q.s_logmar, rx, q.letter, q.information_bits])
             refraction.record(presenter.present(q))
-        assert asked == expected, key
+        assert len(asked) == len(expected) and all(map(_same_query, asked, expected)), key
 
 
 @pytest.mark.parametrize("which", ["compare-sliders", "letters-sliders"])
