@@ -38,8 +38,9 @@ def run_app(tmp_path, *argv, env=None) -> subprocess.CompletedProcess:
                           text=True, timeout=TIMEOUT_S)  # fmt: skip
 
 
-def test_without_a_display_the_app_says_it_needs_one_and_points_to_the_headless_session(tmp_path):
-    proc = run_app(tmp_path, "--exit-after", "1", env=app_env(tmp_path))
+@pytest.mark.parametrize("argv", [(), ("--exit-after", "1")])
+def test_without_a_display_the_app_says_it_needs_one_and_points_to_the_headless_session(tmp_path, argv):
+    proc = run_app(tmp_path, *argv, env=app_env(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "needs a display" in proc.stderr and "visiontune session run --simulate" in proc.stderr
     assert "propagateSizeHints" not in proc.stderr  # Qt never started
