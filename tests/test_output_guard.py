@@ -211,3 +211,16 @@ def test_exports_refuse_the_trial_logs_companions_and_other_kinds(tmp_path):
     dicom.write_bytes(b"%PDF-1.7")
     with pytest.raises(InvalidInputError, match="--dicom-dir: .* is a PDF, not a DICOM file"):
         check_output_path("--dicom-dir", dicom)
+
+
+def test_results_pages_are_user_only_and_never_over_another_kind(tmp_path, umask_000):
+    from visiontune.errors import StoreError
+    from visiontune.experiments.store import write_results_file
+
+    page = write_results_file(tmp_path / "bench.md", "# results\n", output_guard.MARKDOWN)
+    assert _mode(page) == 0o600 and page.read_text() == "# results\n"
+    figure = tmp_path / "regret.png"
+    figure.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    with pytest.raises(StoreError, match="regret.png exists and is a SQLite database"):
+        write_results_file(figure, b"\x89PNG\r\n\x1a\n", output_guard.PNG)
+    assert figure.read_bytes().startswith(b"SQLite")

@@ -33,8 +33,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import friedmanchisquare, mannwhitneyu, rankdata, studentized_range
 
+from visiontune import output_guard
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError
+from visiontune.experiments.store import write_results_file
 
 __all__ = [
     "ALPHA",
@@ -343,10 +345,7 @@ def save_mean_sem_figures(groups: Mapping[str, Mapping[str, object]], out_dir, n
         ax.set_title(title(name, groups[name]), **({"fontsize": title_size} if title_size else {}))
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = out_dir / filename.format(name)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_png(plt, fig, out_dir / filename.format(name)))
     return written
 
 
@@ -383,6 +382,16 @@ def plot_win_fraction(result: StratifiedResult, path) -> Path | None:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_png(plt, fig, path)
+
+
+def save_png(plt, fig, path) -> Path:
+    """Render ``fig`` (then closed) as a 100 dpi PNG in memory and write it to ``path``
+    (:func:`~visiontune.experiments.store.write_results_file`: atomic, 0600, never over a file of
+    another kind); return the path."""
+    png = io.BytesIO()
+    try:
+        fig.savefig(png, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return write_results_file(path, png.getvalue(), output_guard.PNG)

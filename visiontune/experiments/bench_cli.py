@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune import output_guard
 from visiontune._argparse import worker_count
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments import analysis, sweep
@@ -41,7 +42,7 @@ from visiontune.experiments.paper_tables import paper_rows, side_by_side
 from visiontune.experiments.projective import run_cli as run_projective_cli
 from visiontune.experiments.provenance import machine_description, software_line
 from visiontune.experiments.refraction_experiment import run_cli
-from visiontune.experiments.store import ResultsStore
+from visiontune.experiments.store import ResultsStore, write_results_file
 from visiontune.experiments.sweep import SweepStopped, SweepSummary, plan
 
 
@@ -279,8 +280,8 @@ def _run(args: argparse.Namespace) -> int:
     wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs, discarded)
     page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out,
                         paper_rules_only(experiment.name, curves))
-    (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
-    (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
+    write_results_file(out / f"{experiment.name}.md", page, output_guard.MARKDOWN)
+    write_results_file(out / f"{experiment.name}.csv", analysis.to_csv(result), output_guard.CSV)
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
     analysis.plot_win_fraction(result, out / experiment.name / "win_fraction.png")
     rate = summary.decisions / summary.cpu_seconds if summary.cpu_seconds else float("nan")

@@ -231,7 +231,7 @@ class ClinicStore:
 
     def __init__(self, path) -> None:
         self.path = Path(path)
-        self._db = open_results_db(self.path, "validation store", "clinic_runs")  # 0600, never over a user file
+        self._db = open_results_db(self.path, "validation store", ("clinic_runs",))  # 0600, never over a user file
         try:
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:

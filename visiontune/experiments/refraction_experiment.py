@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune import output_guard
 from visiontune._validate import check_int, finite_array
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.experiments import analysis
@@ -54,7 +55,7 @@ from visiontune.experiments.invocation import (
 from visiontune.experiments.paper_tables import REFRACTION_UCB_ALD, side_by_side
 from visiontune.experiments.provenance import code_version, machine_description, software_line
 from visiontune.experiments.refraction import resolve_policy, run_refraction
-from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
+from visiontune.experiments.store import ResultsStore, RunKey, RunRecord, write_results_file
 from visiontune.experiments.sweep import check_jobs, execute_runs
 
 __all__ = [
@@ -630,8 +631,8 @@ def run_cli(args: argparse.Namespace) -> int:
     wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs)
     pngs = plot_va_curves(va, out / experiment.name)
     page = results_page(experiment, result, results, command_line(args), wall, pngs, out)
-    (out / f"{experiment.name}.md").write_text(page, encoding="utf-8")
-    (out / f"{experiment.name}.csv").write_text(analysis.to_csv(result), encoding="utf-8")
+    write_results_file(out / f"{experiment.name}.md", page, output_guard.MARKDOWN)
+    write_results_file(out / f"{experiment.name}.csv", analysis.to_csv(result), output_guard.CSV)
     rate = summary.decisions / summary.seconds if summary.seconds and summary.ran else float("nan")
     print_outcome(experiment.name, summary, f"{rate:.2f} decisions/s", result, out, pngs)
     return 0

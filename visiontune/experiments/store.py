@@ -23,7 +23,8 @@ from visiontune import output_guard, private_files
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError, StoreError
 
-__all__ = ["RunKey", "RunRecord", "ResultsStore", "SCHEMA_VERSION", "open_results_db", "results_db_kind"]
+__all__ = ["RunKey", "RunRecord", "ResultsStore", "SCHEMA_VERSION", "open_results_db", "results_db_kind",
+           "write_results_file"]
 
 SCHEMA_VERSION = 1
 
@@ -68,23 +69,28 @@ class RunRecord:
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def results_db_kind(table: str) -> output_guard.OutputKind:
-    """A results database whose only table is ``table`` (or an empty one): what a results store
-    may replace or reopen; a trial log or any other database is another kind."""
+#: The tables of a ``bench`` results store (``refraction_runs``: :mod:`~visiontune.experiments.refraction_experiment`).
+BENCH_TABLES = ("runs", "refraction_runs")
+
+
+def results_db_kind(tables: tuple[str, ...]) -> output_guard.OutputKind:
+    """A results database of no other tables than ``tables`` (an empty one included): what a
+    results store may replace or reopen; a trial log or any other database is another kind."""
+    names = {t.encode() for t in tables}
 
     def recognise(data: bytes) -> bool:
-        return data.startswith(_SQLITE_HEADER) and set(re.findall(rb"CREATE TABLE (\w+)", data)) <= {table.encode()}
+        return data.startswith(_SQLITE_HEADER) and set(re.findall(rb"CREATE TABLE (\w+)", data)) <= names
 
-    return output_guard.OutputKind(f"results store (table {table})", recognise)
+    return output_guard.OutputKind(f"results store (tables {', '.join(tables)})", recognise)
 
 
-def open_results_db(path: Path, what: str, table: str) -> sqlite3.Connection:
+def open_results_db(path: Path, what: str, tables: tuple[str, ...]) -> sqlite3.Connection:
     """A connection (autocommit, WAL, ``synchronous=FULL``) to the results database at ``path``
-    holding ``table``, created with mode 0600 (folders 0700) whatever the umask (SQLite gives its
+    of ``tables``, created with mode 0600 (folders 0700) whatever the umask (SQLite gives its
     ``-wal``/``-shm`` the database's mode). Refused (StoreError naming ``what``): the user's
     files (trial log, calibration, settings, by identity) and an existing file that is not a
-    results database of ``table`` (:func:`visiontune.output_guard.guard_output_path`)."""
-    path = output_guard.guard_output_path(path, results_db_kind(table), name=what, error=StoreError)
+    results database of ``tables`` (:func:`visiontune.output_guard.guard_output_path`)."""
+    path = output_guard.guard_output_path(path, results_db_kind(tables), name=what, error=StoreError)
     private_files.private_dir(path.parent, error=StoreError)
     try:
         try:
@@ -99,12 +105,19 @@ def open_results_db(path: Path, what: str, table: str) -> sqlite3.Connection:
     return db
 
 
+def write_results_file(path: str | Path, data: str | bytes, kind: output_guard.OutputKind) -> Path:
+    """A page, table or figure of ``bench``/``validate`` (``kind``: Markdown, CSV, JSON, PNG)
+    written atomically with mode 0600; never over a user file or an existing file of another
+    kind (StoreError naming it: :func:`visiontune.output_guard.write_output`)."""
+    return output_guard.write_output(path, data, kind, name="results file", error=StoreError)
+
+
 class ResultsStore:
     """SQLite results store at ``path`` (created if absent). Use as a context manager or call :meth:`close`."""
 
     def __init__(self, path):
         self.path = Path(path)
-        self._db = open_results_db(self.path, "results store", "runs")
+        self._db = open_results_db(self.path, "results store", BENCH_TABLES)
         try:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

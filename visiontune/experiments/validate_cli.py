@@ -14,9 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+from visiontune import output_guard
 from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
 from visiontune.experiments.provenance import machine_description, software, software_line
+from visiontune.experiments.store import write_results_file
 from visiontune.experiments.sweep import execute_runs
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES, PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import POPULATIONS
@@ -113,10 +115,10 @@ def run(args: argparse.Namespace) -> int:
             "runs_now": summary.ran, "runs_total": summary.planned, "protocol": protocol.name, "policies": policies,
             "populations": populations, "cases": n_cases, "seed": args.seed}  # fmt: skip
     page = results_page(meta, tables, protocol)
-    (out / f"{name}.md").write_text(page, encoding="utf-8")
-    (out / f"{name}.json").write_text(json.dumps({"meta": meta, "tables": {p: [r.as_dict() for r in rows]
-                                                                           for p, rows in tables.items()}},
-                                                 indent=1) + "\n", encoding="utf-8")  # fmt: skip
+    write_results_file(out / f"{name}.md", page, output_guard.MARKDOWN)
+    write_results_file(out / f"{name}.json", json.dumps({"meta": meta, "tables": {p: [r.as_dict() for r in rows]
+                                                                                  for p, rows in tables.items()}},
+                                                        indent=1) + "\n", output_guard.JSON)  # fmt: skip
     print(headline(tables))
     print(f"{summary.ran} runs now, {summary.planned} in all, {wall:.1f} s; page {out / name}.md")
     return 0
