@@ -29,7 +29,16 @@ from contextlib import contextmanager
 import numpy as np
 
 from visiontune.refraction.loop import MemoryLog
-from tests.stored_runs import ANSWERS, STORED_CASES, as_stored, same_prefix, stored_answers, trial_record, without_times
+from tests.stored_runs import (
+    ANSWERS,
+    STORED_CASES,
+    as_stored,
+    compact_trial,
+    same_prefix,
+    stored_answers,
+    trial_record,
+    without_times,
+)
 
 #: Relative gap of a decision's best two values under which another CPU may choose the other.
 #: Kernels differ by a few ulps per operation (~1e-16 relative), accumulated through a session's
@@ -99,7 +108,8 @@ def decision_gaps():
         return trial
 
     proxy = _DecisionNumpy(gaps, lambda: recorded[0])
-    patched = [m for name, m in list(sys.modules.items()) if name.startswith("visiontune.") and getattr(m, "np", None) is np]
+    patched = [m for name, m in list(sys.modules.items())
+               if name.startswith("visiontune.") and getattr(m, "np", None) is np]  # fmt: skip
     MemoryLog.record = counting
     for m in patched:
         m.np = proxy
@@ -150,7 +160,12 @@ def main() -> None:
     if parser.parse_args().measure:
         measure()
         return
-    ANSWERS.write_text(json.dumps(record(), indent=1) + "\n")
+    runs = record()
+    lines = [f" {json.dumps(key)}: {{\"stopped_by\": {json.dumps(run['stopped_by'])}, "
+             f"\"robust_prefix\": {run['robust_prefix']}, \"trials\": [\n"
+             + ",\n".join(f"  {json.dumps(compact_trial(t), ensure_ascii=False)}" for t in run["trials"]) + "]}"
+             for key, run in runs.items()]  # fmt: skip
+    ANSWERS.write_text("{\n" + ",\n".join(lines) + "\n}\n")  # one trial a line
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ class StoredCase:
         refraction = Refraction(log, protocol, seed=case.seed, simulated=True,
                                 start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
         patient = case.patient(protocol.n_alternatives)
-        model = settings and (patient_model or dataclasses.replace(settings.comparison, lapse=patient.psychometric.lapse))
+        own = settings and dataclasses.replace(settings.comparison, lapse=patient.psychometric.lapse)
+        model = patient_model or own  # benchmarks/comparisons.py's patient, else the settings' at its lapse
         return refraction, SimulatedPresenter(patient, comparison_model=model)
 
     def recompute(self, trials: list[dict], stopped_by: str) -> tuple[dict, Refraction]:
@@ -204,10 +205,27 @@ def _trial_arguments(t: dict) -> dict:
             "slider_lenses": None if t["slider_lenses"] is None else tuple(rx(x) for x in t["slider_lenses"])}  # fmt: skip
 
 
-def stored_answers(case: StoredCase) -> dict:
-    """The recorded answers of ``case`` (``tests/stored_answers.json``): ``trials`` and
-    ``stopped_by``."""
+#: A trial's fields as :func:`trial_record` gives them, with the value the answers file leaves out.
+TRIAL_DEFAULTS = {"letter_named": None, "lens2": None, "comparison": None, "slider_knob": None, "slider_lenses": None,
+                  "slider_choice": None, "line_correct": None, "void": False}  # fmt: skip
+
+
+def compact_trial(t: dict) -> dict:
+    """``t`` without the fields at their :data:`TRIAL_DEFAULTS` (as the answers file keeps it)."""
+    return {k: v for k, v in t.items() if k not in TRIAL_DEFAULTS or v != TRIAL_DEFAULTS[k]}
+
+
+def read_answers() -> dict:
+    """Every run's recorded answers (``tests/stored_answers.json``), each trial's fields complete."""
     answers = json.loads(ANSWERS.read_text())
+    for run in answers.values():
+        run["trials"] = [{**TRIAL_DEFAULTS, **t} for t in run["trials"]]
+    return answers
+
+
+def stored_answers(case: StoredCase) -> dict:
+    """The recorded answers of ``case``: ``trials``, ``stopped_by`` and ``robust_prefix``."""
+    answers = read_answers()
     assert case.key in answers, f"{case.key}: no recorded answers; run python -m tests.record_stored_answers"
     return answers[case.key]
 

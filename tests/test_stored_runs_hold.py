@@ -6,14 +6,12 @@ the cross-machine checks fail on a figure or a question that moved."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 
 from tests.record_stored_answers import NEAR_TIE, decision_gaps, robust_prefix
 from tests.stored_runs import (
-    ANSWERS,
     ESTIMATE_TOLERANCE_D,
     MIN_SAME_TRIALS,
     STORED_CASES,
@@ -22,6 +20,7 @@ from tests.stored_runs import (
     assert_resimulates,
     assert_resumes_alike,
     assert_runs_twice_alike,
+    read_answers,
     stored_answers,
 )
 
@@ -37,7 +36,8 @@ SHORT = [
 
 def _short_id(key: str) -> str:
     c = STORED_CASES[key]
-    return f"{c.store.removeprefix('clinical-validation-').removesuffix('.sqlite')}-{c.population}-{c.case_id}-{c.policy[:10]}"
+    store = c.store.removeprefix("clinical-validation-").removesuffix(".sqlite")
+    return f"{store}-{c.population}-{c.case_id}-{c.policy[:10]}"
 
 
 @pytest.mark.replay
@@ -56,7 +56,7 @@ def test_a_stored_runs_session_killed_mid_way_and_rebuilt_from_its_log_is_the_un
 def test_every_stored_run_held_has_its_answers_recorded_and_they_are_the_stores():
     """(c) for every registered run, read from text: the recorded answers' count, kinds and stop
     are the store's; nothing recorded that is not registered."""
-    recorded = json.loads(ANSWERS.read_text())
+    recorded = read_answers()
     assert set(recorded) == set(STORED_CASES)
     for case in STORED_CASES.values():
         answers = recorded[case.key]
@@ -94,7 +94,8 @@ def test_a_question_asked_otherwise_before_the_first_near_tie_fails(short_case):
     trials = case.run()[1]
     assert assert_resimulates(case, answers, trials) == len(answers["trials"])
     moved = [dict(t) for t in answers["trials"]]
-    moved[MIN_SAME_TRIALS - 1]["lens"] = [moved[MIN_SAME_TRIALS - 1]["lens"][0] + 0.25, *moved[MIN_SAME_TRIALS - 1]["lens"][1:]]
+    sphere, *rest = moved[MIN_SAME_TRIALS - 1]["lens"]
+    moved[MIN_SAME_TRIALS - 1]["lens"] = [sphere + 0.25, *rest]
     with pytest.raises(AssertionError, match=f"trial {MIN_SAME_TRIALS - 1}"):
         assert_resimulates(case, {**answers, "trials": moved}, trials)
     late = len(moved) - 1  # a question after the recorded first near-tie may move

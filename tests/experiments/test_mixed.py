@@ -124,5 +124,5 @@ def test_mixed_sessions_hold_to_the_stored_comparison_runs(label):
     tests/stored_runs.py MIXED_LABELS): the recorded answers give the stored figures, the rerun
     asks the recorded questions up to the first near-tie: the comparison likelihood's per-lens
     and per-outcome evaluation changed no answer."""
-    assert_holds(COMPARISONS_STORE, "clinical-sloan-seed1-comparisons", load_protocol("clinical-sloan"), "adult-clinic", 0,
-                 policy=label)  # fmt: skip
+    protocol = load_protocol("clinical-sloan")
+    assert_holds(COMPARISONS_STORE, "clinical-sloan-seed1-comparisons", protocol, "adult-clinic", 0, policy=label)
