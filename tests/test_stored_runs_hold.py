@@ -34,6 +34,11 @@ SHORT = [
 ]  # fmt: skip
 
 
+#: The checks against the stores skip in a checkout without them (the same-machine ones do not need them).
+needs_stores = pytest.mark.skipif(not all(c.path.exists() for c in STORED_CASES.values()),
+                                  reason="the stored validation runs are not in this checkout")  # fmt: skip
+
+
 def _short_id(key: str) -> str:
     c = STORED_CASES[key]
     store = c.store.removeprefix("clinical-validation-").removesuffix(".sqlite")
@@ -53,6 +58,7 @@ def test_a_stored_runs_session_killed_mid_way_and_rebuilt_from_its_log_is_the_un
     assert_resumes_alike(case, len(stored_answers(case)["trials"]) // 2)
 
 
+@needs_stores
 def test_every_stored_run_held_has_its_answers_recorded_and_they_are_the_stores():
     """(c) for every registered run, read from text: the recorded answers' count, kinds and stop
     are the store's; nothing recorded that is not registered."""
@@ -70,6 +76,7 @@ def short_case():
     return case, stored_answers(case), case.stored()
 
 
+@needs_stores
 def test_a_recomputed_figure_that_moved_fails(short_case):
     case, answers, stored = short_case
     assert_recomputes(case, answers, stored)
@@ -80,6 +87,7 @@ def test_a_recomputed_figure_that_moved_fails(short_case):
             assert_recomputes(case, answers, {**stored, key: moved})
 
 
+@needs_stores
 def test_an_answer_changed_changes_the_recomputed_result(short_case):
     """(a) uses the answers: the same log with the last few answers flipped files another result."""
     case, answers, stored = short_case
@@ -89,10 +97,11 @@ def test_an_answer_changed_changes_the_recomputed_result(short_case):
     assert again["exact_error_d"] != pytest.approx(stored["exact_error_d"], abs=ESTIMATE_TOLERANCE_D)
 
 
+@needs_stores
 def test_a_question_asked_otherwise_before_the_first_near_tie_fails(short_case):
     case, answers, _ = short_case
     trials = case.run()[1]
-    assert assert_resimulates(case, answers, trials) == len(answers["trials"])
+    assert assert_resimulates(case, answers, trials) >= answers["robust_prefix"]
     moved = [dict(t) for t in answers["trials"]]
     sphere, *rest = moved[MIN_SAME_TRIALS - 1]["lens"]
     moved[MIN_SAME_TRIALS - 1]["lens"] = [sphere + 0.25, *rest]
@@ -120,6 +129,7 @@ def test_near_ties_are_the_decisions_within_a_relative_gap():
     assert optics_rules.np is np  # restored
 
 
+@needs_stores
 def test_a_case_registered_for_a_store_is_refused_for_another_protocol():
     from tests.stored_runs import RESULTS, assert_holds, load_protocol
 
