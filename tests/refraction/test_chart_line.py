@@ -14,7 +14,12 @@ import pytest
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.refraction.chart_line import ChartLineAnswer, ChartLineSettings, line_outcome_probabilities
+from visiontune.refraction.chart_line import (
+    ChartLineAnswer,
+    ChartLineSettings,
+    line_count_probabilities,
+    line_outcome_probabilities,
+)
 from visiontune.refraction.loop import LineReply, MemoryLog, PendingLine, Refraction, SimulatedPresenter, is_line
 from visiontune.refraction.mixed_rules import best_line, expected_posterior_variance
 from visiontune.refraction.optics_model import LetterAnswer, OpticsModelSpec, ParticlePosterior, probability_correct
@@ -197,3 +202,29 @@ def test_without_the_table_the_shipped_default_asks_what_it_asked():
     _session(b, off).run(SimulatedPresenter(patient), max_steps=12)
     key = [(t.s_logmar, t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in a.trials()]
     assert key == [(t.s_logmar, t.lens, t.lens2, t.comparison, t.letter_shown, t.correct) for t in b.trials()]
+
+
+def test_a_shared_threshold_averages_the_line_over_its_shift():
+    """σ > 0: the likelihood and the count probabilities are the binomial's averaged over a normal
+    shift of the line's threshold (checked by a fine grid over the shift and by simulation)."""
+    theta = _particles(200, seed=8)
+    lens = (-0.75, 0.2, 0.0)
+    line = ChartLineAnswer(0.1, lens, (True, True, False, True, False), 0.05, line_sd_logmar=0.1)
+    delta = np.linspace(-0.6, 0.6, 4001)
+    dens = np.exp(-0.5 * (delta / 0.1) ** 2)
+    dens /= dens.sum()
+    p = probability_correct(theta, 0.05 - delta, np.repeat([lens], len(delta), axis=0), SPEC)
+    grid = np.log((p**3 * (1 - p) ** 2) @ dens)
+    np.testing.assert_allclose(line.log_likelihood(theta, SPEC), grid, rtol=2e-3)  # 15-node quadrature
+    settings = ChartLineSettings(5, 6.0, 0.05, 0.1)
+    probs = line_count_probabilities(theta[:3], np.array([0.1]), np.array([lens]), 5, settings, SPEC)[:, 0]
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-12)
+    rng = np.random.default_rng(9)
+    shift = rng.normal(0, 0.1, 100_000)
+    p_sim = probability_correct(theta[:1], 0.05 - shift, np.repeat([lens], len(shift), axis=0), SPEC)[0]
+    counts = (rng.random((len(shift), 5)) < p_sim[:, None]).sum(axis=1)
+    np.testing.assert_allclose(np.bincount(counts, minlength=6) / len(counts), probs[0], atol=5e-3)
+    k = np.arange(6)
+    mean = probs @ k / 5
+    variance = probs @ k**2 - (5 * mean) ** 2
+    assert np.all(variance > 5 * mean * (1 - mean))  # over-dispersed against the binomial of the same mean

@@ -26,6 +26,16 @@ have the same ``p_i``, so the number correct ``K`` is binomial and sufficient::
     log P(line | θ_i) = K log p_i + (n - K) log(1 - p_i)     (+ a constant in θ)
     P(K = k | θ_i)    = C(n, k) p_i^k (1 - p_i)^(n - k)
 
+**A threshold shared by a line** (``line_sd_logmar`` ``σ > 0``, off by default; assumed, no
+source): the letters of one line may also share a shift ``δ ~ N(0, σ²)`` of the threshold (an
+attention or fixation state that holds while one line is read, as the drift of a session holds
+over many), integrated by Gauss-Hermite quadrature (``Q`` nodes ``x_q``, weights ``w_q``)::
+
+    P(K = k | θ_i) = Σ_q w_q C(n, k) p_iq^k (1 - p_iq)^(n - k),   p_iq = P(correct | s - c - σ x_q, L, θ_i)
+
+over-dispersed against the binomial: five answers of one line then count for less than five
+letters apart. With ``σ = 0`` it is the binomial above.
+
 The first is :class:`ChartLineAnswer`'s likelihood (exactly the sum of the ``n`` letters'
 :class:`~visiontune.refraction.optics_model.LetterAnswer` log-likelihoods at ``s - c``); the
 second, :func:`line_outcome_probabilities`, gives the expected reduction of the posterior
@@ -41,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import comb
+from scipy.special import comb, logsumexp
 
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
@@ -54,6 +64,10 @@ __all__ = ["CROWDING_LOGMAR", "ChartLineAnswer", "ChartLineSettings", "LineQuery
 
 #: Default crowding offset of a chart line's letters, logMAR (module docstring: Coates et al. 2013).
 CROWDING_LOGMAR = 0.0
+#: Gauss-Hermite nodes of the shared threshold (module docstring): 15, within 0.1% of a line's likelihood
+#: at the steepest slopes the prior allows (tested against a fine grid).
+_SHARED_NODES, _SHARED_WEIGHTS = np.polynomial.hermite_e.hermegauss(15)
+_SHARED_WEIGHTS = _SHARED_WEIGHTS / _SHARED_WEIGHTS.sum()
 #: The most letters a line may have (a logMAR chart has 5; more do not fit a screen line).
 MAX_LINE_LETTERS = 10
 
@@ -61,11 +75,13 @@ MAX_LINE_LETTERS = 10
 @dataclass(frozen=True)
 class ChartLineSettings:
     """A protocol's ``[chart_line]``: ``letters_per_line`` (``n``), ``line_seconds`` (the patient's
-    time per line, s) and ``crowding_logmar`` (``c``, module docstring)."""
+    time per line, s), ``crowding_logmar`` (``c``) and ``line_sd_logmar`` (``σ`` of the threshold a
+    line's letters share, 0: none; module docstring)."""
 
     letters_per_line: int = LINE_LETTERS
     line_seconds: float = LINE_SECONDS
     crowding_logmar: float = CROWDING_LOGMAR
+    line_sd_logmar: float = 0.0
 
     def __post_init__(self) -> None:
         n = self.letters_per_line
@@ -74,6 +90,7 @@ class ChartLineSettings:
         object.__setattr__(self, "letters_per_line", int(n))
         check_number("line_seconds", self.line_seconds, 0.1, 600)
         check_number("crowding_logmar", self.crowding_logmar, 0.0, 0.5)
+        check_number("line_sd_logmar", self.line_sd_logmar, 0.0, 0.3)
 
 
 @dataclass(frozen=True)
@@ -95,16 +112,37 @@ def line_outcome_probabilities(p: np.ndarray, n: int) -> np.ndarray:
     return comb(n, k) * p**k * (1.0 - p) ** (n - k)
 
 
+def shared_offsets(line_sd_logmar: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(σ x_q, w_q)``: the threshold shifts (logMAR) and weights the line's count is averaged over
+    (module docstring); one shift of 0 with weight 1 when ``σ = 0``."""
+    if line_sd_logmar == 0.0:
+        return np.zeros(1), np.ones(1)
+    return float(line_sd_logmar) * _SHARED_NODES, _SHARED_WEIGHTS
+
+
+def line_count_probabilities(theta: np.ndarray, sizes: np.ndarray, lenses: np.ndarray, n: int,
+                             settings: ChartLineSettings, spec: OpticsModelSpec) -> np.ndarray:  # fmt: skip
+    """``P(K = k | θ_i)`` ``(N, m, n + 1)`` for lines of sizes ``sizes (m,)`` (the lines', before
+    crowding) through ``lenses (m, 3)``, with the settings' crowding and shared threshold."""
+    shifts, weights = shared_offsets(settings.line_sd_logmar)
+    s = np.asarray(sizes, dtype=float) - settings.crowding_logmar
+    m = len(s)
+    p = probability_correct(theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, len(shifts), axis=0),
+                            spec).reshape(len(theta), m, len(shifts))  # fmt: skip
+    return np.einsum("nmqk,q->nmk", line_outcome_probabilities(p, n), weights)
+
+
 @dataclass(frozen=True)
 class ChartLineAnswer:
     """One chart line for :meth:`ParticlePosterior.observe`: size ``s`` (logMAR, the line's),
     the lens's power vector ``lens`` ``(M, J0, J45)`` (D), ``correct`` (each letter's, in reading
-    order) and ``crowding_logmar`` (``c``)."""
+    order), ``crowding_logmar`` (``c``) and ``line_sd_logmar`` (``σ``)."""
 
     s: float
     lens: tuple[float, float, float]
     correct: tuple[bool, ...]
     crowding_logmar: float = CROWDING_LOGMAR
+    line_sd_logmar: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.correct) < 2 or any(not isinstance(c, (bool, np.bool_)) for c in self.correct):
@@ -113,7 +151,7 @@ class ChartLineAnswer:
 
     @property
     def batch_key(self) -> tuple:
-        return ("chart_line", float(self.crowding_logmar))
+        return ("chart_line", float(self.crowding_logmar), float(self.line_sd_logmar))
 
     @property
     def n_correct(self) -> int:
@@ -125,13 +163,21 @@ class ChartLineAnswer:
 
     @staticmethod
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
-        """``Σ_lines K log p_i + (n - K) log(1 - p_i)`` over ``answers`` of one crowding offset: ``(N,)``."""
+        """``Σ_lines K log p_i + (n - K) log(1 - p_i)`` over ``answers`` of one crowding offset and
+        shared threshold (with ``σ > 0`` each line's term averaged over the shifts): ``(N,)``."""
+        shifts, weights = shared_offsets(answers[0].line_sd_logmar)
         s = np.array([a.s - a.crowding_logmar for a in answers])
         lenses = np.array([a.lens for a in answers], dtype=float).reshape(len(answers), 3)
         right = np.array([a.n_correct for a in answers], dtype=float)
         wrong = np.array([len(a.correct) for a in answers], dtype=float) - right
-        p = probability_correct(theta, s, lenses, spec)
-        return np.sum(right * np.log(p) + wrong * np.log1p(-p), axis=1)
+        if len(shifts) == 1:
+            p = probability_correct(theta, s, lenses, spec)
+            return np.sum(right * np.log(p) + wrong * np.log1p(-p), axis=1)
+        m, q = len(s), len(shifts)
+        p = probability_correct(theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, q, axis=0),
+                                spec).reshape(len(theta), m, q)  # fmt: skip
+        ll = right[None, :, None] * np.log(p) + wrong[None, :, None] * np.log1p(-p)
+        return np.sum(logsumexp(ll, axis=2, b=weights[None, None, :]), axis=1)
 
 
 def line_correct_text(correct) -> str:

@@ -86,7 +86,8 @@ class MixedOpticsEngine(OpticsEngine):
                 raise InvalidInputError("trial: a chart line in the log, but the protocol has no [chart_line] table")
             correct = tuple(c == "1" for c in t.line_correct)
             lens = tuple(map(float, lens_power_vector(t.lens)))
-            self._posterior.observe(ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar))
+            self._posterior.observe(ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar,
+                                                    lines.line_sd_logmar))  # fmt: skip
             return None
         if getattr(t, "slider_choice", None) is not None:
             if self.sliders is None:

@@ -102,7 +102,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction import optics_rules
-from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_outcome_probabilities
+from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_count_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import LensSteps, changes_along, trial_lens, trial_lens_power_vectors
@@ -517,15 +517,15 @@ def best_line(particles: np.ndarray, pv: np.ndarray, lenses, s_grid: np.ndarray,
     """``(line, value per second)``: the chart line worth most per second among ``lenses`` (trial
     lenses, each once) at every size of ``s_grid`` (module docstring, "Chart lines"), scored by
     ``settings.criterion`` on equally weighted ``particles`` (``pv``: their criterion columns) over
-    the ``n + 1`` counts of letters read (:func:`~visiontune.refraction.chart_line.line_outcome_probabilities`),
+    the ``n + 1`` counts of letters read (:func:`~visiontune.refraction.chart_line.line_count_probabilities`),
     per ``line_seconds`` and the lens change from ``in_place``."""
     unique = {tuple(np.round(x.power_vector_array(), 9)): x for x in lenses}
     lenses = list(unique.values())
     pvs = np.array([x.power_vector_array() for x in lenses])
-    sizes = np.asarray(s_grid, dtype=float) - lines.crowding_logmar
-    # (N, n_s * n_lenses): sizes vary slowest.
-    p = probability_correct(particles, np.repeat(sizes, len(lenses)), np.tile(pvs, (len(sizes), 1)), spec)
-    probs = line_outcome_probabilities(p, lines.letters_per_line)
+    sizes = np.asarray(s_grid, dtype=float)
+    # (N, n_s * n_lenses, n + 1): sizes vary slowest.
+    probs = line_count_probabilities(particles, np.repeat(sizes, len(lenses)), np.tile(pvs, (len(sizes), 1)),
+                                     lines.letters_per_line, lines, spec)  # fmt: skip
     seconds = np.array([lines.line_seconds + _changes_priced(settings, [x], in_place) for x in lenses])
     values = _value(settings.criterion, pv, probs) / np.tile(seconds, len(sizes))
     q = int(np.argmax(values))

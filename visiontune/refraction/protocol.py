@@ -81,7 +81,9 @@ wrong (:mod:`visiontune.refraction.chart_line`), weighed against the letter and 
 value per second (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
 ``letters_per_line`` (default 5, as a logMAR chart), ``line_seconds`` (default 6 s for 5 letters,
 :mod:`visiontune.refraction.durations`) and ``crowding_logmar`` (how much harder a letter of a line
-is than one alone, logMAR, in [0, 0.5]; default 0, cited there). No shipped protocol turns it on.
+is than one alone, logMAR, in [0, 0.5]; default 0, cited there) and ``line_sd_logmar`` (the SD of a
+threshold shift the letters of one line share, logMAR, in [0, 0.3]; default 0, none). No shipped
+protocol turns it on.
 
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
@@ -487,14 +489,15 @@ def _chart_line(r: _Reader, table: dict, n_letters: int) -> ChartLineSettings | 
     """``[chart_line]`` (module docstring); ``None`` when ``enabled = false``. A line's letters are
     distinct, so at most the letter set's ``n_letters``."""
     p = "chart_line."
-    r.table(table, p, set(), {"enabled", "letters_per_line", "line_seconds", "crowding_logmar"})
+    r.table(table, p, set(), {"enabled", "letters_per_line", "line_seconds", "crowding_logmar", "line_sd_logmar"})
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
     defaults = ChartLineSettings()
     n = r.integer(table.get("letters_per_line", defaults.letters_per_line), p + "letters_per_line", 2,
                   min(MAX_LINE_LETTERS, n_letters))  # fmt: skip
     seconds = r.number(table.get("line_seconds", defaults.line_seconds), p + "line_seconds", 0.1, 600.0)
     crowding = r.number(table.get("crowding_logmar", defaults.crowding_logmar), p + "crowding_logmar", 0.0, 0.5)
-    return ChartLineSettings(n, seconds, crowding) if enabled else None
+    shared = r.number(table.get("line_sd_logmar", defaults.line_sd_logmar), p + "line_sd_logmar", 0.0, 0.3)
+    return ChartLineSettings(n, seconds, crowding, shared) if enabled else None
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:
