@@ -372,7 +372,7 @@ def test_comparisons_table_sets_the_mixed_session():
     ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
     ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "evr-precision", "evr-stop", "information", found "fast"'),
     ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
-    ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", found "jcc"'),
+    ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", "one-change", found "jcc"'),
     ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),
     ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
     ("[comparisons]\nkeys = \"12=\"", "comparisons.keys: unknown key"),

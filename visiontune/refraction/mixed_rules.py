@@ -17,7 +17,11 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   or, with ``pairs = "clinical"``, the same pairs along the three directions a clinician
   changes one at a time: the sphere (``M``), the cylinder's power at its axis (``J`` along the
   estimate's own cylinder, as the cross-cylinder's power check) and its axis (``J`` across it, the
-  axis check), so that lens 1 and lens 2 differ in one parameter as at a phoropter; all within
+  axis check), so that lens 1 and lens 2 differ in one parameter as at a phoropter; or, with
+  ``pairs = "one-change"``, the pairs a clinician shows around the lens in place and the rounded
+  estimate (:mod:`visiontune.refraction.clinical_pairs`: sphere ±0.25/±0.50 D, the cross-cylinder's
+  two flips for the axis and the power, the axis and power steps after it), a cross-cylinder pair
+  around the lens in place costing no lens change; otherwise all within
   the protocol's step of ``c`` and rounded to trial lenses (scored with each particle's comparison sensitivity ``κ`` when the
   model infers it, :mod:`visiontune.refraction.comparisons`). Its letter size: BALD-like search over the chart's sizes when the
   comparison model depends on the size (Eq. 14's probit latent), else the predicted best acuity
@@ -101,7 +105,7 @@ from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
-from visiontune.refraction import optics_rules
+from visiontune.refraction import clinical_pairs, optics_rules
 from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_count_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
@@ -133,7 +137,7 @@ __all__ = [
 
 CRITERIA = ("evr", "evr-precision", "evr-stop", "information")
 #: Candidate pairs of a comparison (module docstring).
-PAIR_SETS = ("any", "clinical")
+PAIR_SETS = ("any", "clinical", "one-change")
 #: Below this length of ``J`` (D; a cylinder under about 0.1 D) the estimate has no axis to follow.
 _AXIS_FREE_J_D = 0.05
 #: Half-separations of the candidate pairs (power-vector length, D): 0.125 D of J is a 0.25 D cylinder.
@@ -154,8 +158,9 @@ class MixedSettings:
     ``ln κ`` is at most this fraction of its prior's (None: it does not wait). Early in a
     session weak answers fit "a sensitive patient near the correction" about as well as "an
     insensitive one a quarter diopter away", so a region computed before ``κ`` is learned can be
-    too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"`` or
-    ``"clinical"`` (one parameter at a time; module docstring). ``lens_change_seconds``: what a
+    too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"``,
+    ``"clinical"`` (one parameter at a time) or ``"one-change"`` (a lens and one clinical change
+    of it; module docstring). ``lens_change_seconds``: what a
     change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes")."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
@@ -475,13 +480,22 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     model = settings.comparison
     particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_comparison)
     centre = posterior.best_correction()
-    pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
+    kinds = None
+    if settings.pairs == "one-change":
+        bases = ([] if in_place is None else [in_place.power_vector_array()]) + [centre]
+        pairs, kinds = clinical_pairs.one_change_pairs(bases, steps, with_kinds=True)
+    else:
+        pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
     particles = with_sensitivity(particles, model, rng_comparison)
     pv = criterion_columns(particles, units)
     letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
     seconds = None
-    if settings.lens_change_seconds > 0.0:
+    if settings.lens_change_seconds > 0.0 and kinds is not None:
+        changes = clinical_pairs.pair_changes(pairs, kinds, None if in_place is None else in_place.power_vector_array())
+        pairs = _in_place_first(pairs, in_place)[0]
+        seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
+    elif settings.lens_change_seconds > 0.0:
         pairs, changes = _in_place_first(_with_lens_in_place(pairs, in_place), in_place)
         seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
     if model.uses_size:

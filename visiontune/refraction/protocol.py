@@ -59,7 +59,8 @@ which also needs ``sensitivity_to_stop`` and a model that infers the sensitivity
 above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
 patient's comparison sensitivity, the precision stop waits until the posterior standard
 deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (``"any"`` or
-``"clinical"``: lens 1 and lens 2 differ in the sphere, the cylinder's power or its axis only);
+``"clinical"``: lens 1 and lens 2 differ in the sphere, the cylinder's power or its axis only;
+``"one-change"``: a lens and one clinical change of it, :mod:`visiontune.refraction.clinical_pairs`);
 ``[comparisons.model]`` holds the fields of
 :class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
 ...), each validated as the model validates it.

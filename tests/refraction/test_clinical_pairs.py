@@ -1,0 +1,152 @@
+"""One-change comparisons (``pairs = "one-change"``): the pairs a clinician shows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from visiontune.optics import Prescription, SimulatedPatient
+from visiontune.refraction.clinical_pairs import cross_cylinder, one_change_pairs, pair_changes
+from visiontune.refraction.lenses import LensSteps, in_form, trial_lens
+from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, is_comparison
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
+
+ONE_CHANGE = "docs/results/protocols/clinical-sloan-compare-one-change.toml"
+START = StartingPoint(Prescription(-1.0, -0.75, 20.0), "autorefraction", 45)
+STEPS = LensSteps()
+
+
+def _pv(s, c, a):
+    return Prescription(s, c, a).power_vector_array()
+
+
+def test_cross_cylinder_power_check_by_sphero_cylinder_arithmetic():
+    """Plano -1.00 x 090 with a +/-0.25 JCC aligned (minus axis at 090 or 180). By hand, same-axis
+    cylinders add: +0.25 / -0.50 x 090 on it gives +0.25 / -1.50 x 090; the flip +0.25 / -0.50 x 180
+    = -0.25 / +0.50 x 090 gives -0.25 / -0.50 x 090."""
+    lens = _pv(0.0, -1.0, 90.0)
+    np.testing.assert_allclose(lens + cross_cylinder(0.25, 90.0), _pv(0.25, -1.5, 90.0), atol=1e-12)
+    np.testing.assert_allclose(lens + cross_cylinder(0.25, 180.0), _pv(-0.25, -0.5, 90.0), atol=1e-12)
+    np.testing.assert_allclose(cross_cylinder(0.25, 37.0), _pv(0.25, -0.5, 37.0), atol=1e-12)
+    np.testing.assert_allclose(cross_cylinder(0.25, 127.0), -cross_cylinder(0.25, 37.0), atol=1e-12)
+
+
+def test_cross_cylinder_axis_check_by_obliquely_crossed_cylinders():
+    """Plano -1.00 x 090 with the JCC's minus axis at 135 (+0.25 / -0.50 x 135), worked by the
+    crossed-cylinder formulas (Borish's clinical refraction; Keating): C1 = -1.00 x 090, C2 = -0.50
+    at alpha = 45 deg from it: C = -sqrt(C1^2 + C2^2 + 2 C1 C2 cos 2alpha) = -1.118, tan 2theta =
+    C2 sin 2alpha / (C1 + C2 cos 2alpha) = 0.5, theta = 13.28 deg, axis 103.28, sphere (C1 + C2 - C)/2
+    + 0.25 = 0.059."""
+    c1, c2, alpha = -1.0, -0.5, math.radians(45.0)
+    c = -math.sqrt(c1**2 + c2**2 + 2 * c1 * c2 * math.cos(2 * alpha))
+    theta = math.degrees(0.5 * math.atan(c2 * math.sin(2 * alpha) / (c1 + c2 * math.cos(2 * alpha))))
+    sphere = (c1 + c2 - c) / 2.0 + 0.25
+    assert (round(c, 3), round(90.0 + theta, 2), round(sphere, 3)) == (-1.118, 103.28, 0.059)
+    got = _pv(0.0, -1.0, 90.0) + cross_cylinder(0.25, 135.0)
+    np.testing.assert_allclose(got, _pv(sphere, c, 90.0 + theta), atol=1e-12)
+
+
+def _rx(pv):
+    return trial_lens(pv, STEPS)
+
+
+@pytest.mark.parametrize("lens", [(-2.0, -1.0, 30.0), (0.5, -0.25, 175.0), (-6.0, -2.5, 90.0), (1.25, 0.0, 180.0)])
+def test_every_pair_is_the_lens_and_one_clinical_change_of_trial_lenses(lens):
+    pairs, kinds = one_change_pairs([_pv(*lens)], STEPS, with_kinds=True)
+    base = _rx(_pv(*lens)).power_vector_array()  # the base itself rounded (-0.25 x 175: 15 deg steps, x 180)
+    assert {k for k, _ in kinds} >= {"sphere", "jcc-axis", "jcc-power", "cylinder"}
+    for (a, b), (kind, _) in zip(pairs, kinds):
+        ra, rb = _rx(a), _rx(b)
+        for r in (ra, rb):  # trial lenses: 0.25 D, the axis steps
+            assert r.sphere_d / 0.25 == round(r.sphere_d / 0.25) and r.cylinder_d / 0.25 == round(r.cylinder_d / 0.25)
+            assert r.cylinder_d == 0.0 or r.axis_deg % 5.0 == 0.0
+        if kind == "jcc-axis" or kind == "jcc-power":
+            assert np.abs(a - b).max() > 0.1  # two flips, the base between them
+            np.testing.assert_allclose((a + b) / 2, base, atol=0.13)
+            continue
+        np.testing.assert_allclose(a, base, atol=1e-12)  # lens 1 is the lens in place
+        if kind == "sphere":
+            assert (rb.cylinder_d, rb.axis_deg) == (ra.cylinder_d, ra.axis_deg)
+            assert abs(rb.sphere_d - ra.sphere_d) in (0.25, 0.5)
+        elif kind == "axis":
+            assert (rb.sphere_d, rb.cylinder_d) == (ra.sphere_d, ra.cylinder_d) and rb.axis_deg != ra.axis_deg
+        else:  # cylinder power, M kept to the rounding
+            assert abs(rb.cylinder_d - ra.cylinder_d) == 0.25 and abs(b[0] - a[0]) <= 0.125 + 1e-12
+            assert ra.cylinder_d == 0.0 or rb.cylinder_d == 0.0 or rb.axis_deg == ra.axis_deg
+
+
+def test_jcc_flips_straddle_the_axis_for_the_axis_and_align_with_it_for_the_power():
+    pairs, kinds = one_change_pairs([_pv(-2.0, -1.0, 30.0)], STEPS, with_kinds=True)
+    by_kind = {k: (_rx(a), _rx(b)) for (a, b), (k, _) in zip(pairs, kinds) if k.startswith("jcc")}
+    axis_1, axis_2 = by_kind["jcc-axis"]
+    assert {axis_1.axis_deg, axis_2.axis_deg} == {15.0, 45.0} and axis_1.cylinder_d == axis_2.cylinder_d == -1.0
+    power_1, power_2 = by_kind["jcc-power"]
+    assert power_1.axis_deg == power_2.axis_deg == 30.0
+    assert {power_1.cylinder_d, power_2.cylinder_d} == {-1.5, -0.5}
+    # M kept by both flips: S + C/2 = -2.5
+    assert power_1.sphere_d + power_1.cylinder_d / 2 == power_2.sphere_d + power_2.cylinder_d / 2 == -2.5
+
+
+def test_no_pair_twice_and_a_cross_cylinder_before_the_lens_in_place_costs_no_change():
+    here, estimate = _pv(-2.0, -1.0, 30.0), _pv(-1.5, -1.0, 30.0)
+    pairs, kinds = one_change_pairs([here, estimate], STEPS, with_kinds=True)
+    keys = {tuple(np.round(p.ravel(), 6)) for p in pairs} | {tuple(np.round(p[::-1].ravel(), 6)) for p in pairs}
+    assert len(keys) == 2 * len(pairs)
+    changes = pair_changes(pairs, kinds, here)
+    for c, (kind, base) in zip(changes, kinds):
+        holds = bool((np.abs(pairs - here).max(axis=-1) <= 1e-6).any())
+        expected = 0.0 if kind.startswith("jcc") and base == 0 else None
+        if expected is not None:
+            assert c == 0.0
+    assert set(changes[[k.startswith("jcc") and b == 1 for k, b in kinds]]) == {2.0}
+    assert set(changes[[k == "sphere" and b == 0 for k, b in kinds]]) == {1.0}
+    assert holds
+    assert set(pair_changes(pairs, kinds, None)) == {2.0}
+
+
+def _session(log, protocol, seed=5):
+    return Refraction(log, protocol, seed=seed, start=START, simulated=True)
+
+
+def _one_change(r1, r2) -> bool:
+    """Whether two trial lenses are a clinician's pair: a sphere step, an axis turn, a cylinder
+    step along the same axis, or a cross-cylinder's two flips (same axis, cylinders 0.50 D each side;
+    the same axis to the trial lenses' rounding)."""
+    turn = abs(r1.axis_deg - r2.axis_deg) % 180.0
+    # a 0.25 or 0.50 D cylinder's axis is rounded to 15 or 10 deg steps
+    same_axis = r1.cylinder_d == 0.0 or r2.cylinder_d == 0.0 or min(turn, 180.0 - turn) <= 15.0
+    if (r1.cylinder_d, r1.axis_deg) == (r2.cylinder_d, r2.axis_deg):
+        return abs(r1.sphere_d - r2.sphere_d) in (0.25, 0.5)
+    if (r1.sphere_d, r1.cylinder_d) == (r2.sphere_d, r2.cylinder_d):
+        return True
+    return same_axis and abs(r1.cylinder_d - r2.cylinder_d) in (0.25, 0.5, 0.75, 1.0)
+
+
+def test_a_one_change_session_asks_only_clinical_pairs_and_resumes_to_the_same_question():
+    protocol = load_protocol(ONE_CHANGE)
+    assert protocol.comparisons.pairs == "one-change"
+    patient = SimulatedPatient(Prescription(-1.25, -1.0, 30.0), n_alternatives=10, lapse=0.02, seed=9)
+    log = MemoryLog()
+    session = _session(log, protocol)
+    session.run(SimulatedPresenter(patient), max_steps=25)
+    compared = [t for t in log.trials() if is_comparison(t)]
+    assert len(compared) >= 5, "too few comparisons were asked"
+    for t in compared:
+        assert _one_change(in_form(t.lens, "minus"), in_form(t.lens2, "minus")), (t.lens, t.lens2)
+    rebuilt = _session(log, protocol)
+    assert rebuilt.next_query() == session.next_query()
+
+
+def test_the_shipped_protocol_asks_pairs_no_clinician_would_and_keeps_its_setting():
+    """The shipped default keeps ``pairs = "any"`` and, on the same patient, asks a pair that is not
+    one clinical change (what the one-change setting removes)."""
+    protocol = load_protocol("clinical-sloan-compare")
+    assert protocol.comparisons.pairs == "any"
+    patient = SimulatedPatient(Prescription(-1.25, -1.0, 30.0), n_alternatives=10, lapse=0.02, seed=9)
+    log = MemoryLog()
+    _session(log, protocol).run(SimulatedPresenter(patient), max_steps=25)
+    compared = [t for t in log.trials() if is_comparison(t)]
+    assert any(not _one_change(in_form(t.lens, "minus"), in_form(t.lens2, "minus")) for t in compared)
