@@ -57,13 +57,13 @@ def _rx(pv):
 def test_every_pair_is_the_lens_and_one_clinical_change_of_trial_lenses(lens):
     pairs, kinds = one_change_pairs([_pv(*lens)], STEPS, with_kinds=True)
     base = _rx(_pv(*lens)).power_vector_array()  # the base itself rounded (-0.25 x 175: 15 deg steps, x 180)
-    assert {k for k, _ in kinds} >= {"sphere", "jcc-axis", "jcc-power", "cylinder"}
+    assert {k for k, _ in kinds} >= {"sphere", "flipper", "jcc-axis", "jcc-power", "cylinder"}
     for (a, b), (kind, _) in zip(pairs, kinds):
         ra, rb = _rx(a), _rx(b)
         for r in (ra, rb):  # trial lenses: 0.25 D, the axis steps
             assert r.sphere_d / 0.25 == round(r.sphere_d / 0.25) and r.cylinder_d / 0.25 == round(r.cylinder_d / 0.25)
             assert r.cylinder_d == 0.0 or r.axis_deg % 5.0 == 0.0
-        if kind == "jcc-axis" or kind == "jcc-power":
+        if kind in ("jcc-axis", "jcc-power", "flipper"):
             assert np.abs(a - b).max() > 0.1  # two flips, the base between them
             np.testing.assert_allclose((a + b) / 2, base, atol=0.13)
             continue
@@ -98,7 +98,7 @@ def test_no_pair_twice_and_a_cross_cylinder_before_the_lens_in_place_costs_no_ch
     changes = pair_changes(pairs, kinds, here)
     for c, (kind, base) in zip(changes, kinds):
         holds = bool((np.abs(pairs - here).max(axis=-1) <= 1e-6).any())
-        expected = 0.0 if kind.startswith("jcc") and base == 0 else None
+        expected = 0.0 if kind in ("jcc-axis", "jcc-power", "flipper") and base == 0 else None
         if expected is not None:
             assert c == 0.0
     assert set(changes[[k.startswith("jcc") and b == 1 for k, b in kinds]]) == {2.0}
@@ -119,7 +119,7 @@ def _one_change(r1, r2) -> bool:
     # a 0.25 or 0.50 D cylinder's axis is rounded to 15 or 10 deg steps
     same_axis = r1.cylinder_d == 0.0 or r2.cylinder_d == 0.0 or min(turn, 180.0 - turn) <= 15.0
     if (r1.cylinder_d, r1.axis_deg) == (r2.cylinder_d, r2.axis_deg):
-        return abs(r1.sphere_d - r2.sphere_d) in (0.25, 0.5)
+        return abs(r1.sphere_d - r2.sphere_d) in (0.25, 0.5)  # a ±0.25 flipper's two sides: 0.50
     if (r1.sphere_d, r1.cylinder_d) == (r2.sphere_d, r2.cylinder_d):
         return True
     return same_axis and abs(r1.cylinder_d - r2.cylinder_d) in (0.25, 0.5, 0.75, 1.0)

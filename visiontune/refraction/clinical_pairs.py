@@ -6,7 +6,8 @@ trial lens) in power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horner 1997, Eq
 (:func:`visiontune.refraction.lenses.trial_lens_power_vectors`: 0.25 D, the protocol's axis steps):
 
 * **sphere**: ``(L, L + dS)`` for ``dS`` in ±0.25 and ±0.50 D (``M`` changes by ``dS``, ``J`` not);
-  the plus steps are the fogging / plus-to-blur steps;
+  the plus steps are the fogging / plus-to-blur steps; and the ±0.25 D sphere flipper's two
+  sides held before the lens, ``(L + 0.25, L - 0.25)`` (the end-point check of the sphere);
 * **Jackson cross-cylinder**, ±``p`` D (``p`` = 0.25): the lens ``+p DS / -2p DC x t`` has
   ``M = p - p = 0`` and ``J = p (cos 2t, sin 2t)``; its flip (minus axis at ``t + 90``) is ``-J``.
   The pair is ``(L + J_t, L - J_t)``: for the **axis** the flips straddle the lens's axis ``a``
@@ -32,13 +33,17 @@ __all__ = ["CHANGE_KINDS", "JCC_D", "SPHERE_STEPS_D", "cross_cylinder", "one_cha
 
 #: Sphere changes shown against the lens (D).
 SPHERE_STEPS_D = (0.25, -0.25, 0.5, -0.5)
+#: The sphere flipper's power, ±0.25 D.
+FLIPPER_D = 0.25
 #: The cross-cylinder's power, ±0.25 D.
 JCC_D = 0.25
 #: The cylinder-power change after a cross-cylinder answer (D).
 CYLINDER_STEP_D = 0.25
 #: Below this length of ``J`` (D) the lens has no axis to follow.
 _AXIS_FREE_J_D = 0.05
-CHANGE_KINDS = ("sphere", "jcc-axis", "jcc-power", "axis", "cylinder")
+#: Pairs shown by a hand-held lens before the lens in place (no change of the lens itself).
+_HAND_HELD = ("flipper", "jcc-axis", "jcc-power")
+CHANGE_KINDS = ("sphere", "flipper", "jcc-axis", "jcc-power", "axis", "cylinder")
 
 
 def cross_cylinder(power_d: float, minus_axis_deg: float) -> np.ndarray:
@@ -61,6 +66,8 @@ def _pairs_around(base: np.ndarray, steps: LensSteps) -> list[tuple[str, np.ndar
     """``(kind, lens 1, lens 2)`` of every one-change pair around ``base (3,)``, unrounded."""
     axis, cylinder = _axis_and_cylinder(base)
     out = [("sphere", base, base + np.array([d, 0.0, 0.0])) for d in SPHERE_STEPS_D]
+    flip = np.array([FLIPPER_D, 0.0, 0.0])
+    out.append(("flipper", base + flip, base - flip))
     straddle = cross_cylinder(JCC_D, axis + 45.0)
     aligned = cross_cylinder(JCC_D, axis)
     out += [("jcc-axis", base + straddle, base - straddle), ("jcc-power", base + aligned, base - aligned)]
@@ -104,12 +111,13 @@ def one_change_pairs(bases, steps: LensSteps, with_kinds: bool = False):
 def pair_changes(pairs: np.ndarray, kinds, in_place) -> np.ndarray:
     """Changes of lens each pair of :func:`one_change_pairs` (built with ``in_place`` as base 0)
     costs from the lens in place ``in_place`` (a power vector, or None): a cross-cylinder pair around
-    the lens in place none (a hand-held cross-cylinder flipped before the trial frame's lens, or one
-    flip of a phoropter's, is part of the comparison's own time; assumed, as the clinic does it), else
+    the lens in place, or a ±0.25 D flipper's, none (a hand-held cross-cylinder or flipper turned
+    before the trial frame's lens, or one flip of a phoropter's, is part of the comparison's own
+    time; assumed, as the clinic does it), else
     1 where the pair holds the lens in place and 2 where it does not."""
     if in_place is None:
         return np.full(len(pairs), 2.0)
     here = np.abs(pairs - np.asarray(in_place, dtype=float)).max(axis=-1) <= 1e-6
     changes = np.where(here.any(axis=1), 1.0, 2.0)
-    jcc = np.array([kind.startswith("jcc") and base == 0 for kind, base in kinds])
+    jcc = np.array([kind in _HAND_HELD and base == 0 for kind, base in kinds])
     return np.where(jcc, 0.0, changes)
