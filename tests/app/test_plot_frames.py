@@ -168,7 +168,8 @@ def test_a_view_frame_of_a_realistic_session_pickles_to_a_few_kilobytes():
 
 def test_estimate_texts_are_the_panel_lines():
     t = estimate_texts(current_estimate(), (-1.0, 2.0), "Precision stop: 40%")
-    assert t.best_lens == "Best lens now: S \u22120.98 / C +1.61 \u00d7 090"
+    # the trial lens to file, never the exact estimate (S −0.98 / C +1.61, off the 0.25 D steps)
+    assert t.best_lens == "Best lens now: S \u22121.00 / C +1.50 \u00d7 090"
     # the region as a clinician reads it: half-widths of the intervals, the axis ± in whole degrees
     assert t.interval == ("95% credible region: S \u00b10.88 / C \u00b10.88 / axis \u00b112\u00b0\n"
                           "(sphere \u22121.50 to +0.25 D, cylinder \u22120.75 to +1.00 D)")  # fmt: skip
@@ -196,9 +197,10 @@ def test_region_text_reads_sphere_cylinder_and_axis_pm():
 
 
 def test_lens_text_shows_the_axis_in_three_whole_degrees_in_1_to_180():
-    assert lens_text(Prescription(-2.0, -1.0, 29.6)) == "S \u22122.00 / C \u22121.00 \u00d7 030"
-    assert lens_text(Prescription(-2.0, -1.0, 0.3)) == "S \u22122.00 / C \u22121.00 \u00d7 180"
-    assert lens_text(Prescription(0.0, 0.75, 5.0)) == "S 0.00 / C +0.75 \u00d7 005"
+    assert lens_text(Prescription(-2.0, -1.0, 29.6)) == "S \u22122.00 / C \u22121.00 \u00d7 030 (not a trial lens)"
+    assert lens_text(Prescription(-2.0, -1.0, 0.3), "estimate") == \
+        "S \u22122.00 / C \u22121.00 \u00d7 180 (estimate, not a trial lens)"
+    assert lens_text(Prescription(0.0, 0.75, 5.0)) == "S plano / C +0.75 \u00d7 005"
 
 
 def test_start_and_stop_texts():

@@ -39,7 +39,9 @@ def test_a_whole_simulated_session_by_keyboard(qtbot, make_window, paths):
     assert "SIMULATED" in window.windowTitle()
     view = window.session_view
     assert view.banner.isVisible() and "SIMULATED" in view.banner.text()
-    assert re.fullmatch(r"S [+\u2212]?\d+\.\d\d / C [+\u2212]?\d+\.\d\d \u00d7 \d{1,3}", view.lens.text()), view.lens.text()
+    # the one notation: signed powers (plano), sphere-only as DS, the axis in three digits
+    lens_re = r"S (?:[+\u2212]\d+\.\d\d|plano)(?: / C [+\u2212]\d+\.\d\d \u00d7 \d{3}| DS)"
+    assert re.fullmatch(lens_re, view.lens.text()), view.lens.text()
 
     typed = []  # (index, letter typed) for letter answers
     # 1: a key that means nothing before the lens is confirmed: calm message, nothing recorded

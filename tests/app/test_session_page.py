@@ -21,7 +21,7 @@ TYPED = Prescription(-2.0, -1.0, 30.0)
 #: Rounding a lens to the trial set moves it by at most this much (power-vector distance, D):
 #: half a 0.25 D step on M, half a step on the cylinder and half an axis step on J.
 ROUNDING_D = 0.2
-LENS_RE = r"S (?:[+\u2212]\d+\.\d\d|0\.00) / C (?:[+\u2212]\d+\.\d\d|0\.00) \u00d7 \d{3}"
+LENS_RE = r"S (?:[+\u2212]\d+\.\d\d|plano)(?: / C [+\u2212]\d+\.\d\d \u00d7 \d{3}| DS)"
 
 
 def distance(a: Prescription, b: Prescription) -> float:

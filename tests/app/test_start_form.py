@@ -74,7 +74,7 @@ def fill(view, sphere="", cylinder="", axis="", source="autorefraction", age="")
     ({"sphere": "-2.00", "cylinder": "-1.00"}, ("axis",), "Axis: a cylinder of \u22121.00 D needs its axis"),
     ({"sphere": "minus two"}, ("sphere",), "Sphere: expected a number"),
     ({"sphere": "-15.00"}, ("sphere", "cylinder", "axis"),  # the range is the whole prescription's
-     "starting prescription: S -15.00 / C 0.00 x 180 (spherical equivalent -15.00 D) is outside the range"),
+     "starting prescription: S -15.00 DS (spherical equivalent -15.00 D) is outside the range"),
     ({"sphere": "-2.00", "age": "200"}, ("age",), "Age: expected an age in [3, 110] years"),
     ({"sphere": "-2.00", "cylinder": "-1.00", "axis": "30", "source": "none"}, ("start_source",), "Source: say where"),
 ])  # fmt: skip

@@ -32,7 +32,7 @@ def simulate(capsys, *argv):
         (["--trials", "-5"], "trials"),
         (["--true-rx", "5 0"], "true_rx"),
         (["--true-rx", "1 -4.5"], "true_rx"),
-        (["--true-rx", "one two"], "true_rx"),
+        (["--true-rx", "one two"], "--true-rx"),
         (["--policy", "no-such-rule"], "policy"),
         (["--seed", "-1"], "seed"),
     ],

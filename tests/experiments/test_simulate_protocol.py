@@ -19,7 +19,7 @@ def test_simulate_a_protocol_with_an_oblique_patient(tmp_path, capsys):
     assert code == 0
     text = capsys.readouterr().out
     assert text.startswith("SIMULATED session (clinical-sloan, evr, 15 answers")
-    assert "true correction:  S -2.25 / C -1.25 x 35" in text
+    assert "true correction:  S -2.25 / C -1.25 x 035" in text
     saved = json.loads(out.read_text())
     assert saved["result"]["simulated"] is True and saved["result"]["trials_used"] == 15
     # the same run by hand through the loop files the same lens

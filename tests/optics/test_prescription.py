@@ -123,14 +123,15 @@ def test_rounded():
 
 
 def test_format():
+    """The one notation (visiontune.optics.notation; more in tests/optics/test_notation.py)."""
     assert Prescription(-1.25, -0.5, 0).format() == "S -1.25 / C -0.50 x 180"
-    assert Prescription(0.75, 0.0, 90).format() == "S +0.75 / C 0.00 x 90"
-    assert Prescription(-0.0, -1.0, 12.5).format() == "S 0.00 / C -1.00 x 12.5"
-    # a simulated patient's axis to a tenth of a degree; one within 0.05 of 0 is the 180 meridian
-    assert Prescription(0.17, -0.58, 171.456).format() == "S +0.17 / C -0.58 x 171.5"
-    assert Prescription(-1.0, -0.5, 0.04).format() == "S -1.00 / C -0.50 x 180"
-    assert Prescription(-1.25, -0.5, 0).format(unicode_minus=True) == "S \u22121.25 / C \u22120.50 x 180"
-    assert str(Prescription(2, -1, 45)) == "S +2.00 / C -1.00 x 45"
+    assert Prescription(0.75, 0.0, 90).format() == "S +0.75 DS"
+    assert Prescription(-0.0, -1.0, 12).format() == "S plano / C -1.00 x 012"
+    # a simulated patient's axis and powers are off the trial-lens steps: marked, never a lens
+    assert Prescription(0.17, -0.58, 171.456).format() == "S +0.17 / C -0.58 x 171 (not a trial lens)"
+    assert Prescription(-1.0, -0.5, 0.04).format() == "S -1.00 / C -0.50 x 180 (not a trial lens)"
+    assert Prescription(-1.25, -0.5, 0).format(unicode_minus=True) == "S \u22121.25 / C \u22120.50 \u00d7 180"
+    assert str(Prescription(2, -1, 45)) == "S +2.00 / C -1.00 x 045"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -153,7 +154,7 @@ def test_parse(text, expected):
 @settings(max_examples=100, deadline=None)
 @given(st.integers(-80, 80), st.integers(-32, 32), st.integers(1, 180), st.booleans())
 def test_format_parse_round_trip(s_q, c_q, axis, unicode_minus):
-    rx = Prescription(s_q * 0.25, c_q * 0.25, axis)
+    rx = Prescription(s_q * 0.25, c_q * 0.25, axis if c_q else 180)  # a lens without cylinder has no axis
     assert Prescription.parse(rx.format(unicode_minus=unicode_minus)) == rx
 
 

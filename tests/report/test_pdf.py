@@ -10,6 +10,7 @@ import subprocess
 import pytest
 from pypdf import PdfReader
 
+from visiontune.optics.notation import rx_cells, rx_text
 from visiontune.report import load_session
 from visiontune.report.pdf import pdf_bytes
 
@@ -26,8 +27,9 @@ def test_pdf_text_holds_prescription_acuity_and_patient(store, make_session):
     text = " ".join(pages)
     assert len(pages) == 2
     assert "P-0042" in pages[0]
-    assert "S -1.25 / C -0.50 x 90" in pages[0]  # rounded to 0.25 D
-    assert "S -1.31 / C -0.56 x 90" in pages[0]  # exact -1.3125 / -0.5625, printed to 0.01 D
+    assert "S -1.25 / C -0.50 x 090" in pages[0]  # rounded to 0.25 D
+    # exact -1.3125 / -0.5625, printed to 0.01 D and marked: never written as a lens
+    assert "Exact estimate S -1.31 / C -0.56 x 090 (estimate, not a trial lens)" in pages[0]
     # 0.12 logMAR = 20/(20·10^0.12) = 20/26.4 = 6/7.9
     assert "0.12 logMAR (Snellen 20/26, 6/8)" in pages[0]
     assert "[0.02, 0.31] logMAR (Snellen 20/21 to 20/41)" in pages[0]
@@ -59,7 +61,7 @@ def test_a_comparison_row_gives_both_lenses_and_the_clearer(store, make_session)
     S -0.50 / C -0.75 x 10, answered "equal"; the summary gives the result's count of them."""
     pages = _pages(store, make_session(n_trials=12, undo_at=(), comparisons_used=1))
     assert "12 used (11 letters, 1 comparison) Stopped by" in pages[0]
-    assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 90/10 C equal - ", pages[1]), pages[1]
+    assert re.search(r"(^| )11 0\.30 -1\.75/-0\.50 -1\.38/-0\.75 090/010 C equal - ", pages[1]), pages[1]
 
 
 def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_session, tmp_path):
@@ -84,11 +86,10 @@ def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_
             path = f"{ends[0].axis_deg or 180:.0f} to {ends[1].axis_deg or 180:.0f}\u00b0"
         else:
             path = f"{getattr(ends[0], f'{t.slider_knob}_d'):+.2f} to {getattr(ends[1], f'{t.slider_knob}_d'):+.2f} D"
-        cells = (f"{t.index + 1} {t.s_logmar:.2f} {chosen.sphere_d:+.2f} {chosen.cylinder_d:+.2f} "
-                 f"{chosen.axis_deg:.0f} {t.letter_shown} slider - {'void ' if t.void else ''}")  # fmt: skip
-        note = (f"slider {t.slider_knob}: clearest S {chosen.sphere_d:+.2f} / C {chosen.cylinder_d:+.2f} "
-                f"x {chosen.axis_deg:.0f} ({t.slider_choice + 1} of {len(t.slider_lenses)}, "
-                f"path {path})")  # fmt: skip
+        cells = (f"{t.index + 1} {t.s_logmar:.2f} {' '.join(rx_cells(chosen))} "
+                 f"{t.letter_shown} slider - {'void ' if t.void else ''}")  # fmt: skip
+        note = (f"slider {t.slider_knob}: clearest {rx_text(chosen)} ({t.slider_choice + 1} of "
+                f"{len(t.slider_lenses)}, path {path})")  # fmt: skip
         row = rf"(^| ){re.escape(cells)}\d\d:\d\d:\d\d {re.escape(note)}"
         assert re.search(row, table), row
         notes.append(note)
@@ -136,7 +137,7 @@ def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store)
         result = session.finish()
         sid = session.session_id
     page = _pages(store, sid)[0]
-    assert "Starting prescription S -2.25 / C -1.25 x 35 (autorefraction)" in page
+    assert "Starting prescription S -2.25 / C -1.25 x 035 (autorefraction)" in page
     ci = result["credible_interval"]
     assert f"axis ±{ci['axis_pm_deg']:.0f}°" in page
     assert f"M ±{ci['m_pm_d']:.2f} D, J ±{ci['cylinder_vector_pm_d']:.2f} D" in page

@@ -44,9 +44,9 @@ def _page_texts(path) -> list[str]:
 
 def test_table_has_both_eyes_in_clinic_form_with_found_and_signed_beside():
     rows = {label: (od, os_) for label, od, os_ in visit_table(make_visit())}
-    assert rows["Prescription"] == ("\u22121.00 / \u22120.50 \u00d7 90", "\u22121.75 / \u22120.75 \u00d7 175")
-    assert rows["Found by VisionTune"] == ("\u22121.25 / \u22120.50 \u00d7 90", "\u22122.00 / \u22120.75 \u00d7 175")
-    assert rows["Signed off"][0] == "not edited" and rows["Signed off"][1].startswith("\u22121.75 / \u22120.75 \u00d7 175  by Dr A. Optom")
+    assert rows["Prescription"] == ("S \u22121.00 / C \u22120.50 \u00d7 090", "S \u22121.75 / C \u22120.75 \u00d7 175")
+    assert rows["Found by VisionTune"] == ("S \u22121.25 / C \u22120.50 \u00d7 090", "S \u22122.00 / C \u22120.75 \u00d7 175")
+    assert rows["Signed off"][0] == "not edited" and rows["Signed off"][1].startswith("S \u22121.75 / C \u22120.75 \u00d7 175  by Dr A. Optom")
     assert rows["Balance"] == ("+0.25 D sphere", "no change")
     assert rows["95% credible \u00b1"][0] == "sphere \u00b10.25 D, cyl \u00b10.38 D, axis \u00b112\u00b0"
     assert "M \u22121.50 \u00b10.20" in rows["Power vector"][0] and "J45" in rows["Power vector"][1]
@@ -64,13 +64,13 @@ def test_the_session_row_counts_the_answers_of_each_kind():
 def test_plus_cylinder_clinic_shows_plus_cylinder():
     visit = make_visit(cylinder_form="plus", os=skipped_eye("OS", "prosthetic eye"), balance=None)
     rows = {label: (od, os_) for label, od, os_ in visit_table(visit)}
-    assert rows["Prescription"] == ("\u22121.75 / +0.50 \u00d7 180", "\u2014")
+    assert rows["Prescription"] == ("S \u22121.75 / C +0.50 \u00d7 180", "\u2014")
     assert rows["Found by VisionTune"][1] == "eye not measured: prosthetic eye"
-    assert rows["Habitual Rx"][0] == "\u22121.25 / +0.25 \u00d7 175"
+    assert rows["Habitual Rx"][0] == "S \u22121.25 / C +0.25 \u00d7 175"
 
 
 def test_notations():
-    assert rx_text(Prescription(2.0, 0.0, 180.0)) == "+2.00 DS"
+    assert rx_text(Prescription(2.0, 0.0, 180.0)) == "S +2.00 DS"
     assert rx_text(None) == "\u2014"
     assert acuity_text(0.3) == "0.30 logMAR \u00b7 6/12.0 \u00b7 20/40 \u00b7 decimal 0.50"
     assert acuity_text(-0.1) == "\u22120.10 logMAR \u00b7 6/4.8 \u00b7 20/16 \u00b7 decimal 1.26"
@@ -100,7 +100,7 @@ def test_real_visit_has_no_simulated_mark_and_reads_as_printed(tmp_path):
     pages = _page_texts(out)
     assert len(pages) == 2 and all("SIMULATED" not in t for t in pages)
     first = pages[0]
-    for text in ("Right eye (OD)", "Left eye (OS)", "\u22121.00 / \u22120.50 \u00d7 90", "\u22121.75 / \u22120.75 \u00d7 175",
+    for text in ("Right eye (OD)", "Left eye (OS)", "S \u22121.00 / C \u22120.50 \u00d7 090", "S \u22121.75 / C \u22120.75 \u00d7 175",
                  "6/6.3", "20/21", "decimal 0.95", "alternate occlusion, equal-plus comparison", "P-0042"):  # fmt: skip
         assert text in first, text
     assert "acuity maps" in pages[1]
@@ -120,4 +120,4 @@ def test_no_measured_eye_is_refused_and_no_file_is_left(tmp_path):
 
 def test_zero_cylinder_eye_reads_as_sphere_only():
     visit = make_visit(od=measured_eye("OD", prescription=Prescription(1.5, 0.0, 180.0)), balance=None)
-    assert visit_table(visit)[0][1] == "+1.50 DS"
+    assert visit_table(visit)[0][1] == "S +1.50 DS"

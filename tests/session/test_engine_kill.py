@@ -52,8 +52,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
             args = ["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(db), "--quiet",
                     "--true-rx", "1 -1"]
         else:
-            args = ["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet", "--true-rx", "1 -1",
-                    "--patient-seed", str(k)]
+            args = ["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"]
         child = _spawn(args + ["--max-steps", str(steps)])
         deadline = time.monotonic() + 60
         target = len(seen) + int(rng.integers(1, 4))
@@ -78,7 +77,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
     assert len(seen) >= kills
 
     # resumed to its end, the killed session is the uninterrupted one, trial for trial
-    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet", "--patient-seed", "99"])
+    resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
     assert resume.wait(timeout=300) == 0
     whole = tmp_path / "whole.sqlite3"
     uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(whole),
@@ -108,7 +107,7 @@ def _kill_resume_and_rerun(tmp_path, proto_path, kills: int, rng_seed: int):
     seen, sid = [], None
     for k in range(kills):
         args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
-                else ["session", "resume", str(sid), "--simulate", "--patient-seed", str(k)])  # fmt: skip
+                else ["session", "resume", str(sid), "--simulate"])  # fmt: skip
         child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and child.poll() is None:

@@ -21,11 +21,11 @@ def _slider(knob, path, choice, void=False) -> Trial:
 
 def test_a_slider_on_one_line_with_the_ends_of_its_path_in_the_knobs_unit():
     sphere = _slider("sphere", [(-2.25 + 0.25 * k, -0.5, 90.0) for k in range(9)], 3)
-    assert slider_text(sphere) == "slider sphere: clearest S -1.50 / C -0.50 x 90 (4 of 9, path -2.25 to -0.25 D)"
+    assert slider_text(sphere) == "slider sphere: clearest S -1.50 / C -0.50 x 090 (4 of 9, path -2.25 to -0.25 D)"
     cylinder = _slider("cylinder", [(0.5, -0.5, 35.0), (0.5, -0.25, 35.0), (0.5, 0.0, 0.0)], 2)
-    assert slider_text(cylinder) == "slider cylinder: clearest S +0.50 / C 0.00 x 180 (3 of 3, path -0.50 to +0.00 D)"
+    assert slider_text(cylinder) == "slider cylinder: clearest S +0.50 DS (3 of 3, path -0.50 to +0.00 D)"
     axis = _slider("axis", [(0.0, -1.0, a) for a in (170.0, 175.0, 0.0, 5.0, 10.0)], 2)
-    assert slider_text(axis) == "slider axis: clearest S 0.00 / C -1.00 x 180 (3 of 5, path 170 to 10\u00b0)"
+    assert slider_text(axis) == "slider axis: clearest S plano / C -1.00 x 180 (3 of 5, path 170 to 10\u00b0)"
     assert slider_text(axis, lens=lambda x: "LENS") == "slider axis: clearest LENS (3 of 5, path 170 to 10\u00b0)"
 
 
@@ -36,7 +36,7 @@ def test_the_in_memory_log_reads_the_same():
                          slider_choice=1)  # fmt: skip
     stored = _slider("sphere", [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in path], 1)
     assert slider_text(logged) == slider_text(stored) == \
-        "slider sphere: clearest S -0.75 / C -0.50 x 90 (2 of 3, path -1.00 to -0.50 D)"
+        "slider sphere: clearest S -0.75 / C -0.50 x 090 (2 of 3, path -1.00 to -0.50 D)"
 
 
 def test_lens_text_writes_axis_0_as_180():

@@ -164,7 +164,7 @@ def test_a_real_patients_visit_is_not_run_headless(tmp_path, capsys):
 
 @pytest.mark.parametrize("rx, message", [
     ("-4.00 -0.75 x 190", r"--rx: axis_deg: must be in \[0, 180\] degrees, got 190"),
-    ("-4.75 +0.75 x 126", "plus-cylinder form but this visit writes minus cylinders; enter S -4.00 / C -0.75 x 36"),
+    ("-4.75 +0.75 x 126", "plus-cylinder form but this visit writes minus cylinders; enter S -4.00 / C -0.75 x 036"),
     ("minus four", "--rx: text: cannot read a prescription"),
 ])  # fmt: skip
 def test_bad_sign_off_gives_a_clear_message_and_the_log_is_unchanged(whole_visit, capsys, rx, message):

@@ -182,7 +182,7 @@ def test_sign_off_is_kept_beside_the_found_prescription_and_the_latest_is_in_for
 
 @pytest.mark.parametrize("setup, eye, rx, by, message", [
     ("finished", "OD", Prescription(-1.5, 0.5, 180.0), "Dr B",
-     r"cylinder \+0.50 D is in plus-cylinder form but this visit writes minus cylinders; enter S -1.00 / C -0.50 x 90"),
+     r"cylinder \+0.50 D is in plus-cylinder form but this visit writes minus cylinders; enter S -1.00 / C -0.50 x 090"),
     ("finished", "OD", Prescription(-1.5, -0.5, 180.0), " ", "by: expected a non-empty text"),
     ("open", "OD", Prescription(-1.5, -0.5, 180.0), "Dr B", r"session \d+\) is open; finish it before signing off"),
     ("finished", "OS", Prescription(-1.5, -0.5, 180.0), "Dr B", "OS has no refraction"),

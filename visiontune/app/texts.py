@@ -14,17 +14,17 @@ from dataclasses import dataclass
 
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import format_snellen
+from visiontune.optics.notation import rx_text
 from visiontune.refraction.lenses import in_form
 
 MINUS = "\u2212"
 
 
-def lens_text(lens: Prescription) -> str:
-    """``S −1.25 / C −0.50 × 030`` (U+2212 minus, U+00D7 times; the axis in whole degrees,
-    in (0, 180], three digits so that ``× 030`` cannot be misread)."""
-    axis = round(float(lens.axis_deg)) % 180 or 180
-    shown = Prescription(lens.sphere_d, lens.cylinder_d, float(axis))
-    return shown.format(unicode_minus=True).replace(f" x {axis}", f" \u00d7 {axis:03d}")
+def lens_text(lens: Prescription, kind: str | None = None) -> str:
+    """``S −1.25 / C −0.50 × 030`` in the one notation (:func:`visiontune.optics.notation.rx_text`:
+    U+2212 minus, U+00D7 times, plano and DS, the axis in three digits); a value off the
+    trial-lens steps is marked ``(not a trial lens)``, ``kind`` naming it."""
+    return rx_text(lens, unicode=True, kind=kind)
 
 
 def rx_from_dict(data) -> Prescription | None:
@@ -152,4 +152,4 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
     acuity = (f"Predicted acuity through it: {acuity_text(estimate.va_logmar, chart_range)}; "
               f"interval {lo:+.2f} to {hi:+.2f}").replace("-", MINUS)  # fmt: skip
     when = "now" if estimate.n_trials else "before any answer"
-    return EstimateTexts(f"Best lens {when}: {lens_text(estimate.lens)}", interval, acuity, progress)
+    return EstimateTexts(f"Best lens {when}: {lens_text(estimate.rounded)}", interval, acuity, progress)

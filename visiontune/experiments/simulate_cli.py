@@ -35,7 +35,9 @@ import argparse
 import io
 import json
 import sys
+
 from visiontune import output_guard
+from visiontune._argparse import finite_float
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.experiments.analysis import pyplot
 from visiontune.experiments.clinic import case_refraction
@@ -45,58 +47,62 @@ from visiontune.experiments.refraction import (
     run_refraction,
 )
 from visiontune.optics import Prescription
+from visiontune.optics.notation import TRUTH, signed
 from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import parse_true_rx, simulated_case
 
 __all__ = ["add_arguments", "run", "write_plot"]
 
+#: The paper experiment's settings (flag -> default); a protocol sets its own, so they are refused with one.
+_PAPER_SETTINGS = {"--policy": "UCB-ALD", "--inference": "laplace", "--n-alternatives": 26,
+                   "--reference-logmar": DEFAULT_REFERENCE_LOGMAR, "--plot": None}  # fmt: skip
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policy", default="UCB-ALD",
+    parser.add_argument("--policy", default=None,
                         help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
                              "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
                              "the paper's fit); ucb-ald-pv (power-vector kernel) is not in the one trial loop")
-    parser.add_argument("--slope", type=float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
+    parser.add_argument("--slope", type=finite_float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
     parser.add_argument("--protocol", default=None,
                         help="run this protocol (shipped name or .toml path, e.g. clinical-sloan: any axis, from the "
                              "simulated autorefraction) instead of the paper's experiment")
     parser.add_argument("--trials", type=int, default=None,
                         help="number of answers (default 260; with --protocol, at most this many)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
-    parser.add_argument("--true-rx", default=None, metavar='"S C"',
-                        help="true correction: sphere and cylinder in diopters, within [-4, 4], at the paper's fixed "
-                             "axis 180 (\"S C\" or \"S C x 180\"; default: random)")
-    parser.add_argument("--n-alternatives", type=int, default=26, help="letters to choose from (26; 10 for Sloan)")
-    parser.add_argument("--reference-logmar", type=float, default=DEFAULT_REFERENCE_LOGMAR,
+    parser.add_argument("--true-rx", default=None, metavar='"S C x A"',
+                        help="true correction as a clinician writes it (\"-1.25 -0.50 x 30\", \"-1.25/-0.50x30\"): "
+                             "any axis with --protocol; the paper's experiment searches sphere and cylinder within "
+                             "[-4, 4] at its fixed axis 180 (\"S C\" or \"S C x 180\"; default: random)")  # fmt: skip
+    parser.add_argument("--n-alternatives", type=int, default=None, help="letters to choose from (26; 10 for Sloan)")
+    parser.add_argument("--reference-logmar", type=finite_float, default=None,
                         help=f"reference letter size s0 of the x-rule and the estimate (default {DEFAULT_REFERENCE_LOGMAR})")
-    parser.add_argument("--inference", choices=("laplace", "ep"), default="laplace",
+    parser.add_argument("--inference", choices=("laplace", "ep"), default=None,
                         help="GP inference: laplace (the one trial loop's; ep is refused)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run as JSON")
     parser.add_argument("--plot", default=None, metavar="PATH", help="draw acuity vs trial and the trials on the posterior acuity map (PNG)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
 def _parse_true_rx(text):
-    """``"S C"`` (at axis 180) or ``"S C x A"`` (``Prescription.parse``; only axis 180 is then
-    accepted by :func:`~visiontune.experiments.refraction.run_refraction`)."""
+    """``"S C x A"`` as a clinician writes it (:meth:`Prescription.parse`: ``"-2.25/-1.25x180"``,
+    a decimal comma), or ``"S C"`` at axis 180; another axis is refused: the paper's model
+    searches at the fixed axis 180."""
     if text is None:
         return None
-
-    parts = text.replace(",", " ").split()
     try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) == 2:
-        return values
-    try:
-        rx = Prescription.parse(text)
+        rx = Prescription.parse(text, default_axis_deg=180.0)
     except InvalidInputError:
-        raise InvalidInputError(f'true_rx: expected "S C" or "S C x 180" (sphere and cylinder in diopters, the '
-                                f"paper's fixed axis), got {text!r}") from None
+        raise InvalidInputError(f'--true-rx: expected "S C x A" (e.g. "-1.25 -0.50 x 180" or "-1.25/-0.50x180") or '
+                                f'"S C" (sphere and cylinder in diopters at the paper\'s fixed axis 180), got '
+                                f"{text!r}") from None  # fmt: skip
     if rx.cylinder_d != 0.0 and rx.axis_deg != 180.0:
-        raise InvalidInputError(f"true_rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
+        raise InvalidInputError(f"--true-rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
                                 f"{rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
                                 f'--protocol clinical-sloan --true-rx "S C x A"`')  # fmt: skip
     return [rx.sphere_d, rx.cylinder_d]
@@ -110,14 +116,24 @@ def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise InvalidInputError(f"seed: must be >= 0, got {args.seed}")
     if args.protocol is not None:
+        ignored = [flag for flag in _PAPER_SETTINGS if getattr(args, _dest(flag)) is not None]
+        if ignored:
+            raise InvalidInputError(f"{', '.join(ignored)} with --protocol {args.protocol}: the protocol sets its "
+                                    "own policy, model and letters (and --plot draws the paper's GP map); leave "
+                                    f"{'it' if len(ignored) == 1 else 'them'} out, or drop --protocol for the "
+                                    "paper's experiment")  # fmt: skip
         return run_protocol(args)
+    for flag, default in _PAPER_SETTINGS.items():
+        if getattr(args, _dest(flag)) is None:
+            setattr(args, _dest(flag), default)
     args.trials = 260 if args.trials is None else args.trials
     true_rx = _parse_true_rx(args.true_rx)
 
     def progress(k, n, record):
         S, C = record.estimate
-        print(f"SIMULATED trial {k}/{n}: s {record.s:+.2f} logMAR, lens S {record.x[0]:+.2f} C {record.x[1]:+.2f}, "
-              f"{'correct' if record.correct else 'wrong'}; estimate S {S:+.2f} C {C:+.2f}",
+        lens = Prescription(record.x[0], record.x[1]).format(kind="GP setting")
+        print(f"SIMULATED trial {k}/{n}: s {signed(record.s)} logMAR, lens {lens}, "
+              f"{'correct' if record.correct else 'wrong'}; estimate {Prescription(S, C).format(kind='estimate')}",
               file=sys.stderr, flush=True)  # fmt: skip
 
     result = run_refraction(args.policy, slope=args.slope, trials=args.trials, seed=args.seed, true_rx=true_rx,
@@ -130,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
     t, f = result.true_rx, result.final_estimate
     print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, seed {result.seed}"
           f"{'' if result.kernel_variant == 'refraction-se' else ', kernel ' + result.kernel_variant})")
-    print(f"  true correction:  S {t.sphere_d:+.2f} D  C {t.cylinder_d:+.2f} D  x {t.axis_deg:g}")
-    print(f"  found correction: S {f.sphere_d:+.2f} D  C {f.cylinder_d:+.2f} D  x {f.axis_deg:g}")
+    print(f"  true correction:  {t.format(kind=TRUTH)}")
+    print(f"  found correction: {f.format(kind='estimate')}")
     print(f"  errors: sphere {result.sphere_error_d:.3f} D, cylinder {result.cylinder_error_d:.3f} D")
     print(f"  acuity through the found correction: {result.final_va_logmar:.3f} logMAR (SIMULATED)")
     return 0
@@ -154,7 +170,7 @@ def run_protocol(args: argparse.Namespace) -> int:
                         f"({trial.slider_choice + 1} of {len(trial.slider_lenses)})")  # fmt: skip
             else:
                 what = f"lens {trial.lens.format()}, {'correct' if trial.correct else 'wrong'}"
-            print(f"SIMULATED trial {trial.index + 1}: s {trial.s_logmar:+.2f} logMAR, {what}", file=sys.stderr,
+            print(f"SIMULATED trial {trial.index + 1}: s {signed(trial.s_logmar)} logMAR, {what}", file=sys.stderr,
                   flush=True)  # fmt: skip
 
     result = refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), progress=progress,
@@ -169,7 +185,7 @@ def run_protocol(args: argparse.Namespace) -> int:
     compared = f" ({', '.join(kinds)})" if kinds else ""
     print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
           f"stopped by {result['stopped_by']}, seed {args.seed})")
-    print(f"  true correction:  {case.true_rx.format()}")
+    print(f"  true correction:  {case.true_rx.format(kind=TRUTH)}")
     print(f"  found correction: {found.format()}  (dioptric distance {np.linalg.norm(found.power_vector_array() - truth):.2f} D)")
     if start.rx is not None:
         print(f"  start ({start.source}): {start.rx.format()}  "
@@ -180,8 +196,8 @@ def run_protocol(args: argparse.Namespace) -> int:
 
 
 def _write(path, text: str) -> None:
-    """``--json``: atomic, mode 0600, never over a user file or a file that is not JSON."""
-    output_guard.write_output(path, text, output_guard.JSON, name="--json", error=InvalidInputError)
+    """``--json``: atomic, mode 0600, never over a user file or a file that is not such a document."""
+    output_guard.write_output(path, text, output_guard.SIMULATION_JSON, name="--json", error=InvalidInputError)
 
 
 def write_plot(result, path) -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from visiontune import output_guard
+from visiontune._argparse import plain_name, worker_count
 from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
 from visiontune.experiments.provenance import machine_description, software, software_line
@@ -69,10 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="patients per population (default 100; 20 with --quick)")
     parser.add_argument("--seed", type=_positive_int("--seed", 2**31), default=1, help="population seed (default 1)")
     parser.add_argument("--quick", action="store_true", help="20 patients of two populations (a few minutes)")
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2; -1 = every core)")
+    parser.add_argument("--jobs", type=worker_count, default=2, help="worker processes (default 2; -1 = every core)")
     parser.add_argument("--scheduler", default=None, help="dask.distributed scheduler address instead of local workers")
     parser.add_argument("--out", default="docs/results", help="folder of the results page and store")
-    parser.add_argument("--name", default=None, help="page name (default clinical-validation[-quick])")
+    parser.add_argument("--name", type=plain_name, default=None,
+                        help="page name, no folder parts: the files are written in --out (default "
+                             "clinical-validation[-quick])")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     write_results_file(out / f"{name}.md", page, output_guard.MARKDOWN)
     write_results_file(out / f"{name}.json", json.dumps({"meta": meta, "tables": {p: [r.as_dict() for r in rows]
                                                                                   for p, rows in tables.items()}},
-                                                        indent=1) + "\n", output_guard.JSON)  # fmt: skip
+                                                        indent=1) + "\n", output_guard.VALIDATION_JSON)  # fmt: skip
     print(headline(tables))
     print(f"{summary.ran} runs now, {summary.planned} in all, {wall:.1f} s; page {out / name}.md")
     return 0

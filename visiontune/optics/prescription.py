@@ -32,10 +32,13 @@ import numpy as np
 
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError
+from visiontune.optics.notation import rx_text
 
 __all__ = ["Prescription", "PowerVector", "power_vector_components", "normalise_axis_deg"]
 
 _MINUS = "\u2212"
+#: A decimal comma between digits ("-2,25"), read as a decimal point.
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
 
 
 def _scalar(name: str, value) -> float:
@@ -119,7 +122,7 @@ _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
 _PARSE_RE = re.compile(
     rf"""^\s*
     (?:s(?:ph(?:ere)?)?\s*:?\s*)?(?P<s>{_NUMBER}|pl(?:ano)?)\s*(?:ds)?
-    (?:\s*/?\s*(?:c(?:yl(?:inder)?)?\s*:?\s*)?(?P<c>{_NUMBER})\s*(?:dc)?
+    (?:\s*[/,]?\s*(?:c(?:yl(?:inder)?)?\s*:?\s*)?(?P<c>{_NUMBER})\s*(?:dc)?
        (?:\s*(?:x|@|axis)\s*(?P<a>\d+(?:\.\d*)?))?
     )?\s*$""",
     re.VERBOSE,
@@ -207,36 +210,30 @@ class Prescription:
         return Prescription(half_away(self.sphere_d, step), half_away(self.cylinder_d, step),
                             normalise_axis_deg(half_away(self.axis_deg, axis_step)))
 
-    def format(self, unicode_minus: bool = False, decimals: int = 2) -> str:
-        """Clinical text, e.g. ``"S -1.25 / C -0.50 x 180"``.
+    def format(self, unicode_minus: bool = False, *, form: str | None = None, kind: str | None = None) -> str:
+        """Clinical text in the one notation (:func:`visiontune.optics.notation.rx_text`), e.g.
+        ``"S -1.25 / C -0.50 x 035"``, ``"S plano / C -0.50 x 180"``, ``"S +2.00 DS"``.
 
-        Signs are always written (``+0.75``); zero is ``0.00``. ``unicode_minus=True`` writes
-        the minus sign U+2212 instead of the ASCII hyphen. The axis is written without
-        decimals when it is a whole number, else to a tenth of a degree (a simulated patient's
-        axis: "x 171.5", not "x 171.456"; a trial lens's is whole). :meth:`parse` reads this text
-        back.
+        ``unicode_minus=True`` writes U+2212 and U+00D7; ``form`` ``"minus"`` / ``"plus"`` the
+        cylinder form; a value off the 0.25 D steps (or a fractional axis) is marked ``(not a
+        trial lens)``, ``kind`` naming what it is (``"estimate"``). :meth:`parse` reads a trial
+        lens's text back to the same lens.
         """
-        def power(x: float) -> str:
-            text = f"{x:+.{decimals}f}"
-            if float(text) == 0.0:
-                text = f"{0.0:.{decimals}f}"
-            return text.replace("-", _MINUS) if unicode_minus else text
-
-        tenth = round(float(self.axis_deg), 1)
-        axis = f"{180.0 if tenth == 0.0 else tenth:g}"
-        return f"S {power(self.sphere_d)} / C {power(self.cylinder_d)} x {axis}"
+        return rx_text(self, form=form, unicode=unicode_minus, kind=kind)
 
     def __str__(self) -> str:
         return self.format()
 
     @classmethod
-    def parse(cls, text: str) -> "Prescription":
+    def parse(cls, text: str, default_axis_deg: float | None = None) -> "Prescription":
         """Read ``"S C [x A]"``: e.g. ``"-1.25 -0.50 x 180"``, ``"S -1.25 / C -0.50 x 180"``,
-        ``"+2.00 DS"``, ``"plano"``, ``"-1.00 / -0.75 @ 90"``. U+2212 and ``×`` are accepted.
-        The axis may be omitted only when the cylinder is absent or zero (axis 180 then)."""
+        ``"+2.00 DS"``, ``"plano"``, ``"-1.00 / -0.75 @ 90"``, ``"-2.25/-1.25x35"``,
+        ``"-2.25DS/-1.25DCx035"``; U+2212, ``×`` and a decimal comma (``"-2,25"``) are accepted.
+        The axis may be omitted when the cylinder is absent or zero (axis 180 then), or when
+        ``default_axis_deg`` is given (a model searching at a fixed axis: ``"S C"``)."""
         if not isinstance(text, str):
             raise InvalidInputError(f"text: expected a string, got {type(text).__name__}")
-        norm = text.replace(_MINUS, "-").replace("\u00d7", " x ").strip().lower()
+        norm = _DECIMAL_COMMA.sub(".", text.replace(_MINUS, "-").replace("\u00d7", " x ")).strip().lower()
         match = _PARSE_RE.match(norm)
         if match is None:
             raise InvalidInputError(
@@ -245,7 +242,9 @@ class Prescription:
         s_text, c_text, a_text = match.group("s", "c", "a")
         sphere = 0.0 if s_text.startswith("pl") else float(s_text)
         cylinder = 0.0 if c_text is None else float(c_text)
-        if a_text is None:
+        if a_text is None and default_axis_deg is not None:
+            axis = float(default_axis_deg)
+        elif a_text is None:
             if cylinder != 0.0:
                 raise InvalidInputError(f"text: a cylinder of {cylinder} D needs an axis ('x A') in {text!r}")
             axis = 180.0

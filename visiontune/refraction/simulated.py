@@ -93,14 +93,8 @@ def _in_gp_box(rx: Prescription, protocol) -> Prescription:
 
 def parse_true_rx(text: str, protocol) -> Prescription:
     """``"S C x A"`` (``--true-rx``); for a GP protocol ``"S C"`` alone is at its fixed axis."""
-    if protocol is not None and protocol.model.type == "gp":
-        parts = text.replace(",", " ").split()
-        if len(parts) == 2:
-            try:
-                return Prescription(float(parts[0]), float(parts[1]), protocol.search_space.axis_deg)
-            except ValueError:
-                pass
+    fixed_axis = protocol.search_space.axis_deg if protocol is not None and protocol.model.type == "gp" else None
     try:
-        return Prescription.parse(text)
+        return Prescription.parse(text, default_axis_deg=fixed_axis)
     except InvalidInputError as exc:
         raise InvalidInputError(f"--true-rx: {exc}") from None

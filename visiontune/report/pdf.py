@@ -21,7 +21,7 @@ import os
 from datetime import UTC
 
 from visiontune.optics.acuity_units import format_snellen
-from visiontune.optics.prescription import Prescription
+from visiontune.optics.notation import rx_cells, rx_text
 from visiontune.refraction.result import LensValues
 from visiontune.report.record import SessionRecord
 from visiontune.session.trial_text import answer_kinds_text, slider_text
@@ -47,9 +47,10 @@ def ensure_gui_application():
     return app
 
 
-def format_lens(lens: LensValues, decimals: int = 2) -> str:
-    """Clinical text of a result lens, e.g. ``"S -1.25 / C -0.50 x 180"`` (Prescription.format)."""
-    return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg).format(decimals=decimals)
+def format_lens(lens: LensValues, kind: str | None = None) -> str:
+    """Clinical text of a result lens in the one notation (:func:`visiontune.optics.notation.rx_text`),
+    e.g. ``"S -1.25 / C -0.50 x 180"``; one off the trial-lens steps is marked, ``kind`` naming it."""
+    return rx_text(lens, kind=kind)
 
 
 def _duration(seconds: float) -> str:
@@ -77,8 +78,7 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         ("Protocol", protocol),
         ("Software", f"VisionTune {info.software_version}"),
         ("Prescription (0.25 D)", format_lens(r.rounded)),
-        ("Exact estimate", format_lens(LensValues(r.estimate.sphere_d, r.estimate.cylinder_d,
-                                                  float(round(r.estimate.axis_deg)) or 180.0))),
+        ("Exact estimate", format_lens(r.estimate, kind="estimate")),
         *_start_line(r),
         (f"{lvl}% credible region", _region_text(r)),
         *_power_vector_line(r),
@@ -139,8 +139,7 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
         if t.slider_choice is not None:
             void = "void" if t.void else ""
             rows.append((
-                str(t.index + 1), f"{t.s_logmar:.2f}", f"{t.lens.sphere_d:+.2f}", f"{t.lens.cylinder_d:+.2f}",
-                f"{t.lens.axis_deg:.0f}", t.letter_shown, "slider", "-", void,
+                str(t.index + 1), f"{t.s_logmar:.2f}", *rx_cells(t.lens), t.letter_shown, "slider", "-", void,
                 t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
             ))  # fmt: skip
             rows.append(("", slider_text(t), "", "", "", "", "", "", void, ""))
@@ -148,15 +147,15 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
         if t.comparison is not None:
             a, b = t.lens, t.lens2
             rows.append((
-                str(t.index + 1), f"{t.s_logmar:.2f}", f"{a.sphere_d:+.2f}/{b.sphere_d:+.2f}",
-                f"{a.cylinder_d:+.2f}/{b.cylinder_d:+.2f}", f"{a.axis_deg:.0f}/{b.axis_deg:.0f}", t.letter_shown,
+                str(t.index + 1), f"{t.s_logmar:.2f}", *(f"{x}/{y}" for x, y in zip(rx_cells(a), rx_cells(b))),
+                t.letter_shown,
                 "equal" if t.comparison == "=" else f"lens {t.comparison}", "-", "void" if t.void else "",
                 t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
             ))  # fmt: skip
             continue
         rows.append((
-            str(t.index + 1), f"{t.s_logmar:.2f}", f"{t.lens.sphere_d:+.2f}", f"{t.lens.cylinder_d:+.2f}",
-            f"{t.lens.axis_deg:.0f}", t.letter_shown, t.letter_named or "-", "yes" if t.correct else "no",
+            str(t.index + 1), f"{t.s_logmar:.2f}", *rx_cells(t.lens), t.letter_shown, t.letter_named or "-",
+            "yes" if t.correct else "no",
             "void" if t.void else "", t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
         ))  # fmt: skip
     return rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from visiontune.errors import InvalidInputError, one_line
+from visiontune.report.tabular_visit import VISIT_JSON_SCHEMA, VISIT_JSON_SCHEMA_VERSION
 from visiontune.report.visit_export import VisitExportPaths, export_visit
 from visiontune.session import visit_cli
 from visiontune.session.cli import _bounded_int, _db_argument
@@ -27,11 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
                              "objects")  # fmt: skip
     export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
-    export.add_argument("--json", metavar="PATH", help="the visit record (JSON, visiontune.visit-export v1)")
+    export.add_argument("--json", metavar="PATH", help=f"the visit record (JSON, {VISIT_JSON_SCHEMA} version {VISIT_JSON_SCHEMA_VERSION}, the file's "
+                             "schema_version)")  # fmt: skip
     export.add_argument("--omit-patient-id", action="store_true",
                         help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
     _db_argument(export)
-
 
 
 def run(args: argparse.Namespace) -> int:

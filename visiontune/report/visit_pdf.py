@@ -23,6 +23,8 @@ from pathlib import Path
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal
+from visiontune.optics.notation import rx_text as notation_rx_text
+from visiontune.optics.notation import signed
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
 from visiontune.report.pdf import a4_pdf_writer, draw_page_frame
@@ -35,17 +37,9 @@ _MINUS = "\u2212"
 
 
 def rx_text(p: Prescription | None) -> str:
-    """``"−1.25 / −0.50 × 90"`` (sphere / cylinder × axis, U+2212 minus); ``"—"`` for None."""
-    if p is None:
-        return "\u2014"
-
-    def power(x: float) -> str:
-        text = f"{x:+.2f}"
-        return ("0.00" if float(text) == 0.0 else text).replace("-", _MINUS)
-
-    if p.cylinder_d == 0.0:
-        return f"{power(p.sphere_d)} DS"
-    return f"{power(p.sphere_d)} / {power(p.cylinder_d)} \u00d7 {p.axis_deg:.0f}"
+    """``"S −1.25 / C −0.50 × 090"`` in the one notation (:func:`visiontune.optics.notation.rx_text`,
+    U+2212 minus); ``"—"`` for None."""
+    return "\u2014" if p is None else notation_rx_text(p, unicode=True)
 
 
 def acuity_text(logmar: float) -> str:
@@ -57,7 +51,7 @@ def acuity_text(logmar: float) -> str:
 
 
 def _signed(x: float, unit: str = "D") -> str:
-    return f"{x:+.2f} {unit}".replace("-", _MINUS)
+    return f"{signed(x)} {unit}".replace("-", _MINUS)
 
 
 def visit_lines(record: VisitRecord) -> list[tuple[str, str]]:

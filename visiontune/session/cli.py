@@ -15,8 +15,10 @@ import argparse
 import json
 import sys
 
+from visiontune._argparse import eye, finite_float
 from visiontune.errors import InvalidInputError, SessionError, VisionTuneError, one_line
 from visiontune.optics import Prescription
+from visiontune.optics.notation import TRUTH, signed
 from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.result import parse_result
@@ -48,17 +50,40 @@ def _db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="PATH", help="SQLite trial log (default: the user data directory)")
 
 
-def _patient_arguments(parser: argparse.ArgumentParser) -> None:
+#: The flags that describe a new simulated patient: a resumed session answers as the one recorded.
+PATIENT_FLAGS = ("--true-rx", "--slope", "--best-va", "--age", "--patient-seed")
+
+
+def _patient_arguments(parser: argparse.ArgumentParser, *, resume: bool = False) -> None:
+    """The simulated patient's flags; ``resume``: accepted only to be refused with a reason
+    (:func:`refuse_patient_flags`), hidden from the help."""
+    hidden = argparse.SUPPRESS
     parser.add_argument("--simulate", action="store_true", required=True,
                         help="a simulated patient answers (the only headless presenter)")  # fmt: skip
     parser.add_argument("--true-rx", metavar='"S C x A"',
-                        help="simulated patient's correction, e.g. \"-1.25 -0.50 x 30\" (default: a patient of the "
-                             "validation population drawn from --seed)")  # fmt: skip
-    parser.add_argument("--slope", type=float, default=None, help="simulated psychometric slope, logMAR^-1")
-    parser.add_argument("--best-va", type=float, default=None, help="simulated best-corrected acuity, logMAR")
-    parser.add_argument("--age", type=float, default=None, help="simulated patient's age, years (accommodation)")
+                        help=hidden if resume else "simulated patient's correction as a clinician writes it, e.g. "
+                        "\"-1.25 -0.50 x 30\", \"-2.25/-1.25x35\" (default: a patient of the validation population "
+                        "drawn from --seed)")  # fmt: skip
+    parser.add_argument("--slope", type=finite_float, default=None,
+                        help=hidden if resume else "simulated psychometric slope, logMAR^-1")  # fmt: skip
+    parser.add_argument("--best-va", type=finite_float, default=None,
+                        help=hidden if resume else "simulated best-corrected acuity, logMAR")  # fmt: skip
+    parser.add_argument("--age", type=finite_float, default=None,
+                        help=hidden if resume else "simulated patient's age, years (accommodation)")  # fmt: skip
     parser.add_argument("--patient-seed", type=_bounded_int("--patient-seed", 0, _INT64_MAX), default=None,
-                        help="seed of the simulated answers (default: --seed)")  # fmt: skip
+                        help=hidden if resume else "seed of the simulated answers (default: --seed)")  # fmt: skip
+    _drive_arguments(parser)
+
+
+def refuse_patient_flags(args, what: str) -> None:
+    """Refuse the :data:`PATIENT_FLAGS` given to a resume: ``what`` answers as recorded."""
+    given = [flag for flag in PATIENT_FLAGS if getattr(args, flag[2:].replace("-", "_"), None) is not None]
+    if given:
+        raise InvalidInputError(f"{', '.join(given)}: {what} keeps the simulated patient recorded with it, so that "
+                                "it answers as the uninterrupted one would; leave these flags out")  # fmt: skip
+
+
+def _drive_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=_bounded_int("--max-steps", 1, 1_000_000), default=None,
                         help="stop after this many answers, leaving it open")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-trial progress")
@@ -78,19 +103,15 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", help="start a session")
     run.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})")
     run.add_argument("--patient-id", default="SIM-0001", help="pseudonymous patient id")
-    run.add_argument("--eye", default="OD", choices=["OD", "OS"])
+    run.add_argument("--eye", default="OD", type=eye, metavar="OD|OS", help="the eye refracted (od, os accepted)")
     run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
                      help="session seed (default: the protocol's)")  # fmt: skip
-    run.add_argument("--start-rx", metavar='"S C x A"',
-                     help="starting prescription (default for a simulated patient: its simulated autorefraction); "
-                          "'none' for no start")  # fmt: skip
-    run.add_argument("--start-source", choices=[s for s in SOURCES if s != "none"], default="autorefraction",
-                     help="where --start-rx comes from (sets the prior's width)")  # fmt: skip
+    start_arguments(run)
     _patient_arguments(run)
     _db_argument(run)
     resume = sub.add_parser("resume", help="continue an unfinished session")
     resume.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
-    _patient_arguments(resume)
+    _patient_arguments(resume, resume=True)
     _db_argument(resume)
 
 
@@ -123,13 +144,43 @@ def _parse_rx(flag: str, text: str) -> Prescription:
         raise InvalidInputError(f"{flag}: {exc}") from None
 
 
+def start_arguments(parser: argparse.ArgumentParser, *, per_eye: bool = False) -> None:
+    """``--start-rx`` and ``--start-source`` (checked together by :func:`start_choice`); ``per_eye``:
+    ``--start-rx`` may be given once per eye, ``OD`` or ``OS`` before the prescription (a visit)."""
+    eyes = " for both eyes, or once per eye with OD / OS before it" if per_eye else ""
+    parser.add_argument("--start-rx", metavar='"[OD|OS] S C x A"' if per_eye else '"S C x A"',
+                        action="append" if per_eye else "store",
+                        help=f"starting prescription as a clinician writes it, e.g. \"-2.25/-1.25x35\" or \"-2.25 "
+                             f"-1.25 x 035\"{eyes} (default for a simulated patient: its simulated autorefraction); "
+                             "'none' for no start")  # fmt: skip
+    parser.add_argument("--start-source", choices=[s for s in SOURCES if s != "none"], default=None,
+                        help="where --start-rx comes from (sets the prior's width; default autorefraction); only "
+                             "with a --start-rx")  # fmt: skip
+
+
+def start_choice(start_rx: str | None, source: str | None) -> tuple[Prescription | None, str] | None:
+    """``(rx, source)`` of ``--start-rx`` and ``--start-source``: ``None`` when no start was given
+    (the simulated case's own), ``(None, "none")`` for ``--start-rx none``. A source without a
+    prescription, or with ``none``, is refused: it would be silently ignored."""
+    if start_rx is None:
+        if source is not None:
+            raise InvalidInputError(f"--start-source {source}: give the prescription it measured with --start-rx "
+                                    f'"S C x A" (e.g. --start-rx "-2.25/-1.25x35" --start-source {source})')  # fmt: skip
+        return None
+    if start_rx.strip().lower() == "none":
+        if source is not None:
+            raise InvalidInputError(f"--start-rx none with --start-source {source}: a session without a starting "
+                                    "prescription has no source; leave --start-source out, or give its --start-rx")  # fmt: skip
+        return None, "none"
+    return _parse_rx("--start-rx", start_rx), source or "autorefraction"
+
+
 def _start(args, case) -> StartingPoint:
     """The starting point of a new session: --start-rx, or the simulated case's own start."""
-    if args.start_rx is None:
+    chosen = start_choice(args.start_rx, args.start_source)
+    if chosen is None:
         return StartingPoint(case.start_rx, case.start_source, case.age_years)
-    if args.start_rx.strip().lower() == "none":
-        return StartingPoint(None, "none", case.age_years)
-    return StartingPoint(_parse_rx("--start-rx", args.start_rx), args.start_source, case.age_years)
+    return StartingPoint(chosen[0], chosen[1], case.age_years)
 
 
 def _case(args, seed: int, stored: dict | None, protocol):
@@ -159,13 +210,13 @@ def _trial_text(t, named: bool = False) -> str:
 
 def _drive(args, session: RefractionSession, case) -> int:
     patient = case.patient(session.protocol.n_alternatives)
-    print(f"SIMULATED session {session.session_id}: patient true correction {case.true_rx.format()}; "
+    print(f"SIMULATED session {session.session_id}: patient true correction {case.true_rx.format(kind=TRUTH)}; "
           f"start {session.start_point.rx.format() if session.start_point.rx else 'none'} "
           f"({session.start_point.source})", file=sys.stderr)  # fmt: skip
 
     def progress(trial, s):
         if not args.quiet:
-            print(f"  trial {trial.index + 1:3d}  s={trial.s_logmar:+.2f} logMAR  {_trial_text(trial)}", file=sys.stderr)
+            print(f"  trial {trial.index + 1:3d}  s={signed(trial.s_logmar)} logMAR  {_trial_text(trial)}", file=sys.stderr)
 
     result = session.run(SimulatedPresenter(patient), progress=progress, max_steps=args.max_steps)
     if result is None:
@@ -176,14 +227,14 @@ def _drive(args, session: RefractionSession, case) -> int:
     found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
     error = float(((found.power_vector_array() - case.true_rx.power_vector_array()) ** 2).sum() ** 0.5)
     print(f"SIMULATED session {session.session_id} finished ({result['stopped_by']}, {result['trials_used']} answers)")
-    print(f"  true correction   {case.true_rx.format()}")
+    print(f"  true correction   {case.true_rx.format(kind=TRUTH)}")
     print(f"  found correction  {found.format()}  (dioptric distance to the truth {error:.2f} D)")
     if session.start_point.rx is not None:
         start_error = float(((session.start_point.rx.power_vector_array() - case.true_rx.power_vector_array()) ** 2)
                             .sum() ** 0.5)  # fmt: skip
         print(f"  starting rx       {session.start_point.rx.format()}  ({start_error:.2f} D)")
-    print(f"  acuity through it {patient.acuity_logmar(found):.3f} logMAR (true); "
-          f"predicted {result['predicted_va_logmar']:.3f}")  # fmt: skip
+    print(f"  acuity through it {signed(patient.acuity_logmar(found), 3)} logMAR (true); "
+          f"predicted {signed(result['predicted_va_logmar'], 3)}")  # fmt: skip
     return 0
 
 
@@ -195,6 +246,10 @@ def _terminal_confirm(text: str) -> bool:
 
 
 def run_session(args) -> int:
+    if args.action == "run":  # checked before the log is opened: a refusal writes nothing
+        start_choice(args.start_rx, args.start_source)
+    else:
+        refuse_patient_flags(args, f"session resume {args.session_id}")
     if getattr(args, "device", None) is None:
         return _run_session(args, None)
     from visiontune.devices.choice import open_device
@@ -341,10 +396,10 @@ def run_sessions(args) -> int:
             print(f"discarded: {_clean(info.discard_reason)}")
         for t in trials:
             void = " VOID" if t.void else ""
-            print(f"  {t.index + 1:3d} s={t.s_logmar:+.2f} {_trial_text(t, named=True)}{void}")
+            print(f"  {t.index + 1:3d} s={signed(t.s_logmar)} {_trial_text(t, named=True)}{void}")
         if result is not None:
             r = result.rounded
             print(f"result: {Prescription(r.sphere_d, r.cylinder_d, r.axis_deg).format()}, "
-                  f"predicted VA {result.predicted_va_logmar:.2f} logMAR, {result.trials_used} answers, "
+                  f"predicted VA {signed(result.predicted_va_logmar)} logMAR, {result.trials_used} answers, "
                   f"stopped by {result.stopped_by}")  # fmt: skip
         return 0

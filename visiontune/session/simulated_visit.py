@@ -134,14 +134,15 @@ def _visit_seed(store: TrialStore, visit_id: int, default: int | None) -> int | 
 
 def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protocol | None = None,
                           seed: int | None = None, balance: bool = True, max_steps: int | None = None,
-                          progress: VisitProgress | None = None) -> bool:  # fmt: skip
+                          progress: VisitProgress | None = None, cases: dict | None = None) -> bool:  # fmt: skip
     """Run what is left of simulated visit ``visit_id``; return ``True`` when it is complete,
     ``False`` when ``max_steps`` answers (refraction answers, counted over both eyes) were
     recorded first (the open session is left open to resume).
 
     ``protocol`` and ``seed`` serve eyes not started yet: by default the protocol and seed of
     an eye already started (the protocol's seed for a new visit). ``balance``: do the binocular
-    balance (``False`` records it as not done, "not requested").
+    balance (``False`` records it as not done, "not requested"). ``cases``: the simulated
+    patient's eyes not started yet (default :func:`visit_cases` of ``seed``).
     """
     progress = progress or VisitProgress()
     visit = store.get_visit(visit_id)
@@ -155,8 +156,8 @@ def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protoco
             raise SessionError(f"visit {visit.visit_id}: no eye started and no protocol given")
         protocol = store.get_session(started[0].session_id).protocol
     seed = protocol.seed if seed is None else seed
-    drawn = visit_cases(seed, protocol)
-    cases: dict[str, PatientCase] = {}
+    drawn = visit_cases(seed, protocol) if cases is None else cases
+    cases = {}
     steps = 0
     for eye in VISIT_EYES:
         status = statuses[eye]

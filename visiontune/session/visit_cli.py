@@ -11,20 +11,28 @@ export`` (the records) is added by :mod:`visiontune.report.visit_cli`, the repor
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import sys
 
+from visiontune._argparse import eye, finite_float
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
+from visiontune.optics.notation import TRUTH, signed
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
-from visiontune.session.cli import _bounded_int, _clean, _db_argument
+from visiontune.refraction.lenses import LensSteps, trial_lens
+from visiontune.refraction.simulated import parse_true_rx, simulated_case
+from visiontune.refraction.start import check_in_range
+from visiontune.session.cli import _bounded_int, _clean, _db_argument, start_arguments, start_choice
 from visiontune.session.simulated_visit import (
     VisitProgress,
     drive_simulated_visit,
+    fellow_eye_case,
     recorded_case,
-    visit_cases,
 )
 from visiontune.session.store import TrialStore
+from visiontune.session.trial_text import lens_text
 from visiontune.session.visit import create_visit, eye_statuses, final_prescription
 from visiontune.session.visit_records import check_name
 
@@ -44,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser):
     run.add_argument("--patient-id", default="SIM-0001", help="pseudonymous patient id")
     run.add_argument("--skip-od", metavar="REASON", help="do not refract the right eye, and why")
     run.add_argument("--skip-os", metavar="REASON", help="do not refract the left eye, and why")
+    run.add_argument("--true-rx", action="append", metavar='"[OD|OS] S C x A"',
+                     help="the simulated patient's correction as a clinician writes it, e.g. \"-2.25/-1.25x35\": "
+                          "both eyes, or one eye with OD / OS before it (given twice, once per eye); the left eye "
+                          "not given is drawn around the right (default: drawn from --seed)")  # fmt: skip
+    start_arguments(run, per_eye=True)
+    run.add_argument("--age", type=finite_float, default=None, help="the simulated patient's age, years")
     _run_arguments(run)
     _db_argument(run)
     resume = sub.add_parser("resume", help="continue a simulated visit that stopped")
@@ -60,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser):
     sign = sub.add_parser("signoff",
                           help="record a clinician's edited prescription of one eye (kept beside the found one)")
     sign.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
-    sign.add_argument("--eye", required=True, choices=["OD", "OS"])
+    sign.add_argument("--eye", required=True, type=eye, metavar="OD|OS", help="the eye signed off (od, os accepted)")
     sign.add_argument("--rx", required=True, metavar='"S C x A"',
                       help="the eye's prescription before the binocular balance, in the visit's cylinder form, "
                            "e.g. \"-1.25 -0.50 x 90\" (the balance's change is added to it, as on the "
@@ -91,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
             check_name(flag, reason, optional=True)
         if args.skip_od is not None and args.skip_os is not None:
             raise InvalidInputError("--skip-od and --skip-os: a visit refracts at least one eye")
+        given = _given_patient(args)
+        if given and args.max_steps is not None:
+            raise InvalidInputError(f"--max-steps with {', '.join(given)}: a visit resumed later draws the eyes not "
+                                    "started from its seed, not from these flags; run it whole, or leave them out")  # fmt: skip
+        _starts(args)
     with TrialStore.open(args.db, read_only=args.action in ("list", "show")) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
@@ -98,19 +117,73 @@ def run(args: argparse.Namespace) -> int:
 
 # --- run / resume ------------------------------------------------------------------------
 def _progress(args):
+    """Per-answer and per-eye lines on stderr; none with ``--quiet``."""
+    if args.quiet:
+        return VisitProgress()
+
     def trial(eye, t, session):
-        if not args.quiet:
-            lens = Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg or 180.0)
-            print(f"  {eye} trial {t.index + 1:3d}  s={t.s_logmar:+.2f} logMAR  lens {lens.format()}  "
-                  f"{'+' if t.correct else '-'}", file=sys.stderr)  # fmt: skip
+        print(f"  {eye} trial {t.index + 1:3d}  s={signed(t.s_logmar)} logMAR  lens {lens_text(t.lens)}  "
+              f"{'+' if t.correct else '-'}", file=sys.stderr)  # fmt: skip
 
     return VisitProgress(trial=trial, say=lambda text: print(text, file=sys.stderr))
+
+
+def _given_patient(args) -> list[str]:
+    return [flag for flag, value in (("--true-rx", args.true_rx), ("--start-rx", args.start_rx), ("--age", args.age))
+            if value is not None]  # fmt: skip
+
+
+def _per_eye(flag: str, texts: list[str], parse) -> dict:
+    """``{"OD": value, "OS": value}`` of a flag's texts, each ``"OD S C x A"`` (``OD:``, ``OS=``
+    too) for one eye or ``"S C x A"`` for both, read by ``parse``; an eye given twice is refused."""
+    out: dict = {}
+    for text in texts:
+        m = re.match(r"\s*(od|os)\b\s*[:=]?\s*(.*)$", text, re.IGNORECASE | re.DOTALL)
+        eyes, value = ((m.group(1).upper(),), m.group(2)) if m else (("OD", "OS"), text)
+        for e in eyes:
+            if e in out:
+                raise InvalidInputError(f"{flag}: {e} given twice ({text!r}); give each eye once, with OD or OS before "
+                                        "it, or one value for both eyes")  # fmt: skip
+            out[e] = parse(value)
+    return out
+
+
+def _starts(args) -> dict:
+    """``{eye: (rx, source)}`` of ``--start-rx`` with ``--start-source`` (:func:`start_choice`)."""
+    if args.start_rx is None:
+        start_choice(None, args.start_source)  # a source without a prescription is refused
+        return {}
+    return _per_eye("--start-rx", args.start_rx, lambda text: start_choice(text, args.start_source))
+
+
+def _with_truth(case, true_rx: Prescription):
+    """``case`` with its correction replaced, its autorefraction moved with it (the same error)."""
+    check_in_range(true_rx, "--true-rx")
+    start = case.start_rx
+    if start is not None:
+        start = trial_lens(true_rx.power_vector_array() + start.power_vector_array() - case.true_rx.power_vector_array(),
+                           LensSteps())  # fmt: skip
+    return dataclasses.replace(case, true_rx=true_rx, start_rx=start)
+
+
+def _visit_cases(args, seed: int, protocol) -> dict:
+    """Both eyes of the simulated patient: drawn from ``seed`` (the visit's default), with the
+    right eye's correction and the age of the flags; the left eye drawn around the right, then
+    given its own correction; each eye's start from ``--start-rx``."""
+    truths = _per_eye("--true-rx", args.true_rx or [], lambda t: parse_true_rx(t, protocol))
+    od = simulated_case(seed=seed, protocol=protocol, true_rx=truths.get("OD"), age_years=args.age)
+    cases = {"OD": od, "OS": fellow_eye_case(od, seed, protocol)}
+    if "OS" in truths:
+        cases["OS"] = _with_truth(cases["OS"], truths["OS"])
+    for e, (rx, source) in _starts(args).items():
+        cases[e] = dataclasses.replace(cases[e], start_rx=rx, start_source=source)
+    return cases
 
 
 def _run(args, store) -> int:
     protocol = load_protocol(args.protocol)
     seed = protocol.seed if args.seed is None else args.seed
-    cases = visit_cases(seed, protocol)  # checked before anything is written
+    cases = _visit_cases(args, seed, protocol)  # checked before anything is written
     age = cases["OD"].age_years
     vid = create_visit(store, args.patient_id, simulated=True, age_years=None if age is None else round(age),
                        cylinder_form=protocol.lenses.cylinder_form)  # fmt: skip
@@ -119,7 +192,7 @@ def _run(args, store) -> int:
             store.skip_visit_eye(vid, eye, reason)
     print(f"SIMULATED visit {vid}: patient {args.patient_id}, protocol {protocol.name}, seed {seed}", file=sys.stderr)
     done = drive_simulated_visit(store, vid, protocol=protocol, seed=seed, balance=not args.no_balance,
-                                 max_steps=args.max_steps, progress=_progress(args))  # fmt: skip
+                                 max_steps=args.max_steps, progress=_progress(args), cases=cases)  # fmt: skip
     return _finish(store, vid, done)
 
 
@@ -157,18 +230,18 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
             continue
         final = final_prescription(store, vid, eye)
         print(f"  {eye}  found {status.found.format()}  (session {status.session_id}, {status.answers} answers, "
-              f"predicted {status.predicted_va_logmar:+.2f} logMAR)")  # fmt: skip
+              f"predicted {signed(status.predicted_va_logmar)} logMAR)")  # fmt: skip
         if eye in signoffs:
             s = signoffs[eye]
             print(f"      signed off {s.prescription.format()} by {_clean(s.by)} at {s.at:%Y-%m-%d %H:%M}")
         print(f"      final      {final.format()}")
         through = [a for a in acuities if a.eye == eye and a.lenses[eye].is_equivalent(final, 1e-6)]
         if through:
-            print(f"      acuity through it {through[-1].va_logmar:+.2f} logMAR")
+            print(f"      acuity through it {signed(through[-1].va_logmar)} logMAR")
         if eye in truths:
             truth = truths[eye]
             error = float(((final.power_vector_array() - truth.power_vector_array()) ** 2).sum() ** 0.5)
-            print(f"      true correction {truth.format()}  (dioptric distance {error:.2f} D)")
+            print(f"      true correction {truth.format(kind=TRUTH)}  (dioptric distance {error:.2f} D)")
     balance = store.visit_balance(vid)
     if balance is None:
         print("  balance: not yet")
@@ -177,7 +250,7 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
     else:
         answers = store.balance_answers(vid)
         print(f"  balance: {balance.outcome} after {len(answers)} question{'s' if len(answers) != 1 else ''}; "
-              f"OD {balance.plus_change_od_d:+.2f} D, OS {balance.plus_change_os_d:+.2f} D")  # fmt: skip
+              f"OD {signed(balance.plus_change_od_d)} D, OS {signed(balance.plus_change_os_d)} D")  # fmt: skip
 
 
 def _truths(store, vid: int) -> dict:
