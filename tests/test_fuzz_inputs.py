@@ -114,6 +114,8 @@ def _path(world, key: str, tmp_path: Path, suffix: str = "out") -> str:
         "page": str(world["page"]),
         "emptydb": str(world["empty"]),
         "missing": str(tmp_path / "missing.sqlite3"),
+        "typodeep": str(tmp_path / "a" / "typo" / "dir" / "x.sqlite3"),
+        "longname": str(tmp_path / ("a" * 300) / "x.sqlite3"),
     }
     return special[key]
 
@@ -310,6 +312,10 @@ def _store_argvs() -> list[list[str]]:
         for kind in ("csv", "fhir"):
             argvs.append(["report", "1", "--db", "good", f"--{kind}", target])
     argvs.append(["report", "1", "--db", "good", "--csv", "new", "--json", "new"])  # one path twice
+    for db in ("typodeep", "longname", "missing"):  # issue 36: a read creates nothing; a name too long
+        argvs += [["sessions", "list", "--db", db], ["sessions", "show", "1", "--db", db],
+                  ["sessions", "durations", "--db", db], ["visit", "list", "--db", db], ["visit", "show", "1", "--db", db],
+                  ["report", "1", "--db", db, "--csv", "new"]]  # fmt: skip
     return argvs
 
 
@@ -326,6 +332,9 @@ def test_report_and_sessions_argument_corpus(world, isolated, argv):
     logs = {k: (world[k].read_bytes(), sorted(p.name for p in world[k].parent.iterdir())) for k in ("text", "page")}
     code, out, err = run_cli(argv)
     assert_clear(argv, code, out, err)
+    if argv[0] != "report" and "usage:" not in err and not os.path.isdir(os.path.dirname(argv[argv.index("--db") + 1])):
+        assert code == 2 and ("no such trial log" in err or "too long" in err or "not a regular file" in err), err  # issue 36
+        assert sorted(p.name for p in isolated.iterdir()) == ["data", "home"] or not (isolated / "a").exists()
     if code == 0 and argv[0] == "report":
         written = [Path(line.split(": ", 1)[1]) for line in out.splitlines() if ": " in line]
         assert written and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in written)
@@ -495,6 +504,37 @@ def test_each_refused_session_argument_names_its_fault(isolated, argv, message):
 def test_protocol_corpus_is_large_enough():
     assert len(PROTOCOL_FILES) >= 100
     assert len(PROTOCOL_FILES) + len(SESSION_ARGVS) + len(CAL_FILES) + len(CALIBRATE_ARGVS) + len(STORE_ARGVS) >= 500
+
+
+# --- corpus 5: visit run refusals and protocol precisions (issue 36) --------------------------
+
+VISIT_REASONS = ["", "   ", "\t", "amblyopic\x1b[31m eye", "line\nbreak", "\x00", "x" * 201, "x" * 100_000]
+
+
+@pytest.mark.parametrize("flag", ["--skip-od", "--skip-os"])
+@pytest.mark.parametrize("reason", VISIT_REASONS, ids=[f"reason-{i}" for i in range(len(VISIT_REASONS))])
+def test_visit_run_refuses_a_skip_reason_before_writing(isolated, flag, reason):
+    db = isolated / "log.sqlite3"
+    _make_log(db)
+    before = db.read_bytes()
+    argv = ["visit", "run", "--simulate", "--quiet", flag, reason, "--db", str(db)]
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    assert code == 2 and flag in err, err
+    assert db.read_bytes() == before  # no orphan visit with both eyes "not started"
+
+
+@pytest.mark.parametrize("key", ["m_d", "cylinder_vector_d"])
+@pytest.mark.parametrize("value", ["1e-12", "1e-300", "0.0001", "0.05"])
+def test_a_precision_stop_that_cannot_fire_is_refused(isolated, key, value):
+    path = isolated / "tiny.toml"
+    path.write_text(PROTOCOL_TEXT.replace(f"{key} = 0.25", f"{key} = {value}", 1), encoding="utf-8")
+    argv = ["session", "run", "--simulate", "--quiet", "--max-steps", "1", "--protocol", str(path),
+            "--db", str(isolated / "log.sqlite3")]  # fmt: skip
+    code, out, err = run_cli(argv)
+    assert_clear(argv, code, out, err)
+    assert code == 2 and f"stopping.precision.{key}" in err and "finest trial lens step" in err, err
+    assert not (isolated / "log.sqlite3").exists() or TrialStore.open(isolated / "log.sqlite3").list_sessions() == []
 
 
 # --- corpus 6: outputs aimed at the user's files, and impossible sign-offs (issue 36) ---------

@@ -70,10 +70,10 @@ def test_the_trial_log_is_recognised_by_identity_not_by_name(user_dirs, tmp_path
 def test_the_companions_of_a_trial_log_are_protected(tmp_path, suffix):
     log = tmp_path / "log.sqlite3"
     companion = tmp_path / f"log.sqlite3{suffix}"
-    companion.write_bytes(b"[]")  # a JSON document, of the kind written, and still refused
+    companion.write_bytes(b'{"schema": "x"}')  # of the kind written, and still refused
     with pytest.raises(VisionTuneError, match="trial log"):
-        output_guard.write_output(companion, b"{}", output_guard.JSON, protected=[log])
-    assert companion.read_bytes() == b"[]"
+        output_guard.write_output(companion, b"{}", output_guard.EXPORT_JSON, protected=[log])
+    assert companion.read_bytes() == b'{"schema": "x"}'
 
 
 def test_the_settings_are_protected_from_the_calibration_writer(user_dirs):
@@ -111,8 +111,12 @@ def test_the_default_calibration_is_the_calibration_writers_own(user_dirs):
     (output_guard.PDF, b"", True),
     (output_guard.CSV, b"session_id,trial_index\n1,0\n", True),
     (output_guard.CSV, b"# notes of a clinician\n", False),
-    (output_guard.JSON, b'{"a": 1}', True),
-    (output_guard.JSON, b"\x89PNG\r\n\x1a\n", False),
+    (output_guard.EXPORT_JSON, b'{"schema": "visiontune.session-export"}', True),
+    (output_guard.EXPORT_JSON, b'{"screen_width_mm": 597.9}', False),
+    (output_guard.EXPORT_JSON, b"\x89PNG\r\n\x1a\n", False),
+    (output_guard.SIMULATION_JSON, b'{"simulated": true, "seed": 1}', True),
+    (output_guard.SIMULATION_JSON, b'{"schema": "visiontune.session-export"}', False),
+    (output_guard.VALIDATION_JSON, b'{"meta": {}, "tables": {}}', True),
     (output_guard.FHIR, b'{"resourceType": "Bundle"}', True),
     (output_guard.FHIR, b'{"a": 1}', False),
     (output_guard.PNG, b"\x89PNG\r\n\x1a\nxx", True),

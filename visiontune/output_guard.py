@@ -38,7 +38,9 @@ __all__ = [
     "DATABASE_NAME",
     "DICOM",
     "FHIR",
-    "JSON",
+    "EXPORT_JSON",
+    "SIMULATION_JSON",
+    "VALIDATION_JSON",
     "MARKDOWN",
     "PDF",
     "PNG",
@@ -46,6 +48,7 @@ __all__ = [
     "default_config_path",
     "default_trial_log_path",
     "guard_output_path",
+    "json_kind",
     "user_files",
     "write_output",
 ]
@@ -101,7 +104,20 @@ PNG = OutputKind("PNG image", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")
 #: DICOM Part 10: a 128-byte preamble then ``DICM``.
 DICOM = OutputKind("DICOM file", lambda data: data[128:132] == b"DICM")
 CSV = OutputKind("CSV table", _is_csv)
-JSON = OutputKind("JSON document", lambda data: _json_object(data) is not None)
+
+
+def json_kind(name: str, *keys: str) -> OutputKind:
+    """A JSON object holding at least one of ``keys``: what one VisionTune writer puts in its
+    documents, so that another JSON file (a calibration, someone's data) is not replaced."""
+    return OutputKind(name, lambda data: bool(set(keys) & set(_json_object(data) or {})))
+
+
+#: Session and visit exports (``"schema": "visiontune.session-export"`` / ``"visiontune.visit-export"``).
+EXPORT_JSON = json_kind("VisionTune JSON export", "schema")
+#: ``simulate --json``: a paper run (``"simulated": true``) or a protocol run (``simulated_patient``).
+SIMULATION_JSON = json_kind("simulate --json document", "simulated", "simulated_patient")
+#: ``validate``'s summary beside its page.
+VALIDATION_JSON = json_kind("validation summary", "meta")
 FHIR = OutputKind("FHIR resource", lambda data: "resourceType" in (_json_object(data) or {}))
 MARKDOWN = OutputKind("Markdown page", lambda data: _text(data) is not None)
 
@@ -143,9 +159,11 @@ def _identity(path: Path) -> tuple[int, int] | None:
 def _what_it_is(data: bytes) -> str:
     if data.startswith(_SQLITE_HEADER):
         return "a SQLite database (a trial log or a results store)"
-    for kind in (PDF, PNG, DICOM, FHIR, JSON, CSV):
+    for kind in (PDF, PNG, DICOM, FHIR, CSV):
         if kind.recognise(data):
             return f"a {kind.name}"
+    if _json_object(data) is not None:
+        return "a JSON document of another kind"
     return "text of another kind" if _text(data) is not None else "binary data of another kind"
 
 

@@ -21,7 +21,7 @@ FILE_MODE = private_files.FILE_MODE
 
 
 #: The kind of file each export writes, by its option name (``--pdf``, ``pdf``, ``--dicom-dir``).
-EXPORT_KINDS = {"pdf": output_guard.PDF, "csv": output_guard.CSV, "json": output_guard.JSON,
+EXPORT_KINDS = {"pdf": output_guard.PDF, "csv": output_guard.CSV, "json": output_guard.EXPORT_JSON,
                 "fhir": output_guard.FHIR, "dicom": output_guard.DICOM, "dicom-dir": output_guard.DICOM}  # fmt: skip
 
 

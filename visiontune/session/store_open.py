@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
@@ -119,11 +120,14 @@ def connect_read_only(path: Path, timeout: float) -> sqlite3.Connection:
     "no such trial log" for a missing one, nothing created or written either way."""
     doing = "cannot read the trial log"
     try:
-        os.stat(path)
+        mode_bits = os.stat(path).st_mode
     except FileNotFoundError:
         raise StoreError(f"no such trial log: {path}") from None
     except OSError as exc:
         raise os_failure(path, exc, doing) from None
+    if not stat.S_ISREG(mode_bits):
+        # a FIFO or a device would block SQLite's open or feed it endless bytes
+        raise StoreError(f"{path}: {doing}: not a trial log (not a regular file)")
     wal = path.with_name(path.name + "-wal")
     mode = "ro" if os.path.lexists(wal) else "ro&immutable=1"
     conn = None
