@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from visiontune.optics.prescription import PowerVector, Prescription, normalise_axis_deg
-from visiontune.refraction.lenses import LensSteps, axis_step_for, trial_lens_power_vectors
+from visiontune.refraction.lenses import LensSteps, axis_step_for, distinct_pair_indices, trial_lens_power_vectors
 
 __all__ = ["CHANGE_KINDS", "JCC_D", "SPHERE_STEPS_D", "cross_cylinder", "one_change_pairs", "pair_changes"]
 
@@ -92,19 +92,16 @@ def one_change_pairs(bases, steps: LensSteps, with_kinds: bool = False):
     ``bases (B, 3)``) and one clinical change of it, rounded to trial lenses, no pair twice and no
     pair of one lens; with ``with_kinds`` also each pair's ``(kind, base index)``
     (:data:`CHANGE_KINDS`)."""
-    first, second, kinds, seen = [], [], [], set()
+    first, second, kinds = [], [], []
     for index, base in enumerate(np.atleast_2d(np.asarray(bases, dtype=float))):
         base = trial_lens_power_vectors(base[None, :], steps)[0]
         built = _pairs_around(base, steps)
-        a = trial_lens_power_vectors(np.array([p[1] for p in built]), steps)
-        b = trial_lens_power_vectors(np.array([p[2] for p in built]), steps)
-        for kind, x, y in zip((p[0] for p in built), a, b):
-            kx, ky = tuple(np.round(x, 6)), tuple(np.round(y, 6))
-            if kx == ky or (kx, ky) in seen or (ky, kx) in seen:
-                continue
-            seen.add((kx, ky))
-            first.append(x), second.append(y), kinds.append((kind, index))
-    pairs = np.stack([np.array(first), np.array(second)], axis=1)
+        first.append(trial_lens_power_vectors(np.array([p[1] for p in built]), steps))
+        second.append(trial_lens_power_vectors(np.array([p[2] for p in built]), steps))
+        kinds += [(p[0], index) for p in built]
+    a, b = np.concatenate(first), np.concatenate(second)
+    keep = distinct_pair_indices(a, b)
+    pairs, kinds = np.stack([a[keep], b[keep]], axis=1), [kinds[n] for n in keep]
     return (pairs, kinds) if with_kinds else pairs
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "CYLINDER_FORMS",
     "LensSteps",
     "axis_step_for",
+    "distinct_pair_indices",
     "changes_along",
     "in_form",
     "lens_changes",
@@ -222,3 +223,16 @@ def lens_changes(trials) -> int:
     """How many times the lens before the eye changed over ``trials`` (:func:`lenses_shown`), the
     first lens placed included: the lens swaps of a trial frame (:func:`changes_along`)."""
     return changes_along([lens for trial in trials for lens in lenses_shown(trial)])
+
+
+def distinct_pair_indices(a: np.ndarray, b: np.ndarray) -> list[int]:
+    """The indices ``n`` of the pairs ``(a[n], b[n])`` of two different lenses (power vectors,
+    ``(Q, 3)`` each), each pair the first time it comes in either order (to 1e-6 D)."""
+    keep, seen = [], set()
+    for n in range(len(a)):
+        ka, kb = tuple(np.round(a[n], 6)), tuple(np.round(b[n], 6))
+        if ka == kb or (ka, kb) in seen or (kb, ka) in seen:
+            continue
+        seen.add((ka, kb))
+        keep.append(n)
+    return keep

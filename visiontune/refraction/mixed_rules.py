@@ -109,7 +109,7 @@ from visiontune.refraction import clinical_pairs, optics_rules
 from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_count_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
-from visiontune.refraction.lenses import LensSteps, changes_along, trial_lens, trial_lens_power_vectors
+from visiontune.refraction.lenses import LensSteps, changes_along, distinct_pair_indices, trial_lens, trial_lens_power_vectors
 from visiontune.refraction.optics_model import (
     LOG_SENSITIVITY,
     VA0,
@@ -352,13 +352,7 @@ def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: flo
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The pairs ``(a[n], b[n])`` of two different lenses, each the first time it comes in either
     order (power vectors to 1e-6 D): ``(Q, 2, 3)``."""
-    keep, seen = [], set()
-    for n in range(len(a)):
-        ka, kb = tuple(np.round(a[n], 6)), tuple(np.round(b[n], 6))
-        if ka == kb or (ka, kb) in seen or (kb, ka) in seen:
-            continue
-        seen.add((ka, kb))
-        keep.append(n)
+    keep = distinct_pair_indices(a, b)
     return np.stack([a[keep], b[keep]], axis=1)
 
 
