@@ -8,7 +8,8 @@ Before any window opens, what the command line names is checked, so that a mista
 clear message and exit code 2, never a window that waits: a display (on Linux without
 ``DISPLAY``/``WAYLAND_DISPLAY`` and without an explicit ``QT_QPA_PLATFORM`` the app says it
 needs one and points to ``visiontune session run --simulate``; ``QT_QPA_PLATFORM=offscreen``
-runs it off screen, for tests and screenshots), ``--protocol``, ``--db`` (opened and checked as
+runs it off screen, for tests and screenshots), ``--protocol``, ``--device`` (``manual`` or
+``cv5000:PORT``: :mod:`visiontune.devices.choice`), ``--db`` (opened and checked as
 a trial log), and the trial log's app lock (:mod:`visiontune.session.instance_lock`: a second
 app on the same log is refused, naming the host, pid and start time of the one that holds it;
 the lock of a killed app is taken over, and said). With ``--exit-after`` a failure of the
@@ -44,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", metavar="PATH", help="screen calibration JSON (default: the saved one)")
     parser.add_argument("--export-dir", metavar="PATH", help="folder for the exports of finished sessions")
     parser.add_argument("--log-dir", metavar="PATH", help="folder of app.log (default: the user log directory)")
+    parser.add_argument("--device", metavar="manual|cv5000:PORT", default=None,
+                        help="the lens device: 'manual' (trial frame or phoropter, the clinician confirms each lens) "
+                             "or 'cv5000:PORT' (a Topcon CV-5000 sets and confirms each lens before the letter is "
+                             "shown; the port `python -m visiontune.devices.emulator` prints runs a SIMULATED one); "
+                             "default: the saved setting")  # fmt: skip
 
 
 #: What the app says when it has no display to open on.
@@ -94,7 +100,24 @@ def check_protocol(name: str | None) -> None:
         raise type(exc)(f"--protocol: {exc}") from None
 
 
+def check_device(spec: str | None) -> str | None:
+    """The ``--device`` setting, normalised (InvalidInputError naming ``--device`` otherwise).
+    Nothing is opened here: a port that does not open is the device panel's fault to show."""
+    if spec is None:
+        return None
+    from visiontune.devices.choice import parse_device_spec
+
+    try:
+        kind, port = parse_device_spec(spec)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"--device: {exc}") from None
+    if not str(spec).isprintable():
+        raise InvalidInputError(f"--device: a serial port name has no control characters, got {spec!r}")
+    return "manual" if kind == "manual" else f"cv5000:{port}"
+
+
 def run(args: argparse.Namespace) -> int:
+    args.device = check_device(getattr(args, "device", None))
     if args.pace is not None and not 0 <= args.pace <= 60:
         raise InvalidInputError(f"--pace: expected 0 to 60 seconds, got {args.pace}")
     if args.exit_after is not None and args.exit_after < 1:
@@ -148,7 +171,7 @@ def _run_window(args: argparse.Namespace, db_path: Path, lock) -> int:
         pace_s=pace, protocol=args.protocol, windowed=bool(args.windowed), exit_after=args.exit_after,
         settings_path=None if args.settings is None else Path(args.settings),
         calibration_path=None if args.calibration is None else Path(args.calibration),
-        export_dir=None if args.export_dir is None else Path(args.export_dir),
+        export_dir=None if args.export_dir is None else Path(args.export_dir), device=args.device,
     )  # fmt: skip
     window = MainWindow(options, settings)
     reporter.parent = window

@@ -54,7 +54,8 @@ PREWARM_DELAY_MS = 250
 class AppOptions:
     """How the app was started. ``db_path``/``settings_path``/``calibration_path``/``export_dir``:
     None = the platformdirs defaults. ``pace_s``: simulated auto-answer pace, seconds (0 = one
-    step per key). ``exit_after``: close after this many answers (smoke tests)."""
+    step per key). ``exit_after``: close after this many answers (smoke tests). ``device``: the
+    lens device (``manual`` or ``cv5000:PORT``; None = the saved setting)."""
 
     db_path: Path | None = None
     simulate: bool = True
@@ -65,6 +66,7 @@ class AppOptions:
     settings_path: Path | None = None
     calibration_path: Path | None = None
     export_dir: Path | None = None
+    device: str | None = None
 
 
 def screen_descriptions() -> list[tuple[str, str]]:
@@ -112,7 +114,10 @@ class MainWindow(QMainWindow):
     def __init__(self, options: AppOptions, settings: AppSettings) -> None:
         super().__init__()
         self.options = options
-        self.settings = settings.replace(protocol=options.protocol or settings.protocol)
+        self.settings = settings.replace(protocol=options.protocol or settings.protocol,
+                                         device=options.device or settings.device)  # fmt: skip
+        #: The device setting the engine has been sent (None: none yet).
+        self.engine_device: str | None = None
         self.reporter = logs.ErrorReporter(self)
         self.calibration: Calibration | None = None
         self.patient_window = None
@@ -140,6 +145,7 @@ class MainWindow(QMainWindow):
 
         self.start_view.set_protocol(self.settings.protocol)
         self.start_view.set_cylinder_form(self.settings.cylinder_form)
+        self.start_view.set_device(self.settings.device)
         self.start_view.simulated.setChecked(options.simulate)
         if options.simulate:
             self.start_view.patient_id.setText("SIM-0001")
@@ -150,6 +156,7 @@ class MainWindow(QMainWindow):
         self.start_view.view_requested.connect(lambda sid: self._submit("view", sid))
         self.start_view.calibrate_requested.connect(self.open_calibration)
         self.session_view.key_pressed.connect(self.on_key)
+        self.session_view.retry_requested.connect(lambda: self.controller.retry_device())
         self.finish_view.back_requested.connect(self.show_start)
         self.finish_view.export_requested.connect(lambda sid: self._submit("export", (sid, str(self.export_dir))))
 
@@ -163,12 +170,16 @@ class MainWindow(QMainWindow):
         self.worker.busy.connect(self.on_busy)
         self.worker.idle.connect(self.on_idle)
         self.worker.recorded.connect(self.on_recorded)
+        self.worker.device.connect(lambda view: self.controller.on_device(view))
+        self.worker.presented.connect(lambda index: self.controller.on_presented(index))
+        self.worker.device_fault.connect(lambda message: self.controller.on_device_fault(message))
         self.controller = SessionController(self.worker, pace_s=self.pace_s, exit_after=options.exit_after,
                                             export_dir=lambda: self.export_dir)  # fmt: skip
         self.controller.connect(self._on_controller_event)
         self.visits = VisitController(self)  # the visit's pages and flow (OD, OS, balance, finish)
         self.start_view.visit_requested.connect(self.visits.start)
         self.worker.start()
+        self._send_device(self.settings.device)
         self._send("open_store", None if options.db_path is None else str(options.db_path))
 
         self.elapsed_timer = QTimer(self)
@@ -282,10 +293,19 @@ class MainWindow(QMainWindow):
                 return False
             self._check_displayable(load_protocol(protocol).logmar_range)
             calibration = self.calibration.to_dict()
+        device = self.start_view.device_spec()  # InvalidInputError naming the field: nothing saved, nothing sent
         self.settings = self.settings.replace(protocol=protocol, patient_screen=self.start_view.screen_name(),
-                                              cylinder_form=self.start_view.cylinder_form_name())  # fmt: skip
+                                              cylinder_form=self.start_view.cylinder_form_name(), device=device)  # fmt: skip
         self._save_settings()
+        self._send_device(device)
         return calibration
+
+    def _send_device(self, spec: str) -> None:
+        """Tell the engine the lens device (``manual`` or ``cv5000:PORT``) when it changed."""
+        if spec != self.engine_device:
+            log.info("lens device: %s", spec)
+            self.engine_device = spec
+            self._send("device", spec)
 
     def _start_session(self, request: NewSession) -> None:
         calibration = self.prepare_start(request.simulated, request.protocol)
@@ -300,6 +320,15 @@ class MainWindow(QMainWindow):
 
     def resume_session(self, session_id: int) -> None:
         log.info("resume requested: session %d", session_id)
+        try:
+            device = self.start_view.device_spec()
+        except VisionTuneError as exc:
+            self.start_view.show_error(str(exc))
+            return
+        if device != self.settings.device:
+            self.settings = self.settings.replace(device=device)
+            self._save_settings()
+        self._send_device(device)
         self._show_busy(f"Reopening session {session_id}\u2026")
         self._submit("resume", session_id)
 
@@ -436,6 +465,10 @@ class MainWindow(QMainWindow):
             self.visits.eye_finished(value)
         elif kind == "exit":
             QTimer.singleShot(0, self.close)
+        elif kind == "device":
+            self.session_view.show_device(value)
+        elif kind == "device_fault":
+            self.session_view.show_device_fault(value)
 
     def _show_opened(self, snap: Snapshot) -> None:
         self.status.clearMessage()  # the "preparing" message of the start is over
@@ -462,6 +495,7 @@ class MainWindow(QMainWindow):
         self._blank_patient()
         self.session_view.simulated_reply.setText("")
         self.session_view.letter.setText("")
+        self.session_view.show_device_fault(self.controller.device_fault)
 
     def _show_prompt(self, prompt: Prompt) -> None:
         v = self.session_view

@@ -28,6 +28,15 @@ phase with a sentence for the status line, and nothing is sent)::
 While BUSY the engine has the last command: an answer key is rejected, so an answer is never
 sent twice. ``present`` and ``open_store``/``list`` are sent without entering BUSY.
 
+With a lens device that confirms the lens itself (a motorized phoropter,
+:class:`~visiontune.app.worker_device.DeviceView` ``waits_for_device``), Enter in LENS sends
+``present`` and waits (BUSY) while the device sets the lenses; only its confirmation
+(:meth:`SessionController.on_presented`) shows the letter. A device fault
+(:meth:`SessionController.on_device_fault`) leaves the session PAUSED with the message and a
+Retry (:meth:`SessionController.retry_device`, or P): ``retry_device`` opens the device again and
+resumes the session at the lens to set (LENS). With the manual trial frame the Enter key is the
+clinician's confirmation: the letter is shown at once, as before.
+
 The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPARE, SLIDE or STOPPED the
 controller asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event, a delay or
 None to cancel; the window runs the timer and calls :meth:`SessionController.auto_step`).
@@ -59,14 +68,18 @@ Listeners are called ``listener(kind, value)`` with, in order of the change:
 - ``"busy_page"`` str: show the waiting page with this text;
 - ``"finished"`` :class:`FinishedPage`: show the finish page;
 - ``"visit_eye_finished"`` :class:`~visiontune.app.worker.FinishedView`: an eye of a visit is done;
-- ``"exit"`` None: the answers asked for by ``exit_after`` are in; close the app.
+- ``"exit"`` None: the answers asked for by ``exit_after`` are in; close the app;
+- ``"device"`` :class:`~visiontune.app.worker_device.DeviceView`: draw the lens device's state;
+- ``"device_fault"`` str: the device failed, the session is paused (the message; Retry offered).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -77,11 +90,13 @@ from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.texts import acuity_text, answer_text, lens_text
+from visiontune.app.worker_device import DeviceView
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction.lenses import in_form, lens_left_in_place, same_lens
 from visiontune.refraction.loop import simulated_comparison, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
+from visiontune.session.lens_device import question_lenses
 from visiontune.session.records import SessionState
 
 __all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController",
@@ -193,6 +208,10 @@ class SessionController(EventSource):
         self._recording = ""
         self._sim_session_id: int | None = None
         self._cylinder_form = "minus"
+        #: The lens device as the engine last described it; the fault that paused the session (None: none).
+        self.device: DeviceView | None = None
+        self.device_fault: str | None = None
+        self._awaiting_lenses = False
 
     # ------------------------------------------------------------------ commands out
     def submit(self, name: str, payload: object = None) -> None:
@@ -244,6 +263,9 @@ class SessionController(EventSource):
 
     def on_updated(self, snap: Snapshot) -> None:
         self.snapshot = snap
+        self._awaiting_lenses = False
+        if snap.state != SessionState.PAUSED:
+            self.device_fault = None
         if self.last_command == "record":
             self.answers_this_run += 1
         self.sim_reply = self.sim_choice = self.slider_position = self.sim_slider = None
@@ -304,8 +326,43 @@ class SessionController(EventSource):
 
     def on_failed(self, _message: str = "") -> None:
         """The last command failed: the session is where it was before it."""
+        self._awaiting_lenses = False
         if self.phase == Phase.BUSY:
             self.phase = self._phase_before_busy
+
+    # ------------------------------------------------------------------ the lens device
+    def on_device(self, view: DeviceView) -> None:
+        """The engine's description of the lens device (after every change)."""
+        self.device = view
+        self._emit("device", view)
+
+    def on_presented(self, trial_index: int) -> None:
+        """The device confirmed the lenses of question ``trial_index``: show it now."""
+        snap = self.snapshot
+        if not self._awaiting_lenses or snap is None or snap.query is None or snap.query.index != trial_index:
+            return
+        self._awaiting_lenses = False
+        self._reveal()
+
+    def on_device_fault(self, message: str) -> None:
+        """The device did not set the lenses: the session is paused (the engine's ``updated``
+        follows), nothing was shown, every answer kept; the clinician is told and offered Retry."""
+        self._awaiting_lenses = False
+        self.device_fault = message
+        self._emit("blank")
+        self._emit("device_fault", message)
+        self.say(f"Lens device fault: {message}")
+
+    def retry_device(self) -> None:
+        """Open the device again and resume the session it paused (the Retry button, or P)."""
+        if self.device_fault is None or self.phase != Phase.PAUSED:
+            self.say("Nothing to retry: the lens device has no fault.")
+            return
+        self.say("Opening the lens device again\u2026")
+        self.submit("retry_device")
+
+    def _waits_for_device(self) -> bool:
+        return self.device is not None and self.device.waits_for_device
 
     # ------------------------------------------------------------------ phases
     def _enter(self, phase: Phase) -> None:
@@ -322,6 +379,11 @@ class SessionController(EventSource):
             self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient reads; "
                                         "press Enter (or Space) at the lens where the letters are clearest.",
                                         letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}"))
+        elif phase == Phase.LENS and self._waits_for_device():
+            what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
+            self._emit("prompt", Prompt(f"Press Enter (or Space): the {self.device.label} sets {what}; the letter "
+                                        "is shown once the device confirms it.",
+                                        caption="The device sets this lens"))  # fmt: skip
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
             self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
@@ -343,6 +405,12 @@ class SessionController(EventSource):
             q = snap.query
             self._emit("prompt", Prompt("Type the letter the patient names, or + / \u2212 for correct / incorrect.",
                                         letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
+        elif phase == Phase.PAUSED and self.device_fault is not None:
+            kept = snap.n_trials
+            self._emit("prompt", Prompt(f"The lens device did not set the lens, so nothing was shown; the session is "
+                                        f"paused and all {kept} answers are kept. Check the device and its cable, "
+                                        "then press Retry (or P) to set the lens again; F finishes.",
+                                        caption="Paused: lens device fault"))  # fmt: skip
         elif phase == Phase.PAUSED:
             self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
         elif phase == Phase.STOPPED:
@@ -419,7 +487,9 @@ class SessionController(EventSource):
             self.say(f"{answer_text(snap.n_trials, snap.max_trials)} undone (kept in the log, marked void).")
             self.submit("undo")
         elif action == Action.PAUSE_TOGGLE:
-            if self.phase == Phase.PAUSED:
+            if self.phase == Phase.PAUSED and self.device_fault is not None:
+                self.retry_device()
+            elif self.phase == Phase.PAUSED:
                 self.say("Resumed.")
                 self.submit("resume_paused")
             else:
@@ -434,10 +504,30 @@ class SessionController(EventSource):
                 self.say("Press F again to finish the session.", int(FINISH_CONFIRM_S * 1000))
 
     def _show_letter(self) -> None:
+        """The lens is set: with a device that confirms it, ask the device first (the letter
+        waits for :meth:`on_presented`); at the trial frame the Enter key confirmed it."""
+        q = self.snapshot.query
+        if self._waits_for_device():
+            self._awaiting_lenses = True
+            self._emit("prompt", Prompt(f"The {self.device.label} is setting the lens\u2026 the letter is shown "
+                                        "once the device confirms it.", caption="Device setting the lens"))  # fmt: skip
+            self.submit("present")
+            return
+        self._reveal(send_present=True)
+        if self.device is not None:  # the trial frame: what the clinician confirmed, for the device panel
+            lens = lens_text(self._form(question_lenses(q)[-1]))
+            od, os_ = (lens, "occluded") if self.snapshot.eye == "OD" else ("occluded", lens)
+            self.device = dataclasses.replace(self.device, od=od, os=os_, confirmed_at=datetime.now(UTC), trial=q.index)
+            self._emit("device", self.device)
+
+    def _reveal(self, send_present: bool = False) -> None:
+        """Show the question: its letter on the patient screen (``send_present``: and tell the
+        engine, at the trial frame), then the phase that takes its answer."""
         snap = self.snapshot
         q = snap.query
         self._emit("present", q)
-        self.send("present")
+        if send_present:
+            self.send("present")
         if isinstance(q, PendingSlider):
             self.slider_position = q.start
             if self.sim_patient is not None:

@@ -18,7 +18,18 @@ Events (``kind``: value): ``store_opened``: db path (str); ``sessions_listed``: 
 ``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.session.records.Trial`;
 ``estimate_ready``: :class:`EstimateView`; ``finished``: :class:`FinishedView`; ``failed``:
 message; ``busy``: message; ``idle``: None; ``closed``: None; ``visit_view``:
-:class:`~visiontune.app.visit_flow.VisitView` (after every visit command).
+:class:`~visiontune.app.visit_flow.VisitView` (after every visit command); ``device``:
+:class:`~visiontune.app.worker_device.DeviceView` (after ``device``, every ``present`` and
+``retry_device``); ``presented``: the trial index whose lenses the device confirmed (the letter
+may be shown now); ``device_fault``: message (the session paused, every answer kept).
+
+The lens device (:mod:`visiontune.app.worker_device`): ``device`` (a setting, ``manual`` or
+``cv5000:PORT``) sets it for the sessions opened from then on (and the open one); every session
+the host opens is attached to it (noted in its trial log). ``present`` sets the question's
+lenses on the device and marks the question presented only once the device confirmed them
+(``presented``); a :class:`~visiontune.errors.DeviceError` pauses the session, keeps every answer
+and says so (``device_fault``, then ``updated`` with the session paused). ``retry_device`` opens
+the device again and resumes the paused session (``updated``: the lens to set again).
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from visiontune.app.simulation import (
 )
 from visiontune.app.texts import progress_text
 from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
+from visiontune.app.worker_device import DeviceLink
 from visiontune.app.worker_values import (
     EstimateView,
     FinishedView,
@@ -50,7 +62,7 @@ from visiontune.app.worker_values import (
     Snapshot,
     export_basename,
 )
-from visiontune.errors import InvalidInputError, SessionError, StoreError, VisionTuneError
+from visiontune.errors import DeviceError, InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import is_slider, simulated_comparison, simulated_slider
@@ -68,6 +80,7 @@ from visiontune.session.engine import (
     RefractionSession,
     SliderReply,
 )
+from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import slider_text
@@ -76,7 +89,7 @@ log = logging.getLogger("visiontune.app.worker")
 
 #: Every command the host understands (``submit(name, payload)`` on the GUI side).
 COMMANDS = ("open_store", "list", "start", "resume", "view", "present", "record", "undo", "pause",
-            "resume_paused", "finish", "export", "close", *VISIT_COMMANDS)  # fmt: skip
+            "resume_paused", "finish", "export", "close", "device", "retry_device", *VISIT_COMMANDS)  # fmt: skip
 
 
 class SessionHost:
@@ -86,12 +99,14 @@ class SessionHost:
     (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
     ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
     ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``; and the visit commands of
-    :class:`~visiontune.app.visit_host.VisitHost` (``visit_*``).
+    (``(session id, folder)``), ``close``, ``device`` (a device setting), ``retry_device``;
+    and the visit commands of :class:`~visiontune.app.visit_host.VisitHost` (``visit_*``).
+    ``device_options``: the serial driver's options (tests: a short ``reply_timeout_s``).
     """
 
-    def __init__(self, emit: Callable[[str, object], None]) -> None:
+    def __init__(self, emit: Callable[[str, object], None], **device_options) -> None:
         self._emit = emit
+        self.device = DeviceLink("manual", **device_options)
         self.store: TrialStore | None = None
         self.session: RefractionSession | None = None
         self._curve: dict[int, float] = {}
@@ -125,11 +140,15 @@ class SessionHost:
             self._emit("idle", None)
 
     def shutdown(self) -> None:
-        """Close the session (releasing its lock) and the store; never raises (the parent may be gone)."""
+        """Close the session (releasing its lock), the device and the store; never raises (the parent may be gone)."""
         try:
             self._close_session()
         except Exception:  # noqa: BLE001 - shutting down: log and go on closing
             log.exception("closing the session failed")
+        try:
+            self.device.close()
+        except Exception:  # noqa: BLE001
+            log.exception("closing the lens device failed")
         if self.store is not None:
             try:
                 self.store.close()
@@ -179,6 +198,8 @@ class SessionHost:
         self._close_session()
         self._emit("busy", f"Preparing the model for protocol {request.protocol} (the first time can take a while)")
         protocol = load_protocol(request.protocol)
+        if self.device.kind != "manual":  # the device's change time prices a change of lens
+            protocol = protocol_with_lens_change_seconds(protocol, self._device_change_seconds(), self.device.kind)
         seed = protocol.seed if request.seed is None else int(request.seed)
         case = new_case(seed, protocol, age_years=request.age_years) if request.simulated else None
         start = starting_point(request, case)
@@ -215,6 +236,7 @@ class SessionHost:
                 session.note(SIMULATED_PATIENT_NOTE, self._sim_case)
             self._sim_patient = case_patient(self._sim_case, session.protocol.n_alternatives)
         self._emit("session", session.session_id)
+        self._attach_device(session)
         valid = session.trials()
         times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
         self._prior_duration = (max(times) - min(times)).total_seconds() if times else 0.0
@@ -292,7 +314,87 @@ class SessionHost:
 
     # ------------------------------------------------------------------ trials
     def _do_present(self, _payload) -> None:
-        self._require_session().mark_presented()
+        """The question's lenses set and confirmed by the device, then the question marked
+        presented (``presented``); a device fault pauses the session (``device_fault``)."""
+        s = self._require_session()
+        if s.state != SessionState.OPEN:
+            raise SessionError(f"session {s.session_id} is {s.state.value}: resume it before showing a letter")
+        index = s.next_query().index
+        manual = self.device.kind == "manual"  # the letter is on screen already: the Enter key confirmed the lens
+        try:
+            self._attach_device(s, raise_fault=True, say=not manual)
+            s.mark_presented()
+        except DeviceError as exc:
+            self._device_fault(s, exc)
+            return
+        self.device.confirmed(index)
+        if not manual:
+            self._emit("device", self.device.view())
+            self._emit("presented", index)
+
+    def _attach_device(self, session: RefractionSession, *, raise_fault: bool = False, say: bool = True) -> None:
+        """Attach the device to ``session`` (opening it if needed); a device that does not open
+        is said on the device panel (and raised with ``raise_fault``). ``say``: send the panel."""
+        try:
+            self.device.attach(session)
+        except DeviceError as exc:
+            log.error("lens device %s: %s", self.device.spec, exc)
+            if raise_fault:
+                raise
+        if say:
+            self._emit("device", self.device.view())
+
+    def _device_fault(self, s: RefractionSession, exc: DeviceError) -> None:
+        """A device fault while setting a question's lenses: the session paused (if the engine
+        has not paused it already), every answer kept, the clinician told."""
+        if s.state == SessionState.OPEN:
+            s.pause()
+        message = str(exc)
+        if not message.startswith(f"session {s.session_id} paused"):
+            message = (f"session {s.session_id} paused, {len(s.trials())} answers kept: {message}; "
+                       "resume when the device is back")  # fmt: skip
+        self.device.failed(str(exc))
+        log.error("lens device fault: %s", message)
+        self._emit("device", self.device.view())
+        self._emit("device_fault", message)
+        self._emit("updated", self._snapshot(propose=False))
+
+    def _device_change_seconds(self) -> float:
+        try:
+            return float(self.device.ensure_open().change_seconds)
+        except DeviceError:
+            from visiontune.devices.cv5000 import CV5000_CHANGE_SECONDS
+
+            return self.device.options.get("change_seconds", CV5000_CHANGE_SECONDS)
+
+    def _do_device(self, spec) -> None:
+        """Set the lens device (``manual`` or ``cv5000:PORT``) and open it, for the open session too."""
+        self.device.configure(str(spec))
+        log.info("lens device: %s", self.device.spec)
+        if self.session is not None:
+            self._attach_device(self.session)
+            return
+        try:
+            self.device.ensure_open()
+        except DeviceError as exc:
+            log.error("lens device %s: %s", self.device.spec, exc)
+        self._emit("device", self.device.view())
+
+    def _do_retry_device(self, _payload) -> None:
+        """Open the device again (a new driver, the device re-initialised) and resume the
+        session it paused; a device still at fault keeps it paused and says why again."""
+        s = self._require_session()
+        try:
+            self.device.reconnect()
+            self.device.attach(s)
+        except DeviceError as exc:
+            self._device_fault(s, exc)
+            return
+        if s.state == SessionState.PAUSED:
+            s.resume_paused()
+        log.info("session %d: lens device %s back, session resumed", s.session_id, self.device.spec)
+        self._emit("device", self.device.view())
+        self._emit("updated", self._snapshot(propose=True))
 
     def _do_record(self, answer: Answer) -> None:
         s = self._require_session()

@@ -18,12 +18,22 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QKeyEvent, QPixmapCache, QShowEvent
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
 from visiontune.app.session_controller import SliderView, slider_notes
-from visiontune.app.texts import MINUS, acuity_text, answers_text, lens_text, start_text, stop_text
+from visiontune.app.texts import MINUS, acuity_text, answers_text, device_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
@@ -92,7 +102,10 @@ def _label(text: str = "", point_size: float | None = None, bold: bool = False, 
 
 
 class SessionView(QWidget):
+    """``key_pressed(name, text, ctrl)``; ``retry_requested()``: the lens device's Retry button."""
+
     key_pressed = Signal(str, str, bool)
+    retry_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -138,6 +151,23 @@ class SessionView(QWidget):
         for w in (self.estimate, self.interval, self.acuity):
             w.setWordWrap(True)
 
+        # the lens device: what it is, the lenses it confirmed, a fault and its Retry
+        self.device_state = _label("", 10, False, "deviceState", lines=6)
+        self.device_state.setWordWrap(True)
+        self.device_state.setStyleSheet("background:#eef3f8; padding:4px; border-radius:3px;")
+        self.device_fault = _label("", 11, True, "deviceFault", lines=3)
+        self.device_fault.setWordWrap(True)
+        self.device_fault.setStyleSheet("color:#b00020;")
+        self.retry_button = QPushButton("Retry the lens device")
+        self.retry_button.setObjectName("deviceRetry")
+        self.retry_button.clicked.connect(self.retry_requested)
+        for w in (self.device_state, self.device_fault, self.retry_button):
+            policy = w.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # shown and hidden without a re-layout
+            policy.setHorizontalPolicy(QSizePolicy.Policy.Preferred)
+            w.setSizePolicy(policy)
+            w.setVisible(False)
+
         left = QVBoxLayout()
         # the knob's scale beside the lens (no taller page: the plots keep their size)
         lens_row = QHBoxLayout()
@@ -148,6 +178,10 @@ class SessionView(QWidget):
         left.addLayout(lens_row)
         for w in (self.instruction, self.letter, self.simulated_reply):
             left.addWidget(w)
+        fault_row = QHBoxLayout()
+        fault_row.addWidget(self.device_fault, 1)
+        fault_row.addWidget(self.retry_button, 0)
+        left.addLayout(fault_row)
         left.addStretch(1)
         left.addWidget(self.legend)
         right_frame = QFrame()
@@ -155,7 +189,7 @@ class SessionView(QWidget):
         right_frame.setMinimumWidth(420)
         right = QVBoxLayout(right_frame)
         for w in (self.progress, self.start_line, self.elapsed, self.estimate, self.interval, self.acuity,
-                  self.precision, self.precision_bar, self.stop):
+                  self.precision, self.precision_bar, self.stop, self.device_state):
             right.addWidget(w)
         right.addStretch(1)
         top = QHBoxLayout()
@@ -222,6 +256,17 @@ class SessionView(QWidget):
                               f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}")  # fmt: skip
         elif q is not None:
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
+
+    def show_device(self, view) -> None:
+        """The lens device's state (:func:`~visiontune.app.texts.device_text`)."""
+        self.device_state.setText(device_text(view))
+        self.device_state.setVisible(True)
+
+    def show_device_fault(self, message: str | None) -> None:
+        """A device fault and its Retry (``None``: no fault, both hidden)."""
+        self.device_fault.setText("" if message is None else f"Lens device fault: {message}")
+        self.device_fault.setVisible(message is not None)
+        self.retry_button.setVisible(message is not None)
 
     def show_answers(self, count: int, budget: int) -> None:
         """The count of answers recorded (:func:`~visiontune.app.texts.answers_text`)."""

@@ -1,7 +1,7 @@
 """App settings that persist between runs: a small TOML file in the user config directory.
 
 ``<user config dir>/visiontune/app.toml`` (platformdirs): last protocol, patient screen,
-calibration choice, export folder, simulated pace, cylinder form of the lenses shown. Unknown keys are an error naming the key
+calibration choice, export folder, simulated pace, cylinder form of the lenses shown, lens device. Unknown keys are an error naming the key
 (a typo must not silently reset a setting); a missing file gives the defaults. The file is
 user-only (0600) in a user-only folder (0700) whatever the umask, written atomically by
 :func:`visiontune.output_guard.write_output`, and only when a setting changes: never as a side
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from visiontune import output_guard, private_files
 from visiontune._validate import check_number
-from visiontune.errors import ConfigurationError, VisionTuneError
+from visiontune.devices.choice import parse_device_spec
+from visiontune.errors import ConfigurationError, InvalidInputError, VisionTuneError
 from visiontune.refraction.lenses import CYLINDER_FORMS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
@@ -35,7 +36,9 @@ class AppSettings:
     default in the config dir). ``export_dir``: where finished sessions are exported ('' =
     ``<user data dir>/visiontune/exports``). ``pace_s``: simulated auto-answer pace, seconds
     (0 = one step per key). ``cylinder_form``: how lenses are written, ``"minus"`` (the
-    optometric default) or ``"plus"`` (ophthalmic)."""
+    optometric default) or ``"plus"`` (ophthalmic). ``device``: the lens device, ``"manual"``
+    (the trial frame or phoropter the clinician sets) or ``"cv5000:PORT"`` (a Topcon CV-5000 on
+    a serial port; :mod:`visiontune.devices.choice`)."""
 
     protocol: str = DEFAULT_PROTOCOL
     patient_screen: str = ""
@@ -43,6 +46,7 @@ class AppSettings:
     export_dir: str = ""
     pace_s: float = 0.6
     cylinder_form: str = "minus"
+    device: str = "manual"
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -52,6 +56,13 @@ class AppSettings:
         object.__setattr__(self, "pace_s", check_number("pace_s", self.pace_s, 0, 60, error=ConfigurationError))
         if self.cylinder_form not in CYLINDER_FORMS:
             raise ConfigurationError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
+        try:
+            kind, port = parse_device_spec(self.device)
+        except InvalidInputError as exc:
+            raise ConfigurationError(str(exc)) from None
+        if not self.device.isprintable():
+            raise ConfigurationError(f"device: a serial port name has no control characters, got {self.device!r}")
+        object.__setattr__(self, "device", "manual" if kind == "manual" else f"cv5000:{port}")
 
     def replace(self, **changes) -> AppSettings:
         return dataclasses.replace(self, **changes)

@@ -11,17 +11,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from visiontune.devices.choice import parse_device_spec
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.start import SOURCES, StartingPoint
 
-__all__ = ["FIELDS", "SOURCE_LABELS", "TypedStart", "parse_age", "parse_power", "read_start"]
+__all__ = ["DEVICE_CHOICES", "FIELDS", "SOURCE_LABELS", "TypedStart", "device_setting", "parse_age", "parse_power",
+           "read_start"]  # fmt: skip
 
 #: The fields an error can name, in the order of the form.
 FIELDS = ("Sphere", "Cylinder", "Axis", "Source", "Age")
 #: The sources as the form lists them: ``(engine name, label)``.
 SOURCE_LABELS = (("autorefraction", "autorefraction"), ("retinoscopy", "retinoscopy"),
                  ("spectacles", "habitual spectacles (lensmeter)"), ("none", "none (start from nothing)"))  # fmt: skip
+#: The lens devices as the form lists them: ``(kind, label)``.
+DEVICE_CHOICES = (("manual", "manual trial frame or phoropter (you set each lens)"),
+                  ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,3 +96,21 @@ def read_start(sphere: str, cylinder: str, axis: str, source: str, age: str, *, 
     rx = Prescription(s, c, a)
     StartingPoint(rx, source, age_years)  # the engine's range check, its message as it is
     return TypedStart(rx, source, age_years)
+
+
+def device_setting(kind: str, port: str) -> str:
+    """The lens-device setting from the form: ``"manual"``, or ``"cv5000:PORT"`` for a CV-5000
+    on the typed serial port. InvalidInputError naming the field (``"Lens device port: ..."``)
+    for a CV-5000 without a port, or with characters no port name has (nothing is opened here)."""
+    if kind == "manual":
+        return "manual"
+    if kind != "cv5000":
+        raise InvalidInputError(f"Lens device: expected manual or cv5000, got {kind!r}")
+    text = port.strip()
+    if not text:
+        raise InvalidInputError("Lens device port: type the CV-5000's serial port (e.g. /dev/ttyUSB0 or COM4)")
+    if not text.isprintable():
+        raise InvalidInputError(f"Lens device port: expected a serial port name such as /dev/ttyUSB0 or COM4, "
+                                f"got {text!r}")  # fmt: skip
+    kind, port = parse_device_spec(f"cv5000:{text}")
+    return f"{kind}:{port}"

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )  # fmt: skip
 
-from visiontune.app.start_form import SOURCE_LABELS, parse_age, read_start
+from visiontune.app.start_form import DEVICE_CHOICES, SOURCE_LABELS, device_setting, parse_age, read_start
 from visiontune.app.visit_flow import NewVisit
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
@@ -132,6 +132,19 @@ class StartView(QWidget):
         self.cylinder_form.setObjectName("cylinderForm")
         for name, label in CYLINDER_FORM_LABELS:
             self.cylinder_form.addItem(label, name)
+        # the lens device: the manual trial frame, or a CV-5000 on a chosen serial port
+        self.device_kind = QComboBox()
+        self.device_kind.setObjectName("deviceKind")
+        for name, label in DEVICE_CHOICES:
+            self.device_kind.addItem(label, name)
+        self.device_port = QLineEdit()
+        self.device_port.setObjectName("devicePort")
+        self.device_port.setPlaceholderText("serial port, e.g. /dev/ttyUSB0 or COM4")
+        self.device_note = QLabel("The CV-5000 driver follows public reverse-engineered notes: verify it on this "
+                                  "clinic's own device before clinical use (docs/devices.md).")  # fmt: skip
+        self.device_note.setObjectName("deviceNote")
+        self.device_note.setWordWrap(True)
+        self.device_note.setStyleSheet("color:#8a4b00;")
         self.protocol = QComboBox()
         self.protocol.setEditable(True)
         self.protocol.addItems(protocols)
@@ -208,6 +221,10 @@ class StartView(QWidget):
         setup.addRow("Calibration", self.calibration_status)
         setup.addRow("", self.calibrate_button)
         setup.addRow("Lenses in", self.cylinder_form)
+        setup.addRow("Lens device", self.device_kind)
+        setup.addRow("  port", self.device_port)
+        setup.addRow("", self.device_note)
+        self.setup_form = setup
 
         columns = QHBoxLayout()
         left = QVBoxLayout()
@@ -223,6 +240,25 @@ class StartView(QWidget):
         self.set_sessions([])
         self.eye.currentIndexChanged.connect(self._eye_changed)
         self._eye_changed()
+        self.device_kind.currentIndexChanged.connect(self._device_changed)
+        self._device_changed()
+
+    def _device_changed(self, _index=None) -> None:
+        serial = self.device_kind.currentData() != "manual"
+        self.setup_form.setRowVisible(self.device_port, serial)
+        self.setup_form.setRowVisible(self.device_note, serial)
+
+    def set_device(self, spec: str) -> None:
+        """Show the device setting ``spec`` (``manual`` or ``cv5000:PORT``; anything else: manual)."""
+        kind, _, port = str(spec).partition(":")
+        index = self.device_kind.findData(kind if kind in ("manual", "cv5000") else "manual")
+        self.device_kind.setCurrentIndex(max(index, 0))
+        self.device_port.setText(port if kind == "cv5000" else "")
+
+    def device_spec(self) -> str:
+        """The device setting the form holds (:func:`~visiontune.app.start_form.device_setting`;
+        InvalidInputError naming the field)."""
+        return device_setting(self.device_kind.currentData(), self.device_port.text())
 
     def is_visit(self) -> bool:
         """True when the form starts a visit (both eyes), not one session."""
@@ -353,6 +389,7 @@ class StartView(QWidget):
 
     def _start(self) -> None:
         try:
+            self.device_spec()
             request = self.visit_request() if self.is_visit() else self.request()
         except InvalidInputError as exc:
             self.show_error(str(exc))
@@ -371,10 +408,12 @@ class StartView(QWidget):
             fields |= {f"{prefix}sphere": (s,), f"{prefix}cylinder": (c,), f"{prefix}axis": (a,),
                        f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
                        f"{prefix}age": (self.age,)}  # fmt: skip
-        fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os)}
+        fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os),
+                   "lens device port": (self.device_port,)}  # fmt: skip
         named = fields.get(head, ())
         for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
-                  self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os):  # fmt: skip
+                  self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os,
+                  self.device_port):  # fmt: skip
             w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
         if named:
             named[0].setFocus()

@@ -153,3 +153,27 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
               f"interval {lo:+.2f} to {hi:+.2f}").replace("-", MINUS)  # fmt: skip
     when = "now" if estimate.n_trials else "before any answer"
     return EstimateTexts(f"Best lens {when}: {lens_text(estimate.rounded)}", interval, acuity, progress)
+
+
+def device_text(view) -> str:
+    """The lens-device panel's lines for a :class:`~visiontune.app.worker_device.DeviceView`:
+    the device and its port, the lens confirmed before each eye, who confirmed it and when, and
+    for the CV-5000 that its driver must be verified on the clinic's own device."""
+    from visiontune.app.worker_device import CV5000_CAUTION
+
+    where = f" on {view.port}" if view.port else ""
+    state = "" if view.kind == "manual" else (" \u00b7 connected" if view.connected else " \u00b7 not connected")
+    lines = [f"Lens device: {view.label}{where}{state}"]
+    if view.od is None and view.os is None:
+        lines.append("Lenses confirmed: none yet")
+    else:
+        lines.append(f"Lenses confirmed: OD {view.od} \u00b7 OS {view.os}")
+    who = "the clinician (Enter)" if view.confirmation == "clinician" else "the device"
+    if view.confirmed_at is not None:
+        change = f", change {view.change_s:.2f} s" if view.change_s is not None else ""
+        lines.append(f"Last confirmed by {who}: trial {view.trial + 1} at {view.confirmed_at:%H:%M:%S} UTC{change}")
+    else:
+        lines.append(f"Confirmed by {who} before each letter is shown")
+    if view.kind == "cv5000":
+        lines.append(CV5000_CAUTION)
+    return "\n".join(lines)

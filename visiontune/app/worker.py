@@ -84,9 +84,12 @@ class SessionWorker(QObject):
     (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
     ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
     ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``, and the visit commands (``visit_*``,
-    :mod:`visiontune.app.visit_host`; each answered by ``visit_view``). Each command ends with
-    exactly one ``idle``.
+    (``(session id, folder)``), ``close``, ``device`` (the lens-device setting, ``manual`` or
+    ``cv5000:PORT``; kept, and sent again to a restarted engine), ``retry_device``, and the visit
+    commands (``visit_*``, :mod:`visiontune.app.visit_host`; each answered by ``visit_view``).
+    Each command ends with exactly one ``idle``. The device's signals: ``device``
+    (:class:`~visiontune.app.worker_device.DeviceView`), ``presented`` (the trial whose lenses
+    the device confirmed), ``device_fault`` (the message; the session paused).
 
     ``store``: path of the open trial log (None until the engine confirms it);
     ``session_id``: the engine's open session (None if none); ``pid``: the engine's process id.
@@ -104,9 +107,12 @@ class SessionWorker(QObject):
     closed = Signal()
     restarted = Signal(int)
     visit_view = Signal(object)
+    device = Signal(object)
+    presented = Signal(object)
+    device_fault = Signal(str)
 
     _SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy",
-                "visit_view")  # fmt: skip
+                "visit_view", "device", "presented", "device_fault")  # fmt: skip
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -116,6 +122,7 @@ class SessionWorker(QObject):
         self._relay: _Relay | None = None
         self._db_path = None
         self._opened_store = False
+        self._device_spec: str | None = None
         self._in_flight: collections.deque[bool] = collections.deque()  # True = the GUI's, False = the relay's own
         self._restarts: collections.deque[float] = collections.deque()
         self._closing = False
@@ -145,6 +152,8 @@ class SessionWorker(QObject):
         """Send one command to the engine (from the GUI thread). Engine gone: ``failed`` + ``idle``."""
         if name == "open_store":
             self._db_path, self._opened_store = payload, True
+        if name == "device":
+            self._device_spec = payload
         if name == "close":
             self._closing = True
         self._send(name, payload, from_gui=True)
@@ -194,6 +203,8 @@ class SessionWorker(QObject):
         self._in_flight.clear()
         self.store = None
         self.start()
+        if self._device_spec is not None:
+            self._send("device", self._device_spec, from_gui=False)
         if self._opened_store:
             self._send("open_store", self._db_path, from_gui=False)
             if session_id is not None:

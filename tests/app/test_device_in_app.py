@@ -1,0 +1,234 @@
+"""The app with a lens device: the SIMULATED CV-5000 (the emulator on a pty) sets every lens
+through the driver before its letter is shown, in the engine (a :class:`SessionHost`) and in
+the window (the engine in its child process, offscreen Qt); the emulator's lens states are the
+trial log's lenses trial by trial; a device fault pauses the session on the clinician's screen
+with the message and a Retry, no answer lost, and Retry finishes it. The start form's device
+setting, persisted only when it is one the app takes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from app_helpers import write_visit_protocol
+from PySide6.QtCore import Qt
+
+from visiontune.app.keys import Phase
+from visiontune.app.session_host import SessionHost
+from visiontune.app.settings import AppSettings, load_settings, save_settings
+from visiontune.app.simulation import case_patient, simulated_reply
+from visiontune.app.start_form import device_setting
+from visiontune.app.worker_device import CV5000_CAUTION
+from visiontune.app.worker_values import NewSession
+from visiontune.devices.emulator import CV5000Emulator
+from visiontune.errors import ConfigurationError, InvalidInputError
+from visiontune.refraction.lenses import lenses_shown, same_lens
+from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
+from visiontune.session.lens_device import lenses_set_notes
+from visiontune.session.records import SessionState
+from visiontune.session.store import TrialStore
+from visiontune.refraction.loop import simulated_comparison, simulated_slider
+
+#: Where the screenshot of the app on the emulator goes (the report looks at it).
+SCREENSHOT = Path(os.environ.get("VISIONTUNE_DEVICE_SCREENSHOT", "/tmp/device_screenshot.png"))
+
+
+def _lenses_in_log(trials) -> list:
+    return [lens for t in trials for lens in lenses_shown(t)]
+
+
+def _same_sequence(device_lenses, log_lenses) -> bool:
+    return len(device_lenses) == len(log_lenses) and all(same_lens(a, b) for a, b in zip(device_lenses, log_lenses))
+
+
+def _logs_agree_around_a_fault(device_states, trials, kept: int, at_fault: int) -> bool:
+    """The emulator's lens states are the trial log's lenses trial by trial: those of the ``kept``
+    answers before the fault, then what the device took of the faulted question before its
+    confirmation failed (``device_states[:at_fault]`` ends there: one lens, never shown), then,
+    after Retry, the lenses of every later answer."""
+    before = _lenses_in_log(trials[:kept])
+    od = [s.od for s in device_states]
+    return (_same_sequence(od[: len(before)], before) and at_fault - len(before) == 1
+            and _same_sequence(od[at_fault:], _lenses_in_log(trials[kept:])))  # fmt: skip
+
+
+def _rows(trials):
+    return [(t.index, t.lens, t.lens2, t.letter_shown, t.correct, t.comparison, t.presented_at) for t in trials]
+
+
+def _answer(snap, patient):
+    q = snap.query
+    if isinstance(q, PendingSlider):
+        return SliderReply(simulated_slider(patient, q))
+    if isinstance(q, PendingComparison):
+        return ComparisonReply(simulated_comparison(patient, q))
+    reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter, letters=snap.letters,
+                            seed=snap.seed, trial_index=q.index)  # fmt: skip
+    return Answer(letter_named=reply.letter_named)
+
+
+# ---------------------------------------------------------------------------------- the engine side
+def test_the_engine_sets_each_lens_on_the_device_before_the_letter_and_a_fault_pauses_until_retry(tmp_path):
+    db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=8)
+    events = []
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
+        try:
+            host.handle("device", f"cv5000:{emu.port}")
+            host.handle("open_store", str(db))
+            host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
+            view = [v for k, v in events if k == "device"][-1]
+            assert (view.kind, view.port, view.connected, view.fault) == ("cv5000", emu.port, True, None)
+            snap = next(v for k, v in events if k == "opened")
+            assert snap.protocol_name == "visit-test"
+            patient = case_patient(snap.simulated_case, snap.n_alternatives)
+            held_when_shown = []
+            for n in range(8):
+                if n == 3:  # the device drops its confirmation: nothing shown, the session paused
+                    emu.drop_next()
+                    del events[:]
+                    host.handle("present")
+                    kinds = [k for k, _ in events]
+                    assert "presented" not in kinds and "failed" not in kinds, kinds
+                    fault = next(v for k, v in events if k == "device_fault")
+                    assert "session 1 paused, 3 answers kept" in fault and "no reply to 'v'" in fault, fault
+                    paused = [v for k, v in events if k == "updated"][-1]
+                    assert paused.state == SessionState.PAUSED and paused.n_trials == 3 and paused.query is None
+                    assert [v for k, v in events if k == "device"][-1].fault is not None
+                    before = _rows(host.session.trials())
+                    at_fault = len(emu.log)
+                    emu.clear_faults()
+                    del events[:]
+                    host.handle("retry_device")
+                    snap = [v for k, v in events if k == "updated"][-1]
+                    assert snap.state == SessionState.OPEN and snap.query is not None
+                    assert _rows(host.session.trials()) == before
+                if snap.query is None:
+                    break
+                del events[:]
+                host.handle("present")
+                assert ("presented", snap.query.index) in events, events
+                held_when_shown.append((snap.query, emu.state.od))
+                host.handle("record", _answer(snap, patient))
+                snap = [v for k, v in events if k == "updated"][-1]
+            trials = host.session.trials()
+            assert len(trials) == 8
+            assert _logs_agree_around_a_fault(emu.log, trials, 3, at_fault)
+            for query, held in held_when_shown:  # the device held the question's (last) lens when it was shown
+                last = query.lens2 if isinstance(query, PendingComparison) else query.lens
+                assert same_lens(last, held)
+            events_now = host.session._handle.events()
+            notes = lenses_set_notes(events_now)
+            assert [n["trial"] for n in notes] == [t.index for t in trials]
+            assert {(n["device"], n["port"], n["confirmation"]) for n in notes} == {("cv5000", emu.port, "device")}
+        finally:
+            host.shutdown()
+
+
+def test_the_session_starts_with_the_device_change_time_and_a_port_that_does_not_open_pauses(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
+    try:
+        host.handle("device", str(tmp_path / "no-such-port"))  # not a device setting: refused, manual kept
+        assert "expected 'manual' or 'cv5000:PORT'" in next(v for k, v in events if k == "failed")
+        assert host.device.spec == "manual"
+        host.handle("device", f"cv5000:{tmp_path / 'no-such-port'}")
+        view = [v for k, v in events if k == "device"][-1]
+        assert not view.connected and "cannot open the port" in view.fault
+        host.handle("open_store", str(db))
+        host.handle("start", NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=4))
+        assert host.session.protocol.comparisons.lens_change_seconds == 0.5  # the CV-5000's (assumed) change time
+        assert "cv5000 device's change time" in host.session.protocol.source_text
+        del events[:]
+        host.handle("present")
+        assert "session 1 paused, 0 answers kept" in next(v for k, v in events if k == "device_fault")
+        assert host.session.state == SessionState.PAUSED
+    finally:
+        host.shutdown()
+
+
+# ---------------------------------------------------------------------------------- the start form
+def test_the_device_setting_is_read_from_the_form_and_a_refused_one_is_never_persisted(tmp_path):
+    assert device_setting("manual", "ignored") == "manual"
+    assert device_setting("cv5000", "  /dev/ttyUSB0 ") == "cv5000:/dev/ttyUSB0"
+    assert device_setting("cv5000", "COM4") == "cv5000:COM4"
+    with pytest.raises(InvalidInputError, match="^Lens device port: type the CV-5000's serial port"):
+        device_setting("cv5000", "  ")
+    with pytest.raises(InvalidInputError, match="^Lens device port: expected a serial port name"):
+        device_setting("cv5000", "/dev/tty\x1bUSB0")
+    path = tmp_path / "app.toml"
+    save_settings(AppSettings(device="cv5000:/dev/ttyUSB0"), path)
+    assert load_settings(path).device == "cv5000:/dev/ttyUSB0"
+    for refused in ("cv6000:/dev/ttyUSB0", "cv5000:", "serial", "cv5000:/dev/tty\nx"):
+        with pytest.raises(ConfigurationError, match="device"):
+            AppSettings(device=refused)
+    path.write_text('device = "cv5000"\n', encoding="utf-8")  # a hand-edited file: the key named
+    with pytest.raises(ConfigurationError, match="device: expected 'manual' or 'cv5000:PORT'"):
+        load_settings(path)
+
+
+def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make_window, paths):
+    window = make_window(pace_s=0.0)
+    start = window.start_view
+    assert start.device_kind.currentData() == "manual" and not start.device_port.isVisibleTo(start)
+    start.device_kind.setCurrentIndex(start.device_kind.findData("cv5000"))
+    assert start.device_port.isVisibleTo(start) and "reverse-engineered" in start.device_note.text()
+    qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
+    assert start.form_error.text().startswith("Lens device port:")
+    assert "#b00020" in start.device_port.styleSheet()
+    assert not paths["settings"].exists() or load_settings(paths["settings"]).device == "manual"
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        start.device_port.setText(emu.port)
+        qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.phase == Phase.LENS, timeout=60_000)
+        assert load_settings(paths["settings"]).device == f"cv5000:{emu.port}"
+        assert window.engine_device == f"cv5000:{emu.port}"
+        qtbot.waitUntil(lambda: window.controller.device is not None and window.controller.device.connected,
+                        timeout=20_000)  # fmt: skip
+        text = window.session_view.device_state.text()
+        assert f"Topcon CV-5000 motorized phoropter on {emu.port}" in text and CV5000_CAUTION in text
+        window.close()
+
+
+# ---------------------------------------------------------------------------------- the whole app
+def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_and_retry_finishes(
+        qtbot, make_window, paths, tmp_path):  # fmt: skip
+    protocol = write_visit_protocol(tmp_path, max_trials=10)
+    with CV5000Emulator(change_seconds=0.05) as emu:
+        window = make_window(pace_s=0.02, protocol=protocol)
+        start = window.start_view
+        start.set_device(f"cv5000:{emu.port}")
+        start.patient_id.setText("SIM-CV5000")
+        qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
+        view = window.session_view
+        # the safety rule as the window shows it: a letter on screen only through the lens the device holds
+        shown = []
+        window.controller.connect(lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None)
+        qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 4, timeout=120_000)
+        assert view.device_state.isVisible() and "Lenses confirmed: OD S " in view.device_state.text()
+        assert window.grab().save(str(SCREENSHOT))
+        emu.corrupt_next()  # the next confirmation garbled: the session pauses, the letter not shown
+        qtbot.waitUntil(lambda: window.phase == Phase.PAUSED, timeout=60_000)
+        kept, at_fault = window.snapshot.n_trials, len(emu.log)
+        assert view.device_fault.isVisible() and view.retry_button.isVisible()
+        assert "garbled reply" in view.device_fault.text() and f"{kept} answers kept" in view.device_fault.text()
+        assert "Retry" in view.instruction.text() and "nothing was shown" in view.instruction.text()
+        assert window.grab().save(str(SCREENSHOT.with_name(SCREENSHOT.stem + "_fault.png")))
+        with TrialStore.open(paths["db"]) as store:
+            assert len(store.trials(1)) == kept and store.get_session(1).state == SessionState.PAUSED
+        qtbot.wait(300)
+        assert window.phase == Phase.PAUSED  # the autopilot waits for the clinician
+        emu.clear_faults()
+        qtbot.mouseClick(view.retry_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.stack.currentWidget() is window.finish_view, timeout=120_000)
+        assert not view.retry_button.isVisible()
+    with TrialStore.open(paths["db"]) as store:
+        info, trials = store.get_session(1), store.trials(1)
+    assert info.state == SessionState.FINISHED and len(trials) == 10 > kept
+    assert _logs_agree_around_a_fault(emu.log, trials, kept, at_fault)
+    assert len(shown) == len(trials)
+    for query, held in shown:
+        last = query.lens2 if isinstance(query, PendingComparison) else query.lens
+        assert same_lens(last, held)
