@@ -8,10 +8,9 @@ setting, persisted only when it is one the app takes."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-from app_helpers import write_visit_protocol
+from app_helpers import SCREENSHOTS, write_visit_protocol
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase
@@ -24,14 +23,14 @@ from visiontune.app.worker_values import NewSession
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.refraction.lenses import lenses_shown, same_lens
+from visiontune.refraction.loop import simulated_comparison, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.lens_device import lenses_set_notes
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
-from visiontune.refraction.loop import simulated_comparison, simulated_slider
 
-#: Where the screenshot of the app on the emulator goes (the report looks at it).
-SCREENSHOT = Path(os.environ.get("VISIONTUNE_DEVICE_SCREENSHOT", "/tmp/device_screenshot.png"))
+#: The app on the emulator, mid-session (and ``device_session_fault.png``: paused on a fault).
+SCREENSHOT = SCREENSHOTS / "device_session.png"
 
 
 def _lenses_in_log(trials) -> list:
@@ -208,6 +207,7 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
         window.controller.connect(lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None)
         qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 4, timeout=120_000)
         assert view.device_state.isVisible() and "Lenses confirmed: OD S " in view.device_state.text()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         assert window.grab().save(str(SCREENSHOT))
         emu.corrupt_next()  # the next confirmation garbled: the session pauses, the letter not shown
         qtbot.waitUntil(lambda: window.phase == Phase.PAUSED, timeout=60_000)
@@ -232,3 +232,146 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
     for query, held in shown:
         last = query.lens2 if isinstance(query, PendingComparison) else query.lens
         assert same_lens(last, held)
+
+
+# ---------------------------------------------------------------------------------- the controller
+class _Engine:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object]] = []
+
+    def submit(self, name: str, payload: object = None) -> None:
+        self.sent.append((name, payload))
+
+
+def _snapshot(n_trials: int, *, paused: bool = False):
+    from visiontune.app.worker_values import Snapshot
+    from visiontune.optics import Prescription
+    from visiontune.refraction.loop import PendingQuery
+
+    query = None if paused else PendingQuery(index=n_trials, s_logmar=0.3, lens=Prescription(-1.0, -0.5, 90.0),
+                                             letter="K")  # fmt: skip
+    return Snapshot(session_id=1, patient_id="P-1", eye="OD", simulated=False, seed=7, protocol_name="app-test",
+                    state=SessionState.PAUSED if paused else SessionState.OPEN, n_trials=n_trials, max_trials=40,
+                    query=query, stop_reason=None, letters=tuple("CDHKNORSVZ"), letter_set="sloan", n_alternatives=10,
+                    cylinder_form="minus", context_box=(-1.0, 2.0), prior_duration_s=0.0)  # fmt: skip
+
+
+def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_retries_after_a_fault():
+    from visiontune.app.session_controller import SessionController
+    from visiontune.app.worker_device import DeviceView
+
+    engine, events = _Engine(), []
+    controller = SessionController(engine, export_dir=lambda: "/exports")
+    controller.connect(lambda kind, value: events.append((kind, value)))
+    controller.on_device(DeviceView("cv5000:/dev/pts/9", "cv5000", "/dev/pts/9", "device", connected=True))
+    controller.on_opened(_snapshot(2))
+    assert controller.phase == Phase.LENS and "sets this lens" in events[-2][1].instruction
+    controller.on_key("Return", "")
+    assert [n for n, _ in engine.sent] == ["present"] and controller.phase == Phase.BUSY
+    assert not [v for k, v in events if k == "present"]  # no letter before the device confirms
+    controller.on_key("K", "k")  # an answer key while the device sets the lens: nothing sent
+    assert [n for n, _ in engine.sent] == ["present"]
+    controller.on_presented(1)  # another trial's confirmation: still nothing shown
+    assert not [v for k, v in events if k == "present"]
+    controller.on_presented(2)
+    assert [v.index for k, v in events if k == "present"] == [2] and controller.phase == Phase.ANSWER
+    controller.on_idle()
+    controller.on_key("K", "k")
+    assert engine.sent[-1][0] == "record"
+    controller.on_idle()
+    controller.on_updated(_snapshot(3))
+    controller.on_key("Space", "")
+    controller.on_device_fault("session 1 paused, 3 answers kept: CV-5000 on /dev/pts/9: no reply to 'v'")
+    controller.on_updated(_snapshot(3, paused=True))
+    controller.on_idle()
+    assert controller.phase == Phase.PAUSED and controller.device_fault.startswith("session 1 paused")
+    prompt = [v for k, v in events if k == "prompt"][-1]
+    assert "all 3 answers are kept" in prompt.instruction and "Retry" in prompt.instruction
+    assert [v.index for k, v in events if k == "present"] == [2]  # trial 3 never shown
+    controller.on_key("P", "p")  # P retries the device (not a plain resume)
+    assert engine.sent[-1] == ("retry_device", None) and controller.phase == Phase.BUSY
+    controller.on_idle()
+    controller.on_updated(_snapshot(3))
+    assert controller.phase == Phase.LENS and controller.device_fault is None
+
+
+def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel_says_so():
+    from visiontune.app.session_controller import SessionController
+    from visiontune.app.texts import device_text
+    from visiontune.app.worker_device import DeviceView
+
+    engine, events = _Engine(), []
+    controller = SessionController(engine, export_dir=lambda: "/exports")
+    controller.connect(lambda kind, value: events.append((kind, value)))
+    controller.on_device(DeviceView("manual", "manual", None, "clinician"))
+    controller.on_opened(_snapshot(0))
+    controller.on_key("Return", "")
+    assert controller.phase == Phase.ANSWER and [n for n, _ in engine.sent] == ["present"]
+    assert [v.index for k, v in events if k == "present"] == [0]
+    text = device_text(controller.device)
+    assert "Manual trial frame or phoropter" in text and "OD S \u22121.00 / C \u22120.50 \u00d7 090" in text
+    assert "OS occluded" in text and "Last confirmed by the clinician (Enter): trial 1" in text
+    assert "reverse-engineered" not in text
+
+
+def test_the_trial_frame_records_the_clinician_as_the_device_that_set_each_lens(tmp_path):
+    db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=8)
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    try:
+        host.handle("open_store", str(db))
+        host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
+        snap = next(v for k, v in events if k == "opened")
+        patient = case_patient(snap.simulated_case, snap.n_alternatives)
+        for _ in range(3):
+            del events[:]
+            host.handle("present")
+            assert [k for k, _ in events] == ["idle"]  # the letter is on screen already: nothing to wait for
+            host.handle("record", _answer(snap, patient))
+            snap = [v for k, v in events if k == "updated"][-1]
+        notes = lenses_set_notes(host.session._handle.events())
+        assert [n["trial"] for n in notes] == [0, 1, 2]
+        assert {(n["device"], n["confirmation"]) for n in notes} == {("manual", "clinician")}
+        assert [n["lenses"][0]["sphere_d"] for n in notes] == [t.lens.sphere_d for t in host.session.trials()]
+    finally:
+        host.shutdown()
+
+
+# ---------------------------------------------------------------------------------- the command line
+def test_app_device_option_is_checked_before_any_window_opens():
+    import argparse
+
+    from visiontune.app import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert parser.parse_args(["--device", "cv5000:/dev/ttyUSB0"]).device == "cv5000:/dev/ttyUSB0"
+    assert cli.check_device(" CV5000:COM4") == "cv5000:COM4" and cli.check_device("manual") == "manual"
+    for refused in ("cv6000:/dev/ttyUSB0", "cv5000", "manual:x"):
+        with pytest.raises(InvalidInputError, match="^--device: device: expected 'manual' or 'cv5000:PORT'"):
+            cli.run(parser.parse_args(["--device", refused]))
+
+
+def test_the_app_command_runs_a_simulated_session_on_the_emulator(tmp_path):
+    import subprocess
+    import sys
+
+    protocol = write_visit_protocol(tmp_path, max_trials=8)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
+    code = ("import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
+            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")  # fmt: skip
+    db = tmp_path / "log.sqlite3"
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        proc = subprocess.run([sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--db", str(db),
+                               "--protocol", str(protocol), "--exit-after", "5", "--device", f"cv5000:{emu.port}"],
+                              env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with TrialStore.open(db) as store:
+        (info,) = store.list_sessions()
+        trials = store.trials(info.session_id)
+    assert len(trials) == 5 and _same_sequence([s.od for s in emu.log], _lenses_in_log(trials))
+    saved = load_settings(tmp_path / "cfg" / "visiontune" / "app.toml")
+    assert saved.device == f"cv5000:{emu.port}"
+    log_text = (tmp_path / "state" / "visiontune" / "log" / "app.log").read_text()
+    assert f"lens device: cv5000:{emu.port}" in log_text
