@@ -49,7 +49,7 @@ def _logs_agree_around_a_fault(device_states, trials, kept: int, at_fault: int) 
     before = _lenses_in_log(trials[:kept])
     od = [s.od for s in device_states]
     return (_same_sequence(od[: len(before)], before) and at_fault - len(before) == 1
-            and _same_sequence(od[at_fault:], _lenses_in_log(trials[kept:])))  # fmt: skip
+            and _same_sequence(od[at_fault:], _lenses_in_log(trials[kept:])))
 
 
 def _rows(trials):
@@ -63,7 +63,7 @@ def _answer(snap, patient):
     if isinstance(q, PendingComparison):
         return ComparisonReply(simulated_comparison(patient, q))
     reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter, letters=snap.letters,
-                            seed=snap.seed, trial_index=q.index)  # fmt: skip
+                            seed=snap.seed, trial_index=q.index)
     return Answer(letter_named=reply.letter_named)
 
 
@@ -185,7 +185,7 @@ def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make
         assert load_settings(paths["settings"]).device == f"cv5000:{emu.port}"
         assert window.engine_device == f"cv5000:{emu.port}"
         qtbot.waitUntil(lambda: window.controller.device is not None and window.controller.device.connected,
-                        timeout=20_000)  # fmt: skip
+                        timeout=20_000)
         text = window.session_view.device_state.text()
         assert f"Topcon CV-5000 motorized phoropter on {emu.port}" in text and CV5000_CAUTION in text
         window.close()
@@ -193,7 +193,7 @@ def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make
 
 # ---------------------------------------------------------------------------------- the whole app
 def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_and_retry_finishes(
-        qtbot, make_window, paths, tmp_path):  # fmt: skip
+        qtbot, make_window, paths, tmp_path):
     protocol = write_visit_protocol(tmp_path, max_trials=10)
     with CV5000Emulator(change_seconds=0.05) as emu:
         window = make_window(pace_s=0.02, protocol=protocol)
@@ -204,7 +204,8 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
         view = window.session_view
         # the safety rule as the window shows it: a letter on screen only through the lens the device holds
         shown = []
-        window.controller.connect(lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None)
+        window.controller.connect(
+            lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None)
         qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 4, timeout=120_000)
         assert view.device_state.isVisible() and "Lenses confirmed: OD S " in view.device_state.text()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -249,11 +250,11 @@ def _snapshot(n_trials: int, *, paused: bool = False):
     from visiontune.refraction.loop import PendingQuery
 
     query = None if paused else PendingQuery(index=n_trials, s_logmar=0.3, lens=Prescription(-1.0, -0.5, 90.0),
-                                             letter="K")  # fmt: skip
+                                             letter="K")
     return Snapshot(session_id=1, patient_id="P-1", eye="OD", simulated=False, seed=7, protocol_name="app-test",
                     state=SessionState.PAUSED if paused else SessionState.OPEN, n_trials=n_trials, max_trials=40,
                     query=query, stop_reason=None, letters=tuple("CDHKNORSVZ"), letter_set="sloan", n_alternatives=10,
-                    cylinder_form="minus", context_box=(-1.0, 2.0), prior_duration_s=0.0)  # fmt: skip
+                    cylinder_form="minus", context_box=(-1.0, 2.0), prior_duration_s=0.0)
 
 
 def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_retries_after_a_fault():
@@ -358,14 +359,14 @@ def test_the_app_command_runs_a_simulated_session_on_the_emulator(tmp_path):
 
     protocol = write_visit_protocol(tmp_path, max_trials=8)
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}
     code = ("import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
-            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")  # fmt: skip
+            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")
     db = tmp_path / "log.sqlite3"
     with CV5000Emulator(change_seconds=0.0) as emu:
         proc = subprocess.run([sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--db", str(db),
                                "--protocol", str(protocol), "--exit-after", "5", "--device", f"cv5000:{emu.port}"],
-                              env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+                              env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     with TrialStore.open(db) as store:
         (info,) = store.list_sessions()
@@ -375,3 +376,106 @@ def test_the_app_command_runs_a_simulated_session_on_the_emulator(tmp_path):
     assert saved.device == f"cv5000:{emu.port}"
     log_text = (tmp_path / "state" / "visiontune" / "log" / "app.log").read_text()
     assert f"lens device: cv5000:{emu.port}" in log_text
+
+
+#: Each fault the issue names, injected into the emulator (or the device's range): the words its message holds.
+APP_FAULTS = {
+    "dropped reply": (lambda emu: emu.drop_next(), "no reply to 'v'"),
+    "10 s delay": (lambda emu: emu.delay_next(10.0), "no reply to 'v' within 0.3 s"),
+    "garbled reply": (lambda emu: emu.corrupt_next(), "garbled reply"),
+    "port closed": (lambda emu: emu.close_after(1), "the port closed or the cable is out"),
+    "out of range": (None, "outside the device's range"),
+}
+
+
+@pytest.mark.parametrize("fault", APP_FAULTS)
+def test_every_device_fault_pauses_the_app_session_keeping_the_answers_and_the_device_back_finishes_it(tmp_path, fault):
+    from visiontune.devices.base import DeviceLimits
+
+    inject, words = APP_FAULTS[fault]
+    db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=6)
+    events = []
+    with CV5000Emulator(change_seconds=0.0) as emu, CV5000Emulator(change_seconds=0.0) as back:
+        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3, change_seconds=0.0)
+        try:
+            host.handle("device", f"cv5000:{emu.port}")
+            host.handle("open_store", str(db))
+            host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
+            snap = next(v for k, v in events if k == "opened")
+            patient = case_patient(snap.simulated_case, snap.n_alternatives)
+            for _ in range(2):
+                host.handle("present")
+                host.handle("record", _answer(snap, patient))
+                snap = [v for k, v in events if k == "updated"][-1]
+            before = _rows(host.session.trials())
+            if inject is None:  # a device whose range holds none of the session's lenses: refused before sending
+                host.device.options["limits"] = DeviceLimits(10, 20, 0.25, -6, 0, 0.25)
+                host.device.close()
+            else:
+                inject(emu)
+            del events[:]
+            host.handle("present")
+            fault_message = next(v for k, v in events if k == "device_fault")
+            assert "session 1 paused, 2 answers kept" in fault_message and words in fault_message, fault_message
+            assert "presented" not in [k for k, _ in events]
+            assert host.session.state == SessionState.PAUSED and _rows(host.session.trials()) == before
+            with TrialStore.open(db) as other:  # what is in the log, read as another process would
+                assert _rows(other.trials(1)) == before and other.get_session(1).state == SessionState.PAUSED
+            # the device back: the same port (faults cleared, the range the device's own), or for a
+            # closed port the device on its new port (the clinician's setting)
+            host.device.options.pop("limits", None)
+            emu.clear_faults()
+            if fault == "port closed":
+                del events[:]
+                host.handle("retry_device")  # still gone: the session stays paused, saying why
+                assert "cannot open the port" in next(v for k, v in events if k == "device_fault")
+                assert host.session.state == SessionState.PAUSED
+                host.handle("device", f"cv5000:{back.port}")
+            del events[:]
+            host.handle("retry_device")
+            snap = [v for k, v in events if k == "updated"][-1]
+            assert snap.state == SessionState.OPEN and snap.query is not None and "device_fault" not in dict(events)
+            while snap.query is not None:
+                del events[:]
+                host.handle("present")
+                assert ("presented", snap.query.index) in events
+                host.handle("record", _answer(snap, patient))
+                snap = [v for k, v in events if k == "updated"][-1]
+            host.handle("finish", ("budget", None))
+            assert next(v for k, v in events if k == "finished").result
+            with TrialStore.open(db) as other:
+                trials = other.trials(1)
+                assert other.get_session(1).state == SessionState.FINISHED
+            assert _rows(trials[:2]) == before and len(trials) == 6
+        finally:
+            host.shutdown()
+
+
+def test_a_restarted_engine_gets_the_device_again_and_every_later_lens_is_set_by_it(
+        qtbot, make_window, paths, tmp_path):
+    protocol = write_visit_protocol(tmp_path, max_trials=8)
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        window = make_window(pace_s=0.02, protocol=protocol)
+        window.reporter.report = lambda message: None  # the engine's death is said in a dialog: none in a test
+        window.start_view.set_device(f"cv5000:{emu.port}")
+        qtbot.mouseClick(window.start_view.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 3, timeout=60_000)
+        first_pid = window.worker.pid
+        window.worker.kill_engine()
+        qtbot.waitUntil(lambda: window.worker.pid != first_pid and window.worker.session_id is not None,
+                        timeout=60_000)
+        qtbot.waitUntil(lambda: window.stack.currentWidget() is window.finish_view, timeout=120_000)
+    with TrialStore.open(paths["db"]) as store, store.open_session(1) as handle:
+        trials, notes = store.trials(1), lenses_set_notes(handle.events())
+    assert len(trials) == 8
+    assert {(n["device"], n["port"]) for n in notes} == {("cv5000", emu.port)}
+    last_note = {n["trial"]: n for n in notes}  # the lenses each answer was given through: set by the device
+    assert sorted(last_note) == [t.index for t in trials]
+    for t in trials:
+        assert same_lens(t.lens2 or t.lens, _rx(last_note[t.index]["lenses"][-1]))
+
+
+def _rx(d):
+    from visiontune.optics import Prescription
+
+    return Prescription(d["sphere_d"], d["cylinder_d"], d["axis_deg"])

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the lens device: 'manual' (trial frame or phoropter, the clinician confirms each lens) "
                              "or 'cv5000:PORT' (a Topcon CV-5000 sets and confirms each lens before the letter is "
                              "shown; the port `python -m visiontune.devices.emulator` prints runs a SIMULATED one); "
-                             "default: the saved setting")  # fmt: skip
+                             "default: the saved setting")
 
 
 #: What the app says when it has no display to open on.

@@ -115,7 +115,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.options = options
         self.settings = settings.replace(protocol=options.protocol or settings.protocol,
-                                         device=options.device or settings.device)  # fmt: skip
+                                         device=options.device or settings.device)
         #: The device setting the engine has been sent (None: none yet).
         self.engine_device: str | None = None
         self.reporter = logs.ErrorReporter(self)
@@ -295,7 +295,8 @@ class MainWindow(QMainWindow):
             calibration = self.calibration.to_dict()
         device = self.start_view.device_spec()  # InvalidInputError naming the field: nothing saved, nothing sent
         self.settings = self.settings.replace(protocol=protocol, patient_screen=self.start_view.screen_name(),
-                                              cylinder_form=self.start_view.cylinder_form_name(), device=device)  # fmt: skip
+                                              cylinder_form=self.start_view.cylinder_form_name(),
+                                              device=device)  # fmt: skip
         self._save_settings()
         self._send_device(device)
         return calibration

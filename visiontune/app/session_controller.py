@@ -383,7 +383,7 @@ class SessionController(EventSource):
             what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
             self._emit("prompt", Prompt(f"Press Enter (or Space): the {self.device.label} sets {what}; the letter "
                                         "is shown once the device confirms it.",
-                                        caption="The device sets this lens"))  # fmt: skip
+                                        caption="The device sets this lens"))
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
             self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
@@ -410,7 +410,7 @@ class SessionController(EventSource):
             self._emit("prompt", Prompt(f"The lens device did not set the lens, so nothing was shown; the session is "
                                         f"paused and all {kept} answers are kept. Check the device and its cable, "
                                         "then press Retry (or P) to set the lens again; F finishes.",
-                                        caption="Paused: lens device fault"))  # fmt: skip
+                                        caption="Paused: lens device fault"))
         elif phase == Phase.PAUSED:
             self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
         elif phase == Phase.STOPPED:
@@ -510,7 +510,7 @@ class SessionController(EventSource):
         if self._waits_for_device():
             self._awaiting_lenses = True
             self._emit("prompt", Prompt(f"The {self.device.label} is setting the lens\u2026 the letter is shown "
-                                        "once the device confirms it.", caption="Device setting the lens"))  # fmt: skip
+                                        "once the device confirms it.", caption="Device setting the lens"))
             self.submit("present")
             return
         self._reveal(send_present=True)

@@ -352,7 +352,7 @@ class SessionHost:
         message = str(exc)
         if not message.startswith(f"session {s.session_id} paused"):
             message = (f"session {s.session_id} paused, {len(s.trials())} answers kept: {message}; "
-                       "resume when the device is back")  # fmt: skip
+                       "resume when the device is back")
         self.device.failed(str(exc))
         log.error("lens device fault: %s", message)
         self._emit("device", self.device.view())

@@ -1,7 +1,8 @@
 """App settings that persist between runs: a small TOML file in the user config directory.
 
 ``<user config dir>/visiontune/app.toml`` (platformdirs): last protocol, patient screen,
-calibration choice, export folder, simulated pace, cylinder form of the lenses shown, lens device. Unknown keys are an error naming the key
+calibration choice, export folder, simulated pace, cylinder form of the lenses shown, lens device.
+Unknown keys are an error naming the key
 (a typo must not silently reset a setting); a missing file gives the defaults. The file is
 user-only (0600) in a user-only folder (0700) whatever the umask, written atomically by
 :func:`visiontune.output_guard.write_output`, and only when a setting changes: never as a side

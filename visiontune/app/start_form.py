@@ -17,7 +17,7 @@ from visiontune.optics import Prescription
 from visiontune.refraction.start import SOURCES, StartingPoint
 
 __all__ = ["DEVICE_CHOICES", "FIELDS", "SOURCE_LABELS", "TypedStart", "device_setting", "parse_age", "parse_power",
-           "read_start"]  # fmt: skip
+           "read_start"]
 
 #: The fields an error can name, in the order of the form.
 FIELDS = ("Sphere", "Cylinder", "Axis", "Source", "Age")
@@ -26,7 +26,7 @@ SOURCE_LABELS = (("autorefraction", "autorefraction"), ("retinoscopy", "retinosc
                  ("spectacles", "habitual spectacles (lensmeter)"), ("none", "none (start from nothing)"))  # fmt: skip
 #: The lens devices as the form lists them: ``(kind, label)``.
 DEVICE_CHOICES = (("manual", "manual trial frame or phoropter (you set each lens)"),
-                  ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"))  # fmt: skip
+                  ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"))
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,6 @@ def device_setting(kind: str, port: str) -> str:
         raise InvalidInputError("Lens device port: type the CV-5000's serial port (e.g. /dev/ttyUSB0 or COM4)")
     if not text.isprintable():
         raise InvalidInputError(f"Lens device port: expected a serial port name such as /dev/ttyUSB0 or COM4, "
-                                f"got {text!r}")  # fmt: skip
+                                f"got {text!r}")
     kind, port = parse_device_spec(f"cv5000:{text}")
     return f"{kind}:{port}"

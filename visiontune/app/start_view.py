@@ -141,7 +141,7 @@ class StartView(QWidget):
         self.device_port.setObjectName("devicePort")
         self.device_port.setPlaceholderText("serial port, e.g. /dev/ttyUSB0 or COM4")
         self.device_note = QLabel("The CV-5000 driver follows public reverse-engineered notes: verify it on this "
-                                  "clinic's own device before clinical use (docs/devices.md).")  # fmt: skip
+                                  "clinic's own device before clinical use (docs/devices.md).")
         self.device_note.setObjectName("deviceNote")
         self.device_note.setWordWrap(True)
         self.device_note.setStyleSheet("color:#8a4b00;")
@@ -409,7 +409,7 @@ class StartView(QWidget):
                        f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
                        f"{prefix}age": (self.age,)}  # fmt: skip
         fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os),
-                   "lens device port": (self.device_port,)}  # fmt: skip
+                   "lens device port": (self.device_port,)}
         named = fields.get(head, ())
         for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
                   self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os,

@@ -33,7 +33,7 @@ __all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "DeviceLink", "DeviceView", "Enter
 
 #: What the clinician's screen says of the CV-5000 driver whenever it is the device.
 CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, not a Topcon specification: "
-                  "verify it on this clinic's own device before clinical use.")  # fmt: skip
+                  "verify it on this clinic's own device before clinical use.")
 #: The device kinds as the clinician reads them.
 DEVICE_LABELS = {"manual": "Manual trial frame or phoropter", "cv5000": "Topcon CV-5000 motorized phoropter"}
 
@@ -165,7 +165,7 @@ class DeviceLink:
             od=None if state is None else _eye_text(state.od, by_hand),
             os=None if state is None else _eye_text(state.os, by_hand),
             confirmed_at=self.confirmed_at, trial=self.trial, change_s=times[-1] if times else None, fault=self.fault,
-        )  # fmt: skip
+        )
 
     def close(self) -> None:
         if self.device is not None:
