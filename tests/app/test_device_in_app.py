@@ -276,6 +276,7 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     assert not [v for k, v in events if k == "present"]
     controller.on_presented(2)
     assert [v.index for k, v in events if k == "present"] == [2] and controller.phase == Phase.ANSWER
+    paused_events = len(events)
     controller.on_idle()
     controller.on_key("K", "k")
     assert engine.sent[-1][0] == "record"
@@ -294,6 +295,12 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     controller.on_idle()
     controller.on_updated(_snapshot(3))
     assert controller.phase == Phase.LENS and controller.device_fault is None
+    # P while the device sets a lens: its confirmation then shows nothing, the session pauses
+    controller.on_key("Return", "")
+    controller.on_key("P", "p")
+    assert [n for n, _ in engine.sent][-2:] == ["present", "pause"]
+    controller.on_presented(3)
+    assert [v.index for k, v in events[paused_events:] if k == "present"] == []
 
 
 def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel_says_so():

@@ -493,6 +493,7 @@ class SessionController(EventSource):
                 self.say("Resumed.")
                 self.submit("resume_paused")
             else:
+                self._awaiting_lenses = False  # a confirmation arriving now shows nothing: the session pauses
                 self._emit("blank")
                 self.say("Paused.")
                 self.submit("pause")
