@@ -486,3 +486,108 @@ def _rx(d):
     from visiontune.optics import Prescription
 
     return Prescription(d["sphere_d"], d["cylinder_d"], d["axis_deg"])
+
+
+# ---------------------------------------------------------------------------------- comparisons on the device
+def test_during_a_comparison_the_device_shows_lens_1_or_lens_2_again_on_the_clinicians_button(tmp_path):
+    from visiontune.app.worker_device import LENS_SHOWN_NOTE
+
+    events = []
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.5)
+        try:
+            host.handle("device", f"cv5000:{emu.port}")
+            host.handle("open_store", str(tmp_path / "log.sqlite3"))
+            host.handle("start", NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=3))
+            snap = next(v for k, v in events if k == "opened")
+            patient = case_patient(snap.simulated_case, snap.n_alternatives)
+            while not isinstance(snap.query, PendingComparison):
+                host.handle("present")
+                host.handle("record", _answer(snap, patient))
+                snap = [v for k, v in events if k == "updated"][-1]
+            q = snap.query
+            host.handle("present")
+            assert same_lens(emu.state.od, q.lens2)  # set lens 1, then lens 2: lens 2 in place
+            for position, lens in ((0, q.lens1), (1, q.lens2), (0, q.lens1)):
+                del events[:]
+                host.handle("device_lens", position)
+                assert same_lens(emu.state.od, lens) and "failed" not in dict(events)
+                view = [v for k, v in events if k == "device"][-1]
+                assert view.trial == q.index and view.fault is None
+            del events[:]
+            host.handle("device_lens", 2)
+            assert "lens position: expected 0 to 1" in next(v for k, v in events if k == "failed")
+            shown = [e.payload["data"] for e in host.session._handle.events()
+                     if isinstance(e.payload, dict) and e.payload.get("text") == LENS_SHOWN_NOTE]
+            expected = [(q.index, p, "cv5000") for p in (0, 1, 0)]
+            assert [(n["trial"], n["position"], n["device"]) for n in shown] == expected
+            host.handle("record", _answer(snap, patient))
+            assert host.session.trials()[-1].lens2 is not None  # the comparison's answer recorded as usual
+            snap = [v for k, v in events if k == "updated"][-1]
+            host.handle("present")
+            kept = len(host.session.trials())
+            emu.drop_next()  # a fault while switching: paused, every answer kept
+            del events[:]
+            host.handle("device_lens", 0)
+            assert f"{kept} answers kept" in next(v for k, v in events if k == "device_fault")
+            assert host.session.state == SessionState.PAUSED
+        finally:
+            host.shutdown()
+
+
+def test_the_window_shows_lens_buttons_during_a_comparison_and_the_device_follows_them(qtbot, make_window):
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        window = make_window(pace_s=0.0, protocol="clinical-sloan-compare")
+        window.start_view.set_device(f"cv5000:{emu.port}")
+        qtbot.mouseClick(window.start_view.start_button, Qt.MouseButton.LeftButton)
+        view = window.session_view
+        for _ in range(12):  # one step per key: Enter (the device sets the lens), Space (the simulated answer)
+            qtbot.waitUntil(lambda: window.phase == Phase.LENS and window.worker_idle, timeout=60_000)
+            assert not any(b.isVisible() for b in view.lens_buttons)
+            qtbot.keyClick(view, Qt.Key.Key_Return)
+            qtbot.waitUntil(lambda: window.phase in (Phase.ANSWER, Phase.COMPARE), timeout=60_000)
+            if window.phase == Phase.COMPARE:
+                break
+            qtbot.keyClick(view, Qt.Key.Key_Space)
+        assert window.phase == Phase.COMPARE
+        q = window.snapshot.query
+        assert all(b.isVisible() for b in view.lens_buttons) and "Lens 1 / Lens 2 buttons" in view.instruction.text()
+        assert same_lens(emu.state.od, q.lens2)
+        qtbot.mouseClick(view.lens_buttons[0], Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: same_lens(emu.state.od, q.lens1), timeout=20_000)
+        qtbot.waitUntil(lambda: "Lenses confirmed: OD S" in view.device_state.text() and window.worker_idle,
+                        timeout=20_000)
+        assert window.phase == Phase.COMPARE  # the answer is still the clinician's to type
+        qtbot.mouseClick(view.lens_buttons[1], Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: same_lens(emu.state.od, q.lens2), timeout=20_000)
+        qtbot.keyClick(view, Qt.Key.Key_1)
+        qtbot.waitUntil(lambda: window.phase == Phase.LENS, timeout=60_000)
+        assert not any(b.isVisible() for b in view.lens_buttons)
+        window.close()
+
+
+def test_a_sliders_knob_moves_the_device_with_it_from_its_starting_lens():
+    import dataclasses
+
+    from visiontune.app.session_controller import SessionController
+    from visiontune.app.worker_device import DeviceView
+    from visiontune.optics import Prescription
+
+    engine, events = _Engine(), []
+    controller = SessionController(engine, export_dir=lambda: "/exports")
+    controller.connect(lambda kind, value: events.append((kind, value)))
+    controller.on_device(DeviceView("cv5000:/dev/pts/9", "cv5000", "/dev/pts/9", "device", connected=True))
+    path = tuple(Prescription(s, -0.5, 90.0) for s in (-1.5, -1.25, -1.0, -0.75))
+    slider = PendingSlider(index=4, s_logmar=0.2, knob="sphere", lenses=path, start=1, letter="KSR")
+    controller.on_opened(dataclasses.replace(_snapshot(4), query=slider))
+    controller.on_key("Return", "")
+    assert [n for n, _ in engine.sent] == ["present"]
+    controller.on_presented(4)  # the device set the whole path: it goes back to the knob's start
+    assert engine.sent[-1] == ("device_lens", 1) and controller.phase == Phase.SLIDE
+    controller.on_key("Right", "")
+    controller.on_key("Right", "")
+    controller.on_key("Right", "")  # the end of the path: the knob and the device stay
+    assert [p for n, p in engine.sent if n == "device_lens"] == [1, 2, 3]
+    controller.on_key("Left", "")
+    assert engine.sent[-1] == ("device_lens", 2)
+    assert not [v for k, v in events if k == "device_lenses"]  # the comparison's buttons: not for a slider

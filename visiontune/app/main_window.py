@@ -157,6 +157,7 @@ class MainWindow(QMainWindow):
         self.start_view.calibrate_requested.connect(self.open_calibration)
         self.session_view.key_pressed.connect(self.on_key)
         self.session_view.retry_requested.connect(lambda: self.controller.retry_device())
+        self.session_view.device_lens_requested.connect(lambda k: self.controller.device_lens(k))
         self.finish_view.back_requested.connect(self.show_start)
         self.finish_view.export_requested.connect(lambda sid: self._submit("export", (sid, str(self.export_dir))))
 
@@ -470,6 +471,8 @@ class MainWindow(QMainWindow):
             self.session_view.show_device(value)
         elif kind == "device_fault":
             self.session_view.show_device_fault(value)
+        elif kind == "device_lenses":
+            self.session_view.show_lens_buttons(value)
 
     def _show_opened(self, snap: Snapshot) -> None:
         self.status.clearMessage()  # the "preparing" message of the start is over

@@ -35,7 +35,10 @@ With a lens device that confirms the lens itself (a motorized phoropter,
 (:meth:`SessionController.on_device_fault`) leaves the session PAUSED with the message and a
 Retry (:meth:`SessionController.retry_device`, or P): ``retry_device`` opens the device again and
 resumes the session at the lens to set (LENS). With the manual trial frame the Enter key is the
-clinician's confirmation: the letter is shown at once, as before.
+clinician's confirmation: the letter is shown at once, as before. While a comparison is on
+screen the device holds lens 2 (it set lens 1, then lens 2); :meth:`SessionController.device_lens`
+(the page's "Lens 1" / "Lens 2" buttons) has it show either again, and a slider's knob moves
+the device with it (the knob's starting lens set when the letters appear): ``device_lens``.
 
 The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPARE, SLIDE or STOPPED the
 controller asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event, a delay or
@@ -70,7 +73,8 @@ Listeners are called ``listener(kind, value)`` with, in order of the change:
 - ``"visit_eye_finished"`` :class:`~visiontune.app.worker.FinishedView`: an eye of a visit is done;
 - ``"exit"`` None: the answers asked for by ``exit_after`` are in; close the app;
 - ``"device"`` :class:`~visiontune.app.worker_device.DeviceView`: draw the lens device's state;
-- ``"device_fault"`` str: the device failed, the session is paused (the message; Retry offered).
+- ``"device_fault"`` str: the device failed, the session is paused (the message; Retry offered);
+- ``"device_lenses"`` int: show that many "show lens N on the device" buttons (0: hide them).
 """
 
 from __future__ import annotations
@@ -212,6 +216,7 @@ class SessionController(EventSource):
         self.device: DeviceView | None = None
         self.device_fault: str | None = None
         self._awaiting_lenses = False
+        self._lens_buttons = 0
 
     # ------------------------------------------------------------------ commands out
     def submit(self, name: str, payload: object = None) -> None:
@@ -364,10 +369,26 @@ class SessionController(EventSource):
     def _waits_for_device(self) -> bool:
         return self.device is not None and self.device.waits_for_device
 
+    def device_lens(self, position: int) -> None:
+        """Have the device show lens ``position`` of the comparison on screen (0: lens 1, 1: lens 2)."""
+        if self.phase != Phase.COMPARE or not self._waits_for_device():
+            self.say("The device shows lens 1 or lens 2 while a comparison is on screen.")
+            return
+        self.send("device_lens", int(position))
+        self.say(f"The {self.device.label} is setting lens {int(position) + 1}\u2026")
+
+    def _lens_buttons_for(self, phase: Phase) -> None:
+        """Show the comparison's lens buttons in COMPARE with a device that sets lenses; hide them otherwise."""
+        wanted = 2 if phase == Phase.COMPARE and self._waits_for_device() else 0
+        if wanted != self._lens_buttons:
+            self._lens_buttons = wanted
+            self._emit("device_lenses", wanted)
+
     # ------------------------------------------------------------------ phases
     def _enter(self, phase: Phase) -> None:
         self.phase = phase
         snap = self.snapshot
+        self._lens_buttons_for(phase)
         if phase == Phase.LENS and isinstance(snap.query, PendingSlider):
             q = snap.query
             start = lens_text(self._form(q.start_lens))
@@ -396,6 +417,12 @@ class SessionController(EventSource):
         elif phase == Phase.LENS:
             self._emit("prompt", Prompt("Set the lens, then press Enter (or Space) to show the letter.",
                                         caption="Set this lens"))  # fmt: skip
+        elif phase == Phase.COMPARE and self._waits_for_device():
+            q = snap.query
+            self._emit("prompt", Prompt("The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
+                                        "Lens 1 / Lens 2 buttons: \u201cwhich is clearer, 1 or 2?\u201d Press 1 or 2, "
+                                        "or = for no difference.",
+                                        letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))
         elif phase == Phase.COMPARE:
             q = snap.query
             self._emit("prompt", Prompt("Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, "
@@ -531,6 +558,8 @@ class SessionController(EventSource):
             self.send("present")
         if isinstance(q, PendingSlider):
             self.slider_position = q.start
+            if self._waits_for_device():  # the device set the whole path: back to the knob's start
+                self.send("device_lens", q.start)
             if self.sim_patient is not None:
                 self.sim_slider = simulated_slider(self.sim_patient, q)
             self._enter(Phase.SLIDE)
@@ -568,6 +597,8 @@ class SessionController(EventSource):
                      f"(lens {self.slider_position + 1} of {len(q.lenses)}).")
             return
         self.slider_position = position
+        if self._waits_for_device():  # the device's knob: the lens follows
+            self.send("device_lens", position)
         self._emit("slider", self._slider_view())
         self.say(f"Knob at lens {position + 1} of {len(q.lenses)}: {lens_text(self._form(q.lenses[position]))}.")
 

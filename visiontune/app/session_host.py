@@ -53,7 +53,7 @@ from visiontune.app.simulation import (
 )
 from visiontune.app.texts import progress_text
 from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
-from visiontune.app.worker_device import DeviceLink
+from visiontune.app.worker_device import LENS_SHOWN_NOTE, DeviceLink
 from visiontune.app.worker_values import (
     EstimateView,
     FinishedView,
@@ -62,6 +62,7 @@ from visiontune.app.worker_values import (
     Snapshot,
     export_basename,
 )
+from visiontune.devices.base import LensState
 from visiontune.errors import DeviceError, InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form
@@ -80,7 +81,7 @@ from visiontune.session.engine import (
     RefractionSession,
     SliderReply,
 )
-from visiontune.session.lens_device import protocol_with_lens_change_seconds
+from visiontune.session.lens_device import protocol_with_lens_change_seconds, question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import slider_text
@@ -89,7 +90,8 @@ log = logging.getLogger("visiontune.app.worker")
 
 #: Every command the host understands (``submit(name, payload)`` on the GUI side).
 COMMANDS = ("open_store", "list", "start", "resume", "view", "present", "record", "undo", "pause",
-            "resume_paused", "finish", "export", "close", "device", "retry_device", *VISIT_COMMANDS)  # fmt: skip
+            "resume_paused", "finish", "export", "close", "device", "retry_device", "device_lens",
+            *VISIT_COMMANDS)  # fmt: skip
 
 
 class SessionHost:
@@ -378,6 +380,31 @@ class SessionHost:
             self.device.ensure_open()
         except DeviceError as exc:
             log.error("lens device %s: %s", self.device.spec, exc)
+        self._emit("device", self.device.view())
+
+    def _do_device_lens(self, position) -> None:
+        """Put lens ``position`` of the question on screen before the eye, confirmed by the device
+        (a comparison's lens 1 or 2, a slider's knob position), and note it in the trial log
+        (:data:`~visiontune.app.worker_device.LENS_SHOWN_NOTE`); a fault pauses the session."""
+        s = self._require_session()
+        if s.state != SessionState.OPEN:
+            raise SessionError(f"session {s.session_id} is {s.state.value}: resume it before moving the lenses")
+        query = s.next_query()
+        lenses = question_lenses(query)
+        k = int(position)
+        if not 0 <= k < len(lenses):
+            raise InvalidInputError(f"lens position: expected 0 to {len(lenses) - 1} for trial {query.index + 1}, "
+                                    f"got {position}")
+        eye = self._store().get_session(s.session_id).eye.value
+        try:
+            device = self.device.attach(s)
+            state = device.set_lenses(LensState.monocular(eye, lenses[k]))
+        except DeviceError as exc:
+            self._device_fault(s, exc)
+            return
+        s.note(LENS_SHOWN_NOTE, {"trial": query.index, "eye": eye, "position": k, "lens": state.to_dict()[eye],
+                                 **device.describe()})
+        self.device.confirmed(query.index)
         self._emit("device", self.device.view())
 
     def _do_retry_device(self, _payload) -> None:

@@ -102,10 +102,12 @@ def _label(text: str = "", point_size: float | None = None, bold: bool = False, 
 
 
 class SessionView(QWidget):
-    """``key_pressed(name, text, ctrl)``; ``retry_requested()``: the lens device's Retry button."""
+    """``key_pressed(name, text, ctrl)``; ``retry_requested()``: the lens device's Retry button;
+    ``device_lens_requested(position)``: a comparison's Lens 1 / Lens 2 button (0 / 1)."""
 
     key_pressed = Signal(str, str, bool)
     retry_requested = Signal()
+    device_lens_requested = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -161,7 +163,13 @@ class SessionView(QWidget):
         self.retry_button = QPushButton("Retry the lens device")
         self.retry_button.setObjectName("deviceRetry")
         self.retry_button.clicked.connect(self.retry_requested)
-        for w in (self.device_state, self.device_fault, self.retry_button):
+        self.lens_buttons = []
+        for k in range(2):
+            button = QPushButton(f"Lens {k + 1} on the device")
+            button.setObjectName(f"deviceLens{k + 1}")
+            button.clicked.connect(lambda _checked=False, k=k: self.device_lens_requested.emit(k))
+            self.lens_buttons.append(button)
+        for w in (self.device_state, self.device_fault, self.retry_button, *self.lens_buttons):
             policy = w.sizePolicy()
             policy.setRetainSizeWhenHidden(True)  # shown and hidden without a re-layout
             policy.setHorizontalPolicy(QSizePolicy.Policy.Preferred)
@@ -178,6 +186,11 @@ class SessionView(QWidget):
         left.addLayout(lens_row)
         for w in (self.instruction, self.letter, self.simulated_reply):
             left.addWidget(w)
+        lens_button_row = QHBoxLayout()
+        for button in self.lens_buttons:
+            lens_button_row.addWidget(button)
+        lens_button_row.addStretch(1)
+        left.addLayout(lens_button_row)
         fault_row = QHBoxLayout()
         fault_row.addWidget(self.device_fault, 1)
         fault_row.addWidget(self.retry_button, 0)
@@ -267,6 +280,11 @@ class SessionView(QWidget):
         self.device_fault.setText("" if message is None else f"Lens device fault: {message}")
         self.device_fault.setVisible(message is not None)
         self.retry_button.setVisible(message is not None)
+
+    def show_lens_buttons(self, count: int) -> None:
+        """Show the first ``count`` of the device's lens buttons (0: none)."""
+        for k, button in enumerate(self.lens_buttons):
+            button.setVisible(k < count)
 
     def show_answers(self, count: int, budget: int) -> None:
         """The count of answers recorded (:func:`~visiontune.app.texts.answers_text`)."""

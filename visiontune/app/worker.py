@@ -85,7 +85,8 @@ class SessionWorker(QObject):
     ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
     ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
     (``(session id, folder)``), ``close``, ``device`` (the lens-device setting, ``manual`` or
-    ``cv5000:PORT``; kept, and sent again to a restarted engine), ``retry_device``, and the visit
+    ``cv5000:PORT``; kept, and sent again to a restarted engine), ``retry_device``, ``device_lens``
+    (a position: the device shows that lens of the question on screen), and the visit
     commands (``visit_*``, :mod:`visiontune.app.visit_host`; each answered by ``visit_view``).
     Each command ends with exactly one ``idle``. The device's signals: ``device``
     (:class:`~visiontune.app.worker_device.DeviceView`), ``presented`` (the trial whose lenses

@@ -16,6 +16,10 @@ pipe).
   letter waits for the device's confirmation (``present`` answered by ``presented``); a fault
   pauses the session (every answer kept) and :meth:`DeviceLink.reconnect` opens the driver again
   (a driver is not used after a fault on its line: a new one re-initialises the device).
+  The device sets a question's lenses in order (a comparison's lens 1, then lens 2; a slider's
+  path) before it is shown; while it is on screen, ``device_lens`` has the device show one of
+  them again (the clinician's "lens 1" / "lens 2", the slider's knob), noted as
+  :data:`LENS_SHOWN_NOTE`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ from visiontune.devices.manual import ManualDevice
 from visiontune.errors import DeviceError
 from visiontune.optics.notation import rx_text
 
-__all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "DeviceLink", "DeviceView", "EnterKeyTrialFrame"]
+__all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "DeviceLink", "DeviceView", "EnterKeyTrialFrame"]
+
+#: The note (events table) of a lens the clinician had the device show again while a question
+#: was on screen (a comparison's lens 1 or 2, a slider's knob position): trial, eye, position,
+#: lens and the device (the question's own lenses are ``"lenses set by device"``).
+LENS_SHOWN_NOTE = "lens shown by device"
 
 #: What the clinician's screen says of the CV-5000 driver whenever it is the device.
 CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, not a Topcon specification: "
