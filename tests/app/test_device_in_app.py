@@ -187,7 +187,7 @@ def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make
         qtbot.waitUntil(lambda: window.controller.device is not None and window.controller.device.connected,
                         timeout=20_000)
         text = window.session_view.device_state.text()
-        assert f"Topcon CV-5000 motorized phoropter on {emu.port}" in text and CV5000_CAUTION in text
+        assert f"Lens device: Topcon CV-5000 on {emu.port} \u00b7 connected" in text and CV5000_CAUTION in text
         window.close()
 
 

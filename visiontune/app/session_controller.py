@@ -397,8 +397,11 @@ class SessionController(EventSource):
                                         caption=f"Turn the {q.knob} knob"))  # fmt: skip
         elif phase == Phase.SLIDE:
             q = snap.query
-            self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient reads; "
-                                        "press Enter (or Space) at the lens where the letters are clearest.",
+            device = f" (the {self.device.label} follows the knob)" if self._waits_for_device() else ""
+            self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient "
+                                        f"reads{device}; press Enter (or Space) at the lens where the letters are "
+                                        "clearest.",
+                                        caption=f"Turn the {q.knob} knob" if device else None,
                                         letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}"))
         elif phase == Phase.LENS and self._waits_for_device():
             what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
@@ -421,7 +424,7 @@ class SessionController(EventSource):
             q = snap.query
             self._emit("prompt", Prompt("The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
                                         "Lens 1 / Lens 2 buttons: \u201cwhich is clearer, 1 or 2?\u201d Press 1 or 2, "
-                                        "or = for no difference.",
+                                        "or = for no difference.", caption="Compare lens 1 and lens 2 (on the device)",
                                         letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))
         elif phase == Phase.COMPARE:
             q = snap.query
@@ -430,7 +433,9 @@ class SessionController(EventSource):
                                         letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
         elif phase == Phase.ANSWER:
             q = snap.query
+            caption = "Lens confirmed by the device" if self._waits_for_device() else None
             self._emit("prompt", Prompt("Type the letter the patient names, or + / \u2212 for correct / incorrect.",
+                                        caption=caption,
                                         letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
         elif phase == Phase.PAUSED and self.device_fault is not None:
             kept = snap.n_trials

@@ -154,7 +154,7 @@ class SessionView(QWidget):
             w.setWordWrap(True)
 
         # the lens device: what it is, the lenses it confirmed, a fault and its Retry
-        self.device_state = _label("", 10, False, "deviceState", lines=6)
+        self.device_state = _label("", 9, False, "deviceState", lines=6)
         self.device_state.setWordWrap(True)
         self.device_state.setStyleSheet("background:#eef3f8; padding:4px; border-radius:3px;")
         self.device_fault = _label("", 11, True, "deviceFault", lines=3)

@@ -162,15 +162,15 @@ def device_text(view) -> str:
     from visiontune.app.worker_device import CV5000_CAUTION
 
     where = f" on {view.port}" if view.port else ""
-    state = "" if view.kind == "manual" else (" \u00b7 connected" if view.connected else " \u00b7 not connected")
-    lines = [f"Lens device: {view.label}{where}{state}"]
+    state = "" if view.kind == "manual" else (" \u00b7 connected" if view.connected else " \u00b7 NOT connected")
+    lines = [f"Lens device: {view.short_label}{where}{state}"]
     if view.od is None and view.os is None:
         lines.append("Lenses confirmed: none yet")
     else:
         lines.append(f"Lenses confirmed: OD {view.od} \u00b7 OS {view.os}")
     who = "the clinician (Enter)" if view.confirmation == "clinician" else "the device"
     if view.confirmed_at is not None:
-        change = f", change {view.change_s:.2f} s" if view.change_s is not None else ""
+        change = f" (change {view.change_s:.2f} s)" if view.change_s is not None else ""
         lines.append(f"Last confirmed by {who}: trial {view.trial + 1} at {view.confirmed_at:%H:%M:%S} UTC{change}")
     else:
         lines.append(f"Confirmed by {who} before each letter is shown")

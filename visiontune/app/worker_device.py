@@ -41,7 +41,7 @@ __all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "DeviceLink", "
 LENS_SHOWN_NOTE = "lens shown by device"
 
 #: What the clinician's screen says of the CV-5000 driver whenever it is the device.
-CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, not a Topcon specification: "
+CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, not Topcon's specification: "
                   "verify it on this clinic's own device before clinical use.")
 #: The device kinds as the clinician reads them.
 DEVICE_LABELS = {"manual": "Manual trial frame or phoropter", "cv5000": "Topcon CV-5000 motorized phoropter"}
@@ -90,6 +90,11 @@ class DeviceView:
     @property
     def label(self) -> str:
         return DEVICE_LABELS.get(self.kind, self.kind)
+
+    @property
+    def short_label(self) -> str:
+        """The device panel's name: ``Topcon CV-5000`` or ``manual trial frame or phoropter``."""
+        return {"cv5000": "Topcon CV-5000"}.get(self.kind, self.label)
 
 
 def _eye_text(rx, fellow_by_hand: bool) -> str:
