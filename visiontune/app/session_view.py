@@ -171,7 +171,8 @@ class SessionView(QWidget):
             self.lens_buttons.append(button)
         for w in (self.device_state, self.device_fault, self.retry_button, *self.lens_buttons):
             policy = w.sizePolicy()
-            policy.setRetainSizeWhenHidden(True)  # shown and hidden without a re-layout
+            # shown and hidden without a re-layout; the lens buttons share the fault's row (its height)
+            policy.setRetainSizeWhenHidden(w not in self.lens_buttons)
             policy.setHorizontalPolicy(QSizePolicy.Policy.Preferred)
             w.setSizePolicy(policy)
             w.setVisible(False)
@@ -186,12 +187,9 @@ class SessionView(QWidget):
         left.addLayout(lens_row)
         for w in (self.instruction, self.letter, self.simulated_reply):
             left.addWidget(w)
-        lens_button_row = QHBoxLayout()
+        fault_row = QHBoxLayout()  # a fault and its Retry, or a comparison's lens buttons: never both at once
         for button in self.lens_buttons:
-            lens_button_row.addWidget(button)
-        lens_button_row.addStretch(1)
-        left.addLayout(lens_button_row)
-        fault_row = QHBoxLayout()
+            fault_row.addWidget(button, 0)
         fault_row.addWidget(self.device_fault, 1)
         fault_row.addWidget(self.retry_button, 0)
         left.addLayout(fault_row)
