@@ -43,18 +43,18 @@ def _v1_log(path):
 def test_fake_v1_to_v2_migration_runs_once_and_keeps_data(tmp_path):
     path = tmp_path / "log.sqlite3"
     _v1_log(path)
-    fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column), Migration(2, ("CREATE TABLE extra (x)",)),
-                             Migration(3, ("CREATE TABLE extra2 (x)",)),
-                             Migration(4, ("CREATE TABLE extra3 (x)",)),
-                             Migration(5, ("CREATE TABLE extra4 (x)",)))  # fmt: skip
+    # a fake chain one version past the real one
+    fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column),) + tuple(
+        Migration(v, (f"CREATE TABLE extra{v} (x)",)) for v in range(2, SCHEMA_VERSION + 1))
+    newer = SCHEMA_VERSION + 1
     conn = _conn(path)
-    assert apply_migrations(conn, path, fake) == 6
-    assert read_schema_version(conn, path) == 6
+    assert apply_migrations(conn, path, fake) == newer
+    assert read_schema_version(conn, path) == newer
     assert conn.execute("SELECT id, year_of_birth FROM patients").fetchall() == [("P1", None)]
-    assert apply_migrations(conn, path, fake) == 6  # nothing left to do: no duplicate column error
+    assert apply_migrations(conn, path, fake) == newer  # nothing left to do: no duplicate column error
     conn.close()
-    # the real VisionTune (v5) refuses the v6 file
-    with pytest.raises(StoreError, match="schema version 6 is newer than this VisionTune supports"):
+    # the real VisionTune refuses the newer file
+    with pytest.raises(StoreError, match=f"schema version {newer} is newer than this VisionTune supports"):
         TrialStore.open(path)
 
 
@@ -103,7 +103,7 @@ def test_real_v1_log_migrates_to_v2_with_its_tables_and_rows_unchanged(tmp_path)
     assert _schema_sql(conn, V1_TABLES) == before_schema
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
         assert store.list_visits() == []
     conn = _conn(path)
     assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before_rows} == before_rows
@@ -182,7 +182,7 @@ def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
     )
     conn.close()
     with TrialStore.open(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
         letter, comparison = store.trials(1)
         assert (letter.comparison, letter.slider_knob, letter.slider_lenses, letter.slider_choice) == (None,) * 4
         assert comparison.comparison == "2" and comparison.slider_choice is None

@@ -14,7 +14,7 @@ import pytest
 
 import visiontune
 from visiontune.errors import InvalidInputError, SessionError, StoreError
-from visiontune.session.migrations import SCHEMA_VERSION
+from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION
 from visiontune.session.records import EventKind, Eye, Lens, SessionState
 from visiontune.session.store import DATA_DIR_ENV, TrialStore, default_database_path
 
@@ -281,7 +281,7 @@ def test_pragmas(store):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert store.schema_version == SCHEMA_VERSION == 5
+    assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
 
 
 def test_default_path_honours_env(monkeypatch, tmp_path):

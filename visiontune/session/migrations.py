@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune.errors import StoreError
+from visiontune.session.near_schema import SCHEMA_NEAR_ADDITION
 from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
 from visiontune.session.store_open import disk_full_failure
 from visiontune.session.visit_schema import SCHEMA_V2_VISITS
@@ -55,6 +56,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=2, statements=SCHEMA_V3_COMPARISONS),
     Migration(from_version=3, statements=SCHEMA_V4_SLIDERS),
     Migration(from_version=4, statements=SCHEMA_V5_CHART_LINES),
+    # the near addition of a visit: visit_near, visit_near_answers, visit_near_adds (near_schema.py)
+    Migration(from_version=5, statements=SCHEMA_NEAR_ADDITION),
 )
 
 #: The version this VisionTune writes and reads.
