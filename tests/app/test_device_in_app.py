@@ -591,3 +591,40 @@ def test_a_sliders_knob_moves_the_device_with_it_from_its_starting_lens():
     controller.on_key("Left", "")
     assert engine.sent[-1] == ("device_lens", 2)
     assert not [v for k, v in events if k == "device_lenses"]  # the comparison's buttons: not for a slider
+
+
+def test_a_visits_two_eyes_are_set_through_the_device_each_before_its_eye(qtbot, make_window, tmp_path):
+    protocol = write_visit_protocol(tmp_path, max_trials=4)
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        window = make_window(pace_s=0.0, protocol=protocol)
+        start = window.start_view
+        start.choose_visit()
+        start.set_device(f"cv5000:{emu.port}")
+        qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
+        view = window.session_view
+        sessions = {}
+        for eye in ("OD", "OS"):
+            qtbot.waitUntil(lambda eye=eye: window.phase == Phase.LENS and window.snapshot.eye == eye, timeout=60_000)
+            sessions[eye] = window.snapshot.session_id
+            while window.phase != Phase.STOPPED:
+                n = window.snapshot.n_trials
+                qtbot.keyClick(view, Qt.Key.Key_Return)
+                qtbot.waitUntil(lambda: window.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE), timeout=60_000)
+                qtbot.keyClick(view, Qt.Key.Key_Space)
+                qtbot.waitUntil(lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED)
+                                and window.snapshot.n_trials == n + 1, timeout=60_000)
+            qtbot.keyClick(view, Qt.Key.Key_F)
+            qtbot.keyClick(view, Qt.Key.Key_F)
+            visits = window.visits
+            qtbot.waitUntil(lambda: window.stack.currentWidget() is visits.step_view and visits.view is not None
+                            and not visits.pending, timeout=60_000)
+            if eye == "OD":
+                qtbot.keyClick(visits.step_view, Qt.Key.Key_Space)  # the next eye
+        window.close()
+    with TrialStore.open(window.options.db_path) as store:
+        trials = {eye: store.trials(sid) for eye, sid in sessions.items()}
+    od_lenses, os_lenses = _lenses_in_log(trials["OD"]), _lenses_in_log(trials["OS"])
+    assert len(od_lenses) == len(os_lenses) == 4 and len(emu.log) == 8
+    assert _same_sequence([s.od for s in emu.log[:4]], od_lenses)  # the right eye's, the left eye plano
+    assert _same_sequence([s.os for s in emu.log[4:]], os_lenses)  # then the left eye's, the right plano
+    assert all(s.os.sphere_d == 0 for s in emu.log[:4]) and all(s.od.sphere_d == 0 for s in emu.log[4:])
