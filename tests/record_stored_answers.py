@@ -1,12 +1,15 @@
-"""Record the answers of the stored runs the tests hold to docs/results (tests/stored_answers.json).
+"""Record the stored runs the tests hold to docs/results as a text fixture (tests/fixtures/stored_runs.json).
 
-    OPENBLAS_CORETYPE=Haswell python -m tests.record_stored_answers            # write the file
+    OPENBLAS_CORETYPE=Haswell python -m tests.record_stored_answers            # write the fixture
     OPENBLAS_CORETYPE=SkylakeX python -m tests.record_stored_answers --measure # how this CPU differs
 
-The stores keep each run's final metrics, not its answers. Writing: each registered run
-(:data:`tests.stored_runs.STORED_CASES`) is rerun and must give the store's metrics to the last
+The stores are not in the repository (``python docs/results/regenerate.py --list`` names the
+commands that write them; ``--stores DIR`` reads them from another folder than docs/results), and
+they keep each run's final metrics, not its answers. Writing: each registered run
+(:data:`tests.stored_runs.STORED_CASES`) is rerun and must give its store's metrics to the last
 bit, which holds only on the kernels the stores were recorded with (here OpenBLAS's Haswell
-kernels and NumPy's default dispatch); its trials are then written with ``stopped_by`` and
+kernels and NumPy's default dispatch); the fixture then keeps, per run, the store's metrics
+(decision times aside: wall clock), and the run's trials with ``stopped_by`` and
 ``robust_prefix``: the number of trials before the first decision another CPU's rounding could
 turn, a near-tie. A decision is an ``argmax``/``argmin`` over a flat array of floats, or a
 ``floor`` (a value rounded to a lens step), taken while the question of trial ``k`` (or, at
@@ -15,8 +18,8 @@ differ by less than :data:`NEAR_TIE` relative to the larger (the value lies that
 edge). The stopping rules' thresholds are not traced: (a) recomputes the stop from the answers.
 
 ``--measure`` prints, per run, on this CPU: the estimate recomputed from the recorded answers
-against the stored one, the trials the rerun asks in common with the recorded ones, and the
-recorded ``robust_prefix``.
+against the stored one (both from the fixture: no store needed), the trials the rerun asks in
+common with the recorded ones, and the recorded ``robust_prefix``.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import argparse
 import json
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
 from visiontune.refraction.loop import MemoryLog
 from tests.stored_runs import (
     ANSWERS,
+    RESULTS,
     STORED_CASES,
     as_stored,
     compact_trial,
@@ -126,17 +131,22 @@ def robust_prefix(gaps: list[tuple[int, float]], n_trials: int) -> int:
     return min([k for k, gap in gaps if gap < NEAR_TIE] + [n_trials])
 
 
-def record() -> dict:
+def record(results: Path = RESULTS) -> dict:
+    """Each registered run's fixture entry, its store read in the folder ``results``."""
+    missing = sorted({c.store for c in STORED_CASES.values() if not (results / c.store).is_file()})
+    if missing:
+        names = " ".join(m.removesuffix(".sqlite") for m in missing)
+        sys.exit(f"{results}: no store {', '.join(missing)}; regenerate with python docs/results/regenerate.py {names}")
     out = {}
     for key, case in STORED_CASES.items():
-        stored = case.stored()
+        stored = case.stored_in(results)
         with decision_gaps() as gaps:
             metrics, trials = case.run()
         if as_stored(metrics, stored) != without_times(stored):
             sys.exit(f"{key}: the rerun differs from the store; record on the kernels the stores were written with "
                      "(OPENBLAS_CORETYPE=Haswell on an x86-64 with AVX2, NumPy's default dispatch)")  # fmt: skip
         out[key] = {"stopped_by": stored["stopped_by"], "robust_prefix": robust_prefix(gaps, len(trials)),
-                    "trials": [trial_record(t) for t in trials]}  # fmt: skip
+                    "metrics": without_times(stored), "trials": [trial_record(t) for t in trials]}  # fmt: skip
         closest = min(gap for k, gap in gaps if k < len(trials))
         print(f"{key}: {len(trials)} trials, first near-tie before trial {out[key]['robust_prefix']}, "
               f"closest decision {closest:.2g}", file=sys.stderr)
@@ -154,18 +164,26 @@ def measure() -> None:
                           "recorded_trials": len(answers["trials"])}))  # fmt: skip
 
 
+def fixture_text(runs: dict) -> str:
+    """The fixture's text: a run's stop, prefix and metrics on its first line, then one trial a line."""
+    lines = []
+    for key, run in runs.items():
+        head = {"stopped_by": run["stopped_by"], "robust_prefix": run["robust_prefix"], "metrics": run["metrics"]}
+        trials = ",\n".join(f"  {json.dumps(compact_trial(t), ensure_ascii=False)}" for t in run["trials"])
+        lines.append(f" {json.dumps(key)}: {json.dumps(head, ensure_ascii=False)[:-1]}, \"trials\": [\n{trials}]}}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--measure", action="store_true", help="compare this CPU's reruns with the recorded answers")
-    if parser.parse_args().measure:
+    parser.add_argument("--stores", type=Path, default=RESULTS, help="folder of the stores (default docs/results)")
+    args = parser.parse_args()
+    if args.measure:
         measure()
         return
-    runs = record()
-    lines = [f" {json.dumps(key)}: {{\"stopped_by\": {json.dumps(run['stopped_by'])}, "
-             f"\"robust_prefix\": {run['robust_prefix']}, \"trials\": [\n"
-             + ",\n".join(f"  {json.dumps(compact_trial(t), ensure_ascii=False)}" for t in run["trials"]) + "]}"
-             for key, run in runs.items()]  # fmt: skip
-    ANSWERS.write_text("{\n" + ",\n".join(lines) + "\n}\n")  # one trial a line
+    ANSWERS.parent.mkdir(exist_ok=True)
+    ANSWERS.write_text(fixture_text(record(args.stores)))
 
 
 if __name__ == "__main__":

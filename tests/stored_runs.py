@@ -2,6 +2,13 @@
 checks on any machine, and a measured protocol variant differs from its base only where its page
 says.
 
+The stores themselves (``docs/results/*.sqlite``) are not in the repository: they are regenerated
+by the commands of ``python docs/results/regenerate.py --list``. What the tests need of them is a
+text fixture, ``tests/fixtures/stored_runs.json``: for each registered run (:data:`STORED_CASES`)
+the final metrics its store holds (decision times aside) and its answers, written by
+``python -m tests.record_stored_answers`` from the stores and a rerun that gives them to the last
+bit.
+
 What is promised where:
 
 - **Same machine, same versions: bit for bit.** A case run twice gives the same metrics and the
@@ -10,11 +17,11 @@ What is promised where:
   both in tests/test_stored_runs_hold.py).
 - **Another machine** (another CPU takes other SIMD paths in NumPy's loops and other OpenBLAS
   kernels, and rounds some last bits differently): a stored run's metrics (the ``clinic_runs``
-  table keeps only the final figures of each case, not its answers) are checked by
+  table keeps only the final figures of each case, not its answers; the fixture keeps both) are checked by
   :func:`assert_holds` in three ways that do not depend on those last bits:
 
-  (a) *recomputed from the stored answers*: the run's answers, recorded beside the store in
-      ``tests/stored_answers.json`` (written by ``python -m tests.record_stored_answers``, which
+  (a) *recomputed from the stored answers*: the run's answers, recorded with its metrics in
+      ``tests/fixtures/stored_runs.json`` (written by ``python -m tests.record_stored_answers``, which
       first checks, on the recording CPU, that its rerun gives the store's metrics to the last bit),
       fed back through the model give the stored stop, filed lens and its errors, counts, lens
       changes, the patient's time and coverage exactly and the stored estimate within
@@ -24,6 +31,9 @@ What is promised where:
       turn, and at least :data:`MIN_SAME_TRIALS` of them (or all, in a shorter session);
   (c) the answers recorded are the store's: their number, kinds and stop equal the stored
       metrics, read from text, on any machine.
+
+Where a test passes a store's path (``assert_holds(RESULTS / name, ...)``) the path names the run
+only: nothing is read from it.
 """
 
 from __future__ import annotations
@@ -49,7 +59,8 @@ from visiontune.refraction.start import StartingPoint
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
-ANSWERS = Path(__file__).with_name("stored_answers.json")
+#: The registered runs' stored metrics and recorded answers (module docstring).
+ANSWERS = Path(__file__).with_name("fixtures") / "stored_runs.json"
 
 #: How far the estimate recomputed from the stored answers may lie from the stored one (D, the
 #: length of the difference of power vectors). The particle posterior's weights, resampling and
@@ -98,10 +109,6 @@ class StoredCase:
         return f"{self.store}/{self.experiment}/{self.population}/{self.policy}/{self.case_id}"
 
     @property
-    def path(self) -> Path:
-        return RESULTS / self.store
-
-    @property
     def mixed(self) -> bool:
         return self.policy in MIXED_LABELS
 
@@ -110,8 +117,22 @@ class StoredCase:
         return load_protocol(str(RESULTS / "protocols" / self.protocol) if on_page else self.protocol)
 
     def stored(self) -> dict:
-        """The metrics the store holds for this run."""
-        return stored_metrics(self.path, self.population, self.policy, self.experiment)[self.case_id]
+        """The metrics the store holds for this run (decision times aside), as the fixture keeps them."""
+        return dict(stored_answers(self)["metrics"])
+
+    def stored_in(self, results: Path = RESULTS) -> dict:
+        """The metrics of this run in its store in the folder ``results`` (a regenerated
+        docs/results), decision times included; a clear error when the store is not there."""
+        path = results / self.store
+        if not path.is_file():
+            command = f"python docs/results/regenerate.py {self.store.removesuffix('.sqlite')}"
+            raise FileNotFoundError(f"{path}: no such store; regenerate it with {command}")
+        runs = stored_metrics(path, self.population, self.policy, self.experiment)
+        if not runs:  # a store regenerated from a protocol file names its experiment after the file's protocol
+            runs = stored_metrics(path, self.population, self.policy)
+        if self.case_id not in runs:
+            raise KeyError(f"{path}: no run of {self.key}")
+        return runs[self.case_id]
 
     def run(self) -> tuple[dict, list]:
         """The run rerun as ``visiontune validate`` (or benchmarks/comparisons.py) ran it:
@@ -216,7 +237,8 @@ def compact_trial(t: dict) -> dict:
 
 
 def read_answers() -> dict:
-    """Every run's recorded answers (``tests/stored_answers.json``), each trial's fields complete."""
+    """Every run's stored metrics and recorded answers (``tests/fixtures/stored_runs.json``), each
+    trial's fields complete."""
     answers = json.loads(ANSWERS.read_text())
     for run in answers.values():
         run["trials"] = [{**TRIAL_DEFAULTS, **t} for t in run["trials"]]
@@ -224,7 +246,7 @@ def read_answers() -> dict:
 
 
 def stored_answers(case: StoredCase) -> dict:
-    """The recorded answers of ``case``: ``trials``, ``stopped_by`` and ``robust_prefix``."""
+    """The recorded run of ``case``: ``trials``, ``stopped_by``, ``robust_prefix`` and the stored ``metrics``."""
     answers = read_answers()
     assert case.key in answers, f"{case.key}: no recorded answers; run python -m tests.record_stored_answers"
     return answers[case.key]

@@ -1,7 +1,8 @@
 """What replays exactly and what holds on any machine (tests/stored_runs.py, docs/results/README.md):
 on this machine a stored run's case runs twice alike and a session killed mid-way and rebuilt from
 its log is the uninterrupted one, to the last bit; the recorded answers belong to their stores; and
-the cross-machine checks fail on a figure or a question that moved."""
+the cross-machine checks fail on a figure or a question that moved. The stores' figures and the
+answers are read from the text fixture tests/fixtures/stored_runs.json: no store is needed."""
 
 from __future__ import annotations
 
@@ -34,11 +35,6 @@ SHORT = [
 ]  # fmt: skip
 
 
-#: The checks against the stores skip in a checkout without them (the same-machine ones do not need them).
-needs_stores = pytest.mark.skipif(not all(c.path.exists() for c in STORED_CASES.values()),
-                                  reason="the stored validation runs are not in this checkout")  # fmt: skip
-
-
 def _short_id(key: str) -> str:
     c = STORED_CASES[key]
     store = c.store.removeprefix("clinical-validation-").removesuffix(".sqlite")
@@ -58,7 +54,6 @@ def test_a_stored_runs_session_killed_mid_way_and_rebuilt_from_its_log_is_the_un
     assert_resumes_alike(case, len(stored_answers(case)["trials"]) // 2)
 
 
-@needs_stores
 def test_every_stored_run_held_has_its_answers_recorded_and_they_are_the_stores():
     """(c) for every registered run, read from text: the recorded answers' count, kinds and stop
     are the store's; nothing recorded that is not registered."""
@@ -76,7 +71,6 @@ def short_case():
     return case, stored_answers(case), case.stored()
 
 
-@needs_stores
 def test_a_recomputed_figure_that_moved_fails(short_case):
     case, answers, stored = short_case
     assert_recomputes(case, answers, stored)
@@ -87,7 +81,6 @@ def test_a_recomputed_figure_that_moved_fails(short_case):
             assert_recomputes(case, answers, {**stored, key: moved})
 
 
-@needs_stores
 def test_an_answer_changed_changes_the_recomputed_result(short_case):
     """(a) uses the answers: the same log with the last few answers flipped files another result."""
     case, answers, stored = short_case
@@ -97,7 +90,6 @@ def test_an_answer_changed_changes_the_recomputed_result(short_case):
     assert again["exact_error_d"] != pytest.approx(stored["exact_error_d"], abs=ESTIMATE_TOLERANCE_D)
 
 
-@needs_stores
 def test_a_question_asked_otherwise_before_the_first_near_tie_fails(short_case):
     case, answers, _ = short_case
     trials = case.run()[1]
@@ -129,7 +121,6 @@ def test_near_ties_are_the_decisions_within_a_relative_gap():
     assert optics_rules.np is np  # restored
 
 
-@needs_stores
 def test_a_case_registered_for_a_store_is_refused_for_another_protocol():
     from tests.stored_runs import RESULTS, assert_holds, load_protocol
 

@@ -31,6 +31,7 @@ from visiontune.refraction.start import StartingPoint
 from tests.stored_runs import MIXED_LABELS, assert_holds
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Names the runs held; their figures and answers are read from tests/fixtures/stored_runs.json.
 STORE = ROOT / "docs" / "results" / "clinical-validation.sqlite"
 PROTOCOL = load_protocol("clinical-sloan")
 CASES = draw_cases(population_by_name("adult-clinic"), 3, 1)
@@ -41,7 +42,6 @@ def _start(case) -> StartingPoint:
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
 def test_letter_only_protocol_holds_to_the_stored_validation():
     """Cases 0 and 1 of the stored validation (clinical-sloan-seed1, adult-clinic, evr): the
     recorded answers give the stored stop, filed lens and coverage (estimate within 1e-9 D), and
@@ -117,7 +117,6 @@ COMPARISONS_STORE = ROOT / "docs" / "results" / "comparisons.sqlite"
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not COMPARISONS_STORE.exists(), reason="the stored comparison runs are not in this checkout")
 @pytest.mark.parametrize("label", list(MIXED_LABELS))
 def test_mixed_sessions_hold_to_the_stored_comparison_runs(label):
     """Case 0 of stored rows of docs/results/comparisons.md (benchmarks/comparisons.py's settings,

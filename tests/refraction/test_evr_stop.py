@@ -173,6 +173,7 @@ def test_progress_waits_for_kappa_as_the_stop_does(sessions):
 
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+#: The stores name the runs held; their figures and answers are read from tests/fixtures/stored_runs.json.
 STORE = RESULTS / "clinical-validation-clinical-sloan-compare.sqlite"
 SLIDERS_STORE = RESULTS / "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite"
 #: The former default (lens changes free, no over-minus wait), the base of the variants measured then.
@@ -205,7 +206,6 @@ def test_the_measured_reach_variant_differs_from_the_former_default_only_in_its_
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
 @pytest.mark.parametrize("population, case_id", [("adult-clinic", 2), ("young", 0)])
 def test_the_stored_validation_of_the_shipped_protocol_holds_on_any_machine(population, case_id):
     """A presbyope whose questions turned to κ (adult-clinic case 2, the case above) and a young
@@ -216,14 +216,12 @@ def test_the_stored_validation_of_the_shipped_protocol_holds_on_any_machine(popu
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not FORMER_STORE.exists(), reason="the stored validation runs are not in this checkout")
 def test_the_stored_validation_of_the_former_default_holds_on_any_machine():
     """The former default's page, written when it shipped, held to its protocol file: a young patient."""
     assert_holds(FORMER_STORE, "clinical-sloan-compare-seed1", FORMER, "young", 0)
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")
 def test_the_stored_sliders_validation_holds_on_any_machine():
     """Adult-clinic case 3 of the sliders protocol with "evr-stop" (its validation page: 8 sliders in
     39 answers), held to its store."""

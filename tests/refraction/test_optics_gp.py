@@ -251,11 +251,11 @@ def test_with_a_vanishing_amplitude_a_session_asks_the_optics_models_queries():
     assert runs[0].current_estimate().rounded == runs[1].current_estimate().rounded
 
 
+#: Names the runs held; their figures and answers are read from tests/fixtures/stored_runs.json.
 STORE = PROTOCOL.parents[1] / "clinical-validation-optics-gp.sqlite"
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not STORE.exists(), reason="the stored validation runs are not in this checkout")
 def test_a_stored_validation_run_holds_on_any_machine():
     """Case 0 of each population of docs/results/clinical-validation-optics-gp.md: recomputed from
     their recorded answers and rerun, what tests/stored_runs.py's assert_holds checks."""

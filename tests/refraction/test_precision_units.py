@@ -180,11 +180,11 @@ def test_a_session_valued_in_precision_units_is_reproducible_and_asks_comparison
     assert sum(kind == PendingComparison.__name__ for kind, *_ in first) >= 5
 
 
+#: Names the runs held; their figures and answers are read from tests/fixtures/stored_runs.json.
 SLIDERS_STORE = ROOT / "docs" / "results" / "clinical-validation-clinical-sloan-compare-sliders-evr-precision.sqlite"
 
 
 @pytest.mark.replay
-@pytest.mark.skipif(not SLIDERS_STORE.exists(), reason="the stored validation runs are not in this checkout")
 def test_the_stored_sliders_run_holds_on_any_machine():
     """Case 0 of adult-clinic and of young in the sliders variant's validation page: recomputed
     from their recorded answers and rerun, what tests/stored_runs.py's assert_holds checks."""
