@@ -54,6 +54,7 @@ from visiontune.session.balance import (
 )
 from visiontune.session.chart import CHART_METHOD, read_chart_simulated
 from visiontune.session.engine import RefractionSession
+from visiontune.session.near_visit import drive_simulated_near, wants_near
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import (
     end_point,
@@ -134,7 +135,8 @@ def _visit_seed(store: TrialStore, visit_id: int, default: int | None) -> int | 
 
 def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protocol | None = None,
                           seed: int | None = None, balance: bool = True, max_steps: int | None = None,
-                          progress: VisitProgress | None = None, cases: dict | None = None) -> bool:  # fmt: skip
+                          progress: VisitProgress | None = None, cases: dict | None = None,
+                          near: bool | None = None, near_distance_cm: float | None = None) -> bool:  # fmt: skip
     """Run what is left of simulated visit ``visit_id``; return ``True`` when it is complete,
     ``False`` when ``max_steps`` answers (refraction answers, counted over both eyes) were
     recorded first (the open session is left open to resume).
@@ -142,7 +144,9 @@ def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protoco
     ``protocol`` and ``seed`` serve eyes not started yet: by default the protocol and seed of
     an eye already started (the protocol's seed for a new visit). ``balance``: do the binocular
     balance (``False`` records it as not done, "not requested"). ``cases``: the simulated
-    patient's eyes not started yet (default :func:`visit_cases` of ``seed``).
+    patient's eyes not started yet (default :func:`visit_cases` of ``seed``). ``near``: the near
+    addition step (:mod:`visiontune.session.near_visit`) after the acuities, ``None`` by the age
+    rule; ``near_distance_cm`` its distance (default 40 cm).
     """
     progress = progress or VisitProgress()
     visit = store.get_visit(visit_id)
@@ -198,6 +202,8 @@ def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protoco
                 return False
     _balance(store, visit.visit_id, cases, balance, progress)
     _acuities(store, visit.visit_id, cases, protocol, progress)
+    if wants_near(store, visit.visit_id, near):
+        drive_simulated_near(store, visit.visit_id, cases, distance_cm=near_distance_cm, progress=progress)
     return True
 
 

@@ -20,6 +20,7 @@ from visiontune._argparse import eye, finite_float
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.notation import TRUTH, signed
+from visiontune.refraction.near_add import check_near_distance_cm
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.lenses import LensSteps, trial_lens
 from visiontune.refraction.simulated import parse_true_rx, simulated_case
@@ -31,6 +32,7 @@ from visiontune.session.simulated_visit import (
     fellow_eye_case,
     recorded_case,
 )
+from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text
 from visiontune.session.visit import create_visit, eye_statuses, final_prescription
@@ -90,6 +92,20 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after this many refraction answers in this run, leaving the visit "
                              "to resume")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no per-answer progress")
+    near = parser.add_mutually_exclusive_group()
+    near.add_argument("--near", dest="near", action="store_true", default=None,
+                      help="the near (reading) addition after the distance prescriptions (default: from age 40)")
+    near.add_argument("--no-near", dest="near", action="store_false", help="no near addition")
+    parser.add_argument("--near-distance-cm", type=_near_distance, default=None, metavar="CM",
+                        help="the near chart's distance, cm (default 40; a resumed near step keeps its own)")
+
+
+def _near_distance(text: str) -> float:
+    """``--near-distance-cm``: 20 to 100 cm (:func:`~visiontune.refraction.near_add.check_near_distance_cm`)."""
+    try:
+        return check_near_distance_cm(finite_float(text))
+    except (InvalidInputError, argparse.ArgumentTypeError) as exc:
+        raise argparse.ArgumentTypeError(f"--near-distance-cm: {exc}") from None
 
 
 def _parse_rx(flag: str, text: str) -> Prescription:
@@ -192,7 +208,8 @@ def _run(args, store) -> int:
             store.skip_visit_eye(vid, eye, reason)
     print(f"SIMULATED visit {vid}: patient {args.patient_id}, protocol {protocol.name}, seed {seed}", file=sys.stderr)
     done = drive_simulated_visit(store, vid, protocol=protocol, seed=seed, balance=not args.no_balance,
-                                 max_steps=args.max_steps, progress=_progress(args), cases=cases)  # fmt: skip
+                                 max_steps=args.max_steps, progress=_progress(args), cases=cases,
+                                 near=args.near, near_distance_cm=args.near_distance_cm)  # fmt: skip
     return _finish(store, vid, done)
 
 
@@ -202,7 +219,8 @@ def _resume(args, store) -> int:
         raise InvalidInputError(f"visit {visit.visit_id} is a real patient's; continue it in the app")
     print(f"SIMULATED visit {visit.visit_id}: resuming", file=sys.stderr)
     done = drive_simulated_visit(store, visit.visit_id, balance=not args.no_balance, max_steps=args.max_steps,
-                                 progress=_progress(args))  # fmt: skip
+                                 progress=_progress(args), near=args.near,
+                                 near_distance_cm=args.near_distance_cm)  # fmt: skip
     return _finish(store, visit.visit_id, done)
 
 
@@ -251,6 +269,14 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
         answers = store.balance_answers(vid)
         print(f"  balance: {balance.outcome} after {len(answers)} question{'s' if len(answers) != 1 else ''}; "
               f"OD {signed(balance.plus_change_od_d)} D, OS {signed(balance.plus_change_os_d)} D")  # fmt: skip
+    for eye, add in near_add_records(store, vid).items():
+        far = "infinity" if add.far_point_cm is None else f"{add.far_point_cm:g} cm"
+        near = "-" if add.near_point_cm is None else f"{add.near_point_cm:g} cm"
+        print(f"  {eye}  near add {signed(add.add_d)} D at {add.distance_cm:g} cm (95% {signed(add.lower_d)} to "
+              f"{signed(add.upper_d)}; by age {signed(add.tentative_add_d)}); clear from {near} to {far}; "
+              f"near acuity {signed(add.near_va_logmar)} logMAR")  # fmt: skip
+        if with_truth and visit.simulated and isinstance(add.detail, dict) and "true_add_d" in add.detail:
+            print(f"      simulated true add {signed(add.detail['true_add_d'])} D")
 
 
 def _truths(store, vid: int) -> dict:
@@ -300,6 +326,11 @@ def _show(args, store) -> int:
                      for s in store.visit_signoffs(vid)],
         "acuities": [{"eye": a.eye, "va_logmar": a.va_logmar, "lenses": {e: rx(p) for e, p in a.lenses.items()},
                       "method": a.method, "at": a.at.isoformat()} for a in store.visit_acuities(vid)],
+        "near_adds": {e: {"add_d": n.add_d, "lower_d": n.lower_d, "upper_d": n.upper_d,
+                          "tentative_add_d": n.tentative_add_d, "near_point_cm": n.near_point_cm,
+                          "far_point_cm": n.far_point_cm, "near_va_logmar": n.near_va_logmar,
+                          "distance_cm": n.distance_cm, "method": n.method, "at": n.at.isoformat()}
+                      for e, n in near_add_records(store, vid).items()},
     }  # fmt: skip
     print(json.dumps(doc, indent=2))
     return 0
