@@ -17,6 +17,7 @@ from visiontune.errors import StoreError
 from visiontune.session.near_schema import SCHEMA_NEAR_ADDITION
 from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
 from visiontune.session.store_open import disk_full_failure
+from visiontune.session.visit_inputs_schema import SCHEMA_VISIT_INPUTS
 from visiontune.session.visit_schema import SCHEMA_V2_VISITS
 
 #: Version 5: a trial may be a chart line (:mod:`visiontune.refraction.chart_line`: several letters of
@@ -58,6 +59,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=4, statements=SCHEMA_V5_CHART_LINES),
     # the near addition of a visit: visit_near, visit_near_answers, visit_near_adds (near_schema.py)
     Migration(from_version=5, statements=SCHEMA_NEAR_ADDITION),
+    # a visit's inputs: pupillary distance, sources of the start and habitual prescriptions, examiner
+    # (visit_inputs, visit_inputs_schema.py)
+    Migration(from_version=6, statements=SCHEMA_VISIT_INPUTS),
 )
 
 #: The version this VisionTune writes and reads.

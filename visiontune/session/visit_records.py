@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from visiontune._validate import check_number
@@ -24,17 +24,25 @@ from visiontune.session.records import DamagedText
 __all__ = [
     "BALANCE_ANSWERS",
     "BALANCE_OUTCOMES",
+    "HABITUAL_SOURCES",
+    "PD_RANGE_MM",
+    "START_SOURCES",
     "VISIT_EYES",
     "BalanceAnswer",
     "BalanceOutcome",
     "VisitAcuity",
     "VisitEye",
     "VisitInfo",
+    "VisitInputs",
     "VisitSignOff",
     "check_clinic_form",
     "check_name",
+    "check_pd",
+    "parse_pd",
     "check_prescription",
     "check_signed_prescription",
+    "record_visit_inputs",
+    "visit_inputs",
 ]
 
 VISIT_EYES = ("OD", "OS")
@@ -317,3 +325,185 @@ class VisitAcuity:
         return cls(r[0], r[1], read.text("eye", r[2]), read.number("va_logmar", r[3]),
                    {e: read.rx("lenses_json", v) for e, v in lenses.items()}, read.text("method", r[5]),
                    read.json("detail_json", r[6]), read.time("at", r[7]))  # fmt: skip
+
+
+# --- a visit's inputs (the visit_inputs table, visiontune.session.visit_inputs_schema) ----------
+#: Where a starting prescription came from: measured by an autorefractor, by retinoscopy, the
+#: habitual spectacles, typed by hand with no stated origin, or no start at all.
+START_SOURCES = ("autorefraction", "retinoscopy", "habitual spectacles", "typed", "none")
+#: Where the habitual prescription came from: the spectacles read on a lensmeter, their written
+#: prescription, or typed by hand.
+HABITUAL_SOURCES = ("lensmeter", "spectacle prescription", "typed")
+#: The :class:`~visiontune.refraction.start.StartingPoint` source named as a record names it.
+START_SOURCE_OF_STARTING_POINT = {"autorefraction": "autorefraction", "retinoscopy": "retinoscopy",
+                                  "spectacles": "habitual spectacles", "none": "none"}  # fmt: skip
+#: Plausible binocular pupillary distance (mm) and monocular (centre of the bridge to one pupil).
+#: Dodgson (2004, "Variation and extrema of human interpupillary distance", Proc. SPIE 5291:36-46,
+#: abstract and section 4): mean adult PD about 63 mm, most adults 50-75 mm, 45-80 mm (almost) all
+#: adults, and children down to five years old from about 40 mm. The monocular range is half of it,
+#: with room for a face's asymmetry.
+PD_RANGE_MM = (40.0, 80.0)
+MONOCULAR_PD_RANGE_MM = (20.0, 40.0)
+
+
+def check_pd(pd_mm: Any = None, pd_od_mm: Any = None, pd_os_mm: Any = None,
+             where: str = "pupillary distance") -> tuple[float | None, float | None, float | None]:  # fmt: skip
+    """``(pd_mm, pd_od_mm, pd_os_mm)`` checked: the binocular distance in :data:`PD_RANGE_MM`,
+    the monocular ones both or neither, each in :data:`MONOCULAR_PD_RANGE_MM`; given both ways,
+    the binocular must be their sum (within 0.1 mm); given monocular only, the binocular is their
+    sum. InvalidInputError naming ``where`` and the value otherwise."""
+    if (pd_od_mm is None) != (pd_os_mm is None):
+        raise InvalidInputError(f"{where}: give both monocular distances (right and left) or neither, "
+                                f"got OD {pd_od_mm!r}, OS {pd_os_mm!r}")  # fmt: skip
+    lo, hi = MONOCULAR_PD_RANGE_MM
+    mono = []
+    for eye, value in (("OD", pd_od_mm), ("OS", pd_os_mm)):
+        if value is not None:
+            value = check_number(f"{where} {eye}", value)
+            if not lo <= value <= hi:
+                raise InvalidInputError(f"{where} {eye}: {value:g} mm is not a monocular pupillary distance "
+                                        f"(expected {lo:g} to {hi:g} mm, from the bridge of the nose to the pupil)")  # fmt: skip
+            mono.append(float(value))
+    if pd_mm is not None:
+        pd_mm = float(check_number(where, pd_mm))
+        lo, hi = PD_RANGE_MM
+        if not lo <= pd_mm <= hi:
+            raise InvalidInputError(f"{where}: {pd_mm:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm "
+                                    "between the pupils; a monocular one is written OD/OS, e.g. 31.5/31.5)")  # fmt: skip
+        if mono and abs(pd_mm - sum(mono)) > 0.1:
+            raise InvalidInputError(f"{where}: {pd_mm:g} mm is not the sum of the monocular distances "
+                                    f"{mono[0]:g} + {mono[1]:g} mm")  # fmt: skip
+    elif mono:
+        pd_mm = round(sum(mono), 2)
+        lo, hi = PD_RANGE_MM
+        if not lo <= pd_mm <= hi:
+            raise InvalidInputError(f"{where}: {mono[0]:g}/{mono[1]:g} mm add up to {pd_mm:g} mm, outside {lo:g} to "
+                                    f"{hi:g} mm")  # fmt: skip
+    return pd_mm, (mono[0] if mono else None), (mono[1] if mono else None)
+
+
+def parse_pd(text: Any, where: str = "--pd") -> tuple[float, float | None, float | None]:
+    """A typed pupillary distance: ``"63"`` (binocular, mm) or ``"31.5/31.5"`` (right/left
+    monocular, mm); returns ``(pd_mm, pd_od_mm, pd_os_mm)`` checked by :func:`check_pd`."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(f"{where}: expected a distance in mm such as 63, or OD/OS such as 31.5/31.5, "
+                                f"got {text!r}")  # fmt: skip
+    parts = [p.strip().removesuffix("mm").strip() for p in text.split("/")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise InvalidInputError(f"{where}: {text.strip()[:40]!r} is not a distance in mm such as 63, or OD/OS such "
+                                "as 31.5/31.5") from None  # fmt: skip
+    if len(values) == 1:
+        pd_mm, od, os_ = check_pd(values[0], where=where)
+        return pd_mm, od, os_
+    if len(values) == 2:
+        pd_mm, od, os_ = check_pd(None, values[0], values[1], where=where)
+        return pd_mm, od, os_
+    raise InvalidInputError(f"{where}: {text.strip()[:40]!r} has {len(values)} parts; expected 63 or 31.5/31.5")
+
+
+@dataclass(frozen=True)
+class VisitInputs:
+    """A visit's inputs in force (field by field the latest entry that gave one; ``None``: never
+    given): pupillary distances (mm), the source of each eye's starting prescription
+    (:data:`START_SOURCES`) and of the habitual one (:data:`HABITUAL_SOURCES`), the instrument
+    file each was read from (``None``: typed), and the ``examiner``."""
+
+    visit_id: int
+    pd_mm: float | None = None
+    pd_od_mm: float | None = None
+    pd_os_mm: float | None = None
+    pd_file: str | None = None
+    start_source_od: str | None = None
+    start_source_os: str | None = None
+    start_file_od: str | None = None
+    start_file_os: str | None = None
+    habitual_source: str | None = None
+    habitual_file: str | None = None
+    examiner: str | None = None
+
+    def start_source(self, eye: str) -> str | None:
+        return {"OD": self.start_source_od, "OS": self.start_source_os}[eye]
+
+    def start_file(self, eye: str) -> str | None:
+        return {"OD": self.start_file_od, "OS": self.start_file_os}[eye]
+
+
+_INPUT_COLUMNS = ("id, visit_id, pd_mm, pd_od_mm, pd_os_mm, start_source_od, start_source_os, habitual_source, "
+                  "from_file, examiner, at")  # fmt: skip
+
+
+def record_visit_inputs(store, visit_id: int, *, pd_mm: float | None = None, pd_od_mm: float | None = None,
+                        pd_os_mm: float | None = None, start_source_od: str | None = None,
+                        start_source_os: str | None = None, habitual_source: str | None = None,
+                        from_file: str | None = None, examiner: str | None = None) -> VisitInputs:  # fmt: skip
+    """Append one entry of the visit's inputs to the trial log (one committed write; durable when
+    this returns) and return the inputs now in force (:func:`visit_inputs`).
+
+    ``pd_mm``: binocular pupillary distance (mm, :data:`PD_RANGE_MM`); ``pd_od_mm`` / ``pd_os_mm``:
+    monocular ones (both or neither, :data:`MONOCULAR_PD_RANGE_MM`; the binocular is their sum);
+    ``start_source_od`` / ``start_source_os``: :data:`START_SOURCES`; ``habitual_source``:
+    :data:`HABITUAL_SOURCES`; ``from_file``: the instrument file these values were read from
+    (``None`` when typed; a name, not a path the record would expose); ``examiner``: who ran the
+    refraction. At least one value besides ``from_file``. InvalidInputError naming the argument,
+    nothing written; SessionError if there is no such visit."""
+    visit = store.get_visit(visit_id)
+    pd = check_pd(pd_mm, pd_od_mm, pd_os_mm, where="pd_mm" if pd_od_mm is None else "pd_od_mm/pd_os_mm")
+    for name, value, allowed in (("start_source_od", start_source_od, START_SOURCES),
+                                 ("start_source_os", start_source_os, START_SOURCES),
+                                 ("habitual_source", habitual_source, HABITUAL_SOURCES)):  # fmt: skip
+        if value is not None and value not in allowed:
+            raise InvalidInputError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
+    examiner = check_name("examiner", examiner, optional=True)
+    from_file = check_name("from_file", from_file, optional=True)
+    if pd[0] is None and examiner is None and not any((start_source_od, start_source_os, habitual_source)):
+        raise InvalidInputError("visit inputs: nothing to record (give a pupillary distance, a source or the examiner)")
+    at = store.now().astimezone(UTC).isoformat()
+    with store._write() as conn:  # the store's one committed transaction
+        conn.execute(
+            "INSERT INTO visit_inputs (visit_id, pd_mm, pd_od_mm, pd_os_mm, start_source_od, start_source_os, "
+            "habitual_source, from_file, examiner, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (visit.visit_id, *pd, start_source_od, start_source_os, habitual_source, from_file, examiner, at),
+        )
+    return visit_inputs(store, visit.visit_id)
+
+
+def visit_input_rows(store, visit_id: int) -> list[dict]:
+    """Every entry of the visit's inputs in order, as dicts of the columns (``at`` parsed);
+    StoreError naming the visit and column for a damaged row."""
+    vid = store.get_visit(visit_id).visit_id
+    rows = store.conn.execute(f"SELECT {_INPUT_COLUMNS} FROM visit_inputs WHERE visit_id = ? ORDER BY id",
+                              (vid,)).fetchall()  # fmt: skip
+    out = []
+    for r in rows:
+        read = _Reader(f"visit {vid} inputs {r[0]}")
+        row = {"pd_mm": None if r[2] is None else read.number("pd_mm", r[2]),
+               "pd_od_mm": None if r[3] is None else read.number("pd_od_mm", r[3]),
+               "pd_os_mm": None if r[4] is None else read.number("pd_os_mm", r[4])}  # fmt: skip
+        for i, column in ((5, "start_source_od"), (6, "start_source_os"), (7, "habitual_source"), (8, "from_file"),
+                          (9, "examiner")):  # fmt: skip
+            row[column] = read.text(column, r[i], optional=True)
+        row["at"] = read.time("at", r[10])
+        out.append(row)
+    return out
+
+
+def visit_inputs(store, visit_id: int) -> VisitInputs:
+    """The visit's inputs in force: field by field the latest entry's non-``None`` value (the
+    three pupillary distances as one group), with the file it came from."""
+    vid = store.get_visit(visit_id).visit_id
+    values: dict[str, Any] = {}
+    for row in visit_input_rows(store, vid):
+        if row["pd_mm"] is not None:
+            values.update(pd_mm=row["pd_mm"], pd_od_mm=row["pd_od_mm"], pd_os_mm=row["pd_os_mm"],
+                          pd_file=row["from_file"])  # fmt: skip
+        for eye in ("od", "os"):
+            if row[f"start_source_{eye}"] is not None:
+                values[f"start_source_{eye}"] = row[f"start_source_{eye}"]
+                values[f"start_file_{eye}"] = row["from_file"]
+        if row["habitual_source"] is not None:
+            values.update(habitual_source=row["habitual_source"], habitual_file=row["from_file"])
+        if row["examiner"] is not None:
+            values["examiner"] = row["examiner"]
+    return VisitInputs(vid, **values)
