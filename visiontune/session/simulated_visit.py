@@ -52,6 +52,12 @@ from visiontune.session.balance import (
     reason_not_to_balance,
     simulated_clearer,
 )
+from visiontune.session.binocular_acuity import (
+    BINOCULAR_CHART_METHOD,
+    BinocularPatient,
+    ou_seed,
+    summation_detail,
+)
 from visiontune.session.chart import CHART_METHOD, read_chart_simulated
 from visiontune.session.engine import RefractionSession
 from visiontune.session.near_visit import drive_simulated_near, wants_near
@@ -264,3 +270,24 @@ def _acuities(store: TrialStore, visit_id: int, cases: dict, protocol: Protocol,
                                   detail=reading.detail())  # fmt: skip
         progress.line(f"{eye}: acuity through {lens.format()}: {reading.va_logmar:+.2f} logMAR "
                       f"({reading.letters_correct} letters)")  # fmt: skip
+    _binocular_acuity(store, visit_id, cases, progress)
+
+
+def _binocular_acuity(store: TrialStore, visit_id: int, cases: dict, progress: VisitProgress) -> None:
+    """Both eyes open through both final prescriptions (:mod:`visiontune.session.binocular_acuity`),
+    once per pair of final lenses; nothing when an eye was skipped."""
+    lenses = {e: final_prescription(store, visit_id, e) if e in cases else None for e in VISIT_EYES}
+    if any(rx is None for rx in lenses.values()):
+        return
+    if any(a.eye == "OU" and all(a.lenses[e].is_equivalent(lenses[e], 1e-6) for e in VISIT_EYES)
+           for a in store.visit_acuities(visit_id)):  # fmt: skip
+        return
+    session_protocol = store.get_session(eye_statuses(store, visit_id)["OD"].session_id).protocol
+    letters = tuple(load_letter_set(session_protocol.letter_set).letters)
+    both = BinocularPatient(*(cases[e].patient(session_protocol.n_alternatives) for e in VISIT_EYES))
+    reading = read_chart_simulated(both, lenses, letters, ou_seed(cases["OD"].seed))
+    store.record_visit_acuity(visit_id, "OU", reading.va_logmar, lenses=lenses, method=BINOCULAR_CHART_METHOD,
+                              detail={**reading.detail(), "model": summation_detail(**{
+                                  f"va_{e.lower()}": v for e, v in both.acuities(lenses).items()})})  # fmt: skip
+    progress.line(f"both eyes open: acuity through OD {lenses['OD'].format()}, OS {lenses['OS'].format()}: "
+                  f"{reading.va_logmar:+.2f} logMAR ({reading.letters_correct} letters)")  # fmt: skip
