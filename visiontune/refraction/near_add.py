@@ -244,7 +244,7 @@ class NearPosterior:
     :func:`amplitude_prior` at ``age_years``). Answers enter by :meth:`update`."""
 
     def __init__(self, demand_d: float, age_years: float, *, model: NearModel = NEAR_MODEL,
-                 prior_amplitude: np.ndarray | None = None) -> None:  # fmt: skip
+                 prior_amplitude: np.ndarray | None = None) -> None:
         self.model = model
         self.demand_d = scalar("demand_d", demand_d, 1.0, 5.0)
         self.age_years = scalar("age_years", age_years, 0.0, 120.0)
@@ -334,7 +334,7 @@ class NearPosterior:
         w = self.weights
         s = np.asarray(sizes, dtype=float)
         p = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
-                                 self.va_logmar[None, None, :])  # fmt: skip
+                                 self.va_logmar[None, None, :])
         joint = (p * w[None]).sum(axis=2)  # (sizes, U): P(correct, U)
         p_all = joint.sum(axis=1)
         info = _entropy_bits(p_all)
@@ -472,7 +472,7 @@ class NearEyeStep:
                 self._file()
             if abs(add_d - self.filed[0]) > 1e-9:
                 raise InvalidInputError(f"near answer: a check letter through {add_d:+.2f} D, not the filed add "
-                                        f"{self.filed[0]:+.2f} D")  # fmt: skip
+                                        f"{self.filed[0]:+.2f} D")
             self.posterior.update(add_d, size_logmar, correct)
             self.check_answers.append(bool(correct))
         else:
@@ -491,8 +491,8 @@ class NearEyeStep:
             near_va_logmar=round(self.posterior.predicted_va(add), 2), check_size_logmar=self.check_size,
             check_correct=sum(self.check_answers), letters=len(self.posterior.answers),
             seconds=question_seconds(self.posterior.answers), stop=stop,
-        )  # fmt: skip
+        )
 
 
 __all__ += ["CHECK_LETTERS", "FELLOW_AMPLITUDE_SD_D", "NearAddResult", "NearEyeStep", "check_size_logmar",
-            "fellow_prior"]  # fmt: skip
+            "fellow_prior"]

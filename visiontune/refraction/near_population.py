@@ -73,7 +73,7 @@ class NearCase:
             raise InvalidInputError("NearCase: amplitude_d and half_depth_of_focus_d are >= 0 D")
         if self.acuity_model not in ACUITY_MODELS:
             raise InvalidInputError(f"NearCase.acuity_model: expected one of {tuple(ACUITY_MODELS)}, "
-                                    f"got {self.acuity_model!r}")  # fmt: skip
+                                    f"got {self.acuity_model!r}")
         r = tuple(float(x) for x in self.residual_d)
         if len(r) != 3 or not all(math.isfinite(x) for x in r):
             raise InvalidInputError(f"NearCase.residual_d: expected (M, J0, J45) finite diopters, got {self.residual_d!r}")
@@ -136,7 +136,7 @@ def _triangular_amplitude(rng: np.random.Generator, age: float) -> float:
 
 
 def draw_near_patients(n: int, seed: int, *, ages=(40.0, 80.0), mixed_acuity: bool = False,
-                       amplitude_shift_d: float = 0.0) -> list[tuple[NearCase, NearCase]]:  # fmt: skip
+                       amplitude_shift_d: float = 0.0) -> list[tuple[NearCase, NearCase]]:
     """``n`` simulated presbyopes, each ``(OD, OS)`` (module docstring). ``amplitude_shift_d``
     moves every amplitude (then clipped at 0): a population that is not Hofstetter's."""
     if int(n) < 1:
@@ -174,5 +174,5 @@ def near_case_for_visit(case, eye_index: int, residual_d, visit_seed: int) -> Ne
     answer_seed = int(np.random.default_rng([int(case.seed), NEAR_KEY, int(eye_index)]).integers(2**31 - 1))
     return NearCase(float(case.age_years), float(case.accommodation_d), h, float(case.best_corrected_logmar),
                     float(case.slope), float(case.lapse), case.acuity_model, tuple(float(x) for x in residual_d),
-                    answer_seed, int(eye_index))  # fmt: skip
+                    answer_seed, int(eye_index))
 

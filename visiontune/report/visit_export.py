@@ -45,9 +45,11 @@ from visiontune.report.visit_pdf import visit_pdf_bytes
 from visiontune.report.visit_record import (
     BinocularBalance,
     EyeRecord,
+    NearAddition,
     SignOff,
     VisitRecord,
 )
+from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore, default_database_path
 from visiontune.session.visit import eye_statuses, final_prescription
 from visiontune.session.visit_records import VISIT_EYES
@@ -127,9 +129,18 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
         od=eyes["OD"], os=eyes["OS"], software_version=visit.software_version, simulated=visit.simulated,
         cylinder_form=visit.cylinder_form, clinician=visit.clinician, age_years=visit.age_years,
         habitual_od=visit.habitual_od, habitual_os=visit.habitual_os, balance=balance,
-        binocular_va_logmar=through_final("OU"),
+        binocular_va_logmar=through_final("OU"), near=_near_additions(store, vid),
     )  # fmt: skip
     return LoadedVisit(record, sessions)
+
+
+def _near_additions(store: TrialStore, vid: int) -> tuple[NearAddition, ...]:
+    """The near addition filed per eye (:mod:`visiontune.session.near_store`), none before the near step."""
+    return tuple(NearAddition(eye=e, add_d=n.add_d, lower_d=n.lower_d, upper_d=n.upper_d,
+                              tentative_add_d=n.tentative_add_d, near_va_logmar=n.near_va_logmar,
+                              distance_cm=n.distance_cm, method=n.method, near_point_cm=n.near_point_cm,
+                              far_point_cm=n.far_point_cm)
+                 for e, n in near_add_records(store, vid).items())
 
 
 @dataclass(frozen=True)

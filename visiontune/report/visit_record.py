@@ -26,8 +26,13 @@ Conventions:
   marks, and records of real patients never do.
 
 :meth:`VisitRecord.to_dict` / :meth:`VisitRecord.from_dict` give a JSON-safe dict (schema
-``visiontune.visit-record`` version 2; version 1, whose eyes have no ``comparisons_used`` nor
-``sliders_used``, is read too); errors name the field (``visit.OD.signed_off.prescription``...).
+``visiontune.visit-record`` version 3; version 1, whose eyes have no ``comparisons_used`` nor
+``sliders_used``, and version 2, without ``near``, are read too); errors name the field
+(``visit.OD.signed_off.prescription``...).
+
+* ``near``: the near (reading) addition filed per eye (:class:`NearAddition`: the add over the
+  distance prescription, its 95% credible region, the tentative add by age, the range of clear
+  vision through it, the near acuity and the near distance), empty when no near step was done.
 """
 
 from __future__ import annotations
@@ -50,12 +55,15 @@ __all__ = [
     "STOPPED_BY",
     "BinocularBalance",
     "EyeRecord",
+    "NearAddition",
     "SignOff",
     "VisitRecord",
 ]  # fmt: skip
 
 RECORD_SCHEMA = "visiontune.visit-record"
-RECORD_SCHEMA_VERSION = 2
+RECORD_SCHEMA_VERSION = 3
+#: The first record schema version with the near additions (``near``).
+NEAR_SINCE_VERSION = 3
 #: The keys an eye has only from schema version 2 on.
 _EYE_KEYS_SINCE_2 = ("comparisons_used", "sliders_used")
 EYES = ("OD", "OS")
@@ -162,6 +170,63 @@ class BinocularBalance:
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "plus_change_od_d": self.plus_change_od_d, "plus_change_os_d": self.plus_change_os_d}
+
+
+@dataclass(frozen=True)
+class NearAddition:
+    """The near (reading) addition of one eye: ``add_d`` (D, >= 0, over the distance prescription),
+    its 95% credible region ``lower_d``-``upper_d`` (D), ``tentative_add_d`` (the add by age, D),
+    the range of clear vision through it, ``near_point_cm`` to ``far_point_cm`` (cm; ``None``:
+    infinite far point, or no near point), ``near_va_logmar`` (near acuity through the add),
+    ``distance_cm`` (the near chart's distance) and ``method``."""
+
+    eye: str
+    add_d: float
+    lower_d: float
+    upper_d: float
+    tentative_add_d: float
+    near_va_logmar: float
+    distance_cm: float
+    method: str
+    near_point_cm: float | None = None
+    far_point_cm: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.eye not in EYES:
+            raise InvalidInputError(f"near.eye: expected 'OD' or 'OS', got {self.eye!r}")
+        w = f"visit.near.{self.eye}"
+        for name in ("add_d", "lower_d", "upper_d", "tentative_add_d"):
+            object.__setattr__(self, name, check_number(f"{w}.{name}", getattr(self, name), 0, 4))
+        if not self.lower_d <= self.add_d <= self.upper_d:
+            raise InvalidInputError(f"{w}: the credible region {self.lower_d:+.2f} to {self.upper_d:+.2f} D does not "
+                                    f"hold the add {self.add_d:+.2f} D")
+        object.__setattr__(self, "near_va_logmar", check_number(f"{w}.near_va_logmar", self.near_va_logmar, -1, 3))
+        object.__setattr__(self, "distance_cm", check_number(f"{w}.distance_cm", self.distance_cm, 20, 100))
+        object.__setattr__(self, "method", _text(f"{w}.method", self.method))
+        for name in ("near_point_cm", "far_point_cm"):
+            v = _optional_number(f"{w}.{name}", getattr(self, name), lo=0)
+            if v is not None and v <= 0:
+                raise InvalidInputError(f"{w}.{name}: expected a distance > 0 cm (or none), got {v:g}")
+            object.__setattr__(self, name, v)
+
+    @property
+    def range_text(self) -> str:
+        """``"33.3 cm to 50 cm"``, the far point ``infinity`` when there is none."""
+        near = "-" if self.near_point_cm is None else f"{self.near_point_cm:g} cm"
+        far = "infinity" if self.far_point_cm is None else f"{self.far_point_cm:g} cm"
+        return f"{near} to {far}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _NEAR_KEYS}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "visit.near") -> NearAddition:
+        d = _keys(where, d, _NEAR_KEYS, _NEAR_KEYS[:8])
+        return cls(**d)
+
+
+_NEAR_KEYS = ("eye", "add_d", "lower_d", "upper_d", "tentative_add_d", "near_va_logmar", "distance_cm", "method",
+              "near_point_cm", "far_point_cm")
 
 
 @dataclass(frozen=True)
@@ -319,8 +384,10 @@ class VisitRecord:
     habitual_os: Prescription | None = None
     balance: BinocularBalance | None = None
     binocular_va_logmar: float | None = None
+    near: tuple[NearAddition, ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_near()
         if isinstance(self.visit_id, int) and not isinstance(self.visit_id, bool):
             object.__setattr__(self, "visit_id", str(self.visit_id))
         object.__setattr__(self, "visit_id", _text("visit.visit_id", self.visit_id))
@@ -356,6 +423,20 @@ class VisitRecord:
                     )
         object.__setattr__(self, "binocular_va_logmar",
                            _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, lo=-1, hi=3))
+
+    def _check_near(self) -> None:
+        near = tuple(self.near or ())
+        for n in near:
+            if not isinstance(n, NearAddition):
+                raise InvalidInputError(f"visit.near: expected NearAdditions, got {type(n).__name__}")
+        eyes = [n.eye for n in near]
+        if len(set(eyes)) != len(eyes):
+            raise InvalidInputError(f"visit.near: one add per eye, got {', '.join(eyes)}")
+        object.__setattr__(self, "near", tuple(sorted(near, key=lambda n: EYES.index(n.eye))))
+
+    def near_add(self, eye: str) -> NearAddition | None:
+        """The near addition filed for ``eye``, or ``None``."""
+        return next((n for n in self.near if n.eye == eye), None)
 
     # --- reading -------------------------------------------------------------------------
     @property
@@ -407,6 +488,7 @@ class VisitRecord:
             "od": self.od.to_dict(), "os": self.os.to_dict(),
             "balance": None if self.balance is None else self.balance.to_dict(),
             "binocular_va_logmar": self.binocular_va_logmar,
+            "near": [n.to_dict() for n in self.near],
         }  # fmt: skip
 
     @classmethod
@@ -415,15 +497,22 @@ class VisitRecord:
         first bad field."""
         allowed = ("schema", "schema_version", "visit_id", "patient_id", "age_years", "recorded_at", "clinician",
                    "cylinder_form", "simulated", "software_version", "habitual_od", "habitual_os", "od", "os",
-                   "balance", "binocular_va_logmar")  # fmt: skip
+                   "balance", "binocular_va_logmar", "near")
         d = _keys("visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os",
                                         "software_version"))  # fmt: skip
         version = d["schema_version"]
-        if d["schema"] != RECORD_SCHEMA or isinstance(version, bool) or version not in (1, RECORD_SCHEMA_VERSION):
+        if (d["schema"] != RECORD_SCHEMA or isinstance(version, bool)
+                or version not in tuple(range(1, RECORD_SCHEMA_VERSION + 1))):
             raise InvalidInputError(
-                f"visit.schema: expected {RECORD_SCHEMA} version 1 or {RECORD_SCHEMA_VERSION}, "
+                f"visit.schema: expected {RECORD_SCHEMA} version 1 to {RECORD_SCHEMA_VERSION}, "
                 f"got {d['schema']!r} version {d['schema_version']!r}"
             )
+        if "near" in d and version < NEAR_SINCE_VERSION:
+            raise InvalidInputError(f"visit: unknown key(s) near ({RECORD_SCHEMA} v{version})")
+        near = d.get("near") or []
+        if not isinstance(near, list):
+            raise InvalidInputError(f"visit.near: expected a list, got {type(near).__name__}")
+        near = tuple(NearAddition.from_dict(n, f"visit.near[{i}]") for i, n in enumerate(near))
         balance = d.get("balance")
         if balance is not None:
             b = _keys("visit.balance", balance, ("method", "plus_change_od_d", "plus_change_os_d"), ("method",))
@@ -435,5 +524,5 @@ class VisitRecord:
             od=EyeRecord.from_dict(d["od"], "visit.OD", version), os=EyeRecord.from_dict(d["os"], "visit.OS", version),
             software_version=d["software_version"], simulated=d.get("simulated", False),
             cylinder_form=d.get("cylinder_form", "minus"), clinician=d.get("clinician"), age_years=d.get("age_years"),
-            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), **habitual,
+            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), near=near, **habitual,
         )  # fmt: skip

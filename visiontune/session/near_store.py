@@ -20,7 +20,7 @@ from visiontune.refraction.near_add import check_near_distance_cm
 from visiontune.session.visit_records import check_eye, check_name
 
 __all__ = ["NearAddRecord", "NearAnswerRecord", "NearSetup", "near_add_records", "near_answers", "near_setup",
-           "record_near_add", "record_near_answer", "start_near"]  # fmt: skip
+           "record_near_add", "record_near_answer", "start_near"]
 
 NEAR_PHASES = ("refine", "check")
 
@@ -116,14 +116,14 @@ def start_near(store, visit_id: int, *, distance_cm: float, method: str, simulat
         if conn.execute("SELECT 1 FROM visit_near WHERE visit_id = ?", (vid,)).fetchone():
             raise SessionError(f"visit {vid}: the near step has begun already")
         conn.execute("INSERT INTO visit_near (visit_id, distance_cm, method, simulated_json, at) VALUES (?, ?, ?, ?, ?)",
-                     (vid, distance, method, text, _ts(store)))  # fmt: skip
+                     (vid, distance, method, text, _ts(store)))
     return near_setup(store, vid)
 
 
 def near_setup(store, visit_id: int) -> NearSetup | None:
     vid = _visit_id(store, visit_id)
     r = store.conn.execute("SELECT visit_id, distance_cm, method, simulated_json, at FROM visit_near "
-                           "WHERE visit_id = ?", (vid,)).fetchone()  # fmt: skip
+                           "WHERE visit_id = ?", (vid,)).fetchone()
     if r is None:
         return None
     where = f"visit {vid}'s near step"
@@ -132,7 +132,7 @@ def near_setup(store, visit_id: int) -> NearSetup | None:
 
 
 def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str, add_d: float, size_logmar: float,
-                       letter: str | None, correct: bool) -> NearAnswerRecord:  # fmt: skip
+                       letter: str | None, correct: bool) -> NearAnswerRecord:
     """Append near answer ``index`` (the next of ``eye``): the phase (``refine``/``check``), the
     add (D, 0-4), the letter size (logMAR), the letter and whether it was named right."""
     vid = _visit_id(store, visit_id)
@@ -151,12 +151,12 @@ def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str
         if conn.execute("SELECT 1 FROM visit_near_adds WHERE visit_id = ? AND eye = ?", (vid, eye)).fetchone():
             raise SessionError(f"visit {vid}: the add of {eye} is filed; no more near answers")
         expected = conn.execute("SELECT count(*) FROM visit_near_answers WHERE visit_id = ? AND eye = ?",
-                                (vid, eye)).fetchone()[0]  # fmt: skip
+                                (vid, eye)).fetchone()[0]
         if index != expected:
             raise SessionError(f"visit {vid}: near answer {index} of {eye} is not the next one ({expected} is)")
         conn.execute("INSERT INTO visit_near_answers (visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (vid, eye, index, phase, add, size, letter, int(correct), _ts(store)))  # fmt: skip
+                     (vid, eye, index, phase, add, size, letter, int(correct), _ts(store)))
     return near_answers(store, vid, eye)[index]
 
 
@@ -165,14 +165,14 @@ def near_answers(store, visit_id: int, eye: str) -> list[NearAnswerRecord]:
     eye = check_eye(eye)
     rows = store.conn.execute("SELECT visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at "
                               "FROM visit_near_answers WHERE visit_id = ? AND eye = ? ORDER BY idx",
-                              (vid, eye)).fetchall()  # fmt: skip
+                              (vid, eye)).fetchall()
     out = []
     for r in rows:
         where = f"visit {vid}'s near answer {r[2]} of {eye}"
         if r[3] not in NEAR_PHASES or r[7] not in (0, 1):
             raise StoreError(f"{where} is damaged: phase/correct {r[3]!r}/{r[7]!r}")
         out.append(NearAnswerRecord(vid, eye, r[2], r[3], float(r[4]), float(r[5]), r[6], r[7] == 1,
-                                    _time(where, "at", r[8])))  # fmt: skip
+                                    _time(where, "at", r[8])))
     return out
 
 
@@ -189,7 +189,7 @@ def record_near_add(store, visit_id: int, eye: str, result, *, method: str, deta
         values[name] = check_number(name, getattr(result, name), 0, 4)
     if not values["lower_d"] <= values["add_d"] <= values["upper_d"]:
         raise InvalidInputError(f"near add of {eye}: the credible region [{values['lower_d']}, {values['upper_d']}] D "
-                                f"does not hold the add {values['add_d']} D")  # fmt: skip
+                                f"does not hold the add {values['add_d']} D")
     amplitude = check_number("amplitude_d", result.amplitude_d, 0, 20)
     near_va = check_number("near_va_logmar", result.near_va_logmar, -1, 3)
     points = []
@@ -209,7 +209,7 @@ def record_near_add(store, visit_id: int, eye: str, result, *, method: str, deta
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (vid, eye, values["add_d"], values["lower_d"], values["upper_d"], values["tentative_add_d"], amplitude,
              points[0], points[1], near_va, setup.distance_cm, method, detail_json, _ts(store)),
-        )  # fmt: skip
+        )
     return near_add_records(store, vid)[eye]
 
 
@@ -224,11 +224,11 @@ def near_add_records(store, visit_id: int) -> dict[str, NearAddRecord]:
         "SELECT visit_id, eye, add_d, lower_d, upper_d, tentative_add_d, amplitude_d, near_point_cm, far_point_cm, "
         "near_va_logmar, distance_cm, method, detail_json, at FROM visit_near_adds WHERE visit_id = ? ORDER BY eye",
         (vid,),
-    ).fetchall()  # fmt: skip
+    ).fetchall()
     out = {}
     for r in rows:
         where = f"visit {vid}'s near add of {r[1]}"
         out[r[1]] = NearAddRecord(vid, r[1], *(float(x) for x in r[2:7]), *(None if x is None else float(x) for x in r[7:9]),
                                   float(r[9]), float(r[10]), str(r[11]), _json(where, "detail_json", r[12]),
-                                  _time(where, "at", r[13]))  # fmt: skip
+                                  _time(where, "at", r[13]))
     return out

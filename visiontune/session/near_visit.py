@@ -41,7 +41,7 @@ __all__ = ["NEAR_FROM_AGE_YEARS", "NEAR_METHOD", "drive_simulated_near", "wants_
 #: starts at 45; we begin at 40).
 NEAR_FROM_AGE_YEARS = 40
 NEAR_METHOD = ("near letters through adds chosen by information per second; add = max(1/d - U/2, 0) "
-               "(Millodot 2009), 95% region within +/-0.25 D; near VA predicted after 3 letters")  # fmt: skip
+               "(Millodot 2009), 95% region within +/-0.25 D; near VA predicted after 3 letters")
 
 
 def wants_near(store, visit_id: int, near: bool | None) -> bool:
@@ -60,7 +60,7 @@ def _say(progress, text: str) -> None:
 
 
 def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: float | None = None,
-                         progress=None, on_answer=None) -> dict:  # fmt: skip
+                         progress=None, on_answer=None) -> dict:
     """Run what is left of the near step of simulated visit ``visit_id``; return ``{eye: NearAddRecord}``.
 
     ``cases``: ``{eye: PatientCase}`` of the eyes refracted (their ages and answers).
@@ -85,11 +85,11 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
         if not eyes:
             raise SessionError(f"visit {visit.visit_id}: no eye has a final prescription to add to")
         setup = near_store.start_near(store, visit.visit_id, distance_cm=distance, method=NEAR_METHOD,
-                                      simulated={"mark": "SIMULATED", "eyes": eyes})  # fmt: skip
+                                      simulated={"mark": "SIMULATED", "eyes": eyes})
         _say(progress, f"near addition at {distance:g} cm (demand {near_demand_d(distance):.2f} D)")
     elif distance_cm is not None and abs(check_near_distance_cm(distance_cm) - setup.distance_cm) > 1e-9:
         raise InvalidInputError(f"--near-distance-cm: visit {visit.visit_id}'s near step is at {setup.distance_cm:g} cm, "
-                                f"not {distance_cm:g} cm; it continues at its own distance")  # fmt: skip
+                                f"not {distance_cm:g} cm; it continues at its own distance")
     demand = setup.demand_d
     filed = near_store.near_add_records(store, visit.visit_id)
     prior = None
@@ -109,7 +109,7 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
                 phase, q = nxt
                 letter, correct = case.answer(index, q.add_d, q.size_logmar, demand)
                 rec = near_store.record_near_answer(store, visit.visit_id, eye, index, phase=phase, add_d=q.add_d,
-                                                    size_logmar=q.size_logmar, letter=letter, correct=correct)  # fmt: skip
+                                                    size_logmar=q.size_logmar, letter=letter, correct=correct)
                 step.record(phase, q.add_d, q.size_logmar, correct)
                 index += 1
                 if on_answer is not None:
@@ -117,12 +117,12 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
             result = step.result()
             detail = {**result.to_dict(), "true_add_d": case.true_add(demand), "mark": "SIMULATED"}
             filed[eye] = near_store.record_near_add(store, visit.visit_id, eye, result, method=NEAR_METHOD,
-                                                    detail=detail)  # fmt: skip
+                                                    detail=detail)
             r = filed[eye]
             far = "infinity" if r.far_point_cm is None else f"{r.far_point_cm:g} cm"
             near = "-" if r.near_point_cm is None else f"{r.near_point_cm:g} cm"
             _say(progress, f"{eye}: add {r.add_d:+.2f} D (95% {r.lower_d:+.2f} to {r.upper_d:+.2f}, tentative by age "
                            f"{r.tentative_add_d:+.2f}) after {result.letters} letters, {result.seconds:.0f} s; clear "
-                           f"from {near} to {far}; near acuity {r.near_va_logmar:+.2f} logMAR")  # fmt: skip
+                           f"from {near} to {far}; near acuity {r.near_va_logmar:+.2f} logMAR")
         prior = fellow_prior(step.posterior)
     return filed

@@ -274,7 +274,7 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
         near = "-" if add.near_point_cm is None else f"{add.near_point_cm:g} cm"
         print(f"  {eye}  near add {signed(add.add_d)} D at {add.distance_cm:g} cm (95% {signed(add.lower_d)} to "
               f"{signed(add.upper_d)}; by age {signed(add.tentative_add_d)}); clear from {near} to {far}; "
-              f"near acuity {signed(add.near_va_logmar)} logMAR")  # fmt: skip
+              f"near acuity {signed(add.near_va_logmar)} logMAR")
         if with_truth and visit.simulated and isinstance(add.detail, dict) and "true_add_d" in add.detail:
             print(f"      simulated true add {signed(add.detail['true_add_d'])} D")
 
