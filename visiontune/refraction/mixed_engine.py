@@ -36,14 +36,14 @@ from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region, region_from_samples
 from visiontune.refraction.lenses import lens_left_in_place, lens_power_vector
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
-from visiontune.refraction.optics_engine import OpticsEngine
+from visiontune.refraction.optics_engine import FILED_WITHIN_D, OpticsEngine
 from visiontune.refraction.optics_model import LOG_SENSITIVITY
 from visiontune.refraction.optics_rules import OpticsQuery
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderAnswer, SliderSettings
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["MixedOpticsEngine", "sensitivity_sd_ratio"]
+__all__ = ["MixedOpticsEngine", "filed_within_probability", "sensitivity_sd_ratio"]
 
 
 def _rx_key(lens) -> tuple:
@@ -138,10 +138,15 @@ class MixedOpticsEngine(OpticsEngine):
         if limit is None or ratio is None or ratio <= limit or self.protocol.stopping.precision is None:
             return False
         draws = self.correction_draws(trials)
-        region = region_from_samples(draws.theta[:, :3], draws.weights, draws.best_correction(), self.level,
-                                     self.protocol.lenses.cylinder_form)  # fmt: skip
-        if not self.region_within_precision(region):
-            return False
+        limit = self.protocol.stopping.precision.filed_within_probability
+        if limit is not None:
+            if filed_within_probability(draws, self.filed_lens(draws)) < limit:
+                return False
+        else:
+            region = region_from_samples(draws.theta[:, :3], draws.weights, draws.best_correction(), self.level,
+                                         self.protocol.lenses.cylinder_form)  # fmt: skip
+            if not self.region_within_precision(region):
+                return False
         if not self.waits_for_over_minus():
             return True
         return self.over_minus_met(self.over_minus_risk(draws, self.filed_lens(draws)))
@@ -150,6 +155,7 @@ class MixedOpticsEngine(OpticsEngine):
         """As the optics engine; also notes how much is known of ``κ`` for :meth:`precision_met`."""
         est = super().estimate(trials, rng_best, rng_region, level)
         self._sensitivity_sd_ratio = sensitivity_sd_ratio(self.posterior(trials))
+        self._filed_probability = filed_within_probability(self.correction_draws(trials), est.rounded)
         return est
 
     def sensitivity_progress(self, trials) -> float | None:
@@ -166,10 +172,42 @@ class MixedOpticsEngine(OpticsEngine):
         """The protocol's precision stop on the region of the last :meth:`estimate` and, when
         ``settings.sensitivity_to_stop`` is set and the posterior has a ``ln κ`` column,
         ``sd(ln κ) <= sensitivity_to_stop × σ`` (σ: the prior's)."""
-        if not super().precision_met(region):
+        limit = self.protocol.stopping.precision.filed_within_probability
+        if limit is None and not super().precision_met(region):
+            return False
+        if limit is not None and not self.filed_within_met():
             return False
         ratio, known = self.settings.sensitivity_to_stop, getattr(self, "_sensitivity_sd_ratio", None)
         return ratio is None or known is None or known <= ratio
+
+
+    def filed_within_met(self) -> bool:
+        """The stop on the lens to file (``stopping.precision.filed_within_probability = q``), read
+        from the last :meth:`estimate`: the posterior probability that the lens it files lies within
+        0.25 D of the correction (:func:`filed_within_probability`) at least ``q``, and, in a session
+        that waits for it, that lens's over-minus risk within ``stopping.precision.over_minus_risk``.
+
+        The region's radii ask the whole 95% region to lie within ±0.25 D, a posterior SD of about
+        0.13 D on ``M``, far more than filing a lens within 0.25 D asks; a clinician's repeat
+        refraction agrees within 0.25 D about 80% of the time (Bullimore, Fusaro & Adams 1998).
+        Under the loss ``1[|P(L) - P*| > 0.25]`` the posterior expected loss of filing ``L`` is
+        ``1 - P(|P(L) - P*| <= 0.25)`` (Berger 1985, §4.4.2), so this stops once that expected loss
+        is at most ``1 - q``, with the lens to file chosen to make it least
+        (``model.filed_lens = "most-probable"``)."""
+        limit = self.protocol.stopping.precision.filed_within_probability
+        probability = getattr(self, "_filed_probability", None)
+        if limit is None or probability is None or probability < limit:
+            return False
+        return self.over_minus_met(self._filed_risk)
+
+
+def filed_within_probability(draws, lens, within_d: float = FILED_WITHIN_D) -> float:
+    """``P(|P(lens) - P*| <= within_d)`` under the weighted draws of the correction:
+    ``Σ_i w_i 1[|P(lens) - P*_i| <= within_d]`` (power vectors, Thibos et al. 1997; weights normalised)."""
+    pv = lens.power_vector_array()
+    distance = np.linalg.norm(draws.theta[:, :3] - pv, axis=1)
+    w = draws.weights
+    return float(w @ (distance <= within_d + 1e-9) / w.sum())
 
 
 def sensitivity_sd_ratio(post) -> float | None:

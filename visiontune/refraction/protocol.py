@@ -21,7 +21,11 @@ may be from the current estimate (diopters, power-vector distance). Precision st
 ``|ΔM|`` and of ``|ΔJ|``, ``J = (J0, J45)``, and ``stopping.precision.over_minus_risk`` (optional,
 in (0, 0.5); needs the over-minus guard below): in a session the guard covers, the stop also waits
 until the lens to file is more minus than the correction by over 0.25 D with posterior probability
-at most this; and ``stopping.min_information_bits``, the expected
+at most this; ``stopping.precision.filed_within_probability`` (optional, in [0.5, 0.999]; needs
+``[comparisons]``): the stop reads the lens to file instead of the region's radii, stopping once its
+posterior probability of lying within 0.25 D of the correction is at least this (the over-minus and
+``κ`` waits unchanged; ``m_d`` and ``cylinder_vector_d`` still give the ``"evr-precision"`` units);
+and ``stopping.min_information_bits``, the expected
 information of the next answer below which asking more is pointless. ``model.over_minus_guard``
 (:data:`OVER_MINUS_GUARDS`): when to file no lens more minus than the correction by over 0.25 D
 with posterior probability above ``(1 - level) / 2``
@@ -177,6 +181,10 @@ class Precision:
     cylinder_vector_d: float | None = None
     level: float = 0.95
     over_minus_risk: float | None = None
+    #: With the optics model and comparisons: stop on the lens to file instead of the region's radii,
+    #: once its posterior probability of lying within 0.25 D of the correction is at least this
+    #: (:meth:`~visiontune.refraction.mixed_engine.MixedOpticsEngine.filed_within_met`); None: the radii.
+    filed_within_probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -430,6 +438,10 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
             raise r.fail("chart_line", "a [comparisons] table (optics model) beside it: lines are weighed against "
                          "letters and comparisons", doc["chart_line"])  # fmt: skip
 
+    if precision is not None and precision.filed_within_probability is not None and comparisons is None:
+        raise r.fail("stopping.precision.filed_within_probability", "a [comparisons] table beside it (the engine of "
+                     "letters and comparisons reads the stop on the lens to file), or no such key",
+                     precision.filed_within_probability)  # fmt: skip
     return Protocol(
         name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
         search_space=space, logmar_range=logmar, letter_set=letter_set,
@@ -603,7 +615,7 @@ def _precision(r: _Reader, table: dict, model: ModelSpec) -> Precision:
     p = "stopping.precision."
     gp = model.type == "gp"
     widths = ("sphere_d", "cylinder_d") if gp else ("m_d", "cylinder_vector_d")
-    r.table(table, p, set(widths), {"level"} if gp else {"level", "over_minus_risk"})
+    r.table(table, p, set(widths), {"level"} if gp else {"level", "over_minus_risk", "filed_within_probability"})
     least = MIN_PRECISION_WIDTH_D if gp else MIN_PRECISION_WIDTH_D / 2  # a width (GP), a ± half-width (optics)
     values = {w: _precision_width(r, table[w], p + w, least) for w in widths}
     level = r.number(table.get("level", 0.95), p + "level", 0.5, 0.999)
@@ -613,7 +625,10 @@ def _precision(r: _Reader, table: dict, model: ModelSpec) -> Precision:
         if model.over_minus_guard == "never":
             raise r.fail(p + "over_minus_risk", 'model.over_minus_guard "young" or "always" (the stop waits only in '
                          "the sessions the guard covers), or no such key", table["over_minus_risk"])  # fmt: skip
-    return Precision(**values, level=level, over_minus_risk=risk)
+    filed = None
+    if "filed_within_probability" in table:
+        filed = r.number(table["filed_within_probability"], p + "filed_within_probability", 0.5, 0.999)
+    return Precision(**values, level=level, over_minus_risk=risk, filed_within_probability=filed)
 
 
 def _lens_steps(r: _Reader, table: dict) -> LensSteps:
