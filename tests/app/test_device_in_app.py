@@ -628,3 +628,27 @@ def test_a_visits_two_eyes_are_set_through_the_device_each_before_its_eye(qtbot,
     assert _same_sequence([s.od for s in emu.log[:4]], od_lenses)  # the right eye's, the left eye plano
     assert _same_sequence([s.os for s in emu.log[4:]], os_lenses)  # then the left eye's, the right plano
     assert all(s.os.sphere_d == 0 for s in emu.log[:4]) and all(s.od.sphere_d == 0 for s in emu.log[4:])
+
+
+def test_after_a_fault_the_clinician_can_go_on_with_the_trial_frame(qtbot, make_window, paths, tmp_path):
+    protocol = write_visit_protocol(tmp_path, max_trials=6)
+    with CV5000Emulator(change_seconds=0.0) as emu:
+        window = make_window(pace_s=0.02, protocol=protocol)
+        window.start_view.set_device(f"cv5000:{emu.port}")
+        qtbot.mouseClick(window.start_view.start_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 2, timeout=60_000)
+        emu.close_after(1)  # the cable pulled: the device is gone for good
+        qtbot.waitUntil(lambda: window.phase == Phase.PAUSED, timeout=60_000)
+        view = window.session_view
+        kept = window.snapshot.n_trials
+        assert view.manual_button.isVisible() and "Use the trial frame" in view.instruction.text()
+        qtbot.mouseClick(view.manual_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.stack.currentWidget() is window.finish_view, timeout=60_000)
+        assert not view.manual_button.isVisible()
+        assert "manual" in view.device_state.text().lower()
+    with TrialStore.open(paths["db"]) as store, store.open_session(1) as handle:
+        trials, notes = store.trials(1), lenses_set_notes(handle.events())
+    assert len(trials) == 6
+    by_trial = {n["trial"]: n["device"] for n in notes}  # the later note of a trial set twice wins
+    assert [by_trial[t.index] for t in trials] == ["cv5000"] * kept + ["manual"] * (6 - kept)
+    assert load_settings(paths["settings"]).device == f"cv5000:{emu.port}"  # the saved setting is kept

@@ -158,6 +158,7 @@ class MainWindow(QMainWindow):
         self.session_view.key_pressed.connect(self.on_key)
         self.session_view.retry_requested.connect(lambda: self.controller.retry_device())
         self.session_view.device_lens_requested.connect(lambda k: self.controller.device_lens(k))
+        self.session_view.manual_requested.connect(self.use_trial_frame)
         self.finish_view.back_requested.connect(self.show_start)
         self.finish_view.export_requested.connect(lambda sid: self._submit("export", (sid, str(self.export_dir))))
 
@@ -301,6 +302,15 @@ class MainWindow(QMainWindow):
         self._save_settings()
         self._send_device(device)
         return calibration
+
+    def use_trial_frame(self) -> None:
+        """After a device fault: go on with the manual trial frame (this session only; the saved
+        setting is kept and sent again at the next start or resume)."""
+        if self.controller.device_fault is None:
+            return
+        log.info("lens device fault: going on with the manual trial frame")
+        self._send_device("manual")
+        self.controller.retry_device()
 
     def _send_device(self, spec: str) -> None:
         """Tell the engine the lens device (``manual`` or ``cv5000:PORT``) when it changed."""

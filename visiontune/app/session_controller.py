@@ -439,9 +439,9 @@ class SessionController(EventSource):
                                         letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
         elif phase == Phase.PAUSED and self.device_fault is not None:
             kept = snap.n_trials
-            self._emit("prompt", Prompt(f"The lens device did not set the lens, so nothing was shown; the session is "
-                                        f"paused and all {kept} answers are kept. Check the device and its cable, "
-                                        "then press Retry (or P) to set the lens again; F finishes.",
+            self._emit("prompt", Prompt(f"The lens device did not set the lens: nothing was shown, all {kept} answers "
+                                        "are kept. Check the device and its cable, then Retry (or P), or go on by "
+                                        "hand with \u201cUse the trial frame\u201d; F finishes.",
                                         caption="Paused: lens device fault"))
         elif phase == Phase.PAUSED:
             self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))

@@ -103,11 +103,13 @@ def _label(text: str = "", point_size: float | None = None, bold: bool = False, 
 
 class SessionView(QWidget):
     """``key_pressed(name, text, ctrl)``; ``retry_requested()``: the lens device's Retry button;
-    ``device_lens_requested(position)``: a comparison's Lens 1 / Lens 2 button (0 / 1)."""
+    ``device_lens_requested(position)``: a comparison's Lens 1 / Lens 2 button (0 / 1);
+    ``manual_requested()``: after a device fault, go on with the trial frame."""
 
     key_pressed = Signal(str, str, bool)
     retry_requested = Signal()
     device_lens_requested = Signal(int)
+    manual_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -163,13 +165,17 @@ class SessionView(QWidget):
         self.retry_button = QPushButton("Retry the lens device")
         self.retry_button.setObjectName("deviceRetry")
         self.retry_button.clicked.connect(self.retry_requested)
+        self.manual_button = QPushButton("Use the trial frame")
+        self.manual_button.setObjectName("deviceManual")
+        self.manual_button.setToolTip("Go on with the manual trial frame or phoropter (you set each lens)")
+        self.manual_button.clicked.connect(self.manual_requested)
         self.lens_buttons = []
         for k in range(2):
             button = QPushButton(f"Lens {k + 1} on the device")
             button.setObjectName(f"deviceLens{k + 1}")
             button.clicked.connect(lambda _checked=False, k=k: self.device_lens_requested.emit(k))
             self.lens_buttons.append(button)
-        for w in (self.device_state, self.device_fault, self.retry_button, *self.lens_buttons):
+        for w in (self.device_state, self.device_fault, self.retry_button, self.manual_button, *self.lens_buttons):
             policy = w.sizePolicy()
             # shown and hidden without a re-layout; the lens buttons share the fault's row (its height)
             policy.setRetainSizeWhenHidden(w not in self.lens_buttons)
@@ -191,7 +197,10 @@ class SessionView(QWidget):
         for button in self.lens_buttons:
             fault_row.addWidget(button, 0)
         fault_row.addWidget(self.device_fault, 1)
-        fault_row.addWidget(self.retry_button, 0)
+        fault_buttons = QVBoxLayout()
+        fault_buttons.addWidget(self.retry_button)
+        fault_buttons.addWidget(self.manual_button)
+        fault_row.addLayout(fault_buttons, 0)
         left.addLayout(fault_row)
         left.addStretch(1)
         left.addWidget(self.legend)
@@ -276,8 +285,8 @@ class SessionView(QWidget):
     def show_device_fault(self, message: str | None) -> None:
         """A device fault and its Retry (``None``: no fault, both hidden)."""
         self.device_fault.setText("" if message is None else f"Lens device fault: {message}")
-        self.device_fault.setVisible(message is not None)
-        self.retry_button.setVisible(message is not None)
+        for w in (self.device_fault, self.retry_button, self.manual_button):
+            w.setVisible(message is not None)
 
     def show_lens_buttons(self, count: int) -> None:
         """Show the first ``count`` of the device's lens buttons (0: none)."""
