@@ -162,7 +162,7 @@ def test_csv_has_one_row_per_eye_with_power_vectors_beside_s_c_axis(tmp_path):
     import io
     import stat
 
-    from visiontune.report.tabular_visit import VISIT_CSV_COLUMNS, write_visit_tabular
+    from visiontune.report.tabular_visit import VISIT_CSV_COLUMNS, VISIT_CSV_SCHEMA, write_visit_tabular
 
     visit = make_visit(simulated=True)
     paths = write_visit_tabular(visit, tmp_path / "v.csv", tmp_path / "v.json")
@@ -177,7 +177,7 @@ def test_csv_has_one_row_per_eye_with_power_vectors_beside_s_c_axis(tmp_path):
     assert (float(od["rx_sphere_d"]), float(od["balance_plus_change_d"])) == (-1.0, 0.25)
     assert (float(os_["signed_sphere_d"]), os_["signed_by"], float(os_["rx_sphere_d"])) == (-1.75, "Dr A. Optom", -1.75)
     assert float(os_["j45_pm_d"]) == 0.1 and os_["measured_va_logmar"] == "" and od["simulated"] == "1"
-    assert (od["answers_used"], od["comparisons_used"], od["sliders_used"], od["schema"]) == ("64", "", "", "visit-3")
+    assert (od["answers_used"], od["comparisons_used"], od["sliders_used"], od["schema"]) == ("64", "", "", VISIT_CSV_SCHEMA)
     assert od["mark"] == os_["mark"] == "SIMULATED"
     doc = json.loads(paths["json"].read_text())
     assert doc["mark"] == "SIMULATED" and VisitRecord.from_dict(doc["record"]) == visit

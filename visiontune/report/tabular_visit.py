@@ -1,6 +1,6 @@
 """CSV and JSON of a visit: both eyes, S/C/axis beside the Thibos power vector M, J0, J45.
 
-**CSV, schema** ``visit-3`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
+**CSV, schema** ``visit-4`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
 Python's shortest round-trip form, an absent value is an empty field, booleans ``1``/``0``,
 times ISO 8601. Prescriptions are written in the clinic's cylinder form (``cylinder_form``):
 
@@ -18,9 +18,15 @@ answers_used                the answers the eye's refraction used; ``comparisons
 balance_plus_change_d       the binocular balance's plus change on this eye's sphere
 simulated                   1 if a simulated patient answered (**SIMULATED** data)
 mark                        ``SIMULATED`` for a simulated patient (as the JSON's ``mark``), else empty
+near_add_d                  the near (reading) addition filed for the eye (D, over rx_*), empty if none;
+                            ``near_add_lower_d``/``_upper_d`` its 95% credible region,
+                            ``near_tentative_add_d`` the add by age, ``near_point_cm`` and
+                            ``far_point_cm`` the range of clear vision through it (far empty:
+                            infinite), ``near_va_logmar`` the near acuity through it and
+                            ``near_distance_cm`` the near chart's distance
 =========================== =================================================================
 
-Schema ``visit-2`` had no ``mark``; ``visit-1`` (before sliders) neither ``comparisons_used`` nor
+Schema ``visit-3`` had no ``near_*`` columns; ``visit-2`` no ``mark``; ``visit-1`` (before sliders) neither ``comparisons_used`` nor
 ``sliders_used``.
 
 **JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 2, "simulated", "mark":
@@ -45,11 +51,16 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = ["VISIT_CSV_COLUMNS", "VISIT_JSON_SCHEMA", "visit_csv", "visit_json", "visit_rows", "write_visit_tabular"]
 
-VISIT_CSV_SCHEMA = "visit-3"
+VISIT_CSV_SCHEMA = "visit-4"
 VISIT_JSON_SCHEMA_VERSION = 2
 VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
 _PV = ("m_d", "j0_d", "j45_d")
+#: The near addition's columns (schema visit-4 on) and the NearAddition field of each.
+_NEAR_FIELDS = {"near_add_d": "add_d", "near_add_lower_d": "lower_d", "near_add_upper_d": "upper_d",
+                "near_tentative_add_d": "tentative_add_d", "near_point_cm": "near_point_cm",
+                "far_point_cm": "far_point_cm", "near_va_logmar": "near_va_logmar", "near_distance_cm": "distance_cm"}
+NEAR_COLUMNS = tuple(_NEAR_FIELDS)
 VISIT_CSV_COLUMNS = (
     "visit_id", "patient_id", "recorded_at", "clinician", "cylinder_form", "eye", "status", "skip_reason",
     *(f"found_{k}" for k in _LENS + _PV),
@@ -58,7 +69,7 @@ VISIT_CSV_COLUMNS = (
     "sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d",
     "predicted_va_logmar", "measured_va_logmar", "answers_used", "comparisons_used", "sliders_used", "stopped_by",
     "session_id", "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
-    "mark",
+    "mark", *NEAR_COLUMNS,
 )  # fmt: skip
 
 
@@ -102,6 +113,8 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
             "simulated": record.simulated, "software_version": record.software_version, "schema": VISIT_CSV_SCHEMA,
             "mark": "SIMULATED" if record.simulated else None,
         }  # fmt: skip
+        near = record.near_add(e.eye)
+        row.update({c: None if near is None else getattr(near, f) for c, f in _NEAR_FIELDS.items()})
         rows.append(row)
     return rows
 
@@ -117,7 +130,7 @@ def _cell(v: Any) -> str:
 
 
 def visit_csv(record: VisitRecord) -> str:
-    """CSV text (schema ``visit-3``): a header and one row per eye."""
+    """CSV text (schema ``visit-4``): a header and one row per eye."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(VISIT_CSV_COLUMNS)
