@@ -21,7 +21,9 @@ Entries, in order:
   ``ex-visionprescriptionproduct``) with the prescription to dispense: the final one (signed
   off if the clinician edited it, else found) plus the binocular balance's plus change, in the
   clinic's cylinder form; ``axis`` whole degrees 1-180, left out for a zero cylinder; ``note``
-  gives the found Rx, the signed-off Rx with who/when, the balance and the ± values.
+  gives the found Rx, the signed-off Rx with who/when, the balance and the ± values. The near
+  addition filed for the eye, if any, is the specification's ``add`` (D), with its credible
+  region, range of clear vision, near acuity and near distance in a second ``note``.
 * ``Observation`` per measured eye, the subjective refraction (the *found* prescription, clinic
   form): ``code`` LOINC ``79895-9`` "Subjective refraction panel" and SNOMED CT ``251794006``
   "Refraction"; ``method`` SNOMED CT ``397277005`` "Subjective refraction (procedure)";
@@ -66,7 +68,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
-from visiontune.report.visit_record import EYE_NAMES, EyeRecord, VisitRecord
+from visiontune.report.visit_record import EYE_NAMES, EyeRecord, NearAddition, VisitRecord
 
 __all__ = [
     "LOCAL_CODE_SYSTEM", "PATIENT_ID_SYSTEM", "VISIT_ID_SYSTEM", "visit_bundle", "visit_bundle_dict",
@@ -168,6 +170,13 @@ def _lens_note(record: VisitRecord, e: EyeRecord) -> str:
     return text + " " + _pm_text(record, e)
 
 
+def _near_note(near: NearAddition) -> str:
+    return (f"Near addition {near.add_d:+.2f} D for {near.distance_cm:g} cm (95% credible region "
+            f"{near.lower_d:+.2f} to {near.upper_d:+.2f} D; tentative add by age {near.tentative_add_d:+.2f} D); "
+            f"range of clear vision through it {near.range_text}; near acuity through it "
+            f"{near.near_va_logmar:+.2f} logMAR. Method: {near.method}.")
+
+
 def _patient(record: VisitRecord) -> dict[str, Any]:
     resource: dict[str, Any] = {"resourceType": "Patient", "id": _uuid(record, "patient"), **_meta(record)}
     if record.patient_id is not None:
@@ -188,6 +197,10 @@ def _vision_prescription(record: VisitRecord, patient_url: str) -> dict[str, Any
         }
         if p.cylinder_d != 0.0:
             spec["axis"] = _axis(p)
+        near = record.near_add(e.eye)
+        if near is not None:
+            spec["add"] = round(near.add_d, 4) + 0.0
+            spec["note"] += _notes(record, _near_note(near))
         specs.append(spec)
     when = record.recorded_at.isoformat()
     prescriber = record.clinician or "unknown clinician"
