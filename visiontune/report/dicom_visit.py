@@ -8,7 +8,9 @@ Two composite objects (pydicom), written as Part 10 files (explicit VR little en
   (0046,0146) and a Cylinder Sequence (0046,0018) item of Cylinder Power (0046,0147) and Cylinder
   Axis (0022,0009), whole degrees 1-180. The values are the visit's *final* prescription (signed off when the clinician edited one, else the
   found one) with the binocular balance's plus change, in the clinic's cylinder form: the end
-  point of the subjective refraction. (Note: UID ``...78.6``, sometimes quoted for this object,
+  point of the subjective refraction. The near addition filed for an eye, if any, is its Add Near
+  Sequence (0046,0100) item: Add Power (0046,0104, D) and Viewing Distance (0046,0106, metres).
+  (Note: UID ``...78.6``, sometimes quoted for this object,
   is the Spectacle Prescription Report.)
 * **Visual Acuity Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.5``, Modality ``VA``):
   Visual Acuity Type Code Sequence (0046,0121) = ``(111687, DCM, "Prescription Visual Acuity")``
@@ -179,6 +181,12 @@ def subjective_refraction_dataset(record: VisitRecord):
         cyl.CylinderPower = float(p.cylinder_d)
         cyl.CylinderAxis = float(round(p.axis_deg))
         item.CylinderSequence = [cyl]
+        near = record.near_add(e.eye)
+        if near is not None:
+            add = Dataset()
+            add.AddPower = float(near.add_d)
+            add.ViewingDistance = round(float(near.distance_cm) / 100.0, 4)
+            item.AddNearSequence = [add]
         name = "SubjectiveRefractionRightEyeSequence" if e.eye == "OD" else "SubjectiveRefractionLeftEyeSequence"
         setattr(ds, name, [item])
     return ds
