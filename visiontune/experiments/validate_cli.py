@@ -18,9 +18,12 @@ from visiontune import output_guard
 from visiontune._argparse import plain_name, worker_count
 from visiontune.errors import InvalidInputError
 from visiontune.experiments import clinic
+from visiontune.experiments.answer_validation import run_answer_validation
 from visiontune.experiments.provenance import machine_description, software, software_line
 from visiontune.experiments.store import write_results_file
 from visiontune.experiments.sweep import execute_runs
+from visiontune.refraction.answer_models import ANSWER_MODELS
+from visiontune.refraction.lens_devices import DEVICE_KINDS, protocol_for_device
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES, PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import POPULATIONS
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
@@ -77,19 +80,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="page name, no folder parts: the files are written in --out (default "
                              "clinical-validation[-quick])")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--answer-model", default=None,
+                        help="comma-separated answer models the simulated patients follow (visiontune.refraction."
+                             f"answer_models: {', '.join(ANSWER_MODELS)}); writes an answer-models page")  # fmt: skip
+    parser.add_argument("--lens-device", choices=tuple(DEVICE_KINDS), default=None,
+                        help="price each change of lens at this device's seconds (visiontune.refraction.lens_devices)")
 
 
 def run(args: argparse.Namespace) -> int:
     protocol = load_protocol(args.protocol)
+    device = getattr(args, "lens_device", None)
+    if device:
+        protocol = protocol_for_device(protocol, device)
 
     known = OPTICS_POLICIES if protocol.model.type in PARTICLE_MODEL_TYPES else GP_POLICIES
     policies = _names(args.policies, known, "policies") if args.policies else [protocol.policy]
     default_pops = QUICK_POPULATIONS if args.quick else DEFAULT_POPULATIONS
     populations = _names(args.populations, POPULATIONS, "populations") if args.populations else list(default_pops)
     n_cases = args.cases or (20 if args.quick else 100)
+    if getattr(args, "answer_model", None):
+        if len(policies) != 1:
+            raise InvalidInputError("--answer-model: one policy at a time (the protocol's, or one --policies)")
+        return run_answer_validation(args, protocol, policies[0], populations, n_cases)
     default_name = "clinical-validation" + ("" if protocol.name == "clinical-sloan" else f"-{protocol.name}")
+    default_name += f"-{device}" if device else ""
     name = args.name or (f"{default_name}-quick" if args.quick else default_name)
-    experiment = f"{protocol.name}-seed{args.seed}"
+    experiment = f"{protocol.name}-seed{args.seed}" + (f"-device-{device}" if device else "")
     out = Path(args.out)
     specs = [s for pop in populations for s in clinic.plan(experiment, protocol, policies, pop, n_cases, args.seed)]
     t0 = time.perf_counter()

@@ -17,17 +17,22 @@ import numpy as np
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import hofstetter_amplitude_d
+from visiontune.refraction.answer_models import AnswerModelPresenter, answer_model_by_name
 from visiontune.refraction.lenses import LensSteps, trial_lens
+from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.population import PatientCase, draw_cases
 from visiontune.refraction.start import check_in_range
 
-__all__ = ["DEMO_POPULATION", "SIMULATED_PATIENT_NOTE", "paper_case", "parse_true_rx", "simulated_case"]
+__all__ = ["ANSWER_MODEL_KEY", "DEMO_POPULATION", "SIMULATED_PATIENT_NOTE", "paper_case", "parse_true_rx",
+           "recorded_answer_model", "simulated_case", "simulated_presenter", "with_answer_model"]
 
 #: Stream of the paper patient's true correction (``default_rng([seed, 7919])``, as before).
 PAPER_TRUE_RX_STREAM = 7919
 #: The note under which a session records its simulated patient.
 SIMULATED_PATIENT_NOTE = "simulated patient"
 DEMO_POPULATION = "adult-clinic"
+#: The key of the simulated patient's note holding its answer model (absent: the session's own model).
+ANSWER_MODEL_KEY = "answer_model"
 
 
 def paper_case(seed: int, protocol) -> PatientCase:
@@ -98,3 +103,24 @@ def parse_true_rx(text: str, protocol) -> Prescription:
         return Prescription.parse(text, default_axis_deg=fixed_axis)
     except InvalidInputError as exc:
         raise InvalidInputError(f"--true-rx: {exc}") from None
+
+
+def simulated_presenter(patient, answer_model: str | None = None) -> SimulatedPresenter:
+    """The presenter of a simulated ``patient``: answering by the session's own model (None), or
+    by the answer model of that name (:mod:`visiontune.refraction.answer_models`)."""
+    if answer_model is None:
+        return SimulatedPresenter(patient)
+    return AnswerModelPresenter(patient, answer_model_by_name(answer_model))
+
+
+def with_answer_model(case_data: dict, answer_model: str | None) -> dict:
+    """The note's data: a case's ``to_dict()`` and, when given, its answer model (checked)."""
+    if answer_model is None:
+        return case_data
+    return {**case_data, ANSWER_MODEL_KEY: answer_model_by_name(answer_model).name}
+
+
+def recorded_answer_model(stored: dict | None) -> str | None:
+    """The answer model recorded with a session's simulated patient (None: the session's own)."""
+    name = None if stored is None else stored.get(ANSWER_MODEL_KEY)
+    return None if name is None else answer_model_by_name(str(name)).name

@@ -19,10 +19,18 @@ from visiontune._argparse import eye, finite_float
 from visiontune.errors import InvalidInputError, SessionError, VisionTuneError, one_line
 from visiontune.optics import Prescription
 from visiontune.optics.notation import TRUTH, signed
-from visiontune.refraction.loop import SimulatedPresenter
+from visiontune.refraction.answer_models import ANSWER_MODELS
+from visiontune.refraction.lens_devices import DEVICE_KINDS, protocol_for_device
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.result import parse_result
-from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, parse_true_rx, simulated_case
+from visiontune.refraction.simulated import (
+    SIMULATED_PATIENT_NOTE,
+    parse_true_rx,
+    recorded_answer_model,
+    simulated_case,
+    simulated_presenter,
+    with_answer_model,
+)
 from visiontune.refraction.start import SOURCES, StartingPoint
 from visiontune.session.answer_times import answer_times
 from visiontune.session.engine import RefractionSession
@@ -107,6 +115,12 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--seed", type=_bounded_int("--seed", 0, _INT64_MAX), default=None,
                      help="session seed (default: the protocol's)")  # fmt: skip
     start_arguments(run)
+    run.add_argument("--lens-device", choices=tuple(DEVICE_KINDS), default=None,
+                     help="the clinic's lens device: each change of lens priced at its seconds "
+                          "(visiontune.refraction.lens_devices; default: the protocol's figure)")  # fmt: skip
+    run.add_argument("--answer-model", choices=tuple(ANSWER_MODELS), default=None,
+                     help="the simulated patient answers by this model (visiontune.refraction.answer_models; "
+                          "default: the session's own model)")  # fmt: skip
     _patient_arguments(run)
     _db_argument(run)
     resume = sub.add_parser("resume", help="continue an unfinished session")
@@ -208,7 +222,7 @@ def _trial_text(t, named: bool = False) -> str:
     return f"lens {lens_text(t.lens)}  {'+' if t.correct else '-'}"
 
 
-def _drive(args, session: RefractionSession, case) -> int:
+def _drive(args, session: RefractionSession, case, answer_model: str | None = None) -> int:
     patient = case.patient(session.protocol.n_alternatives)
     print(f"SIMULATED session {session.session_id}: patient true correction {case.true_rx.format(kind=TRUTH)}; "
           f"start {session.start_point.rx.format() if session.start_point.rx else 'none'} "
@@ -218,7 +232,7 @@ def _drive(args, session: RefractionSession, case) -> int:
         if not args.quiet:
             print(f"  trial {trial.index + 1:3d}  s={signed(trial.s_logmar)} logMAR  {_trial_text(trial)}", file=sys.stderr)
 
-    result = session.run(SimulatedPresenter(patient), progress=progress, max_steps=args.max_steps)
+    result = session.run(simulated_presenter(patient, answer_model), progress=progress, max_steps=args.max_steps)
     if result is None:
         print(f"session {session.session_id} left open after {args.max_steps} answers; "
               f"continue with: visiontune session resume {session.session_id} --simulate", file=sys.stderr)  # fmt: skip
@@ -262,23 +276,29 @@ def _run_session(args, device) -> int:
     with TrialStore.open(args.db) as store:
         if args.action == "run":
             protocol = load_protocol(args.protocol)
+            if args.lens_device is not None:
+                if device is not None:
+                    raise InvalidInputError("--lens-device: --device already sets the change time (its own); "
+                                            "give one of them")  # fmt: skip
+                protocol = protocol_for_device(protocol, args.lens_device)
             if device is not None:
                 protocol = protocol_with_lens_change_seconds(protocol, device.change_seconds, device.name)
             seed = protocol.seed if args.seed is None else args.seed
             case = _case(args, seed, None, protocol)
             with RefractionSession.start(store, patient_id=args.patient_id, eye=args.eye, protocol=protocol,
                                          simulated=True, seed=seed, start=_start(args, case)) as session:  # fmt: skip
-                session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
+                session.note(SIMULATED_PATIENT_NOTE, with_answer_model(case.to_dict(), args.answer_model))
                 if device is not None:
                     session.attach_device(device)
-                return _drive(args, session, case)
+                return _drive(args, session, case, args.answer_model)
         with RefractionSession.resume(store, args.session_id) as session:
             if not session.simulated:
                 raise InvalidInputError(f"session {args.session_id} is a real patient's; resume it in the app")
             stored = session.recorded_note(SIMULATED_PATIENT_NOTE)
             if device is not None:
                 session.attach_device(device)
-            return _drive(args, session, _case(args, session.seed, stored, session.protocol))
+            case = _case(args, session.seed, stored, session.protocol)
+            return _drive(args, session, case, recorded_answer_model(stored))
 
 
 _clean = one_line  # one printable line of stored text (control characters shown as escapes)
