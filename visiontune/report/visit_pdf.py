@@ -6,7 +6,9 @@ plus the binocular balance, in the clinic's cylinder form), the Rx VisionTune fo
 signed-off edit (kept beside it), the balance change, the 95% credible half-widths (± on
 sphere, cylinder, axis and on the power vector M, J0, J45), acuity in logMAR, Snellen 6/ and
 20/ and decimal (measured or predicted), the habitual Rx, answers and stop reason; a skipped eye
-shows its reason. Then the binocular balance (method, changes) and the binocular acuity.
+shows its reason; when a near addition was filed, its rows (the add, its 95% credible region,
+the add by age, the near distance, the range of clear vision and the near acuity). Then the
+binocular balance (method, changes) and the binocular acuity.
 Page 2, when the sessions' records are given: each eye's acuity map and acuity curve
 (:mod:`visiontune.report.figures`).
 
@@ -28,7 +30,7 @@ from visiontune.optics.notation import signed
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
 from visiontune.report.pdf import a4_pdf_writer, draw_page_frame
-from visiontune.report.visit_record import EyeRecord, VisitRecord
+from visiontune.report.visit_record import EyeRecord, NearAddition, VisitRecord
 
 __all__ = ["acuity_text", "rx_text", "visit_lines", "visit_pdf_bytes", "visit_table", "write_visit_pdf"]
 
@@ -103,7 +105,21 @@ _ROW_LABELS = (
 def visit_table(record: VisitRecord) -> list[tuple[str, str, str]]:
     """The side-by-side table: ``(label, right eye text, left eye text)`` rows, as printed."""
     od, os_ = _eye_cells(record, record.od), _eye_cells(record, record.os)
-    return [(label, a, b) for label, a, b in zip(_ROW_LABELS, od, os_, strict=True)]
+    rows = [(label, a, b) for label, a, b in zip(_ROW_LABELS, od, os_, strict=True)]
+    if record.near:
+        near = [_near_cells(record.near_add(e)) for e in ("OD", "OS")]
+        rows += [(label, a, b) for label, a, b in zip(("Near addition", "Near vision"), *near, strict=True)]
+    return rows
+
+
+def _near_cells(near: NearAddition | None) -> list[str]:
+    """The near rows of one eye: the add (with its 95% region, the add by age and the distance), the
+    range of clear vision through it and the near acuity."""
+    if near is None:
+        return ["\u2014", "\u2014"]
+    return [f"Add {_signed(near.add_d)} for {near.distance_cm:g} cm (95% {signed(near.lower_d)} to "
+            f"{_signed(near.upper_d)}; by age {_signed(near.tentative_add_d)})",
+            f"clear from {near.range_text}; near acuity {near.near_va_logmar:+.2f} logMAR"]
 
 
 def _binocular_lines(record: VisitRecord) -> list[tuple[str, str]]:
