@@ -6,6 +6,7 @@ each file mode 0600) with :mod:`visiontune.report.visit_export`.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from visiontune.errors import InvalidInputError, one_line
 from visiontune.report.tabular_visit import VISIT_JSON_SCHEMA, VISIT_JSON_SCHEMA_VERSION
@@ -33,12 +34,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--omit-patient-id", action="store_true",
                         help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
     _db_argument(export)
+    send = sub.add_parser("send", help="send the visit's records to the clinic's archive (PACS by DICOM C-STORE, "
+                                       "FHIR server by a transaction Bundle)")
+    send.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    send.add_argument("--dicom", action="store_true", help="the DICOM objects to the configured PACS ([dicom])")
+    send.add_argument("--fhir", action="store_true", help="the FHIR resources to the configured server ([fhir])")
+    send.add_argument("--archive-config", metavar="FILE",
+                      help="the clinic's archive settings, TOML or .json (default: archive.toml beside the app's "
+                           "settings); nothing is sent without one")
+    _db_argument(send)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "export":
         return _export(args)
+    if args.action == "send":
+        return _send(args)
     return visit_cli.run(args)
+
+
+def _send(args) -> int:
+    from visiontune.report.archive_config import load_archive_config
+    from visiontune.report.archive_send import send_visit
+
+    if not (args.dicom or args.fhir):
+        raise InvalidInputError("nothing to send: give --dicom and/or --fhir")
+    config = load_archive_config(args.archive_config)
+    failed = 0
+    for outcome in send_visit(args.db, args.visit_id, config, dicom=args.dicom, fhir=args.fhir):
+        for line in outcome.text().splitlines():
+            print(one_line(line), file=sys.stdout if outcome.ok else sys.stderr)
+        failed += not outcome.ok
+    return 1 if failed else 0
 
 
 def _export(args) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from visiontune.errors import StoreError
+from visiontune.session.archive_sends_schema import SCHEMA_ARCHIVE_SENDS
 from visiontune.session.near_schema import SCHEMA_NEAR_ADDITION
 from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
 from visiontune.session.store_open import disk_full_failure
@@ -62,6 +63,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     # a visit's inputs: pupillary distance, sources of the start and habitual prescriptions, examiner
     # (visit_inputs, visit_inputs_schema.py)
     Migration(from_version=6, statements=SCHEMA_VISIT_INPUTS),
+    # sends of a visit's records to the clinic's archive (visit_archive_sends, archive_sends_schema.py)
+    Migration(from_version=7, statements=SCHEMA_ARCHIVE_SENDS),
 )
 
 #: The version this VisionTune writes and reads.
