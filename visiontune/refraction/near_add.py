@@ -128,8 +128,9 @@ def add_by_reserve_rule(demand_d, usable_amplitude_d, *, rounded: bool = True):
 
 def balanced_add(tentative_d: float, nra_d: float, pra_d: float) -> float:
     """``tentative + (NRA + PRA)/2``, the PRA negative (Elliott 2021): the add centred in the range
-    of relative accommodation. With ``NRA = U - (D - a)`` and ``PRA = -(D - a)`` limits of an eye
-    of amplitude ``U`` through ``a``, this is ``D - U/2`` for any ``a``: the reserve rule."""
+    of relative accommodation. Through ``a`` an eye of amplitude ``U`` accommodates ``D - a``: it
+    can relax all of it (``NRA = D - a``) or add the rest of its amplitude (``PRA = -(U - D + a)``),
+    and the balanced add is then ``D - U/2`` for any ``a``: the reserve rule."""
     t, n, p = (scalar(name, v) for name, v in (("tentative_d", tentative_d), ("nra_d", nra_d), ("pra_d", pra_d)))
     if n < 0 or p > 0:
         raise InvalidInputError(f"nra_d must be >= 0 and pra_d <= 0 (PRA negative by convention), got {n}, {p}")
