@@ -99,9 +99,9 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
                 if kind == "dicom":
                     result = send_dicom(payload["dicom"], dest)
                     done = [o.to_dict() for o in result.stored]
-                    lines = tuple(f"{mark}DICOM {o.sop_class_name} -> {where} as {dest.calling_ae_title}: SOP Instance "
-                                  f"UID {o.sop_instance_uid}" + ("" if o.status == 0 else f" (warning 0x{o.status:04X})")
-                                  for o in result.stored)
+                    lines = tuple(f"{mark}DICOM {o.sop_class_name} -> {where} as {dest.calling_ae_title}: "
+                                  f"SOP Instance UID {o.sop_instance_uid}"
+                                  + ("" if o.status == 0 else f" (warning 0x{o.status:04X})") for o in result.stored)
                     detail = {**base, "stored": done}
                 else:
                     result = post_transaction(transaction_bundle(payload["fhir"]), dest)
