@@ -10,6 +10,8 @@ of the correction (``Σ_i w_i 1[|P(filed) - P*_i| <= 0.25]``), the 95% region's 
 ``J``, whether it holds the truth, the spread of ``ln κ`` over its prior's and the over-minus risk
 of the lens to file. The rows go to ``--out`` (JSON) so that ``report`` reads them again.
 
+``table``: the clinic-time table from ``visiontune validate`` stores (``store_rows``).
+
 ``report``: where the seconds went, by question kind, lens changes against answers, early (the lens
 to file not yet within 0.25 D of the truth for good) against late (after it, until the stop); and
 the stops other readings would give. A stop only ends a session, so every session's answers up to
@@ -261,6 +263,44 @@ def print_stops(rows: list[dict], change_s: float, phoropter_change_s: float) ->
                   f"{s['young_over_minus']} |")  # fmt: skip
 
 
+POPULATIONS = ("adult-clinic", "adult-clinic-misspecified", "young", "high-myopia", "no-start")
+
+
+def store_rows(path: str, change_s: float, phoropter_change_s: float, below: int | None = None) -> list[str]:
+    """The clinic-time table's rows of one ``visiontune validate`` store (every population in it,
+    the starting prescription as it is beside each): the validation's own definitions
+    (:func:`~visiontune.experiments.clinic.summarise`) and the patient's time median and 90th
+    percentile with a trial frame (the run's ``patient_s``, changes at the protocol's ``change_s``)
+    and with a motorized phoropter (the same answers, ``phoropter_change_s`` a change); with
+    ``below``, only the cases numbered below it (the first ``below`` of each population)."""
+    import sqlite3
+
+    from visiontune.experiments.clinic import summarise
+
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        found = db.execute("SELECT experiment, population, metrics FROM clinic_runs WHERE case_id < ? ORDER BY case_id",
+                           (10**9 if below is None else below,)).fetchall()  # fmt: skip
+    out = []
+    for population in [p for p in POPULATIONS if any(f[1] == p for f in found)]:
+        runs = [json.loads(m) for _, pop, m in found if pop == population]
+        runs = [r for r in runs if "refused" not in r]
+        s = summarise(population, runs)
+        frame = np.array([r["patient_s"] for r in runs])
+        changes = np.array([r["lens_changes"] for r in runs])
+        phor = frame - (change_s - phoropter_change_s) * changes
+        label = found[0][0]
+        precision = s.stops.get("precision", 0) / s.n
+        out.append(f"| {population} | `{label}` | {s.n} | {np.median(frame):.0f} / {np.percentile(frame, 90):.0f} | "
+                   f"{np.median(phor):.0f} / {np.percentile(phor, 90):.0f} | {np.median(changes):.0f} | "
+                   f"{s.median_answers:.0f} | {s.within_025:.0%} / {s.within_050:.0%} | {s.coverage['covered_95']:.0%} | "
+                   f"{precision:.0%} | {s.over_minus_young} |")  # fmt: skip
+        if all(r.get("start_error_d") is not None for r in runs):
+            st = summarise(population, runs, start=True)
+            out.append(f"| {population} | starting prescription as it is | {st.n} | - | - | - | - | "
+                       f"{st.within_025:.0%} / {st.within_050:.0%} | - | - | {st.over_minus_young} |")  # fmt: skip
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -274,7 +314,19 @@ def main(argv=None) -> int:
     r = sub.add_parser("report", help="print the tables from traces")
     r.add_argument("traces", nargs="+")
     r.add_argument("--phoropter-change-s", type=float, default=1.0)
+    t2 = sub.add_parser("table", help="the clinic-time table from visiontune validate stores")
+    t2.add_argument("stores", nargs="+")
+    t2.add_argument("--change-s", type=float, default=4.0, help="the protocols' seconds a change of lens (4)")
+    t2.add_argument("--phoropter-change-s", type=float, default=1.0)
+    t2.add_argument("--below", type=int, default=None, help="only the first N cases of each population")
     args = parser.parse_args(argv)
+    if args.command == "table":
+        print("| population | protocol | n | trial frame s median / p90 | phoropter s median / p90 | lens changes | "
+              "answers | within 0.25 / 0.50 D | 95% coverage | precision stop | young over-minused |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for path in args.stores:
+            print("\n".join(store_rows(path, args.change_s, args.phoropter_change_s, args.below)))
+        return 0
     if args.command == "trace":
         from pathlib import Path
 
