@@ -12,6 +12,7 @@ from visit_helpers import VISIT_AT, make_visit, measured_eye, skipped_eye
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
 from visiontune.report.visit_record import (
+    _INPUT_KEYS,
     RECORD_SCHEMA_VERSION,
     BinocularBalance,
     EyeRecord,
@@ -129,7 +130,7 @@ def test_the_answers_by_kind_round_trip_and_a_version_1_record_still_reads():
     assert VisitRecord.from_dict(doc) == visit
     assert visit.od.answers_text == "64 answers (50 letters, 10 comparisons, 4 sliders)"
     assert visit.os.answers_text == "64 answers"  # not recorded: no kinds named
-    v1 = {**{k: v for k, v in doc.items() if k != "near"}, "schema_version": 1,
+    v1 = {**{k: v for k, v in doc.items() if k not in ("near", *_INPUT_KEYS)}, "schema_version": 1,
           "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used")},
           "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used")}}  # fmt: skip
     old = VisitRecord.from_dict(v1)

@@ -52,7 +52,7 @@ from visiontune.report.visit_record import (
 from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore, default_database_path
 from visiontune.session.visit import eye_statuses, final_prescription
-from visiontune.session.visit_records import VISIT_EYES
+from visiontune.session.visit_records import START_SOURCE_OF_STARTING_POINT, VISIT_EYES, visit_inputs
 
 __all__ = ["LoadedVisit", "VisitExportPaths", "export_visit", "load_visit", "render_visit"]
 
@@ -77,7 +77,7 @@ def _eye_record(eye: str, session: SessionRecord, signed, measured_va: float | N
     axis_pm = 90.0 if r.axis_pm_deg is None else min(90.0, r.axis_pm_deg)
     return EyeRecord(
         eye=eye, prescription=Prescription(r.rounded.sphere_d, r.rounded.cylinder_d, r.rounded.axis_deg),
-        signed_off=None if signed is None else SignOff(signed.prescription, signed.by, signed.at),
+        signed_off=None if signed is None else SignOff(signed.prescription, signed.by, signed.at.astimezone()),
         sphere_pm_d=sphere_pm, cylinder_pm_d=cylinder_pm, axis_pm_deg=axis_pm, m_pm_d=m_pm, j0_pm_d=j_pm,
         j45_pm_d=j_pm, predicted_va_logmar=r.predicted_va_logmar, measured_va_logmar=measured_va,
         answers_used=r.trials_used, stopped_by=r.stopped_by, session_id=session.session_id,
@@ -125,13 +125,37 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
         method = f"{outcome.method}: {outcome.outcome}" + (f" ({outcome.reason})" if outcome.reason else "")
         balance = BinocularBalance(method, outcome.plus_change_od_d, outcome.plus_change_os_d)
     record = VisitRecord(
-        visit_id=str(vid), patient_id=None if omit_patient_id else visit.patient_id, recorded_at=visit.created_at,
+        visit_id=str(vid), patient_id=None if omit_patient_id else visit.patient_id, recorded_at=visit.created_at.astimezone(),
         od=eyes["OD"], os=eyes["OS"], software_version=visit.software_version, simulated=visit.simulated,
         cylinder_form=visit.cylinder_form, clinician=visit.clinician, age_years=visit.age_years,
         habitual_od=visit.habitual_od, habitual_os=visit.habitual_os, balance=balance,
         binocular_va_logmar=through_final("OU"), near=_near_additions(store, vid),
+        **_inputs(store, vid, sessions),
     )  # fmt: skip
     return LoadedVisit(record, sessions)
+
+
+def _inputs(store: TrialStore, vid: int, sessions: dict[str, SessionRecord]) -> dict:
+    """The record's visit inputs: pupillary distance, examiner and the habitual prescription's
+    source as entered (:func:`~visiontune.session.visit_records.visit_inputs`); each measured eye's
+    starting prescription from its session, its source as entered at the visit, else the
+    session's own (:data:`~visiontune.session.visit_records.START_SOURCE_OF_STARTING_POINT`)."""
+    given = visit_inputs(store, vid)
+    out = {"pd_mm": given.pd_mm, "pd_od_mm": given.pd_od_mm, "pd_os_mm": given.pd_os_mm,
+           "examiner": given.examiner, "habitual_source": given.habitual_source}  # fmt: skip
+    visit = store.get_visit(vid)
+    if visit.habitual_od is None and visit.habitual_os is None:
+        out["habitual_source"] = None
+    for eye, rec in sessions.items():
+        e = eye.lower()
+        start = rec.result.starting_rx
+        source = given.start_source(eye) or START_SOURCE_OF_STARTING_POINT.get(rec.result.starting_source or "none")
+        if start is not None:
+            out[f"start_{e}"] = Prescription(start.sphere_d, start.cylinder_d, start.axis_deg)
+            out[f"start_source_{e}"] = source if source not in (None, "none") else "typed"
+        else:
+            out[f"start_source_{e}"] = "none"
+    return out
 
 
 def _near_additions(store: TrialStore, vid: int) -> tuple[NearAddition, ...]:

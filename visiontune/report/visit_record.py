@@ -26,8 +26,9 @@ Conventions:
   marks, and records of real patients never do.
 
 :meth:`VisitRecord.to_dict` / :meth:`VisitRecord.from_dict` give a JSON-safe dict (schema
-``visiontune.visit-record`` version 3; version 1, whose eyes have no ``comparisons_used`` nor
-``sliders_used``, and version 2, without ``near``, are read too); errors name the field
+``visiontune.visit-record`` version 4; version 1, whose eyes have no ``comparisons_used`` nor
+``sliders_used``, version 2, without ``near``, and version 3, without the visit's inputs, are read
+too); errors name the field
 (``visit.OD.signed_off.prescription``...).
 
 * ``near``: the near (reading) addition filed per eye (:class:`NearAddition`: the add over the
@@ -45,7 +46,7 @@ from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics.prescription import Prescription
 from visiontune.session.trial_text import answer_kinds_text
-from visiontune.session.visit_records import check_clinic_form
+from visiontune.session.visit_records import HABITUAL_SOURCES, START_SOURCES, check_clinic_form, check_pd
 
 __all__ = [
     "CYLINDER_FORMS",
@@ -58,12 +59,18 @@ __all__ = [
     "NearAddition",
     "SignOff",
     "VisitRecord",
+    "time_text",
 ]  # fmt: skip
 
 RECORD_SCHEMA = "visiontune.visit-record"
-RECORD_SCHEMA_VERSION = 3
+RECORD_SCHEMA_VERSION = 4
 #: The first record schema version with the near additions (``near``).
 NEAR_SINCE_VERSION = 3
+#: The first record schema version with the visit's inputs (pupillary distance, examiner, starting
+#: prescriptions and the sources of the starting and habitual ones): :data:`_INPUT_KEYS`.
+INPUTS_SINCE_VERSION = 4
+_INPUT_KEYS = ("pd_mm", "pd_od_mm", "pd_os_mm", "examiner", "start_od", "start_os", "start_source_od",
+               "start_source_os", "habitual_source")
 #: The keys an eye has only from schema version 2 on.
 _EYE_KEYS_SINCE_2 = ("comparisons_used", "sliders_used")
 EYES = ("OD", "OS")
@@ -72,6 +79,14 @@ CYLINDER_FORMS = ("minus", "plus")
 STATUSES = ("measured", "skipped")
 STOPPED_BY = ("budget", "precision", "information", "clinician")
 _HALF_WIDTHS = ("sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d")
+
+
+def time_text(value: datetime) -> str:
+    """``"2026-11-28 10:42 +01:00"``: a record's date and time as it was given (the records show
+    local time; :func:`~visiontune.report.visit_export.load_visit` gives them in the clinic's zone)
+    with its offset from UTC."""
+    offset = value.strftime("%z") or "+0000"
+    return f"{value:%Y-%m-%d %H:%M} {offset[:3]}:{offset[3:5]}"
 
 
 # --- field checks ------------------------------------------------------------------------
@@ -368,6 +383,12 @@ class VisitRecord:
     ``"minus"`` or ``"plus"``. ``od`` / ``os``: the two :class:`EyeRecord` s (eyes ``OD``/``OS``).
     ``balance``: optional :class:`BinocularBalance`; ``binocular_va_logmar``: optional acuity with
     both eyes open. ``simulated``: a simulated patient answered. ``software_version``: VisionTune's.
+    The visit's inputs (schema v4): ``pd_mm`` (binocular pupillary distance, mm) and ``pd_od_mm`` /
+    ``pd_os_mm`` (monocular, both or neither), ``examiner`` (who ran the refraction; the signing
+    clinicians are the eyes' sign-offs, :attr:`signed_by`), ``start_od`` / ``start_os`` (each eye's
+    starting prescription) with ``start_source_od`` / ``start_source_os`` (:data:`START_SOURCES`),
+    ``habitual_source`` (:data:`HABITUAL_SOURCES`). Times are shown as given, with their offset
+    (:func:`time_text`).
     """
 
     visit_id: str
@@ -385,9 +406,19 @@ class VisitRecord:
     balance: BinocularBalance | None = None
     binocular_va_logmar: float | None = None
     near: tuple[NearAddition, ...] = ()
+    pd_mm: float | None = None
+    pd_od_mm: float | None = None
+    pd_os_mm: float | None = None
+    examiner: str | None = None
+    start_od: Prescription | None = None
+    start_os: Prescription | None = None
+    start_source_od: str | None = None
+    start_source_os: str | None = None
+    habitual_source: str | None = None
 
     def __post_init__(self) -> None:
         self._check_near()
+        self._check_inputs()
         if isinstance(self.visit_id, int) and not isinstance(self.visit_id, bool):
             object.__setattr__(self, "visit_id", str(self.visit_id))
         object.__setattr__(self, "visit_id", _text("visit.visit_id", self.visit_id))
@@ -433,6 +464,57 @@ class VisitRecord:
         if len(set(eyes)) != len(eyes):
             raise InvalidInputError(f"visit.near: one add per eye, got {', '.join(eyes)}")
         object.__setattr__(self, "near", tuple(sorted(near, key=lambda n: EYES.index(n.eye))))
+
+    def _check_inputs(self) -> None:
+        """The visit's inputs: pupillary distances (:func:`~visiontune.session.visit_records.check_pd`),
+        the examiner, each starting prescription with its source (:data:`START_SOURCES`; ``none``
+        or no source without one) and the habitual one's source (:data:`HABITUAL_SOURCES`)."""
+        pd = check_pd(self.pd_mm, self.pd_od_mm, self.pd_os_mm, where="visit.pd_mm")
+        for name, value in zip(("pd_mm", "pd_od_mm", "pd_os_mm"), pd, strict=True):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "examiner", _text("visit.examiner", self.examiner, optional=True))
+        for eye in ("od", "os"):
+            start, source = getattr(self, f"start_{eye}"), getattr(self, f"start_source_{eye}")
+            if start is not None:
+                object.__setattr__(self, f"start_{eye}", _prescription(f"visit.start_{eye}", start))
+            if source is not None and source not in START_SOURCES:
+                raise InvalidInputError(f"visit.start_source_{eye}: expected one of {', '.join(START_SOURCES)}, "
+                                        f"got {source!r}")  # fmt: skip
+            if start is not None and source in (None, "none"):
+                raise InvalidInputError(f"visit.start_source_{eye}: a starting prescription needs its source "
+                                        f"({', '.join(START_SOURCES[:-1])})")  # fmt: skip
+        if self.habitual_source is not None:
+            if self.habitual_source not in HABITUAL_SOURCES:
+                raise InvalidInputError(f"visit.habitual_source: expected one of {', '.join(HABITUAL_SOURCES)}, "
+                                        f"got {self.habitual_source!r}")  # fmt: skip
+            if self.habitual_od is None and self.habitual_os is None:
+                raise InvalidInputError("visit.habitual_source: there is no habitual prescription")
+
+    def start(self, eye: str) -> Prescription | None:
+        """The starting prescription of ``eye`` (the refraction's start), or ``None``."""
+        return {"OD": self.start_od, "OS": self.start_os}[eye]
+
+    def start_source(self, eye: str) -> str | None:
+        return {"OD": self.start_source_od, "OS": self.start_source_os}[eye]
+
+    @property
+    def signed_by(self) -> tuple[str, ...]:
+        """The clinicians who signed a prescription off, in eye order, each once."""
+        names = [e.signed_off.by for e in self.eyes if e.signed_off is not None]
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def examiner_or_clinician(self) -> str | None:
+        """Who ran the refraction: the examiner entered at the visit, else the visit's clinician."""
+        return self.examiner or self.clinician
+
+    @property
+    def pd_text(self) -> str | None:
+        """``"63.0 mm"`` or ``"63.5 mm (OD 31.5 / OS 32.0)"``; ``None`` when not given."""
+        if self.pd_mm is None:
+            return None
+        mono = "" if self.pd_od_mm is None else f" (OD {self.pd_od_mm:.1f} / OS {self.pd_os_mm:.1f})"
+        return f"{self.pd_mm:.1f} mm{mono}"
 
     def near_add(self, eye: str) -> NearAddition | None:
         """The near addition filed for ``eye``, or ``None``."""
@@ -489,6 +571,10 @@ class VisitRecord:
             "balance": None if self.balance is None else self.balance.to_dict(),
             "binocular_va_logmar": self.binocular_va_logmar,
             "near": [n.to_dict() for n in self.near],
+            "pd_mm": self.pd_mm, "pd_od_mm": self.pd_od_mm, "pd_os_mm": self.pd_os_mm, "examiner": self.examiner,
+            "start_od": _rx_dict(self.start_od), "start_os": _rx_dict(self.start_os),
+            "start_source_od": self.start_source_od, "start_source_os": self.start_source_os,
+            "habitual_source": self.habitual_source,
         }  # fmt: skip
 
     @classmethod
@@ -497,7 +583,7 @@ class VisitRecord:
         first bad field."""
         allowed = ("schema", "schema_version", "visit_id", "patient_id", "age_years", "recorded_at", "clinician",
                    "cylinder_form", "simulated", "software_version", "habitual_od", "habitual_os", "od", "os",
-                   "balance", "binocular_va_logmar", "near")
+                   "balance", "binocular_va_logmar", "near", *_INPUT_KEYS)
         d = _keys("visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os",
                                         "software_version"))  # fmt: skip
         version = d["schema_version"]
@@ -509,6 +595,13 @@ class VisitRecord:
             )
         if "near" in d and version < NEAR_SINCE_VERSION:
             raise InvalidInputError(f"visit: unknown key(s) near ({RECORD_SCHEMA} v{version})")
+        given = [k for k in _INPUT_KEYS if k in d]
+        if given and version < INPUTS_SINCE_VERSION:
+            raise InvalidInputError(f"visit: unknown key(s) {', '.join(given)} ({RECORD_SCHEMA} v{version})")
+        inputs = {k: d.get(k) for k in _INPUT_KEYS}
+        for e in ("od", "os"):
+            if inputs[f"start_{e}"] is not None:
+                inputs[f"start_{e}"] = _prescription(f"visit.start_{e}", inputs[f"start_{e}"])
         near = d.get("near") or []
         if not isinstance(near, list):
             raise InvalidInputError(f"visit.near: expected a list, got {type(near).__name__}")
@@ -524,5 +617,5 @@ class VisitRecord:
             od=EyeRecord.from_dict(d["od"], "visit.OD", version), os=EyeRecord.from_dict(d["os"], "visit.OS", version),
             software_version=d["software_version"], simulated=d.get("simulated", False),
             cylinder_form=d.get("cylinder_form", "minus"), clinician=d.get("clinician"), age_years=d.get("age_years"),
-            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), near=near, **habitual,
+            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), near=near, **habitual, **inputs,
         )  # fmt: skip

@@ -36,7 +36,13 @@ from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text
 from visiontune.session.visit import create_visit, eye_statuses, final_prescription
-from visiontune.session.visit_records import check_name
+from visiontune.session.visit_records import (
+    START_SOURCE_OF_STARTING_POINT,
+    check_name,
+    parse_pd,
+    record_visit_inputs,
+    visit_inputs,
+)
 
 _INT64_MAX = 2**63 - 1
 
@@ -59,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser):
                           "both eyes, or one eye with OD / OS before it (given twice, once per eye); the left eye "
                           "not given is drawn around the right (default: drawn from --seed)")  # fmt: skip
     start_arguments(run, per_eye=True)
+    run.add_argument("--pd", metavar="MM", default=None,
+                     help="the patient's pupillary distance in mm: binocular (63) or right/left monocular "
+                          "(31.5/31.5); 40 to 80 mm (Dodgson 2004)")  # fmt: skip
+    run.add_argument("--examiner", metavar="NAME", default=None, help="who runs the refraction (on every record)")
     run.add_argument("--age", type=finite_float, default=None, help="the simulated patient's age, years")
     _run_arguments(run)
     _db_argument(run)
@@ -126,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidInputError(f"--max-steps with {', '.join(given)}: a visit resumed later draws the eyes not "
                                     "started from its seed, not from these flags; run it whole, or leave them out")  # fmt: skip
         _starts(args)
+        _inputs(args)
     with TrialStore.open(args.db, read_only=args.action in ("list", "show")) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
@@ -172,6 +183,19 @@ def _starts(args) -> dict:
     return _per_eye("--start-rx", args.start_rx, lambda text: start_choice(text, args.start_source))
 
 
+def _inputs(args) -> dict:
+    """The visit's inputs of ``--pd``, ``--examiner`` and each ``--start-rx``'s source, checked
+    (:func:`~visiontune.session.visit_records.record_visit_inputs`'s keyword arguments)."""
+    out: dict = {}
+    if args.pd is not None:
+        out.update(zip(("pd_mm", "pd_od_mm", "pd_os_mm"), parse_pd(args.pd, "--pd"), strict=True))
+    if args.examiner is not None:
+        out["examiner"] = check_name("--examiner", args.examiner)
+    for eye, (_rx, source) in _starts(args).items():
+        out[f"start_source_{eye.lower()}"] = START_SOURCE_OF_STARTING_POINT[source]
+    return out
+
+
 def _with_truth(case, true_rx: Prescription):
     """``case`` with its correction replaced, its autorefraction moved with it (the same error)."""
     check_in_range(true_rx, "--true-rx")
@@ -203,6 +227,9 @@ def _run(args, store) -> int:
     age = cases["OD"].age_years
     vid = create_visit(store, args.patient_id, simulated=True, age_years=None if age is None else round(age),
                        cylinder_form=protocol.lenses.cylinder_form)  # fmt: skip
+    inputs = _inputs(args)
+    if inputs:
+        record_visit_inputs(store, vid, **inputs)
     for eye, reason in (("OD", args.skip_od), ("OS", args.skip_os)):
         if reason is not None:
             store.skip_visit_eye(vid, eye, reason)
@@ -260,6 +287,7 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
             truth = truths[eye]
             error = float(((final.power_vector_array() - truth.power_vector_array()) ** 2).sum() ** 0.5)
             print(f"      true correction {truth.format(kind=TRUTH)}  (dioptric distance {error:.2f} D)")
+    _print_inputs(store, vid, acuities)
     balance = store.visit_balance(vid)
     if balance is None:
         print("  balance: not yet")
@@ -277,6 +305,24 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
               f"near acuity {signed(add.near_va_logmar)} logMAR")
         if with_truth and visit.simulated and isinstance(add.detail, dict) and "true_add_d" in add.detail:
             print(f"      simulated true add {signed(add.detail['true_add_d'])} D")
+
+
+def _print_inputs(store, vid: int, acuities) -> None:
+    """The acuity with both eyes open through both final prescriptions, the pupillary distance
+    and the examiner, when recorded."""
+    finals = {e: final_prescription(store, vid, e) for e in ("OD", "OS")}
+    if all(finals.values()):
+        both = [a for a in acuities if a.eye == "OU"
+                and all(a.lenses[e].is_equivalent(finals[e], 1e-6) for e in ("OD", "OS"))]  # fmt: skip
+        if both:
+            print(f"  OU  acuity with both eyes open through the two prescriptions above "
+                  f"{signed(both[-1].va_logmar)} logMAR")  # fmt: skip
+    given = visit_inputs(store, vid)
+    if given.pd_mm is not None:
+        mono = "" if given.pd_od_mm is None else f" (OD {given.pd_od_mm:g} / OS {given.pd_os_mm:g})"
+        print(f"  pupillary distance {given.pd_mm:g} mm{mono}")
+    if given.examiner is not None:
+        print(f"  examiner {_clean(given.examiner)}")
 
 
 def _truths(store, vid: int) -> dict:
