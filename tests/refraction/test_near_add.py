@@ -232,10 +232,10 @@ def _run_eye(case, prior=None):
 
 
 def test_the_step_files_adds_close_to_the_truth_on_a_small_population():
-    """6 simulated presbyopes (seed 101, not a seed the design was tuned on), both eyes: most adds
+    """12 simulated presbyopes (seed 101, not a seed the design was tuned on), both eyes: most adds
     within 0.25 D of the true one; every add inside its credible region; the same answers, the same add."""
     within, total = 0, 0
-    for od, os_ in draw_near_patients(6, 101):
+    for od, os_ in draw_near_patients(12, 101):
         first = _run_eye(od)
         second = _run_eye(os_, fellow_prior(first.posterior))
         for case, step in ((od, first), (os_, second)):
@@ -244,8 +244,8 @@ def test_the_step_files_adds_close_to_the_truth_on_a_small_population():
             within += abs(r.add_d - case.true_add(2.5)) <= 0.25 + 1e-9
             total += 1
     assert within / total >= 0.75
-    again = _run_eye(draw_near_patients(6, 101)[0][0]).result()
-    assert again == _run_eye(draw_near_patients(6, 101)[0][0]).result()
+    again = _run_eye(draw_near_patients(12, 101)[0][0]).result()
+    assert again == _run_eye(draw_near_patients(12, 101)[0][0]).result()
 
 
 def test_a_simulated_presbyope_blurs_as_the_formula_says():

@@ -261,6 +261,8 @@ class NearPosterior:
         # the filed add of every amplitude grid point and its 0.25 D bin
         self.add_of_u = np.maximum(self.demand_d - self.amplitude_d / 2.0, 0.0)
         self.bin_of_u = np.rint(round_add(self.add_of_u) / ADD_STEP_D).astype(int)
+        self._bins = np.unique(self.bin_of_u)
+        self._bin_matrix = (self._bins[:, None] == self.bin_of_u[None, :]).astype(float)  # (bins, U)
 
     # --- state ---------------------------------------------------------------------------
     @property
@@ -334,18 +336,30 @@ class NearPosterior:
         size through ``add_d``: ``H(Y) - Σ_bin P(bin) H(Y | bin)``."""
         w = self.weights
         s = np.asarray(sizes, dtype=float)
-        p = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
-                                 self.va_logmar[None, None, :])
-        joint = (p * w[None]).sum(axis=2)  # (sizes, U): P(correct, U)
+        if s.shape == (len(NEAR_SIZES_LOGMAR),) and np.array_equal(s, NEAR_SIZES_LOGMAR):
+            p = self._chart_likelihood(float(add_d))
+        else:
+            p = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
+                                     self.va_logmar[None, None, :])
+        joint = np.einsum("sij,ij->si", p, w)  # (sizes, U): P(correct, U)
         p_all = joint.sum(axis=1)
-        info = _entropy_bits(p_all)
-        for b in np.unique(self.bin_of_u):
-            mask = self.bin_of_u == b
-            pb = w[mask].sum()
-            if pb <= 0:
-                continue
-            info = info - pb * _entropy_bits(joint[:, mask].sum(axis=1) / pb)
+        pb = self._bin_matrix @ w.sum(axis=1)  # (bins,): P(bin)
+        correct_and_bin = joint @ self._bin_matrix.T  # (sizes, bins)
+        keep = pb > 0
+        conditional = correct_and_bin[:, keep] / pb[keep]
+        info = _entropy_bits(p_all) - (_entropy_bits(conditional) * pb[keep]).sum(axis=1)
         return np.maximum(info, 0.0)
+
+    def _chart_likelihood(self, add_d: float) -> np.ndarray:
+        """``P(correct)`` of every chart size through ``add_d`` on the grid, ``(sizes, U, VA)``,
+        computed once per add (it does not depend on the answers)."""
+        cache = self.__dict__.setdefault("_likelihood_cache", {})
+        key = round(add_d / ADD_STEP_D * 4)
+        if key not in cache:
+            s = np.asarray(NEAR_SIZES_LOGMAR)
+            cache[key] = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
+                                              self.va_logmar[None, None, :])
+        return cache[key]
 
     def next_question(self, current_add_d: float | None) -> NearQuestion:
         """The (add, size) with the most expected information per second (module docstring);
