@@ -172,11 +172,12 @@ def present(target: Target, out: Path) -> bool:
 
 
 def run(target: Target, out: Path, dry_run: bool = False) -> int:
-    """Run ``target``'s command from the repository's root, writing into ``out``; its exit status."""
+    """Run ``target``'s command from the repository's root, writing into ``out`` (relative: to the
+    root); its exit status."""
     print(f"# {target.name}: {target.shown(str(out))}", flush=True)
     if dry_run:
         return 0
-    out.mkdir(parents=True, exist_ok=True)
+    (ROOT / out).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **{k: v.format(out=out) for k, v in target.env.items()}}
     return subprocess.run(target.command(out), cwd=ROOT, env=env, check=False).returncode
 
@@ -202,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for name in args.names:
         target = TARGETS[name]
-        status = run(target, (args.out or ROOT / target.folder).resolve(), args.dry_run)
+        # relative to the root, where the command runs, so that the page it writes names docs/results as before
+        out = args.out.resolve() if args.out else Path(target.folder)
+        status = run(target, out, args.dry_run)
         if status:
             print(f"{name}: the command ended with status {status}; what it finished is kept (run it again to "
                   "resume a store)", file=sys.stderr)
