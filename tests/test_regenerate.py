@@ -104,6 +104,8 @@ def test_missing_lists_what_is_not_there_and_dry_run_runs_nothing(tmp_path, caps
     out = capsys.readouterr().out
     assert f"visiontune validate --protocol clinical-sloan --jobs 2 --no-progress --out {tmp_path / 'o'}" in out
     assert not (tmp_path / "o").exists()
+    assert R.main(["000-table1-quick", "--dry-run"]) == 0  # relative to the root: the page it writes says so
+    assert "visiontune bench 000-table1 --quick --jobs 2 --out docs/results\n" in capsys.readouterr().out
 
 
 def test_an_unknown_target_is_refused_by_name(capsys):
