@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )  # fmt: skip
 
+from visiontune.app.archive_send import ArchiveSendPanel
 from visiontune.app.session_view import SIMULATED_TEXT
 from visiontune.app.texts import MINUS, STOP_MEANINGS, lens_text, region_text
 from visiontune.app.visit_flow import (
@@ -291,6 +292,8 @@ class VisitFinishView(QWidget):
         layout.addWidget(self.message)
         layout.addLayout(buttons)
         layout.addWidget(self.exports)
+        self.archive = ArchiveSendPanel()  # "Send to archive" once the records are exported
+        layout.addWidget(self.archive)
         layout.addStretch(1)
 
     def show_visit(self, view: VisitView) -> None:
@@ -310,6 +313,7 @@ class VisitFinishView(QWidget):
             self.exports.setText("Exported (each file readable by you only):\n" + "\n".join(lines))
         else:
             self.exports.setText("")
+        self.archive.show_visit(view)
 
     def show_failure(self, message: str) -> None:
         self.message.setText(message)

@@ -45,13 +45,15 @@ PathLike = str | os.PathLike
 @dataclass(frozen=True)
 class SendOutcome:
     """One kind's send: ``what`` (``dicom``/``fhir``), ``destination``, ``ok``, the ``lines`` to
-    show (what is where now), ``error`` (the message) when it failed."""
+    show (what is where now), ``error`` (the message) when it failed, ``items``: the lines
+    without the destination."""
 
     what: str
     destination: str
     ok: bool
     lines: tuple[str, ...]
     error: str | None = None
+    items: tuple[str, ...] = ()  # the lines without the destination (shown under it in the app)
 
     def text(self) -> str:
         return "\n".join(self.lines) if self.ok else f"{self.what.upper()} not sent: {self.error}"
@@ -102,11 +104,14 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
                     lines = tuple(f"{mark}DICOM {o.sop_class_name} -> {where} as {dest.calling_ae_title}: "
                                   f"SOP Instance UID {o.sop_instance_uid}"
                                   + ("" if o.status == 0 else f" (warning 0x{o.status:04X})") for o in result.stored)
+                    items = tuple(f"{mark}{o.sop_class_name}: SOP Instance UID {o.sop_instance_uid}"
+                                  for o in result.stored)
                     detail = {**base, "stored": done}
                 else:
                     result = post_transaction(transaction_bundle(payload["fhir"]), dest)
                     lines = tuple(f"{mark}FHIR {r.resource_type} -> {where}/{r.location} ({r.status})"
                                   for r in result.resources)
+                    items = tuple(f"{mark}{r.location} ({r.status})" for r in result.resources)
                     detail = {**base, "resources": [r.to_dict() for r in result.resources]}
             except ArchiveSendError as exc:
                 sent = [o.to_dict() for o in getattr(exc, "sent", ())]
@@ -117,5 +122,5 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
                 record_archive_send(store, vid, kind, where, "failed", {**base, "error": str(exc)})
                 raise
             record_archive_send(store, vid, kind, where, "sent", detail)
-            outcomes.append(SendOutcome(kind, where, True, lines))
+            outcomes.append(SendOutcome(kind, where, True, lines, items=items))
     return outcomes
