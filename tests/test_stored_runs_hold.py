@@ -129,3 +129,19 @@ def test_a_case_registered_for_a_store_is_refused_for_another_protocol():
     with pytest.raises(AssertionError, match="another protocol"):
         assert_holds(RESULTS / case.store, case.experiment, other, case.population, case.case_id)
     assert dataclasses.replace(case, case_id=99).key not in STORED_CASES
+
+
+def test_the_fixture_is_as_the_recorder_writes_it():
+    """tests/fixtures/stored_runs.json is the recorder's text (not edited by hand): each registered
+    run once, its metrics without decision times, its stop the metrics' stop."""
+    import json
+
+    from tests.record_stored_answers import fixture_text
+    from tests.stored_runs import ANSWERS
+
+    text = ANSWERS.read_text()
+    raw = json.loads(text)
+    assert fixture_text(raw) == text
+    assert list(raw) == list(STORED_CASES)
+    for run in raw.values():
+        assert "decision_ms" not in run["metrics"] and run["metrics"]["stopped_by"] == run["stopped_by"]
