@@ -262,6 +262,9 @@ def _terminal_confirm(text: str) -> bool:
 def run_session(args) -> int:
     if args.action == "run":  # checked before the log is opened: a refusal writes nothing
         start_choice(args.start_rx, args.start_source)
+        if args.lens_device is not None and getattr(args, "device", None) is not None:
+            raise InvalidInputError("--lens-device: --device sets the change time already (the device's own); "
+                                    "give one of them")  # fmt: skip
     else:
         refuse_patient_flags(args, f"session resume {args.session_id}")
     if getattr(args, "device", None) is None:
@@ -277,9 +280,6 @@ def _run_session(args, device) -> int:
         if args.action == "run":
             protocol = load_protocol(args.protocol)
             if args.lens_device is not None:
-                if device is not None:
-                    raise InvalidInputError("--lens-device: --device already sets the change time (its own); "
-                                            "give one of them")  # fmt: skip
                 protocol = protocol_for_device(protocol, args.lens_device)
             if device is not None:
                 protocol = protocol_with_lens_change_seconds(protocol, device.change_seconds, device.name)
