@@ -54,7 +54,10 @@ flip, within the rounding. With a trial frame each change is a swap of lenses; n
 of one was found, so a clinic measures its own (``visiontune sessions durations``: the median gap
 between answers with the lens changed minus kept) and sets ``[comparisons] lens_change_seconds``;
 the choice then weighs each question's lens changes from the lens in place, and the patient's time
-counts them (:mod:`visiontune.refraction.mixed_rules`). **0 s** (a phoropter; assumed).
+counts them (:mod:`visiontune.refraction.mixed_rules`). **0 s** (a phoropter; assumed). The clinic's
+device sets it: :mod:`visiontune.refraction.lens_devices` gives each kind's seconds per change (trial
+frame 4 s, manual phoropter 1 s, motorized phoropter 0.5 s, each with its source or stated as assumed),
+``--lens-device`` on ``visiontune session run`` and ``visiontune validate``.
 
 **Chart line** (``n`` letters of one size read aloud through one lens, the clinician keying each
 right or wrong as the patient reads; :mod:`visiontune.refraction.chart_line`): reading a logMAR
