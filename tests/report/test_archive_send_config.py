@@ -114,3 +114,27 @@ def test_send_rows_are_append_only_and_checked(tmp_path):
     conn.close()
     with TrialStore.open(db, read_only=True) as store:
         assert [s.status for s in archive_sends(store, vid)] == ["started"]
+
+
+def test_no_destination_means_no_connection_attempt(tmp_path, monkeypatch, capsys):
+    """Nothing leaves the machine without the clinic's destination: with every socket connection
+    refused by the test, a send without settings, or asking for a kind they lack, never tries."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    for name in ("connect", "connect_ex"):
+        monkeypatch.setattr(socket.socket, name, refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    db = tmp_path / "log.sqlite3"
+    with TrialStore.open(db) as store:
+        store.create_patient("P-1")
+        store.create_visit("P-1")
+    fhir_only = _write(tmp_path, '[fhir]\nbase_url = "http://127.0.0.1:9/fhir"\n')
+    for config, kind in ((tmp_path / "none.toml", "--dicom"), (fhir_only, "--dicom")):
+        assert main(["visit", "send", "1", "--db", str(db), kind, "--archive-config", str(config)]) == 2
+        assert "nothing was sent" in capsys.readouterr().err
+    with TrialStore.open(db, read_only=True) as store:
+        assert archive_sends(store, 1) == []
