@@ -91,16 +91,17 @@ PresentationContexts = OnlyRefraction
 """
 
 
-def dcmqrscp(folder: Path, ae_title: str = "VTARCHIVE") -> Server:
+def dcmqrscp(folder: Path, ae_title: str = "VTARCHIVE", quota: str = "(10, 64mb)") -> Server:
     """dcmtk's ``dcmqrscp``, which checks the called AE title against its AE table (an
-    association to another title is rejected "called AE title not recognised")."""
+    association to another title is rejected "called AE title not recognised"); ``quota``: its
+    storage area's (studies, bytes per study): an object larger is refused (status 0xA700)."""
     port = free_port()
     store = folder / "db"
     store.mkdir(parents=True, exist_ok=True)
     config = folder / "dcmqrscp.cfg"
     config.write_text(f"NetworkTCPPort = {port}\nMaxPDUSize = 16384\nMaxAssociations = 4\n"
                       "HostTable BEGIN\nHostTable END\nVendorTable BEGIN\nVendorTable END\n"
-                      f"AETable BEGIN\n{ae_title} {store} RW (10, 64mb) ANY\nAETable END\n")
+                      f"AETable BEGIN\n{ae_title} {store} RW {quota} ANY\nAETable END\n")
     return Server(["dcmqrscp", "-c", str(config), "--single-process"], port, folder)
 
 

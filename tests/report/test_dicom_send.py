@@ -146,6 +146,17 @@ def test_right_called_ae_title_is_taken_by_the_same_checking_scp(db, tmp_path):
     assert sorted(str(ds.SOPClassUID) for ds in stored) == [SRF, VA]
 
 
+@pytest.mark.skipif(not HAS_DCMQRSCP, reason="dcmtk's dcmqrscp is not installed")
+def test_a_failure_status_is_an_error_naming_the_status(db, tmp_path, capsys):
+    scp = dcmqrscp(tmp_path, ae_title="VTARCHIVE", quota="(1, 1kb)")  # every object is larger than 1 kB
+    try:
+        err = _failed_send(db, tmp_path, _config(tmp_path, scp.port, "VTARCHIVE"), capsys)
+    finally:
+        scp.stop()
+    assert "Subjective Refraction Measurements" in err
+    assert "C-STORE status 0xA700 Failure, Refused: Out of Resources" in err and "nothing was stored there" in err
+
+
 def test_storescp_refusing_every_association(db, tmp_path, capsys):
     scp = storescp(tmp_path, "--refuse")
     try:

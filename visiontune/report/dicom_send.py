@@ -114,7 +114,7 @@ def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResu
     from pydicom import dcmread
     from pydicom.uid import ExplicitVRLittleEndian, ImplicitVRLittleEndian
     from pynetdicom import AE, evt
-    from pynetdicom.status import code_to_category
+    from pynetdicom.status import GENERAL_STATUS, STORAGE_SERVICE_CLASS_STATUS, code_to_category
 
     if not files:
         raise ArchiveSendError(f"DICOM send to {dest.where()}: no object to send")
@@ -159,8 +159,10 @@ def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResu
             code = int(status.Status)
             category = code_to_category(code)
             if category not in ("Success", "Warning"):
+                meaning = STORAGE_SERVICE_CLASS_STATUS.get(code) or GENERAL_STATUS.get(code) or (category, "")
                 comment = f" ({status.ErrorComment})" if "ErrorComment" in status else ""
-                raise _fail(dest, f"{what}: C-STORE status 0x{code:04X} {category}{comment}", stored)
+                raise _fail(dest, f"{what}: C-STORE status 0x{code:04X} {category}"
+                            + (f", {meaning[1]}" if meaning[1] else "") + comment, stored)
             stored.append(StoredObject(name, str(ds.SOPClassUID), str(ds.SOPInstanceUID), code))
         return DicomSendResult(dest.where(), tuple(stored))
     finally:
