@@ -9,6 +9,7 @@ clear error, recorded in the trial log, with nothing changed here.
 
 from __future__ import annotations
 
+import io
 import socket
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _received(folder: Path) -> dict[str, pydicom.Dataset]:
 def test_visit_objects_arrive_in_storescp_as_sent(db, tmp_path, capsys):
     record = _record(db)
     sent = {str(ds.SOPInstanceUID): ds for ds in
-            (pydicom.dcmread(__import__("io").BytesIO(b)) for b in visit_dicom_files(record).values())}
+            (pydicom.dcmread(io.BytesIO(b)) for b in visit_dicom_files(record).values())}
     scp = storescp(tmp_path)
     try:
         assert _send(db, _config(tmp_path, scp.port, "VTPACS")) == 0
