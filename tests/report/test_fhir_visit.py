@@ -9,6 +9,7 @@ import pytest
 from fhir.resources.R4B.bundle import Bundle
 from fhir.resources.R4B.observation import Observation
 from fhir.resources.R4B.patient import Patient
+from fhir.resources.R4B.practitioner import Practitioner
 from fhir.resources.R4B.visionprescription import VisionPrescription
 from visit_helpers import make_visit, measured_eye, skipped_eye
 
@@ -32,6 +33,12 @@ def _parsed(record):
     return Bundle.model_validate_json(text), json.loads(text)
 
 
+def _refractions(doc):
+    """The subjective refraction Observations (LOINC 79895-9), not the starting or habitual ones."""
+    return [o for o in _resources(doc, "Observation")
+            if any(c.get("code") == "79895-9" for c in o["code"].get("coding", []))]
+
+
 def _resources(doc, kind):
     return [e["resource"] for e in doc["entry"] if e["resource"]["resourceType"] == kind]
 
@@ -45,8 +52,10 @@ def test_bundle_validates_and_every_entry_validates_as_its_own_type():
     _model, doc = _parsed(make_visit())
     assert doc["type"] == "collection"
     kinds = [e["resource"]["resourceType"] for e in doc["entry"]]
-    assert kinds == ["Patient", "VisionPrescription"] + ["Observation"] * 5  # 2 refractions, 2 + 1 acuities
-    classes = {"Patient": Patient, "VisionPrescription": VisionPrescription, "Observation": Observation}
+    # 2 refractions, 2 + 1 acuities; the examiner (who also signed off); the habitual prescription of OD
+    assert kinds == ["Patient", "VisionPrescription"] + ["Observation"] * 5 + ["Practitioner", "Observation"]
+    classes = {"Patient": Patient, "VisionPrescription": VisionPrescription, "Observation": Observation,
+               "Practitioner": Practitioner}  # fmt: skip
     for entry in doc["entry"]:
         classes[entry["resource"]["resourceType"]].model_validate(entry["resource"])
         assert entry["fullUrl"] == f"urn:uuid:{entry['resource']['id']}"
@@ -83,14 +92,14 @@ def test_plus_cylinder_clinic_gets_plus_cylinder_lenses():
     _, doc = _parsed(visit)
     (spec,) = _resources(doc, "VisionPrescription")[0]["lensSpecification"]
     assert (spec["sphere"], spec["cylinder"], spec["axis"]) == (-1.75, 0.5, 180)
-    (refraction,) = [o for o in _resources(doc, "Observation") if "component" in o]
+    (refraction,) = _refractions(doc)
     assert _component(refraction, "251797004")["valueQuantity"]["value"] == 0.5
 
 
 def test_refraction_observations_carry_standard_codes_and_values():
     visit = make_visit()
     _, doc = _parsed(visit)
-    refractions = [o for o in _resources(doc, "Observation") if "component" in o]
+    refractions = _refractions(doc)
     assert [o["bodySite"]["text"] for o in refractions] == ["right eye (OD)", "left eye (OS)"]
     for obs, eye, loinc in zip(refractions, (visit.od, visit.os), (("65890-6", "65892-2", "65891-4"),
                                                                    ("65894-8", "65896-3", "65895-5")), strict=True):
@@ -154,7 +163,8 @@ def test_real_visit_never_carries_the_simulated_marks():
 def test_skipped_eye_is_left_out_and_no_measured_eye_is_an_error():
     _, doc = _parsed(make_visit(os=skipped_eye(), balance=None, binocular_va_logmar=None))
     assert [s["eye"] for s in _resources(doc, "VisionPrescription")[0]["lensSpecification"]] == ["right"]
-    assert len(_resources(doc, "Observation")) == 2
+    assert len(_resources(doc, "Observation")) == 3  # the refraction, the acuity, the habitual prescription of OD
+    assert len(_refractions(doc)) == 1
     with pytest.raises(InvalidInputError, match="no eye was measured"):
         visit_bundle(make_visit(od=skipped_eye("OD"), os=skipped_eye("OS"), balance=None))
 

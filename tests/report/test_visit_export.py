@@ -183,9 +183,10 @@ def test_simulated_fhir_bundle_validates_and_is_tagged(simulated_db, simulated_f
     for eye, side in (("OD", "right"), ("OS", "left")):
         assert specs[side]["sphere"] == pytest.approx(record.balanced_prescription(eye).sphere_d)
     assert all(e["resource"]["meta"]["tag"][0]["code"] == "HTEST" for e in doc["entry"])
-    # per eye the acuity and its prediction, and the acuity with both eyes open (measured in the visit)
-    assert record.binocular_va_logmar is not None
-    assert len([e for e in doc["entry"] if e["resource"]["resourceType"] == "Observation"]) == 5
+    # per eye the refraction and the acuity, the acuity with both eyes open (measured in the visit), and
+    # each eye's starting prescription (the simulated autorefraction)
+    assert record.binocular_va_logmar is not None and record.start_source_od == "autorefraction"
+    assert len([e for e in doc["entry"] if e["resource"]["resourceType"] == "Observation"]) == 7
 
 
 def test_simulated_dicom_reads_back_with_the_final_prescriptions(simulated_db, simulated_files):

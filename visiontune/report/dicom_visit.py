@@ -28,6 +28,17 @@ General Series, Subjective Refraction / Visual Acuity Measurements Series, Gener
 Enhanced General Equipment, General Ophthalmic Refractive Measurements, Subjective Refraction /
 Visual Acuity Measurements, SOP Common.
 
+People, inputs and time: Operators' Name (0008,1070, General Series) is the examiner who ran the
+refraction; Physician(s) of Record (0008,1048, General Study) the clinicians who signed a
+prescription off (none: not signed off); the binocular pupillary distance is Distance Pupillary
+Distance (0046,0060, mm) of the refraction object (the DICOM objects have no monocular PD). Dates
+and times are the visit's local time with Timezone Offset From UTC (0008,0201). A name a DICOM
+Person Name cannot hold (more than 63 characters, a backslash, a control character) is refused;
+a name is written as its family-name component (``J. Examiner^``).
+The starting and habitual prescriptions have no attribute in these two IODs (they are the
+Autorefraction and Lensometry Measurements objects an instrument writes); the PDF, FHIR, CSV and
+JSON records carry them.
+
 The Patient ID is the pseudonymous id; a visit without one is refused
 (:class:`~visiontune.errors.InvalidInputError`) before anything is written. Patient's Name, Birth
 Date and Sex are empty (Type 2: VisionTune does not hold them). A simulated visit says
@@ -101,7 +112,19 @@ def _check(record: VisitRecord) -> None:
         raise InvalidInputError(f"visit.patient_id: DICOM Patient ID cannot hold a backslash or control character, got {record.patient_id!r}")
     if len(record.patient_id) > 64:
         raise InvalidInputError(f"visit.patient_id: DICOM Patient ID holds at most 64 characters, got {len(record.patient_id)}")
+    for what, name in (("examiner", record.examiner_or_clinician),
+                       *(("signed off by", n) for n in record.signed_by)):  # fmt: skip
+        if name is not None and (len(name) > 63 or "\\" in name or any(ord(c) < 32 for c in name)):
+            raise InvalidInputError(f"visit: {what} {name[:70]!r}: a DICOM Person Name holds at most 63 characters, "
+                                    "no backslash or control character; nothing was written")  # fmt: skip
     record.check_recordable()
+
+
+def _person_name(name: str) -> str:
+    """A name as typed, as a DICOM Person Name: the whole text is the family-name component,
+    with its ``^`` delimiter (PS3.5 6.2: without a ``^`` a PN with spaces reads as the retired
+    ACR-NEMA form), unless the clinic typed the components with ``^`` itself."""
+    return name if "^" in name else name + "^"
 
 
 def _base(record: VisitRecord, sop_class: str, modality: str, kind: str, series_number: int, description: str):
@@ -141,6 +164,10 @@ def _base(record: VisitRecord, sop_class: str, modality: str, kind: str, series_
     ds.SeriesNumber = series_number
     ds.SeriesDate, ds.SeriesTime = _da(t), _tm(t)
     ds.SeriesDescription = f"{mark}{description}"[:64]
+    if record.examiner_or_clinician:
+        ds.OperatorsName = _person_name(record.examiner_or_clinician)
+    if record.signed_by:
+        ds.PhysiciansOfRecord = [_person_name(n) for n in record.signed_by]
     # General Equipment / Enhanced General Equipment
     ds.Manufacturer = MANUFACTURER
     ds.ManufacturerModelName = MODEL_NAME
@@ -173,6 +200,8 @@ def subjective_refraction_dataset(record: VisitRecord):
     ds = _base(record, SUBJECTIVE_REFRACTION_SOP_CLASS, "SRF", "srf", 1,
                f"Subjective refraction, final Rx in {record.cylinder_form} cylinder")  # fmt: skip
     ds.MeasurementLaterality = _laterality(record)
+    if record.pd_mm is not None:
+        ds.DistancePupillaryDistance = float(record.pd_mm)
     for e in record.measured_eyes:
         p = record.balanced_prescription(e.eye)
         item = Dataset()

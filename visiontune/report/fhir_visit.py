@@ -52,6 +52,24 @@ example Observation "observation-refraction-re-0" (code 251794006). The NEI per-
 right-eye cylinder (79848-8) could be verified, so they are not used. No SNOMED code for the eye
 as a body site could be verified: ``bodySite`` is text only.
 
+The visit's people and inputs:
+
+* ``Practitioner`` per person named (``name.text`` only): the examiner who ran the refraction
+  (each Observation's ``performer``) and each clinician who signed a prescription off (the
+  VisionPrescription's ``prescriber``: the clinician who signed, else the examiner as display
+  text, with VisionTune named beside).
+* ``Observation`` pupillary distance (mm, UCUM ``mm``; local code ``pupillary-distance``, the
+  monocular distances as components ``pupillary-distance-right`` / ``-left``): LOINC's PD codes
+  are method-specific (e.g. 95297-8 "Pupillary distance.binocular far Autorefractor.auto",
+  98461-7 "... by Phoropter") and a typed PD's method is not known, so none is claimed.
+* ``Observation`` per eye, the starting and the habitual prescriptions (local codes
+  ``starting-prescription`` / ``habitual-prescription``; components the eye-independent SNOMED
+  CT sphere, cylinder and axis codes above), ``method`` text its source (autorefraction,
+  retinoscopy, habitual spectacles, typed; lensmeter, spectacle prescription).
+
+Dates and times (``effectiveDateTime``, ``created``, the Bundle's ``timestamp``) are the visit's
+local time with its UTC offset (``2026-11-28T10:42:00+01:00``).
+
 A simulated visit carries the HL7 ``v3-ActReason#HTEST`` (test health data) tag in ``meta.tag``
 of the Bundle and of every resource, and a SIMULATED note; a real visit carries neither.
 """
@@ -203,7 +221,7 @@ def _vision_prescription(record: VisitRecord, patient_url: str) -> dict[str, Any
             spec["note"] += _notes(record, _near_note(near))
         specs.append(spec)
     when = record.recorded_at.isoformat()
-    prescriber = record.clinician or "unknown clinician"
+    prescriber = (record.signed_by[0] if record.signed_by else record.examiner_or_clinician) or "unknown clinician"
     return {
         "resourceType": "VisionPrescription",
         "id": _uuid(record, "vision-prescription"),
@@ -213,7 +231,8 @@ def _vision_prescription(record: VisitRecord, patient_url: str) -> dict[str, Any
         "created": when,
         "dateWritten": when,
         "patient": {"reference": patient_url},
-        "prescriber": {"display": f"{prescriber} (with VisionTune {record.software_version})"},
+        "prescriber": {**_practitioner_ref(record, prescriber),
+                       "display": f"{prescriber} (with VisionTune {record.software_version})"},
         "lensSpecification": specs,
     }
 
@@ -253,6 +272,7 @@ def _refraction(record: VisitRecord, e: EyeRecord, patient_url: str) -> dict[str
                            text="VisionTune: Bayesian optimisation over lenses from letter-reading answers"),
         "component": components,
         "note": _notes(record, _pm_text(record, e)),
+        **_performer(record),
     }
 
 
@@ -270,7 +290,94 @@ def _acuity(record: VisitRecord, role: str, va: float, site: str, how: str, pati
         "method": {"text": how},
         "valueQuantity": {"value": round(va, 4) + 0.0, "unit": "logMAR"},
         "note": _notes(record, _acuity_text(va)),
+        **_performer(record),
     }
+
+
+def _people(record: VisitRecord) -> list[str]:
+    """Everyone named on the visit, each once: the examiner, then the clinicians who signed off."""
+    names = [record.examiner_or_clinician, *record.signed_by]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _practitioner(record: VisitRecord, name: str) -> dict[str, Any]:
+    return {"resourceType": "Practitioner", "id": _uuid(record, f"practitioner:{name}"), **_meta(record),
+            "name": [{"text": name}]}  # fmt: skip
+
+
+def _practitioner_ref(record: VisitRecord, name: str) -> dict[str, Any]:
+    if name not in _people(record):
+        return {}
+    return {"reference": f"urn:uuid:{_uuid(record, f'practitioner:{name}')}"}
+
+
+def _performer(record: VisitRecord) -> dict[str, Any]:
+    """``performer``: the examiner who ran the refraction, when named."""
+    name = record.examiner_or_clinician
+    if not name:
+        return {}
+    return {"performer": [{**_practitioner_ref(record, name), "display": f"{name} (examiner)"}]}
+
+
+def _pd(record: VisitRecord, patient_url: str) -> dict[str, Any]:
+    def mm(value: float) -> dict[str, Any]:
+        return {"value": round(value, 2) + 0.0, "unit": "mm", "system": UCUM, "code": "mm"}
+
+    resource = {
+        "resourceType": "Observation", "id": _uuid(record, "pupillary-distance"), **_meta(record),
+        "status": "final", "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
+        "code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance", "Pupillary distance, binocular"),
+                         text="Pupillary distance (mm)"),
+        "subject": {"reference": patient_url}, "effectiveDateTime": record.recorded_at.isoformat(),
+        "valueQuantity": mm(record.pd_mm), "note": _notes(record, ""), **_performer(record),
+    }  # fmt: skip
+    if record.pd_od_mm is not None:
+        resource["component"] = [
+            {"code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-right", "Pupillary distance, right eye")),
+             "valueQuantity": mm(record.pd_od_mm)},
+            {"code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-left", "Pupillary distance, left eye")),
+             "valueQuantity": mm(record.pd_os_mm)},
+        ]  # fmt: skip
+    if not resource["note"]:
+        del resource["note"]
+    return resource
+
+
+def _prior_rx(record: VisitRecord, kind: str, eye: str, rx: Prescription, source: str | None,
+              patient_url: str) -> dict[str, Any]:  # fmt: skip
+    """A starting or habitual prescription of ``eye`` as an Observation (``kind`` ``starting`` or
+    ``habitual``), with its source as the method."""
+    p = record.shown(rx)
+    components = [{"code": _concept((SNOMED, *SNOMED_REFRACTION["sphere"])), "valueQuantity": _diopters(p.sphere_d)},
+                  {"code": _concept((SNOMED, *SNOMED_REFRACTION["cylinder"])),
+                   "valueQuantity": _diopters(p.cylinder_d)}]  # fmt: skip
+    if p.cylinder_d != 0.0:
+        components.append({"code": _concept((SNOMED, *SNOMED_REFRACTION["axis"])), "valueQuantity": _degrees(_axis(p))})
+    what = "Starting prescription" if kind == "starting" else "Habitual prescription (spectacles worn)"
+    resource = {
+        "resourceType": "Observation", "id": _uuid(record, f"{kind}-{eye}"), **_meta(record), "status": "final",
+        "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
+        "code": _concept((LOCAL_CODE_SYSTEM, f"{kind}-prescription", what), text=f"{what}, {EYE_NAMES[eye]}"),
+        "subject": {"reference": patient_url}, "effectiveDateTime": record.recorded_at.isoformat(),
+        "bodySite": {"text": EYE_NAMES[eye]}, "component": components,
+        "note": _notes(record, f"{what}: {p.format()}" + (f" ({source})." if source else ".")),
+    }  # fmt: skip
+    if source:
+        resource["method"] = {"text": f"source: {source}"}
+    return resource
+
+
+def _inputs(record: VisitRecord, patient_url: str) -> list[dict[str, Any]]:
+    """The Practitioners, the pupillary distance and each eye's starting and habitual prescriptions."""
+    out: list[dict[str, Any]] = [_practitioner(record, name) for name in _people(record)]
+    if record.pd_mm is not None:
+        out.append(_pd(record, patient_url))
+    for eye in ("OD", "OS"):
+        if record.start(eye) is not None:
+            out.append(_prior_rx(record, "starting", eye, record.start(eye), record.start_source(eye), patient_url))
+        if record.habitual(eye) is not None:
+            out.append(_prior_rx(record, "habitual", eye, record.habitual(eye), record.habitual_source, patient_url))
+    return out
 
 
 def visit_bundle_dict(record: VisitRecord) -> dict[str, Any]:
@@ -291,6 +398,7 @@ def visit_bundle_dict(record: VisitRecord) -> dict[str, Any]:
     if record.binocular_va_logmar is not None:
         resources.append(_acuity(record, "acuity-OU", record.binocular_va_logmar, "both eyes (OU)",
                                  "measured with both eyes open through the balanced prescription", patient_url))  # fmt: skip
+    resources += _inputs(record, patient_url)
     return {
         "resourceType": "Bundle",
         "id": _uuid(record, "bundle"),

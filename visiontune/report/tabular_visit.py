@@ -24,12 +24,24 @@ near_add_d                  the near (reading) addition filed for the eye (D, ov
                             ``far_point_cm`` the range of clear vision through it (far empty:
                             infinite), ``near_va_logmar`` the near acuity through it and
                             ``near_distance_cm`` the near chart's distance
+examiner                    who ran the refraction (the signing clinician is ``signed_by``)
+pd_mm / pd_eye_mm           the pupillary distance (mm): binocular, and this eye's monocular one
+                            (empty when measured binocularly only)
+start_*                     the eye's starting prescription (sphere_d, cylinder_d, axis_deg) and
+                            ``start_source`` (autorefraction, retinoscopy, habitual spectacles,
+                            typed; ``none``: the refraction started without one)
+habitual_*                  the habitual prescription (spectacles worn) and ``habitual_source``
+                            (lensmeter, spectacle prescription, typed)
 =========================== =================================================================
 
-Schema ``visit-3`` had no ``near_*`` columns; ``visit-2`` no ``mark``; ``visit-1`` (before sliders) neither ``comparisons_used`` nor
-``sliders_used``.
+``recorded_at`` and ``signed_at`` are local times with their UTC offset (ISO 8601,
+``2026-11-28T10:42:00+01:00``).
 
-**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 2, "simulated", "mark":
+Schema ``visit-4`` had no ``examiner``, ``pd_*``, ``start_*`` nor ``habitual_*`` columns; ``visit-3``
+had no ``near_*`` columns; ``visit-2`` no ``mark``; ``visit-1`` (before sliders) neither
+``comparisons_used`` nor ``sliders_used``. JSON version 2 had record schema 3 and rows of CSV schema visit-4.
+
+**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 3, "simulated", "mark":
 "SIMULATED" | null, "record": VisitRecord.to_dict(), "eyes": [{...the CSV row as typed
 values...}]}``; ``record`` reads back with :meth:`VisitRecord.from_dict` (version 1: the eyes
 without ``comparisons_used`` and ``sliders_used``).
@@ -51,8 +63,8 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = ["VISIT_CSV_COLUMNS", "VISIT_JSON_SCHEMA", "visit_csv", "visit_json", "visit_rows", "write_visit_tabular"]
 
-VISIT_CSV_SCHEMA = "visit-4"
-VISIT_JSON_SCHEMA_VERSION = 2
+VISIT_CSV_SCHEMA = "visit-5"
+VISIT_JSON_SCHEMA_VERSION = 3
 VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
 _PV = ("m_d", "j0_d", "j45_d")
@@ -70,6 +82,8 @@ VISIT_CSV_COLUMNS = (
     "predicted_va_logmar", "measured_va_logmar", "answers_used", "comparisons_used", "sliders_used", "stopped_by",
     "session_id", "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
     "mark", *NEAR_COLUMNS,
+    "examiner", "pd_mm", "pd_eye_mm", *(f"start_{k}" for k in _LENS), "start_source",
+    *(f"habitual_{k}" for k in _LENS), "habitual_source",
 )  # fmt: skip
 
 
@@ -115,6 +129,12 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
         }  # fmt: skip
         near = record.near_add(e.eye)
         row.update({c: None if near is None else getattr(near, f) for c, f in _NEAR_FIELDS.items()})
+        row.update({"examiner": record.examiner_or_clinician, "pd_mm": record.pd_mm,
+                    "pd_eye_mm": record.pd_od_mm if e.eye == "OD" else record.pd_os_mm,
+                    **_lens("start", record.shown(record.start(e.eye)), False),
+                    "start_source": record.start_source(e.eye),
+                    **_lens("habitual", record.shown(record.habitual(e.eye)), False),
+                    "habitual_source": None if record.habitual(e.eye) is None else record.habitual_source})  # fmt: skip
         rows.append(row)
     return rows
 
@@ -130,7 +150,7 @@ def _cell(v: Any) -> str:
 
 
 def visit_csv(record: VisitRecord) -> str:
-    """CSV text (schema ``visit-4``): a header and one row per eye."""
+    """CSV text (schema ``visit-5``): a header and one row per eye."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(VISIT_CSV_COLUMNS)

@@ -1,12 +1,13 @@
 """The printable record of a visit: one PDF, both eyes side by side (Qt's QPdfWriter, QtGui only).
 
-Page 1: patient, visit, date, clinician, cylinder form; a two-column table, right eye (OD)
+Page 1: patient, visit, date and time (local, with its UTC offset), the examiner, the clinicians who
+signed off, the pupillary distance, cylinder form; a two-column table, right eye (OD)
 left, left eye (OS) right, as on a prescription pad: the prescription to dispense (final Rx
 plus the binocular balance, in the clinic's cylinder form), the Rx VisionTune found and the
 signed-off edit (kept beside it), the balance change, the 95% credible half-widths (± on
 sphere, cylinder, axis and on the power vector M, J0, J45), acuity in logMAR, Snellen 6/ and
-20/ and decimal (measured or predicted), the habitual Rx, answers and stop reason; a skipped eye
-shows its reason; when a near addition was filed, its rows (the add, its 95% credible region,
+20/ and decimal (measured or predicted), the starting and the habitual Rx with their sources,
+answers and stop reason; a skipped eye shows its reason; when a near addition was filed, its rows (the add, its 95% credible region,
 the add by age, the near distance, the range of clear vision and the near acuity). Then the
 binocular balance (method, changes) and the binocular acuity.
 Page 2, when the sessions' records are given: each eye's acuity map and acuity curve
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import UTC
 from pathlib import Path
 
 from visiontune.errors import InvalidInputError
@@ -30,7 +30,7 @@ from visiontune.optics.notation import signed
 from visiontune.optics.prescription import Prescription
 from visiontune.report.files import check_output_path, write_private
 from visiontune.report.pdf import a4_pdf_writer, draw_page_frame
-from visiontune.report.visit_record import EyeRecord, NearAddition, VisitRecord
+from visiontune.report.visit_record import EyeRecord, NearAddition, VisitRecord, time_text
 
 __all__ = ["acuity_text", "rx_text", "visit_lines", "visit_pdf_bytes", "visit_table", "write_visit_pdf"]
 
@@ -58,25 +58,27 @@ def _signed(x: float, unit: str = "D") -> str:
 
 def visit_lines(record: VisitRecord) -> list[tuple[str, str]]:
     """The header of page 1 as ``(label, text)`` pairs."""
-    when = record.recorded_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = time_text(record.recorded_at)
     lines = [
         ("Patient ID", record.patient_id or "(no patient id)"),
         ("Age", "\u2014" if record.age_years is None else f"{record.age_years} years"),
         ("Visit", f"{record.visit_id} ({'simulated patient' if record.simulated else 'patient'})"),
         ("Date", when),
-        ("Clinician", record.clinician or "\u2014"),
+        ("Examiner", record.examiner_or_clinician or "\u2014"),
+        ("Signed off by", ", ".join(record.signed_by) or "not signed off"),
+        ("PD", record.pd_text or "\u2014"),
         ("Cylinder form", f"{record.cylinder_form} cylinder"),
     ]
     return lines
 
 
 def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
-    habitual = rx_text(record.shown(record.habitual(e.eye)))
+    habitual = _with_source(record.shown(record.habitual(e.eye)), record.habitual_source)
     if not e.measured:
         return ["\u2014", f"eye not measured: {e.skip_reason}", "", "", "", "", "", "", habitual, ""]
     signed = "not edited" if e.signed_off is None else (
         f"{rx_text(record.shown(e.signed_off.prescription))}  by {e.signed_off.by}, "
-        f"{e.signed_off.at.astimezone(UTC).strftime('%Y-%m-%d %H:%M')}")  # fmt: skip
+        f"{time_text(e.signed_off.at)}")  # fmt: skip
     change = 0.0
     if record.balance is not None:
         change = record.balance.plus_change_od_d if e.eye == "OD" else record.balance.plus_change_os_d
@@ -106,10 +108,19 @@ def visit_table(record: VisitRecord) -> list[tuple[str, str, str]]:
     """The side-by-side table: ``(label, right eye text, left eye text)`` rows, as printed."""
     od, os_ = _eye_cells(record, record.od), _eye_cells(record, record.os)
     rows = [(label, a, b) for label, a, b in zip(_ROW_LABELS, od, os_, strict=True)]
+    starts = [_with_source(record.shown(record.start(e)), record.start_source(e)) for e in ("OD", "OS")]
+    rows.insert(_ROW_LABELS.index("Habitual Rx"), ("Starting Rx", *starts))
     if record.near:
         near = [_near_cells(record.near_add(e)) for e in ("OD", "OS")]
         rows += [(label, a, b) for label, a, b in zip(("Near addition", "Near vision"), *near, strict=True)]
     return rows
+
+
+def _with_source(rx: Prescription | None, source: str | None) -> str:
+    """``"S −1.25 / C −0.50 × 090 (autorefraction)"``; ``"none"`` for a refraction started without one."""
+    if rx is None:
+        return "none" if source == "none" else "\u2014"
+    return rx_text(rx) + (f" ({source})" if source else "")
 
 
 def _near_cells(near: NearAddition | None) -> list[str]:
@@ -130,7 +141,8 @@ def _binocular_lines(record: VisitRecord) -> list[tuple[str, str]]:
     else:
         lines.append(("Binocular balance", "not done"))
     if record.binocular_va_logmar is not None:
-        lines.append(("Binocular acuity", acuity_text(record.binocular_va_logmar)))
+        lines.append(("Binocular acuity", acuity_text(record.binocular_va_logmar) + ", both eyes open through the "
+                      "two prescriptions"))
     return lines
 
 
