@@ -18,6 +18,7 @@ import sys
 
 from visiontune._argparse import eye, finite_float
 from visiontune.errors import InvalidInputError
+from visiontune.instrument_files.visit_import import read_visit_imports, simulated_cases_with_imports
 from visiontune.optics import Prescription
 from visiontune.optics.notation import TRUTH, signed
 from visiontune.refraction.near_add import check_near_distance_cm
@@ -35,7 +36,7 @@ from visiontune.session.simulated_visit import (
 from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text
-from visiontune.session.visit import create_visit, eye_statuses, final_prescription
+from visiontune.session.visit import create_visit, eye_statuses, final_prescription, in_form
 from visiontune.session.visit_records import (
     START_SOURCE_OF_STARTING_POINT,
     check_name,
@@ -69,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser):
                      help="the patient's pupillary distance in mm: binocular (63) or right/left monocular "
                           "(31.5/31.5); 40 to 80 mm (Dodgson 2004)")  # fmt: skip
     run.add_argument("--examiner", metavar="NAME", default=None, help="who runs the refraction (on every record)")
+    run.add_argument("--import", dest="import_files", action="append", metavar="FILE", default=None,
+                     help="an autorefractor's (REF) or lensmeter's (LM) file, JOIA XML or DICOM: the REF gives each "
+                          "eye's start and the PD, the LM the habitual spectacles (and the start without a REF); "
+                          "given twice for one of each")  # fmt: skip
     run.add_argument("--age", type=finite_float, default=None, help="the simulated patient's age, years")
     _run_arguments(run)
     _db_argument(run)
@@ -137,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
                                     "started from its seed, not from these flags; run it whole, or leave them out")  # fmt: skip
         _starts(args)
         _inputs(args)
+        args.imported = _imports(args)  # the files read (and refused) before the trial log is opened
     with TrialStore.open(args.db, read_only=args.action in ("list", "show")) as store:
         action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
         return action(args, store)
@@ -156,8 +162,8 @@ def _progress(args):
 
 
 def _given_patient(args) -> list[str]:
-    return [flag for flag, value in (("--true-rx", args.true_rx), ("--start-rx", args.start_rx), ("--age", args.age))
-            if value is not None]  # fmt: skip
+    return [flag for flag, value in (("--true-rx", args.true_rx), ("--start-rx", args.start_rx), ("--age", args.age),
+                                     ("--import", args.import_files)) if value is not None]  # fmt: skip
 
 
 def _per_eye(flag: str, texts: list[str], parse) -> dict:
@@ -196,6 +202,20 @@ def _inputs(args) -> dict:
     return out
 
 
+def _imports(args):
+    """The instrument files of ``--import`` (:mod:`visiontune.instrument_files.visit_import`), the
+    file giving the start checked for each eye refracted; an eye given both by a file and by
+    ``--start-rx`` is refused."""
+    eyes = tuple(e for e, skip in (("OD", args.skip_od), ("OS", args.skip_os)) if skip is None)
+    imported = read_visit_imports(args.import_files, eyes=eyes)
+    for eye in _starts(args):
+        start = imported.start(eye)
+        if start is not None:
+            raise InvalidInputError(f"--start-rx and --import: {start[2].source_file} gives the {eye} start already; "
+                                    "leave one of them out")  # fmt: skip
+    return imported
+
+
 def _with_truth(case, true_rx: Prescription):
     """``case`` with its correction replaced, its autorefraction moved with it (the same error)."""
     check_in_range(true_rx, "--true-rx")
@@ -217,6 +237,9 @@ def _visit_cases(args, seed: int, protocol) -> dict:
         cases["OS"] = _with_truth(cases["OS"], truths["OS"])
     for e, (rx, source) in _starts(args).items():
         cases[e] = dataclasses.replace(cases[e], start_rx=rx, start_source=source)
+    imported = getattr(args, "imported", None)
+    if imported is not None:
+        cases = simulated_cases_with_imports(cases, imported, given_truths=truths, gp=protocol.model.type == "gp")
     return cases
 
 
@@ -225,9 +248,17 @@ def _run(args, store) -> int:
     seed = protocol.seed if args.seed is None else args.seed
     cases = _visit_cases(args, seed, protocol)  # checked before anything is written
     age = cases["OD"].age_years
+    imported = getattr(args, "imported", None)
+    habitual = {e: in_form(rx, protocol.lenses.cylinder_form) for e, rx in imported.habitual().items()} \
+        if imported is not None else {}  # fmt: skip
     vid = create_visit(store, args.patient_id, simulated=True, age_years=None if age is None else round(age),
-                       cylinder_form=protocol.lenses.cylinder_form)  # fmt: skip
+                       cylinder_form=protocol.lenses.cylinder_form, habitual_od=habitual.get("OD"),
+                       habitual_os=habitual.get("OS"))  # fmt: skip
     inputs = _inputs(args)
+    if imported is not None and (imported.ref or imported.lm):
+        for entry in imported.input_entries(with_pd=args.pd is None):
+            record_visit_inputs(store, vid, **entry)
+        print(imported.summary(), file=sys.stderr)
     if inputs:
         record_visit_inputs(store, vid, **inputs)
     for eye, reason in (("OD", args.skip_od), ("OS", args.skip_os)):
