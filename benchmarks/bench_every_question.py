@@ -83,7 +83,8 @@ def main() -> None:
         t = t * 1e3
         every.append(t)
         kinds.update(asked)
-        print(f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, p99 {np.percentile(t, 99):.1f} ms")
+        print(f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
+              f"p99 {np.percentile(t, 99):.1f} ms")
     t = np.concatenate(every)
     print(f"questions asked: {dict(sorted(kinds.items()))}")
     print(f"answer -> next question over {len(t)} answers in {args.sessions} sessions of {protocol.name}"

@@ -23,10 +23,12 @@ Patient time with a motorized phoropter is read from the same answers with a cha
 protocol's price, so this is the time of these answers at the phoropter, not of a session
 designed for it.
 
-Run (about 8 s a session on a shared core):
-    OPENBLAS_NUM_THREADS=1 python benchmarks/clinic_time.py trace --protocol docs/results/protocols/clinical-sloan-lines.toml \
-        --populations adult-clinic,young --cases 20 --out /tmp/ct/lines.json
+Run (1-6 s a session on a shared core; docs/results/clinic-time.md has the commands of its tables):
+    OPENBLAS_NUM_THREADS=1 python benchmarks/clinic_time.py trace \
+        --protocol docs/results/protocols/clinical-sloan-lines.toml --populations adult-clinic,young \
+        --cases 20 --out /tmp/ct/lines.json
     python benchmarks/clinic_time.py report /tmp/ct/lines.json
+    python benchmarks/clinic_time.py table STORE.sqlite [--below 40]
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict:
     result = refraction.run(SimulatedPresenter(patient), progress=after)
     start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
     return {"population": population, "case_id": case_id, "age": case.age_years, "stopped_by": result["stopped_by"],
-            "young": refraction.engine.guards_over_minus() if hasattr(refraction.engine, "guards_over_minus") else False,
+            "young": bool(getattr(refraction.engine, "guards_over_minus", lambda: False)()),
             "start_error": start, "patient_s": refraction.patient_seconds(), "steps": steps,
             "wall_s": time.perf_counter() - t0, "min_trials": protocol.stopping.min_trials,
             "max_trials": protocol.stopping.max_trials, "protocol": protocol.name}  # fmt: skip
@@ -131,6 +133,19 @@ def stop_probability(level: float, *, over_minus: float | None = 0.001, kappa: f
     return stop
 
 
+def stop_or_time_budget(stop, seconds: float, change_s: float = 4.0):
+    """``stop``, or once the patient's time (answers and changes of lens at ``change_s``) reaches
+    ``seconds``: a budget in the patient's time instead of in answers (the lens to file then is the
+    estimate's, as at the answer budget)."""
+
+    def either(row: dict, n: int) -> bool:
+        spent = sum(s["seconds"] + change_s * s["changes"] for s in row["steps"][:n])
+        return stop(row, n) or spent >= seconds
+
+    either.inner = stop
+    return either
+
+
 def ended(row: dict, stop) -> int:
     """The answers after which ``stop`` ends the session (the session as run when it never does first)."""
     for n in range(1, len(row["steps"]) + 1):
@@ -152,7 +167,14 @@ def session_at(row: dict, n: int, change_s: float | None, phoropter_change_s: fl
 
 
 def summary(rows: list[dict], stop, change_s: float, phoropter_change_s: float) -> dict:
-    at = [session_at(r, ended(r, stop), change_s, phoropter_change_s) for r in rows]
+    at = []
+    for r in rows:
+        n = ended(r, stop)
+        a = session_at(r, n, change_s, phoropter_change_s)
+        inner = getattr(stop, "inner", None)  # a time budget's stop is no precision stop
+        if inner is not None and n < len(r["steps"]):
+            a["precision"] = inner(r, n)
+        at.append(a)
     young = [a for a, r in zip(at, rows) if r["young"]]
     frame = np.array([a["frame_s"] for a in at])
     phor = np.array([a["phoropter_s"] for a in at])
@@ -244,6 +266,8 @@ STOPS = {
        for q in (0.8, 0.85) for r in (0.005, 0.01)},
     "P(filed within 0.25 D) >= 0.85, over-minus risk <= 1%, κ learned": stop_probability(0.85, over_minus=0.01,
                                                                                          kappa=0.5),
+    "as run, or 300 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 300.0),
+    "as run, or 240 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 240.0),
 }
 
 
@@ -292,7 +316,8 @@ def store_rows(path: str, change_s: float, phoropter_change_s: float, below: int
         precision = s.stops.get("precision", 0) / s.n
         out.append(f"| {population} | `{label}` | {s.n} | {np.median(frame):.0f} / {np.percentile(frame, 90):.0f} | "
                    f"{np.median(phor):.0f} / {np.percentile(phor, 90):.0f} | {np.median(changes):.0f} | "
-                   f"{s.median_answers:.0f} | {s.within_025:.0%} / {s.within_050:.0%} | {s.coverage['covered_95']:.0%} | "
+                   f"{s.median_answers:.0f} | {s.within_025:.0%} / {s.within_050:.0%} | "
+                   f"{s.coverage['covered_95']:.0%} | "
                    f"{precision:.0%} | {s.over_minus_young} |")  # fmt: skip
         if all(r.get("start_error_d") is not None for r in runs):
             st = summarise(population, runs, start=True)

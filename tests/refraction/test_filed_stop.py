@@ -47,7 +47,8 @@ def _variant(filed: float | None):
     text = SHIPPED.source_text.replace('criterion = "evr-stop"', 'criterion = "evr"')
     text = text.replace("sensitivity_to_stop = 0.5\n", "")
     if filed is not None:
-        text = text.replace("over_minus_risk = 0.001\n", f"over_minus_risk = 0.001\nfiled_within_probability = {filed}\n")
+        text = text.replace("over_minus_risk = 0.001\n",
+                            f"over_minus_risk = 0.001\nfiled_within_probability = {filed}\n")
     return parse_protocol(text, f"filed-{filed}.toml")
 
 
