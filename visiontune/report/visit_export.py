@@ -125,7 +125,8 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
         method = f"{outcome.method}: {outcome.outcome}" + (f" ({outcome.reason})" if outcome.reason else "")
         balance = BinocularBalance(method, outcome.plus_change_od_d, outcome.plus_change_os_d)
     record = VisitRecord(
-        visit_id=str(vid), patient_id=None if omit_patient_id else visit.patient_id, recorded_at=visit.created_at.astimezone(),
+        visit_id=str(vid), patient_id=None if omit_patient_id else visit.patient_id,
+        recorded_at=visit.created_at.astimezone(),
         od=eyes["OD"], os=eyes["OS"], software_version=visit.software_version, simulated=visit.simulated,
         cylinder_form=visit.cylinder_form, clinician=visit.clinician, age_years=visit.age_years,
         habitual_od=visit.habitual_od, habitual_os=visit.habitual_os, balance=balance,

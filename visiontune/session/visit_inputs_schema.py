@@ -7,7 +7,8 @@ habitual prescription came from, the examiner (a schema migration of
 ``visit_inputs`` (append-only like every visit table: triggers abort any ``UPDATE`` or ``DELETE``)
     one row per entry (typed at the visit's start, or read from an instrument's file): the
     binocular pupillary distance ``pd_mm`` (40-80 mm: Dodgson 2004, adults and children from five
-    years) and/or the monocular ones ``pd_od_mm`` / ``pd_os_mm`` (20-40 mm each; when both are given ``pd_mm`` is their sum), the source of the
+    years) and/or the monocular ones ``pd_od_mm`` / ``pd_os_mm`` (20-40 mm each; when both are
+    given ``pd_mm`` is their sum), the source of the
     starting prescription of each eye (``autorefraction``, ``retinoscopy``, ``habitual
     spectacles``, ``typed``, ``none``), the source of the habitual prescription (``lensmeter``,
     ``spectacle prescription``, ``typed``), ``from_file`` (the instrument file the row was read

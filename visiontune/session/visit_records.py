@@ -362,14 +362,16 @@ def check_pd(pd_mm: Any = None, pd_od_mm: Any = None, pd_os_mm: Any = None,
             value = check_number(f"{where} {eye}", value)
             if not lo <= value <= hi:
                 raise InvalidInputError(f"{where} {eye}: {value:g} mm is not a monocular pupillary distance "
-                                        f"(expected {lo:g} to {hi:g} mm, from the bridge of the nose to the pupil)")  # fmt: skip
+                                        f"(expected {lo:g} to {hi:g} mm, from the bridge of the nose to the "
+                                        "pupil)")  # fmt: skip
             mono.append(float(value))
     if pd_mm is not None:
         pd_mm = float(check_number(where, pd_mm))
         lo, hi = PD_RANGE_MM
         if not lo <= pd_mm <= hi:
             raise InvalidInputError(f"{where}: {pd_mm:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm "
-                                    "between the pupils; a monocular one is written OD/OS, e.g. 31.5/31.5)")  # fmt: skip
+                                    "between the pupils; a monocular one is written OD/OS, e.g. "
+                                    "31.5/31.5)")  # fmt: skip
         if mono and abs(pd_mm - sum(mono)) > 0.1:
             raise InvalidInputError(f"{where}: {pd_mm:g} mm is not the sum of the monocular distances "
                                     f"{mono[0]:g} + {mono[1]:g} mm")  # fmt: skip
