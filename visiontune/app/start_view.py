@@ -242,6 +242,9 @@ class StartView(QWidget):
         self._eye_changed()
         self.device_kind.currentIndexChanged.connect(self._device_changed)
         self._device_changed()
+        from visiontune.app.instrument_import import install_import_button  # "Import from instrument..." row
+
+        self.import_button = install_import_button(self)
 
     def _device_changed(self, _index=None) -> None:
         serial = self.device_kind.currentData() != "manual"

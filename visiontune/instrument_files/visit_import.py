@@ -33,7 +33,7 @@ from visiontune.optics import Prescription
 from visiontune.optics.prescription import PowerVector
 from visiontune.refraction.start import check_in_range
 
-__all__ = ["VisitImport", "read_visit_imports", "simulated_cases_with_imports"]
+__all__ = ["VisitImport", "read_visit_imports", "simulated_cases_with_imports", "start_form_texts"]
 
 
 @dataclass(frozen=True)
@@ -145,4 +145,15 @@ def simulated_cases_with_imports(cases: dict, imports: VisitImport, *, given_tru
         if eye not in given_truths and not gp:
             changes["true_rx"] = _truth_around(case, rx)
         out[eye] = dataclasses.replace(case, **changes)
+    return out
+
+
+def start_form_texts(reading: InstrumentReading) -> dict:
+    """What the app's start form shows for ``reading``: ``{"OD": (sphere, cylinder, axis), "OS": ...}``
+    as texts (``"-2.25"``, ``"-0.75"``, ``"175"``; the eyes the file measured) and ``"source"``, the
+    start's source in the form's terms (``autorefraction`` for a REF, ``spectacles`` for an LM)."""
+    out: dict = {"source": "autorefraction" if reading.kind == "REF" else "spectacles"}
+    for eye, rx in reading.lenses.items():
+        axis = f"{rx.axis_deg:.0f}" if float(rx.axis_deg).is_integer() else f"{rx.axis_deg:g}"
+        out[eye] = (f"{rx.sphere_d:+.2f}", f"{rx.cylinder_d:+.2f}", axis)
     return out
