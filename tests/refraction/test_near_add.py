@@ -265,3 +265,12 @@ def test_population_is_seeded_and_in_range():
     ages = [od.age_years for od, _ in a]
     assert min(ages) >= 40 and max(ages) <= 80
     assert all(od.amplitude_d == os_.amplitude_d and od.residual_d != os_.residual_d for od, os_ in a)
+
+
+def test_an_early_presbyope_is_asked_through_minus_lenses():
+    """With more amplitude than the demand no add blurs: the step tests the positive relative
+    accommodation with minus lenses over the distance correction, and files a small add."""
+    case = NearCase(44, 4.5, 0.3, 0.0, 5.0, 0.01, "blendowske", (0.0, 0.0, 0.0), 9)
+    step = _run_eye(case)
+    assert any(a.add_d < 0 for a in step.posterior.answers)
+    assert abs(step.result().add_d - case.true_add(2.5)) <= 0.25

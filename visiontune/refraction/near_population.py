@@ -76,7 +76,8 @@ class NearCase:
                                     f"got {self.acuity_model!r}")
         r = tuple(float(x) for x in self.residual_d)
         if len(r) != 3 or not all(math.isfinite(x) for x in r):
-            raise InvalidInputError(f"NearCase.residual_d: expected (M, J0, J45) finite diopters, got {self.residual_d!r}")
+            raise InvalidInputError(f"NearCase.residual_d: expected (M, J0, J45) finite diopters, "
+                                    f"got {self.residual_d!r}")
         object.__setattr__(self, "residual_d", r)
 
     @property

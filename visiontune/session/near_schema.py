@@ -9,7 +9,8 @@ Tables (append-only like every visit table: triggers abort any ``UPDATE`` or ``D
     SIMULATED) so a resumed step answers as the first run would.
 ``visit_near_answers``
     each near letter in order per eye: ``phase`` (``refine``: through a candidate add;
-    ``check``: through the filed add, the near acuity), the add (D, 0-4), the letter size (logMAR
+    ``check``: through the filed add, the near acuity), the lens over the distance correction (D,
+    -4 to 4: an add, or a minus lens testing the positive relative accommodation), the letter size (logMAR
     at the near distance), the letter and whether it was named right. ``idx`` is the next one of
     the eye; nothing is added once the eye's add is filed.
 ``visit_near_adds``
@@ -45,7 +46,7 @@ SCHEMA_NEAR_ADDITION: tuple[str, ...] = (
         eye          TEXT NOT NULL CHECK (eye IN ('OD', 'OS')),
         idx          INTEGER NOT NULL CHECK (idx >= 0),
         phase        TEXT NOT NULL CHECK (phase IN ('refine', 'check')),
-        add_d        REAL NOT NULL CHECK (add_d BETWEEN 0 AND 4),
+        add_d        REAL NOT NULL CHECK (add_d BETWEEN -4 AND 4),
         size_logmar  REAL NOT NULL CHECK (size_logmar BETWEEN -0.5 AND 2),
         letter       TEXT CHECK (letter IS NULL OR length(letter) = 1),
         correct      INTEGER NOT NULL CHECK (correct IN (0, 1)),

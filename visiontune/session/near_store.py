@@ -115,7 +115,8 @@ def start_near(store, visit_id: int, *, distance_cm: float, method: str, simulat
     with store._write() as conn:
         if conn.execute("SELECT 1 FROM visit_near WHERE visit_id = ?", (vid,)).fetchone():
             raise SessionError(f"visit {vid}: the near step has begun already")
-        conn.execute("INSERT INTO visit_near (visit_id, distance_cm, method, simulated_json, at) VALUES (?, ?, ?, ?, ?)",
+        conn.execute("INSERT INTO visit_near (visit_id, distance_cm, method, simulated_json, at) "
+                     "VALUES (?, ?, ?, ?, ?)",
                      (vid, distance, method, text, _ts(store)))
     return near_setup(store, vid)
 
@@ -134,12 +135,13 @@ def near_setup(store, visit_id: int) -> NearSetup | None:
 def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str, add_d: float, size_logmar: float,
                        letter: str | None, correct: bool) -> NearAnswerRecord:
     """Append near answer ``index`` (the next of ``eye``): the phase (``refine``/``check``), the
-    add (D, 0-4), the letter size (logMAR), the letter and whether it was named right."""
+    lens over the distance correction (D, -4 to 4; negative: a minus lens), the letter size
+    (logMAR), the letter and whether it was named right."""
     vid = _visit_id(store, visit_id)
     eye = check_eye(eye)
     if phase not in NEAR_PHASES:
         raise InvalidInputError(f"phase: expected one of {', '.join(NEAR_PHASES)}, got {phase!r}")
-    add = check_number("add_d", add_d, 0, 4)
+    add = check_number("add_d", add_d, -4, 4)
     size = check_number("size_logmar", size_logmar, -0.5, 2)
     if letter is not None and (not isinstance(letter, str) or len(letter) != 1):
         raise InvalidInputError(f"letter: expected one character, got {letter!r}")
@@ -154,7 +156,8 @@ def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str
                                 (vid, eye)).fetchone()[0]
         if index != expected:
             raise SessionError(f"visit {vid}: near answer {index} of {eye} is not the next one ({expected} is)")
-        conn.execute("INSERT INTO visit_near_answers (visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at) "
+        conn.execute("INSERT INTO visit_near_answers "
+                     "(visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (vid, eye, index, phase, add, size, letter, int(correct), _ts(store)))
     return near_answers(store, vid, eye)[index]
@@ -228,7 +231,8 @@ def near_add_records(store, visit_id: int) -> dict[str, NearAddRecord]:
     out = {}
     for r in rows:
         where = f"visit {vid}'s near add of {r[1]}"
-        out[r[1]] = NearAddRecord(vid, r[1], *(float(x) for x in r[2:7]), *(None if x is None else float(x) for x in r[7:9]),
+        points = (None if x is None else float(x) for x in r[7:9])
+        out[r[1]] = NearAddRecord(vid, r[1], *(float(x) for x in r[2:7]), *points,
                                   float(r[9]), float(r[10]), str(r[11]), _json(where, "detail_json", r[12]),
                                   _time(where, "at", r[13]))
     return out

@@ -40,7 +40,8 @@ __all__ = ["NEAR_FROM_AGE_YEARS", "NEAR_METHOD", "drive_simulated_near", "wants_
 #: Patients from this age (years) get the near step by default (presbyopia: Millodot 2009's table
 #: starts at 45; we begin at 40).
 NEAR_FROM_AGE_YEARS = 40
-NEAR_METHOD = ("near letters through adds chosen by information per second; add = max(1/d - U/2, 0) "
+NEAR_METHOD = ("near letters through lenses -3 D to add +0.5 D chosen by information per second; "
+               "add = max(1/d - U/2, 0) "
                "(Millodot 2009), 95% region within +/-0.25 D; near VA predicted after 3 letters")
 
 
@@ -81,14 +82,16 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
                 raise InvalidInputError("near addition: the simulated patient has no age; give --age")
             final = final_prescription(store, visit.visit_id, eye)
             residual = final.power_vector_array() - cases[eye].true_rx.power_vector_array()
-            eyes[eye] = near_case_for_visit(cases[eye], i, residual, cases["OD" if "OD" in cases else eye].seed).to_dict()
+            shared_seed = cases["OD" if "OD" in cases else eye].seed
+            eyes[eye] = near_case_for_visit(cases[eye], i, residual, shared_seed).to_dict()
         if not eyes:
             raise SessionError(f"visit {visit.visit_id}: no eye has a final prescription to add to")
         setup = near_store.start_near(store, visit.visit_id, distance_cm=distance, method=NEAR_METHOD,
                                       simulated={"mark": "SIMULATED", "eyes": eyes})
         _say(progress, f"near addition at {distance:g} cm (demand {near_demand_d(distance):.2f} D)")
     elif distance_cm is not None and abs(check_near_distance_cm(distance_cm) - setup.distance_cm) > 1e-9:
-        raise InvalidInputError(f"--near-distance-cm: visit {visit.visit_id}'s near step is at {setup.distance_cm:g} cm, "
+        raise InvalidInputError(f"--near-distance-cm: visit {visit.visit_id}'s near step is at "
+                                f"{setup.distance_cm:g} cm, "
                                 f"not {distance_cm:g} cm; it continues at its own distance")
     demand = setup.demand_d
     filed = near_store.near_add_records(store, visit.visit_id)
