@@ -18,8 +18,8 @@ from visiontune import cli
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 #: From the top down; a layer may import only layers below it (and itself).
-LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "refraction": 3, "acquisition": 2, "display": 2,
-          "devices": 2, "gp": 1, "optics": 1}  # fmt: skip
+LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "instrument_files": 3.5, "refraction": 3,
+          "acquisition": 2, "display": 2, "devices": 2, "gp": 1, "optics": 1}  # fmt: skip
 TOP = {"visiontune.cli", "visiontune.__main__"}
 SHARED = {"visiontune", "visiontune.errors", "visiontune._validate", "visiontune.private_files", "visiontune.output_guard",
           "visiontune._argparse"}

@@ -243,3 +243,19 @@ def test_a_directory_and_a_missing_file(tmp_path):
         read_instrument_file(tmp_path / "absent.xml")
     with pytest.raises(InvalidInputError, match="a directory"):
         read_instrument_file(tmp_path)
+
+
+def test_pd_ranges_are_the_trial_logs():
+    """The reader checks the pupillary distance with the ranges the trial log checks again."""
+    from visiontune.instrument_files import reading
+    from visiontune.session import visit_records
+
+    assert reading.PD_RANGE_MM == visit_records.PD_RANGE_MM
+    assert reading.MONOCULAR_PD_RANGE_MM == visit_records.MONOCULAR_PD_RANGE_MM
+
+
+def test_monocular_pd_alone_gives_the_binocular(tmp_path):
+    data = joia_xml("LM", REF_EYES, pd_r=31.0, pd_l=32.5)
+    r = read_instrument_file(_write(tmp_path, "mono.xml", data))
+    assert (r.pd_mm, r.pd_od_mm, r.pd_os_mm) == (63.5, 31.0, 32.5)
+    _refused(tmp_path, "mono2.xml", joia_xml("LM", REF_EYES, pd=60, pd_r=31.0, pd_l=32.5), "not the sum")

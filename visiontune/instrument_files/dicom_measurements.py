@@ -29,8 +29,7 @@ import warnings
 from datetime import datetime
 
 from visiontune.errors import InvalidInputError, one_line
-from visiontune.instrument_files.reading import InstrumentReading, check_add, check_lens
-from visiontune.session.visit_records import check_pd
+from visiontune.instrument_files.reading import InstrumentReading, check_add, check_lens, check_pd_mm
 
 __all__ = ["AUTOREFRACTION_SOP_CLASS", "LENSOMETRY_SOP_CLASS", "looks_like_dicom", "read_dicom_measurements"]
 
@@ -219,7 +218,7 @@ def read_dicom_measurements(data: bytes, name: str) -> InstrumentReading:
         raise InvalidInputError(f"{name}: no measurement of either eye (no item in {seqs}; an empty or truncated "
                                 "file?)")  # fmt: skip
     pd = _number(ds, "DistancePupillaryDistance", name)
-    pd_mm = None if pd is None else check_pd(pd, where=f"{name}: DistancePupillaryDistance (0046,0060)")[0]
+    pd_mm = check_pd_mm(f"{name}: DistancePupillaryDistance (0046,0060)", pd)[0]
     return InstrumentReading(kind=kind, lenses=lenses, adds=adds, source_file=name, file_format="DICOM", pd_mm=pd_mm,
                              maker=_text(ds, "Manufacturer"), model=_text(ds, "ManufacturerModelName"),
                              measured_at=_when(ds, name), readings={e: 1 for e in lenses})  # fmt: skip

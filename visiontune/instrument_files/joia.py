@@ -44,10 +44,9 @@ from datetime import datetime
 import numpy as np
 
 from visiontune.errors import InvalidInputError
-from visiontune.instrument_files.reading import InstrumentReading, check_add, check_lens
+from visiontune.instrument_files.reading import InstrumentReading, check_add, check_lens, check_pd_mm
 from visiontune.optics import Prescription
 from visiontune.optics.prescription import PowerVector
-from visiontune.session.visit_records import check_pd
 
 __all__ = ["JOIA_NAMESPACE_ROOT", "looks_like_xml", "read_joia"]
 
@@ -235,7 +234,7 @@ def _pd(measure, kind: str, f: _File):
         r = left = None  # one monocular distance alone says nothing about the other
     if b is None and r is None:
         return None, None, None
-    return check_pd(b, r, left, where=f"{f.name}: {path}")
+    return check_pd_mm(f"{f.name}: {path}", b, r, left)
 
 
 def _measured_at(root, f: _File) -> datetime | None:

@@ -5,7 +5,7 @@ returns for a refractometer's (``kind="REF"``) or a lensmeter's (``kind="LM"``) 
 its format (JOIA XML, :mod:`visiontune.instrument_files.joia`; DICOM Autorefraction or
 Lensometry Measurements, :mod:`visiontune.instrument_files.dicom_measurements`). Each value is
 checked where it is read (:func:`check_lens`, :func:`check_add`, the pupillary distance by
-:func:`visiontune.session.visit_records.check_pd`), so a reading that exists is plausible: a
+:func:`check_pd_mm`), so a reading that exists is plausible: a
 message naming the file, the element and what is wrong refuses anything else.
 
 Plausible ranges (wider than what a refraction starts from, so that a real reading is never
@@ -20,7 +20,11 @@ whether it can start a refraction):
 * axis: 0 to 180 degrees (0 is stored as 180, the clinical convention);
 * near addition: :data:`ADD_RANGE_D`, 0 to 5 D (spectacle adds are 0.75 to 3.50 D; a single-vision
   lens reads 0 or nothing);
-* pupillary distance: 40-80 mm binocular, 20-40 mm monocular (Dodgson 2004, via ``check_pd``).
+* pupillary distance (:func:`check_pd_mm`): :data:`PD_RANGE_MM`, 40-80 mm binocular, and
+  :data:`MONOCULAR_PD_RANGE_MM`, 20-40 mm monocular (Dodgson 2004, "Variation and extrema of human
+  interpupillary distance", Proc. SPIE 5291:36-46: adults about 63 mm, almost all within 45-80 mm,
+  children from five years old from about 40 mm). The trial log checks the same ranges again
+  (:func:`visiontune.session.visit_records.check_pd`, a layer above this one; the tests hold the two equal).
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from visiontune.errors import InvalidInputError, one_line
 from visiontune.optics import Prescription
 
 __all__ = [
-    "ADD_RANGE_D", "EYES", "KINDS", "MAX_CYLINDER_D", "SPHERE_RANGE_D", "InstrumentReading", "check_add",
-    "check_lens", "device_text",
+    "ADD_RANGE_D", "EYES", "KINDS", "MAX_CYLINDER_D", "MONOCULAR_PD_RANGE_MM", "PD_RANGE_MM", "SPHERE_RANGE_D",
+    "InstrumentReading", "check_add", "check_lens", "check_pd_mm", "device_text",
 ]  # fmt: skip
 
 #: REF: an objective refraction (autorefractor); LM: the habitual spectacles read on a lensmeter.
@@ -43,6 +47,8 @@ EYES = ("OD", "OS")
 SPHERE_RANGE_D = (-30.0, 30.0)
 MAX_CYLINDER_D = 12.0
 ADD_RANGE_D = (0.0, 5.0)
+PD_RANGE_MM = (40.0, 80.0)
+MONOCULAR_PD_RANGE_MM = (20.0, 40.0)
 
 
 def _finite(where: str, value: float) -> float:
@@ -83,6 +89,36 @@ def check_add(where: str, add_d: float | None) -> float | None:
         raise InvalidInputError(f"{where}: {add:+.2f} D is not a near addition (expected {ADD_RANGE_D[0]:g} to "
                                 f"{ADD_RANGE_D[1]:g} D)")  # fmt: skip
     return add
+
+
+def check_pd_mm(where: str, pd_mm: float | None, pd_od_mm: float | None = None,
+                pd_os_mm: float | None = None) -> tuple[float | None, float | None, float | None]:  # fmt: skip
+    """``(pd_mm, pd_od_mm, pd_os_mm)`` of a file checked (module docstring): each finite and in its range,
+    the monocular ones both or neither, the binocular their sum (within 0.1 mm) when both are given, and
+    their sum when only they are."""
+    if (pd_od_mm is None) != (pd_os_mm is None):
+        raise InvalidInputError(f"{where}: give both monocular distances or neither, got {pd_od_mm!r}, {pd_os_mm!r}")
+    mono = []
+    for eye, value in (("right", pd_od_mm), ("left", pd_os_mm)):
+        if value is not None:
+            v = _finite(f"{where} ({eye})", value)
+            lo, hi = MONOCULAR_PD_RANGE_MM
+            if not lo <= v <= hi:
+                raise InvalidInputError(f"{where} ({eye}): {v:g} mm is not a monocular pupillary distance "
+                                        f"(expected {lo:g} to {hi:g} mm)")  # fmt: skip
+            mono.append(v)
+    lo, hi = PD_RANGE_MM
+    if pd_mm is None:
+        if not mono:
+            return None, None, None
+        pd_mm = round(sum(mono), 2)
+    pd = _finite(where, pd_mm)
+    if not lo <= pd <= hi:
+        raise InvalidInputError(f"{where}: {pd:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm)")
+    if mono and abs(pd - sum(mono)) > 0.1:
+        raise InvalidInputError(f"{where}: {pd:g} mm is not the sum of the monocular distances {mono[0]:g} + "
+                                f"{mono[1]:g} mm")  # fmt: skip
+    return pd, (mono[0] if mono else None), (mono[1] if mono else None)
 
 
 def device_text(maker: str | None, model: str | None) -> str:
