@@ -17,13 +17,14 @@ Acuity through it follows the project's acuity model, Blendowske (2015):
 
 **The add filed** keeps half the amplitude in reserve (Millodot, *Dictionary of Optometry and
 Visual Science*, 7th ed., 2009, "addition, near": ``add = 1/d - x·A``, ``x`` one half to two
-thirds; the half is Borish's and the more conservative one)::
+thirds; the half, as in Borish 2006, is the more conservative one)::
 
     add = max(D - U/2, 0)        rounded to the trial lenses' 0.25 D
 
 and :func:`balanced_add` states the equivalent clinical form, the tentative add moved to the middle
 of the relative accommodation range, ``final = tentative + (NRA + PRA)/2`` with the PRA negative
-(Elliott, *Clinical Procedures in Primary Eye Care*, 5th ed. 2021, §4 "near addition"). Through
+(the "balanced range of accommodation" with minus and plus lenses, one of the four tentative-add
+methods compared in Arq. Bras. Oftalmol. 76:218-220, 2013; NRA and PRA as in Elliott 2014). Through
 an add ``a`` the range of clear vision runs from ``1/(a + U)`` m (near point) to ``1/a`` m (far
 point; infinite for ``a = 0``) (:func:`range_of_clear_vision`).
 
@@ -42,7 +43,7 @@ rounded to 0.25 D) per second of the patient's time: a letter 3 s, an add change
 4 s more (:data:`LETTER_SECONDS`, :data:`ADD_CHANGE_SECONDS`, the protocol's figures). The step
 stops when the add's 95% credible region lies within ±0.25 D of the filed add, or at the budget.
 The lenses run from -3.00 D (a minus lens over the distance correction: the positive relative
-accommodation test, Elliott 2021, which is the only way letters at the near distance tell an eye
+accommodation test, Elliott 2014, which is the only way letters at the near distance tell an eye
 with more amplitude than the demand, ``U > D``, from one with just enough: no add blurs either) to
 the demand + 0.50 D. On the design seeds (5 and 6) adds alone (0 to D + 0.5) reached the precision
 stop for about half the eyes and the budget for the rest; with the minus side, five in six.
@@ -137,7 +138,8 @@ def add_by_reserve_rule(demand_d, usable_amplitude_d, *, rounded: bool = True):
 
 
 def balanced_add(tentative_d: float, nra_d: float, pra_d: float) -> float:
-    """``tentative + (NRA + PRA)/2``, the PRA negative (Elliott 2021): the add centred in the range
+    """``tentative + (NRA + PRA)/2``, the PRA negative (balanced range of accommodation, Arq. Bras.
+    Oftalmol. 2013): the add centred in the range
     of relative accommodation. Through ``a`` an eye of amplitude ``U`` accommodates ``D - a``: it
     can relax all of it (``NRA = D - a``) or add the rest of its amplitude (``PRA = -(U - D + a)``),
     and the balanced add is then ``D - U/2`` for any ``a``: the reserve rule."""
