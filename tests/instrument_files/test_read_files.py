@@ -259,3 +259,42 @@ def test_monocular_pd_alone_gives_the_binocular(tmp_path):
     r = read_instrument_file(_write(tmp_path, "mono.xml", data))
     assert (r.pd_mm, r.pd_od_mm, r.pd_os_mm) == (63.5, 31.0, 32.5)
     _refused(tmp_path, "mono2.xml", joia_xml("LM", REF_EYES, pd=60, pd_r=31.0, pd_l=32.5), "not the sum")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_damaged_files_are_read_or_refused_never_a_crash(tmp_path, seed):
+    """Seeded byte flips, cuts and insertions in valid JOIA and DICOM files: each is read (a
+    plausible reading) or refused with InvalidInputError naming the file; nothing else escapes."""
+    rng = np.random.default_rng(seed)
+    originals = [joia_xml("REF", REF_EYES, lists={"R": [(-1.25, -0.5, 178)]}, pd=63),
+                 joia_xml("LM", REF_EYES, adds={"R": 2.0, "L": 2.0}, pd_r=31.5, pd_l=31.5),
+                 dicom_measurements("REF", DICOM_EYES, pd=63.0),
+                 dicom_measurements("LM", DICOM_EYES, adds={"OD": 2.0})]  # fmt: skip
+    for original in originals:
+        for _ in range(60):
+            data = bytearray(original)
+            for _ in range(int(rng.integers(1, 4))):
+                at = int(rng.integers(0, len(data)))
+                what = int(rng.integers(0, 3))
+                if what == 0:
+                    data[at] = int(rng.integers(0, 256))
+                elif what == 1:
+                    del data[at:at + int(rng.integers(1, 40))]
+                else:
+                    data[at:at] = bytes(rng.integers(0, 256, size=int(rng.integers(1, 8))).astype(np.uint8))
+            path = _write(tmp_path, "fuzz.bin", bytes(data))
+            try:
+                reading = read_instrument_file(path)
+            except InvalidInputError as exc:
+                assert "fuzz.bin" in str(exc) and "\n" not in str(exc)
+            else:
+                for rx in reading.lenses.values():
+                    assert abs(rx.sphere_d) <= 30 and abs(rx.cylinder_d) <= 12 and 0 < rx.axis_deg <= 180
+
+
+def test_a_file_name_with_control_characters_is_quoted_on_one_line(tmp_path):
+    path = tmp_path / "bad\nname\x1b[31m.xml"
+    path.write_bytes(b"not xml at all")
+    with pytest.raises(InvalidInputError) as err:
+        read_instrument_file(path)
+    assert "\n" not in str(err.value) and "\x1b" not in str(err.value) and "bad\\nname" in str(err.value)
