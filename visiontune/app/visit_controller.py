@@ -43,6 +43,7 @@ class VisitController(QObject):
         self.step_view.skip_requested.connect(self.flow.skip)
         self.finish_view.signoff_requested.connect(self.flow.sign_off)
         self.finish_view.acuity_requested.connect(self.flow.record_acuity)
+        self.finish_view.inputs_requested.connect(self.flow.record_inputs)
         self.finish_view.export_requested.connect(self.flow.export)
         self.finish_view.back_requested.connect(window.show_start)
         self.auto_timer = QTimer(self)

@@ -6,8 +6,13 @@ what the refraction found and the clinician's sign-off beside it, the credible r
 (S ± / C ± / axis ±), the acuity in logMAR, Snellen 6/ and 20/ and decimal; under it a form
 to edit the eye and sign it off with a name (recorded beside the found prescription, never in
 its place) and, for a real patient, to record the acuity read through the final prescription.
+Under both eyes: the acuity with both eyes open through both final prescriptions (measured:
+typed by the clinician for a real patient, read by a simulated one), the pupillary distance,
+the examiner and who signed off, with a form to record the acuity with both eyes open (real
+patients) and the PD (63, or 31.5/31.5 mm) and the examiner.
 The page records nothing itself: it emits ``signoff_requested(eye, Prescription, name)``,
-``acuity_requested(eye, logMAR)``, ``export_requested()`` and ``back_requested()``.
+``acuity_requested(eye, logMAR)`` (eye ``OU``: both eyes open), ``inputs_requested(PD text,
+examiner)``, ``export_requested()`` and ``back_requested()``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from visiontune.app.visit_flow import (
     balance_text,
     change_text,
     eye_title,
+    inputs_text,
     lens_or_dash,
     parse_acuity,
     read_signoff,
@@ -235,6 +241,7 @@ def _html(text: str) -> str:
 class VisitFinishView(QWidget):
     signoff_requested = Signal(str, object, str)
     acuity_requested = Signal(str, float)
+    inputs_requested = Signal(str, str)
     export_requested = Signal()
     back_requested = Signal()
 
@@ -266,6 +273,33 @@ class VisitFinishView(QWidget):
         self.balance.setObjectName("visitBalance")
         self.balance.setWordWrap(True)
         _font(self.balance, 11)
+        self.inputs = QLabel("")
+        self.inputs.setObjectName("visitInputs")
+        self.inputs.setWordWrap(True)
+        self.both_acuity = _field("acuityOU", "logMAR, or 6/9, 20/25", 160)
+        self.both_button = QPushButton("Record acuity, both eyes open")
+        self.both_button.setObjectName("acuityButtonOU")
+        self.both_button.clicked.connect(self._both_acuity)
+        self.both_acuity.returnPressed.connect(self._both_acuity)
+        self.pd = _field("visitPd", "PD mm: 63 or 31.5/31.5", 170)
+        self.examiner = _field("visitExaminer", "examiner's name", 220)
+        inputs_button = QPushButton("Record PD and examiner")
+        inputs_button.setObjectName("visitInputsButton")
+        inputs_button.clicked.connect(self._inputs)
+        for w in (self.pd, self.examiner):
+            w.returnPressed.connect(self._inputs)
+        self.both_box = QFrame()
+        both_row = QHBoxLayout(self.both_box)
+        both_row.setContentsMargins(0, 0, 0, 0)
+        both_row.addWidget(QLabel("Both eyes open, through both final Rx"))
+        both_row.addWidget(self.both_acuity)
+        both_row.addWidget(self.both_button)
+        both_row.addStretch(1)
+        inputs_row = QHBoxLayout()
+        inputs_row.addWidget(self.pd)
+        inputs_row.addWidget(self.examiner)
+        inputs_row.addWidget(inputs_button)
+        inputs_row.addStretch(1)
         self.message = QLabel("")
         self.message.setObjectName("visitMessage")
         self.message.setWordWrap(True)
@@ -289,6 +323,9 @@ class VisitFinishView(QWidget):
         layout.addWidget(self.hint)
         layout.addLayout(grid)
         layout.addWidget(self.balance)
+        layout.addWidget(self.inputs)
+        layout.addWidget(self.both_box)
+        layout.addLayout(inputs_row)
         layout.addWidget(self.message)
         layout.addLayout(buttons)
         layout.addWidget(self.exports)
@@ -307,6 +344,10 @@ class VisitFinishView(QWidget):
             change = (b.plus_change_od_d if eye == "OD" else b.plus_change_os_d) if b.done else 0.0
             column.show_eye(view.eyes[eye], view, change)
         self.balance.setText(balance_text(view).replace("-", MINUS) if b.outcome else "")
+        self.inputs.setText(inputs_text(view).replace("-", MINUS))
+        both = all(e.finished for e in view.eyes.values())
+        self.both_box.setVisible(both and not view.simulated)
+        self.both_acuity.clear()
         self.message.setText(view.message)
         if view.exports:
             lines = [f"  {kind.upper()}: {path}" for kind, paths in view.exports.items() for path in paths]
@@ -325,6 +366,24 @@ class VisitFinishView(QWidget):
         except InvalidInputError:
             return
         self.signoff_requested.emit(eye, rx, by)
+
+    def _both_acuity(self) -> None:
+        """The acuity with both eyes open, as typed (logMAR or Snellen); an error names the field."""
+        try:
+            value = parse_acuity(self.both_acuity.text())
+        except InvalidInputError as exc:
+            self.show_failure(f"Both eyes open: {exc}")
+            self.both_acuity.setStyleSheet("border: 2px solid #b00020;")
+            return
+        self.both_acuity.setStyleSheet("")
+        self.acuity_requested.emit("OU", value)
+
+    def _inputs(self) -> None:
+        pd, examiner = self.pd.text().strip(), self.examiner.text().strip()
+        if not pd and not examiner:
+            self.show_failure("PD and examiner: type the pupillary distance (63, or 31.5/31.5 mm) or the examiner")
+            return
+        self.inputs_requested.emit(pd, examiner)
 
     def _acuity(self, eye: str) -> None:
         try:

@@ -40,7 +40,8 @@ from visiontune.session.visit_records import VISIT_EYES, check_clinic_form, chec
 
 __all__ = [
     "ANSWER_WORDS", "BalanceQuestionView", "BalanceSummary", "EYE_NAMES", "EyeSummary", "NewVisit", "Step",
-    "VisitCommand", "VisitView", "acuity_line", "eye_title", "interpret_visit_key", "next_step", "parse_acuity",
+    "VisitCommand", "VisitView", "acuity_line", "eye_title", "inputs_text", "interpret_visit_key", "next_step",
+    "parse_acuity",
 ]  # fmt: skip
 
 
@@ -95,6 +96,9 @@ class NewVisit:
     cylinder_form: str = "minus"
     seed: int | None = None
     calibration: dict | None = None
+    #: the pupillary distance as typed (``"63"`` or ``"31.5/31.5"``, mm) and who runs the refraction
+    pd: str | None = None
+    examiner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,12 @@ class VisitView:
     opening: bool = False
     exports: dict = field(default_factory=dict)
     message: str = ""
+    #: the acuity with both eyes open through both final prescriptions (logMAR), the pupillary
+    #: distance as the records show it, the examiner and the clinicians who signed off
+    binocular_va_logmar: float | None = None
+    pd_text: str | None = None
+    examiner: str | None = None
+    signed_by: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -265,6 +275,15 @@ def balance_text(view: VisitView) -> str:
     text = (f"Binocular balance ({b.method}): {b.outcome} after {n} question{'s' if n != 1 else ''}; "
             f"OD {change_text(b.plus_change_od_d)}, OS {change_text(b.plus_change_os_d)}")  # fmt: skip
     return text + (f" ({b.reason})" if b.reason else "") + "."
+
+
+def inputs_text(view: VisitView) -> str:
+    """One line on the acuity with both eyes open, the pupillary distance, the examiner and who
+    signed off (what every record of the visit carries)."""
+    both = ("not measured" if view.binocular_va_logmar is None
+            else acuity_line(view.binocular_va_logmar))  # fmt: skip
+    return (f"Both eyes open: {both} \u00b7 PD {view.pd_text or 'not given'} \u00b7 examiner "
+            f"{view.examiner or 'not given'} \u00b7 signed off by {', '.join(view.signed_by) or 'nobody yet'}")
 
 
 def lens_or_dash(rx: Prescription | None) -> str:

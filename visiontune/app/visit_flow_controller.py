@@ -201,6 +201,11 @@ class VisitFlowController(EventSource):
         self.say(f"Signing off {eye}\u2026")
         self._send("visit_signoff", (self.visit_id, eye, rx, by))
 
+    def record_inputs(self, pd: str, examiner: str) -> None:
+        """The pupillary distance and the examiner typed on the finish page (checked by the engine)."""
+        log.info("PD and examiner recorded (visit %d)", self.visit_id)
+        self._send("visit_inputs", (self.visit_id, pd, examiner))
+
     def record_acuity(self, eye: str, logmar: float) -> None:
         log.info("acuity recorded (visit %d %s): %+.2f logMAR", self.visit_id, eye, logmar)
         self._send("visit_acuity", (self.visit_id, eye, logmar))

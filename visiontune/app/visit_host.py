@@ -67,12 +67,32 @@ from visiontune.session.visit import (
     resume_eye,
     start_eye,
 )
-from visiontune.session.visit_records import VISIT_EYES
+from visiontune.session.visit_records import (
+    START_SOURCE_OF_STARTING_POINT,
+    VISIT_EYES,
+    check_name,
+    parse_pd,
+    record_visit_inputs,
+    visit_inputs,
+)
 
 log = logging.getLogger("visiontune.app.worker")
 
 VISIT_COMMANDS = ("visit_create", "visit_next", "visit_show", "visit_skip", "visit_balance", "visit_signoff",
-                  "visit_acuity", "visit_export")  # fmt: skip
+                  "visit_acuity", "visit_export", "visit_inputs")  # fmt: skip
+def _inputs(pd: str | None, examiner: str | None) -> dict:
+    """:func:`~visiontune.session.visit_records.record_visit_inputs`' arguments of a typed
+    pupillary distance (``"63"`` or ``"31.5/31.5"``) and examiner; empty texts are not given."""
+    out: dict = {}
+    if pd is not None and pd.strip():
+        out.update(zip(("pd_mm", "pd_od_mm", "pd_os_mm"), parse_pd(pd, "PD"), strict=True))
+    if examiner is not None and examiner.strip():
+        out["examiner"] = check_name("Examiner", examiner)
+    return out
+
+
+#: How the app records the acuity the clinician read with both eyes open (``visit_acuity`` of ``OU``).
+CLINICIAN_BINOCULAR_METHOD = "letter chart read by the clinician, both eyes open through both final prescriptions"
 #: How the app records an acuity the clinician read (``visit_acuity``).
 CLINICIAN_CHART_METHOD = "letter chart read by the clinician through the final prescription"
 
@@ -136,9 +156,16 @@ class VisitHost:
         typed = {e for e in starts if request.starts.get(e) is not None}  # a typed start is the patient's reading
         cases = {e: case_around_start(c, starts[e]) if e in typed else c for e, c in cases.items()}
         habitual = {e: rx for e, rx in request.starts.items() if rx is not None and request.start_source == "spectacles"}
+        inputs = _inputs(request.pd, request.examiner)  # checked before anything is written
+        inputs.update({f"start_source_{e.lower()}": START_SOURCE_OF_STARTING_POINT[request.start_source]
+                       for e in typed})  # fmt: skip
+        if habitual:
+            inputs["habitual_source"] = "typed"
         vid = create_visit(store, request.patient_id, simulated=request.simulated,
                            age_years=None if age is None else round(age), cylinder_form=request.cylinder_form,
                            habitual_od=habitual.get("OD"), habitual_os=habitual.get("OS"))  # fmt: skip
+        if inputs:
+            record_visit_inputs(store, vid, **inputs)
         for eye, reason in skip.items():
             store.skip_visit_eye(vid, eye, reason)
         first = None
@@ -207,14 +234,33 @@ class VisitHost:
         self._advance(int(visit_id), open_eye=False, message=f"{eye} signed off by {signed.by}.")
 
     def _do_acuity(self, payload) -> None:
+        """An acuity the clinician read through the final prescription of ``eye``; ``OU``: with both
+        eyes open through both final prescriptions."""
         visit_id, eye, logmar = payload
         vid = int(visit_id)
-        final = final_prescription(self.store, vid, eye)
-        if final is None:
-            raise InvalidInputError(f"visit {vid}: {eye} has no final prescription to read the acuity through")
-        self.store.record_visit_acuity(vid, eye, float(logmar), lenses={eye: final}, method=CLINICIAN_CHART_METHOD)
-        log.info("visit %d %s: acuity %+.2f logMAR through %s", vid, eye, logmar, final.format())
-        self._advance(vid, open_eye=False, message=f"{eye}: acuity recorded.")
+        eyes = VISIT_EYES if eye == "OU" else (eye,)
+        lenses = {e: final_prescription(self.store, vid, e) for e in eyes}
+        missing = [e for e, rx in lenses.items() if rx is None]
+        if missing:
+            raise InvalidInputError(f"visit {vid}: {' and '.join(missing)} has no final prescription to read the "
+                                    "acuity through")  # fmt: skip
+        method = CLINICIAN_BINOCULAR_METHOD if eye == "OU" else CLINICIAN_CHART_METHOD
+        self.store.record_visit_acuity(vid, eye, float(logmar), lenses=lenses, method=method)
+        log.info("visit %d %s: acuity %+.2f logMAR through %s", vid, eye, logmar,
+                 ", ".join(f"{e} {rx.format()}" for e, rx in lenses.items()))  # fmt: skip
+        what = "both eyes open" if eye == "OU" else eye
+        self._advance(vid, open_eye=False, message=f"{what}: acuity recorded.")
+
+    def _do_inputs(self, payload) -> None:
+        """The pupillary distance (as typed) and the examiner, entered on the finish page."""
+        visit_id, pd, examiner = payload
+        vid = int(visit_id)
+        inputs = _inputs(pd, examiner)
+        if not inputs:
+            raise InvalidInputError("PD and examiner: type the pupillary distance (63, or 31.5/31.5) or the examiner")
+        given = record_visit_inputs(self.store, vid, **inputs)
+        log.info("visit %d: inputs recorded (PD %s, examiner %s)", vid, given.pd_mm, given.examiner)
+        self._advance(vid, open_eye=False, message="PD and examiner recorded.")
 
     def _do_export(self, payload) -> None:
         visit_id, folder = payload
@@ -341,9 +387,18 @@ class VisitHost:
             balance = BalanceSummary(outcome.method, answers, outcome.outcome, outcome.plus_change_od_d,
                                      outcome.plus_change_os_d, outcome.reason)  # fmt: skip
         eyes = {e: self._eye(visit, s) for e, s in statuses.items()}
+        finals = {e: s.final for e, s in eyes.items()}
+        both = [a.va_logmar for a in store.visit_acuities(vid) if a.eye == "OU" and all(finals.values())
+                and all(a.lenses[e].is_equivalent(finals[e], 1e-6) for e in VISIT_EYES)]  # fmt: skip
+        given = visit_inputs(store, vid)
+        pd = None
+        if given.pd_mm is not None:
+            pd = f"{given.pd_mm:g} mm" + ("" if given.pd_od_mm is None else f" ({given.pd_od_mm:g}/{given.pd_os_mm:g})")
+        signed = tuple(dict.fromkeys(s.by for s in store.visit_signoffs(vid)))
         return VisitView(visit.visit_id, visit.patient_id, visit.simulated, visit.cylinder_form, visit.age_years, step,
                          eyes, balance, eye=eye, question=question, opening=opening, exports=dict(exports or {}),
-                         message=message)  # fmt: skip
+                         message=message, binocular_va_logmar=both[-1] if both else None, pd_text=pd,
+                         examiner=given.examiner or visit.clinician, signed_by=signed)  # fmt: skip
 
     def _eye(self, visit, status) -> EyeSummary:
         store, vid, eye = self.store, visit.visit_id, status.eye
