@@ -70,3 +70,17 @@ def test_start_form_texts_read_back_by_the_form_are_the_files_lenses(tmp_path):
     for eye in ("OD", "OS"):
         s, c, a = texts[eye]
         assert Prescription(float(s), float(c), float(a)) == reading.lenses[eye]
+
+
+def test_the_pd_fills_the_pages_pd_field_when_it_has_one(view, qtbot, tmp_path):
+    from PySide6.QtWidgets import QLineEdit
+
+    view.pd = QLineEdit()  # the typed-PD field of the start page (added by the visit inputs' form)
+    lm = tmp_path / "cl.xml"
+    lm.write_bytes(joia_xml("LM", {"R": (-1.0, -0.5, 90), "L": (-1.0, -0.5, 90)}, pd_r=31.5, pd_l=32.0))
+    instrument_import.import_into_start_view(view, lm)
+    assert view.pd.text() == "31.5/32"
+    ref = tmp_path / "ark.xml"
+    ref.write_bytes(joia_xml("REF", {"R": (-1.0, -0.5, 90), "L": (-1.0, -0.5, 90)}, pd=62.5))
+    instrument_import.import_into_start_view(view, ref)
+    assert view.pd.text() == "62.5"

@@ -4,7 +4,8 @@ A button under the starting prescriptions of the start page opens a file dialog 
 instrument files (JOIA XML ``.xml``, DICOM ``.dcm``); the file is read by
 :func:`visiontune.instrument_files.read_instrument_file` and its readings fill the form: each eye's
 sphere, cylinder and axis, and the start's source (autorefraction for a refractometer's file,
-habitual spectacles for a lensmeter's), the form switched to a visit when the file has both eyes.
+habitual spectacles for a lensmeter's), the form switched to a visit when the file has both eyes, and
+the pupillary distance when the page has a PD field (``view.pd``).
 The values stay editable and are checked by the form as typed ones are; what the file said and where
 it came from is shown beside the button. A bad file is refused with the reader's message (the file,
 the element, what is wrong) in the form's error line, and the form is left as it was.
@@ -14,7 +15,7 @@ The Qt-free part is :func:`visiontune.instrument_files.visit_import.start_form_t
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from visiontune.errors import InvalidInputError
 from visiontune.instrument_files import read_instrument_file
@@ -48,6 +49,10 @@ def import_into_start_view(view, path) -> InstrumentReading | None:
         if eye in texts:
             for field, text in zip(fields, texts[eye], strict=True):
                 field.setText(text)
+    pd_field = getattr(view, "pd", None)  # the start page's typed PD, where the page has one
+    if reading.pd_mm is not None and isinstance(pd_field, QLineEdit):
+        pd_field.setText(f"{reading.pd_od_mm:g}/{reading.pd_os_mm:g}" if reading.pd_od_mm is not None
+                         else f"{reading.pd_mm:g}")  # fmt: skip
     index = view.start_source.findData(texts["source"])
     if index >= 0:
         view.start_source.setCurrentIndex(index)
