@@ -13,8 +13,8 @@ from encoders import dicom_measurements, joia_xml  # noqa: E402
 
 from visiontune.app import instrument_import  # noqa: E402
 from visiontune.app.start_view import StartView  # noqa: E402
-from visiontune.instrument_files.visit_import import start_form_texts  # noqa: E402
 from visiontune.instrument_files import read_instrument_file  # noqa: E402
+from visiontune.instrument_files.visit_import import start_form_texts  # noqa: E402
 from visiontune.optics import Prescription  # noqa: E402
 
 
