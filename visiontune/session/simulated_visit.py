@@ -4,9 +4,10 @@
 left: each eye not skipped through a :class:`~visiontune.session.engine.RefractionSession`
 (started, or resumed if it stopped), then the binocular balance
 (:mod:`visiontune.session.balance`), then the acuity of each eye read on a letter chart through
-its final prescription (:mod:`visiontune.session.chart`). Every answer is written to the log
-before the next step is computed, so a visit interrupted anywhere (mid-OS, mid-balance)
-resumes where it stopped and ends exactly as the uninterrupted one.
+its final prescription (:mod:`visiontune.session.chart`), then, for a presbyope, the near
+addition of each eye (:mod:`visiontune.session.near_visit`). Every answer is written to the log
+before the next step is computed, so a visit interrupted anywhere (mid-OS, mid-balance,
+mid-near) resumes where it stopped and ends exactly as the uninterrupted one.
 
 The patient's two eyes. The right eye is the session's simulated case
 (:func:`~visiontune.refraction.simulated.simulated_case`, drawn by the visit's seed). The left
