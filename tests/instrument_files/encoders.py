@@ -139,7 +139,7 @@ def dicom_measurements(kind: str, eyes: dict, *, adds=None, pd=None, manufacture
     ds.ReferringPhysicianName = ""
     ds.StudyID = "1"
     ds.AccessionNumber = ""
-    # General Series (C.7.3.1) and the measurements series (C.8.24.x): Modality AR / LEN
+    # General Series (C.7.3.1) and the Autorefraction / Lensometry Measurements Series: Modality AR / LEN
     ds.Modality = "AR" if kind == "REF" else "LEN"
     ds.SeriesInstanceUID = generate_uid(entropy_srcs=["series", kind])
     ds.SeriesNumber = 1

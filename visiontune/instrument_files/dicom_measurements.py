@@ -1,7 +1,7 @@
 """DICOM Autorefraction Measurements and Lensometry Measurements objects, read with pydicom.
 
 The two ophthalmic refractive measurement objects of DICOM PS3.3 (section A.60, "Lensometry
-Measurements IOD" and "Autorefraction Measurements IOD"; their modules C.8.24.x):
+Measurements IOD" and "Autorefraction Measurements IOD", and their modules in section C.8):
 
 * **Autorefraction Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.2``, Modality ``AR``):
   Autorefraction Right Eye Sequence (0046,0050) and Left Eye Sequence (0046,0052), one item each
