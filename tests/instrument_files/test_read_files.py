@@ -304,8 +304,8 @@ def test_a_shift_jis_file_and_another_common_namespace(tmp_path):
     """Japanese devices may write Shift_JIS (expat cannot parse it: the reader decodes it first);
     some write the Common block in a vendor namespace (seen in Topcon CV-5000 samples)."""
     text = joia_xml("REF", REF_EYES, company="\u30cb\u30c7\u30c3\u30af", model="ARK-1").decode("utf-8")
-    text = text.replace("encoding='UTF-8'", "encoding='Shift_JIS'").replace(
-        "http://www.joia.or.jp/standardized/namespaces/Common", "http://www.Topcon.or.jp/standardized/namespaces/Common")
+    joia, vendor = (f"http://www.{host}/standardized/namespaces/Common" for host in ("joia.or.jp", "Topcon.or.jp"))
+    text = text.replace("encoding='UTF-8'", "encoding='Shift_JIS'").replace(joia, vendor)
     r = read_instrument_file(_write(tmp_path, "sjis.xml", text.encode("shift_jis")))
     assert r.maker == "\u30cb\u30c7\u30c3\u30af" and r.lenses["OD"] == Prescription(-1.25, -0.5, 180)
     _refused(tmp_path, "badenc.xml", text.replace("Shift_JIS", "no-such-codec").encode("shift_jis"),
