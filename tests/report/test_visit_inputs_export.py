@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from visiontune.cli import main
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import logmar_to_decimal
-from visiontune.report.dicom_visit import visit_dicom_files
+from visiontune.report.dicom_visit import prior_dicom_files, visit_dicom_files
 from visiontune.report.visit_export import load_visit
 from visiontune.report.visit_record import RECORD_SCHEMA_VERSION, SignOff, VisitRecord, time_text
 from visiontune.session.store import TrialStore
@@ -221,3 +222,34 @@ def test_record_inputs_round_trip_and_refusals():
                        ({"examiner": " "}, "visit.examiner: expected a non-empty text")):
         with pytest.raises(InvalidInputError, match=match):
             make_visit(**bad)
+
+
+def test_the_habitual_and_autorefraction_starts_as_their_own_dicom_objects(tmp_path):
+    visit = make_visit(start_od=Prescription(-1.0, -0.5, 90.0), start_source_od="autorefraction",
+                       start_os=Prescription(-2.0, -0.75, 5.0), start_source_os="retinoscopy",
+                       habitual_source="lensmeter", examiner="J. Examiner")  # fmt: skip
+    files = prior_dicom_files(visit)
+    assert sorted(files) == ["visit-V-0001-autorefraction.dcm", "visit-V-0001-lensometry.dcm"]
+    for name, data in files.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        ds = pydicom.dcmread(path)
+        assert ds.StudyInstanceUID == pydicom.dcmread(io.BytesIO(visit_dicom_files(visit)[
+            "visit-V-0001-subjective-refraction.dcm"])).StudyInstanceUID  # one study
+        if ds.Modality == "LEN":  # the habitual spectacles, OD only
+            assert "LeftLensSequence" not in ds and ds.MeasurementLaterality == "R"
+            lens = ds.RightLensSequence[0]
+            cyl = lens.CylinderSequence[0]
+            assert (lens.SpherePower, cyl.CylinderPower, cyl.CylinderAxis) == (-1.0, -0.25, 85.0)
+            assert ds.LensDescription == "habitual spectacles (lensmeter)"
+        else:  # the autorefraction of OD; OS started from retinoscopy: no object holds it
+            assert ds.Modality == "AR" and "AutorefractionLeftEyeSequence" not in ds
+            item = ds.AutorefractionRightEyeSequence[0]
+            assert (item.SpherePower, item.CylinderSequence[0].CylinderPower) == (-1.0, -0.5)
+        assert str(ds.OperatorsName) == "J. Examiner^"
+        if HAS_DCIODVFY:
+            run = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True, timeout=60, check=False)
+            report = run.stdout + run.stderr
+            assert ("LensometryMeasurements" if ds.Modality == "LEN" else "AutorefractionMeasurements") in report
+            assert not [line for line in report.splitlines() if line.startswith(("Error", "Warning"))], report
+    assert prior_dicom_files(make_visit(habitual_od=None)) == {}

@@ -1,6 +1,8 @@
 """A visit as DICOM: Subjective Refraction Measurements and Visual Acuity Measurements objects.
 
-Two composite objects (pydicom), written as Part 10 files (explicit VR little endian):
+Two composite objects (pydicom), written as Part 10 files (explicit VR little endian), and up to
+two more of what the visit started from, built by :func:`prior_dicom_files` (below; not yet part
+of ``visit export``):
 
 * **Subjective Refraction Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.4``, Modality
   ``SRF``; PS3.3 A.60 "Subjective Refraction Measurements IOD"): per measured eye an item of
@@ -35,9 +37,18 @@ Distance (0046,0060, mm) of the refraction object (the DICOM objects have no mon
 and times are the visit's local time with Timezone Offset From UTC (0008,0201). A name a DICOM
 Person Name cannot hold (more than 63 characters, a backslash, a control character) is refused;
 a name is written as its family-name component (``J. Examiner^``).
-The starting and habitual prescriptions have no attribute in these two IODs (they are the
-Autorefraction and Lensometry Measurements objects an instrument writes); the PDF, FHIR, CSV and
-JSON records carry them.
+The starting and habitual prescriptions have no attribute in these two IODs; they are objects of
+their own, in the same study:
+
+* **Lensometry Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.1``, Modality ``LEN``;
+  PS3.3 A.58), when the visit has a habitual prescription: Right / Left Lens Sequence items of
+  the spectacles worn (Sphere Power, Cylinder Sequence; no Lens Segment Type: whether they are
+  progressive is not recorded), Lens Description saying where the powers came from
+  (``habitual spectacles (lensmeter)``, ``... (typed)``...).
+* **Autorefraction Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.2``, Modality ``AR``;
+  PS3.3 A.59), when an eye's starting prescription came from autorefraction: Autorefraction
+  Right / Left Eye Sequence items of that reading. A start from retinoscopy or typed without its
+  origin has no DICOM object (no IOD holds it); the PDF, FHIR, CSV and JSON records carry it.
 
 The Patient ID is the pseudonymous id; a visit without one is refused
 (:class:`~visiontune.errors.InvalidInputError`) before anything is written. Patient's Name, Birth
@@ -62,11 +73,14 @@ from visiontune.report.files import check_output_path, write_private
 from visiontune.report.visit_record import VisitRecord
 
 __all__ = [
-    "SUBJECTIVE_REFRACTION_SOP_CLASS", "VISUAL_ACUITY_SOP_CLASS", "dicom_bytes",
+    "AUTOREFRACTION_SOP_CLASS", "LENSOMETRY_SOP_CLASS", "SUBJECTIVE_REFRACTION_SOP_CLASS", "VISUAL_ACUITY_SOP_CLASS",
+    "autorefraction_dataset", "dicom_bytes", "lensometry_dataset", "prior_dicom_files",
     "subjective_refraction_dataset", "visit_dicom_files", "visual_acuity_dataset", "write_visit_dicom",
 ]  # fmt: skip
 
 SUBJECTIVE_REFRACTION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.4"
+LENSOMETRY_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.1"
+AUTOREFRACTION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.2"
 VISUAL_ACUITY_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.5"
 MANUFACTURER = "VisionTune project"
 MODEL_NAME = "VisionTune"
@@ -256,6 +270,56 @@ def visual_acuity_dataset(record: VisitRecord):
     return ds
 
 
+def _lens_item(record: VisitRecord, rx):
+    from pydicom.dataset import Dataset
+
+    p = record.shown(rx)
+    item = Dataset()
+    item.SpherePower = float(p.sphere_d)
+    cyl = Dataset()
+    cyl.CylinderPower = float(p.cylinder_d)
+    cyl.CylinderAxis = float(round(p.axis_deg)) if p.cylinder_d != 0.0 else 180.0
+    item.CylinderSequence = [cyl]
+    return item
+
+
+def _laterality_of(eyes) -> str:
+    eyes = set(eyes)
+    return "B" if eyes == {"OD", "OS"} else ("R" if eyes == {"OD"} else "L")
+
+
+def lensometry_dataset(record: VisitRecord):
+    """The Lensometry Measurements object of the habitual spectacles (a pydicom Dataset), or
+    ``None`` when the visit has no habitual prescription."""
+    eyes = [e for e in ("OD", "OS") if record.habitual(e) is not None]
+    if not eyes:
+        return None
+    _check(record)
+    source = record.habitual_source or "source not recorded"
+    ds = _base(record, LENSOMETRY_SOP_CLASS, "LEN", "len", 3, f"Habitual spectacles ({source})")
+    ds.MeasurementLaterality = _laterality_of(eyes)
+    ds.LensDescription = f"habitual spectacles ({source})"[:64]
+    for e in eyes:
+        item = _lens_item(record, record.habitual(e))
+        setattr(ds, "RightLensSequence" if e == "OD" else "LeftLensSequence", [item])
+    return ds
+
+
+def autorefraction_dataset(record: VisitRecord):
+    """The Autorefraction Measurements object of the starting prescriptions read by an
+    autorefractor (a pydicom Dataset), or ``None`` when no eye started from one."""
+    eyes = [e for e in ("OD", "OS") if record.start(e) is not None and record.start_source(e) == "autorefraction"]
+    if not eyes:
+        return None
+    _check(record)
+    ds = _base(record, AUTOREFRACTION_SOP_CLASS, "AR", "ar", 4, "Starting prescription (autorefraction)")
+    ds.MeasurementLaterality = _laterality_of(eyes)
+    for e in eyes:
+        item = _lens_item(record, record.start(e))
+        setattr(ds, "AutorefractionRightEyeSequence" if e == "OD" else "AutorefractionLeftEyeSequence", [item])
+    return ds
+
+
 def dicom_bytes(ds) -> bytes:
     """``ds`` as a DICOM Part 10 file (preamble, file meta, explicit VR little endian)."""
     from io import BytesIO
@@ -295,3 +359,17 @@ def visit_dicom_files(record: VisitRecord) -> dict[str, bytes]:
         f"visit-{safe_id}-subjective-refraction.dcm": dicom_bytes(subjective_refraction_dataset(record)),
         f"visit-{safe_id}-visual-acuity.dcm": dicom_bytes(visual_acuity_dataset(record)),
     }
+
+
+def prior_dicom_files(record: VisitRecord) -> dict[str, bytes]:
+    """``{file name: Part 10 bytes}`` of the objects of what the visit started from: the
+    Lensometry Measurements of the habitual spectacles and the Autorefraction Measurements of the
+    starting prescriptions read by an autorefractor, each when there is one (``visit-<id>-lensometry.dcm``,
+    ``visit-<id>-autorefraction.dcm``). Not yet written by ``visiontune visit export`` nor sent
+    to the archive: the sender negotiates the two objects of :func:`visit_dicom_files` only."""
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in record.visit_id)
+    out = {}
+    for kind, ds in (("lensometry", lensometry_dataset(record)), ("autorefraction", autorefraction_dataset(record))):
+        if ds is not None:
+            out[f"visit-{safe_id}-{kind}.dcm"] = dicom_bytes(ds)
+    return out
