@@ -110,7 +110,8 @@ def near_validation(n: int, seed: int, populations=tuple(POPULATIONS), out=sys.s
             print(f"| {name} | {label} | {_share(e <= 0.25 + 1e-9 for e in err)} | "
                   f"{_share(e <= 0.50 + 1e-9 for e in err)} | "
                   f"{_share(r['covered'] for r in eyes) if key == 'add' else '-'} | "
-                  f"{statistics.median(r[va] for r in eyes):+.2f} | {_share(r[va] <= 0.1 for r in eyes)} | "
+                  f"{round(statistics.median(r[va] for r in eyes), 2) + 0.0:+.2f} | "
+                  f"{_share(r[va] <= 0.1 for r in eyes)} | "
                   f"{time_text} | {_share(r['stop'] == 'precision' for r in eyes) if key == 'add' else '-'} |",
                   file=out)
         print(f"<!-- {name}: {wall:.0f} s wall -->", file=out)
@@ -130,7 +131,8 @@ def near_validation(n: int, seed: int, populations=tuple(POPULATIONS), out=sys.s
     for name, (eyes, _) in results.items():
         letters = [r["letters"] for r in eyes]
         print(f"- {name}: {statistics.median(letters):.0f} / {np.percentile(letters, 90):.0f} letters; "
-              f"{statistics.median(r['va_true_add'] for r in eyes):+.2f} logMAR through the true add", file=out)
+              f"{round(statistics.median(r['va_true_add'] for r in eyes), 2) + 0.0:+.2f} logMAR through the true add",
+              file=out)
     return results
 
 
