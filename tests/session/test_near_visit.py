@@ -150,3 +150,62 @@ def test_who_gets_the_near_step_and_refusals(tmp_path, capsys):
             main(["visit", "run", "--simulate", "--near-distance-cm", bad, "--db", str(db)])
         assert exc.value.code == 2
         assert "--near-distance-cm" in capsys.readouterr().err
+
+
+def _real_visit(db):
+    """A real patient's visit (age 55): both eyes refracted through the engine, no near step yet."""
+    from visiontune.refraction.loop import SimulatedPresenter
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.refraction.start import StartingPoint
+    from visiontune.session.simulated_visit import visit_cases
+    from visiontune.session.visit import start_eye
+
+    protocol = load_protocol("clinical-sloan")
+    cases = visit_cases(7, protocol)
+    with TrialStore.open(db) as store:
+        vid = create_visit(store, "P-0042", simulated=False, age_years=55, clinician="Dr A. Optom")
+        for eye in ("OD", "OS"):
+            case = cases[eye]
+            with start_eye(store, vid, eye, protocol=protocol, seed=7,
+                           start=StartingPoint(case.start_rx, "autorefraction", case.age_years)) as session:
+                assert session.run(SimulatedPresenter(case.patient(10))) is not None
+    return vid
+
+
+def test_a_real_patients_near_step_is_asked_answered_and_resumed_from_the_log(tmp_path):
+    from visiontune.refraction.near_population import NearCase
+    from visiontune.session.near_visit import answer_near, begin_near, next_near_question
+
+    db = tmp_path / "real.sqlite3"
+    vid = _real_visit(db)
+    eye_of = {"OD": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0, 0, 0), 4, 0),
+              "OS": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0.1, 0, 0), 5, 1)}
+
+    def clinician_enters(store, limit=None):
+        done = 0
+        while (asked := next_near_question(store, vid)) is not None and (limit is None or done < limit):
+            eye, index, _, q = asked
+            _, right = eye_of[eye].answer(index, q.add_d, q.size_logmar, 2.5)
+            answer_near(store, vid, eye, index, right, "H")
+            done += 1
+
+    with TrialStore.open(db) as store:
+        with pytest.raises(SessionError, match="has not begun"):
+            next_near_question(store, vid)
+        with pytest.raises(InvalidInputError, match="simulated patient only"):
+            near_store.start_near(store, vid, distance_cm=40, method="x", simulated={"eyes": {}})
+        begin_near(store, vid)
+        clinician_enters(store, limit=4)
+        with pytest.raises(SessionError, match="question asked is OD question 4"):
+            answer_near(store, vid, "OD", 7, True)
+    sqlite_copy = _copy(db, tmp_path / "copy.sqlite3")
+    with TrialStore.open(db) as store:  # the app closed and opened again: the step goes on from the log
+        clinician_enters(store)
+        adds = near_store.near_add_records(store, vid)
+    with TrialStore.open(sqlite_copy) as store:
+        clinician_enters(store)
+        again = near_store.near_add_records(store, vid)
+    assert set(adds) == {"OD", "OS"} and adds["OD"].detail is None
+    assert [(a.add_d, a.lower_d, a.upper_d) for a in adds.values()] == [(a.add_d, a.lower_d, a.upper_d)
+                                                                        for a in again.values()]
+    assert all(abs(a.add_d - eye_of[e].true_add(2.5)) <= 0.25 for e, a in adds.items())

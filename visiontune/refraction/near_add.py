@@ -224,6 +224,9 @@ class NearModel:
 
 
 NEAR_MODEL = NearModel()
+#: The chart likelihood tables computed so far, oldest first (:meth:`NearPosterior._chart_likelihood`).
+_LIKELIHOODS: dict = {}
+_LIKELIHOODS_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -364,15 +367,20 @@ class NearPosterior:
         return np.maximum(info, 0.0)
 
     def _chart_likelihood(self, add_d: float) -> np.ndarray:
-        """``P(correct)`` of every chart size through ``add_d`` on the grid, ``(sizes, U, VA)``,
-        computed once per add (it does not depend on the answers)."""
-        cache = self.__dict__.setdefault("_likelihood_cache", {})
-        key = round(add_d / ADD_STEP_D * 4)
-        if key not in cache:
+        """``P(correct)`` of every chart size through ``add_d`` on the grid, ``(sizes, U, VA)``:
+        it depends on the model, the demand and the lens only, so it is computed once a process
+        for each (:data:`_LIKELIHOODS`, at most :data:`_LIKELIHOODS_KEPT` tables) and read-only."""
+        key = (self.model, round(self.demand_d, 9), round(add_d / ADD_STEP_D * 4))
+        table = _LIKELIHOODS.get(key)
+        if table is None:
             s = np.asarray(NEAR_SIZES_LOGMAR)
-            cache[key] = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
-                                              self.va_logmar[None, None, :])
-        return cache[key]
+            table = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
+                                         self.va_logmar[None, None, :])
+            table.setflags(write=False)
+            if len(_LIKELIHOODS) >= _LIKELIHOODS_KEPT:
+                _LIKELIHOODS.pop(next(iter(_LIKELIHOODS)))
+            _LIKELIHOODS[key] = table
+        return table
 
     def next_question(self, current_add_d: float | None) -> NearQuestion:
         """The (add, size) with the most expected information per second (module docstring);
