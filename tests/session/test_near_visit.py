@@ -209,3 +209,11 @@ def test_a_real_patients_near_step_is_asked_answered_and_resumed_from_the_log(tm
     assert [(a.add_d, a.lower_d, a.upper_d) for a in adds.values()] == [(a.add_d, a.lower_d, a.upper_d)
                                                                         for a in again.values()]
     assert all(abs(a.add_d - eye_of[e].true_add(2.5)) <= 0.25 for e, a in adds.items())
+
+
+def test_a_resumed_near_step_keeps_its_distance(whole, tmp_path, capsys):
+    db = _copy(whole, tmp_path / "copy.sqlite3")
+    before = _near_log(db)
+    code = main(["visit", "resume", "1", "--simulate", "--quiet", "--near-distance-cm", "33", "--db", str(db)])
+    assert code != 0 and "near step is at 40 cm, not 33 cm" in capsys.readouterr().err
+    assert _near_log(db) == before
