@@ -253,3 +253,14 @@ def test_the_habitual_and_autorefraction_starts_as_their_own_dicom_objects(tmp_p
             assert ("LensometryMeasurements" if ds.Modality == "LEN" else "AutorefractionMeasurements") in report
             assert not [line for line in report.splitlines() if line.startswith(("Error", "Warning"))], report
     assert prior_dicom_files(make_visit(habitual_od=None)) == {}
+
+
+def test_visit_show_prints_the_inputs(visit_db, capsys):
+    assert main(["visit", "show", "1", "--db", str(visit_db)]) == 0
+    out = capsys.readouterr().out
+    assert "pupillary distance 63.5 mm (OD 31.5 / OS 32)" in out and "examiner J. Examiner" in out
+    assert "OU  acuity with both eyes open" in out
+    assert main(["visit", "show", "1", "--json", "--db", str(visit_db)]) == 0
+    inputs = json.loads(capsys.readouterr().out)["inputs"]
+    assert (inputs["pd_mm"], inputs["pd_od_mm"], inputs["pd_os_mm"], inputs["examiner"]) == (63.5, 31.5, 32.0,
+                                                                                               "J. Examiner")

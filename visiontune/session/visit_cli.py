@@ -408,6 +408,7 @@ def _show(args, store) -> int:
                           "far_point_cm": n.far_point_cm, "near_va_logmar": n.near_va_logmar,
                           "distance_cm": n.distance_cm, "method": n.method, "at": n.at.isoformat()}
                       for e, n in near_add_records(store, vid).items()},
+        "inputs": {k: v for k, v in dataclasses.asdict(visit_inputs(store, vid)).items() if k != "visit_id"},
     }  # fmt: skip
     print(json.dumps(doc, indent=2))
     return 0
