@@ -1,6 +1,7 @@
 """Policies: composition, context rules, the reported solution, problem/query values, the CLI listing."""
 
 import argparse
+import dataclasses
 import json
 
 import numpy as np
@@ -106,9 +107,9 @@ def test_problem_and_query_validate_and_are_immutable():
     assert CTX.input_box.tolist() == [[0.0, 1.0], [-2.0, 2.0]]
     assert CTX.model_input([0.25]).tolist() == [0.5, 0.25]
     q = Query(x=[1.0, 2.0], s=[0.5])
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="read-only"):
         q.x[0] = 3.0
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         q.x = np.zeros(2)
     assert q == Query(x=[1.0, 2.0], s=[0.5]) and q != Query(x=[1.0, 2.0])
     with pytest.raises(InvalidInputError, match="x"):

@@ -1,5 +1,5 @@
-"""Batch-preferential sweeps (Fauvel & Chalk (binary/preferential BO) §4.3, table 3, m = 3): rankings drawn from the Thurstone
-case V model, whose pairwise marginals are the probit duel model (checked by Monte Carlo), enter
+"""Batch-preferential sweeps (Fauvel & Chalk (binary/preferential BO) §4.3, table 3, m = 3): rankings drawn from the
+Thurstone case V model, whose pairwise marginals are the probit duel model (checked by Monte Carlo), enter
 the model as their m(m-1)/2 duels."""
 
 from __future__ import annotations

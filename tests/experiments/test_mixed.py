@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stored_runs import MIXED_LABELS, assert_holds
 from visiontune.errors import InvalidInputError
 from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.optics.comparison import ComparisonModel
@@ -27,8 +28,6 @@ from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
-
-from tests.stored_runs import MIXED_LABELS, assert_holds
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Names the runs held; their figures and answers are read from tests/fixtures/stored_runs.json.

@@ -1,5 +1,6 @@
-"""The refraction experiment (Fauvel & Chalk (contextual BO) §5): hyperparameters (:mod:`visiontune.refraction.gp_hyperparameters`,
-re-exported by :mod:`visiontune.experiments.refraction`) and one simulated run through the one trial loop."""
+"""The refraction experiment (Fauvel & Chalk (contextual BO) §5): hyperparameters
+(:mod:`visiontune.refraction.gp_hyperparameters`, re-exported by :mod:`visiontune.experiments.refraction`) and one
+simulated run through the one trial loop."""
 
 from __future__ import annotations
 

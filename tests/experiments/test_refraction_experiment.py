@@ -27,7 +27,8 @@ TINY = RE.RefractionExperiment("tiny", ("UCB-ALD", "random-contextual"), (2.0, 5
 
 
 def _blur_va(true_rx, estimate) -> float:
-    """Closed form (contextual BO Eq. 12 + the acuity model of docs/design.md): VA = log10(1 + β²), β² = ½(ΔS² + (ΔS + ΔC)²)."""
+    """Closed form (contextual BO Eq. 12 + the acuity model of docs/design.md): VA = log10(1 + β²), β² = ½(ΔS² + (ΔS +
+    ΔC)²)."""
     dS, dC = estimate[0] - true_rx[0], estimate[1] - true_rx[1]
     return float(np.log10(1.0 + 0.5 * (dS**2 + (dS + dC) ** 2)))
 

@@ -23,7 +23,10 @@ def se_gram(X1, X2, lengthscale=0.8, variance=1.3):
 
 def exact_moments_1d(k, y):
     ys = 2 * y - 1
-    dens = lambda f: norm.pdf(f, scale=np.sqrt(k)) * norm.cdf(ys * f)
+
+    def dens(f):
+        return norm.pdf(f, scale=np.sqrt(k)) * norm.cdf(ys * f)
+
     z = integrate.quad(dens, -np.inf, np.inf, epsabs=1e-13)[0]
     m1 = integrate.quad(lambda f: f * dens(f), -np.inf, np.inf, epsabs=1e-13)[0] / z
     m2 = integrate.quad(lambda f: f * f * dens(f), -np.inf, np.inf, epsabs=1e-13)[0] / z
@@ -37,7 +40,10 @@ def exact_moments_grid(K, y, points=801, width=9.0):
     F1, F2 = np.meshgrid(*g, indexing="ij")
     F = np.stack([F1, F2], -1)
     dens = multivariate_normal(np.zeros(2), K).pdf(F) * norm.cdf((2 * y[0] - 1) * F1) * norm.cdf((2 * y[1] - 1) * F2)
-    integ = lambda A: np.trapezoid(np.trapezoid(A, g[1], axis=1), g[0])
+
+    def integ(A):
+        return np.trapezoid(np.trapezoid(A, g[1], axis=1), g[0])
+
     z = integ(dens)
     mean = np.array([integ(F1 * dens), integ(F2 * dens)]) / z
     c11 = integ((F1 - mean[0]) ** 2 * dens) / z

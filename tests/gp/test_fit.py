@@ -98,7 +98,10 @@ def test_refraction_kernel_fit_improves_evidence():
 def test_preference_fit_returns_the_utility_kernel():
     rng = np.random.default_rng(6)
     a, b = rng.uniform(-1, 1, (50, 1)), rng.uniform(-1, 1, (50, 1))
-    u = lambda x: np.sin(4 * x[:, 0])
+
+    def u(x):
+        return np.sin(4 * x[:, 0])
+
     y = (rng.uniform(size=50) < ndtr(3 * (u(a) - u(b)))).astype(float)
     duels = np.hstack([a, b])
     start = SquaredExponential([2.0], 1.0)

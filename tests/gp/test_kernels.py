@@ -229,7 +229,7 @@ def test_spectral_density_2d_se_is_the_product_of_1d_densities():
     ls, var = np.array([0.6, 1.7]), 2.2
     k2 = SquaredExponential(ls, var)
     omega = np.random.default_rng(9).normal(scale=2.0, size=(10, 2))
-    s1 = [np.array([_fourier_1d(SquaredExponential([l], 1.0), w) for w in omega[:, i]]) for i, l in enumerate(ls)]
+    s1 = [np.array([_fourier_1d(SquaredExponential([ell], 1.0), w) for w in omega[:, i]]) for i, ell in enumerate(ls)]
     np.testing.assert_allclose(k2.spectral_density(omega), var * s1[0] * s1[1], rtol=1e-6, atol=1e-10)
 
 

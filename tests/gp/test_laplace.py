@@ -37,7 +37,10 @@ def laplace_evidence_direct(K, y, f_hat):
     """log q(y|X) = log p(y|f̂) - ½ f̂ᵀK⁻¹f̂ - ½ log|I + K W| (R&W Eq. 3.32), W by finite differences."""
     ys = 2 * y - 1
     h = 1e-4
-    lp = lambda f: norm.logcdf(ys * f)
+
+    def lp(f):
+        return norm.logcdf(ys * f)
+
     W = -(lp(f_hat + h) - 2 * lp(f_hat) + lp(f_hat - h)) / h**2
     sign, logdet = np.linalg.slogdet(np.eye(len(y)) + K @ np.diag(W))
     return lp(f_hat).sum() - 0.5 * f_hat @ np.linalg.solve(K, f_hat) - 0.5 * logdet, W

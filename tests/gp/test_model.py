@@ -175,7 +175,10 @@ def test_from_ranking_gives_all_consistent_duels():
 def preference_model():
     rng = np.random.default_rng(12)
     a, b = rng.uniform(-1, 1, (25, 1)), rng.uniform(-1, 1, (25, 1))
-    utility = lambda x: -((x[:, 0] - 0.3) ** 2)
+
+    def utility(x):
+        return -((x[:, 0] - 0.3) ** 2)
+
     y = (utility(a) - utility(b) + 0.05 * rng.normal(size=25) > 0).astype(float)
     return lambda inference: PreferenceGP(SquaredExponential([0.4], 1.0), np.hstack([a, b]), y, inference)
 

@@ -1,4 +1,5 @@
-"""Batch preferential BO (Fauvel & Chalk (binary/preferential BO) §4.3, table 3): the patient ranks ``m >= 3`` options at once.
+"""Batch preferential BO (Fauvel & Chalk (binary/preferential BO) §4.3, table 3): the patient ranks ``m >= 3`` options
+at once.
 
 A ranking is read as its ``m(m-1)/2`` pairwise duels (000 Eqs. 17-18;
 :meth:`visiontune.gp.PreferenceGP.from_ranking`), so the model is an ordinary

@@ -35,7 +35,8 @@ __all__ = [
     "ucb_phi",
 ]
 
-#: ``Phi^-1(0.99)``, the exploration constant of UCB_Phi in Fauvel & Chalk (binary/preferential BO) (the contextual paper uses ``Phi^-1(0.95)``).
+#: ``Phi^-1(0.99)``, the exploration constant of UCB_Phi in Fauvel & Chalk (binary/preferential BO) (the contextual
+#: paper uses ``Phi^-1(0.95)``).
 BETA_UCB_PHI = float(norm.ppf(0.99))
 
 _VAR_FLOOR = 1e-300
@@ -198,7 +199,8 @@ def at_context(fn: AcqFn, s) -> AcqFn:
     """Evaluate ``fn`` of ``(s, x)`` at the fixed context ``s (c,)`` as a function of ``x (m, d)``.
 
     Returns ``g(X) -> (values (m,), grads (m, d))`` (or ``values`` if ``fn`` returns values only):
-    the context columns are prepended and their gradient columns dropped (002 §3.3: the x-rule runs at a reference context).
+    the context columns are prepended and their gradient columns dropped (002 §3.3: the x-rule runs at a reference
+    context).
     """
     s = finite_array("s", s).reshape(-1)
 

@@ -7,8 +7,9 @@ a composition (002 §3.3): an *x-rule* picks the lens ``x`` at the reference con
     UCB_ALD = Sequential(UCBPhi(beta=norm.ppf(0.95)), BALD())
 
 x-rules: ``UCBPhi``, ``UCBf``, ``BinaryEI``, ``ThompsonX``, ``RandomX``; context rules: ``BALD``,
-``RandomContext``, ``FixedContext``. ``JointBALD`` picks ``(s, x)`` together. The first ``n_initial`` queries of a run are drawn
-uniformly at random (the initial design: 2 in Fauvel & Chalk (binary/preferential BO), 5 in Fauvel & Chalk (contextual BO)).
+``RandomContext``, ``FixedContext``. ``JointBALD`` picks ``(s, x)`` together. The first ``n_initial`` queries of a run
+are drawn uniformly at random (the initial design: 2 in Fauvel & Chalk (binary/preferential BO), 5 in
+Fauvel & Chalk (contextual BO)).
 
 The model is a fitted :class:`visiontune.gp.ProbitGP` (any object with ``predict`` and
 ``predict_with_grad``) whose inputs are ``(s, x)``, context columns first.
@@ -58,7 +59,8 @@ __all__ = [
     "sample_optimiser",
 ]
 
-#: The exploration constant of UCB_Phi in Fauvel & Chalk (contextual BO) (``Phi^-1(0.95)``); the binary/preferential paper uses ``Phi^-1(0.99)``.
+#: The exploration constant of UCB_Phi in Fauvel & Chalk (contextual BO) (``Phi^-1(0.95)``); the binary/preferential
+#: paper uses ``Phi^-1(0.99)``.
 BETA_002 = float(norm.ppf(0.95))
 
 SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential", "batch-preferential")
@@ -180,7 +182,7 @@ class Data:
         return self.X.shape[0]
 
     @classmethod
-    def empty(cls, dim: int) -> "Data":
+    def empty(cls, dim: int) -> Data:
         return cls(np.zeros((0, dim)), np.zeros(0))
 
 
@@ -223,8 +225,8 @@ class OptimiserSettings:
 
 
 def sample_optimiser() -> SampleSearch:
-    """Search for the maximum of a Thompson sample (cheap, for a TS decision within 80 ms): 256 Sobol candidates, L-BFGS-B from
-    the 4 best candidates at least 0.1 box widths apart
+    """Search for the maximum of a Thompson sample (cheap, for a TS decision within 80 ms): 256 Sobol candidates,
+    L-BFGS-B from the 4 best candidates at least 0.1 box widths apart
     (:class:`~visiontune.acquisition.sample_search.SampleSearch`). A candidate costs one pass over
     every feature, so the toolbox's ~500 candidates and 10 random starts dominated TS time."""
     return SampleSearch(n_candidates=256, n_starts=4, separation=0.1)

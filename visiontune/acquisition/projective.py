@@ -284,7 +284,7 @@ def _laplace(
     a = np.zeros(n)
     g, psi, d1, d2 = state(a)
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (the iterations run are reported after the loop)
         W = np.maximum(-d2, 0.0) + 1e-12
         sw = np.sqrt(W)
         L = cholesky_lower(np.eye(n) + sw[:, None] * Kg * sw[None, :])
@@ -582,30 +582,36 @@ class ProjectiveRule:
         # EI / EXR: candidate search over (ξ_{-d}, x_d)
         if self.name == "EI":
             _, mu_star = model.best(unit, rng)
-            score = lambda X, Xi: projective_ei(
-                model,
-                unit,
-                X,
-                Xi,
-                mu_star,
-                rng_s(),
-                n_grid=self.n_grid,
-                n_samples=self.n_samples,
-            )
+
+            def score(X, Xi):
+                return projective_ei(
+                    model,
+                    unit,
+                    X,
+                    Xi,
+                    mu_star,
+                    rng_s(),
+                    n_grid=self.n_grid,
+                    n_samples=self.n_samples,
+                )
         else:
-            score = lambda X, Xi: projective_varmax(
-                model,
-                unit,
-                X,
-                Xi,
-                rng_s(),
-                n_grid=self.n_grid,
-                n_samples=self.n_samples,
-            )
+
+            def score(X, Xi):
+                return projective_varmax(
+                    model,
+                    unit,
+                    X,
+                    Xi,
+                    rng_s(),
+                    n_grid=self.n_grid,
+                    n_samples=self.n_samples,
+                )
+
         seed = int(rng.integers(2**63 - 1))
-        rng_s = lambda: np.random.default_rng(
-            seed
-        )  # same draws for every candidate batch
+
+        def rng_s():  # same draws for every candidate batch
+            return np.random.default_rng(seed)
+
         free = rng.random((self.n_candidates, D))
         vals = score(*_paper_lines(free, d, D))
         if self.n_refine:

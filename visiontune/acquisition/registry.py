@@ -1,8 +1,8 @@
 """Named policies: name -> (factory, scenario, source paper / table).
 
 ``make(name, **overrides)`` builds a policy with the paper's settings (overrides such as
-``n_initial=0``, or an x-rule setting such as ``beta`` or ``n_basis``, replace them). Every registered policy is run through the common test
-battery (tests/acquisition/test_policy_battery.py) the moment it is registered.
+``n_initial=0``, or an x-rule setting such as ``beta`` or ``n_basis``, replace them). Every registered policy is run
+through the common test battery (tests/acquisition/test_policy_battery.py) the moment it is registered.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ register(PolicySpec("cBKG", lambda n_initial=5, **kw: CBKG(n_initial=n_initial, 
                     "002 §3.2, Eq. 6-7, supp. B-C; table 1 (Sobol candidates + envelope-theorem gradient)",
                     "(s, x) = argmax of the expected gain in max_x E[f(s0, x)] after one answer"))
 
-# Preferential BO baselines (Fauvel & Chalk (binary/preferential BO), table 2 / table S1; 2 initial random duels like MUC).
+# Preferential BO baselines (Fauvel & Chalk (binary/preferential BO), table 2 / table S1; 2 initial random duels like
+# MUC).
 from visiontune.acquisition.batch import BatchKSS, BatchMUC, RandomBatch  # noqa: E402
 from visiontune.acquisition.dueling import (  # noqa: E402
     EIIG,

@@ -1,4 +1,5 @@
-"""``visiontune bench <experiment> [--quick] [--seeds N] [--functions NAME ...] [--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]``.
+"""``visiontune bench <experiment> [--quick] [--seeds N] [--functions NAME ...] [--jobs N] [--store PATH]
+[--out DIR] [--scheduler ADDRESS]``.
 
 Runs a paper experiment (:mod:`visiontune.experiments.experiments`) resumably into a results store
 (:mod:`visiontune.experiments.store`; default ``<out>/<experiment>.sqlite``), then writes the
@@ -48,7 +49,8 @@ from visiontune.experiments.sweep import SweepStopped, SweepSummary, plan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), REFRACTION, PROJECTIVE],
-                        help="the paper experiment to run (refraction: Fauvel & Chalk (contextual BO) §5.3, table 3; projective: Mikkola et al. 2020)")
+                        help="the paper experiment to run (refraction: Fauvel & Chalk (contextual BO) §5.3, table 3; "
+                             "projective: Mikkola et al. 2020)")
     parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations; "
                         "refraction: 6 rules, slopes 2 and 5, 8 seeds, 30 trials)")
     parser.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (repetitions)")

@@ -1,4 +1,5 @@
-"""The 34 benchmark objectives of Fauvel & Chalk (contextual BO), table S1 (the binary/preferential paper uses the same set).
+"""The 34 benchmark objectives of Fauvel & Chalk (contextual BO), table S1 (the binary/preferential paper uses the same
+set).
 
 Each function is the *minimisation* form of Surjanovic & Bingham, "Virtual Library of
 Simulation Experiments: Test Functions and Datasets" (www.sfu.ca/~ssurjano, "S&B" below),

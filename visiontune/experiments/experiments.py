@@ -71,10 +71,10 @@ class Experiment:
     def seeds(self) -> tuple[int, ...]:
         return tuple(range(self.n_seeds))
 
-    def with_seeds(self, n_seeds: int) -> "Experiment":
+    def with_seeds(self, n_seeds: int) -> Experiment:
         return replace(self, n_seeds=n_seeds)
 
-    def with_functions(self, names) -> "Experiment":
+    def with_functions(self, names) -> Experiment:
         """The same experiment on the subset ``names`` of its functions (same name and run keys)."""
         names = tuple(dict.fromkeys(names))
         unknown = [n for n in names if n not in self.functions]
@@ -82,7 +82,7 @@ class Experiment:
             raise ConfigurationError(f"functions: expected names among {list(self.functions)}, got unknown {unknown or 'none'}")
         return replace(self, functions=names)
 
-    def quick(self) -> "Experiment":
+    def quick(self) -> Experiment:
         """A subset that runs in minutes on two cores: 3 rules, 2 functions, :data:`QUICK_SEEDS` seeds,
         15 iterations. 10 seeds: with 6 or fewer per rule, no one-sided rank-sum test can reach
         ``p < 5e-4`` (the exact minimum for ``n`` vs ``n`` runs is ``1 / C(2n, n)``; ``C(12, 6) = 924``)."""
@@ -120,7 +120,8 @@ def _experiments() -> dict[str, Experiment]:
             Experiment("000-table2", "preferential",
                        ("MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
                         "EIIG+I"),
-                       fns, 40, 80, 5, "Fauvel & Chalk (binary/preferential BO) §5.2, table 2 (+ EIIG+I, ours: EIIG with the information added)"),
+                       fns, 40, 80, 5, "Fauvel & Chalk (binary/preferential BO) §5.2, table 2 "
+                                       "(+ EIIG+I, ours: EIIG with the information added)"),
             Experiment("000-table3", "batch-preferential", ("batch-MUC", "batch-KSS", "random-batch"),
                        fns, 30, 30, 2, "Fauvel & Chalk (binary/preferential BO) §5.3, table 3 (batch size 3)"),
         )

@@ -106,7 +106,8 @@ class TestFunction:
         return self.objective(_validate.points("X", X, dim=self.dimension))
 
     def scaled(self, X) -> np.ndarray:
-        """The paper's maximisation target ``y = -(g(X) - mean)/sd`` (docs/design.md; Fauvel & Chalk (contextual BO) §4), ``(n,)``.
+        """The paper's maximisation target ``y = -(g(X) - mean)/sd`` (docs/design.md; Fauvel & Chalk (contextual BO)
+        §4), ``(n,)``.
 
         ``g = log f`` when ``log_scaled``; at an exact zero of ``f`` (e.g. the sphere's origin)
         ``log f = -inf`` and ``y = +inf``, the limit of the formula.

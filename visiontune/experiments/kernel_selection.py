@@ -1,4 +1,5 @@
-"""The papers' kernel protocol for the benchmark functions (Fauvel & Chalk (contextual BO) §4 and table S1; Fauvel & Chalk (binary/preferential BO) §5).
+"""The papers' kernel protocol for the benchmark functions (Fauvel & Chalk (contextual BO) §4 and table S1;
+Fauvel & Chalk (binary/preferential BO) §5).
 
 For each test function, on the unit box ``u in [0, 1]^d`` (``x = lower + u (upper - lower)``) with
 the scaled target ``y = g(u)`` (mean 0, sd 1; :meth:`TestFunction.scaled`):

@@ -257,8 +257,10 @@ def paper_protocol_text(policy_name: str, *, slope: float, trials: int, n_altern
     hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
     ls = ", ".join(_toml_float(v) for v in hp.lengthscales)
     rule = resolve_policy(policy_name)
+    description = (f"Fauvel & Chalk (contextual BO) section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, "
+                   f"[-4, 4]^2 D at axis 180, {trials} trials")
     return f"""name = "paper-{rule.lower()}"
-description = "Fauvel & Chalk (contextual BO) section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, [-4, 4]^2 D at axis 180, {trials} trials"
+description = "{description}"
 policy = "{_PROTOCOL_POLICY[base]}"
 seed = {int(seed)}
 initial_random_trials = {min(PAPER_INITIAL_RANDOM_TRIALS, int(trials))}

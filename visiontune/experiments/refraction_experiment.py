@@ -1,4 +1,5 @@
-"""The refraction experiment of Fauvel & Chalk (contextual BO) §5.3 (Table 3, figure 3B): ``visiontune bench refraction``.
+"""The refraction experiment of Fauvel & Chalk (contextual BO) §5.3 (Table 3, figure 3B):
+``visiontune bench refraction``.
 
 **Protocol** (002 §5.3): rules UCB-ALD, TS-ALD, UCB with a random context, BALD, TS with a random
 context and random (:data:`PAPER_RULES`, our registry names); psychometric slopes
@@ -291,7 +292,8 @@ class RefractionStore(ResultsStore):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 cur = self._db.execute(
-                    "INSERT OR IGNORE INTO runs (experiment, scenario, rule, function, seed, scores, n_decisions, seconds)"
+                    "INSERT OR IGNORE INTO runs"
+                    " (experiment, scenario, rule, function, seed, scores, n_decisions, seconds)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (*key, json.dumps([float(v) for v in va]), int(va.size), float(result.seconds)),
                 )
@@ -507,7 +509,8 @@ def results_page(experiment: RefractionExperiment, result, results: Sequence[Ref
         f"(seeds 0-{experiment.n_seeds - 1}, the same patients for every rule and slope); {experiment.trials} trials; "
         f"{experiment.n_alternatives} letters; {n_planned} runs. Paper: 6 rules, 8 slopes, 20 repetitions, 260 trials "
         f"(960 runs).",
-        "- Score per trial: the true VA through the current estimate (logMAR, lower is better); the rank tests see -VA.",
+        "- Score per trial: the true VA through the current estimate (logMAR, lower is better); "
+        "the rank tests see -VA.",
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         f"- Code: {code_version()}.",

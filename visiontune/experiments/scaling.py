@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     disagree = [n for n, e in table["functions"].items() if e["log"] != e["log_rule"]]
     print(f"wrote {args.output} ({len(table['functions'])} functions, {table['n_points']} points)")
     if disagree:
-        print(f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with docs/design.md for: {', '.join(disagree)}")
+        print(f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with docs/design.md for: "
+              f"{', '.join(disagree)}")
     return 0
 
 

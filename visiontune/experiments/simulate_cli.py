@@ -144,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         write_plot(result, args.plot)
     t, f = result.true_rx, result.final_estimate
-    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, seed {result.seed}"
+    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, "
+          f"seed {result.seed}"
           f"{'' if result.kernel_variant == 'refraction-se' else ', kernel ' + result.kernel_variant})")
     print(f"  true correction:  {t.format(kind=TRUTH)}")
     print(f"  found correction: {f.format(kind='estimate')}")
@@ -186,7 +187,8 @@ def run_protocol(args: argparse.Namespace) -> int:
     print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
           f"stopped by {result['stopped_by']}, seed {args.seed})")
     print(f"  true correction:  {case.true_rx.format(kind=TRUTH)}")
-    print(f"  found correction: {found.format()}  (dioptric distance {np.linalg.norm(found.power_vector_array() - truth):.2f} D)")
+    distance = np.linalg.norm(found.power_vector_array() - truth)
+    print(f"  found correction: {found.format()}  (dioptric distance {distance:.2f} D)")
     if start.rx is not None:
         print(f"  start ({start.source}): {start.rx.format()}  "
               f"({np.linalg.norm(start.rx.power_vector_array() - truth):.2f} D)")

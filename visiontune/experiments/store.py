@@ -131,7 +131,7 @@ class ResultsStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "ResultsStore":
+    def __enter__(self) -> ResultsStore:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -150,7 +150,8 @@ def sample_ranking(latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``m`` options, best first, drawn from the Thurstone case V model (module docstring).
 
     ``latent (m,)``: ``g`` at the options. ``u = latent + ε``, ``ε ~ N(0, ½ I)``; returns ``argsort(-u)``.
-    Each pair is ordered with probability ``Φ(g_i - g_j)`` (Fauvel & Chalk (binary/preferential BO), Eq. 5), since ``ε_i - ε_j ~ N(0, 1)``.
+    Each pair is ordered with probability ``Φ(g_i - g_j)`` (Fauvel & Chalk (binary/preferential BO), Eq. 5), since
+    ``ε_i - ε_j ~ N(0, 1)``.
     """
     latent = np.asarray(latent, dtype=float).reshape(-1)
     if latent.size < 2 or not np.all(np.isfinite(latent)):
@@ -273,7 +274,8 @@ class Progress:
         frac = self.done / self.total if self.total else 1.0
         bar = "#" * int(round(frac * self.width))
         eta = self._fmt(elapsed / self.done * (self.total - self.done)) if self.done else "?"
-        return f"[{bar:<{self.width}}] {self.done}/{self.total} runs {100 * frac:5.1f}% elapsed {self._fmt(elapsed)} ETA {eta}"
+        return (f"[{bar:<{self.width}}] {self.done}/{self.total} runs {100 * frac:5.1f}% "
+                f"elapsed {self._fmt(elapsed)} ETA {eta}")
 
     def step(self) -> None:
         self.done += 1

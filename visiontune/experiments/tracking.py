@@ -3,8 +3,8 @@
 A sweep scores every iteration by the true value at the model's reported solution (docs/design.md,
 "Stratified analysis"):
 
-- binary scenarios: ``x̂ = argmax_x μ_c(s0, x)``, ``μ_c = Φ(μ_f / √(1 + σ_f²))`` (Fauvel & Chalk (binary/preferential BO), Eq. 3;
-  the context ``s0`` only for contextual problems);
+- binary scenarios: ``x̂ = argmax_x μ_c(s0, x)``, ``μ_c = Φ(μ_f / √(1 + σ_f²))`` (Fauvel & Chalk (binary/preferential
+  BO), Eq. 3; the context ``s0`` only for contextual problems);
 - preferential scenarios: ``x̂ = argmax_x μ_f(s0, x)``, the posterior mean of the utility
   (same paper §4.2, MUC's champion).
 

@@ -135,7 +135,7 @@ def expectation_propagation(
     tau_cav, nu_cav = cavities(diag, mu)
     log_z = -np.inf
     sweep = 0
-    for sweep in range(1, max_sweeps + 1):
+    for sweep in range(1, max_sweeps + 1):  # noqa: B007 (the sweeps run are reported after the loop)
         _, mu_hat, var_hat = _tilted_moments(ys, nu_cav / tau_cav, 1.0 / tau_cav)
         var_hat = np.maximum(var_hat, 1e-300)
         tau_new = np.maximum(1.0 / var_hat - tau_cav, 0.0)

@@ -13,8 +13,8 @@ References
 ----------
 - Rasmussen & Williams (2006), *Gaussian Processes for Machine Learning*, Eqs. 4.9, 4.14-4.17
   (squared exponential, Matérn 3/2 and 5/2, their spectral densities).
-- Fauvel & Chalk (binary/preferential BO), Eq. 6 (preference kernel); Fauvel & Chalk (contextual BO), Eq. 15 (refraction kernel
-  ``theta s s' + k_SE(x, x')``).
+- Fauvel & Chalk (binary/preferential BO), Eq. 6 (preference kernel); Fauvel & Chalk (contextual BO), Eq. 15 (refraction
+  kernel ``theta s s' + k_SE(x, x')``).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Kernel(abc.ABC):
         """(p, 2) log-space lower/upper bounds of ``params``."""
 
     @abc.abstractmethod
-    def with_params(self, theta) -> "Kernel":
+    def with_params(self, theta) -> Kernel:
         """A new kernel with log-hyperparameters ``theta`` (p,)."""
 
     @property
@@ -271,7 +271,7 @@ class _Base(Kernel):
             rows += [self._BOUNDS[n]] * np.size(self._hyper[n])
         return np.array(rows, dtype=float).reshape(-1, 2)
 
-    def with_params(self, theta) -> "_Base":
+    def with_params(self, theta) -> _Base:
         theta = self._check_theta(theta)
         hyper, i = dict(self._hyper), 0
         for n in self._free():
@@ -282,7 +282,7 @@ class _Base(Kernel):
         return self._rebuild(hyper)
 
     @abc.abstractmethod
-    def _rebuild(self, hyper: dict) -> "_Base": ...
+    def _rebuild(self, hyper: dict) -> _Base: ...
 
     def _stack_grads(self, grads: dict) -> np.ndarray:
         """Stack per-hyperparameter gradients (each (k, n1, n2)) of the free ones."""
@@ -722,8 +722,8 @@ class Product(_Combination):
 class Preference(Kernel):
     """Kernel of the preference function ``g(x, x') = f(x) - f(x')`` on duels ``[x, x']``.
 
-    ``k_g([a, b], [a', b']) = k(a, a') + k(b, b') - k(a, b') - k(b, a')`` (Fauvel & Chalk (binary/preferential BO), Eq. 6).
-    Inputs are duels ``(n, 2d)``: the first ``d`` columns are ``x``, the last ``d`` are ``x'``.
+    ``k_g([a, b], [a', b']) = k(a, a') + k(b, b') - k(a, b') - k(b, a')`` (Fauvel & Chalk (binary/preferential BO),
+    Eq. 6). Inputs are duels ``(n, 2d)``: the first ``d`` columns are ``x``, the last ``d`` are ``x'``.
     The hyperparameters are the base kernel's.
     """
 
@@ -800,7 +800,8 @@ class Preference(Kernel):
 
 
 def refraction_kernel(theta, lengthscales, variance) -> Sum:
-    """Refraction kernel ``k((s,S,C),(s',S',C')) = θ s s' + k_SE((S,C),(S',C'))`` (Fauvel & Chalk (contextual BO), Eq. 15).
+    """Refraction kernel ``k((s,S,C),(s',S',C')) = θ s s' + k_SE((S,C),(S',C'))`` (Fauvel & Chalk (contextual BO),
+    Eq. 15).
 
     Input columns ``(s, S, C)``: letter size (logMAR), sphere and cylinder (diopters).
     """

@@ -1,8 +1,8 @@
 """Laplace approximation for GP classification with a probit likelihood.
 
 Works on a Gram matrix ``K`` (n, n) and 0/1 answers ``y`` (n,); no kernel object is needed,
-so the same engine serves binary and preference data (Fauvel & Chalk (binary/preferential BO), Eq. 6: the preference kernel
-only changes ``K``). Notation of Rasmussen & Williams (2006), *Gaussian Processes for Machine
+so the same engine serves binary and preference data (Fauvel & Chalk (binary/preferential BO), Eq. 6: the preference
+kernel only changes ``K``). Notation of Rasmussen & Williams (2006), *Gaussian Processes for Machine
 Learning* (R&W), chapter 3 and Alg. 5.1:
 
 - likelihood ``p(y_i | f_i) = Φ(y'_i f_i)`` with ``y' = 2y - 1`` (R&W Eq. 3.16);
@@ -333,7 +333,7 @@ def laplace_mode(
             f, psi, log_p, d1, d2, d3 = cand
     n_iter = 0
     work = np.empty((n, n), order="F")  # B, then its factor L, at every Newton step
-    for n_iter in range(1, max_iter + 1):
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 (the iterations run are reported after the loop)
         w = np.maximum(-d2, 1e-300)
         sw = np.sqrt(w)
         L = cholesky_lower(_b_matrix(K, sw, out=work), overwrite=True)

@@ -241,7 +241,8 @@ def _pad_warm_start(warm_start, n: int, rows: int):
 
 
 class PreferenceGP:
-    """GP model of duels: ``P(x beats x') = Φ(g(x, x'))``, ``g(x, x') = f(x) - f(x')`` (Fauvel & Chalk (binary/preferential BO), Eqs. 5-6).
+    """GP model of duels: ``P(x beats x') = Φ(g(x, x'))``, ``g(x, x') = f(x) - f(x')``
+    (Fauvel & Chalk (binary/preferential BO), Eqs. 5-6).
 
     ``base_kernel``: covariance of the utility ``f`` on ``x`` (d columns); ``duels``: (n, 2d)
     rows ``[x, x']``; ``y``: (n,) with 1 when the first option ``x`` won. Inference on ``g``
@@ -327,7 +328,7 @@ class PreferenceGP:
         dmu, dvar = predict_latent_grad(approx, k_star, dk_star, dk_star_star)
         return mu, var, dmu, dvar
 
-    def challenge(self, champion) -> "Challenge":
+    def challenge(self, champion) -> Challenge:
         """The duels ``[x*, x]`` of a fixed ``champion`` option (d,) against any option ``x``:
         a :class:`Challenge` whose ``predict`` / ``predict_with_grad`` give ``g(x*, x)`` (MUC's
         challenger search, 000 §4.2). The champion's part is computed once here."""
@@ -420,7 +421,8 @@ class PreferenceGP:
 
     @staticmethod
     def from_ranking(options):
-        """Turn a batch ranking into duels (Fauvel & Chalk (binary/preferential BO) §4.3): ``options`` (m, d), best first.
+        """Turn a batch ranking into duels (Fauvel & Chalk (binary/preferential BO) §4.3): ``options`` (m, d), best
+        first.
 
         Returns ``duels (m(m-1)/2, 2d)`` with rows ``[options[i], options[j]]`` for ``i < j``
         and ``y`` (m(m-1)/2,) all ones (the first, better-ranked option won).

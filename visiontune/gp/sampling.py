@@ -4,9 +4,9 @@ A sample is a whole function that can be evaluated (and differentiated) anywhere
 
     f(·) = φ(·)ᵀ w  +  c(·)ᵀ v,     v = K⁻¹ (f_X - Φ_X w)                       (*)
 
-(decoupled bases / pathwise conditioning, Fauvel & Chalk (contextual BO), supp. G Eq. S43; Fauvel & Chalk (binary/preferential BO), supp. D;
-Wilson et al. 2020): ``φ`` are features whose inner product approximates the prior kernel,
-``w ~ N(0, I)`` gives a prior path, ``f_X ~ N(m, C)`` is drawn from the Gaussian
+(decoupled bases / pathwise conditioning, Fauvel & Chalk (contextual BO), supp. G Eq. S43;
+Fauvel & Chalk (binary/preferential BO), supp. D; Wilson et al. 2020): ``φ`` are features whose inner product
+approximates the prior kernel, ``w ~ N(0, I)`` gives a prior path, ``f_X ~ N(m, C)`` is drawn from the Gaussian
 approximation of the latent values at the training inputs (``model.training_posterior()``,
 Laplace or EP), ``K`` is the exact prior covariance of those latents and ``c(x)`` the exact
 prior covariance between ``f(x)`` and them. The update is exact given the features, so the
@@ -120,7 +120,7 @@ class FeatureMap:
     def jacobian(self, X) -> np.ndarray:
         return self._jacobian(points("X", X))
 
-    def _combination(self, W: np.ndarray) -> "_Combination":
+    def _combination(self, W: np.ndarray) -> _Combination:
         """``X -> φ(X) W`` (m, S) and its gradient (S, m, d) for fixed weights ``W`` (F, S)."""
         if self._combination_fn is not None:
             return self._combination_fn(W)
@@ -256,7 +256,8 @@ def _fourier_features(kernel: Stationary, n_basis: int, d: int, rng) -> FeatureM
     Hilbert-space basis would need far more than ``n_basis`` functions."""
     if rng is None:
         raise InvalidInputError(
-            f"rng: a stationary kernel on {kernel.n_active} > {MAX_HILBERT_DIMS} columns uses random Fourier features; pass rng"
+            f"rng: a stationary kernel on {kernel.n_active} > {MAX_HILBERT_DIMS} columns uses random Fourier features; "
+            "pass rng"
         )
     dims = list(range(d)) if kernel.dims is None else list(kernel.dims)
     omega = kernel.sample_frequencies(n_basis, rng)  # (M, D)
@@ -382,7 +383,7 @@ def _preference_features(base: FeatureMap, d: int) -> FeatureMap:
     return FeatureMap(base.n_features, values, jacobian, combination)
 
 
-_HILBERT_CACHE: "OrderedDict[tuple, list]" = OrderedDict()
+_HILBERT_CACHE: OrderedDict[tuple, list] = OrderedDict()
 _HILBERT_LOCK = threading.Lock()
 
 
@@ -499,7 +500,7 @@ class PosteriorSamples:
     def __len__(self) -> int:
         return self.weights.shape[1]
 
-    def __getitem__(self, i: int) -> "PosteriorSample":
+    def __getitem__(self, i: int) -> PosteriorSample:
         if not -len(self) <= i < len(self):
             raise IndexError(f"sample index {i} out of range for {len(self)} samples")
         return PosteriorSample(self, i % len(self))
@@ -513,7 +514,7 @@ class PosteriorSamples:
     def _columns(self) -> dict:
         return {}
 
-    def _column(self, i: int) -> "PosteriorSamples":
+    def _column(self, i: int) -> PosteriorSamples:
         """Sample ``i`` alone as a batch of one, built once and reused by every call."""
         if len(self) == 1:
             return self

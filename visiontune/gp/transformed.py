@@ -74,7 +74,7 @@ class LinearlyTransformed(Kernel):
     def bounds(self) -> np.ndarray:
         return self.base.bounds
 
-    def with_params(self, theta) -> "LinearlyTransformed":
+    def with_params(self, theta) -> LinearlyTransformed:
         return LinearlyTransformed(self.base.with_params(theta), self.matrix, self.dims)
 
     # ---- evaluation --------------------------------------------------------------------
