@@ -32,7 +32,6 @@ from pathlib import Path
 
 import numpy as np
 
-from visiontune.refraction.loop import MemoryLog
 from tests.stored_runs import (
     ANSWERS,
     RESULTS,
@@ -44,6 +43,7 @@ from tests.stored_runs import (
     trial_record,
     without_times,
 )
+from visiontune.refraction.loop import MemoryLog
 
 #: Relative gap of a decision's best two values under which another CPU may choose the other.
 #: Kernels differ by a few ulps per operation (~1e-16 relative), accumulated through a session's

@@ -12,11 +12,11 @@ import pytest
 
 from visiontune import cli
 from visiontune.optics import Prescription
+from visiontune.refraction.protocol import load_protocol
 from visiontune.report.tabular_visit import VISIT_JSON_SCHEMA_VERSION
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.simulated_visit import recorded_case
 from visiontune.session.store import TrialStore
-from visiontune.refraction.protocol import load_protocol
 
 START = Prescription(-2.25, -1.25, 35)
 

@@ -230,7 +230,7 @@ _FILES = ["new", "newdeep", "dir", "fifo", "devfull", "proc", "textfile", "empty
 def _calibrate_argvs() -> list[list[str]]:
     rng = random.Random(SEED + 1)
     argvs = []
-    for i in range(120):
+    for _ in range(120):
         argv = ["calibrate"]
         way = rng.choice(["size", "size", "card", "none", "both"])
         if way in ("size", "both"):
@@ -293,7 +293,7 @@ _OUTPUTS = ["new", "newdeep", "dir", "fifo", "devfull", "devnull", "proc", "text
 def _store_argvs() -> list[list[str]]:
     rng = random.Random(SEED + 2)
     argvs = []
-    for i in range(70):
+    for _ in range(70):
         argv = ["report", rng.choice(_IDS), "--db", rng.choice(_DBS)]
         for kind in rng.sample(["csv", "json", "fhir", "pdf"], rng.randint(0, 2)):
             if kind == "pdf" and rng.random() < 0.7:
@@ -394,7 +394,7 @@ def _protocol_files() -> list[tuple[str, bytes]]:
         for i in range(30):  # one key given an extreme or wrongly typed value
             path = leaves[rng.randrange(len(leaves))]
             cases.append((f"{base}-value-{'.'.join(path)}-{i}", to_toml(_set(doc, path, rng.choice(_EXTREMES))).encode()))
-        for i, path in enumerate(rng.sample(leaves, 6)):  # a key missing
+        for path in rng.sample(leaves, 6):  # a key missing
             cases.append((f"{base}-missing-{'.'.join(path)}", to_toml(_set(doc, path, ...)).encode()))
         for i in range(4):  # an unknown key somewhere
             path = (*leaves[rng.randrange(len(leaves))][:-1], "lenghtscales")

@@ -58,8 +58,8 @@ def test_map_image_rows_are_cylinder_and_cells_are_centred_on_the_grid():
     m = grid_map()
     image, (x, y, w, h) = map_image(m)
     assert image.dtype == np.float32 and image.shape == (4, 5) and image.flags.c_contiguous
-    for i, s in enumerate(m["sphere_d"]):
-        for j, c in enumerate(m["cylinder_d"]):
+    for i in range(len(m["sphere_d"])):
+        for j in range(len(m["cylinder_d"])):
             assert image[j, i] == pytest.approx(m["va_logmar"][i][j], abs=1e-6)
     # pixel (row j, column i) of the rectangle has its centre on (sphere i, cylinder j)
     np.testing.assert_allclose(x + (np.arange(5) + 0.5) * w / 5, m["sphere_d"])

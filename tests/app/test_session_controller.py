@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from app_helpers import write_protocol
@@ -101,7 +101,7 @@ def test_the_controller_imports_no_qt():
 
 def _shown(*lenses: Lens) -> Trial:
     """A stored trial that showed ``lenses`` (one: a letter; two: a comparison), the last left in place."""
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     return Trial(1, 0, 0.3, lenses[0], "K", None, True, at, at, lens2=lenses[1] if len(lenses) > 1 else None,
                  comparison="1" if len(lenses) > 1 else None)  # fmt: skip
 

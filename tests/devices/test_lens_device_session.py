@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from visiontune.cli import main
+from visiontune.devices.manual import ManualDevice
 from visiontune.errors import DeviceError, ProtocolError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingQuery
@@ -15,7 +16,6 @@ from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.session.lens_device import lenses_set_notes, protocol_with_lens_change_seconds, set_question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
-from visiontune.devices.manual import ManualDevice
 
 A, B = Prescription(-1.0, -0.5, 90.0), Prescription(-1.25, 0.0, 180.0)
 

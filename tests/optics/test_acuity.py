@@ -1,4 +1,5 @@
-"""Acuity models: Blendowske (the correction of Fauvel & Chalk (contextual BO) §5.1 in docs/design.md) and the misspecified ones."""
+"""Acuity models: Blendowske (the correction of Fauvel & Chalk (contextual BO) §5.1 in docs/design.md) and the
+misspecified ones."""
 
 import numpy as np
 import pytest

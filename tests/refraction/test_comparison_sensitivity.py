@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import kstest, norm
 
+from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import (
@@ -36,8 +37,6 @@ from visiontune.refraction.optics_model import (
     acuity_logmar,
 )
 from visiontune.refraction.start import StartingPoint
-
-from tests.refraction.letters import random_letters
 
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)
 START = StartingPoint(Prescription(-1.5, -0.75, 20.0), "autorefraction", 30)

@@ -12,6 +12,7 @@ import pytest
 from numpy.polynomial.legendre import leggauss
 from scipy.special import ndtr
 
+from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription, SimulatedPatient
 from visiontune.optics.comparison import (
@@ -29,8 +30,6 @@ from visiontune.refraction.optics_model import (
     ParticlePosterior,
 )
 from visiontune.refraction.start import StartingPoint
-
-from tests.refraction.letters import random_letters
 
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stored_runs import assert_holds, same_but_criterion
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
@@ -25,8 +26,6 @@ from visiontune.refraction.mixed_engine import MixedOpticsEngine, sensitivity_sd
 from visiontune.refraction.mixed_rules import MixedSettings, expected_posterior_variance, propose_mixed
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, probability_correct
 from visiontune.refraction.protocol import load_protocol, parse_protocol
-
-from tests.stored_runs import assert_holds, same_but_criterion
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 #: Adult-clinic case 2 of the validation (population seed 1): aged 69, an eye that no longer accommodates.

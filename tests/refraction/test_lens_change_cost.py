@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stored_runs import assert_holds
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.experiments.validate_cli import _comparisons_note
 from visiontune.optics import Prescription
@@ -18,8 +19,6 @@ from visiontune.refraction.mixed_rules import MixedSettings, _in_place_first, _w
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
-
-from tests.stored_runs import assert_holds
 
 PROTOCOLS = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols"
 SHIPPED = load_protocol("clinical-sloan-compare")

@@ -238,7 +238,7 @@ def test_rounded_lens_is_the_nearest_trial_lens_within_half_a_step(rx, steps):
     _, c, axis = exact_minus(target)
     m = target[0]
     near = []
-    for (cs, cc, ca), cpv in zip(cands, cand_pv):
+    for (_, cc, ca), cpv in zip(cands, cand_pv):
         if abs(cc - c) > q / 2 + 1e-12 or abs(cpv[0] - m) > q / 2 + 1e-12:
             continue
         if cc != 0.0 and axis_gap(ca, axis) > expected_axis_step(cc, steps.axis_step_deg) / 2 + 1e-9:

@@ -10,6 +10,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from tests.stored_runs import assert_holds
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import Answer, MemoryLog, Refraction, SimulatedPresenter
@@ -34,8 +35,6 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
-
-from tests.stored_runs import assert_holds
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-optics-gp.toml"
 SPEC = OpticsModelSpec(10, lapse=0.04, n_particles=500)

@@ -211,7 +211,10 @@ def test_within_radius_and_mutual_information_helpers():
     np.testing.assert_array_equal(out[d_in <= 1.0], pv[d_in <= 1.0])
     # I(y; theta) for particles with answer probabilities p: H(mean p) - mean H(p)
     p = rng.uniform(0.05, 0.95, (50, 4))
-    h = lambda x: -(x * np.log2(x) + (1 - x) * np.log2(1 - x))
+
+    def h(x):
+        return -(x * np.log2(x) + (1 - x) * np.log2(1 - x))
+
     np.testing.assert_allclose(mutual_information_bits(p), h(p.mean(axis=0)) - h(p).mean(axis=0), rtol=1e-10)
     assert np.all(mutual_information_bits(np.tile(p[:1], (50, 1))) < 1e-12)  # identical particles: no information
 

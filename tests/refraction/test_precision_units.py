@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from scipy.stats import chi2, norm
 
+from tests.refraction.test_mixed_rules import _posterior  # a posterior after 15 random letters
+from tests.stored_runs import assert_holds, same_but_criterion
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
@@ -23,9 +25,6 @@ from visiontune.refraction.optics_model import LOG_SENSITIVITY
 from visiontune.refraction.protocol import Precision, load_protocol, parse_protocol
 from visiontune.refraction.slider import SliderModel, knob_path, slider_value
 from visiontune.refraction.start import StartingPoint
-
-from tests.refraction.test_mixed_rules import _posterior  # a posterior after 15 random letters
-from tests.stored_runs import assert_holds, same_but_criterion
 
 ROOT = Path(__file__).resolve().parents[2]
 SENSITIVE = ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)

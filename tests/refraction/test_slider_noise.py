@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy.stats import kstest, norm
 
+from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
@@ -46,8 +47,6 @@ from visiontune.refraction.slider import (
     with_noise,
 )
 from visiontune.refraction.start import StartingPoint
-
-from tests.refraction.letters import random_letters
 
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04, n_particles=2000)
 INFERRED = SliderModel(noise_logmar=0.055, lapse=0.05, noise_sigma=0.5)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.simulated_sessions import answer_until
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
@@ -33,8 +34,6 @@ from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 from visiontune.refraction.start import StartingPoint
-
-from tests.simulated_sessions import answer_until
 
 HERE = Path(__file__).resolve().parent
 SLIDER_PROTOCOL = HERE.parent / "protocols" / "sloan-compare-sliders.toml"

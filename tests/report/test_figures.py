@@ -15,8 +15,8 @@ from report_helpers import MAP_CYLINDER, MAP_SPHERE, blendowske_va, make_result
 from visiontune.refraction.result import parse_result
 from visiontune.report.figures import (
     VIRIDIS_ANCHORS,
-    cell_edges,
     acuity_colours,
+    cell_edges,
     colormap,
     draw_acuity_curve,
     draw_acuity_map,

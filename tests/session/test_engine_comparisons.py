@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.simulated_sessions import SimulatedCase
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import lens_changes
@@ -21,8 +22,6 @@ from visiontune.session.engine import (
     RefractionSession,
 )
 from visiontune.session.store import TrialStore
-
-from tests.simulated_sessions import SimulatedCase
 
 PROTOCOL = load_protocol("clinical-sloan-compare")
 SIM = SimulatedCase(PROTOCOL)

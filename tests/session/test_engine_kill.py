@@ -105,7 +105,7 @@ def _kill_resume_and_rerun(tmp_path, proto_path, kills: int, rng_seed: int):
     db = tmp_path / "log.sqlite3"
     rng = np.random.default_rng(rng_seed)
     seen, sid = [], None
-    for k in range(kills):
+    for _ in range(kills):
         args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
                 else ["session", "resume", str(sid), "--simulate"])  # fmt: skip
         child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.simulated_sessions import SimulatedCase, answer_until
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import MemoryLog, Refraction, is_slider
@@ -24,8 +25,6 @@ from visiontune.session.engine import (
 )
 from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
-
-from tests.simulated_sessions import SimulatedCase, answer_until
 
 PROTOCOL_PATH = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
 PROTOCOL = load_protocol(PROTOCOL_PATH)

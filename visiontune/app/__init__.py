@@ -10,7 +10,8 @@
   :mod:`visiontune.app.session_host`: its command executor (trial log, session, refits);
   :mod:`visiontune.app.worker_values`: the frozen values that cross the pipe.
 - :mod:`visiontune.app.plot_frames` and :mod:`visiontune.app.texts` (Qt-free): the plot
-  arrays and panel texts of an estimate, built in the engine process, ready to draw (the GUI thread spends a few milliseconds at most).
+  arrays and panel texts of an estimate, built in the engine process, ready to draw (the GUI thread spends a few
+  milliseconds at most).
 - :mod:`visiontune.app.keys`: key -> command (pure). :mod:`visiontune.app.simulation`: the
   simulated patient of demo mode. :mod:`visiontune.app.settings`: persisted settings (TOML).
   :mod:`visiontune.app.start_form`: the typed starting prescription, read and checked (pure).

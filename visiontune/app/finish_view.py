@@ -130,7 +130,8 @@ class FinishView(QWidget):
         kinds = answer_kinds_text(r["trials_used"], r.get("comparisons_used", 0), r.get("sliders_used", 0))
         extra = ""
         if ci.get("m_pm_d") is not None:
-            extra = (f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, \u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
+            extra = (f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, "
+                     f"\u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
                      "the cylinder vector")  # fmt: skip
         self.details.setText((
             f"Exact estimate {lens_text(exact)}; {round(100 * ci['level'])}% credible intervals sphere "

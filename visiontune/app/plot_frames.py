@@ -41,9 +41,9 @@ class ViewFrame:
     grid), also the map plot's range; ``map_axis_deg``: the cylinder axis the map is drawn at
     (None: not known). ``correct_xy``/``wrong_xy`` ``(2, k)``: sphere and cylinder (D) of the correct and
     wrong trials. ``slider_xy (2, k)``: the lenses chosen on sliders; ``slider_path_xy (2, m)``:
-    their knobs' paths, one line broken by NaN columns (``connect="finite"``). ``best_lens (2,)``: sphere, cylinder (D). ``region_xy (2, 5)``: the credible
-    box as a closed outline (``(2, 0)`` without a region). ``curve_xy (2, m)``: answers and
-    predicted logMAR at the estimate; ``curve_x_range``/``curve_y_range``: its axes' ranges.
+    their knobs' paths, one line broken by NaN columns (``connect="finite"``). ``best_lens (2,)``: sphere, cylinder (D).
+    ``region_xy (2, 5)``: the credible box as a closed outline (``(2, 0)`` without a region). ``curve_xy (2, m)``:
+    answers and predicted logMAR at the estimate; ``curve_x_range``/``curve_y_range``: its axes' ranges.
     ``psychometric_s (q,)`` logMAR, ``psychometric_p (q,)`` the model's P(correct),
     ``band_xy (2, 2q + 1)``: the closed outline of the credible band, ``true_p (q,)`` the
     simulated patient's P(correct) (None for a real patient). ``texts``: the panel's lines.
@@ -72,7 +72,8 @@ class ViewFrame:
 
 def map_image(acuity_map: dict) -> tuple[np.ndarray, tuple[float, float, float, float]]:
     """``(image (n_c, n_s) float32, (x, y, w, h))`` from an
-    :meth:`~visiontune.refraction.loop.Refraction.acuity_map` dict (rows: sphere): the transpose, and the rectangle whose cells are centred on the grid."""
+    :meth:`~visiontune.refraction.loop.Refraction.acuity_map` dict (rows: sphere): the transpose, and the rectangle
+    whose cells are centred on the grid."""
     sphere = np.asarray(acuity_map["sphere_d"], dtype=float)
     cylinder = np.asarray(acuity_map["cylinder_d"], dtype=float)
     va = np.asarray(acuity_map["va_logmar"], dtype=float)

@@ -83,8 +83,8 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 

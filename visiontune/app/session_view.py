@@ -3,13 +3,13 @@
 Keys pressed anywhere in the view arrive as ``key_pressed(name, text, ctrl)`` (see
 :mod:`visiontune.app.keys`); the view itself records nothing.
 
-Cheap updates (the GUI thread spends a few milliseconds at most): every label keeps a fixed minimum height (its lines at its font), so
-a text that appears, vanishes or wraps never re-lays out the window and never resizes the
+Cheap updates (the GUI thread spends a few milliseconds at most): every label keeps a fixed minimum height (its lines at
+its font), so a text that appears, vanishes or wraps never re-lays out the window and never resizes the
 plots (a resized pyqtgraph view repaints everything, axes and tick labels included); the
 estimate arrives ready to draw (texts and arrays built by the engine); and the three plots are
 drawn one per event-loop pass, :data:`PLOT_STEP_MS` apart, with the latest estimate, so one
-estimate (and the page's first paint when it is shown) is three short stalls, never one long one. The plots' axes are cached as pixmaps
-(:mod:`visiontune.app.plots`): Qt keeps those in ``QPixmapCache``, whose default 10 MB
+estimate (and the page's first paint when it is shown) is three short stalls, never one long one. The plots' axes are
+cached as pixmaps (:mod:`visiontune.app.plots`): Qt keeps those in ``QPixmapCache``, whose default 10 MB
 limit is less than the 13 axis pixmaps of this view (about 1 MB each with the grid on), so
 the view raises it to :data:`PIXMAP_CACHE_KB`.
 """

@@ -13,9 +13,9 @@ clinical use (docs/devices.md).
   ``SOH f1 CR f2 CR ... EOT``.
 - Lens command ``B``: ``B, R, sph, cyl, axis, L, sph, cyl, axis, chart, mode, display``; a power
   is 6 characters, sign then magnitude (``"  0.00"``, ``"  1.25"``, ``"- 1.25"``; how a power of
-  10 D or more is padded the notes do not show: we send ``" 10.25"`` and ``"- 10.25"``), minus cylinder (``-6.00`` to ``0.00``), sphere ``-20.00``
-  to ``+20.00`` in 0.25 D, axis 4 characters right-aligned (``"   0"`` to ``" 180"``, by 1 deg);
-  chart ``"01"``, mode ``"01"``, display ``"0"`` as captured. The notes show no reply to ``B``.
+  10 D or more is padded the notes do not show: we send ``" 10.25"`` and ``"- 10.25"``), minus cylinder (``-6.00`` to
+  ``0.00``), sphere ``-20.00`` to ``+20.00`` in 0.25 D, axis 4 characters right-aligned (``"   0"`` to ``" 180"``, by
+  1 deg); chart ``"01"``, mode ``"01"``, display ``"0"`` as captured. The notes show no reply to ``B``.
 - Initialise ``r``: reply ``er, 01``. Version ``v, PS``: reply ``v, PS, " 1.02.02  "``;
   ``v, CV``: reply ``v, CV, " 4.00.50LP"``.
 

@@ -162,7 +162,8 @@ class Calibration:
             if not (lo <= lb <= hi) and not self.background_nonstandard:
                 raise CalibrationError(
                     f"background_cd_m2: {lb:g} cd/m^2 is outside the ISO 10938 range {lo:g}-{hi:g} cd/m^2 "
-                    "(check the photometer reading; to record a deliberate deviation set background_nonstandard, --nonstandard-background)"
+                    "(check the photometer reading; to record a deliberate deviation set background_nonstandard, "
+                    "--nonstandard-background)"
                 )
         lo_ = self.optotype_cd_m2
         if lo_ is not None:
@@ -176,7 +177,8 @@ class Calibration:
             if lb is not None and v > MAX_OPTOTYPE_FRACTION * lb:
                 raise CalibrationError(
                     f"optotype_cd_m2: {v:g} cd/m^2 is {100 * v / lb:.1f}% of the background; ISO 8596/10938 "
-                    f"allow at most {100 * MAX_OPTOTYPE_FRACTION:g}% (Weber contrast >= {1 - MAX_OPTOTYPE_FRACTION:.2f})"
+                    f"allow at most {100 * MAX_OPTOTYPE_FRACTION:g}% "
+                    f"(Weber contrast >= {1 - MAX_OPTOTYPE_FRACTION:.2f})"
                 )
 
     @property
@@ -231,7 +233,7 @@ class Calibration:
         height_px: int,
         viewing_distance_mm: float,
         **options,
-    ) -> "Calibration":
+    ) -> Calibration:
         """Calibration from an on-screen rectangle resized to match an ID-1 card.
 
         ``card_width_px`` x ``card_height_px``: the rectangle's size, device pixels, when it
@@ -256,7 +258,7 @@ class Calibration:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = "calibration") -> "Calibration":
+    def from_dict(cls, data: dict, source: str = "calibration") -> Calibration:
         """Build from a decoded mapping; CalibrationError naming a missing or unknown field."""
         if not isinstance(data, dict):
             raise CalibrationError(f"{source}: expected a JSON object, got {type(data).__name__}")

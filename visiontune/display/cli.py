@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     cal = calibration_from_args(args)
     if cal is None:
         if not args.show:
-            raise CalibrationError("nothing to do: give the screen size (--width-mm and --height-mm, --card-px or --psychopy-monitor) or --show")
+            raise CalibrationError("nothing to do: give the screen size (--width-mm and --height-mm, --card-px "
+                                   "or --psychopy-monitor) or --show")
         cal = load_calibration(args.file)
         print(f"calibration {one_line(args.file) if args.file else 'in the user config directory'}")
         print(describe(cal, min_ink_px=args.min_ink_px))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -132,7 +132,7 @@ def parse_letter_set(data: dict, source: str = "<data>") -> LetterSet:
     return LetterSet(str(name), n, float(height), tuple(glyphs), str(data.get("description", "")), str(data.get("note", "")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_letter_set(name: str) -> LetterSet:
     """Load a shipped letter set by name (one of :data:`LETTER_SETS`)."""
     if name not in LETTER_SETS:

@@ -79,7 +79,8 @@ class AcuityModel(Protocol):
 
 @dataclass(frozen=True)
 class BlendowskeAcuity:
-    """``VA(β) = VA* + log10(1 + β²)`` (Blendowske 2015; Fauvel & Chalk (contextual BO) §5.1, with the logarithm restored).
+    """``VA(β) = VA* + log10(1 + β²)`` (Blendowske 2015; Fauvel & Chalk (contextual BO) §5.1, with the logarithm
+    restored).
 
     ``best_corrected_logmar``: ``VA*``, the acuity through the best correction (logMAR;
     0 is 20/20, the paper's patient). Finite; a value outside [-0.5, 2] is rejected as

@@ -24,8 +24,8 @@ the same seed.
 
 Letter difficulty (optional): ``letter_offsets_logmar`` maps a letter to ``δ`` (logMAR),
 added to the acuity for that letter, ``P = γ + (1-γ-λ) Φ(a (s - VA(x) - δ))``: a hard letter
-has ``δ > 0``. :func:`~visiontune.optics.letter_difficulty.letter_offsets_from_percent_correct` turns each letter's percent
-correct at one size (docs/design.md: about 71% for C, O, S to 94% for Z among Sloan letters) into
+has ``δ > 0``. :func:`~visiontune.optics.letter_difficulty.letter_offsets_from_percent_correct` turns each letter's
+percent correct at one size (docs/design.md: about 71% for C, O, S to 94% for Z among Sloan letters) into
 offsets. No table ships here: the caller supplies one from a cited source.
 
 Accommodation (optional; docs/design.md, "The clinical refraction"). A patient with an
@@ -101,7 +101,8 @@ def make_rng(seed) -> np.random.Generator:
 
 def random_true_rx(rng: np.random.Generator, box: Box = SEARCH_BOX, axis_deg: float = 180.0) -> Prescription:
     """A true correction with ``(sphere_d, cylinder_d)`` uniform in ``box`` (default the
-    search box ``[-4, 4]²`` D of Fauvel & Chalk (contextual BO) §5.3) at axis ``axis_deg``. Consumes two draws of ``rng``."""
+    search box ``[-4, 4]²`` D of Fauvel & Chalk (contextual BO) §5.3) at axis ``axis_deg``. Consumes two draws of
+    ``rng``."""
     if box.dim != 2:
         raise InvalidInputError(f"box: expected a 2-D (sphere, cylinder) box, got {box.dim} dimensions")
     sphere, cylinder = box.sample(rng, 1)[0]
@@ -246,7 +247,8 @@ class SimulatedPatient:
                 return 0.0
             if letter not in self._letter_offsets:
                 raise InvalidInputError(
-                    f"letter: {letter!r} has no difficulty offset; known letters: {''.join(sorted(self._letter_offsets))}"
+                    f"letter: {letter!r} has no difficulty offset; "
+                    f"known letters: {''.join(sorted(self._letter_offsets))}"
                 )
             return self._letter_offsets[letter]
         if isinstance(letter, Sequence) or isinstance(letter, np.ndarray):
@@ -254,7 +256,8 @@ class SimulatedPatient:
         raise InvalidInputError(f"letter: expected a string or a sequence of strings, got {type(letter).__name__}")
 
     def probability_correct(self, s, lens, letter=None):
-        """``γ + (1-γ-λ) Φ(a (s - VA(lens) - δ(letter)))`` (Fauvel & Chalk (contextual BO), Eq. 13; ``δ = 0`` by default)."""
+        """``γ + (1-γ-λ) Φ(a (s - VA(lens) - δ(letter)))`` (Fauvel & Chalk (contextual BO), Eq. 13; ``δ = 0`` by
+        default)."""
         return self._probability_correct(s, lens, letter, self._psychometric, 0.0)
 
     def preference_probability(self, s, lens1, lens2):
@@ -415,7 +418,8 @@ def _check_accommodation(age_years, accommodation_d, fraction) -> tuple[float | 
 
 
 def probability_grid(patient: SimulatedPatient, s: float, n_grid: int = 81, box: Box = SEARCH_BOX):
-    """``P(correct | s, x)`` on an ``n_grid × n_grid`` grid of ``box`` (for plots; Fauvel & Chalk (contextual BO), Fig. S3B).
+    """``P(correct | s, x)`` on an ``n_grid × n_grid`` grid of ``box`` (for plots; Fauvel & Chalk (contextual BO),
+    Fig. S3B).
 
     Returns ``(spheres, cylinders, p)``: ``spheres``, ``cylinders`` the ``(n_grid,)`` axes
     (diopters, at ``patient.true_rx.axis_deg``) and ``p[i, j] = P(correct | s, (spheres[i],

@@ -106,7 +106,7 @@ class PowerVector:
         """Blur strength ``√(M² + J0² + J45²)``, diopters."""
         return float(math.sqrt(self.m_d**2 + self.j0_d**2 + self.j45_d**2))
 
-    def to_prescription(self) -> "Prescription":
+    def to_prescription(self) -> Prescription:
         """Inverse of :meth:`Prescription.power_vector`, in minus-cylinder form.
 
         ``C = -2√(J0² + J45²)``, ``S = M - C/2``, ``α = ½ atan2(J45, J0)`` mapped to
@@ -155,16 +155,16 @@ class Prescription:
         object.__setattr__(self, "axis_deg", 180.0 if axis == 0.0 else axis)
 
     # --- forms -------------------------------------------------------------------------
-    def transposed(self) -> "Prescription":
+    def transposed(self) -> Prescription:
         """The same lens in the other cylinder form: ``(S + C, -C, α ± 90°)``."""
         return Prescription(self.sphere_d + self.cylinder_d, -self.cylinder_d,
                             normalise_axis_deg(self.axis_deg + 90.0))
 
-    def to_minus_cylinder(self) -> "Prescription":
+    def to_minus_cylinder(self) -> Prescription:
         """This lens with ``cylinder_d <= 0`` (transposed if the cylinder is positive)."""
         return self.transposed() if self.cylinder_d > 0 else self
 
-    def to_plus_cylinder(self) -> "Prescription":
+    def to_plus_cylinder(self) -> Prescription:
         """This lens with ``cylinder_d >= 0`` (transposed if the cylinder is negative)."""
         return self.transposed() if self.cylinder_d < 0 else self
 
@@ -185,7 +185,7 @@ class Prescription:
         """``M = S + C/2``, diopters."""
         return self.sphere_d + self.cylinder_d / 2.0
 
-    def is_equivalent(self, other: "Prescription", tol_d: float = 1e-9) -> bool:
+    def is_equivalent(self, other: Prescription, tol_d: float = 1e-9) -> bool:
         """True if both lenses have the same power vector within ``tol_d`` diopters
         (Euclidean distance), whatever their cylinder form."""
         if not isinstance(other, Prescription):
@@ -194,7 +194,7 @@ class Prescription:
         return bool(np.linalg.norm(diff) <= tol_d)
 
     # --- rounding and text ---------------------------------------------------------------
-    def rounded(self, step_d: float = 0.25, axis_step_deg: float = 1.0) -> "Prescription":
+    def rounded(self, step_d: float = 0.25, axis_step_deg: float = 1.0) -> Prescription:
         """Round sphere and cylinder to multiples of ``step_d`` and the axis to a multiple of
         ``axis_step_deg`` (half away from zero), keeping the cylinder form."""
         step = _scalar("step_d", step_d)
@@ -225,7 +225,7 @@ class Prescription:
         return self.format()
 
     @classmethod
-    def parse(cls, text: str, default_axis_deg: float | None = None) -> "Prescription":
+    def parse(cls, text: str, default_axis_deg: float | None = None) -> Prescription:
         """Read ``"S C [x A]"``: e.g. ``"-1.25 -0.50 x 180"``, ``"S -1.25 / C -0.50 x 180"``,
         ``"+2.00 DS"``, ``"plano"``, ``"-1.00 / -0.75 @ 90"``, ``"-2.25/-1.25x35"``,
         ``"-2.25DS/-1.25DCx035"``; U+2212, ``×`` and a decimal comma (``"-2,25"``) are accepted.

@@ -29,7 +29,8 @@ class Box:
         hi = finite_array("upper", self.upper, ndim=1)
         if lo.shape != hi.shape or len(self.names) != lo.shape[0]:
             raise InvalidInputError(
-                f"upper: lower, upper and names must have the same length, got {lo.shape[0]}, {hi.shape[0]}, {len(self.names)}"
+                f"upper: lower, upper and names must have the same length, "
+                f"got {lo.shape[0]}, {hi.shape[0]}, {len(self.names)}"
             )
         if np.any(hi <= lo):
             raise InvalidInputError(f"upper: every upper bound must exceed its lower bound, got {lo.tolist()} .. {hi.tolist()}")

@@ -19,6 +19,7 @@ from visiontune.acquisition.policy import Data, Problem
 from visiontune.gp import Kernel, ProbitGP, refraction_kernel
 from visiontune.optics import Prescription
 from visiontune.refraction import gp_estimate
+from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples
 from visiontune.refraction.gp_hyperparameters import fitted_refraction_kernel
 from visiontune.refraction.lenses import in_form
@@ -62,7 +63,7 @@ def gp_kernel(protocol: Protocol) -> Kernel:
                                     search_box=box, context_box=np.array([protocol.logmar_range], dtype=float))  # fmt: skip
 
 
-class GPEngine:
+class GPEngine(Engine):
     """Propose, estimate and map with the probit GP of 002 §5 (fixed axis)."""
 
     model_type = "gp"
@@ -143,7 +144,8 @@ class GPEngine:
 
     def psychometric(self, trials, lens, level: float, n: int = 61):
         """``(s, p, lo, hi)``: the model's ``P(correct)`` against letter size through ``lens``
-        (``μ_c = Φ(μ_f / √(1 + σ_f²))``, Fauvel & Chalk (binary/preferential BO), Eq. 3) and the band ``Φ(μ_f ± z σ_f)``."""
+        (``μ_c = Φ(μ_f / √(1 + σ_f²))``, Fauvel & Chalk (binary/preferential BO), Eq. 3) and the band
+        ``Φ(μ_f ± z σ_f)``."""
         s = np.linspace(*self.protocol.logmar_range, n)
         inputs = np.column_stack([s, np.tile([lens.sphere_d, lens.cylinder_d], (n, 1))])
         mu, var = self.model(trials).predict(inputs)

@@ -320,7 +320,8 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
                              f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
         sections[key] = entries
     doc = {
-        "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) (Fauvel & Chalk (contextual BO) Eq. 15, "
+        "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) "
+                       "(Fauvel & Chalk (contextual BO) Eq. 15, "
                        "§5.2) fit on 1000 simulated answers; regenerate with "
                        "python -m visiontune.refraction.gp_hyperparameters --regenerate",
         "search_box": _DEFAULT_SEARCH.tolist(),
@@ -356,9 +357,11 @@ SHORT_LENGTHSCALE_D = 2.0
 KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR, KERNEL_SHORT_LENGTHSCALE)
 #: Variants whose hyperparameters are fit by maximum likelihood and shipped (regenerate).
 FITTED_KERNEL_VARIANTS = (KERNEL_SE, KERNEL_POWER_VECTOR)
-#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley, docs/results/refraction-investigation.md).
+#: UCB-ALD on the power-vector kernel (VisionTune variant for the ``M = 0`` valley,
+#: docs/results/refraction-investigation.md).
 UCB_ALD_PV = "UCB-ALD-PV"
-#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall, docs/results/refraction-investigation.md).
+#: UCB-ALD on the paper's kernel with 2 D SE lengthscales (VisionTune fix of the stall,
+#: docs/results/refraction-investigation.md).
 UCB_ALD_SL = "UCB-ALD-SL"
 #: TS-ALD with the same 2 D SE lengthscales (does the fix carry over to Thompson sampling?).
 TS_ALD_SL = "TS-ALD-SL"

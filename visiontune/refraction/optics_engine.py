@@ -23,6 +23,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction import optics_rules
+from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples, weighted_quantile
 from visiontune.refraction.lenses import (
     LensSteps,
@@ -77,7 +78,7 @@ def over_minus_probability(draws: ParticlePosterior, lens: Prescription) -> floa
     return float(draws.weights @ (draws.theta[:, 0] > m_lens + OVER_MINUS_D + 1e-9))
 
 
-class OpticsEngine:
+class OpticsEngine(Engine):
     """Propose, estimate and map with the optics model for one session."""
 
     model_type = "optics"
@@ -174,8 +175,8 @@ class OpticsEngine:
     def filed_lens(self, post: ParticlePosterior, rule: str | None = None) -> Prescription:
         """The trial lens to file: the estimate rounded to the protocol's steps, except that
         the starting prescription's axis is kept unless the answers show, with posterior
-        probability at least the protocol's credible level (95% by default), that the new axis corrects the cylinder better
-        (``|J_new - J*| < |J_start - J*|``). As with the cross-cylinder, a clinician turns the
+        probability at least the protocol's credible level (95% by default), that the new axis corrects the cylinder
+        better (``|J_new - J*| < |J_start - J*|``). As with the cross-cylinder, a clinician turns the
         axis away from the autorefractor's only when the patient's answers say so; a rounding
         step on a weak cylinder is not evidence.
 
@@ -243,6 +244,13 @@ class OpticsEngine:
         ``stopping.precision.over_minus_risk`` set, in a session the guard covers (:meth:`guards_over_minus`)."""
         p = self.protocol.stopping.precision
         return p is not None and p.over_minus_risk is not None and self.guards_over_minus()
+
+    def filed_over_minus_risk(self, trials, lens: Prescription) -> float | None:
+        """:func:`over_minus_probability` of ``lens`` under the draws of the correction after ``trials``
+        (:meth:`correction_draws`), in a session the guard covers (:meth:`guards_over_minus`); else None."""
+        if not self.guards_over_minus():
+            return None
+        return over_minus_probability(self.correction_draws(trials), lens)
 
     def over_minus_risk(self, draws: ParticlePosterior, lens: Prescription) -> float | None:
         """``P(M* - M(lens) > 0.25 D)`` under the weighted draws, ``Σ_i w_i 1[M*_i > M(lens) + 0.25]``,
@@ -325,7 +333,8 @@ class OpticsEngine:
         return self.over_minus_met(self._filed_risk)
 
     def over_minus_met(self, risk: float | None) -> bool:
-        """``risk`` (:meth:`over_minus_risk`) within ``stopping.precision.over_minus_risk``, or not waited for (None)."""
+        """``risk`` (:meth:`over_minus_risk`) within ``stopping.precision.over_minus_risk``, or not waited for
+        (None)."""
         return risk is None or risk <= self.protocol.stopping.precision.over_minus_risk
 
     def over_minus_progress(self) -> float | None:

@@ -121,8 +121,8 @@ def predictive_mean(posterior: ParticlePosterior, s: np.ndarray, lenses: np.ndar
 
 class ResidualFit:
     """``g``'s posterior (Laplace) given the answers of ``posterior`` with the prior mean
-    :func:`predictive_mean` at the answers (module docstring). ``gp`` is the fitted :class:`~visiontune.gp.ProbitGP` over
-    ``(s, M, J0, J45)``; its predictions are of ``g``."""
+    :func:`predictive_mean` at the answers (module docstring). ``gp`` is the fitted :class:`~visiontune.gp.ProbitGP`
+    over ``(s, M, J0, J45)``; its predictions are of ``g``."""
 
     def __init__(self, posterior: ParticlePosterior, spec: ResidualSpec) -> None:
         self.spec = spec

@@ -4,8 +4,8 @@ The rules of Fauvel & Chalk (contextual BO) §3.3, unchanged in what they maximi
 posterior ``{θ_i}`` (equally weighted after systematic resampling):
 
 * **UCB-ALD**: the lens ``x = argmax_x μ_c(s0, x) + β √V[P(s0, x)]`` with ``μ_c`` the posterior
-  mean of ``P(correct)``, ``V`` its epistemic variance over the posterior (Fauvel & Chalk (binary/preferential BO), Eq. 9, here
-  exact for the particles), ``β = Φ⁻¹(0.95)`` (002 §4) and ``s0`` the reference letter size,
+  mean of ``P(correct)``, ``V`` its epistemic variance over the posterior (Fauvel & Chalk (binary/preferential BO),
+  Eq. 9, here exact for the particles), ``β = Φ⁻¹(0.95)`` (002 §4) and ``s0`` the reference letter size,
   the posterior mean of the patient's best acuity ``VA*`` (where ``P`` is most sensitive to
   the lens); then the letter size by BALD.
 * **TS-ALD**: Thompson sampling: one particle drawn from the posterior, its best correction as

@@ -27,7 +27,8 @@ PARTICLE_MODEL_TYPES = ("optics", "optics-gp")
 
 #: Protocol name -> what the rule does, for the optics model.
 OPTICS_POLICIES = MappingProxyType({
-    "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); size by BALD (002 §3.3)",
+    "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); "
+               "size by BALD (002 §3.3)",
     "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); size by BALD (002 §3.3)",
     "bald": "lens and size jointly by the mutual information of the answer and the model (Houlsby 2011)",
     "evr": "lens and size jointly by the expected posterior variance of the correction after the answer",

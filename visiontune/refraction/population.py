@@ -134,8 +134,8 @@ START_SOURCES = ("autorefraction", "spectacles", "retinoscopy", "none")
 CASE_KEY = 0xCA5E
 
 #: Percent correct of each Sloan letter at one letter size near threshold. C, O, S (about
-#: 71%) and Z (94%) are the figures of docs/design.md ("Letter size on screen"); the ranking (round letters C, O, D hardest,
-#: letters with diagonal strokes Z, V, N easiest) follows Alexander, Xie & Derlacki 1997
+#: 71%) and Z (94%) are the figures of docs/design.md ("Letter size on screen"); the ranking (round letters C, O, D
+#: hardest, letters with diagonal strokes Z, V, N easiest) follows Alexander, Xie & Derlacki 1997
 #: (*Visual acuity and contrast sensitivity for individual Sloan letters*, Vision Res.
 #: 37:813) and Miller et al. 2001 (OSA Vision Science and its Applications, FC3); the values
 #: of D, R, H, K, N and V are **assumed** (spread between the two ends in that order).

@@ -26,8 +26,8 @@ none            wide             no start: M uniform over the clinical range, J0
 A non-cycloplegic autorefraction of an eye that can accommodate may read too much minus
 (accommodation during the measurement: *Subjective versus objective refraction in healthy young
 adults*, BMC Ophthalmol. 2024, doi:10.1186/s12886-024-03340-w); in children its limits of agreement
-with subjective refraction on M reach -1.9 to +1.2 D (Int. J. Ophthalmol. 2025, PMID 40103942). So for an autorefraction of a patient aged 40 or
-less, or of unknown age, ``σ_M`` is :data:`YOUNG_AUTOREFRACTION_SIGMA_M_D` (0.8 D).
+with subjective refraction on M reach -1.9 to +1.2 D (Int. J. Ophthalmol. 2025, PMID 40103942). So for an autorefraction
+of a patient aged 40 or less, or of unknown age, ``σ_M`` is :data:`YOUNG_AUTOREFRACTION_SIGMA_M_D` (0.8 D).
 
 The clinical range searched is ``M`` in ``[-12, +8]`` D and cylinder up to 6 D; a start or a
 simulated patient outside it is refused with a message, never clipped in silence.

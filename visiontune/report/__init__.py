@@ -1,7 +1,8 @@
 """report layer (docs/design.md, "Layers"): a finished session -> PDF report, CSV trial log, JSON
 session document, FHIR VisionPrescription. Reads the trial log only.
 
-Result schema: :mod:`visiontune.refraction.result` (the loop writes it); CSV/JSON schemas: :mod:`visiontune.report.tabular`.
+Result schema: :mod:`visiontune.refraction.result` (the loop writes it); CSV/JSON schemas:
+:mod:`visiontune.report.tabular`.
 """
 
 from visiontune.refraction.result import SessionResult, parse_result

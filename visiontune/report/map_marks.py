@@ -10,8 +10,8 @@ its plane (:func:`place_on_map`) when it has no cylinder, when its axis is withi
 A letter answer whose lens lies in the plane is marked there (:func:`letter_marks`; a dot,
 :data:`LETTER_READ_RGB` when read, :data:`LETTER_MISSED_RGB` when not). A slider answer whose
 chosen lens lies in the plane is marked by that lens (a diamond, :data:`SLIDER_RGB`) and by the
-knob's path through its lenses in the plane (a thin line, in knob order). A sphere knob's path is horizontal, a cylinder knob's vertical; an axis knob keeps sphere
-and cylinder, so at most its lenses near ``A`` are placed, all on one point.
+knob's path through its lenses in the plane (a thin line, in knob order). A sphere knob's path is horizontal, a cylinder
+knob's vertical; an axis knob keeps sphere and cylinder, so at most its lenses near ``A`` are placed, all on one point.
 """
 
 from __future__ import annotations

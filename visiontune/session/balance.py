@@ -32,8 +32,8 @@ What this module assumes (said plainly, not claimed as clinical fact):
   that are reported ``not balanced`` and no change is applied: the monocular refractions
   disagree by more than a balance should correct and should be checked (our limit).
 * The balance is done only when both eyes were refracted and the acuities the refraction
-  predicts through their found prescriptions differ by at most :data:`MAX_ACUITY_DIFFERENCE_LOGMAR` (0.20 logMAR, two lines): balancing
-  by comparing blur needs eyes that see about equally well (Elliott makes the same point; the
+  predicts through their found prescriptions differ by at most :data:`MAX_ACUITY_DIFFERENCE_LOGMAR` (0.20 logMAR, two
+  lines): balancing by comparing blur needs eyes that see about equally well (Elliott makes the same point; the
   limit is ours).
 
 The procedure is a pure function of the answers so far (:func:`balance_step`): every answer

@@ -23,8 +23,8 @@ from typing import Any
 
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError, StoreError
-from visiontune.refraction.protocol import parse_protocol
 from visiontune.refraction.chart_line import check_line_trial
+from visiontune.refraction.protocol import parse_protocol
 from visiontune.refraction.slider import check_slider_trial
 
 #: The answers of a comparison trial, as stored ("1": lens 1 clearer, "2", "=": no difference).

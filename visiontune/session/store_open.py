@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
