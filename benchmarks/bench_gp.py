@@ -3,8 +3,8 @@
 Data: n = 260 binary answers, inputs (s, S, C): lens (S, C) uniform in [-4, 4]^2 diopters,
 letter size s uniform in [-1, 2] logMAR, answer ~ Bernoulli(P) with
 P = 1/26 + 25/26 Φ(5 (s - log10(1 + blur²))), blur = sqrt((ΔS² + (ΔS + ΔC)²) / 2)
-(Fauvel & Chalk (contextual BO) §5; the acuity model of docs/design.md). Kernel: refraction kernel θ s s' + k_SE (Eq. 15).
-Timed: ProbitGP(...) construction (inference) + predict at 1000 test points; the warm start
+(Fauvel & Chalk (contextual BO) §5; the acuity model of docs/design.md). Kernel: refraction kernel θ s s' + k_SE
+(Eq. 15). Timed: ProbitGP(...) construction (inference) + predict at 1000 test points; the warm start
 refits 260 answers from the model of the first 259 (one new trial in a session).
 
 Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_gp.py [--repeats 30]
@@ -49,7 +49,7 @@ def simulate_refraction(n: int, rng: np.random.Generator, best=(1.5, -1.0), slop
     return np.column_stack([s, lens]), y
 
 
-def _median_ms(fn, repeats: int) -> "_Timing":
+def _median_ms(fn, repeats: int) -> _Timing:
     fn()  # warm-up
     times, cpu = [], []
     for _ in range(repeats):
@@ -128,7 +128,8 @@ def main(argv=None) -> None:
     model = ProbitGP(kernel, X, y)
     print(f"predict only (laplace): {_median_ms(lambda: model.predict(Xs), args.repeats):.2f} ms")
     K, k_star, k_diag = kernel(X), kernel(X, Xs), kernel.diag(Xs)
-    print(f"kernel evaluations only (K, k*, k**): {_median_ms(lambda: (kernel(X), kernel(X, Xs), kernel.diag(Xs)), args.repeats):.2f} ms")
+    kernels_ms = _median_ms(lambda: (kernel(X), kernel(X, Xs), kernel.diag(Xs)), args.repeats)
+    print(f"kernel evaluations only (K, k*, k**): {kernels_ms:.2f} ms")
     for name, engine in (("laplace", laplace_mode), ("ep", expectation_propagation)):
         print(
             f"engine only, Gram matrices given ({name}): "

@@ -10,7 +10,8 @@ warm-started) and the reported solution (see visiontune/experiments/sweep.py). M
 - parallel: ``run_sweep(jobs=N)`` (joblib loky) on a fresh store, decisions/s divided by N, with
   the CPU time of the worker processes over the wall time (2.0 = both cores busy all along).
 
-Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_sweep.py [--iterations 30] [--seeds 2] [--repeats 3] [--jobs 2]
+Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_sweep.py \\
+    [--iterations 30] [--seeds 2] [--repeats 3] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ def main() -> None:
         cpu0 = _children_cpu()
         summary = run_sweep(exp, store, jobs=args.jobs, progress=False)
         busy = (_children_cpu() - cpu0) / summary.seconds
-    print(f"parallel sweep, jobs={args.jobs}: {summary.ran} runs, {summary.decisions} decisions in {summary.seconds:.1f} s "
+    print(f"parallel sweep, jobs={args.jobs}: {summary.ran} runs, "
+          f"{summary.decisions} decisions in {summary.seconds:.1f} s "
           f"-> {summary.decisions / summary.seconds / args.jobs:.1f} decisions/s per core "
           f"({summary.decisions / summary.cpu_seconds:.1f} per second of run time); "
           f"worker CPU / wall = {busy:.2f} cores busy")

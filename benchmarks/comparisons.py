@@ -163,9 +163,9 @@ vs 79% (p = 0.31, not significant) after a median of 83 answers: 78 of 100 sessi
 answers, 274 s of the patient's time), against 10 of 100 with letters. In the **patient's time** the gain is smaller,
 since a comparison is counted at 5 s and a letter at 3 s: 73% vs 54% at 150 s and 83% vs 68% at 300 s, but the same
 median session time (360 s) and, without the precision stop, 80% vs 80% at 360 s; given 120 answers each (no
-precision stop) the mixed session ends at 89% vs 80% (p = 0.064) but takes 524 s against 360 s. By the target set for comparisons
-("the letters-only share in at least 30% fewer answers") Eq. 11 comparisons pass; by patient time they pass in the
-first five minutes and tie at the end. They were asked for about two answers in three (median 27 letters, 55
+precision stop) the mixed session ends at 89% vs 80% (p = 0.064) but takes 524 s against 360 s. By the target set for
+comparisons ("the letters-only share in at least 30% fewer answers") Eq. 11 comparisons pass; by patient time they
+pass in the first five minutes and tie at the end. They were asked for about two answers in three (median 27 letters, 55
 comparisons), and a third of their answers were "=".
 
 Why more answers are not worth more: at the correction a comparison of `c ± h` carries 6x the Fisher information of the
@@ -229,9 +229,10 @@ within 0.25 D, letters-only's share (paired +17 / -17, p = 1), after a median 75
 with the 95% coverage back to 93%; after 40 answers they are ahead of letters only (67% vs 50%, paired +28 / -11,
 p = 0.0095). In the patient's time they are not ahead: a median 364 s against 360 s (a comparison counted at 5 s, a
 letter at 3 s; 64 comparisons and 5 letters in the median session). With a **blur patient** 100% are within 0.25 D after
-a median 37 answers (184 s), coverage 91%. This is the configuration `clinical-sloan-compare` ships (whose questions also turn to learning `κ` once
-the region is within the precision, `criterion = "evr-stop"`, docs/results/README.md): the worst case over
-the two comparison formulas is letters-only's share in fewer answers, the best a refraction in a third of the answers.
+a median 37 answers (184 s), coverage 91%. This is the configuration `clinical-sloan-compare` ships (whose questions
+also turn to learning `κ` once the region is within the precision, `criterion = "evr-stop"`, docs/results/README.md):
+the worst case over the two comparison formulas is letters-only's share in fewer answers, the best a refraction in a
+third of the answers.
 
 **Pairs a clinician sets in one move cost accuracy and calibration** (`pairs = "clinical"`: lens 1 and lens 2 differ
 only in the sphere, the cylinder's power or its axis, without the pairs of two posterior draws). Some of the shipped
@@ -241,13 +242,13 @@ for Eq. 11 patients (79% shipped) after a median 84 answers (75) with 95% covera
 patients (100%) with coverage 82% (91%): the draw pairs are the ones that test the posterior where it is uncertain,
 in more than one parameter at a time. The option stays for a clinic that prefers it; the default keeps any pairs.
 
-**A prior anchored at Eq. 11 is worse, not better** (median 1, σ 1.4, so that the blur patient is at +1.96 σ): 66% within
-0.25 D for Eq. 11 patients (paired with letters only +10 / -23, p = 0.035) at a median 98 answers, and 91% for blur
-patients at 24. With it the Eq. 11 sessions ask more letters (median 36 letters / 37 comparisons), fewer stop early (10
-within 25 answers) and the coverage is 92%, but they end over-plussed (mean signed ΔM +0.10 D, against +0.06 D for the
-well-specified model), with more than a third (38) stopped by the budget; we did not decompose that further. The rows
-measure one prior each: which prior a clinic should use, and whether patients at a phoropter resemble either formula,
-is for recorded sessions to say; until then the shipped prior is the one that spans both formulas, and the
+**A prior anchored at Eq. 11 is worse, not better** (median 1, σ 1.4, so that the blur patient is at +1.96 σ): 66%
+within 0.25 D for Eq. 11 patients (paired with letters only +10 / -23, p = 0.035) at a median 98 answers, and 91% for
+blur patients at 24. With it the Eq. 11 sessions ask more letters (median 36 letters / 37 comparisons), fewer stop early
+(10 within 25 answers) and the coverage is 92%, but they end over-plussed (mean signed ΔM +0.10 D, against +0.06 D for
+the well-specified model), with more than a third (38) stopped by the budget; we did not decompose that further. The
+rows measure one prior each: which prior a clinic should use, and whether patients at a phoropter resemble either
+formula, is for recorded sessions to say; until then the shipped prior is the one that spans both formulas, and the
 letters-only protocol stays the default.
 """
 SECOND_MARKS = (60, 100, 150, 200, 300, 360, 480, 600)
@@ -402,31 +403,38 @@ def results_page(invocations: list[dict], summary, args, runs: dict, info: dict,
         "",
         ("Every patient here is **SIMULATED** (`visiontune.refraction.population`, "
          f"`{args.population}`: the patients follow the letter model). The same {len(base)} patients (population "
-         f"seed {args.seed}, cases 0-{args.cases - 1}) are refracted with `clinical-sloan` (EVR, at most 120 answers, "
+         f"seed {args.seed}, cases 0-{args.cases - 1}) are refracted with `clinical-sloan` (EVR, at "
+         "most 120 answers, "
          "stop when the 95% credible region is within ±0.25 D on M and on J, after at least 20) in each variant. "
          "*letters*: the protocol as shipped. *mixed*: before each answer the session asks a letter (the protocol's "
          "EVR letter) or a comparison (\"which is clearer, 1 or 2?\", answers 1, 2 or =), whichever is expected to "
          "reduce the posterior variance of the correction more **per second of the patient's time**, a letter "
          "counted at 3 s and a comparison at 5 s (`visiontune.refraction.mixed_rules`). The budget counts both "
-         "kinds of answers. *Eq. 11*: comparisons answered and modelled by Fauvel & Chalk (contextual BO), Eq. 11, with the letter "
+         "kinds of answers. *Eq. 11*: comparisons answered and modelled by Fauvel & Chalk (contextual "
+         "BO), Eq. 11, with the letter "
          "task's latent, `P(1 clearer) = Φ(a (VA(L2) - VA(L1)) - τ)`, with an \"equal\" band `τ = 0.5` and 4% "
          "lapses (the patient: its own 2%); *blur*: by blur discrimination (threshold 0.15 D from focus, dipper "
-         "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison`, sources there). The two *model / patient* rows "
+         "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison`, sources there). The two *model "
+         "/ patient* rows "
          "misspecify the comparisons: the model assumes one formula, the patient follows the other. *no precision "
-         "stop*: the protocol without its precision stop, so that every session uses its 120 answers (equal answers). "
-         "*inferred sensitivity*: the model is Eq. 11 with the patient's comparison sensitivity `κ` (`δ_model = κ δ`) "
+         "stop*: the protocol without its precision stop, so that every session uses its 120 answers "
+         "(equal answers). "
+         "*inferred sensitivity*: the model is Eq. 11 with the patient's comparison sensitivity `κ` "
+         "(`δ_model = κ δ`) "
          "an unknown, lognormal with median 4 and σ 1 (spanning both formulas) or median 1 and σ 1.4 (anchored at "
          "Eq. 11); the patient answers by Eq. 11 or by blur discrimination, with its own 2% lapses."),
         "",
         f"- Command: `{invocations[-1]['command']}`",
         f"- Machine: {invocations[-1]['machine']}",
         software_line(invocations),
-        (f"- {summary.planned} runs in `{args.name}.sqlite`; invocations (wall time; workers as each command says): {walls}."),
+        (f"- {summary.planned} runs in `{args.name}.sqlite`; invocations (wall time; workers as each "
+         f"command says): {walls}."),
         "",
         "## At the end of the session",
         "",
         ("| | n | within 0.25 D | within 0.50 D | median error (D) | median ΔM / ΔJ (D) | stops | answers (median) "
-         "| to the precision stop: answers / patient s (median of those stopped by it) | letters / comparisons (median) "
+         "| to the precision stop: answers / patient s (median of those stopped by it) | letters / "
+         "comparisons (median) "
          "| \"=\" answers | patient time, median (s) | coverage 50 / 80 / 95% |"),
         "|" + " --- |" * 13,
     ]

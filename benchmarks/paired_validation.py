@@ -9,7 +9,8 @@ the discordant counts at 1/2) and within 0.50 D. Every patient is SIMULATED.
 Run (docs/results/clinical-validation-optics-gp.md):
     python benchmarks/paired_validation.py \\
         docs/results/clinical-validation.sqlite clinical-sloan-seed1 "optics (clinical-sloan)" \\
-        docs/results/clinical-validation-optics-gp.sqlite clinical-sloan-optics-gp-seed1 "optics-gp (clinical-sloan-optics-gp)"
+        docs/results/clinical-validation-optics-gp.sqlite clinical-sloan-optics-gp-seed1 \\
+        "optics-gp (clinical-sloan-optics-gp)"
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def main() -> None:
             cov = [100 * np.mean([d[i][f"covered_{lv}"] for i in ids]) for lv in (50, 80, 95)]
             ms = np.concatenate([d[i]["decision_ms"] for i in ids])
             print(f"| {pop} | {label} | {len(ids)} | {int(np.median([d[i]['answers'] for i in ids]))} "
-                  f"| {100 * np.mean(e <= 0.25 + _EPS):.0f}% | {100 * np.mean(e <= 0.5 + _EPS):.0f}% | {np.median(e):.2f} "
+                  f"| {100 * np.mean(e <= 0.25 + _EPS):.0f}% | {100 * np.mean(e <= 0.5 + _EPS):.0f}% "
+                  f"| {np.median(e):.2f} "
                   f"| {np.percentile(e, 90):.2f} | {cov[0]:.0f}% / {cov[1]:.0f}% / {cov[2]:.0f}% "
                   f"| {np.median(ms):.1f} / {np.percentile(ms, 99):.1f} |")  # fmt: skip
         pairs[pop] = (ids, a, b)
@@ -60,7 +62,8 @@ def main() -> None:
         only_b, only_a = int(np.sum((eb <= 0.25 + _EPS) & (ea > 0.25 + _EPS))), int(np.sum((ea <= 0.25 + _EPS) & (eb > 0.25 + _EPS)))
         half_b, half_a = int(np.sum((eb <= 0.5 + _EPS) & (ea > 0.5 + _EPS))), int(np.sum((ea <= 0.5 + _EPS) & (eb > 0.5 + _EPS)))
         pval = binomtest(only_b, only_b + only_a).pvalue if only_b + only_a else 1.0
-        print(f"| {pop} | {len(ids)} | {only_b} | {only_a} | {pval:.2f} | {half_b} / {half_a} | {np.median(eb - ea):+.3f} |")
+        print(f"| {pop} | {len(ids)} | {only_b} | {only_a} | {pval:.2f} | {half_b} / {half_a} "
+              f"| {np.median(eb - ea):+.3f} |")
 
 
 if __name__ == "__main__":

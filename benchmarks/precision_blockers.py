@@ -73,7 +73,8 @@ def main() -> int:
     j = np.array([r["j_pm_d"] for r in rows])
     print(f"M radius above {precision.m_d:g} D: {int(np.sum(m > precision.m_d))} (median {np.median(m):.2f} D); "
           f"J radius above {precision.cylinder_vector_d:g} D: {int(np.sum(j > precision.cylinder_vector_d))} "
-          f"(median {np.median(j):.2f} D); only J: {int(np.sum((j > precision.cylinder_vector_d) & (m <= precision.m_d)))}")
+          f"(median {np.median(j):.2f} D); "
+          f"only J: {int(np.sum((j > precision.cylinder_vector_d) & (m <= precision.m_d)))}")
     settings = protocol.comparisons
     if settings is not None and settings.sensitivity_to_stop is not None:
         sigma = settings.comparison.sensitivity_sigma

@@ -27,6 +27,7 @@ import argparse
 
 import numpy as np
 from joblib import Parallel, delayed
+from validation_cases import by_age
 
 from visiontune.experiments.clinic import stored_metrics, validation_case
 from visiontune.experiments.information_bound import (
@@ -38,7 +39,6 @@ from visiontune.experiments.information_bound import (
 )
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
-from validation_cases import by_age
 
 #: An eye that accommodates more than the 1 D reach: no lens on the minus side is blurred along M.
 ACCOMMODATING_D = 4.0
@@ -51,14 +51,16 @@ def by_slope() -> None:
     for slope in (3.0, 5.0, 8.0):
         letter, offset = letter_information(slope)
         cells = ", ".join(f"{name} {answers_needed(letter, letter, sm, sj)}" for name, (sm, sj) in starts.items())
-        print(f"  slope {slope:g} logMAR^-1, letters only: I* = {letter:.2f} per answer at {abs(offset):.2f} D off; {cells}")
+        print(f"  slope {slope:g} logMAR^-1, letters only: I* = {letter:.2f} per answer "
+              f"at {abs(offset):.2f} D off; {cells}")
         comp = comparison_information(slope)
         comp_m = comparison_information(slope, amplitude=ACCOMMODATING_D)
         letter_eff = efficient_information("letter", slope, amplitude=ACCOMMODATING_D)[0]
         comp_eff = efficient_information("comparison", slope, amplitude=ACCOMMODATING_D)[0]
         sm, sj = starts["autorefraction"]
         sy = starts["autorefraction, aged <= 40"][0]
-        print(f"    with comparisons: I* = {comp[0]:.2f} (lenses {comp[1]:+.2f}, {comp[2]:+.2f} D off); along M in an eye "
+        print(f"    with comparisons: I* = {comp[0]:.2f} (lenses {comp[1]:+.2f}, {comp[2]:+.2f} D off); "
+              "along M in an eye "
               f"that accommodates {comp_m[0]:.2f} ({comp_m[1]:+.2f}, {comp_m[2]:+.2f}); autorefraction "
               f"{answers_needed(comp[0], comp[0], sm, sj)}, accommodating and aged <= 40 "
               f"{answers_needed(max(comp_m[0], letter), comp[0], sy, sj)}")
@@ -90,7 +92,8 @@ def by_patient(args: argparse.Namespace) -> None:
         bound = np.array([r["bound"] for r in group])
         letters = np.array([r["letters_only"] for r in group])
         nuisance = np.array([r["nuisance"] for r in group])
-        line = (f"  {label:12s} n={len(group):3d}  bound: median {np.median(bound):5.1f}, <= 60 in {np.mean(bound <= 60):4.0%}"
+        line = (f"  {label:12s} n={len(group):3d}  bound: median {np.median(bound):5.1f}, "
+                f"<= 60 in {np.mean(bound <= 60):4.0%}"
                 f"  | letters only: median {np.median(letters):5.1f}, <= 60 in {np.mean(letters <= 60):4.0%}"
                 f"  | nuisances unknown: median {np.median(nuisance):5.1f}, <= 60 in {np.mean(nuisance <= 60):4.0%}, "
                 f"<= 120 in {np.mean(nuisance <= 120):4.0%}")
