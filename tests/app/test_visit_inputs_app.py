@@ -132,3 +132,27 @@ def test_the_finish_page_sends_the_acuity_with_both_eyes_open_and_the_inputs(qtb
         page.examiner.setText("J. Examiner")
         page._inputs()
     assert sent.args == ["31/31", "J. Examiner"]
+
+
+def test_the_start_page_takes_pd_and_examiner_and_names_a_bad_pd(qtbot):
+    from visiontune.app.start_view import StartView
+
+    view = StartView(["clinical-sloan"])
+    qtbot.addWidget(view)
+    requests = []
+    view.visit_requested.connect(requests.append)
+    view.choose_visit()
+    assert not view.people_row.isHidden()
+    view.simulated.setChecked(True)
+    view.patient_id.setText("SIM-7")
+    view.pd.setText("6.3")
+    view.start_button.click()
+    assert view.form_error.text().startswith("PD: 6.3 mm is not a pupillary distance") and not requests
+    assert "b00020" in view.pd.styleSheet() and "b00020" not in view.examiner.styleSheet()
+    view.pd.setText("31.5/32")
+    view.examiner.setText("  J. Examiner ")
+    view.start_button.click()
+    [request] = requests
+    assert (request.pd, request.examiner) == ("31.5/32", "J. Examiner")
+    view.eye.setCurrentText("OD")  # a single session has no visit inputs
+    assert view.people_row.isHidden()

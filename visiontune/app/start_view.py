@@ -26,6 +26,7 @@ from visiontune.app.visit_flow import NewVisit
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
 from visiontune.session.records import SessionState
+from visiontune.session.visit_records import check_name, parse_pd
 
 _COLUMNS = ("id", "patient", "eye", "state", "answers", "created (UTC)", "kind")
 CYLINDER_FORM_LABELS = (("minus", "minus cylinder (optometric)"), ("plus", "plus cylinder (ophthalmic)"))
@@ -116,6 +117,19 @@ class StartView(QWidget):
         skip_layout.addWidget(self.skip_os)
         self.skip_row = QWidget()
         self.skip_row.setLayout(skip_layout)
+        # a visit's pupillary distance and examiner (optional; on every record of the visit)
+        self.pd = QLineEdit()
+        self.pd.setObjectName("visitPd")
+        self.pd.setPlaceholderText("PD mm: 63 or 31.5/31.5")
+        self.examiner = QLineEdit()
+        self.examiner.setObjectName("visitExaminer")
+        self.examiner.setPlaceholderText("examiner: who refracts")
+        people_layout = QHBoxLayout()
+        people_layout.setContentsMargins(0, 0, 0, 0)
+        people_layout.addWidget(self.pd)
+        people_layout.addWidget(self.examiner)
+        self.people_row = QWidget()
+        self.people_row.setLayout(people_layout)
         self.start_source = QComboBox()
         self.start_source.setObjectName("startSource")
         for name, label in SOURCE_LABELS:
@@ -164,6 +178,7 @@ class StartView(QWidget):
         self.rx_label = form.labelForField(rx_row)
         form.addRow("Starting Rx, OS", self.os_row)
         form.addRow("Not refracted", self.skip_row)
+        form.addRow("PD, examiner", self.people_row)
         form.addRow("  measured by", self.start_source)
         form.addRow("", self.start_hint)
         form.addRow("Age", self.age)
@@ -274,6 +289,7 @@ class StartView(QWidget):
         visit = self.is_visit()
         self.form.setRowVisible(self.os_row, visit)
         self.form.setRowVisible(self.skip_row, visit)
+        self.form.setRowVisible(self.people_row, visit)
         self.rx_label.setText("Starting Rx, OD" if visit else "Starting prescription")
         self.start_button.setText("Start visit" if visit else "Start session")
 
@@ -387,8 +403,12 @@ class StartView(QWidget):
             except InvalidInputError as exc:
                 raise InvalidInputError(f"{eye} {exc}") from None
             starts[eye] = start.rx
+        pd = self.pd.text().strip() or None
+        if pd is not None:
+            parse_pd(pd, "PD")  # refused here, naming the field; the engine reads it again
+        examiner = check_name("Examiner", self.examiner.text(), optional=True) if self.examiner.text().strip() else None
         return NewVisit(patient, protocol, simulated, starts=starts, start_source=source, age_years=age, skip=skip,
-                        cylinder_form=self.cylinder_form_name())  # fmt: skip
+                        cylinder_form=self.cylinder_form_name(), pd=pd, examiner=examiner)  # fmt: skip
 
     def _start(self) -> None:
         try:
@@ -412,11 +432,11 @@ class StartView(QWidget):
                        f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
                        f"{prefix}age": (self.age,)}  # fmt: skip
         fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os),
-                   "lens device port": (self.device_port,)}
+                   "lens device port": (self.device_port,), "pd": (self.pd,), "examiner": (self.examiner,)}
         named = fields.get(head, ())
         for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
                   self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os,
-                  self.device_port):  # fmt: skip
+                  self.device_port, self.pd, self.examiner):  # fmt: skip
             w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
         if named:
             named[0].setFocus()
