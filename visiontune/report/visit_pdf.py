@@ -7,8 +7,9 @@ plus the binocular balance, in the clinic's cylinder form), the Rx VisionTune fo
 signed-off edit (kept beside it), the balance change, the 95% credible half-widths (± on
 sphere, cylinder, axis and on the power vector M, J0, J45), acuity in logMAR, Snellen 6/ and
 20/ and decimal (measured or predicted), the starting and the habitual Rx with their sources,
-answers and stop reason; a skipped eye shows its reason; when a near addition was filed, its rows (the add, its 95% credible region,
-the add by age, the near distance, the range of clear vision and the near acuity). Then the
+answers and stop reason; a skipped eye shows its reason; when a near addition was filed, its
+rows (the add, its 95% credible region, the add by age, the near distance, the range of clear
+vision and the near acuity). Then the
 binocular balance (method, changes) and the binocular acuity.
 Page 2, when the sessions' records are given: each eye's acuity map and acuity curve
 (:mod:`visiontune.report.figures`).
