@@ -60,13 +60,12 @@ from visiontune.optics import Prescription
 from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.optics.patient import TRIAL_KEY
 from visiontune.refraction.chart_line import check_line_trial, line_correct_text
+from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.estimate import CurrentEstimate
-from visiontune.refraction.gp_engine import GPEngine
 from visiontune.refraction.lenses import LensSteps, in_form, lens_changes, lens_power_vector
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
-from visiontune.refraction.optics_engine import OpticsEngine, over_minus_probability
-from visiontune.refraction.optics_gp_engine import OpticsGPEngine
+from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderModel, check_slider_trial, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
@@ -85,6 +84,7 @@ __all__ = [
     "Refraction",
     "SimulatedPresenter",
     "SliderReply",
+    "engine_model_types",
     "make_engine",
 ]
 
@@ -312,18 +312,52 @@ class MemoryLog:
             raise SessionError(f"cannot {action}: the session is {self.state}")
 
 
-def make_engine(protocol: Protocol, start: StartingPoint, seed: int):
-    """The engine of the protocol's model: :class:`OpticsEngine` (:class:`MixedOpticsEngine`
-    when the protocol asks comparisons or sliders; sliders without comparisons weigh letters
-    against sliders, comparisons off), :class:`OpticsGPEngine` or :class:`GPEngine`."""
-    if protocol.model.type == "optics-gp":
-        return OpticsGPEngine(protocol, start, seed)
-    if protocol.model.type == "optics":
-        if protocol.comparisons is not None or protocol.sliders is not None:
-            settings = protocol.comparisons or MixedSettings(comparisons=False)
-            return MixedOpticsEngine(protocol, start, seed, settings, protocol.sliders)
-        return OpticsEngine(protocol, start, seed)
+def _optics_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
+    """:class:`OpticsEngine`, or :class:`MixedOpticsEngine` when the protocol asks comparisons or
+    sliders (sliders without comparisons weigh letters against sliders, comparisons off)."""
+    if protocol.comparisons is not None or protocol.sliders is not None:
+        settings = protocol.comparisons or MixedSettings(comparisons=False)
+        return MixedOpticsEngine(protocol, start, seed, settings, protocol.sliders)
+    return OpticsEngine(protocol, start, seed)
+
+
+def _optics_gp_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
+    """:class:`~visiontune.refraction.optics_gp_engine.OpticsGPEngine` (imports the GP stack when built)."""
+    from visiontune.refraction.optics_gp_engine import OpticsGPEngine
+
+    return OpticsGPEngine(protocol, start, seed)
+
+
+def _gp_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
+    """:class:`~visiontune.refraction.gp_engine.GPEngine`, the GP model of Fauvel & Chalk (imports the
+    GP and acquisition stack when built)."""
+    from visiontune.refraction.gp_engine import GPEngine
+
     return GPEngine(protocol)
+
+
+#: The factory of each ``model.type``: ``(protocol, start, seed) -> Engine``. The GP models' modules
+#: are imported by their factories, so a session of the optics model loads none of the GP stack.
+_ENGINES = {"optics": _optics_engine, "optics-gp": _optics_gp_engine, "gp": _gp_engine}
+
+
+def engine_model_types() -> tuple[str, ...]:
+    """The model types an engine is registered for (``model.type`` of a protocol)."""
+    return tuple(_ENGINES)
+
+
+def make_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
+    """The engine of the protocol's model, built by the factory registered for ``model.type``:
+    :class:`OpticsEngine` (:class:`MixedOpticsEngine` when the protocol asks comparisons or sliders;
+    sliders without comparisons weigh letters against sliders, comparisons off),
+    :class:`~visiontune.refraction.optics_gp_engine.OpticsGPEngine` or
+    :class:`~visiontune.refraction.gp_engine.GPEngine`."""
+    factory = _ENGINES.get(protocol.model.type)
+    if factory is None:
+        raise InvalidInputError(
+            f"model.type: no engine for {protocol.model.type!r}; expected one of {', '.join(_ENGINES)}"
+        )
+    return factory(protocol, start, seed)
 
 
 def _letters(protocol: Protocol) -> tuple[str, ...]:
@@ -380,23 +414,20 @@ class Refraction:
         if self._pending is None:
             k = len(self.trials(include_void=True))
             letter = self.letters[int(self._rng(k, LETTER_STREAM).integers(len(self.letters)))]
-            if isinstance(self.engine, MixedOpticsEngine):
-                choice = self.engine.propose_mixed(self.trials(), self._rng(k, POLICY_STREAM),
-                                                   self._rng(k, COMPARISON_STREAM),
-                                                   self._rng(k, SLIDER_STREAM))  # fmt: skip
-                if choice.kind == "slider":
-                    self._pending = self._pending_slider(k, choice.slider, letter)
-                    return self._pending
-                if choice.kind == "line":
-                    self._pending = self._pending_line(k, choice.line)
-                    return self._pending
-                if choice.kind == "comparison":
-                    c = choice.comparison
-                    self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits)
-                    return self._pending
-                s, lens, info = choice.letter.s_logmar, choice.letter.lens, choice.letter.information_bits
-            else:
-                s, lens, info = self.engine.propose(self.trials(), self._rng(k, POLICY_STREAM))
+            choice = self.engine.propose_question(
+                self.trials(), self._rng(k, POLICY_STREAM), self._rng(k, COMPARISON_STREAM), self._rng(k, SLIDER_STREAM)
+            )
+            if choice.kind == "slider":
+                self._pending = self._pending_slider(k, choice.slider, letter)
+                return self._pending
+            if choice.kind == "line":
+                self._pending = self._pending_line(k, choice.line)
+                return self._pending
+            if choice.kind == "comparison":
+                c = choice.comparison
+                self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits)
+                return self._pending
+            s, lens, info = choice.letter.s_logmar, choice.letter.lens, choice.letter.information_bits
             self._pending = PendingQuery(k, float(s), lens, letter, info)
         return self._pending
 
@@ -534,8 +565,8 @@ class Refraction:
         """How far the session is from its precision stop, in [0, 1] (1 = met): the worst
         ratio of the precision limits to the current region's radii (optics model) or widths
         (GP model), and, when the stop also waits for the comparison sensitivity ``κ``, of its
-        limit to the spread of ``ln κ`` (:meth:`MixedOpticsEngine.sensitivity_progress`), and for
-        the over-minus risk, :meth:`OpticsEngine.over_minus_progress`; the share
+        limit to the spread of ``ln κ`` (:meth:`Engine.sensitivity_progress`), and for
+        the over-minus risk, :meth:`Engine.over_minus_progress`; the share
         of the budget used when the protocol has no precision stop."""
         stopping = self.protocol.stopping
         p = stopping.precision
@@ -547,18 +578,16 @@ class Refraction:
         else:
             ws, wc = region.widths_d
             ratios = (p.sphere_d / max(ws, 1e-9), p.cylinder_d / max(wc, 1e-9))
-        if isinstance(self.engine, MixedOpticsEngine):
-            kappa = self.engine.sensitivity_progress(self.trials())
-            ratios = ratios if kappa is None else (*ratios, kappa)
-        if isinstance(self.engine, OpticsEngine):
-            over_minus = self.engine.over_minus_progress()
-            ratios = ratios if over_minus is None else (*ratios, over_minus)
+        kappa = self.engine.sensitivity_progress(self.trials())
+        ratios = ratios if kappa is None else (*ratios, kappa)
+        over_minus = self.engine.over_minus_progress()
+        ratios = ratios if over_minus is None else (*ratios, over_minus)
         return float(min(1.0, *ratios))
 
     def waits_for_over_minus(self) -> bool:
         """Whether this session's precision stop waits until the lens to file is safe from
         over-minus (``stopping.precision.over_minus_risk``, a session the over-minus guard covers)."""
-        return isinstance(self.engine, OpticsEngine) and self.engine.waits_for_over_minus()
+        return self.engine.waits_for_over_minus()
 
     def patient_seconds(self) -> float:
         """The patient's time so far by the protocol's durations (s): each valid letter at
@@ -594,7 +623,7 @@ class Refraction:
         """Predicted acuity (logMAR) on a sphere × cylinder grid (rows: sphere), with the
         grid's ``axis_deg`` (the estimate's axis for the optics model, the fixed one for the GP)."""
         amap = self.engine.acuity_map(self.trials(), self.current_estimate(with_region=False))
-        return {"axis_deg": getattr(self.engine, "axis_deg", None), **amap}
+        return {"axis_deg": self.engine.axis_deg, **amap}
 
     def acuity_curve(self, max_points: int = 60) -> list[list[float]]:
         """``[[n_trials, predicted logMAR through the estimate], ...]`` replayed from the log
@@ -646,8 +675,9 @@ class Refraction:
         if self.protocol.chart_line is not None:
             out["lines_used"] = sum(is_line(t) for t in valid)
             out["line_letters_used"] = sum(len(t.line_correct) for t in valid if is_line(t))
-        if isinstance(self.engine, OpticsEngine) and self.engine.guards_over_minus():
-            out["over_minus_risk"] = over_minus_probability(self.engine.correction_draws(valid), est.rounded)
+        over_minus_risk = self.engine.filed_over_minus_risk(valid, est.rounded)
+        if over_minus_risk is not None:
+            out["over_minus_risk"] = over_minus_risk
         return out
 
     def finish(self, stopped_by: str = "clinician") -> dict:

@@ -116,6 +116,10 @@ class MixedOpticsEngine(OpticsEngine):
                              sliders=self.sliders, rng_slider=rng_slider, units=units, in_place=in_place,
                              lines=self.protocol.chart_line)  # fmt: skip
 
+    def propose_question(self, trials, rng_letter, rng_comparison, rng_slider=None) -> MixedChoice:
+        """The engine's next question of any kind: :meth:`propose_mixed`."""
+        return self.propose_mixed(trials, rng_letter, rng_comparison, rng_slider)
+
     def question_settings(self, trials) -> tuple[MixedSettings, PrecisionUnits | None]:
         """The settings and units the next question is valued with after ``trials``: the
         protocol's, except that ``"evr-stop"`` is ``"evr"`` (no units) until
