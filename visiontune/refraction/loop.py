@@ -209,7 +209,8 @@ class LineReply:
     def from_count(cls, n_correct: int, n_letters: int) -> LineReply:
         """The line read to its ``n_correct``-th letter (the clinician keyed the number read): the
         first ``n_correct`` right, the rest wrong. The likelihood depends on the count alone."""
-        if isinstance(n_correct, bool) or not isinstance(n_correct, (int, np.integer)) or not 0 <= n_correct <= n_letters:
+        is_count = not isinstance(n_correct, bool) and isinstance(n_correct, (int, np.integer))
+        if not is_count or not 0 <= n_correct <= n_letters:
             raise InvalidInputError(f"n_correct: expected a count in [0, {n_letters}], got {n_correct!r}")
         return cls(tuple(j < n_correct for j in range(n_letters)))
 
@@ -277,13 +278,28 @@ class MemoryLog:
                slider_choice=None, line_correct=None) -> LoggedTrial:  # fmt: skip
         self._require("record an answer", "open")
         if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
-            raise InvalidInputError(f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})")
+            raise InvalidInputError(
+                f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})"
+            )
         slider = check_slider_trial(slider_knob, slider_lenses, slider_choice, lens2, comparison)
         knob, lenses, choice = slider or (None, None, None)
         line = check_line_trial(letter_shown, line_correct, lens2, comparison, choice)
-        trial = LoggedTrial(len(self._trials), float(s_logmar), lens, letter_shown, bool(correct), letter_named,
-                            presented_at, datetime.now(UTC), lens2=lens2, comparison=comparison,
-                            slider_knob=knob, slider_lenses=lenses, slider_choice=choice, line_correct=line)  # fmt: skip
+        trial = LoggedTrial(
+            len(self._trials),
+            float(s_logmar),
+            lens,
+            letter_shown,
+            bool(correct),
+            letter_named,
+            presented_at,
+            datetime.now(UTC),
+            lens2=lens2,
+            comparison=comparison,
+            slider_knob=knob,
+            slider_lenses=lenses,
+            slider_choice=choice,
+            line_correct=line,
+        )
         self._trials.append(trial)
         return trial
 
@@ -495,7 +511,9 @@ class Refraction:
                                     lens2=q.lens2, comparison=answer.choice)  # fmt: skip
         else:
             if isinstance(answer, ComparisonReply):
-                raise InvalidInputError("answer: a letter is pending; a comparison answer was given; nothing was recorded")
+                raise InvalidInputError(
+                    "answer: a letter is pending; a comparison answer was given; nothing was recorded"
+                )
             correct, named = self.score(answer, q.letter)
             trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
         self._invalidate()
@@ -504,7 +522,9 @@ class Refraction:
     def _record_line(self, q, answer):
         """Commit a :class:`LineReply` to the pending :class:`PendingLine` (anything else refused)."""
         if not isinstance(q, PendingLine):
-            raise InvalidInputError("answer: a chart line's answer was given, but no line is pending; nothing was recorded")
+            raise InvalidInputError(
+                "answer: a chart line's answer was given, but no line is pending; nothing was recorded"
+            )
         if not isinstance(answer, LineReply):
             raise InvalidInputError(f"answer: a chart line is pending; expected each letter's right or wrong "
                                     f"(LineReply), got {answer!r}; nothing was recorded")  # fmt: skip
@@ -538,8 +558,8 @@ class Refraction:
         """Best lens, credible region and predicted acuity for the log as it is now."""
         if self._estimate is None or (with_region and self._estimate.region is None):
             k = len(self.trials(include_void=True))
-            self._estimate = self.engine.estimate(self.trials(), self._rng(k, ESTIMATE_STREAM),
-                                                  self._rng(k, REGION_STREAM) if with_region else None, self.level)  # fmt: skip
+            rng_region = self._rng(k, REGION_STREAM) if with_region else None
+            self._estimate = self.engine.estimate(self.trials(), self._rng(k, ESTIMATE_STREAM), rng_region, self.level)
         return self._estimate
 
     def stop_reason(self) -> str | None:
