@@ -16,6 +16,7 @@ from pathlib import Path
 from visiontune.errors import StoreError
 from visiontune.session.archive_sends_schema import SCHEMA_ARCHIVE_SENDS
 from visiontune.session.near_schema import SCHEMA_NEAR_ADDITION
+from visiontune.session.near_skip import SCHEMA_NEAR_SKIPS
 from visiontune.session.schema import SCHEMA_V1, SCHEMA_V3_COMPARISONS, SCHEMA_V4_SLIDERS
 from visiontune.session.store_open import disk_full_failure
 from visiontune.session.visit_inputs_schema import SCHEMA_VISIT_INPUTS
@@ -65,6 +66,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=6, statements=SCHEMA_VISIT_INPUTS),
     # sends of a visit's records to the clinic's archive (visit_archive_sends, archive_sends_schema.py)
     Migration(from_version=7, statements=SCHEMA_ARCHIVE_SENDS),
+    # a visit's near addition not done, with the clinician's reason (visit_near_skips, near_skip.py)
+    Migration(from_version=8, statements=SCHEMA_NEAR_SKIPS),
 )
 
 #: The version this VisionTune writes and reads.
