@@ -162,7 +162,8 @@ def dicom_measurements(kind: str, eyes: dict, *, adds=None, pd=None, manufacture
         cyl.CylinderAxis = a
         item.CylinderSequence = [cyl]
         if kind == "LM":
-            item.LensSegmentType = "PROGRESSIVE" if (adds or {}).get(eye) else "SINGLE"
+            # Lens Segment Type (0046,0038): enumerated values PROGRESSIVE, NONPROGRESSIVE (PS3.3 C.8.29.1)
+            item.LensSegmentType = "PROGRESSIVE" if (adds or {}).get(eye) else "NONPROGRESSIVE"
             if (adds or {}).get(eye) is not None:
                 near = Dataset()
                 near.AddPower = adds[eye]

@@ -94,11 +94,11 @@ def test_joia_axis_zero_is_stored_as_180(tmp_path):
 
 # --- DICOM ---------------------------------------------------------------------------------
 @pytest.mark.skipif(shutil.which("dciodvfy") is None, reason="dicom3tools' dciodvfy not installed")
-@pytest.mark.parametrize("kind", ["REF", "LM"])
-def test_the_encoder_writes_valid_objects(tmp_path, kind):
-    """The test files themselves: dciodvfy finds no error and no warning in them."""
-    data = dicom_measurements(kind, DICOM_EYES, adds={"OD": 2.0, "OS": 2.0} if kind == "LM" else None,
-                              pd=63.0 if kind == "REF" else None)  # fmt: skip
+@pytest.mark.parametrize("kind, adds", [("REF", None), ("LM", {"OD": 2.0, "OS": 2.0}), ("LM", {"OD": 2.0}), ("LM", {})])
+def test_the_encoder_writes_valid_objects(tmp_path, kind, adds):
+    """The test files themselves: dciodvfy finds no error and no warning in them (progressive and
+    single-vision lenses: Lens Segment Type PROGRESSIVE / NONPROGRESSIVE)."""
+    data = dicom_measurements(kind, DICOM_EYES, adds=adds, pd=63.0 if kind == "REF" else None)
     path = _write(tmp_path, f"{kind}.dcm", data)
     out = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True, timeout=60, check=False)
     report = out.stdout + out.stderr
