@@ -67,10 +67,11 @@ def test_send_to_archive_lists_what_went_where(qtbot, visit_db, tmp_path):
         scp.stop()
     text = panel.result.text()
     received = [pydicom.dcmread(p) for p in (tmp_path / "received").iterdir()]
-    assert len(received) == 2
+    # the refraction, the acuity and the Autorefraction Measurements of the simulated autorefraction it started from
+    assert sorted(ds.Modality for ds in received) == ["AR", "SRF", "VA"]
     for ds in received:
         assert str(ds.SOPInstanceUID) in text and ds.PatientID == "SIM-0001"
-    assert text.count("SIMULATED ") == 2 and f"VTPACS@127.0.0.1:{scp.port}" in text
+    assert text.count("SIMULATED ") == 3 and f"VTPACS@127.0.0.1:{scp.port}" in text
     with TrialStore.open(db, read_only=True) as store:
         assert [s.status for s in archive_sends(store, 1)] == ["started", "sent"]
 

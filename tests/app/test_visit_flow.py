@@ -172,7 +172,8 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
     base = folder / folder.name
     names = sorted(p.name for p in folder.iterdir())
     assert names == sorted([f"{folder.name}.{x}" for x in ("csv", "fhir.json", "json", "pdf")]
-                           + [f"visit-{vid}-subjective-refraction.dcm", f"visit-{vid}-visual-acuity.dcm"])  # fmt: skip
+                           + [f"visit-{vid}-subjective-refraction.dcm", f"visit-{vid}-visual-acuity.dcm",
+                              f"visit-{vid}-autorefraction.dcm"])  # the start: the simulated autorefraction
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}
     doc = json.loads(base.with_suffix(".json").read_text())

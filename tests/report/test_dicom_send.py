@@ -2,14 +2,16 @@
 
 The SCPs are dcmtk's (Debian package ``dcmtk``), started by the tests on the loopback:
 ``storescp`` writes every object it receives to a folder, which pydicom reads back and compares
-with what the visit export makes; ``dcmqrscp`` checks the called AE title. Each failure (refused
+with what ``visit export --dicom-dir`` writes (the visit started from an autorefractor's and a
+lensmeter's file: four objects, refraction, acuity, autorefraction and lensometry); ``dcmqrscp``
+checks the called AE title. Each failure (refused
 association, a SOP class the SCP does not take, an abort, no answer, nothing listening) is a
 clear error, recorded in the trial log, with nothing changed here.
 """
 
 from __future__ import annotations
 
-import io
+import importlib.util
 import socket
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from visiontune.cli import main
 from visiontune.errors import ConfigurationError
 from visiontune.report.archive_config import load_archive_config
 from visiontune.report.archive_send import send_visit
-from visiontune.report.dicom_visit import visit_dicom_files
+from visiontune.report.dicom_visit import export_dicom_files
 from visiontune.report.visit_export import load_visit
 from visiontune.session.archive_sends import archive_sends
 from visiontune.session.store import TrialStore
@@ -29,12 +31,24 @@ from visiontune.session.store import TrialStore
 pytestmark = pytest.mark.skipif(not HAS_STORESCP, reason="dcmtk's storescp is not installed (.ci/run installs dcmtk)")
 
 SRF, VA = "1.2.840.10008.5.1.4.1.1.78.4", "1.2.840.10008.5.1.4.1.1.78.5"
+LEN, AR = "1.2.840.10008.5.1.4.1.1.78.1", "1.2.840.10008.5.1.4.1.1.78.2"
+
+_spec = importlib.util.spec_from_file_location(
+    "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py")
+encoders = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(encoders)
 
 
 @pytest.fixture(scope="module")
 def visit_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("visit") / "log.sqlite3"
-    assert main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--db", str(db)]) == 0
+    """A simulated visit started from an autorefractor's file, with the habitual spectacles from a
+    lensmeter's file."""
+    folder = tmp_path_factory.mktemp("visit")
+    db, ref, lm = folder / "log.sqlite3", folder / "ark.xml", folder / "lm.dcm"
+    ref.write_bytes(encoders.joia_xml("REF", {"R": (-2.25, -0.75, 175), "L": (-1.75, -0.50, 10)}, pd=64))
+    lm.write_bytes(encoders.dicom_measurements("LM", {"OD": (-2.0, -0.5, 180.0), "OS": (-1.5, -0.5, 5.0)}))
+    assert main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--no-near", "--db", str(db),
+                 "--import", str(ref), "--import", str(lm)]) == 0  # fmt: skip
     return db
 
 
@@ -77,8 +91,11 @@ def _received(folder: Path) -> dict[str, pydicom.Dataset]:
 
 def test_visit_objects_arrive_in_storescp_as_sent(db, tmp_path, capsys):
     record = _record(db)
-    sent = {str(ds.SOPInstanceUID): ds for ds in
-            (pydicom.dcmread(io.BytesIO(b)) for b in visit_dicom_files(record).values())}
+    export = tmp_path / "exported"
+    export.mkdir()
+    assert main(["visit", "export", "1", "--db", str(db), "--dicom-dir", str(export)]) == 0
+    sent = {str(ds.SOPInstanceUID): ds for ds in (pydicom.dcmread(p) for p in export.iterdir())}
+    assert sorted(str(ds.SOPClassUID) for ds in sent.values()) == [LEN, AR, SRF, VA]  # every object exported
     scp = storescp(tmp_path)
     try:
         assert _send(db, _config(tmp_path, scp.port, "VTPACS")) == 0
@@ -86,13 +103,13 @@ def test_visit_objects_arrive_in_storescp_as_sent(db, tmp_path, capsys):
         scp.stop()
     out = capsys.readouterr().out
     received = _received(tmp_path)
-    assert set(received) == set(sent) and len(sent) == 2
+    assert set(received) == set(sent) and len(sent) == 4
     for uid, ds in received.items():
         assert f"VTPACS@127.0.0.1:{scp.port}" in out and uid in out
         assert ds == sent[uid]  # every element of the dataset as the export makes it
         assert ds.PatientID == record.patient_id == "SIM-0001"
         assert "SIMULATED" in ds.SeriesDescription and "SIMULATED" in ds.PatientComments
-        assert out.count("SIMULATED DICOM") == 2
+        assert out.count("SIMULATED DICOM") == 4
     srf = next(ds for ds in received.values() if ds.SOPClassUID == SRF)
     for eye, seq in (("OD", "SubjectiveRefractionRightEyeSequence"), ("OS", "SubjectiveRefractionLeftEyeSequence")):
         rx = record.balanced_prescription(eye)
@@ -101,6 +118,11 @@ def test_visit_objects_arrive_in_storescp_as_sent(db, tmp_path, capsys):
         assert float(item.CylinderSequence[0].CylinderAxis) == round(rx.axis_deg)
     va = next(ds for ds in received.values() if ds.SOPClassUID == VA)
     assert va.ReferencedRefractiveMeasurementsSequence[0].ReferencedSOPInstanceUID == srf.SOPInstanceUID
+    lens = next(ds for ds in received.values() if ds.SOPClassUID == LEN)
+    assert [float(lens.RightLensSequence[0].SpherePower), float(lens.LeftLensSequence[0].SpherePower)] == [-2.0, -1.5]
+    auto = next(ds for ds in received.values() if ds.SOPClassUID == AR)
+    assert float(auto.AutorefractionRightEyeSequence[0].SpherePower) == -2.25
+    assert len({ds.StudyInstanceUID for ds in received.values()}) == 1  # one study
     rows, sends = _sends(db)
     where = f"VTPACS@127.0.0.1:{scp.port}"
     assert rows == [("dicom", where, "started"), ("dicom", where, "sent")]
@@ -117,7 +139,8 @@ def _failed_send(db, tmp_path, config, capsys) -> str:
     assert _send(db, config) == 1
     err = capsys.readouterr().err
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in export.iterdir()} == before
-    assert set(visit_dicom_files(_record(db)).items()) == {(n, b) for n, (b, _) in before.items()}
+    assert set(export_dicom_files(_record(db)).items()) == {(n, b) for n, (b, _) in before.items()}
+    assert len(before) == 4
     rows, sends = _sends(db)
     assert [r[2] for r in rows] == ["started", "failed"]
     assert sends[1].detail["error"] in err.replace("DICOM not sent: ", "")
@@ -144,7 +167,7 @@ def test_right_called_ae_title_is_taken_by_the_same_checking_scp(db, tmp_path):
     finally:
         scp.stop()
     stored = [pydicom.dcmread(p) for p in (tmp_path / "db").iterdir() if p.suffix == ".dcm"]
-    assert sorted(str(ds.SOPClassUID) for ds in stored) == [SRF, VA]
+    assert sorted(str(ds.SOPClassUID) for ds in stored) == [LEN, AR, SRF, VA]
 
 
 @pytest.mark.skipif(not HAS_DCMQRSCP, reason="dcmtk's dcmqrscp is not installed")
@@ -176,7 +199,8 @@ def test_a_sop_class_the_scp_does_not_take_sends_nothing(db, tmp_path, capsys):
         err = _failed_send(db, tmp_path, _config(tmp_path, scp.port, "VTPACS"), capsys)
     finally:
         scp.stop()
-    assert f"does not accept the SOP class Visual Acuity Measurements ({VA})" in err
+    assert (f"does not accept the SOP classes Lensometry Measurements ({LEN}), Autorefraction Measurements ({AR}), "
+            f"Visual Acuity Measurements ({VA})") in err
     assert "no object was sent" in err
     assert list((tmp_path / "received").iterdir()) == []  # not even the refraction object
 

@@ -149,8 +149,9 @@ def test_record_of_the_real_visit_keeps_found_signed_balance_and_acuities(real_d
 # --- the simulated visit's records ------------------------------------------------------------
 def test_simulated_visit_writes_every_record_private(simulated_files):
     names = sorted(p.name for p in _files(simulated_files))
-    assert names == ["fhir.json", "visit-1-subjective-refraction.dcm", "visit-1-visual-acuity.dcm", "visit.csv",
-                     "visit.json", "visit.pdf"]  # fmt: skip
+    # the simulated patient's start is its simulated autorefraction: its own DICOM object beside the visit's two
+    assert names == ["fhir.json", "visit-1-autorefraction.dcm", "visit-1-subjective-refraction.dcm",
+                     "visit-1-visual-acuity.dcm", "visit.csv", "visit.json", "visit.pdf"]  # fmt: skip
     assert {stat.S_IMODE(p.stat().st_mode) for p in _files(simulated_files)} == {0o600}
 
 
@@ -192,15 +193,20 @@ def test_simulated_fhir_bundle_validates_and_is_tagged(simulated_db, simulated_f
 def test_simulated_dicom_reads_back_with_the_final_prescriptions(simulated_db, simulated_files):
     record = _record(simulated_db)
     files = sorted((simulated_files / "dicom").iterdir())
-    srf, va = (pydicom.dcmread(p) for p in files)
-    assert srf.Modality == "SRF" and va.Modality == "VA"
-    assert srf.PatientID == va.PatientID == "SIM-0001" and srf.StudyInstanceUID == va.StudyInstanceUID
+    ar, srf, va = (pydicom.dcmread(p) for p in files)
+    assert (ar.Modality, srf.Modality, va.Modality) == ("AR", "SRF", "VA")
+    assert ar.PatientID == srf.PatientID == va.PatientID == "SIM-0001"
+    assert ar.StudyInstanceUID == srf.StudyInstanceUID == va.StudyInstanceUID
+    start = record.start_od
+    item = ar.AutorefractionRightEyeSequence[0]
+    assert (float(item.SpherePower), float(item.CylinderSequence[0].CylinderPower)) == pytest.approx(
+        (start.sphere_d, start.cylinder_d))
     right = srf.SubjectiveRefractionRightEyeSequence[0]
     assert float(right.SpherePower) == pytest.approx(record.balanced_prescription("OD").sphere_d)
     assert float(right.CylinderSequence[0].CylinderPower) == pytest.approx(record.balanced_prescription("OD").cylinder_d)
     assert float(va.VisualAcuityRightEyeSequence[0].DecimalVisualAcuity) == pytest.approx(
         10 ** -record.od.measured_va_logmar, rel=0.01)
-    for ds in (srf, va):
+    for ds in (ar, srf, va):
         assert ds.StudyDescription.startswith("SIMULATED") and "SIMULATED" in ds.PatientComments
 
 

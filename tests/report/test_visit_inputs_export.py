@@ -100,7 +100,9 @@ def test_pdf_shows_them(exported):
 def test_dicom_carries_them_and_is_clean(exported):
     out, record, created, ou = exported
     files = sorted((out / "dicom").glob("*.dcm"))
-    assert len(files) == 2
+    # the visit's two, and the Autorefraction Measurements of the simulated autorefraction it started from
+    assert [f.name for f in files] == ["visit-1-autorefraction.dcm", "visit-1-subjective-refraction.dcm",
+                                       "visit-1-visual-acuity.dcm"]  # fmt: skip
     local = created.astimezone(timezone(timedelta(hours=1)))
     for path in files:
         ds = pydicom.dcmread(path)
@@ -109,13 +111,17 @@ def test_dicom_carries_them_and_is_clean(exported):
         assert (ds.StudyDate, ds.StudyTime) == (local.strftime("%Y%m%d"), local.strftime("%H%M%S"))
         if ds.Modality == "SRF":
             assert ds.DistancePupillaryDistance == 63.5
+        elif ds.Modality == "AR":
+            item = ds.AutorefractionLeftEyeSequence[0]
+            assert float(item.SpherePower) == pytest.approx(record.start_os.sphere_d)
         else:
             assert float(ds.VisualAcuityBothEyesOpenSequence[0].DecimalVisualAcuity) == pytest.approx(
                 float(logmar_to_decimal(ou.va_logmar)), abs=1e-4)
         if HAS_DCIODVFY:
             run = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True, timeout=60, check=False)
             report = run.stdout + run.stderr
-            iod = "SubjectiveRefractionMeasurements" if ds.Modality == "SRF" else "VisualAcuityMeasurements"
+            iod = {"SRF": "SubjectiveRefractionMeasurements", "AR": "AutorefractionMeasurements"}.get(
+                ds.Modality, "VisualAcuityMeasurements")
             assert iod in report
             assert not [line for line in report.splitlines() if line.startswith(("Error", "Warning"))], report
 

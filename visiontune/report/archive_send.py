@@ -7,7 +7,7 @@ Used by ``visiontune visit send`` and the app's "Send to archive" (Qt-free). Ord
    (:func:`~visiontune.report.archive_config.load_archive_config`); a kind asked for without its
    destination is refused before anything is done;
 2. the visit is read from the trial log and every object rendered in memory (the same bytes
-   ``visit export`` writes: :func:`~visiontune.report.dicom_visit.visit_dicom_files`, and the
+   ``visit export`` writes: :func:`~visiontune.report.dicom_visit.export_dicom_files`, and the
    FHIR Bundle of :func:`~visiontune.report.fhir_visit.visit_bundle_json`), so a visit that cannot
    be recorded is refused before anything is sent;
 3. per kind, a ``started`` row in ``visit_archive_sends`` (:mod:`visiontune.session.archive_sends`:
@@ -30,7 +30,7 @@ from pathlib import Path
 from visiontune.errors import ConfigurationError, InvalidInputError, StoreError, VisionTuneError, one_line
 from visiontune.report.archive_config import ArchiveConfig, ArchiveSendError
 from visiontune.report.dicom_send import send_dicom
-from visiontune.report.dicom_visit import visit_dicom_files
+from visiontune.report.dicom_visit import export_dicom_files
 from visiontune.report.fhir_send import post_transaction, transaction_bundle
 from visiontune.report.fhir_visit import visit_bundle_json
 from visiontune.report.visit_export import load_visit
@@ -86,7 +86,7 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
         record = load_visit(store, visit_id).record
         vid = int(record.visit_id)
         mark = "SIMULATED " if record.simulated else ""
-        payload = {"dicom": visit_dicom_files(record) if "dicom" in kinds else None,
+        payload = {"dicom": export_dicom_files(record) if "dicom" in kinds else None,
                    "fhir": json.loads(visit_bundle_json(record)) if "fhir" in kinds else None}
         for kind in kinds:
             dest = getattr(config, kind)

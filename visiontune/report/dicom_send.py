@@ -3,8 +3,9 @@
 The Storage Service Class (DICOM PS3.4 Annex B) over the DICOM Upper Layer (PS3.8): one
 association from our AE title (``calling_ae_title``) to the PACS's (``called_ae_title``) at the
 clinic's ``host:port``, proposing one presentation context per SOP class we send (Subjective
-Refraction Measurements ``1.2.840.10008.5.1.4.1.1.78.4`` and Visual Acuity Measurements
-``...78.5``), each with Explicit VR Little Endian (the files' transfer syntax) and Implicit VR
+Refraction Measurements ``1.2.840.10008.5.1.4.1.1.78.4``, Visual Acuity Measurements ``...78.5``,
+and, when the visit has them, Lensometry Measurements ``...78.1`` and Autorefraction Measurements
+``...78.2``), each with Explicit VR Little Endian (the files' transfer syntax) and Implicit VR
 Little Endian (the default every SCP accepts, PS3.5 Section 10.1). Then one C-STORE per object,
 and the association released.
 
@@ -24,7 +25,7 @@ the destination and what happened:
   counts as stored, its code kept in the result.
 
 Nothing local is read from or written to disk here: the objects are the in-memory Part 10 bytes
-of :func:`visiontune.report.dicom_visit.visit_dicom_files`, parsed back with pydicom.
+of :func:`visiontune.report.dicom_visit.export_dicom_files`, parsed back with pydicom.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ logging.getLogger("pynetdicom").addHandler(logging.NullHandler())
 _SOP_NAMES = {
     "1.2.840.10008.5.1.4.1.1.78.4": "Subjective Refraction Measurements",
     "1.2.840.10008.5.1.4.1.1.78.5": "Visual Acuity Measurements",
+    "1.2.840.10008.5.1.4.1.1.78.1": "Lensometry Measurements",
+    "1.2.840.10008.5.1.4.1.1.78.2": "Autorefraction Measurements",
 }
 
 
@@ -145,8 +148,9 @@ def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResu
         refused = [uid for uid in classes if uid not in accepted]
         if refused:
             names = ", ".join(f"{_SOP_NAMES.get(u, u)} ({u})" for u in refused)
-            raise _fail(dest, f"the PACS does not accept the SOP class {names} (presentation context rejected); "
-                        "no object was sent", [])
+            plural = "es" if len(refused) > 1 else ""
+            raise _fail(dest, f"the PACS does not accept the SOP class{plural} {names} (presentation context"
+                        f"{'s' if plural else ''} rejected); no object was sent", [])
         stored: list[StoredObject] = []
         for name, ds in datasets.items():
             what = f"{_SOP_NAMES.get(str(ds.SOPClassUID), ds.SOPClassUID)} {ds.SOPInstanceUID} ({name})"

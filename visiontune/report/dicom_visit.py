@@ -1,8 +1,8 @@
 """A visit as DICOM: Subjective Refraction Measurements and Visual Acuity Measurements objects.
 
 Two composite objects (pydicom), written as Part 10 files (explicit VR little endian), and up to
-two more of what the visit started from, built by :func:`prior_dicom_files` (below; not yet part
-of ``visit export``):
+two more of what the visit started from, built by :func:`prior_dicom_files` (below); ``visit export``
+writes, and ``visit send --dicom`` sends, all of them (:func:`export_dicom_files`):
 
 * **Subjective Refraction Measurements** (SOP Class ``1.2.840.10008.5.1.4.1.1.78.4``, Modality
   ``SRF``; PS3.3 A.60 "Subjective Refraction Measurements IOD"): per measured eye an item of
@@ -74,7 +74,7 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = [
     "AUTOREFRACTION_SOP_CLASS", "LENSOMETRY_SOP_CLASS", "SUBJECTIVE_REFRACTION_SOP_CLASS", "VISUAL_ACUITY_SOP_CLASS",
-    "autorefraction_dataset", "dicom_bytes", "lensometry_dataset", "prior_dicom_files",
+    "autorefraction_dataset", "dicom_bytes", "export_dicom_files", "lensometry_dataset", "prior_dicom_files",
     "subjective_refraction_dataset", "visit_dicom_files", "visual_acuity_dataset", "write_visit_dicom",
 ]  # fmt: skip
 
@@ -365,11 +365,18 @@ def prior_dicom_files(record: VisitRecord) -> dict[str, bytes]:
     """``{file name: Part 10 bytes}`` of the objects of what the visit started from: the
     Lensometry Measurements of the habitual spectacles and the Autorefraction Measurements of the
     starting prescriptions read by an autorefractor, each when there is one (``visit-<id>-lensometry.dcm``,
-    ``visit-<id>-autorefraction.dcm``). Not yet written by ``visiontune visit export`` nor sent
-    to the archive: the sender negotiates the two objects of :func:`visit_dicom_files` only."""
+    ``visit-<id>-autorefraction.dcm``); :func:`export_dicom_files` adds them to the visit's two."""
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in record.visit_id)
     out = {}
     for kind, ds in (("lensometry", lensometry_dataset(record)), ("autorefraction", autorefraction_dataset(record))):
         if ds is not None:
             out[f"visit-{safe_id}-{kind}.dcm"] = dicom_bytes(ds)
     return out
+
+
+def export_dicom_files(record: VisitRecord) -> dict[str, bytes]:
+    """Every DICOM object of the visit, as ``visit export --dicom-dir`` writes them and ``visit send
+    --dicom`` sends them: the two of :func:`visit_dicom_files`, then those of :func:`prior_dicom_files`
+    (the habitual spectacles' Lensometry Measurements, the autorefraction start's Autorefraction
+    Measurements), one study; built in memory, InvalidInputError before anything is written."""
+    return {**visit_dicom_files(record), **prior_dicom_files(record)}

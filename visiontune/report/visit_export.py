@@ -35,7 +35,7 @@ from pathlib import Path
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.report.dicom_visit import visit_dicom_files
+from visiontune.report.dicom_visit import export_dicom_files
 from visiontune.report.export import _check_log_read_only
 from visiontune.report.fhir_visit import visit_bundle_json
 from visiontune.report.files import check_output_path, write_private
@@ -171,7 +171,8 @@ def _near_additions(store: TrialStore, vid: int) -> tuple[NearAddition, ...]:
 @dataclass(frozen=True)
 class VisitExportPaths:
     """Where to write each record; ``None`` skips it. ``dicom_dir``: an existing folder that
-    receives both DICOM objects."""
+    receives the DICOM objects (refraction and acuity, and the lensometry / autorefraction of what
+    the visit started from, when it has them)."""
 
     pdf: PathLike | None = None
     fhir: PathLike | None = None
@@ -197,7 +198,7 @@ def render_visit(loaded: LoadedVisit, paths: VisitExportPaths,
         folder = Path(os.fsdecode(paths.dicom_dir)).expanduser().absolute()
         if not folder.is_dir():
             raise InvalidInputError(f"--dicom-dir: {folder} is not an existing folder")
-        for name, data in visit_dicom_files(record).items():
+        for name, data in export_dicom_files(record).items():
             out.append(("dicom", check_output_path("--dicom-dir", folder / name, protected), data))
     renderers = {
         "pdf": lambda: _pdf(loaded),
