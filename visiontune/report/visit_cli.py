@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
     export.add_argument("--dicom-dir", metavar="DIR",
                         help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
-                             "objects")  # fmt: skip
+                             "objects, and the Lensometry (habitual spectacles) and Autorefraction (the start) "
+                             "objects when the visit has them")  # fmt: skip
     export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
     export.add_argument("--json", metavar="PATH", help=f"the visit record (JSON, {VISIT_JSON_SCHEMA} version {VISIT_JSON_SCHEMA_VERSION}, the file's "
                              "schema_version)")  # fmt: skip

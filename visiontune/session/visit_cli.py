@@ -1,10 +1,12 @@
-"""``visiontune visit run|resume|list|show|signoff``: a whole visit, headless.
+"""``visiontune visit run|resume|list|show|signoff|inputs``: a whole visit, headless.
 
 ``visit run --simulate`` creates a visit of a simulated patient and runs it: the right eye
 (OD) and the left eye (OS) through the session engine and the trial log, then the binocular
 balance and the acuity through the final prescriptions, and prints the result;
 ``visit resume ID --simulate`` continues one that stopped (mid-eye or mid-balance).
-``visit signoff`` records a clinician's edited prescription beside the found one. ``visit
+``visit signoff`` records a clinician's edited prescription beside the found one; ``visit inputs``
+adds the pupillary distance or the examiner after a run (a new entry of the visit's inputs: the
+earlier ones stay in the log, the latest in force). ``visit
 export`` (the records) is added by :mod:`visiontune.report.visit_cli`, the report layer above.
 """
 
@@ -98,6 +100,14 @@ def add_arguments(parser: argparse.ArgumentParser):
                            "record)")  # fmt: skip
     sign.add_argument("--by", required=True, metavar="NAME", help="the clinician who signs")
     _db_argument(sign)
+    given = sub.add_parser("inputs", help="add the pupillary distance or the examiner to a visit after its run "
+                                          "(appended: the earlier entries are kept, the latest is in force)")
+    given.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    given.add_argument("--pd", metavar="MM", default=None,
+                       help="the patient's pupillary distance in mm: binocular (63) or right/left monocular "
+                            "(31.5/31.5); 40 to 80 mm (Dodgson 2004)")  # fmt: skip
+    given.add_argument("--examiner", metavar="NAME", default=None, help="who ran the refraction")
+    _db_argument(given)
     return sub
 
 
@@ -143,8 +153,11 @@ def run(args: argparse.Namespace) -> int:
         _starts(args)
         _inputs(args)
         args.imported = _imports(args)  # the files read (and refused) before the trial log is opened
+    if args.action == "inputs":  # checked before the log is opened: a refusal writes nothing
+        args.given = _given_inputs(args)
     with TrialStore.open(args.db, read_only=args.action in ("list", "show")) as store:
-        action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff}[args.action]
+        action = {"run": _run, "resume": _resume, "list": _list, "show": _show, "signoff": _signoff,
+                  "inputs": _record_inputs}[args.action]  # fmt: skip
         return action(args, store)
 
 
@@ -423,4 +436,35 @@ def _signoff(args, store) -> int:
     print(f"visit {signed.visit_id} {signed.eye}: signed off {signed.prescription.format()} by {_clean(signed.by)} "
           f"(the found prescription is kept beside it)")  # fmt: skip
     print(f"  final {final_prescription(store, signed.visit_id, signed.eye).format()} (with the binocular balance)")
+    return 0
+
+
+# --- inputs after the run ------------------------------------------------------------------
+def _given_inputs(args) -> dict:
+    """``visit inputs``: ``--pd`` (:func:`~visiontune.session.visit_records.parse_pd`) and
+    ``--examiner`` checked, as :func:`record_visit_inputs`'s keyword arguments; at least one."""
+    if args.pd is None and args.examiner is None:
+        raise InvalidInputError("visit inputs: nothing to record: give --pd and/or --examiner; nothing was recorded")
+    out: dict = {}
+    if args.pd is not None:
+        out.update(zip(("pd_mm", "pd_od_mm", "pd_os_mm"), parse_pd(args.pd, "--pd"), strict=True))
+    if args.examiner is not None:
+        out["examiner"] = check_name("--examiner", args.examiner)
+    return out
+
+
+def _record_inputs(args, store) -> int:
+    """One new entry of the visit's inputs (append-only; durable when this returns), then the
+    inputs in force printed."""
+    try:
+        given = record_visit_inputs(store, args.visit_id, **args.given)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc}; nothing was recorded") from None
+    sim = "SIMULATED " if store.get_visit(given.visit_id).simulated else ""
+    print(f"{sim}visit {given.visit_id}: inputs recorded (earlier entries kept)")
+    if given.pd_mm is not None:
+        mono = "" if given.pd_od_mm is None else f" (OD {given.pd_od_mm:g} / OS {given.pd_os_mm:g})"
+        print(f"  pupillary distance {given.pd_mm:g} mm{mono}")
+    if given.examiner is not None:
+        print(f"  examiner {_clean(given.examiner)}")
     return 0
