@@ -1,7 +1,7 @@
 """The near addition in the app's engine: a simulated presbyope's visit run through the engine
-(both eyes, no balance) files an add per eye when it reaches its finish (the engine completes a
-simulated visit as the headless run does), and the visit's exports carry it. The app's pages do not
-show the add yet."""
+(both eyes, no balance) reaches the near step, whose letters the simulated patient answers through
+the ``visit_near`` command; it files an add per eye, and the visit's exports carry it (the near page
+itself: tests/app/test_visit_near_app.py)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,12 @@ def test_a_simulated_presbyopes_visit_in_the_engine_files_and_exports_an_add_per
     _run_open_eye(host, events)
     host.handle("visit_next", 1)
     _run_open_eye(host, events)
-    host.handle("visit_balance", (1, 0, None))  # no balance: the finish follows
+    host.handle("visit_balance", (1, 0, None))  # no balance: the near step follows (age 66)
+    assert _last(events, "visit_view").step == Step.NEAR
+    host.handle("visit_near", (1, "begin", 40.0))
+    while (view := _last(events, "visit_view")).step == Step.NEAR:
+        q = view.near_question
+        host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
     assert _last(events, "visit_view").step == Step.FINISH
     out = tmp_path / "out"
     out.mkdir()

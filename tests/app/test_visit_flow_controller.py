@@ -28,7 +28,8 @@ from visiontune.app.visit_flow_controller import VisitFlowController, window_tit
 from visiontune.app.worker_values import FinishedView
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
-from visiontune.session.simulated_visit import drive_simulated_visit
+from visiontune.session.near_store import near_add_records
+from visiontune.session.simulated_visit import drive_simulated_visit, visit_cases
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import create_visit, eye_statuses
 
@@ -233,7 +234,8 @@ class HostEngine:
 def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_does(tmp_path):
     path = write_visit_protocol(tmp_path, max_trials=4)
     with TrialStore.open(tmp_path / "headless.sqlite3") as store:
-        headless_id = create_visit(store, "SIM-AUTO", simulated=True)
+        age = round(visit_cases(7, load_protocol(path))["OD"].age_years)  # as the app records it
+        headless_id = create_visit(store, "SIM-AUTO", simulated=True, age_years=age)
         assert drive_simulated_visit(store, headless_id, protocol=load_protocol(path), seed=7)
 
     engine = HostEngine()
@@ -262,14 +264,14 @@ def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_
     try:
         flow.start(NewVisit("SIM-AUTO", str(path), True, seed=7))
         engine.run(session, flow)
-        for _ in range(200):
+        for _ in range(400):  # the near step's letters too (a presbyope: the headless run does it as well)
             if flow.view is not None and flow.view.step == Step.FINISH:
                 break
             if timers["session"] is not None and session.phase != Phase.FINISHED:
                 timers["session"] = None
                 session.auto_step()
             else:
-                assert timers["visit"] == 0.25 and pages[-1] in (Step.REFRACT, Step.BALANCE)  # the step page
+                assert timers["visit"] == 0.25 and pages[-1] in (Step.REFRACT, Step.BALANCE, Step.NEAR)  # a step page
                 timers["visit"] = None
                 flow.auto_step()
             engine.run(session, flow)
@@ -285,9 +287,11 @@ def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_
             eyes = eye_statuses(store, visit_id)
             trials = {eye: [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in store.trials(eyes[eye].session_id)]
                       for eye in ("OD", "OS")}  # fmt: skip
-            return trials, [(a.index, a.clearer) for a in store.balance_answers(visit_id)]
+            near = {e: (a.add_d, a.lower_d, a.upper_d) for e, a in near_add_records(store, visit_id).items()}
+            return trials, [(a.index, a.clearer) for a in store.balance_answers(visit_id)], near
 
     mine, want = record(tmp_path / "app.sqlite3", vid), record(tmp_path / "headless.sqlite3", headless_id)
     assert [len(t) for t in mine[0].values()] == [4, 4]
+    assert (Step.NEAR in pages) == bool(want[2])  # the near page, answered by the autopilot, for a presbyope
     assert mine == want
     assert len(mine[1]) == len(flow.view.balance.answers) >= 1 and Step.BALANCE in pages  # answered by the autopilot

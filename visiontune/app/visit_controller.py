@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, QTimer
 from visiontune.app.visit_finish_view import VisitFinishView
 from visiontune.app.visit_flow import NewVisit, Step, VisitCommand, VisitView
 from visiontune.app.visit_flow_controller import VisitFlowController, window_title
+from visiontune.app.visit_near_view import VisitNearView
 from visiontune.app.visit_step_view import VisitStepView
 
 
@@ -35,12 +36,16 @@ class VisitController(QObject):
         self.flow.connect(self._on_flow_event)
         self.step_view = VisitStepView()
         self.finish_view = VisitFinishView()
-        for page in (self.step_view, self.finish_view):
+        self.near_view = VisitNearView()  # the near addition (visit_near_view)
+        for page in (self.step_view, self.finish_view, self.near_view):
             window.stack.addWidget(page)
         window.worker.visit_view.connect(self.flow.on_view)
         window.worker.failed.connect(self.on_failed)
         self.step_view.key_pressed.connect(self.flow.on_key)
         self.step_view.skip_requested.connect(self.flow.skip)
+        self.near_view.key_pressed.connect(self.flow.on_key)
+        self.near_view.skip_requested.connect(self.flow.skip_near)
+        self.finish_view.near_requested.connect(self.flow.begin_near)
         self.finish_view.signoff_requested.connect(self.flow.sign_off)
         self.finish_view.acuity_requested.connect(self.flow.record_acuity)
         self.finish_view.inputs_requested.connect(self.flow.record_inputs)
@@ -64,7 +69,7 @@ class VisitController(QObject):
 
     @property
     def pages(self) -> tuple:
-        return (self.step_view, self.finish_view)
+        return (self.step_view, self.finish_view, self.near_view)
 
     # ------------------------------------------------------------------ from the window
     def start(self, request: NewVisit) -> None:
@@ -89,7 +94,7 @@ class VisitController(QObject):
             self.finish_view.show_failure(message)
 
     def _auto_step(self) -> None:
-        if not self.window._closing and self.window.stack.currentWidget() is self.step_view:
+        if not self.window._closing and self.window.stack.currentWidget() in (self.step_view, self.near_view):
             self.flow.auto_step()
 
     # ------------------------------------------------------------------ what the flow says
@@ -113,12 +118,16 @@ class VisitController(QObject):
             self.step_view.show_next_eye(view)
         elif view.step == Step.BALANCE:
             self.step_view.show_question(view)
+        elif view.step == Step.NEAR:
+            self.near_view.show_near(view)
         else:
             self.finish_view.show_visit(view)
             self.finish_view.show_failure("")
         page = self.finish_view if view.step == Step.FINISH else self.step_view
+        if view.step == Step.NEAR:
+            page = self.near_view
         self.window.stack.setCurrentWidget(page)
-        if page is self.step_view:
-            self.step_view.setFocus()
+        if page in (self.step_view, self.near_view):
+            page.setFocus()
         self.window.setWindowTitle(window_title(view))
         self.window.status.clearMessage()  # the engine's "busy" line is over

@@ -42,6 +42,7 @@ from visiontune.app.visit_flow import (
     eye_title,
     inputs_text,
     lens_or_dash,
+    near_add_line,
     parse_acuity,
     read_signoff,
 )
@@ -238,12 +239,31 @@ def _html(text: str) -> str:
     return _esc(text)
 
 
+def near_text(view: VisitView) -> str:
+    """The near addition on the finish page: each eye's distance Rx with its add, 95% region, range
+    of clear vision and near acuity; or why it was not done; or nothing (not for this visit)."""
+    near = getattr(view, "near", None)
+    if near is None:
+        return ""
+    if near.skip_reason is not None:
+        return f"Near addition not done: {near.skip_reason}."
+    lines = []
+    for eye, add in sorted(near.adds.items()):
+        final = view.eyes[eye].final
+        sim = "" if not view.simulated else " (SIMULATED)"
+        lines.append(f"{eye}: {lens_or_dash(final)} \u00b7 {near_add_line(add)}{sim}")
+    if not lines:
+        return "Near addition: not filed yet."
+    return "Near addition (reading):\n" + "\n".join(lines)
+
+
 class VisitFinishView(QWidget):
     signoff_requested = Signal(str, object, str)
     acuity_requested = Signal(str, float)
     inputs_requested = Signal(str, str)
     export_requested = Signal()
     back_requested = Signal()
+    near_requested = Signal()  # begin the near addition (a patient the age rule leaves out)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -276,6 +296,14 @@ class VisitFinishView(QWidget):
         self.inputs = QLabel("")
         self.inputs.setObjectName("visitInputs")
         self.inputs.setWordWrap(True)
+        # the near addition of each eye, or why it was not done; "Near addition" begins one
+        self.near = QLabel("")
+        self.near.setObjectName("visitNear")
+        self.near.setWordWrap(True)
+        _font(self.near, 11)
+        self.near_button = QPushButton("Near addition\u2026")
+        self.near_button.setObjectName("visitNearButton")
+        self.near_button.clicked.connect(self.near_requested)
         self.both_acuity = _field("acuityOU", "logMAR, or 6/9, 20/25", 160)
         self.both_button = QPushButton("Record acuity, both eyes open")
         self.both_button.setObjectName("acuityButtonOU")
@@ -324,6 +352,8 @@ class VisitFinishView(QWidget):
         layout.addLayout(grid)
         layout.addWidget(self.balance)
         layout.addWidget(self.inputs)
+        layout.addWidget(self.near)
+        layout.addWidget(self.near_button)
         layout.addWidget(self.both_box)
         layout.addLayout(inputs_row)
         layout.addWidget(self.message)
@@ -345,6 +375,10 @@ class VisitFinishView(QWidget):
             column.show_eye(view.eyes[eye], view, change)
         self.balance.setText(balance_text(view).replace("-", MINUS) if b.outcome else "")
         self.inputs.setText(inputs_text(view).replace("-", MINUS))
+        self.near.setText(near_text(view))
+        near = getattr(view, "near", None)
+        self.near_button.setVisible(near is None and all(e.finished or e.state == "skipped" for e in view.eyes.values())
+                                    and any(e.finished for e in view.eyes.values()))
         both = all(e.finished for e in view.eyes.values())
         self.both_box.setVisible(both and not view.simulated)
         self.both_acuity.clear()

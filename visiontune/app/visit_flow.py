@@ -12,7 +12,12 @@ A visit (:mod:`visiontune.session.visit`) runs in the app in this order:
    the next question is computed, so a visit interrupted mid-balance resumes at its question.
    When a balance is not possible (an eye skipped, acuities too different) it is recorded as
    not done, with the reason.
-3. **finish**: both eyes side by side; the clinician accepts, or edits an eye and signs it off
+3. **near addition** (a patient aged 40 or more, or when the clinician asks from the finish page;
+   skippable with a reason): near letters at the clinic's near distance through candidate adds
+   over each eye's final prescription (:mod:`visiontune.app.visit_near_host`), answered ``+``
+   (read right) or ``-`` (wrong), each answer in the trial log before the next letter; the add
+   filed per eye with its 95% region, range of clear vision and near acuity.
+4. **finish**: both eyes side by side; the clinician accepts, or edits an eye and signs it off
    (recorded beside the found prescription), then exports the visit's records.
 
 The engine (:mod:`visiontune.app.visit_host`) owns the trial log and sends a
@@ -40,14 +45,15 @@ from visiontune.session.visit_records import VISIT_EYES, check_clinic_form, chec
 
 __all__ = [
     "ANSWER_WORDS", "BalanceQuestionView", "BalanceSummary", "EYE_NAMES", "EyeSummary", "NewVisit", "Step",
-    "VisitCommand", "VisitView", "acuity_line", "eye_title", "inputs_text", "interpret_visit_key", "next_step",
-    "parse_acuity",
+    "VisitCommand", "VisitView", "NearQuestionView", "NearSummary", "acuity_line", "eye_title", "inputs_text",
+    "interpret_near_key", "interpret_visit_key", "near_add_line", "next_step", "parse_acuity",
 ]  # fmt: skip
 
 
 class Step(StrEnum):
     REFRACT = "refract"
     BALANCE = "balance"
+    NEAR = "near"  # the near (reading) addition: after the balance and the acuities, before the finish
     FINISH = "finish"
 
 
@@ -99,6 +105,9 @@ class NewVisit:
     #: the pupillary distance as typed (``"63"`` or ``"31.5/31.5"``, mm) and who runs the refraction
     pd: str | None = None
     examiner: str | None = None
+    #: the instrument file the form was filled from (:class:`~visiontune.app.visit_imports.ImportedStart`:
+    #: its name and kind, the eyes and PD still the file's); None: typed
+    imported: object | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,41 @@ class BalanceSummary:
 
 
 @dataclass(frozen=True)
+class NearQuestionView:
+    """Near letter ``index`` of ``eye``: the lens over the eye's distance prescription
+    (``add_d``, D; negative: a minus lens), the letter and its size (logMAR at ``distance_cm``),
+    its height on the patient screen (mm; ``height_px`` None without a calibration) and how it is
+    drawn (``geometry``); ``simulated_correct``: what the simulated patient answers (None: a real one)."""
+
+    eye: str
+    index: int
+    phase: str
+    add_d: float
+    size_logmar: float
+    distance_cm: float
+    letter: str
+    height_mm: float
+    height_px: float | None
+    geometry: str
+    distance_rx: Prescription | None = None
+    simulated_correct: bool | None = None
+
+
+@dataclass(frozen=True)
+class NearSummary:
+    """The visit's near step: ``begun`` (its distance recorded), the distance (cm: the step's, or
+    the clinic's before it begins), the adds filed (``{eye: NearAddRecord}``), the answers so far
+    per eye, the reason it is not done (``skip_reason``) and the method."""
+
+    begun: bool
+    distance_cm: float
+    adds: dict = field(default_factory=dict)
+    answers: dict = field(default_factory=dict)
+    skip_reason: str | None = None
+    method: str = ""
+
+
+@dataclass(frozen=True)
 class VisitView:
     """The visit after a step: where it is (``step``, the ``eye`` to refract, the balance
     ``question``), both eyes, the balance, and the files of the last export. ``opening``:
@@ -188,6 +232,10 @@ class VisitView:
     pd_text: str | None = None
     examiner: str | None = None
     signed_by: tuple = ()
+    #: the near addition (None: not for this visit, e.g. a patient under 40 who was not asked) and
+    #: its next letter (step NEAR, once begun)
+    near: NearSummary | None = None
+    near_question: NearQuestionView | None = None
 
     @property
     def kind(self) -> str:
@@ -199,6 +247,8 @@ class VisitAction(StrEnum):
     CONTINUE = "continue"  # the next eye: start it
     ANSWER = "balance-answer"  # answer: "OD", "OS" or "equal"
     NO_BALANCE = "no-balance"
+    NEAR_BEGIN = "near-begin"  # begin the near step at the clinic's distance
+    NEAR_ANSWER = "near-answer"  # answer: "+" read right, "-" wrong
 
 
 @dataclass(frozen=True)
@@ -207,7 +257,8 @@ class VisitCommand:
     answer: str | None = None
 
 
-def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: str | None = None) -> VisitCommand | Rejected:
+def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: str | None = None,
+                        near_begun: bool = False, simulated_correct: bool | None = None) -> VisitCommand | Rejected:
     """The command for one key on a visit page. Between eyes: Enter / Space starts the next
     eye. In the balance: ``R`` right eye clearer, ``L`` left eye clearer, ``=`` (or ``E``)
     both equal; Enter / Space types the simulated patient's answer; ``N`` ends the balance
@@ -217,6 +268,8 @@ def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: s
         if name in ADVANCE_KEYS:
             return VisitCommand(VisitAction.CONTINUE)
         return Rejected("Press Enter to start the next eye.")
+    if step == Step.NEAR:
+        return interpret_near_key(name, text, begun=near_begun, simulated_correct=simulated_correct)
     if step != Step.BALANCE:
         return Rejected("The visit is at its finish: accept, or edit and sign off, then export.")
     if char == "R" or name == "R" and not char:
@@ -234,6 +287,38 @@ def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: s
     if name == "Backspace":
         return Rejected("A balance answer cannot be undone: each one is already in the trial log.")
     return Rejected("Which eye sees the line more clearly? R = right, L = left, = = equal (N: no balance).")
+
+
+def interpret_near_key(name: str, text: str, *, begun: bool, simulated_correct: bool | None = None
+                       ) -> VisitCommand | Rejected:
+    """A key on the near page. Before the step: Enter / Space begins it. A letter: ``+`` read
+    right, ``-`` wrong (as in the session); Enter / Space types the simulated patient's answer."""
+    char = text if len(text) == 1 and text.isprintable() else ""
+    if not begun:
+        if name in ADVANCE_KEYS:
+            return VisitCommand(VisitAction.NEAR_BEGIN)
+        return Rejected("Press Enter to begin the near addition, or type why it is not done and skip it.")
+    if char == "+" or name == "Plus":
+        return VisitCommand(VisitAction.NEAR_ANSWER, "+")
+    if char == "-" or name == "Minus" or char == MINUS:
+        return VisitCommand(VisitAction.NEAR_ANSWER, "-")
+    if name in ADVANCE_KEYS:
+        if simulated_correct is not None:
+            return VisitCommand(VisitAction.NEAR_ANSWER, "+" if simulated_correct else "-")
+        return Rejected("Type the patient's answer: + (read right) or - (wrong).")
+    if name == "Backspace":
+        return Rejected("A near answer cannot be undone: each one is already in the trial log.")
+    return Rejected("Did the patient read the letter? + = right, - = wrong.")
+
+
+def near_add_line(add) -> str:
+    """One eye's add as the pages show it: ``Add +2.00 D (95% +1.75 to +2.25 D; by age +2.00 D) ·
+    clear from 33 to 67 cm · near acuity +0.10 logMAR at 40 cm`` (``add``: a NearAddRecord)."""
+    far = "infinity" if add.far_point_cm is None else f"{add.far_point_cm:.0f} cm"
+    near = "\u2014" if add.near_point_cm is None else f"{add.near_point_cm:.0f} cm"
+    return (f"Add {add.add_d:+.2f} D (95% {add.lower_d:+.2f} to {add.upper_d:+.2f} D; by age "
+            f"{add.tentative_add_d:+.2f} D) \u00b7 clear from {near} to {far} \u00b7 near acuity "
+            f"{add.near_va_logmar:+.2f} logMAR at {add.distance_cm:g} cm").replace("-", MINUS)
 
 
 # --- texts --------------------------------------------------------------------------------

@@ -17,7 +17,11 @@ autopilot only hears "one moment". Each action of a page goes to the engine as o
 - a balance answer (R / L / =, or the simulated patient's): ``visit_balance``
   ``(visit id, question index, answer)``; no balance (N): ``visit_balance`` ``(visit id, None, None)``;
 - skipping the next eye: ``visit_skip`` ``(visit id, eye, reason)``, only with a reason;
-- a sign-off, an acuity, the export: ``visit_signoff``, ``visit_acuity``, ``visit_export``.
+- a sign-off, an acuity, the export: ``visit_signoff``, ``visit_acuity``, ``visit_export``;
+- the near addition (the near page): Enter begins it at the clinic's distance (``near_distance_cm``),
+  ``+`` / ``-`` answer its letter (Enter: the simulated patient's answer), each ``visit_near``
+  ``(visit id, "begin" | "answer" | "skip", value)``; skipping it needs a reason; the finish page's
+  "Near addition" begins it for a patient the age rule leaves out.
 
 The autopilot (a simulated visit with a pace): on a page other than the finish the controller
 asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event; the window runs the timer
@@ -54,6 +58,7 @@ from visiontune.app.visit_flow import (
     interpret_visit_key,
 )
 from visiontune.optics import Prescription
+from visiontune.refraction.near_add import DEFAULT_NEAR_DISTANCE_CM, check_near_distance_cm
 
 __all__ = ["Commands", "Listener", "VisitFlowController", "window_title"]
 
@@ -73,7 +78,8 @@ class Commands(Protocol):
 def window_title(view: VisitView) -> str:
     """``VisionTune — visit 3 · P-1 · binocular balance · SIMULATED``."""
     sim = " \u00b7 SIMULATED" if view.simulated else ""
-    where = {Step.REFRACT: f"next {view.eye}", Step.BALANCE: "binocular balance", Step.FINISH: "finish"}[view.step]
+    where = {Step.REFRACT: f"next {view.eye}", Step.BALANCE: "binocular balance", Step.NEAR: "near addition",
+             Step.FINISH: "finish"}[view.step]
     return f"VisionTune \u2014 visit {view.visit_id} \u00b7 {view.patient_id} \u00b7 {where}{sim}"
 
 
@@ -83,8 +89,11 @@ class VisitFlowController(EventSource):
     ``export_dir``: the folder a visit is exported to (asked when exporting)."""
 
     def __init__(self, commands: Commands, *, pace_s: float = 0.0,
-                 export_dir: Callable[[], Path | str] = Path.cwd) -> None:  # fmt: skip
+                 export_dir: Callable[[], Path | str] = Path.cwd,
+                 near_distance_cm: float = DEFAULT_NEAR_DISTANCE_CM) -> None:  # fmt: skip
         self.commands = commands
+        #: the clinic's near distance (cm), where a near step begins
+        self.near_distance_cm = check_near_distance_cm(near_distance_cm)
         self.pace_s = pace_s
         self.export_dir = export_dir
         super().__init__()
@@ -145,7 +154,10 @@ class VisitFlowController(EventSource):
         if view is None:
             return
         answer = view.question.simulated_answer if view.question is not None else None
-        result = interpret_visit_key(name, text, step=view.step, simulated_answer=answer)
+        nq = view.near_question
+        result = interpret_visit_key(name, text, step=view.step, simulated_answer=answer,
+                                     near_begun=view.near is not None and view.near.begun,
+                                     simulated_correct=None if nq is None else nq.simulated_correct)
         self.dispatch_key(result, name, text, f"visit {view.step.value}")
 
     def perform(self, command: VisitCommand, source: str) -> None:
@@ -168,6 +180,16 @@ class VisitFlowController(EventSource):
         elif command.action == VisitAction.NO_BALANCE:
             self.say("No binocular balance: recorded as not done.")
             self._send("visit_balance", (view.visit_id, None, None))
+        elif command.action == VisitAction.NEAR_BEGIN:
+            self.begin_near()
+        elif command.action == VisitAction.NEAR_ANSWER:
+            q = view.near_question
+            if q is None:
+                self.say("No near letter is asked now.")
+                return
+            self.say(f"{q.eye} near letter {q.index + 1}: {'read right' if command.answer == '+' else 'wrong'}; "
+                     "recording\u2026")
+            self._send("visit_near", (view.visit_id, "answer", (q.eye, q.index, command.answer == "+")))
 
     def auto_delay_s(self) -> float | None:
         """When the autopilot steps next on this page (None: it does not; a real patient, no
@@ -182,8 +204,13 @@ class VisitFlowController(EventSource):
         view = self.view
         if view is None:
             return
+        nq = view.near_question
         if view.step == Step.REFRACT:
             self.perform(VisitCommand(VisitAction.CONTINUE), "auto")
+        elif view.step == Step.NEAR and (view.near is None or not view.near.begun):
+            self.perform(VisitCommand(VisitAction.NEAR_BEGIN), "auto")
+        elif view.step == Step.NEAR and nq is not None and nq.simulated_correct is not None:
+            self.perform(VisitCommand(VisitAction.NEAR_ANSWER, "+" if nq.simulated_correct else "-"), "auto")
         elif view.step == Step.BALANCE and view.question is not None and view.question.simulated_answer:
             self.perform(VisitCommand(VisitAction.ANSWER, view.question.simulated_answer), "auto")
 
@@ -195,6 +222,24 @@ class VisitFlowController(EventSource):
             return
         log.info("skip %s requested (visit %d): %s", eye, self.visit_id, reason)
         self._send("visit_skip", (self.visit_id, eye, reason))
+
+    def begin_near(self) -> None:
+        """Begin the near addition at the clinic's near distance (the near page, or the finish page's
+        "Near addition" for a patient the age rule leaves out)."""
+        if self.pending:
+            self.say("One moment: the last answer is being recorded.")
+            return
+        log.info("near addition requested (visit %d) at %g cm", self.visit_id, self.near_distance_cm)
+        self.say(f"Near addition at {self.near_distance_cm:g} cm\u2026")
+        self._send("visit_near", (self.visit_id, "begin", self.near_distance_cm))
+
+    def skip_near(self, reason: str) -> None:
+        """The near addition not done: sent only with the reason."""
+        if not reason:
+            self.say("Type why the near addition is not done, then skip it.")
+            return
+        log.info("near addition skipped (visit %d): %s", self.visit_id, reason)
+        self._send("visit_near", (self.visit_id, "skip", reason))
 
     def sign_off(self, eye: str, rx: Prescription, by: str) -> None:
         log.info("sign-off requested (visit %d %s): %s by %s", self.visit_id, eye, rx.format(), by)

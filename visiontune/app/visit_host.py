@@ -26,6 +26,9 @@ Commands (``handle(name, payload)``):
   eye's final prescription (a simulated visit reads its own, as the headless run does).
 - ``visit_export`` (``(visit id, folder)``): PDF, FHIR R4 Bundle, both DICOM objects, CSV and
   JSON of the visit, each file 0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
+- ``visit_near`` (``(visit id, "begin", distance cm)``, ``(visit id, "answer", (eye, index, correct))``
+  or ``(visit id, "skip", reason)``): the near addition (:mod:`visiontune.app.visit_near_host`),
+  each answer written before the next letter is computed.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ import logging
 from pathlib import Path
 
 from visiontune import private_files
+from visiontune.app import visit_near_host
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_around_start
+from visiontune.app.visit_imports import ImportedStart, input_entries
 from visiontune.app.visit_flow import (
     BalanceQuestionView,
     BalanceSummary,
@@ -49,6 +54,7 @@ from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.report.visit_export import VisitExportPaths, load_visit, render_visit
+from visiontune.session import near_store
 from visiontune.session.balance import (
     BALANCE_METHOD,
     BalanceQuestion,
@@ -56,6 +62,7 @@ from visiontune.session.balance import (
     reason_not_to_balance,
     simulated_clearer,
 )
+from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.simulated_visit import drive_simulated_visit, fellow_eye_case, recorded_case, visit_cases
 from visiontune.session.visit import (
     create_visit,
@@ -79,7 +86,7 @@ from visiontune.session.visit_records import (
 log = logging.getLogger("visiontune.app.worker")
 
 VISIT_COMMANDS = ("visit_create", "visit_next", "visit_show", "visit_skip", "visit_balance", "visit_signoff",
-                  "visit_acuity", "visit_export", "visit_inputs")  # fmt: skip
+                  "visit_acuity", "visit_export", "visit_inputs", "visit_near")  # fmt: skip
 def _inputs(pd: str | None, examiner: str | None) -> dict:
     """:func:`~visiontune.session.visit_records.record_visit_inputs`' arguments of a typed
     pupillary distance (``"63"`` or ``"31.5/31.5"``) and examiner; empty texts are not given."""
@@ -145,6 +152,11 @@ class VisitHost:
         host._close_session()
         host._emit("busy", f"Preparing the visit of {request.patient_id} (the first time can take a while)")
         protocol = load_protocol(request.protocol)
+        if host.device.kind != "manual":  # the device's change time prices a change of lens, as in a session
+            protocol = protocol_with_lens_change_seconds(protocol, host._device_change_seconds(), host.device.kind)
+        imported = request.imported
+        if imported is not None and not isinstance(imported, ImportedStart):
+            raise InvalidInputError(f"imported file: expected an ImportedStart, got {type(imported).__name__}")
         seed = protocol.seed if request.seed is None else int(request.seed)
         skip = {e: r for e, r in (request.skip or {}).items() if r}
         eyes = [e for e in VISIT_EYES if e not in skip]
@@ -164,8 +176,8 @@ class VisitHost:
         vid = create_visit(store, request.patient_id, simulated=request.simulated,
                            age_years=None if age is None else round(age), cylinder_form=request.cylinder_form,
                            habitual_od=habitual.get("OD"), habitual_os=habitual.get("OS"))  # fmt: skip
-        if inputs:
-            record_visit_inputs(store, vid, **inputs)
+        for entry in input_entries(inputs, imported, request.pd):  # the file's values with its name, then the typed
+            record_visit_inputs(store, vid, **entry)
         for eye, reason in skip.items():
             store.skip_visit_eye(vid, eye, reason)
         first = None
@@ -279,6 +291,27 @@ class VisitHost:
         log.info("visit %d exported to %s: %s", visit.visit_id, target, ", ".join(sorted(written)))
         self._advance(visit.visit_id, open_eye=False, exports=written, message=f"Exported to {target}.")
 
+    def _do_near(self, payload) -> None:
+        """The near addition: begin it at a distance, answer its letter, or skip it with a reason."""
+        visit_id, action, value = payload
+        vid = int(visit_id)
+        store = self.store
+        message = ""
+        if action == "begin":
+            setup = visit_near_host.begin(store, vid, float(value))
+            message = f"Near addition at {setup.distance_cm:g} cm begun."
+        elif action == "answer":
+            eye, index, correct = value
+            add = visit_near_host.answer(store, vid, eye, int(index), correct)
+            if add is not None:
+                message = f"{eye}: add {add.add_d:+.2f} D filed."
+        elif action == "skip":
+            visit_near_host.skip(store, vid, value)
+            message = "Near addition not done: reason recorded."
+        else:
+            raise InvalidInputError(f"visit_near: expected begin, answer or skip, got {action!r}")
+        self._advance(vid, open_eye=False, message=message)
+
     # ------------------------------------------------------------------ steps
     def _advance(self, vid: int, *, open_eye: bool, exports: dict | None = None, message: str = "") -> None:
         """Record what follows from the log alone (a balance not possible or over, a simulated
@@ -289,8 +322,11 @@ class VisitHost:
         step, eye = next_step({e: s.state for e, s in statuses.items()}, store.visit_balance(vid) is not None)
         if step == Step.BALANCE and self._question(vid) is None:
             step = Step.FINISH
-        if step == Step.FINISH and visit.simulated:
-            drive_simulated_visit(store, vid)  # both eyes done, balance recorded: reads the chart acuities
+        if step == Step.FINISH and visit.simulated and near_store.near_setup(store, vid) is None:
+            # both eyes done, balance recorded: reads the chart acuities (the near step is the near page's)
+            drive_simulated_visit(store, vid, near=False)
+        if step == Step.FINISH:
+            visit_near_host.settle(store, vid)
         view = self._emit_view(vid, opening=open_eye and step == Step.REFRACT, exports=exports, message=message)
         if view.opening:
             self._open_eye(vid, eye, statuses[eye])
@@ -381,6 +417,9 @@ class VisitHost:
             else:
                 answer = self._simulated_answer(vid, q) if visit.simulated else None
                 question = BalanceQuestionView(q.index, q.plus_od_d, q.plus_os_d, q.lens_od, q.lens_os, answer)
+        near_question = None
+        if step == Step.FINISH and visit_near_host.pending(store, vid):
+            step, near_question = Step.NEAR, visit_near_host.question(store, vid)
         answers = tuple((a.plus_od_d, a.plus_os_d, a.clearer) for a in store.balance_answers(vid))
         balance = BalanceSummary(BALANCE_METHOD, answers)
         if outcome is not None:
@@ -398,7 +437,8 @@ class VisitHost:
         return VisitView(visit.visit_id, visit.patient_id, visit.simulated, visit.cylinder_form, visit.age_years, step,
                          eyes, balance, eye=eye, question=question, opening=opening, exports=dict(exports or {}),
                          message=message, binocular_va_logmar=both[-1] if both else None, pd_text=pd,
-                         examiner=given.examiner or visit.clinician, signed_by=signed)  # fmt: skip
+                         examiner=given.examiner or visit.clinician, signed_by=signed,
+                         near=visit_near_host.summary(store, vid), near_question=near_question)  # fmt: skip
 
     def _eye(self, visit, status) -> EyeSummary:
         store, vid, eye = self.store, visit.visit_id, status.eye

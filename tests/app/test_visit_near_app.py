@@ -1,0 +1,327 @@
+"""The near addition in the app's visit: the near page after the balance for a presbyope (by keys,
+the simulated patient answering, each answer in the trial log before the next letter), the add per
+eye on the finish page, an engine killed mid-step resumed at the same letter, a real patient's
+letters sized for the near distance from the screen's calibration, and refusals."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from app_helpers import write_visit_protocol
+from PySide6.QtCore import Qt
+
+from visiontune.app.keys import Phase, Rejected
+from visiontune.app.session_host import SessionHost
+from visiontune.app.simulation import case_patient, simulated_reply
+from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
+from visiontune.display import Calibration
+from visiontune.session import near_store
+from visiontune.session.engine import Answer
+from visiontune.session.near_skip import near_skip
+from visiontune.session.simulated_visit import drive_simulated_visit
+from visiontune.session.store import TrialStore
+
+SEED = 11
+
+
+def _host(db):
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host.handle("open_store", str(db))
+    return host, events
+
+
+def _last(events, *kinds):
+    return next(v for k, v in reversed(events) if k in kinds)
+
+
+def _failures(events):
+    return [v for k, v in events if k == "failed"]
+
+
+def _run_open_eye(host, events):
+    snap = _last(events, "opened", "updated")
+    patient = case_patient(snap.simulated_case, snap.n_alternatives)
+    while snap.query is not None:
+        q = snap.query
+        host.handle("present")
+        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
+                                letters=snap.letters, seed=snap.seed, trial_index=q.index)
+        host.handle("record", Answer(letter_named=reply.letter_named))
+        snap = _last(events, "opened", "updated")
+    host.handle("finish", ("budget", None))
+
+
+def _to_near(tmp_path, db, age=66.0, patient="SIM-NEAR"):
+    """A simulated visit (seed SEED) refracted in both eyes, no balance: at the near step."""
+    host, events = _host(db)
+    protocol = write_visit_protocol(tmp_path, max_trials=4)
+    host.handle("visit_create", NewVisit(patient, str(protocol), True, age_years=age, seed=SEED))
+    _run_open_eye(host, events)
+    host.handle("visit_next", 1)
+    _run_open_eye(host, events)
+    host.handle("visit_show", 1)
+    if _last(events, "visit_view").step == Step.BALANCE:
+        host.handle("visit_balance", (1, None, None))
+    assert not _failures(events)
+    return host, events
+
+
+def _answer_near(host, events, limit=None):
+    done = 0
+    while (view := _last(events, "visit_view")).step == Step.NEAR and (limit is None or done < limit):
+        q = view.near_question
+        host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
+        assert not _failures(events)
+        done += 1
+    return done
+
+
+def _adds(db):
+    with TrialStore.open(db, read_only=True) as store:
+        return {e: (a.add_d, a.lower_d, a.upper_d, a.near_va_logmar, a.near_point_cm, a.far_point_cm)
+                for e, a in near_store.near_add_records(store, 1).items()}
+
+
+def test_the_app_files_the_adds_the_headless_simulated_visit_files(tmp_path):
+    """The same simulated answerer: the log copied after the step began, finished headless
+    (visiontune visit run's driver), files the same adds as the app's letters answered one by one."""
+    db = tmp_path / "app.sqlite3"
+    host, events = _to_near(tmp_path, db)
+    view = _last(events, "visit_view")
+    assert view.step == Step.NEAR and view.near is not None and not view.near.begun
+    host.handle("visit_near", (1, "begin", 40.0))
+    q = _last(events, "visit_view").near_question
+    assert (q.eye, q.index, q.distance_cm) == ("OD", 0, 40.0) and q.simulated_correct is not None
+    assert q.distance_rx is not None and q.letter.isalpha()
+    with sqlite3.connect(db) as src, sqlite3.connect(tmp_path / "headless.sqlite3") as dst:
+        src.backup(dst)
+    n = _answer_near(host, events)
+    finish = _last(events, "visit_view")
+    assert finish.step == Step.FINISH and set(finish.near.adds) == {"OD", "OS"}
+    with TrialStore.open(db, read_only=True) as store:
+        answers = sum(len(near_store.near_answers(store, 1, e)) for e in ("OD", "OS"))
+    assert answers == n  # every key became one recorded answer
+    with TrialStore.open(tmp_path / "headless.sqlite3") as store:
+        assert drive_simulated_visit(store, 1)
+    assert _adds(db) == _adds(tmp_path / "headless.sqlite3")
+    host.handle("close")
+
+
+_CHILD = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, {tests!r})
+    from test_visit_near_app import _to_near, _answer_near
+    from pathlib import Path
+    host, events = _to_near(Path({tmp!r}), Path({db!r}))
+    host.handle("visit_near", (1, "begin", 40.0))
+    _answer_near(host, events, limit={limit})
+    os.kill(os.getpid(), signal.SIGKILL)  # the engine killed mid-step: no close, nothing flushed by hand
+""")
+
+
+def test_an_engine_killed_mid_step_resumes_at_the_same_letter_and_files_the_same_adds(tmp_path):
+    killed, whole = tmp_path / "killed.sqlite3", tmp_path / "whole.sqlite3"
+    (tmp_path / "k").mkdir()
+    code = _CHILD.format(tests=os.path.dirname(__file__), tmp=str(tmp_path / "k"), db=str(killed), limit=5)
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    host, events = _host(killed)
+    host.handle("visit_show", 1)
+    view = _last(events, "visit_view")
+    assert view.step == Step.NEAR and view.near.begun and view.near.answers == {"OD": 5, "OS": 0}
+    assert (view.near_question.eye, view.near_question.index) == ("OD", 5)
+    _answer_near(host, events)
+    assert _last(events, "visit_view").step == Step.FINISH
+    host.handle("close")
+    host, events = _to_near(tmp_path, whole)
+    host.handle("visit_near", (1, "begin", 40.0))
+    _answer_near(host, events)
+    host.handle("close")
+    assert _adds(killed) == _adds(whole) and len(_adds(whole)) == 2
+
+
+def test_refusals_leave_the_log_as_it_was(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    host, events = _to_near(tmp_path, db)
+    host.handle("visit_near", (1, "skip", "  "))  # a skip needs its reason
+    assert "type why" in _failures(events)[-1]
+    host.handle("visit_near", (1, "begin", 10.0))  # not a near distance
+    assert "near distance" in _failures(events)[-1].lower() or "distance" in _failures(events)[-1]
+    host.handle("visit_near", (1, "answer", ("OD", 0, True)))  # nothing asked before it begins
+    assert "nothing recorded" in _failures(events)[-1]
+    host.handle("visit_near", (1, "begin", 33.0))
+    assert _last(events, "visit_view").near_question.distance_cm == 33.0
+    host.handle("visit_near", (1, "begin", 40.0))
+    assert "begun already" in _failures(events)[-1]
+    host.handle("visit_near", (1, "answer", ("OS", 0, True)))  # not the letter asked (OD's first)
+    assert "the letter asked is OD letter 1" in _failures(events)[-1]
+    host.handle("visit_near", (1, "skip", "changed my mind"))
+    assert "has begun" in _failures(events)[-1]
+    host.handle("visit_near", (1, "fly", None))
+    assert "expected begin, answer or skip" in _failures(events)[-1]
+    with TrialStore.open(db, read_only=True) as store:
+        assert near_store.near_answers(store, 1, "OD") == [] and near_skip(store, 1) is None
+        assert near_store.near_setup(store, 1).distance_cm == 33.0
+    host.handle("close")
+
+
+def test_a_skipped_near_step_is_recorded_with_its_reason_and_cannot_begin(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    host, events = _to_near(tmp_path, db)
+    host.handle("visit_near", (1, "skip", "reads without glasses"))
+    view = _last(events, "visit_view")
+    assert view.step == Step.FINISH and view.near.skip_reason == "reads without glasses"
+    host.handle("visit_near", (1, "begin", 40.0))
+    assert "skipped" in _failures(events)[-1]
+    host.handle("close")
+    with TrialStore.open(db, read_only=True) as store:
+        assert near_skip(store, 1).reason == "reads without glasses" and near_store.near_setup(store, 1) is None
+    with sqlite3.connect(db) as conn, pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        conn.execute("DELETE FROM visit_near_skips")
+
+
+def test_a_young_patient_has_no_near_step_unless_the_clinician_asks(tmp_path):
+    db = tmp_path / "log.sqlite3"
+    host, events = _to_near(tmp_path, db, age=30.0)
+    view = _last(events, "visit_view")
+    assert view.step == Step.FINISH and view.near is None
+    host.handle("visit_near", (1, "begin", 40.0))  # the finish page's "Near addition"
+    assert _last(events, "visit_view").step == Step.NEAR
+    _answer_near(host, events)
+    assert set(_last(events, "visit_view").near.adds) == {"OD", "OS"}
+    host.handle("close")
+
+
+def test_near_keys():
+    assert interpret_near_key("Return", "\r", begun=False).action == VisitAction.NEAR_BEGIN
+    assert isinstance(interpret_near_key("Plus", "+", begun=False), Rejected)
+    assert interpret_near_key("Plus", "+", begun=True).answer == "+"
+    assert interpret_near_key("Minus", "-", begun=True).answer == "-"
+    assert interpret_near_key("Return", "\r", begun=True, simulated_correct=False).answer == "-"
+    assert "Type the patient's answer" in interpret_near_key("Return", "\r", begun=True).message
+    assert "cannot be undone" in interpret_near_key("Backspace", "\b", begun=True).message
+    assert isinstance(interpret_near_key("R", "r", begun=True), Rejected)
+
+
+def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_geometry(tmp_path):
+    from visiontune.refraction.loop import SimulatedPresenter
+    from visiontune.refraction.protocol import load_protocol
+    from visiontune.refraction.start import StartingPoint
+    from visiontune.session.simulated_visit import visit_cases
+    from visiontune.session.visit import create_visit, start_eye
+
+    db = tmp_path / "real.sqlite3"
+    cal = Calibration(screen_width_mm=520.0, screen_height_mm=292.5, width_px=1920, height_px=1080,
+                      viewing_distance_mm=4000.0)
+    protocol = load_protocol("clinical-sloan")
+    cases = visit_cases(7, protocol)
+    with TrialStore.open(db) as store:
+        vid = create_visit(store, "P-0042", simulated=False, age_years=55, clinician="Dr A. Optom")
+        for eye in ("OD", "OS"):
+            with start_eye(store, vid, eye, protocol=protocol, seed=7, calibration=cal.to_dict(),
+                           start=StartingPoint(cases[eye].start_rx, "autorefraction", 55)) as session:
+                assert session.run(SimulatedPresenter(cases[eye].patient(10))) is not None
+    host, events = _host(db)
+    host.handle("visit_show", vid)
+    host.handle("visit_balance", (vid, None, None)) if _last(events, "visit_view").step == Step.BALANCE else None
+    assert _last(events, "visit_view").step == Step.NEAR
+    host.handle("visit_near", (vid, "begin", 40.0))
+    q = _last(events, "visit_view").near_question
+    assert q.simulated_correct is None  # a real patient: the clinician types + or -
+    arcmin = math.pi / (180 * 60)
+    height = 2 * 400.0 * math.tan(5 * 10**q.size_logmar * arcmin / 2)  # ISO 8596 letter at 40 cm
+    assert q.height_mm == pytest.approx(height, rel=1e-12)
+    assert q.height_px == pytest.approx(height / (520.0 / 1920), rel=1e-9)
+    assert "calibration is for 400 cm" in q.geometry and "drawn for 40 cm" in q.geometry
+    host.handle("visit_near", (vid, "answer", (q.eye, q.index, True)))
+    again = _last(events, "visit_view").near_question
+    assert (again.eye, again.index) == ("OD", 1)
+    with TrialStore.open(db, read_only=True) as store:
+        [a] = near_store.near_answers(store, vid, "OD")
+        assert (a.letter, a.correct, a.add_d, a.size_logmar) == (q.letter, True, q.add_d, q.size_logmar)
+    host.handle("close")
+
+
+def _refract_eye(qtbot, window):
+    view = window.session_view
+    qtbot.waitUntil(lambda: window.phase == Phase.LENS and window.snapshot is not None, timeout=60_000)
+    while window.phase != Phase.STOPPED:
+        n = window.snapshot.n_trials
+        qtbot.keyClick(view, Qt.Key.Key_Return)
+        qtbot.keyClick(view, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
+                        timeout=60_000)
+    qtbot.keyClick(view, Qt.Key.Key_F)
+    qtbot.keyClick(view, Qt.Key.Key_F)
+
+
+def _wait_step(qtbot, window, step, page):
+    visits = window.visits
+    qtbot.waitUntil(lambda: window.stack.currentWidget() is page and visits.view is not None
+                    and visits.view.step == step and not visits.pending, timeout=60_000)
+    return visits.view
+
+
+def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_window, tmp_path):
+    protocol = write_visit_protocol(tmp_path, max_trials=4)
+    window = make_window(pace_s=0.0, protocol=protocol)
+    start = window.start_view
+    start.patient_id.clear()
+    qtbot.keyClicks(start.patient_id, "SIM-READER")
+    qtbot.keyClicks(start.age, "66")
+    qtbot.keyClick(start.eye, Qt.Key.Key_End)  # a visit
+    qtbot.keyClick(start.start_button, Qt.Key.Key_Space)
+    _refract_eye(qtbot, window)
+    step_view = window.visits.step_view
+    _wait_step(qtbot, window, Step.REFRACT, step_view)
+    qtbot.keyClick(step_view, Qt.Key.Key_Return)
+    _refract_eye(qtbot, window)
+    qtbot.waitUntil(lambda: window.visits.view is not None and window.visits.view.step in (Step.BALANCE, Step.NEAR)
+                    and not window.visits.pending, timeout=60_000)
+    if window.visits.view.step == Step.BALANCE:
+        qtbot.keyClicks(step_view, "n")
+    page = window.visits.near_view
+    view = _wait_step(qtbot, window, Step.NEAR, page)
+    assert not view.near.begun and page.skip_box.isVisibleTo(page) and "40 cm" in page.body.text()
+    assert page.banner.isVisible() and "near addition" in window.windowTitle()
+    qtbot.keyClicks(page, "+")  # nothing to answer before the step begins
+    assert "Press Enter to begin" in window.status.currentMessage()
+    qtbot.keyClick(page, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.visits.view.near_question is not None and not window.visits.pending,
+                    timeout=60_000)
+    shot = None
+    typed = 0
+    while window.visits.view.step == Step.NEAR:
+        q = window.visits.view.near_question
+        assert page.letter.text() == q.letter and "logMAR at 40 cm" in page.size.text()
+        assert page.lens.text() and "RIGHT EYE (OD)" in page.distance_rx.text()
+        assert page.simulated_reply.text().startswith("Simulated patient")
+        if shot is None and q.index == 2:
+            assert window.grab().save("/tmp/near_page.png")
+            shot = q
+        qtbot.keyClicks(page, "+" if q.simulated_correct else "-")  # the simulated patient's answer, typed
+        typed += 1
+        qtbot.waitUntil(lambda t=typed: not window.visits.pending and (
+            window.visits.view.step != Step.NEAR
+            or sum(window.visits.view.near.answers.values()) == t), timeout=60_000)
+    finish = window.visits.finish_view
+    view = _wait_step(qtbot, window, Step.FINISH, finish)
+    text = finish.near.text()
+    for eye in ("OD", "OS"):
+        add = view.near.adds[eye]
+        assert f"{eye}: " in text and f"Add +{add.add_d:.2f} D" in text
+    for part in ("95%", "clear from", "near acuity", "at 40 cm", "SIMULATED"):
+        assert part in text, part
+    assert finish.near.isVisible() and not finish.near_button.isVisibleTo(finish)
+    with TrialStore.open(window.options.db_path, read_only=True) as store:
+        visit_id = view.visit_id
+        assert sum(len(near_store.near_answers(store, visit_id, e)) for e in ("OD", "OS")) == typed
