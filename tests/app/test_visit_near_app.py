@@ -5,6 +5,8 @@ letters sized for the near distance from the screen's calibration, and refusals.
 
 from __future__ import annotations
 
+import csv
+import json
 import math
 import os
 import signal
@@ -325,3 +327,17 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     with TrialStore.open(window.options.db_path, read_only=True) as store:
         visit_id = view.visit_id
         assert sum(len(near_store.near_answers(store, visit_id, e)) for e in ("OD", "OS")) == typed
+    # --- the exports carry the add, its region, the range of clear vision and the near acuity
+    qtbot.mouseClick(finish.export_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.visits.view.exports) and not window.visits.pending, timeout=60_000)
+    exports = window.visits.view.exports
+    [doc] = [p for p in exports["json"] if "fhir" not in p]
+    record = json.loads(open(doc, encoding="utf-8").read())["record"]
+    assert {n["eye"]: (n["add_d"], n["near_va_logmar"]) for n in record["near"]} == {
+        e: (a.add_d, a.near_va_logmar) for e, a in view.near.adds.items()}
+    [table] = exports["csv"]
+    with open(table, newline="", encoding="utf-8") as f:
+        rows = {r["eye"]: r for r in csv.DictReader(f)}
+    for eye, add in view.near.adds.items():
+        assert float(rows[eye]["near_add_d"]) == add.add_d
+        assert float(rows[eye]["near_va_logmar"]) == pytest.approx(add.near_va_logmar, abs=0.005)
