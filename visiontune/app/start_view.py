@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from visiontune.app.start_form import DEVICE_CHOICES, SOURCE_LABELS, device_setting, parse_age, read_start
 from visiontune.app.visit_flow import NewVisit
+from visiontune.app.visit_imports import imported_start
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
 from visiontune.session.records import SessionState
@@ -407,8 +408,13 @@ class StartView(QWidget):
         if pd is not None:
             parse_pd(pd, "PD")  # refused here, naming the field; the engine reads it again
         examiner = check_name("Examiner", self.examiner.text(), optional=True) if self.examiner.text().strip() else None
+        form = {"OD": (self.sphere.text(), self.cylinder.text(), self.axis.text()),
+                "OS": (self.os_sphere.text(), self.os_cylinder.text(), self.os_axis.text())}
+        form = {e: t for e, t in form.items() if e in starts and starts[e] is not None}
+        imported = imported_start(getattr(self, "instrument_reading", None), form, source, pd)
         return NewVisit(patient, protocol, simulated, starts=starts, start_source=source, age_years=age, skip=skip,
-                        cylinder_form=self.cylinder_form_name(), pd=pd, examiner=examiner)  # fmt: skip
+                        cylinder_form=self.cylinder_form_name(), pd=pd, examiner=examiner,
+                        imported=imported)  # fmt: skip
 
     def _start(self) -> None:
         try:

@@ -13,6 +13,9 @@ Commands (``handle(name, payload)``):
   eyes, and one session per eye to refract, each with its starting prescription (and, simulated, its
   simulated patient: both eyes of one person, :func:`~visiontune.session.simulated_visit.visit_cases`,
   recorded with the session); then opens the right eye (the left one if the right is skipped).
+  What the form took from an instrument file (``NewVisit.imported``) goes into the visit's inputs
+  with the file's name, what was typed without (:mod:`visiontune.app.visit_imports`); with a lens
+  device set, each eye's protocol prices a change of lens at the device's change time, as a session does.
 - ``visit_next`` (visit id): opens the next eye to refract (or shows the balance / the finish).
 - ``visit_show`` (visit id): the visit as it stands; opens nothing.
 - ``visit_skip`` (``(visit id, eye, reason)``): the eye is not refracted (its session, if it
