@@ -341,3 +341,31 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     for eye, add in view.near.adds.items():
         assert float(rows[eye]["near_add_d"]) == add.add_d
         assert float(rows[eye]["near_va_logmar"]) == pytest.approx(add.near_va_logmar, abs=0.005)
+
+
+def test_the_clinics_near_distance_is_a_setting_and_the_near_step_begins_there(tmp_path):
+    from visiontune.app.settings import AppSettings, load_settings
+    from visiontune.app.visit_flow_controller import VisitFlowController
+    from visiontune.errors import ConfigurationError
+
+    path = tmp_path / "app.toml"
+    path.write_text("near_distance_cm = 33\n", encoding="utf-8")
+    assert load_settings(path, check_protocol=False).near_distance_cm == 33.0
+    assert AppSettings().near_distance_cm == 40.0
+    for bad in (10, 150, float("nan")):
+        with pytest.raises(ConfigurationError, match="near_distance_cm"):
+            AppSettings(near_distance_cm=bad)
+    sent = []
+
+    class Commands:
+        def submit(self, name, payload=None):
+            sent.append((name, payload))
+
+        def send(self, name, payload=None):
+            sent.append((name, payload))
+
+    flow = VisitFlowController(Commands(), near_distance_cm=33.0)
+    flow.view = type("V", (), {"visit_id": 4})()
+    flow.begin_near()
+    flow.skip_near("")  # a skip without its reason is not sent
+    assert sent == [("visit_near", (4, "begin", 33.0))]

@@ -39,7 +39,8 @@ class AppSettings:
     (0 = one step per key). ``cylinder_form``: how lenses are written, ``"minus"`` (the
     optometric default) or ``"plus"`` (ophthalmic). ``device``: the lens device, ``"manual"``
     (the trial frame or phoropter the clinician sets) or ``"cv5000:PORT"`` (a Topcon CV-5000 on
-    a serial port; :mod:`visiontune.devices.choice`)."""
+    a serial port; :mod:`visiontune.devices.choice`). ``near_distance_cm``: where the clinic's
+    patients hold the near letters of a visit's near addition, cm (20-100; 40 by default)."""
 
     protocol: str = DEFAULT_PROTOCOL
     patient_screen: str = ""
@@ -48,6 +49,7 @@ class AppSettings:
     pace_s: float = 0.6
     cylinder_form: str = "minus"
     device: str = "manual"
+    near_distance_cm: float = 40.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -55,6 +57,8 @@ class AppSettings:
             if f.type == "str" and not isinstance(value, str):
                 raise ConfigurationError(f"{f.name}: expected a string, got {value!r}")
         object.__setattr__(self, "pace_s", check_number("pace_s", self.pace_s, 0, 60, error=ConfigurationError))
+        object.__setattr__(self, "near_distance_cm", check_number("near_distance_cm", self.near_distance_cm, 20, 100,
+                                                                  error=ConfigurationError))
         if self.cylinder_form not in CYLINDER_FORMS:
             raise ConfigurationError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
         try:

@@ -32,7 +32,8 @@ class VisitController(QObject):
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
-        self.flow = VisitFlowController(window.controller, pace_s=window.pace_s, export_dir=lambda: window.export_dir)
+        self.flow = VisitFlowController(window.controller, pace_s=window.pace_s, export_dir=lambda: window.export_dir,
+                                        near_distance_cm=window.settings.near_distance_cm)
         self.flow.connect(self._on_flow_event)
         self.step_view = VisitStepView()
         self.finish_view = VisitFinishView()
