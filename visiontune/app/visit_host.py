@@ -28,7 +28,8 @@ Commands (``handle(name, payload)``):
 - ``visit_acuity`` (``(visit id, eye, logMAR)``): the acuity the clinician read through the
   eye's final prescription (a simulated visit reads its own, as the headless run does).
 - ``visit_export`` (``(visit id, folder)``): PDF, FHIR R4 Bundle, the DICOM objects
-  (:func:`~visiontune.report.dicom_visit.export_dicom_files`), CSV and JSON of the visit, each file 0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
+  (:func:`~visiontune.report.dicom_visit.export_dicom_files`), CSV and JSON of the visit, each file
+  0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
 - ``visit_near`` (``(visit id, "begin", distance cm)``, ``(visit id, "answer", (eye, index, correct))``
   or ``(visit id, "skip", reason)``): the near addition (:mod:`visiontune.app.visit_near_host`),
   each answer written before the next letter is computed.
