@@ -23,7 +23,8 @@ from visiontune.app.keys import Phase, Rejected
 from visiontune.app.session_host import SessionHost
 from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
-from visiontune.display import Calibration
+from visiontune.app.visit_near_view import patient_screen_logmar
+from visiontune.display import Calibration, save_calibration
 from visiontune.session import near_store
 from visiontune.session.engine import Answer
 from visiontune.session.near_skip import near_skip
@@ -214,16 +215,18 @@ def test_near_keys():
     assert isinstance(interpret_near_key("R", "r", begun=True), Rejected)
 
 
-def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_geometry(tmp_path):
+CAL = Calibration(screen_width_mm=520.0, screen_height_mm=292.5, width_px=1920, height_px=1080,
+                  viewing_distance_mm=4000.0)
+
+
+def _real_visit(db, cal=CAL):
+    """A real patient's visit (age 55) refracted in both eyes on a screen calibrated for 4 m."""
     from visiontune.refraction.loop import SimulatedPresenter
     from visiontune.refraction.protocol import load_protocol
     from visiontune.refraction.start import StartingPoint
     from visiontune.session.simulated_visit import visit_cases
     from visiontune.session.visit import create_visit, start_eye
 
-    db = tmp_path / "real.sqlite3"
-    cal = Calibration(screen_width_mm=520.0, screen_height_mm=292.5, width_px=1920, height_px=1080,
-                      viewing_distance_mm=4000.0)
     protocol = load_protocol("clinical-sloan")
     cases = visit_cases(7, protocol)
     with TrialStore.open(db) as store:
@@ -232,6 +235,12 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
             with start_eye(store, vid, eye, protocol=protocol, seed=7, calibration=cal.to_dict(),
                            start=StartingPoint(cases[eye].start_rx, "autorefraction", 55)) as session:
                 assert session.run(SimulatedPresenter(cases[eye].patient(10))) is not None
+    return vid
+
+
+def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_geometry(tmp_path):
+    db = tmp_path / "real.sqlite3"
+    vid = _real_visit(db)
     host, events = _host(db)
     host.handle("visit_show", vid)
     host.handle("visit_balance", (vid, None, None)) if _last(events, "visit_view").step == Step.BALANCE else None
@@ -243,6 +252,8 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
     height = 2 * 400.0 * math.tan(5 * 10**q.size_logmar * arcmin / 2)  # ISO 8596 letter at 40 cm
     assert q.height_mm == pytest.approx(height, rel=1e-12)
     assert q.height_px == pytest.approx(height / (520.0 / 1920), rel=1e-9)
+    assert patient_screen_logmar(q.size_logmar, 40.0, CAL) == pytest.approx(
+        math.log10(2 * math.atan(height / 8000.0) / (5 * arcmin)), abs=1e-12)  # as tall at 4 m as at 40 cm
     assert "calibration is for 400 cm" in q.geometry and "drawn for 40 cm" in q.geometry
     host.handle("visit_near", (vid, "answer", (q.eye, q.index, True)))
     again = _last(events, "visit_view").near_question
@@ -369,3 +380,28 @@ def test_the_clinics_near_distance_is_a_setting_and_the_near_step_begins_there(t
     flow.begin_near()
     flow.skip_near("")  # a skip without its reason is not sent
     assert sent == [("visit_near", (4, "begin", 33.0))]
+
+
+def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_height(qtbot, make_window, paths):
+    vid = _real_visit(paths["db"])
+    save_calibration(CAL, paths["calibration"])
+    window = make_window(simulate=False)
+    assert window.calibration is not None
+    host, events = _host(paths["db"])
+    host.handle("visit_show", vid)
+    if _last(events, "visit_view").step == Step.BALANCE:
+        host.handle("visit_balance", (vid, None, None))
+    host.handle("visit_near", (vid, "begin", 40.0))
+    view = _last(events, "visit_view")
+    window.visits.flow.on_view(view)
+    q = view.near_question
+    screen = window.visits.near_window
+    assert window.stack.currentWidget() is window.visits.near_view and screen is not None
+    letter, height_px = screen.current
+    assert letter == q.letter and height_px == pytest.approx(q.height_px, rel=1e-9)  # its near height, in pixels
+    assert "Simulated" not in window.visits.near_view.simulated_reply.text()
+    host.handle("visit_near", (vid, "skip", "x"))  # refused: begun; the page stays
+    assert "has begun" in _failures(events)[-1]
+    host.handle("close")
+    window.visits.stop()
+    assert window.visits.near_window is None

@@ -17,12 +17,15 @@ from __future__ import annotations
 import dataclasses
 
 from PySide6.QtCore import QObject, QTimer
+from PySide6.QtGui import QGuiApplication
 
 from visiontune.app.visit_finish_view import VisitFinishView
 from visiontune.app.visit_flow import NewVisit, Step, VisitCommand, VisitView
 from visiontune.app.visit_flow_controller import VisitFlowController, window_title
-from visiontune.app.visit_near_view import VisitNearView
+from visiontune.app.visit_near_view import VisitNearView, patient_screen_logmar
 from visiontune.app.visit_step_view import VisitStepView
+from visiontune.display.optotypes import load_letter_set
+from visiontune.display.qt_renderer import PatientWindow
 
 
 class VisitController(QObject):
@@ -52,6 +55,8 @@ class VisitController(QObject):
         self.finish_view.inputs_requested.connect(self.flow.record_inputs)
         self.finish_view.export_requested.connect(self.flow.export)
         self.finish_view.back_requested.connect(window.show_start)
+        #: the patient screen of a real patient's near letters (the session's own closes with its session)
+        self.near_window = None
         self.auto_timer = QTimer(self)
         self.auto_timer.setSingleShot(True)
         self.auto_timer.timeout.connect(self._auto_step)
@@ -88,6 +93,7 @@ class VisitController(QObject):
 
     def stop(self) -> None:
         self.flow.stop()
+        self.close_near_window()
 
     def on_failed(self, message: str) -> None:
         self.flow.on_failed(message)
@@ -114,6 +120,28 @@ class VisitController(QObject):
         elif kind == "autopilot":
             self.auto_timer.start(int(round(1000 * value)))
 
+    def _near_patient_screen(self, view: VisitView) -> None:
+        """A real patient's near letter on the patient screen, as tall as its size at the near
+        distance (:func:`~visiontune.app.visit_near_view.patient_screen_logmar`); blank between letters."""
+        w, q = self.window, view.near_question
+        if view.simulated or w.calibration is None:
+            return
+        if self.near_window is None:
+            screen = w._patient_screen()
+            fullscreen = not w.options.windowed and len(QGuiApplication.screens()) > 1 and screen is not None
+            self.near_window = PatientWindow(w.calibration, load_letter_set("sloan"), screen=screen,
+                                             fullscreen=fullscreen)
+            self.near_window.show()
+        if q is None:
+            self.near_window.blank()
+        else:
+            self.near_window.show(q.letter, patient_screen_logmar(q.size_logmar, q.distance_cm, w.calibration))
+
+    def close_near_window(self) -> None:
+        if self.near_window is not None:
+            self.near_window.close()
+            self.near_window = None
+
     def _show_page(self, view: VisitView) -> None:
         if view.step == Step.REFRACT:
             self.step_view.show_next_eye(view)
@@ -121,12 +149,15 @@ class VisitController(QObject):
             self.step_view.show_question(view)
         elif view.step == Step.NEAR:
             self.near_view.show_near(view)
+            self._near_patient_screen(view)
         else:
             self.finish_view.show_visit(view)
             self.finish_view.show_failure("")
         page = self.finish_view if view.step == Step.FINISH else self.step_view
         if view.step == Step.NEAR:
             page = self.near_view
+        else:
+            self.close_near_window()
         self.window.stack.setCurrentWidget(page)
         if page in (self.step_view, self.near_view):
             page.setFocus()

@@ -19,8 +19,21 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButto
 from visiontune.app.session_view import SIMULATED_TEXT, eye_badge_style, key_name
 from visiontune.app.texts import MINUS
 from visiontune.app.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
+from visiontune.display.calibration import Calibration
+from visiontune.display.geometry import letter_height_mm, logmar_for_height_mm
 
-__all__ = ["VisitNearView", "lens_over_text"]
+__all__ = ["VisitNearView", "lens_over_text", "patient_screen_logmar"]
+
+
+def patient_screen_logmar(size_logmar: float, near_distance_cm: float, calibration: Calibration) -> float:
+    """The size to ask of a patient screen calibrated for ``calibration.viewing_distance_mm`` so that
+    it draws a letter ``size_logmar`` tall at the near distance: the same height
+    ``h = 2 d tan(5 * 10**s / 2 arcmin)`` (ISO 8596; :func:`~visiontune.display.geometry.letter_height_mm`)
+    at ``d`` = the near distance, as logMAR at the calibration's distance ``D``:
+    ``s' = log10(2 atan(h / 2D) / 5 arcmin)``. The screen's pixel pitch does the rest, so the letter
+    on the screen is ``h`` mm tall whatever distance the calibration was made for."""
+    height = letter_height_mm(size_logmar, near_distance_cm * 10.0)
+    return float(logmar_for_height_mm(height, calibration.viewing_distance_mm))
 
 
 def _label(text: str = "", point_size: float = 12, bold: bool = False, name: str = "") -> QLabel:
