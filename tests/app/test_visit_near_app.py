@@ -16,7 +16,7 @@ import sys
 import textwrap
 
 import pytest
-from app_helpers import write_visit_protocol
+from app_helpers import SCREENSHOTS, write_visit_protocol
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase, Rejected
@@ -319,7 +319,8 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
         assert page.lens.text() and "RIGHT EYE (OD)" in page.distance_rx.text()
         assert page.simulated_reply.text().startswith("Simulated patient")
         if shot is None and q.index == 2:
-            assert window.grab().save("/tmp/near_page.png")
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            assert window.grab().save(str(SCREENSHOTS / "visit-near-page.png"))
             shot = q
         qtbot.keyClicks(page, "+" if q.simulated_correct else "-")  # the simulated patient's answer, typed
         typed += 1
@@ -335,6 +336,7 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     for part in ("95%", "clear from", "near acuity", "at 40 cm", "SIMULATED"):
         assert part in text, part
     assert finish.near.isVisible() and not finish.near_button.isVisibleTo(finish)
+    assert window.grab().save(str(SCREENSHOTS / "visit-near-finish.png"))
     with TrialStore.open(window.options.db_path, read_only=True) as store:
         visit_id = view.visit_id
         assert sum(len(near_store.near_answers(store, visit_id, e)) for e in ("OD", "OS")) == typed
