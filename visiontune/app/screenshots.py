@@ -187,6 +187,18 @@ def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAU
         else:
             print(f"seed {seed}: the balance was not done ({window.visits.view.balance.reason}); no balance screenshot",
                   file=sys.stderr)  # fmt: skip
+        # a presbyope's near addition: the simulated patient answers each near letter (the finish shows the adds)
+        _wait(app, lambda: window.visits.view.step in (Step.NEAR, Step.FINISH) and not window.visits.pending,
+              timeout_s)
+        while window.visits.view.step == Step.NEAR:
+            near_view = window.visits.view
+            q = near_view.near_question
+            if q is None:
+                window.visits.perform(VisitCommand(VisitAction.NEAR_BEGIN), "screenshots")
+            else:
+                answer = "+" if q.simulated_correct else "-"
+                window.visits.perform(VisitCommand(VisitAction.NEAR_ANSWER, answer), "screenshots")
+            _wait(app, lambda v=near_view: window.visits.view is not v and not window.visits.pending, timeout_s)
         page(Step.FINISH)
         od = window.visits.finish_view.columns["OD"]  # an edit signed off: shown beside the found prescription
         end = window.visits.view.eyes["OD"].end_point
