@@ -82,6 +82,8 @@ def _protocol(name: str) -> tuple[str, str]:
 
 
 _OUT_SCRATCH = "it wrote to a scratch folder; the store's name is the protocol's"
+_ANSWER_MODELS = ("model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,"
+                  "lapse-runs")
 
 TARGETS: dict[str, Target] = {t.name: t for t in [
     _bench("000-table1", "000-table1", "--seeds", "10", "--jobs", "2"),
@@ -133,6 +135,15 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
                            "--populations adult-clinic,adult-clinic-misspecified --cases 100 --jobs 1 "
                            "--out /tmp/gpmean-val --no-progress",
               why="it wrote to a scratch folder under the protocol's name; the store was renamed after the page"),
+    *(_validate(f"answer-models-{name}", "--protocol", protocol, "--answer-model", _ANSWER_MODELS,
+                "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
+      for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
+                                    ("clinical-sloan-lines", "docs/results/protocols/clinical-sloan-lines.toml", "40"))),
+    *(_validate(f"answer-models-{name}-{device}", "--protocol", protocol, "--answer-model", "model",
+                "--lens-device", device, "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
+      for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
+                                    ("clinical-sloan-lines", "docs/results/protocols/clinical-sloan-lines.toml", "40"))
+      for device in ("motorized-phoropter", "manual-phoropter")),
     Target("comparisons", ("{python}", "benchmarks/comparisons.py", "--cases", "100", "--jobs", "2", "--no-progress",
                            "--out", "{out}"), ("comparisons.sqlite",), "docs/results/comparisons.md",
            page_command="python benchmarks/comparisons.py --cases 100 --jobs 2 --no-progress"),
