@@ -82,6 +82,7 @@ def _protocol(name: str) -> tuple[str, str]:
 
 
 _OUT_SCRATCH = "it wrote to a scratch folder; the store's name is the protocol's"
+_LINES = "docs/results/protocols/clinical-sloan-lines.toml"
 _ANSWER_MODELS = ("model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,"
                   "lapse-runs")
 
@@ -138,11 +139,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     *(_validate(f"answer-models-{name}", "--protocol", protocol, "--answer-model", _ANSWER_MODELS,
                 "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
       for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                                    ("clinical-sloan-lines", "docs/results/protocols/clinical-sloan-lines.toml", "40"))),
+                                    ("clinical-sloan-lines", _LINES, "40"))),
     *(_validate(f"answer-models-{name}-{device}", "--protocol", protocol, "--answer-model", "model",
                 "--lens-device", device, "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
       for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                                    ("clinical-sloan-lines", "docs/results/protocols/clinical-sloan-lines.toml", "40"))
+                                    ("clinical-sloan-lines", _LINES, "40"))
       for device in ("motorized-phoropter", "manual-phoropter")),
     Target("comparisons", ("{python}", "benchmarks/comparisons.py", "--cases", "100", "--jobs", "2", "--no-progress",
                            "--out", "{out}"), ("comparisons.sqlite",), "docs/results/comparisons.md",
