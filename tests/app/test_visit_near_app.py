@@ -25,6 +25,7 @@ from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
 from visiontune.app.visit_near_view import patient_screen_logmar
 from visiontune.display import Calibration, save_calibration
+from visiontune.errors import SessionError
 from visiontune.session import near_store
 from visiontune.session.engine import Answer
 from visiontune.session.near_skip import near_skip
@@ -407,3 +408,33 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
     host.handle("close")
     window.visits.stop()
     assert window.visits.near_window is None
+
+
+def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_next_command(tmp_path):
+    """The engine stopped between the eye's last answer and its add (two writes): the next command
+    files the add from the log before anything else is asked."""
+    from visiontune.app import visit_near_host
+
+    db = tmp_path / "real.sqlite3"
+    vid = _real_visit(db)
+    with TrialStore.open(db) as store:
+        with pytest.raises(SessionError, match="follows both eyes' refractions and the binocular balance"):
+            visit_near_host.begin(store, vid, 40.0)
+        store.record_balance(vid, outcome="not done", method="fogged balance", reason="not requested by the clinician")
+        visit_near_host.begin(store, vid, 40.0)
+        while True:
+            q = visit_near_host.question(store, vid)
+            assert q.eye == "OD"
+            near_store.record_near_answer(store, vid, "OD", q.index, phase=q.phase, add_d=q.add_d,
+                                          size_logmar=q.size_logmar, letter=q.letter, correct=q.index % 3 != 2)
+            after = visit_near_host.question(store, vid)
+            if after.eye == "OS":  # OD's letters are over, its add not filed: the engine "stopped" here
+                break
+        assert near_store.near_add_records(store, vid) == {}
+        n_od = len(near_store.near_answers(store, vid, "OD"))
+    host, events = _host(db)
+    host.handle("visit_show", vid)
+    view = _last(events, "visit_view")
+    assert not _failures(events) and view.step == Step.NEAR and set(view.near.adds) == {"OD"}
+    assert view.near.answers["OD"] == n_od and view.near_question.eye == "OS"
+    host.handle("close")

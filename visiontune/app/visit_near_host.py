@@ -129,6 +129,9 @@ def begin(store, vid: int, distance_cm: float = DEFAULT_NEAR_DISTANCE_CM):
     statuses = eye_statuses(store, vid)
     if not any(s.finished for s in statuses.values()):
         raise SessionError(f"visit {vid}: no eye has a final prescription to add to")
+    if any(s.state not in ("finished", "skipped") for s in statuses.values()) or store.visit_balance(vid) is None:
+        raise SessionError(f"visit {vid}: the near addition follows both eyes' refractions and the binocular balance; "
+                           "nothing recorded")
     if not visit.simulated:
         setup = begin_near(store, vid, distance_cm=distance)
     else:
