@@ -42,7 +42,8 @@ from visiontune.refraction.start import StartingPoint
 
 def _runs(path: str) -> dict[tuple[str, str], list[tuple[int, dict]]]:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-        rows = db.execute("SELECT experiment, population, case_id, metrics FROM clinic_runs ORDER BY case_id").fetchall()
+        query = "SELECT experiment, population, case_id, metrics FROM clinic_runs ORDER BY case_id"
+        rows = db.execute(query).fetchall()
     out: dict[tuple[str, str], list[tuple[int, dict]]] = {}
     for experiment, population, case_id, metrics in rows:
         model = experiment.split("-answers-", 1)[1].split("-device-", 1)[0]

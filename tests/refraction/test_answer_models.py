@@ -63,8 +63,8 @@ def test_probabilities_are_the_closed_form(name):
     m = 1 if name == "minus-bias" else 0  # lens 1 is the more minus, a 20-year-old clears it
     assert minus_preference_sign(patient, L1, L2) == 1
     delta = model.signal_scale * delta0 + model.minus_bias * m - model.last_bias
-    np.testing.assert_allclose(answer_probabilities(patient, 3, 0.1, L1, L2, model), _ternary(delta, model.indifference,
-                                                                                                LAPSE), atol=1e-12)  # fmt: skip
+    want = _ternary(delta, model.indifference, LAPSE)
+    np.testing.assert_allclose(answer_probabilities(patient, 3, 0.1, L1, L2, model), want, atol=1e-12)
 
 
 def test_thresholds_scale_the_signal_and_bands_the_ties():
