@@ -438,3 +438,21 @@ def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_ne
     assert not _failures(events) and view.step == Step.NEAR and set(view.near.adds) == {"OD"}
     assert view.near.answers["OD"] == n_od and view.near_question.eye == "OS"
     host.handle("close")
+
+
+def test_the_app_started_again_continues_a_killed_near_step_from_the_session_list(qtbot, make_window, paths, tmp_path):
+    (tmp_path / "k").mkdir()
+    code = _CHILD.format(tests=os.path.dirname(__file__), tmp=str(tmp_path / "k"), db=str(paths["db"]), limit=3)
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    with TrialStore.open(paths["db"], read_only=True) as store:
+        od_session = next(s.session_id for s in store.list_sessions() if s.eye.value == "OD")
+    window = make_window()
+    window.start_view.view_requested.emit(od_session)  # the visit's right eye, opened from the list
+    page = window.visits.near_view
+    view = _wait_step(qtbot, window, Step.NEAR, page)
+    assert view.near.begun and view.near.answers == {"OD": 3, "OS": 0}
+    q = view.near_question
+    assert (q.eye, q.index) == ("OD", 3) and page.letter.text() == q.letter
+    assert "letter 4" in page.title.text()
