@@ -456,3 +456,34 @@ def test_the_app_started_again_continues_a_killed_near_step_from_the_session_lis
     q = view.near_question
     assert (q.eye, q.index) == ("OD", 3) and page.letter.text() == q.letter
     assert "letter 4" in page.title.text()
+
+
+def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_engine(tmp_path):
+    from visiontune.app.visit_flow_controller import VisitFlowController
+
+    host, events = _to_near(tmp_path, tmp_path / "log.sqlite3")
+    sent, said = [], []
+
+    class Commands:
+        def submit(self, name, payload=None):
+            sent.append((name, payload))
+
+        def send(self, name, payload=None):
+            sent.append((name, payload))
+
+    flow = VisitFlowController(Commands())
+    flow.connect(lambda kind, value: said.append(value) if kind == "status" else None)
+    flow.on_view(_last(events, "visit_view"))
+    flow.on_key("Plus", "+")  # not begun: refused
+    flow.on_key("Return", "\r")
+    assert sent == [("visit_near", (1, "begin", 40.0))] and flow.pending
+    flow.on_key("Return", "\r")  # the begin is with the engine
+    assert len(sent) == 1
+    host.handle(*sent[-1])
+    flow.on_view(_last(events, "visit_view"))
+    q = flow.view.near_question
+    flow.on_key("Minus", "-")
+    flow.on_key("Plus", "+")  # one moment: the first is with the engine
+    assert sent[1:] == [("visit_near", (1, "answer", (q.eye, q.index, False)))]
+    assert any("One moment" in text for text, *_ in said)
+    host.handle("close")
