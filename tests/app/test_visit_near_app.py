@@ -334,7 +334,7 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     for eye in ("OD", "OS"):
         add = view.near.adds[eye]
         assert f"{eye}: " in text and f"Add +{add.add_d:.2f} D" in text
-    for part in ("95%", "clear from", "near acuity", "at 40 cm", "SIMULATED"):
+    for part in ("95%", "clear from", "near acuity", "at 40 cm", "SIMULATED; true add +"):
         assert part in text, part
     assert finish.near.isVisible() and not finish.near_button.isVisibleTo(finish)
     assert window.grab().save(str(SCREENSHOTS / "visit-near-finish.png"))

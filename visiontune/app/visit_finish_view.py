@@ -250,7 +250,10 @@ def near_text(view: VisitView) -> str:
     lines = []
     for eye, add in sorted(near.adds.items()):
         final = view.eyes[eye].final
-        sim = "" if not view.simulated else " (SIMULATED)"
+        sim = ""
+        if view.simulated:
+            true_add = (add.detail or {}).get("true_add_d") if isinstance(add.detail, dict) else None
+            sim = " (SIMULATED" + ("" if true_add is None else f"; true add {true_add:+.2f} D") + ")"
         lines.append(f"{eye}: {lens_or_dash(final)} \u00b7 {near_add_line(add)}{sim}")
     if not lines:
         return "Near addition: not filed yet."
