@@ -6,6 +6,7 @@ letters sized for the near distance from the screen's calibration, and refusals.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -402,7 +403,12 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
     assert window.stack.currentWidget() is window.visits.near_view and screen is not None
     letter, height_px = screen.current
     assert letter == q.letter and height_px == pytest.approx(q.height_px, rel=1e-9)  # its near height, in pixels
-    assert "Simulated" not in window.visits.near_view.simulated_reply.text()
+    assert not window.visits.near_view.simulated_reply.isVisibleTo(window.visits.near_view)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    assert window.grab().save(str(SCREENSHOTS / "visit-near-real.png"))
+    tiny = dataclasses.replace(view, near_question=dataclasses.replace(q, size_logmar=-0.3))  # 1.1 px here
+    window.visits.flow.on_view(tiny)
+    assert screen.current is None  # blank, not a grey blob: the page says to show a printed letter
     host.handle("visit_near", (vid, "skip", "x"))  # refused: begun; the page stays
     assert "has begun" in _failures(events)[-1]
     host.handle("close")
@@ -486,4 +492,20 @@ def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_en
     flow.on_key("Plus", "+")  # one moment: the first is with the engine
     assert sent[1:] == [("visit_near", (1, "answer", (q.eye, q.index, False)))]
     assert any("One moment" in text for text, *_ in said)
+    host.handle("close")
+
+
+def test_a_near_letter_too_small_for_the_screens_pixels_is_sent_to_a_printed_card(tmp_path):
+    coarse = Calibration(screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=1920, height_px=1080,
+                         viewing_distance_mm=6000.0)  # a projection: 1.04 mm a pixel
+    db = tmp_path / "real.sqlite3"
+    vid = _real_visit(db, coarse)
+    host, events = _host(db)
+    host.handle("visit_show", vid)
+    if _last(events, "visit_view").step == Step.BALANCE:
+        host.handle("visit_balance", (vid, None, None))
+    host.handle("visit_near", (vid, "begin", 40.0))
+    q = _last(events, "visit_view").near_question
+    assert q.height_px == pytest.approx(q.height_mm / (2000.0 / 1920), rel=1e-9) and q.height_px < 5
+    assert "below the 5 px this screen draws faithfully" in q.geometry and "printed near letter" in q.geometry
     host.handle("close")

@@ -26,6 +26,7 @@ from visiontune.app.visit_near_view import VisitNearView, patient_screen_logmar
 from visiontune.app.visit_step_view import VisitStepView
 from visiontune.display.optotypes import load_letter_set
 from visiontune.display.qt_renderer import PatientWindow
+from visiontune.errors import CalibrationError
 
 
 class VisitController(QObject):
@@ -134,8 +135,11 @@ class VisitController(QObject):
             self.near_window.show()
         if q is None:
             self.near_window.blank()
-        else:
+            return
+        try:
             self.near_window.show(q.letter, patient_screen_logmar(q.size_logmar, q.distance_cm, w.calibration))
+        except CalibrationError:  # too small (or large) for this screen: the page says to show a printed letter
+            self.near_window.blank()
 
     def close_near_window(self) -> None:
         if self.near_window is not None:

@@ -37,7 +37,7 @@ import numpy as np
 
 from visiontune.app.visit_flow import NearQuestionView, NearSummary
 from visiontune.display.calibration import Calibration
-from visiontune.display.geometry import letter_height_mm
+from visiontune.display.geometry import DEFAULT_MIN_INK_PX, letter_height_mm
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.refraction.near_add import DEFAULT_NEAR_DISTANCE_CM, check_near_distance_cm
 from visiontune.refraction.near_population import NEAR_KEY, NEAR_LETTERS, NearCase, near_case_for_visit
@@ -163,10 +163,14 @@ def _geometry(store, vid: int, eye: str, size_logmar: float, distance_cm: float)
                               "printed near card letter of this height)")
     cal = Calibration.from_dict(raw)
     px = height / cal.pixel_pitch_mm
-    return height, px, (f"{height:.2f} mm = {px:.1f} px on the patient screen: the calibration is for "
-                        f"{cal.viewing_distance_mm / 10:g} cm (distance), so the near letter is drawn for "
-                        f"{distance_cm:g} cm from the same screen geometry ({cal.pixel_pitch_mm:.4f} mm/px); "
-                        f"hold the screen at {distance_cm:g} cm")
+    how = (f"{height:.2f} mm = {px:.1f} px on the patient screen: the calibration is for "
+           f"{cal.viewing_distance_mm / 10:g} cm (distance), so the near letter is drawn for "
+           f"{distance_cm:g} cm from the same screen geometry ({cal.pixel_pitch_mm:.4f} mm/px); "
+           f"hold the screen at {distance_cm:g} cm")
+    if px < DEFAULT_MIN_INK_PX:
+        how += (f". {px:.1f} px is below the {DEFAULT_MIN_INK_PX:g} px this screen draws faithfully (a 1 px stroke): "
+                "the patient screen stays blank; show a printed near letter of this height")
+    return height, px, how
 
 
 def question(store, vid: int) -> NearQuestionView | None:
