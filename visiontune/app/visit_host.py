@@ -158,6 +158,8 @@ class VisitHost:
         protocol = load_protocol(request.protocol)
         if host.device.kind != "manual":  # the device's change time prices a change of lens, as in a session
             protocol = protocol_with_lens_change_seconds(protocol, host._device_change_seconds(), host.device.kind)
+        else:  # the manual device's kind (trial frame or manual phoropter) prices it, as in a session
+            protocol = host._manual_kind_protocol(protocol)
         imported = request.imported
         if imported is not None and not isinstance(imported, ImportedStart):
             raise InvalidInputError(f"imported file: expected an ImportedStart, got {type(imported).__name__}")
