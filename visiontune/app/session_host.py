@@ -81,6 +81,7 @@ from visiontune.session.engine import (
     RefractionSession,
     SliderReply,
 )
+from visiontune.refraction.lens_devices import protocol_for_device
 from visiontune.session.lens_device import protocol_with_lens_change_seconds, question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
@@ -202,6 +203,8 @@ class SessionHost:
         protocol = load_protocol(request.protocol)
         if self.device.kind != "manual":  # the device's change time prices a change of lens
             protocol = protocol_with_lens_change_seconds(protocol, self._device_change_seconds(), self.device.kind)
+        else:  # the manual device's kind (trial frame or manual phoropter) prices it
+            protocol = self._manual_kind_protocol(protocol)
         seed = protocol.seed if request.seed is None else int(request.seed)
         case = new_case(seed, protocol, age_years=request.age_years) if request.simulated else None
         start = starting_point(request, case)
@@ -369,8 +372,21 @@ class SessionHost:
 
             return self.device.options.get("change_seconds", CV5000_CHANGE_SECONDS)
 
+    def _manual_kind_protocol(self, protocol):
+        """``protocol`` priced at the manual device's kind (trial frame or manual phoropter:
+        :func:`~visiontune.refraction.lens_devices.protocol_for_device`); a protocol without
+        ``[comparisons]`` prices no change of lens and is returned as it is."""
+        if protocol.comparisons is None:
+            return protocol
+        return protocol_for_device(protocol, self.device.lens_kind)
+
     def _do_device(self, spec) -> None:
-        """Set the lens device (``manual`` or ``cv5000:PORT``) and open it, for the open session too."""
+        """Set the lens device (``manual`` or ``cv5000:PORT``; or ``(setting, kind)`` with the
+        manual device's kind, ``trial-frame`` or ``manual-phoropter``) and open it, for the open
+        session too (whose stored protocol keeps the change time it was started with)."""
+        if isinstance(spec, tuple):
+            spec, lens_kind = spec
+            self.device.set_lens_kind(str(lens_kind))
         self.device.configure(str(spec))
         log.info("lens device: %s", self.device.spec)
         if self.session is not None:

@@ -20,6 +20,12 @@ pipe).
   path) before it is shown; while it is on screen, ``device_lens`` has the device show one of
   them again (the clinician's "lens 1" / "lens 2", the slider's knob), noted as
   :data:`LENS_SHOWN_NOTE`.
+
+The device *kind* (:mod:`visiontune.refraction.lens_devices`) is what a change of lens costs the
+patient: the manual device is a ``trial-frame`` (the default) or a ``manual-phoropter``, the
+clinic's setting (:attr:`DeviceLink.lens_kind`); a CV-5000 is a ``motorized-phoropter`` whatever
+that setting says. :attr:`DeviceLink.device_kind` is the kind in force; each session and visit eye
+is priced at its seconds a change (:func:`~visiontune.refraction.lens_devices.protocol_for_device`).
 """
 
 from __future__ import annotations
@@ -30,10 +36,12 @@ from datetime import UTC, datetime
 from visiontune.devices.base import LensDevice, LensState
 from visiontune.devices.choice import open_device, parse_device_spec
 from visiontune.devices.manual import ManualDevice
-from visiontune.errors import DeviceError
+from visiontune.errors import DeviceError, InvalidInputError
 from visiontune.optics.notation import rx_text
+from visiontune.refraction.lens_devices import DEVICE_KINDS
 
-__all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "DeviceLink", "DeviceView", "EnterKeyTrialFrame"]
+__all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "MANUAL_KINDS", "DeviceLink", "DeviceView",
+           "EnterKeyTrialFrame", "check_manual_kind"]
 
 #: The note (events table) of a lens the clinician had the device show again while a question
 #: was on screen (a comparison's lens 1 or 2, a slider's knob position): trial, eye, position,
@@ -45,6 +53,17 @@ CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, n
                   "verify it on this clinic's own device before clinical use.")
 #: The device kinds as the clinician reads them.
 DEVICE_LABELS = {"manual": "Manual trial frame or phoropter", "cv5000": "Topcon CV-5000 motorized phoropter"}
+#: The kinds the manual device can be (the CV-5000 is the motorized phoropter).
+MANUAL_KINDS = ("trial-frame", "manual-phoropter")
+
+
+def check_manual_kind(name: str, *, what: str = "lens device kind") -> str:
+    """``name`` if it is a kind the manual device can be (:data:`MANUAL_KINDS`); InvalidInputError
+    naming ``what`` otherwise (a motorized phoropter is the CV-5000 driver, not a manual device)."""
+    if name not in MANUAL_KINDS:
+        raise InvalidInputError(f"{what}: expected {' or '.join(MANUAL_KINDS)} for the manual device (a motorized "
+                                f"phoropter is the CV-5000 driver), got {name!r}")
+    return name
 
 
 class EnterKeyTrialFrame(ManualDevice):
@@ -68,7 +87,9 @@ class DeviceView:
     ``od`` / ``os``: the lens last confirmed before each eye (text; ``None``: none yet);
     ``confirmed_at``: when (UTC), for ``trial`` (the trial index it was set for);
     ``change_s``: the last change as the driver measured it (s); ``fault``: the last fault's
-    message (None: none since the last confirmation)."""
+    message (None: none since the last confirmation). ``device_kind``: the kind in force
+    (:data:`~visiontune.refraction.lens_devices.DEVICE_KINDS`: trial frame, manual or motorized
+    phoropter), whose ``change_seconds`` and ``source`` price a change of lens."""
 
     spec: str
     kind: str
@@ -81,6 +102,22 @@ class DeviceView:
     trial: int | None = None
     change_s: float | None = None
     fault: str | None = None
+    device_kind: str = "trial-frame"
+
+    @property
+    def kind_label(self) -> str:
+        """The kind as people read it: ``trial frame``, ``manual phoropter``, ``motorized phoropter``."""
+        return DEVICE_KINDS[self.device_kind].label
+
+    @property
+    def change_seconds(self) -> float:
+        """Seconds of the patient's time a change of lens is priced at with this kind."""
+        return DEVICE_KINDS[self.device_kind].change_seconds
+
+    @property
+    def change_source(self) -> str:
+        """Where :attr:`change_seconds` comes from (measured, cited or assumed)."""
+        return DEVICE_KINDS[self.device_kind].source
 
     @property
     def waits_for_device(self) -> bool:
@@ -109,8 +146,11 @@ class DeviceLink:
     ``opener(spec, confirm=...)``: how a device is opened (:func:`~visiontune.devices.choice.open_device`);
     ``options``: the serial driver's (``reply_timeout_s``, ``change_seconds``)."""
 
-    def __init__(self, spec: str = "manual", *, opener=open_device, **options) -> None:
+    def __init__(self, spec: str = "manual", *, opener=open_device, lens_kind: str = "trial-frame",
+                 **options) -> None:
         self.opener = opener
+        #: The manual device's kind (:data:`MANUAL_KINDS`), kept when the driver setting changes.
+        self.lens_kind = check_manual_kind(lens_kind)
         self.options = options
         self.spec, self.kind, self.port = "manual", "manual", None
         self.device: LensDevice | None = None
@@ -127,6 +167,16 @@ class DeviceLink:
         self.spec, self.kind, self.port = (f"cv5000:{port}" if kind == "cv5000" else "manual"), kind, port
         self.fault = None
         self.confirmed_at = self.trial = None
+
+    def set_lens_kind(self, name: str) -> None:
+        """The manual device's kind (``trial-frame`` or ``manual-phoropter``); InvalidInputError
+        otherwise (the kind then unchanged)."""
+        self.lens_kind = check_manual_kind(name)
+
+    @property
+    def device_kind(self) -> str:
+        """The kind in force: ``motorized-phoropter`` for a CV-5000, the manual kind otherwise."""
+        return "motorized-phoropter" if self.kind == "cv5000" else self.lens_kind
 
     def ensure_open(self) -> LensDevice:
         """The open device; a CV-5000 driver is opened (and initialised) if it is not, or was
@@ -179,6 +229,7 @@ class DeviceLink:
             od=None if state is None else _eye_text(state.od, by_hand),
             os=None if state is None else _eye_text(state.os, by_hand),
             confirmed_at=self.confirmed_at, trial=self.trial, change_s=times[-1] if times else None, fault=self.fault,
+            device_kind=self.device_kind,
         )
 
     def close(self) -> None:
