@@ -112,7 +112,7 @@ def _shown(*lenses: Lens) -> Trial:
     ((Lens(-1.5, 0.5, 0.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
      "The lens in place stays: press Enter", "Keep this lens"),
     ((Lens(-1.25, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
-     "Set the lens, then press Enter", "Set this lens"),
+     "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter", "Set this lens"),
     ((Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
      PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
      "Lens 1 is the lens in place: keep it, have lens 2 ready", "Compare lens 1 and lens 2"),
@@ -138,8 +138,8 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     assert controller.phase == Phase.LENS and controller.worker_idle
     kinds = [k for k, _ in events]
     assert kinds[:3] == ["opened", "snapshot", "prompt"]
-    assert events[2][1] == Prompt("Set the lens, then press Enter (or Space) to show the letter.",
-                                  caption="Set this lens")  # fmt: skip
+    assert events[2][1] == Prompt("Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press "
+                                  "Enter (or Space) to show the letter.", caption="Set this lens")  # fmt: skip
 
     events.clear()
     controller.on_key("Return", "\r", False)

@@ -9,7 +9,8 @@ clear message and exit code 2, never a window that waits: a display (on Linux wi
 ``DISPLAY``/``WAYLAND_DISPLAY`` and without an explicit ``QT_QPA_PLATFORM`` the app says it
 needs one and points to ``visiontune session run --simulate``; ``QT_QPA_PLATFORM=offscreen``
 runs it off screen, for tests and screenshots), ``--protocol``, ``--device`` (``manual`` or
-``cv5000:PORT``: :mod:`visiontune.devices.choice`), ``--db`` (opened and checked as
+``cv5000:PORT``: :mod:`visiontune.devices.choice`), ``--lens-device`` (the manual device's kind,
+``trial-frame`` or ``manual-phoropter``: :mod:`visiontune.refraction.lens_devices`), ``--db`` (opened and checked as
 a trial log), and the trial log's app lock (:mod:`visiontune.session.instance_lock`: a second
 app on the same log is refused, naming the host, pid and start time of the one that holds it;
 the lock of a killed app is taken over, and said). With ``--exit-after`` a failure of the
@@ -50,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or 'cv5000:PORT' (a Topcon CV-5000 sets and confirms each lens before the letter is "
                              "shown; the port `python -m visiontune.devices.emulator` prints runs a SIMULATED one); "
                              "default: the saved setting")
+    parser.add_argument("--lens-device", metavar="KIND", default=None,
+                        help="the manual device's kind, as `session run --lens-device`: 'trial-frame' (4 s a change "
+                             "of lens) or 'manual-phoropter' (1 s); each session and visit eye is priced at its "
+                             "seconds (visiontune.refraction.lens_devices) and the device is the manual one; "
+                             "'motorized-phoropter' is the CV-5000 (--device cv5000:PORT); default: the saved setting")
 
 
 #: What the app says when it has no display to open on.
@@ -116,8 +122,33 @@ def check_device(spec: str | None) -> str | None:
     return "manual" if kind == "manual" else f"cv5000:{port}"
 
 
+def check_lens_device(kind: str | None, device: str | None) -> str | None:
+    """The ``--lens-device`` kind for the app's manual device (InvalidInputError naming
+    ``--lens-device`` otherwise): ``trial-frame`` or ``manual-phoropter``, not with ``--device
+    cv5000:PORT`` (whose change time is the motorized phoropter's); ``motorized-phoropter`` is
+    the CV-5000 driver, set by ``--device``."""
+    if kind is None:
+        return None
+    from visiontune.refraction.lens_devices import DEVICE_KINDS
+
+    if kind not in DEVICE_KINDS:
+        raise InvalidInputError(f"--lens-device: expected one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
+    if kind == "motorized-phoropter":
+        if device is not None and device.startswith("cv5000:"):
+            return None  # the CV-5000 is the motorized phoropter: the manual kind keeps its saved setting
+        raise InvalidInputError("--lens-device motorized-phoropter: the app's motorized phoropter is the Topcon "
+                                "CV-5000 driver; set it with --device cv5000:PORT")
+    if device is not None and device != "manual":
+        raise InvalidInputError(f"--lens-device {kind}: --device {device} is the motorized phoropter (its own change "
+                                "time); the kind is the manual device's")
+    return kind
+
+
 def run(args: argparse.Namespace) -> int:
     args.device = check_device(getattr(args, "device", None))
+    args.lens_device = check_lens_device(getattr(args, "lens_device", None), args.device)
+    if args.lens_device is not None:  # a manual kind asked for: the manual device
+        args.device = "manual"
     if args.pace is not None and not 0 <= args.pace <= 60:
         raise InvalidInputError(f"--pace: expected 0 to 60 seconds, got {args.pace}")
     if args.exit_after is not None and args.exit_after < 1:
@@ -172,6 +203,7 @@ def _run_window(args: argparse.Namespace, db_path: Path, lock) -> int:
         settings_path=None if args.settings is None else Path(args.settings),
         calibration_path=None if args.calibration is None else Path(args.calibration),
         export_dir=None if args.export_dir is None else Path(args.export_dir), device=args.device,
+        lens_device=args.lens_device,
     )  # fmt: skip
     window = MainWindow(options, settings)
     reporter.parent = window

@@ -55,7 +55,8 @@ class AppOptions:
     """How the app was started. ``db_path``/``settings_path``/``calibration_path``/``export_dir``:
     None = the platformdirs defaults. ``pace_s``: simulated auto-answer pace, seconds (0 = one
     step per key). ``exit_after``: close after this many answers (smoke tests). ``device``: the
-    lens device (``manual`` or ``cv5000:PORT``; None = the saved setting)."""
+    lens device (``manual`` or ``cv5000:PORT``; None = the saved setting). ``lens_device``: the
+    manual device's kind (``trial-frame`` or ``manual-phoropter``; None = the saved setting)."""
 
     db_path: Path | None = None
     simulate: bool = True
@@ -67,6 +68,7 @@ class AppOptions:
     calibration_path: Path | None = None
     export_dir: Path | None = None
     device: str | None = None
+    lens_device: str | None = None
 
 
 def screen_descriptions() -> list[tuple[str, str]]:
@@ -115,9 +117,12 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.options = options
         self.settings = settings.replace(protocol=options.protocol or settings.protocol,
-                                         device=options.device or settings.device)
+                                         device=options.device or settings.device,
+                                         lens_device=options.lens_device or settings.lens_device)
         #: The device setting the engine has been sent (None: none yet).
         self.engine_device: str | None = None
+        #: The manual device's kind the engine has been sent (None: none yet).
+        self.engine_lens_kind: str | None = None
         self.reporter = logs.ErrorReporter(self)
         self.calibration: Calibration | None = None
         self.patient_window = None
@@ -146,6 +151,7 @@ class MainWindow(QMainWindow):
         self.start_view.set_protocol(self.settings.protocol)
         self.start_view.set_cylinder_form(self.settings.cylinder_form)
         self.start_view.set_device(self.settings.device)
+        self.start_view.set_lens_kind(self.settings.lens_device)
         self.start_view.simulated.setChecked(options.simulate)
         if options.simulate:
             self.start_view.patient_id.setText("SIM-0001")
@@ -296,9 +302,10 @@ class MainWindow(QMainWindow):
             self._check_displayable(load_protocol(protocol).logmar_range)
             calibration = self.calibration.to_dict()
         device = self.start_view.device_spec()  # InvalidInputError naming the field: nothing saved, nothing sent
+        lens_kind = self.start_view.lens_kind_name()
         self.settings = self.settings.replace(protocol=protocol, patient_screen=self.start_view.screen_name(),
                                               cylinder_form=self.start_view.cylinder_form_name(),
-                                              device=device)  # fmt: skip
+                                              device=device, lens_device=lens_kind)  # fmt: skip
         self._save_settings()
         self._send_device(device)
         return calibration
@@ -314,10 +321,11 @@ class MainWindow(QMainWindow):
 
     def _send_device(self, spec: str) -> None:
         """Tell the engine the lens device (``manual`` or ``cv5000:PORT``) when it changed."""
-        if spec != self.engine_device:
-            log.info("lens device: %s", spec)
-            self.engine_device = spec
-            self._send("device", spec)
+        lens_kind = self.settings.lens_device  # the manual device's kind (trial frame or manual phoropter)
+        if spec != self.engine_device or lens_kind != self.engine_lens_kind:
+            log.info("lens device: %s (manual device: %s)", spec, lens_kind)
+            self.engine_device, self.engine_lens_kind = spec, lens_kind
+            self._send("device", (spec, lens_kind))
 
     def _start_session(self, request: NewSession) -> None:
         calibration = self.prepare_start(request.simulated, request.protocol)
@@ -334,11 +342,12 @@ class MainWindow(QMainWindow):
         log.info("resume requested: session %d", session_id)
         try:
             device = self.start_view.device_spec()
+            lens_kind = self.start_view.lens_kind_name()
         except VisionTuneError as exc:
             self.start_view.show_error(str(exc))
             return
-        if device != self.settings.device:
-            self.settings = self.settings.replace(device=device)
+        if device != self.settings.device or lens_kind != self.settings.lens_device:
+            self.settings = self.settings.replace(device=device, lens_device=lens_kind)
             self._save_settings()
         self._send_device(device)
         self._show_busy(f"Reopening session {session_id}\u2026")

@@ -366,6 +366,17 @@ class SessionController(EventSource):
         self.say("Opening the lens device again\u2026")
         self.submit("retry_device")
 
+    def _manual_where(self) -> str:
+        """Where the clinician sets a lens by hand: ``on the phoropter`` or ``in the trial frame``
+        (the manual device's kind, :attr:`~visiontune.app.worker_device.DeviceView.device_kind`)."""
+        return "on the phoropter" if _phoropter(self.device) else "in the trial frame"
+
+    def _place_text(self, lens) -> str:
+        """``Place lens S −1.25 / C −0.50 × 030 in the trial frame`` or ``Set ... on the
+        phoropter``: the lens to put before the eye, on the manual device's kind."""
+        verb = "Set" if _phoropter(self.device) else "Place lens"
+        return f"{verb} {lens_text(self._form(lens))} {self._manual_where()}"
+
     def _waits_for_device(self) -> bool:
         return self.device is not None and self.device.waits_for_device
 
@@ -411,15 +422,15 @@ class SessionController(EventSource):
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
             self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
-                                         "Set lens 1 and lens 2") + " (phoropter or trial frame), then press Enter "
+                                         "Set lens 1 and lens 2") + f" ({self._manual_where()}), then press Enter "
                                         "(or Space) to show the letter.",
                                         caption="Compare lens 1 and lens 2"))  # fmt: skip
         elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
             self._emit("prompt", Prompt("The lens in place stays: press Enter (or Space) to show the letter.",
                                         caption="Keep this lens"))  # fmt: skip
         elif phase == Phase.LENS:
-            self._emit("prompt", Prompt("Set the lens, then press Enter (or Space) to show the letter.",
-                                        caption="Set this lens"))  # fmt: skip
+            self._emit("prompt", Prompt(f"{self._place_text(snap.query.lens)}, then press Enter (or Space) to show "
+                                        "the letter.", caption="Set this lens"))  # fmt: skip
         elif phase == Phase.COMPARE and self._waits_for_device():
             q = snap.query
             self._emit("prompt", Prompt("The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
@@ -624,6 +635,11 @@ class SessionController(EventSource):
         in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
         self._emit("busy_page", "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
         self.submit("finish", (stopped_by, None if in_visit else str(self.export_dir())))
+
+
+def _phoropter(device) -> bool:
+    """True when the manual device is a phoropter (its kind set so), False at a trial frame."""
+    return device is not None and getattr(device, "device_kind", "trial-frame") != "trial-frame"
 
 
 def _in_place(snap: Snapshot, lens) -> bool:

@@ -1,7 +1,8 @@
 """App settings that persist between runs: a small TOML file in the user config directory.
 
 ``<user config dir>/visiontune/app.toml`` (platformdirs): last protocol, patient screen,
-calibration choice, export folder, simulated pace, cylinder form of the lenses shown, lens device.
+calibration choice, export folder, simulated pace, cylinder form of the lenses shown, lens device
+and the manual device's kind.
 Unknown keys are an error naming the key
 (a typo must not silently reset a setting); a missing file gives the defaults. The file is
 user-only (0600) in a user-only folder (0700) whatever the umask, written atomically by
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from visiontune import output_guard, private_files
 from visiontune._validate import check_number
+from visiontune.app.worker_device import check_manual_kind
 from visiontune.devices.choice import parse_device_spec
 from visiontune.errors import ConfigurationError, InvalidInputError, VisionTuneError
 from visiontune.refraction.lenses import CYLINDER_FORMS
@@ -40,7 +42,10 @@ class AppSettings:
     optometric default) or ``"plus"`` (ophthalmic). ``device``: the lens device, ``"manual"``
     (the trial frame or phoropter the clinician sets) or ``"cv5000:PORT"`` (a Topcon CV-5000 on
     a serial port; :mod:`visiontune.devices.choice`). ``near_distance_cm``: where the clinic's
-    patients hold the near letters of a visit's near addition, cm (20-100; 40 by default)."""
+    patients hold the near letters of a visit's near addition, cm (20-100; 40 by default).
+    ``lens_device``: the manual device's kind, ``"trial-frame"`` (the default) or
+    ``"manual-phoropter"`` (:mod:`visiontune.refraction.lens_devices`: what a change of lens costs
+    the patient); a CV-5000 is the motorized phoropter whatever it says."""
 
     protocol: str = DEFAULT_PROTOCOL
     patient_screen: str = ""
@@ -50,6 +55,7 @@ class AppSettings:
     cylinder_form: str = "minus"
     device: str = "manual"
     near_distance_cm: float = 40.0
+    lens_device: str = "trial-frame"
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -68,6 +74,10 @@ class AppSettings:
         if not self.device.isprintable():
             raise ConfigurationError(f"device: a serial port name has no control characters, got {self.device!r}")
         object.__setattr__(self, "device", "manual" if kind == "manual" else f"cv5000:{port}")
+        try:
+            check_manual_kind(self.lens_device, what="lens_device")
+        except InvalidInputError as exc:
+            raise ConfigurationError(str(exc)) from None
 
     def replace(self, **changes) -> AppSettings:
         return dataclasses.replace(self, **changes)

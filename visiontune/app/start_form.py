@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from visiontune.app.worker_device import MANUAL_KINDS, check_manual_kind
 from visiontune.devices.choice import parse_device_spec
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
+from visiontune.refraction.lens_devices import DEVICE_KINDS
 from visiontune.refraction.start import SOURCES, StartingPoint
 
-__all__ = ["DEVICE_CHOICES", "FIELDS", "SOURCE_LABELS", "TypedStart", "device_setting", "parse_age", "parse_power",
+__all__ = ["DEVICE_CHOICES", "FIELDS", "LENS_KIND_CHOICES", "lens_kind_setting", "SOURCE_LABELS", "TypedStart", "device_setting", "parse_age", "parse_power",
            "read_start"]
 
 #: The fields an error can name, in the order of the form.
@@ -27,6 +29,10 @@ SOURCE_LABELS = (("autorefraction", "autorefraction"), ("retinoscopy", "retinosc
 #: The lens devices as the form lists them: ``(kind, label)``.
 DEVICE_CHOICES = (("manual", "manual trial frame or phoropter (you set each lens)"),
                   ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"))
+#: The manual device's kinds as the form lists them: ``(kind, label)``, each with its seconds a
+#: change of lens (:mod:`visiontune.refraction.lens_devices`; a CV-5000 is the motorized phoropter).
+LENS_KIND_CHOICES = tuple((name, f"{DEVICE_KINDS[name].label} ({DEVICE_KINDS[name].change_seconds:g} s a lens change)")
+                          for name in MANUAL_KINDS)
 
 
 @dataclass(frozen=True)
@@ -114,3 +120,9 @@ def device_setting(kind: str, port: str) -> str:
                                 f"got {text!r}")
     kind, port = parse_device_spec(f"cv5000:{text}")
     return f"{kind}:{port}"
+
+
+def lens_kind_setting(kind: str) -> str:
+    """The manual device's kind from the form (``trial-frame`` or ``manual-phoropter``);
+    InvalidInputError naming the field (``"Lens device kind: ..."``) otherwise."""
+    return check_manual_kind(kind, what="Lens device kind")

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )  # fmt: skip
 
 from visiontune.app.start_form import DEVICE_CHOICES, SOURCE_LABELS, device_setting, parse_age, read_start
+from visiontune.app.start_form import LENS_KIND_CHOICES, lens_kind_setting
 from visiontune.app.visit_flow import NewVisit
 from visiontune.app.visit_imports import imported_start
 from visiontune.app.worker import NewSession, SessionSummary
@@ -152,6 +153,10 @@ class StartView(QWidget):
         self.device_kind.setObjectName("deviceKind")
         for name, label in DEVICE_CHOICES:
             self.device_kind.addItem(label, name)
+        self.lens_kind = QComboBox()  # the manual device's kind: what a change of lens costs the patient
+        self.lens_kind.setObjectName("lensKind")
+        for name, label in LENS_KIND_CHOICES:
+            self.lens_kind.addItem(label, name)
         self.device_port = QLineEdit()
         self.device_port.setObjectName("devicePort")
         self.device_port.setPlaceholderText("serial port, e.g. /dev/ttyUSB0 or COM4")
@@ -238,6 +243,7 @@ class StartView(QWidget):
         setup.addRow("", self.calibrate_button)
         setup.addRow("Lenses in", self.cylinder_form)
         setup.addRow("Lens device", self.device_kind)
+        setup.addRow("  kind", self.lens_kind)
         setup.addRow("  port", self.device_port)
         setup.addRow("", self.device_note)
         self.setup_form = setup
@@ -266,6 +272,7 @@ class StartView(QWidget):
         serial = self.device_kind.currentData() != "manual"
         self.setup_form.setRowVisible(self.device_port, serial)
         self.setup_form.setRowVisible(self.device_note, serial)
+        self.setup_form.setRowVisible(self.lens_kind, not serial)  # a CV-5000 is the motorized phoropter
 
     def set_device(self, spec: str) -> None:
         """Show the device setting ``spec`` (``manual`` or ``cv5000:PORT``; anything else: manual)."""
@@ -273,6 +280,15 @@ class StartView(QWidget):
         index = self.device_kind.findData(kind if kind in ("manual", "cv5000") else "manual")
         self.device_kind.setCurrentIndex(max(index, 0))
         self.device_port.setText(port if kind == "cv5000" else "")
+
+    def set_lens_kind(self, name: str) -> None:
+        """Show the manual device's kind ``name`` (``trial-frame`` or ``manual-phoropter``;
+        anything else: the trial frame)."""
+        self.lens_kind.setCurrentIndex(max(self.lens_kind.findData(name), 0))
+
+    def lens_kind_name(self) -> str:
+        """The manual device's kind the form holds (InvalidInputError naming the field)."""
+        return lens_kind_setting(self.lens_kind.currentData())
 
     def device_spec(self) -> str:
         """The device setting the form holds (:func:`~visiontune.app.start_form.device_setting`;
@@ -419,6 +435,7 @@ class StartView(QWidget):
     def _start(self) -> None:
         try:
             self.device_spec()
+            self.lens_kind_name()
             request = self.visit_request() if self.is_visit() else self.request()
         except InvalidInputError as exc:
             self.show_error(str(exc))
@@ -438,11 +455,12 @@ class StartView(QWidget):
                        f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
                        f"{prefix}age": (self.age,)}  # fmt: skip
         fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os),
-                   "lens device port": (self.device_port,), "pd": (self.pd,), "examiner": (self.examiner,)}
+                   "lens device port": (self.device_port,),
+                   "lens device kind": (self.lens_kind,), "pd": (self.pd,), "examiner": (self.examiner,)}
         named = fields.get(head, ())
         for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
                   self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os,
-                  self.device_port, self.pd, self.examiner):  # fmt: skip
+                  self.device_port, self.lens_kind, self.pd, self.examiner):  # fmt: skip
             w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
         if named:
             named[0].setFocus()

@@ -157,13 +157,18 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
 
 def device_text(view) -> str:
     """The lens-device panel's lines for a :class:`~visiontune.app.worker_device.DeviceView`:
-    the device and its port, the lens confirmed before each eye, who confirmed it and when, and
+    the device and its port, its kind (trial frame, manual or motorized phoropter) with its seconds
+    a change of lens and their source, the lens confirmed before each eye, who confirmed it and when, and
     for the CV-5000 that its driver must be verified on the clinic's own device."""
     from visiontune.app.worker_device import CV5000_CAUTION
 
     where = f" on {view.port}" if view.port else ""
     state = "" if view.kind == "manual" else (" \u00b7 connected" if view.connected else " \u00b7 NOT connected")
     lines = [f"Lens device: {view.short_label}{where}{state}"]
+    kind = getattr(view, "device_kind", None)
+    if kind is not None:  # the kind in force and what a change of lens is priced at, with its source
+        lines.append(f"Kind: {view.kind_label} \u00b7 {view.change_seconds:g} s a change of lens, "
+                     f"{view.change_source}")
     if view.od is None and view.os is None:
         lines.append("Lenses confirmed: none yet")
     else:
