@@ -26,7 +26,7 @@ from visiontune.app.worker_device import DeviceLink, DeviceView
 from visiontune.app.worker_values import NewSession
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.session.engine import PendingComparison, PendingQuery
+from visiontune.session.engine import PendingComparison
 from visiontune.session.store import TrialStore
 
 #: The seconds a change of lens each kind is priced at (lens_devices' module docstring; written
@@ -148,8 +148,9 @@ def test_each_visit_eye_carries_the_kinds_seconds(tmp_path):
 
 # ---------------------------------------------------------------------------------- the page
 def _controller(kind: str):
-    from visiontune.app.session_controller import SessionController
     from test_session_controller import FakeEngine, snapshot
+
+    from visiontune.app.session_controller import SessionController
 
     engine, events = FakeEngine(), []
     controller = SessionController(engine, export_dir=lambda: "/exports")
@@ -174,7 +175,8 @@ def test_the_page_says_which_lens_to_place_on_what_device(kind, expected):
     controller.on_opened(dataclasses.replace(snapshot(0), query=pair))
     controller.on_idle()
     where = "on the phoropter" if kind == "manual-phoropter" else "in the trial frame"
-    assert f"Set lens 1 and lens 2 ({where}), then press Enter" in [v for k, v in events if k == "prompt"][-1].instruction
+    prompt = [v for k, v in events if k == "prompt"][-1]
+    assert f"Set lens 1 and lens 2 ({where}), then press Enter" in prompt.instruction
 
 
 def test_the_device_panel_shows_the_kind_its_seconds_and_their_source():

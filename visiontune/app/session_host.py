@@ -65,6 +65,7 @@ from visiontune.app.worker_values import (
 from visiontune.devices.base import LensState
 from visiontune.errors import DeviceError, InvalidInputError, SessionError, StoreError, VisionTuneError
 from visiontune.optics import Prescription
+from visiontune.refraction.lens_devices import protocol_for_device
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import is_slider, simulated_comparison, simulated_slider
 from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
@@ -81,7 +82,6 @@ from visiontune.session.engine import (
     RefractionSession,
     SliderReply,
 )
-from visiontune.refraction.lens_devices import protocol_for_device
 from visiontune.session.lens_device import protocol_with_lens_change_seconds, question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore

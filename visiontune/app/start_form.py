@@ -18,8 +18,8 @@ from visiontune.optics import Prescription
 from visiontune.refraction.lens_devices import DEVICE_KINDS
 from visiontune.refraction.start import SOURCES, StartingPoint
 
-__all__ = ["DEVICE_CHOICES", "FIELDS", "LENS_KIND_CHOICES", "lens_kind_setting", "SOURCE_LABELS", "TypedStart", "device_setting", "parse_age", "parse_power",
-           "read_start"]
+__all__ = ["DEVICE_CHOICES", "FIELDS", "LENS_KIND_CHOICES", "SOURCE_LABELS", "TypedStart", "device_setting",
+           "lens_kind_setting", "parse_age", "parse_power", "read_start"]
 
 #: The fields an error can name, in the order of the form.
 FIELDS = ("Sphere", "Cylinder", "Axis", "Source", "Age")

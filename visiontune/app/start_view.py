@@ -21,8 +21,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )  # fmt: skip
 
-from visiontune.app.start_form import DEVICE_CHOICES, SOURCE_LABELS, device_setting, parse_age, read_start
-from visiontune.app.start_form import LENS_KIND_CHOICES, lens_kind_setting
+from visiontune.app.start_form import (
+    DEVICE_CHOICES,
+    LENS_KIND_CHOICES,
+    SOURCE_LABELS,
+    device_setting,
+    lens_kind_setting,
+    parse_age,
+    read_start,
+)
 from visiontune.app.visit_flow import NewVisit
 from visiontune.app.visit_imports import imported_start
 from visiontune.app.worker import NewSession, SessionSummary
