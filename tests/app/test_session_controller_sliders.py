@@ -105,9 +105,14 @@ def test_slider_lines_mark_the_knob_the_start_and_the_simulated_choice():
     assert "(simulated: clearest)" in lines[0] and not any(x.startswith("\u25b6") for x in lines[:3])
 
 
-def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp_path):
+def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp_path, monkeypatch):
     """A protocol with sliders: the app's autopilot records the trials, sliders included, that the
-    headless simulated session of the same seed records."""
+    headless simulated session of the same seed records. Both at the protocol's own change time
+    (0 s): priced at any lens device's (0.5 s and up) this protocol asks no slider in 14 answers;
+    the pricing by device is tested in test_lens_device_kind_app."""
+    from visiontune.app.session_host import SessionHost
+
+    monkeypatch.setattr(SessionHost, "_manual_kind_protocol", lambda _self, protocol: protocol)
     n = 14
     headless = record_simulated_session(tmp_path / "headless.sqlite3", str(SLIDER_PROTOCOL), n, seed=5, finish=False)
     engine, events = HostEngine(), []
