@@ -259,19 +259,21 @@ def test_view_frame_carries_the_slider_marks():
 SLIDER_PROTOCOL = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
 
 
-def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp):
+def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp, monkeypatch):
     """A SIMULATED app session with letters, comparisons and sliders, finished after 30 answers:
     the last live frame marks the letters (read or not) and the sliders where the PDF's map of the
     finished session marks them
     (the chosen lens and the path of every valid slider in the map's plane), and the live map's
-    items hold them."""
+    items hold them. At the protocol's own change time (0 s): priced at a lens device's, this
+    protocol asks no slider."""
     from visiontune.app.plots import AcuityMapPlot
-    from visiontune.app.session_host import record_simulated_session
+    from visiontune.app.session_host import SessionHost, record_simulated_session
     from visiontune.app.worker_values import EstimateView
     from visiontune.report import load_session
     from visiontune.report.figures import letters_on_map, sliders_on_map
     from visiontune.session.store import TrialStore
 
+    monkeypatch.setattr(SessionHost, "_manual_kind_protocol", lambda _self, protocol: protocol)
     db = tmp_path / "log.sqlite3"
     events = record_simulated_session(db, str(SLIDER_PROTOCOL), 30, seed=3)
     frame = [v for _, v in events if isinstance(v, EstimateView)][-1].frame
