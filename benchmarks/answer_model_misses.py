@@ -53,8 +53,13 @@ def _runs(path: str) -> dict[tuple[str, str], list[tuple[int, dict]]]:
 
 def _rerun(protocol, population: str, case_id: int, seed: int, model: str) -> dict:
     case = validation_case(population, case_id, seed)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, simulated=True,
-                            start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
+    refraction = Refraction(
+        MemoryLog(),
+        protocol,
+        seed=case.seed,
+        simulated=True,
+        start=StartingPoint(case.start_rx, case.start_source, case.age_years),
+    )
     refraction.run(_TimedAnswers(case.patient(protocol.n_alternatives), answer_model_by_name(model)))
     post = refraction.engine.posterior(refraction.trials())
     kappa = None
@@ -85,16 +90,22 @@ def main() -> None:
         signed = np.median([r["signed_error_m_d"] for _, r in misses]) if misses else float("nan")
         answer_s = np.array([r["patient_s"] - price * r["lens_changes"] for _, r in done])
         changes = np.array([r["lens_changes"] for _, r in done])
-        times = "  ".join(f"{k} {np.median(answer_s + d.change_seconds * changes):.0f}/"
-                          f"{np.percentile(answer_s + d.change_seconds * changes, 90):.0f}"
-                          for k, d in DEVICE_KINDS.items())  # fmt: skip
-        print(f"{population:13s} {model:17s} n {len(done):3d}  misses {len(misses):2d} (precision stop {precision}, "
-              f"mainly M {in_m}, median signed dM {signed:+.2f})  time median/p90 s: {times}")
+        times = "  ".join(
+            f"{k} {np.median(answer_s + d.change_seconds * changes):.0f}/"
+            f"{np.percentile(answer_s + d.change_seconds * changes, 90):.0f}"
+            for k, d in DEVICE_KINDS.items()
+        )
+        print(
+            f"{population:13s} {model:17s} n {len(done):3d}  misses {len(misses):2d} (precision stop {precision}, "
+            f"mainly M {in_m}, median signed dM {signed:+.2f})  time median/p90 s: {times}"
+        )
         for case_id, _ in misses[: args.rerun]:
             found = _rerun(protocol, population, case_id, args.seed, model)
             kappa = "-" if found["kappa"] is None else f"{found['kappa']:.1f}"
-            print(f"    case {case_id}: posterior median kappa {kappa}; comparisons {found['comparisons']}, answered "
-                  + " / ".join(f"{a} {100 * s:.0f}%" for a, s in found["shares"].items()))
+            print(
+                f"    case {case_id}: posterior median kappa {kappa}; comparisons {found['comparisons']}, answered "
+                + " / ".join(f"{a} {100 * s:.0f}%" for a, s in found["shares"].items())
+            )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,12 @@ from visiontune.gp.model import PreferenceGP, ProbitGP
 PROBLEM = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[-1.0, 2.0]], reference_context=[0.0])
 PREFERENTIAL = {
     "preferential": Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], scenario="preferential"),
-    "contextual-preferential": Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[-1.0, 2.0]],
-                                       reference_context=[0.0], scenario="contextual-preferential"),
+    "contextual-preferential": Problem(
+        box=[[-4.0, 4.0], [-4.0, 4.0]],
+        context_box=[[-1.0, 2.0]],
+        reference_context=[0.0],
+        scenario="contextual-preferential",
+    ),
 }
 
 
@@ -104,10 +108,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=260)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--policies", nargs="*", default=["UCB-ALD", "TS-ALD", "BALD", "UCB-random-context", "cBKG",
-                                                           "MUC", "KSS", "MUC-ALD", "KSS-ALD"])
-    parser.add_argument("--plain", action="store_true",
-                        help="also time MUC / MUC-ALD without PreferenceGP's fast paths, as before they existed")
+    parser.add_argument(
+        "--policies",
+        nargs="*",
+        default=["UCB-ALD", "TS-ALD", "BALD", "UCB-random-context", "cBKG", "MUC", "KSS", "MUC-ALD", "KSS-ALD"],
+    )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="also time MUC / MUC-ALD without PreferenceGP's fast paths, as before they existed",
+    )
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     X, y = simulated_answers(args.n, rng)
@@ -122,7 +132,9 @@ def main(argv=None) -> None:
         if scenario in PREFERENTIAL:
             if scenario not in preference_models:  # own seed: the same data whatever the policy order
                 contextual = scenario.startswith("contextual")
-                preference_models[scenario] = preference_model(args.n, np.random.default_rng(1 + contextual), contextual)
+                preference_models[scenario] = preference_model(
+                    args.n, np.random.default_rng(1 + contextual), contextual
+                )
             problem, (fitted, fitted_data) = PREFERENTIAL[scenario], preference_models[scenario]
         print(f"{name:<20} {_time(policy, fitted, problem, fitted_data, args.repeats)}")
         if args.plain and isinstance(policy, MUC):  # KSS samples need the model itself

@@ -46,8 +46,9 @@ def time_session(folder: Path, protocol, case) -> np.ndarray:
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
     times = []
     with TrialStore.open(folder / "bench.sqlite3") as store:
-        with RefractionSession.start(store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True,
-                                     seed=case.seed, start=start) as session:  # fmt: skip
+        with RefractionSession.start(
+            store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True, seed=case.seed, start=start
+        ) as session:
             query = session.next_query()
             while True:
                 answer = presenter.present(query)
@@ -75,12 +76,16 @@ def main() -> None:
             t = time_session(Path(folder), protocol, case) * 1e3
         every.append(t)
         medians.append(np.median(t))
-        print(f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
-              f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms")
+        print(
+            f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
+            f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms"
+        )
     t = np.concatenate(every)
-    print(f"answer -> next lens over {len(t)} answers in {args.sessions} sessions of {protocol.name} "
-          f"({args.population}): median {np.median(t):.1f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms; "
-          f"median of session medians {np.median(medians):.1f} ms")
+    print(
+        f"answer -> next lens over {len(t)} answers in {args.sessions} sessions of {protocol.name} "
+        f"({args.population}): median {np.median(t):.1f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms; "
+        f"median of session medians {np.median(medians):.1f} ms"
+    )
 
 
 if __name__ == "__main__":

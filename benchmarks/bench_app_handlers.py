@@ -40,8 +40,17 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy")
-HANDLERS = ("on_opened", "on_updated", "on_estimate", "_render_pending", "on_recorded", "on_idle", "on_finished",
-            "on_busy", "on_failed")  # fmt: skip
+HANDLERS = (
+    "on_opened",
+    "on_updated",
+    "on_estimate",
+    "_render_pending",
+    "on_recorded",
+    "on_idle",
+    "on_finished",
+    "on_busy",
+    "on_failed",
+)
 
 
 def record_session(folder: Path, protocol: str, trials: int, seed: int) -> list[tuple[str, object]]:
@@ -111,9 +120,15 @@ def feed_window(events, folder: Path):
         cls.update_frame = _timed(handlers, f"{cls.__name__}.update_frame", cls.update_frame)
         cls.paintEvent = _timed(paints, f"{cls.__name__} paint", cls.paintEvent)
     QLabel.paintEvent = _timed(paints, "label paint", QLabel.paintEvent)
-    options = AppOptions(db_path=folder / "gui.sqlite3", simulate=True, pace_s=0.0, windowed=True,
-                         settings_path=folder / "app.toml", calibration_path=folder / "cal.json",
-                         export_dir=folder / "exports")  # fmt: skip
+    options = AppOptions(
+        db_path=folder / "gui.sqlite3",
+        simulate=True,
+        pace_s=0.0,
+        windowed=True,
+        settings_path=folder / "app.toml",
+        calibration_path=folder / "cal.json",
+        export_dir=folder / "exports",
+    )
     window = MainWindow(options, load_settings(folder / "app.toml"))
     window.resize(1280, 860)
     window.show()
@@ -184,8 +199,10 @@ def main() -> None:
         t0 = time.perf_counter()
         events = record_session(folder, args.protocol, args.trials, args.seed)
         n = sum(1 for k, _ in events if k == "recorded")
-        print(f"recorded a simulated session: {n} answers, {len(events)} events, "
-              f"{time.perf_counter() - t0:.1f} s (protocol {args.protocol}, seed {args.seed})")  # fmt: skip
+        print(
+            f"recorded a simulated session: {n} answers, {len(events)} events, "
+            f"{time.perf_counter() - t0:.1f} s (protocol {args.protocol}, seed {args.seed})"
+        )
         print("pipe (per event kind): count, max pickled size, max pickle.loads time")
         for kind, (count, size, ms) in sorted(pipe_costs(events).items()):
             print(f"  {kind:16s} n={count:4d}  {size / 1024:7.1f} KiB  {ms:6.3f} ms")

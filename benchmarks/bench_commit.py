@@ -35,9 +35,13 @@ def time_session(folder: Path, trials: int, rng: np.random.Generator) -> np.ndar
         sid = store.create_session("BENCH", eye="OD", protocol=protocol, seed=0, simulated=True)
         with store.open_session(sid) as handle:
             for i in range(trials):
-                trial = TrialInput(s_logmar=float(rng.uniform(-0.3, 1.0)),
-                                   lens=Lens(float(rng.uniform(-8, 8)), float(rng.uniform(0, 6)), float(rng.uniform(0, 180))),
-                                   letter_shown="K", letter_named="K", correct=bool(rng.random() < 0.7))
+                trial = TrialInput(
+                    s_logmar=float(rng.uniform(-0.3, 1.0)),
+                    lens=Lens(float(rng.uniform(-8, 8)), float(rng.uniform(0, 6)), float(rng.uniform(0, 180))),
+                    letter_shown="K",
+                    letter_named="K",
+                    correct=bool(rng.random() < 0.7),
+                )
                 start = time.perf_counter()
                 handle.record_trial(trial)
                 times[i] = time.perf_counter() - start
@@ -58,10 +62,14 @@ def main() -> None:
         per_repeat.append(np.median(t))
         every.append(t)
     t = np.concatenate(every) * 1e3
-    print(f"record_trial (durable commit of one answer), {args.trials} answers x {args.repeats} sessions, "
-          f"load average {os.getloadavg()[0]:.2f}:")
-    print(f"  median {np.median(t):.2f} ms, p95 {np.percentile(t, 95):.2f} ms, max {t.max():.2f} ms; "
-          f"median of the session medians {1e3 * np.median(per_repeat):.2f} ms")
+    print(
+        f"record_trial (durable commit of one answer), {args.trials} answers x {args.repeats} sessions, "
+        f"load average {os.getloadavg()[0]:.2f}:"
+    )
+    print(
+        f"  median {np.median(t):.2f} ms, p95 {np.percentile(t, 95):.2f} ms, max {t.max():.2f} ms; "
+        f"median of the session medians {1e3 * np.median(per_repeat):.2f} ms"
+    )
 
 
 if __name__ == "__main__":

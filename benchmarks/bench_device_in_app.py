@@ -35,8 +35,15 @@ def _answer(snap, patient):
         return SliderReply(simulated_slider(patient, q))
     if isinstance(q, PendingComparison):
         return ComparisonReply(simulated_comparison(patient, q))
-    reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter, letters=snap.letters,
-                            seed=snap.seed, trial_index=q.index)
+    reply = simulated_reply(
+        patient,
+        s_logmar=q.s_logmar,
+        lens=q.lens,
+        letter_shown=q.letter,
+        letters=snap.letters,
+        seed=snap.seed,
+        trial_index=q.index,
+    )
     return Answer(letter_named=reply.letter_named)
 
 
@@ -78,11 +85,15 @@ def main() -> None:
     parser.add_argument("--protocol", default="clinical-sloan")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, CV5000Emulator(change_seconds=args.change_seconds) as emu:
-        for name, device in (("manual trial frame", "manual"),
-                             (f"SIMULATED CV-5000, {args.change_seconds:g} s a change", f"cv5000:{emu.port}")):
+        for name, device in (
+            ("manual trial frame", "manual"),
+            (f"SIMULATED CV-5000, {args.change_seconds:g} s a change", f"cv5000:{emu.port}"),
+        ):
             times = present_times(Path(folder) / f"{name[:6]}.sqlite3", device, args.protocol, args.answers, args.seed)
-            print(f"{name}: present (Enter -> letter may show) median {1000 * statistics.median(times):.1f} ms, "
-                  f"max {1000 * max(times):.1f} ms over {len(times)} presents")
+            print(
+                f"{name}: present (Enter -> letter may show) median {1000 * statistics.median(times):.1f} ms, "
+                f"max {1000 * max(times):.1f} ms over {len(times)} presents"
+            )
 
 
 if __name__ == "__main__":

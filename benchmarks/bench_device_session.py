@@ -31,14 +31,18 @@ from visiontune.session.store import TrialStore
 
 
 def one_session(folder: Path, protocol_name: str, seed: int, change_seconds: float) -> dict:
-    with CV5000Emulator(change_seconds=change_seconds) as emu, CV5000(emu.port, change_seconds=change_seconds) as device, \
-            TrialStore.open(folder / f"log-{seed}.sqlite3") as store:  # fmt: skip
+    with (
+        CV5000Emulator(change_seconds=change_seconds) as emu,
+        CV5000(emu.port, change_seconds=change_seconds) as device,
+        TrialStore.open(folder / f"log-{seed}.sqlite3") as store,
+    ):
         protocol = protocol_with_lens_change_seconds(load_protocol(protocol_name), device.change_seconds, device.name)
         case = simulated_case(seed=seed, protocol=protocol)
         start = StartingPoint(case.start_rx, case.start_source, case.age_years)
         started = time.perf_counter()
-        with RefractionSession.start(store, patient_id="SIM-0001", eye="OD", protocol=protocol, simulated=True,
-                                     seed=seed, start=start) as session:  # fmt: skip
+        with RefractionSession.start(
+            store, patient_id="SIM-0001", eye="OD", protocol=protocol, simulated=True, seed=seed, start=start
+        ) as session:
             session.attach_device(device)
             result = session.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
         wall = time.perf_counter() - started
@@ -46,9 +50,14 @@ def one_session(folder: Path, protocol_name: str, seed: int, change_seconds: flo
         moved = [state != before for state, before in zip(emu.log, previous)]
     changes = [t for t, m in zip(device.change_times, moved) if m]
     kept = [t for t, m in zip(device.change_times, moved) if not m]
-    return {"answers": result["trials_used"], "lenses": len(emu.log), "changes": len(changes),
-            "change_s": statistics.median(changes) if changes else float("nan"),
-            "kept_s": statistics.median(kept) if kept else float("nan"), "wall_s": wall}  # fmt: skip
+    return {
+        "answers": result["trials_used"],
+        "lenses": len(emu.log),
+        "changes": len(changes),
+        "change_s": statistics.median(changes) if changes else float("nan"),
+        "kept_s": statistics.median(kept) if kept else float("nan"),
+        "wall_s": wall,
+    }
 
 
 def main() -> None:
@@ -63,9 +72,11 @@ def main() -> None:
         for k in range(args.sessions):
             row = one_session(Path(tmp), args.protocol, args.seed + k, args.change_seconds)
             rows.append(row)
-            print(f"SIMULATED seed {args.seed + k}: {row['answers']} answers, {row['lenses']} lenses set, "
-                  f"{row['changes']} changes, {row['change_s']:.3f} s per change, {row['kept_s']:.3f} s per lens "
-                  f"kept, session {row['wall_s']:.1f} s")  # fmt: skip
+            print(
+                f"SIMULATED seed {args.seed + k}: {row['answers']} answers, {row['lenses']} lenses set, "
+                f"{row['changes']} changes, {row['change_s']:.3f} s per change, {row['kept_s']:.3f} s per lens "
+                f"kept, session {row['wall_s']:.1f} s"
+            )
     for key in ("answers", "lenses", "changes", "change_s", "kept_s", "wall_s"):
         print(f"median {key}: {statistics.median(r[key] for r in rows):.3f}")
 

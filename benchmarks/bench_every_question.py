@@ -37,7 +37,7 @@ def with_sliders(protocol):
     if protocol.sliders is not None:
         return protocol
     text = load_protocol(SLIDERS).source_text
-    table = text[text.index("[sliders]"):]
+    table = text[text.index("[sliders]") :]
     return parse_protocol(protocol.source_text.rstrip("\n") + "\n\n" + table, f"{protocol.source} (with sliders)")
 
 
@@ -49,8 +49,9 @@ def time_session(folder: Path, protocol, case) -> tuple[np.ndarray, Counter]:
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
     times, kinds = [], Counter()
     with TrialStore.open(folder / "bench.sqlite3") as store:
-        with RefractionSession.start(store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True,
-                                     seed=case.seed, start=start) as session:  # fmt: skip
+        with RefractionSession.start(
+            store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True, seed=case.seed, start=start
+        ) as session:
             query = session.next_query()
             while True:
                 kinds[type(query).__name__] += 1
@@ -83,13 +84,17 @@ def main() -> None:
         t = t * 1e3
         every.append(t)
         kinds.update(asked)
-        print(f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
-              f"p99 {np.percentile(t, 99):.1f} ms")
+        print(
+            f"case {case.case_id}: {len(t) + 1} answers, median {np.median(t):.1f} ms, "
+            f"p99 {np.percentile(t, 99):.1f} ms"
+        )
     t = np.concatenate(every)
     print(f"questions asked: {dict(sorted(kinds.items()))}")
-    print(f"answer -> next question over {len(t)} answers in {args.sessions} sessions of {protocol.name}"
-          f"{'' if args.no_sliders else ' with sliders'} ({args.population}): median {np.median(t):.1f} ms, "
-          f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms")  # fmt: skip
+    print(
+        f"answer -> next question over {len(t)} answers in {args.sessions} sessions of {protocol.name}"
+        f"{'' if args.no_sliders else ' with sliders'} ({args.population}): median {np.median(t):.1f} ms, "
+        f"p99 {np.percentile(t, 99):.1f} ms, max {t.max():.1f} ms"
+    )
 
 
 if __name__ == "__main__":

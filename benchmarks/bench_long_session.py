@@ -55,13 +55,16 @@ def bench_protocol(kind: str, trials: int):
     if kind == "gp":
         from tests.protocol_text import small_protocol_text
 
-        return parse_protocol(small_protocol_text("bench-long-gp", purpose="the long-session benchmark",
-                                                  max_trials=trials), source="bench-long-gp")  # fmt: skip
+        return parse_protocol(
+            small_protocol_text("bench-long-gp", purpose="the long-session benchmark", max_trials=trials),
+            source="bench-long-gp",
+        )
     if kind == "optics":
         text = load_protocol("clinical-sloan").source_text
         # the trial log snapshots the protocol's text: edit the text, not the parsed protocol
-        text, count = re.subn(r"\n\[stopping\]\n.*?(?=\n\[psychometric)", f"\n[stopping]\nmax_trials = {trials}\n",
-                              text, flags=re.S)
+        text, count = re.subn(
+            r"\n\[stopping\]\n.*?(?=\n\[psychometric)", f"\n[stopping]\nmax_trials = {trials}\n", text, flags=re.S
+        )
         assert count == 1, "clinical-sloan.toml no longer has [stopping] before [psychometric]"
         protocol = parse_protocol(text, source="clinical-sloan without its stops")
         assert protocol.stopping == Stopping(max_trials=trials)
@@ -69,8 +72,9 @@ def bench_protocol(kind: str, trials: int):
     raise SystemExit(f"unknown protocol kind {kind!r} (gp, optics)")
 
 
-def time_session(protocol, trials: int, *, log: str, estimate_at: set[int] | None, seed: int = 0,
-                 folder: Path | None = None):  # fmt: skip
+def time_session(
+    protocol, trials: int, *, log: str, estimate_at: set[int] | None, seed: int = 0, folder: Path | None = None
+):
     """``(answer_s (trials,), estimate_s (trials,) or None)``: seconds of each answer (commit,
     stopping rule, next query) and of the estimate with its region after the answers that bring
     the session to a count in ``estimate_at`` (NaN elsewhere)."""
@@ -86,8 +90,9 @@ def time_session(protocol, trials: int, *, log: str, estimate_at: set[int] | Non
         from visiontune.session.store import TrialStore
 
         store = TrialStore.open(folder / "bench.sqlite3")
-        session = RefractionSession.start(store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True,
-                                          seed=seed, start=start)  # fmt: skip
+        session = RefractionSession.start(
+            store, patient_id="BENCH", eye="OD", protocol=protocol, simulated=True, seed=seed, start=start
+        )
         loop = session
     else:
         loop = Refraction(MemoryLog(), protocol, seed=seed, start=start, simulated=True)
@@ -132,15 +137,18 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     at = sorted({int(v) for v in args.at.split(",")})
     trials = at[-1]
-    print(f"per-answer time (commit + stopping rule + next query), median of answers n-{WINDOW - 1}..n, ms; "
-          f"log: {args.log}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")  # fmt: skip
+    print(
+        f"per-answer time (commit + stopping rule + next query), median of answers n-{WINDOW - 1}..n, ms; "
+        f"log: {args.log}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
+    )
     for kind in args.protocols.split(","):
         protocol = bench_protocol(kind.strip(), trials)
         with tempfile.TemporaryDirectory() as folder:
             wall0 = time.perf_counter()
             windows = None if args.no_estimate else {m for n in at for m in range(max(1, n - WINDOW + 1), n + 1)}
-            answer_s, estimate_s = time_session(protocol, trials, log=args.log, estimate_at=windows, seed=args.seed,
-                                                folder=Path(folder))  # fmt: skip
+            answer_s, estimate_s = time_session(
+                protocol, trials, log=args.log, estimate_at=windows, seed=args.seed, folder=Path(folder)
+            )
             wall = time.perf_counter() - wall0
         print(f"\n{kind} ({protocol.model.type} model, policy {protocol.policy}): {trials} answers in {wall:.1f} s")
         header = f"{'n':>6}  {'answer ms':>10}  {'growth':>7}"

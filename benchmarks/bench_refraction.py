@@ -87,20 +87,27 @@ def main(argv=None) -> None:
         cpu, wall, va = (np.array(col) for col in zip(*rows))
         every_cpu += cpu.tolist()
         every_wall += wall.tolist()
-        print(f"{rule}: {args.trials} trials, slope 5, seeds {args.seeds}: median {np.median(cpu):.2f} s CPU, "
-              f"{np.median(wall):.2f} s wall per session (CPU min {cpu.min():.2f}, max {cpu.max():.2f}); "
-              f"final VA {', '.join(f'{v:.3f}' for v in va)} logMAR", flush=True)  # fmt: skip
+        print(
+            f"{rule}: {args.trials} trials, slope 5, seeds {args.seeds}: median {np.median(cpu):.2f} s CPU, "
+            f"{np.median(wall):.2f} s wall per session (CPU min {cpu.min():.2f}, max {cpu.max():.2f}); "
+            f"final VA {', '.join(f'{v:.3f}' for v in va)} logMAR",
+            flush=True,
+        )
     cpu_med, wall_med = float(np.median(every_cpu)), float(np.median(every_wall))
-    print(f"Table 3 experiment ({PAPER_SESSIONS} sessions x {args.trials} trials, {args.cores} processes), "
-          f"extrapolated from the median session: {PAPER_SESSIONS * cpu_med / args.cores / 60:.1f} min "
-          f"(CPU-bound, one core per process); {PAPER_SESSIONS * wall_med / args.cores / 60:.1f} min "
-          f"(at this measurement's wall/CPU ratio {wall_med / cpu_med:.2f})")  # fmt: skip
+    print(
+        f"Table 3 experiment ({PAPER_SESSIONS} sessions x {args.trials} trials, {args.cores} processes), "
+        f"extrapolated from the median session: {PAPER_SESSIONS * cpu_med / args.cores / 60:.1f} min "
+        f"(CPU-bound, one core per process); {PAPER_SESSIONS * wall_med / args.cores / 60:.1f} min "
+        f"(at this measurement's wall/CPU ratio {wall_med / cpu_med:.2f})"
+    )
     if args.decisions:
         run = run_refraction("UCB-ALD", slope=5.0, trials=args.trials, seed=0)
         for name in ("UCB-ALD", "TS-ALD"):
             t = np.array(time_decisions(name, run, args.repeats))
-            print(f"{name}: n = {args.trials}, median {1e3 * np.median(t):.0f} ms per decision "
-                  f"(min {1e3 * t.min():.0f}, max {1e3 * t.max():.0f}, {len(t)} repeats)")  # fmt: skip
+            print(
+                f"{name}: n = {args.trials}, median {1e3 * np.median(t):.0f} ms per decision "
+                f"(min {1e3 * t.min():.0f}, max {1e3 * t.max():.0f}, {len(t)} repeats)"
+            )
 
 
 if __name__ == "__main__":

@@ -65,17 +65,23 @@ def main(argv=None) -> None:
     fm = f.features
     w = f.weights
     print(f"prior path at 128 points: formed features phi(X) w {_median_ms(lambda: fm.values(cand) @ w, reps):8.2f}")
-    print(f"prior path at 128 points: separable contraction   {_median_ms(lambda: f._prior_path.values(cand), reps):8.2f}")
+    print(
+        f"prior path at 128 points: separable contraction   {_median_ms(lambda: f._prior_path.values(cand), reps):8.2f}"
+    )
     print(f"sample value at 128 candidates                    {_median_ms(lambda: f(cand), reps):8.2f}")
     grad_ms = _median_ms(lambda: (f(starts), f.grad(starts)), reps)
     print(f"sample value + gradient at 4 points               {grad_ms:8.2f}")
     ts = ThompsonX(n_basis=nb)
     seeds = iter(range(10**6))
-    print(f"ThompsonX.choose_x (draw + maximise)              "
-          f"{_median_ms(lambda: ts.choose_x(model, PROBLEM, np.random.default_rng(next(seeds))), reps):8.2f}")
+    print(
+        f"ThompsonX.choose_x (draw + maximise)              "
+        f"{_median_ms(lambda: ts.choose_x(model, PROBLEM, np.random.default_rng(next(seeds))), reps):8.2f}"
+    )
     policy, data = registry.make("TS-ALD", n_initial=0), Data(X, y)
-    print(f"TS-ALD decision (target <= 80 ms)                 "
-          f"{_median_ms(lambda: policy(model, PROBLEM, data, np.random.default_rng(next(seeds))), reps):8.2f}")
+    print(
+        f"TS-ALD decision (target <= 80 ms)                 "
+        f"{_median_ms(lambda: policy(model, PROBLEM, data, np.random.default_rng(next(seeds))), reps):8.2f}"
+    )
     print(f"load average {load_average()}")
 
 

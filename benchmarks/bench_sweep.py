@@ -69,26 +69,39 @@ def main() -> None:
     args = parser.parse_args()
 
     run_one(RunSpec("warm-up", "binary", "random", "forrester", 0, 3, 2))  # imports, caches
-    print(f"serial, {args.iterations} iterations x {args.seeds} seeds per cell, median of {args.repeats} "
-          f"(decisions/s, one core): full solution search -> tracked")
+    print(
+        f"serial, {args.iterations} iterations x {args.seeds} seeds per cell, median of {args.repeats} "
+        f"(decisions/s, one core): full solution search -> tracked"
+    )
     print(f"{'scenario':<19} {'rule':<18} " + " ".join(f"{f:>22}" for f in FUNCTIONS))
     for scenario, rule in CASES:
-        cells = [f"{_rate(scenario, rule, f, args, 'full'):8.1f} -> {_rate(scenario, rule, f, args, 'tracked'):8.1f}"
-                 for f in FUNCTIONS]
+        cells = [
+            f"{_rate(scenario, rule, f, args, 'full'):8.1f} -> {_rate(scenario, rule, f, args, 'tracked'):8.1f}"
+            for f in FUNCTIONS
+        ]
         print(f"{scenario:<19} {rule:<18} " + " ".join(f"{c:>22}" for c in cells))
 
-    exp = Experiment("bench-parallel", "contextual-binary", ("UCB-ALD", "TS-ALD", "random-contextual"),
-                     ("forrester", "six_hump_camel"), n_seeds=2 * args.seeds, iterations=args.iterations,
-                     n_initial=5, source="benchmark")
+    exp = Experiment(
+        "bench-parallel",
+        "contextual-binary",
+        ("UCB-ALD", "TS-ALD", "random-contextual"),
+        ("forrester", "six_hump_camel"),
+        n_seeds=2 * args.seeds,
+        iterations=args.iterations,
+        n_initial=5,
+        source="benchmark",
+    )
     with tempfile.TemporaryDirectory() as tmp, ResultsStore(Path(tmp) / "b.sqlite") as store:
         cpu0 = _children_cpu()
         summary = run_sweep(exp, store, jobs=args.jobs, progress=False)
         busy = (_children_cpu() - cpu0) / summary.seconds
-    print(f"parallel sweep, jobs={args.jobs}: {summary.ran} runs, "
-          f"{summary.decisions} decisions in {summary.seconds:.1f} s "
-          f"-> {summary.decisions / summary.seconds / args.jobs:.1f} decisions/s per core "
-          f"({summary.decisions / summary.cpu_seconds:.1f} per second of run time); "
-          f"worker CPU / wall = {busy:.2f} cores busy")
+    print(
+        f"parallel sweep, jobs={args.jobs}: {summary.ran} runs, "
+        f"{summary.decisions} decisions in {summary.seconds:.1f} s "
+        f"-> {summary.decisions / summary.seconds / args.jobs:.1f} decisions/s per core "
+        f"({summary.decisions / summary.cpu_seconds:.1f} per second of run time); "
+        f"worker CPU / wall = {busy:.2f} cores busy"
+    )
 
 
 if __name__ == "__main__":

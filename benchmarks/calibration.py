@@ -42,8 +42,11 @@ def diagnose(protocol_name: str, population: str, case_id: int, seed: int) -> di
     w, theta = post.weights / post.weights.sum(), post.theta
     truth = case.true_rx.power_vector_array()
     mean = w @ theta[:, :3]
-    out = {"pit": [float(w @ (theta[:, i] <= truth[i])) for i in range(3)], "error": (mean - truth).tolist(),
-           "sd": np.sqrt(w @ (theta[:, :3] - mean) ** 2).tolist()}  # fmt: skip
+    out = {
+        "pit": [float(w @ (theta[:, i] <= truth[i])) for i in range(3)],
+        "error": (mean - truth).tolist(),
+        "sd": np.sqrt(w @ (theta[:, :3] - mean) ** 2).tolist(),
+    }
     if has_column(theta, "log_sensitivity"):
         order = np.argsort(log_ka := theta[:, LOG_SENSITIVITY] + theta[:, LOG_SLOPE])
         median = log_ka[order][np.searchsorted(np.cumsum(w[order]), 0.5)]
@@ -59,8 +62,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    rows = Parallel(n_jobs=args.jobs)(delayed(diagnose)(args.protocol, args.population, i, args.seed)
-                                      for i in range(args.cases))  # fmt: skip
+    rows = Parallel(n_jobs=args.jobs)(
+        delayed(diagnose)(args.protocol, args.population, i, args.seed) for i in range(args.cases)
+    )
     pit, error, sd = (np.array([r[k] for r in rows]) for k in ("pit", "error", "sd"))
     print(f"SIMULATED patients: {args.protocol}, {args.population}, {args.cases} cases, population seed {args.seed}\n")
     print("| component | truth in the central 50 / 80 / 95% | mean PIT | z: mean | z: sd |")

@@ -88,25 +88,40 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict:
         ratio = sensitivity_sd_ratio(post) if hasattr(post, "sensitivity_prior") else None
         risk = getattr(engine, "_filed_risk", None)
         kind = kind_of(trial)
-        steps.append({
-            "kind": kind, "seconds": answer_seconds(protocol, kind),
-            "changes": changes_along(lenses_shown(trial), before),
-            "error": float(np.linalg.norm(filed - truth)), "error_m": float(filed[0] - truth[0]),
-            "p_within": float(post.weights @ (distance <= WITHIN_D + 1e-9)),
-            "m_pm": float(est.region.m_pm_d), "j_pm": float(est.region.cylinder_vector_pm_d),
-            "covered": bool(np.linalg.norm(truth - centre) <= est.region.distance_d),
-            "kappa_ratio": ratio, "om_risk": risk,
-        })  # fmt: skip
+        steps.append(
+            {
+                "kind": kind,
+                "seconds": answer_seconds(protocol, kind),
+                "changes": changes_along(lenses_shown(trial), before),
+                "error": float(np.linalg.norm(filed - truth)),
+                "error_m": float(filed[0] - truth[0]),
+                "p_within": float(post.weights @ (distance <= WITHIN_D + 1e-9)),
+                "m_pm": float(est.region.m_pm_d),
+                "j_pm": float(est.region.cylinder_vector_pm_d),
+                "covered": bool(np.linalg.norm(truth - centre) <= est.region.distance_d),
+                "kappa_ratio": ratio,
+                "om_risk": risk,
+            }
+        )
 
     patient = case.patient(protocol.n_alternatives)
     t0 = time.perf_counter()
     result = refraction.run(SimulatedPresenter(patient), progress=after)
     start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
-    return {"population": population, "case_id": case_id, "age": case.age_years, "stopped_by": result["stopped_by"],
-            "young": bool(getattr(refraction.engine, "guards_over_minus", lambda: False)()),
-            "start_error": start, "patient_s": refraction.patient_seconds(), "steps": steps,
-            "wall_s": time.perf_counter() - t0, "min_trials": protocol.stopping.min_trials,
-            "max_trials": protocol.stopping.max_trials, "protocol": protocol.name}  # fmt: skip
+    return {
+        "population": population,
+        "case_id": case_id,
+        "age": case.age_years,
+        "stopped_by": result["stopped_by"],
+        "young": bool(getattr(refraction.engine, "guards_over_minus", lambda: False)()),
+        "start_error": start,
+        "patient_s": refraction.patient_seconds(),
+        "steps": steps,
+        "wall_s": time.perf_counter() - t0,
+        "min_trials": protocol.stopping.min_trials,
+        "max_trials": protocol.stopping.max_trials,
+        "protocol": protocol.name,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- stops
@@ -160,10 +175,16 @@ def session_at(row: dict, n: int, change_s: float | None, phoropter_change_s: fl
     answers_s = sum(s["seconds"] for s in steps)
     changes = sum(s["changes"] for s in steps)
     last = steps[-1]
-    return {"answers": n, "changes": changes, "frame_s": answers_s + change_s * changes,
-            "phoropter_s": answers_s + phoropter_change_s * changes, "error": last["error"],
-            "error_m": last["error_m"], "covered": last["covered"],
-            "precision": n < len(row["steps"]) or row["stopped_by"] == "precision"}  # fmt: skip
+    return {
+        "answers": n,
+        "changes": changes,
+        "frame_s": answers_s + change_s * changes,
+        "phoropter_s": answers_s + phoropter_change_s * changes,
+        "error": last["error"],
+        "error_m": last["error_m"],
+        "covered": last["covered"],
+        "precision": n < len(row["steps"]) or row["stopped_by"] == "precision",
+    }
 
 
 def summary(rows: list[dict], stop, change_s: float, phoropter_change_s: float) -> dict:
@@ -179,14 +200,20 @@ def summary(rows: list[dict], stop, change_s: float, phoropter_change_s: float) 
     frame = np.array([a["frame_s"] for a in at])
     phor = np.array([a["phoropter_s"] for a in at])
     err = np.array([a["error"] for a in at])
-    return {"n": len(at), "frame_median": float(np.median(frame)), "frame_p90": float(np.percentile(frame, 90)),
-            "phoropter_median": float(np.median(phor)), "phoropter_p90": float(np.percentile(phor, 90)),
-            "changes": float(np.median([a["changes"] for a in at])),
-            "answers": float(np.median([a["answers"] for a in at])),
-            "within_25": float(np.mean(err <= 0.25 + 1e-9)), "within_50": float(np.mean(err <= 0.5 + 1e-9)),
-            "coverage": float(np.mean([a["covered"] for a in at])),
-            "precision": float(np.mean([a["precision"] for a in at])),
-            "young_over_minus": int(sum(a["error_m"] < -0.25 - 1e-9 for a in young))}  # fmt: skip
+    return {
+        "n": len(at),
+        "frame_median": float(np.median(frame)),
+        "frame_p90": float(np.percentile(frame, 90)),
+        "phoropter_median": float(np.median(phor)),
+        "phoropter_p90": float(np.percentile(phor, 90)),
+        "changes": float(np.median([a["changes"] for a in at])),
+        "answers": float(np.median([a["answers"] for a in at])),
+        "within_25": float(np.mean(err <= 0.25 + 1e-9)),
+        "within_50": float(np.mean(err <= 0.5 + 1e-9)),
+        "coverage": float(np.mean([a["covered"] for a in at])),
+        "precision": float(np.mean([a["precision"] for a in at])),
+        "young_over_minus": int(sum(a["error_m"] < -0.25 - 1e-9 for a in young)),
+    }
 
 
 def settled_at(row: dict) -> int | None:
@@ -204,9 +231,11 @@ def where_seconds_go(rows: list[dict], change_s: float) -> None:
     """Per population: seconds by question kind, lens changes against answers, before and after the
     lens to file settled within 0.25 D of the truth, and what the stop waited for then."""
     print("\n### Where the seconds go (median per session; share of the total time)\n")
-    print("| population | n | total s | letters s | comparisons s | lines s | lens changes s | "
-          "answers / changes | settled within 0.25 D at answer | s before it | s after it (the stop's wait) | "
-          "never settled |")
+    print(
+        "| population | n | total s | letters s | comparisons s | lines s | lens changes s | "
+        "answers / changes | settled within 0.25 D at answer | s before it | s after it (the stop's wait) | "
+        "never settled |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for population in sorted({r["population"] for r in rows}):
         group = [r for r in rows if r["population"] == population]
@@ -226,22 +255,28 @@ def where_seconds_go(rows: list[dict], change_s: float) -> None:
                 never += 1
                 continue
             settled.append(n)
-            per["before"].append(sum(cost[: n]))
+            per["before"].append(sum(cost[:n]))
             per["after"].append(sum(cost[n:]))
         total = float(np.sum(per["total"]))
 
         def cell(k: str) -> str:
             return f"{np.median(per[k]):.0f} ({np.sum(per[k]) / total:.0%})"
 
-        print(f"| {population} | {len(group)} | {np.median(per['total']):.0f} | {cell('letter')} | "
-              f"{cell('comparison')} | {cell('line')} | {cell('changes')} | {np.median(answers):.0f} / "
-              f"{np.median(changes):.0f} | {np.median(settled) if settled else float('nan'):.0f} | "
-              f"{np.median(per['before']) if settled else float('nan'):.0f} | "
-              f"{np.median(per['after']) if settled else float('nan'):.0f} | {never} |")  # fmt: skip
-    print("\nAt the answer the lens to file settled within 0.25 D (sessions that settled), what the stop still "
-          "lacked (share of sessions; the stop waits for all):\n")
-    print("| population | n settled | 95% radius of M > 0.25 | of J > 0.25 | ln κ spread | over-minus risk | "
-          "P(filed within 0.25 D) there (median) |")
+        print(
+            f"| {population} | {len(group)} | {np.median(per['total']):.0f} | {cell('letter')} | "
+            f"{cell('comparison')} | {cell('line')} | {cell('changes')} | {np.median(answers):.0f} / "
+            f"{np.median(changes):.0f} | {np.median(settled) if settled else float('nan'):.0f} | "
+            f"{np.median(per['before']) if settled else float('nan'):.0f} | "
+            f"{np.median(per['after']) if settled else float('nan'):.0f} | {never} |"
+        )
+    print(
+        "\nAt the answer the lens to file settled within 0.25 D (sessions that settled), what the stop still "
+        "lacked (share of sessions; the stop waits for all):\n"
+    )
+    print(
+        "| population | n settled | 95% radius of M > 0.25 | of J > 0.25 | ln κ spread | over-minus risk | "
+        "P(filed within 0.25 D) there (median) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for population in sorted({r["population"] for r in rows}):
         lacks = []
@@ -250,41 +285,60 @@ def where_seconds_go(rows: list[dict], change_s: float) -> None:
             if n is None:
                 continue
             s = r["steps"][n - 1]
-            lacks.append((s["m_pm"] > 0.25, s["j_pm"] > 0.25, (s["kappa_ratio"] or 0.0) > 0.5,
-                          s["om_risk"] is not None and s["om_risk"] > 0.001, s["p_within"]))  # fmt: skip
+            lacks.append(
+                (
+                    s["m_pm"] > 0.25,
+                    s["j_pm"] > 0.25,
+                    (s["kappa_ratio"] or 0.0) > 0.5,
+                    s["om_risk"] is not None and s["om_risk"] > 0.001,
+                    s["p_within"],
+                )
+            )
         if not lacks:
             continue
         a = np.array(lacks, dtype=float)
-        print(f"| {population} | {len(a)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | {a[:, 2].mean():.0%} | "
-              f"{a[:, 3].mean():.0%} | {np.median(a[:, 4]):.2f} |")  # fmt: skip
+        print(
+            f"| {population} | {len(a)} | {a[:, 0].mean():.0%} | {a[:, 1].mean():.0%} | {a[:, 2].mean():.0%} | "
+            f"{a[:, 3].mean():.0%} | {np.median(a[:, 4]):.2f} |"
+        )
 
 
 STOPS = {
     "as run": stop_as_run,
     **{f"P(filed within 0.25 D) >= {q:.2f}, over-minus risk <= 0.1%": stop_probability(q) for q in (0.7, 0.8, 0.9)},
-    **{f"P(filed within 0.25 D) >= {q:.2f}, over-minus risk <= {r:.1%}": stop_probability(q, over_minus=r)
-       for q in (0.8, 0.85) for r in (0.005, 0.01)},
-    "P(filed within 0.25 D) >= 0.85, over-minus risk <= 1%, κ learned": stop_probability(0.85, over_minus=0.01,
-                                                                                         kappa=0.5),
+    **{
+        f"P(filed within 0.25 D) >= {q:.2f}, over-minus risk <= {r:.1%}": stop_probability(q, over_minus=r)
+        for q in (0.8, 0.85)
+        for r in (0.005, 0.01)
+    },
+    "P(filed within 0.25 D) >= 0.85, over-minus risk <= 1%, κ learned": stop_probability(
+        0.85, over_minus=0.01, kappa=0.5
+    ),
     "as run, or 300 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 300.0),
     "as run, or 240 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 240.0),
 }
 
 
 def print_stops(rows: list[dict], change_s: float, phoropter_change_s: float) -> None:
-    print(f"\n### The stop read otherwise (trial frame {change_s:g} s a change; motorized phoropter "
-          f"{phoropter_change_s:g} s)\n")
-    print("| population | stop | n | frame s median / p90 | phoropter s median / p90 | lens changes | answers | "
-          "within 0.25 / 0.50 D | 95% coverage | precision stop | young over-minused |")
+    print(
+        f"\n### The stop read otherwise (trial frame {change_s:g} s a change; motorized phoropter "
+        f"{phoropter_change_s:g} s)\n"
+    )
+    print(
+        "| population | stop | n | frame s median / p90 | phoropter s median / p90 | lens changes | answers | "
+        "within 0.25 / 0.50 D | 95% coverage | precision stop | young over-minused |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for population in sorted({r["population"] for r in rows}):
         group = [r for r in rows if r["population"] == population]
         for label, stop in STOPS.items():
             s = summary(group, stop, change_s, phoropter_change_s)
-            print(f"| {population} | {label} | {s['n']} | {s['frame_median']:.0f} / {s['frame_p90']:.0f} | "
-                  f"{s['phoropter_median']:.0f} / {s['phoropter_p90']:.0f} | {s['changes']:.0f} | {s['answers']:.0f} | "
-                  f"{s['within_25']:.0%} / {s['within_50']:.0%} | {s['coverage']:.0%} | {s['precision']:.0%} | "
-                  f"{s['young_over_minus']} |")  # fmt: skip
+            print(
+                f"| {population} | {label} | {s['n']} | {s['frame_median']:.0f} / {s['frame_p90']:.0f} | "
+                f"{s['phoropter_median']:.0f} / {s['phoropter_p90']:.0f} | {s['changes']:.0f} | {s['answers']:.0f} | "
+                f"{s['within_25']:.0%} / {s['within_50']:.0%} | {s['coverage']:.0%} | {s['precision']:.0%} | "
+                f"{s['young_over_minus']} |"
+            )
 
 
 POPULATIONS = ("adult-clinic", "adult-clinic-misspecified", "young", "high-myopia", "no-start")
@@ -302,8 +356,10 @@ def store_rows(path: str, change_s: float, phoropter_change_s: float, below: int
     from visiontune.experiments.clinic import summarise
 
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        found = db.execute("SELECT experiment, population, metrics FROM clinic_runs WHERE case_id < ? ORDER BY case_id",
-                           (10**9 if below is None else below,)).fetchall()  # fmt: skip
+        found = db.execute(
+            "SELECT experiment, population, metrics FROM clinic_runs WHERE case_id < ? ORDER BY case_id",
+            (10**9 if below is None else below,),
+        ).fetchall()
     out = []
     for population in [p for p in POPULATIONS if any(f[1] == p for f in found)]:
         runs = [json.loads(m) for _, pop, m in found if pop == population]
@@ -314,15 +370,19 @@ def store_rows(path: str, change_s: float, phoropter_change_s: float, below: int
         phor = frame - (change_s - phoropter_change_s) * changes
         label = found[0][0]
         precision = s.stops.get("precision", 0) / s.n
-        out.append(f"| {population} | `{label}` | {s.n} | {np.median(frame):.0f} / {np.percentile(frame, 90):.0f} | "
-                   f"{np.median(phor):.0f} / {np.percentile(phor, 90):.0f} | {np.median(changes):.0f} | "
-                   f"{s.median_answers:.0f} | {s.within_025:.0%} / {s.within_050:.0%} | "
-                   f"{s.coverage['covered_95']:.0%} | "
-                   f"{precision:.0%} | {s.over_minus_young} |")  # fmt: skip
+        out.append(
+            f"| {population} | `{label}` | {s.n} | {np.median(frame):.0f} / {np.percentile(frame, 90):.0f} | "
+            f"{np.median(phor):.0f} / {np.percentile(phor, 90):.0f} | {np.median(changes):.0f} | "
+            f"{s.median_answers:.0f} | {s.within_025:.0%} / {s.within_050:.0%} | "
+            f"{s.coverage['covered_95']:.0%} | "
+            f"{precision:.0%} | {s.over_minus_young} |"
+        )
         if all(r.get("start_error_d") is not None for r in runs):
             st = summarise(population, runs, start=True)
-            out.append(f"| {population} | starting prescription as it is | {st.n} | - | - | - | - | "
-                       f"{st.within_025:.0%} / {st.within_050:.0%} | - | - | {st.over_minus_young} |")  # fmt: skip
+            out.append(
+                f"| {population} | starting prescription as it is | {st.n} | - | - | - | - | "
+                f"{st.within_025:.0%} / {st.within_050:.0%} | - | - | {st.over_minus_young} |"
+            )
     return out
 
 
@@ -346,8 +406,10 @@ def main(argv=None) -> int:
     t2.add_argument("--below", type=int, default=None, help="only the first N cases of each population")
     args = parser.parse_args(argv)
     if args.command == "table":
-        print("| population | protocol | n | trial frame s median / p90 | phoropter s median / p90 | lens changes | "
-              "answers | within 0.25 / 0.50 D | 95% coverage | precision stop | young over-minused |")
+        print(
+            "| population | protocol | n | trial frame s median / p90 | phoropter s median / p90 | lens changes | "
+            "answers | within 0.25 / 0.50 D | 95% coverage | precision stop | young over-minused |"
+        )
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for path in args.stores:
             print("\n".join(store_rows(path, args.change_s, args.phoropter_change_s, args.below)))
@@ -363,8 +425,12 @@ def main(argv=None) -> int:
         for population in args.populations.split(","):
             for i in range(args.first, args.first + args.cases):
                 rows.append(trace_case(protocol, population, i, args.seed))
-                print(f"{population} {i}: {len(rows[-1]['steps'])} answers, {rows[-1]['patient_s']:.0f} s, "
-                      f"{rows[-1]['wall_s']:.1f} s wall", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    f"{population} {i}: {len(rows[-1]['steps'])} answers, {rows[-1]['patient_s']:.0f} s, "
+                    f"{rows[-1]['wall_s']:.1f} s wall",
+                    file=sys.stderr,
+                    flush=True,
+                )
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows))
         return 0
@@ -372,8 +438,10 @@ def main(argv=None) -> int:
     change_s = rows[0]["patient_s"] - sum(s["seconds"] for s in rows[0]["steps"])
     changes = sum(s["changes"] for s in rows[0]["steps"])
     change_s = change_s / changes if changes else 0.0
-    print(f"SIMULATED patients: {rows[0]['protocol']}, {len(rows)} sessions; a change of lens priced "
-          f"{change_s:g} s in the protocol")
+    print(
+        f"SIMULATED patients: {rows[0]['protocol']}, {len(rows)} sessions; a change of lens priced "
+        f"{change_s:g} s in the protocol"
+    )
     where_seconds_go(rows, change_s)
     print_stops(rows, change_s, args.phoropter_change_s)
     return 0

@@ -80,20 +80,41 @@ VARIANTS = {
     "mixed, Eq. 11, no precision stop": (MixedSettings(comparison=EQ11), None, False),
     "mixed, inferred sensitivity (median 4) / Eq. 11 patient": (MixedSettings(comparison=INFERRED), EQ11_PATIENT, True),
     "mixed, inferred sensitivity (median 4) / blur patient": (MixedSettings(comparison=INFERRED), BLUR_PATIENT, True),
-    "mixed, inferred sensitivity (median 4) / Eq. 11 patient, no precision stop": (MixedSettings(comparison=INFERRED),
-                                                                                  EQ11_PATIENT, False),
-    "mixed, inferred sensitivity (median 1) / Eq. 11 patient": (MixedSettings(comparison=INFERRED_AT_EQ11), EQ11_PATIENT,
-                                                                True),
-    "mixed, inferred sensitivity (median 1) / blur patient": (MixedSettings(comparison=INFERRED_AT_EQ11), BLUR_PATIENT,
-                                                              True),
+    "mixed, inferred sensitivity (median 4) / Eq. 11 patient, no precision stop": (
+        MixedSettings(comparison=INFERRED),
+        EQ11_PATIENT,
+        False,
+    ),
+    "mixed, inferred sensitivity (median 1) / Eq. 11 patient": (
+        MixedSettings(comparison=INFERRED_AT_EQ11),
+        EQ11_PATIENT,
+        True,
+    ),
+    "mixed, inferred sensitivity (median 1) / blur patient": (
+        MixedSettings(comparison=INFERRED_AT_EQ11),
+        BLUR_PATIENT,
+        True,
+    ),
     "mixed, inferred sensitivity (median 4), stop once κ is learned / Eq. 11 patient": (
-        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5), EQ11_PATIENT, True),
+        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5),
+        EQ11_PATIENT,
+        True,
+    ),
     "mixed, inferred sensitivity (median 4), stop once κ is learned / blur patient": (
-        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5), BLUR_PATIENT, True),
+        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5),
+        BLUR_PATIENT,
+        True,
+    ),
     "the same, clinical pairs (one parameter at a time) / Eq. 11 patient": (
-        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5, pairs="clinical"), EQ11_PATIENT, True),
+        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5, pairs="clinical"),
+        EQ11_PATIENT,
+        True,
+    ),
     "the same, clinical pairs (one parameter at a time) / blur patient": (
-        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5, pairs="clinical"), BLUR_PATIENT, True),
+        MixedSettings(comparison=INFERRED, sensitivity_to_stop=0.5, pairs="clinical"),
+        BLUR_PATIENT,
+        True,
+    ),
 }
 
 
@@ -121,12 +142,18 @@ def sensitivity_diagnosis(spec: MixedCaseSpec) -> dict:
     region = region_from_samples(post.theta[:, :3], w, centre, 0.95, "minus")
     log_ka = post.theta[:, LOG_SENSITIVITY] + post.theta[:, LOG_SLOPE]
     ka = [float(np.exp(weighted_quantile(log_ka, w, q))) for q in (0.05, 0.5, 0.95)]
-    return {"answers": int(result["trials_used"]), "stopped_by": result["stopped_by"],
-            "error_d": float(np.linalg.norm(refraction.engine.filed_lens(post).power_vector_array() - truth)),
-            "covered_95": bool(np.linalg.norm(truth - centre) <= region.distance_d), "slope": float(patient.psychometric.slope),
-            "kappa_slope": ka, "kappa_median": float(np.exp(weighted_quantile(post.theta[:, LOG_SENSITIVITY], w, 0.5))),
-            "ess": float(1.0 / np.sum(w**2)), "distinct": len(np.unique(post.theta[:, 0])),
-            "delta_m_d": float(centre[0] - truth[0])}  # fmt: skip
+    return {
+        "answers": int(result["trials_used"]),
+        "stopped_by": result["stopped_by"],
+        "error_d": float(np.linalg.norm(refraction.engine.filed_lens(post).power_vector_array() - truth)),
+        "covered_95": bool(np.linalg.norm(truth - centre) <= region.distance_d),
+        "slope": float(patient.psychometric.slope),
+        "kappa_slope": ka,
+        "kappa_median": float(np.exp(weighted_quantile(post.theta[:, LOG_SENSITIVITY], w, 0.5))),
+        "ess": float(1.0 / np.sum(w**2)),
+        "distinct": len(np.unique(post.theta[:, 0])),
+        "delta_m_d": float(centre[0] - truth[0]),
+    }
 
 
 def diagnose(specs: list[MixedCaseSpec], path: Path) -> dict:
@@ -149,6 +176,8 @@ def without_precision_stop(text: str) -> str:
         if not skipping:
             out.append(line)
     return "\n".join(out) + "\n"
+
+
 ANSWER_MARKS = (20, 30, 40, 60, 80, 120)
 #: The configuration the reading below was written from (cases, population, seed).
 RECORDED = (100, "adult-clinic", 1)
@@ -260,6 +289,7 @@ def comparison_information(model: ComparisonModel, slope: float = 5.0) -> tuple[
     its half-separation; derivative by central differences."""
     best = (0.0, 0.0)
     for h in np.linspace(0.02, 1.0, 99):
+
         def probs(e: float, h: float = float(h)) -> np.ndarray:
             b1, b2 = abs(h - e), abs(-h - e)
             if model.kind == "blur":
@@ -296,7 +326,7 @@ def _answers_to_reach(runs: list[dict], share: float) -> int | None:
     """The fewest answers from which on the share within 0.25 D stays at or above ``share``."""
     shares = [_share_at(runs, "answers", n) for n in range(1, 121)]
     for n in range(1, 121):
-        if all(x >= share - 1e-9 for x in shares[n - 1:]):
+        if all(x >= share - 1e-9 for x in shares[n - 1 :]):
             return n
     return None
 
@@ -315,31 +345,64 @@ def main() -> int:
     experiment = f"{protocol.name}-seed{args.seed}-comparisons"
     cases = draw_cases(population_by_name(args.population), args.cases, args.seed)
     texts = {True: protocol.source_text, False: without_precision_stop(protocol.source_text)}
-    specs = [MixedCaseSpec(experiment, texts[precision], protocol.source if precision else f"{protocol.source} (no precision stop)",
-                           label, args.population, case, settings, patient_model)
-             for label, (settings, patient_model, precision) in VARIANTS.items() for case in cases]  # fmt: skip
+    specs = [
+        MixedCaseSpec(
+            experiment,
+            texts[precision],
+            protocol.source if precision else f"{protocol.source} (no precision stop)",
+            label,
+            args.population,
+            case,
+            settings,
+            patient_model,
+        )
+        for label, (settings, patient_model, precision) in VARIANTS.items()
+        for case in cases
+    ]
     out = Path(args.out)
     t0 = time.perf_counter()
     with clinic.ClinicStore(out / f"{args.name}.sqlite") as store:
-        summary = execute_runs(specs, store.finished_keys(experiment), run_mixed_case, store.add, jobs=args.jobs,
-                               scheduler=None, progress=not args.no_progress, stream=sys.stderr, connect_timeout=30.0)  # fmt: skip
+        summary = execute_runs(
+            specs,
+            store.finished_keys(experiment),
+            run_mixed_case,
+            store.add,
+            jobs=args.jobs,
+            scheduler=None,
+            progress=not args.no_progress,
+            stream=sys.stderr,
+            connect_timeout=30.0,
+        )
         wall = time.perf_counter() - t0
         runs = {label: store.metrics(experiment, args.population, label, args.cases) for label in VARIANTS}
     runs = {k: [r for r in v if "refused" not in r] for k, v in runs.items()}
     command = "python benchmarks/comparisons.py " + " ".join(sys.argv[1:])
     wall_path = out / f"{args.name}.wall.json"
     invocations = json.loads(wall_path.read_text(encoding="utf-8")) if wall_path.exists() else []
-    invocations.append({"command": command, "runs": summary.ran, "seconds": round(wall, 1), "jobs": args.jobs,
-                        "machine": machine_description(), "software": software()})  # fmt: skip
+    invocations.append(
+        {
+            "command": command,
+            "runs": summary.ran,
+            "seconds": round(wall, 1),
+            "jobs": args.jobs,
+            "machine": machine_description(),
+            "software": software(),
+        }
+    )
     wall_path.write_text(json.dumps(invocations, indent=1) + "\n", encoding="utf-8")
     diagnoses = diagnose(specs, out / f"{args.name}.sensitivity.json")
     letter_info, letter_d = letter_information(5.0)
-    info = {"letter": (letter_info, abs(letter_d)), "Eq. 11": comparison_information(EQ11), "blur": comparison_information(BLUR)}
+    info = {
+        "letter": (letter_info, abs(letter_d)),
+        "Eq. 11": comparison_information(EQ11),
+        "blur": comparison_information(BLUR),
+    }
     page = results_page(invocations, summary, args, runs, info, diagnoses)
     (out / f"{args.name}.md").write_text(page, encoding="utf-8")
     summary_rows = {label: clinic.summarise(label, r).as_dict() for label, r in runs.items()}
-    (out / f"{args.name}.json").write_text(json.dumps({"invocations": invocations, "rows": summary_rows}, indent=1) + "\n",
-                                           encoding="utf-8")  # fmt: skip
+    (out / f"{args.name}.json").write_text(
+        json.dumps({"invocations": invocations, "rows": summary_rows}, indent=1) + "\n", encoding="utf-8"
+    )
     print(page)
     return 0
 
@@ -359,19 +422,29 @@ def _paired(base: list[dict], runs: list[dict], n: int) -> str:
 
 
 def _diagnosis_lines(runs: dict, diagnoses: dict, cases: int) -> list[str]:
-    lines = ["", "## Inferred sensitivity: the posterior of κ at the end of the session", "",
-             ("Each session of the inferred-sensitivity rows re-run (the same draws; the final error agrees with the "
-              "stored run in the count given) and its posterior described: the posterior median of `κ a` (the scale "
-              "of the comparison signal, `δ_model = κ a (VA(L2) - VA(L1))`; for an Eq. 11 patient the truth is the "
-              "patient's slope `a`, for a blur patient `κ a ≈ 77` at focus and 41 at 0.5 D of blur, module "
-              "`visiontune.optics.comparison`), how often the posterior's central 90% of `κ a` holds the patient's "
-              "`a`, the sessions stopped by the precision stop within "
-              f"{EARLY_STOP} answers (how many, how many within 0.25 D, and in how many the patient's `a` lies below "
-              "the posterior's 5% quantile of `κ a`: the sensitivity overestimated), the 95% coverage, and the "
-              "smallest effective sample size and number of distinct particles (of 4000) over the sessions."), "",
-             ("| | re-run = stored | patient's a (median) | posterior median of κ a (median over patients) | 90% of κ a "
-              f"holds a | precision stops within {EARLY_STOP} answers: n / within 0.25 D / κ a overestimated | 95% "
-              "coverage, early stops / others | smallest ESS / distinct particles |"), "|" + " --- |" * 8]  # fmt: skip
+    lines = [
+        "",
+        "## Inferred sensitivity: the posterior of κ at the end of the session",
+        "",
+        (
+            "Each session of the inferred-sensitivity rows re-run (the same draws; the final error agrees with the "
+            "stored run in the count given) and its posterior described: the posterior median of `κ a` (the scale "
+            "of the comparison signal, `δ_model = κ a (VA(L2) - VA(L1))`; for an Eq. 11 patient the truth is the "
+            "patient's slope `a`, for a blur patient `κ a ≈ 77` at focus and 41 at 0.5 D of blur, module "
+            "`visiontune.optics.comparison`), how often the posterior's central 90% of `κ a` holds the patient's "
+            "`a`, the sessions stopped by the precision stop within "
+            f"{EARLY_STOP} answers (how many, how many within 0.25 D, and in how many the patient's `a` lies below "
+            "the posterior's 5% quantile of `κ a`: the sensitivity overestimated), the 95% coverage, and the "
+            "smallest effective sample size and number of distinct particles (of 4000) over the sessions."
+        ),
+        "",
+        (
+            "| | re-run = stored | patient's a (median) | posterior median of κ a (median over patients) | 90% of κ a "
+            f"holds a | precision stops within {EARLY_STOP} answers: n / within 0.25 D / κ a overestimated | 95% "
+            "coverage, early stops / others | smallest ESS / distinct particles |"
+        ),
+        "|" + " --- |" * 8,
+    ]
     for label in DIAGNOSED:
         d = [diagnoses.get(label, {}).get(str(i)) for i in range(cases)]
         if len(runs[label]) != cases or any(x is None for x in d):  # a refused case, or not diagnosed
@@ -386,56 +459,70 @@ def _diagnosis_lines(runs: dict, diagnoses: dict, cases: int) -> list[str]:
         over = str(sum(x["slope"] < x["kappa_slope"][0] for x in early)) if eq11 else "-"
         within = sum(x["error_d"] <= 0.25 + 1e-9 for x in early)
         cov = " / ".join(_pct(np.mean([x["covered_95"] for x in g])) if g else "-" for g in (early, rest))
-        lines.append(f"| {label} | {same} of {len(pairs)} | {np.median([x['slope'] for x in xs]):.1f} "
-                     f"| {np.median([x['kappa_slope'][1] for x in xs]):.1f} | {held} | {len(early)} / {within} / {over} "
-                     f"| {cov} | {min(x['ess'] for x in xs):.0f} / {min(x['distinct'] for x in xs)} |")  # fmt: skip
+        lines.append(
+            f"| {label} | {same} of {len(pairs)} | {np.median([x['slope'] for x in xs]):.1f} "
+            f"| {np.median([x['kappa_slope'][1] for x in xs]):.1f} | {held} | {len(early)} / {within} / {over} "
+            f"| {cov} | {min(x['ess'] for x in xs):.0f} / {min(x['distinct'] for x in xs)} |"
+        )
     return lines
 
 
 def results_page(invocations: list[dict], summary, args, runs: dict, info: dict, diagnoses: dict | None = None) -> str:
     base = runs["letters"]
     base_share = clinic.summarise("letters", base).within_025
-    walls = "; ".join(f"{i}: `{w['command']}`, " + (f"{w['runs']} runs, {w['seconds']:.1f} s" if w["runs"]
-                                                      else "no new runs (the page rewritten from the store)")
-                      for i, w in enumerate(invocations, 1))  # fmt: skip
+    walls = "; ".join(
+        f"{i}: `{w['command']}`, "
+        + (
+            f"{w['runs']} runs, {w['seconds']:.1f} s"
+            if w["runs"]
+            else "no new runs (the page rewritten from the store)"
+        )
+        for i, w in enumerate(invocations, 1)
+    )
     lines = [
         "# Comparisons in a session: letters only vs letters and comparisons",
         "",
-        ("Every patient here is **SIMULATED** (`visiontune.refraction.population`, "
-         f"`{args.population}`: the patients follow the letter model). The same {len(base)} patients (population "
-         f"seed {args.seed}, cases 0-{args.cases - 1}) are refracted with `clinical-sloan` (EVR, at "
-         "most 120 answers, "
-         "stop when the 95% credible region is within ±0.25 D on M and on J, after at least 20) in each variant. "
-         "*letters*: the protocol as shipped. *mixed*: before each answer the session asks a letter (the protocol's "
-         "EVR letter) or a comparison (\"which is clearer, 1 or 2?\", answers 1, 2 or =), whichever is expected to "
-         "reduce the posterior variance of the correction more **per second of the patient's time**, a letter "
-         "counted at 3 s and a comparison at 5 s (`visiontune.refraction.mixed_rules`). The budget counts both "
-         "kinds of answers. *Eq. 11*: comparisons answered and modelled by Fauvel & Chalk (contextual "
-         "BO), Eq. 11, with the letter "
-         "task's latent, `P(1 clearer) = Φ(a (VA(L2) - VA(L1)) - τ)`, with an \"equal\" band `τ = 0.5` and 4% "
-         "lapses (the patient: its own 2%); *blur*: by blur discrimination (threshold 0.15 D from focus, dipper "
-         "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison`, sources there). The two *model "
-         "/ patient* rows "
-         "misspecify the comparisons: the model assumes one formula, the patient follows the other. *no precision "
-         "stop*: the protocol without its precision stop, so that every session uses its 120 answers "
-         "(equal answers). "
-         "*inferred sensitivity*: the model is Eq. 11 with the patient's comparison sensitivity `κ` "
-         "(`δ_model = κ δ`) "
-         "an unknown, lognormal with median 4 and σ 1 (spanning both formulas) or median 1 and σ 1.4 (anchored at "
-         "Eq. 11); the patient answers by Eq. 11 or by blur discrimination, with its own 2% lapses."),
+        (
+            "Every patient here is **SIMULATED** (`visiontune.refraction.population`, "
+            f"`{args.population}`: the patients follow the letter model). The same {len(base)} patients (population "
+            f"seed {args.seed}, cases 0-{args.cases - 1}) are refracted with `clinical-sloan` (EVR, at "
+            "most 120 answers, "
+            "stop when the 95% credible region is within ±0.25 D on M and on J, after at least 20) in each variant. "
+            "*letters*: the protocol as shipped. *mixed*: before each answer the session asks a letter (the protocol's "
+            'EVR letter) or a comparison ("which is clearer, 1 or 2?", answers 1, 2 or =), whichever is expected to '
+            "reduce the posterior variance of the correction more **per second of the patient's time**, a letter "
+            "counted at 3 s and a comparison at 5 s (`visiontune.refraction.mixed_rules`). The budget counts both "
+            "kinds of answers. *Eq. 11*: comparisons answered and modelled by Fauvel & Chalk (contextual "
+            "BO), Eq. 11, with the letter "
+            'task\'s latent, `P(1 clearer) = Φ(a (VA(L2) - VA(L1)) - τ)`, with an "equal" band `τ = 0.5` and 4% '
+            "lapses (the patient: its own 2%); *blur*: by blur discrimination (threshold 0.15 D from focus, dipper "
+            "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison`, sources there). The two *model "
+            "/ patient* rows "
+            "misspecify the comparisons: the model assumes one formula, the patient follows the other. *no precision "
+            "stop*: the protocol without its precision stop, so that every session uses its 120 answers "
+            "(equal answers). "
+            "*inferred sensitivity*: the model is Eq. 11 with the patient's comparison sensitivity `κ` "
+            "(`δ_model = κ δ`) "
+            "an unknown, lognormal with median 4 and σ 1 (spanning both formulas) or median 1 and σ 1.4 (anchored at "
+            "Eq. 11); the patient answers by Eq. 11 or by blur discrimination, with its own 2% lapses."
+        ),
         "",
         f"- Command: `{invocations[-1]['command']}`",
         f"- Machine: {invocations[-1]['machine']}",
         software_line(invocations),
-        (f"- {summary.planned} runs in `{args.name}.sqlite`; invocations (wall time; workers as each "
-         f"command says): {walls}."),
+        (
+            f"- {summary.planned} runs in `{args.name}.sqlite`; invocations (wall time; workers as each "
+            f"command says): {walls}."
+        ),
         "",
         "## At the end of the session",
         "",
-        ("| | n | within 0.25 D | within 0.50 D | median error (D) | median ΔM / ΔJ (D) | stops | answers (median) "
-         "| to the precision stop: answers / patient s (median of those stopped by it) | letters / "
-         "comparisons (median) "
-         "| \"=\" answers | patient time, median (s) | coverage 50 / 80 / 95% |"),
+        (
+            "| | n | within 0.25 D | within 0.50 D | median error (D) | median ΔM / ΔJ (D) | stops | answers (median) "
+            "| to the precision stop: answers / patient s (median of those stopped by it) | letters / "
+            "comparisons (median) "
+            '| "=" answers | patient time, median (s) | coverage 50 / 80 / 95% |'
+        ),
         "|" + " --- |" * 13,
     ]
     for label, r in runs.items():
@@ -445,35 +532,66 @@ def results_page(invocations: list[dict], summary, args, runs: dict, info: dict,
         n_comp = sum(x["comparisons"] for x in r)
         eq = sum(x["equal_answers"] for x in r) / n_comp if n_comp else None
         prec = [x for x in r if x["stopped_by"] == "precision"]
-        to_prec = (f"{np.median([x['answers'] for x in prec]):.0f} / {np.median([x['patient_s'] for x in prec]):.0f}"
-                   if prec else "-")  # fmt: skip
-        lines.append(f"| {label} | {s.n} | {_pct(s.within_025)} | {_pct(s.within_050)} | {s.median_error_d:.2f} "
-                     f"| {s.median_error_m_d:.2f} / {s.median_error_j_d:.2f} | {stops} | {s.median_answers:.0f} | {to_prec} "
-                     f"| {np.median([x['letters'] for x in r]):.0f} / {np.median([x['comparisons'] for x in r]):.0f} "
-                     f"| {'-' if eq is None else _pct(eq)} | {np.median([x['patient_s'] for x in r]):.0f} | {cov} |")  # fmt: skip
-    lines += ["", "## Share within 0.25 D after n answers (a session stopped earlier keeps its lens)", "",
-              "| | " + " | ".join(f"{n}" for n in ANSWER_MARKS) + " | answers from which the share stays >= letters' at 120 |",
-              "|" + " --- |" * (len(ANSWER_MARKS) + 2)]
+        to_prec = (
+            f"{np.median([x['answers'] for x in prec]):.0f} / {np.median([x['patient_s'] for x in prec]):.0f}"
+            if prec
+            else "-"
+        )
+        lines.append(
+            f"| {label} | {s.n} | {_pct(s.within_025)} | {_pct(s.within_050)} | {s.median_error_d:.2f} "
+            f"| {s.median_error_m_d:.2f} / {s.median_error_j_d:.2f} | {stops} | {s.median_answers:.0f} | {to_prec} "
+            f"| {np.median([x['letters'] for x in r]):.0f} / {np.median([x['comparisons'] for x in r]):.0f} "
+            f"| {'-' if eq is None else _pct(eq)} | {np.median([x['patient_s'] for x in r]):.0f} | {cov} |"
+        )
+    lines += [
+        "",
+        "## Share within 0.25 D after n answers (a session stopped earlier keeps its lens)",
+        "",
+        "| | "
+        + " | ".join(f"{n}" for n in ANSWER_MARKS)
+        + " | answers from which the share stays >= letters' at 120 |",
+        "|" + " --- |" * (len(ANSWER_MARKS) + 2),
+    ]
     for label, r in runs.items():
         reach = _answers_to_reach(r, base_share)
         cells = " | ".join(_pct(_share_at(r, "answers", n)) for n in ANSWER_MARKS)
         lines.append(f"| {label} | {cells} | {'never' if reach is None else reach} |")
-    lines += ["", ("Paired with the same patients' letters-only sessions (`letters`): patients within 0.25 D in the "
-                   "variant and not with letters only, the reverse, and the exact two-sided binomial p-value on those "
-                   "discordant pairs (McNemar)."), "",
-              "| | after 40 answers | after 60 answers | after 120 answers (or at the stop) |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        (
+            "Paired with the same patients' letters-only sessions (`letters`): patients within 0.25 D in the "
+            "variant and not with letters only, the reverse, and the exact two-sided binomial p-value on those "
+            "discordant pairs (McNemar)."
+        ),
+        "",
+        "| | after 40 answers | after 60 answers | after 120 answers (or at the stop) |",
+        "| --- | --- | --- | --- |",
+    ]
     for label, r in runs.items():
         if label != "letters":
             lines.append(f"| {label} | " + " | ".join(_paired(base, r, n) for n in (40, 60, 120)) + " |")
-    lines += ["", "## Share within 0.25 D after t seconds of the patient's time", "",
-              "| | " + " | ".join(f"{t} s" for t in SECOND_MARKS) + " |", "|" + " --- |" * (len(SECOND_MARKS) + 1)]
+    lines += [
+        "",
+        "## Share within 0.25 D after t seconds of the patient's time",
+        "",
+        "| | " + " | ".join(f"{t} s" for t in SECOND_MARKS) + " |",
+        "|" + " --- |" * (len(SECOND_MARKS) + 1),
+    ]
     for label, r in runs.items():
         lines.append(f"| {label} | " + " | ".join(_pct(_share_at(r, "seconds", t)) for t in SECOND_MARKS) + " |")
-    lines += ["", "## Why: information per answer at the correction", "",
-              ("Fisher information about one component of the correction per answer at the best design, everything "
-               "else known (slope 5 logMAR⁻¹, 10 letters, 4% lapses): a letter at the best size and lens offset "
-               "(`benchmarks/precision_bound.py`), and a comparison of `c ± h` with the correction at `c`."),
-              "", "| answer | information (D⁻²) per answer | per second | at |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "## Why: information per answer at the correction",
+        "",
+        (
+            "Fisher information about one component of the correction per answer at the best design, everything "
+            "else known (slope 5 logMAR⁻¹, 10 letters, 4% lapses): a letter at the best size and lens offset "
+            "(`benchmarks/precision_bound.py`), and a comparison of `c ± h` with the correction at `c`."
+        ),
+        "",
+        "| answer | information (D⁻²) per answer | per second | at |",
+        "| --- | --- | --- | --- |",
+    ]
     letter_i, letter_d = info["letter"]
     lines.append(f"| letter | {letter_i:.2f} | {letter_i / 3.0:.2f} | lens {letter_d:.2f} D off |")
     for name in ("Eq. 11", "blur"):

@@ -44,11 +44,14 @@ def duel_distances(rule: str, function: str, seed: int, experiment) -> np.ndarra
     make = registry.make
     registry.make = lambda name, **kw: RecordingPolicy(make(name, **kw), distances)
     try:
-        sweep.run_one(sweep.RunSpec(experiment.name, experiment.scenario, rule, function, seed,
-                                    experiment.iterations, experiment.n_initial))
+        sweep.run_one(
+            sweep.RunSpec(
+                experiment.name, experiment.scenario, rule, function, seed, experiment.iterations, experiment.n_initial
+            )
+        )
     finally:
         registry.make = make
-    return np.array(distances[experiment.n_initial:])
+    return np.array(distances[experiment.n_initial :])
 
 
 def main(argv=None) -> None:
@@ -59,12 +62,16 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--tol", type=float, default=0.01, help="near copy: within this fraction of the box")
     args = parser.parse_args(argv)
-    print(f"000 Table 2 protocol ({experiment.iterations} iterations, {experiment.n_initial} random first); "
-          f"{len(args.functions)} functions x {args.seeds} seed(s); near copy: within {args.tol:g} of the box")
+    print(
+        f"000 Table 2 protocol ({experiment.iterations} iterations, {experiment.n_initial} random first); "
+        f"{len(args.functions)} functions x {args.seeds} seed(s); near copy: within {args.tol:g} of the box"
+    )
     for rule in args.rules:
         d = np.concatenate([duel_distances(rule, f, s, experiment) for f in args.functions for s in range(args.seeds)])
-        print(f"{rule:>14}: {100 * np.mean(d < args.tol):5.1f}% near copies of {d.size} duels; "
-              f"median distance {np.median(d):.4f}")
+        print(
+            f"{rule:>14}: {100 * np.mean(d < args.tol):5.1f}% near copies of {d.size} duels; "
+            f"median distance {np.median(d):.4f}"
+        )
 
 
 if __name__ == "__main__":

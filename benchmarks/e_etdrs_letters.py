@@ -125,10 +125,14 @@ def main(n: int = 4000, seed: int = 20260) -> None:
     vas = 0.15 * rng.standard_normal(n)
     counts = np.array([letters_shown(rng, va, a) for va, a in zip(vas, slopes, strict=True)])
     q1, med, q3 = np.percentile(counts, [25, 50, 75])
-    print(f"E-ETDRS letters shown, {n} simulated adults: mean {counts.mean():.1f}, median {med:.0f} "
-          f"(IQR {q1:.0f}-{q3:.0f})")  # fmt: skip
-    print(f"seconds per letter at the median test time of {E_ETDRS_MEDIAN_S:.0f} s: "
-          f"{E_ETDRS_MEDIAN_S / counts.mean():.2f} (mean letters), {E_ETDRS_MEDIAN_S / med:.2f} (median letters)")  # fmt: skip
+    print(
+        f"E-ETDRS letters shown, {n} simulated adults: mean {counts.mean():.1f}, median {med:.0f} "
+        f"(IQR {q1:.0f}-{q3:.0f})"
+    )
+    print(
+        f"seconds per letter at the median test time of {E_ETDRS_MEDIAN_S:.0f} s: "
+        f"{E_ETDRS_MEDIAN_S / counts.mean():.2f} (mean letters), {E_ETDRS_MEDIAN_S / med:.2f} (median letters)"
+    )
 
 
 if __name__ == "__main__":

@@ -49,12 +49,17 @@ def refract(protocol_name: str, population: str, case_id: int, seed: int) -> dic
 
 def main() -> None:
     args = case_parser(__doc__.splitlines()[0]).parse_args()
-    rows = Parallel(n_jobs=args.jobs)(delayed(refract)(args.protocol, args.population, i, args.seed)
-                                      for i in range(args.cases))  # fmt: skip
-    print(f"SIMULATED patients: {load_protocol(args.protocol).name}, {args.population}, {args.cases} cases, "
-          f"population seed {args.seed}\n")  # fmt: skip
-    print("| patients | n | rounded: within 0.25 / 0.50 D | most probable: within 0.25 / 0.50 D | exact estimate "
-          "within 0.25 D | within 0.25 D with one only (rounded, most probable; McNemar p) |")
+    rows = Parallel(n_jobs=args.jobs)(
+        delayed(refract)(args.protocol, args.population, i, args.seed) for i in range(args.cases)
+    )
+    print(
+        f"SIMULATED patients: {load_protocol(args.protocol).name}, {args.population}, {args.cases} cases, "
+        f"population seed {args.seed}\n"
+    )
+    print(
+        "| patients | n | rounded: within 0.25 / 0.50 D | most probable: within 0.25 / 0.50 D | exact estimate "
+        "within 0.25 D | within 0.25 D with one only (rounded, most probable; McNemar p) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     groups = by_age(rows, AGES)
     for label, group in groups:
@@ -62,17 +67,23 @@ def main() -> None:
             continue
         err = {k: np.array([r[k] for r in group]) for k in (*RULES, "exact")}
         within = {k: err[k] <= 0.25 + 1e-9 for k in err}
-        only = (int(np.sum(within["rounded"] & ~within["most-probable"])),
-                int(np.sum(within["most-probable"] & ~within["rounded"])))
+        only = (
+            int(np.sum(within["rounded"] & ~within["most-probable"])),
+            int(np.sum(within["most-probable"] & ~within["rounded"])),
+        )
         p = binomtest(only[0], sum(only)).pvalue if sum(only) else 1.0
         cells = [f"{100 * np.mean(within[k]):.0f}% / {100 * np.mean(err[k] <= 0.5 + 1e-9):.0f}%" for k in RULES]
-        print(f"| {label} | {len(group)} | {cells[0]} | {cells[1]} | {100 * np.mean(within['exact']):.0f}% | "
-              f"{only[0]}, {only[1]}; p = {p:.3f} |")
+        print(
+            f"| {label} | {len(group)} | {cells[0]} | {cells[1]} | {100 * np.mean(within['exact']):.0f}% | "
+            f"{only[0]}, {only[1]}; p = {p:.3f} |"
+        )
     young = [r for r in rows if r["age"] is None or r["age"] <= YOUNG_AGE_YEARS]
     over = {k: sorted(round(-r[k + " M"], 3) for r in young if r[k + " M"] < -0.25 - 1e-9) for k in RULES}
-    print(f"\nyoung (35 or less, or of unknown age: {len(young)}) over-minused by more than 0.25 D: "
-          f"rounded {len(over['rounded'])} {over['rounded']}, most probable {len(over['most-probable'])} "
-          f"{over['most-probable']} (D of M)")
+    print(
+        f"\nyoung (35 or less, or of unknown age: {len(young)}) over-minused by more than 0.25 D: "
+        f"rounded {len(over['rounded'])} {over['rounded']}, most probable {len(over['most-probable'])} "
+        f"{over['most-probable']} (D of M)"
+    )
 
 
 if __name__ == "__main__":

@@ -39,29 +39,42 @@ def session_end(protocol_name: str, population: str, case_id: int, seed: int) ->
     truth = case.true_rx.power_vector_array()
     rounded = refraction.current_estimate().rounded
     filed = rounded.power_vector_array()
-    return {"u": float(draws.weights @ (m <= truth[0])), "risk": over_minus_probability(draws, rounded),
-            "signed_m": float(filed[0] - truth[0]), "error": float(np.linalg.norm(filed - truth))}  # fmt: skip
+    return {
+        "u": float(draws.weights @ (m <= truth[0])),
+        "risk": over_minus_probability(draws, rounded),
+        "signed_m": float(filed[0] - truth[0]),
+        "error": float(np.linalg.norm(filed - truth)),
+    }
 
 
 def main() -> None:
     args = case_parser(__doc__.splitlines()[0]).parse_args()
-    rows = Parallel(n_jobs=args.jobs)(delayed(session_end)(args.protocol, args.population, i, args.seed)
-                                      for i in range(args.cases))  # fmt: skip
+    rows = Parallel(n_jobs=args.jobs)(
+        delayed(session_end)(args.protocol, args.population, i, args.seed) for i in range(args.cases)
+    )
     rows = [r for r in rows if r is not None]
-    print(f"SIMULATED patients: {args.protocol}, {args.population}, the first {args.cases} cases, population seed "
-          f"{args.seed}; {len(rows)} sessions the over-minus guard covers")  # fmt: skip
+    print(
+        f"SIMULATED patients: {args.protocol}, {args.population}, the first {args.cases} cases, population seed "
+        f"{args.seed}; {len(rows)} sessions the over-minus guard covers"
+    )
     if not rows:
         return
     u = np.array([r["u"] for r in rows])
     print("u = P(M* <= true M) at the end, by tenths:", np.histogram(u, bins=10, range=(0.0, 1.0))[0].tolist())
-    print(f"truth beyond the posterior's 97.5% quantile of M: {int(np.sum(u > 0.975))} (a calibrated posterior: "
-          f"{0.025 * len(rows):.1f}); beyond 99%: {int(np.sum(u > 0.99))} ({0.01 * len(rows):.1f}); below 2.5%: "
-          f"{int(np.sum(u < 0.025))} ({0.025 * len(rows):.1f})")  # fmt: skip
+    print(
+        f"truth beyond the posterior's 97.5% quantile of M: {int(np.sum(u > 0.975))} (a calibrated posterior: "
+        f"{0.025 * len(rows):.1f}); beyond 99%: {int(np.sum(u > 0.99))} ({0.01 * len(rows):.1f}); below 2.5%: "
+        f"{int(np.sum(u < 0.025))} ({0.025 * len(rows):.1f})"
+    )
     over = sum(r["signed_m"] < -OVER_MINUS_D for r in rows)
-    print(f"over-minused by over 0.25 D: {over}; the posterior expected {sum(r['risk'] for r in rows):.2f} "
-          f"(the sum of P(M* > M(lens) + 0.25))")  # fmt: skip
-    print(f"mean signed error of M (lens - truth, D): {np.mean([r['signed_m'] for r in rows]):+.3f}; within 0.25 D: "
-          f"{np.mean([r['error'] <= 0.25 for r in rows]):.0%}")  # fmt: skip
+    print(
+        f"over-minused by over 0.25 D: {over}; the posterior expected {sum(r['risk'] for r in rows):.2f} "
+        f"(the sum of P(M* > M(lens) + 0.25))"
+    )
+    print(
+        f"mean signed error of M (lens - truth, D): {np.mean([r['signed_m'] for r in rows]):+.3f}; within 0.25 D: "
+        f"{np.mean([r['error'] <= 0.25 for r in rows]):.0%}"
+    )
 
 
 if __name__ == "__main__":

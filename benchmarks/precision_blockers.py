@@ -39,13 +39,21 @@ def final_widths(protocol_name: str, population: str, case_id: int, seed: int) -
         return None
     post = refraction.engine.posterior(refraction.trials())
     w = post.weights / post.weights.sum()
-    region = region_from_samples(post.theta[:, :3], w, post.best_correction(), protocol.stopping.precision.level, "minus")
+    region = region_from_samples(
+        post.theta[:, :3], w, post.best_correction(), protocol.stopping.precision.level, "minus"
+    )
     sd_log_kappa = float("nan")
     if has_column(post.theta, "log_sensitivity"):
         lk = post.theta[:, LOG_SENSITIVITY]
         sd_log_kappa = float(np.sqrt(w @ (lk - w @ lk) ** 2))
-    return {"case": case_id, "m_pm_d": region.m_pm_d, "j_pm_d": region.cylinder_vector_pm_d, "sd_log_kappa": sd_log_kappa,
-            "age_years": case.age_years, "slope": float(patient.psychometric.slope)}  # fmt: skip
+    return {
+        "case": case_id,
+        "m_pm_d": region.m_pm_d,
+        "j_pm_d": region.cylinder_vector_pm_d,
+        "sd_log_kappa": sd_log_kappa,
+        "age_years": case.age_years,
+        "slope": float(patient.psychometric.slope),
+    }
 
 
 def main() -> int:
@@ -60,29 +68,42 @@ def main() -> int:
     precision = protocol.stopping.precision
     if precision is None:
         parser.error(f"{args.protocol}: no precision stop to diagnose")
-    rows = [r for r in Parallel(n_jobs=args.jobs)(delayed(final_widths)(args.protocol, args.population, k, args.seed)
-                                                  for k in range(args.cases)) if r is not None]  # fmt: skip
+    rows = [
+        r
+        for r in Parallel(n_jobs=args.jobs)(
+            delayed(final_widths)(args.protocol, args.population, k, args.seed) for k in range(args.cases)
+        )
+        if r is not None
+    ]
     print(f"{args.protocol}, {args.population}: {len(rows)} of {args.cases} SIMULATED sessions ran to the budget")
     print("case   M radius   J radius   sd ln kappa   age   slope")
     for r in rows:
-        print(f"{r['case']:4d}   {r['m_pm_d']:8.3f}   {r['j_pm_d']:8.3f}   {r['sd_log_kappa']:11.3f}   "
-              f"{r['age_years']:3.0f}   {r['slope']:5.2f}")
+        print(
+            f"{r['case']:4d}   {r['m_pm_d']:8.3f}   {r['j_pm_d']:8.3f}   {r['sd_log_kappa']:11.3f}   "
+            f"{r['age_years']:3.0f}   {r['slope']:5.2f}"
+        )
     if not rows:
         return 0
     m = np.array([r["m_pm_d"] for r in rows])
     j = np.array([r["j_pm_d"] for r in rows])
-    print(f"M radius above {precision.m_d:g} D: {int(np.sum(m > precision.m_d))} (median {np.median(m):.2f} D); "
-          f"J radius above {precision.cylinder_vector_d:g} D: {int(np.sum(j > precision.cylinder_vector_d))} "
-          f"(median {np.median(j):.2f} D); "
-          f"only J: {int(np.sum((j > precision.cylinder_vector_d) & (m <= precision.m_d)))}")
+    print(
+        f"M radius above {precision.m_d:g} D: {int(np.sum(m > precision.m_d))} (median {np.median(m):.2f} D); "
+        f"J radius above {precision.cylinder_vector_d:g} D: {int(np.sum(j > precision.cylinder_vector_d))} "
+        f"(median {np.median(j):.2f} D); "
+        f"only J: {int(np.sum((j > precision.cylinder_vector_d) & (m <= precision.m_d)))}"
+    )
     settings = protocol.comparisons
     if settings is not None and settings.sensitivity_to_stop is not None:
         sigma = settings.comparison.sensitivity_sigma
         kappa = np.array([r["sd_log_kappa"] for r in rows])
-        print(f"sd of ln kappa above {settings.sensitivity_to_stop:g} x the prior's {sigma:g}: "
-              f"{int(np.sum(kappa > settings.sensitivity_to_stop * sigma))}")
-    print(f"median age {np.median([r['age_years'] for r in rows]):.0f} years, "
-          f"median slope {np.median([r['slope'] for r in rows]):.2f} per logMAR")
+        print(
+            f"sd of ln kappa above {settings.sensitivity_to_stop:g} x the prior's {sigma:g}: "
+            f"{int(np.sum(kappa > settings.sensitivity_to_stop * sigma))}"
+        )
+    print(
+        f"median age {np.median([r['age_years'] for r in rows]):.0f} years, "
+        f"median slope {np.median([r['slope'] for r in rows]):.2f} per logMAR"
+    )
     return 0
 
 

@@ -51,21 +51,27 @@ def by_slope() -> None:
     for slope in (3.0, 5.0, 8.0):
         letter, offset = letter_information(slope)
         cells = ", ".join(f"{name} {answers_needed(letter, letter, sm, sj)}" for name, (sm, sj) in starts.items())
-        print(f"  slope {slope:g} logMAR^-1, letters only: I* = {letter:.2f} per answer "
-              f"at {abs(offset):.2f} D off; {cells}")
+        print(
+            f"  slope {slope:g} logMAR^-1, letters only: I* = {letter:.2f} per answer "
+            f"at {abs(offset):.2f} D off; {cells}"
+        )
         comp = comparison_information(slope)
         comp_m = comparison_information(slope, amplitude=ACCOMMODATING_D)
         letter_eff = efficient_information("letter", slope, amplitude=ACCOMMODATING_D)[0]
         comp_eff = efficient_information("comparison", slope, amplitude=ACCOMMODATING_D)[0]
         sm, sj = starts["autorefraction"]
         sy = starts["autorefraction, aged <= 40"][0]
-        print(f"    with comparisons: I* = {comp[0]:.2f} (lenses {comp[1]:+.2f}, {comp[2]:+.2f} D off); "
-              "along M in an eye "
-              f"that accommodates {comp_m[0]:.2f} ({comp_m[1]:+.2f}, {comp_m[2]:+.2f}); autorefraction "
-              f"{answers_needed(comp[0], comp[0], sm, sj)}, accommodating and aged <= 40 "
-              f"{answers_needed(max(comp_m[0], letter), comp[0], sy, sj)}")
-        print(f"    along M in an eye that accommodates, each answer's nuisance unknown: a letter {letter_eff:.2f} (VA* "
-              f"unknown), a comparison {comp_eff:.2f} (its scale κ a unknown)")
+        print(
+            f"    with comparisons: I* = {comp[0]:.2f} (lenses {comp[1]:+.2f}, {comp[2]:+.2f} D off); "
+            "along M in an eye "
+            f"that accommodates {comp_m[0]:.2f} ({comp_m[1]:+.2f}, {comp_m[2]:+.2f}); autorefraction "
+            f"{answers_needed(comp[0], comp[0], sm, sj)}, accommodating and aged <= 40 "
+            f"{answers_needed(max(comp_m[0], letter), comp[0], sy, sj)}"
+        )
+        print(
+            f"    along M in an eye that accommodates, each answer's nuisance unknown: a letter {letter_eff:.2f} (VA* "
+            f"unknown), a comparison {comp_eff:.2f} (its scale κ a unknown)"
+        )
 
 
 def case_bound(population: str, case_id: int, seed: int) -> dict:
@@ -75,35 +81,47 @@ def case_bound(population: str, case_id: int, seed: int) -> dict:
     if case.start_rx is not None:
         sigma = StartingPoint(case.start_rx, case.start_source, case.age_years).sigma
     sm, sj = (np.inf, np.inf) if sigma is None else (float(sigma[0]), float(sigma[1]))
-    bound = patient_bound(case.slope, case.accommodation_d, sm, sj, lapse=case.lapse,
-                          model=ComparisonModel(lapse=case.lapse))  # fmt: skip
-    return {"case": case_id, "age": case.age_years, "bound": bound.answers, "letters_only": bound.answers_letters_only,
-            "nuisance": bound.answers_nuisance}
+    bound = patient_bound(
+        case.slope, case.accommodation_d, sm, sj, lapse=case.lapse, model=ComparisonModel(lapse=case.lapse)
+    )
+    return {
+        "case": case_id,
+        "age": case.age_years,
+        "bound": bound.answers,
+        "letters_only": bound.answers_letters_only,
+        "nuisance": bound.answers_nuisance,
+    }
 
 
 def by_patient(args: argparse.Namespace) -> None:
     rows = Parallel(n_jobs=args.jobs)(delayed(case_bound)(args.population, i, args.seed) for i in range(args.cases))
     runs = stored_metrics(args.store, args.population, args.policy, args.experiment) if args.store else {}
-    print(f"\n{args.population}, population seed {args.seed}, {args.cases} patients: the bound per patient "
-          "(letters and Eq. 11 comparisons; letters only)" + (f", beside {args.store}" if runs else ""))
+    print(
+        f"\n{args.population}, population seed {args.seed}, {args.cases} patients: the bound per patient "
+        "(letters and Eq. 11 comparisons; letters only)" + (f", beside {args.store}" if runs else "")
+    )
     for label, group in by_age(rows):
         if not group:
             continue
         bound = np.array([r["bound"] for r in group])
         letters = np.array([r["letters_only"] for r in group])
         nuisance = np.array([r["nuisance"] for r in group])
-        line = (f"  {label:12s} n={len(group):3d}  bound: median {np.median(bound):5.1f}, "
-                f"<= 60 in {np.mean(bound <= 60):4.0%}"
-                f"  | letters only: median {np.median(letters):5.1f}, <= 60 in {np.mean(letters <= 60):4.0%}"
-                f"  | nuisances unknown: median {np.median(nuisance):5.1f}, <= 60 in {np.mean(nuisance <= 60):4.0%}, "
-                f"<= 120 in {np.mean(nuisance <= 120):4.0%}")
+        line = (
+            f"  {label:12s} n={len(group):3d}  bound: median {np.median(bound):5.1f}, "
+            f"<= 60 in {np.mean(bound <= 60):4.0%}"
+            f"  | letters only: median {np.median(letters):5.1f}, <= 60 in {np.mean(letters <= 60):4.0%}"
+            f"  | nuisances unknown: median {np.median(nuisance):5.1f}, <= 60 in {np.mean(nuisance <= 60):4.0%}, "
+            f"<= 120 in {np.mean(nuisance <= 120):4.0%}"
+        )
         stored = [(runs[r["case"]], r["bound"]) for r in group if r["case"] in runs]
         if stored:
             used = np.array([m["answers"] for m, _ in stored])
             stopped = np.array([m["stopped_by"] == "precision" for m, _ in stored])
             ratio = np.array([m["answers"] / b for m, b in stored if m["stopped_by"] == "precision"])
-            line += (f"  | stored: median {np.median(used):5.1f} answers, precision stop {stopped.mean():4.0%}, "
-                     f"answers / bound where it stopped: median {np.median(ratio) if len(ratio) else float('nan'):.1f}")
+            line += (
+                f"  | stored: median {np.median(used):5.1f} answers, precision stop {stopped.mean():4.0%}, "
+                f"answers / bound where it stopped: median {np.median(ratio) if len(ratio) else float('nan'):.1f}"
+            )
         print(line)
 
 

@@ -130,9 +130,14 @@ def run_one(name: str, cfg: Config, kernel, seed: int) -> dict:
     rx_seq, patient_seq, policy_seq, estimate_seq, fit_seq = np.random.SeedSequence(int(seed)).spawn(5)
     fit_rng = np.random.default_rng(fit_seq)
     true_rx = random_true_rx(np.random.default_rng(rx_seq))
-    patient = SimulatedPatient(true_rx, 0.0, cfg.slope, cfg.n_alternatives, 0.0, seed=np.random.default_rng(patient_seq))
+    patient = SimulatedPatient(
+        true_rx, 0.0, cfg.slope, cfg.n_alternatives, 0.0, seed=np.random.default_rng(patient_seq)
+    )
     policy = registry.make(policy_kernel(cfg.policy)[0], **({} if cfg.beta is None else {"beta": cfg.beta}))
-    policy_rng, tracker = np.random.default_rng(policy_seq), SolutionTracker(problem, np.random.default_rng(estimate_seq))
+    policy_rng, tracker = (
+        np.random.default_rng(policy_seq),
+        SolutionTracker(problem, np.random.default_rng(estimate_seq)),
+    )
     X, y = np.zeros((0, 3)), np.zeros(0)
     model = ProbitGP(kernel, X, y, cfg.inference)
     vas = []
@@ -152,14 +157,23 @@ def run_one(name: str, cfg: Config, kernel, seed: int) -> dict:
     lenses = X[5:, 1:]
     on_edge = np.any(np.abs(np.abs(lenses) - 4.0) < 0.05, axis=1)
     return {
-        "config": name, "seed": int(seed), **cfg.__dict__,
-        "true_rx": xstar.tolist(), "estimate": [float(est[0]), float(est[1])],
-        "final_va": vas[-1], "va_at": {str(k): vas[k - 1] for k in (25, 50, 100, 150, 200, 260)},
-        "sphere_error": abs(float(est[0]) - xstar[0]), "cylinder_error": abs(float(est[1]) - xstar[1]),
-        "f_at_xstar": [float(mu[0]), float(np.sqrt(var[0]))], "f_at_estimate": [float(mu[1]), float(np.sqrt(var[1]))],
-        "final_kernel": repr(kernel), "edge_fraction": float(on_edge.mean()), "mean_s": float(X[5:, 0].mean()),
-        "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - cpu0,
-    }  # fmt: skip
+        "config": name,
+        "seed": int(seed),
+        **cfg.__dict__,
+        "true_rx": xstar.tolist(),
+        "estimate": [float(est[0]), float(est[1])],
+        "final_va": vas[-1],
+        "va_at": {str(k): vas[k - 1] for k in (25, 50, 100, 150, 200, 260)},
+        "sphere_error": abs(float(est[0]) - xstar[0]),
+        "cylinder_error": abs(float(est[1]) - xstar[1]),
+        "f_at_xstar": [float(mu[0]), float(np.sqrt(var[0]))],
+        "f_at_estimate": [float(mu[1]), float(np.sqrt(var[1]))],
+        "final_kernel": repr(kernel),
+        "edge_fraction": float(on_edge.mean()),
+        "mean_s": float(X[5:, 0].mean()),
+        "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - cpu0,
+    }
 
 
 def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
@@ -179,15 +193,26 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
     mean_c = F.mean_probability(model, Z, grad=False)
     choice = registry.make("UCB-ALD")(model, problem, Data(model.X, model.y), np.random.default_rng(0)).x
     xstar = np.array([run.true_rx.sphere_d, run.true_rx.cylinder_d])
-    pts = np.array([[0, *xstar], [0, *choice], [0, *lenses[np.argmax(ucb)]], [0, 4, -4], [0, 4, 4], [0, -4, 4], [0, -4, -4]])
+    pts = np.array(
+        [[0, *xstar], [0, *choice], [0, *lenses[np.argmax(ucb)]], [0, 4, -4], [0, 4, 4], [0, -4, 4], [0, -4, -4]]
+    )
     mu, var = model.predict(pts)
-    return {"seed": seed, "kernel": kernel_variant, "true_rx": xstar.tolist(), "final_va": run.final_va_logmar,
-            "policy_choice": np.round(choice, 3).tolist(), "grid_ucb_argmax": lenses[np.argmax(ucb)].tolist(),
-            "ucb_at_choice": float(F.ucb_phi(model, pts[1:2], BETA_002, grad=False)[0]),
-            "ucb_grid_max": float(ucb.max()), "ucb_at_xstar": float(F.ucb_phi(model, pts[:1], BETA_002, grad=False)[0]),
-            "mu_c_grid_argmax": lenses[np.argmax(mean_c)].tolist(),
-            "f_mean_sd": {name: [round(float(m), 3), round(float(np.sqrt(v)), 3)] for name, m, v in
-                          zip(["x*", "choice", "grid_argmax", "(4,-4)", "(4,4)", "(-4,4)", "(-4,-4)"], mu, var)}}  # fmt: skip
+    return {
+        "seed": seed,
+        "kernel": kernel_variant,
+        "true_rx": xstar.tolist(),
+        "final_va": run.final_va_logmar,
+        "policy_choice": np.round(choice, 3).tolist(),
+        "grid_ucb_argmax": lenses[np.argmax(ucb)].tolist(),
+        "ucb_at_choice": float(F.ucb_phi(model, pts[1:2], BETA_002, grad=False)[0]),
+        "ucb_grid_max": float(ucb.max()),
+        "ucb_at_xstar": float(F.ucb_phi(model, pts[:1], BETA_002, grad=False)[0]),
+        "mu_c_grid_argmax": lenses[np.argmax(mean_c)].tolist(),
+        "f_mean_sd": {
+            name: [round(float(m), 3), round(float(np.sqrt(v)), 3)]
+            for name, m, v in zip(["x*", "choice", "grid_argmax", "(4,-4)", "(4,4)", "(-4,4)", "(-4,-4)"], mu, var)
+        },
+    }
 
 
 def _mean_sem_median(values) -> str:
@@ -200,19 +225,23 @@ def summarise(rows: list[dict]) -> str:
     """One line per configuration: final VA (logMAR), |ΔS| and |ΔC| (D) as ``mean ± s.e.m. (median)``,
     runs ending at VA <= 0.1, mean latent mean at the true correction f(s0, x*), fraction of
     x-queries on the box edge, and median CPU / wall seconds per run."""
-    out = [f"{'config':<12} {'n':>3} {'final VA, logMAR':>22} {'<=0.1':>5} {'|dS|, D':>22} {'|dC|, D':>22} "
-           f"{'f(s0,x*)':>8} {'edge':>5} {'cpu s':>6} {'wall s':>6}"]  # fmt: skip
+    out = [
+        f"{'config':<12} {'n':>3} {'final VA, logMAR':>22} {'<=0.1':>5} {'|dS|, D':>22} {'|dC|, D':>22} "
+        f"{'f(s0,x*)':>8} {'edge':>5} {'cpu s':>6} {'wall s':>6}"
+    ]
     by = {}
     for r in rows:
         by.setdefault(r["config"], []).append(r)
     for name, rs in by.items():
         va = np.array([r["final_va"] for r in rs])
         cpu = np.median([r.get("cpu_seconds", np.nan) for r in rs])
-        out.append(f"{name:<12} {len(rs):>3} {_mean_sem_median(va):>22} {np.sum(va <= 0.1):>5d} "
-                   f"{_mean_sem_median([r['sphere_error'] for r in rs]):>22} "
-                   f"{_mean_sem_median([r['cylinder_error'] for r in rs]):>22} "
-                   f"{np.mean([r['f_at_xstar'][0] for r in rs]):>8.2f} {np.mean([r['edge_fraction'] for r in rs]):>5.2f} "
-                   f"{cpu:>6.1f} {np.median([r['seconds'] for r in rs]):>6.1f}")  # fmt: skip
+        out.append(
+            f"{name:<12} {len(rs):>3} {_mean_sem_median(va):>22} {np.sum(va <= 0.1):>5d} "
+            f"{_mean_sem_median([r['sphere_error'] for r in rs]):>22} "
+            f"{_mean_sem_median([r['cylinder_error'] for r in rs]):>22} "
+            f"{np.mean([r['f_at_xstar'][0] for r in rs]):>8.2f} {np.mean([r['edge_fraction'] for r in rs]):>5.2f} "
+            f"{cpu:>6.1f} {np.median([r['seconds'] for r in rs]):>6.1f}"
+        )
     return "\n".join(out)
 
 
@@ -254,7 +283,9 @@ def main(argv=None) -> int:
                 cfg = replace(cfg, n_alternatives=args.n_alternatives)
             kernel = build_kernel(cfg)
             print(f"# {name}: {cfg} kernel={kernel!r}", file=sys.stderr, flush=True)
-            rows = Parallel(n_jobs=min(args.jobs, 2))(delayed(run_one)(name, cfg, kernel, s) for s in _seeds(args.seeds))
+            rows = Parallel(n_jobs=min(args.jobs, 2))(
+                delayed(run_one)(name, cfg, kernel, s) for s in _seeds(args.seeds)
+            )
             with open(args.log, "a", encoding="utf-8") as fh:
                 for r in rows:
                     fh.write(json.dumps(r) + "\n")

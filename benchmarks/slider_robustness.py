@@ -39,8 +39,9 @@ from visiontune.refraction.slider import SliderModel
 PROTOCOL = "docs/results/protocols/clinical-sloan-compare-sliders.toml"
 
 
-def run(protocol_name: str, population: str, case_id: int, seed: int, patient_model: SliderModel,
-        model_noise: dict) -> tuple:
+def run(
+    protocol_name: str, population: str, case_id: int, seed: int, patient_model: SliderModel, model_noise: dict
+) -> tuple:
     """``(error (D), answers, stopped_by, patient seconds, truth in the 95% region, sliders, posterior
     median of τ (NaN when not inferred))`` of one simulated session; ``model_noise`` overrides
     fields of the protocol's slider model (``noise_logmar``, ``noise_sigma``)."""
@@ -54,10 +55,20 @@ def run(protocol_name: str, population: str, case_id: int, seed: int, patient_mo
     result = refraction.run(SimulatedPresenter(patient, slider_model=patient_model))
     m = case_metrics(refraction, result, case, patient, [])
     post = refraction.engine.posterior(refraction.trials())
-    tau = (float(np.exp(weighted_quantile(post.theta[:, LOG_NOISE], post.weights, 0.5)))
-           if post.noise_prior is not None else float("nan"))  # fmt: skip
-    return (m["error_d"], int(result["trials_used"]), result["stopped_by"], refraction.patient_seconds(),
-            m["covered_95"], int(result["sliders_used"]), tau)
+    tau = (
+        float(np.exp(weighted_quantile(post.theta[:, LOG_NOISE], post.weights, 0.5)))
+        if post.noise_prior is not None
+        else float("nan")
+    )
+    return (
+        m["error_d"],
+        int(result["trials_used"]),
+        result["stopped_by"],
+        refraction.patient_seconds(),
+        m["covered_95"],
+        int(result["sliders_used"]),
+        tau,
+    )
 
 
 def main() -> None:
@@ -66,19 +77,29 @@ def main() -> None:
     parser.add_argument("--population", default="adult-clinic")
     parser.add_argument("--noise", type=float, default=0.08, help="the patients' choice noise (logMAR)")
     parser.add_argument("--lapse", type=float, default=0.15, help="the patients' lapse rate")
-    parser.add_argument("--model-noise", type=float, default=None,
-                        help="the model's noise tau, the prior's median when inferred (default: the protocol's)")
-    parser.add_argument("--model-noise-sigma", type=float, default=None,
-                        help="sigma of the prior of ln tau (0: fixed; default: the protocol's)")
+    parser.add_argument(
+        "--model-noise",
+        type=float,
+        default=None,
+        help="the model's noise tau, the prior's median when inferred (default: the protocol's)",
+    )
+    parser.add_argument(
+        "--model-noise-sigma",
+        type=float,
+        default=None,
+        help="sigma of the prior of ln tau (0: fixed; default: the protocol's)",
+    )
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     model = SliderModel(args.noise, args.lapse)
-    override = {k: v for k, v in (("noise_logmar", args.model_noise), ("noise_sigma", args.model_noise_sigma))
-                if v is not None}  # fmt: skip
-    rows = Parallel(n_jobs=args.jobs)(delayed(run)(args.protocol, args.population, i, args.seed, model, override)
-                                      for i in range(args.cases))  # fmt: skip
+    override = {
+        k: v for k, v in (("noise_logmar", args.model_noise), ("noise_sigma", args.model_noise_sigma)) if v is not None
+    }
+    rows = Parallel(n_jobs=args.jobs)(
+        delayed(run)(args.protocol, args.population, i, args.seed, model, override) for i in range(args.cases)
+    )
     used = load_protocol(args.protocol).sliders.model
     used = dataclasses.replace(used, **override)
     error = np.array([r[0] for r in rows])
@@ -88,20 +109,26 @@ def main() -> None:
     covered = np.array([r[4] for r in rows])
     sliders = np.array([r[5] for r in rows])
     tau = np.array([r[6] for r in rows])
-    print(f"SIMULATED patients: {args.population}, {args.cases} cases, population seed {args.seed}; protocol "
-          f"{args.protocol}; the patients choose along a knob with noise {args.noise:g} logMAR, lapse {args.lapse:g}; "
-          f"the model's noise {used.noise_logmar:g} logMAR"
-          + (f", inferred (prior sigma of ln tau {used.noise_sigma:g})" if used.infers_noise else ", fixed")
-          + f", lapse {used.lapse:g}\n")
-    print("| within 0.25 D | within 0.50 D | answers (median) | precision stop | patient time (median, s) "
-          "| sliders (median) | posterior τ (median, logMAR) | 95% coverage | 95% coverage, precision-stopped |")
+    print(
+        f"SIMULATED patients: {args.population}, {args.cases} cases, population seed {args.seed}; protocol "
+        f"{args.protocol}; the patients choose along a knob with noise {args.noise:g} logMAR, lapse {args.lapse:g}; "
+        f"the model's noise {used.noise_logmar:g} logMAR"
+        + (f", inferred (prior sigma of ln tau {used.noise_sigma:g})" if used.infers_noise else ", fixed")
+        + f", lapse {used.lapse:g}\n"
+    )
+    print(
+        "| within 0.25 D | within 0.50 D | answers (median) | precision stop | patient time (median, s) "
+        "| sliders (median) | posterior τ (median, logMAR) | 95% coverage | 95% coverage, precision-stopped |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     stopped_cover = f"{covered[stopped].mean():.0%} of {stopped.sum()}" if stopped.any() else "-"
     inferred = tau[np.isfinite(tau)]
     tau_text = f"{np.median(inferred):.3f} ({inferred.size} sessions)" if inferred.size else "-"
-    print(f"| {np.mean(error <= 0.25):.0%} | {np.mean(error <= 0.5):.0%} | {np.median(answers):.0f} | "
-          f"{stopped.mean():.0%} | {np.median(seconds):.0f} | {np.median(sliders):.0f} | {tau_text} | "
-          f"{covered.mean():.0%} | {stopped_cover} |")
+    print(
+        f"| {np.mean(error <= 0.25):.0%} | {np.mean(error <= 0.5):.0%} | {np.median(answers):.0f} | "
+        f"{stopped.mean():.0%} | {np.median(seconds):.0f} | {np.median(sliders):.0f} | {tau_text} | "
+        f"{covered.mean():.0%} | {stopped_cover} |"
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ SLIDER_SECONDS = 8.0
 _POLICY, _LETTER, _SUBSAMPLE, _SLIDER_ANSWER = 0, 1, 5, 0x51
 
 
-def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel,
-             patient_model: SliderModel) -> list[tuple[float, float, int]]:
+def run_case(
+    case, protocol, mixed: bool, n_answers: int, model: SliderModel, patient_model: SliderModel
+) -> list[tuple[float, float, int]]:
     """One session: ``(distance to the truth (D), patient seconds, sliders asked)`` after each answer; the
     posterior assumes ``model``, the simulated patient chooses by ``patient_model``."""
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
@@ -79,24 +80,34 @@ def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel,
     truth = case.true_rx.power_vector_array()
     seconds, sliders, out = 0.0, 0, []
     for k in range(n_answers):
-        letter = optics_rules.propose(post, "evr", steps=steps, s_grid=s_grid, radius=engine.radius(post),
-                                      rng=np.random.default_rng([seed, k, _POLICY]))
+        letter = optics_rules.propose(
+            post,
+            "evr",
+            steps=steps,
+            s_grid=s_grid,
+            radius=engine.radius(post),
+            rng=np.random.default_rng([seed, k, _POLICY]),
+        )
         ask_slider = False
         if mixed:
-            sub = post.subsample(min(DECISION_PARTICLES, post.spec.n_particles),
-                                 np.random.default_rng([seed, k, _SUBSAMPLE]))
+            sub = post.subsample(
+                min(DECISION_PARTICLES, post.spec.n_particles), np.random.default_rng([seed, k, _SUBSAMPLE])
+            )
             pv = sub[:, :3]
-            p = probability_correct(sub, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :],
-                                    post.spec)
+            p = probability_correct(
+                sub, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], post.spec
+            )
             now = float(np.mean(np.sum(pv**2, axis=1)) - np.sum(pv.mean(axis=0) ** 2))
             after = float(expected_posterior_variance(pv, np.stack([p, 1.0 - p], -1))[0])
             letter_value = (now - after) / LETTER_SECONDS
-            slider = propose_slider(post, rng=np.random.default_rng([seed, k, _SUBSAMPLE]), model=model, steps=steps,
-                                    s_grid=s_grid)
+            slider = propose_slider(
+                post, rng=np.random.default_rng([seed, k, _SUBSAMPLE]), model=model, steps=steps, s_grid=s_grid
+            )
             ask_slider = slider.value / SLIDER_SECONDS > letter_value
         if ask_slider:
-            j = simulated_slider_choice(patient, slider.path.lenses, patient_model,
-                                        np.random.default_rng([seed, k, _SLIDER_ANSWER]))
+            j = simulated_slider_choice(
+                patient, slider.path.lenses, patient_model, np.random.default_rng([seed, k, _SLIDER_ANSWER])
+            )
             post.observe(SliderAnswer(slider.path.lenses, slider.s_logmar, j, model))
             seconds += SLIDER_SECONDS
             sliders += 1
@@ -112,33 +123,47 @@ def run_case(case, protocol, mixed: bool, n_answers: int, model: SliderModel,
 def _row(name: str, label: str, rows, answers=None) -> None:
     d = np.array([r[0] for r in rows])
     middle = np.median([r[1] for r in rows]) if answers is None else np.median(answers)
-    print(f"| {name} | {label} | {np.mean(d <= 0.25 + 1e-9):.0%} | {np.mean(d <= 0.5 + 1e-9):.0%} | "
-          f"{np.median(d):.3f} | {middle:.0f} | {np.mean([r[2] for r in rows]):.1f} |")
+    print(
+        f"| {name} | {label} | {np.mean(d <= 0.25 + 1e-9):.0%} | {np.mean(d <= 0.5 + 1e-9):.0%} | "
+        f"{np.median(d):.3f} | {middle:.0f} | {np.mean([r[2] for r in rows]):.1f} |"
+    )
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=20, help="simulated patients (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1)")
-    parser.add_argument("--patient-noise", type=float, default=None,
-                        help="the simulated patient's slider noise tau (logMAR; default the model's 0.03)")
-    parser.add_argument("--patient-lapse", type=float, default=None,
-                        help="the simulated patient's slider lapse (default the model's 0.05)")
+    parser.add_argument(
+        "--patient-noise",
+        type=float,
+        default=None,
+        help="the simulated patient's slider noise tau (logMAR; default the model's 0.03)",
+    )
+    parser.add_argument(
+        "--patient-lapse",
+        type=float,
+        default=None,
+        help="the simulated patient's slider lapse (default the model's 0.05)",
+    )
     args = parser.parse_args(argv)
     protocol = load_protocol("clinical-sloan")
     cases = draw_cases(population_by_name("adult-clinic"), args.cases, args.seed)
     model = SliderModel()
-    patient_model = SliderModel(model.noise_logmar if args.patient_noise is None else args.patient_noise,
-                                model.lapse if args.patient_lapse is None else args.patient_lapse)
+    patient_model = SliderModel(
+        model.noise_logmar if args.patient_noise is None else args.patient_noise,
+        model.lapse if args.patient_lapse is None else args.patient_lapse,
+    )
     n_answers = max(CHECKPOINTS)
     t0 = time.time()
     results = {}
     for name, mixed in (("letters", False), ("letters + sliders", True)):
         results[name] = [run_case(c, protocol, mixed, n_answers, model, patient_model) for c in cases]
         print(f"# {name}: {time.time() - t0:.0f} s", file=sys.stderr)
-    print(f"adult-clinic, {args.cases} cases, population seed {args.seed}; letter {LETTER_SECONDS:g} s, "
-          f"slider {SLIDER_SECONDS:g} s; slider model tau = {model.noise_logmar} logMAR, lapse = {model.lapse}; "
-          f"patient tau = {patient_model.noise_logmar}, lapse = {patient_model.lapse}")
+    print(
+        f"adult-clinic, {args.cases} cases, population seed {args.seed}; letter {LETTER_SECONDS:g} s, "
+        f"slider {SLIDER_SECONDS:g} s; slider model tau = {model.noise_logmar} logMAR, lapse = {model.lapse}; "
+        f"patient tau = {patient_model.noise_logmar}, lapse = {patient_model.lapse}"
+    )
     print()
     print("| arm | answers | within 0.25 D | within 0.50 D | median |d| (D) | median patient s | mean sliders |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -50,9 +50,17 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
         ratio = sensitivity_sd_ratio(post)
         centre = post.best_correction()
         error = float(np.linalg.norm(engine.filed_lens(post).power_vector_array() - truth))
-        checks.append((len(refraction.trials()), region.m_pm_d, region.cylinder_vector_pm_d, (hi - lo) / 2,
-                       0.0 if ratio is None else ratio, error,
-                       bool(np.linalg.norm(truth - centre) <= region.distance_d)))  # fmt: skip
+        checks.append(
+            (
+                len(refraction.trials()),
+                region.m_pm_d,
+                region.cylinder_vector_pm_d,
+                (hi - lo) / 2,
+                0.0 if ratio is None else ratio,
+                error,
+                bool(np.linalg.norm(truth - centre) <= region.distance_d),
+            )
+        )
         return met(region)
 
     refraction.engine.precision_met = recording
@@ -65,22 +73,35 @@ def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_pat
     m = post.theta[:, 0]
     filed = refraction.current_estimate().rounded.power_vector_array()
     start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
-    return {"age": case.age_years, "answers": len(refraction.trials()), "stopped_by": result["stopped_by"],
-            "error": float(np.linalg.norm(filed - truth)), "start_error": start, "checks": checks,
-            "covered": bool(np.linalg.norm(truth - centre) <= region_from_samples(
-                post.theta[:, :3], post.weights, centre, 0.95, "minus").distance_d),
-            "z_m": (weighted_quantile(m, w, 0.5) - truth[0]) / float(np.sqrt(w @ (m - w @ m) ** 2))}  # fmt: skip
+    return {
+        "age": case.age_years,
+        "answers": len(refraction.trials()),
+        "stopped_by": result["stopped_by"],
+        "error": float(np.linalg.norm(filed - truth)),
+        "start_error": start,
+        "checks": checks,
+        "covered": bool(
+            np.linalg.norm(truth - centre)
+            <= region_from_samples(post.theta[:, :3], post.weights, centre, 0.95, "minus").distance_d
+        ),
+        "z_m": (weighted_quantile(m, w, 0.5) - truth[0]) / float(np.sqrt(w @ (m - w @ m) ** 2)),
+    }
 
 
-def other_stop(row: dict, precision, kappa_ratio: float | None, max_trials: int, *,
-               shortest: bool = True) -> tuple[int, float, bool]:  # fmt: skip
+def other_stop(
+    row: dict, precision, kappa_ratio: float | None, max_trials: int, *, shortest: bool = True
+) -> tuple[int, float, bool]:
     """``(answers, error, covered)`` where the session would have stopped with another reading of
     the stop: the shortest interval's half-width for ``M`` (``shortest``), or the region's radii
     without the wait for ``κ`` (``kappa_ratio`` None); the error of the lens filed there and whether
     the 95% region there held the truth. Where no check meets it, the session as run."""
     for n, m_pm, j_pm, half_width, ratio, error, covered in row["checks"]:
         kappa_learned = kappa_ratio is None or ratio <= kappa_ratio
-        if (half_width if shortest else m_pm) <= precision.m_d and j_pm <= precision.cylinder_vector_d and kappa_learned:
+        if (
+            (half_width if shortest else m_pm) <= precision.m_d
+            and j_pm <= precision.cylinder_vector_d
+            and kappa_learned
+        ):
             return n, error, covered
     return (row["answers"] if row["stopped_by"] != "budget" else max_trials), row["error"], row["covered"]
 
@@ -98,31 +119,42 @@ def first_met(row: dict, precision, kappa_ratio: float | None) -> dict[str, int 
 def print_met_last(groups, precision, kappa_ratio: float | None, budget: int) -> None:
     """By age: the median answer at which each condition of the stop was first met (the budget when
     never) and, of the sessions the stop ended, how many it ended on each (the one met last)."""
-    print("\nwhen each condition of the stop was first met (median answers; the budget if never) and, of the "
-          "sessions it ended, which was met last:")
+    print(
+        "\nwhen each condition of the stop was first met (median answers; the budget if never) and, of the "
+        "sessions it ended, which was met last:"
+    )
     for label, group in groups:
         firsts = [first_met(r, precision, kappa_ratio) for r in group]
         if not firsts:
             continue
         names = list(firsts[0])
         medians = ", ".join(f"{n} {np.median([budget if f[n] is None else f[n] for f in firsts]):.1f}" for n in names)
-        last = [max(names, key=lambda n: f[n]) for f, r in zip(firsts, group)
-                if r["stopped_by"] == "precision" and None not in f.values()]  # fmt: skip
-        print(f"  {label}: first met at {medians}; met last in the {len(last)} stopped: "
-              + ", ".join(f"{n} {last.count(n)}" for n in names))
+        last = [
+            max(names, key=lambda n: f[n])
+            for f, r in zip(firsts, group)
+            if r["stopped_by"] == "precision" and None not in f.values()
+        ]
+        print(
+            f"  {label}: first met at {medians}; met last in the {len(last)} stopped: "
+            + ", ".join(f"{n} {last.count(n)}" for n in names)
+        )
 
 
 def main() -> None:
     parser = case_parser(__doc__.splitlines()[0])
-    parser.add_argument("--blur-patients", action="store_true",
-                        help="patients answer comparisons by blur discrimination")
+    parser.add_argument(
+        "--blur-patients", action="store_true", help="patients answer comparisons by blur discrimination"
+    )
     args = parser.parse_args()
     protocol = load_protocol(args.protocol)
-    rows = Parallel(n_jobs=args.jobs)(delayed(trace)(args.protocol, args.population, i, args.seed, args.blur_patients)
-                                      for i in range(args.cases))  # fmt: skip
+    rows = Parallel(n_jobs=args.jobs)(
+        delayed(trace)(args.protocol, args.population, i, args.seed, args.blur_patients) for i in range(args.cases)
+    )
     patients = "blur-discriminating" if args.blur_patients else "Eq. 11"
-    print(f"SIMULATED patients ({patients} comparisons): {protocol.name}, {args.population}, {args.cases} cases, "
-          f"population seed {args.seed}\n")  # fmt: skip
+    print(
+        f"SIMULATED patients ({patients} comparisons): {protocol.name}, {args.population}, {args.cases} cases, "
+        f"population seed {args.seed}\n"
+    )
     print("| patients | n | within 0.25 / 0.50 D | start as it is | precision stop | median answers |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     groups = by_age(rows)
@@ -133,8 +165,10 @@ def main() -> None:
         start = np.array([r["start_error"] for r in group if r["start_error"] is not None])
         start_text = f"{np.mean(start <= 0.25):.0%} / {np.mean(start <= 0.5):.0%}" if len(start) else "-"
         stop = np.mean([r["stopped_by"] == "precision" for r in group])
-        print(f"| {label} | {len(group)} | {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%} | {start_text} | "
-              f"{stop:.0%} | {np.median([r['answers'] for r in group]):.1f} |")  # fmt: skip
+        print(
+            f"| {label} | {len(group)} | {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%} | {start_text} | "
+            f"{stop:.0%} | {np.median([r['answers'] for r in group]):.1f} |"
+        )
     precision = protocol.stopping.precision
     comparisons = protocol.comparisons
     ratio = None if comparisons is None else comparisons.sensitivity_to_stop
@@ -144,20 +178,26 @@ def main() -> None:
     print(f"\nM: standardised error of the posterior median, mean {z.mean():+.2f}, sd {z.std():.2f}")
     as_run = [(r["answers"], r["error"], r["covered"]) for r in rows]
     print("\nthe stop read otherwise (the first check at which it is met; error and 95% coverage there):")
-    readings = [("as run", as_run),
-                ("the shortest 95% interval's half-width for M",
-                 [other_stop(r, precision, ratio, budget) for r in rows])]  # fmt: skip
+    readings = [
+        ("as run", as_run),
+        ("the shortest 95% interval's half-width for M", [other_stop(r, precision, ratio, budget) for r in rows]),
+    ]
     if ratio is not None:
-        readings += [("the radii without the wait for κ",
-                      [other_stop(r, precision, None, budget, shortest=False) for r in rows]),
-                     ("the shortest interval without the wait for κ", [other_stop(r, precision, None, budget)
-                                                                       for r in rows])]  # fmt: skip
+        readings += [
+            (
+                "the radii without the wait for κ",
+                [other_stop(r, precision, None, budget, shortest=False) for r in rows],
+            ),
+            ("the shortest interval without the wait for κ", [other_stop(r, precision, None, budget) for r in rows]),
+        ]
     for label, stops in readings:
         n = np.array([x[0] for x in stops])
         err = np.array([x[1] for x in stops])
-        print(f"  {label}: precision stop {np.mean(n < budget):.0%}, median {np.median(n):.1f} answers, within 0.25 / "
-              f"0.50 D {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%}, 95% coverage "
-              f"{np.mean([x[2] for x in stops]):.0%}")  # fmt: skip
+        print(
+            f"  {label}: precision stop {np.mean(n < budget):.0%}, median {np.median(n):.1f} answers, within 0.25 / "
+            f"0.50 D {np.mean(err <= 0.25):.0%} / {np.mean(err <= 0.5):.0%}, 95% coverage "
+            f"{np.mean([x[2] for x in stops]):.0%}"
+        )
 
 
 if __name__ == "__main__":

@@ -28,5 +28,6 @@ def case_parser(description: str) -> argparse.ArgumentParser:
 
 def by_age(rows: list[dict], ages=AGES) -> list[tuple[str, list[dict]]]:
     """``("all", rows)`` then, for each band of ``ages``, its label and the rows whose ``"age"`` lies in it."""
-    return [("all", rows)] + [(label, [r for r in rows if r["age"] is not None and lo <= r["age"] < hi])
-                              for lo, hi, label in ages]  # fmt: skip
+    return [("all", rows)] + [
+        (label, [r for r in rows if r["age"] is not None and lo <= r["age"] < hi]) for lo, hi, label in ages
+    ]

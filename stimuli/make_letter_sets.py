@@ -242,7 +242,12 @@ def glyph_L():
 
 
 def glyph_M():
-    return [left_bar(), right_bar(), diag((1.0, 5.0), (2.5, 1.5), x0=1, x1=2.5), diag((4.0, 5.0), (2.5, 1.5), x0=2.5, x1=4)]
+    return [
+        left_bar(),
+        right_bar(),
+        diag((1.0, 5.0), (2.5, 1.5), x0=1, x1=2.5),
+        diag((4.0, 5.0), (2.5, 1.5), x0=2.5, x1=4),
+    ]
 
 
 def glyph_P():
@@ -285,11 +290,17 @@ def glyph_X():
 
 
 def glyph_Y():
-    return [diag((0.5, 5.0), (2.5, 2.5), x1=2.5, y0=2.5), diag((4.5, 5.0), (2.5, 2.5), x0=2.5, y0=2.5), box(2, 0, 3, 2.5)]
+    return [
+        diag((0.5, 5.0), (2.5, 2.5), x1=2.5, y0=2.5),
+        diag((4.5, 5.0), (2.5, 2.5), x0=2.5, y0=2.5),
+        box(2, 0, 3, 2.5),
+    ]
 
 
 def ccw(ring):
-    area = 0.5 * sum(ring[i][0] * ring[(i + 1) % len(ring)][1] - ring[(i + 1) % len(ring)][0] * ring[i][1] for i in range(len(ring)))
+    area = 0.5 * sum(
+        ring[i][0] * ring[(i + 1) % len(ring)][1] - ring[(i + 1) % len(ring)][0] * ring[i][1] for i in range(len(ring))
+    )
     return ring if area > 0 else ring[::-1]
 
 
@@ -320,7 +331,14 @@ def letter(ch):
 
 def write(name, n_alt, glyphs, description):
     OUT.mkdir(parents=True, exist_ok=True)
-    data = {"name": name, "n_alternatives": n_alt, "design_height": H, "description": description, "note": NOTE, "glyphs": glyphs}
+    data = {
+        "name": name,
+        "n_alternatives": n_alt,
+        "design_height": H,
+        "description": description,
+        "note": NOTE,
+        "glyphs": glyphs,
+    }
     (OUT / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
 
 

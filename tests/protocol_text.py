@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 
-def small_protocol_text(name: str, *, purpose: str, initial_random_trials: int = 3, max_trials: int = 40,
-                        logmar: tuple[float, float] = (-1.0, 2.0)) -> str:
+def small_protocol_text(
+    name: str,
+    *,
+    purpose: str,
+    initial_random_trials: int = 3,
+    max_trials: int = 40,
+    logmar: tuple[float, float] = (-1.0, 2.0),
+) -> str:
     """A ``ucb-ald`` protocol over S, C in [-4, 4] D (axis 90°), Sloan letters, seed 11, the 2 D
     lengthscales of ``clinical-sloan``; ``purpose`` goes into its description."""
     return f"""

@@ -113,8 +113,9 @@ def decision_gaps():
         return trial
 
     proxy = _DecisionNumpy(gaps, lambda: recorded[0])
-    patched = [m for name, m in list(sys.modules.items())
-               if name.startswith("visiontune.") and getattr(m, "np", None) is np]  # fmt: skip
+    patched = [
+        m for name, m in list(sys.modules.items()) if name.startswith("visiontune.") and getattr(m, "np", None) is np
+    ]
     MemoryLog.record = counting
     for m in patched:
         m.np = proxy
@@ -143,13 +144,22 @@ def record(results: Path = RESULTS) -> dict:
         with decision_gaps() as gaps:
             metrics, trials = case.run()
         if as_stored(metrics, stored) != without_times(stored):
-            sys.exit(f"{key}: the rerun differs from the store; record on the kernels the stores were written with "
-                     "(OPENBLAS_CORETYPE=Haswell on an x86-64 with AVX2, NumPy's default dispatch)")  # fmt: skip
-        out[key] = {"stopped_by": stored["stopped_by"], "robust_prefix": robust_prefix(gaps, len(trials)),
-                    "metrics": without_times(stored), "trials": [trial_record(t) for t in trials]}  # fmt: skip
+            sys.exit(
+                f"{key}: the rerun differs from the store; record on the kernels the stores were written with "
+                "(OPENBLAS_CORETYPE=Haswell on an x86-64 with AVX2, NumPy's default dispatch)"
+            )
+        out[key] = {
+            "stopped_by": stored["stopped_by"],
+            "robust_prefix": robust_prefix(gaps, len(trials)),
+            "metrics": without_times(stored),
+            "trials": [trial_record(t) for t in trials],
+        }
         closest = min(gap for k, gap in gaps if k < len(trials))
-        print(f"{key}: {len(trials)} trials, first near-tie before trial {out[key]['robust_prefix']}, "
-              f"closest decision {closest:.2g}", file=sys.stderr)
+        print(
+            f"{key}: {len(trials)} trials, first near-tie before trial {out[key]['robust_prefix']}, "
+            f"closest decision {closest:.2g}",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -159,9 +169,17 @@ def measure() -> None:
         again, _ = case.recompute(answers["trials"], answers["stopped_by"])
         _, trials = case.run()
         common = same_prefix(answers["trials"], [trial_record(t) for t in trials])
-        print(json.dumps({"case": key, "estimate_moved_d": abs(again["exact_error_d"] - stored["exact_error_d"]),
-                          "same_trials": common, "robust_prefix": answers["robust_prefix"],
-                          "recorded_trials": len(answers["trials"])}))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "case": key,
+                    "estimate_moved_d": abs(again["exact_error_d"] - stored["exact_error_d"]),
+                    "same_trials": common,
+                    "robust_prefix": answers["robust_prefix"],
+                    "recorded_trials": len(answers["trials"]),
+                }
+            )
+        )
 
 
 def fixture_text(runs: dict) -> str:
@@ -170,7 +188,7 @@ def fixture_text(runs: dict) -> str:
     for key, run in runs.items():
         head = {"stopped_by": run["stopped_by"], "robust_prefix": run["robust_prefix"], "metrics": run["metrics"]}
         trials = ",\n".join(f"  {json.dumps(compact_trial(t), ensure_ascii=False)}" for t in run["trials"])
-        lines.append(f" {json.dumps(key)}: {json.dumps(head, ensure_ascii=False)[:-1]}, \"trials\": [\n{trials}]}}")
+        lines.append(f' {json.dumps(key)}: {json.dumps(head, ensure_ascii=False)[:-1]}, "trials": [\n{trials}]}}')
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 

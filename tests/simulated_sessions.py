@@ -29,8 +29,15 @@ class SimulatedCase:
         self.start = StartingPoint(self.case.start_rx, self.case.start_source, self.case.age_years)
 
     def session(self, store) -> RefractionSession:
-        return RefractionSession.start(store, patient_id="P1", eye="OD", protocol=self.protocol, simulated=True,
-                                       seed=self.case.seed, start=self.start)  # fmt: skip
+        return RefractionSession.start(
+            store,
+            patient_id="P1",
+            eye="OD",
+            protocol=self.protocol,
+            simulated=True,
+            seed=self.case.seed,
+            start=self.start,
+        )
 
     def presenter(self) -> SimulatedPresenter:
         return SimulatedPresenter(self.case.patient(self.protocol.n_alternatives))

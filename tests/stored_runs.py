@@ -85,9 +85,12 @@ MIXED_LABELS = {
     "mixed, Eq. 11": (MixedSettings(comparison=ComparisonModel()), None),
     "mixed, blur model / Eq. 11 patient": (MixedSettings(comparison=ComparisonModel("blur")), ComparisonModel()),
     "mixed, inferred sensitivity (median 4), stop once κ is learned / blur patient": (
-        MixedSettings(comparison=ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0), sensitivity_to_stop=0.5),
-        ComparisonModel("blur", lapse=0.02)),
-}  # fmt: skip
+        MixedSettings(
+            comparison=ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0), sensitivity_to_stop=0.5
+        ),
+        ComparisonModel("blur", lapse=0.02),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,16 @@ class StoredCase:
             if self.mixed:
                 protocol, settings, patient_model = self._mixed()
                 case = validation_case(self.population, self.case_id, 1)
-                spec = MixedCaseSpec(self.experiment, protocol.source_text, protocol.source, self.policy,
-                                     self.population, case, settings, patient_model)  # fmt: skip
+                spec = MixedCaseSpec(
+                    self.experiment,
+                    protocol.source_text,
+                    protocol.source,
+                    self.policy,
+                    self.population,
+                    case,
+                    settings,
+                    patient_model,
+                )
                 metrics = run_mixed_case(spec).metrics
             else:
                 spec = plan(self.experiment, self.load_protocol(), [self.policy], self.population, self.case_id + 1, 1)
@@ -160,8 +171,13 @@ class StoredCase:
         session rebuilt from its log) and its simulated patient, as the run's runner builds them."""
         protocol, settings, patient_model = self._mixed() if self.mixed else (self.load_protocol(), None, None)
         case = validation_case(self.population, self.case_id, 1)
-        refraction = Refraction(log, protocol, seed=case.seed, simulated=True,
-                                start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
+        refraction = Refraction(
+            log,
+            protocol,
+            seed=case.seed,
+            simulated=True,
+            start=StartingPoint(case.start_rx, case.start_source, case.age_years),
+        )
         patient = case.patient(protocol.n_alternatives)
         own = settings and dataclasses.replace(settings.comparison, lapse=patient.psychometric.lapse)
         model = patient_model or own  # benchmarks/comparisons.py's patient, else the settings' at its lapse
@@ -180,8 +196,13 @@ class StoredCase:
         if self.mixed:
             valid = refraction.trials()
             n_comp = sum(is_comparison(t) for t in valid)
-            metrics.update({"letters": len(valid) - n_comp, "comparisons": n_comp,
-                            "equal_answers": sum(t.comparison == "=" for t in valid)})  # fmt: skip
+            metrics.update(
+                {
+                    "letters": len(valid) - n_comp,
+                    "comparisons": n_comp,
+                    "equal_answers": sum(t.comparison == "=" for t in valid),
+                }
+            )
         return metrics, refraction
 
 
@@ -210,25 +231,52 @@ def _rx(rx: Prescription | None) -> list[float] | None:
 
 def trial_record(t) -> dict:
     """A logged trial as JSON (floats round-trip exactly): what was asked and answered."""
-    return {"s_logmar": t.s_logmar, "lens": _rx(t.lens), "letter_shown": t.letter_shown, "correct": t.correct,
-            "letter_named": t.letter_named, "lens2": _rx(t.lens2), "comparison": t.comparison,
-            "slider_knob": t.slider_knob, "slider_lenses": None if t.slider_lenses is None else [_rx(x) for x in t.slider_lenses],
-            "slider_choice": t.slider_choice, "line_correct": t.line_correct, "void": t.void}  # fmt: skip
+    return {
+        "s_logmar": t.s_logmar,
+        "lens": _rx(t.lens),
+        "letter_shown": t.letter_shown,
+        "correct": t.correct,
+        "letter_named": t.letter_named,
+        "lens2": _rx(t.lens2),
+        "comparison": t.comparison,
+        "slider_knob": t.slider_knob,
+        "slider_lenses": None if t.slider_lenses is None else [_rx(x) for x in t.slider_lenses],
+        "slider_choice": t.slider_choice,
+        "line_correct": t.line_correct,
+        "void": t.void,
+    }
 
 
 def _trial_arguments(t: dict) -> dict:
     if t["void"]:
         raise AssertionError("stored answers with a voided trial: the recorder keeps only finished, valid runs")
-    rx = (lambda v: None if v is None else Prescription(*v))  # noqa: E731
-    return {"s_logmar": t["s_logmar"], "lens": rx(t["lens"]), "letter_shown": t["letter_shown"], "correct": t["correct"],
-            "letter_named": t["letter_named"], "lens2": rx(t["lens2"]), "comparison": t["comparison"],
-            "slider_knob": t["slider_knob"], "slider_choice": t["slider_choice"], "line_correct": t["line_correct"],
-            "slider_lenses": None if t["slider_lenses"] is None else tuple(rx(x) for x in t["slider_lenses"])}  # fmt: skip
+    rx = lambda v: None if v is None else Prescription(*v)  # noqa: E731
+    return {
+        "s_logmar": t["s_logmar"],
+        "lens": rx(t["lens"]),
+        "letter_shown": t["letter_shown"],
+        "correct": t["correct"],
+        "letter_named": t["letter_named"],
+        "lens2": rx(t["lens2"]),
+        "comparison": t["comparison"],
+        "slider_knob": t["slider_knob"],
+        "slider_choice": t["slider_choice"],
+        "line_correct": t["line_correct"],
+        "slider_lenses": None if t["slider_lenses"] is None else tuple(rx(x) for x in t["slider_lenses"]),
+    }
 
 
 #: A trial's fields as :func:`trial_record` gives them, with the value the answers file leaves out.
-TRIAL_DEFAULTS = {"letter_named": None, "lens2": None, "comparison": None, "slider_knob": None, "slider_lenses": None,
-                  "slider_choice": None, "line_correct": None, "void": False}  # fmt: skip
+TRIAL_DEFAULTS = {
+    "letter_named": None,
+    "lens2": None,
+    "comparison": None,
+    "slider_knob": None,
+    "slider_lenses": None,
+    "slider_choice": None,
+    "line_correct": None,
+    "void": False,
+}
 
 
 def compact_trial(t: dict) -> dict:
@@ -279,8 +327,10 @@ def assert_answers_are_the_stores(case: StoredCase, answers: dict, stored: dict)
     (priced sessions) the patient's time equal the stored metrics."""
     valid = [t for t in answers["trials"] if not t["void"]]
     assert len(valid) == stored["answers"] and answers["stopped_by"] == stored["stopped_by"], case.key
-    for name, count in (("comparisons", sum(t["comparison"] is not None for t in valid)),
-                        ("sliders", sum(t["slider_choice"] is not None for t in valid))):  # fmt: skip
+    for name, count in (
+        ("comparisons", sum(t["comparison"] is not None for t in valid)),
+        ("sliders", sum(t["slider_choice"] is not None for t in valid)),
+    ):
         if name in stored:
             assert count == stored[name], (case.key, name)
 
@@ -365,8 +415,9 @@ def assert_resumes_alike(case: StoredCase, at: int) -> None:
     assert {**resumed, "duration_s": None} == {**uninterrupted, "duration_s": None}, case.key
 
 
-def assert_holds(store: Path, experiment: str, protocol: Protocol, population: str, case_id: int, *,
-                 policy: str = "evr") -> dict:
+def assert_holds(
+    store: Path, experiment: str, protocol: Protocol, population: str, case_id: int, *, policy: str = "evr"
+) -> dict:
     """What the stored run of case ``case_id`` of ``population`` (``experiment`` of ``store``,
     run with ``protocol``, base protocol of a mixed ``policy``) still checks on any machine
     (module docstring: (a), (b), (c)); return the stored metrics."""
@@ -388,34 +439,90 @@ def same_but_criterion(variant: Protocol, base: Protocol, *, filed_lens: bool = 
     too (a variant measured before its base filed the most probable lens)."""
     comparisons = dataclasses.replace(variant.comparisons, criterion=base.comparisons.criterion)
     model = dataclasses.replace(variant.model, filed_lens=base.model.filed_lens) if filed_lens else variant.model
-    same = dataclasses.replace(variant, comparisons=comparisons, model=model, name=base.name,
-                               description=base.description, source=base.source, source_text=base.source_text)  # fmt: skip
+    same = dataclasses.replace(
+        variant,
+        comparisons=comparisons,
+        model=model,
+        name=base.name,
+        description=base.description,
+        source=base.source,
+        source_text=base.source_text,
+    )
     return same == base
 
 
 #: Every stored run the tests hold to its store (the callers name theirs by these).
-STORED_CASES = {c.key: c for c in [
-    StoredCase("clinical-validation.sqlite", "clinical-sloan-seed1", "clinical-sloan", "adult-clinic", 0),
-    StoredCase("clinical-validation.sqlite", "clinical-sloan-seed1", "clinical-sloan", "adult-clinic", 1),
-    *(StoredCase("comparisons.sqlite", "clinical-sloan-seed1-comparisons", "clinical-sloan", "adult-clinic", 0, label)
-      for label in MIXED_LABELS),
-    StoredCase("clinical-validation-clinical-sloan-compare.sqlite", "clinical-sloan-compare-seed1",
-               "clinical-sloan-compare", "adult-clinic", 2),
-    StoredCase("clinical-validation-clinical-sloan-compare.sqlite", "clinical-sloan-compare-seed1",
-               "clinical-sloan-compare", "young", 0),
-    StoredCase("clinical-validation-clinical-sloan-compare-phoropter.sqlite", "clinical-sloan-compare-seed1",
-               "clinical-sloan-compare-phoropter.toml", "young", 0),
-    StoredCase("clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite",
-               "clinical-sloan-compare-sliders-evr-stop-seed1", "clinical-sloan-compare-sliders-evr-stop.toml", "adult-clinic", 3),
-    *(StoredCase("clinical-validation-clinical-sloan-compare-trial-frame.sqlite", "clinical-sloan-compare-trial-frame-seed1",
-                 "clinical-sloan-compare-trial-frame.toml", population, case_id)
-      for population, case_id in (("adult-clinic", 0), ("young", 1))),
-    *(StoredCase("clinical-validation-optics-gp.sqlite", "clinical-sloan-optics-gp-seed1", "clinical-sloan-optics-gp.toml",
-                 population, 0) for population in ("adult-clinic", "adult-clinic-misspecified")),
-    *(StoredCase("clinical-validation-clinical-sloan-compare-sliders-evr-precision.sqlite",
-                 "clinical-sloan-compare-sliders-evr-precision-seed1", "clinical-sloan-compare-sliders-evr-precision.toml",
-                 population, 0) for population in ("adult-clinic", "young")),
-]}  # fmt: skip
+STORED_CASES = {
+    c.key: c
+    for c in [
+        StoredCase("clinical-validation.sqlite", "clinical-sloan-seed1", "clinical-sloan", "adult-clinic", 0),
+        StoredCase("clinical-validation.sqlite", "clinical-sloan-seed1", "clinical-sloan", "adult-clinic", 1),
+        *(
+            StoredCase(
+                "comparisons.sqlite", "clinical-sloan-seed1-comparisons", "clinical-sloan", "adult-clinic", 0, label
+            )
+            for label in MIXED_LABELS
+        ),
+        StoredCase(
+            "clinical-validation-clinical-sloan-compare.sqlite",
+            "clinical-sloan-compare-seed1",
+            "clinical-sloan-compare",
+            "adult-clinic",
+            2,
+        ),
+        StoredCase(
+            "clinical-validation-clinical-sloan-compare.sqlite",
+            "clinical-sloan-compare-seed1",
+            "clinical-sloan-compare",
+            "young",
+            0,
+        ),
+        StoredCase(
+            "clinical-validation-clinical-sloan-compare-phoropter.sqlite",
+            "clinical-sloan-compare-seed1",
+            "clinical-sloan-compare-phoropter.toml",
+            "young",
+            0,
+        ),
+        StoredCase(
+            "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite",
+            "clinical-sloan-compare-sliders-evr-stop-seed1",
+            "clinical-sloan-compare-sliders-evr-stop.toml",
+            "adult-clinic",
+            3,
+        ),
+        *(
+            StoredCase(
+                "clinical-validation-clinical-sloan-compare-trial-frame.sqlite",
+                "clinical-sloan-compare-trial-frame-seed1",
+                "clinical-sloan-compare-trial-frame.toml",
+                population,
+                case_id,
+            )
+            for population, case_id in (("adult-clinic", 0), ("young", 1))
+        ),
+        *(
+            StoredCase(
+                "clinical-validation-optics-gp.sqlite",
+                "clinical-sloan-optics-gp-seed1",
+                "clinical-sloan-optics-gp.toml",
+                population,
+                0,
+            )
+            for population in ("adult-clinic", "adult-clinic-misspecified")
+        ),
+        *(
+            StoredCase(
+                "clinical-validation-clinical-sloan-compare-sliders-evr-precision.sqlite",
+                "clinical-sloan-compare-sliders-evr-precision-seed1",
+                "clinical-sloan-compare-sliders-evr-precision.toml",
+                population,
+                0,
+            )
+            for population in ("adult-clinic", "young")
+        ),
+    ]
+}
 
 
 def stored_case(store: str, experiment: str, population: str, case_id: int, policy: str = "evr") -> StoredCase:

@@ -57,15 +57,19 @@ def _start_of(db, session_id: int = 1):
 
 # --- session run: --start-rx, --start-source, --eye -----------------------------------------------
 
-@pytest.mark.parametrize("flags", [
-    ["--start-rx", "-2.25/-1.25x35"],  # argparse took it for an option: "expected one argument"
-    ["--start-rx=-2.25/-1.25x35"],
-    ["--start-rx", "-2.25 / -1.25 x 35"],
-    ["--start-rx", "-2.25 -1.25 x 035"],
-    ["--start-rx", "-2.25DS/-1.25DCx35"],
-    ["--start-rx", "-2,25/-1,25x35"],  # a decimal comma
-    ["--start-rx", "S \u22122.25 / C \u22121.25 \u00d7 035"],  # as the app prints it
-])
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--start-rx", "-2.25/-1.25x35"],  # argparse took it for an option: "expected one argument"
+        ["--start-rx=-2.25/-1.25x35"],
+        ["--start-rx", "-2.25 / -1.25 x 35"],
+        ["--start-rx", "-2.25 -1.25 x 035"],
+        ["--start-rx", "-2.25DS/-1.25DCx35"],
+        ["--start-rx", "-2,25/-1,25x35"],  # a decimal comma
+        ["--start-rx", "S \u22122.25 / C \u22121.25 \u00d7 035"],  # as the app prints it
+    ],
+)
 def test_the_start_is_taken_as_a_clinician_types_it(tmp_path, flags):
     db = tmp_path / "log.sqlite3"
     code, out, err = session_run(db, "--quiet", *flags)
@@ -84,15 +88,21 @@ def test_the_start_source_goes_with_the_start(tmp_path):
 
 def test_a_start_source_without_a_start_is_refused_and_nothing_is_written(tmp_path):
     db = tmp_path / "log.sqlite3"
-    refused(["session", "run", "--simulate", "--start-source", "retinoscopy", "--db", str(db)],
-            "--start-source retinoscopy", "--start-rx")  # fmt: skip
+    refused(
+        ["session", "run", "--simulate", "--start-source", "retinoscopy", "--db", str(db)],
+        "--start-source retinoscopy",
+        "--start-rx",
+    )
     assert not db.exists()
 
 
 def test_no_start_with_a_source_is_refused(tmp_path):
     db = tmp_path / "log.sqlite3"
-    refused(["session", "run", "--simulate", "--start-rx", "none", "--start-source", "spectacles", "--db", str(db)],
-            "--start-rx none", "--start-source spectacles")  # fmt: skip
+    refused(
+        ["session", "run", "--simulate", "--start-rx", "none", "--start-source", "spectacles", "--db", str(db)],
+        "--start-rx none",
+        "--start-source spectacles",
+    )
     assert not db.exists()
 
 
@@ -116,8 +126,11 @@ def test_a_negative_zero_is_never_printed(tmp_path):
         store.create_patient("P-1")
         sid = store.create_session("P-1", eye="OD", protocol=load_protocol("clinical-sloan"), seed=1, simulated=True)
         with store.open_session(sid) as handle:
-            handle.record_trial(TrialInput(s_logmar=-0.001, lens=Lens(-1.0, -0.5, 35.0), letter_shown="C",
-                                           letter_named="C", correct=True))  # fmt: skip
+            handle.record_trial(
+                TrialInput(
+                    s_logmar=-0.001, lens=Lens(-1.0, -0.5, 35.0), letter_shown="C", letter_named="C", correct=True
+                )
+            )
     code, out, err = run(["sessions", "show", str(sid), "--db", str(db)])
     assert code == 0, err
     assert "s=+0.00 S -1.00 / C -0.50 x 035 shown C named C correct" in out
@@ -125,6 +138,7 @@ def test_a_negative_zero_is_never_printed(tmp_path):
 
 
 # --- session resume: the flags it cannot honour ----------------------------------------------------
+
 
 @pytest.fixture
 def open_session(tmp_path):
@@ -134,13 +148,16 @@ def open_session(tmp_path):
     return db
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--slope", "nan"], "--slope"),
-    (["--age", "-5"], "--age"),
-    (["--slope", "3", "--age", "40", "--true-rx", "-1 -0.5 x 90"], "--true-rx, --slope, --age"),
-    (["--best-va", "0.1"], "--best-va"),
-    (["--patient-seed", "4"], "--patient-seed"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--slope", "nan"], "--slope"),
+        (["--age", "-5"], "--age"),
+        (["--slope", "3", "--age", "40", "--true-rx", "-1 -0.5 x 90"], "--true-rx, --slope, --age"),
+        (["--best-va", "0.1"], "--best-va"),
+        (["--patient-seed", "4"], "--patient-seed"),
+    ],
+)
 def test_resume_refuses_the_flags_it_cannot_honour(open_session, flags, named):
     refused(["session", "resume", "1", "--simulate", "--max-steps", "1", "--db", str(open_session), *flags], named)
     with TrialStore.open(open_session) as store:
@@ -148,7 +165,9 @@ def test_resume_refuses_the_flags_it_cannot_honour(open_session, flags, named):
 
 
 def test_resume_without_them_continues(open_session):
-    code, _, err = run(["session", "resume", "1", "--simulate", "--max-steps", "1", "--quiet", "--db", str(open_session)])
+    code, _, err = run(
+        ["session", "resume", "1", "--simulate", "--max-steps", "1", "--quiet", "--db", str(open_session)]
+    )
     assert code == 0, err
     with TrialStore.open(open_session) as store:
         assert store.trial_count(1) == 2
@@ -161,13 +180,31 @@ def test_a_new_session_refuses_numbers_that_are_not_finite(tmp_path, flag, value
 
 # --- visit run, export -------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def given_visit(tmp_path_factory):
     """A whole visit with the patient the clinician typed: both eyes' truth, OD's start, the age."""
     db = tmp_path_factory.mktemp("visit") / "log.sqlite3"
-    code, out, err = run(["visit", "run", "--simulate", "--quiet", "--db", str(db), "--true-rx", "OD -2.25/-1.25x35",
-                          "--true-rx", "OS -1,75 -0,50 x 150", "--start-rx", "OD -2.00/-1.00x30",
-                          "--start-source", "retinoscopy", "--age", "40"])  # fmt: skip
+    code, out, err = run(
+        [
+            "visit",
+            "run",
+            "--simulate",
+            "--quiet",
+            "--db",
+            str(db),
+            "--true-rx",
+            "OD -2.25/-1.25x35",
+            "--true-rx",
+            "OS -1,75 -0,50 x 150",
+            "--start-rx",
+            "OD -2.00/-1.00x30",
+            "--start-source",
+            "retinoscopy",
+            "--age",
+            "40",
+        ]
+    )
     assert code == 0, err
     return db, out, err
 
@@ -189,13 +226,16 @@ def test_a_quiet_visit_prints_no_progress(given_visit):
     assert "answers so far" not in err and " trial " not in err
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--true-rx", "OD -1 -1 x 90", "--true-rx", "OD -2 -1 x 90"], "OD given twice"),
-    (["--start-source", "spectacles"], "--start-source spectacles"),
-    (["--start-rx", "-2.25 -1.25"], "--start-rx"),
-    (["--age", "nan"], "--age"),
-    (["--age", "40", "--max-steps", "3"], "--max-steps"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--true-rx", "OD -1 -1 x 90", "--true-rx", "OD -2 -1 x 90"], "OD given twice"),
+        (["--start-source", "spectacles"], "--start-source spectacles"),
+        (["--start-rx", "-2.25 -1.25"], "--start-rx"),
+        (["--age", "nan"], "--age"),
+        (["--age", "40", "--max-steps", "3"], "--max-steps"),
+    ],
+)
 def test_visit_run_refuses_what_it_cannot_read(tmp_path, flags, named):
     db = tmp_path / "log.sqlite3"
     refused(["visit", "run", "--simulate", "--db", str(db), *flags], named)
@@ -206,7 +246,9 @@ def test_visit_run_refuses_what_it_cannot_read(tmp_path, flags, named):
 
 def test_visit_signoff_takes_a_lower_case_eye(given_visit):
     db, _, _ = given_visit
-    code, out, err = run(["visit", "signoff", "1", "--eye", "od", "--rx", "-2.25/-1.25x35", "--by", "Dr A", "--db", str(db)])
+    code, out, err = run(
+        ["visit", "signoff", "1", "--eye", "od", "--rx", "-2.25/-1.25x35", "--by", "Dr A", "--db", str(db)]
+    )
     assert code == 0, err
     assert "signed off S -2.25 / C -1.25 x 035 by Dr A" in out
 
@@ -225,6 +267,7 @@ def test_visit_export_help_says_the_version_the_file_writes(given_visit, tmp_pat
 
 # --- simulate -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("typed", ["-2.25/-1.25x180", "-2,25 -1,25", "-2.25 -1.25 x 180", "-2.25DS/-1.25DCx180"])
 def test_simulate_takes_the_paper_patient_as_typed(typed):
     code, out, err = run(["simulate", "--trials", "2", "--quiet", "--true-rx", typed])
@@ -233,8 +276,9 @@ def test_simulate_takes_the_paper_patient_as_typed(typed):
 
 
 def test_simulate_takes_any_axis_with_a_protocol():
-    code, out, err = run(["simulate", "--protocol", "clinical-sloan", "--trials", "3", "--quiet",
-                          "--true-rx", "-2.25/-1.25x35"])  # fmt: skip
+    code, out, err = run(
+        ["simulate", "--protocol", "clinical-sloan", "--trials", "3", "--quiet", "--true-rx", "-2.25/-1.25x35"]
+    )
     assert code == 0, err
     assert "true correction:  S -2.25 / C -1.25 x 035" in out
 
@@ -243,21 +287,30 @@ def test_simulate_refuses_an_axis_the_paper_model_cannot_search():
     refused(["simulate", "--trials", "2", "--true-rx", "-2.25/-1.25x35"], "--true-rx", "fixed axis 180")
 
 
-@pytest.mark.parametrize("flags, named", [
-    (["--policy", "ts-ald"], "--policy"),
-    (["--inference", "ep"], "--inference"),
-    (["--reference-logmar", "0.3"], "--reference-logmar"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--policy", "ts-ald"], "--policy"),
+        (["--inference", "ep"], "--inference"),
+        (["--reference-logmar", "0.3"], "--reference-logmar"),
+    ],
+)
 def test_simulate_refuses_a_setting_a_protocol_would_ignore(flags, named):
     refused(["simulate", "--protocol", "clinical-sloan", *flags], named, "--protocol clinical-sloan")
 
 
 # --- validate, bench ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [
-    ["validate", "--jobs", "0"], ["validate", "--jobs", "-2"], ["validate", "--jobs", "two"],
-    ["bench", "refraction", "--jobs", "0"],
-])
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate", "--jobs", "0"],
+        ["validate", "--jobs", "-2"],
+        ["validate", "--jobs", "two"],
+        ["bench", "refraction", "--jobs", "0"],
+    ],
+)
 def test_a_worker_count_says_what_it_expected(tmp_path, argv):
     refused([*argv, "--out", str(tmp_path / "out")], "--jobs", "worker processes")
     assert not (tmp_path / "out").exists()

@@ -31,8 +31,15 @@ from visiontune.session.store import TrialStore
 
 SEED = 21
 PROTOCOL_TEXT = (Path(visiontune.__file__).parent / "data" / "protocols" / "clinical-sloan.toml").read_text()
-GOOD_CAL = {"screen_width_mm": 597.9, "screen_height_mm": 336.3, "width_px": 1920, "height_px": 1080,
-            "viewing_distance_mm": 6000.0, "mirror": False, "background_cd_m2": 85.0}  # fmt: skip
+GOOD_CAL = {
+    "screen_width_mm": 597.9,
+    "screen_height_mm": 336.3,
+    "width_px": 1920,
+    "height_px": 1080,
+    "viewing_distance_mm": 6000.0,
+    "mirror": False,
+    "background_cd_m2": 85.0,
+}
 RESULT = {
     "estimate": {"sphere_d": -1.3125, "cylinder_d": -0.5625, "axis_deg": 90.0},
     "rounded": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0},
@@ -163,14 +170,37 @@ def _calibration_files() -> list[tuple[str, bytes]]:
     rng = random.Random(SEED)
     good = json.dumps(GOOD_CAL, indent=2).encode()
     cases: list[tuple[str, bytes]] = [("good", good)]
-    extreme = [1e308, -1e308, 0, -1, 1e-308, 5e-324, "6000", None, [], {}, True, "nan", 2**70, 10**400,
-               0.5, 20001, 499.9, 99999999, [1920, 1080], {"mm": 1}]  # fmt: skip
+    extreme = [
+        1e308,
+        -1e308,
+        0,
+        -1,
+        1e-308,
+        5e-324,
+        "6000",
+        None,
+        [],
+        {},
+        True,
+        "nan",
+        2**70,
+        10**400,
+        0.5,
+        20001,
+        499.9,
+        99999999,
+        [1920, 1080],
+        {"mm": 1},
+    ]
     keys = list(GOOD_CAL)
     for i in range(40):  # one field given an extreme or wrongly typed value
         key = keys[i % len(keys)]
         value = extreme[rng.randrange(len(extreme))]
-        text = json.dumps({**GOOD_CAL, key: value}, default=str).encode() if value != 10**400 else \
-            good.replace(b"6000.0", b"1" + b"0" * 400)  # fmt: skip
+        text = (
+            json.dumps({**GOOD_CAL, key: value}, default=str).encode()
+            if value != 10**400
+            else good.replace(b"6000.0", b"1" + b"0" * 400)
+        )
         cases.append((f"value-{key}-{i}", text))
     for i in range(30):  # random bit flips
         data = bytearray(good)
@@ -181,7 +211,9 @@ def _calibration_files() -> list[tuple[str, bytes]]:
         cases.append((f"cut-{i}", good[: rng.randrange(len(good))]))
     for i in range(10):  # inserted random bytes
         at = rng.randrange(len(good))
-        cases.append((f"insert-{i}", good[:at] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 8))) + good[at:]))
+        cases.append(
+            (f"insert-{i}", good[:at] + bytes(rng.randrange(256) for _ in range(rng.randint(1, 8))) + good[at:])
+        )
     for key in keys[:5]:  # a missing field, an unknown one
         cases.append((f"missing-{key}", json.dumps({k: v for k, v in GOOD_CAL.items() if k != key}).encode()))
     cases += [
@@ -284,8 +316,22 @@ def _assert_specials_untouched(world):
 
 # --- corpus 3: `report` and `sessions list/show` -------------------------------------------
 
-_IDS = ["1", "2", "3", "0", "-1", "77", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-        "99999999999999999999999999", "abc", "1e3", "", "0x1"]  # fmt: skip
+_IDS = [
+    "1",
+    "2",
+    "3",
+    "0",
+    "-1",
+    "77",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "99999999999999999999999999",
+    "abc",
+    "1e3",
+    "",
+    "0x1",
+]
 _DBS = ["good", "text", "page", "dir", "fifo", "textfile", "emptydb", "missing", "devnull", "empty"]
 _OUTPUTS = ["new", "newdeep", "dir", "fifo", "devfull", "devnull", "proc", "textfile", "empty", "good"]
 
@@ -313,9 +359,14 @@ def _store_argvs() -> list[list[str]]:
             argvs.append(["report", "1", "--db", "good", f"--{kind}", target])
     argvs.append(["report", "1", "--db", "good", "--csv", "new", "--json", "new"])  # one path twice
     for db in ("typodeep", "longname", "missing"):  # issue 36: a read creates nothing; a name too long
-        argvs += [["sessions", "list", "--db", db], ["sessions", "show", "1", "--db", db],
-                  ["sessions", "durations", "--db", db], ["visit", "list", "--db", db], ["visit", "show", "1", "--db", db],
-                  ["report", "1", "--db", db, "--csv", "new"]]  # fmt: skip
+        argvs += [
+            ["sessions", "list", "--db", db],
+            ["sessions", "show", "1", "--db", db],
+            ["sessions", "durations", "--db", db],
+            ["visit", "list", "--db", db],
+            ["visit", "show", "1", "--db", db],
+            ["report", "1", "--db", db, "--csv", "new"],
+        ]
     return argvs
 
 
@@ -333,7 +384,9 @@ def test_report_and_sessions_argument_corpus(world, isolated, argv):
     code, out, err = run_cli(argv)
     assert_clear(argv, code, out, err)
     if argv[0] != "report" and "usage:" not in err and not os.path.isdir(os.path.dirname(argv[argv.index("--db") + 1])):
-        assert code == 2 and ("no such trial log" in err or "too long" in err or "not a regular file" in err), err  # issue 36
+        assert code == 2 and ("no such trial log" in err or "too long" in err or "not a regular file" in err), (
+            err
+        )  # issue 36
         assert sorted(p.name for p in isolated.iterdir()) == ["data", "home"] or not (isolated / "a").exists()
     if code == 0 and argv[0] == "report":
         written = [Path(line.split(": ", 1)[1]) for line in out.splitlines() if ": " in line]
@@ -353,8 +406,28 @@ def test_corpus_is_large_enough():
 
 # --- corpus 4: mutated protocol files, run with `session run --simulate` ---------------------
 
-_EXTREMES = [1e308, -1e308, 1e-300, -1, 0, 2**70, 0.5, 99999, True, "x", "", [], [1.0, 2.0], [1.0, 2.0, 3.0],
-             [2.0, 1.0], {}, {"a": 1}, "evr", "refraction-power-vector-se", "e\u001b[31m\n"]  # fmt: skip
+_EXTREMES = [
+    1e308,
+    -1e308,
+    1e-300,
+    -1,
+    0,
+    2**70,
+    0.5,
+    99999,
+    True,
+    "x",
+    "",
+    [],
+    [1.0, 2.0],
+    [1.0, 2.0, 3.0],
+    [2.0, 1.0],
+    {},
+    {"a": 1},
+    "evr",
+    "refraction-power-vector-se",
+    "e\u001b[31m\n",
+]
 
 
 def _leaves(doc: dict, prefix: tuple = ()) -> list[tuple]:
@@ -393,7 +466,9 @@ def _protocol_files() -> list[tuple[str, bytes]]:
         cases.append((f"{base}-as-shipped", raw))
         for i in range(30):  # one key given an extreme or wrongly typed value
             path = leaves[rng.randrange(len(leaves))]
-            cases.append((f"{base}-value-{'.'.join(path)}-{i}", to_toml(_set(doc, path, rng.choice(_EXTREMES))).encode()))
+            cases.append(
+                (f"{base}-value-{'.'.join(path)}-{i}", to_toml(_set(doc, path, rng.choice(_EXTREMES))).encode())
+            )
         for path in rng.sample(leaves, 6):  # a key missing
             cases.append((f"{base}-missing-{'.'.join(path)}", to_toml(_set(doc, path, ...)).encode()))
         for i in range(4):  # an unknown key somewhere
@@ -480,18 +555,27 @@ def test_session_argument_corpus(isolated, argv):
 
 
 REFUSED_SESSION_ARGVS = [
-    (["session", "run", "--simulate", "--seed", "9223372036854775808"], "--seed: expected an integer in [0, 9223372036854775807]"),
-    (["session", "resume", "9223372036854775808", "--simulate"], "session id: expected an integer in [1, 9223372036854775807]"),
+    (
+        ["session", "run", "--simulate", "--seed", "9223372036854775808"],
+        "--seed: expected an integer in [0, 9223372036854775807]",
+    ),
+    (
+        ["session", "resume", "9223372036854775808", "--simulate"],
+        "session id: expected an integer in [1, 9223372036854775807]",
+    ),
     (["sessions", "show", "9223372036854775808"], "session id: expected an integer in [1, 9223372036854775807]"),
     (["report", "9223372036854775808", "--csv", "x.csv"], "session id 9223372036854775808 is out of range"),
     (["session", "run", "--simulate", "--max-steps", "-1"], "--max-steps: expected an integer in [1, 1000000], got -1"),
     (["session", "run", "--simulate", "--true-rx", ""], "--true-rx: text: cannot read a prescription from ''"),
     (["session", "run", "--simulate", "--protocol", "x\x1b[31m\n.toml"], "x\\x1b[31m\\n.toml: no such protocol file"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize(("argv", "message"), REFUSED_SESSION_ARGVS,
-                         ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(REFUSED_SESSION_ARGVS)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    REFUSED_SESSION_ARGVS,
+    ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(REFUSED_SESSION_ARGVS)],
+)
 def test_each_refused_session_argument_names_its_fault(isolated, argv, message):
     argv = [*argv, "--db", str(isolated / "log.sqlite3")]
     if argv[0] == "report":
@@ -529,8 +613,18 @@ def test_visit_run_refuses_a_skip_reason_before_writing(isolated, flag, reason):
 def test_a_precision_stop_that_cannot_fire_is_refused(isolated, key, value):
     path = isolated / "tiny.toml"
     path.write_text(PROTOCOL_TEXT.replace(f"{key} = 0.25", f"{key} = {value}", 1), encoding="utf-8")
-    argv = ["session", "run", "--simulate", "--quiet", "--max-steps", "1", "--protocol", str(path),
-            "--db", str(isolated / "log.sqlite3")]  # fmt: skip
+    argv = [
+        "session",
+        "run",
+        "--simulate",
+        "--quiet",
+        "--max-steps",
+        "1",
+        "--protocol",
+        str(path),
+        "--db",
+        str(isolated / "log.sqlite3"),
+    ]
     code, out, err = run_cli(argv)
     assert_clear(argv, code, out, err)
     assert code == 2 and f"stopping.precision.{key}" in err and "finest trial lens step" in err, err
@@ -551,28 +645,51 @@ def user_world(isolated):
     config = isolated / "home" / ".config" / "visiontune"
     config.mkdir(parents=True)
     (config / "calibration.json").write_text(json.dumps(GOOD_CAL))
-    (config / "app.toml").write_text('pace_s = 0.2\n')
+    (config / "app.toml").write_text("pace_s = 0.2\n")
     os.link(log, isolated / "log-link.json")
     (isolated / "data" / "visiontune.sqlite3-wal").write_bytes(b"")
     (isolated / "notes.txt").write_text("a clinician's notes\n")
     (isolated / "figure.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
     sqlite3.connect(isolated / "other.sqlite3").execute("CREATE TABLE patients (id TEXT)").connection.close()
-    return {"log": log, "log-link": isolated / "log-link.json", "log-wal": isolated / "data" / "visiontune.sqlite3-wal",
-            "calibration": config / "calibration.json", "settings": config / "app.toml",
-            "notes": isolated / "notes.txt", "png": isolated / "figure.png", "results-db": isolated / "other.sqlite3"}
+    return {
+        "log": log,
+        "log-link": isolated / "log-link.json",
+        "log-wal": isolated / "data" / "visiontune.sqlite3-wal",
+        "calibration": config / "calibration.json",
+        "settings": config / "app.toml",
+        "notes": isolated / "notes.txt",
+        "png": isolated / "figure.png",
+        "results-db": isolated / "other.sqlite3",
+    }
 
 
 def _writer_argvs(target: str) -> list[list[str]]:
-    argvs = [["calibrate", "--width-mm", "597.9", "--height-mm", "336.3", "--resolution", "1920x1080",
-              "--distance-mm", "6000", "--file", target]]  # fmt: skip
+    argvs = [
+        [
+            "calibrate",
+            "--width-mm",
+            "597.9",
+            "--height-mm",
+            "336.3",
+            "--resolution",
+            "1920x1080",
+            "--distance-mm",
+            "6000",
+            "--file",
+            target,
+        ]
+    ]
     argvs += [["report", "1", f"--{kind}", target] for kind in ("pdf", "csv", "json", "fhir")]
     return argvs
 
 
 #: (command, target) pairs; the calibration writer may replace its own file (test_output_guard).
-WRITER_CASES = [(argv[0] + (f" {argv[2]}" if argv[0] == "report" else ""), key)
-                for key in _USER_FILES for argv in _writer_argvs("T")
-                if (argv[0], key) != ("calibrate", "calibration")]  # fmt: skip
+WRITER_CASES = [
+    (argv[0] + (f" {argv[2]}" if argv[0] == "report" else ""), key)
+    for key in _USER_FILES
+    for argv in _writer_argvs("T")
+    if (argv[0], key) != ("calibrate", "calibration")
+]
 
 
 @pytest.mark.parametrize(("command", "key"), WRITER_CASES, ids=[f"{c}-{k}" for c, k in WRITER_CASES])
@@ -587,8 +704,14 @@ def test_no_writer_replaces_a_user_file_or_a_file_of_another_kind(user_world, co
 
 
 def test_simulate_outputs_never_replace_a_user_file(user_world):
-    for flag, key in (("--json", "log"), ("--json", "settings"), ("--json", "png"), ("--plot", "calibration"),
-                      ("--plot", "log-wal"), ("--plot", "notes")):  # fmt: skip
+    for flag, key in (
+        ("--json", "log"),
+        ("--json", "settings"),
+        ("--json", "png"),
+        ("--plot", "calibration"),
+        ("--plot", "log-wal"),
+        ("--plot", "notes"),
+    ):
         before = {k: p.read_bytes() for k, p in user_world.items()}
         argv = ["simulate", "--trials", "4", "--seed", "1", "--quiet", flag, str(user_world[key])]
         code, out, err = run_cli(argv)
@@ -597,9 +720,24 @@ def test_simulate_outputs_never_replace_a_user_file(user_world):
         assert {k: p.read_bytes() for k, p in user_world.items()} == before
 
 
-SIGNOFF_RXS = ["-99 0 x 90", "0 -30 x 90", "-12.25 0 x 180", "8.25 0 x 180", "-1 -6.25 x 90", "-1.12 0 x 90",
-               "-1 -0.6 x 90", "-1 -0.5 x 90.5", "-1 +0.5 x 90", "nan 0 x 90", "1e308 0 x 90", "-1 -0.5 x 181",
-               "-1 -0.5 x -5", "-1 -0.5", "", "x"]  # fmt: skip
+SIGNOFF_RXS = [
+    "-99 0 x 90",
+    "0 -30 x 90",
+    "-12.25 0 x 180",
+    "8.25 0 x 180",
+    "-1 -6.25 x 90",
+    "-1.12 0 x 90",
+    "-1 -0.6 x 90",
+    "-1 -0.5 x 90.5",
+    "-1 +0.5 x 90",
+    "nan 0 x 90",
+    "1e308 0 x 90",
+    "-1 -0.5 x 181",
+    "-1 -0.5 x -5",
+    "-1 -0.5",
+    "",
+    "x",
+]
 
 
 @pytest.mark.parametrize("rx", SIGNOFF_RXS, ids=[f"rx-{i}" for i in range(len(SIGNOFF_RXS))])

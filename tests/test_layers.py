@@ -18,11 +18,28 @@ from visiontune import cli
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 #: From the top down; a layer may import only layers below it (and itself).
-LAYERS = {"app": 6, "report": 5, "session": 4, "experiments": 4, "instrument_files": 3.5, "refraction": 3,
-          "acquisition": 2, "display": 2, "devices": 2, "gp": 1, "optics": 1}  # fmt: skip
+LAYERS = {
+    "app": 6,
+    "report": 5,
+    "session": 4,
+    "experiments": 4,
+    "instrument_files": 3.5,
+    "refraction": 3,
+    "acquisition": 2,
+    "display": 2,
+    "devices": 2,
+    "gp": 1,
+    "optics": 1,
+}
 TOP = {"visiontune.cli", "visiontune.__main__"}
-SHARED = {"visiontune", "visiontune.errors", "visiontune._validate", "visiontune.private_files", "visiontune.output_guard",
-          "visiontune._argparse"}
+SHARED = {
+    "visiontune",
+    "visiontune.errors",
+    "visiontune._validate",
+    "visiontune.private_files",
+    "visiontune.output_guard",
+    "visiontune._argparse",
+}
 _HEIGHTS = {**LAYERS, "top": max(LAYERS.values()) + 1, "shared": 0}
 
 
@@ -63,8 +80,10 @@ def _imports(source: str, module: str, modules: set[str], *, is_package: bool = 
 def package_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """Module -> the package modules it imports, for every ``.py`` file under ``package``."""
     paths = {_module_name(p, package): p for p in package.rglob("*.py")}
-    graph = {m: _imports(p.read_text(encoding="utf-8"), m, set(paths), is_package=p.name == "__init__.py")
-             for m, p in paths.items()}  # fmt: skip
+    graph = {
+        m: _imports(p.read_text(encoding="utf-8"), m, set(paths), is_package=p.name == "__init__.py")
+        for m, p in paths.items()
+    }
     return graph
 
 
@@ -135,8 +154,15 @@ def test_no_import_circle_between_modules():
 
 
 def test_the_reader_resolves_every_kind_of_import():
-    modules = {"visiontune", "visiontune.gp", "visiontune.gp.moments", "visiontune.gp.kernels", "visiontune.report.pdf",
-               "visiontune.errors", "visiontune.cli"}  # fmt: skip
+    modules = {
+        "visiontune",
+        "visiontune.gp",
+        "visiontune.gp.moments",
+        "visiontune.gp.kernels",
+        "visiontune.report.pdf",
+        "visiontune.errors",
+        "visiontune.cli",
+    }
     source = (
         "import numpy\n"
         "from visiontune.gp import moments, ProbitGP\n"
@@ -147,27 +173,43 @@ def test_the_reader_resolves_every_kind_of_import():
         "    import visiontune.cli\n"
     )
     found = _imports(source, "visiontune.gp.laplace", modules)
-    assert found == {"visiontune.gp.moments", "visiontune.gp", "visiontune.gp.kernels", "visiontune.errors",
-                     "visiontune.report.pdf", "visiontune.cli"}  # fmt: skip
+    assert found == {
+        "visiontune.gp.moments",
+        "visiontune.gp",
+        "visiontune.gp.kernels",
+        "visiontune.errors",
+        "visiontune.report.pdf",
+        "visiontune.cli",
+    }
     assert _imports("from . import moments\n", "visiontune.gp", modules, is_package=True) == {"visiontune.gp.moments"}
 
 
 def test_the_checks_see_an_upward_import_and_a_circle():
-    assert upward_imports({
-        "visiontune.display.cli": {"visiontune.cli"},  # a layer importing the top
-        "visiontune.errors": {"visiontune.gp.kernels"},  # a shared module importing a layer
-        "visiontune.session.store": {"visiontune.experiments.sweep", "visiontune.refraction.loop", "visiontune.errors"},
-        "visiontune.gp.laplace": {"visiontune.gp"},
-        "visiontune.cli": {"visiontune.app.cli", "visiontune.display.cli"},
-        "visiontune.tools": {"visiontune.errors"},  # a module in no layer
-    }) == [
+    assert upward_imports(
+        {
+            "visiontune.display.cli": {"visiontune.cli"},  # a layer importing the top
+            "visiontune.errors": {"visiontune.gp.kernels"},  # a shared module importing a layer
+            "visiontune.session.store": {
+                "visiontune.experiments.sweep",
+                "visiontune.refraction.loop",
+                "visiontune.errors",
+            },
+            "visiontune.gp.laplace": {"visiontune.gp"},
+            "visiontune.cli": {"visiontune.app.cli", "visiontune.display.cli"},
+            "visiontune.tools": {"visiontune.errors"},  # a module in no layer
+        }
+    ) == [
         "visiontune.display.cli imports visiontune.cli",
         "visiontune.errors imports visiontune.gp.kernels",
         "visiontune.session.store imports visiontune.experiments.sweep",
         "visiontune.tools imports visiontune.errors",
-    ]  # fmt: skip
-    through_init = {"visiontune.gp": {"visiontune.gp.laplace"}, "visiontune.gp.laplace": {"visiontune.gp.moments"},
-                    "visiontune.gp.moments": {"visiontune.gp"}, "visiontune.optics": set()}  # fmt: skip
+    ]
+    through_init = {
+        "visiontune.gp": {"visiontune.gp.laplace"},
+        "visiontune.gp.laplace": {"visiontune.gp.moments"},
+        "visiontune.gp.moments": {"visiontune.gp"},
+        "visiontune.optics": set(),
+    }
     assert import_circles(through_init) == [["visiontune.gp", "visiontune.gp.laplace", "visiontune.gp.moments"]]
     assert import_circles({**through_init, "visiontune.gp.moments": set()}) == []
 

@@ -13,8 +13,17 @@ from visiontune.display.calibration import Calibration, load_calibration, save_c
 from visiontune.errors import CalibrationError, VisionTuneError
 from visiontune.session.store import TrialStore
 
-CALIBRATE = ["calibrate", "--width-mm", "597.9", "--height-mm", "336.3", "--resolution", "1920x1080",
-             "--distance-mm", "6000"]  # fmt: skip
+CALIBRATE = [
+    "calibrate",
+    "--width-mm",
+    "597.9",
+    "--height-mm",
+    "336.3",
+    "--resolution",
+    "1920x1080",
+    "--distance-mm",
+    "6000",
+]
 
 
 def _digest(path) -> str:
@@ -105,25 +114,28 @@ def test_the_default_calibration_is_the_calibration_writers_own(user_dirs):
     assert load_calibration().viewing_distance_mm == 5000.0
 
 
-@pytest.mark.parametrize("kind,existing,allowed", [
-    (output_guard.PDF, b"%PDF-1.4\n...", True),
-    (output_guard.PDF, b"SQLite format 3\x00" + bytes(100), False),
-    (output_guard.PDF, b"", True),
-    (output_guard.CSV, b"session_id,trial_index\n1,0\n", True),
-    (output_guard.CSV, b"# notes of a clinician\n", False),
-    (output_guard.EXPORT_JSON, b'{"schema": "visiontune.session-export"}', True),
-    (output_guard.EXPORT_JSON, b'{"screen_width_mm": 597.9}', False),
-    (output_guard.EXPORT_JSON, b"\x89PNG\r\n\x1a\n", False),
-    (output_guard.SIMULATION_JSON, b'{"simulated": true, "seed": 1}', True),
-    (output_guard.SIMULATION_JSON, b'{"schema": "visiontune.session-export"}', False),
-    (output_guard.VALIDATION_JSON, b'{"meta": {}, "tables": {}}', True),
-    (output_guard.FHIR, b'{"resourceType": "Bundle"}', True),
-    (output_guard.FHIR, b'{"a": 1}', False),
-    (output_guard.PNG, b"\x89PNG\r\n\x1a\nxx", True),
-    (output_guard.PNG, b"%PDF-1.4", False),
-    (output_guard.DICOM, bytes(128) + b"DICM", True),
-    (output_guard.DICOM, b"text", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind,existing,allowed",
+    [
+        (output_guard.PDF, b"%PDF-1.4\n...", True),
+        (output_guard.PDF, b"SQLite format 3\x00" + bytes(100), False),
+        (output_guard.PDF, b"", True),
+        (output_guard.CSV, b"session_id,trial_index\n1,0\n", True),
+        (output_guard.CSV, b"# notes of a clinician\n", False),
+        (output_guard.EXPORT_JSON, b'{"schema": "visiontune.session-export"}', True),
+        (output_guard.EXPORT_JSON, b'{"screen_width_mm": 597.9}', False),
+        (output_guard.EXPORT_JSON, b"\x89PNG\r\n\x1a\n", False),
+        (output_guard.SIMULATION_JSON, b'{"simulated": true, "seed": 1}', True),
+        (output_guard.SIMULATION_JSON, b'{"schema": "visiontune.session-export"}', False),
+        (output_guard.VALIDATION_JSON, b'{"meta": {}, "tables": {}}', True),
+        (output_guard.FHIR, b'{"resourceType": "Bundle"}', True),
+        (output_guard.FHIR, b'{"a": 1}', False),
+        (output_guard.PNG, b"\x89PNG\r\n\x1a\nxx", True),
+        (output_guard.PNG, b"%PDF-1.4", False),
+        (output_guard.DICOM, bytes(128) + b"DICM", True),
+        (output_guard.DICOM, b"text", False),
+    ],
+)
 def test_an_existing_file_is_replaced_only_by_one_of_its_kind(tmp_path, kind, existing, allowed):
     path = tmp_path / "out"
     path.write_bytes(existing)

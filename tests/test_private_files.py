@@ -268,9 +268,15 @@ def _mode_calls(source: str) -> list[str]:
 
 def test_only_private_files_opens_a_file_descriptor_or_sets_a_mode():
     root = Path(private_files.__file__).parent
-    offenders = [f"{path.relative_to(root)}: {call}" for path in root.rglob("*.py") if path.name != "private_files.py"
-                 for call in _mode_calls(path.read_text(encoding="utf-8"))]  # fmt: skip
+    offenders = [
+        f"{path.relative_to(root)}: {call}"
+        for path in root.rglob("*.py")
+        if path.name != "private_files.py"
+        for call in _mode_calls(path.read_text(encoding="utf-8"))
+    ]
     assert offenders == []
     assert _mode_calls("def f(p):\n    fd = os.open(p, 0)\n    Path(p).chmod(0o600)\n") == [
-        "open (line 2)", "chmod (line 3)"]  # fmt: skip
+        "open (line 2)",
+        "chmod (line 3)",
+    ]
     assert _mode_calls("open(p).read()\nf.open()\n") == []

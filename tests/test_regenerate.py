@@ -41,7 +41,9 @@ def test_each_target_is_the_command_its_page_names(name):
     stated = target.page_command or target.shown()
     assert _flat(stated) in _flat(page.read_text(encoding="utf-8")), f"{name}: {target.page} does not say {stated!r}"
     if target.page_command and target.page_command != target.shown():
-        same = re.sub(r"[\[\]]", "", target.page_command) in target.shown()  # an optional part written out, or --out added
+        same = (
+            re.sub(r"[\[\]]", "", target.page_command) in target.shown()
+        )  # an optional part written out, or --out added
         assert target.why or same, f"{name}: not the page's command, and no reason given"
 
 
@@ -62,9 +64,7 @@ def _git(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, input=stdin, check=False)
 
 
-needs_git = pytest.mark.skipif(
-    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout"
-)
+needs_git = pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="not a git checkout")
 
 
 @needs_git
@@ -118,8 +118,7 @@ def test_a_target_runs_its_command_from_the_root_into_its_folder(tmp_path):
     """run(): the command runs from the repository's root with ``{out}`` and the environment filled
     in, and a failing command's status comes back."""
     script = (
-        "import os, pathlib, sys; "
-        "pathlib.Path(sys.argv[1], 'x.sqlite').write_text(os.getcwd() + ' ' + os.environ['V'])"
+        "import os, pathlib, sys; pathlib.Path(sys.argv[1], 'x.sqlite').write_text(os.getcwd() + ' ' + os.environ['V'])"
     )
     target = R.Target("t", ("{python}", "-c", script, "{out}"), ("x.sqlite",), "README.md", env={"V": "{out}/v"})
     assert R.run(target, tmp_path) == 0

@@ -32,7 +32,7 @@ SHORT = [
     "clinical-validation-clinical-sloan-compare-sliders-evr-stop.sqlite/clinical-sloan-compare-sliders-evr-stop-seed1/adult-clinic/evr/3",
     "comparisons.sqlite/clinical-sloan-seed1-comparisons/adult-clinic/mixed, blur model / Eq. 11 patient/0",
     "clinical-validation-clinical-sloan-compare-trial-frame.sqlite/clinical-sloan-compare-trial-frame-seed1/adult-clinic/evr/0",
-]  # fmt: skip
+]
 
 
 def _short_id(key: str) -> str:
@@ -74,9 +74,13 @@ def short_case():
 def test_a_recomputed_figure_that_moved_fails(short_case):
     case, answers, stored = short_case
     assert_recomputes(case, answers, stored)
-    for key, moved in (("exact_error_d", stored["exact_error_d"] + 10 * ESTIMATE_TOLERANCE_D),
-                       ("error_d", stored["error_d"] + 0.25), ("covered_50", not stored["covered_50"]),
-                       ("lens_changes", stored["lens_changes"] + 1), ("stopped_by", "budget")):  # fmt: skip
+    for key, moved in (
+        ("exact_error_d", stored["exact_error_d"] + 10 * ESTIMATE_TOLERANCE_D),
+        ("error_d", stored["error_d"] + 0.25),
+        ("covered_50", not stored["covered_50"]),
+        ("lens_changes", stored["lens_changes"] + 1),
+        ("stopped_by", "budget"),
+    ):
         with pytest.raises(AssertionError):
             assert_recomputes(case, answers, {**stored, key: moved})
 
@@ -84,8 +88,12 @@ def test_a_recomputed_figure_that_moved_fails(short_case):
 def test_an_answer_changed_changes_the_recomputed_result(short_case):
     """(a) uses the answers: the same log with the last few answers flipped files another result."""
     case, answers, stored = short_case
-    flipped = [dict(t, correct=not t["correct"], comparison={"1": "2", "2": "1"}.get(t["comparison"], t["comparison"]))
-               if i >= len(answers["trials"]) - 6 else t for i, t in enumerate(answers["trials"])]  # fmt: skip
+    flipped = [
+        dict(t, correct=not t["correct"], comparison={"1": "2", "2": "1"}.get(t["comparison"], t["comparison"]))
+        if i >= len(answers["trials"]) - 6
+        else t
+        for i, t in enumerate(answers["trials"])
+    ]
     again, _ = case.recompute(flipped, answers["stopped_by"])
     assert again["exact_error_d"] != pytest.approx(stored["exact_error_d"], abs=ESTIMATE_TOLERANCE_D)
 

@@ -125,7 +125,9 @@ def test_check_box_shapes_and_order():
     box = check_box("box", [[0, 1], [2, 2]])
     assert box.dtype == float and box.shape == (2, 2)
     assert check_box("box", [[0, 1]], 1).shape == (1, 2)
-    with pytest.raises(InvalidInputError, match=r"^box: expected a \(d, 2\) array of \[low, high\] rows, got shape \(2,\)$"):
+    with pytest.raises(
+        InvalidInputError, match=r"^box: expected a \(d, 2\) array of \[low, high\] rows, got shape \(2,\)$"
+    ):
         check_box("box", [0, 1])
     with pytest.raises(InvalidInputError, match=r"^box: expected a \(d, 2\) array"):
         check_box("box", np.zeros((0, 2)))

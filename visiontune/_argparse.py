@@ -60,16 +60,22 @@ def worker_count(text: str) -> int:
     except ValueError:
         value = None
     if value is None or (value < 1 and value != -1):
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes (1, 2, ... or -1 for every core), "
-                                         f"got {text!r}")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"expected a number of worker processes (1, 2, ... or -1 for every core), got {text!r}"
+        )
     return value
 
 
 def plain_name(text: str) -> str:
     """An argparse type: a file name without folder parts (no ``/``, ``\\``, ``..``, control
     characters), so that a file named by it stays in the folder it is written to."""
-    if (not text.strip() or text in (".", "..") or any(c in text for c in "/\\")
-            or any(ord(c) < 32 or ord(c) == 127 for c in text)):
-        raise argparse.ArgumentTypeError(f"expected a plain name (letters, digits, '-', '_', '.'; no folder parts "
-                                         f"such as '/' or '..'), got {text!r}")  # fmt: skip
+    if (
+        not text.strip()
+        or text in (".", "..")
+        or any(c in text for c in "/\\")
+        or any(ord(c) < 32 or ord(c) == 127 for c in text)
+    ):
+        raise argparse.ArgumentTypeError(
+            f"expected a plain name (letters, digits, '-', '_', '.'; no folder parts such as '/' or '..'), got {text!r}"
+        )
     return text

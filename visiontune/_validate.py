@@ -79,8 +79,15 @@ def _range_text(lo, hi) -> str:
     return f" <= {hi}" if hi is not None else ""
 
 
-def check_int(name: str, value, lo: int | None = None, hi: int | None = None, *, whole_float: bool = False,
-              error: type[Exception] = InvalidInputError) -> int:
+def check_int(
+    name: str,
+    value,
+    lo: int | None = None,
+    hi: int | None = None,
+    *,
+    whole_float: bool = False,
+    error: type[Exception] = InvalidInputError,
+) -> int:
     """Return ``value`` as an ``int`` when it is an integer in ``[lo, hi]`` (either bound may be
     ``None``), or raise ``error`` naming ``name``.
 
@@ -106,8 +113,9 @@ def _finite_real(value) -> bool:
         return False
 
 
-def check_number(name: str, value, lo: float | None = None, hi: float | None = None, *,
-                 error: type[Exception] = InvalidInputError) -> float:
+def check_number(
+    name: str, value, lo: float | None = None, hi: float | None = None, *, error: type[Exception] = InvalidInputError
+) -> float:
     """Return ``value`` as a ``float`` when it is one finite real number in ``[lo, hi]`` (either
     bound may be ``None``), or raise ``error`` naming ``name``. A ``bool``, a string or an array
     is refused."""
@@ -132,8 +140,9 @@ def scalar(name: str, value, lo: float | None = None, hi: float | None = None) -
     return v
 
 
-def check_rng(rng, name: str = "rng", *, allow_seed: bool = False,
-              error: type[Exception] = InvalidInputError) -> np.random.Generator:
+def check_rng(
+    rng, name: str = "rng", *, allow_seed: bool = False, error: type[Exception] = InvalidInputError
+) -> np.random.Generator:
     """Return ``rng`` when it is a :class:`numpy.random.Generator`, or raise ``error`` naming
     ``name`` (a seed or the legacy ``RandomState`` is refused: every draw comes from one stream).
 

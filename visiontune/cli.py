@@ -21,17 +21,33 @@ from visiontune.errors import VisionTuneError, one_line
 COMMANDS: dict[str, tuple[str, ...]] = {
     "app": ("visiontune.app.cli", "the clinician's desktop app (a simulated patient with --simulate)"),
     "policies": ("visiontune.acquisition.cli", "list every acquisition policy with its scenario and source"),
-    "session": ("visiontune.session.cli", "run or resume a refraction session headless (simulated patient)",
-                "add_session_arguments", "run_session"),
-    "bench": ("visiontune.experiments.bench_cli", "run a paper experiment (resumable sweep) and its stratified analysis"),
-    "validate": ("visiontune.experiments.validate_cli", "clinical validation: simulated patient populations through the session loop"),
+    "session": (
+        "visiontune.session.cli",
+        "run or resume a refraction session headless (simulated patient)",
+        "add_session_arguments",
+        "run_session",
+    ),
+    "bench": (
+        "visiontune.experiments.bench_cli",
+        "run a paper experiment (resumable sweep) and its stratified analysis",
+    ),
+    "validate": (
+        "visiontune.experiments.validate_cli",
+        "clinical validation: simulated patient populations through the session loop",
+    ),
     "simulate": ("visiontune.experiments.simulate_cli", "run one simulated refraction (no store) and print the errors"),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
-    "sessions": ("visiontune.session.cli", "list the trial log's sessions, show one, discard one without answers, time answers",
-                 "add_sessions_arguments", "run_sessions"),
-    "visit": ("visiontune.report.visit_cli", "a visit (both eyes, balance): run headless, show, sign off, export "
-              "PDF / FHIR / DICOM / CSV / JSON"),
+    "sessions": (
+        "visiontune.session.cli",
+        "list the trial log's sessions, show one, discard one without answers, time answers",
+        "add_sessions_arguments",
+        "run_sessions",
+    ),
+    "visit": (
+        "visiontune.report.visit_cli",
+        "a visit (both eyes, balance): run headless, show, sign off, export PDF / FHIR / DICOM / CSV / JSON",
+    ),
 }
 
 

@@ -198,8 +198,10 @@ def guard_output_path(
     except FileNotFoundError:
         return out
     if data and not kind.recognise(data):
-        raise error(f"{name}: {out} exists and is {_what_it_is(data)}, not a {kind.name}; it is not replaced "
-                    "(choose another path or remove that file)")  # fmt: skip
+        raise error(
+            f"{name}: {out} exists and is {_what_it_is(data)}, not a {kind.name}; it is not replaced "
+            "(choose another path or remove that file)"
+        )
     return out
 
 

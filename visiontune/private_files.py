@@ -71,7 +71,9 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def check_destination(path: str | os.PathLike, *, name: str = "file", error: type[VisionTuneError] = VisionTuneError) -> Path:
+def check_destination(
+    path: str | os.PathLike, *, name: str = "file", error: type[VisionTuneError] = VisionTuneError
+) -> Path:
     """``path`` as an absolute :class:`Path` if it may be written by :func:`write_private`:
     a new path, or an existing regular file (directly or through a symlink). Anything else
     (device, folder, FIFO, socket, symlink to one) raises ``error`` naming ``name``."""
@@ -94,7 +96,9 @@ def check_destination(path: str | os.PathLike, *, name: str = "file", error: typ
     return out
 
 
-def private_dir(path: str | os.PathLike, *, tighten: bool = False, error: type[VisionTuneError] = VisionTuneError) -> Path:
+def private_dir(
+    path: str | os.PathLike, *, tighten: bool = False, error: type[VisionTuneError] = VisionTuneError
+) -> Path:
     """Create folder ``path`` and any missing parents with mode 0700, whatever the umask.
 
     ``tighten``: also set an existing ``path`` (not its parents) to 0700 when this user owns

@@ -83,93 +83,241 @@ def _protocol(name: str) -> tuple[str, str]:
 
 _OUT_SCRATCH = "it wrote to a scratch folder; the store's name is the protocol's"
 _LINES = "docs/results/protocols/clinical-sloan-lines.toml"
-_ANSWER_MODELS = ("model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,"
-                  "lapse-runs")
+_ANSWER_MODELS = "model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,lapse-runs"
 
-TARGETS: dict[str, Target] = {t.name: t for t in [
-    _bench("000-table1", "000-table1", "--seeds", "10", "--jobs", "2"),
-    _bench("000-table2", "000-table2", "--seeds", "10", "--jobs", "2"),
-    _bench("000-table3", "000-table3", "--seeds", "10", "--jobs", "2"),
-    _bench("002-table1", "002-table1", "--seeds", "10", "--jobs", "2"),
-    _bench("002-table2", "002-table2", "--seeds", "10", "--jobs", "2"),
-    *(_bench(f"{t}-quick", t, "--quick", "--jobs", "2")
-      for t in ("000-table1", "000-table2", "000-table3", "002-table1", "002-table2")),
-    Target("refraction", ("visiontune", "bench", "refraction", "--policies", "paper", "UCB-ALD-SL", "TS-ALD-SL",
-                          "--jobs", "2", "--out", "{out}"), ("refraction.sqlite", "refraction/"),
-           "docs/results/refraction.md"),
-    Target("refraction-quick", ("visiontune", "bench", "refraction", "--quick", "--jobs", "1", "--out", "{out}"),
-           ("refraction-quick.sqlite", "refraction-quick/"), "docs/results/refraction-quick.md"),
-    _validate("clinical-validation", "--protocol", "clinical-sloan", "--jobs", "2",
-              page_command="visiontune validate --jobs 2 --no-progress",
-              why="clinical-sloan was the default protocol when the page was written"),
-    _validate("clinical-validation-policies", "--protocol", "clinical-sloan", "--populations", "adult-clinic,young",
-              "--policies", "evr,bald,ucb-ald,ts-ald", "--cases", "50", "--name", "clinical-validation-policies",
-              "--jobs", "2",
-              page_command="visiontune validate --populations adult-clinic,young --policies evr,bald,ucb-ald,ts-ald "
-                           "--cases 50 --name clinical-validation-policies --jobs 2 --no-progress",
-              why="clinical-sloan was the default protocol when the page was written"),
-    _validate("clinical-validation-clinical-sloan-compare", "--jobs", "2",
-              page_command="visiontune validate --jobs 2 --no-progress --out docs/results"),
-    _validate("clinical-validation-clinical-sloan-compare-phoropter", *_protocol("clinical-sloan-compare-phoropter"),
-              "--jobs", "2", page_command="visiontune validate --jobs 2 --no-progress --out /tmp/val-lc",
-              why="the page measured the default of its day, kept since as "
-                  "protocols/clinical-sloan-compare-phoropter.toml (the page says so)"),
-    *(_validate(f"clinical-validation-{p}", *_protocol(p), "--jobs", "2",
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in [
+        _bench("000-table1", "000-table1", "--seeds", "10", "--jobs", "2"),
+        _bench("000-table2", "000-table2", "--seeds", "10", "--jobs", "2"),
+        _bench("000-table3", "000-table3", "--seeds", "10", "--jobs", "2"),
+        _bench("002-table1", "002-table1", "--seeds", "10", "--jobs", "2"),
+        _bench("002-table2", "002-table2", "--seeds", "10", "--jobs", "2"),
+        *(
+            _bench(f"{t}-quick", t, "--quick", "--jobs", "2")
+            for t in ("000-table1", "000-table2", "000-table3", "002-table1", "002-table2")
+        ),
+        Target(
+            "refraction",
+            (
+                "visiontune",
+                "bench",
+                "refraction",
+                "--policies",
+                "paper",
+                "UCB-ALD-SL",
+                "TS-ALD-SL",
+                "--jobs",
+                "2",
+                "--out",
+                "{out}",
+            ),
+            ("refraction.sqlite", "refraction/"),
+            "docs/results/refraction.md",
+        ),
+        Target(
+            "refraction-quick",
+            ("visiontune", "bench", "refraction", "--quick", "--jobs", "1", "--out", "{out}"),
+            ("refraction-quick.sqlite", "refraction-quick/"),
+            "docs/results/refraction-quick.md",
+        ),
+        _validate(
+            "clinical-validation",
+            "--protocol",
+            "clinical-sloan",
+            "--jobs",
+            "2",
+            page_command="visiontune validate --jobs 2 --no-progress",
+            why="clinical-sloan was the default protocol when the page was written",
+        ),
+        _validate(
+            "clinical-validation-policies",
+            "--protocol",
+            "clinical-sloan",
+            "--populations",
+            "adult-clinic,young",
+            "--policies",
+            "evr,bald,ucb-ald,ts-ald",
+            "--cases",
+            "50",
+            "--name",
+            "clinical-validation-policies",
+            "--jobs",
+            "2",
+            page_command="visiontune validate --populations adult-clinic,young --policies evr,bald,ucb-ald,ts-ald "
+            "--cases 50 --name clinical-validation-policies --jobs 2 --no-progress",
+            why="clinical-sloan was the default protocol when the page was written",
+        ),
+        _validate(
+            "clinical-validation-clinical-sloan-compare",
+            "--jobs",
+            "2",
+            page_command="visiontune validate --jobs 2 --no-progress --out docs/results",
+        ),
+        _validate(
+            "clinical-validation-clinical-sloan-compare-phoropter",
+            *_protocol("clinical-sloan-compare-phoropter"),
+            "--jobs",
+            "2",
+            page_command="visiontune validate --jobs 2 --no-progress --out /tmp/val-lc",
+            why="the page measured the default of its day, kept since as "
+            "protocols/clinical-sloan-compare-phoropter.toml (the page says so)",
+        ),
+        *(
+            _validate(
+                f"clinical-validation-{p}",
+                *_protocol(p),
+                "--jobs",
+                "2",
                 page_command=f"visiontune validate --protocol docs/results/protocols/{p}.toml --jobs 2 --no-progress"
-                             + (f" --out /tmp/{scratch}" if scratch else ""),
-                why=_OUT_SCRATCH if scratch else "")
-      for p, scratch in (("clinical-sloan-compare-evr", "val-evr"),
-                         ("clinical-sloan-compare-evr-precision", "val-evrp"),
-                         ("clinical-sloan-compare-over-minus-guard", None),
-                         ("clinical-sloan-compare-sliders", "val-sliders2"),
-                         ("clinical-sloan-compare-sliders-evr-precision", None),
-                         ("clinical-sloan-compare-sliders-evr-stop", "val-sl-stop"),
-                         ("clinical-sloan-compare-trial-frame", "val-tf3"), ("clinical-sloan-lines", "p6/val"))),
-    _validate("clinical-validation-clinical-sloan-lines-shared", *_protocol("clinical-sloan-lines-shared"),
-              "--cases", "40", "--jobs", "2",
-              page_command="visiontune validate --protocol docs/results/protocols/clinical-sloan-lines-shared.toml "
-                           "--cases 40 --jobs 2 --no-progress --out /tmp/p6/val2", why=_OUT_SCRATCH),
-    _validate("clinical-validation-optics-gp", *_protocol("clinical-sloan-optics-gp"),
-              "--populations", "adult-clinic,adult-clinic-misspecified", "--cases", "100", "--jobs", "1",
-              "--name", "clinical-validation-optics-gp",
-              page_command="visiontune validate --protocol docs/results/protocols/clinical-sloan-optics-gp.toml "
-                           "--populations adult-clinic,adult-clinic-misspecified --cases 100 --jobs 1 "
-                           "--out /tmp/gpmean-val --no-progress",
-              why="it wrote to a scratch folder under the protocol's name; the store was renamed after the page"),
-    *(_validate(f"answer-models-{name}", "--protocol", protocol, "--answer-model", _ANSWER_MODELS,
-                "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
-      for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                                    ("clinical-sloan-lines", _LINES, "40"))),
-    *(_validate(f"answer-models-{name}-{device}", "--protocol", protocol, "--answer-model", "model",
-                "--lens-device", device, "--populations", "adult-clinic,young", "--cases", cases, "--jobs", "1")
-      for name, protocol, cases in (("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                                    ("clinical-sloan-lines", _LINES, "40"))
-      for device in ("motorized-phoropter", "manual-phoropter")),
-    Target("comparisons", ("{python}", "benchmarks/comparisons.py", "--cases", "100", "--jobs", "2", "--no-progress",
-                           "--out", "{out}"), ("comparisons.sqlite",), "docs/results/comparisons.md",
-           page_command="python benchmarks/comparisons.py --cases 100 --jobs 2 --no-progress"),
-    Target("screenshots", ("{python}", "-m", "visiontune.app.screenshots", "--out", "{out}"),
-           ("first-three-lenses-1.png", "first-three-lenses-2.png", "first-three-lenses-3.png"),
-           "visiontune/app/screenshots.py", folder="docs/screenshots", env={"QT_QPA_PLATFORM": "offscreen"},
-           page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots [--out docs/screenshots]"),
-    Target("screenshots-clinical-sloan", ("{python}", "-m", "visiontune.app.screenshots", "--protocol",
-                                          "clinical-sloan", "--out", "{out}"),
-           ("clinical-sloan-1.png", "clinical-sloan-2.png", "clinical-sloan-3.png"), "visiontune/app/screenshots.py",
-           folder="docs/screenshots", env={"QT_QPA_PLATFORM": "offscreen"},
-           page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --protocol clinical-sloan"),
-    Target("screenshots-visit", ("{python}", "-m", "visiontune.app.screenshots", "--visit", "--out", "{out}"),
-           ("visit-which-eye.png", "visit-next-eye.png", "visit-balance.png", "visit-finish.png"),
-           "visiontune/app/screenshots.py", folder="docs/screenshots", env={"QT_QPA_PLATFORM": "offscreen"},
-           page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --visit "
-                        "[--out docs/screenshots]"),
-    Target("screenshots-app-tests", ("{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                     "tests/app/test_session_flow.py", "tests/app/test_worker.py"),
-           ("start_screen.png", "session_view.png", "finish_view.png", "readme_session_view.png"),
-           "tests/app/app_helpers.py", folder="docs/screenshots",
-           env={"QT_QPA_PLATFORM": "offscreen", "VISIONTUNE_SCREENSHOTS": "{out}"},
-           page_command="VISIONTUNE_SCREENSHOTS=docs/screenshots pytest tests/app",
-           why="the app tests save these; a run of two of their files writes them"),
-]}
+                + (f" --out /tmp/{scratch}" if scratch else ""),
+                why=_OUT_SCRATCH if scratch else "",
+            )
+            for p, scratch in (
+                ("clinical-sloan-compare-evr", "val-evr"),
+                ("clinical-sloan-compare-evr-precision", "val-evrp"),
+                ("clinical-sloan-compare-over-minus-guard", None),
+                ("clinical-sloan-compare-sliders", "val-sliders2"),
+                ("clinical-sloan-compare-sliders-evr-precision", None),
+                ("clinical-sloan-compare-sliders-evr-stop", "val-sl-stop"),
+                ("clinical-sloan-compare-trial-frame", "val-tf3"),
+                ("clinical-sloan-lines", "p6/val"),
+            )
+        ),
+        _validate(
+            "clinical-validation-clinical-sloan-lines-shared",
+            *_protocol("clinical-sloan-lines-shared"),
+            "--cases",
+            "40",
+            "--jobs",
+            "2",
+            page_command="visiontune validate --protocol docs/results/protocols/clinical-sloan-lines-shared.toml "
+            "--cases 40 --jobs 2 --no-progress --out /tmp/p6/val2",
+            why=_OUT_SCRATCH,
+        ),
+        _validate(
+            "clinical-validation-optics-gp",
+            *_protocol("clinical-sloan-optics-gp"),
+            "--populations",
+            "adult-clinic,adult-clinic-misspecified",
+            "--cases",
+            "100",
+            "--jobs",
+            "1",
+            "--name",
+            "clinical-validation-optics-gp",
+            page_command="visiontune validate --protocol docs/results/protocols/clinical-sloan-optics-gp.toml "
+            "--populations adult-clinic,adult-clinic-misspecified --cases 100 --jobs 1 "
+            "--out /tmp/gpmean-val --no-progress",
+            why="it wrote to a scratch folder under the protocol's name; the store was renamed after the page",
+        ),
+        *(
+            _validate(
+                f"answer-models-{name}",
+                "--protocol",
+                protocol,
+                "--answer-model",
+                _ANSWER_MODELS,
+                "--populations",
+                "adult-clinic,young",
+                "--cases",
+                cases,
+                "--jobs",
+                "1",
+            )
+            for name, protocol, cases in (
+                ("clinical-sloan-compare", "clinical-sloan-compare", "30"),
+                ("clinical-sloan-lines", _LINES, "40"),
+            )
+        ),
+        *(
+            _validate(
+                f"answer-models-{name}-{device}",
+                "--protocol",
+                protocol,
+                "--answer-model",
+                "model",
+                "--lens-device",
+                device,
+                "--populations",
+                "adult-clinic,young",
+                "--cases",
+                cases,
+                "--jobs",
+                "1",
+            )
+            for name, protocol, cases in (
+                ("clinical-sloan-compare", "clinical-sloan-compare", "30"),
+                ("clinical-sloan-lines", _LINES, "40"),
+            )
+            for device in ("motorized-phoropter", "manual-phoropter")
+        ),
+        Target(
+            "comparisons",
+            (
+                "{python}",
+                "benchmarks/comparisons.py",
+                "--cases",
+                "100",
+                "--jobs",
+                "2",
+                "--no-progress",
+                "--out",
+                "{out}",
+            ),
+            ("comparisons.sqlite",),
+            "docs/results/comparisons.md",
+            page_command="python benchmarks/comparisons.py --cases 100 --jobs 2 --no-progress",
+        ),
+        Target(
+            "screenshots",
+            ("{python}", "-m", "visiontune.app.screenshots", "--out", "{out}"),
+            ("first-three-lenses-1.png", "first-three-lenses-2.png", "first-three-lenses-3.png"),
+            "visiontune/app/screenshots.py",
+            folder="docs/screenshots",
+            env={"QT_QPA_PLATFORM": "offscreen"},
+            page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots [--out docs/screenshots]",
+        ),
+        Target(
+            "screenshots-clinical-sloan",
+            ("{python}", "-m", "visiontune.app.screenshots", "--protocol", "clinical-sloan", "--out", "{out}"),
+            ("clinical-sloan-1.png", "clinical-sloan-2.png", "clinical-sloan-3.png"),
+            "visiontune/app/screenshots.py",
+            folder="docs/screenshots",
+            env={"QT_QPA_PLATFORM": "offscreen"},
+            page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --protocol clinical-sloan",
+        ),
+        Target(
+            "screenshots-visit",
+            ("{python}", "-m", "visiontune.app.screenshots", "--visit", "--out", "{out}"),
+            ("visit-which-eye.png", "visit-next-eye.png", "visit-balance.png", "visit-finish.png"),
+            "visiontune/app/screenshots.py",
+            folder="docs/screenshots",
+            env={"QT_QPA_PLATFORM": "offscreen"},
+            page_command="QT_QPA_PLATFORM=offscreen python -m visiontune.app.screenshots --visit "
+            "[--out docs/screenshots]",
+        ),
+        Target(
+            "screenshots-app-tests",
+            (
+                "{python}",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/app/test_session_flow.py",
+                "tests/app/test_worker.py",
+            ),
+            ("start_screen.png", "session_view.png", "finish_view.png", "readme_session_view.png"),
+            "tests/app/app_helpers.py",
+            folder="docs/screenshots",
+            env={"QT_QPA_PLATFORM": "offscreen", "VISIONTUNE_SCREENSHOTS": "{out}"},
+            page_command="VISIONTUNE_SCREENSHOTS=docs/screenshots pytest tests/app",
+            why="the app tests save these; a run of two of their files writes them",
+        ),
+    ]
+}
 
 
 def present(target: Target, out: Path) -> bool:
@@ -210,8 +358,10 @@ def main(argv: list[str] | None = None) -> int:
             out = args.out or ROOT / t.folder
             if args.missing and present(t, out):
                 continue
-            print(f"{t.name}\n  writes  {', '.join(f'{t.folder}/{w}' for w in t.writes)}\n  command {t.shown()}"
-                  f"\n  page    {t.page}" + (f"\n  (the page: {t.page_command}; {t.why})" if t.why else ""))
+            print(
+                f"{t.name}\n  writes  {', '.join(f'{t.folder}/{w}' for w in t.writes)}\n  command {t.shown()}"
+                f"\n  page    {t.page}" + (f"\n  (the page: {t.page_command}; {t.why})" if t.why else "")
+            )
         return 0
     for name in args.names:
         target = TARGETS[name]
@@ -219,8 +369,11 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out.resolve() if args.out else Path(target.folder)
         status = run(target, out, args.dry_run)
         if status:
-            print(f"{name}: the command ended with status {status}; what it finished is kept (run it again to "
-                  "resume a store)", file=sys.stderr)
+            print(
+                f"{name}: the command ended with status {status}; what it finished is kept (run it again to "
+                "resume a store)",
+                file=sys.stderr,
+            )
             return status
     return 0
 

@@ -61,8 +61,11 @@ def test_batch_uncertainty_is_the_sum_over_all_pairs_and_its_gradient_finite_dif
     values = batch_uncertainty(model, champion, Z, grad=False)
     for z, v in zip(Z, values):
         assert v == pytest.approx(_pairwise_sum(model, [0.4, *z]), abs=1e-12)
-    assert np.allclose(batch_uncertainty(model, champion, Z)[1],
-                       fd_grad(lambda W: batch_uncertainty(model, champion, W, grad=False), Z), atol=1e-6)
+    assert np.allclose(
+        batch_uncertainty(model, champion, Z)[1],
+        fd_grad(lambda W: batch_uncertainty(model, champion, W, grad=False), Z),
+        atol=1e-6,
+    )
 
 
 def test_batch_muc_champion_is_the_mean_argmax_and_challengers_beat_a_grid_search():

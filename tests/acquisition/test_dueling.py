@@ -44,8 +44,14 @@ def _model(n=20, seed=0):
 def _oracle_ei(mu, var):
     """``E[(Y)_+]``, ``Y ~ N(mu, var)``, by adaptive quadrature of ``y N(y; mu, var)`` over ``y > 0``."""
     sd = np.sqrt(var)
-    return np.array([integrate.quad(lambda t: t * np.exp(-0.5 * ((t - m) / s) ** 2) / (s * np.sqrt(2 * np.pi)),
-                                    0, m + 12 * s)[0] if m + 12 * s > 0 else 0.0 for m, s in zip(mu, sd)])
+    return np.array(
+        [
+            integrate.quad(lambda t: t * np.exp(-0.5 * ((t - m) / s) ** 2) / (s * np.sqrt(2 * np.pi)), 0, m + 12 * s)[0]
+            if m + 12 * s > 0
+            else 0.0
+            for m, s in zip(mu, sd)
+        ]
+    )
 
 
 def test_dueling_ucb_champion_is_the_mean_argmax_and_challenger_the_duel_ucb_argmax():
@@ -59,8 +65,11 @@ def test_dueling_ucb_champion_is_the_mean_argmax_and_challenger_the_duel_ucb_arg
     assert dueling_ucb(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= ucb.max() - 1e-4  # L-BFGS-B tolerance
     assert np.allclose(dueling_ucb(model, PROBLEM, GRID[::100], q.x, grad=False), ucb[::100])
     X = np.linspace(-1.9, 1.9, 7)[:, None]
-    assert np.allclose(dueling_ucb(model, PROBLEM, X, q.x)[1],
-                       fd_grad(lambda Z: dueling_ucb(model, PROBLEM, Z, q.x, grad=False), X), atol=1e-5)
+    assert np.allclose(
+        dueling_ucb(model, PROBLEM, X, q.x)[1],
+        fd_grad(lambda Z: dueling_ucb(model, PROBLEM, Z, q.x, grad=False), X),
+        atol=1e-5,
+    )
 
 
 def test_dueling_ucb_vanishes_at_the_champion_so_the_challenger_stands_apart():
@@ -79,8 +88,11 @@ def test_ei_matches_numerical_integration_and_its_gradient_finite_differences():
     tau = 0.4
     mu, var = model.predict_value(X)
     assert np.allclose(expected_improvement(model, PROBLEM, X, tau, grad=False), _oracle_ei(mu - tau, var), atol=1e-7)
-    assert np.allclose(expected_improvement(model, PROBLEM, X, tau)[1],
-                       fd_grad(lambda Z: expected_improvement(model, PROBLEM, Z, tau, grad=False), X), atol=1e-5)
+    assert np.allclose(
+        expected_improvement(model, PROBLEM, X, tau)[1],
+        fd_grad(lambda Z: expected_improvement(model, PROBLEM, Z, tau, grad=False), X),
+        atol=1e-5,
+    )
 
 
 def test_bei_integrates_the_duel_latent_and_vanishes_at_the_incumbent():
@@ -92,8 +104,11 @@ def test_bei_integrates_the_duel_latent_and_vanishes_at_the_incumbent():
     assert np.allclose(mu_g, model.predict_value(X)[0] - model.predict_value(inc[None])[0][0], atol=1e-9)
     assert np.allclose(bivariate_ei(model, PROBLEM, X, inc, grad=False), _oracle_ei(mu_g, var_g), atol=1e-7)
     assert bivariate_ei(model, PROBLEM, inc[None], inc, grad=False)[0] == pytest.approx(0.0, abs=1e-9)
-    assert np.allclose(bivariate_ei(model, PROBLEM, X, inc)[1],
-                       fd_grad(lambda Z: bivariate_ei(model, PROBLEM, Z, inc, grad=False), X), atol=1e-5)
+    assert np.allclose(
+        bivariate_ei(model, PROBLEM, X, inc)[1],
+        fd_grad(lambda Z: bivariate_ei(model, PROBLEM, Z, inc, grad=False), X),
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("rule, acq", [(BivariateEI, bivariate_ei), (PreferentialEI, None)])
@@ -125,9 +140,11 @@ def test_eiig_is_k_log_win_probability_plus_weighted_information(weight):
     info = h(p) - np.sqrt(c2 / (var_g + c2)) * np.exp(-(mu_g**2) / (2 * (var_g + c2)))  # Houlsby 2011
     values = eiig(model, PROBLEM, X, champ, k=0.7, information_weight=weight, grad=False)
     assert np.allclose(values, 0.7 * np.log(p) + weight * np.maximum(info, 0), atol=1e-8)
-    assert np.allclose(eiig(model, PROBLEM, X, champ, k=0.7, information_weight=weight)[1],
-                       fd_grad(lambda Z: eiig(model, PROBLEM, Z, champ, k=0.7, information_weight=weight, grad=False), X),
-                       atol=1e-5)
+    assert np.allclose(
+        eiig(model, PROBLEM, X, champ, k=0.7, information_weight=weight)[1],
+        fd_grad(lambda Z: eiig(model, PROBLEM, Z, champ, k=0.7, information_weight=weight, grad=False), X),
+        atol=1e-5,
+    )
 
 
 def test_the_papers_eiig_peaks_at_the_champion_itself():
@@ -173,11 +190,16 @@ def test_sample_maxima_are_the_grid_maxima_of_the_same_samples():
 def test_duel_ts_challenges_its_sampled_champion_with_maximal_epistemic_variance():
     model, data = _model(seed=6)
     q = DuelTS(n_initial=0, n_basis=256)(model, PROBLEM, data, np.random.default_rng(3))
-    assert challenge_variance(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= \
-        challenge_variance(model, PROBLEM, GRID, q.x, grad=False).max() - 1e-6
+    assert (
+        challenge_variance(model, PROBLEM, q.x2[None], q.x, grad=False)[0]
+        >= challenge_variance(model, PROBLEM, GRID, q.x, grad=False).max() - 1e-6
+    )
     X = np.linspace(-1.9, 1.9, 7)[:, None]
-    assert np.allclose(challenge_variance(model, PROBLEM, X, q.x)[1],
-                       fd_grad(lambda Z: challenge_variance(model, PROBLEM, Z, q.x, grad=False), X), atol=1e-5)
+    assert np.allclose(
+        challenge_variance(model, PROBLEM, X, q.x)[1],
+        fd_grad(lambda Z: challenge_variance(model, PROBLEM, Z, q.x, grad=False), X),
+        atol=1e-5,
+    )
 
 
 def test_dueling_ts_champion_is_the_mean_argmax_and_the_challenger_differs():
@@ -205,11 +227,30 @@ def test_table_2_and_gonzalez_rules_are_registered_with_their_sources():
     from visiontune.acquisition import registry
 
     names = set(registry.names("preferential"))
-    assert {"MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EIIG+I", "EI-pref",
-            "random-duel", "PBO-PE", "PBO-CEI", "PBO-DTS"} <= names
+    assert {
+        "MUC",
+        "Dueling-UCB",
+        "Bivariate-EI",
+        "Duel-TS",
+        "Dueling-TS",
+        "KSS",
+        "EIIG",
+        "EIIG+I",
+        "EI-pref",
+        "random-duel",
+        "PBO-PE",
+        "PBO-CEI",
+        "PBO-DTS",
+    } <= names
     assert all(registry.get(n).source.startswith(("000", "001")) for n in names)
-    assert {"MUC-ALD", "KSS-ALD", "KSS-random-context", "MUC-random-context", "BALD-duel",
-            "random-duel-contextual"} <= set(registry.names("contextual-preferential"))
+    assert {
+        "MUC-ALD",
+        "KSS-ALD",
+        "KSS-random-context",
+        "MUC-random-context",
+        "BALD-duel",
+        "random-duel-contextual",
+    } <= set(registry.names("contextual-preferential"))
     assert isinstance(registry.make("EIIG", k=0.3), EIIG) and registry.make("EIIG", k=0.3).k == 0.3
 
 
@@ -218,12 +259,15 @@ def test_duel_bald_maximises_the_duel_information_jointly_over_context_and_optio
     from visiontune.acquisition.dueling import DuelBALD
     from visiontune.gp.kernels import contextual_benchmark_kernel
 
-    problem = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5],
-                      scenario="contextual-preferential")
+    problem = Problem(
+        box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential"
+    )
     rng = np.random.default_rng(3)
     s, a, b = rng.uniform(0, 1, 30), rng.uniform(-2, 2, 30), rng.uniform(-2, 2, 30)
     y = (rng.random(30) < ndtr(3 * s * (np.sin(2 * a) - np.sin(2 * b)))).astype(float)
-    model = PreferenceGP(contextual_benchmark_kernel(SquaredExponential, [0.7], 2.0, 1), np.column_stack([s, a, s, b]), y)
+    model = PreferenceGP(
+        contextual_benchmark_kernel(SquaredExponential, [0.7], 2.0, 1), np.column_stack([s, a, s, b]), y
+    )
     q = DuelBALD(n_initial=0)(model, problem, None, np.random.default_rng(0))
     S, A, B = np.meshgrid(np.linspace(0, 1, 21), np.linspace(-2, 2, 41), np.linspace(-2, 2, 41), indexing="ij")
     grid = F.bald(model, np.column_stack([S.ravel(), A.ravel(), S.ravel(), B.ravel()]), grad=False)

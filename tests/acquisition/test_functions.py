@@ -49,8 +49,14 @@ def test_binary_ei_matches_quadrature(p_star):
     values, _ = F.binary_ei(model, X, incumbent=p_star)
     for m, v, got in zip(MU, VAR, values):
         s = np.sqrt(v)
-        oracle = integrate.quad(lambda f: max(ndtr(f) - p_star, 0.0) * norm.pdf(f, m, s), m - 12 * s, m + 12 * s,
-                                points=[norm.ppf(p_star)], limit=200, epsabs=1e-12)[0]
+        oracle = integrate.quad(
+            lambda f: max(ndtr(f) - p_star, 0.0) * norm.pdf(f, m, s),
+            m - 12 * s,
+            m + 12 * s,
+            points=[norm.ppf(p_star)],
+            limit=200,
+            epsabs=1e-12,
+        )[0]
         assert got == pytest.approx(oracle, abs=1e-8)
 
 

@@ -50,8 +50,11 @@ def test_soft_copeland_is_the_box_average_of_the_win_probability():
     assert np.allclose(soft_copeland(model, PROBLEM, X, L), oracle, atol=5e-3)
     # gradient of the landmark average against finite differences
     L64 = L[:64]
-    assert np.allclose(soft_copeland(model, PROBLEM, X, L64, grad=True)[1],
-                       fd_grad(lambda Z: soft_copeland(model, PROBLEM, Z, L64), X), atol=1e-6)
+    assert np.allclose(
+        soft_copeland(model, PROBLEM, X, L64, grad=True)[1],
+        fd_grad(lambda Z: soft_copeland(model, PROBLEM, Z, L64), X),
+        atol=1e-6,
+    )
 
 
 def test_condorcet_winner_is_the_grid_argmax_of_the_score():
@@ -83,10 +86,15 @@ def test_pbo_dts_first_member_maximises_the_sampled_copeland_score_second_the_du
     fl = f.value(L)
     assert sampled_copeland(f, PROBLEM, [[0.3]], L)[0] == pytest.approx(ndtr(f.value([[0.3]])[0] - fl).mean())
     X = np.linspace(-1.9, 1.9, 5)[:, None]
-    assert np.allclose(sampled_copeland(f, PROBLEM, X, L, grad=True)[1],
-                       fd_grad(lambda Z: sampled_copeland(f, PROBLEM, Z, L), X), atol=1e-5)
-    assert challenge_variance(model, PROBLEM, q.x2[None], q.x, grad=False)[0] >= \
-        challenge_variance(model, PROBLEM, GRID, q.x, grad=False).max() - 1e-6
+    assert np.allclose(
+        sampled_copeland(f, PROBLEM, X, L, grad=True)[1],
+        fd_grad(lambda Z: sampled_copeland(f, PROBLEM, Z, L), X),
+        atol=1e-5,
+    )
+    assert (
+        challenge_variance(model, PROBLEM, q.x2[None], q.x, grad=False)[0]
+        >= challenge_variance(model, PROBLEM, GRID, q.x, grad=False).max() - 1e-6
+    )
 
 
 def test_copeland_expected_improvement_matches_explicit_refits_from_scratch():
@@ -125,6 +133,8 @@ def test_gonzalez_rules_validate():
         PBOCEI(n_candidates=0)
     with pytest.raises(InvalidInputError, match="landmarks"):
         soft_copeland(model, PROBLEM, [[0.0]], [[0.0, 1.0]])
-    ctx = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential")
+    ctx = Problem(
+        box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential"
+    )
     with pytest.raises(ConfigurationError, match="non-contextual"):
         copeland_expected_improvement(model, ctx, [[0.0, 1.0]], [[0.0]], [[0.0]])

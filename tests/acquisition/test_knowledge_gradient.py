@@ -79,8 +79,9 @@ def test_cbkg_refinement_never_does_worse_than_the_best_candidate():
 
 def test_cbkg_query_is_the_best_candidate():
     model = probit_model(1, n=10, seed=3, context=True)
-    q = CBKG(n_candidates=16, n_reference=32, gradient=False)(model, PROBLEM, Data(model.X, model.y),
-                                                             np.random.default_rng(0))
+    q = CBKG(n_candidates=16, n_reference=32, gradient=False)(
+        model, PROBLEM, Data(model.X, model.y), np.random.default_rng(0)
+    )
     rng = np.random.default_rng(0)  # the same draws as the policy: reference set, solution, candidates
     from visiontune.acquisition.solution import solution
 

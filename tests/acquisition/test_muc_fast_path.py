@@ -17,8 +17,12 @@ from visiontune.gp.model import PreferenceGP
 PREFERENTIAL = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], scenario="preferential")
 # Context kernel s s' k(x, x') (002 §4): with the refraction kernel theta s s' + k(x, x') the context
 # term cancels in g((s, x), (s, x2)), BALD over s is flat and s is decided by round-off.
-CONTEXTUAL = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[0.0, 1.0]], reference_context=[0.5],
-                     scenario="contextual-preferential")
+CONTEXTUAL = Problem(
+    box=[[-4.0, 4.0], [-4.0, 4.0]],
+    context_box=[[0.0, 1.0]],
+    reference_context=[0.5],
+    scenario="contextual-preferential",
+)
 
 
 class PlainPath:

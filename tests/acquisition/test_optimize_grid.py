@@ -53,7 +53,7 @@ def test_multimodal_function_picks_the_global_maximum_dense_grid_oracle():
 
 
 def test_degenerate_interval_returns_its_point():
-    s, v = grid_maximize_1d(lambda S: -S[:, 0] ** 2, [0.5, 0.5])
+    s, v = grid_maximize_1d(lambda S: -(S[:, 0] ** 2), [0.5, 0.5])
     assert s[0] == 0.5 and v == -0.25
 
 

@@ -83,7 +83,9 @@ def test_two_context_dimensions_use_the_optimiser():
             dvar = np.column_stack([1 - 2 * X[:, 0], 2 * X[:, 1], np.zeros(len(X))])
             return mu, var, dmu, dvar
 
-    s = BALD(optimiser=OptimiserSettings(64, 3)).choose_context(TwoContext(), problem, np.array([0.0]), np.random.default_rng(0))
+    s = BALD(optimiser=OptimiserSettings(64, 3)).choose_context(
+        TwoContext(), problem, np.array([0.0]), np.random.default_rng(0)
+    )
     assert s.shape == (2,) and np.all((0 <= s) & (s <= 1))
 
 

@@ -69,7 +69,9 @@ def test_query_is_inside_the_boxes_for_any_data(name, kind):
     problem = _problem(spec.scenario)
     data, model = _data(problem, kind, np.random.default_rng(0))
     for n_initial in (0, 5):
-        q = registry.make(name, n_initial=n_initial, **FAST.get(name, {}))(model, problem, data, np.random.default_rng(1))
+        q = registry.make(name, n_initial=n_initial, **FAST.get(name, {}))(
+            model, problem, data, np.random.default_rng(1)
+        )
         _assert_valid(q, problem)
 
 
@@ -93,11 +95,17 @@ def test_registry_lists_the_paper_tables():
     assert {"UCB_Phi", "UCB_f", "TS", "binary-EI", "random"} <= set(registry.names("binary"))
     assert {"MUC", "KSS"} <= set(registry.names("preferential"))
     assert {"MUC-ALD", "KSS-ALD"} <= set(registry.names("contextual-preferential"))
-    assert {"UCB-ALD", "TS-ALD", "UCB-random-context", "TS-random-context", "BALD", "random-contextual"} <= set(registry.names("contextual-binary"))
+    assert {"UCB-ALD", "TS-ALD", "UCB-random-context", "TS-random-context", "BALD", "random-contextual"} <= set(
+        registry.names("contextual-binary")
+    )
     for name in registry.names():
         spec = registry.get(name)
-        assert spec.source and spec.description and spec.scenario in ("binary", "contextual-binary", "preferential", "batch-preferential",
-                                                                       "contextual-preferential")
+        assert (
+            spec.source
+            and spec.description
+            and spec.scenario
+            in ("binary", "contextual-binary", "preferential", "batch-preferential", "contextual-preferential")
+        )
 
 
 #: Near copies by design: Brochu et al.'s EI duels the incumbent with a near copy of itself (000 §5.2

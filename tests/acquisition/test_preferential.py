@@ -53,8 +53,9 @@ def test_muc_ald_duels_at_the_reference_context_then_picks_the_most_informative_
     from visiontune.acquisition import functions as F
     from visiontune.gp.kernels import contextual_benchmark_kernel
 
-    problem = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5],
-                      scenario="contextual-preferential")
+    problem = Problem(
+        box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential"
+    )
     rng = np.random.default_rng(3)
     n = 30
     s, a, b = rng.uniform(0, 1, n), rng.uniform(-2, 2, n), rng.uniform(-2, 2, n)
@@ -65,11 +66,15 @@ def test_muc_ald_duels_at_the_reference_context_then_picks_the_most_informative_
     grid = np.linspace(-2, 2, 2001)
     mu = model.predict_value(np.column_stack([np.full_like(grid, 0.5), grid]))[0]
     assert model.predict_value([[0.5, q.x[0]]])[0][0] >= mu.max() - 1e-6
-    m, v = model.predict(np.column_stack([np.full_like(grid, 0.5), np.full_like(grid, q.x[0]), np.full_like(grid, 0.5), grid]))
+    m, v = model.predict(
+        np.column_stack([np.full_like(grid, 0.5), np.full_like(grid, q.x[0]), np.full_like(grid, 0.5), grid])
+    )
     m2, v2 = model.predict([[0.5, q.x[0], 0.5, q.x2[0]]])
     assert moments.epistemic_variance(m2, v2)[0] >= moments.epistemic_variance(m, v).max() - 1e-6
     s_grid = np.linspace(0, 1, 1001)
-    info = F.bald(model, np.column_stack([s_grid, np.full_like(s_grid, q.x[0]), s_grid, np.full_like(s_grid, q.x2[0])]))[0]
+    info = F.bald(
+        model, np.column_stack([s_grid, np.full_like(s_grid, q.x[0]), s_grid, np.full_like(s_grid, q.x2[0])])
+    )[0]
     assert F.bald(model, [[q.s[0], q.x[0], q.s[0], q.x2[0]]])[0][0] >= info.max() - 1e-5
     assert q.s[0] > 0.05  # at s = 0 the duel's outcome is a known coin flip
 
@@ -87,8 +92,12 @@ def test_solution_of_every_preferential_scenario_is_the_utility_mean_argmax():
     rng = np.random.default_rng(3)
     s, a, b = rng.uniform(0, 1, 20), rng.uniform(-2, 2, 20), rng.uniform(-2, 2, 20)
     y = (rng.random(20) < 1 / (1 + np.exp(-3 * s * (np.sin(2 * a) - np.sin(2 * b))))).astype(float)
-    ctx_model = PreferenceGP(contextual_benchmark_kernel(SquaredExponential, [0.7], 2.0, 1), np.column_stack([s, a, s, b]), y)
-    problem = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential")
+    ctx_model = PreferenceGP(
+        contextual_benchmark_kernel(SquaredExponential, [0.7], 2.0, 1), np.column_stack([s, a, s, b]), y
+    )
+    problem = Problem(
+        box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential"
+    )
     x = solution(ctx_model, problem, np.random.default_rng(0))
     mu = ctx_model.predict_value(np.column_stack([np.full(len(grid), 0.5), grid[:, 0]]))[0]
     assert ctx_model.predict_value([[0.5, x[0]]])[0][0] >= mu.max() - 1e-6
@@ -106,8 +115,9 @@ def _contextual_model(n=30, seed=3):
 
 @pytest.mark.parametrize("rule", [MUC, lambda **kw: KSS(n_basis=256, **kw)])
 def test_random_context_controls_keep_the_duel_and_draw_s_uniformly(rule):
-    problem = Problem(box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5],
-                      scenario="contextual-preferential")
+    problem = Problem(
+        box=[[-2.0, 2.0]], context_box=[[0.0, 1.0]], reference_context=[0.5], scenario="contextual-preferential"
+    )
     model, data = _contextual_model()
     ald = rule(n_initial=0)(model, problem, data, np.random.default_rng(4))
     contexts = []

@@ -39,9 +39,7 @@ def _model(n_answers, seed=0, D=2, m=6, sigma=0.05):
     lines = lines[:n_answers]
     answers = [answer_projective(_quadratic, line, rng) for line in lines]
     kernel = SquaredExponential([0.3] * D, 1.0)
-    return ProjectiveGP(
-        kernel, lines, answers, sigma=sigma, m=m, rng=np.random.default_rng(seed + 100)
-    )
+    return ProjectiveGP(kernel, lines, answers, sigma=sigma, m=m, rng=np.random.default_rng(seed + 100))
 
 
 # ----------------------------------------------------------------------------- likelihood vs oracles
@@ -67,18 +65,12 @@ def test_likelihood_is_the_product_integral_of_the_comparisons():
     def f(t):
         return np.sin(2.0 * t) - 0.5 * t**2
 
-    exact = np.exp(
-        -integrate.quad(
-            lambda b: ndtr((f(b) - f(alpha)) / sigma / np.sqrt(2.0)), lo, hi, limit=200
-        )[0]
-    )
+    exact = np.exp(-integrate.quad(lambda b: ndtr((f(b) - f(alpha)) / sigma / np.sqrt(2.0)), lo, hi, limit=200)[0])
     for m, tol in ((50, 2e-3), (2000, 2e-6)):
         h = (hi - lo) / m
         betas = lo + h * (np.arange(m) + 0.5)
         vals = np.concatenate([[f(alpha)], f(betas)])
-        lp, _, _ = projective_log_likelihood(
-            vals, np.zeros(m, int), np.arange(1, m + 1), np.full(m, h), sigma
-        )
+        lp, _, _ = projective_log_likelihood(vals, np.zeros(m, int), np.arange(1, m + 1), np.full(m, h), sigma)
         assert np.exp(lp) == pytest.approx(exact, rel=tol)
         product = np.prod(1.0 - h * ndtr((f(betas) - f(alpha)) / sigma / np.sqrt(2.0)))
         assert product == pytest.approx(exact, rel=50 * h)
@@ -129,9 +121,7 @@ def test_laplace_mode_is_a_stationary_point_of_the_paper_functional():
         inv = inv.reshape(-1)
         p = model.n_pairs
         f_hat = model.predict_mean(uniq)
-        _, grad_lik, _ = projective_log_likelihood(
-            f_hat, inv[p:], inv[:p], model.weights, model.sigma
-        )
+        _, grad_lik, _ = projective_log_likelihood(f_hat, inv[p:], inv[:p], model.weights, model.sigma)
         scattered = np.zeros(len(uniq))
         np.add.at(scattered, inv[:p], model.approx.alpha)
         np.add.at(scattered, inv[p:], -model.approx.alpha)
@@ -143,8 +133,7 @@ def test_laplace_mode_is_a_stationary_point_of_the_paper_functional():
 def test_posterior_prefers_the_answers_over_the_rest_of_their_lines():
     model = _model(10, m=20)
     gaps = [
-        np.max(model.predict_mean(line.point(line.grid(21))))
-        - model.predict_mean(line.point(np.array([t])))[0]
+        np.max(model.predict_mean(line.point(line.grid(21)))) - model.predict_mean(line.point(np.array([t])))[0]
         for line, t in zip(model.lines, model.answers)
     ]
     assert np.mean(np.array(gaps) < 0.03) >= 0.8
@@ -165,33 +154,19 @@ def test_line_interval_keeps_the_segment_in_the_box():
         for t in (a, b):
             p = x + t * xi
             assert np.all(p >= bounds[:, 0] - 1e-9) and np.all(p <= bounds[:, 1] + 1e-9)
-        assert np.any(
-            np.isclose(x + a * xi, bounds[:, 0]) | np.isclose(x + a * xi, bounds[:, 1])
-        )
+        assert np.any(np.isclose(x + a * xi, bounds[:, 0]) | np.isclose(x + a * xi, bounds[:, 1]))
     with pytest.raises(InvalidInputError):
         line_interval(bounds, X[0], np.zeros(3))
 
 
 def test_simulated_user_finds_the_best_point_on_the_line_and_is_seeded():
     line = Line(np.array([0.0, 0.7]), np.array([1.0, 0.0]), 0.0, 1.0)
-    assert answer_projective(
-        _quadratic, line, np.random.default_rng(0)
-    ) == pytest.approx(0.3, abs=1e-5)
-    noisy = [
-        answer_projective(_quadratic, line, np.random.default_rng(s), noise_sd=0.01)
-        for s in (5, 5, 6)
-    ]
+    assert answer_projective(_quadratic, line, np.random.default_rng(0)) == pytest.approx(0.3, abs=1e-5)
+    noisy = [answer_projective(_quadratic, line, np.random.default_rng(s), noise_sd=0.01) for s in (5, 5, 6)]
     assert noisy[0] == noisy[1] and 0.0 <= noisy[2] <= 1.0
     assert (
         abs(
-            np.mean(
-                [
-                    answer_projective(
-                        _quadratic, line, np.random.default_rng(s), noise_sd=0.002
-                    )
-                    for s in range(30)
-                ]
-            )
+            np.mean([answer_projective(_quadratic, line, np.random.default_rng(s), noise_sd=0.002) for s in range(30)])
             - 0.3
         )
         < 0.1
@@ -233,13 +208,9 @@ def test_every_rule_returns_a_line_in_the_box_and_is_reproducible(rule, n_answer
 
 
 def test_rules_without_data_and_bad_names():
-    empty = ProjectiveGP(
-        SquaredExponential([0.3, 0.3], 1.0), [], [], rng=np.random.default_rng(0)
-    )
+    empty = ProjectiveGP(SquaredExponential([0.3, 0.3], 1.0), [], [], rng=np.random.default_rng(0))
     for rule in RULES:
-        line = ProjectiveRule(rule, n_candidates=8, n_refine=0, n_samples=16)(
-            empty, 2, 0, np.random.default_rng(1)
-        )
+        line = ProjectiveRule(rule, n_candidates=8, n_refine=0, n_samples=16)(empty, 2, 0, np.random.default_rng(1))
         assert np.all(line.point(line.hi) <= 1.0 + 1e-9)
     with pytest.raises(InvalidInputError):
         ProjectiveRule("UCB")
@@ -250,9 +221,7 @@ def test_scores_are_vectorised_and_ei_prefers_the_unexplored_promising_line():
     bases = np.array([[0.0, 0.7], [0.0, 0.05], [0.3, 0.0]])
     dirs = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     _, mu_star = model.best(UNIT2, np.random.default_rng(0))
-    ei = projective_ei(
-        model, UNIT2, bases, dirs, mu_star, np.random.default_rng(1), n_samples=256
-    )
+    ei = projective_ei(model, UNIT2, bases, dirs, mu_star, np.random.default_rng(1), n_samples=256)
     ei_one = [
         projective_ei(
             model,

@@ -22,7 +22,9 @@ def _refraction_model(n=80, seed=0):
     dS, dC = lens[:, 0] - 1.5, lens[:, 1] + 1.0
     va = np.log10(1 + 0.5 * (dS**2 + (dS + dC) ** 2))
     p = 1 / 26 + (25 / 26) * ndtr(5 * (s - va))
-    return ProbitGP(refraction_kernel(1.0, [1.5, 1.5], 4.0), np.column_stack([s, lens]), (rng.random(n) < p).astype(float))
+    return ProbitGP(
+        refraction_kernel(1.0, [1.5, 1.5], 4.0), np.column_stack([s, lens]), (rng.random(n) < p).astype(float)
+    )
 
 
 def test_default_search_is_the_cheaper_one():
@@ -43,8 +45,9 @@ def test_sample_search_finds_the_grid_maximum_of_a_multimodal_function():
         return np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.1 * X[:, 0]
 
     def fg(X):
-        return f(X), np.column_stack([3 * np.cos(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.1,
-                                      -2 * np.sin(3 * X[:, 0]) * np.sin(2 * X[:, 1])])
+        return f(X), np.column_stack(
+            [3 * np.cos(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.1, -2 * np.sin(3 * X[:, 0]) * np.sin(2 * X[:, 1])]
+        )
 
     x, v = SampleSearch().run(fg, [[-3, 3], [-3, 3]], np.random.default_rng(0), values_only=f)
     g = np.linspace(-3, 3, 601)

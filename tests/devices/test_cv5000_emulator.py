@@ -125,8 +125,10 @@ def test_the_emulator_log_file_is_user_only_json_lines(tmp_path, umask_000):
         dev.set_lenses(LENS)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     (line,) = path.read_text().splitlines()
-    assert json.loads(line)["lenses"] == {"OD": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 30.0},
-                                          "OS": {"sphere_d": 0.0, "cylinder_d": 0.0, "axis_deg": 180.0}}  # fmt: skip
+    assert json.loads(line)["lenses"] == {
+        "OD": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 30.0},
+        "OS": {"sphere_d": 0.0, "cylinder_d": 0.0, "axis_deg": 180.0},
+    }
 
 
 def test_a_lens_already_in_place_is_confirmed_without_the_change_time():

@@ -61,12 +61,15 @@ def test_garbled_frames_are_refused(frame):
         decode_frame(frame)
 
 
-@pytest.mark.parametrize("fields, named", [
-    (("B", "R", "- 1.x5", "  0.00", "  90", "L", "  0.00", "  0.00", "  90", "01", "01", "0"), "R sphere"),
-    (("B", "R", "  0.00", "  0.00", " 190", "L", "  0.00", "  0.00", "  90", "01", "01", "0"), "R axis"),
-    (("B", "R", "  0.00", "  0.00", "  90", "L", "  0.00", "  0.00", "  ab", "01", "01", "0"), "L axis"),
-    (("B", "R", "  0.00"), "not a lens command"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields, named",
+    [
+        (("B", "R", "- 1.x5", "  0.00", "  90", "L", "  0.00", "  0.00", "  90", "01", "01", "0"), "R sphere"),
+        (("B", "R", "  0.00", "  0.00", " 190", "L", "  0.00", "  0.00", "  90", "01", "01", "0"), "R axis"),
+        (("B", "R", "  0.00", "  0.00", "  90", "L", "  0.00", "  0.00", "  ab", "01", "01", "0"), "L axis"),
+        (("B", "R", "  0.00"), "not a lens command"),
+    ],
+)
 def test_a_bad_lens_field_is_named(fields, named):
     with pytest.raises(DeviceReplyError, match=named):
         parse_lens_command(fields)

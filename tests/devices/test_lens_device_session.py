@@ -25,8 +25,11 @@ def test_a_comparison_sets_lens_1_then_lens_2_before_the_eye_and_a_letter_its_on
     device = ManualDevice(lambda text: asked.append(text) or True)
     set_question_lenses(device, "OS", PendingComparison(0, 0.3, A, B, "K"))
     set_question_lenses(device, "OS", PendingQuery(1, 0.3, B, "K"))
-    assert asked == [f"set OD occluded; OS {A.format()}", f"set OD occluded; OS {B.format()}",
-                     f"set OD occluded; OS {B.format()}"]  # fmt: skip
+    assert asked == [
+        f"set OD occluded; OS {A.format()}",
+        f"set OD occluded; OS {B.format()}",
+        f"set OD occluded; OS {B.format()}",
+    ]
     with pytest.raises(DeviceError, match="OD or OS"):
         set_question_lenses(device, "OU", PendingQuery(1, 0.3, B, "K"))
 
@@ -56,8 +59,20 @@ def test_the_manual_device_asks_the_clinician_at_the_terminal_and_a_no_pauses(tm
     db = tmp_path / "log.sqlite3"
     prompts = []
     monkeypatch.setattr("builtins.input", lambda text: prompts.append(text) or "")
-    argv = ["session", "run", "--simulate", "--protocol", "clinical-sloan", "--device", "manual", "--db", str(db),
-            "--quiet", "--max-steps", "3"]  # fmt: skip
+    argv = [
+        "session",
+        "run",
+        "--simulate",
+        "--protocol",
+        "clinical-sloan",
+        "--device",
+        "manual",
+        "--db",
+        str(db),
+        "--quiet",
+        "--max-steps",
+        "3",
+    ]
     assert main(argv) == 0
     assert len(prompts) == 3 and prompts[0].startswith("set OD ") and "; OS occluded; Enter when set" in prompts[0]
     monkeypatch.setattr("builtins.input", lambda text: "n")
@@ -66,4 +81,6 @@ def test_the_manual_device_asks_the_clinician_at_the_terminal_and_a_no_pauses(tm
     with TrialStore.open(db) as store:
         assert store.get_session(1).state == SessionState.PAUSED and store.trial_count(1) == 3
         notes = lenses_set_notes(store.events(1))
-        assert [(n["trial"], n["device"], n["confirmation"]) for n in notes] == [(i, "manual", "clinician") for i in range(3)]
+        assert [(n["trial"], n["device"], n["confirmation"]) for n in notes] == [
+            (i, "manual", "clinician") for i in range(3)
+        ]

@@ -18,12 +18,15 @@ def test_a_plus_cylinder_lens_is_sent_as_the_same_lens_in_minus_cylinder():
     assert (lens.sphere_d, lens.cylinder_d, lens.axis_deg) == (-1.25, -0.5, 120.0)
 
 
-@pytest.mark.parametrize("rx, words", [
-    (Prescription(-20.25, 0.0, 180.0), ["OD sphere -20.25 D", "[-20.00, +20.00] D", "nothing was sent"]),
-    (Prescription(0.0, -6.5, 90.0), ["OD cylinder -6.50 D", "[-6.00, +0.00] D"]),
-    (Prescription(-1.1, 0.0, 180.0), ["OD sphere -1.10 D", "0.25 D steps"]),
-    (Prescription(-1.0, -0.5, 32.5), ["OD axis +32.50 deg", "1 deg steps"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rx, words",
+    [
+        (Prescription(-20.25, 0.0, 180.0), ["OD sphere -20.25 D", "[-20.00, +20.00] D", "nothing was sent"]),
+        (Prescription(0.0, -6.5, 90.0), ["OD cylinder -6.50 D", "[-6.00, +0.00] D"]),
+        (Prescription(-1.1, 0.0, 180.0), ["OD sphere -1.10 D", "0.25 D steps"]),
+        (Prescription(-1.0, -0.5, 32.5), ["OD axis +32.50 deg", "1 deg steps"]),
+    ],
+)
 def test_a_lens_outside_the_range_or_steps_is_refused_naming_value_and_range(rx, words):
     with pytest.raises(DeviceRangeError) as info:
         CV5000_LIMITS.check("OD", rx)

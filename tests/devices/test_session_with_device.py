@@ -37,8 +37,9 @@ def _session(store, protocol_name="clinical-sloan", seed=3):
     protocol = load_protocol(protocol_name)
     case = simulated_case(seed=seed, protocol=protocol)
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    session = RefractionSession.start(store, patient_id="SIM-0001", eye="OD", protocol=protocol, simulated=True,
-                                      seed=seed, start=start)  # fmt: skip
+    session = RefractionSession.start(
+        store, patient_id="SIM-0001", eye="OD", protocol=protocol, simulated=True, seed=seed, start=start
+    )
     return session, SimulatedPresenter(case.patient(protocol.n_alternatives))
 
 
@@ -55,8 +56,11 @@ def _trial_rows(trials):
 
 
 def test_every_question_is_shown_through_the_lens_the_device_holds_and_the_logs_agree(tmp_path):
-    with TrialStore.open(tmp_path / "log.sqlite3") as store, CV5000Emulator(change_seconds=0.0) as emu, \
-            CV5000(emu.port, reply_timeout_s=1.0) as device:  # fmt: skip
+    with (
+        TrialStore.open(tmp_path / "log.sqlite3") as store,
+        CV5000Emulator(change_seconds=0.0) as emu,
+        CV5000(emu.port, reply_timeout_s=1.0) as device,
+    ):
         session, patient = _session(store)
         with session:
             session.attach_device(device)
@@ -107,7 +111,9 @@ def test_a_device_fault_pauses_the_session_keeping_every_answer_and_resuming_fin
             assert session.run(patient, max_steps=4) is None
             before = _trial_rows(session.log.trials())
             if inject is None:  # a device whose range holds none of the session's lenses
-                session.attach_device(CV5000(emu.port, reply_timeout_s=0.3, limits=DeviceLimits(10, 20, 0.25, -6, 0, 0.25)))
+                session.attach_device(
+                    CV5000(emu.port, reply_timeout_s=0.3, limits=DeviceLimits(10, 20, 0.25, -6, 0, 0.25))
+                )
             else:
                 inject(emu)
             with pytest.raises(DeviceError) as info:
@@ -117,8 +123,12 @@ def test_a_device_fault_pauses_the_session_keeping_every_answer_and_resuming_fin
             assert session.state == SessionState.PAUSED
         assert _trial_rows(store.trials(1)) == before
         emu.clear_faults()
-    with TrialStore.open(db) as store, CV5000Emulator(change_seconds=0.0) as back, \
-            RefractionSession.resume(store, 1) as session, CV5000(back.port, reply_timeout_s=1.0) as device:  # fmt: skip
+    with (
+        TrialStore.open(db) as store,
+        CV5000Emulator(change_seconds=0.0) as back,
+        RefractionSession.resume(store, 1) as session,
+        CV5000(back.port, reply_timeout_s=1.0) as device,
+    ):
         session.attach_device(device)
         result = session.run(patient)
         trials = session.log.trials()
@@ -131,13 +141,29 @@ def test_the_command_line_pauses_on_a_pulled_cable_and_resumes_on_the_device(tmp
     db = tmp_path / "log.sqlite3"
     with CV5000Emulator(change_seconds=0.0) as emu:
         emu.close_after(6)
-        code = main(["session", "run", "--simulate", "--protocol", "clinical-sloan", "--device", f"cv5000:{emu.port}",
-                     "--db", str(db), "--quiet"])  # fmt: skip
+        code = main(
+            [
+                "session",
+                "run",
+                "--simulate",
+                "--protocol",
+                "clinical-sloan",
+                "--device",
+                f"cv5000:{emu.port}",
+                "--db",
+                str(db),
+                "--quiet",
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 2 and "session 1 paused, 5 answers kept" in err and "the port closed or the cable is out" in err
     with CV5000Emulator(change_seconds=0.0) as back:
-        assert main(["session", "resume", "1", "--simulate", "--device", f"cv5000:{back.port}", "--db", str(db),
-                     "--quiet"]) == 0  # fmt: skip
+        assert (
+            main(
+                ["session", "resume", "1", "--simulate", "--device", f"cv5000:{back.port}", "--db", str(db), "--quiet"]
+            )
+            == 0
+        )
     with TrialStore.open(db) as store:
         trials = store.trials(1)
         assert store.get_session(1).state == SessionState.FINISHED

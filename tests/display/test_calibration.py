@@ -149,6 +149,7 @@ def test_module_does_not_import_psychopy():
 
 # -- luminance (ISO 10938:2016 background 80-320 cd/m^2; optotype <= 15% of it) -----------
 
+
 @pytest.mark.parametrize("lb", [80.0, 85.0, 320.0])
 def test_background_inside_iso_range_accepted(lb):
     c = Calibration(**GOOD, background_cd_m2=lb)
@@ -214,6 +215,7 @@ def test_from_card_passes_luminance_on():
 
 # -- a real PsychoPy Monitor Center profile, read by PsychoPy's own interpreter -------------
 
+
 def psychopy_python():
     """The PsychoPy interpreter .ci/run prepares (VISIONTUNE_PSYCHOPY_PYTHON), or skip."""
     import os
@@ -221,16 +223,20 @@ def psychopy_python():
 
     py = os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON")
     if not py or subprocess.run([py, "-c", "import psychopy"], capture_output=True).returncode != 0:
-        pytest.skip(os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
-                    or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON")
+        pytest.skip(
+            os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
+            or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON"
+        )
     return py
 
 
 def make_psychopy_monitor(py, home, name, width_cm, distance_cm, size_pix):
     import subprocess
 
-    code = (f"from psychopy import monitors; m = monitors.Monitor({name!r}, width={width_cm}, distance={distance_cm});"
-            f"m.setSizePix({list(size_pix)}); m.save()")
+    code = (
+        f"from psychopy import monitors; m = monitors.Monitor({name!r}, width={width_cm}, distance={distance_cm});"
+        f"m.setSizePix({list(size_pix)}); m.save()"
+    )
     subprocess.run([py, "-c", code], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True, capture_output=True)
 
 
@@ -283,11 +289,13 @@ def test_every_quantity_has_a_physical_range(field, value, message):
 
 def test_pixel_pitch_has_a_physical_range():
     with pytest.raises(CalibrationError, match="pixel pitch"):
-        Calibration(screen_width_mm=20.0, screen_height_mm=11.25, width_px=3840, height_px=2160,
-                    viewing_distance_mm=4000.0)  # fmt: skip
+        Calibration(
+            screen_width_mm=20.0, screen_height_mm=11.25, width_px=3840, height_px=2160, viewing_distance_mm=4000.0
+        )
     with pytest.raises(CalibrationError, match="pixel pitch"):
-        Calibration(screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=160, height_px=90,
-                    viewing_distance_mm=4000.0)  # fmt: skip
+        Calibration(
+            screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=160, height_px=90, viewing_distance_mm=4000.0
+        )
 
 
 def test_largest_sensible_lane_is_accepted():

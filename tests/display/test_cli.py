@@ -46,8 +46,19 @@ def test_physical_size_is_saved_private_and_reported(tmp_path, capsys):
 def test_card_measurement(tmp_path, capsys):
     path = tmp_path / "cal.json"
     # a 0.25 mm panel shows the card 342.4 x 215.92 px
-    rc, out, _ = calibrate(["--card-px", str(CARD_WIDTH_MM / 0.25), str(CARD_HEIGHT_MM / 0.25),
-                            "--resolution", "1920x1080", "--distance-mm", "4000"], path, capsys)
+    rc, out, _ = calibrate(
+        [
+            "--card-px",
+            str(CARD_WIDTH_MM / 0.25),
+            str(CARD_HEIGHT_MM / 0.25),
+            "--resolution",
+            "1920x1080",
+            "--distance-mm",
+            "4000",
+        ],
+        path,
+        capsys,
+    )
     assert rc == 0
     c = load_calibration(path)
     assert c.pixel_pitch_x_mm == pytest.approx(0.25) and c.pixel_pitch_mm == pytest.approx(0.25)
@@ -244,8 +255,13 @@ def test_every_quantity_has_a_physical_range(tmp_path, capsys, argv, name):
 def test_a_stored_file_out_of_range_is_refused_on_show(tmp_path, capsys):
     path = tmp_path / "cal.json"
     good = dict(screen_width_mm=597.9, screen_height_mm=336.3, width_px=1920, height_px=1080, viewing_distance_mm=6000)
-    for field, value in [("viewing_distance_mm", 1e308), ("width_px", 1e300), ("width_px", [1920]),
-                         ("screen_width_mm", True), ("mirror", 1)]:  # fmt: skip
+    for field, value in [
+        ("viewing_distance_mm", 1e308),
+        ("width_px", 1e300),
+        ("width_px", [1920]),
+        ("screen_width_mm", True),
+        ("mirror", 1),
+    ]:
         path.write_text(json.dumps({**good, field: value}))
         assert field in _one_line_error(*calibrate(["--show"], path, capsys))
     path.write_text(json.dumps(good).replace("6000", "1e999"))  # JSON that decodes to inf

@@ -105,6 +105,7 @@ def test_parent_never_imports_psychopy_or_qt():
 # dependency of the main environment); Xvfb provides the display. Each window costs a few
 # seconds to open, so the windows are shared per module.
 
+
 def _psychopy_python():
     reason = os.environ.get("VISIONTUNE_PSYCHOPY_SKIP_REASON")
     explicit = os.environ.get("VISIONTUNE_PSYCHOPY_PYTHON")
@@ -113,7 +114,11 @@ def _psychopy_python():
             return py, None
     if explicit:
         return None, f"VISIONTUNE_PSYCHOPY_PYTHON={explicit} cannot import psychopy"
-    return None, reason or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON (PsychoPy is not a dependency)"
+    return (
+        None,
+        reason
+        or "no Python with PsychoPy: run .ci/run or set VISIONTUNE_PSYCHOPY_PYTHON (PsychoPy is not a dependency)",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +132,11 @@ def psychopy_display():
     if shutil.which("Xvfb") is None:
         pytest.skip("no DISPLAY and no Xvfb to provide one (apt-get install xvfb)")
     number = next(n for n in range(57, 200) if not os.path.exists(f"/tmp/.X{n}-lock"))
-    xvfb = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", f":{number}", "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 10
     while not os.path.exists(f"/tmp/.X11-unix/X{number}") and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -148,7 +156,9 @@ def open_window(psychopy_display):
 
     def factory(cal, letter_set):
         if (cal, letter_set) not in opened:
-            opened[cal, letter_set] = PsychoPyRenderer(cal, letter_set, fullscreen=False, python=py, start_timeout_s=120)
+            opened[cal, letter_set] = PsychoPyRenderer(
+                cal, letter_set, fullscreen=False, python=py, start_timeout_s=120
+            )
         return opened[cal, letter_set]
 
     yield factory

@@ -218,13 +218,19 @@ def test_plot_regret_curves_writes_pngs_or_reports_missing_matplotlib(tmp_path):
 
 def _final_only(means: dict[str, dict[str, float]]) -> dict:
     """curves whose final column has the given means (two runs each, mean ± 0.1)."""
-    return {f: {r: np.array([[0.0, m - 0.1], [0.0, m + 0.1]]) for r, m in by_rule.items()} for f, by_rule in means.items()}
+    return {
+        f: {r: np.array([[0.0, m - 0.1], [0.0, m + 0.1]]) for r, m in by_rule.items()} for f, by_rule in means.items()
+    }
 
 
 def test_average_ranks_by_hand_with_a_tie():
-    curves = _final_only({"f": {"a": 3.0, "b": 2.0, "c": 1.0},
-                          "g": {"a": 1.0, "b": 2.0, "c": 2.0},   # b and c tie: 1.5 each
-                          "h": {"a": 5.0, "b": 4.0, "c": 0.0}})  # fmt: skip
+    curves = _final_only(
+        {
+            "f": {"a": 3.0, "b": 2.0, "c": 1.0},
+            "g": {"a": 1.0, "b": 2.0, "c": 2.0},  # b and c tie: 1.5 each
+            "h": {"a": 5.0, "b": 4.0, "c": 0.0},
+        }
+    )
     ranks = A.average_ranks(curves)
     np.testing.assert_allclose(ranks.mean_rank, [(1 + 3 + 1) / 3, (2 + 1.5 + 2) / 3, (3 + 1.5 + 3) / 3])
     assert [ranks.rules[i] for i in ranks.order()] == ["a", "b", "c"]

@@ -23,9 +23,24 @@ def _short(tmp_path, trials=8):
 
 
 def test_answer_models_page_store_and_resume(tmp_path, capsys):
-    args = ["validate", "--protocol", str(_short(tmp_path)), "--answer-model", "model,last-lens-bias",
-            "--lens-device", "motorized-phoropter", "--populations", "young", "--cases", "2", "--jobs", "1",
-            "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    args = [
+        "validate",
+        "--protocol",
+        str(_short(tmp_path)),
+        "--answer-model",
+        "model,last-lens-bias",
+        "--lens-device",
+        "motorized-phoropter",
+        "--populations",
+        "young",
+        "--cases",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main(args) == 0
     assert "4 runs now, 4 in all" in capsys.readouterr().out
     page = (tmp_path / "answer-models-short-motorized-phoropter.md").read_text()
@@ -35,11 +50,15 @@ def test_answer_models_page_store_and_resume(tmp_path, capsys):
         runs = store.metrics("short-seed1-answers-last-lens-bias-device-motorized-phoropter", "young", "evr", 2)
     assert len(runs) == 2
     for r in runs:  # 3 s a letter, 5 s a comparison, 0.5 s a change: the device's price
-        assert r["patient_s"] == pytest.approx(5.0 * r["comparisons"] + 3.0 * (8 - r["comparisons"])
-                                               + 0.5 * r["lens_changes"])  # fmt: skip
+        assert r["patient_s"] == pytest.approx(
+            5.0 * r["comparisons"] + 3.0 * (8 - r["comparisons"]) + 0.5 * r["lens_changes"]
+        )
     summary = json.loads((tmp_path / "answer-models-short-motorized-phoropter.json").read_text())
-    assert [r["label"] for r in summary["tables"]["young"]] == ["model", "last-lens-bias",
-                                                                "starting prescription as it is"]  # fmt: skip
+    assert [r["label"] for r in summary["tables"]["young"]] == [
+        "model",
+        "last-lens-bias",
+        "starting prescription as it is",
+    ]
     assert main(args) == 0
     assert "0 runs now, 4 in all" in capsys.readouterr().out
 
@@ -51,12 +70,25 @@ def test_unknown_answer_model_is_refused(tmp_path, capsys):
 
 def test_rows_are_the_shares_of_the_runs():
     def run(err, start, cov, stop, age, signed, t):
-        return {"error_d": err, "start_error_d": start, "covered_95": cov, "stopped_by": stop, "age_years": age,
-                "signed_error_m_d": signed, "start_signed_error_m_d": 0.0, "answers": 40, "lens_changes": 10,
-                "patient_s": t}  # fmt: skip
+        return {
+            "error_d": err,
+            "start_error_d": start,
+            "covered_95": cov,
+            "stopped_by": stop,
+            "age_years": age,
+            "signed_error_m_d": signed,
+            "start_signed_error_m_d": 0.0,
+            "answers": 40,
+            "lens_changes": 10,
+            "patient_s": t,
+        }
 
-    runs = [run(0.1, 0.3, True, "precision", 20.0, -0.5, 100.0), run(0.4, 0.3, False, "budget", 50.0, 0.0, 200.0),
-            run(0.6, 0.7, True, "precision", 30.0, 0.0, 300.0), {"refused": "outside"}]  # fmt: skip
+    runs = [
+        run(0.1, 0.3, True, "precision", 20.0, -0.5, 100.0),
+        run(0.4, 0.3, False, "budget", 50.0, 0.0, 200.0),
+        run(0.6, 0.7, True, "precision", 30.0, 0.0, 300.0),
+        {"refused": "outside"},
+    ]
     row = answer_row("m", runs)
     assert (row.n, row.within_025, row.within_050) == (3, 1 / 3, 2 / 3)
     assert (row.coverage_95, row.precision_stops) == (2 / 3, 2 / 3)

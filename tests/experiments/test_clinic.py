@@ -14,25 +14,67 @@ from visiontune.experiments.clinic import CaseResult, ClinicStore, RunKeyLike, p
 from visiontune.refraction.protocol import load_protocol
 
 
-def _run(error, *, start_error=None, answers=120, stopped_by="budget", covered=True, age=50.0, signed_m=0.0,
-         axis=None, start_axis=None, decision_ms=(5.0, 7.0)):  # fmt: skip
-    m = {"answers": answers, "stopped_by": stopped_by, "error_d": error, "error_m_d": error / 2,
-         "error_j_d": error / 3, "signed_error_m_d": signed_m, "exact_error_d": error, "axis_error_deg": axis,
-         "va_loss_logmar": error / 10, "age_years": age, "true_cylinder_d": -1.0, "decision_ms": list(decision_ms),
-         "covered_50": covered, "covered_80": covered, "covered_95": True}  # fmt: skip
+def _run(
+    error,
+    *,
+    start_error=None,
+    answers=120,
+    stopped_by="budget",
+    covered=True,
+    age=50.0,
+    signed_m=0.0,
+    axis=None,
+    start_axis=None,
+    decision_ms=(5.0, 7.0),
+):
+    m = {
+        "answers": answers,
+        "stopped_by": stopped_by,
+        "error_d": error,
+        "error_m_d": error / 2,
+        "error_j_d": error / 3,
+        "signed_error_m_d": signed_m,
+        "exact_error_d": error,
+        "axis_error_deg": axis,
+        "va_loss_logmar": error / 10,
+        "age_years": age,
+        "true_cylinder_d": -1.0,
+        "decision_ms": list(decision_ms),
+        "covered_50": covered,
+        "covered_80": covered,
+        "covered_95": True,
+    }
     if start_error is not None:
-        m.update({"start_error_d": start_error, "start_error_m_d": start_error, "start_error_j_d": 0.0,
-                  "start_signed_error_m_d": -start_error, "start_axis_error_deg": start_axis,
-                  "start_va_loss_logmar": start_error / 10})  # fmt: skip
+        m.update(
+            {
+                "start_error_d": start_error,
+                "start_error_m_d": start_error,
+                "start_error_j_d": 0.0,
+                "start_signed_error_m_d": -start_error,
+                "start_axis_error_deg": start_axis,
+                "start_va_loss_logmar": start_error / 10,
+            }
+        )
     return m
 
 
 def test_summary_shares_quantiles_and_counts_are_those_of_the_runs():
     errors = [0.1, 0.25, 0.3, 0.5, 0.7]
-    runs = [_run(e, start_error=0.2 if i < 2 else 0.6, covered=i % 2 == 0, stopped_by="precision" if i == 4 else "budget",
-                 answers=100 + i, axis=10.0 if i == 0 else 2.0, start_axis=5.0, age=20.0 if i < 3 else 60.0,
-                 signed_m=-0.5 if i == 1 else 0.0, decision_ms=(float(i), 10.0 * i))
-            for i, e in enumerate(errors)]  # fmt: skip
+    runs = [
+        _run(
+            e,
+            start_error=0.2 if i < 2 else 0.6,
+            covered=i % 2 == 0,
+            stopped_by="precision" if i == 4 else "budget",
+            answers=100 + i,
+            axis=10.0 if i == 0 else 2.0,
+            start_axis=5.0,
+            age=20.0 if i < 3 else 60.0,
+            signed_m=-0.5 if i == 1 else 0.0,
+            decision_ms=(float(i), 10.0 * i),
+        )
+        for i, e in enumerate(errors)
+    ]
     s = summarise("evr", runs)
     assert (s.n, s.within_025, s.within_050) == (5, 0.4, 0.8)
     assert s.median_error_d == 0.3 and s.p90_error_d == pytest.approx(np.percentile(errors, 90))
@@ -50,7 +92,11 @@ def test_summary_shares_quantiles_and_counts_are_those_of_the_runs():
 
 
 def test_refused_patients_are_counted_and_left_out_of_the_scores():
-    runs = [_run(0.1, start_error=0.3), {"refused": "starting prescription: ... outside the range"}, _run(0.4, start_error=0.3)]
+    runs = [
+        _run(0.1, start_error=0.3),
+        {"refused": "starting prescription: ... outside the range"},
+        _run(0.4, start_error=0.3),
+    ]
     s = summarise("evr", runs)
     assert s.n == 2 and s.within_025 == 0.5 and s.stops == {"budget": 2, "refused, outside the range": 1}
 
@@ -108,8 +154,14 @@ def test_a_finished_store_is_read_by_case_without_writing_beside_it(tmp_path):
 def test_the_plan_runs_every_policy_on_the_same_patients():
     protocol = load_protocol("clinical-sloan")
     specs = plan("e", protocol, ["evr", "bald"], "young", 3, seed=1)
-    assert [(s.policy, s.case.case_id) for s in specs] == [("evr", 0), ("evr", 1), ("evr", 2),
-                                                            ("bald", 0), ("bald", 1), ("bald", 2)]  # fmt: skip
+    assert [(s.policy, s.case.case_id) for s in specs] == [
+        ("evr", 0),
+        ("evr", 1),
+        ("evr", 2),
+        ("bald", 0),
+        ("bald", 1),
+        ("bald", 2),
+    ]
     assert [s.case for s in specs[:3]] == [s.case for s in specs[3:]]
     assert 'policy = "bald"' in specs[3].protocol_text and all(s.case.age_years <= 35 for s in specs)
 
@@ -123,8 +175,22 @@ def _short_protocol(tmp_path):
 
 
 def test_validate_writes_a_simulated_page_and_resumes(tmp_path, capsys):
-    args = ["validate", "--protocol", str(_short_protocol(tmp_path)), "--populations", "adult-clinic,no-start",
-            "--cases", "2", "--jobs", "1", "--out", str(tmp_path), "--name", "v", "--no-progress"]  # fmt: skip
+    args = [
+        "validate",
+        "--protocol",
+        str(_short_protocol(tmp_path)),
+        "--populations",
+        "adult-clinic,no-start",
+        "--cases",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--name",
+        "v",
+        "--no-progress",
+    ]
     assert main(args) == 0
     assert "4 runs now, 4 in all" in capsys.readouterr().out
     page = (tmp_path / "v.md").read_text()
@@ -132,7 +198,9 @@ def test_validate_writes_a_simulated_page_and_resumes(tmp_path, capsys):
     assert "starting prescription as it is" in page.split("## no-start")[0]
     assert "starting prescription as it is" not in page.split("## no-start")[1]  # no start to score
     summary = json.loads((tmp_path / "v.json").read_text())
-    assert summary["tables"]["adult-clinic"][0]["n"] == 2 and summary["tables"]["adult-clinic"][0]["median_answers"] == 12
+    assert (
+        summary["tables"]["adult-clinic"][0]["n"] == 2 and summary["tables"]["adult-clinic"][0]["median_answers"] == 12
+    )
     assert main(args) == 0
     assert "0 runs now, 4 in all" in capsys.readouterr().out
 
@@ -149,10 +217,24 @@ def test_validate_with_comparisons_counts_them_and_the_patients_time(tmp_path, c
     time (3 s a letter, 5 s a comparison, 4 s a change of lens), the page adds both columns and says
     how the simulated patients answer comparisons."""
     text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", "max_trials = 10")
-    text = text.replace("min_trials = 20", "min_trials = 0").replace('name = "clinical-sloan-compare"', 'name = "short-compare"')
+    text = text.replace("min_trials = 20", "min_trials = 0").replace(
+        'name = "clinical-sloan-compare"', 'name = "short-compare"'
+    )
     (tmp_path / "short-compare.toml").write_text(text)
-    args = ["validate", "--protocol", str(tmp_path / "short-compare.toml"), "--populations", "adult-clinic", "--cases", "2",
-            "--jobs", "1", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    args = [
+        "validate",
+        "--protocol",
+        str(tmp_path / "short-compare.toml"),
+        "--populations",
+        "adult-clinic",
+        "--cases",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main(args) == 0
     page = (tmp_path / "clinical-validation-short-compare.md").read_text()  # the letters-only page is not overwritten
     assert "comparisons (median) | patient time (median, s) |" in page
@@ -171,16 +253,32 @@ def test_validate_with_sliders_counts_them_and_the_patients_time(tmp_path):
     """A protocol that asks sliders too (the test protocol, 10 answers): each run records the
     sliders asked, the patient's time counts them at 8 s, the page adds a sliders column."""
     source = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
-    text = source.read_text().replace("max_trials = 120", "max_trials = 10").replace("min_trials = 20", "min_trials = 0")
+    text = (
+        source.read_text().replace("max_trials = 120", "max_trials = 10").replace("min_trials = 20", "min_trials = 0")
+    )
     text = text.replace('name = "test-sloan-compare-sliders"', 'name = "short-sliders"')
     (tmp_path / "short-sliders.toml").write_text(text)
-    args = ["validate", "--protocol", str(tmp_path / "short-sliders.toml"), "--populations", "adult-clinic",
-            "--cases", "2", "--jobs", "1", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    args = [
+        "validate",
+        "--protocol",
+        str(tmp_path / "short-sliders.toml"),
+        "--populations",
+        "adult-clinic",
+        "--cases",
+        "2",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert main(args) == 0
     page = (tmp_path / "clinical-validation-short-sliders.md").read_text()
     assert "comparisons (median) | patient time (median, s) | sliders (median) |" in page
-    assert ("a slider counted at 8 s; its model of the choice: a logit over the knob's lenses with lapse 0.05 and noise "
-            "0.03 logMAR. The simulated patients choose by the stated model (noise 0.03 logMAR, lapse 0.05)") in page
+    assert (
+        "a slider counted at 8 s; its model of the choice: a logit over the knob's lenses with lapse 0.05 and noise "
+        "0.03 logMAR. The simulated patients choose by the stated model (noise 0.03 logMAR, lapse 0.05)"
+    ) in page
     with ClinicStore(tmp_path / "clinical-validation-short-sliders.sqlite") as store:
         runs = store.metrics("short-sliders-seed1", "adult-clinic", "evr", 2)
     for r in runs:
@@ -192,6 +290,7 @@ def test_validate_with_sliders_counts_them_and_the_patients_time(tmp_path):
 def test_the_validation_page_says_when_the_slider_noise_is_inferred():
     from visiontune.experiments.validate_cli import _sliders_note
     from visiontune.refraction.protocol import load_protocol
+
     root = Path(__file__).resolve().parents[2]
     note = _sliders_note(load_protocol(str(root / "docs/results/protocols/clinical-sloan-compare-sliders.toml")))[0]
     assert "noise inferred per patient (lognormal prior, median 0.03 logMAR, σ 0.8)" in note

@@ -115,11 +115,21 @@ def test_minimisers_are_local_minima_under_small_perturbations(name):
 def test_published_minima_are_reproduced():
     # values printed by S&B / the literature, to their printed precision
     published = {
-        "six_hump_camel": -1.0316, "cross_in_tray": -2.06261, "eggholder": -959.6407,
-        "hartmann3": -3.86278, "hartmann6": -3.32237, "holder_table": -19.2085,
-        "shekel": -10.5364, "shubert": -186.7309, "trid": -2.0, "goldstein_price": 3.0,
-        "forrester": -6.02074, "gramacy_lee": -0.869011, "schaffer4": 0.292579, "hartmann4": -3.1345,
-    }  # fmt: skip
+        "six_hump_camel": -1.0316,
+        "cross_in_tray": -2.06261,
+        "eggholder": -959.6407,
+        "hartmann3": -3.86278,
+        "hartmann6": -3.32237,
+        "holder_table": -19.2085,
+        "shekel": -10.5364,
+        "shubert": -186.7309,
+        "trid": -2.0,
+        "goldstein_price": 3.0,
+        "forrester": -6.02074,
+        "gramacy_lee": -0.869011,
+        "schaffer4": 0.292579,
+        "hartmann4": -3.1345,
+    }
     for name, value in published.items():
         assert FUNCTIONS[name].minimum == pytest.approx(value, abs=1e-4), name
 

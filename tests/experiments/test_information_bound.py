@@ -98,8 +98,9 @@ def test_patient_bound_orders_patients_as_the_optics_says():
     assert young.info_m < presbyope.info_m
 
 
-@pytest.mark.parametrize("kwargs", [{"slope": 0.0}, {"slope": float("nan")}, {"slope": 5.0, "amplitude": -1.0},
-                                    {"slope": 5.0, "reach": 0.0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs", [{"slope": 0.0}, {"slope": float("nan")}, {"slope": 5.0, "amplitude": -1.0}, {"slope": 5.0, "reach": 0.0}]
+)
 def test_bad_input_is_refused(kwargs):
     with pytest.raises(InvalidInputError, match="slope, amplitude, reach"):
         letter_information(**kwargs)
@@ -163,10 +164,17 @@ def test_two_question_search_finds_the_best_pair_on_a_coarse_grid():
     assert amplitude > 1.0  # every lens on the minus side within the reach is read through accommodation
     i_ee, i_en, i_nn = _fisher(probs)
     found = _two_point_efficient(i_ee, i_en, i_nn)[0]
-    best = max(float(np.max(w * i_ee[:, None] + (1 - w) * i_ee[None, :]
-                            - (w * i_en[:, None] + (1 - w) * i_en[None, :]) ** 2
-                            / np.maximum(w * i_nn[:, None] + (1 - w) * i_nn[None, :], 1e-300)))
-               for w in np.linspace(0.0, 1.0, 51))  # fmt: skip
+    best = max(
+        float(
+            np.max(
+                w * i_ee[:, None]
+                + (1 - w) * i_ee[None, :]
+                - (w * i_en[:, None] + (1 - w) * i_en[None, :]) ** 2
+                / np.maximum(w * i_nn[:, None] + (1 - w) * i_nn[None, :], 1e-300)
+            )
+        )
+        for w in np.linspace(0.0, 1.0, 51)
+    )
     assert found == pytest.approx(best, rel=1e-9)
 
 

@@ -55,9 +55,16 @@ def test_mixed_loop_with_comparisons_off_asks_the_letter_loops_queries():
     patient = case.patient(PROTOCOL.n_alternatives)
     letters = Refraction(MemoryLog(), PROTOCOL, seed=case.seed, start=_start(case), simulated=True)
     letters.run(SimulatedPresenter(patient), max_steps=25)
-    mixed = Refraction(MemoryLog(), dataclasses.replace(PROTOCOL, comparisons=MixedSettings(comparisons=False)),
-                       seed=case.seed, start=_start(case), simulated=True)
-    mixed.run(SimulatedPresenter(case.patient(PROTOCOL.n_alternatives), comparison_model=ComparisonModel()), max_steps=25)
+    mixed = Refraction(
+        MemoryLog(),
+        dataclasses.replace(PROTOCOL, comparisons=MixedSettings(comparisons=False)),
+        seed=case.seed,
+        start=_start(case),
+        simulated=True,
+    )
+    mixed.run(
+        SimulatedPresenter(case.patient(PROTOCOL.n_alternatives), comparison_model=ComparisonModel()), max_steps=25
+    )
     a = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in letters.trials()]
     b = [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in mixed.trials()]
     assert len(a) == 25 and a == b
@@ -100,8 +107,15 @@ def test_a_mixed_log_is_the_source_of_truth():
 
 def test_run_mixed_case_metrics_add_up():
     case = CASES[1]
-    spec = MixedCaseSpec("t", PROTOCOL.source_text, PROTOCOL.source, "mixed", "adult-clinic", case,
-                         MixedSettings(comparison=ComparisonModel("blur")))
+    spec = MixedCaseSpec(
+        "t",
+        PROTOCOL.source_text,
+        PROTOCOL.source,
+        "mixed",
+        "adult-clinic",
+        case,
+        MixedSettings(comparison=ComparisonModel("blur")),
+    )
     m = run_mixed_case(spec).metrics
     assert m["letters"] + m["comparisons"] == m["answers"] == len(m["error_by_answer"]) == len(m["seconds_by_answer"])
     assert m["patient_s"] == pytest.approx(3.0 * m["letters"] + 5.0 * m["comparisons"])

@@ -31,8 +31,10 @@ def test_paper_order_and_unknown_experiment():
 
 def _result(better: str, worse: str, other: str):
     rng = np.random.default_rng(0)
-    curves = {f: {better: 1.0 + rng.random((12, 3)), worse: rng.random((12, 3)) - 1.0, other: rng.random((12, 3)) - 1.0}
-              for f in ("f1", "f2")}
+    curves = {
+        f: {better: 1.0 + rng.random((12, 3)), worse: rng.random((12, 3)) - 1.0, other: rng.random((12, 3)) - 1.0}
+        for f in ("f1", "f2")
+    }
     return stratified_analysis(curves)
 
 
@@ -53,18 +55,38 @@ def test_a_rule_outside_the_papers_table_is_left_out_of_the_comparison_with_it()
     from visiontune.experiments.analysis import average_ranks
 
     rng = np.random.default_rng(1)
-    curves = {f: {"EIIG+I": 5.0 + rng.random((12, 3)), "MUC": 2.0 + rng.random((12, 3)),
-                  "random-duel": rng.random((12, 3)), "EI-pref": -2.0 + rng.random((12, 3))} for f in ("f1", "f2")}
-    assert bench_cli.paper_rules_only("000-table2", {f: {r: c for r, c in by.items() if r != "EIIG+I"}
-                                                     for f, by in curves.items()}) is None
+    curves = {
+        f: {
+            "EIIG+I": 5.0 + rng.random((12, 3)),
+            "MUC": 2.0 + rng.random((12, 3)),
+            "random-duel": rng.random((12, 3)),
+            "EI-pref": -2.0 + rng.random((12, 3)),
+        }
+        for f in ("f1", "f2")
+    }
+    assert (
+        bench_cli.paper_rules_only(
+            "000-table2", {f: {r: c for r, c in by.items() if r != "EIIG+I"} for f, by in curves.items()}
+        )
+        is None
+    )
     result, ranks = bench_cli.paper_rules_only("000-table2", curves)
     assert set(result.rules) == {"MUC", "random-duel", "EI-pref"}
     assert dict(zip(result.rules, result.borda.tolist())) == {"MUC": 4, "random-duel": 2, "EI-pref": 0}
     assert dict(zip(ranks.rules, ranks.mean_rank.tolist())) == {"MUC": 1.0, "random-duel": 2.0, "EI-pref": 3.0}
     full = stratified_analysis(curves)
-    page = bench_cli.results_page(EXPERIMENTS["000-table2"].with_functions(["ackley"]), full, None, [], "cmd", [],
-                                  average_ranks(curves), None, (result, ranks))
-    section = page[page.index("## The paper's rules only"):page.index("## Average ranks")]
+    page = bench_cli.results_page(
+        EXPERIMENTS["000-table2"].with_functions(["ackley"]),
+        full,
+        None,
+        [],
+        "cmd",
+        [],
+        average_ranks(curves),
+        None,
+        (result, ranks),
+    )
+    section = page[page.index("## The paper's rules only") : page.index("## Average ranks")]
     assert "without EIIG+I" in section and "| EIIG+I |" not in section
     assert "| MUC | 1 | 4 | Maximally Uncertain Challenge | 1 | 141 |" in section
     # random above EI-pref is against the paper (EI 23 > random 21); EIIG+I above MUC is not counted
@@ -119,7 +141,10 @@ def test_command_line_and_wall_time_record(tmp_path):
     parser = argparse.ArgumentParser()
     bench_cli.add_arguments(parser)
     args = parser.parse_args(["002-table1", "--seeds", "10", "--functions", "forrester", "ackley", "--jobs", "2"])
-    assert bench_cli.command_line(args) == "visiontune bench 002-table1 --seeds 10 --functions forrester ackley --jobs 2 --out docs/results"
+    assert (
+        bench_cli.command_line(args)
+        == "visiontune bench 002-table1 --seeds 10 --functions forrester ackley --jobs 2 --out docs/results"
+    )
     path = tmp_path / "x.wall.json"
     bench_cli.record_wall_time(path, SweepSummary(4, 0, 4, 12.5, 40, 20.0), 2)
     bench_cli.record_wall_time(path, SweepSummary(4, 4, 0, 0.1, 0, 0.0), 2)  # nothing ran: not recorded
@@ -127,7 +152,9 @@ def test_command_line_and_wall_time_record(tmp_path):
     assert [(e["runs"], e["seconds"]) for e in entries] == [(4, 12.5), (2, 7.5)]
     # workers busy: (20 + 10) s of runs in (12.5 + 7.5) s x 2 jobs; entries of older versions have no run_seconds
     assert bench_cli.busy_fraction(entries) == pytest.approx(30.0 / 40.0)
-    assert bench_cli.busy_fraction(entries + [{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) == pytest.approx(0.75)
+    assert bench_cli.busy_fraction(entries + [{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) == pytest.approx(
+        0.75
+    )
     assert bench_cli.busy_fraction([{"runs": 1, "seconds": 5.0, "jobs": 1, "decisions": 3}]) is None
 
 
@@ -159,8 +186,11 @@ def test_final_score_table_has_a_row_per_function_and_bolds_the_best_mean():
     from visiontune.experiments.store import RunKey, RunRecord
 
     finals = {("f", "a"): [1.0, 3.0], ("f", "b"): [0.0, 1.0], ("g", "a"): [0.0, 0.0], ("g", "b"): [2.0, 2.0]}
-    records = [RunRecord(RunKey("x", "binary", rule, fn, seed), [0.0, v], 2, 1.0)
-               for (fn, rule), values in finals.items() for seed, v in enumerate(values)]
+    records = [
+        RunRecord(RunKey("x", "binary", rule, fn, seed), [0.0, v], 2, 1.0)
+        for (fn, rule), values in finals.items()
+        for seed, v in enumerate(values)
+    ]
     table = bench_cli.final_score_table(records)
     assert "| Function | a | b |" in table
     sem_fa = np.std([1.0, 3.0], ddof=1) / np.sqrt(2)  # 1.0

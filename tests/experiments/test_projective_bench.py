@@ -40,19 +40,13 @@ def quick(tmp_path_factory):
 def test_quick_experiment_runs_from_the_bench_command(quick):
     data, out = quick
     exp = data["experiment"]
-    assert (
-        exp["name"] == "projective-quick"
-        and exp["iterations"] == 12
-        and exp["n_seeds"] == 3
-    )
+    assert exp["name"] == "projective-quick" and exp["iterations"] == 12 and exp["n_seeds"] == 3
     runs = data["results"]["six_hump_camel"]
     assert set(runs) == {"PPBO-EI", "PPBO-PCD", "PPBO-RAND", "PBO-random-duel"}
     for label, seeds in runs.items():
         a = np.asarray(seeds)
         assert a.shape == (3, 12) and np.all(np.isfinite(a))
-        assert np.all(a >= PAPER["six_hump_camel"].minimum - 1e-6), (
-            label
-        )  # nobody beats the global minimum
+        assert np.all(a >= PAPER["six_hump_camel"].minimum - 1e-6), label  # nobody beats the global minimum
     table = (out / "projective-quick.table.md").read_text()
     assert "PPBO-PCD" in table and "PBO-random-duel" in table
 
@@ -62,9 +56,7 @@ def test_projective_rule_beats_random_lines_on_six_hump_camel(quick):
     runs = data["results"]["six_hump_camel"]
     final = {label: np.asarray(seeds)[:, -1] for label, seeds in runs.items()}
     minimum = PAPER["six_hump_camel"].minimum
-    assert np.all(
-        final["PPBO-PCD"] - minimum < 0.1
-    )  # every seed within 0.1 of -1.0316 after 12 slider answers
+    assert np.all(final["PPBO-PCD"] - minimum < 0.1)  # every seed within 0.1 of -1.0316 after 12 slider answers
     assert final["PPBO-PCD"].mean() < final["PPBO-RAND"].mean() - 0.3
     assert final["PPBO-PCD"].mean() < final["PBO-random-duel"].mean() - 0.3
 
@@ -81,9 +73,7 @@ def test_runs_are_reproducible_and_seeds_matter():
 
 def test_options_of_other_experiments_are_refused(tmp_path):
     with pytest.raises(InvalidInputError):
-        bench_cli.run(
-            _args("projective", "--quick", "--stored-only", "--out", str(tmp_path))
-        )
+        bench_cli.run(_args("projective", "--quick", "--stored-only", "--out", str(tmp_path)))
     with pytest.raises(InvalidInputError):
         bench_cli.run(
             _args(

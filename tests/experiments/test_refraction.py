@@ -127,10 +127,16 @@ def test_fit_on_a_small_data_set_returns_sensible_values():
 
 
 def test_regenerate_writes_a_loadable_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "fit_refraction_hyperparameters",
-                        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
-    monkeypatch.setattr(H, "fit_power_vector_hyperparameters",
-                        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (5.0, 6.0), 7.0, -8.0))
+    monkeypatch.setattr(
+        H,
+        "fit_refraction_hyperparameters",
+        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0),
+    )
+    monkeypatch.setattr(
+        H,
+        "fit_power_vector_hyperparameters",
+        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (5.0, 6.0), 7.0, -8.0),
+    )
     path = H.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
     doc = json.loads(path.read_text())
     assert [e["slope"] for e in doc["entries"]] == [1.0, 2.0]
@@ -138,8 +144,9 @@ def test_regenerate_writes_a_loadable_file(tmp_path, monkeypatch):
     assert "python -m visiontune.refraction.gp_hyperparameters --regenerate" in doc["description"]
 
 
-@pytest.mark.parametrize("kwargs, name", [({"slope": 0.0}, "slope"), ({"slope": -1.0}, "slope"),
-                                          ({"n_alternatives": 1}, "n_alternatives")])
+@pytest.mark.parametrize(
+    "kwargs, name", [({"slope": 0.0}, "slope"), ({"slope": -1.0}, "slope"), ({"n_alternatives": 1}, "n_alternatives")]
+)
 def test_bad_fit_settings_name_the_argument(kwargs, name):
     args = {"slope": 5.0, "n_alternatives": 26, **kwargs}
     with pytest.raises(InvalidInputError, match=name):
@@ -262,7 +269,8 @@ def test_a_run_is_the_paper_protocol_through_the_one_trial_loop():
     protocol = R.paper_protocol("TS-ALD", slope=3.0, trials=9, seed=11)
     log = MemoryLog()
     result = Refraction(log, protocol, seed=11, simulated=True).run(
-        SimulatedPresenter(R.paper_patient(11, protocol, rx, slope=3.0)))
+        SimulatedPresenter(R.paper_patient(11, protocol, rx, slope=3.0))
+    )
     assert result["stopped_by"] == "budget" and result["trials_used"] == 9 and log.state == "finished"
     logged = [(t.s_logmar, (t.lens.sphere_d, t.lens.cylinder_d), t.correct) for t in log.trials()]
     assert logged == [(r.s, r.x, r.correct) for r in run.records]

@@ -71,9 +71,14 @@ def test_subsets_keep_run_keys_and_other_trial_counts_do_not():
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"slopes": (0.0, 5.0)}, "slopes"), ({"slopes": (5.0, 5.0)}, "slopes"), ({"n_seeds": 0}, "seeds"),
-     ({"trials": 0}, "trials"), ({"rules": ()}, "policies")],
-)  # fmt: skip
+    [
+        ({"slopes": (0.0, 5.0)}, "slopes"),
+        ({"slopes": (5.0, 5.0)}, "slopes"),
+        ({"n_seeds": 0}, "seeds"),
+        ({"trials": 0}, "trials"),
+        ({"rules": ()}, "policies"),
+    ],
+)
 def test_bad_experiments_name_the_argument(kwargs, name):
     base = dict(name="x", rules=("UCB-ALD",), slopes=(5.0,), n_seeds=1, trials=1)
     with pytest.raises(InvalidInputError, match=name):
@@ -102,7 +107,9 @@ def test_run_one_records_the_va_through_the_estimate_and_the_errors():
     np.testing.assert_array_equal(res.va_logmar, [r.va_logmar for r in ref.records])
     assert res.true_rx_d == (ref.true_rx.sphere_d, ref.true_rx.cylinder_d)
     assert res.estimate_d == tuple(ref.records[-1].estimate)
-    assert res.sphere_error_d == pytest.approx(ref.sphere_error_d) and res.cylinder_error_d == pytest.approx(ref.cylinder_error_d)
+    assert res.sphere_error_d == pytest.approx(ref.sphere_error_d) and res.cylinder_error_d == pytest.approx(
+        ref.cylinder_error_d
+    )
     assert res.final_va_logmar == pytest.approx(_blur_va(res.true_rx_d, res.estimate_d), abs=1e-12)
     assert res.n_decisions == 4 and res.key == spec.key
 
@@ -115,8 +122,9 @@ def test_every_rule_and_slope_sees_the_same_patient_for_a_seed():
 
 
 def test_store_round_trips_and_ignores_a_second_copy(tmp_path):
-    res = RE.RefractionResult(RE.RefractionSpec("e", "BALD", 3.0, 0, 3).key, 3.0, np.array([0.5, 0.25, 1 / 3]),
-                              (1.25, -0.5), (1.0, 0.0), 2.5)  # fmt: skip
+    res = RE.RefractionResult(
+        RE.RefractionSpec("e", "BALD", 3.0, 0, 3).key, 3.0, np.array([0.5, 0.25, 1 / 3]), (1.25, -0.5), (1.0, 0.0), 2.5
+    )
     with RE.RefractionStore(tmp_path / "s.sqlite") as store:
         assert store.add_result(res) is True
         assert store.add_result(res) is False
@@ -131,8 +139,9 @@ def test_store_round_trips_and_ignores_a_second_copy(tmp_path):
 
 
 def test_a_run_is_stored_whole_or_not_at_all(tmp_path):
-    res = RE.RefractionResult(RE.RefractionSpec("e", "BALD", 3.0, 0, 2).key, 3.0, np.array([0.5, 0.25]),
-                              (1.25, -0.5), (1.0, 0.0), 1.0)  # fmt: skip
+    res = RE.RefractionResult(
+        RE.RefractionSpec("e", "BALD", 3.0, 0, 2).key, 3.0, np.array([0.5, 0.25]), (1.25, -0.5), (1.0, 0.0), 1.0
+    )
     with RE.RefractionStore(tmp_path / "s.sqlite") as store:
         store._db.execute("DROP TABLE refraction_runs")  # the second insert of the transaction fails
         with pytest.raises(StoreError, match="cannot store run"):
@@ -253,8 +262,13 @@ def test_sweep_killed_by_sigkill_resumes_without_loss_or_duplicates(tmp_path):
 def _synthetic(rng, levels: dict[str, float], n=12, trials=6, strata=("slope-2", "slope-5")):
     """VA curves decaying from 1 logMAR to ``level`` (plus small noise) per rule."""
     t = np.arange(1, trials + 1)
-    return {s: {r: np.clip(level + (1 - level) * np.exp(-t / 2) + 0.01 * rng.standard_normal((n, trials)), 0, None)
-                for r, level in levels.items()} for s in strata}  # fmt: skip
+    return {
+        s: {
+            r: np.clip(level + (1 - level) * np.exp(-t / 2) + 0.01 * rng.standard_normal((n, trials)), 0, None)
+            for r, level in levels.items()
+        }
+        for s in strata
+    }
 
 
 def test_analysis_ranks_lower_va_first():
@@ -282,9 +296,11 @@ def test_analysis_breaks_final_ties_by_the_mean_va_over_trials():
 
 def test_final_summaries_match_numpy_and_paper_figures_are_kept():
     key = lambda rule, a, s: RE.RefractionSpec("e", rule, a, s, 2).key  # noqa: E731
-    rows = [RE.RefractionResult(key("UCB-ALD", 5.0, 0), 5.0, np.array([1.0, 0.1]), (1.0, -1.0), (1.5, -1.0), 1.0),
-            RE.RefractionResult(key("UCB-ALD", 5.0, 1), 5.0, np.array([1.0, 0.3]), (0.0, 0.0), (0.0, 0.5), 1.0),
-            RE.RefractionResult(key("UCB-ALD", 2.0, 0), 2.0, np.array([1.0, 0.9]), (2.0, 0.0), (0.0, 0.0), 1.0)]  # fmt: skip
+    rows = [
+        RE.RefractionResult(key("UCB-ALD", 5.0, 0), 5.0, np.array([1.0, 0.1]), (1.0, -1.0), (1.5, -1.0), 1.0),
+        RE.RefractionResult(key("UCB-ALD", 5.0, 1), 5.0, np.array([1.0, 0.3]), (0.0, 0.0), (0.0, 0.5), 1.0),
+        RE.RefractionResult(key("UCB-ALD", 2.0, 0), 2.0, np.array([1.0, 0.9]), (2.0, 0.0), (0.0, 0.0), 1.0),
+    ]
     (at5,) = RE.final_summaries(rows, 5.0)
     assert at5.n == 2 and at5.va_mean == pytest.approx(0.2) and at5.va_sem == pytest.approx(0.1)
     assert at5.sphere_mean == pytest.approx(0.25) and at5.sphere_sem == pytest.approx(0.25)
@@ -298,20 +314,41 @@ def test_final_summaries_match_numpy_and_paper_figures_are_kept():
     assert overall.n == 3 and overall.sphere_mean == pytest.approx(np.mean([0.5, 0.0, 2.0]))
     assert overall.va_sem == pytest.approx(np.std([0.1, 0.3, 0.9], ddof=1) / np.sqrt(3))
     table = RE.final_table(rows, 5.0)
-    assert "| UCB-ALD | 2 | 0.2 ± 0.1 | 0.25 ± 0.25 | 0.25 ± 0.25 | 0 |" in table and "0.0248" in table and "0.0274" in table and "0.153" in table
+    assert (
+        "| UCB-ALD | 2 | 0.2 ± 0.1 | 0.25 ± 0.25 | 0.25 ± 0.25 | 0 |" in table
+        and "0.0248" in table
+        and "0.0274" in table
+        and "0.153" in table
+    )
     assert (REFRACTION_UCB_ALD.va_logmar, REFRACTION_UCB_ALD.sphere_error_d, REFRACTION_UCB_ALD.cylinder_error_d) == (
-        2.48e-2, 2.74e-2, 1.53e-1)
+        2.48e-2,
+        2.74e-2,
+        1.53e-1,
+    )
 
 
 def test_paper_table_3_is_kept_under_our_rule_names():
     assert [(r.rule, r.rank, r.borda) for r in REFRACTION_TABLE] == [
-        ("UCB-ALD", 1, 35), ("TS-ALD", 2, 26), ("UCB-random-context", 3, 15), ("BALD", 4, 8),
-        ("TS-random-context", 5, 3), ("random-contextual", 6, 0)]  # fmt: skip
+        ("UCB-ALD", 1, 35),
+        ("TS-ALD", 2, 26),
+        ("UCB-random-context", 3, 15),
+        ("BALD", 4, 8),
+        ("TS-random-context", 5, 3),
+        ("random-contextual", 6, 0),
+    ]
     assert {r.rule for r in REFRACTION_TABLE} == set(RE.PAPER_RULES)
-    assert paper_order("002-refraction", ["random-contextual", "BALD", "UCB-ALD"]) == ["UCB-ALD", "BALD", "random-contextual"]
+    assert paper_order("002-refraction", ["random-contextual", "BALD", "UCB-ALD"]) == [
+        "UCB-ALD",
+        "BALD",
+        "random-contextual",
+    ]
     rng = np.random.default_rng(3)
     result = RE.analyse(_synthetic(rng, {"random-contextual": 0.02, "UCB-ALD": 0.8}))  # against the paper
-    assert side_by_side("002-refraction", result).splitlines()[2].startswith("| random-contextual | 1 | 2 | Random | 6 | 0 |")
+    assert (
+        side_by_side("002-refraction", result)
+        .splitlines()[2]
+        .startswith("| random-contextual | 1 | 2 | Random | 6 | 0 |")
+    )
     assert bench_cli.disagreements("002-refraction", result) == [("UCB-ALD", "random-contextual")]
 
 
@@ -365,8 +402,24 @@ def test_unparsable_values_exit_2(argv, capsys):
 
 
 def test_bench_refraction_writes_page_csv_plots_and_resumes(capsys, tmp_path):
-    argv = ["refraction", "--slopes", "2", "5", "--seeds", "2", "--trials", "3", "--policies", "UCB-ALD", "random-contextual",
-            "--jobs", "1", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    argv = [
+        "refraction",
+        "--slopes",
+        "2",
+        "5",
+        "--seeds",
+        "2",
+        "--trials",
+        "3",
+        "--policies",
+        "UCB-ALD",
+        "random-contextual",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     code, out, err = bench(capsys, *argv)
     assert code == 0, err
     assert "refraction-3trials: 8 runs planned, 0 already stored, 8 run now" in out

@@ -57,12 +57,15 @@ def test_short_lengthscale_hyperparameters_keep_the_papers_fit_but_the_lengthsca
     assert hp.log_marginal_likelihood < paper.log_marginal_likelihood
 
 
-@pytest.mark.parametrize("call", [
-    lambda: R.run_refraction("ucb-ald-pv", slope=5.0, trials=10, seed=2),
-    lambda: R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, kernel=R.KERNEL_POWER_VECTOR),
-    lambda: R.run_refraction("TS-ALD", slope=5.0, trials=7, seed=1, kernel=R.KERNEL_POWER_VECTOR),
-    lambda: R.paper_protocol_text("UCB-ALD-PV", slope=5.0, trials=10),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: R.run_refraction("ucb-ald-pv", slope=5.0, trials=10, seed=2),
+        lambda: R.run_refraction("UCB-ALD", slope=5.0, trials=10, seed=2, kernel=R.KERNEL_POWER_VECTOR),
+        lambda: R.run_refraction("TS-ALD", slope=5.0, trials=7, seed=1, kernel=R.KERNEL_POWER_VECTOR),
+        lambda: R.paper_protocol_text("UCB-ALD-PV", slope=5.0, trials=10),
+    ],
+)
 def test_the_power_vector_kernel_is_refused_by_the_one_trial_loop(call):
     """The loop's GP engine has the paper's kernel only (002 Eq. 15); UCB-ALD-PV ran in the
     standalone loop the experiment had before. Every spelling says so, naming the kernel."""
@@ -110,16 +113,25 @@ def test_shipped_power_vector_evidence_is_recomputed_and_stationary(slope, n_alt
 
 
 def test_regenerating_one_variant_keeps_the_other(tmp_path, monkeypatch):
-    monkeypatch.setattr(H, "fit_refraction_hyperparameters",
-                        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0))
-    monkeypatch.setattr(H, "fit_power_vector_hyperparameters",
-                        lambda a, n, **k: H.RefractionHyperparameters(a, n, 2 * a, (5.0, 6.0), 7.0, -8.0))
+    monkeypatch.setattr(
+        H,
+        "fit_refraction_hyperparameters",
+        lambda a, n, **k: H.RefractionHyperparameters(a, n, a, (1.0, 2.0), 3.0, -4.0),
+    )
+    monkeypatch.setattr(
+        H,
+        "fit_power_vector_hyperparameters",
+        lambda a, n, **k: H.RefractionHyperparameters(a, n, 2 * a, (5.0, 6.0), 7.0, -8.0),
+    )
     path = H.regenerate(tmp_path / "hp.json", slopes=(1.0, 2.0), alternatives=(26,))
     doc = json.loads(path.read_text())
     assert [e["theta"] for e in doc["entries"]] == [1.0, 2.0]
     assert [e["theta"] for e in doc["power_vector_entries"]] == [2.0, 4.0]
-    monkeypatch.setattr(H, "fit_power_vector_hyperparameters",
-                        lambda a, n, **k: H.RefractionHyperparameters(a, n, 10 * a, (5.0, 6.0), 7.0, -8.0))
+    monkeypatch.setattr(
+        H,
+        "fit_power_vector_hyperparameters",
+        lambda a, n, **k: H.RefractionHyperparameters(a, n, 10 * a, (5.0, 6.0), 7.0, -8.0),
+    )
     monkeypatch.setattr(H, "fit_refraction_hyperparameters", lambda *a, **k: pytest.fail("refit the SE section"))
     H.regenerate(path, slopes=(3.0,), alternatives=(10,), kernels=[H.KERNEL_POWER_VECTOR])
     doc = json.loads(path.read_text())
@@ -167,10 +179,14 @@ def test_a_log_replays_to_the_same_next_query():
         log.record(r.s, Prescription(*r.x, 180.0), "A", r.correct)
     replay = Refraction(log, protocol, seed=6)
     q = replay.next_query()
-    assert q.index == 14 and (q.s_logmar, (q.lens.sphere_d, q.lens.cylinder_d)) == (live.records[14].s, live.records[14].x)
+    assert q.index == 14 and (q.s_logmar, (q.lens.sphere_d, q.lens.cylinder_d)) == (
+        live.records[14].s,
+        live.records[14].x,
+    )
     replay.record(Answer(correct=live.records[14].correct))
     assert replay.current_estimate(with_region=False).lens.power_vector_array() == pytest.approx(
-        Prescription(*live.records[14].estimate, 180.0).power_vector_array(), abs=1e-12)
+        Prescription(*live.records[14].estimate, 180.0).power_vector_array(), abs=1e-12
+    )
     X = np.array([[r.s, *r.x] for r in live.records])
     y = np.array([float(r.correct) for r in live.records])
     kernel = H.refraction_kernel_variant(H.KERNEL_SHORT_LENGTHSCALE, slope=5.0)

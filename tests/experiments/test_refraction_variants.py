@@ -51,6 +51,7 @@ def test_a_power_vector_run_is_a_clear_error_before_any_trial():
     patient is drawn or a trial run (no progress call), and names the kernel."""
     seen = []
     with pytest.raises(VisionTuneError, match="refraction-power-vector-se"):
-        R.run_refraction("TS-ALD", slope=5.0, trials=7, seed=1, kernel=R.KERNEL_POWER_VECTOR,
-                         progress=lambda *a: seen.append(a))  # fmt: skip
+        R.run_refraction(
+            "TS-ALD", slope=5.0, trials=7, seed=1, kernel=R.KERNEL_POWER_VECTOR, progress=lambda *a: seen.append(a)
+        )
     assert seen == []

@@ -19,10 +19,24 @@ from visiontune.experiments.functions import FUNCTIONS, Scaling, load_scaling_ta
 
 # docs/design.md, "Details from the authors' public MATLAB toolboxes", retyped with our slugs.
 DESIGN_LOG_SET = {
-    "beale", "bohachevsky", "three_hump_camel", "colville", "dixon_price", "goldstein_price",
-    "griewank", "levy", "levy13", "perm0db", "permdb", "powell", "rosenbrock",
-    "rotated_hyper_ellipsoid", "schwefel", "sphere", "sum_squares",
-}  # fmt: skip
+    "beale",
+    "bohachevsky",
+    "three_hump_camel",
+    "colville",
+    "dixon_price",
+    "goldstein_price",
+    "griewank",
+    "levy",
+    "levy13",
+    "perm0db",
+    "permdb",
+    "powell",
+    "rosenbrock",
+    "rotated_hyper_ellipsoid",
+    "schwefel",
+    "sphere",
+    "sum_squares",
+}
 
 
 def _uniform(function, n, seed):
@@ -137,8 +151,10 @@ def test_module_runs_as_a_script(tmp_path):
     out = tmp_path / "s.json"
     result = subprocess.run(
         [sys.executable, "-m", "visiontune.experiments.scaling", "--n-log2", "5", "--output", str(out)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "34 functions" in result.stdout
     assert json.loads(out.read_text(encoding="utf-8"))["n_points"] == 32

@@ -85,10 +85,13 @@ def test_nothing_listening_is_a_clear_error():
         check_dask_scheduler(f"127.0.0.1:{port}", connect_timeout=2.0)
 
 
-@pytest.mark.parametrize("argv", [
-    ["validate", "--quick", "--jobs", "1", "--no-progress", "--scheduler", "{addr}", "--out", "{tmp}"],
-    ["bench", "refraction", "--quick", "--no-progress", "--scheduler", "{addr}", "--out", "{tmp}"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate", "--quick", "--jobs", "1", "--no-progress", "--scheduler", "{addr}", "--out", "{tmp}"],
+        ["bench", "refraction", "--quick", "--no-progress", "--scheduler", "{addr}", "--out", "{tmp}"],
+    ],
+)
 def test_commands_refuse_a_scheduler_that_is_not_dask(argv, tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
     monkeypatch.setenv("VISIONTUNE_DATA_DIR", str(tmp_path / "data"))

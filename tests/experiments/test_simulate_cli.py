@@ -53,8 +53,21 @@ def test_argparse_errors_exit_2(capsys, argv):
 
 def test_json_schema_and_summary(capsys, tmp_path):
     path = tmp_path / "run.json"
-    code, out, err = simulate(capsys, "--policy", "ucb-ald", "--slope", "5", "--trials", "7", "--seed", "1",
-                              "--true-rx", "1.25 -0.5", "--json", str(path))
+    code, out, err = simulate(
+        capsys,
+        "--policy",
+        "ucb-ald",
+        "--slope",
+        "5",
+        "--trials",
+        "7",
+        "--seed",
+        "1",
+        "--true-rx",
+        "1.25 -0.5",
+        "--json",
+        str(path),
+    )
     assert code == 0
     doc = json.loads(path.read_text())
     assert doc["simulated"] is True and doc["policy"] == "UCB-ALD" and doc["seed"] == 1

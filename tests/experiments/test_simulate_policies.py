@@ -18,8 +18,22 @@ def simulate_command(monkeypatch):
 
 def test_ucb_ald_pv_is_refused_from_the_command_line_and_names_its_kernel(capsys, tmp_path):
     path = tmp_path / "run.json"
-    code = cli.main(["simulate", "--policy", "ucb-ald-pv", "--trials", "7", "--seed", "3", "--true-rx", "1.5 -2",
-                     "--json", str(path), "--quiet"])  # fmt: skip
+    code = cli.main(
+        [
+            "simulate",
+            "--policy",
+            "ucb-ald-pv",
+            "--trials",
+            "7",
+            "--seed",
+            "3",
+            "--true-rx",
+            "1.5 -2",
+            "--json",
+            str(path),
+            "--quiet",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and not path.exists()
     lines = err.strip().splitlines()
@@ -29,8 +43,22 @@ def test_ucb_ald_pv_is_refused_from_the_command_line_and_names_its_kernel(capsys
 
 def test_ts_ald_sl_runs_from_the_command_line_like_the_bench(capsys, tmp_path):
     path = tmp_path / "run.json"
-    code = cli.main(["simulate", "--policy", "ts-ald-sl", "--trials", "7", "--seed", "3", "--true-rx", "1.5 -2",
-                     "--json", str(path), "--quiet"])  # fmt: skip
+    code = cli.main(
+        [
+            "simulate",
+            "--policy",
+            "ts-ald-sl",
+            "--trials",
+            "7",
+            "--seed",
+            "3",
+            "--true-rx",
+            "1.5 -2",
+            "--json",
+            str(path),
+            "--quiet",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     assert "TS-ALD-SL" in out and R.KERNEL_SHORT_LENGTHSCALE in out and "SIMULATED" in out

@@ -14,8 +14,22 @@ from visiontune.refraction.start import StartingPoint
 
 def test_simulate_a_protocol_with_an_oblique_patient(tmp_path, capsys):
     out = tmp_path / "run.json"
-    code = main(["simulate", "--protocol", "clinical-sloan", "--seed", "3", "--true-rx", "-2.25 -1.25 x 35",
-                 "--trials", "15", "--quiet", "--json", str(out)])  # fmt: skip
+    code = main(
+        [
+            "simulate",
+            "--protocol",
+            "clinical-sloan",
+            "--seed",
+            "3",
+            "--true-rx",
+            "-2.25 -1.25 x 35",
+            "--trials",
+            "15",
+            "--quiet",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert text.startswith("SIMULATED session (clinical-sloan, evr, 15 answers")
@@ -25,8 +39,13 @@ def test_simulate_a_protocol_with_an_oblique_patient(tmp_path, capsys):
     # the same run by hand through the loop files the same lens
     protocol = load_protocol("clinical-sloan")
     case = simulated_case(seed=3, protocol=protocol, true_rx=Prescription(-2.25, -1.25, 35.0))
-    r = Refraction(MemoryLog(), protocol, seed=case.seed, simulated=True,
-                   start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
+    r = Refraction(
+        MemoryLog(),
+        protocol,
+        seed=case.seed,
+        simulated=True,
+        start=StartingPoint(case.start_rx, case.start_source, case.age_years),
+    )
     r.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), max_steps=15)
     assert r.finish("clinician")["rounded"] == saved["result"]["rounded"]
     assert f"found correction: {Prescription(**saved['result']['rounded']).format()}" in text

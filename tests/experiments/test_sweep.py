@@ -22,7 +22,9 @@ from visiontune.experiments import sweep as S
 from visiontune.experiments.functions import get_function
 from visiontune.experiments.store import ResultsStore, RunKey, RunRecord
 
-TINY = E.Experiment("tiny", "binary", ("random", "UCB_Phi"), ("forrester",), n_seeds=2, iterations=5, n_initial=2, source="test")
+TINY = E.Experiment(
+    "tiny", "binary", ("random", "UCB_Phi"), ("forrester",), n_seeds=2, iterations=5, n_initial=2, source="test"
+)
 
 
 def _scores(store: ResultsStore, name: str) -> dict[RunKey, np.ndarray]:
@@ -55,8 +57,10 @@ def test_store_unique_key_is_enforced_by_the_database(tmp_path):
         store.add(RunRecord(RunKey("e", "binary", "r", "f", 0), np.zeros(2), 2, 0.0))
     db = sqlite3.connect(tmp_path / "r.sqlite")
     with pytest.raises(sqlite3.IntegrityError):
-        db.execute("INSERT INTO runs (experiment, scenario, rule, function, seed, scores, n_decisions, seconds)"
-                   " VALUES ('e', 'binary', 'r', 'f', 0, '[]', 0, 0)")
+        db.execute(
+            "INSERT INTO runs (experiment, scenario, rule, function, seed, scores, n_decisions, seconds)"
+            " VALUES ('e', 'binary', 'r', 'f', 0, '[]', 0, 0)"
+        )
     db.close()
 
 
@@ -80,7 +84,13 @@ def test_store_rejects_bad_records_and_newer_schemas(tmp_path):
 def test_paper_experiments_have_the_papers_protocols():
     t1 = E.get_experiment("002-table1")
     assert (t1.scenario, t1.n_seeds, t1.iterations, t1.n_initial, len(t1.rules), len(t1.functions)) == (
-        "contextual-binary", 40, 60, 5, 7, 34)
+        "contextual-binary",
+        40,
+        60,
+        5,
+        7,
+        34,
+    )
     b1 = E.get_experiment("000-table1")
     assert (b1.n_seeds, b1.iterations, b1.n_initial, len(b1.rules)) == (60, 100, 2, 5)
     assert E.get_experiment("000-table2").iterations == 80
@@ -130,8 +140,15 @@ def test_rules_share_the_initial_design_for_a_seed():
     assert not np.array_equal(r1.scores, r3.scores)
 
 
-@pytest.mark.parametrize("scenario, rule", [("contextual-binary", "random-contextual"), ("binary", "random"),
-                                           ("contextual-preferential", "KSS-ALD"), ("preferential", "MUC")])
+@pytest.mark.parametrize(
+    "scenario, rule",
+    [
+        ("contextual-binary", "random-contextual"),
+        ("binary", "random"),
+        ("contextual-preferential", "KSS-ALD"),
+        ("preferential", "MUC"),
+    ],
+)
 def test_observation_model_is_probit_of_the_scaled_function(monkeypatch, scenario, rule):
     # Record the probit arguments the run uses; check them against g(x), s g(x), g(x) - g(x2), s (g(x) - g(x2)).
     seen = []
@@ -326,7 +343,9 @@ def _alive(pid: int) -> bool:
 def test_terminated_sweep_takes_its_worker_processes_with_it(tmp_path, signum):
     script = tmp_path / "term.py"
     script.write_text(_TERM_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 60
     workers: list[int] = []
     while time.monotonic() < deadline and len(workers) < 2:
@@ -358,8 +377,16 @@ def test_bench_command_says_how_to_resume_when_stopped(tmp_path, capsys, monkeyp
 
 
 def _tiny_quick(self):
-    return E.Experiment(f"{self.name}-quick", self.scenario, ("UCB_Phi", "UCB_f", "random"), ("forrester", "six_hump_camel"),
-                        n_seeds=4, iterations=4, n_initial=2, source=self.source)
+    return E.Experiment(
+        f"{self.name}-quick",
+        self.scenario,
+        ("UCB_Phi", "UCB_f", "random"),
+        ("forrester", "six_hump_camel"),
+        n_seeds=4,
+        iterations=4,
+        n_initial=2,
+        source=self.source,
+    )
 
 
 @pytest.mark.parametrize("shrink", [True, pytest.param(False, marks=pytest.mark.slow)])
@@ -370,7 +397,9 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
         monkeypatch.setattr(E.Experiment, "quick", _tiny_quick)
     parser = argparse.ArgumentParser()
     bench_cli.add_arguments(parser)
-    args = parser.parse_args(["000-table1", "--quick", "--seeds", "2", "--jobs", "1", "--out", str(tmp_path), "--no-progress"])
+    args = parser.parse_args(
+        ["000-table1", "--quick", "--seeds", "2", "--jobs", "1", "--out", str(tmp_path), "--no-progress"]
+    )
     assert bench_cli.run(args) == 0
     printed = capsys.readouterr().out
     csv_text = (tmp_path / "000-table1-quick.csv").read_text()
@@ -380,6 +409,7 @@ def test_bench_command_writes_the_analysis(tmp_path, capsys, monkeypatch, shrink
     assert "| Acquisition rule | Rank | Borda score |" in page
     assert "| Acquisition rule | Average rank |" in page and "Friedman test over 2 functions" in page
     import numpy
+
     assert "- Software (" in page and "invocation 1: visiontune " in page and f"NumPy {numpy.__version__}" in page
     if (tmp_path / "000-table1-quick" / "regret_forrester.png").exists():  # matplotlib installed
         assert (tmp_path / "000-table1-quick" / "win_fraction.png").read_bytes()[:4] == b"\x89PNG"
@@ -417,15 +447,25 @@ def test_stored_only_analyses_the_complete_functions_and_runs_nothing(tmp_path, 
         bench_cli.run(parser.parse_args(["refraction", "--stored-only"]))
 
 
-
 def test_rerun_discards_one_rules_runs_and_runs_only_them_again(tmp_path, capsys, monkeypatch):
     from visiontune.experiments import bench_cli
 
     monkeypatch.setattr(E.Experiment, "quick", _tiny_quick)
     parser = argparse.ArgumentParser()
     bench_cli.add_arguments(parser)
-    common = ["000-table1", "--quick", "--seeds", "2", "--functions", "forrester", "--jobs", "1", "--out", str(tmp_path),
-              "--no-progress"]
+    common = [
+        "000-table1",
+        "--quick",
+        "--seeds",
+        "2",
+        "--functions",
+        "forrester",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
     assert bench_cli.run(parser.parse_args(common)) == 0
     db = tmp_path / "000-table1-quick.sqlite"
     with ResultsStore(db) as store:

@@ -17,8 +17,12 @@ from visiontune.gp import kernels as K
 def test_warm_maximize_finds_the_grid_maximum_of_a_smooth_function():
     def fn(X):
         v = np.sin(5 * X[:, 0]) * np.cos(3 * X[:, 1]) - (X[:, 0] - 0.3) ** 2
-        g = np.column_stack([5 * np.cos(5 * X[:, 0]) * np.cos(3 * X[:, 1]) - 2 * (X[:, 0] - 0.3),
-                             -3 * np.sin(5 * X[:, 0]) * np.sin(3 * X[:, 1])])
+        g = np.column_stack(
+            [
+                5 * np.cos(5 * X[:, 0]) * np.cos(3 * X[:, 1]) - 2 * (X[:, 0] - 0.3),
+                -3 * np.sin(5 * X[:, 0]) * np.sin(3 * X[:, 1]),
+            ]
+        )
         return v, g
 
     box = np.array([[0.0, 1.0], [0.0, 1.0]])

@@ -47,14 +47,30 @@ def _cmdline(pid: int) -> str:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find the workers")
 def test_workers_of_a_sigkilled_validate_exit(tmp_path):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "VISIONTUNE_DATA_DIR": str(tmp_path / "data")}
-    parent = subprocess.Popen([sys.executable, "-m", "visiontune", "validate", "--quick", "--jobs", "2", "--no-progress",
-                               "--out", str(tmp_path / "out")], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "visiontune",
+            "validate",
+            "--quick",
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and parent.poll() is None:
-            workers = [p for p in _children(parent.pid) if "loky" in _cmdline(p) and "resource_tracker" not in _cmdline(p)]
+            workers = [
+                p for p in _children(parent.pid) if "loky" in _cmdline(p) and "resource_tracker" not in _cmdline(p)
+            ]
             if len(workers) >= 2:
                 break
             time.sleep(0.2)

@@ -90,9 +90,11 @@ def test_sums_and_products_equal_their_terms_and_leave_no_shared_state():
     k = lin + se + const
     first = k(X1, X2)
     assert np.array_equal(k(X1, X2), first)
-    np.testing.assert_allclose(refraction_kernel(0.5, [1.0, 2.0], 1.5)(X1, X2),
-                               0.5 * np.outer(X1[:, 0], X2[:, 0]) + _definition(
-                                   SquaredExponential([1.0, 2.0], 1.5, dims=(1, 2)), X1, X2), rtol=1e-13)
+    np.testing.assert_allclose(
+        refraction_kernel(0.5, [1.0, 2.0], 1.5)(X1, X2),
+        0.5 * np.outer(X1[:, 0], X2[:, 0]) + _definition(SquaredExponential([1.0, 2.0], 1.5, dims=(1, 2)), X1, X2),
+        rtol=1e-13,
+    )
 
 
 # ---- Laplace / EP linear algebra ------------------------------------------------------------

@@ -68,7 +68,9 @@ def test_fit_beats_a_grid_search_and_its_start(small_data, inference):
     grid = np.log([0.1, 0.3, 1.0, 3.0])
     best_grid = max(
         log_evidence(start.with_params([a, b, c]), X, y, inference=inference)
-        for a in grid for b in grid for c in np.log([0.3, 1.0, 3.0, 10.0])
+        for a in grid
+        for b in grid
+        for c in np.log([0.3, 1.0, 3.0, 10.0])
     )
     assert ev >= best_grid - 1e-6
     assert np.all(fitted.params >= start.bounds[:, 0] - 1e-12)

@@ -218,8 +218,9 @@ def test_a_prior_mean_offset_gives_the_mode_evidence_and_predictions_of_f_minus_
 
     ref = optimize.minimize(negative, np.zeros(10), method="BFGS", options={"gtol": 1e-10})
     np.testing.assert_allclose(approx.mean, ref.x, atol=1e-6)
-    assert approx.log_marginal_likelihood == pytest.approx(-ref.fun - 0.5 * np.linalg.slogdet(
-        np.eye(10) + K @ np.diag(approx.sqrt_w**2))[1], abs=1e-6)
+    assert approx.log_marginal_likelihood == pytest.approx(
+        -ref.fun - 0.5 * np.linalg.slogdet(np.eye(10) + K @ np.diag(approx.sqrt_w**2))[1], abs=1e-6
+    )
     h = 1e-4
     lp = lambda f: norm.logcdf(ys * f)  # noqa: E731
     W = -(lp(m + approx.mean + h) - 2 * lp(m + approx.mean) + lp(m + approx.mean - h)) / h**2

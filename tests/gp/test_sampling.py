@@ -73,7 +73,9 @@ def test_short_lengthscale_falls_back_to_random_features_only_when_needed():
     assert np.abs(np.sum(V * V, axis=1) - 1.0).max() < 0.1
     # a resolvable lengthscale keeps the (deterministic) Hilbert-space basis even with an rng
     ok = SquaredExponential([0.1, 0.1], 1.0)
-    np.testing.assert_array_equal(prior_features(ok, box, rng=np.random.default_rng(0)).values(X), prior_features(ok, box).values(X))
+    np.testing.assert_array_equal(
+        prior_features(ok, box, rng=np.random.default_rng(0)).values(X), prior_features(ok, box).values(X)
+    )
 
 
 def test_preference_features_reproduce_the_preference_kernel():
@@ -85,7 +87,9 @@ def test_preference_features_reproduce_the_preference_kernel():
     np.testing.assert_allclose(V @ V.T, Preference(base)(duels), atol=1e-8)
 
 
-@pytest.mark.parametrize("name", ["m52_2d", "se_3d", "refraction", "benchmark", "const_plus_se", "se_5d_random_features"])
+@pytest.mark.parametrize(
+    "name", ["m52_2d", "se_3d", "refraction", "benchmark", "const_plus_se", "se_5d_random_features"]
+)
 def test_feature_jacobian_matches_finite_differences(name):
     kernel, box, _ = FEATURE_CASES[name]
     fm = prior_features(kernel, box, n_basis=300, rng=np.random.default_rng(0))

@@ -50,9 +50,24 @@ def _lens(parent, ns: str, sphere, cylinder, axis, extra: dict | None = None):
         _sub(parent, ns, name, value, unit=unit)
 
 
-def joia_xml(kind: str, eyes: dict, *, company="NIDEK", model="ARK-1", date="2026-11-27", time="09:41:07",
-             cylinder_mode="-", pd=None, pd_r=None, pd_l=None, adds=None, lists=None, median=True,
-             root_name="Ophthalmology", ref_block=True) -> bytes:  # fmt: skip
+def joia_xml(
+    kind: str,
+    eyes: dict,
+    *,
+    company="NIDEK",
+    model="ARK-1",
+    date="2026-11-27",
+    time="09:41:07",
+    cylinder_mode="-",
+    pd=None,
+    pd_r=None,
+    pd_l=None,
+    adds=None,
+    lists=None,
+    median=True,
+    root_name="Ophthalmology",
+    ref_block=True,
+) -> bytes:
     """A JOIA XML document. ``eyes``: ``{"R": (S, C, A), "L": ...}`` (the representative value of a REF,
     the lens of an LM); ``lists``: ``{"R": [(S, C, A), ...]}`` single REF measurements; ``median``:
     write the REF ``Median``; ``adds``: ``{"R": add}`` (LM); values may be strings, written as is."""
@@ -115,8 +130,18 @@ AR_SOP = "1.2.840.10008.5.1.4.1.1.78.2"
 LM_SOP = "1.2.840.10008.5.1.4.1.1.78.1"
 
 
-def dicom_measurements(kind: str, eyes: dict, *, adds=None, pd=None, manufacturer="TOPCON", model="KR-800",
-                       sop_class=None, content_date="20261127", content_time="094107") -> bytes:  # fmt: skip
+def dicom_measurements(
+    kind: str,
+    eyes: dict,
+    *,
+    adds=None,
+    pd=None,
+    manufacturer="TOPCON",
+    model="KR-800",
+    sop_class=None,
+    content_date="20261127",
+    content_time="094107",
+) -> bytes:
     """A Part 10 DICOM Autorefraction (``kind="REF"``) or Lensometry (``"LM"``) Measurements object.
     ``eyes``: ``{"OD": (S, C, A), "OS": ...}``; ``adds``: ``{"OD": add}`` (LM Add Near)."""
     from pydicom.dataset import Dataset, FileMetaDataset
@@ -152,8 +177,11 @@ def dicom_measurements(kind: str, eyes: dict, *, adds=None, pd=None, manufacture
     ds.InstanceNumber = 1
     ds.ContentDate, ds.ContentTime = content_date, content_time
     ds.MeasurementLaterality = "B" if len(eyes) == 2 else ("R" if "OD" in eyes else "L")
-    names = ({"OD": "AutorefractionRightEyeSequence", "OS": "AutorefractionLeftEyeSequence"} if kind == "REF"
-             else {"OD": "RightLensSequence", "OS": "LeftLensSequence"})  # fmt: skip
+    names = (
+        {"OD": "AutorefractionRightEyeSequence", "OS": "AutorefractionLeftEyeSequence"}
+        if kind == "REF"
+        else {"OD": "RightLensSequence", "OS": "LeftLensSequence"}
+    )
     for eye, (s, c, a) in eyes.items():
         item = Dataset()
         item.SpherePower = s

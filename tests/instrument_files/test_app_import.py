@@ -56,8 +56,10 @@ def test_a_bad_file_is_refused_and_the_form_kept(view, tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_bytes(joia_xml("REF", {"R": ("abc", -0.5, 10), "L": (-1.0, 0.0, 180)}))
     assert instrument_import.import_into_start_view(view, bad) is None
-    assert "Import from instrument: bad.xml: Measure(REF)/REF/R/Median/Sphere: 'abc' is not a number" in \
-        view.form_error.text()  # fmt: skip
+    assert (
+        "Import from instrument: bad.xml: Measure(REF)/REF/R/Median/Sphere: 'abc' is not a number"
+        in view.form_error.text()
+    )
     assert view.sphere.text() == "-1.00" and view.instrument_reading is None
 
 

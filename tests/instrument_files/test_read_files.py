@@ -67,8 +67,9 @@ def test_joia_ref_without_median_takes_the_power_vector_median(tmp_path):
 
 
 def test_joia_ref_eyes_directly_in_measure_and_plus_cylinder_and_decimal_comma(tmp_path):
-    data = joia_xml("REF", {"R": ("0,25", "+1,50", 90), "L": ("-0,50", "+0,75", 180)}, cylinder_mode="+",
-                    ref_block=False)  # fmt: skip
+    data = joia_xml(
+        "REF", {"R": ("0,25", "+1,50", 90), "L": ("-0,50", "+0,75", 180)}, cylinder_mode="+", ref_block=False
+    )
     r = read_instrument_file(_write(tmp_path, "cv.xml", data))
     assert r.lenses["OD"] == Prescription(0.25, 1.50, 90)
     assert r.lenses["OD"].is_equivalent(Prescription(1.75, -1.50, 180))
@@ -76,8 +77,18 @@ def test_joia_ref_eyes_directly_in_measure_and_plus_cylinder_and_decimal_comma(t
 
 
 def test_joia_lm_lenses_adds_and_monocular_pd(tmp_path):
-    data = joia_xml("LM", REF_EYES, adds={"R": 2.25, "L": 2.25}, pd=63.0, pd_r=31.5, pd_l=31.5,
-                    company="TOPCON", model="CL-300", date="2026/11/27", time="10:02")  # fmt: skip
+    data = joia_xml(
+        "LM",
+        REF_EYES,
+        adds={"R": 2.25, "L": 2.25},
+        pd=63.0,
+        pd_r=31.5,
+        pd_l=31.5,
+        company="TOPCON",
+        model="CL-300",
+        date="2026/11/27",
+        time="10:02",
+    )
     r = read_instrument_file(_write(tmp_path, "cl300.xml", data))
     assert r.kind == "LM"
     assert r.lenses == {"OD": Prescription(-1.25, -0.5, 180), "OS": Prescription(-2.0, -0.75, 90)}
@@ -136,8 +147,13 @@ def test_truncated_xml(tmp_path):
 
 
 def test_wrong_root(tmp_path):
-    _refused(tmp_path, "root.xml", joia_xml("REF", REF_EYES, root_name="Refraction"),
-             "root element <Refraction>", "Ophthalmology")  # fmt: skip
+    _refused(
+        tmp_path,
+        "root.xml",
+        joia_xml("REF", REF_EYES, root_name="Refraction"),
+        "root element <Refraction>",
+        "Ophthalmology",
+    )
 
 
 def test_no_ref_or_lm_measure(tmp_path):
@@ -156,16 +172,28 @@ def test_no_eye_at_all(tmp_path):
     _refused(tmp_path, "none.xml", joia_xml("REF", {}), "no measurement of either eye")
 
 
-@pytest.mark.parametrize("bad, needle", [("NaN", "'NaN' is not a number"), ("abc", "'abc' is not a number"),
-                                         ("inf", "'inf' is not a number"), ("-1.2.5", "is not a number")])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ("NaN", "'NaN' is not a number"),
+        ("abc", "'abc' is not a number"),
+        ("inf", "'inf' is not a number"),
+        ("-1.2.5", "is not a number"),
+    ],
+)
 def test_text_or_nan_where_a_number_is_expected(tmp_path, bad, needle):
     data = joia_xml("REF", {"R": (bad, -0.5, 180), "L": REF_EYES["L"]})
     _refused(tmp_path, "bad.xml", data, "Measure(REF)/REF/R/Median/Sphere", needle)
 
 
 def test_axis_out_of_range(tmp_path):
-    _refused(tmp_path, "axis.xml", joia_xml("REF", {"R": (-1.0, -0.5, 200), "L": REF_EYES["L"]}),
-             "R/Median axis", "200 degrees is not an axis")  # fmt: skip
+    _refused(
+        tmp_path,
+        "axis.xml",
+        joia_xml("REF", {"R": (-1.0, -0.5, 200), "L": REF_EYES["L"]}),
+        "R/Median axis",
+        "200 degrees is not an axis",
+    )
 
 
 def test_implausible_sphere_and_cylinder(tmp_path):
@@ -174,8 +202,13 @@ def test_implausible_sphere_and_cylinder(tmp_path):
 
 
 def test_cylinder_against_the_files_cylinder_mode(tmp_path):
-    _refused(tmp_path, "mode.xml", joia_xml("REF", {"R": (-1.0, +0.5, 10), "L": REF_EYES["L"]}, cylinder_mode="-"),
-             "R/Median/Cylinder", "contradicts the file's CylinderMode '-'")  # fmt: skip
+    _refused(
+        tmp_path,
+        "mode.xml",
+        joia_xml("REF", {"R": (-1.0, +0.5, 10), "L": REF_EYES["L"]}, cylinder_mode="-"),
+        "R/Median/Cylinder",
+        "contradicts the file's CylinderMode '-'",
+    )
 
 
 def test_cylinder_without_axis(tmp_path):
@@ -203,8 +236,14 @@ def test_doctype_refused(tmp_path):
 
 def test_dicom_of_another_sop_class(tmp_path):
     ct = "1.2.840.10008.5.1.4.1.1.2"
-    _refused(tmp_path, "ct.dcm", dicom_measurements("REF", DICOM_EYES, sop_class=ct), ct, "CT Image Storage",
-             "expected Autorefraction")  # fmt: skip
+    _refused(
+        tmp_path,
+        "ct.dcm",
+        dicom_measurements("REF", DICOM_EYES, sop_class=ct),
+        ct,
+        "CT Image Storage",
+        "expected Autorefraction",
+    )
 
 
 def test_dicom_truncated(tmp_path):
@@ -223,10 +262,20 @@ def test_dicom_truncated(tmp_path):
 
 
 def test_dicom_nan_and_missing_sphere(tmp_path):
-    _refused(tmp_path, "nan.dcm", dicom_measurements("REF", {"OD": (float("nan"), -0.5, 180.0)}),
-             "AutorefractionRightEyeSequence sphere", "finite")  # fmt: skip
-    _refused(tmp_path, "axis.dcm", dicom_measurements("LM", {"OD": (-1.0, -0.5, 181.0)}),
-             "RightLensSequence axis", "not an axis")  # fmt: skip
+    _refused(
+        tmp_path,
+        "nan.dcm",
+        dicom_measurements("REF", {"OD": (float("nan"), -0.5, 180.0)}),
+        "AutorefractionRightEyeSequence sphere",
+        "finite",
+    )
+    _refused(
+        tmp_path,
+        "axis.dcm",
+        dicom_measurements("LM", {"OD": (-1.0, -0.5, 181.0)}),
+        "RightLensSequence axis",
+        "not an axis",
+    )
 
 
 def test_dicom_meta_and_dataset_class_disagree(tmp_path):
@@ -266,10 +315,12 @@ def test_damaged_files_are_read_or_refused_never_a_crash(tmp_path, seed):
     """Seeded byte flips, cuts and insertions in valid JOIA and DICOM files: each is read (a
     plausible reading) or refused with InvalidInputError naming the file; nothing else escapes."""
     rng = np.random.default_rng(seed)
-    originals = [joia_xml("REF", REF_EYES, lists={"R": [(-1.25, -0.5, 178)]}, pd=63),
-                 joia_xml("LM", REF_EYES, adds={"R": 2.0, "L": 2.0}, pd_r=31.5, pd_l=31.5),
-                 dicom_measurements("REF", DICOM_EYES, pd=63.0),
-                 dicom_measurements("LM", DICOM_EYES, adds={"OD": 2.0})]  # fmt: skip
+    originals = [
+        joia_xml("REF", REF_EYES, lists={"R": [(-1.25, -0.5, 178)]}, pd=63),
+        joia_xml("LM", REF_EYES, adds={"R": 2.0, "L": 2.0}, pd_r=31.5, pd_l=31.5),
+        dicom_measurements("REF", DICOM_EYES, pd=63.0),
+        dicom_measurements("LM", DICOM_EYES, adds={"OD": 2.0}),
+    ]
     for original in originals:
         for _ in range(60):
             data = bytearray(original)
@@ -279,7 +330,7 @@ def test_damaged_files_are_read_or_refused_never_a_crash(tmp_path, seed):
                 if what == 0:
                     data[at] = int(rng.integers(0, 256))
                 elif what == 1:
-                    del data[at:at + int(rng.integers(1, 40))]
+                    del data[at : at + int(rng.integers(1, 40))]
                 else:
                     data[at:at] = bytes(rng.integers(0, 256, size=int(rng.integers(1, 8))).astype(np.uint8))
             path = _write(tmp_path, "fuzz.bin", bytes(data))
@@ -308,5 +359,9 @@ def test_a_shift_jis_file_and_another_common_namespace(tmp_path):
     text = text.replace("encoding='UTF-8'", "encoding='Shift_JIS'").replace(joia, vendor)
     r = read_instrument_file(_write(tmp_path, "sjis.xml", text.encode("shift_jis")))
     assert r.maker == "\u30cb\u30c7\u30c3\u30af" and r.lenses["OD"] == Prescription(-1.25, -0.5, 180)
-    _refused(tmp_path, "badenc.xml", text.replace("Shift_JIS", "no-such-codec").encode("shift_jis"),
-             "declared encoding 'no-such-codec'")  # fmt: skip
+    _refused(
+        tmp_path,
+        "badenc.xml",
+        text.replace("Shift_JIS", "no-such-codec").encode("shift_jis"),
+        "declared encoding 'no-such-codec'",
+    )

@@ -23,8 +23,9 @@ LM = {"R": (-2.00, -0.50, 180), "L": (-1.50, -0.50, 5)}
 
 
 def _run(db, *extra) -> int:
-    return main(["visit", "run", "--simulate", "--seed", "3", "--quiet", "--no-near", "--no-balance", "--db", str(db),
-                 *extra])  # fmt: skip
+    return main(
+        ["visit", "run", "--simulate", "--seed", "3", "--quiet", "--no-near", "--no-balance", "--db", str(db), *extra]
+    )
 
 
 def _starts(store, vid=1) -> dict:
@@ -33,8 +34,10 @@ def _starts(store, vid=1) -> dict:
         if link.session_id is None:  # a skipped eye
             continue
         start = store.get_session(link.session_id).starting_rx
-        out[eye] = (Prescription(start["rx"]["sphere_d"], start["rx"]["cylinder_d"], start["rx"]["axis_deg"]),
-                    start["source"])  # fmt: skip
+        out[eye] = (
+            Prescription(start["rx"]["sphere_d"], start["rx"]["cylinder_d"], start["rx"]["axis_deg"]),
+            start["source"],
+        )
     return out
 
 
@@ -46,8 +49,10 @@ def test_visit_starts_from_a_joia_ref_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "OD start S -2.25 / C -0.75 x 175 from autorefraction (NIDEK ARK-1, ark.xml)" in err
     with TrialStore.open(db, read_only=True) as store:
-        assert _starts(store) == {"OD": (Prescription(-2.25, -0.75, 175), "autorefraction"),
-                                  "OS": (Prescription(-1.75, -0.50, 10), "autorefraction")}  # fmt: skip
+        assert _starts(store) == {
+            "OD": (Prescription(-2.25, -0.75, 175), "autorefraction"),
+            "OS": (Prescription(-1.75, -0.50, 10), "autorefraction"),
+        }
         given = visit_inputs(store, 1)
         assert (given.pd_mm, given.pd_file) == (64.0, "ark.xml")
         assert given.start_source("OD") == given.start_source("OS") == "autorefraction"
@@ -84,10 +89,13 @@ def test_lm_alone_gives_the_start_from_the_spectacles(tmp_path):
         assert given.start_source("OD") == "habitual spectacles" and given.start_file("OD") == "len.dcm"
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--start-rx", "OD -1 -0.5 x 90"], "gives the OD start already"),
-    (["--max-steps", "3"], "--max-steps with --import"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--start-rx", "OD -1 -0.5 x 90"], "gives the OD start already"),
+        (["--max-steps", "3"], "--max-steps with --import"),
+    ],
+)
 def test_conflicts_refused_before_anything_is_written(tmp_path, capsys, extra, needle):
     ref = tmp_path / "ark.xml"
     ref.write_bytes(joia_xml("REF", REF))
@@ -107,10 +115,12 @@ def test_bad_files_refused_before_anything_is_written(tmp_path, capsys):
     far.write_bytes(joia_xml("REF", {"R": (-18.0, -1.0, 90), "L": REF["L"]}))
     nan = tmp_path / "nan.xml"
     nan.write_bytes(joia_xml("REF", {"R": ("NaN", -1.0, 90), "L": REF["L"]}))
-    for files, needle in (([one_eye], "one.xml: the file has no REF reading of the left eye (L)"),
-                          ([one_eye, two], "both REF files"),
-                          ([far], "far.xml OD (the starting prescription)"),
-                          ([nan], "nan.xml: Measure(REF)/REF/R/Median/Sphere: 'NaN' is not a number")):  # fmt: skip
+    for files, needle in (
+        ([one_eye], "one.xml: the file has no REF reading of the left eye (L)"),
+        ([one_eye, two], "both REF files"),
+        ([far], "far.xml OD (the starting prescription)"),
+        ([nan], "nan.xml: Measure(REF)/REF/R/Median/Sphere: 'NaN' is not a number"),
+    ):
         assert _run(db, *[a for f in files for a in ("--import", str(f))]) == 2
         assert needle in capsys.readouterr().err
     assert not db.exists()

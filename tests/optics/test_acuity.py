@@ -97,9 +97,9 @@ def test_linear_logmar_model_against_hand_computation():
 def test_models_differ_in_shape_from_blendowske():
     """Compared at a few blurs (docs/design.md: Blendowske is 0.30 at 1 D and 1.23 at 4 D)."""
     blur = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
-    blendowske = BlendowskeAcuity()(blur)   # 0.026 0.097 0.301 0.699 1.230
-    pupil = PupilBlurAcuity()(blur)         # 0.057 0.172 0.383 0.654 0.947
-    linear = LinearLogmarAcuity()(blur)     # 0.075 0.150 0.300 0.600 1.200
+    blendowske = BlendowskeAcuity()(blur)  # 0.026 0.097 0.301 0.699 1.230
+    pupil = PupilBlurAcuity()(blur)  # 0.057 0.172 0.383 0.654 0.947
+    linear = LinearLogmarAcuity()(blur)  # 0.075 0.150 0.300 0.600 1.200
     assert blendowske == pytest.approx([0.0263, 0.0969, 0.3010, 0.6990, 1.2304], abs=5e-4)
     assert pupil == pytest.approx([0.0574, 0.1722, 0.3832, 0.6544, 0.9473], abs=5e-4)
     # near the correction both alternatives fall faster (the last quarter diopter costs more) ...
@@ -123,16 +123,19 @@ def test_acuity_model_registry():
         acuity_model_by_name("blendowske", pupil_mm=4.0)
 
 
-@pytest.mark.parametrize("factory, name", [
-    (lambda: PupilBlurAcuity(pupil_mm=0.0), "pupil_mm"),
-    (lambda: PupilBlurAcuity(pupil_mm=float("nan")), "pupil_mm"),
-    (lambda: PupilBlurAcuity(blur_fraction=-1.0), "blur_fraction"),
-    (lambda: PupilBlurAcuity(best_corrected_logmar=3.0), "best_corrected_logmar"),
-    (lambda: LinearLogmarAcuity(logmar_per_diopter=0.0), "logmar_per_diopter"),
-    (lambda: LinearLogmarAcuity(best_corrected_logmar=True), "best_corrected_logmar"),
-    (lambda: PupilBlurAcuity()(-0.5), "blur_d"),
-    (lambda: LinearLogmarAcuity()(np.nan), "blur_d"),
-])
+@pytest.mark.parametrize(
+    "factory, name",
+    [
+        (lambda: PupilBlurAcuity(pupil_mm=0.0), "pupil_mm"),
+        (lambda: PupilBlurAcuity(pupil_mm=float("nan")), "pupil_mm"),
+        (lambda: PupilBlurAcuity(blur_fraction=-1.0), "blur_fraction"),
+        (lambda: PupilBlurAcuity(best_corrected_logmar=3.0), "best_corrected_logmar"),
+        (lambda: LinearLogmarAcuity(logmar_per_diopter=0.0), "logmar_per_diopter"),
+        (lambda: LinearLogmarAcuity(best_corrected_logmar=True), "best_corrected_logmar"),
+        (lambda: PupilBlurAcuity()(-0.5), "blur_d"),
+        (lambda: LinearLogmarAcuity()(np.nan), "blur_d"),
+    ],
+)
 def test_bad_parameters_of_the_other_models(factory, name):
     with pytest.raises(InvalidInputError, match=name):
         factory()

@@ -53,19 +53,22 @@ def test_vectorised():
     assert isinstance(u.logmar_to_decimal(0.0), float)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: u.decimal_to_logmar(0.0), "decimal"),
-    (lambda: u.mar_arcmin_to_logmar(-1.0), "mar_arcmin"),
-    (lambda: u.snellen_to_logmar(20, 0), "denominator"),
-    (lambda: u.snellen_to_logmar(-20, 40), "numerator"),
-    (lambda: u.logmar_to_decimal(np.nan), "logmar"),
-    (lambda: u.logmar_to_etdrs_letters(2.0), "logmar"),
-    (lambda: u.etdrs_letters_to_logmar(101), "letters"),
-    (lambda: u.etdrs_letters_to_logmar(-1), "letters"),
-    (lambda: u.parse_snellen("20:40"), "text"),
-    (lambda: u.parse_snellen(20), "text"),
-    (lambda: u.format_snellen([0.0, 0.1]), "logmar"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: u.decimal_to_logmar(0.0), "decimal"),
+        (lambda: u.mar_arcmin_to_logmar(-1.0), "mar_arcmin"),
+        (lambda: u.snellen_to_logmar(20, 0), "denominator"),
+        (lambda: u.snellen_to_logmar(-20, 40), "numerator"),
+        (lambda: u.logmar_to_decimal(np.nan), "logmar"),
+        (lambda: u.logmar_to_etdrs_letters(2.0), "logmar"),
+        (lambda: u.etdrs_letters_to_logmar(101), "letters"),
+        (lambda: u.etdrs_letters_to_logmar(-1), "letters"),
+        (lambda: u.parse_snellen("20:40"), "text"),
+        (lambda: u.parse_snellen(20), "text"),
+        (lambda: u.format_snellen([0.0, 0.1]), "logmar"),
+    ],
+)
 def test_bad_input_raises_naming_the_argument(call, name):
     with pytest.raises(InvalidInputError, match=name):
         call()

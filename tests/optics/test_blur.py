@@ -87,13 +87,16 @@ def test_vectorised_over_sphere_cylinder_arrays():
     assert oblique == pytest.approx([blur_from_principal_meridians(Prescription(s, c, 120), true_rx) for s, c in sc])
 
 
-@pytest.mark.parametrize("lens, true_rx, name", [
-    (np.array([[np.nan, 0.0]]), Prescription(0.0), "lens"),
-    (np.zeros((3, 3)), Prescription(0.0), "lens"),
-    (Prescription(0.0), np.array([0.0, np.inf]), "true_rx"),
-    (np.zeros((3, 2)), np.zeros((2, 2)), "lens"),
-    ([Prescription(0.0), (1.0, 2.0)], Prescription(0.0), "lens"),
-])
+@pytest.mark.parametrize(
+    "lens, true_rx, name",
+    [
+        (np.array([[np.nan, 0.0]]), Prescription(0.0), "lens"),
+        (np.zeros((3, 3)), Prescription(0.0), "lens"),
+        (Prescription(0.0), np.array([0.0, np.inf]), "true_rx"),
+        (np.zeros((3, 2)), np.zeros((2, 2)), "lens"),
+        ([Prescription(0.0), (1.0, 2.0)], Prescription(0.0), "lens"),
+    ],
+)
 def test_bad_input_raises_naming_the_argument(lens, true_rx, name):
     with pytest.raises(InvalidInputError, match=name):
         blur_diopters(lens, true_rx)

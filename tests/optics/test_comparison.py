@@ -65,10 +65,21 @@ def test_equal_is_likeliest_when_the_lenses_are_alike():
 # ------------------------------------------------------------------ the blur discrimination model
 def _threshold(model: ComparisonModel, pedestal: float) -> float:
     """ΔB with forced-choice P(correct) = 0.75 from a pedestal blur (root finding, no algebra)."""
-    forced = ComparisonModel("blur", indifference=0.0, lapse=0.0, threshold_at_focus_d=model.threshold_at_focus_d,
-                             weber_fraction=model.weber_fraction)
-    return brentq(lambda db: ternary_probabilities(blur_discrimination_signal(pedestal, pedestal + db, forced),
-                                                   0.0, 0.0)[0] - 0.75, 1e-9, 50.0, xtol=1e-13)
+    forced = ComparisonModel(
+        "blur",
+        indifference=0.0,
+        lapse=0.0,
+        threshold_at_focus_d=model.threshold_at_focus_d,
+        weber_fraction=model.weber_fraction,
+    )
+    return brentq(
+        lambda db: (
+            ternary_probabilities(blur_discrimination_signal(pedestal, pedestal + db, forced), 0.0, 0.0)[0] - 0.75
+        ),
+        1e-9,
+        50.0,
+        xtol=1e-13,
+    )
 
 
 @pytest.mark.parametrize("t0, weber", [(0.15, 0.12), (0.10, 0.2), (0.3, 0.08)])
@@ -119,8 +130,9 @@ PATIENT_RX = Prescription(-1.25, -0.75, 30.0)
 
 
 def _patient(seed=3, **kw) -> SimulatedPatient:
-    return SimulatedPatient(PATIENT_RX, best_corrected_logmar=-0.05, slope=4.0, n_alternatives=10, lapse=0.02,
-                            seed=seed, **kw)
+    return SimulatedPatient(
+        PATIENT_RX, best_corrected_logmar=-0.05, slope=4.0, n_alternatives=10, lapse=0.02, seed=seed, **kw
+    )
 
 
 def test_thurstone_patient_is_eq_11_with_the_linear_latent():

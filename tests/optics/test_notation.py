@@ -15,7 +15,9 @@ from visiontune.optics.notation import axis_text, is_trial_lens, power_text, rx_
 #: Trial lenses: sphere and cylinder on the 0.25 D steps, a whole-degree axis (180 without cylinder).
 trial_lenses = st.builds(
     lambda s, c, a: Prescription(s * 0.25, c * 0.25, a if c else 180),
-    st.integers(-80, 80), st.integers(-32, 32), st.integers(1, 180),
+    st.integers(-80, 80),
+    st.integers(-32, 32),
+    st.integers(1, 180),
 )
 
 
@@ -39,15 +41,18 @@ def test_the_two_forms_describe_the_same_power_vector(rx):
     np.testing.assert_allclose(minus.power_vector_array(), rx.power_vector_array(), atol=1e-12)
 
 
-@pytest.mark.parametrize("rx, text", [
-    (Prescription(-1.25, -0.5, 35), "S -1.25 / C -0.50 x 035"),
-    (Prescription(-2.0, -1.75, 40), "S -2.00 / C -1.75 x 040"),
-    (Prescription(-1.0, -0.5, 3), "S -1.00 / C -0.50 x 003"),
-    (Prescription(0.0, -0.5, 180), "S plano / C -0.50 x 180"),
-    (Prescription(-0.0, -0.5, 0), "S plano / C -0.50 x 180"),
-    (Prescription(0.25, 0.0, 90), "S +0.25 DS"),
-    (Prescription(0.0, 0.0, 180), "S plano DS"),
-])
+@pytest.mark.parametrize(
+    "rx, text",
+    [
+        (Prescription(-1.25, -0.5, 35), "S -1.25 / C -0.50 x 035"),
+        (Prescription(-2.0, -1.75, 40), "S -2.00 / C -1.75 x 040"),
+        (Prescription(-1.0, -0.5, 3), "S -1.00 / C -0.50 x 003"),
+        (Prescription(0.0, -0.5, 180), "S plano / C -0.50 x 180"),
+        (Prescription(-0.0, -0.5, 0), "S plano / C -0.50 x 180"),
+        (Prescription(0.25, 0.0, 90), "S +0.25 DS"),
+        (Prescription(0.0, 0.0, 180), "S plano DS"),
+    ],
+)
 def test_signed_two_decimals_plano_ds_and_the_axis_in_three_digits(rx, text):
     assert rx_text(rx) == text == rx.format() == str(rx)
 
@@ -56,18 +61,23 @@ def test_unicode_writes_the_minus_sign_and_times():
     assert rx_text(Prescription(-1.25, -0.5, 35), unicode=True) == "S \u22121.25 / C \u22120.50 \u00d7 035"
 
 
-@pytest.mark.parametrize("rx", [
-    Prescription(-1.05, -1.30, 32.4),  # the live panel's "Best lens now" of issue 35
-    Prescription(-1.25, -0.5, 35.5),  # a fractional axis
-    Prescription(-1.3125, -0.5, 90),  # a power off the 0.25 D steps
-    Prescription(-1.0, -0.001, 90),  # a cylinder that prints as 0.00 is not none
-])
+@pytest.mark.parametrize(
+    "rx",
+    [
+        Prescription(-1.05, -1.30, 32.4),  # the live panel's "Best lens now" of issue 35
+        Prescription(-1.25, -0.5, 35.5),  # a fractional axis
+        Prescription(-1.3125, -0.5, 90),  # a power off the 0.25 D steps
+        Prescription(-1.0, -0.001, 90),  # a cylinder that prints as 0.00 is not none
+    ],
+)
 def test_a_value_off_the_steps_is_never_written_as_a_lens(rx):
     assert not is_trial_lens(rx)
     assert rx_text(rx).endswith(" (not a trial lens)")
     assert rx_text(rx, kind="estimate").endswith(" (estimate, not a trial lens)")
-    assert rx_text(Prescription(-1.05, -1.30, 32.4), kind="estimate") == \
-        "S -1.05 / C -1.30 x 032 (estimate, not a trial lens)"
+    assert (
+        rx_text(Prescription(-1.05, -1.30, 32.4), kind="estimate")
+        == "S -1.05 / C -1.30 x 032 (estimate, not a trial lens)"
+    )
 
 
 def test_no_negative_zero():
@@ -88,11 +98,22 @@ def test_an_unknown_form_is_refused():
         rx_text(Prescription(-1, -1, 90), form="cross")
 
 
-@pytest.mark.parametrize("text", [
-    "-2.25/-1.25x35", "-2.25 / -1.25 x 35", "-2.25 -1.25 x 035", "-2.25DS/-1.25DCx35", "-2,25 -1,25 x 35",
-    "-2,25/-1,25x35", "S -2.25 / C -1.25 x 035", "S \u22122.25 / C \u22121.25 \u00d7 035", "-2.25, -1.25 x 35",
-    "-2.25 -1.25 @ 35", "sph -2.25 cyl -1.25 axis 35",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "-2.25/-1.25x35",
+        "-2.25 / -1.25 x 35",
+        "-2.25 -1.25 x 035",
+        "-2.25DS/-1.25DCx35",
+        "-2,25 -1,25 x 35",
+        "-2,25/-1,25x35",
+        "S -2.25 / C -1.25 x 035",
+        "S \u22122.25 / C \u22121.25 \u00d7 035",
+        "-2.25, -1.25 x 35",
+        "-2.25 -1.25 @ 35",
+        "sph -2.25 cyl -1.25 axis 35",
+    ],
+)
 def test_what_a_clinician_types_is_read(text):
     assert Prescription.parse(text) == Prescription(-2.25, -1.25, 35)
 
@@ -104,6 +125,7 @@ def test_a_fixed_axis_model_reads_s_c_alone():
 
 
 # --- every surface writes through the one formatter ---------------------------------------------
+
 
 @settings(max_examples=60, deadline=None)
 @given(trial_lenses | st.builds(Prescription, st.floats(-10, 10), st.floats(-4, 4), st.floats(0, 180)))

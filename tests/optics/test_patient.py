@@ -60,7 +60,7 @@ def test_vectorised_answers_match_probabilities_over_a_grid():
     assert answers.dtype == bool and answers.shape == (20000,)
     for k, s in enumerate(np.linspace(-0.5, 1.5, 5)):
         p = patient.probability_correct(s, [0.0, 0.0])
-        block = answers[k * 4000:(k + 1) * 4000]
+        block = answers[k * 4000 : (k + 1) * 4000]
         assert abs(block.mean() - p) < 4 * math.sqrt(p * (1 - p) / 4000)
 
 
@@ -161,20 +161,23 @@ def test_random_true_rx():
     assert random_true_rx(rng, axis_deg=90).axis_deg == 90
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(slope=0.0), "slope"),
-    (dict(slope=-2.0), "slope"),
-    (dict(slope=float("nan")), "slope"),
-    (dict(n_alternatives=1), "n_alternatives"),
-    (dict(lapse=-0.1), "lapse"),
-    (dict(lapse=1 - 1 / 26), "lapse"),
-    (dict(best_corrected_logmar=float("nan")), "best_corrected_logmar"),
-    (dict(seed=-1), "seed"),
-    (dict(seed=1.5), "seed"),
-    (dict(preference_latent="cubic"), "preference_latent"),
-    (dict(acuity_model=BlendowskeAcuity(), best_corrected_logmar=0.2), "best_corrected_logmar"),
-    (dict(acuity_model="blendowske"), "acuity_model"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(slope=0.0), "slope"),
+        (dict(slope=-2.0), "slope"),
+        (dict(slope=float("nan")), "slope"),
+        (dict(n_alternatives=1), "n_alternatives"),
+        (dict(lapse=-0.1), "lapse"),
+        (dict(lapse=1 - 1 / 26), "lapse"),
+        (dict(best_corrected_logmar=float("nan")), "best_corrected_logmar"),
+        (dict(seed=-1), "seed"),
+        (dict(seed=1.5), "seed"),
+        (dict(preference_latent="cubic"), "preference_latent"),
+        (dict(acuity_model=BlendowskeAcuity(), best_corrected_logmar=0.2), "best_corrected_logmar"),
+        (dict(acuity_model="blendowske"), "acuity_model"),
+    ],
+)
 def test_bad_parameters_raise_naming_the_argument(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         SimulatedPatient(TRUE_RX, **kwargs)

@@ -34,8 +34,9 @@ def test_young_patient_reads_through_over_minus_but_not_through_plus():
     assert young.blur_diopters(shifted(RX, +1.0)) == pytest.approx(1.0)
     # only M is accommodated: a cylinder error is still seen through any amount of minus
     wrong_axis = Prescription(-3.25, -1.25, 65)
-    assert young.blur_diopters(wrong_axis) == pytest.approx(np.hypot(*(
-        wrong_axis.power_vector_array() - RX.power_vector_array())[1:]))
+    assert young.blur_diopters(wrong_axis) == pytest.approx(
+        np.hypot(*(wrong_axis.power_vector_array() - RX.power_vector_array())[1:])
+    )
     # frequencies, through the keyed answers: over-minus read as often as the correction
     n = 3000
     s = 0.0
@@ -78,27 +79,33 @@ def test_accommodation_amplitude_and_fraction_keywords():
     assert pupil.acuity_logmar(shifted(RX, -2.0)) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(age_years=-1.0), "age_years"),
-    (dict(age_years=float("nan")), "age_years"),
-    (dict(age_years=True), "age_years"),
-    (dict(accommodation_d=-0.5), "accommodation_d"),
-    (dict(accommodation_d=[1.0, 2.0]), "accommodation_d"),
-    (dict(accommodation_fraction=1.5), "accommodation_fraction"),
-    (dict(drift="slow"), "drift"),
-    (dict(drift=AttentionDrift(lapse_increase=0.9), lapse=0.05, n_alternatives=10), "drift"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(age_years=-1.0), "age_years"),
+        (dict(age_years=float("nan")), "age_years"),
+        (dict(age_years=True), "age_years"),
+        (dict(accommodation_d=-0.5), "accommodation_d"),
+        (dict(accommodation_d=[1.0, 2.0]), "accommodation_d"),
+        (dict(accommodation_fraction=1.5), "accommodation_fraction"),
+        (dict(drift="slow"), "drift"),
+        (dict(drift=AttentionDrift(lapse_increase=0.9), lapse=0.05, n_alternatives=10), "drift"),
+    ],
+)
 def test_bad_clinical_parameters_raise_naming_the_argument(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         SimulatedPatient(RX, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(lapse_increase=-0.1), "lapse_increase"),
-    (dict(over_trials=0), "over_trials"),
-    (dict(over_trials=2.5), "over_trials"),
-    (dict(logmar_per_100_trials=float("inf")), "logmar_per_100_trials"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(lapse_increase=-0.1), "lapse_increase"),
+        (dict(over_trials=0), "over_trials"),
+        (dict(over_trials=2.5), "over_trials"),
+        (dict(logmar_per_100_trials=float("inf")), "logmar_per_100_trials"),
+    ],
+)
 def test_bad_drift_parameters(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         AttentionDrift(**kwargs)
@@ -135,21 +142,27 @@ def test_drift_in_duels_only_through_the_probit_latent():
     x1, x2 = RX, shifted(RX, 1.0)
     linear = SimulatedPatient(RX, slope=3.0, n_alternatives=10, drift=drift)
     assert linear.preference_probability_at_trial(80, 0.2, x1, x2) == pytest.approx(
-        linear.preference_probability(0.2, x1, x2))
+        linear.preference_probability(0.2, x1, x2)
+    )
     probit = SimulatedPatient(RX, slope=3.0, n_alternatives=10, drift=drift, preference_latent="probit")
     assert probit.preference_probability_at_trial(80, 0.2, x1, x2) != pytest.approx(
-        probit.preference_probability(0.2, x1, x2))
+        probit.preference_probability(0.2, x1, x2)
+    )
     assert probit.preference_probability_at_trial(0, 0.2, x1, x2) == pytest.approx(
-        probit.preference_probability(0.2, x1, x2))
+        probit.preference_probability(0.2, x1, x2)
+    )
 
 
 @pytest.mark.parametrize("axis", [1.0, 22.5, 45.0, 97.0, 135.0, 179.0])
 def test_oblique_axes_everywhere(axis):
     true_rx = Prescription(-1.0, -2.0, axis)
-    patient = SimulatedPatient(true_rx, slope=5.0, n_alternatives=10, age_years=30, seed=2,
-                               drift=AttentionDrift(0.02, 100, 0.01))
+    patient = SimulatedPatient(
+        true_rx, slope=5.0, n_alternatives=10, age_years=30, seed=2, drift=AttentionDrift(0.02, 100, 0.01)
+    )
     # the same lens in plus-cylinder form is the same lens
-    assert patient.probability_correct(0.1, true_rx.transposed()) == pytest.approx(patient.probability_correct(0.1, true_rx))
+    assert patient.probability_correct(0.1, true_rx.transposed()) == pytest.approx(
+        patient.probability_correct(0.1, true_rx)
+    )
     assert patient.blur_diopters(true_rx.transposed()) == pytest.approx(0.0, abs=1e-9)
     # the cylinder 90° off: blur is the cylinder vector's full length |ΔJ| = |C| = 2 D, accommodation can't help
     crossed = Prescription(-1.0, -2.0, (axis + 90.0) % 180.0)

@@ -22,8 +22,12 @@ def power_matrix(rx: Prescription) -> np.ndarray:
     so M = tr F / 2, J0 = (F11 - F22) / 2, J45 = F12 (Thibos 1997, Eq. 19)."""
     a = math.radians(rx.axis_deg)
     s, c = rx.sphere_d, rx.cylinder_d
-    return np.array([[s + c * math.sin(a) ** 2, -c * math.sin(a) * math.cos(a)],
-                     [-c * math.sin(a) * math.cos(a), s + c * math.cos(a) ** 2]])
+    return np.array(
+        [
+            [s + c * math.sin(a) ** 2, -c * math.sin(a) * math.cos(a)],
+            [-c * math.sin(a) * math.cos(a), s + c * math.cos(a) ** 2],
+        ]
+    )
 
 
 def test_axis_zero_is_stored_as_180():
@@ -134,18 +138,21 @@ def test_format():
     assert str(Prescription(2, -1, 45)) == "S +2.00 / C -1.00 x 045"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("S -1.25 / C -0.50 x 180", (-1.25, -0.5, 180.0)),
-    ("-1.25 -0.50 x 180", (-1.25, -0.5, 180.0)),
-    ("-1.25 -0.50 x 0", (-1.25, -0.5, 180.0)),
-    ("+2.00 / -0.75 @ 90", (2.0, -0.75, 90.0)),
-    ("\u22121.00 \u22120.25 \u00d7 45", (-1.0, -0.25, 45.0)),
-    ("sph +0.50 cyl +1.00 axis 12", (0.5, 1.0, 12.0)),
-    ("+2.00 DS", (2.0, 0.0, 180.0)),
-    ("plano", (0.0, 0.0, 180.0)),
-    ("-3", (-3.0, 0.0, 180.0)),
-    ("-3 0", (-3.0, 0.0, 180.0)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("S -1.25 / C -0.50 x 180", (-1.25, -0.5, 180.0)),
+        ("-1.25 -0.50 x 180", (-1.25, -0.5, 180.0)),
+        ("-1.25 -0.50 x 0", (-1.25, -0.5, 180.0)),
+        ("+2.00 / -0.75 @ 90", (2.0, -0.75, 90.0)),
+        ("\u22121.00 \u22120.25 \u00d7 45", (-1.0, -0.25, 45.0)),
+        ("sph +0.50 cyl +1.00 axis 12", (0.5, 1.0, 12.0)),
+        ("+2.00 DS", (2.0, 0.0, 180.0)),
+        ("plano", (0.0, 0.0, 180.0)),
+        ("-3", (-3.0, 0.0, 180.0)),
+        ("-3 0", (-3.0, 0.0, 180.0)),
+    ],
+)
 def test_parse(text, expected):
     rx = Prescription.parse(text)
     assert (rx.sphere_d, rx.cylinder_d, rx.axis_deg) == pytest.approx(expected)
@@ -169,16 +176,19 @@ def test_parse_rejects_non_string():
         Prescription.parse(1.25)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(sphere_d=float("nan"), cylinder_d=0, axis_deg=90), "sphere_d"),
-    (dict(sphere_d=0, cylinder_d=float("inf"), axis_deg=90), "cylinder_d"),
-    (dict(sphere_d=0, cylinder_d=-1, axis_deg=float("nan")), "axis_deg"),
-    (dict(sphere_d=0, cylinder_d=-1, axis_deg=181), "axis_deg"),
-    (dict(sphere_d=0, cylinder_d=-1, axis_deg=-1), "axis_deg"),
-    (dict(sphere_d="x", cylinder_d=-1, axis_deg=90), "sphere_d"),
-    (dict(sphere_d=[1, 2], cylinder_d=-1, axis_deg=90), "sphere_d"),
-    (dict(sphere_d=True, cylinder_d=-1, axis_deg=90), "sphere_d"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sphere_d=float("nan"), cylinder_d=0, axis_deg=90), "sphere_d"),
+        (dict(sphere_d=0, cylinder_d=float("inf"), axis_deg=90), "cylinder_d"),
+        (dict(sphere_d=0, cylinder_d=-1, axis_deg=float("nan")), "axis_deg"),
+        (dict(sphere_d=0, cylinder_d=-1, axis_deg=181), "axis_deg"),
+        (dict(sphere_d=0, cylinder_d=-1, axis_deg=-1), "axis_deg"),
+        (dict(sphere_d="x", cylinder_d=-1, axis_deg=90), "sphere_d"),
+        (dict(sphere_d=[1, 2], cylinder_d=-1, axis_deg=90), "sphere_d"),
+        (dict(sphere_d=True, cylinder_d=-1, axis_deg=90), "sphere_d"),
+    ],
+)
 def test_bad_prescription_raises_naming_the_argument(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         Prescription(**kwargs)

@@ -84,17 +84,20 @@ def test_broadcasting():
     assert np.all(np.diff(p, axis=0) > 0) and np.all(p[:, 0] > p[:, 1])
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(slope=0.0, n_alternatives=26), "slope"),
-    (dict(slope=-1.0, n_alternatives=26), "slope"),
-    (dict(slope=np.nan, n_alternatives=26), "slope"),
-    (dict(slope=5.0, n_alternatives=1), "n_alternatives"),
-    (dict(slope=5.0, n_alternatives=2.5), "n_alternatives"),
-    (dict(slope=5.0, n_alternatives=True), "n_alternatives"),
-    (dict(slope=5.0, n_alternatives=26, lapse=-0.01), "lapse"),
-    (dict(slope=5.0, n_alternatives=4, lapse=0.75), "lapse"),
-    (dict(slope=5.0, n_alternatives=26, lapse=np.nan), "lapse"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(slope=0.0, n_alternatives=26), "slope"),
+        (dict(slope=-1.0, n_alternatives=26), "slope"),
+        (dict(slope=np.nan, n_alternatives=26), "slope"),
+        (dict(slope=5.0, n_alternatives=1), "n_alternatives"),
+        (dict(slope=5.0, n_alternatives=2.5), "n_alternatives"),
+        (dict(slope=5.0, n_alternatives=True), "n_alternatives"),
+        (dict(slope=5.0, n_alternatives=26, lapse=-0.01), "lapse"),
+        (dict(slope=5.0, n_alternatives=4, lapse=0.75), "lapse"),
+        (dict(slope=5.0, n_alternatives=26, lapse=np.nan), "lapse"),
+    ],
+)
 def test_bad_parameters_raise_naming_the_argument(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         PsychometricFunction(**kwargs)

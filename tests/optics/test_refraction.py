@@ -25,11 +25,14 @@ def test_contains():
     assert SEARCH_BOX.contains([[4, -4], [4.01, 0]]).tolist() == [True, False]
 
 
-@pytest.mark.parametrize("args, name", [
-    (((0.0,), (0.0,), ("a",)), "upper"),
-    (((0.0, 1.0), (1.0,), ("a",)), "upper"),
-    (((np.nan,), (1.0,), ("a",)), "lower"),
-])
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (((0.0,), (0.0,), ("a",)), "upper"),
+        (((0.0, 1.0), (1.0,), ("a",)), "upper"),
+        (((np.nan,), (1.0,), ("a",)), "lower"),
+    ],
+)
 def test_bad_box(args, name):
     with pytest.raises(InvalidInputError, match=name):
         Box(*args)

@@ -31,9 +31,11 @@ def _pixels(image):
 
     ptr = image.constBits()
     arr = np.frombuffer(ptr, dtype=np.uint8, count=image.sizeInBytes())
-    return arr.reshape(image.height(), image.bytesPerLine())[:, : 4 * image.width()].reshape(
-        image.height(), image.width(), 4
-    ).astype(int)  # fmt: skip
+    return (
+        arr.reshape(image.height(), image.bytesPerLine())[:, : 4 * image.width()]
+        .reshape(image.height(), image.width(), 4)
+        .astype(int)
+    )
 
 
 @pytest.mark.parametrize("suffix", ["png", "ico", "icns"])

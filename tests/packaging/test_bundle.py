@@ -37,9 +37,13 @@ BUILD_TIMEOUT_S = 1800
 RUN_TIMEOUT_S = 300
 #: What HEAD must hold for a plain clone to build and pass these tests.
 NEEDED_AT_HEAD = (
-    "packaging/build.sh", "packaging/visiontune.spec", "packaging/visiontune_entry.py",
-    "visiontune/session/engine.py", "visiontune/session/cli.py", "visiontune/display/_psychopy_child.py",
-)  # fmt: skip
+    "packaging/build.sh",
+    "packaging/visiontune.spec",
+    "packaging/visiontune_entry.py",
+    "visiontune/session/engine.py",
+    "visiontune/session/cli.py",
+    "visiontune/display/_psychopy_child.py",
+)
 
 PROTOCOL = small_protocol_text("bundle-test", purpose="the bundle tests", initial_random_trials=2, max_trials=30)
 
@@ -103,8 +107,11 @@ def bundle(tmp_path_factory):
         source = _checkout(checkout)
         out = subprocess.run(
             ["bash", str(checkout / "packaging" / "build.sh")],
-            env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-        )  # fmt: skip
+            env={**os.environ, "PYTHON": sys.executable},
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
         assert out.returncode == 0, f"build.sh failed ({source}):\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}"
         tarball = Path(out.stdout.strip().splitlines()[-1])
     unpacked = base / "unpacked"
@@ -146,7 +153,7 @@ def logged_trials(db: Path) -> list[tuple]:
         return con.execute(
             "SELECT session_id, idx, round(s_logmar, 12), round(sphere_d, 12), round(cylinder_d, 12), axis_deg, "
             "letter_shown, letter_named, correct FROM trials ORDER BY session_id, idx"
-        ).fetchall()  # fmt: skip
+        ).fetchall()
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -160,8 +167,19 @@ def source_version(bundle: Bundle) -> str:
 
 def session_cmd(protocol: Path, steps: int | None = 4) -> list[str]:
     """A simulated session from a fixed seed; ``steps=None`` runs it to the protocol's budget."""
-    return ["session", "run", "--simulate", "--protocol", str(protocol), "--seed", "5", "--true-rx", "1.0 -1.0",
-            "--quiet", *([] if steps is None else ["--max-steps", str(steps)])]  # fmt: skip
+    return [
+        "session",
+        "run",
+        "--simulate",
+        "--protocol",
+        str(protocol),
+        "--seed",
+        "5",
+        "--true-rx",
+        "1.0 -1.0",
+        "--quiet",
+        *([] if steps is None else ["--max-steps", str(steps)]),
+    ]
 
 
 # -- the archive -------------------------------------------------------------------------------
@@ -230,8 +248,11 @@ def test_bundle_proposes_exactly_what_the_unfrozen_package_proposes(bundle, tmp_
     protocol.write_text(PROTOCOL)
     frozen, plain = tmp_path / "frozen.sqlite3", tmp_path / "plain.sqlite3"
     run([bundle.exe, *session_cmd(protocol, 6), "--db", frozen], bare_env(tmp_path))
-    run([bundle.build_python, "-I", "-m", "visiontune", *session_cmd(protocol, 6), "--db", plain],
-        bare_env(tmp_path), cwd=tmp_path)  # fmt: skip
+    run(
+        [bundle.build_python, "-I", "-m", "visiontune", *session_cmd(protocol, 6), "--db", plain],
+        bare_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert len(logged_trials(frozen)) == 6
     assert logged_trials(frozen) == logged_trials(plain)
 
@@ -250,8 +271,25 @@ def test_reports_of_a_finished_session_match_the_unfrozen_package(bundle, tmp_pa
     for name, cmd in (("frozen", [bundle.exe]), ("plain", [bundle.build_python, "-I", "-m", "visiontune"])):
         out = tmp_path / name
         out.mkdir()
-        run([*cmd, "report", "1", "--db", db, "--pdf", out / "r.pdf", "--csv", out / "r.csv", "--json",
-             out / "r.json", "--fhir", out / "r.fhir.json"], env, cwd=tmp_path)  # fmt: skip
+        run(
+            [
+                *cmd,
+                "report",
+                "1",
+                "--db",
+                db,
+                "--pdf",
+                out / "r.pdf",
+                "--csv",
+                out / "r.csv",
+                "--json",
+                out / "r.json",
+                "--fhir",
+                out / "r.fhir.json",
+            ],
+            env,
+            cwd=tmp_path,
+        )
         outputs[name] = out
     for name in ("r.csv", "r.json", "r.fhir.json"):
         assert (outputs["frozen"] / name).read_bytes() == (outputs["plain"] / name).read_bytes(), name

@@ -54,8 +54,9 @@ def test_the_model_answer_model_gives_the_default_patients_answers():
     assert got == want and {"1", "2"} <= set(got)
 
 
-@pytest.mark.parametrize("name", ["model", "wide-threshold", "narrow-threshold", "more-equal", "less-equal",
-                                  "last-lens-bias", "minus-bias"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["model", "wide-threshold", "narrow-threshold", "more-equal", "less-equal", "last-lens-bias", "minus-bias"]
+)
 def test_probabilities_are_the_closed_form(name):
     """``P = ternary(κ_p δ_0 + β_minus m - β_last; τ_p, ε)`` with ``δ_0 = Φ⁻¹(P(lens 1 preferred))``."""
     model, patient = ANSWER_MODELS[name], _patient(age_years=20.0)
@@ -71,8 +72,10 @@ def test_thresholds_scale_the_signal_and_bands_the_ties():
     """Half the signal (threshold twice) and twice the signal; at equal lenses "=" is ``2Φ(τ)-1``
     (before the lapse): 38% for the model, 68% for more-equal, 8% for less-equal."""
     patient = _patient()
-    wide, narrow, base = (patient_signal(patient, 0, 0.1, L1, L2, ANSWER_MODELS[n])
-                          for n in ("wide-threshold", "narrow-threshold", "model"))  # fmt: skip
+    wide, narrow, base = (
+        patient_signal(patient, 0, 0.1, L1, L2, ANSWER_MODELS[n])
+        for n in ("wide-threshold", "narrow-threshold", "model")
+    )
     assert wide == pytest.approx(base / 2) and narrow == pytest.approx(2 * base) and base > 0
     for name, share in (("model", 0.3829), ("more-equal", 0.6827), ("less-equal", 0.0797)):
         p = answer_probabilities(patient, 0, 0.1, L1, L1, ANSWER_MODELS[name])
@@ -172,8 +175,13 @@ def test_a_session_runs_with_an_answer_model_and_records_it():
     presenter = simulated_presenter(case.patient(protocol.n_alternatives), "lapse-runs")
     assert isinstance(presenter, AnswerModelPresenter)
     assert type(simulated_presenter(case.patient(10))) is SimulatedPresenter
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, simulated=True,
-                            start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
+    refraction = Refraction(
+        MemoryLog(),
+        protocol,
+        seed=case.seed,
+        simulated=True,
+        start=StartingPoint(case.start_rx, case.start_source, case.age_years),
+    )
     assert refraction.run(presenter, max_steps=8) is None
     assert len(refraction.trials()) == 8
     note = with_answer_model(case.to_dict(), "minus-bias")

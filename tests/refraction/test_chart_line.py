@@ -43,8 +43,11 @@ def test_a_line_is_its_letters_at_the_crowded_size():
     letters = sum(LetterAnswer(0.1, lens, c).log_likelihood(theta, SPEC) for c in correct)
     np.testing.assert_allclose(line.log_likelihood(theta, SPEC), letters, rtol=1e-12)
     other = ChartLineAnswer(0.0, (0.0, 0.0, 0.0), (False, False, True), 0.1)
-    np.testing.assert_allclose(ChartLineAnswer.batch_log_likelihood([line, other], theta, SPEC),
-                               line.log_likelihood(theta, SPEC) + other.log_likelihood(theta, SPEC), rtol=1e-12)
+    np.testing.assert_allclose(
+        ChartLineAnswer.batch_log_likelihood([line, other], theta, SPEC),
+        line.log_likelihood(theta, SPEC) + other.log_likelihood(theta, SPEC),
+        rtol=1e-12,
+    )
 
 
 def test_the_count_distribution_is_binomial_and_matches_simulation():
@@ -111,13 +114,20 @@ def test_best_line_is_the_argmax_over_lenses_and_sizes_per_second():
     assert (line.lens, line.s_logmar) == best and line.n_letters == 5
     assert value == pytest.approx(values[best], rel=1e-9)
     # twice the seconds, half the value; the lens in place priced only when it changes
-    assert best_line(theta, pv, lenses, s_grid, ChartLineSettings(5, 12.0, 0.05), settings, SPEC, None)[1] == \
-        pytest.approx(value / 2, rel=1e-12)
+    assert best_line(theta, pv, lenses, s_grid, ChartLineSettings(5, 12.0, 0.05), settings, SPEC, None)[
+        1
+    ] == pytest.approx(value / 2, rel=1e-12)
 
 
 def test_the_simulated_patient_reads_each_letter_by_its_own_psychometric_function():
-    patient = SimulatedPatient(Prescription(-1.0, -0.5, 90.0), slope=5.0, n_alternatives=10, lapse=0.03, seed=11,
-                               letter_offsets_logmar={c: 0.02 * i for i, c in enumerate("CDHKNORSVZ")})
+    patient = SimulatedPatient(
+        Prescription(-1.0, -0.5, 90.0),
+        slope=5.0,
+        n_alternatives=10,
+        lapse=0.03,
+        seed=11,
+        letter_offsets_logmar={c: 0.02 * i for i, c in enumerate("CDHKNORSVZ")},
+    )
     lens = Prescription(-0.5, -0.5, 90.0)
     letters = ("C", "H", "O", "S", "Z")
     reads = np.array([patient.answer_line_trial(k, 0.25, lens, letters, crowding_logmar=0.1) for k in range(20_000)])
@@ -134,17 +144,22 @@ def test_the_protocol_table_is_checked_and_off_in_every_shipped_protocol():
     assert lines == ChartLineSettings(5, 6.0, 0.0)
     for name in list_protocols():
         assert load_protocol(name).chart_line is None
-    for good, bad, where in (("letters_per_line = 5", "letters_per_line = 11", "chart_line.letters_per_line"),
-                             ("crowding_logmar = 0.0", "crowding_logmar = 0.8", "chart_line.crowding_logmar"),
-                             ("line_seconds = 6.0", "line_seconds = 0", "chart_line.line_seconds"),
-                             ("letters_per_line = 5", "words = 3", "chart_line.words")):
+    for good, bad, where in (
+        ("letters_per_line = 5", "letters_per_line = 11", "chart_line.letters_per_line"),
+        ("crowding_logmar = 0.0", "crowding_logmar = 0.8", "chart_line.crowding_logmar"),
+        ("line_seconds = 6.0", "line_seconds = 0", "chart_line.line_seconds"),
+        ("letters_per_line = 5", "words = 3", "chart_line.words"),
+    ):
         with pytest.raises(ProtocolError, match=where):
             parse_protocol(text.replace(good, bad), "lines.toml")
     with pytest.raises(ProtocolError, match="letters.set"):
-        parse_protocol(text.replace('set = "sloan"', 'set = "tumbling_e"').replace("n_alternatives = 10",
-                                                                                 "n_alternatives = 4")
-                       .replace("letters_per_line = 5", "letters_per_line = 4"), "e.toml")
-    no_comparisons = text[: text.index("[comparisons]")] + text[text.index("[chart_line]"):]
+        parse_protocol(
+            text.replace('set = "sloan"', 'set = "tumbling_e"')
+            .replace("n_alternatives = 10", "n_alternatives = 4")
+            .replace("letters_per_line = 5", "letters_per_line = 4"),
+            "e.toml",
+        )
+    no_comparisons = text[: text.index("[comparisons]")] + text[text.index("[chart_line]") :]
     with pytest.raises(ProtocolError, match=r"chart_line.*\[comparisons\]"):
         parse_protocol(no_comparisons, "lines.toml")
     assert parse_protocol(text.replace("crowding_logmar = 0.0", "enabled = false"), "off.toml").chart_line is None
@@ -167,8 +182,9 @@ def test_a_session_asks_lines_and_rebuilt_from_its_log_asks_the_same_next_questi
         assert t.correct == (2 * t.line_correct.count("1") > 5)
     rebuilt = _session(log, protocol)
     assert rebuilt.next_query() == session.next_query()
-    np.testing.assert_array_equal(rebuilt.engine.posterior(log.trials()).theta,
-                                  session.engine.posterior(log.trials()).theta)
+    np.testing.assert_array_equal(
+        rebuilt.engine.posterior(log.trials()).theta, session.engine.posterior(log.trials()).theta
+    )
     seconds = sum(6.0 if is_line(t) else 5.0 if t.comparison else 3.0 for t in log.trials())
     assert session.patient_seconds() >= seconds  # lens changes at 4 s on top
     result = session.finish("clinician")

@@ -17,14 +17,34 @@ _SPEC.loader.exec_module(clinic_time)
 
 
 def _step(p_within: float, error: float, seconds: float = 5.0, changes: int = 1, om_risk=None) -> dict:
-    return {"kind": "comparison", "seconds": seconds, "changes": changes, "error": error, "error_m": -error,
-            "p_within": p_within, "m_pm": 0.3, "j_pm": 0.3, "covered": True, "kappa_ratio": None,
-            "om_risk": om_risk}  # fmt: skip
+    return {
+        "kind": "comparison",
+        "seconds": seconds,
+        "changes": changes,
+        "error": error,
+        "error_m": -error,
+        "p_within": p_within,
+        "m_pm": 0.3,
+        "j_pm": 0.3,
+        "covered": True,
+        "kappa_ratio": None,
+        "om_risk": om_risk,
+    }
 
 
 def _row(steps, stopped_by="precision", young=False) -> dict:
-    return {"population": "p", "case_id": 0, "age": 60, "stopped_by": stopped_by, "young": young,
-            "start_error": 0.5, "patient_s": 0.0, "steps": steps, "min_trials": 2, "max_trials": 120}  # fmt: skip
+    return {
+        "population": "p",
+        "case_id": 0,
+        "age": 60,
+        "stopped_by": stopped_by,
+        "young": young,
+        "start_error": 0.5,
+        "patient_s": 0.0,
+        "steps": steps,
+        "min_trials": 2,
+        "max_trials": 120,
+    }
 
 
 def test_a_stop_ends_the_session_at_the_first_answer_it_is_met_after_min_trials():
@@ -33,8 +53,16 @@ def test_a_stop_ends_the_session_at_the_first_answer_it_is_met_after_min_trials(
     assert clinic_time.ended(row, clinic_time.stop_probability(0.9)) == 4
     assert clinic_time.ended(row, clinic_time.stop_probability(0.99)) == 4  # never first: as run
     at = clinic_time.session_at(row, 3, 4.0, 1.0)
-    assert at == {"answers": 3, "changes": 3, "frame_s": 27.0, "phoropter_s": 18.0, "error": 0.2, "error_m": -0.2,
-                  "covered": True, "precision": True}  # fmt: skip
+    assert at == {
+        "answers": 3,
+        "changes": 3,
+        "frame_s": 27.0,
+        "phoropter_s": 18.0,
+        "error": 0.2,
+        "error_m": -0.2,
+        "covered": True,
+        "precision": True,
+    }
     risky = _row([_step(0.9, 0.3, om_risk=0.05), _step(0.9, 0.3, om_risk=0.02), _step(0.9, 0.2, om_risk=0.005)])
     assert clinic_time.ended(risky, clinic_time.stop_probability(0.85, over_minus=0.01)) == 3
     assert clinic_time.ended(risky, clinic_time.stop_probability(0.85, over_minus=None)) == 2

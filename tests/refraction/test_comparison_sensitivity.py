@@ -59,7 +59,10 @@ def probs_scalar(theta, l1, l2, model: ComparisonModel) -> list[float]:
     a, kappa = math.exp(float(theta[4])), math.exp(float(theta[6]))
     b1, b2 = blur_scalar(theta, l1), blur_scalar(theta, l2)
     if model.kind == "blur":
-        delta = math.log(math.hypot(b2, model.intrinsic_blur_d) / math.hypot(b1, model.intrinsic_blur_d)) / model.log_blur_noise
+        delta = (
+            math.log(math.hypot(b2, model.intrinsic_blur_d) / math.hypot(b1, model.intrinsic_blur_d))
+            / model.log_blur_noise
+        )
     else:
         delta = a * (math.log10(1 + b2 * b2) - math.log10(1 + b1 * b1))
     d, t, e = kappa * delta, model.indifference, model.lapse
@@ -68,15 +71,21 @@ def probs_scalar(theta, l1, l2, model: ComparisonModel) -> list[float]:
 
 
 def random_theta(rng: np.random.Generator, n: int, kappa: bool = True) -> np.ndarray:
-    cols = [rng.uniform(-4, 2, n), rng.normal(0, 0.5, n), rng.normal(0, 0.5, n), rng.uniform(-0.2, 0.5, n),
-            rng.normal(np.log(5), 0.5, n), rng.uniform(0, 6, n)]
+    cols = [
+        rng.uniform(-4, 2, n),
+        rng.normal(0, 0.5, n),
+        rng.normal(0, 0.5, n),
+        rng.uniform(-0.2, 0.5, n),
+        rng.normal(np.log(5), 0.5, n),
+        rng.uniform(0, 6, n),
+    ]
     if kappa:
         cols.append(rng.normal(np.log(4.0), 1.0, n))
     return np.column_stack(cols)
 
 
 def pairs(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:
-    l1 = np.column_stack([rng.uniform(-5, 3, m), rng.normal(0, .5, m), rng.normal(0, .5, m)])
+    l1 = np.column_stack([rng.uniform(-5, 3, m), rng.normal(0, 0.5, m), rng.normal(0, 0.5, m)])
     return l1, l1 + rng.normal(0, 0.4, (m, 3))
 
 
@@ -85,8 +94,13 @@ def test_sensitivity_settings_are_validated_and_default_to_the_formula():
     m = ComparisonModel()
     assert (m.sensitivity_median, m.sensitivity_sigma, m.infers_sensitivity) == (1.0, 0.0, False)
     assert INFERRED.infers_sensitivity
-    for bad in ({"sensitivity_sigma": -0.1}, {"sensitivity_sigma": 6.0}, {"sensitivity_median": 0.0},
-                {"sensitivity_median": True}, {"sensitivity_sigma": "1"}):
+    for bad in (
+        {"sensitivity_sigma": -0.1},
+        {"sensitivity_sigma": 6.0},
+        {"sensitivity_median": 0.0},
+        {"sensitivity_median": True},
+        {"sensitivity_sigma": "1"},
+    ):
         with pytest.raises(InvalidInputError):
             ComparisonModel(**bad)
 
@@ -117,8 +131,9 @@ def test_probabilities_with_kappa_match_the_scalar_formula(kind):
     np.testing.assert_allclose(p, ref, rtol=1e-8, atol=1e-12)
     # κ multiplies the signal of the fixed formula, particle by particle
     base = comparison_signal(theta[:, :6], 0.1, l1, l2, ComparisonModel(kind), SPEC)
-    np.testing.assert_allclose(comparison_signal(theta, 0.1, l1, l2, model, SPEC),
-                               np.exp(theta[:, LOG_SENSITIVITY, None]) * base, rtol=1e-13)
+    np.testing.assert_allclose(
+        comparison_signal(theta, 0.1, l1, l2, model, SPEC), np.exp(theta[:, LOG_SENSITIVITY, None]) * base, rtol=1e-13
+    )
 
 
 def test_probabilities_with_kappa_match_a_monte_carlo_of_the_answer_model():
@@ -155,8 +170,11 @@ def test_sigma_zero_is_the_formula_as_before_bit_for_bit():
             assert np.array_equal(comparison_signal(theta6, 0.2, l1, l2, model, SPEC), old)
         # a fixed κ other than 1 scales the signal
         fixed = ComparisonModel(kind, sensitivity_median=3.0)
-        np.testing.assert_allclose(comparison_signal(theta6, 0.2, l1, l2, fixed, SPEC),
-                                   3.0 * comparison_signal(theta6, 0.2, l1, l2, model, SPEC), rtol=1e-14)
+        np.testing.assert_allclose(
+            comparison_signal(theta6, 0.2, l1, l2, fixed, SPEC),
+            3.0 * comparison_signal(theta6, 0.2, l1, l2, model, SPEC),
+            rtol=1e-14,
+        )
 
 
 def test_an_inferring_model_needs_the_column_and_with_sensitivity_adds_prior_draws():
@@ -201,7 +219,9 @@ def test_letters_alone_never_add_the_column_and_it_comes_with_the_first_inferrin
         b.update(s, lens, y)
     assert a.theta.shape[1] == 6
     c = START.centre
-    answer = ComparisonAnswer(0.2, tuple(map(float, c + [0.25, 0, 0])), tuple(map(float, c - [0.25, 0, 0])), "2", INFERRED)
+    answer = ComparisonAnswer(
+        0.2, tuple(map(float, c + [0.25, 0, 0])), tuple(map(float, c - [0.25, 0, 0])), "2", INFERRED
+    )
     a.observe(answer)
     assert a.theta.shape[1] == 7 and a.sensitivity_prior == (4.0, 1.0)
     # the column is appended to the letters' particles as they were, from its own keyed stream
@@ -209,8 +229,11 @@ def test_letters_alone_never_add_the_column_and_it_comes_with_the_first_inferrin
     draws = np.random.default_rng([22, 0, 0x5E5]).normal(np.log(4.0), 1.0, 1500)
     np.testing.assert_array_equal(a.theta[:, 6], draws)
     with pytest.raises(InvalidInputError):
-        a.observe(ComparisonAnswer(0.2, answer.lens1, answer.lens2, "1",
-                                   ComparisonModel(sensitivity_median=2.0, sensitivity_sigma=1.0)))
+        a.observe(
+            ComparisonAnswer(
+                0.2, answer.lens1, answer.lens2, "1", ComparisonModel(sensitivity_median=2.0, sensitivity_sigma=1.0)
+            )
+        )
 
 
 def test_log_prior_has_the_lognormal_term_of_kappa():
@@ -297,9 +320,16 @@ def test_the_choice_scores_comparisons_with_each_particles_kappa(median):
     engine, post = _mixed_posterior()
 
     def propose(model):
-        return propose_mixed(post, "evr", MixedSettings(comparison=model), steps=engine.protocol.lenses,
-                             s_grid=engine.s_grid, radius=1.0, rng_letter=np.random.default_rng([9, 0, 0]),
-                             rng_comparison=np.random.default_rng([9, 0, 4]))  # fmt: skip
+        return propose_mixed(
+            post,
+            "evr",
+            MixedSettings(comparison=model),
+            steps=engine.protocol.lenses,
+            s_grid=engine.s_grid,
+            radius=1.0,
+            rng_letter=np.random.default_rng([9, 0, 0]),
+            rng_comparison=np.random.default_rng([9, 0, 4]),
+        )
 
     inferred = propose(ComparisonModel(sensitivity_median=median, sensitivity_sigma=1e-9))
     fixed = propose(ComparisonModel(sensitivity_median=median))

@@ -73,12 +73,23 @@ def probs_scalar(theta, s, l1, l2, model: ComparisonModel, chance=0.1, lapse=0.0
 
 
 def random_theta(rng: np.random.Generator, n: int) -> np.ndarray:
-    return np.column_stack([rng.uniform(-4, 2, n), rng.normal(0, 0.5, n), rng.normal(0, 0.5, n),
-                            rng.uniform(-0.2, 0.5, n), rng.normal(np.log(5), 0.5, n), rng.uniform(0, 6, n)])
+    return np.column_stack(
+        [
+            rng.uniform(-4, 2, n),
+            rng.normal(0, 0.5, n),
+            rng.normal(0, 0.5, n),
+            rng.uniform(-0.2, 0.5, n),
+            rng.normal(np.log(5), 0.5, n),
+            rng.uniform(0, 6, n),
+        ]
+    )
 
 
-MODELS = [ComparisonModel(), ComparisonModel(latent="probit", indifference=0.8, lapse=0.1),
-          ComparisonModel("blur", indifference=0.3, lapse=0.02)]
+MODELS = [
+    ComparisonModel(),
+    ComparisonModel(latent="probit", indifference=0.8, lapse=0.1),
+    ComparisonModel("blur", indifference=0.3, lapse=0.02),
+]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=["eq11-linear", "eq11-probit", "blur"])
@@ -86,7 +97,7 @@ def test_comparison_probabilities_match_the_scalar_formulas(model):
     rng = np.random.default_rng(1)
     theta = random_theta(rng, 25)
     s = rng.uniform(-0.3, 1.0, 7)
-    l1 = np.column_stack([rng.uniform(-5, 3, 7), rng.normal(0, .5, 7), rng.normal(0, .5, 7)])
+    l1 = np.column_stack([rng.uniform(-5, 3, 7), rng.normal(0, 0.5, 7), rng.normal(0, 0.5, 7)])
     l2 = l1 + rng.normal(0, 0.4, (7, 3))
     p = comparison_probabilities(theta, s, l1, l2, model, SPEC)
     assert p.shape == (25, 7, 3)
@@ -114,20 +125,28 @@ def test_size_matters_only_with_the_probit_latent():
         assert np.array_equal(a, b) != model.uses_size
 
 
-@pytest.mark.parametrize("model", [ComparisonModel(indifference=0.4, lapse=0.03),
-                                   ComparisonModel("blur", indifference=0.6, lapse=0.01)], ids=["eq11", "blur"])
+@pytest.mark.parametrize(
+    "model",
+    [ComparisonModel(indifference=0.4, lapse=0.03), ComparisonModel("blur", indifference=0.6, lapse=0.01)],
+    ids=["eq11", "blur"],
+)
 def test_model_equals_the_simulated_patient_at_the_true_parameters(model):
     true_rx = Prescription(-1.75, -1.0, 25.0)
-    patient = SimulatedPatient(true_rx, best_corrected_logmar=0.05, slope=4.0, n_alternatives=10, lapse=0.04,
-                               seed=0, age_years=30)
+    patient = SimulatedPatient(
+        true_rx, best_corrected_logmar=0.05, slope=4.0, n_alternatives=10, lapse=0.04, seed=0, age_years=30
+    )
     theta = np.array([[*true_rx.power_vector_array(), 0.05, np.log(4.0), patient.usable_accommodation_d]])
     rng = np.random.default_rng(3)
     base = true_rx.power_vector_array()
-    l1 = base + np.column_stack([rng.uniform(-6, 1.5, 12), rng.normal(0, .4, (12, 2))])
+    l1 = base + np.column_stack([rng.uniform(-6, 1.5, 12), rng.normal(0, 0.4, (12, 2))])
     l2 = l1 + rng.normal(0, 0.5, (12, 3))
     p = comparison_probabilities(theta, 0.2, l1, l2, model, SPEC)[0]
-    ref = [patient_comparison_probabilities(patient, 0, 0.2, PowerVector(*l1[j]).to_prescription(),
-                                            PowerVector(*l2[j]).to_prescription(), model) for j in range(12)]
+    ref = [
+        patient_comparison_probabilities(
+            patient, 0, 0.2, PowerVector(*l1[j]).to_prescription(), PowerVector(*l2[j]).to_prescription(), model
+        )
+        for j in range(12)
+    ]
     np.testing.assert_allclose(p, ref, rtol=1e-8, atol=1e-12)
 
 
@@ -153,8 +172,11 @@ def test_without_resampling_the_weights_are_the_likelihood_of_letters_and_compar
     c = START.centre
     eq11, blur = ComparisonModel(), ComparisonModel("blur", indifference=0.3)
     letters = [(0.3, c + [0.5, 0.0, 0.0], False), (0.1, c, True)]
-    comparisons = [(0.2, c + [0.125, 0, 0], c - [0.125, 0, 0], "1", eq11), (0.2, c, c + [0, 0.125, 0], "=", eq11),
-                   (0.1, c + [0, 0, 0.125], c - [0, 0, 0.125], "=", blur)]
+    comparisons = [
+        (0.2, c + [0.125, 0, 0], c - [0.125, 0, 0], "1", eq11),
+        (0.2, c, c + [0, 0.125, 0], "=", eq11),
+        (0.1, c + [0, 0, 0.125], c - [0, 0, 0.125], "=", blur),
+    ]
     post.update(*letters[0])
     for s, l1, l2, y, model in comparisons[:2]:
         post.observe(ComparisonAnswer(s, tuple(map(float, l1)), tuple(map(float, l2)), y, model))
@@ -255,8 +277,15 @@ def _quadrature_case(model: ComparisonModel, seed: int) -> dict:
         pp.observe(ComparisonAnswer(0.2, tuple(map(float, l1)), tuple(map(float, l2)), y, model))
     w = pp.weights
     p_mean = w @ pp.theta[:, 0]
-    return {"q_mean": q_mean, "q_sd": q_sd, "q_mean_letters": q_mean_letters, "p_mean": p_mean,
-            "p_sd": math.sqrt(w @ (pp.theta[:, 0] - p_mean) ** 2), "moves": pp.n_moves, "sig_m": sig_m}
+    return {
+        "q_mean": q_mean,
+        "q_sd": q_sd,
+        "q_mean_letters": q_mean_letters,
+        "p_mean": p_mean,
+        "p_sd": math.sqrt(w @ (pp.theta[:, 0] - p_mean) ** 2),
+        "moves": pp.n_moves,
+        "sig_m": sig_m,
+    }
 
 
 @pytest.mark.parametrize("model", [ComparisonModel(), ComparisonModel("blur")], ids=["eq11", "blur"])

@@ -96,13 +96,20 @@ def _kappa_variance_reduction(post, trial) -> float:
     """The expected reduction of Var(ln κ) by the question of a logged ``trial`` (law of total
     variance over its answers), per second of the patient's time."""
     settings = SHIPPED.comparisons
-    particles = with_sensitivity(post.subsample(2000, np.random.default_rng(7)), settings.comparison,
-                                 np.random.default_rng(8))  # fmt: skip
-    column = particles[:, LOG_SENSITIVITY:LOG_SENSITIVITY + 1]
+    particles = with_sensitivity(
+        post.subsample(2000, np.random.default_rng(7)), settings.comparison, np.random.default_rng(8)
+    )
+    column = particles[:, LOG_SENSITIVITY : LOG_SENSITIVITY + 1]
     lens = trial.lens.power_vector_array()[None, :]
     if trial.lens2 is not None:
-        probs = comparison_probabilities(particles, float(trial.s_logmar), lens, trial.lens2.power_vector_array()[None, :],
-                                         settings.comparison, post.spec)  # fmt: skip
+        probs = comparison_probabilities(
+            particles,
+            float(trial.s_logmar),
+            lens,
+            trial.lens2.power_vector_array()[None, :],
+            settings.comparison,
+            post.spec,
+        )
         seconds = settings.comparison_seconds
     else:
         p = probability_correct(particles, np.array([float(trial.s_logmar)]), lens, post.spec)
@@ -135,7 +142,9 @@ def test_it_needs_a_stop_that_waits_for_kappa():
     assert dataclasses.replace(SHIPPED.comparisons, criterion="evr").sensitivity_to_stop == 0.5
     text = SHIPPED.source_text
     no_wait = text.replace("sensitivity_to_stop = 0.5", "")
-    with pytest.raises(ProtocolError, match=r'comparisons\.criterion: expected a sensitivity_to_stop .*found "evr-stop"'):
+    with pytest.raises(
+        ProtocolError, match=r'comparisons\.criterion: expected a sensitivity_to_stop .*found "evr-stop"'
+    ):
         parse_protocol(no_wait, "no-wait.toml")
     no_kappa = text.replace("sensitivity_sigma = 1.0", "sensitivity_sigma = 0.0")
     with pytest.raises(ProtocolError, match=r"comparisons\.criterion: expected a sensitivity_to_stop"):
@@ -149,8 +158,16 @@ def test_propose_mixed_refuses_the_criterion_unresolved():
     engine = MixedOpticsEngine(SHIPPED, case_refraction(SHIPPED, CASE).engine.start, 1, SHIPPED.comparisons)
     post = engine.posterior([])
     with pytest.raises(InvalidInputError, match="resolve it"):
-        propose_mixed(post, "evr", SHIPPED.comparisons, steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
-                      rng_letter=np.random.default_rng(0), rng_comparison=np.random.default_rng(1))  # fmt: skip
+        propose_mixed(
+            post,
+            "evr",
+            SHIPPED.comparisons,
+            steps=engine.protocol.lenses,
+            s_grid=engine.s_grid,
+            radius=1.0,
+            rng_letter=np.random.default_rng(0),
+            rng_comparison=np.random.default_rng(1),
+        )
 
 
 def test_progress_waits_for_kappa_as_the_stop_does(sessions):
@@ -199,9 +216,17 @@ def test_the_measured_reach_variant_differs_from_the_former_default_only_in_its_
     """docs/results/protocols: lenses up to 1.5 D from the estimate, everything else as the former default."""
     variant = load_protocol(str(RESULTS / "protocols" / "clinical-sloan-compare-reach-1.5.toml"))
     assert variant.search_space.max_step_d == 1.5 != FORMER.search_space.max_step_d
-    assert dataclasses.replace(variant, search_space=FORMER.search_space, name=FORMER.name,
-                               description=FORMER.description, source=FORMER.source,
-                               source_text=FORMER.source_text) == FORMER  # fmt: skip
+    assert (
+        dataclasses.replace(
+            variant,
+            search_space=FORMER.search_space,
+            name=FORMER.name,
+            description=FORMER.description,
+            source=FORMER.source,
+            source_text=FORMER.source_text,
+        )
+        == FORMER
+    )
 
 
 @pytest.mark.replay

@@ -59,8 +59,15 @@ def _window_probability(draws: _Draws, lens: Prescription) -> float:
 # ------------------------------------------------------------------ the neighbours
 
 
-@pytest.mark.parametrize("lens", [Prescription(-1.25, -0.75, 92.0), Prescription(2.0, -0.25, 7.0),
-                                  Prescription(0.5, 0.0, 180.0), Prescription(-3.0, -2.5, 167.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "lens",
+    [
+        Prescription(-1.25, -0.75, 92.0),
+        Prescription(2.0, -0.25, 7.0),
+        Prescription(0.5, 0.0, 180.0),
+        Prescription(-3.0, -2.5, 167.0),
+    ],
+)
 def test_the_neighbours_are_distinct_trial_lenses_around_the_lens(lens):
     lens = trial_lens(lens.power_vector_array(), STEPS)
     near = neighbouring_lenses(lens, STEPS)
@@ -88,8 +95,9 @@ def test_a_lens_without_cylinder_gains_one_at_the_axis_given():
 # ------------------------------------------------------------------ the choice, against closed forms
 
 
-@pytest.mark.parametrize("mean, sd", [((-1.62, 0.31, -0.12), 0.08), ((0.43, -0.05, 0.19), 0.12),
-                                      ((-2.9, 0.6, 0.45), 0.1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "mean, sd", [((-1.62, 0.31, -0.12), 0.08), ((0.43, -0.05, 0.19), 0.12), ((-2.9, 0.6, 0.45), 0.1)]
+)
 def test_an_isotropic_posterior_files_the_trial_lens_nearest_its_mean(mean, sd):
     """For ``P* ~ N(μ, σ² I)``, ``|P(L) - P*|² / σ²`` is noncentral chi-square (3 degrees, noncentrality
     ``|P(L) - μ|² / σ²``), so the probability of the 0.25 D window falls with ``|P(L) - μ|``: the lens
@@ -101,8 +109,14 @@ def test_an_isotropic_posterior_files_the_trial_lens_nearest_its_mean(mean, sd):
     steps = engine.protocol.lenses
     rounded = trial_lens(mu, steps)
     filed = engine._most_probable_lens(rounded, draws, guarded=False)
-    grid = [Prescription(s, c, a) for s, c, a in itertools.product(
-        np.arange(-4.0, 2.01, 0.25), np.arange(-2.0, 0.01, 0.25), (steps.axis_origin_deg + np.arange(1.0, 37.0) * steps.axis_step_deg) % 180.0 + 0.0)]
+    grid = [
+        Prescription(s, c, a)
+        for s, c, a in itertools.product(
+            np.arange(-4.0, 2.01, 0.25),
+            np.arange(-2.0, 0.01, 0.25),
+            (steps.axis_origin_deg + np.arange(1.0, 37.0) * steps.axis_step_deg) % 180.0 + 0.0,
+        )
+    ]
     pv = np.array([g.power_vector_array() for g in grid])
     pv = pv[np.all(np.abs(trial_lens_power_vectors(pv, steps) - pv) < 1e-9, axis=1)]  # the trial lenses among them
     nearest = pv[np.argmin(np.linalg.norm(pv - mu, axis=1))]
@@ -138,8 +152,12 @@ def test_with_the_guard_only_lenses_as_plus_as_the_guarded_one_are_weighed():
     probable of the guard's lens and its neighbours at least as plus as it (never more minus than
     the guard's), so the guard has nothing left to move; in some of them that is not the guard's
     lens itself."""
-    engine = _engine(dataclasses.replace(_most_probable(), model=dataclasses.replace(
-        _most_probable().model, over_minus_guard="young")), age=25.0)  # fmt: skip
+    engine = _engine(
+        dataclasses.replace(
+            _most_probable(), model=dataclasses.replace(_most_probable().model, over_minus_guard="young")
+        ),
+        age=25.0,
+    )
     rng = np.random.default_rng(2)
     moved = 0
     for _ in range(12):
@@ -154,8 +172,11 @@ def test_with_the_guard_only_lenses_as_plus_as_the_guarded_one_are_weighed():
         free = engine._most_probable_lens(rounded, draws, guarded=False)
         filed = engine.filed_lens(draws)
         assert free.power_vector_array()[0] < bound <= floor <= filed.power_vector_array()[0] + 1e-9
-        allowed = [x for x in neighbouring_lenses(guarded, engine.protocol.lenses, axis_deg=rounded.axis_deg)
-                   if x.power_vector_array()[0] >= floor - 1e-9]
+        allowed = [
+            x
+            for x in neighbouring_lenses(guarded, engine.protocol.lenses, axis_deg=rounded.axis_deg)
+            if x.power_vector_array()[0] >= floor - 1e-9
+        ]
         best = max(_window_probability(draws, x) for x in allowed)
         assert _window_probability(draws, filed) == pytest.approx(best)
         assert filed == engine._not_over_minus(filed, draws)
@@ -196,8 +217,9 @@ def test_a_session_files_the_most_probable_lens_and_rounded_files_as_before():
     assert a.lens == b.lens and a.region == b.region
     post = best.posterior(trials)
     assert _window_probability(post, b.rounded) >= _window_probability(post, a.rounded)
-    assert b.rounded.to_minus_cylinder() in neighbouring_lenses(a.rounded, best.protocol.lenses,
-                                                                 axis_deg=a.lens.to_minus_cylinder().axis_deg)
+    assert b.rounded.to_minus_cylinder() in neighbouring_lenses(
+        a.rounded, best.protocol.lenses, axis_deg=a.lens.to_minus_cylinder().axis_deg
+    )
 
 
 def test_the_setting_and_its_errors():
@@ -206,5 +228,7 @@ def test_the_setting_and_its_errors():
     with pytest.raises(InvalidInputError, match="rule: expected None or one of most-probable, rounded, got 'nearest'"):
         engine.filed_lens(engine.posterior([]), "nearest")
     text = LETTERS.source_text.replace('type = "optics"', 'type = "optics"\nfiled_lens = "nearest"')
-    with pytest.raises(ProtocolError, match='model.filed_lens: expected one of "most-probable", "rounded", found "nearest"'):
+    with pytest.raises(
+        ProtocolError, match='model.filed_lens: expected one of "most-probable", "rounded", found "nearest"'
+    ):
         parse_protocol(text, "bad.toml")

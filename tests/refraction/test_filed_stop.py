@@ -47,8 +47,9 @@ def _variant(filed: float | None):
     text = SHIPPED.source_text.replace('criterion = "evr-stop"', 'criterion = "evr"')
     text = text.replace("sensitivity_to_stop = 0.5\n", "")
     if filed is not None:
-        text = text.replace("over_minus_risk = 0.001\n",
-                            f"over_minus_risk = 0.001\nfiled_within_probability = {filed}\n")
+        text = text.replace(
+            "over_minus_risk = 0.001\n", f"over_minus_risk = 0.001\nfiled_within_probability = {filed}\n"
+        )
     return parse_protocol(text, f"filed-{filed}.toml")
 
 
@@ -70,7 +71,8 @@ def test_the_session_stops_at_the_first_answer_the_lens_to_file_is_probable_enou
     # the same answers as the session that waits for the region, up to the earlier stop
     assert len(trials) < len(region.trials())
     assert [(t.s_logmar, str(t.lens), str(t.lens2)) for t in trials] == [
-        (t.s_logmar, str(t.lens), str(t.lens2)) for t in region.trials()[: len(trials)]]
+        (t.s_logmar, str(t.lens), str(t.lens2)) for t in region.trials()[: len(trials)]
+    ]
     # recomputed from the log by a fresh engine: below the level before the last answer, at or above it after
     engine = MixedOpticsEngine(protocol, filed.engine.start, CASE.seed, protocol.comparisons)
     probabilities = []
@@ -86,8 +88,9 @@ def test_the_session_stops_at_the_first_answer_the_lens_to_file_is_probable_enou
 
 def test_it_still_waits_for_kappa_when_the_protocol_says_so(sessions):
     (_, _, _), (protocol, filed, _) = sessions
-    waiting = dataclasses.replace(protocol, comparisons=dataclasses.replace(
-        protocol.comparisons, sensitivity_to_stop=1e-3))  # fmt: skip
+    waiting = dataclasses.replace(
+        protocol, comparisons=dataclasses.replace(protocol.comparisons, sensitivity_to_stop=1e-3)
+    )
     engine = MixedOpticsEngine(waiting, filed.engine.start, CASE.seed, waiting.comparisons)
     est = engine.estimate(filed.trials(), np.random.default_rng(0), np.random.default_rng(1), 0.95)
     assert engine.filed_within_met() and not engine.precision_met(est.region)
@@ -100,27 +103,40 @@ def test_the_shipped_variants_parse_and_the_default_is_unchanged():
     assert FILED.chart_line is not None and FILED.comparisons.lens_change_seconds == 4.0
     phoropter = load_protocol("docs/results/protocols/clinical-sloan-lines-filed-phoropter.toml")
     assert phoropter.comparisons.lens_change_seconds == 1.0
-    assert dataclasses.replace(phoropter, comparisons=FILED.comparisons, name=FILED.name,
-                               description=FILED.description, source=FILED.source,
-                               source_text=FILED.source_text) == FILED  # fmt: skip
+    assert (
+        dataclasses.replace(
+            phoropter,
+            comparisons=FILED.comparisons,
+            name=FILED.name,
+            description=FILED.description,
+            source=FILED.source,
+            source_text=FILED.source_text,
+        )
+        == FILED
+    )
 
 
 @pytest.mark.parametrize("value, found", [("0.3", "0.3"), ("1.0", "1.0"), ('"high"', '"high"')])
 def test_the_setting_is_refused_out_of_range_naming_the_key(value, found):
     text = FILED.source_text.replace("filed_within_probability = 0.85", f"filed_within_probability = {value}")
-    with pytest.raises(ProtocolError, match=rf"x.toml: stopping.precision.filed_within_probability: expected a number "
-                                            rf"in \[0.5, 0.999\], found {found}"):
+    with pytest.raises(
+        ProtocolError,
+        match=rf"x.toml: stopping.precision.filed_within_probability: expected a number "
+        rf"in \[0.5, 0.999\], found {found}",
+    ):
         parse_protocol(text, "x.toml")
 
 
 def test_the_setting_needs_comparisons_and_the_optics_model():
     letters = load_protocol("clinical-sloan").source_text.replace(
-        "[stopping.precision]\n", "[stopping.precision]\nfiled_within_probability = 0.9\n")
+        "[stopping.precision]\n", "[stopping.precision]\nfiled_within_probability = 0.9\n"
+    )
     assert "filed_within_probability = 0.9" in letters
     with pytest.raises(ProtocolError, match=r"stopping.precision.filed_within_probability: expected a \[comparisons\]"):
         parse_protocol(letters, "letters.toml")
     gp = load_protocol("paper-ucb-ald").source_text.replace(
-        "max_trials = 260\n", "max_trials = 260\n[stopping.precision]\nsphere_d = 0.5\ncylinder_d = 0.5\n"
-        "filed_within_probability = 0.9\n")
+        "max_trials = 260\n",
+        "max_trials = 260\n[stopping.precision]\nsphere_d = 0.5\ncylinder_d = 0.5\nfiled_within_probability = 0.9\n",
+    )
     with pytest.raises(ProtocolError, match="stopping.precision.filed_within_probability"):
         parse_protocol(gp, "gp.toml")

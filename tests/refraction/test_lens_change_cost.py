@@ -29,7 +29,9 @@ A, A_PLUS, B = Prescription(-1.0, -0.5, 90.0), Prescription(-1.5, 0.5, 180.0), P
 
 
 def _priced(seconds: float):
-    text = FREE.source_text.replace("comparison_seconds = 5.0", f"comparison_seconds = 5.0\nlens_change_seconds = {seconds}")
+    text = FREE.source_text.replace(
+        "comparison_seconds = 5.0", f"comparison_seconds = 5.0\nlens_change_seconds = {seconds}"
+    )
     return parse_protocol(text, f"clinical-sloan-compare, lens changes at {seconds} s")
 
 
@@ -42,8 +44,17 @@ def test_the_setting_is_read_and_defaults_to_a_phoropter():
 
 def _same_but(variant, base, **fields) -> bool:
     """``variant`` with ``fields`` replaced is ``base``, its name, description and source aside."""
-    return dataclasses.replace(variant, **fields, name=base.name, description=base.description, source=base.source,
-                               source_text=base.source_text) == base  # fmt: skip
+    return (
+        dataclasses.replace(
+            variant,
+            **fields,
+            name=base.name,
+            description=base.description,
+            source=base.source,
+            source_text=base.source_text,
+        )
+        == base
+    )
 
 
 def test_the_measured_trial_frame_protocol_is_the_former_one_with_lens_changes_priced_and_the_shipped_one_waits():
@@ -59,7 +70,9 @@ def test_the_measured_trial_frame_protocol_is_the_former_one_with_lens_changes_p
 
 @pytest.mark.parametrize("value", ["-1.0", "601", '"4"', "nan", "true"])
 def test_a_bad_lens_change_time_is_refused_naming_the_key(value):
-    with pytest.raises(ProtocolError, match=r"comparisons.lens_change_seconds: expected a number in \[0, 600\], found "):
+    with pytest.raises(
+        ProtocolError, match=r"comparisons.lens_change_seconds: expected a number in \[0, 600\], found "
+    ):
         _priced(value)
     with pytest.raises(InvalidInputError, match="lens_change_seconds"):
         MixedSettings(lens_change_seconds=-1.0)
@@ -101,8 +114,12 @@ def _run(protocol, seed: int):
 
 
 def _posterior_after(protocol, seed: int, answers: int):
-    refraction = _run(dataclasses.replace(protocol, stopping=dataclasses.replace(protocol.stopping, max_trials=answers,
-                                                                                 min_trials=answers)), seed)  # fmt: skip
+    refraction = _run(
+        dataclasses.replace(
+            protocol, stopping=dataclasses.replace(protocol.stopping, max_trials=answers, min_trials=answers)
+        ),
+        seed,
+    )
     trials = refraction.trials()
     last = lenses_shown(trials[-1])[-1]
     return refraction.engine, trials, Prescription(last.sphere_d, last.cylinder_d, last.axis_deg)
@@ -114,9 +131,18 @@ def _choice(engine, trials, in_place, price: float = 0.0, seed: int = 3):
     post = engine.posterior(trials)
     settings, units = engine.question_settings(trials)
     settings = dataclasses.replace(settings, lens_change_seconds=price)
-    return propose_mixed(post, "evr", settings, steps=FREE.lenses, s_grid=engine.s_grid, radius=engine.radius(post),
-                         rng_letter=np.random.default_rng(seed), rng_comparison=np.random.default_rng(seed + 1),
-                         units=units, in_place=in_place)  # fmt: skip
+    return propose_mixed(
+        post,
+        "evr",
+        settings,
+        steps=FREE.lenses,
+        s_grid=engine.s_grid,
+        radius=engine.radius(post),
+        rng_letter=np.random.default_rng(seed),
+        rng_comparison=np.random.default_rng(seed + 1),
+        units=units,
+        in_place=in_place,
+    )
 
 
 def test_priced_at_zero_the_lens_in_place_changes_nothing():
@@ -134,7 +160,9 @@ def test_each_question_is_valued_per_second_of_its_duration_and_its_lens_changes
         priced = _choice(engine, trials, in_place, c)
         letter_changes = changes_along([priced.letter.lens], in_place)
         if priced.letter == free.letter:
-            assert priced.letter_value_per_s == pytest.approx(free.letter_value_per_s * 3.0 / (3.0 + c * letter_changes))
+            assert priced.letter_value_per_s == pytest.approx(
+                free.letter_value_per_s * 3.0 / (3.0 + c * letter_changes)
+            )
         else:  # the letter through the lens in place, worth more than the rule's at its price
             assert priced.letter.lens == in_place and letter_changes == 0
             assert priced.letter_value_per_s > free.letter_value_per_s * 3.0 / (3.0 + c)
@@ -173,6 +201,7 @@ def test_the_stored_trial_frame_validation_holds_on_any_machine(population, case
     answers give the stored lens changes and the patient's time with them exactly (and the rest
     tests/stored_runs.py's assert_holds checks)."""
     store = TRIAL_FRAME.parents[1] / "clinical-validation-clinical-sloan-compare-trial-frame.sqlite"
-    stored = assert_holds(store, "clinical-sloan-compare-trial-frame-seed1", load_protocol(str(TRIAL_FRAME)),
-                          population, case_id)  # fmt: skip
+    stored = assert_holds(
+        store, "clinical-sloan-compare-trial-frame-seed1", load_protocol(str(TRIAL_FRAME)), population, case_id
+    )
     assert stored["lens_changes"] >= 1 and stored["patient_s"] > 3.0 * stored["answers"]

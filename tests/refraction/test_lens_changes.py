@@ -43,17 +43,17 @@ def test_a_trial_leaves_in_place_the_last_lens_it_showed():
 
 def test_a_change_is_a_new_power_counted_from_the_first_lens_placed():
     trials = [
-        _letter(0, L1),           # 1: the first lens placed
-        _letter(1, L1),           # the same lens
-        _letter(2, L1_PLUS),      # the same lens written in plus-cylinder form
-        _comparison(3, L1, L2),   # L1 is in place; 2: L2
-        _letter(4, L2),           # in place
-        _comparison(5, L3, L1),   # 3: L3, 4: L1
+        _letter(0, L1),  # 1: the first lens placed
+        _letter(1, L1),  # the same lens
+        _letter(2, L1_PLUS),  # the same lens written in plus-cylinder form
+        _comparison(3, L1, L2),  # L1 is in place; 2: L2
+        _letter(4, L2),  # in place
+        _comparison(5, L3, L1),  # 3: L3, 4: L1
         _slider(6, (L1, L2, L3), 2),  # L1 in place; 5: L2, 6: L3
-        _letter(7, L1),           # 7
-        _letter(8, PLANO_0),      # 8
-        _letter(9, PLANO_90),     # plano at another axis: the same lens
-    ]  # fmt: skip
+        _letter(7, L1),  # 7
+        _letter(8, PLANO_0),  # 8
+        _letter(9, PLANO_90),  # plano at another axis: the same lens
+    ]
     assert lens_changes(trials) == 8
     assert lens_changes(trials[:1]) == 1 and lens_changes([]) == 0
     # every trial on a new lens: one change per lens shown
@@ -62,8 +62,17 @@ def test_a_change_is_a_new_power_counted_from_the_first_lens_placed():
 
 
 def _run(answers: int, changes: int | None, comparisons: int | None = None) -> dict:
-    run = {"answers": answers, "stopped_by": "precision", "error_d": 0.1, "error_m_d": 0.1, "error_j_d": 0.0,
-           "signed_error_m_d": 0.1, "va_loss_logmar": 0.0, "decision_ms": [1.0], "axis_error_deg": None}
+    run = {
+        "answers": answers,
+        "stopped_by": "precision",
+        "error_d": 0.1,
+        "error_m_d": 0.1,
+        "error_j_d": 0.0,
+        "signed_error_m_d": 0.1,
+        "va_loss_logmar": 0.0,
+        "decision_ms": [1.0],
+        "axis_error_deg": None,
+    }
     if changes is not None:
         run["lens_changes"] = changes
     if comparisons is not None:

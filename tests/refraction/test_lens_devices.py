@@ -19,8 +19,11 @@ def test_the_three_kinds_and_their_seconds():
     assert list(DEVICE_KINDS) == ["trial-frame", "manual-phoropter", "motorized-phoropter"]
     assert lens_change_seconds("trial-frame") == TRIAL_FRAME_CHANGE_SECONDS == 4.0
     assert lens_change_seconds("motorized-phoropter") == CV5000_CHANGE_SECONDS
-    assert lens_change_seconds("trial-frame") > lens_change_seconds("manual-phoropter") > lens_change_seconds(
-        "motorized-phoropter")
+    assert (
+        lens_change_seconds("trial-frame")
+        > lens_change_seconds("manual-phoropter")
+        > lens_change_seconds("motorized-phoropter")
+    )
     assert all(k.one_step and k.source for k in DEVICE_KINDS.values())
     with pytest.raises(InvalidInputError, match="lens device: expected one of trial-frame"):
         device_kind("robot")
@@ -52,8 +55,13 @@ def test_the_patients_time_counts_each_change_at_the_devices_seconds():
     times = {}
     for kind in ("trial-frame", "motorized-phoropter"):
         protocol = protocol_for_device(load_protocol("clinical-sloan-compare"), kind)
-        r = Refraction(MemoryLog(), protocol, seed=case.seed, simulated=True,
-                       start=StartingPoint(case.start_rx, case.start_source, case.age_years))  # fmt: skip
+        r = Refraction(
+            MemoryLog(),
+            protocol,
+            seed=case.seed,
+            simulated=True,
+            start=StartingPoint(case.start_rx, case.start_source, case.age_years),
+        )
         r.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), max_steps=1)
         times[kind] = (r.patient_seconds(), lens_changes(r.trials()))
     (t_frame, n), (t_motor, n2) = times["trial-frame"], times["motorized-phoropter"]

@@ -81,14 +81,18 @@ def test_vectorised_matches_scalar_trial_lens(pvs, steps):
     np.testing.assert_allclose(vec, scalar, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("pv, steps", [
-    ((0.0, 0.25, 0.0), LensSteps(0.125, 1.0, "minus", 65.0)),
-    ((-1.0, 0.25, 0.0), LensSteps(0.25, 5.0, "minus", 5.0)),
-])
+@pytest.mark.parametrize(
+    "pv, steps",
+    [
+        ((0.0, 0.25, 0.0), LensSteps(0.125, 1.0, "minus", 65.0)),
+        ((-1.0, 0.25, 0.0), LensSteps(0.25, 5.0, "minus", 5.0)),
+    ],
+)
 def test_vectorised_matches_scalar_at_axis_zero(pv, steps):
     pv = np.array(pv)
-    np.testing.assert_allclose(trial_lens_power_vectors(pv[None, :], steps)[0],
-                               trial_lens(pv, steps).power_vector_array(), atol=1e-9)
+    np.testing.assert_allclose(
+        trial_lens_power_vectors(pv[None, :], steps)[0], trial_lens(pv, steps).power_vector_array(), atol=1e-9
+    )
 
 
 # ------------------------------------------------------------------ grid membership
@@ -180,16 +184,23 @@ def test_cylinder_rounding_to_zero_keeps_m_and_axis_180():
 
 # ------------------------------------------------------------------ forms
 @settings(max_examples=300, deadline=None)
-@given(pv=power_vectors, step_d=st.sampled_from(LENS_STEPS), axis_step=st.sampled_from(AXIS_STEPS),
-       origin=st.integers(0, 179))
+@given(
+    pv=power_vectors,
+    step_d=st.sampled_from(LENS_STEPS),
+    axis_step=st.sampled_from(AXIS_STEPS),
+    origin=st.integers(0, 179),
+)
 def test_minus_and_plus_form_are_the_same_lens(pv, step_d, axis_step, origin):
     pv = np.array(pv, dtype=float)
     minus = trial_lens(pv, LensSteps(step_d, axis_step, "minus", float(origin)))
     plus = trial_lens(pv, LensSteps(step_d, axis_step, "plus", float(origin)))
     assert minus.cylinder_d <= 0.0 <= plus.cylinder_d
     np.testing.assert_allclose(plus.power_vector_array(), minus.power_vector_array(), atol=1e-9)
-    np.testing.assert_allclose(PowerVector(*pv_of(plus.sphere_d, plus.cylinder_d, plus.axis_deg)).as_array(),
-                               pv_of(minus.sphere_d, minus.cylinder_d, minus.axis_deg), atol=1e-9)
+    np.testing.assert_allclose(
+        PowerVector(*pv_of(plus.sphere_d, plus.cylinder_d, plus.axis_deg)).as_array(),
+        pv_of(minus.sphere_d, minus.cylinder_d, minus.axis_deg),
+        atol=1e-9,
+    )
     if minus.cylinder_d != 0.0:
         t = minus.transposed()
         assert t.sphere_d == pytest.approx(plus.sphere_d, abs=1e-9)
@@ -217,14 +228,17 @@ def _enumerate_trial_lenses(centre_s: float, centre_c: float, steps: LensSteps, 
     return np.array(out)
 
 
-@pytest.mark.parametrize("rx, steps", [
-    (Prescription(-2.13, -0.81, 23.0), LensSteps(0.25, 5.0)),
-    (Prescription(1.06, -0.37, 101.0), LensSteps(0.25, 5.0, "minus", 37.0)),
-    (Prescription(-0.40, -0.18, 160.0), LensSteps(0.25, 5.0, "plus")),
-    (Prescription(-4.90, -2.40, 88.7), LensSteps(0.125, 1.0, "minus", 12.0)),
-    (Prescription(0.31, -1.62, 4.0), LensSteps(0.25, 10.0, "minus", 5.0)),
-    (Prescription(-7.77, -0.55, 132.0), LensSteps(0.125, 5.0)),
-])
+@pytest.mark.parametrize(
+    "rx, steps",
+    [
+        (Prescription(-2.13, -0.81, 23.0), LensSteps(0.25, 5.0)),
+        (Prescription(1.06, -0.37, 101.0), LensSteps(0.25, 5.0, "minus", 37.0)),
+        (Prescription(-0.40, -0.18, 160.0), LensSteps(0.25, 5.0, "plus")),
+        (Prescription(-4.90, -2.40, 88.7), LensSteps(0.125, 1.0, "minus", 12.0)),
+        (Prescription(0.31, -1.62, 4.0), LensSteps(0.25, 10.0, "minus", 5.0)),
+        (Prescription(-7.77, -0.55, 132.0), LensSteps(0.125, 5.0)),
+    ],
+)
 def test_rounded_lens_is_the_nearest_trial_lens_within_half_a_step(rx, steps):
     target = pv_of(rx.sphere_d, rx.cylinder_d, rx.axis_deg)
     lens = trial_lens(target, steps).to_minus_cylinder()
@@ -253,8 +267,9 @@ def test_rounded_lens_is_the_nearest_trial_lens_within_half_a_step(rx, steps):
     d = np.linalg.norm(cand_pv - target, axis=1)
     d_lens = np.linalg.norm(lens_pv - target)
     half_j = math.hypot(target[1], target[2]) + q / 4
-    bound = math.hypot(q / 2, q / 4 + 2 * half_j * math.sin(math.radians(
-        expected_axis_step(lens.cylinder_d, steps.axis_step_deg) / 2)))
+    bound = math.hypot(
+        q / 2, q / 4 + 2 * half_j * math.sin(math.radians(expected_axis_step(lens.cylinder_d, steps.axis_step_deg) / 2))
+    )
     assert d.min() <= d_lens + 1e-12
     assert d_lens <= bound + 1e-12
     assert d_lens - d.min() <= q / 2
@@ -272,22 +287,42 @@ def test_trial_lens_input_in_plus_form_same_as_minus():
 
 
 # ------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("bad", [[np.nan, 0.0, 0.0], [0.0, np.inf, 0.0], [1.0, 2.0], [[1.0, 2.0, 3.0]],
-                                 np.zeros((3, 1)), None, [1.0, 2.0, 3.0, 4.0]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [np.nan, 0.0, 0.0],
+        [0.0, np.inf, 0.0],
+        [1.0, 2.0],
+        [[1.0, 2.0, 3.0]],
+        np.zeros((3, 1)),
+        None,
+        [1.0, 2.0, 3.0, 4.0],
+    ],
+)
 def test_trial_lens_refuses_bad_power_vectors(bad):
     with pytest.raises(InvalidInputError, match="power_vector"):
         trial_lens(bad, LensSteps())
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"step_d": -0.25}, "step_d"), ({"step_d": 1.5}, "step_d"), ({"step_d": float("nan")}, "step_d"),
-    ({"step_d": True}, "step_d"), ({"step_d": "0.25"}, "step_d"), ({"step_d": float("inf")}, "step_d"),
-    ({"axis_step_deg": 0.0}, "axis_step_deg"), ({"axis_step_deg": 46.0}, "axis_step_deg"),
-    ({"axis_step_deg": float("nan")}, "axis_step_deg"), ({"axis_step_deg": False}, "axis_step_deg"),
-    ({"axis_step_deg": -5.0}, "axis_step_deg"),
-    ({"cylinder_form": "Minus"}, "cylinder_form"), ({"cylinder_form": ""}, "cylinder_form"),
-    ({"cylinder_form": None}, "cylinder_form"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"step_d": -0.25}, "step_d"),
+        ({"step_d": 1.5}, "step_d"),
+        ({"step_d": float("nan")}, "step_d"),
+        ({"step_d": True}, "step_d"),
+        ({"step_d": "0.25"}, "step_d"),
+        ({"step_d": float("inf")}, "step_d"),
+        ({"axis_step_deg": 0.0}, "axis_step_deg"),
+        ({"axis_step_deg": 46.0}, "axis_step_deg"),
+        ({"axis_step_deg": float("nan")}, "axis_step_deg"),
+        ({"axis_step_deg": False}, "axis_step_deg"),
+        ({"axis_step_deg": -5.0}, "axis_step_deg"),
+        ({"cylinder_form": "Minus"}, "cylinder_form"),
+        ({"cylinder_form": ""}, "cylinder_form"),
+        ({"cylinder_form": None}, "cylinder_form"),
+    ],
+)
 def test_lens_steps_refuse_bad_values_naming_the_field(kwargs, field):
     with pytest.raises(InvalidInputError, match=field):
         LensSteps(**kwargs)

@@ -128,9 +128,13 @@ def _gp_protocol(policy: str) -> str:
 OPTICS_VARIANTS = ("", "\n[comparisons]\n", "\n[comparisons]\n[sliders]\n")
 
 
-@pytest.mark.parametrize("policy, text", [*[(p, _optics_protocol(p) + v) for v in OPTICS_VARIANTS
-                                            for p in OPTICS_POLICIES],
-                                          *[(p, _gp_protocol(p)) for p in GP_POLICIES]])  # fmt: skip
+@pytest.mark.parametrize(
+    "policy, text",
+    [
+        *[(p, _optics_protocol(p) + v) for v in OPTICS_VARIANTS for p in OPTICS_POLICIES],
+        *[(p, _gp_protocol(p)) for p in GP_POLICIES],
+    ],
+)
 def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, text):
     """No protocol that parses can fail at session start: every registered policy, each model,
     and every optics policy with comparisons, and with comparisons and sliders (each question
@@ -141,8 +145,9 @@ def test_every_policy_that_parses_starts_and_runs_a_session(tmp_path, policy, te
     if protocol.model.type == "gp":
         start = StartingPoint()
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
-        with RefractionSession.start(store, patient_id="P", eye="OD", protocol=protocol, simulated=True,
-                                     seed=1, start=start) as session:  # fmt: skip
+        with RefractionSession.start(
+            store, patient_id="P", eye="OD", protocol=protocol, simulated=True, seed=1, start=start
+        ) as session:
             for correct, choice in ((True, "1"), (False, "="), (True, "2")):
                 q = session.next_query()
                 lo, hi = protocol.logmar_range

@@ -56,8 +56,9 @@ def test_two_outcomes_are_the_binary_evr_of_optics_rules():
     rng = np.random.default_rng(1)
     pv = rng.normal(0, 0.4, (200, 3))
     p = rng.uniform(0.05, 0.95, (200, 6))
-    np.testing.assert_allclose(expected_posterior_variance(pv, np.stack([p, 1 - p], axis=-1)),
-                               expected_correction_variance(pv, p), rtol=1e-12)
+    np.testing.assert_allclose(
+        expected_posterior_variance(pv, np.stack([p, 1 - p], axis=-1)), expected_correction_variance(pv, p), rtol=1e-12
+    )
 
 
 def test_mutual_information_matches_scipy_entropy():
@@ -70,8 +71,9 @@ def test_mutual_information_matches_scipy_entropy():
     # identical particles carry no information; and K = 2 is optics_rules' binary formula
     assert np.allclose(mutual_information_bits(np.repeat(probs[:1], 50, axis=0)), 0.0, atol=1e-12)
     p = rng.uniform(0.05, 0.95, (50, 4))
-    np.testing.assert_allclose(mutual_information_bits(np.stack([p, 1 - p], -1)),
-                               optics_rules.mutual_information_bits(p), rtol=1e-9)
+    np.testing.assert_allclose(
+        mutual_information_bits(np.stack([p, 1 - p], -1)), optics_rules.mutual_information_bits(p), rtol=1e-9
+    )
 
 
 def _posterior(n_answers: int = 15):
@@ -113,20 +115,36 @@ def test_clinical_pairs_differ_along_one_clinical_direction():
     for a, b in pairs:
         step = (b - a) / np.linalg.norm(b - a)
         assert max(abs(step @ d) for d in directions) == pytest.approx(1.0), (a, b)
-    assert 30 <= len(pairs) <= 3 * 5 * 3  # 3 directions x 5 separations x (symmetric, two one-sided), less the clipped twins
+    assert (
+        30 <= len(pairs) <= 3 * 5 * 3
+    )  # 3 directions x 5 separations x (symmetric, two one-sided), less the clipped twins
     assert rng.integers(1 << 30) == np.random.default_rng(5).integers(1 << 30)  # no draws taken
     np.testing.assert_allclose(clinical_directions(np.array([0.5, 0.01, 0.0]))[1], [0.0, 1.0, 0.0])  # no axis: J0
 
 
 def _propose(post, engine, settings, k=0):
-    return propose_mixed(post, "evr", settings, steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
-                         rng_letter=np.random.default_rng([9, k, 0]), rng_comparison=np.random.default_rng([9, k, 4]))
+    return propose_mixed(
+        post,
+        "evr",
+        settings,
+        steps=engine.protocol.lenses,
+        s_grid=engine.s_grid,
+        radius=1.0,
+        rng_letter=np.random.default_rng([9, k, 0]),
+        rng_comparison=np.random.default_rng([9, k, 4]),
+    )
 
 
 def test_the_letter_is_the_protocols_rule_whether_or_not_comparisons_are_on():
     engine, post = _posterior()
-    letter = optics_rules.propose(post, "evr", steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
-                                  rng=np.random.default_rng([9, 0, 0]))
+    letter = optics_rules.propose(
+        post,
+        "evr",
+        steps=engine.protocol.lenses,
+        s_grid=engine.s_grid,
+        radius=1.0,
+        rng=np.random.default_rng([9, 0, 0]),
+    )
     off = _propose(post, engine, MixedSettings(comparisons=False))
     on = _propose(post, engine, MixedSettings())
     assert off.kind == "letter" and off.comparison is None and off.letter == letter
@@ -145,8 +163,11 @@ def test_durations_divide_the_values_and_decide_the_kind():
     assert _propose(post, engine, MixedSettings(comparison_seconds=3.0 * ratio * 1.1)).kind == "letter"
 
 
-@pytest.mark.parametrize("model", [ComparisonModel(), ComparisonModel("blur"), ComparisonModel(latent="probit")],
-                         ids=["eq11", "blur", "eq11-probit"])
+@pytest.mark.parametrize(
+    "model",
+    [ComparisonModel(), ComparisonModel("blur"), ComparisonModel(latent="probit")],
+    ids=["eq11", "blur", "eq11-probit"],
+)
 def test_comparison_size_and_information(model):
     engine, post = _posterior()
     choice = _propose(post, engine, MixedSettings(comparison=model))

@@ -31,15 +31,18 @@ from visiontune.refraction.near_population import NearCase, draw_near_patients
 
 
 # --- optics, by hand -------------------------------------------------------------------------
-@pytest.mark.parametrize(("add", "demand", "amp", "blur"), [
-    (1.00, 2.50, 1.00, 0.50),   # 2.5 D asked, 1 D from the add, 1 D from the eye: 0.5 D short
-    (2.00, 2.50, 1.00, 0.00),   # 0.5 D asked of an eye that has 1 D
-    (1.50, 2.50, 1.00, 0.00),   # exactly enough
-    (3.00, 2.50, 1.00, 0.50),   # add beyond the demand: the eye cannot relax below 0, myopic 0.5 D
-    (0.00, 2.50, 0.00, 2.50),   # an absolute presbyope without an add
-    (0.00, 3.00, 4.00, 0.00),   # 33 cm for a 4 D eye
-    (2.50, 2.50, 0.00, 0.00),   # the full demand in the add
-])
+@pytest.mark.parametrize(
+    ("add", "demand", "amp", "blur"),
+    [
+        (1.00, 2.50, 1.00, 0.50),  # 2.5 D asked, 1 D from the add, 1 D from the eye: 0.5 D short
+        (2.00, 2.50, 1.00, 0.00),  # 0.5 D asked of an eye that has 1 D
+        (1.50, 2.50, 1.00, 0.00),  # exactly enough
+        (3.00, 2.50, 1.00, 0.50),  # add beyond the demand: the eye cannot relax below 0, myopic 0.5 D
+        (0.00, 2.50, 0.00, 2.50),  # an absolute presbyope without an add
+        (0.00, 3.00, 4.00, 0.00),  # 33 cm for a 4 D eye
+        (2.50, 2.50, 0.00, 0.00),  # the full demand in the add
+    ],
+)
 def test_near_blur_matches_hand_computed_cases(add, demand, amp, blur):
     assert near_blur_d(add, demand, amp) == pytest.approx(blur, abs=1e-12)
 
@@ -64,13 +67,16 @@ def test_blur_refuses_nan_and_negative_amplitude():
 
 
 # --- the add filed ---------------------------------------------------------------------------
-@pytest.mark.parametrize(("demand", "amp", "add"), [
-    (2.5, 1.0, 2.0),    # 2.5 - 0.5
-    (2.5, 1.4, 1.75),   # 1.8 -> the nearest trial lens
-    (2.5, 0.0, 2.5),
-    (2.5, 6.0, 0.0),    # enough amplitude: no add (never negative)
-    (2.0, 1.0, 1.5),    # at 50 cm
-])
+@pytest.mark.parametrize(
+    ("demand", "amp", "add"),
+    [
+        (2.5, 1.0, 2.0),  # 2.5 - 0.5
+        (2.5, 1.4, 1.75),  # 1.8 -> the nearest trial lens
+        (2.5, 0.0, 2.5),
+        (2.5, 6.0, 0.0),  # enough amplitude: no add (never negative)
+        (2.0, 1.0, 1.5),  # at 50 cm
+    ],
+)
 def test_reserve_rule_keeps_half_the_amplitude(demand, amp, add):
     assert add_by_reserve_rule(demand, amp) == add
     # through the add, the eye uses at most half its amplitude
@@ -98,15 +104,30 @@ def test_range_of_clear_vision():
 
 def test_tentative_add_by_age_is_millodots_table_moved_with_the_distance():
     assert [tentative_add(a) for a in (40, 44.9, 45, 49, 50, 55, 59.9, 60, 80)] == [
-        0.75, 0.75, 1.0, 1.0, 1.5, 2.0, 2.0, 2.5, 2.5]
-    assert tentative_add(62, 33) == 3.0      # 2.50 + (3.03 - 2.50) -> 3.03, nearest trial lens 3.00
-    assert tentative_add(45, 66.7) == 0.0    # 1.00 + (1.50 - 2.50) = 0
+        0.75,
+        0.75,
+        1.0,
+        1.0,
+        1.5,
+        2.0,
+        2.0,
+        2.5,
+        2.5,
+    ]
+    assert tentative_add(62, 33) == 3.0  # 2.50 + (3.03 - 2.50) -> 3.03, nearest trial lens 3.00
+    assert tentative_add(45, 66.7) == 0.0  # 1.00 + (1.50 - 2.50) = 0
     assert round_add(1.125) == 1.25 and round_add(-0.3) == 0.0
 
 
 # --- the posterior against independent oracles ------------------------------------------------
-ANSWERS = [(2.0, 0.3, True), (1.0, 0.3, False), (1.5, 0.2, True), (1.0, 0.6, True), (0.5, 0.5, False),
-           (1.25, 0.1, False)]
+ANSWERS = [
+    (2.0, 0.3, True),
+    (1.0, 0.3, False),
+    (1.5, 0.2, True),
+    (1.0, 0.6, True),
+    (0.5, 0.5, False),
+    (1.25, 0.1, False),
+]
 
 
 def _brute_force_amplitude_marginal(age, answers):
@@ -135,8 +156,9 @@ def test_the_grid_posterior_equals_a_brute_force_computation():
     post = NearPosterior(2.5, 52)
     for a in ANSWERS:
         post.update(*a)
-    np.testing.assert_allclose(post.amplitude_marginal(), _brute_force_amplitude_marginal(52, ANSWERS),
-                               rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(
+        post.amplitude_marginal(), _brute_force_amplitude_marginal(52, ANSWERS), rtol=1e-9, atol=1e-14
+    )
 
 
 def test_the_posterior_agrees_with_monte_carlo_importance_sampling():
@@ -190,8 +212,9 @@ def test_expected_information_equals_brute_force_mutual_information():
 def test_questions_are_chosen_by_information_per_second():
     post = NearPosterior(2.5, 55)
     q = post.next_question(1.5)
-    best_rate = max(float(post.information_bits(a).max()) / (3.0 + (0 if a == 1.5 else 4.0))
-                    for a in post.candidate_adds())
+    best_rate = max(
+        float(post.information_bits(a).max()) / (3.0 + (0 if a == 1.5 else 4.0)) for a in post.candidate_adds()
+    )
     assert q.info_bits / q.seconds == pytest.approx(best_rate)
 
 
@@ -250,11 +273,11 @@ def test_the_step_files_adds_close_to_the_truth_on_a_small_population():
 
 def test_a_simulated_presbyope_blurs_as_the_formula_says():
     case = NearCase(60, 1.0, 0.25, 0.0, 5.0, 0.0, "blendowske", (0.0, 0.0, 0.0), 1)
-    assert case.blur_d(1.0, 2.5) == pytest.approx(0.25)   # 1.5 D asked, 1 + 0.25 tolerated
-    assert case.blur_d(3.0, 2.5) == pytest.approx(0.25)   # 0.5 D myopic, 0.25 tolerated
-    assert case.true_add(2.5) == 2.0                       # U = 1.25: 2.5 - 0.625 = 1.875 -> 2.00
+    assert case.blur_d(1.0, 2.5) == pytest.approx(0.25)  # 1.5 D asked, 1 + 0.25 tolerated
+    assert case.blur_d(3.0, 2.5) == pytest.approx(0.25)  # 0.5 D myopic, 0.25 tolerated
+    assert case.true_add(2.5) == 2.0  # U = 1.25: 2.5 - 0.625 = 1.875 -> 2.00
     off = NearCase(60, 1.0, 0.25, 0.0, 5.0, 0.0, "blendowske", (0.0, 0.3, 0.4), 1)
-    assert off.blur_d(2.0, 2.5) == pytest.approx(0.5)      # astigmatic residual only
+    assert off.blur_d(2.0, 2.5) == pytest.approx(0.5)  # astigmatic residual only
     with pytest.raises(InvalidInputError, match="residual_d"):
         NearCase(60, 1.0, 0.25, 0.0, 5.0, 0.0, "blendowske", (float("nan"), 0, 0), 1)
 

@@ -64,8 +64,12 @@ def test_the_prior_mean_is_the_optics_probability_on_the_probit_scale():
     post = _posterior(5)
     s = np.linspace(-0.3, 1.0, 7)
     lenses = np.random.default_rng(0).normal(-2.0, 0.6, (7, 3))
-    assert np.allclose(ndtr(probit_mean(post.theta, s, lenses, SPEC)), probability_correct(post.theta, s, lenses, SPEC),
-                       rtol=0, atol=1e-12)  # fmt: skip
+    assert np.allclose(
+        ndtr(probit_mean(post.theta, s, lenses, SPEC)),
+        probability_correct(post.theta, s, lenses, SPEC),
+        rtol=0,
+        atol=1e-12,
+    )
 
 
 def test_with_a_vanishing_amplitude_the_hybrid_is_the_optics_formula():
@@ -78,9 +82,15 @@ def test_with_a_vanishing_amplitude_the_hybrid_is_the_optics_formula():
     lenses = np.random.default_rng(1).normal(-1.5, 0.5, (9, 3))
     hat = post.mean()[None, :6]
     assert np.allclose(fit.probabilities(hat, s, lenses), probability_correct(hat, s, lenses, SPEC), rtol=0, atol=1e-9)
-    assert np.allclose(fit.probabilities(theta, s, lenses), probability_correct(theta, s, lenses, SPEC), rtol=0, atol=1e-9)
-    assert np.allclose(fit.probabilities(theta, s, lenses, marginal=False), probability_correct(theta, s, lenses, SPEC),
-                       rtol=0, atol=1e-9)  # fmt: skip
+    assert np.allclose(
+        fit.probabilities(theta, s, lenses), probability_correct(theta, s, lenses, SPEC), rtol=0, atol=1e-9
+    )
+    assert np.allclose(
+        fit.probabilities(theta, s, lenses, marginal=False),
+        probability_correct(theta, s, lenses, SPEC),
+        rtol=0,
+        atol=1e-9,
+    )
     grid = fit.probability_grid(theta, s, lenses)
     assert np.allclose(grid[:, 3, :], probability_correct(theta, np.full(9, s[3]), lenses, SPEC), rtol=0, atol=1e-9)
     assert np.allclose(fit.corrections(theta), theta[:, :3], rtol=0, atol=1e-9)
@@ -96,8 +106,14 @@ def test_the_prior_mean_is_the_optics_posterior_predictive_and_enters_the_fit_ex
     X = np.column_stack([post.s, post.lenses])
     K = fit.gp.kernel(X) + 1e-10 * np.eye(len(X))
     w = post.weights
-    m = ndtri(np.array([w @ probability_correct(post.theta, post.s[j:j + 1], post.lenses[j:j + 1], SPEC)[:, 0]
-                        for j in range(len(X))]))  # fmt: skip
+    m = ndtri(
+        np.array(
+            [
+                w @ probability_correct(post.theta, post.s[j : j + 1], post.lenses[j : j + 1], SPEC)[:, 0]
+                for j in range(len(X))
+            ]
+        )
+    )
     assert np.allclose(fit.prior_mean, m, rtol=0, atol=1e-12)
     ys = 2.0 * post.correct - 1.0
     K_inv = np.linalg.inv(K)
@@ -152,6 +168,7 @@ def test_a_draws_best_correction_is_the_maximum_of_its_hybrid_latent():
     theta[:, AMPLITUDE] = 0.0
     moved = fit.corrections(theta)
     for t, c in zip(theta, moved):
+
         def negative(pv):
             lens = pv[None, :]
             s = np.array([t[3]])
@@ -183,7 +200,9 @@ def test_the_protocol_parses_as_the_hybrid_and_refuses_comparisons_and_sliders()
     assert (protocol.model.residual_sd, protocol.model.residual_lengthscale_d) == (0.25, 0.75)
     text = PROTOCOL.read_text()
     for table in ("comparisons", "sliders"):
-        with pytest.raises(ProtocolError, match=f'x.toml: {table}: expected no such table for model.type = "optics-gp"'):
+        with pytest.raises(
+            ProtocolError, match=f'x.toml: {table}: expected no such table for model.type = "optics-gp"'
+        ):
             parse_protocol(text + f"\n[{table}]\n", "x.toml")
     with pytest.raises(ProtocolError, match="model.residual_sd: expected a number in"):
         parse_protocol(text.replace("residual_sd = 0.25", "residual_sd = 0"), "x.toml")
@@ -223,8 +242,9 @@ def test_a_simulated_session_runs_and_a_rebuilt_one_replays_it_bit_for_bit():
 def test_every_optics_rule_runs_on_the_hybrid_in_a_stored_session(tmp_path, policy):
     protocol = parse_protocol(PROTOCOL.read_text().replace('policy = "evr"', f'policy = "{policy}"'), f"{policy}.toml")
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
-        with RefractionSession.start(store, patient_id="P", eye="OD", protocol=protocol, simulated=True,
-                                     seed=1, start=START) as session:  # fmt: skip
+        with RefractionSession.start(
+            store, patient_id="P", eye="OD", protocol=protocol, simulated=True, seed=1, start=START
+        ) as session:
             for correct in (True, False, True, True):
                 q = session.next_query()
                 assert protocol.logmar_range[0] <= q.s_logmar <= protocol.logmar_range[1]

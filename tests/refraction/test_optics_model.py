@@ -42,8 +42,16 @@ def p_scalar(theta, s: float, lens, chance: float, lapse: float) -> float:
 
 
 def random_theta(rng: np.random.Generator, n: int) -> np.ndarray:
-    return np.column_stack([rng.uniform(-4, 2, n), rng.normal(0, 0.5, n), rng.normal(0, 0.5, n),
-                            rng.uniform(-0.2, 0.5, n), rng.normal(np.log(5), 0.5, n), rng.uniform(0, 6, n)])
+    return np.column_stack(
+        [
+            rng.uniform(-4, 2, n),
+            rng.normal(0, 0.5, n),
+            rng.normal(0, 0.5, n),
+            rng.uniform(-0.2, 0.5, n),
+            rng.normal(np.log(5), 0.5, n),
+            rng.uniform(0, 6, n),
+        ]
+    )
 
 
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)
@@ -68,8 +76,7 @@ def test_probability_correct_matches_the_scalar_formula():
 def test_accommodation_flattens_acuity_on_the_minus_side_only():
     theta = np.array([[-2.0, 0.1, -0.2, 0.0, np.log(5.0), 1.5]])
     centre = theta[0, :3]
-    lenses = np.array([centre, centre - [1.0, 0, 0], centre - [1.5, 0, 0], centre - [2.0, 0, 0],
-                       centre + [0.5, 0, 0]])
+    lenses = np.array([centre, centre - [1.0, 0, 0], centre - [1.5, 0, 0], centre - [2.0, 0, 0], centre + [0.5, 0, 0]])
     p = probability_correct(theta, np.full(5, 0.1), lenses, SPEC)[0]
     # up to A = 1.5 D of over-minus reads as the correction; beyond, blur of the excess 0.5 D,
     # the same as 0.5 D under-minus
@@ -80,11 +87,12 @@ def test_accommodation_flattens_acuity_on_the_minus_side_only():
 
 def test_model_equals_the_simulated_patient_at_the_true_parameters():
     true_rx = Prescription(-1.75, -1.0, 25.0)
-    patient = SimulatedPatient(true_rx, best_corrected_logmar=0.05, slope=4.0, n_alternatives=10, lapse=0.04,
-                               seed=0, age_years=30)
+    patient = SimulatedPatient(
+        true_rx, best_corrected_logmar=0.05, slope=4.0, n_alternatives=10, lapse=0.04, seed=0, age_years=30
+    )
     theta = np.array([[*true_rx.power_vector_array(), 0.05, np.log(4.0), patient.usable_accommodation_d]])
     rng = np.random.default_rng(2)
-    pvs = true_rx.power_vector_array() + np.column_stack([rng.uniform(-8, 2, 25), rng.normal(0, .5, (25, 2))])
+    pvs = true_rx.power_vector_array() + np.column_stack([rng.uniform(-8, 2, 25), rng.normal(0, 0.5, (25, 2))])
     s = rng.uniform(-0.3, 1.3, 25)
     model = probability_correct(theta, s, pvs, SPEC)[0]
     ref = [patient.probability_correct(s[j], PowerVector(*pvs[j]).to_prescription()) for j in range(25)]
@@ -95,13 +103,14 @@ def test_probability_grid_equals_probability_correct_pointwise():
     rng = np.random.default_rng(3)
     theta = random_theta(rng, 30)
     s_grid = np.linspace(-0.3, 1.3, 7)
-    lenses = np.column_stack([rng.uniform(-5, 3, 5), rng.normal(0, .5, 5), rng.normal(0, .5, 5)])
+    lenses = np.column_stack([rng.uniform(-5, 3, 5), rng.normal(0, 0.5, 5), rng.normal(0, 0.5, 5)])
     grid = probability_grid(theta, s_grid, lenses, SPEC)
     assert grid.shape == (30, 7, 5)
     for i, s in enumerate(s_grid):
         for j in range(5):
-            np.testing.assert_allclose(grid[:, i, j], probability_correct(theta, [s], lenses[j:j + 1], SPEC)[:, 0],
-                                       rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(
+                grid[:, i, j], probability_correct(theta, [s], lenses[j : j + 1], SPEC)[:, 0], rtol=1e-13, atol=1e-15
+            )
 
 
 def test_binary_entropy_bits_closed_form():
@@ -170,22 +179,32 @@ def test_without_resampling_the_weights_are_the_likelihood_of_the_prior_draws():
     theta0 = post.theta.copy()
     # the initial particles are prior draws, equally weighted
     np.testing.assert_allclose(post.weights, 1.0 / 1000)
-    answers = [(0.3, START.centre + [0.5, 0.0, 0.0], False), (0.1, START.centre, True),
-               (0.6, START.centre - [0.75, 0.1, 0.0], True)]
+    answers = [
+        (0.3, START.centre + [0.5, 0.0, 0.0], False),
+        (0.1, START.centre, True),
+        (0.6, START.centre - [0.75, 0.1, 0.0], True),
+    ]
     for s, lens, y in answers:
         post.update(s, lens, y)
     assert post.n_moves == 0 and post.effective_sample_size() > 500
     np.testing.assert_array_equal(post.theta, theta0)
-    like = np.array([math.prod(p_scalar(t, s, lens, 0.1, 0.04) if y else 1 - p_scalar(t, s, lens, 0.1, 0.04)
-                               for s, lens, y in answers) for t in theta0])
+    like = np.array(
+        [
+            math.prod(
+                p_scalar(t, s, lens, 0.1, 0.04) if y else 1 - p_scalar(t, s, lens, 0.1, 0.04) for s, lens, y in answers
+            )
+            for t in theta0
+        ]
+    )
     np.testing.assert_allclose(post.weights, like / like.sum(), rtol=1e-10)
     # the posterior mean is the self-normalised importance estimate
     np.testing.assert_allclose(post.mean(), (like / like.sum()) @ theta0, rtol=1e-10, atol=1e-12)
 
 
 def test_initial_particles_follow_the_prior():
-    spec = OpticsModelSpec(10, lapse=0.04, va0_mean=0.05, va0_sd=0.1, slope_median=4.0, slope_sigma=0.3,
-                           n_particles=20_000)
+    spec = OpticsModelSpec(
+        10, lapse=0.04, va0_mean=0.05, va0_sd=0.1, slope_median=4.0, slope_sigma=0.3, n_particles=20_000
+    )
     post = ParticlePosterior(spec, StartingPoint(Prescription(-3.0), "retinoscopy", 50), 0)
     t = post.theta
     n = len(t)
@@ -308,7 +327,7 @@ def test_posterior_concentrates_near_an_accommodating_patients_correction(true_r
     # within 0.6 D of M* (2 sd of M; the start was 1.0 D off) and the cylinder vector within
     # 0.4 D (the 95% radius of a 2-D normal with sd 0.16 is 2.45 sd = 0.39 D).
     assert sd[0] < 0.45
-    assert np.all(np.abs(mean - truth) <= 3.0 * sd), ((mean - truth) / sd)
+    assert np.all(np.abs(mean - truth) <= 3.0 * sd), (mean - truth) / sd
     assert abs(est[0] - truth[0]) < 0.6
     assert abs(est[0] - truth[0]) < abs(start.centre[0] - truth[0])
     assert math.hypot(*(est[1:] - truth[1:])) < 0.4

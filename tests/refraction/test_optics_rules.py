@@ -35,8 +35,9 @@ def protocol_with(policy: str):
 
 def thibos(rx: Prescription) -> np.ndarray:
     a = math.radians(rx.axis_deg)
-    return np.array([rx.sphere_d + rx.cylinder_d / 2, -rx.cylinder_d / 2 * math.cos(2 * a),
-                     -rx.cylinder_d / 2 * math.sin(2 * a)])
+    return np.array(
+        [rx.sphere_d + rx.cylinder_d / 2, -rx.cylinder_d / 2 * math.cos(2 * a), -rx.cylinder_d / 2 * math.sin(2 * a)]
+    )
 
 
 def axis_gap(a: float, b: float) -> float:
@@ -83,8 +84,12 @@ def expected_radius(engine: OpticsEngine, start: StartingPoint, trials) -> float
     return min(max(1.5 * sd, step), 2.0)
 
 
-CASES = [(policy, start, kind) for policy in sorted(OPTICS_POLICIES) for start in STARTS
-         for kind in ("empty", "one", "all-wrong", "mixed")]
+CASES = [
+    (policy, start, kind)
+    for policy in sorted(OPTICS_POLICIES)
+    for start in STARTS
+    for kind in ("empty", "one", "all-wrong", "mixed")
+]
 
 
 @pytest.mark.parametrize("policy, start_name, kind", CASES)

@@ -24,8 +24,11 @@ from visiontune.refraction.start import StartingPoint
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 #: The former default: no over-minus wait, lens changes free.
-PHOROPTER = load_protocol(str(Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols"
-                              / "clinical-sloan-compare-phoropter.toml"))  # fmt: skip
+PHOROPTER = load_protocol(
+    str(
+        Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-compare-phoropter.toml"
+    )
+)
 LIMIT = 0.002
 
 
@@ -83,14 +86,23 @@ def test_the_risk_is_waited_for_only_where_the_guard_covers_the_session_and_the_
     assert make_engine(_with_limit(), _start(None), 3).over_minus_risk(draws, lens) > 0.0
     assert make_engine(_with_limit(), _start(60.0), 3).over_minus_risk(draws, lens) is None  # guard "young"
     assert make_engine(PHOROPTER, _start(25.0), 3).over_minus_risk(draws, lens) is None  # no limit
-    waits = [Refraction(MemoryLog(), protocol, seed=3, start=_start(age)).waits_for_over_minus()
-             for protocol, age in ((_with_limit(), 25.0), (_with_limit(), None), (_with_limit(), 60.0), (PHOROPTER, 25.0))]
+    waits = [
+        Refraction(MemoryLog(), protocol, seed=3, start=_start(age)).waits_for_over_minus()
+        for protocol, age in ((_with_limit(), 25.0), (_with_limit(), None), (_with_limit(), 60.0), (PHOROPTER, 25.0))
+    ]
     assert waits == [True, True, False, False]
 
 
 def _young_session(protocol, seed=8):
-    patient = SimulatedPatient(Prescription(-1.5, 0.0, 180.0), best_corrected_logmar=-0.05, slope=5.0, lapse=0.03,
-                               n_alternatives=protocol.n_alternatives, age_years=20.0, seed=seed)  # fmt: skip
+    patient = SimulatedPatient(
+        Prescription(-1.5, 0.0, 180.0),
+        best_corrected_logmar=-0.05,
+        slope=5.0,
+        lapse=0.03,
+        n_alternatives=protocol.n_alternatives,
+        age_years=20.0,
+        seed=seed,
+    )
     start = StartingPoint(Prescription(-2.0, 0.0, 180.0), "autorefraction", 20.0)
     refraction = Refraction(MemoryLog(), protocol, seed=seed, start=start)
     checks = []
@@ -98,7 +110,9 @@ def _young_session(protocol, seed=8):
         region = refraction.current_estimate().region
         within = refraction.engine.region_within_precision(region)
         engine = refraction.engine
-        risk = engine.over_minus_risk(engine.correction_draws(refraction.trials()), refraction.current_estimate().rounded)
+        risk = engine.over_minus_risk(
+            engine.correction_draws(refraction.trials()), refraction.current_estimate().rounded
+        )
         checks.append((within, risk, refraction.progress()))
         refraction.run(SimulatedPresenter(patient), max_steps=1)
     return refraction, reason, checks
@@ -133,17 +147,25 @@ def test_the_setting_and_its_errors():
     assert SHIPPED.stopping.precision.over_minus_risk == 0.001 and PHOROPTER.stopping.precision.over_minus_risk is None
     assert _with_limit().stopping.precision.over_minus_risk == LIMIT
     for value, found in (("0", "0"), ("0.5", "0.5"), ('"low"', '"low"')):
-        with pytest.raises(ProtocolError, match=rf"stopping.precision.over_minus_risk: expected a number in \(0, 0.5\), found {found}"):
+        with pytest.raises(
+            ProtocolError, match=rf"stopping.precision.over_minus_risk: expected a number in \(0, 0.5\), found {found}"
+        ):
             _with_limit(line=f"over_minus_risk = {value}")
-    never = parse_protocol(PHOROPTER.source_text.replace('over_minus_guard = "young"', 'over_minus_guard = "never"'), "n.toml")
+    never = parse_protocol(
+        PHOROPTER.source_text.replace('over_minus_guard = "young"', 'over_minus_guard = "never"'), "n.toml"
+    )
     with pytest.raises(ProtocolError, match='over_minus_risk: expected model.over_minus_guard "young" or "always"'):
         _with_limit(never)
     gp = load_protocol("paper-ucb-ald").source_text.replace(
-        "max_trials = 260\n", "max_trials = 260\n[stopping.precision]\nsphere_d = 0.5\ncylinder_d = 0.5\nover_minus_risk = 0.01\n")
+        "max_trials = 260\n",
+        "max_trials = 260\n[stopping.precision]\nsphere_d = 0.5\ncylinder_d = 0.5\nover_minus_risk = 0.01\n",
+    )
     with pytest.raises(ProtocolError, match="stopping.precision.over_minus_risk"):
         parse_protocol(gp, "gp.toml")
 
 
 def test_the_validation_page_says_when_the_stop_waits_for_the_over_minus_risk():
-    assert "with posterior probability at most 0.1% (`stopping.precision.over_minus_risk`)" in _over_minus_note(SHIPPED)[0]
+    assert (
+        "with posterior probability at most 0.1% (`stopping.precision.over_minus_risk`)" in _over_minus_note(SHIPPED)[0]
+    )
     assert _over_minus_note(PHOROPTER) == [] and _over_minus_note(load_protocol("clinical-sloan")) == []

@@ -50,7 +50,9 @@ def adult():
 def arrays(cases):
     pv = np.array([c.true_rx.power_vector_array() for c in cases])
     return {
-        "M": pv[:, 0], "J0": pv[:, 1], "J45": pv[:, 2],
+        "M": pv[:, 0],
+        "J0": pv[:, 1],
+        "J45": pv[:, 2],
         "C": np.array([c.true_rx.cylinder_d for c in cases]),
         "axis": np.array([c.true_rx.axis_deg for c in cases]),
         "age": np.array([c.age_years for c in cases]),
@@ -103,8 +105,11 @@ def test_axis_classes_by_age_and_uniform_within_a_class(adult):
     for group, mix in ((a["age"] < 40, population.axis_under_40), (a["age"] >= 40, population.axis_from_40)):
         n = int(group.sum())
         assert n > 1000
-        for name, p in (("with-the-rule", mix.with_the_rule), ("against-the-rule", mix.against_the_rule),
-                        ("oblique", mix.oblique)):
+        for name, p in (
+            ("with-the-rule", mix.with_the_rule),
+            ("against-the-rule", mix.against_the_rule),
+            ("oblique", mix.oblique),
+        ):
             assert proportion_ok(np.sum(classes[group] == name), p, n), (name, p)
     # about a quarter oblique overall; axes anywhere, not only 90 / 180
     assert np.mean(classes == "oblique") == pytest.approx(0.25, abs=0.03)
@@ -125,8 +130,10 @@ def test_axis_classes_by_age_and_uniform_within_a_class(adult):
 def test_acuity_slope_age_and_accommodation(adult):
     a = arrays(adult)
     population = POPULATIONS["adult-clinic"]
-    lo, hi = (population.va_lower - population.va_mean) / population.va_sd, \
-        (population.va_upper - population.va_mean) / population.va_sd
+    lo, hi = (
+        (population.va_lower - population.va_mean) / population.va_sd,
+        (population.va_upper - population.va_mean) / population.va_sd,
+    )
     truth = stats.truncnorm(lo, hi, loc=population.va_mean, scale=population.va_sd)
     assert within(a["va"].mean(), truth.mean(), truth.std(), N)
     assert a["va"].std() == pytest.approx(truth.std(), rel=0.05)
@@ -174,16 +181,19 @@ def test_reproducible_and_prefix_stable():
     assert [c.start_rx for c in mis] == [c.start_rx for c in a]
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"population": "nope", "n": 3, "seed": 1}, "population"),
-    ({"population": 3, "n": 3, "seed": 1}, "population"),
-    ({"population": "adult-clinic", "n": -1, "seed": 1}, "n:"),
-    ({"population": "adult-clinic", "n": 2.0, "seed": 1}, "n:"),
-    ({"population": "adult-clinic", "n": 3, "seed": -2}, "seed"),
-    ({"population": "adult-clinic", "n": 3, "seed": 1.5}, "seed"),
-    ({"population": "adult-clinic", "n": 3, "seed": True}, "seed"),
-    ({"population": "adult-clinic", "n": 3, "seed": 1, "start": -1}, "start"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"population": "nope", "n": 3, "seed": 1}, "population"),
+        ({"population": 3, "n": 3, "seed": 1}, "population"),
+        ({"population": "adult-clinic", "n": -1, "seed": 1}, "n:"),
+        ({"population": "adult-clinic", "n": 2.0, "seed": 1}, "n:"),
+        ({"population": "adult-clinic", "n": 3, "seed": -2}, "seed"),
+        ({"population": "adult-clinic", "n": 3, "seed": 1.5}, "seed"),
+        ({"population": "adult-clinic", "n": 3, "seed": True}, "seed"),
+        ({"population": "adult-clinic", "n": 3, "seed": 1, "start": -1}, "start"),
+    ],
+)
 def test_draw_cases_validates_its_arguments(kwargs, name):
     with pytest.raises(InvalidInputError, match=name):
         draw_cases(**kwargs)
@@ -247,8 +257,9 @@ def test_young_high_myopia_and_no_start():
 
 
 def test_case_round_trip_and_patient():
-    cases = draw_cases("adult-clinic", 5, 8) + draw_cases("adult-clinic-misspecified", 5, 8) + \
-        draw_cases("no-start", 3, 8)
+    cases = (
+        draw_cases("adult-clinic", 5, 8) + draw_cases("adult-clinic-misspecified", 5, 8) + draw_cases("no-start", 3, 8)
+    )
     for case in cases:
         text = json.dumps(case.to_dict())
         back = PatientCase.from_dict(json.loads(text))

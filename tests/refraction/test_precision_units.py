@@ -48,8 +48,11 @@ def test_ln_kappa_is_scored_only_when_the_stop_waits_for_it():
     stop = Precision(m_d=0.25, cylinder_vector_d=0.25)
     waits = MixedSettings(comparison=SENSITIVE, sensitivity_to_stop=0.5)
     assert PrecisionUnits.of_stop(stop, waits).log_sensitivity_sd == pytest.approx(0.5)
-    for settings in (MixedSettings(comparison=SENSITIVE), dataclasses.replace(waits, comparisons=False),
-                     MixedSettings(sensitivity_to_stop=0.5)):
+    for settings in (
+        MixedSettings(comparison=SENSITIVE),
+        dataclasses.replace(waits, comparisons=False),
+        MixedSettings(sensitivity_to_stop=0.5),
+    ):
         assert PrecisionUnits.of_stop(stop, settings).log_sensitivity_sd is None
     with pytest.raises(InvalidInputError, match="precision stop"):
         PrecisionUnits.of_stop(None, waits)
@@ -70,9 +73,17 @@ def test_columns_scale_and_leave_out_a_sensitivity_not_yet_drawn():
 
 def _propose(settings, units, k=0):
     engine, post = _posterior()
-    return propose_mixed(post, "evr", settings, steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
-                         rng_letter=np.random.default_rng([9, k, 0]), rng_comparison=np.random.default_rng([9, k, 4]),
-                         units=units)  # fmt: skip
+    return propose_mixed(
+        post,
+        "evr",
+        settings,
+        steps=engine.protocol.lenses,
+        s_grid=engine.s_grid,
+        radius=1.0,
+        rng_letter=np.random.default_rng([9, k, 0]),
+        rng_comparison=np.random.default_rng([9, k, 4]),
+        units=units,
+    )
 
 
 def test_in_uniform_units_it_is_evr_scaled():
@@ -114,10 +125,19 @@ def test_a_slider_is_valued_in_the_same_units():
 
     engine, post = _posterior()
     settings = MixedSettings(criterion="evr-precision")
-    choice = propose_mixed(post, "evr", settings, steps=engine.protocol.lenses, s_grid=engine.s_grid, radius=1.0,
-                           rng_letter=np.random.default_rng([9, 0, 0]), rng_comparison=np.random.default_rng([9, 0, 4]),
-                           sliders=SliderSettings(), rng_slider=np.random.default_rng([9, 0, 5]),
-                           units=PrecisionUnits(0.13, 0.1))  # fmt: skip
+    choice = propose_mixed(
+        post,
+        "evr",
+        settings,
+        steps=engine.protocol.lenses,
+        s_grid=engine.s_grid,
+        radius=1.0,
+        rng_letter=np.random.default_rng([9, 0, 0]),
+        rng_comparison=np.random.default_rng([9, 0, 4]),
+        sliders=SliderSettings(),
+        rng_slider=np.random.default_rng([9, 0, 5]),
+        units=PrecisionUnits(0.13, 0.1),
+    )
     assert choice.slider is not None
     # the slider's expected variance reduction in the stop's units, not its information in bits
     assert choice.slider_value_per_s == pytest.approx(choice.slider.value / SliderSettings().slider_seconds)
@@ -187,7 +207,11 @@ SLIDERS_STORE = ROOT / "docs" / "results" / "clinical-validation-clinical-sloan-
 def test_the_stored_sliders_run_holds_on_any_machine():
     """Case 0 of adult-clinic and of young in the sliders variant's validation page: recomputed
     from their recorded answers and rerun, what tests/stored_runs.py's assert_holds checks."""
-    protocol = load_protocol(str(ROOT / "docs" / "results" / "protocols" / "clinical-sloan-compare-sliders-evr-precision.toml"))
+    protocol = load_protocol(
+        str(ROOT / "docs" / "results" / "protocols" / "clinical-sloan-compare-sliders-evr-precision.toml")
+    )
     for population in ("adult-clinic", "young"):
-        stored = assert_holds(SLIDERS_STORE, "clinical-sloan-compare-sliders-evr-precision-seed1", protocol, population, 0)
+        stored = assert_holds(
+            SLIDERS_STORE, "clinical-sloan-compare-sliders-evr-precision-seed1", protocol, population, 0
+        )
         assert stored["sliders"] > 0

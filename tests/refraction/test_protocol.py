@@ -116,24 +116,79 @@ def test_optional_parts_may_be_omitted():
         ("name", 3, "name: expected a non-empty string, found 3"),
         ("description", "", 'description: expected a non-empty string, found ""'),
         ("search_space", [1, 2], "search_space: expected a table, found [1, 2]"),
-        ("search_space.sphere_d", "-4..4", 'search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30, found "-4..4"'),
-        ("search_space.cylinder_d", [-1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10, found [-1.0]"),
+        (
+            "search_space.sphere_d",
+            "-4..4",
+            'search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30, found "-4..4"',
+        ),
+        (
+            "search_space.cylinder_d",
+            [-1.0],
+            "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10, found [-1.0]",
+        ),
         ("search_space.axis_deg", "90", 'search_space.axis_deg: expected a number in [0, 180], found "90"'),
         ("letters.n_alternatives", 26.0, "letters.n_alternatives: expected an integer in [2, 26], found 26.0"),
-        ("stopping.precision.sphere_d", "0.25", 'stopping.precision.sphere_d: expected a number in (0, 10], found "0.25"'),
-        ("model.hyperparameters.theta", "big", 'model.hyperparameters.theta: expected a number in [0.0001, 1000], found "big"'),
-        ("model.hyperparameters.lengthscales", [1.0, -2.0], "model.hyperparameters.lengthscales[1]: expected a number in [0.05, 50], found -2.0"),
+        (
+            "stopping.precision.sphere_d",
+            "0.25",
+            'stopping.precision.sphere_d: expected a number in (0, 10], found "0.25"',
+        ),
+        (
+            "model.hyperparameters.theta",
+            "big",
+            'model.hyperparameters.theta: expected a number in [0.0001, 1000], found "big"',
+        ),
+        (
+            "model.hyperparameters.lengthscales",
+            [1.0, -2.0],
+            "model.hyperparameters.lengthscales[1]: expected a number in [0.05, 50], found -2.0",
+        ),
         # unknown names
-        ("policy", "ucb-aldd", ('policy: expected one of "bald", "cbkg", "random-contextual", '
-         '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"')),
-        ("letters.set", "sloan-10", 'letters.set: expected one of "landolt_c", "letters26", "sloan", "tumbling_e", found "sloan-10"'),
+        (
+            "policy",
+            "ucb-aldd",
+            (
+                'policy: expected one of "bald", "cbkg", "random-contextual", '
+                '"ts-ald", "ts-random-context", "ucb-ald", "ucb-random-context", found "ucb-aldd"'
+            ),
+        ),
+        (
+            "letters.set",
+            "sloan-10",
+            'letters.set: expected one of "landolt_c", "letters26", "sloan", "tumbling_e", found "sloan-10"',
+        ),
         ("model.kernel", "rbf", 'model.kernel: expected one of "refraction-se", found "rbf"'),
         # out of range / inverted
-        ("search_space.sphere_d", [4.0, -4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (the interval is inverted or empty), found [4.0, -4.0]"),
-        ("search_space.cylinder_d", [1.0, 1.0], "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10 (the interval is inverted or empty), found [1.0, 1.0]"),
-        ("search_space.sphere_d", [-40.0, 4.0], "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (outside the physical range), found [-40.0, 4.0]"),
-        ("context_space.logmar", [-1.5, 2.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (outside the physical range), found [-1.5, 2.0]"),
-        ("context_space.logmar", [2.0, -1.0], "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (the interval is inverted or empty), found [2.0, -1.0]"),
+        (
+            "search_space.sphere_d",
+            [4.0, -4.0],
+            "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (the interval is inverted or "
+            "empty), found [4.0, -4.0]",
+        ),
+        (
+            "search_space.cylinder_d",
+            [1.0, 1.0],
+            "search_space.cylinder_d: expected [lo, hi] D with -10 <= lo < hi <= 10 (the interval is inverted or "
+            "empty), found [1.0, 1.0]",
+        ),
+        (
+            "search_space.sphere_d",
+            [-40.0, 4.0],
+            "search_space.sphere_d: expected [lo, hi] D with -30 <= lo < hi <= 30 (outside the physical range), "
+            "found [-40.0, 4.0]",
+        ),
+        (
+            "context_space.logmar",
+            [-1.5, 2.0],
+            "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (outside the physical range), "
+            "found [-1.5, 2.0]",
+        ),
+        (
+            "context_space.logmar",
+            [2.0, -1.0],
+            "context_space.logmar: expected [lo, hi] logMAR with -1 <= lo < hi <= 2.5 (the interval is inverted or "
+            "empty), found [2.0, -1.0]",
+        ),
         ("search_space.axis_deg", 181, "search_space.axis_deg: expected a number in [0, 180], found 181"),
         ("letters.n_alternatives", 27, "letters.n_alternatives: expected an integer in [2, 26], found 27"),
         ("letters.n_alternatives", 1, "letters.n_alternatives: expected an integer in [2, 26], found 1"),
@@ -141,8 +196,16 @@ def test_optional_parts_may_be_omitted():
         ("stopping.min_trials", 101, "stopping.min_trials: expected an integer in [0, 100], found 101"),
         ("initial_random_trials", 101, "initial_random_trials: expected an integer in [0, 100], found 101"),
         ("stopping.precision.cylinder_d", 0, "stopping.precision.cylinder_d: expected a number in (0, 10], found 0"),
-        ("psychometric.slope_prior.sigma", 0.0, "psychometric.slope_prior.sigma: expected a number in (0, 10], found 0.0"),
-        ("model.hyperparameters.variance", 0, "model.hyperparameters.variance: expected a number in [0.0001, 1000], found 0"),
+        (
+            "psychometric.slope_prior.sigma",
+            0.0,
+            "psychometric.slope_prior.sigma: expected a number in (0, 10], found 0.0",
+        ),
+        (
+            "model.hyperparameters.variance",
+            0,
+            "model.hyperparameters.variance: expected a number in [0.0001, 1000], found 0",
+        ),
     ],
 )
 def test_each_bad_field_gives_its_precise_error(path, value, message):
@@ -151,9 +214,19 @@ def test_each_bad_field_gives_its_precise_error(path, value, message):
 
 @pytest.mark.parametrize(
     "path",
-    ["name", "policy", "seed", "search_space", "search_space.sphere_d", "context_space.logmar",
-     "letters.set", "stopping.max_trials", "model.kernel", "stopping.precision.cylinder_d"],
-)  # fmt: skip
+    [
+        "name",
+        "policy",
+        "seed",
+        "search_space",
+        "search_space.sphere_d",
+        "context_space.logmar",
+        "letters.set",
+        "stopping.max_trials",
+        "model.kernel",
+        "stopping.precision.cylinder_d",
+    ],
+)
 def test_missing_required_key(path):
     assert error_of(edited(path)) == f"protocols/x.toml: {path}: missing required key"
 
@@ -161,8 +234,14 @@ def test_missing_required_key(path):
 @pytest.mark.parametrize(
     "path, allowed",
     [
-        ("max_trial", ("chart_line, comparisons, context_space, description, initial_random_trials, lenses, letters, model, name, "
-         "policy, psychometric, search_space, seed, sliders, stopping")),
+        (
+            "max_trial",
+            (
+                "chart_line, comparisons, context_space, description, initial_random_trials, lenses, letters, model, "
+                "name, "
+                "policy, psychometric, search_space, seed, sliders, stopping"
+            ),
+        ),
         ("stopping.max_trial", "max_trials, min_information_bits, min_trials, precision"),
         ("search_space.axis", "axis_deg, cylinder_d, sphere_d"),
         ("stopping.precision.width", "cylinder_d, level, sphere_d"),
@@ -186,13 +265,18 @@ def test_model_needs_exactly_one_of_fit_and_hyperparameters():
 
 def test_slope_prior_variants():
     uniform = {"distribution": "uniform", "range": [1.0, 8.0]}
-    assert parse_protocol(edited("psychometric.slope_prior", uniform)).slope_prior == SlopePrior("uniform", range=(1.0, 8.0))
+    assert parse_protocol(edited("psychometric.slope_prior", uniform)).slope_prior == SlopePrior(
+        "uniform", range=(1.0, 8.0)
+    )
     fixed = {"distribution": "fixed", "value": 5}
     assert parse_protocol(edited("psychometric.slope_prior", fixed)).slope_prior == SlopePrior("fixed", value=5.0)
     bad = {"distribution": "fixed", "median": 5.0}
-    assert error_of(edited("psychometric.slope_prior", bad)).startswith("protocols/x.toml: psychometric.slope_prior.median: unknown key")
+    assert error_of(edited("psychometric.slope_prior", bad)).startswith(
+        "protocols/x.toml: psychometric.slope_prior.median: unknown key"
+    )
     assert error_of(edited("psychometric.slope_prior", {"distribution": "beta"})).startswith(
-        'protocols/x.toml: psychometric.slope_prior.distribution: expected one of "fixed", "lognormal", "uniform", found "beta"'
+        'protocols/x.toml: psychometric.slope_prior.distribution: expected one of "fixed", "lognormal", "uniform", '
+        'found "beta"'
     )
 
 
@@ -218,17 +302,33 @@ def test_shipped_protocols():
     assert sloan.comparisons is None
     compare = load_protocol("clinical-sloan-compare")
     assert compare.comparisons == MixedSettings(
-        ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0), 3.0,
-        5.0, "evr-stop", sensitivity_to_stop=0.5, lens_change_seconds=4.0)  # fmt: skip
+        ComparisonModel("thurstone", indifference=0.5, lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0),
+        3.0,
+        5.0,
+        "evr-stop",
+        sensitivity_to_stop=0.5,
+        lens_change_seconds=4.0,
+    )
     assert compare.model.over_minus_guard == "young" and sloan.model.over_minus_guard == "never"
     assert compare.model.filed_lens == "most-probable" and sloan.model.filed_lens == "rounded"
     assert compare.stopping.precision.over_minus_risk == 0.001
     model = dataclasses.replace(compare.model, over_minus_guard="never", filed_lens="rounded")
-    stopping = dataclasses.replace(compare.stopping, precision=dataclasses.replace(compare.stopping.precision,
-                                                                                  over_minus_risk=None))  # fmt: skip
-    assert dataclasses.replace(compare, comparisons=None, name=sloan.name, description=sloan.description,
-                               source=sloan.source, source_text=sloan.source_text, model=model,
-                               stopping=stopping) == sloan  # the rest is clinical-sloan
+    stopping = dataclasses.replace(
+        compare.stopping, precision=dataclasses.replace(compare.stopping.precision, over_minus_risk=None)
+    )
+    assert (
+        dataclasses.replace(
+            compare,
+            comparisons=None,
+            name=sloan.name,
+            description=sloan.description,
+            source=sloan.source,
+            source_text=sloan.source_text,
+            model=model,
+            stopping=stopping,
+        )
+        == sloan
+    )  # the rest is clinical-sloan
     for name in list_protocols():
         assert load_protocol(name).name == name
 
@@ -236,11 +336,18 @@ def test_shipped_protocols():
 def test_load_by_path_and_errors(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(edited("stopping.max_trials", "ten"))
-    with pytest.raises(ProtocolError, match="^" + re.escape(f'{path}: stopping.max_trials: expected an integer in [1, 10000], found "ten"') + "$"):
+    with pytest.raises(
+        ProtocolError,
+        match="^" + re.escape(f'{path}: stopping.max_trials: expected an integer in [1, 10000], found "ten"') + "$",
+    ):
         load_protocol(path)
     path.write_text(to_toml(VALID))
     assert load_protocol(str(path)).source == str(path)
-    with pytest.raises(ProtocolError, match=r"^nope: no shipped protocol of that name \(available: clinical-sloan, clinical-sloan-compare, paper-ucb-ald, ts-ald\)"):
+    with pytest.raises(
+        ProtocolError,
+        match=r"^nope: no shipped protocol of that name "
+        r"\(available: clinical-sloan, clinical-sloan-compare, paper-ucb-ald, ts-ald\)",
+    ):
         load_protocol("nope")
     with pytest.raises(ProtocolError, match="no such protocol file"):
         load_protocol(tmp_path / "missing.toml")
@@ -281,36 +388,75 @@ REFUSED_PROTOCOLS = [
     # once a traceback
     ("deep-arrays", SLOAN_TEXT + "\nx = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
     ("deep-inline-tables", "x = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n" + SLOAN_TEXT, "nested too deeply"),
-    ("theta-list", _paper("theta = [1.0, 2.0], lengthscales = [5.367, 5.961], variance = 5.619"),
-     "model.hyperparameters.theta: expected a number in [0.0001, 1000], found [1.0, 2.0]"),
+    (
+        "theta-list",
+        _paper("theta = [1.0, 2.0], lengthscales = [5.367, 5.961], variance = 5.619"),
+        "model.hyperparameters.theta: expected a number in [0.0001, 1000], found [1.0, 2.0]",
+    ),
     # once parsed, then refused by the engine after the session row was written
     ("kss-ald", _replaced(SLOAN_TEXT, 'policy = "evr"', 'policy = "kss-ald"'), 'policy: expected one of "bald", "evr"'),
-    ("power-vector-kernel-gp", _replaced(PAPER_TEXT, 'kernel = "refraction-se"', 'kernel = "refraction-power-vector-se"'),
-     'model.kernel: expected one of "refraction-se", found "refraction-power-vector-se"'),
-    ("kernel-on-optics", _replaced(SLOAN_TEXT, 'type = "optics"', 'type = "optics"\nkernel = "refraction-power-vector-se"'),
-     "model.kernel: unknown key"),
-    ("three-lengthscales", _paper("theta = 3.557, lengthscales = [5.367, 5.961, 1.0], variance = 5.619"),
-     "model.hyperparameters.lengthscales: expected 1 or 2 numbers"),
-    ("missing-theta", _paper("lengthscales = [5.367, 5.961], variance = 5.619"),
-     "model.hyperparameters.theta: missing required key"),
+    (
+        "power-vector-kernel-gp",
+        _replaced(PAPER_TEXT, 'kernel = "refraction-se"', 'kernel = "refraction-power-vector-se"'),
+        'model.kernel: expected one of "refraction-se", found "refraction-power-vector-se"',
+    ),
+    (
+        "kernel-on-optics",
+        _replaced(SLOAN_TEXT, 'type = "optics"', 'type = "optics"\nkernel = "refraction-power-vector-se"'),
+        "model.kernel: unknown key",
+    ),
+    (
+        "three-lengthscales",
+        _paper("theta = 3.557, lengthscales = [5.367, 5.961, 1.0], variance = 5.619"),
+        "model.hyperparameters.lengthscales: expected 1 or 2 numbers",
+    ),
+    (
+        "missing-theta",
+        _paper("lengthscales = [5.367, 5.961], variance = 5.619"),
+        "model.hyperparameters.theta: missing required key",
+    ),
     # once accepted
-    ("lenghtscales", _paper("theta = 3.557, lengthscales = 2.0, lenghtscales = 2.0, variance = 5.619"),
-     "model.hyperparameters.lenghtscales: unknown key (allowed here: lengthscales, theta, variance)"),
-    ("theta-1e308", _paper("theta = 1e308, lengthscales = [5.367, 5.961], variance = 5.619"),
-     "model.hyperparameters.theta: expected a number in [0.0001, 1000], found 1e+308"),
-    ("lengthscales-1e-300", _paper("theta = 3.557, lengthscales = 1e-300, variance = 5.619"),
-     "model.hyperparameters.lengthscales: expected a number in [0.05, 50], found 1e-300"),
-    ("lengthscales-1e300", _paper("theta = 3.557, lengthscales = [1e300, 2.0], variance = 5.619"),
-     "model.hyperparameters.lengthscales[0]: expected a number in [0.05, 50], found 1e+300"),
-    ("sphere-narrower-than-a-lens-step", _replaced(PAPER_TEXT, "sphere_d = [-4.0, 4.0]", "sphere_d = [0.05, 0.2]"),
-     "search_space.sphere_d: expected a range holding at least two trial lenses (0.25 D steps), found [0.05, 0.2]"),
-    ("max-trials-2^70", _replaced(SLOAN_TEXT, "max_trials = 120", f"max_trials = {2**70}"),
-     f"stopping.max_trials: expected an integer in [1, 10000], found {2**70}"),
-    ("name-with-escape-and-newline", _replaced(SLOAN_TEXT, 'name = "clinical-sloan"', 'name = "x\\u001b[31mRED\\nLINE"'),
-     'name: expected at most 80 printable characters on one line, found "x\\u001b[31mRED\\nLINE..."'),
-    ("description-with-newline", _replaced(SLOAN_TEXT, 'description = "', 'description = "two\\nlines '),
-     "description: expected at most 500 printable characters on one line"),
-]  # fmt: skip
+    (
+        "lenghtscales",
+        _paper("theta = 3.557, lengthscales = 2.0, lenghtscales = 2.0, variance = 5.619"),
+        "model.hyperparameters.lenghtscales: unknown key (allowed here: lengthscales, theta, variance)",
+    ),
+    (
+        "theta-1e308",
+        _paper("theta = 1e308, lengthscales = [5.367, 5.961], variance = 5.619"),
+        "model.hyperparameters.theta: expected a number in [0.0001, 1000], found 1e+308",
+    ),
+    (
+        "lengthscales-1e-300",
+        _paper("theta = 3.557, lengthscales = 1e-300, variance = 5.619"),
+        "model.hyperparameters.lengthscales: expected a number in [0.05, 50], found 1e-300",
+    ),
+    (
+        "lengthscales-1e300",
+        _paper("theta = 3.557, lengthscales = [1e300, 2.0], variance = 5.619"),
+        "model.hyperparameters.lengthscales[0]: expected a number in [0.05, 50], found 1e+300",
+    ),
+    (
+        "sphere-narrower-than-a-lens-step",
+        _replaced(PAPER_TEXT, "sphere_d = [-4.0, 4.0]", "sphere_d = [0.05, 0.2]"),
+        "search_space.sphere_d: expected a range holding at least two trial lenses (0.25 D steps), found [0.05, 0.2]",
+    ),
+    (
+        "max-trials-2^70",
+        _replaced(SLOAN_TEXT, "max_trials = 120", f"max_trials = {2**70}"),
+        f"stopping.max_trials: expected an integer in [1, 10000], found {2**70}",
+    ),
+    (
+        "name-with-escape-and-newline",
+        _replaced(SLOAN_TEXT, 'name = "clinical-sloan"', 'name = "x\\u001b[31mRED\\nLINE"'),
+        'name: expected at most 80 printable characters on one line, found "x\\u001b[31mRED\\nLINE..."',
+    ),
+    (
+        "description-with-newline",
+        _replaced(SLOAN_TEXT, 'description = "', 'description = "two\\nlines '),
+        "description: expected at most 500 printable characters on one line",
+    ),
+]
 
 
 @pytest.mark.parametrize(("text", "message"), [c[1:] for c in REFUSED_PROTOCOLS], ids=[c[0] for c in REFUSED_PROTOCOLS])
@@ -334,8 +480,11 @@ def test_hyperparameters_at_their_bounds_run(hyperparameters):
     from visiontune.refraction.loop import Answer, MemoryLog, Refraction
 
     def in_box(rx) -> bool:  # the lens as (S, C) at the protocol's axis 90 (it is shown in minus form)
-        s, c = (rx.sphere_d, rx.cylinder_d) if rx.cylinder_d == 0 or rx.axis_deg == 90.0 else \
-            (rx.sphere_d + rx.cylinder_d, -rx.cylinder_d)  # fmt: skip
+        s, c = (
+            (rx.sphere_d, rx.cylinder_d)
+            if rx.cylinder_d == 0 or rx.axis_deg == 90.0
+            else (rx.sphere_d + rx.cylinder_d, -rx.cylinder_d)
+        )
         return 0.0 <= s <= 0.25 and -4.0 <= c <= 4.0
 
     text = _replaced(_paper(hyperparameters), "sphere_d = [-4.0, 4.0]", "sphere_d = [0.0, 0.25]")
@@ -357,30 +506,59 @@ def _with_comparisons(table: str) -> str:
 def test_comparisons_table_sets_the_mixed_session():
     """``[comparisons]``: durations, criterion, the letter's offset and every ComparisonModel
     field; ``enabled = false`` is a letter-only protocol."""
-    p = parse_protocol(_with_comparisons(
-        "[comparisons]\nletter_seconds = 2.5\ncomparison_seconds = 7\ncriterion = \"information\"\n"
-        "size_offset_logmar = 0.2\nsensitivity_to_stop = 0.25\npairs = \"clinical\"\n[comparisons.model]\nkind = \"blur\"\nthreshold_at_focus_d = 0.1\n"
-        "weber_fraction = 0.2\nindifference = 0.3\nlapse = 0.01\n"), "protocols/x.toml")  # fmt: skip
+    p = parse_protocol(
+        _with_comparisons(
+            '[comparisons]\nletter_seconds = 2.5\ncomparison_seconds = 7\ncriterion = "information"\n'
+            'size_offset_logmar = 0.2\nsensitivity_to_stop = 0.25\npairs = "clinical"\n[comparisons.model]\nkind = '
+            '"blur"\nthreshold_at_focus_d = 0.1\n'
+            "weber_fraction = 0.2\nindifference = 0.3\nlapse = 0.01\n"
+        ),
+        "protocols/x.toml",
+    )
     assert p.comparisons == MixedSettings(
         ComparisonModel("blur", indifference=0.3, lapse=0.01, threshold_at_focus_d=0.1, weber_fraction=0.2),
-        2.5, 7.0, "information", comparison_size_offset_logmar=0.2, sensitivity_to_stop=0.25, pairs="clinical")  # fmt: skip
+        2.5,
+        7.0,
+        "information",
+        comparison_size_offset_logmar=0.2,
+        sensitivity_to_stop=0.25,
+        pairs="clinical",
+    )
     assert parse_protocol(_with_comparisons("[comparisons]\n"), "x.toml").comparisons == MixedSettings()
     assert parse_protocol(_with_comparisons("[comparisons]\nenabled = false\n"), "x.toml").comparisons is None
 
 
-@pytest.mark.parametrize(("table", "message"), [
-    ("[comparisons]\ncomparison_seconds = 0", "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0"),
-    ("[comparisons]\ncriterion = \"fast\"", 'comparisons.criterion: expected one of "evr", "evr-precision", "evr-stop", "information", found "fast"'),
-    ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
-    ("[comparisons]\npairs = \"jcc\"", 'comparisons.pairs: expected one of "any", "clinical", "one-change", found "jcc"'),
-    ("[comparisons]\nsensitivity_to_stop = 0", "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0"),
-    ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
-    ("[comparisons]\nkeys = \"12=\"", "comparisons.keys: unknown key"),
-    ("[comparisons.model]\nkind = \"duel\"", "comparisons.model.kind: expected one of thurstone, blur, found 'duel'"),
-    ("[comparisons.model]\nlapse = 1.5", "comparisons.model.lapse: expected a finite number in [0, 0.99], found 1.5"),
-    ("[comparisons.model]\nlapse = \"low\"", 'comparisons.model.lapse: expected a number, found "low"'),
-    ("[comparisons.model]\ntau = 0.5", "comparisons.model.tau: unknown key"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            "[comparisons]\ncomparison_seconds = 0",
+            "comparisons.comparison_seconds: expected a number in [0.1, 600], found 0",
+        ),
+        (
+            '[comparisons]\ncriterion = "fast"',
+            'comparisons.criterion: expected one of "evr", "evr-precision", "evr-stop", "information", found "fast"',
+        ),
+        ("[comparisons]\nenabled = 1", "comparisons.enabled: expected true or false, found 1"),
+        (
+            '[comparisons]\npairs = "jcc"',
+            'comparisons.pairs: expected one of "any", "clinical", "one-change", found "jcc"',
+        ),
+        (
+            "[comparisons]\nsensitivity_to_stop = 0",
+            "comparisons.sensitivity_to_stop: expected a number in (0, 1], found 0",
+        ),
+        ("[comparisons.model]\nsensitivity_sigma = -1", "comparisons.model.sensitivity_sigma: expected"),
+        ('[comparisons]\nkeys = "12="', "comparisons.keys: unknown key"),
+        ('[comparisons.model]\nkind = "duel"', "comparisons.model.kind: expected one of thurstone, blur, found 'duel'"),
+        (
+            "[comparisons.model]\nlapse = 1.5",
+            "comparisons.model.lapse: expected a finite number in [0, 0.99], found 1.5",
+        ),
+        ('[comparisons.model]\nlapse = "low"', 'comparisons.model.lapse: expected a number, found "low"'),
+        ("[comparisons.model]\ntau = 0.5", "comparisons.model.tau: unknown key"),
+    ],
+)
 def test_comparisons_errors_name_the_key(table, message):
     with pytest.raises(ProtocolError, match="^protocols/x.toml: " + re.escape(message)):
         parse_protocol(_with_comparisons(table), "protocols/x.toml")

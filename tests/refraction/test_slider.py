@@ -49,8 +49,16 @@ def choice_scalar(theta, lenses, tau, lapse) -> list[float]:
 
 def particles(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    theta = np.column_stack([rng.normal(-1.0, 0.5, n), rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.3, n),
-                             rng.normal(0.0, 0.1, n), rng.normal(np.log(5.0), 0.3, n), rng.uniform(0.0, 4.0, n)])
+    theta = np.column_stack(
+        [
+            rng.normal(-1.0, 0.5, n),
+            rng.normal(0.0, 0.3, n),
+            rng.normal(0.0, 0.3, n),
+            rng.normal(0.0, 0.1, n),
+            rng.normal(np.log(5.0), 0.3, n),
+            rng.uniform(0.0, 4.0, n),
+        ]
+    )
     return theta
 
 
@@ -93,8 +101,9 @@ def test_axis_knob_turns_j_on_its_circle():
         assert pv[0] == pytest.approx(c[0], abs=1e-12)
         assert math.hypot(pv[1], pv[2]) == pytest.approx(math.hypot(c[1], c[2]), abs=1e-12)
         assert rx.sphere_d == pytest.approx(CENTRE.sphere_d) and rx.cylinder_d == pytest.approx(CENTRE.cylinder_d)
-        assert (rx.axis_deg - (CENTRE.axis_deg + t)) % 180.0 == pytest.approx(0.0, abs=1e-6) or \
-            (rx.axis_deg - (CENTRE.axis_deg + t)) % 180.0 == pytest.approx(180.0, abs=1e-6)
+        assert (rx.axis_deg - (CENTRE.axis_deg + t)) % 180.0 == pytest.approx(0.0, abs=1e-6) or (
+            rx.axis_deg - (CENTRE.axis_deg + t)
+        ) % 180.0 == pytest.approx(180.0, abs=1e-6)
 
 
 def test_axis_knob_step_is_coarser_for_small_cylinders_and_needs_a_cylinder():
@@ -110,12 +119,15 @@ def test_knob_path_from_a_power_vector_and_plus_cylinder_is_the_same_lens():
     np.testing.assert_allclose(b.power_vectors(), a.power_vectors(), atol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"knob": "prism"}, "knob"),
-    ({"knob": "sphere", "half_range": -1.0}, "half_range"),
-    ({"knob": "sphere", "half_range": 0.1}, "at least 2"),
-    ({"knob": "sphere", "step": 0.0}, "step"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"knob": "prism"}, "knob"),
+        ({"knob": "sphere", "half_range": -1.0}, "half_range"),
+        ({"knob": "sphere", "half_range": 0.1}, "at least 2"),
+        ({"knob": "sphere", "step": 0.0}, "step"),
+    ],
+)
 def test_knob_path_rejects_bad_input(kwargs, match):
     knob = kwargs.pop("knob")
     with pytest.raises(InvalidInputError, match=match):
@@ -167,11 +179,14 @@ def test_simulated_choice_frequencies_match_the_likelihood():
     theta = np.array([[pv[0], pv[1], pv[2], -0.05, np.log(5.0), 0.5]])
     rng = np.random.default_rng(11)
     n_draws = 20000
-    for path in (knob_path("sphere", Prescription(-1.25, -0.5, 20.0)),
-                 knob_path("axis", Prescription(-1.5, -0.5, 40.0))):
+    for path in (
+        knob_path("sphere", Prescription(-1.25, -0.5, 20.0)),
+        knob_path("axis", Prescription(-1.5, -0.5, 40.0)),
+    ):
         p = slider_probabilities(theta, path.lenses, MODEL)[0]
-        counts = np.bincount([simulated_slider_choice(patient, path.lenses, MODEL, rng) for _ in range(n_draws)],
-                             minlength=len(p))
+        counts = np.bincount(
+            [simulated_slider_choice(patient, path.lenses, MODEL, rng) for _ in range(n_draws)], minlength=len(p)
+        )
         freq = counts / n_draws
         sd = np.sqrt(p * (1 - p) / n_draws)
         assert np.all(np.abs(freq - p) < 4.5 * sd + 1e-9), (freq, p)
@@ -221,7 +236,8 @@ def test_expected_variance_reduction_equals_brute_force_and_is_non_negative():
         assert value == pytest.approx(brute_force_value(theta, w, path.lenses, 0.03, 0.05), rel=1e-9, abs=1e-13)
         assert value >= 0.0
         assert slider_value(theta, path.lenses, MODEL) == pytest.approx(
-            brute_force_value(theta, np.ones(len(theta)), path.lenses, 0.03, 0.05), rel=1e-9, abs=1e-13)
+            brute_force_value(theta, np.ones(len(theta)), path.lenses, 0.03, 0.05), rel=1e-9, abs=1e-13
+        )
 
 
 def test_a_flat_path_teaches_nothing():
@@ -269,14 +285,16 @@ def test_observe_and_moves_use_the_slider_answers():
     while post.n_moves == 0:
         assert k < 30, "no resample-move after 30 slider answers"
         q = propose_slider(post, rng=np.random.default_rng([9, k]))
-        post.observe(SliderAnswer(q.path.lenses, q.s_logmar, simulated_slider_choice(patient, q.path.lenses, MODEL,
-                                                                                       rng), MODEL))
+        post.observe(
+            SliderAnswer(q.path.lenses, q.s_logmar, simulated_slider_choice(patient, q.path.lenses, MODEL, rng), MODEL)
+        )
         k += 1
     sliders = [a for a in post.answers if isinstance(a, SliderAnswer)]
     assert len(sliders) == k and post._groups[("slider", MODEL)] == sliders
     theta = particles(100, seed=1)
-    expected = (LetterAnswer.batch_log_likelihood(post._groups["letter"], theta, spec)
-                + sum(a.log_likelihood(theta, spec) for a in sliders))
+    expected = LetterAnswer.batch_log_likelihood(post._groups["letter"], theta, spec) + sum(
+        a.log_likelihood(theta, spec) for a in sliders
+    )
     np.testing.assert_allclose(post._log_likelihood(theta), expected, rtol=1e-10)
     # a posterior rebuilt from the same answers has the same particles (the draws are keyed)
     again = ParticlePosterior(spec, start, seed=9)
@@ -312,8 +330,8 @@ def test_log_sum_exp_last_is_scipys_to_the_bit(seed):
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(300, int(rng.integers(1, 40)), int(rng.integers(2, 12)))) * rng.uniform(0.1, 30.0)
     if seed % 2:
-        z = np.round(z)                 # many ties at the maximum
+        z = np.round(z)  # many ties at the maximum
     if seed % 3:
-        z[:, ::2, -1] = -np.inf         # shorter paths padded
+        z[:, ::2, -1] = -np.inf  # shorter paths padded
     assert np.array_equal(log_sum_exp_last(z), logsumexp(z, axis=-1, keepdims=True))
     assert log_sum_exp_last(np.full((1, 7), 2.5))[0, 0] == pytest.approx(2.5 + math.log(7), rel=1e-15)

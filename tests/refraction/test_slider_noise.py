@@ -58,8 +58,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def particles(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return np.column_stack([rng.normal(-1.0, 0.5, n), rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.3, n),
-                            rng.normal(0.0, 0.1, n), rng.normal(np.log(5.0), 0.3, n), rng.uniform(0.0, 4.0, n)])
+    return np.column_stack(
+        [
+            rng.normal(-1.0, 0.5, n),
+            rng.normal(0.0, 0.3, n),
+            rng.normal(0.0, 0.3, n),
+            rng.normal(0.0, 0.1, n),
+            rng.normal(np.log(5.0), 0.3, n),
+            rng.uniform(0.0, 4.0, n),
+        ]
+    )
 
 
 def slider_answers(lenses_list, choices, model=INFERRED) -> list[SliderAnswer]:
@@ -147,16 +155,18 @@ def test_the_likelihood_uses_each_particles_noise():
     for i in range(3):
         total = 0.0
         for a in answers:
-            va = acuity_logmar(theta[i:i + 1], np.array(a.lenses))[0]
+            va = acuity_logmar(theta[i : i + 1], np.array(a.lenses))[0]
             e = [math.exp(-v / tau[i]) for v in va]
             total += math.log((1 - 0.05) * e[a.choice] / sum(e) + 0.05 / len(va))
         assert got[i] == pytest.approx(total, rel=1e-11)
     # the fixed model, the same answers: τ = 0.03 for every particle
     fixed = SliderModel(0.03, 0.05)
-    got_fixed = SliderAnswer.batch_log_likelihood(slider_answers([a.lenses for a in answers],
-                                                                 [a.choice for a in answers], fixed), theta, SPEC)
-    expected_fixed = sum(np.log(choice_probabilities(acuity_logmar(theta, np.array(a.lenses)), fixed)[:, a.choice])
-                         for a in answers)
+    got_fixed = SliderAnswer.batch_log_likelihood(
+        slider_answers([a.lenses for a in answers], [a.choice for a in answers], fixed), theta, SPEC
+    )
+    expected_fixed = sum(
+        np.log(choice_probabilities(acuity_logmar(theta, np.array(a.lenses)), fixed)[:, a.choice]) for a in answers
+    )
     np.testing.assert_allclose(got_fixed, expected_fixed, rtol=1e-12)
     # each answer alone sums to the batch
     single = sum(a.log_likelihood(theta, SPEC) for a in answers)
@@ -165,10 +175,12 @@ def test_the_likelihood_uses_each_particles_noise():
     sharp = SliderModel(0.03, 0.05, 1e-9)
     theta_sharp = with_noise(particles(400, 2), sharp, rng)
     lenses = paths[0].lenses
-    assert slider_value(theta_sharp, lenses, sharp) == pytest.approx(slider_value(particles(400, 2), lenses,
-                                                                                  SliderModel(0.03, 0.05)), rel=1e-6)
-    assert slider_value(theta, lenses, INFERRED) != pytest.approx(slider_value(theta[:, :6], lenses,
-                                                                               SliderModel(0.055, 0.05)), rel=1e-3)
+    assert slider_value(theta_sharp, lenses, sharp) == pytest.approx(
+        slider_value(particles(400, 2), lenses, SliderModel(0.03, 0.05)), rel=1e-6
+    )
+    assert slider_value(theta, lenses, INFERRED) != pytest.approx(
+        slider_value(theta[:, :6], lenses, SliderModel(0.055, 0.05)), rel=1e-3
+    )
 
 
 @pytest.mark.parametrize("tau_true", [0.02, 0.12])
@@ -200,7 +212,7 @@ def test_the_posterior_of_ln_tau_at_a_fixed_theta_is_the_grid_posterior(tau_true
     log_post = norm.logpdf(grid, np.log(0.055), 0.5)
     for lenses, c in zip(lenses_list, choices):
         va = acuity_logmar(theta0, np.array(lenses))[0]
-        z = -va[None, :] / tau                                   # (grid, n)
+        z = -va[None, :] / tau  # (grid, n)
         e = np.exp(z - z.max(axis=1, keepdims=True))
         log_post = log_post + np.log((1.0 - INFERRED.lapse) * e[:, c] / e.sum(axis=1) + INFERRED.lapse / len(va))
     pg = np.exp(log_post - log_post.max())

@@ -70,22 +70,28 @@ def test_the_sliders_table_parses_with_its_defaults():
         assert load_protocol(name).sliders is None  # no shipped protocol turns sliders on
 
 
-@pytest.mark.parametrize("table, message", [
-    ("enabled = 1", "sliders.enabled: expected true or false, found 1"),
-    ("slider_seconds = 0", r"sliders.slider_seconds: expected a number in \[0.1, 600\], found 0"),
-    ('slider_seconds = "8"', r'sliders.slider_seconds: expected a number in \[0.1, 600\], found "8"'),
-    ("noise_logmar = 0.0", r"sliders.noise_logmar: expected a number in \[0.0001, 1\], found 0.0"),
-    ("lapse = 1.0", r"sliders.lapse: expected a number in \[0, 0.99\], found 1.0"),
-    ("noise_sigma = -0.1", r"sliders.noise_sigma: expected a number in \[0, 3\], found -0.1"),
-    ("noise_sigma = 3.5", r"sliders.noise_sigma: expected a number in \[0, 3\], found 3.5"),
-    ('noise_sigma = "0.5"', r'sliders.noise_sigma: expected a number in \[0, 3\], found "0.5"'),
-    ("noise_sigma = true", r"sliders.noise_sigma: expected a number in \[0, 3\], found true"),
-    ('knobs = ["sphere", "power"]', r'sliders.knobs: expected a non-empty list of "sphere", "cylinder", "axis"'),
-    ("knobs = []", "sliders.knobs: expected a non-empty list"),
-    ('knobs = ["axis", "axis"]', "each at most once, found"),
-    ('knobs = "sphere"', r'sliders.knobs: expected .* found "sphere"'),
-    ("half_range = 1.0", r"sliders.half_range: unknown key \(allowed here: enabled, knobs, lapse, noise_logmar, noise_sigma"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ("enabled = 1", "sliders.enabled: expected true or false, found 1"),
+        ("slider_seconds = 0", r"sliders.slider_seconds: expected a number in \[0.1, 600\], found 0"),
+        ('slider_seconds = "8"', r'sliders.slider_seconds: expected a number in \[0.1, 600\], found "8"'),
+        ("noise_logmar = 0.0", r"sliders.noise_logmar: expected a number in \[0.0001, 1\], found 0.0"),
+        ("lapse = 1.0", r"sliders.lapse: expected a number in \[0, 0.99\], found 1.0"),
+        ("noise_sigma = -0.1", r"sliders.noise_sigma: expected a number in \[0, 3\], found -0.1"),
+        ("noise_sigma = 3.5", r"sliders.noise_sigma: expected a number in \[0, 3\], found 3.5"),
+        ('noise_sigma = "0.5"', r'sliders.noise_sigma: expected a number in \[0, 3\], found "0.5"'),
+        ("noise_sigma = true", r"sliders.noise_sigma: expected a number in \[0, 3\], found true"),
+        ('knobs = ["sphere", "power"]', r'sliders.knobs: expected a non-empty list of "sphere", "cylinder", "axis"'),
+        ("knobs = []", "sliders.knobs: expected a non-empty list"),
+        ('knobs = ["axis", "axis"]', "each at most once, found"),
+        ('knobs = "sphere"', r'sliders.knobs: expected .* found "sphere"'),
+        (
+            "half_range = 1.0",
+            r"sliders.half_range: unknown key \(allowed here: enabled, knobs, lapse, noise_logmar, noise_sigma",
+        ),
+    ],
+)
 def test_a_bad_sliders_table_is_refused_naming_the_key(table, message):
     with pytest.raises(ProtocolError, match=message):
         _letters_and_sliders("[sliders]\n" + table + "\n")
@@ -111,8 +117,11 @@ def _same_query(asked: list, expected: list) -> bool:
     information (float sums whose last bits follow the CPU's kernels) to 1e-9."""
     exact = [x for i, x in enumerate(asked) if i not in (2, len(asked) - 1)]
     wanted = [x for i, x in enumerate(expected) if i not in (2, len(expected) - 1)]
-    return (exact == wanted and asked[2] == pytest.approx(expected[2], abs=1e-9)
-            and asked[-1] == pytest.approx(expected[-1], rel=1e-9))  # fmt: skip
+    return (
+        exact == wanted
+        and asked[2] == pytest.approx(expected[2], abs=1e-9)
+        and asked[-1] == pytest.approx(expected[-1], rel=1e-9)
+    )
 
 
 @pytest.mark.replay
@@ -128,8 +137,9 @@ def test_protocols_without_sliders_ask_exactly_what_they_asked_before():
         former = ROOT / "docs" / "results" / "protocols" / "clinical-sloan-compare-phoropter.toml"
         protocol = load_protocol(str(former) if name == "clinical-sloan-compare" else name)
         if protocol.comparisons is not None:  # recorded when it valued every question by "evr"
-            protocol = dataclasses.replace(protocol, comparisons=dataclasses.replace(protocol.comparisons,
-                                                                                     criterion="evr"))  # fmt: skip
+            protocol = dataclasses.replace(
+                protocol, comparisons=dataclasses.replace(protocol.comparisons, criterion="evr")
+            )
         refraction, presenter, _, _ = _session(protocol, int(seed))
         asked = []
         for _ in range(len(expected)):
@@ -169,8 +179,11 @@ def test_a_pending_slider_is_a_knob_path_through_the_estimate():
     assert q.knob in KNOBS and len(q.lenses) >= 2 and 0 <= q.start < len(q.lenses)
     assert q.start_lens == q.lenses[q.start] and isinstance(q.information_bits, float)
     assert q.letter in refraction.letters
-    changes = {name for name in ("sphere_d", "cylinder_d", "axis_deg")
-               if len({getattr(x, name) for x in q.lenses if x.cylinder_d != 0.0 or name != "axis_deg"}) > 1}
+    changes = {
+        name
+        for name in ("sphere_d", "cylinder_d", "axis_deg")
+        if len({getattr(x, name) for x in q.lenses if x.cylinder_d != 0.0 or name != "axis_deg"}) > 1
+    }
     assert len(changes) == 1  # one knob turns
 
 
@@ -182,8 +195,11 @@ def test_the_kind_of_reply_must_match_the_pending_question():
         refraction.record(SliderReply(0))
     q = _until_slider(refraction, presenter)
     n = len(refraction.trials(include_void=True))
-    for wrong, message in ((Answer(correct=True), "a slider is pending"), (ComparisonReply("1"), "a slider is pending"),
-                           (SliderReply(len(q.lenses)), r"choice: expected an index in \[0, ")):  # fmt: skip
+    for wrong, message in (
+        (Answer(correct=True), "a slider is pending"),
+        (ComparisonReply("1"), "a slider is pending"),
+        (SliderReply(len(q.lenses)), r"choice: expected an index in \[0, "),
+    ):
         with pytest.raises(InvalidInputError, match=message):
             refraction.record(wrong)
     assert len(refraction.trials(include_void=True)) == n and refraction.next_query() == q
@@ -199,8 +215,9 @@ def test_the_memory_log_refuses_half_a_slider():
     with pytest.raises(InvalidInputError, match="slider_choice: expected an index in"):
         log.record(0.1, rx, "H", True, slider_knob="sphere", slider_lenses=(rx, rx), slider_choice=2)
     with pytest.raises(InvalidInputError, match="a slider or a comparison, not both"):
-        log.record(0.1, rx, "H", True, lens2=rx, comparison="1", slider_knob="sphere", slider_lenses=(rx, rx),
-                   slider_choice=0)  # fmt: skip
+        log.record(
+            0.1, rx, "H", True, lens2=rx, comparison="1", slider_knob="sphere", slider_lenses=(rx, rx), slider_choice=0
+        )
     assert log.trials() == []
 
 

@@ -18,35 +18,43 @@ RX = Prescription(-2.25, -0.75, 30.0)
 
 def thibos(rx: Prescription) -> np.ndarray:
     a = math.radians(rx.axis_deg)
-    return np.array([rx.sphere_d + rx.cylinder_d / 2, -rx.cylinder_d / 2 * math.cos(2 * a),
-                     -rx.cylinder_d / 2 * math.sin(2 * a)])
+    return np.array(
+        [rx.sphere_d + rx.cylinder_d / 2, -rx.cylinder_d / 2 * math.cos(2 * a), -rx.cylinder_d / 2 * math.sin(2 * a)]
+    )
 
 
 # ------------------------------------------------------------------ validation
-@pytest.mark.parametrize("kwargs, pattern", [
-    ({"rx": RX, "source": "lensmeter"}, r"^source: expected one of autorefraction, retinoscopy, spectacles, none"),
-    ({"rx": RX, "source": "none"}, r"^source: .*source 'none' takes no prescription"),
-    ({"rx": RX}, r"^source: .*needs its source"),
-    ({"rx": None, "source": "autorefraction"}, r"^source: .*needs its source"),
-    ({"rx": None, "source": "spectacles"}, r"source='spectacles'"),
-    ({"rx": Prescription(-13.0), "source": "autorefraction"}, r"starting prescription: .*outside the range"),
-    ({"rx": Prescription(8.25), "source": "retinoscopy"}, r"starting prescription: .*spherical equivalent \+8\.25"),
-    ({"rx": Prescription(-1.0, -6.25, 90.0), "source": "spectacles"}, r"starting prescription: .*cylinder up to 6"),
-    ({"rx": Prescription(2.0, 6.25, 90.0), "source": "spectacles"}, r"starting prescription: .*outside the range"),
-    ({"rx": (-1.0, 0.0, 180.0), "source": "autorefraction"}, r"^rx: expected a Prescription, got tuple"),
-    ({"rx": RX, "source": "autorefraction", "age_years": 2.9}, r"^age_years: expected a finite number in \[3, 110\]"),
-    ({"rx": RX, "source": "autorefraction", "age_years": 110.5}, r"^age_years"),
-    ({"rx": RX, "source": "autorefraction", "age_years": float("nan")}, r"^age_years"),
-    ({"rx": RX, "source": "autorefraction", "age_years": True}, r"^age_years"),
-    ({"age_years": "40"}, r"^age_years"),
-])
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"rx": RX, "source": "lensmeter"}, r"^source: expected one of autorefraction, retinoscopy, spectacles, none"),
+        ({"rx": RX, "source": "none"}, r"^source: .*source 'none' takes no prescription"),
+        ({"rx": RX}, r"^source: .*needs its source"),
+        ({"rx": None, "source": "autorefraction"}, r"^source: .*needs its source"),
+        ({"rx": None, "source": "spectacles"}, r"source='spectacles'"),
+        ({"rx": Prescription(-13.0), "source": "autorefraction"}, r"starting prescription: .*outside the range"),
+        ({"rx": Prescription(8.25), "source": "retinoscopy"}, r"starting prescription: .*spherical equivalent \+8\.25"),
+        ({"rx": Prescription(-1.0, -6.25, 90.0), "source": "spectacles"}, r"starting prescription: .*cylinder up to 6"),
+        ({"rx": Prescription(2.0, 6.25, 90.0), "source": "spectacles"}, r"starting prescription: .*outside the range"),
+        ({"rx": (-1.0, 0.0, 180.0), "source": "autorefraction"}, r"^rx: expected a Prescription, got tuple"),
+        (
+            {"rx": RX, "source": "autorefraction", "age_years": 2.9},
+            r"^age_years: expected a finite number in \[3, 110\]",
+        ),
+        ({"rx": RX, "source": "autorefraction", "age_years": 110.5}, r"^age_years"),
+        ({"rx": RX, "source": "autorefraction", "age_years": float("nan")}, r"^age_years"),
+        ({"rx": RX, "source": "autorefraction", "age_years": True}, r"^age_years"),
+        ({"age_years": "40"}, r"^age_years"),
+    ],
+)
 def test_invalid_starting_points_are_refused_with_a_message(kwargs, pattern):
     with pytest.raises(InvalidInputError, match=pattern):
         StartingPoint(**kwargs)
 
 
-@pytest.mark.parametrize("rx", [Prescription(-12.0), Prescription(8.0), Prescription(-9.0, -6.0, 10.0),
-                                Prescription(7.0, 2.0, 45.0)])
+@pytest.mark.parametrize(
+    "rx", [Prescription(-12.0), Prescription(8.0), Prescription(-9.0, -6.0, 10.0), Prescription(7.0, 2.0, 45.0)]
+)
 def test_range_limits_are_inclusive(rx):
     # M = -12 and +8 exactly, |C| = 6 exactly, are inside the clinical range
     assert StartingPoint(rx, "autorefraction", 3).rx == rx
@@ -54,17 +62,20 @@ def test_range_limits_are_inclusive(rx):
 
 
 # ------------------------------------------------------------------ centre and sigma
-@pytest.mark.parametrize("source, age, expected", [
-    ("autorefraction", None, (0.8, 0.20)),   # unknown age: may accommodate
-    ("autorefraction", 40, (0.8, 0.20)),     # aged 40 or less
-    ("autorefraction", 12.5, (0.8, 0.20)),
-    ("autorefraction", 40.5, (0.50, 0.20)),
-    ("autorefraction", 70, (0.50, 0.20)),
-    ("retinoscopy", None, (0.50, 0.30)),     # the young rule is for autorefraction only
-    ("retinoscopy", 20, (0.50, 0.30)),
-    ("spectacles", None, (0.60, 0.25)),
-    ("spectacles", 25, (0.60, 0.25)),
-])
+@pytest.mark.parametrize(
+    "source, age, expected",
+    [
+        ("autorefraction", None, (0.8, 0.20)),  # unknown age: may accommodate
+        ("autorefraction", 40, (0.8, 0.20)),  # aged 40 or less
+        ("autorefraction", 12.5, (0.8, 0.20)),
+        ("autorefraction", 40.5, (0.50, 0.20)),
+        ("autorefraction", 70, (0.50, 0.20)),
+        ("retinoscopy", None, (0.50, 0.30)),  # the young rule is for autorefraction only
+        ("retinoscopy", 20, (0.50, 0.30)),
+        ("spectacles", None, (0.60, 0.25)),
+        ("spectacles", 25, (0.60, 0.25)),
+    ],
+)
 def test_sigma_per_source(source, age, expected):
     sp = StartingPoint(RX, source, age)
     np.testing.assert_allclose(sp.sigma, [expected[0], expected[1], expected[1]], rtol=0, atol=1e-15)
@@ -78,8 +89,9 @@ def test_no_start_has_no_sigma_and_the_middle_of_the_range():
 
 
 # ------------------------------------------------------------------ samples
-@pytest.mark.parametrize("source, age", [("autorefraction", 30), ("autorefraction", 60), ("retinoscopy", None),
-                                         ("spectacles", 45)])
+@pytest.mark.parametrize(
+    "source, age", [("autorefraction", 30), ("autorefraction", 60), ("retinoscopy", None), ("spectacles", 45)]
+)
 def test_sample_prior_moments_match_centre_and_sigma(source, age):
     sp = StartingPoint(RX, source, age)
     n = 100_000
@@ -126,16 +138,20 @@ def test_sample_prior_is_reproducible_from_the_generator():
 
 
 # ------------------------------------------------------------------ log density
-@pytest.mark.parametrize("source, age", [("autorefraction", None), ("autorefraction", 55), ("retinoscopy", 30),
-                                         ("spectacles", None)])
+@pytest.mark.parametrize(
+    "source, age", [("autorefraction", None), ("autorefraction", 55), ("retinoscopy", 30), ("spectacles", None)]
+)
 def test_log_prior_is_the_gaussian_log_density_up_to_a_constant(source, age):
     sp = StartingPoint(RX, source, age)
     rng = np.random.default_rng(7)
     pv = sp.centre + rng.normal(size=(200, 3)) * np.array([1.5, 0.5, 0.5])
     lp = sp.log_prior(pv)
     assert np.all(np.isfinite(lp))
-    sigma = {"autorefraction": (0.8 if age is None or age <= 40 else 0.5, 0.2), "retinoscopy": (0.5, 0.3),
-             "spectacles": (0.6, 0.25)}[source]
+    sigma = {
+        "autorefraction": (0.8 if age is None or age <= 40 else 0.5, 0.2),
+        "retinoscopy": (0.5, 0.3),
+        "spectacles": (0.6, 0.25),
+    }[source]
     mvn = multivariate_normal(mean=thibos(RX), cov=np.diag([sigma[0] ** 2, sigma[1] ** 2, sigma[1] ** 2]))
     ref = mvn.logpdf(pv)
     np.testing.assert_allclose(lp - lp[0], ref - ref[0], rtol=0, atol=1e-9)
@@ -152,17 +168,32 @@ def test_log_prior_without_start_is_flat_in_m_and_gaussian_in_j():
 
 @pytest.mark.parametrize("start", [StartingPoint(), StartingPoint(RX, "autorefraction", 30)])
 def test_log_prior_is_minus_infinity_outside_the_range(start):
-    pv = np.array([[-12.01, 0.0, 0.0], [8.01, 0.0, 0.0], [-1.0, 3.01, 0.0], [-1.0, 2.2, -2.2],
-                   [-12.0, 0.0, 0.0], [8.0, 0.0, 0.0], [-1.0, 0.0, 3.0]])
+    pv = np.array(
+        [
+            [-12.01, 0.0, 0.0],
+            [8.01, 0.0, 0.0],
+            [-1.0, 3.01, 0.0],
+            [-1.0, 2.2, -2.2],
+            [-12.0, 0.0, 0.0],
+            [8.0, 0.0, 0.0],
+            [-1.0, 0.0, 3.0],
+        ]
+    )
     lp = start.log_prior(pv)
     assert np.all(lp[:4] == -np.inf)
     assert np.all(np.isfinite(lp[4:]))
 
 
 # ------------------------------------------------------------------ dict round trip
-@pytest.mark.parametrize("sp", [StartingPoint(), StartingPoint(RX, "autorefraction"),
-                                StartingPoint(Prescription(1.5, 0.75, 95.0), "spectacles", 67.5),
-                                StartingPoint(Prescription(-3.0), "retinoscopy", 8)])
+@pytest.mark.parametrize(
+    "sp",
+    [
+        StartingPoint(),
+        StartingPoint(RX, "autorefraction"),
+        StartingPoint(Prescription(1.5, 0.75, 95.0), "spectacles", 67.5),
+        StartingPoint(Prescription(-3.0), "retinoscopy", 8),
+    ],
+)
 def test_to_dict_from_dict_round_trip(sp):
     d = sp.to_dict()
     assert set(d) == {"rx", "source", "age_years"}
@@ -194,8 +225,9 @@ def test_from_dict_validates():
 
 
 # ------------------------------------------------------------------ samples vs density
-@pytest.mark.parametrize("rx", [Prescription(-1.0, -6.0, 90.0), Prescription(-9.0, -5.9, 10.0),
-                                Prescription(7.9, 0.0, 180.0)])
+@pytest.mark.parametrize(
+    "rx", [Prescription(-1.0, -6.0, 90.0), Prescription(-9.0, -5.9, 10.0), Prescription(7.9, 0.0, 180.0)]
+)
 def test_every_prior_draw_has_a_finite_log_prior(rx):
     # starts on the edges of the range: about half the raw normal draws fall outside it
     sp = StartingPoint(rx, "spectacles", 50)

@@ -42,8 +42,9 @@ class Server:
         self.port = port
         self.log = cwd / f"server-{port}.log"
         self._out = self.log.open("wb")
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=self._out, stderr=subprocess.STDOUT, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, stdout=self._out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         ready = ready or (lambda: _listening(port))
         deadline = time.monotonic() + STARTUP_LIMIT_S
         while not ready():
@@ -99,9 +100,11 @@ def dcmqrscp(folder: Path, ae_title: str = "VTARCHIVE", quota: str = "(10, 64mb)
     store = folder / "db"
     store.mkdir(parents=True, exist_ok=True)
     config = folder / "dcmqrscp.cfg"
-    config.write_text(f"NetworkTCPPort = {port}\nMaxPDUSize = 16384\nMaxAssociations = 4\n"
-                      "HostTable BEGIN\nHostTable END\nVendorTable BEGIN\nVendorTable END\n"
-                      f"AETable BEGIN\n{ae_title} {store} RW {quota} ANY\nAETable END\n")
+    config.write_text(
+        f"NetworkTCPPort = {port}\nMaxPDUSize = 16384\nMaxAssociations = 4\n"
+        "HostTable BEGIN\nHostTable END\nVendorTable BEGIN\nVendorTable END\n"
+        f"AETable BEGIN\n{ae_title} {store} RW {quota} ANY\nAETable END\n"
+    )
     return Server(["dcmqrscp", "-c", str(config), "--single-process"], port, folder)
 
 
@@ -112,9 +115,11 @@ def sekmet(folder: Path) -> tuple[Server, str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}/fhir"
     settings = folder / "settings.yaml"
-    settings.write_text(f'base_url: "{base}"\nhost: "127.0.0.1"\nport: {port}\ndb_path: "{folder / "fhir.db"}"\n'
-                        f'data_dir: "{folder / "data"}"\nown_private_key_path: "{folder / "keys" / "own.pem"}"\n'
-                        "simulator:\n  enabled: false\nlog_inbound: false\npeers: {}\n")
+    settings.write_text(
+        f'base_url: "{base}"\nhost: "127.0.0.1"\nport: {port}\ndb_path: "{folder / "fhir.db"}"\n'
+        f'data_dir: "{folder / "data"}"\nown_private_key_path: "{folder / "keys" / "own.pem"}"\n'
+        "simulator:\n  enabled: false\nlog_inbound: false\npeers: {}\n"
+    )
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
 
     def ready() -> bool:

@@ -37,8 +37,17 @@ def make_session(store):
     ``comparisons=False``: letters and duels only (:func:`trial_input`)."""
     protocol = load_protocol("paper-ucb-ald")
 
-    def make(n_trials=12, undo_at=(3, 8), simulated=False, eye="OD", finish=True, patient="P-0042",
-             result_simulated=None, comparisons=True, **overrides):  # fmt: skip
+    def make(
+        n_trials=12,
+        undo_at=(3, 8),
+        simulated=False,
+        eye="OD",
+        finish=True,
+        patient="P-0042",
+        result_simulated=None,
+        comparisons=True,
+        **overrides,
+    ):
         if patient not in {p.patient_id for p in store.list_patients()}:
             store.create_patient(patient)
         sid = store.create_session(patient, eye=eye, protocol=protocol, seed=11, simulated=simulated)
@@ -71,8 +80,9 @@ def slider_session(store):
     store.create_patient("SIM-0007")
     start = StartingPoint(case.start_rx, case.start_source, case.age_years)
     presenter = SimulatedPresenter(case.patient(protocol.n_alternatives))
-    with RefractionSession.start(store, patient_id="SIM-0007", eye="OD", protocol=protocol, simulated=True,
-                                 seed=case.seed, start=start) as session:  # fmt: skip
+    with RefractionSession.start(
+        store, patient_id="SIM-0007", eye="OD", protocol=protocol, simulated=True, seed=case.seed, start=start
+    ) as session:
         while not isinstance(q := session.next_query(), PendingSlider):
             session.record(presenter.present(q))
         session.record(presenter.present(q))

@@ -71,5 +71,3 @@ def trial_input(i: int, comparisons: bool = True) -> TrialInput:
         lens2=Lens(0.25, -0.25, 45.5) if i % 7 == 6 else (Lens(-0.5, -0.75, 10.0) if comparison else None),
         comparison="=" if comparison else None,
     )
-
-

@@ -56,20 +56,23 @@ def test_default_place_is_beside_the_app_settings():
     assert default_archive_config_path() == default_settings_path().with_name("archive.toml")
 
 
-@pytest.mark.parametrize("change, message", [
-    (("port = 11112", "port = 0"), r"dicom\.port: expected a TCP port"),
-    (("port = 11112", 'port = "104"'), r"dicom\.port: expected a TCP port"),
-    (('" PACS "', '"A_TITLE_LONGER_THAN_16"'), r"dicom\.called_ae_title: expected a DICOM AE title"),
-    (('" PACS "', '"PA\\\\CS"'), r"dicom\.called_ae_title: expected a DICOM AE title"),
-    (('" PACS "', '"   "'), r"dicom\.called_ae_title: expected a non-empty text"),
-    (('"pacs.clinic.example"', '"pacs clinic"'), r"dicom\.host: expected a host name"),
-    (("https://fhir.clinic.example/r4/", "ftp://fhir.clinic.example"), r"fhir\.base_url: expected an http"),
-    (("https://fhir.clinic.example/r4/", "https://user:pw@fhir.example/r4"), r"fhir\.base_url: .*credentials"),
-    (("timeout_s = 12.5", "timeout_s = -1"), r"fhir\.timeout_s: expected seconds"),
-    (("timeout_s = 12.5", "timeout_s = 12.5\nverify = false"), r"\[fhir\]: unknown key\(s\) verify"),
-    (("[dicom]", "[pacs]"), r"unknown section\(s\) pacs"),
-    (("[dicom]", "[dicom"), r"not a TOML file"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("port = 11112", "port = 0"), r"dicom\.port: expected a TCP port"),
+        (("port = 11112", 'port = "104"'), r"dicom\.port: expected a TCP port"),
+        (('" PACS "', '"A_TITLE_LONGER_THAN_16"'), r"dicom\.called_ae_title: expected a DICOM AE title"),
+        (('" PACS "', '"PA\\\\CS"'), r"dicom\.called_ae_title: expected a DICOM AE title"),
+        (('" PACS "', '"   "'), r"dicom\.called_ae_title: expected a non-empty text"),
+        (('"pacs.clinic.example"', '"pacs clinic"'), r"dicom\.host: expected a host name"),
+        (("https://fhir.clinic.example/r4/", "ftp://fhir.clinic.example"), r"fhir\.base_url: expected an http"),
+        (("https://fhir.clinic.example/r4/", "https://user:pw@fhir.example/r4"), r"fhir\.base_url: .*credentials"),
+        (("timeout_s = 12.5", "timeout_s = -1"), r"fhir\.timeout_s: expected seconds"),
+        (("timeout_s = 12.5", "timeout_s = 12.5\nverify = false"), r"\[fhir\]: unknown key\(s\) verify"),
+        (("[dicom]", "[pacs]"), r"unknown section\(s\) pacs"),
+        (("[dicom]", "[dicom"), r"not a TOML file"),
+    ],
+)
 def test_bad_settings_are_refused_naming_file_and_key(tmp_path, change, message):
     path = _write(tmp_path, GOOD.replace(*change))
     with pytest.raises(ConfigurationError, match=message) as info:
@@ -88,8 +91,10 @@ def test_send_without_a_kind_or_a_log_is_refused(tmp_path, capsys):
     config = _write(tmp_path, GOOD)
     assert main(["visit", "send", "1", "--db", str(tmp_path / "log.sqlite3"), "--archive-config", str(config)]) == 2
     assert "nothing to send: give --dicom and/or --fhir" in capsys.readouterr().err
-    assert main(["visit", "send", "1", "--db", str(tmp_path / "none.sqlite3"), "--dicom",
-                 "--archive-config", str(config)]) == 2
+    assert (
+        main(["visit", "send", "1", "--db", str(tmp_path / "none.sqlite3"), "--dicom", "--archive-config", str(config)])
+        == 2
+    )
     assert "no trial log at" in capsys.readouterr().err
     assert not (tmp_path / "none.sqlite3").exists()
 

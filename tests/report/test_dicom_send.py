@@ -34,7 +34,8 @@ SRF, VA = "1.2.840.10008.5.1.4.1.1.78.4", "1.2.840.10008.5.1.4.1.1.78.5"
 LEN, AR = "1.2.840.10008.5.1.4.1.1.78.1", "1.2.840.10008.5.1.4.1.1.78.2"
 
 _spec = importlib.util.spec_from_file_location(
-    "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py")
+    "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py"
+)
 encoders = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoders)
 
@@ -47,8 +48,26 @@ def visit_db(tmp_path_factory):
     db, ref, lm = folder / "log.sqlite3", folder / "ark.xml", folder / "lm.dcm"
     ref.write_bytes(encoders.joia_xml("REF", {"R": (-2.25, -0.75, 175), "L": (-1.75, -0.50, 10)}, pd=64))
     lm.write_bytes(encoders.dicom_measurements("LM", {"OD": (-2.0, -0.5, 180.0), "OS": (-1.5, -0.5, 5.0)}))
-    assert main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--no-near", "--db", str(db),
-                 "--import", str(ref), "--import", str(lm)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "visit",
+                "run",
+                "--simulate",
+                "--seed",
+                "5",
+                "--quiet",
+                "--no-near",
+                "--db",
+                str(db),
+                "--import",
+                str(ref),
+                "--import",
+                str(lm),
+            ]
+        )
+        == 0
+    )
     return db
 
 
@@ -72,8 +91,10 @@ def _sends(db):
 
 def _config(tmp_path: Path, port: int, called: str, calling: str = "VISIONTUNE", timeout: float = 10) -> Path:
     path = tmp_path / "archive.toml"
-    path.write_text(f'[dicom]\nhost = "127.0.0.1"\nport = {port}\ncalled_ae_title = "{called}"\n'
-                    f'calling_ae_title = "{calling}"\ntimeout_s = {timeout}\n')
+    path.write_text(
+        f'[dicom]\nhost = "127.0.0.1"\nport = {port}\ncalled_ae_title = "{called}"\n'
+        f'calling_ae_title = "{calling}"\ntimeout_s = {timeout}\n'
+    )
     return path
 
 
@@ -199,8 +220,10 @@ def test_a_sop_class_the_scp_does_not_take_sends_nothing(db, tmp_path, capsys):
         err = _failed_send(db, tmp_path, _config(tmp_path, scp.port, "VTPACS"), capsys)
     finally:
         scp.stop()
-    assert (f"does not accept the SOP classes Lensometry Measurements ({LEN}), Autorefraction Measurements ({AR}), "
-            f"Visual Acuity Measurements ({VA})") in err
+    assert (
+        f"does not accept the SOP classes Lensometry Measurements ({LEN}), Autorefraction Measurements ({AR}), "
+        f"Visual Acuity Measurements ({VA})"
+    ) in err
     assert "no object was sent" in err
     assert list((tmp_path / "received").iterdir()) == []  # not even the refraction object
 

@@ -18,7 +18,7 @@ from visiontune.report.dicom_visit import (
     subjective_refraction_dataset,
     visual_acuity_dataset,
     write_visit_dicom,
-)  # fmt: skip
+)
 
 SRF, VA = SUBJECTIVE_REFRACTION_SOP_CLASS, VISUAL_ACUITY_SOP_CLASS
 
@@ -29,20 +29,43 @@ SRF, VA = SUBJECTIVE_REFRACTION_SOP_CLASS, VISUAL_ACUITY_SOP_CLASS
 # module names and types as dicom3tools' dciodvfy reports them. "Seq>Attr": in every item of Seq.
 COMMON = {
     "Patient": ("PatientName", "PatientID", "PatientBirthDate", "PatientSex"),
-    "GeneralStudy": ("StudyInstanceUID", "StudyDate", "StudyTime", "ReferringPhysicianName", "StudyID",
-                     "AccessionNumber"),
+    "GeneralStudy": (
+        "StudyInstanceUID",
+        "StudyDate",
+        "StudyTime",
+        "ReferringPhysicianName",
+        "StudyID",
+        "AccessionNumber",
+    ),
     "GeneralSeries": ("Modality", "SeriesInstanceUID", "SeriesNumber"),
     "GeneralEquipment": ("Manufacturer",),
     "EnhancedGeneralEquipment": ("Manufacturer", "ManufacturerModelName", "DeviceSerialNumber", "SoftwareVersions"),
     "GeneralOphthalmicRefractiveMeasurements": ("InstanceNumber", "ContentDate", "ContentTime"),
     "SOPCommon": ("SOPClassUID", "SOPInstanceUID"),
-}  # fmt: skip
+}
 TYPE_1 = {  # attributes that must also have a value
-    "StudyInstanceUID", "Modality", "SeriesInstanceUID", "ManufacturerModelName", "DeviceSerialNumber",
-    "SoftwareVersions", "InstanceNumber", "ContentDate", "ContentTime", "SOPClassUID", "SOPInstanceUID",
-    "ViewingDistanceType", "VisualAcuityTypeCodeSequence", "BackgroundColor", "Optotype", "OptotypePresentation",
-    "SpherePower", "CylinderPower", "CylinderAxis", "DecimalVisualAcuity", "PatientID",
-}  # fmt: skip
+    "StudyInstanceUID",
+    "Modality",
+    "SeriesInstanceUID",
+    "ManufacturerModelName",
+    "DeviceSerialNumber",
+    "SoftwareVersions",
+    "InstanceNumber",
+    "ContentDate",
+    "ContentTime",
+    "SOPClassUID",
+    "SOPInstanceUID",
+    "ViewingDistanceType",
+    "VisualAcuityTypeCodeSequence",
+    "BackgroundColor",
+    "Optotype",
+    "OptotypePresentation",
+    "SpherePower",
+    "CylinderPower",
+    "CylinderAxis",
+    "DecimalVisualAcuity",
+    "PatientID",
+}
 SPECIFIC = {
     SRF: {
         "SubjectiveRefractionMeasurements": (
@@ -56,16 +79,22 @@ SPECIFIC = {
     },
     VA: {
         "VisualAcuityMeasurements": (
-            "ViewingDistanceType", "VisualAcuityTypeCodeSequence", "BackgroundColor", "Optotype",
-            "OptotypePresentation", "OptotypeDetailedDefinition", "VisualAcuityRightEyeSequence>DecimalVisualAcuity",
-            "VisualAcuityLeftEyeSequence>DecimalVisualAcuity", "VisualAcuityBothEyesOpenSequence>DecimalVisualAcuity",
+            "ViewingDistanceType",
+            "VisualAcuityTypeCodeSequence",
+            "BackgroundColor",
+            "Optotype",
+            "OptotypePresentation",
+            "OptotypeDetailedDefinition",
+            "VisualAcuityRightEyeSequence>DecimalVisualAcuity",
+            "VisualAcuityLeftEyeSequence>DecimalVisualAcuity",
+            "VisualAcuityBothEyesOpenSequence>DecimalVisualAcuity",
         ),
         "GeneralOphthalmicRefractiveMeasurements (2C, refraction referenced)": (
             "ReferencedRefractiveMeasurementsSequence>ReferencedSOPClassUID",
             "ReferencedRefractiveMeasurementsSequence>ReferencedSOPInstanceUID",
         ),
     },
-}  # fmt: skip
+}
 
 
 def _missing(ds, path: str) -> list[str]:
@@ -100,7 +129,9 @@ def test_files_read_back_with_the_values_of_the_visit(files):
     visit = make_visit()
     srf, va = (pydicom.dcmread(p) for p in files)
     assert (srf.SOPClassUID, srf.Modality, va.SOPClassUID, va.Modality) == (SRF, "SRF", VA, "VA")
-    assert srf.file_meta.MediaStorageSOPClassUID == SRF and srf.SOPInstanceUID == srf.file_meta.MediaStorageSOPInstanceUID
+    assert (
+        srf.file_meta.MediaStorageSOPClassUID == SRF and srf.SOPInstanceUID == srf.file_meta.MediaStorageSOPInstanceUID
+    )
     assert srf.PatientID == va.PatientID == "P-0042" and srf.PatientAge == "047Y"
     assert srf.StudyInstanceUID == va.StudyInstanceUID and srf.SeriesInstanceUID != va.SeriesInstanceUID
     assert srf.StudyDate == "20260304" and srf.ContentTime == "093000"
@@ -108,12 +139,18 @@ def test_files_read_back_with_the_values_of_the_visit(files):
     left = srf.SubjectiveRefractionLeftEyeSequence[0]
     # OD: found -1.25/-0.50x90 + balance +0.25; OS: signed off -1.75/-0.75x175
     assert (right.SpherePower, right.CylinderSequence[0].CylinderPower, right.CylinderSequence[0].CylinderAxis) == (
-        -1.0, -0.5, 90.0)
+        -1.0,
+        -0.5,
+        90.0,
+    )
     assert (left.SpherePower, left.CylinderSequence[0].CylinderPower, left.CylinderSequence[0].CylinderAxis) == (
-        -1.75, -0.75, 175.0)
-    assert va.VisualAcuityRightEyeSequence[0].DecimalVisualAcuity == pytest.approx(10 ** -0.02, abs=1e-4)
+        -1.75,
+        -0.75,
+        175.0,
+    )
+    assert va.VisualAcuityRightEyeSequence[0].DecimalVisualAcuity == pytest.approx(10**-0.02, abs=1e-4)
     assert va.VisualAcuityLeftEyeSequence[0].DecimalVisualAcuity == pytest.approx(1.0)
-    assert va.VisualAcuityBothEyesOpenSequence[0].DecimalVisualAcuity == pytest.approx(10 ** 0.04, abs=1e-4)
+    assert va.VisualAcuityBothEyesOpenSequence[0].DecimalVisualAcuity == pytest.approx(10**0.04, abs=1e-4)
     code = va.VisualAcuityTypeCodeSequence[0]
     assert (code.CodeValue, code.CodingSchemeDesignator) == ("111687", "DCM")
     ref = va.ReferencedRefractiveMeasurementsSequence[0]
@@ -150,7 +187,10 @@ def test_simulated_visit_is_marked_and_real_one_is_not(tmp_path):
 
 
 def test_changed_record_gets_new_instance_uids_same_study():
-    a, b = subjective_refraction_dataset(make_visit()), subjective_refraction_dataset(make_visit(binocular_va_logmar=0.0))
+    a, b = (
+        subjective_refraction_dataset(make_visit()),
+        subjective_refraction_dataset(make_visit(binocular_va_logmar=0.0)),
+    )
     assert a.StudyInstanceUID == b.StudyInstanceUID and a.SOPInstanceUID != b.SOPInstanceUID
     assert a.SOPInstanceUID == subjective_refraction_dataset(make_visit()).SOPInstanceUID
     assert len(a.SOPInstanceUID) <= 64
@@ -174,7 +214,9 @@ def test_missing_folder_is_a_clear_error(tmp_path):
         write_visit_dicom(make_visit(), tmp_path / "nowhere")
 
 
-@pytest.mark.skipif(shutil.which("dciodvfy") is None, reason="dicom3tools' dciodvfy not installed (apt-get install dicom3tools)")
+@pytest.mark.skipif(
+    shutil.which("dciodvfy") is None, reason="dicom3tools' dciodvfy not installed (apt-get install dicom3tools)"
+)
 @pytest.mark.parametrize("simulated", [False, True])
 def test_dciodvfy_finds_no_error_and_no_warning(tmp_path, simulated):
     visit = make_visit(simulated=simulated, od=measured_eye("OD", prescription=Prescription(0.5, 0.0, 180.0)))

@@ -56,8 +56,10 @@ def test_the_note_counts_the_answers_of_each_kind(store, make_session, slider_se
     letters = r["trials_used"] - r["comparisons_used"] - r["sliders_used"]
     assert r["sliders_used"] >= 2 and r["comparisons_used"] >= 2 and letters >= 2
     note = model.lensSpecification[0].note[-1].text
-    assert note.endswith(f"; {r['trials_used']} answers ({letters} letters, {r['comparisons_used']} comparisons, "
-                         f"{r['sliders_used']} sliders).")  # fmt: skip
+    assert note.endswith(
+        f"; {r['trials_used']} answers ({letters} letters, {r['comparisons_used']} comparisons, "
+        f"{r['sliders_used']} sliders)."
+    )
     assert model.lensSpecification[0].note[0].text.startswith("SIMULATED")
     letters_only = _resource(store, make_session(n_trials=5, undo_at=(), comparisons=False))[0]
     assert letters_only.lensSpecification[0].note[-1].text.endswith("; 5 answers.")
@@ -65,8 +67,14 @@ def test_the_note_counts_the_answers_of_each_kind(store, make_session, slider_se
 
 def test_the_note_gives_the_over_minus_check_where_the_result_holds_it(store, make_session):
     model, _ = _resource(store, make_session(over_minus_risk=0.0123))
-    assert model.lensSpecification[0].note[-1].text.endswith(
-        "Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D 1.2% likely.")
+    assert (
+        model.lensSpecification[0]
+        .note[-1]
+        .text.endswith(
+            "Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D 1.2% "
+            "likely."
+        )
+    )
     model, _ = _resource(store, make_session())
     assert "Over-minus" not in model.lensSpecification[0].note[-1].text
 
@@ -81,10 +89,14 @@ def test_spherical_result_has_no_axis(store, make_session):
 def test_library_rejects_what_fhir_forbids():
     """The oracle itself: the model library refuses a fractional axis and a missing status."""
     base = {
-        "resourceType": "VisionPrescription", "status": "draft", "created": "2026-01-01T00:00:00Z",
-        "dateWritten": "2026-01-01T00:00:00Z", "patient": {"display": "x"}, "prescriber": {"display": "y"},
+        "resourceType": "VisionPrescription",
+        "status": "draft",
+        "created": "2026-01-01T00:00:00Z",
+        "dateWritten": "2026-01-01T00:00:00Z",
+        "patient": {"display": "x"},
+        "prescriber": {"display": "y"},
         "lensSpecification": [{"product": {"text": "lens"}, "eye": "right", "axis": 90.5}],
-    }  # fmt: skip
+    }
     with pytest.raises(ValueError):
         VisionPrescription(**base)
     base["lensSpecification"][0]["axis"] = 90

@@ -18,8 +18,9 @@ from visiontune.report.visit_export import load_visit
 from visiontune.session.archive_sends import archive_sends
 from visiontune.session.store import TrialStore
 
-pytestmark = pytest.mark.skipif(not HAS_SEKMET, reason="the FHIR test server (sekmet-fhir, the test extra) is not "
-                                                       "installed")
+pytestmark = pytest.mark.skipif(
+    not HAS_SEKMET, reason="the FHIR test server (sekmet-fhir, the test extra) is not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +83,11 @@ def test_bundle_arrives_and_reads_back_with_the_visit_values(db, tmp_path, serve
         assert spec["sphere"] == pytest.approx(want.sphere_d, abs=1e-9)
         assert spec["cylinder"] == pytest.approx(want.cylinder_d, abs=1e-9)
     for resource in back.values():  # every resource marked simulated, as in the file export
-        assert {"system": "http://terminology.hl7.org/CodeSystem/v3-ActReason", "code": "HTEST",
-                "display": "test health data"} in resource["meta"]["tag"]
+        assert {
+            "system": "http://terminology.hl7.org/CodeSystem/v3-ActReason",
+            "code": "HTEST",
+            "display": "test health data",
+        } in resource["meta"]["tag"]
     assert out.count("SIMULATED FHIR") == len(locations)
 
 

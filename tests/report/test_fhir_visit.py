@@ -23,7 +23,7 @@ from visiontune.report.fhir_visit import (
     visit_bundle_dict,
     visit_bundle_json,
     write_visit_fhir,
-)  # fmt: skip
+)
 
 HTEST = ("http://terminology.hl7.org/CodeSystem/v3-ActReason", "HTEST")
 
@@ -35,8 +35,11 @@ def _parsed(record):
 
 def _refractions(doc):
     """The subjective refraction Observations (LOINC 79895-9), not the starting or habitual ones."""
-    return [o for o in _resources(doc, "Observation")
-            if any(c.get("code") == "79895-9" for c in o["code"].get("coding", []))]
+    return [
+        o
+        for o in _resources(doc, "Observation")
+        if any(c.get("code") == "79895-9" for c in o["code"].get("coding", []))
+    ]
 
 
 def _resources(doc, kind):
@@ -54,8 +57,12 @@ def test_bundle_validates_and_every_entry_validates_as_its_own_type():
     kinds = [e["resource"]["resourceType"] for e in doc["entry"]]
     # 2 refractions, 2 + 1 acuities; the examiner (who also signed off); the habitual prescription of OD
     assert kinds == ["Patient", "VisionPrescription"] + ["Observation"] * 5 + ["Practitioner", "Observation"]
-    classes = {"Patient": Patient, "VisionPrescription": VisionPrescription, "Observation": Observation,
-               "Practitioner": Practitioner}  # fmt: skip
+    classes = {
+        "Patient": Patient,
+        "VisionPrescription": VisionPrescription,
+        "Observation": Observation,
+        "Practitioner": Practitioner,
+    }
     for entry in doc["entry"]:
         classes[entry["resource"]["resourceType"]].model_validate(entry["resource"])
         assert entry["fullUrl"] == f"urn:uuid:{entry['resource']['id']}"
@@ -101,20 +108,29 @@ def test_refraction_observations_carry_standard_codes_and_values():
     _, doc = _parsed(visit)
     refractions = _refractions(doc)
     assert [o["bodySite"]["text"] for o in refractions] == ["right eye (OD)", "left eye (OS)"]
-    for obs, eye, loinc in zip(refractions, (visit.od, visit.os), (("65890-6", "65892-2", "65891-4"),
-                                                                   ("65894-8", "65896-3", "65895-5")), strict=True):
+    for obs, eye, loinc in zip(
+        refractions,
+        (visit.od, visit.os),
+        (("65890-6", "65892-2", "65891-4"), ("65894-8", "65896-3", "65895-5")),
+        strict=True,
+    ):
         assert {(c["system"], c["code"]) for c in obs["code"]["coding"]} == {(LOINC, "79895-9"), (SNOMED, "251794006")}
         assert obs["method"]["coding"][0]["code"] == "397277005"
         p = eye.prescription  # the found prescription (already minus cylinder)
-        for snomed, lc, value, unit in (("251795007", loinc[0], p.sphere_d, "[diop]"),
-                                        ("251797004", loinc[1], p.cylinder_d, "[diop]"),
-                                        ("251799001", loinc[2], p.axis_deg, "deg")):  # fmt: skip
+        for snomed, lc, value, unit in (
+            ("251795007", loinc[0], p.sphere_d, "[diop]"),
+            ("251797004", loinc[1], p.cylinder_d, "[diop]"),
+            ("251799001", loinc[2], p.axis_deg, "deg"),
+        ):
             c = _component(obs, snomed)
             assert (LOINC, lc) in {(k["system"], k["code"]) for k in c["code"]["coding"]}
             assert c["valueQuantity"]["value"] == value and c["valueQuantity"]["code"] == unit
         m, j0, j45 = p.power_vector_array()
-        local = {c["code"]["coding"][0]["code"]: c["valueQuantity"]["value"] for c in obs["component"]
-                 if c["code"]["coding"][0]["system"] == "urn:visiontune:code"}  # fmt: skip
+        local = {
+            c["code"]["coding"][0]["code"]: c["valueQuantity"]["value"]
+            for c in obs["component"]
+            if c["code"]["coding"][0]["system"] == "urn:visiontune:code"
+        }
         assert local == pytest.approx({"power-vector-M": m, "power-vector-J0": j0, "power-vector-J45": j45}, abs=1e-4)
 
 
@@ -122,9 +138,13 @@ def test_acuity_observations_in_logmar_measured_or_predicted():
     _, doc = _parsed(make_visit())
     acuities = [o for o in _resources(doc, "Observation") if "valueQuantity" in o]
     assert [(o["bodySite"]["text"], o["valueQuantity"]["value"]) for o in acuities] == [
-        ("right eye (OD)", 0.02), ("left eye (OS)", 0.0), ("both eyes (OU)", -0.04)]
-    assert all(o["code"]["coding"][0]["code"] == "251739003" and o["valueQuantity"]["unit"] == "logMAR"
-               for o in acuities)  # fmt: skip
+        ("right eye (OD)", 0.02),
+        ("left eye (OS)", 0.0),
+        ("both eyes (OU)", -0.04),
+    ]
+    assert all(
+        o["code"]["coding"][0]["code"] == "251739003" and o["valueQuantity"]["unit"] == "logMAR" for o in acuities
+    )
     assert acuities[0]["method"]["text"].startswith("measured")
     assert acuities[1]["method"]["text"].startswith("predicted")
     assert "6/6" in acuities[1]["note"][0]["text"] and "decimal 1.00" in acuities[1]["note"][0]["text"]

@@ -102,8 +102,11 @@ def test_acuity_curve_draws_inside_its_rect(curve):
     result = parse_result(make_result(acuity_curve=curve))
     img, plot = _render(lambda p, r: draw_acuity_curve(p, r, result))
     assert QRectF(0, 0, 900, 700).contains(plot)
-    inside = [img.pixelColor(x, y) for x in range(int(plot.left()) + 3, int(plot.right()) - 3, 7)
-              for y in range(int(plot.top()) + 3, int(plot.bottom()) - 3, 7)]  # fmt: skip
+    inside = [
+        img.pixelColor(x, y)
+        for x in range(int(plot.left()) + 3, int(plot.right()) - 3, 7)
+        for y in range(int(plot.top()) + 3, int(plot.bottom()) - 3, 7)
+    ]
     blue = sum(q.blue() > 120 and q.red() < 80 for q in inside)
     assert (blue > 0) == bool(curve)
 
@@ -111,8 +114,21 @@ def test_acuity_curve_draws_inside_its_rect(curve):
 def _slider(i: int, knob: str, path: list[tuple[float, float, float]], choice: int, void: bool = False) -> Trial:
     t = datetime(2026, 1, 1, tzinfo=UTC)
     lenses = tuple(Lens(*x) for x in path)
-    return Trial(1, i, 0.1, lenses[choice], "C", None, False, t, t, void=void, slider_knob=knob,
-                 slider_lenses=lenses, slider_choice=choice)  # fmt: skip
+    return Trial(
+        1,
+        i,
+        0.1,
+        lenses[choice],
+        "C",
+        None,
+        False,
+        t,
+        t,
+        void=void,
+        slider_knob=knob,
+        slider_lenses=lenses,
+        slider_choice=choice,
+    )
 
 
 def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis():
@@ -127,15 +143,16 @@ def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis(
     away = _slider(3, "sphere", [(-2.0, -1.0, 90.0), (-1.75, -1.0, 90.0)], 0)
     plus = _slider(6, "sphere", [(-2.0, 0.75, 115.0), (-1.75, 0.75, 115.0)], 1)
     letter = Trial(1, 4, 0.2, Lens(-1.0, -1.0, 30.0), "C", "C", True, t, t)
-    comparison = Trial(1, 5, 0.2, Lens(-1.0, -1.0, 30.0), "C", None, True, t, t, lens2=Lens(0.0, -1.0, 30.0),
-                       comparison="1")  # fmt: skip
+    comparison = Trial(
+        1, 5, 0.2, Lens(-1.0, -1.0, 30.0), "C", None, True, t, t, lens2=Lens(0.0, -1.0, 30.0), comparison="1"
+    )
     trials = [sphere, cylinder, axis, away, letter, comparison, plus]
     assert sliders_on_map(trials, 30.0) == [
         SliderMark("sphere", (-1.0, -1.0), ((-1.5, -1.0), (-1.25, -1.0), (-1.0, -1.0), (-0.75, -1.0))),
         SliderMark("cylinder", (0.5, -0.25), ((0.5, -0.5), (0.5, -0.25), (0.5, 0.0)), void=True),
         SliderMark("axis", (0.0, -1.0), ((0.0, -1.0),) * 3),
         SliderMark("sphere", (-1.0, -0.75), ((-1.25, -0.75), (-1.0, -0.75))),
-    ]  # fmt: skip
+    ]
     assert [m.knob for m in sliders_on_map(trials, None)] == ["sphere", "cylinder", "axis", "sphere", "sphere"]
     # sliders and comparisons are not letter dots
     assert letters_on_map(trials, 30.0) == [LetterMark((-1.0, -1.0), True)]
@@ -162,8 +179,11 @@ def test_the_engine_sessions_sliders_are_marked_at_their_lenses(store, slider_se
 
     record = load_session(store, slider_session)
     axis = record.result.map_axis_deg
-    near = [t for t in record.trials if t.slider_choice is not None
-            and abs((t.lens.axis_deg - axis + 90.0) % 180.0 - 90.0) <= 10.0]  # fmt: skip
+    near = [
+        t
+        for t in record.trials
+        if t.slider_choice is not None and abs((t.lens.axis_deg - axis + 90.0) % 180.0 - 90.0) <= 10.0
+    ]
     marks = sliders_on_map(record.trials, axis)
     assert len(near) >= 2 and len(marks) == len(near)
     for t, m in zip(near, marks, strict=True):

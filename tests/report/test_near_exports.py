@@ -25,9 +25,18 @@ METHOD = "near letters through candidate adds (test)"
 
 
 def _near(eye="OD", **over):
-    values = {"eye": eye, "add_d": 1.75, "lower_d": 1.5, "upper_d": 2.0, "tentative_add_d": 1.5,
-              "near_va_logmar": 0.04, "distance_cm": 40.0, "method": METHOD, "near_point_cm": 30.8,
-              "far_point_cm": 57.1}
+    values = {
+        "eye": eye,
+        "add_d": 1.75,
+        "lower_d": 1.5,
+        "upper_d": 2.0,
+        "tentative_add_d": 1.5,
+        "near_va_logmar": 0.04,
+        "distance_cm": 40.0,
+        "method": METHOD,
+        "near_point_cm": 30.8,
+        "far_point_cm": 57.1,
+    }
     values.update(over)
     return NearAddition(**values)
 
@@ -44,13 +53,16 @@ def test_the_record_orders_the_adds_and_reads_them_back(visit):
     assert _near(far_point_cm=None, add_d=0.0, lower_d=0.0).range_text == "30.8 cm to infinity"
 
 
-@pytest.mark.parametrize(("over", "match"), [
-    ({"add_d": 2.5}, "does not hold the add"),
-    ({"add_d": float("nan")}, "add_d"),
-    ({"distance_cm": 0}, "distance_cm"),
-    ({"near_point_cm": -3.0}, "near_point_cm"),
-    ({"eye": "OU"}, "near.eye"),
-])
+@pytest.mark.parametrize(
+    ("over", "match"),
+    [
+        ({"add_d": 2.5}, "does not hold the add"),
+        ({"add_d": float("nan")}, "add_d"),
+        ({"distance_cm": 0}, "distance_cm"),
+        ({"near_point_cm": -3.0}, "near_point_cm"),
+        ({"eye": "OU"}, "near.eye"),
+    ],
+)
 def test_a_bad_near_addition_is_refused_naming_the_field(over, match):
     with pytest.raises(InvalidInputError, match=match):
         _near(**over)

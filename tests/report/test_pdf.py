@@ -76,8 +76,10 @@ def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_
     r = parse_result(record.info.result)
     assert r.sliders_used >= 1 and r.comparisons_used >= 1
     letters = r.trials_used - r.sliders_used - r.comparisons_used
-    assert (f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons, {r.sliders_used} sliders), "
-            f"1 voided Stopped by {r.stopped_by}") in pages[0]  # fmt: skip
+    assert (
+        f"{r.trials_used} used ({letters} letters, {r.comparisons_used} comparisons, {r.sliders_used} sliders), "
+        f"1 voided Stopped by {r.stopped_by}"
+    ) in pages[0]
     sliders, notes = [t for t in record.trials if t.slider_choice is not None], []
     assert table.count("slider ") == 2 * len(sliders) and table.count(": clearest ") == len(sliders)
     for t in sliders:
@@ -86,18 +88,23 @@ def test_a_slider_row_gives_the_knob_the_lens_chosen_and_the_path(store, slider_
             path = f"{ends[0].axis_deg or 180:.0f} to {ends[1].axis_deg or 180:.0f}\u00b0"
         else:
             path = f"{getattr(ends[0], f'{t.slider_knob}_d'):+.2f} to {getattr(ends[1], f'{t.slider_knob}_d'):+.2f} D"
-        cells = (f"{t.index + 1} {t.s_logmar:.2f} {' '.join(rx_cells(chosen))} "
-                 f"{t.letter_shown} slider - {'void ' if t.void else ''}")  # fmt: skip
-        note = (f"slider {t.slider_knob}: clearest {rx_text(chosen)} ({t.slider_choice + 1} of "
-                f"{len(t.slider_lenses)}, path {path})")  # fmt: skip
+        cells = (
+            f"{t.index + 1} {t.s_logmar:.2f} {' '.join(rx_cells(chosen))} "
+            f"{t.letter_shown} slider - {'void ' if t.void else ''}"
+        )
+        note = (
+            f"slider {t.slider_knob}: clearest {rx_text(chosen)} ({t.slider_choice + 1} of "
+            f"{len(t.slider_lenses)}, path {path})"
+        )
         row = rf"(^| ){re.escape(cells)}\d\d:\d\d:\d\d {re.escape(note)}"
         assert re.search(row, table), row
         notes.append(note)
     assert "SIMULATED" in pages[0] and "SIMULATED" in pages[1]
     # poppler's extractor reads the same lines
     (tmp_path / "r.pdf").write_bytes(pdf_bytes(record))
-    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(tmp_path / "r.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
     assert all(note in text for note in notes) and "SIMULATED" in text
 
 
@@ -131,8 +138,9 @@ def test_an_optics_session_prints_its_start_region_and_power_vector_radii(store)
     protocol = load_protocol("clinical-sloan")
     case = simulated_case(seed=2, protocol=protocol, true_rx=Prescription(-2.0, -1.5, 30.0))
     start = StartingPoint(Prescription(-2.25, -1.25, 35.0), "autorefraction", 50.0)
-    with RefractionSession.start(store, patient_id="P-7", eye="OS", protocol=protocol, simulated=True, seed=2,
-                                 start=start) as session:  # fmt: skip
+    with RefractionSession.start(
+        store, patient_id="P-7", eye="OS", protocol=protocol, simulated=True, seed=2, start=start
+    ) as session:
         session.run(SimulatedPresenter(case.patient(10)), max_steps=25)
         result = session.finish()
         sid = session.session_id
@@ -161,8 +169,9 @@ def test_a_session_the_over_minus_guard_covers_records_and_prints_how_likely_it_
     protocol = load_protocol("clinical-sloan-compare")
     case = simulated_case(seed=4, protocol=protocol, true_rx=Prescription(0.5, -0.5, 90.0))
     start = StartingPoint(Prescription(0.0, -0.5, 90.0), "autorefraction", age)
-    with RefractionSession.start(store, patient_id="P-8", eye="OD", protocol=protocol, simulated=True, seed=4,
-                                 start=start) as session:  # fmt: skip
+    with RefractionSession.start(
+        store, patient_id="P-8", eye="OD", protocol=protocol, simulated=True, seed=4, start=start
+    ) as session:
         session.run(SimulatedPresenter(case.patient(10)), max_steps=12)
         draws = session.engine.correction_draws(session.trials())
         result = session.finish()
@@ -174,8 +183,10 @@ def test_a_session_the_over_minus_guard_covers_records_and_prints_how_likely_it_
     m_filed = Prescription(**result["rounded"]).power_vector_array()[0]
     assert result["over_minus_risk"] == pytest.approx(draws.weights @ (draws.theta[:, 0] > m_filed + 0.25 + 1e-9))
     assert 0.0 < result["over_minus_risk"] <= 0.025  # the guard's bound on the lens filed, 12 answers in
-    assert (f"Over-minus check {100 * result['over_minus_risk']:.1f}% likely over 0.25 D too minus (patient may "
-            "accommodate)") in page  # fmt: skip
+    assert (
+        f"Over-minus check {100 * result['over_minus_risk']:.1f}% likely over 0.25 D too minus (patient may "
+        "accommodate)"
+    ) in page
 
 
 def test_the_map_draws_only_the_lenses_in_its_plane():
@@ -186,11 +197,23 @@ def test_the_map_draws_only_the_lenses_in_its_plane():
     from visiontune.report.figures import letters_on_map
     from visiontune.report.map_marks import LetterMark
 
-    trials = [NS(lens=NS(sphere_d=0.5, cylinder_d=c, axis_deg=a), correct=k, void=False) for c, a, k in
-              ((-1.0, 30.0, True), (-1.0, 40.0, False), (-1.0, 41.0, True), (0.0, 120.0, True), (-0.5, 178.0, True),
-               (1.0, 125.0, False))]  # fmt: skip
-    assert letters_on_map(trials, 30.0) == [LetterMark((0.5, -1.0), True), LetterMark((0.5, -1.0), False),
-                                            LetterMark((0.5, 0.0), True), LetterMark((1.5, -1.0), False)]  # fmt: skip
+    trials = [
+        NS(lens=NS(sphere_d=0.5, cylinder_d=c, axis_deg=a), correct=k, void=False)
+        for c, a, k in (
+            (-1.0, 30.0, True),
+            (-1.0, 40.0, False),
+            (-1.0, 41.0, True),
+            (0.0, 120.0, True),
+            (-0.5, 178.0, True),
+            (1.0, 125.0, False),
+        )
+    ]
+    assert letters_on_map(trials, 30.0) == [
+        LetterMark((0.5, -1.0), True),
+        LetterMark((0.5, -1.0), False),
+        LetterMark((0.5, 0.0), True),
+        LetterMark((1.5, -1.0), False),
+    ]
     # 178° is 7° from 5°
     assert letters_on_map(trials, 5.0) == [LetterMark((0.5, 0.0), True), LetterMark((0.5, -0.5), True)]
     assert len(letters_on_map(trials, None)) == len(trials)

@@ -79,7 +79,10 @@ def test_report_runs_without_a_display(db_path, store, make_session, tmp_path):
     pdf = tmp_path / "r.pdf"
     proc = subprocess.run(
         [sys.executable, "-c", code, str(sid), "--db", str(db_path), "--pdf", str(pdf)],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert pdf.read_bytes().startswith(b"%PDF-") and _mode(pdf) == 0o600

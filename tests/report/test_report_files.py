@@ -35,8 +35,9 @@ def _sha(path) -> str:
 
 
 @pytest.mark.parametrize("kind", ["pdf", "csv", "json", "fhir"])
-def test_fifo_and_folder_are_refused_before_anything_is_written(main, db_path, store, make_session, tmp_path,
-                                                                capsys, kind):  # fmt: skip
+def test_fifo_and_folder_are_refused_before_anything_is_written(
+    main, db_path, store, make_session, tmp_path, capsys, kind
+):
     sid = make_session()
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -152,8 +153,7 @@ def test_exports_are_user_only_under_umask_000(db_path, store, make_session, tmp
     assert {stat.S_IMODE(p.stat().st_mode) for p in written.values()} == {0o600}
 
 
-def test_unwritable_folder_is_refused_before_any_file_is_written(main, db_path, store, make_session, tmp_path,
-                                                                   capsys):  # fmt: skip
+def test_unwritable_folder_is_refused_before_any_file_is_written(main, db_path, store, make_session, tmp_path, capsys):
     if not os.path.isdir("/proc/self"):
         pytest.skip("no /proc")
     sid = make_session()

@@ -50,7 +50,10 @@ def _drop(key):
         (lambda d: d["estimate"].update(sphere_d=float("nan")), "result.estimate.sphere_d: expected a finite number"),
         (lambda d: d["rounded"].pop("axis_deg"), "result.rounded: missing key(s) axis_deg"),
         (lambda d: d["rounded"].update(axis_deg=200.0), "result.rounded.axis_deg"),
-        (lambda d: d.update(stopped_by="boredom"), "result.stopped_by: expected one of budget, precision, information, clinician"),
+        (
+            lambda d: d.update(stopped_by="boredom"),
+            "result.stopped_by: expected one of budget, precision, information, clinician",
+        ),
         (lambda d: d.update(trials_used=2.5), "result.trials_used"),
         (lambda d: d.update(duration_s=-1), "result.duration_s"),
         (lambda d: d.update(predicted_va_interval=[0.3, 0.1]), "result.predicted_va_interval: expected lo <= hi"),

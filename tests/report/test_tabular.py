@@ -91,9 +91,21 @@ def test_a_schema_2_csv_written_before_sliders_still_reads():
     assert trials == [
         Trial(1, 0, 0.0, Lens(-2.5, -1.75, 90.0), "N", None, True, at(3), at(3)),
         Trial(1, 1, 0.1, Lens(-2.25, -1.625, 90.0), "R", "S", False, at(4), at(4), lens2=Lens(0.25, -0.25, 45.5)),
-        Trial(1, 2, 0.3, Lens(-1.75, -1.375, 90.0), "C", "C", True, at(5), at(5), lens2=Lens(-0.5, -0.75, 10.0),
-              void=True, comparison="="),
-    ]  # fmt: skip
+        Trial(
+            1,
+            2,
+            0.3,
+            Lens(-1.75, -1.375, 90.0),
+            "C",
+            "C",
+            True,
+            at(5),
+            at(5),
+            lens2=Lens(-0.5, -0.75, 10.0),
+            void=True,
+            comparison="=",
+        ),
+    ]
     assert all(t.slider_choice is None and t.slider_knob is None and t.slider_lenses is None for t in trials)
     with pytest.raises(InvalidInputError, match="csv line 2, column schema_version: expected 2"):
         trials_from_csv(SCHEMA_2_CSV.replace(",1,2\n", ",1,3\n", 1))
@@ -134,11 +146,15 @@ def test_csv_round_trip_of_letters_comparisons_and_sliders(store, sliders):
             continue
         path = json.loads(r["slider_path"])  # the knob's path, read independently of the reader
         assert r["slider_knob"] == t.slider_knob and int(r["slider_choice"]) == t.slider_choice
-        assert [(x["sphere_d"], x["cylinder_d"], x["axis_deg"]) for x in path] == \
-            [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in t.slider_lenses]
+        assert [(x["sphere_d"], x["cylinder_d"], x["axis_deg"]) for x in path] == [
+            (x.sphere_d, x.cylinder_d, x.axis_deg) for x in t.slider_lenses
+        ]
         chosen = path[int(r["slider_choice"])]
-        assert (float(r["sphere_d"]), float(r["cylinder_d"]), float(r["axis_deg"])) == \
-            (chosen["sphere_d"], chosen["cylinder_d"], chosen["axis_deg"])  # fmt: skip
+        assert (float(r["sphere_d"]), float(r["cylinder_d"]), float(r["axis_deg"])) == (
+            chosen["sphere_d"],
+            chosen["cylinder_d"],
+            chosen["axis_deg"],
+        )
 
 
 def test_json_round_trip_of_letters_comparisons_and_sliders(store, sliders):
@@ -154,8 +170,11 @@ def test_json_round_trip_of_letters_comparisons_and_sliders(store, sliders):
 
 def test_a_schema_2_json_without_sliders_still_reads(record):
     doc = json.loads(session_json_text(record))
-    old = {**doc, "schema_version": 2,
-           "trials": [{k: v for k, v in t.items() if k not in ("kind", "slider")} for t in doc["trials"]]}  # fmt: skip
+    old = {
+        **doc,
+        "schema_version": 2,
+        "trials": [{k: v for k, v in t.items() if k not in ("kind", "slider")} for t in doc["trials"]],
+    }
     assert session_from_json(old) == record
 
 
@@ -183,7 +202,7 @@ def test_bad_sliders_in_a_csv_are_refused_naming_the_line(sliders):
         ("slider_path", "[1, 2]", "column slider_path: slider_path: expected a list of lenses"),
         ("kind", "letter", "kind: expected 'slider' for this trial"),
         ("comparison", "1", "slider: a trial is a slider or a comparison, not both"),
-    ):  # fmt: skip
+    ):
         with pytest.raises(InvalidInputError, match=rf"csv line {line}\b.*{message}"):
             trials_from_csv(_replace_cell(text, line, column, value))
     first = trial_kind(sliders.trials[0])
@@ -200,11 +219,13 @@ def test_bad_sliders_in_a_json_are_refused_naming_the_trial(sliders):
         trials[i] = {**trials[i], "slider": {**trials[i]["slider"], **change}}
         return {**doc, "trials": trials}
 
-    for change, message in (({"knob": "focus"}, "slider_knob: expected one of"),
-                            ({"choice": True}, "slider_choice: expected an index"),
-                            ({"choice": 99}, "slider_choice: expected an index"),
-                            ({"path": doc["trials"][i]["slider"]["path"][:1]}, "slider_lenses: expected at least 2"),
-                            ({"path": "sphere"}, "slider.path: expected a list of lenses")):  # fmt: skip
+    for change, message in (
+        ({"knob": "focus"}, "slider_knob: expected one of"),
+        ({"choice": True}, "slider_choice: expected an index"),
+        ({"choice": 99}, "slider_choice: expected an index"),
+        ({"path": doc["trials"][i]["slider"]["path"][:1]}, "slider_lenses: expected at least 2"),
+        ({"path": "sphere"}, "slider.path: expected a list of lenses"),
+    ):
         with pytest.raises(InvalidInputError, match=rf"json: trials\[{i}\].*{message}"):
             session_from_json(with_slider(**change))
     wrong_kind = {**doc, "trials": [{**t, "kind": "letter"} if k == i else t for k, t in enumerate(doc["trials"])]}
@@ -278,17 +299,30 @@ def _trials_strategy():
     when = st.integers(0, 10**9).map(lambda us: datetime(2026, 1, 1, tzinfo=UTC) + timedelta(microseconds=us))
     trial = st.builds(
         lambda i, s, l1, l2, shown, named, ok, t, void: Trial(1, i, s, l1, shown, named, ok, t, t, lens2=l2, void=void),
-        st.integers(0, 10**6), st.floats(-3, 3, allow_nan=False), lens, st.none() | lens, text, st.none() | text,
-        st.booleans(), when, st.booleans(),
-    )  # fmt: skip
+        st.integers(0, 10**6),
+        st.floats(-3, 3, allow_nan=False),
+        lens,
+        st.none() | lens,
+        text,
+        st.none() | text,
+        st.booleans(),
+        when,
+        st.booleans(),
+    )
 
     @st.composite
     def slider(draw):
         path = tuple(draw(st.lists(lens, min_size=2, max_size=5)))
         choice = draw(st.integers(0, len(path) - 1))
         t = draw(trial)
-        return dataclasses.replace(t, lens=path[choice], lens2=None, slider_knob=draw(st.sampled_from(KNOBS)),
-                                   slider_lenses=path, slider_choice=choice)  # fmt: skip
+        return dataclasses.replace(
+            t,
+            lens=path[choice],
+            lens2=None,
+            slider_knob=draw(st.sampled_from(KNOBS)),
+            slider_lenses=path,
+            slider_choice=choice,
+        )
 
     return st.lists(trial | slider(), max_size=8)
 

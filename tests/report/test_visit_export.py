@@ -64,8 +64,14 @@ def real_db(tmp_path_factory):
     protocol = load_protocol("clinical-sloan")
     cases = visit_cases(7, protocol)
     with TrialStore.open(db) as store:
-        vid = create_visit(store, "P-0042", simulated=False, age_years=47, habitual_od=Prescription(-1.0, -0.25, 85.0),
-                           clinician="Dr A. Optom")  # fmt: skip
+        vid = create_visit(
+            store,
+            "P-0042",
+            simulated=False,
+            age_years=47,
+            habitual_od=Prescription(-1.0, -0.25, 85.0),
+            clinician="Dr A. Optom",
+        )
         for eye in ("OD", "OS"):
             case = cases[eye]
             start = StartingPoint(case.start_rx, "autorefraction", case.age_years)
@@ -76,13 +82,27 @@ def real_db(tmp_path_factory):
         for clearer in ("OS", "equal"):
             q = balance_step(end_od, end_os, answers)
             assert isinstance(q, BalanceQuestion)
-            store.record_balance_answer(vid, q.index, lens_od=q.lens_od, lens_os=q.lens_os, plus_od_d=q.plus_od_d,
-                                        plus_os_d=q.plus_os_d, clearer=clearer)  # fmt: skip
+            store.record_balance_answer(
+                vid,
+                q.index,
+                lens_od=q.lens_od,
+                lens_os=q.lens_os,
+                plus_od_d=q.plus_od_d,
+                plus_os_d=q.plus_os_d,
+                clearer=clearer,
+            )
             answers.append(clearer)
         end = balance_step(end_od, end_os, answers)
-        store.record_balance(vid, outcome=end.outcome, method=BALANCE_METHOD, plus_change_od_d=end.plus_change_od_d,
-                             plus_change_os_d=end.plus_change_os_d)  # fmt: skip
-        store.sign_off(vid, "OS", Prescription(end_os.sphere_d + 0.25, end_os.cylinder_d, end_os.axis_deg), "Dr A. Optom")
+        store.record_balance(
+            vid,
+            outcome=end.outcome,
+            method=BALANCE_METHOD,
+            plus_change_od_d=end.plus_change_od_d,
+            plus_change_os_d=end.plus_change_os_d,
+        )
+        store.sign_off(
+            vid, "OS", Prescription(end_os.sphere_d + 0.25, end_os.cylinder_d, end_os.axis_deg), "Dr A. Optom"
+        )
         finals = {e: final_prescription(store, vid, e) for e in ("OD", "OS")}
         store.record_visit_acuity(vid, "OD", -0.02, lenses={"OD": finals["OD"]}, method="ETDRS chart at 4 m")
         store.record_visit_acuity(vid, "OU", -0.08, lenses=finals, method="ETDRS chart at 4 m")
@@ -91,9 +111,26 @@ def real_db(tmp_path_factory):
 
 def _export(db, out, *extra) -> int:
     (out / "dicom").mkdir(parents=True, exist_ok=True)
-    return main(["visit", "export", "1", "--db", str(db), "--pdf", str(out / "visit.pdf"), "--fhir", str(out / "fhir.json"),
-                 "--dicom-dir", str(out / "dicom"), "--csv", str(out / "visit.csv"), "--json", str(out / "visit.json"),
-                 *extra])  # fmt: skip
+    return main(
+        [
+            "visit",
+            "export",
+            "1",
+            "--db",
+            str(db),
+            "--pdf",
+            str(out / "visit.pdf"),
+            "--fhir",
+            str(out / "fhir.json"),
+            "--dicom-dir",
+            str(out / "dicom"),
+            "--csv",
+            str(out / "visit.csv"),
+            "--json",
+            str(out / "visit.json"),
+            *extra,
+        ]
+    )
 
 
 def _files(out) -> list:
@@ -130,7 +167,13 @@ def test_record_of_the_real_visit_keeps_found_signed_balance_and_acuities(real_d
         loaded = load_visit(store, 1)
         finals = {e: final_prescription(store, 1, e) for e in ("OD", "OS")}
     r = loaded.record
-    assert (r.visit_id, r.patient_id, r.age_years, r.clinician, r.simulated) == ("1", "P-0042", 47, "Dr A. Optom", False)
+    assert (r.visit_id, r.patient_id, r.age_years, r.clinician, r.simulated) == (
+        "1",
+        "P-0042",
+        47,
+        "Dr A. Optom",
+        False,
+    )
     assert r.habitual_od == Prescription(-1.0, -0.25, 85.0) and set(loaded.sessions) == {"OD", "OS"}
     assert r.os.signed_off is not None and r.os.signed_off.by == "Dr A. Optom"
     assert not r.os.prescription.is_equivalent(r.os.signed_off.prescription)  # the found one is kept beside
@@ -150,8 +193,15 @@ def test_record_of_the_real_visit_keeps_found_signed_balance_and_acuities(real_d
 def test_simulated_visit_writes_every_record_private(simulated_files):
     names = sorted(p.name for p in _files(simulated_files))
     # the simulated patient's start is its simulated autorefraction: its own DICOM object beside the visit's two
-    assert names == ["fhir.json", "visit-1-autorefraction.dcm", "visit-1-subjective-refraction.dcm",
-                     "visit-1-visual-acuity.dcm", "visit.csv", "visit.json", "visit.pdf"]  # fmt: skip
+    assert names == [
+        "fhir.json",
+        "visit-1-autorefraction.dcm",
+        "visit-1-subjective-refraction.dcm",
+        "visit-1-visual-acuity.dcm",
+        "visit.csv",
+        "visit.json",
+        "visit.pdf",
+    ]
     assert {stat.S_IMODE(p.stat().st_mode) for p in _files(simulated_files)} == {0o600}
 
 
@@ -163,12 +213,32 @@ def test_simulated_pdf_has_both_eyes_the_balance_and_the_banner_on_every_page(si
     for text in pages:
         assert "SIMULATED - simulated patient, not a clinical record" in text
     first = " ".join(pages[0].split())
-    for text in ("Right eye (OD)", "Left eye (OS)", "SIM-0001", "fogged alternate occlusion", "Measured acuity",
-                 rx_text(record.balanced_prescription("OD")), rx_text(record.balanced_prescription("OS"))):  # fmt: skip
+    for text in (
+        "Right eye (OD)",
+        "Left eye (OS)",
+        "SIM-0001",
+        "fogged alternate occlusion",
+        "Measured acuity",
+        rx_text(record.balanced_prescription("OD")),
+        rx_text(record.balanced_prescription("OS")),
+    ):
         assert text in first, text
     assert "acuity maps" in pages[1]
-    subprocess.run(["pdftoppm", "-r", "60", "-f", "1", "-l", "1", "-png", str(simulated_files / "visit.pdf"),
-                    str(simulated_files / "page")], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            "pdftoppm",
+            "-r",
+            "60",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-png",
+            str(simulated_files / "visit.pdf"),
+            str(simulated_files / "page"),
+        ],
+        check=True,
+    )
     png = simulated_files / "page-1.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
@@ -200,12 +270,16 @@ def test_simulated_dicom_reads_back_with_the_final_prescriptions(simulated_db, s
     start = record.start_od
     item = ar.AutorefractionRightEyeSequence[0]
     assert (float(item.SpherePower), float(item.CylinderSequence[0].CylinderPower)) == pytest.approx(
-        (start.sphere_d, start.cylinder_d))
+        (start.sphere_d, start.cylinder_d)
+    )
     right = srf.SubjectiveRefractionRightEyeSequence[0]
     assert float(right.SpherePower) == pytest.approx(record.balanced_prescription("OD").sphere_d)
-    assert float(right.CylinderSequence[0].CylinderPower) == pytest.approx(record.balanced_prescription("OD").cylinder_d)
+    assert float(right.CylinderSequence[0].CylinderPower) == pytest.approx(
+        record.balanced_prescription("OD").cylinder_d
+    )
     assert float(va.VisualAcuityRightEyeSequence[0].DecimalVisualAcuity) == pytest.approx(
-        10 ** -record.od.measured_va_logmar, rel=0.01)
+        10**-record.od.measured_va_logmar, rel=0.01
+    )
     for ds in (ar, srf, va):
         assert ds.StudyDescription.startswith("SIMULATED") and "SIMULATED" in ds.PatientComments
 
@@ -284,7 +358,9 @@ def test_a_visit_with_one_eye_still_open_is_refused(real_db, tmp_path, capsys):
         vid = create_visit(store, "P-0042", simulated=False)
         for eye in ("OD", "OS"):
             case = visit_cases(3, protocol)[eye]
-            with start_eye(store, vid, eye, protocol=protocol, start=StartingPoint(case.start_rx, "autorefraction")) as s:
+            with start_eye(
+                store, vid, eye, protocol=protocol, start=StartingPoint(case.start_rx, "autorefraction")
+            ) as s:
                 s.run(SimulatedPresenter(case.patient(10)), max_steps=3)
                 if eye == "OD":
                     s.finish("clinician")  # the clinician stopped the right eye early
@@ -292,8 +368,10 @@ def test_a_visit_with_one_eye_still_open_is_refused(real_db, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     assert main(["visit", "export", "2", "--db", str(db), "--pdf", str(out / "v.pdf")]) == 2
-    assert ("visit 2: OS not done (OD finished (session 3), OS open (session 4)); finish that refraction"
-            in capsys.readouterr().err)  # fmt: skip
+    assert (
+        "visit 2: OS not done (OD finished (session 3), OS open (session 4)); finish that refraction"
+        in capsys.readouterr().err
+    )
     assert _files(out) == [] and _dump(db) == before
 
 
@@ -309,8 +387,9 @@ def test_dicom_without_a_patient_id_is_refused_and_nothing_is_written(real_db, t
 
 def test_without_the_patient_id_the_other_records_are_written(real_db, tmp_path):
     out = tmp_path / "out"
-    written = export_visit(real_db, 1, VisitExportPaths(fhir=out.with_name("f.json"), json=out.with_name("v.json")),
-                           omit_patient_id=True)  # fmt: skip
+    written = export_visit(
+        real_db, 1, VisitExportPaths(fhir=out.with_name("f.json"), json=out.with_name("v.json")), omit_patient_id=True
+    )
     assert set(written) == {"fhir", "json"}
     text = out.with_name("f.json").read_text() + out.with_name("v.json").read_text()
     assert "P-0042" not in text
@@ -318,8 +397,24 @@ def test_without_the_patient_id_the_other_records_are_written(real_db, tmp_path)
 
 def test_every_path_is_checked_before_the_first_file_is_written(real_db, tmp_path, capsys):
     (tmp_path / "dicom").mkdir()
-    assert main(["visit", "export", "1", "--db", str(real_db), "--pdf", str(tmp_path / "v.pdf"),
-                 "--dicom-dir", str(tmp_path / "dicom"), "--csv", str(tmp_path / "no" / "v.csv")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "visit",
+                "export",
+                "1",
+                "--db",
+                str(real_db),
+                "--pdf",
+                str(tmp_path / "v.pdf"),
+                "--dicom-dir",
+                str(tmp_path / "dicom"),
+                "--csv",
+                str(tmp_path / "no" / "v.csv"),
+            ]
+        )
+        == 2
+    )
     assert "--csv: folder" in capsys.readouterr().err
     assert _files(tmp_path) == []
     assert main(["visit", "export", "1", "--db", str(real_db)]) == 2

@@ -48,8 +48,25 @@ def paris_time(monkeypatch):
 def visit_db(tmp_path_factory):
     """A simulated visit with PD 31.5/32, an examiner, the left eye signed off by Dr Test."""
     db = tmp_path_factory.mktemp("inputs") / "log.sqlite3"
-    assert main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--db", str(db), "--pd", "31.5/32",
-                 "--examiner", "J. Examiner"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "visit",
+                "run",
+                "--simulate",
+                "--seed",
+                "5",
+                "--quiet",
+                "--db",
+                str(db),
+                "--pd",
+                "31.5/32",
+                "--examiner",
+                "J. Examiner",
+            ]
+        )
+        == 0
+    )
     with TrialStore.open(db) as store:
         rx = end_point(store, 1, "OS")
         store.sign_off(1, "OS", Prescription(rx.sphere_d + 0.25, rx.cylinder_d, rx.axis_deg), "Dr Test")
@@ -62,9 +79,28 @@ def visit_db(tmp_path_factory):
 def exported(visit_db, tmp_path, paris_time):
     out = tmp_path / "out"
     (out / "dicom").mkdir(parents=True)
-    assert main(["visit", "export", "1", "--db", str(visit_db), "--pdf", str(out / "v.pdf"), "--fhir",
-                 str(out / "v.fhir.json"), "--dicom-dir", str(out / "dicom"), "--csv", str(out / "v.csv"), "--json",
-                 str(out / "v.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "visit",
+                "export",
+                "1",
+                "--db",
+                str(visit_db),
+                "--pdf",
+                str(out / "v.pdf"),
+                "--fhir",
+                str(out / "v.fhir.json"),
+                "--dicom-dir",
+                str(out / "dicom"),
+                "--csv",
+                str(out / "v.csv"),
+                "--json",
+                str(out / "v.json"),
+            ]
+        )
+        == 0
+    )
     with TrialStore.open(visit_db, read_only=True) as store:
         record = load_visit(store, 1).record
         created = store.get_visit(1).created_at
@@ -86,8 +122,9 @@ def test_the_record_holds_the_inputs_in_local_time(exported, paris_time):
 @pytest.mark.skipif(not HAS_PDFTOTEXT, reason="pdftotext (poppler-utils) not installed")
 def test_pdf_shows_them(exported):
     out, record, created, ou = exported
-    text = subprocess.run(["pdftotext", "-layout", str(out / "v.pdf"), "-"], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(out / "v.pdf"), "-"], capture_output=True, text=True, check=True
+    ).stdout
     local = created.astimezone(timezone(timedelta(hours=1)))
     assert f"Date {local:%Y-%m-%d %H:%M} +01:00" in " ".join(text.split())
     flat = " ".join(text.split())
@@ -101,8 +138,11 @@ def test_dicom_carries_them_and_is_clean(exported):
     out, record, created, ou = exported
     files = sorted((out / "dicom").glob("*.dcm"))
     # the visit's two, and the Autorefraction Measurements of the simulated autorefraction it started from
-    assert [f.name for f in files] == ["visit-1-autorefraction.dcm", "visit-1-subjective-refraction.dcm",
-                                       "visit-1-visual-acuity.dcm"]  # fmt: skip
+    assert [f.name for f in files] == [
+        "visit-1-autorefraction.dcm",
+        "visit-1-subjective-refraction.dcm",
+        "visit-1-visual-acuity.dcm",
+    ]
     local = created.astimezone(timezone(timedelta(hours=1)))
     for path in files:
         ds = pydicom.dcmread(path)
@@ -116,12 +156,14 @@ def test_dicom_carries_them_and_is_clean(exported):
             assert float(item.SpherePower) == pytest.approx(record.start_os.sphere_d)
         else:
             assert float(ds.VisualAcuityBothEyesOpenSequence[0].DecimalVisualAcuity) == pytest.approx(
-                float(logmar_to_decimal(ou.va_logmar)), abs=1e-4)
+                float(logmar_to_decimal(ou.va_logmar)), abs=1e-4
+            )
         if HAS_DCIODVFY:
             run = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True, timeout=60, check=False)
             report = run.stdout + run.stderr
             iod = {"SRF": "SubjectiveRefractionMeasurements", "AR": "AutorefractionMeasurements"}.get(
-                ds.Modality, "VisualAcuityMeasurements")
+                ds.Modality, "VisualAcuityMeasurements"
+            )
             assert iod in report
             assert not [line for line in report.splitlines() if line.startswith(("Error", "Warning"))], report
 
@@ -156,8 +198,12 @@ def test_csv_and_json_carry_them(exported):
     rows = list(csv.DictReader((out / "v.csv").open()))
     assert [r["eye"] for r in rows] == ["OD", "OS"]
     for r, mono in zip(rows, ("31.5", "32.0"), strict=True):
-        assert (r["examiner"], r["pd_mm"], r["pd_eye_mm"], r["start_source"]) == ("J. Examiner", "63.5", mono,
-                                                                                  "autorefraction")  # fmt: skip
+        assert (r["examiner"], r["pd_mm"], r["pd_eye_mm"], r["start_source"]) == (
+            "J. Examiner",
+            "63.5",
+            mono,
+            "autorefraction",
+        )
         assert r["recorded_at"].endswith("+01:00") and float(r["binocular_va_logmar"]) == ou.va_logmar
     assert rows[1]["signed_by"] == "Dr Test" and rows[1]["signed_at"].endswith("+01:00")
     doc = json.loads((out / "v.json").read_text())
@@ -165,8 +211,15 @@ def test_csv_and_json_carry_them(exported):
     assert doc["record"]["schema_version"] == RECORD_SCHEMA_VERSION
 
 
-@pytest.mark.parametrize(("pd", "problem"), [("95", "95 mm is not a pupillary distance"), ("31.5/", "not a distance"),
-                                             ("31.5/63", "63 mm is not a monocular"), ("abc", "'abc' is not")])
+@pytest.mark.parametrize(
+    ("pd", "problem"),
+    [
+        ("95", "95 mm is not a pupillary distance"),
+        ("31.5/", "not a distance"),
+        ("31.5/63", "63 mm is not a monocular"),
+        ("abc", "'abc' is not"),
+    ],
+)
 def test_bad_pd_is_refused_before_anything_is_written(tmp_path, capsys, pd, problem):
     db = tmp_path / "log.sqlite3"
     assert main(["visit", "run", "--simulate", "--quiet", "--db", str(db), "--pd", pd]) != 0
@@ -199,49 +252,70 @@ def test_the_latest_examiner_and_pd_are_in_force(visit_db, tmp_path):
     assert record.habitual_source is None  # this visit has no habitual prescription: no source shown
 
 
-@pytest.mark.parametrize(("t", "text"), [
-    (datetime(2026, 11, 28, 10, 42, tzinfo=timezone(timedelta(hours=1))), "2026-11-28 10:42 +01:00"),
-    (datetime(2026, 11, 28, 4, 12, tzinfo=timezone(timedelta(hours=-5, minutes=-30))), "2026-11-28 04:12 -05:30"),
-    (datetime(2026, 11, 28, 9, 42, tzinfo=UTC), "2026-11-28 09:42 +00:00"),
-])
+@pytest.mark.parametrize(
+    ("t", "text"),
+    [
+        (datetime(2026, 11, 28, 10, 42, tzinfo=timezone(timedelta(hours=1))), "2026-11-28 10:42 +01:00"),
+        (datetime(2026, 11, 28, 4, 12, tzinfo=timezone(timedelta(hours=-5, minutes=-30))), "2026-11-28 04:12 -05:30"),
+        (datetime(2026, 11, 28, 9, 42, tzinfo=UTC), "2026-11-28 09:42 +00:00"),
+    ],
+)
 def test_time_text(t, text):
     assert time_text(t) == text
 
 
 def test_record_inputs_round_trip_and_refusals():
     at = datetime(2026, 11, 28, 10, 42, tzinfo=timezone(timedelta(hours=1)))
-    visit = make_visit(recorded_at=at, pd_mm=62.0, examiner="J. Examiner", start_od=Prescription(-1.0, -0.5, 90.0),
-                       start_source_od="retinoscopy", start_source_os="none", habitual_source="spectacle prescription",
-                       os=measured_eye("OS", signed_off=SignOff(Prescription(-1.75, -0.75, 175.0), "Dr Test", at)))
+    visit = make_visit(
+        recorded_at=at,
+        pd_mm=62.0,
+        examiner="J. Examiner",
+        start_od=Prescription(-1.0, -0.5, 90.0),
+        start_source_od="retinoscopy",
+        start_source_os="none",
+        habitual_source="spectacle prescription",
+        os=measured_eye("OS", signed_off=SignOff(Prescription(-1.75, -0.75, 175.0), "Dr Test", at)),
+    )
     doc = visit.to_dict()
     assert VisitRecord.from_dict(doc) == visit
     assert visit.signed_by == ("Dr Test",) and visit.pd_text == "62.0 mm"
     old = {**doc, "schema_version": 3}
     with pytest.raises(InvalidInputError, match=r"unknown key\(s\) pd_mm.*v3"):
         VisitRecord.from_dict(old)
-    for bad, match in (({"pd_mm": 120}, "visit.pd_mm: 120 mm is not a pupillary distance"),
-                       ({"pd_od_mm": 31.0}, "give both monocular distances"),
-                       ({"start_od": Prescription(-1, 0, 180)}, "start_source_od: a starting prescription needs"),
-                       ({"start_od": Prescription(-1, 0, 180), "start_source_od": "guess"}, "expected one of"),
-                       ({"habitual_od": None, "habitual_source": "typed"}, "there is no habitual prescription"),
-                       ({"habitual_source": "autorefraction"}, "habitual_source: expected one of lensmeter"),
-                       ({"examiner": " "}, "visit.examiner: expected a non-empty text")):
+    for bad, match in (
+        ({"pd_mm": 120}, "visit.pd_mm: 120 mm is not a pupillary distance"),
+        ({"pd_od_mm": 31.0}, "give both monocular distances"),
+        ({"start_od": Prescription(-1, 0, 180)}, "start_source_od: a starting prescription needs"),
+        ({"start_od": Prescription(-1, 0, 180), "start_source_od": "guess"}, "expected one of"),
+        ({"habitual_od": None, "habitual_source": "typed"}, "there is no habitual prescription"),
+        ({"habitual_source": "autorefraction"}, "habitual_source: expected one of lensmeter"),
+        ({"examiner": " "}, "visit.examiner: expected a non-empty text"),
+    ):
         with pytest.raises(InvalidInputError, match=match):
             make_visit(**bad)
 
 
 def test_the_habitual_and_autorefraction_starts_as_their_own_dicom_objects(tmp_path):
-    visit = make_visit(start_od=Prescription(-1.0, -0.5, 90.0), start_source_od="autorefraction",
-                       start_os=Prescription(-2.0, -0.75, 5.0), start_source_os="retinoscopy",
-                       habitual_source="lensmeter", examiner="J. Examiner")  # fmt: skip
+    visit = make_visit(
+        start_od=Prescription(-1.0, -0.5, 90.0),
+        start_source_od="autorefraction",
+        start_os=Prescription(-2.0, -0.75, 5.0),
+        start_source_os="retinoscopy",
+        habitual_source="lensmeter",
+        examiner="J. Examiner",
+    )
     files = prior_dicom_files(visit)
     assert sorted(files) == ["visit-V-0001-autorefraction.dcm", "visit-V-0001-lensometry.dcm"]
     for name, data in files.items():
         path = tmp_path / name
         path.write_bytes(data)
         ds = pydicom.dcmread(path)
-        assert ds.StudyInstanceUID == pydicom.dcmread(io.BytesIO(visit_dicom_files(visit)[
-            "visit-V-0001-subjective-refraction.dcm"])).StudyInstanceUID  # one study
+        assert (
+            ds.StudyInstanceUID
+            == pydicom.dcmread(
+                io.BytesIO(visit_dicom_files(visit)["visit-V-0001-subjective-refraction.dcm"])
+            ).StudyInstanceUID
+        )  # one study
         if ds.Modality == "LEN":  # the habitual spectacles, OD only
             assert "LeftLensSequence" not in ds and ds.MeasurementLaterality == "R"
             lens = ds.RightLensSequence[0]
@@ -268,5 +342,9 @@ def test_visit_show_prints_the_inputs(visit_db, capsys):
     assert "OU  acuity with both eyes open" in out
     assert main(["visit", "show", "1", "--json", "--db", str(visit_db)]) == 0
     inputs = json.loads(capsys.readouterr().out)["inputs"]
-    assert (inputs["pd_mm"], inputs["pd_od_mm"], inputs["pd_os_mm"], inputs["examiner"]) == (63.5, 31.5, 32.0,
-                                                                                               "J. Examiner")
+    assert (inputs["pd_mm"], inputs["pd_od_mm"], inputs["pd_os_mm"], inputs["examiner"]) == (
+        63.5,
+        31.5,
+        32.0,
+        "J. Examiner",
+    )

@@ -28,8 +28,14 @@ HAS_PDFTOTEXT = shutil.which("pdftotext") is not None
 
 def _session(n: int = 12):
     """What the figures read of a session record: its result and its trials' lenses and answers."""
-    trials = tuple(SimpleNamespace(lens=SimpleNamespace(sphere_d=-2 + (i % 5) * 0.5, cylinder_d=-1 + (i % 3) * 0.5),
-                                   correct=i % 2 == 0, void=i == 3) for i in range(n))  # fmt: skip
+    trials = tuple(
+        SimpleNamespace(
+            lens=SimpleNamespace(sphere_d=-2 + (i % 5) * 0.5, cylinder_d=-1 + (i % 3) * 0.5),
+            correct=i % 2 == 0,
+            void=i == 3,
+        )
+        for i in range(n)
+    )
     return SimpleNamespace(result=parse_result(make_result(trials_used=n)), trials=trials)
 
 
@@ -45,8 +51,13 @@ def _page_texts(path) -> list[str]:
 def test_table_has_both_eyes_in_clinic_form_with_found_and_signed_beside():
     rows = {label: (od, os_) for label, od, os_ in visit_table(make_visit())}
     assert rows["Prescription"] == ("S \u22121.00 / C \u22120.50 \u00d7 090", "S \u22121.75 / C \u22120.75 \u00d7 175")
-    assert rows["Found by VisionTune"] == ("S \u22121.25 / C \u22120.50 \u00d7 090", "S \u22122.00 / C \u22120.75 \u00d7 175")
-    assert rows["Signed off"][0] == "not edited" and rows["Signed off"][1].startswith("S \u22121.75 / C \u22120.75 \u00d7 175  by Dr A. Optom")
+    assert rows["Found by VisionTune"] == (
+        "S \u22121.25 / C \u22120.50 \u00d7 090",
+        "S \u22122.00 / C \u22120.75 \u00d7 175",
+    )
+    assert rows["Signed off"][0] == "not edited" and rows["Signed off"][1].startswith(
+        "S \u22121.75 / C \u22120.75 \u00d7 175  by Dr A. Optom"
+    )
     assert rows["Balance"] == ("+0.25 D sphere", "no change")
     assert rows["95% credible \u00b1"][0] == "sphere \u00b10.25 D, cyl \u00b10.38 D, axis \u00b112\u00b0"
     assert "M \u22121.50 \u00b10.20" in rows["Power vector"][0] and "J45" in rows["Power vector"][1]
@@ -57,8 +68,10 @@ def test_table_has_both_eyes_in_clinic_form_with_found_and_signed_beside():
 def test_the_session_row_counts_the_answers_of_each_kind():
     visit = make_visit(od=measured_eye("OD", comparisons_used=10, sliders_used=4))
     rows = {label: (od, os_) for label, od, os_ in visit_table(visit)}
-    assert rows["Session"] == ("64 answers (50 letters, 10 comparisons, 4 sliders), stopped by precision; session 7",
-                               "64 answers, stopped by precision; session 8")  # fmt: skip
+    assert rows["Session"] == (
+        "64 answers (50 letters, 10 comparisons, 4 sliders), stopped by precision; session 7",
+        "64 answers, stopped by precision; session 8",
+    )
 
 
 def test_plus_cylinder_clinic_shows_plus_cylinder():
@@ -86,7 +99,9 @@ def test_pdf_is_written_private_with_one_page_or_two_with_figures(tmp_path):
 
 @pytest.mark.skipif(not HAS_PDFTOTEXT, reason="pdftotext (poppler-utils) not installed")
 def test_simulated_banner_on_every_page(tmp_path):
-    out = write_visit_pdf(make_visit(simulated=True), tmp_path / "sim.pdf", sessions={"OD": _session(), "OS": _session()})
+    out = write_visit_pdf(
+        make_visit(simulated=True), tmp_path / "sim.pdf", sessions={"OD": _session(), "OS": _session()}
+    )
     pages = _page_texts(out)
     assert len(pages) == 2
     for text in pages:
@@ -100,8 +115,17 @@ def test_real_visit_has_no_simulated_mark_and_reads_as_printed(tmp_path):
     pages = _page_texts(out)
     assert len(pages) == 2 and all("SIMULATED" not in t for t in pages)
     first = pages[0]
-    for text in ("Right eye (OD)", "Left eye (OS)", "S \u22121.00 / C \u22120.50 \u00d7 090", "S \u22121.75 / C \u22120.75 \u00d7 175",
-                 "6/6.3", "20/21", "decimal 0.95", "alternate occlusion, equal-plus comparison", "P-0042"):  # fmt: skip
+    for text in (
+        "Right eye (OD)",
+        "Left eye (OS)",
+        "S \u22121.00 / C \u22120.50 \u00d7 090",
+        "S \u22121.75 / C \u22120.75 \u00d7 175",
+        "6/6.3",
+        "20/21",
+        "decimal 0.95",
+        "alternate occlusion, equal-plus comparison",
+        "P-0042",
+    ):
         assert text in first, text
     assert "acuity maps" in pages[1]
 

@@ -64,8 +64,12 @@ def test_balanced_prescription_adds_the_plus_change_to_the_sphere():
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: make_visit(os=measured_eye("OS", signed_off=SignOff(Prescription(-2.5, 0.75, 85.0), "Dr A", VISIT_AT))),
-         "visit.OS.signed_off.prescription: cylinder +0.75 D is in plus-cylinder form"),
+        (
+            lambda: make_visit(
+                os=measured_eye("OS", signed_off=SignOff(Prescription(-2.5, 0.75, 85.0), "Dr A", VISIT_AT))
+            ),
+            "visit.OS.signed_off.prescription: cylinder +0.75 D is in plus-cylinder form",
+        ),
         (lambda: make_visit(cylinder_form="plus"), "visit.OS.signed_off.prescription: cylinder -0.75 D is in minus"),
         (lambda: make_visit(cylinder_form="cross"), "visit.cylinder_form: expected 'minus' or 'plus'"),
         (lambda: measured_eye("OD", sphere_pm_d=-0.1), "visit.OD.sphere_pm_d: expected a finite number >= 0"),
@@ -77,15 +81,20 @@ def test_balanced_prescription_adds_the_plus_change_to_the_sphere():
         (lambda: EyeRecord(eye="OS", status="skipped"), "visit.OS.skip_reason: expected a non-empty text"),
         (lambda: EyeRecord(eye="OS", status="skipped", skip_reason="x", session_id=3), "a skipped eye has no results"),
         (lambda: make_visit(od=measured_eye("OS")), "visit.od: expected the record of eye OD"),
-        (lambda: make_visit(recorded_at=datetime(2026, 3, 4, 9, 30)), "visit.recorded_at: expected a time with a time zone"),
+        (
+            lambda: make_visit(recorded_at=datetime(2026, 3, 4, 9, 30)),
+            "visit.recorded_at: expected a time with a time zone",
+        ),
         (lambda: make_visit(age_years=-3), "visit.age_years"),
         (lambda: make_visit(patient_id="  "), "visit.patient_id: expected a non-empty text"),
         (lambda: make_visit(simulated="yes"), "visit.simulated"),
-        (lambda: make_visit(os=skipped_eye(), balance=BinocularBalance("equal plus", 0.25, 0.25)),
-         "visit.balance.plus_change_os_d: +0.25 D applied to eye OS, which was skipped"),
+        (
+            lambda: make_visit(os=skipped_eye(), balance=BinocularBalance("equal plus", 0.25, 0.25)),
+            "visit.balance.plus_change_os_d: +0.25 D applied to eye OS, which was skipped",
+        ),
         (lambda: BinocularBalance("", 0.25, 0.0), "balance.method"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_refused_naming_the_field(build, message):
     with pytest.raises(InvalidInputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
         build()
@@ -115,8 +124,9 @@ def test_unknown_keys_and_other_schema_versions_are_refused():
         VisitRecord.from_dict(doc)
     doc = make_visit().to_dict()
     doc["schema_version"] = RECORD_SCHEMA_VERSION + 1
-    with pytest.raises(InvalidInputError,
-                       match=f"visit.schema: expected visiontune.visit-record version 1 to {RECORD_SCHEMA_VERSION}"):
+    with pytest.raises(
+        InvalidInputError, match=f"visit.schema: expected visiontune.visit-record version 1 to {RECORD_SCHEMA_VERSION}"
+    ):
         VisitRecord.from_dict(doc)
 
 
@@ -130,13 +140,19 @@ def test_the_answers_by_kind_round_trip_and_a_version_1_record_still_reads():
     assert VisitRecord.from_dict(doc) == visit
     assert visit.od.answers_text == "64 answers (50 letters, 10 comparisons, 4 sliders)"
     assert visit.os.answers_text == "64 answers"  # not recorded: no kinds named
-    v1 = {**{k: v for k, v in doc.items() if k not in ("near", *_INPUT_KEYS)}, "schema_version": 1,
-          "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used")},
-          "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used")}}  # fmt: skip
+    v1 = {
+        **{k: v for k, v in doc.items() if k not in ("near", *_INPUT_KEYS)},
+        "schema_version": 1,
+        "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used")},
+        "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used")},
+    }
     old = VisitRecord.from_dict(v1)
     assert (old.od.comparisons_used, old.od.sliders_used) == (None, None) and old.od.answers_used == 64
-    with pytest.raises(InvalidInputError, match=r"visit\.OD: unknown key\(s\) comparisons_used, sliders_used "
-                                                r"\(visiontune.visit-record v1\)"):  # fmt: skip
+    with pytest.raises(
+        InvalidInputError,
+        match=r"visit\.OD: unknown key\(s\) comparisons_used, sliders_used "
+        r"\(visiontune.visit-record v1\)",
+    ):
         VisitRecord.from_dict({**v1, "od": doc["od"]})
     with pytest.raises(InvalidInputError, match=r"visit\.OD\.sliders_used: expected an integer in \[0, 4\]"):
         measured_eye("OD", comparisons_used=60, sliders_used=5)
@@ -178,7 +194,12 @@ def test_csv_has_one_row_per_eye_with_power_vectors_beside_s_c_axis(tmp_path):
     assert (float(od["rx_sphere_d"]), float(od["balance_plus_change_d"])) == (-1.0, 0.25)
     assert (float(os_["signed_sphere_d"]), os_["signed_by"], float(os_["rx_sphere_d"])) == (-1.75, "Dr A. Optom", -1.75)
     assert float(os_["j45_pm_d"]) == 0.1 and os_["measured_va_logmar"] == "" and od["simulated"] == "1"
-    assert (od["answers_used"], od["comparisons_used"], od["sliders_used"], od["schema"]) == ("64", "", "", VISIT_CSV_SCHEMA)
+    assert (od["answers_used"], od["comparisons_used"], od["sliders_used"], od["schema"]) == (
+        "64",
+        "",
+        "",
+        VISIT_CSV_SCHEMA,
+    )
     assert od["mark"] == os_["mark"] == "SIMULATED"
     doc = json.loads(paths["json"].read_text())
     assert doc["mark"] == "SIMULATED" and VisitRecord.from_dict(doc["record"]) == visit

@@ -39,13 +39,20 @@ class SetClock:
 
 
 def _trial(kind: str, i: int, presented: datetime | None, answered: datetime | None) -> TrialInput:
-    base = dict(s_logmar=0.1 * (i % 5), lens=Lens(-1.0, -0.5, 90.0), letter_shown="HNKRDZSOVC"[i % 10],
-                correct=True, presented_at=presented, answered_at=answered)  # fmt: skip
+    base = dict(
+        s_logmar=0.1 * (i % 5),
+        lens=Lens(-1.0, -0.5, 90.0),
+        letter_shown="HNKRDZSOVC"[i % 10],
+        correct=True,
+        presented_at=presented,
+        answered_at=answered,
+    )
     if kind == "comparison":
         return TrialInput(**base, lens2=Lens(-0.75, -0.5, 90.0), comparison="12="[i % 3])
     if kind == "slider":
-        return TrialInput(**{**base, "lens": PATH[i % 9]}, slider_knob="sphere", slider_lenses=PATH,
-                          slider_choice=i % 9)  # fmt: skip
+        return TrialInput(
+            **{**base, "lens": PATH[i % 9]}, slider_knob="sphere", slider_lenses=PATH, slider_choice=i % 9
+        )
     return TrialInput(**base, letter_named=base["letter_shown"])
 
 
@@ -53,8 +60,7 @@ def _session(store, clock, rng, *, simulated: bool, n: int = 30, scale: float = 
     """One session of ``n`` answers of random kinds with random gaps; returns the gaps by kind."""
     patient = f"P{len(store.list_patients()) + 1}"
     store.create_patient(patient)
-    sid = store.create_session(patient, eye="OD", protocol=load_protocol("clinical-sloan-compare"),
-                               simulated=simulated)  # fmt: skip
+    sid = store.create_session(patient, eye="OD", protocol=load_protocol("clinical-sloan-compare"), simulated=simulated)
     gaps: dict[str, list[float]] = {}
     with store.open_session(sid) as handle:
         for i in range(n):
@@ -145,9 +151,12 @@ def test_void_paused_and_untimed_answers_are_left_out_and_counted(store, clock, 
         clock.t = t + timedelta(seconds=400)
         handle.record_trial(_trial("letter", 5, None, None))  # no presented_at: both stamped now
     found = answer_times(store)
-    assert found.left_out == {"void (undone) answers": 1, "answers spanning a pause": 1,
-                              "untimed answers (no presented_at)": 1,
-                              "gaps between answers around an untimed one": 1}  # fmt: skip
+    assert found.left_out == {
+        "void (undone) answers": 1,
+        "answers spanning a pause": 1,
+        "untimed answers (no presented_at)": 1,
+        "gaps between answers around an untimed one": 1,
+    }
     _check_rows(found, {"letter": kept}, simulated=False)
     # between answers, one lens throughout: 10 s apart less each answer, the undone one's included
     assert found.gaps[0].kind == "lens kept" and len(found.gaps) == 1
@@ -168,12 +177,23 @@ def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(stor
         (TrialInput(lens=b, **letter), 6.0, "lens changed"),
         (TrialInput(lens=b, lens2=c, comparison="1", s_logmar=0.2, letter_shown="H", correct=True), 2.0, "lens kept"),
         (TrialInput(lens=c, **letter), 1.0, "lens kept"),  # lens 2 of the comparison is in place
-        (TrialInput(lens=PATH[4], slider_knob="sphere", slider_lenses=PATH, slider_choice=4, s_logmar=0.2,
-                    letter_shown="H", correct=True), 7.0, "lens changed"),
+        (
+            TrialInput(
+                lens=PATH[4],
+                slider_knob="sphere",
+                slider_lenses=PATH,
+                slider_choice=4,
+                s_logmar=0.2,
+                letter_shown="H",
+                correct=True,
+            ),
+            7.0,
+            "lens changed",
+        ),
         (TrialInput(lens=PATH[8], **letter), 2.5, "lens kept"),  # the slider's path ends on PATH[8]
         (TrialInput(lens=a, **letter), 8.0, "lens changed"),
         (TrialInput(lens=b, **letter), 40.0, "paused"),
-    ]  # fmt: skip
+    ]
     expected: dict[str, list[float]] = {}
     with store.open_session(sid) as handle:
         t = T0

@@ -34,16 +34,19 @@ def test_first_question_fogs_both_end_points_by_the_same_plus():
     assert q.lens_od == Prescription(-0.5, -0.5, 90.0) and q.lens_os == Prescription(-1.25, -0.75, 175.0)
 
 
-@pytest.mark.parametrize("answers, outcome, change_od, change_os", [
-    (["equal"], "equal", 0.0, 0.0),
-    (["OS", "equal"], "equal", 0.0, 0.25),                     # left clearer: +0.25 on the left, then equal
-    (["OD", "OD", "equal"], "equal", 0.5, 0.0),
-    (["OS", "OD"], "right eye clearer", 0.0, 0.25),            # swapped sides: the right eye is left clearer
-    (["OD", "OS"], "right eye clearer", 0.0, 0.0),             # the step on the right eye went past: taken back
-    (["OD", "OD", "OS"], "right eye clearer", 0.25, 0.0),
-    (["OD", "OD", "OD"], "not balanced", 0.0, 0.0),            # more than +0.50 D would be needed
-    (["OS", "OS", "OS"], "not balanced", 0.0, 0.0),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "answers, outcome, change_od, change_os",
+    [
+        (["equal"], "equal", 0.0, 0.0),
+        (["OS", "equal"], "equal", 0.0, 0.25),  # left clearer: +0.25 on the left, then equal
+        (["OD", "OD", "equal"], "equal", 0.5, 0.0),
+        (["OS", "OD"], "right eye clearer", 0.0, 0.25),  # swapped sides: the right eye is left clearer
+        (["OD", "OS"], "right eye clearer", 0.0, 0.0),  # the step on the right eye went past: taken back
+        (["OD", "OD", "OS"], "right eye clearer", 0.25, 0.0),
+        (["OD", "OD", "OD"], "not balanced", 0.0, 0.0),  # more than +0.50 D would be needed
+        (["OS", "OS", "OS"], "not balanced", 0.0, 0.0),
+    ],
+)
 def test_the_procedure_ends_equal_or_with_the_right_eye_clearer(answers, outcome, change_od, change_os):
     for k in range(len(answers)):  # every prefix asks the next question with the plus so far
         q = balance_step(END_OD, END_OS, answers[:k])
@@ -75,8 +78,17 @@ def _run_balance(patient_od, patient_os, end_od, end_os, seeds):
 
 def _case(rx: Prescription, seed: int, **changes):
     case = simulated_case(seed=1, protocol=load_protocol("clinical-sloan"))
-    return dataclasses.replace(case, true_rx=rx, seed=seed, best_corrected_logmar=0.0, age_years=60.0,
-                               accommodation_d=0.0, letter_difficulty=False, drift=False, **changes)  # fmt: skip
+    return dataclasses.replace(
+        case,
+        true_rx=rx,
+        seed=seed,
+        best_corrected_logmar=0.0,
+        age_years=60.0,
+        accommodation_d=0.0,
+        letter_difficulty=False,
+        drift=False,
+        **changes,
+    )
 
 
 def test_simulated_patient_with_an_over_minused_left_eye_gets_plus_on_that_eye():
@@ -134,7 +146,11 @@ def test_fellow_eye_is_the_same_person_with_a_close_mirrored_refraction():
         cases = visit_cases(seed, protocol)
         od, os_ = cases["OD"], cases["OS"]
         assert (os_.age_years, os_.slope, os_.best_corrected_logmar, os_.acuity_model) == (
-            od.age_years, od.slope, od.best_corrected_logmar, od.acuity_model)
+            od.age_years,
+            od.slope,
+            od.best_corrected_logmar,
+            od.acuity_model,
+        )
         assert os_.seed != od.seed and os_.start_source == od.start_source
         pv_od, pv_os = od.true_rx.power_vector_array(), os_.true_rx.power_vector_array()
         diffs.append(np.linalg.norm(pv_os - pv_od * [1, 1, -1]))

@@ -23,14 +23,17 @@ from visiontune.session.visit import final_prescription
 LETTERS = tuple("CDHKNORSVZ")
 
 
-@pytest.mark.parametrize(("od", "os_", "expected"), [
-    (0.0, 0.0, -0.045),  # equal eyes: the full 0.045 logMAR of Cagenello et al. (1993)
-    (0.1, 0.1, 0.055),
-    (0.0, 0.15, -0.0225),  # half-way to the 0.30 logMAR where summation is gone
-    (0.2, 0.05, 0.05 - 0.0225),
-    (0.0, 0.30, 0.0),  # eyes three lines apart: the better eye's acuity
-    (0.6, -0.1, -0.1),
-])
+@pytest.mark.parametrize(
+    ("od", "os_", "expected"),
+    [
+        (0.0, 0.0, -0.045),  # equal eyes: the full 0.045 logMAR of Cagenello et al. (1993)
+        (0.1, 0.1, 0.055),
+        (0.0, 0.15, -0.0225),  # half-way to the 0.30 logMAR where summation is gone
+        (0.2, 0.05, 0.05 - 0.0225),
+        (0.0, 0.30, 0.0),  # eyes three lines apart: the better eye's acuity
+        (0.6, -0.1, -0.1),
+    ],
+)
 def test_binocular_va_formula(od, os_, expected):
     assert binocular_va_logmar(od, os_) == pytest.approx(expected, abs=1e-12)
     assert binocular_va_logmar(os_, od) == pytest.approx(expected, abs=1e-12)
@@ -52,9 +55,11 @@ def _eyes(n=10):
 def test_probability_is_the_better_eye_shifted_by_the_summation():
     od, os_ = _eyes()
     both = BinocularPatient(od, os_)
-    for lenses in ({"OD": od.true_rx, "OS": os_.true_rx},  # both corrected: equal eyes
-                   {"OD": od.true_rx, "OS": Prescription(-1.0, -0.75, 80.0)},  # OS blurred by 0.5 D
-                   {"OD": Prescription(-1.25, -0.5, 90.0), "OS": os_.true_rx}):  # OD blurred by 0.75 D
+    for lenses in (
+        {"OD": od.true_rx, "OS": os_.true_rx},  # both corrected: equal eyes
+        {"OD": od.true_rx, "OS": Prescription(-1.0, -0.75, 80.0)},  # OS blurred by 0.5 D
+        {"OD": Prescription(-1.25, -0.5, 90.0), "OS": os_.true_rx},
+    ):  # OD blurred by 0.75 D
         va = {"OD": float(od.acuity_logmar(lenses["OD"])), "OS": float(os_.acuity_logmar(lenses["OS"]))}
         better, other = ("OD", "OS") if va["OD"] <= va["OS"] else ("OS", "OD")
         s0 = 0.045 * max(0.0, 1 - abs(va["OD"] - va["OS"]) / 0.30)
@@ -64,7 +69,8 @@ def test_probability_is_the_better_eye_shifted_by_the_summation():
             for letter in (None, "C", "Z"):
                 # Φ(a (s - (VA - S) - δ)) = Φ(a ((s + S) - VA - δ)): the better eye at a letter S larger
                 assert both.probability_correct(size, lenses, letter) == pytest.approx(
-                    float(eye.probability_correct(size + s0, lenses[better], letter)), abs=1e-12)
+                    float(eye.probability_correct(size + s0, lenses[better], letter)), abs=1e-12
+                )
 
 
 def test_lenses_of_both_eyes_needed():
@@ -82,8 +88,9 @@ def test_chart_read_with_both_eyes_beats_the_better_eye_by_the_summation_only_wh
     both = BinocularPatient(od, os_)
     seeds = range(400)
     similar = {"OD": od.true_rx, "OS": os_.true_rx}
-    gain = _mean_chart(both, similar, seeds) - min(_mean_chart(od, similar["OD"], seeds),
-                                                   _mean_chart(os_, similar["OS"], seeds))
+    gain = _mean_chart(both, similar, seeds) - min(
+        _mean_chart(od, similar["OD"], seeds), _mean_chart(os_, similar["OS"], seeds)
+    )
     assert gain == pytest.approx(-0.045, abs=0.015)
     different = {"OD": od.true_rx, "OS": Prescription(-0.25, -0.75, 80.0)}  # OS 1.25 D myopic blur
     assert float(os_.acuity_logmar(different["OS"])) - float(od.acuity_logmar(od.true_rx)) > 0.3
@@ -102,7 +109,8 @@ def test_simulated_visit_records_the_acuity_with_both_eyes_open(tmp_path):
             assert ou[0].lenses[eye].is_equivalent(final_prescription(store, 1, eye), 1e-9)
         model = ou[0].detail["model"]
         assert model["threshold_ou_logmar"] == pytest.approx(
-            binocular_va_logmar(model["va_od_logmar"], model["va_os_logmar"]), abs=1e-12)
+            binocular_va_logmar(model["va_od_logmar"], model["va_os_logmar"]), abs=1e-12
+        )
         assert ou[0].va_logmar == pytest.approx(1.1 - 0.02 * ou[0].detail["letters_correct"], abs=1e-9)
     # a resumed run reads no second chart
     assert main(["visit", "resume", "1", "--simulate", "--quiet", "--db", str(db)]) == 0
@@ -112,7 +120,8 @@ def test_simulated_visit_records_the_acuity_with_both_eyes_open(tmp_path):
 
 def test_no_binocular_acuity_when_an_eye_is_skipped(tmp_path):
     db = tmp_path / "log.sqlite3"
-    assert main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--db", str(db),
-                 "--skip-os", "prosthesis"]) == 0
+    assert (
+        main(["visit", "run", "--simulate", "--seed", "5", "--quiet", "--db", str(db), "--skip-os", "prosthesis"]) == 0
+    )
     with TrialStore.open(db) as store:
         assert [a.eye for a in store.visit_acuities(1)] == ["OD"]

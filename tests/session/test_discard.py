@@ -134,8 +134,9 @@ def test_an_orphan_session_is_discarded_from_the_command_line(tmp_path, capsys):
     code, out, err = _cli(["sessions", "show", str(orphan), "--db", str(db)], capsys)
     assert code == 0 and "snapshot refused" in out and "open" in out, (out, err)
 
-    code, out, err = _cli(["sessions", "discard", str(orphan), "--db", str(db), "--reason", "engine refused\x1b[2J"],
-                          capsys)  # fmt: skip
+    code, out, err = _cli(
+        ["sessions", "discard", str(orphan), "--db", str(db), "--reason", "engine refused\x1b[2J"], capsys
+    )
     assert code == 0, err
     assert f"session {orphan} discarded" in out and "\x1b" not in out and "\\x1b[2J" in out
 

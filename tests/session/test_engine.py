@@ -60,7 +60,11 @@ def test_replaying_the_log_proposes_the_logged_queries(tmp_path):
             for t in logged:
                 q = second.next_query()
                 assert (q.s_logmar, q.lens.sphere_d, q.lens.cylinder_d, q.letter) == (
-                    t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.letter_shown)
+                    t.s_logmar,
+                    t.lens.sphere_d,
+                    t.lens.cylinder_d,
+                    t.letter_shown,
+                )
                 second.record(Answer(correct=t.correct))
             assert second.next_query() == next_first
 
@@ -159,7 +163,9 @@ def test_shipped_hyperparameters_are_the_simulation_fit():
 
     p = load_protocol("paper-ucb-ald")
     hp = fit_refraction_hyperparameters(
-        design_slope(p), p.n_alternatives, search_box=np.array([p.search_space.sphere_d, p.search_space.cylinder_d]),
+        design_slope(p),
+        p.n_alternatives,
+        search_box=np.array([p.search_space.sphere_d, p.search_space.cylinder_d]),
         context_box=np.array([p.logmar_range]),
     )
     np.testing.assert_allclose(np.exp(gp_kernel(p).params), np.exp(hp.kernel().params), rtol=2e-3)

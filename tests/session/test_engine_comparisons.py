@@ -60,10 +60,28 @@ def test_the_bench_and_the_clinic_ask_the_same_questions(store):
     bench.run(_presenter(), max_steps=15)
     with _session(store) as clinic:
         clinic.run(_presenter(), max_steps=15)
-        ours = [(t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg % 180, t.comparison,
-                 None if t.lens2 is None else t.lens2.sphere_d) for t in clinic.trials()]  # fmt: skip
-    theirs = [(t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg % 180, t.comparison,
-               None if t.lens2 is None else t.lens2.sphere_d) for t in bench.trials()]  # fmt: skip
+        ours = [
+            (
+                t.s_logmar,
+                t.lens.sphere_d,
+                t.lens.cylinder_d,
+                t.lens.axis_deg % 180,
+                t.comparison,
+                None if t.lens2 is None else t.lens2.sphere_d,
+            )
+            for t in clinic.trials()
+        ]
+    theirs = [
+        (
+            t.s_logmar,
+            t.lens.sphere_d,
+            t.lens.cylinder_d,
+            t.lens.axis_deg % 180,
+            t.comparison,
+            None if t.lens2 is None else t.lens2.sphere_d,
+        )
+        for t in bench.trials()
+    ]
     assert ours == theirs and any(is_comparison(t) for t in bench.trials())
 
 
@@ -105,8 +123,15 @@ def test_result_counts_the_comparisons(store):
 
 def test_a_letter_only_session_asks_no_comparison(store):
     """Without ``[comparisons]`` every question is a letter and the result has no count."""
-    with RefractionSession.start(store, patient_id="P1", eye="OD", protocol=load_protocol("clinical-sloan"),
-                                 simulated=True, seed=CASE.seed, start=START) as session:  # fmt: skip
+    with RefractionSession.start(
+        store,
+        patient_id="P1",
+        eye="OD",
+        protocol=load_protocol("clinical-sloan"),
+        simulated=True,
+        seed=CASE.seed,
+        start=START,
+    ) as session:
         assert isinstance(session.next_query(), PendingQuery)
         session.run(_presenter(), max_steps=5)
         assert not any(t.comparison for t in store.trials(session.session_id))

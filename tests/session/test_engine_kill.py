@@ -22,14 +22,16 @@ from visiontune.session.store import TrialStore
 
 def _spawn(args):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-m", "visiontune", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "visiontune", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _reference_next_query(tmp_path, proto, trials, k):
-    with TrialStore.open(tmp_path / f"ref{k}.sqlite3") as ref, RefractionSession.start(
-        ref, patient_id="P1", eye="OD", protocol=proto, simulated=True
-    ) as session:
+    with (
+        TrialStore.open(tmp_path / f"ref{k}.sqlite3") as ref,
+        RefractionSession.start(ref, patient_id="P1", eye="OD", protocol=proto, simulated=True) as session,
+    ):
         for t in trials:
             session.record(Answer(correct=t.correct))
         return session.next_query()
@@ -49,8 +51,18 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
     sid = None
     for k in range(kills):
         if sid is None:
-            args = ["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(db), "--quiet",
-                    "--true-rx", "1 -1"]
+            args = [
+                "session",
+                "run",
+                "--simulate",
+                "--protocol",
+                str(proto_path),
+                "--db",
+                str(db),
+                "--quiet",
+                "--true-rx",
+                "1 -1",
+            ]
         else:
             args = ["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"]
         child = _spawn(args + ["--max-steps", str(steps)])
@@ -80,8 +92,20 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, kills):
     resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
     assert resume.wait(timeout=300) == 0
     whole = tmp_path / "whole.sqlite3"
-    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--db", str(whole),
-                            "--quiet", "--true-rx", "1 -1"])  # fmt: skip
+    uninterrupted = _spawn(
+        [
+            "session",
+            "run",
+            "--simulate",
+            "--protocol",
+            str(proto_path),
+            "--db",
+            str(whole),
+            "--quiet",
+            "--true-rx",
+            "1 -1",
+        ]
+    )
     assert uninterrupted.wait(timeout=300) == 0
     killed, reference = _session_content(db, sid), _session_content(whole, 1)
     assert len(killed[0]) == proto.stopping.max_trials
@@ -92,8 +116,10 @@ def _session_content(db, sid):
     """``(trials, result)``: what each trial showed and what was answered, and the rounded result."""
     with TrialStore.open(db) as s:
         info = s.get_session(sid)
-        trials = [(t.index, t.s_logmar, t.lens, t.letter_shown, t.letter_named, t.correct, t.void)
-                  for t in s.trials(sid, include_void=True)]  # fmt: skip
+        trials = [
+            (t.index, t.s_logmar, t.lens, t.letter_shown, t.letter_named, t.correct, t.void)
+            for t in s.trials(sid, include_void=True)
+        ]
         return trials, info.result["rounded"], info.result["stopped_by"]
 
 
@@ -106,8 +132,11 @@ def _kill_resume_and_rerun(tmp_path, proto_path, kills: int, rng_seed: int):
     rng = np.random.default_rng(rng_seed)
     seen, sid = [], None
     for _ in range(kills):
-        args = (["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"] if sid is None
-                else ["session", "resume", str(sid), "--simulate"])  # fmt: skip
+        args = (
+            ["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3"]
+            if sid is None
+            else ["session", "resume", str(sid), "--simulate"]
+        )
         child = _spawn([*args, "--db", str(db), "--quiet", "--max-steps", "6"])
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and child.poll() is None:
@@ -128,8 +157,9 @@ def _kill_resume_and_rerun(tmp_path, proto_path, kills: int, rng_seed: int):
     resume = _spawn(["session", "resume", str(sid), "--simulate", "--db", str(db), "--quiet"])
     assert resume.wait(timeout=300) == 0
     whole = tmp_path / "whole.sqlite3"
-    uninterrupted = _spawn(["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db",
-                            str(whole), "--quiet"])  # fmt: skip
+    uninterrupted = _spawn(
+        ["session", "run", "--simulate", "--protocol", str(proto_path), "--seed", "3", "--db", str(whole), "--quiet"]
+    )
     assert uninterrupted.wait(timeout=300) == 0
     return db, whole, sid
 
@@ -159,6 +189,7 @@ def test_a_session_with_sliders_killed_and_resumed_is_the_uninterrupted_one(tmp_
     proto_path.write_text(text.replace("min_trials = 20", "min_trials = 16") + "\n[sliders]\n")
     db, whole, sid = _kill_resume_and_rerun(tmp_path, proto_path, 2, 11)
     with TrialStore.open(db) as a, TrialStore.open(whole) as b:
+
         def content(t):
             return (t.lens, t.slider_knob, t.slider_lenses, t.slider_choice, t.letter_shown, t.correct)
 

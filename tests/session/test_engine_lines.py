@@ -39,11 +39,15 @@ def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
     conn = sqlite3.connect(path, isolation_level=None)
     assert apply_migrations(conn, path, MIGRATIONS[:4]) == 4
     conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
-    conn.execute("INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, "
-                 "created_at) VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')")
-    conn.execute("INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
-                 "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
-                 "'2026-01-01T00:00:02+00:00')")  # fmt: skip
+    conn.execute(
+        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, "
+        "created_at) VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
+    )
+    conn.execute(
+        "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+        "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
+        "'2026-01-01T00:00:02+00:00')"
+    )
     conn.close()
     with TrialStore.open(path) as s:
         assert s.schema_version == SCHEMA_VERSION
@@ -53,13 +57,17 @@ def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
             t = handle.record_trial(TrialInput(0.2, Lens(-1.0, -0.5, 90), "CDHKN", True, line_correct="11010"))
         assert s.trials(1)[1] == t and t.line_correct == "11010"
     conn = sqlite3.connect(path, isolation_level=None)
-    insert = ("INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
-              "presented_at, answered_at, line_correct, sphere2_d, cylinder2_d, axis2_deg, comparison) VALUES "
-              "(1, 2, 0.2, -1.0, -0.5, 90, ?, 1, '2026-01-01T00:00:05+00:00', '2026-01-01T00:00:06+00:00', ?, {})")
-    for shown, answers, second in (("CDHKN", "1101", "NULL, NULL, NULL, NULL"),       # one answer short
-                                   ("CDHKN", "11012", "NULL, NULL, NULL, NULL"),      # not right/wrong
-                                   ("C", "1", "NULL, NULL, NULL, NULL"),              # a line of one letter
-                                   ("CDHKN", "11011", "-0.5, -0.5, 90, '1'")):       # also a comparison
+    insert = (
+        "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
+        "presented_at, answered_at, line_correct, sphere2_d, cylinder2_d, axis2_deg, comparison) VALUES "
+        "(1, 2, 0.2, -1.0, -0.5, 90, ?, 1, '2026-01-01T00:00:05+00:00', '2026-01-01T00:00:06+00:00', ?, {})"
+    )
+    for shown, answers, second in (
+        ("CDHKN", "1101", "NULL, NULL, NULL, NULL"),  # one answer short
+        ("CDHKN", "11012", "NULL, NULL, NULL, NULL"),  # not right/wrong
+        ("C", "1", "NULL, NULL, NULL, NULL"),  # a line of one letter
+        ("CDHKN", "11011", "-0.5, -0.5, 90, '1'"),
+    ):  # also a comparison
         with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
             conn.execute(insert.format(second), (shown, answers))
     conn.close()
@@ -80,8 +88,11 @@ def test_lines_are_logged_and_resume_to_the_same_question_and_particles(store):
         theta, weights = post.theta.copy(), post.weights.copy()
     stored = [t for t in store.trials(sid) if t.index == q.index][0]
     assert stored.letter_shown == "".join(q.letters) and stored.line_correct == "".join("01"[c] for c in reply.correct)
-    assert (stored.lens.sphere_d, stored.lens.cylinder_d, stored.lens.axis_deg) == \
-        (q.lens.sphere_d, q.lens.cylinder_d, q.lens.axis_deg % 180.0)
+    assert (stored.lens.sphere_d, stored.lens.cylinder_d, stored.lens.axis_deg) == (
+        q.lens.sphere_d,
+        q.lens.cylinder_d,
+        q.lens.axis_deg % 180.0,
+    )
     with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
         assert again.next_query() == expected
         post = again.engine.posterior(again.trials())
@@ -97,8 +108,16 @@ def test_the_bench_and_the_clinic_ask_the_same_lines(store):
         ours = clinic.trials()
 
     def key(t):
-        return (t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg % 180, t.comparison, t.letter_shown,
-                t.line_correct, t.correct)  # fmt: skip
+        return (
+            t.s_logmar,
+            t.lens.sphere_d,
+            t.lens.cylinder_d,
+            t.lens.axis_deg % 180,
+            t.comparison,
+            t.letter_shown,
+            t.line_correct,
+            t.correct,
+        )
 
     assert [key(t) for t in ours] == [key(t) for t in bench.trials()] and any(is_line(t) for t in ours)
 
@@ -127,6 +146,7 @@ def test_a_session_with_lines_killed_and_resumed_is_the_uninterrupted_one(tmp_pa
     proto_path.write_text(text.replace("min_trials = 20", "min_trials = 24"))  # the budget ends it
     db, whole, sid = _kill_resume_and_rerun(tmp_path, proto_path, 3, 13)
     with TrialStore.open(db) as a, TrialStore.open(whole) as b:
+
         def content(t):
             return (t.lens, t.lens2, t.comparison, t.letter_shown, t.line_correct, t.correct)
 

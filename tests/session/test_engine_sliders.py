@@ -58,8 +58,9 @@ def test_sliders_are_logged_with_their_path_and_resume_to_the_same_question(stor
     assert sliders and sliders[0].index == q.index
     first = sliders[0]
     assert first.slider_knob == q.knob and len(first.slider_lenses) == len(q.lenses)
-    assert [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in first.slider_lenses] == \
-        [(x.sphere_d, x.cylinder_d, x.axis_deg % 180.0) for x in q.lenses]
+    assert [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in first.slider_lenses] == [
+        (x.sphere_d, x.cylinder_d, x.axis_deg % 180.0) for x in q.lenses
+    ]
     assert first.lens == first.slider_lenses[first.slider_choice] and first.comparison is None and first.lens2 is None
     with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
         assert again.next_query() == expected
@@ -79,8 +80,16 @@ def test_the_bench_and_the_clinic_ask_the_same_questions(store):
     def key(t):
         lenses = t.slider_lenses or ()
         path = [(x.sphere_d, x.cylinder_d, x.axis_deg % 180) for x in lenses] if lenses else None
-        return (t.s_logmar, t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg % 180, t.comparison, t.slider_knob,
-                path, t.slider_choice)  # fmt: skip
+        return (
+            t.s_logmar,
+            t.lens.sphere_d,
+            t.lens.cylinder_d,
+            t.lens.axis_deg % 180,
+            t.comparison,
+            t.slider_knob,
+            path,
+            t.slider_choice,
+        )
 
     assert [key(t) for t in ours] == [key(t) for t in bench.trials()] and any(is_slider(t) for t in ours)
 
@@ -119,13 +128,22 @@ def test_result_counts_the_sliders_and_the_report_reads_it(store, tmp_path, caps
 
 def test_the_store_refuses_half_a_slider(store):
     lens = Lens(-1.0, -0.5, 90.0)
-    for kwargs, message in (({"slider_knob": "sphere", "slider_choice": 0}, "together"),
-                            ({"slider_knob": "knob", "slider_lenses": (lens, lens), "slider_choice": 0}, "slider_knob"),
-                            ({"slider_knob": "axis", "slider_lenses": (lens,), "slider_choice": 0}, "slider_lenses"),
-                            ({"slider_knob": "axis", "slider_lenses": (lens, lens), "slider_choice": 2},
-                             "slider_choice"),
-                            ({"slider_knob": "axis", "slider_lenses": (lens, lens), "slider_choice": 0, "lens2": lens,
-                              "comparison": "1"}, "not both")):  # fmt: skip
+    for kwargs, message in (
+        ({"slider_knob": "sphere", "slider_choice": 0}, "together"),
+        ({"slider_knob": "knob", "slider_lenses": (lens, lens), "slider_choice": 0}, "slider_knob"),
+        ({"slider_knob": "axis", "slider_lenses": (lens,), "slider_choice": 0}, "slider_lenses"),
+        ({"slider_knob": "axis", "slider_lenses": (lens, lens), "slider_choice": 2}, "slider_choice"),
+        (
+            {
+                "slider_knob": "axis",
+                "slider_lenses": (lens, lens),
+                "slider_choice": 0,
+                "lens2": lens,
+                "comparison": "1",
+            },
+            "not both",
+        ),
+    ):
         with pytest.raises(InvalidInputError, match=message):
             TrialInput(0.1, lens, "H", True, **kwargs)
 

@@ -26,8 +26,18 @@ def _answers(db, sid):
 
 def test_the_device_prices_the_session_and_the_answer_model_is_kept_on_resume(tmp_path, capsys):
     proto = _short(tmp_path)
-    flags = ["--simulate", "--protocol", str(proto), "--seed", "5", "--lens-device", "manual-phoropter",
-             "--answer-model", "lapse-runs", "--quiet"]  # fmt: skip
+    flags = [
+        "--simulate",
+        "--protocol",
+        str(proto),
+        "--seed",
+        "5",
+        "--lens-device",
+        "manual-phoropter",
+        "--answer-model",
+        "lapse-runs",
+        "--quiet",
+    ]
     whole, part = tmp_path / "whole.sqlite3", tmp_path / "part.sqlite3"
     assert main(["session", "run", *flags, "--db", str(whole)]) == 0
     assert main(["session", "run", *flags, "--db", str(part), "--max-steps", "5"]) == 0
@@ -36,8 +46,11 @@ def test_the_device_prices_the_session_and_the_answer_model_is_kept_on_resume(tm
     assert _answers(whole, 1) == _answers(part, 1) and len(_answers(whole, 1)) == 14
     with TrialStore.open(part) as s:
         snapshot = parse_protocol(s.get_session(1).protocol_toml, "snapshot")
-        notes = [e.payload["data"] for e in s.events(1)
-                 if isinstance(e.payload, dict) and e.payload.get("text") == SIMULATED_PATIENT_NOTE]  # fmt: skip
+        notes = [
+            e.payload["data"]
+            for e in s.events(1)
+            if isinstance(e.payload, dict) and e.payload.get("text") == SIMULATED_PATIENT_NOTE
+        ]
     assert snapshot.comparisons.lens_change_seconds == lens_change_seconds("manual-phoropter") == 1.0
     assert notes and notes[0]["answer_model"] == "lapse-runs"
 
@@ -49,6 +62,8 @@ def test_bad_device_or_answer_model_is_refused_before_the_log_is_written(tmp_pat
             main(["session", "run", "--simulate", "--db", str(db), flag, value])
         assert exc.value.code == 2 and f"argument {flag}: invalid choice: '{value}'" in capsys.readouterr().err
     assert not db.exists()
-    assert main(["session", "run", "--simulate", "--db", str(db), "--lens-device", "trial-frame", "--device",
-                 "manual"]) != 0  # fmt: skip
+    assert (
+        main(["session", "run", "--simulate", "--db", str(db), "--lens-device", "trial-frame", "--device", "manual"])
+        != 0
+    )
     assert "--device sets the change time already" in capsys.readouterr().err and not db.exists()

@@ -44,8 +44,11 @@ def test_fake_v1_to_v2_migration_runs_once_and_keeps_data(tmp_path):
     path = tmp_path / "log.sqlite3"
     _v1_log(path)
     # a fake chain one version past the real one
-    fake = MIGRATIONS[:1] + (Migration(1, apply=_add_column),) + tuple(
-        Migration(v, (f"CREATE TABLE extra{v} (x)",)) for v in range(2, SCHEMA_VERSION + 1))
+    fake = (
+        MIGRATIONS[:1]
+        + (Migration(1, apply=_add_column),)
+        + tuple(Migration(v, (f"CREATE TABLE extra{v} (x)",)) for v in range(2, SCHEMA_VERSION + 1))
+    )
     newer = SCHEMA_VERSION + 1
     conn = _conn(path)
     assert apply_migrations(conn, path, fake) == newer
@@ -62,9 +65,13 @@ def test_failed_migration_rolls_back_completely(tmp_path):
     path = tmp_path / "log.sqlite3"
     with TrialStore.open(path) as store:
         store.create_patient("P1")
-    broken = MIGRATIONS + (Migration(SCHEMA_VERSION, ("CREATE TABLE half (x)", "INSERT INTO no_such_table VALUES (1)")),)
+    broken = MIGRATIONS + (
+        Migration(SCHEMA_VERSION, ("CREATE TABLE half (x)", "INSERT INTO no_such_table VALUES (1)")),
+    )
     conn = _conn(path)
-    with pytest.raises(StoreError, match=rf"migration v{SCHEMA_VERSION} -> v{SCHEMA_VERSION + 1} failed: no such table"):
+    with pytest.raises(
+        StoreError, match=rf"migration v{SCHEMA_VERSION} -> v{SCHEMA_VERSION + 1} failed: no such table"
+    ):
         apply_migrations(conn, path, broken)
     assert read_schema_version(conn, path) == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone()[0] == 0
@@ -108,8 +115,14 @@ def test_real_v1_log_migrates_to_v2_with_its_tables_and_rows_unchanged(tmp_path)
     conn = _conn(path)
     assert {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before_rows} == before_rows
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"visits", "visit_eyes", "visit_balance_answers", "visit_balance", "visit_signoffs",
-            "visit_acuities"} <= tables  # fmt: skip
+    assert {
+        "visits",
+        "visit_eyes",
+        "visit_balance_answers",
+        "visit_balance",
+        "visit_signoffs",
+        "visit_acuities",
+    } <= tables
     conn.close()
 
 
@@ -136,15 +149,17 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
         (old,) = store.trials(1)
         assert (old.correct, old.comparison, old.lens2, old.lens.sphere_d) == (True, None, None, -1.0)
         with store.open_session(1) as handle:
-            t = handle.record_trial(TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, lens2=Lens(-0.5, -0.5, 90),
-                                               comparison="="))  # fmt: skip
+            t = handle.record_trial(
+                TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, lens2=Lens(-0.5, -0.5, 90), comparison="=")
+            )
         assert [x.comparison for x in store.trials(1)] == [None, "="] and t.comparison == "="
         assert store.trials(1)[1].lens2 == Lens(-0.5, -0.5, 90)
     conn = _conn(path)
     for values in ("NULL, NULL, NULL, '1'", "-0.5, -0.5, 90, 'x'"):
         with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
             conn.execute(
-                "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, cylinder2_d, "
+                "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
+                "cylinder2_d, "
                 "axis2_deg, comparison, letter_shown, correct, presented_at, answered_at) VALUES (1, 2, 0.3, -1.0, "
                 f"-0.5, 90, {values}, 'H', 0, '2026-01-01T00:00:03+00:00', '2026-01-01T00:00:04+00:00')"
             )
@@ -153,8 +168,10 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
         TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, comparison="1")
 
 
-_SLIDER_PATH = ('[{"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0}, '
-                '{"sphere_d": -1.0, "cylinder_d": -0.5, "axis_deg": 90.0}]')
+_SLIDER_PATH = (
+    '[{"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0}, '
+    '{"sphere_d": -1.0, "cylinder_d": -0.5, "axis_deg": 90.0}]'
+)
 
 
 def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
@@ -188,18 +205,21 @@ def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
         assert comparison.comparison == "2" and comparison.slider_choice is None
         lenses = (Lens(-1.25, -0.5, 90), Lens(-1.0, -0.5, 90), Lens(-0.75, -0.5, 90))
         with store.open_session(1) as handle:
-            t = handle.record_trial(TrialInput(0.2, lenses[1], "H", False, slider_knob="sphere", slider_lenses=lenses,
-                                               slider_choice=1))  # fmt: skip
+            t = handle.record_trial(
+                TrialInput(0.2, lenses[1], "H", False, slider_knob="sphere", slider_lenses=lenses, slider_choice=1)
+            )
         read = store.trials(1)[2]
         assert read == t and (read.slider_knob, read.slider_lenses, read.slider_choice) == ("sphere", lenses, 1)
     conn = _conn(path)
-    columns = ("sphere2_d, cylinder2_d, axis2_deg, comparison, slider_knob, slider_path, slider_choice")
-    for values in (f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', NULL",   # half a slider
-                   f"NULL, NULL, NULL, NULL, 'power', '{_SLIDER_PATH}', 0",       # no such knob
-                   f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', 2",      # off the path
-                   "NULL, NULL, NULL, NULL, 'sphere', 'not json', 0",
-                   "NULL, NULL, NULL, NULL, 'sphere', '[{\"sphere_d\": 1}]', 0",  # one lens
-                   f"-0.5, -0.5, 90, '1', 'sphere', '{_SLIDER_PATH}', 0"):        # and a comparison
+    columns = "sphere2_d, cylinder2_d, axis2_deg, comparison, slider_knob, slider_path, slider_choice"
+    for values in (
+        f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', NULL",  # half a slider
+        f"NULL, NULL, NULL, NULL, 'power', '{_SLIDER_PATH}', 0",  # no such knob
+        f"NULL, NULL, NULL, NULL, 'sphere', '{_SLIDER_PATH}', 2",  # off the path
+        "NULL, NULL, NULL, NULL, 'sphere', 'not json', 0",
+        "NULL, NULL, NULL, NULL, 'sphere', '[{\"sphere_d\": 1}]', 0",  # one lens
+        f"-0.5, -0.5, 90, '1', 'sphere', '{_SLIDER_PATH}', 0",
+    ):  # and a comparison
         with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
             conn.execute(
                 f"INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, {columns}, "

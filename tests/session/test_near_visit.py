@@ -31,13 +31,34 @@ def _run(db, *extra) -> int:
 def _near_log(db, vid=1) -> dict:
     with TrialStore.open(db) as store:
         setup = near_store.near_setup(store, vid)
-        answers = {e: [(a.index, a.phase, a.add_d, a.size_logmar, a.letter, a.correct)
-                       for a in near_store.near_answers(store, vid, e)] for e in ("OD", "OS")}
-        adds = {e: (r.add_d, r.lower_d, r.upper_d, r.tentative_add_d, r.amplitude_d, r.near_point_cm,
-                    r.far_point_cm, r.near_va_logmar, r.distance_cm, r.detail)
-                for e, r in near_store.near_add_records(store, vid).items()}
-        return {"distance": setup and setup.distance_cm, "simulated": setup and setup.simulated,
-                "answers": answers, "adds": adds}
+        answers = {
+            e: [
+                (a.index, a.phase, a.add_d, a.size_logmar, a.letter, a.correct)
+                for a in near_store.near_answers(store, vid, e)
+            ]
+            for e in ("OD", "OS")
+        }
+        adds = {
+            e: (
+                r.add_d,
+                r.lower_d,
+                r.upper_d,
+                r.tentative_add_d,
+                r.amplitude_d,
+                r.near_point_cm,
+                r.far_point_cm,
+                r.near_va_logmar,
+                r.distance_cm,
+                r.detail,
+            )
+            for e, r in near_store.near_add_records(store, vid).items()
+        }
+        return {
+            "distance": setup and setup.distance_cm,
+            "simulated": setup and setup.simulated,
+            "answers": answers,
+            "adds": adds,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +101,11 @@ def test_a_62_year_old_gets_an_add_per_eye_recorded_with_its_answers(whole, caps
 def test_the_near_tables_are_append_only(whole, tmp_path):
     db = _copy(whole, tmp_path / "copy.sqlite3")
     conn = sqlite3.connect(db)
-    for sql in ("UPDATE visit_near_adds SET add_d = 0", "DELETE FROM visit_near_answers",
-                "UPDATE visit_near SET distance_cm = 33"):
+    for sql in (
+        "UPDATE visit_near_adds SET add_d = 0",
+        "DELETE FROM visit_near_answers",
+        "UPDATE visit_near SET distance_cm = 33",
+    ):
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             conn.execute(sql)
     with pytest.raises(sqlite3.DatabaseError, match="add of this eye is filed"):
@@ -89,8 +113,9 @@ def test_the_near_tables_are_append_only(whole, tmp_path):
     conn.close()
     with TrialStore.open(db) as store:
         with pytest.raises(SessionError, match="filed"):
-            near_store.record_near_answer(store, 1, "OD", 50, phase="refine", add_d=1.0, size_logmar=0.1,
-                                          letter="C", correct=True)
+            near_store.record_near_answer(
+                store, 1, "OD", 50, phase="refine", add_d=1.0, size_logmar=0.1, letter="C", correct=True
+            )
         with pytest.raises(SessionError, match="begun already"):
             near_store.start_near(store, 1, distance_cm=40, method="x", simulated={"mark": "SIMULATED"})
 
@@ -115,8 +140,14 @@ _KILLER = textwrap.dedent("""
 
 def _kill_mid_step(db, eye, after):
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
-    done = subprocess.run([sys.executable, "-c", _KILLER, str(db), eye, str(after)], env=env, timeout=300,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLER, str(db), eye, str(after)],
+        env=env,
+        timeout=300,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
@@ -143,8 +174,9 @@ def test_who_gets_the_near_step_and_refusals(tmp_path, capsys):
         with pytest.raises(InvalidInputError, match="near distance"):
             near_store.start_near(store, young, distance_cm=float("nan"), method="x", simulated={})
         with pytest.raises(SessionError, match="has not begun"):
-            near_store.record_near_answer(store, old, "OD", 0, phase="refine", add_d=1.0, size_logmar=0.1,
-                                          letter="C", correct=True)
+            near_store.record_near_answer(
+                store, old, "OD", 0, phase="refine", add_d=1.0, size_logmar=0.1, letter="C", correct=True
+            )
     for bad in ("0", "-40", "nan", "10"):
         with pytest.raises(SystemExit) as exc:
             main(["visit", "run", "--simulate", "--near-distance-cm", bad, "--db", str(db)])
@@ -166,8 +198,14 @@ def _real_visit(db):
         vid = create_visit(store, "P-0042", simulated=False, age_years=55, clinician="Dr A. Optom")
         for eye in ("OD", "OS"):
             case = cases[eye]
-            with start_eye(store, vid, eye, protocol=protocol, seed=7,
-                           start=StartingPoint(case.start_rx, "autorefraction", case.age_years)) as session:
+            with start_eye(
+                store,
+                vid,
+                eye,
+                protocol=protocol,
+                seed=7,
+                start=StartingPoint(case.start_rx, "autorefraction", case.age_years),
+            ) as session:
                 assert session.run(SimulatedPresenter(case.patient(10))) is not None
     return vid
 
@@ -178,8 +216,10 @@ def test_a_real_patients_near_step_is_asked_answered_and_resumed_from_the_log(tm
 
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db)
-    eye_of = {"OD": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0, 0, 0), 4, 0),
-              "OS": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0.1, 0, 0), 5, 1)}
+    eye_of = {
+        "OD": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0, 0, 0), 4, 0),
+        "OS": NearCase(55, 1.5, 0.3, 0.0, 5.0, 0.02, "blendowske", (0.1, 0, 0), 5, 1),
+    }
 
     def clinician_enters(store, limit=None):
         done = 0
@@ -206,8 +246,9 @@ def test_a_real_patients_near_step_is_asked_answered_and_resumed_from_the_log(tm
         clinician_enters(store)
         again = near_store.near_add_records(store, vid)
     assert set(adds) == {"OD", "OS"} and adds["OD"].detail is None
-    assert [(a.add_d, a.lower_d, a.upper_d) for a in adds.values()] == [(a.add_d, a.lower_d, a.upper_d)
-                                                                        for a in again.values()]
+    assert [(a.add_d, a.lower_d, a.upper_d) for a in adds.values()] == [
+        (a.add_d, a.lower_d, a.upper_d) for a in again.values()
+    ]
     assert all(abs(a.add_d - eye_of[e].true_add(2.5)) <= 0.25 for e, a in adds.items())
 
 

@@ -50,7 +50,10 @@ def _trial(**kw):
         (dict(correct=2), "correct"),
         (dict(correct="yes"), "correct"),
         (dict(presented_at=datetime(2026, 1, 1)), "presented_at"),
-        (dict(presented_at=datetime(2026, 1, 2, tzinfo=UTC), answered_at=datetime(2026, 1, 1, tzinfo=UTC)), "answered_at"),
+        (
+            dict(presented_at=datetime(2026, 1, 2, tzinfo=UTC), answered_at=datetime(2026, 1, 1, tzinfo=UTC)),
+            "answered_at",
+        ),
     ],
 )
 def test_bad_trial_input_names_the_argument(kwargs, name):

@@ -28,17 +28,20 @@ def visit(store, protocol):
     return vid
 
 
-@pytest.mark.parametrize("rx, message", [
-    (Prescription(-99.0, 0.0, 90.0), r"spherical equivalent -99.00 D\) is outside the range"),
-    (Prescription(0.0, -30.0, 90.0), "outside the range this refraction covers"),
-    (Prescription(-13.0, 0.0, 180.0), "outside the range"),
-    (Prescription(9.0, 0.0, 180.0), "outside the range"),
-    (Prescription(-2.0, -7.0, 180.0), "cylinder up to 6 D"),
-    (Prescription(-1.12, -0.5, 90.0), r"sphere -1.12 D is not a trial lens \(steps of 0.25 D\)"),
-    (Prescription(-1.0, -0.6, 90.0), r"cylinder -0.6 D is not a trial lens"),
-    (Prescription(-1.0, -0.5, 90.5), "axis 90.5 is not a whole degree"),
-    (Prescription(-1.5, 0.5, 180.0), "is in plus-cylinder form but this visit writes minus cylinders"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rx, message",
+    [
+        (Prescription(-99.0, 0.0, 90.0), r"spherical equivalent -99.00 D\) is outside the range"),
+        (Prescription(0.0, -30.0, 90.0), "outside the range this refraction covers"),
+        (Prescription(-13.0, 0.0, 180.0), "outside the range"),
+        (Prescription(9.0, 0.0, 180.0), "outside the range"),
+        (Prescription(-2.0, -7.0, 180.0), "cylinder up to 6 D"),
+        (Prescription(-1.12, -0.5, 90.0), r"sphere -1.12 D is not a trial lens \(steps of 0.25 D\)"),
+        (Prescription(-1.0, -0.6, 90.0), r"cylinder -0.6 D is not a trial lens"),
+        (Prescription(-1.0, -0.5, 90.5), "axis 90.5 is not a whole degree"),
+        (Prescription(-1.5, 0.5, 180.0), "is in plus-cylinder form but this visit writes minus cylinders"),
+    ],
+)
 def test_an_impossible_sign_off_is_refused_naming_what_was_wrong(store, visit, rx, message):
     before = list(store.conn.iterdump())
     with pytest.raises(InvalidInputError, match=message):
@@ -47,8 +50,15 @@ def test_an_impossible_sign_off_is_refused_naming_what_was_wrong(store, visit, r
     assert final_prescription(store, visit, "OD") == Prescription(-1.25, -0.5, 90.0)
 
 
-@pytest.mark.parametrize("rx", [Prescription(-12.0, 0.0, 180.0), Prescription(8.0, 0.0, 180.0),
-                                Prescription(-1.0, -6.0, 1.0), Prescription(-3.25, 0.0, 37.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    "rx",
+    [
+        Prescription(-12.0, 0.0, 180.0),
+        Prescription(8.0, 0.0, 180.0),
+        Prescription(-1.0, -6.0, 1.0),
+        Prescription(-3.25, 0.0, 37.5),
+    ],
+)
 def test_a_possible_sign_off_at_the_edges_is_recorded(store, visit, rx):
     """The edges of the range are possible; the axis of a sphere (no cylinder) is not a lens's."""
     store.sign_off(visit, "OD", rx, "Dr B")

@@ -195,8 +195,11 @@ def test_undo_voids_the_last_non_void_trial(store, session_id, make_trial):
         assert h.undo().index == 1
         events = h.events()
     assert [(e.kind, e.trial_index) for e in events] == [
-        (EventKind.UNDO, 3), (EventKind.UNDO, 2), (EventKind.UNDO, 4), (EventKind.UNDO, 1)
-    ]  # fmt: skip
+        (EventKind.UNDO, 3),
+        (EventKind.UNDO, 2),
+        (EventKind.UNDO, 4),
+        (EventKind.UNDO, 1),
+    ]
     assert events[0].payload == {"reason": "patient sneezed"} and events[1].payload is None
     assert all(a.at < b.at for a, b in zip(events, events[1:]))
 
@@ -224,7 +227,9 @@ def test_pause_resume_finish_sequence(store, session_id, make_trial):
         for action in (lambda: h.record_trial(make_trial(2)), h.undo, h.pause, h.resume, lambda: h.finish({})):
             with pytest.raises(SessionError, match="is finished"):
                 action()
-        h.note("reviewed", data={"theta": np.float64(25.0), "lengthscales": np.array([1.0, 2.0])})  # notes stay possible
+        h.note(
+            "reviewed", data={"theta": np.float64(25.0), "lengthscales": np.array([1.0, 2.0])}
+        )  # notes stay possible
         kinds = [e.kind for e in h.events()]
         assert len(h.trials()) == 2
     assert kinds == ["pause", "resume", "note", "finish", "note"]
@@ -366,7 +371,10 @@ def test_newer_schema_is_refused_untouched(tmp_path, protocol, make_trial):
     conn.commit()
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    _assert_refused(path, rf"schema version {SCHEMA_VERSION + 1} is newer than this VisionTune supports \(version {SCHEMA_VERSION}\)")
+    _assert_refused(
+        path,
+        rf"schema version {SCHEMA_VERSION + 1} is newer than this VisionTune supports \(version {SCHEMA_VERSION}\)",
+    )
 
 
 def test_empty_file_is_initialised(tmp_path):

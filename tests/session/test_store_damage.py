@@ -137,8 +137,9 @@ def test_damaged_trial_row_is_a_store_error(tmp_path, protocol, make_trial):
     ids = _finished_sessions(path, protocol, make_trial, n=2)
     conn = sqlite3.connect(path)
     conn.execute("DROP TRIGGER trials_no_update")
-    conn.execute("UPDATE trials SET presented_at = 'soon', letter_shown = CAST(X'FF' AS TEXT) WHERE session_id = ?",
-                 (ids[0],))  # fmt: skip
+    conn.execute(
+        "UPDATE trials SET presented_at = 'soon', letter_shown = CAST(X'FF' AS TEXT) WHERE session_id = ?", (ids[0],)
+    )
     conn.commit()
     conn.close()
     with TrialStore.open(path) as s:
@@ -250,8 +251,11 @@ def test_new_database_that_cannot_be_created_is_a_store_error(tmp_path, monkeypa
 def test_an_existing_database_is_never_removed_on_failure(tmp_path, protocol, make_trial, monkeypatch):
     path = tmp_path / "log.sqlite3"
     _finished_sessions(path, protocol, make_trial, n=1)
-    monkeypatch.setattr(store_mod, "apply_migrations", lambda conn, where: (_ for _ in ()).throw(
-        sqlite3.OperationalError("database or disk is full")))  # fmt: skip
+    monkeypatch.setattr(
+        store_mod,
+        "apply_migrations",
+        lambda conn, where: (_ for _ in ()).throw(sqlite3.OperationalError("database or disk is full")),
+    )
     with pytest.raises(StoreError):
         TrialStore.open(path)
     assert path.stat().st_size > 0
@@ -366,7 +370,8 @@ def test_sessions_show_of_a_result_that_is_json_but_not_a_result(tmp_path, proto
     """A bit flip can leave valid JSON that is not a result (a key renamed): a clear error."""
     path = tmp_path / "log.sqlite3"
     ids = _finished_sessions(path, protocol, make_trial, n=1)
-    _raw_update(path, "UPDATE sessions SET result_json = replace(result_json, 'rounded', 'roundee') WHERE id = ?",
-                ids[0])  # fmt: skip
+    _raw_update(
+        path, "UPDATE sessions SET result_json = replace(result_json, 'rounded', 'roundee') WHERE id = ?", ids[0]
+    )
     code, out, err = _cli(["sessions", "show", str(ids[0]), "--db", str(path)], capsys)
     assert code == 2 and "rounded" in err and err.count("\n") == 1, err

@@ -29,9 +29,12 @@ def test_random_operation_sequences_match_the_model(ops, seed):
         with store.open_session(sid) as h:
             for k, op in enumerate(ops):
                 allowed = {
-                    "record": state == "open", "undo": state == "open", "pause": state == "open",
-                    "resume": state == "paused", "finish": state in ("open", "paused"),
-                }[op]  # fmt: skip
+                    "record": state == "open",
+                    "undo": state == "open",
+                    "pause": state == "open",
+                    "resume": state == "paused",
+                    "finish": state in ("open", "paused"),
+                }[op]
                 correct = (seed >> (k % 31)) & 1 == 1
                 try:
                     if op == "record":

@@ -64,7 +64,9 @@ def test_lock_held_by_child_then_released_when_it_dies(store, session_id):
     )
     try:
         assert child.stdout.readline().strip() == b"locked", child.stderr.read().decode()
-        with pytest.raises(SessionError, match=rf"^session {session_id} is open in another process \(pid {child.pid}\)$"):
+        with pytest.raises(
+            SessionError, match=rf"^session {session_id} is open in another process \(pid {child.pid}\)$"
+        ):
             store.open_session(session_id)
         other = store.create_session("P001", eye="OS", protocol=store.get_session(session_id).protocol_toml)
         with store.open_session(other):  # only that one session is locked

@@ -67,8 +67,16 @@ def test_a_name_too_long_is_a_clear_error(argv, env, tmp_path, capsys, monkeypat
 # --- reading creates nothing ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [["sessions", "list"], ["sessions", "show", "1"], ["sessions", "durations"],
-                                  ["visit", "list"], ["visit", "show", "1"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sessions", "list"],
+        ["sessions", "show", "1"],
+        ["sessions", "durations"],
+        ["visit", "list"],
+        ["visit", "show", "1"],
+    ],
+)
 def test_reading_a_missing_log_creates_nothing(argv, tmp_path, capsys):
     db = tmp_path / "a" / "typo" / "dir" / "x.db"
     code, _, err = _run([*argv, "--db", str(db)], capsys)
@@ -217,8 +225,9 @@ def test_read_only_log_can_be_listed_shown_and_exported(read_only_log, tmp_path,
     assert code == 0 and "prosthetic eye" in out, err
     out_dir = tmp_path / "exports"
     out_dir.mkdir()
-    code, _, err = _run(["report", "1", "--json", str(out_dir / "s.json"), "--csv", str(out_dir / "s.csv"),
-                         "--db", str(db)], capsys)  # fmt: skip
+    code, _, err = _run(
+        ["report", "1", "--json", str(out_dir / "s.json"), "--csv", str(out_dir / "s.csv"), "--db", str(db)], capsys
+    )
     assert code == 0, err
     assert sorted(p.name for p in out_dir.iterdir()) == ["s.csv", "s.json"]
     code, _, err = _run(["sessions", "discard", "2", "--reason", "test", "--db", str(db)], capsys)

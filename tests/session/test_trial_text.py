@@ -15,8 +15,21 @@ T = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _slider(knob, path, choice, void=False) -> Trial:
     lenses = tuple(Lens(*x) for x in path)
-    return Trial(1, 4, 0.1, lenses[choice], "H", None, True, T, T, void=void, slider_knob=knob, slider_lenses=lenses,
-                 slider_choice=choice)  # fmt: skip
+    return Trial(
+        1,
+        4,
+        0.1,
+        lenses[choice],
+        "H",
+        None,
+        True,
+        T,
+        T,
+        void=void,
+        slider_knob=knob,
+        slider_lenses=lenses,
+        slider_choice=choice,
+    )
 
 
 def test_a_slider_on_one_line_with_the_ends_of_its_path_in_the_knobs_unit():
@@ -32,11 +45,15 @@ def test_a_slider_on_one_line_with_the_ends_of_its_path_in_the_knobs_unit():
 def test_the_in_memory_log_reads_the_same():
     """The bench's log (Prescription lenses, axes in (0, 180]) gives the clinic's text."""
     path = tuple(Prescription(s, -0.5, 90.0) for s in (-1.0, -0.75, -0.5))
-    logged = LoggedTrial(4, 0.1, path[1], "H", True, None, None, slider_knob="sphere", slider_lenses=path,
-                         slider_choice=1)  # fmt: skip
+    logged = LoggedTrial(
+        4, 0.1, path[1], "H", True, None, None, slider_knob="sphere", slider_lenses=path, slider_choice=1
+    )
     stored = _slider("sphere", [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in path], 1)
-    assert slider_text(logged) == slider_text(stored) == \
-        "slider sphere: clearest S -0.75 / C -0.50 x 090 (2 of 3, path -1.00 to -0.50 D)"
+    assert (
+        slider_text(logged)
+        == slider_text(stored)
+        == "slider sphere: clearest S -0.75 / C -0.50 x 090 (2 of 3, path -1.00 to -0.50 D)"
+    )
 
 
 def test_lens_text_writes_axis_0_as_180():

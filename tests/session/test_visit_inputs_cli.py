@@ -20,8 +20,25 @@ from visiontune.session.visit_records import visit_input_rows, visit_inputs
 def db(tmp_path):
     """A simulated visit stopped after two answers, without PD or examiner."""
     path = tmp_path / "log.sqlite3"
-    assert main(["visit", "run", "--simulate", "--seed", "3", "--quiet", "--no-near", "--no-balance",
-                 "--max-steps", "2", "--db", str(path)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "visit",
+                "run",
+                "--simulate",
+                "--seed",
+                "3",
+                "--quiet",
+                "--no-near",
+                "--no-balance",
+                "--max-steps",
+                "2",
+                "--db",
+                str(path),
+            ]
+        )
+        == 0
+    )
     return path
 
 
@@ -50,14 +67,17 @@ def test_pd_and_examiner_appended_the_latest_in_force(db, capsys):
     assert (shown["pd_mm"], shown["examiner"], shown["pd_file"]) == (63.5, "J. Examiner", None)  # typed, no file
 
 
-@pytest.mark.parametrize(("argv", "problem"), [
-    ([], "give --pd and/or --examiner"),
-    (["--pd", "90"], "--pd"),
-    (["--pd", "sixty"], "--pd: 'sixty' is not a distance"),
-    (["--pd", "31.5/32/1"], "--pd: '31.5/32/1' has 3 parts"),
-    (["--examiner", "  "], "--examiner"),
-    (["--pd", "63", "--examiner", "A\x07B"], "--examiner"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        ([], "give --pd and/or --examiner"),
+        (["--pd", "90"], "--pd"),
+        (["--pd", "sixty"], "--pd: 'sixty' is not a distance"),
+        (["--pd", "31.5/32/1"], "--pd: '31.5/32/1' has 3 parts"),
+        (["--examiner", "  "], "--examiner"),
+        (["--pd", "63", "--examiner", "A\x07B"], "--examiner"),
+    ],
+)
 def test_refusals_name_the_flag_and_record_nothing(db, capsys, argv, problem):
     before = _rows(db)
     assert main(["visit", "inputs", "1", *argv, "--db", str(db)]) == 2

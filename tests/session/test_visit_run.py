@@ -97,7 +97,10 @@ def test_a_skipped_eye_has_its_reason_and_no_session_and_no_balance(tmp_path, ca
         assert statuses["OS"].state == "skipped" and statuses["OS"].skip_reason == "prosthetic eye"
         assert statuses["OD"].finished and len(store.list_sessions()) == 1
         balance = store.visit_balance(1)
-        assert (balance.outcome, balance.reason) == ("not done", "OS skipped (prosthetic eye): a balance needs both eyes")
+        assert (balance.outcome, balance.reason) == (
+            "not done",
+            "OS skipped (prosthetic eye): a balance needs both eyes",
+        )
         assert [a.eye for a in store.visit_acuities(1)] == ["OD"]
     assert "OS  skipped: prosthetic eye" in capsys.readouterr().out
 
@@ -163,11 +166,17 @@ def test_a_real_patients_visit_is_not_run_headless(tmp_path, capsys):
     assert "is a real patient's; continue it in the app" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("rx, message", [
-    ("-4.00 -0.75 x 190", r"--rx: axis_deg: must be in \[0, 180\] degrees, got 190"),
-    ("-4.75 +0.75 x 126", "plus-cylinder form but this visit writes minus cylinders; enter S -4.00 / C -0.75 x 036"),
-    ("minus four", "--rx: text: cannot read a prescription"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rx, message",
+    [
+        ("-4.00 -0.75 x 190", r"--rx: axis_deg: must be in \[0, 180\] degrees, got 190"),
+        (
+            "-4.75 +0.75 x 126",
+            "plus-cylinder form but this visit writes minus cylinders; enter S -4.00 / C -0.75 x 036",
+        ),
+        ("minus four", "--rx: text: cannot read a prescription"),
+    ],
+)
 def test_bad_sign_off_gives_a_clear_message_and_the_log_is_unchanged(whole_visit, capsys, rx, message):
     with TrialStore.open(whole_visit) as store:
         before = list(store.conn.iterdump())

@@ -24,8 +24,9 @@ def _dump(store) -> list[str]:
 @pytest.fixture
 def visit(store):
     store.create_patient("P-0042")
-    return store.create_visit("P-0042", age_years=47, habitual_od=Prescription(-1.0, -0.25, 85.0),
-                              clinician="Dr A. Optom")  # fmt: skip
+    return store.create_visit(
+        "P-0042", age_years=47, habitual_od=Prescription(-1.0, -0.25, 85.0), clinician="Dr A. Optom"
+    )
 
 
 def _session(store, protocol, eye="OD", patient="P-0042", simulated=False, finish=True, trials=0, make_trial=None):
@@ -41,19 +42,27 @@ def _session(store, protocol, eye="OD", patient="P-0042", simulated=False, finis
 def test_visit_holds_patient_age_habitual_form_and_kind(store, visit):
     info = store.get_visit(visit)
     assert (info.patient_id, info.age_years, info.clinician, info.cylinder_form, info.simulated) == (
-        "P-0042", 47, "Dr A. Optom", "minus", False)
+        "P-0042",
+        47,
+        "Dr A. Optom",
+        "minus",
+        False,
+    )
     assert info.habitual_od == Prescription(-1.0, -0.25, 85.0) and info.habitual_os is None
     assert [v.visit_id for v in store.list_visits("P-0042")] == [visit]
     assert eye_statuses(store, visit)["OD"].state == "not started"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"age_years": 131}, r"age_years: expected an integer in \[0, 130\], got 131"),
-    ({"age_years": 40.5}, "age_years"),
-    ({"cylinder_form": "cross"}, "cylinder_form: expected 'minus' or 'plus'"),
-    ({"habitual_os": (-1.0, 0.0, 180.0)}, "habitual_os: expected a Prescription"),
-    ({"clinician": "Dr\nX"}, "clinician: expected printable text on one line"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"age_years": 131}, r"age_years: expected an integer in \[0, 130\], got 131"),
+        ({"age_years": 40.5}, "age_years"),
+        ({"cylinder_form": "cross"}, "cylinder_form: expected 'minus' or 'plus'"),
+        ({"habitual_os": (-1.0, 0.0, 180.0)}, "habitual_os: expected a Prescription"),
+        ({"clinician": "Dr\nX"}, "clinician: expected printable text on one line"),
+    ],
+)
 def test_bad_visit_is_refused_and_nothing_is_written(store, kwargs, message):
     store.create_patient("P1")
     before = _dump(store)
@@ -114,15 +123,21 @@ def test_raw_sql_cannot_change_or_break_what_was_recorded(store, visit, protocol
     store.link_visit_session(visit, "OD", od)
     store.sign_off(visit, "OD", Prescription(-1.0, -0.5, 90.0), "Dr B")
     conn = store.conn
-    for sql in ("UPDATE visits SET age_years = 50", "DELETE FROM visit_eyes", "UPDATE visit_signoffs SET sphere_d = 0",
-                "DELETE FROM visit_signoffs"):  # fmt: skip
+    for sql in (
+        "UPDATE visits SET age_years = 50",
+        "DELETE FROM visit_eyes",
+        "UPDATE visit_signoffs SET sphere_d = 0",
+        "DELETE FROM visit_signoffs",
+    ):
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             conn.execute(sql)
     with pytest.raises(sqlite3.DatabaseError, match="already has its session"):
         conn.execute("INSERT INTO visit_eyes (visit_id, eye, skip_reason, at) VALUES (?, 'OD', 'x', 'now')", (visit,))
     os_other = _session(store, protocol, "OD")  # wrong eye for OS
     with pytest.raises(sqlite3.DatabaseError, match="same patient, eye and kind"):
-        conn.execute("INSERT INTO visit_eyes (visit_id, eye, session_id, at) VALUES (?, 'OS', ?, 'now')", (visit, os_other))
+        conn.execute(
+            "INSERT INTO visit_eyes (visit_id, eye, session_id, at) VALUES (?, 'OS', ?, 'now')", (visit, os_other)
+        )
 
 
 def test_an_eye_whose_session_was_discarded_can_be_started_again(store, visit, protocol):
@@ -148,9 +163,17 @@ def test_balance_answers_are_in_order_and_end_with_one_outcome(store, visit):
     with pytest.raises(InvalidInputError, match="clearer|eye: expected one of OD, OS, equal"):
         store.record_balance_answer(visit, 1, clearer="right", **kw)
     store.record_balance_answer(visit, 1, clearer="equal", **{**kw, "plus_od_d": 1.0})
-    assert [(a.index, a.plus_od_d, a.clearer) for a in store.balance_answers(visit)] == [(0, 0.75, "OD"), (1, 1.0, "equal")]
+    assert [(a.index, a.plus_od_d, a.clearer) for a in store.balance_answers(visit)] == [
+        (0, 0.75, "OD"),
+        (1, 1.0, "equal"),
+    ]
     outcome = store.record_balance(visit, outcome="equal", method="fogged", plus_change_od_d=0.25)
-    assert (outcome.outcome, outcome.plus_change_od_d, outcome.plus_change_os_d, outcome.done) == ("equal", 0.25, 0.0, True)
+    assert (outcome.outcome, outcome.plus_change_od_d, outcome.plus_change_os_d, outcome.done) == (
+        "equal",
+        0.25,
+        0.0,
+        True,
+    )
     with pytest.raises(SessionError, match="balance is over"):
         store.record_balance_answer(visit, 2, clearer="OD", **kw)
     with pytest.raises(SessionError, match="already has its outcome"):
@@ -180,14 +203,23 @@ def test_sign_off_is_kept_beside_the_found_prescription_and_the_latest_is_in_for
     assert final_prescription(store, visit, "OD") == Prescription(-1.0, -0.75, 90.0)
 
 
-@pytest.mark.parametrize("setup, eye, rx, by, message", [
-    ("finished", "OD", Prescription(-1.5, 0.5, 180.0), "Dr B",
-     r"cylinder \+0.50 D is in plus-cylinder form but this visit writes minus cylinders; enter S -1.00 / C -0.50 x 090"),
-    ("finished", "OD", Prescription(-1.5, -0.5, 180.0), " ", "by: expected a non-empty text"),
-    ("open", "OD", Prescription(-1.5, -0.5, 180.0), "Dr B", r"session \d+\) is open; finish it before signing off"),
-    ("finished", "OS", Prescription(-1.5, -0.5, 180.0), "Dr B", "OS has no refraction"),
-    ("skipped", "OS", Prescription(-1.5, -0.5, 180.0), "Dr B", "OS was skipped"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "setup, eye, rx, by, message",
+    [
+        (
+            "finished",
+            "OD",
+            Prescription(-1.5, 0.5, 180.0),
+            "Dr B",
+            r"cylinder \+0.50 D is in plus-cylinder form but this visit writes minus cylinders; enter S -1.00 / C "
+            r"-0.50 x 090",
+        ),
+        ("finished", "OD", Prescription(-1.5, -0.5, 180.0), " ", "by: expected a non-empty text"),
+        ("open", "OD", Prescription(-1.5, -0.5, 180.0), "Dr B", r"session \d+\) is open; finish it before signing off"),
+        ("finished", "OS", Prescription(-1.5, -0.5, 180.0), "Dr B", "OS has no refraction"),
+        ("skipped", "OS", Prescription(-1.5, -0.5, 180.0), "Dr B", "OS was skipped"),
+    ],
+)
 def test_bad_sign_off_is_refused_and_nothing_is_recorded(store, visit, protocol, setup, eye, rx, by, message):
     store.link_visit_session(visit, "OD", _session(store, protocol, "OD", finish=setup != "open"))
     if setup == "skipped":

@@ -17,7 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     specs = [s for s in REGISTRY.values() if args.scenario is None or s.scenario == args.scenario]
     if args.json:
-        rows = [{"name": s.name, "scenario": s.scenario, "source": s.source, "description": s.description} for s in specs]
+        rows = [
+            {"name": s.name, "scenario": s.scenario, "source": s.source, "description": s.description} for s in specs
+        ]
         print(json.dumps(rows, indent=2))
         return 0
     width = max((len(s.name) for s in specs), default=4)

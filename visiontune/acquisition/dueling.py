@@ -199,7 +199,9 @@ def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weigh
 def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = True):
     """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (000 Eq. 9, 16)."""
     s0 = problem.reference_context
-    duels = np.column_stack([duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)])
+    duels = np.column_stack(
+        [duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)]
+    )
     if not grad:
         mu, var = model.predict(duels)
         return moments.epistemic_variance(mu, np.maximum(var, 0.0))
@@ -238,7 +240,9 @@ class _Challenge:
 
     n_initial: int = 2
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
-    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+    context_optimiser: OptimiserSettings = field(
+        default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4)
+    )
 
     def __post_init__(self):
         check_n_initial(self.n_initial)

@@ -48,7 +48,13 @@ def _latent(model, X, grad=True):
         mu, var = model.predict(X)
         return X, np.asarray(mu, float), np.maximum(np.asarray(var, float), 0.0), None, None
     mu, var, dmu, dvar = model.predict_with_grad(X)
-    return X, np.asarray(mu, float), np.maximum(np.asarray(var, float), 0.0), np.asarray(dmu, float), np.asarray(dvar, float)
+    return (
+        X,
+        np.asarray(mu, float),
+        np.maximum(np.asarray(var, float), 0.0),
+        np.asarray(dmu, float),
+        np.asarray(dvar, float),
+    )
 
 
 def _beta(beta) -> float:

@@ -98,7 +98,9 @@ def sampled_copeland(sample, problem: Problem, X, landmarks, *, grad: bool = Fal
     return values, w[:, None] * sample.value_grad(duel_options(problem, s0, X))[:, problem.c :]
 
 
-def condorcet_winner(model, problem: Problem, rng, *, n_landmarks: int = 64, optimiser: OptimiserSettings | None = None):
+def condorcet_winner(
+    model, problem: Problem, rng, *, n_landmarks: int = 64, optimiser: OptimiserSettings | None = None
+):
     """``(x_c (d,), C(x_c))``: the argmax of the soft-Copeland score (001 §2.2), landmarks drawn from ``rng``."""
     optimiser = optimiser or OptimiserSettings(n_candidates=128, n_starts=4)
     L = sobol_points(problem.box, n_landmarks, check_rng(rng))
@@ -113,8 +115,13 @@ def condorcet_winner(model, problem: Problem, rng, *, n_landmarks: int = 64, opt
 def _refit(model, duel: np.ndarray, answer: float):
     cls = type(model)
     duels = np.vstack([np.asarray(model.X, float).reshape(-1, duel.size), duel[None, :]])
-    return cls(model.base_kernel, duels, np.append(model.y, answer), inference=model.inference,
-               warm_start=model.warm_start_state)
+    return cls(
+        model.base_kernel,
+        duels,
+        np.append(model.y, answer),
+        inference=model.inference,
+        warm_start=model.warm_start_state,
+    )
 
 
 def copeland_expected_improvement(model, problem: Problem, duels, reference, landmarks) -> np.ndarray:
@@ -140,7 +147,9 @@ def copeland_expected_improvement(model, problem: Problem, duels, reference, lan
 @dataclass(frozen=True, kw_only=True)
 class _Gonzalez:
     n_initial: int = 2
-    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+    context_optimiser: OptimiserSettings = field(
+        default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4)
+    )
 
     def __post_init__(self):
         check_n_initial(self.n_initial)

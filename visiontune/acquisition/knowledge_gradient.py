@@ -146,7 +146,10 @@ def _refine(model, problem: Problem, starts, best_value, best_z, reference):
     """:func:`~visiontune.acquisition.optimize.refine_in_box` of KG from ``starts`` (envelope gradient, at most
     30 L-BFGS-B iterations); the best end point if it beats ``best_value``, else ``best_z``."""
     return refine_in_box(
-        lambda X: knowledge_gradient_with_grad(model, problem, X, reference), problem.input_box, starts,
-        values_only=lambda X: knowledge_gradient(model, problem, X, reference), incumbent=(best_z, best_value),
+        lambda X: knowledge_gradient_with_grad(model, problem, X, reference),
+        problem.input_box,
+        starts,
+        values_only=lambda X: knowledge_gradient(model, problem, X, reference),
+        incumbent=(best_z, best_value),
         options={"maxiter": 30, "gtol": 1e-6},
     )[0]

@@ -99,7 +99,9 @@ def maximize(
     n_starts = check_int("n_starts", n_starts, lo=0, whole_float=True)
 
     candidates = sobol_points(box, int(n_candidates), rng)
-    values = _evaluate(values_only, candidates, False)[0] if values_only is not None else _evaluate(acq, candidates, grad)[0]
+    values = (
+        _evaluate(values_only, candidates, False)[0] if values_only is not None else _evaluate(acq, candidates, grad)[0]
+    )
     if not np.all(np.isfinite(values)):
         raise NumericalError("acq: non-finite acquisition values on the candidate set")
     best = int(np.argmax(values))
@@ -116,8 +118,15 @@ def maximize(
         p = weights[others] / weights[others].sum()
         starts += list(rng.choice(others, size=min(n_other, len(others)), replace=False, p=p))
 
-    return refine_in_box(acq, box, candidates[starts], grad=grad, values_only=values_only,
-                         incumbent=(best_x, best_value), options={"ftol": ftol, "gtol": gtol})
+    return refine_in_box(
+        acq,
+        box,
+        candidates[starts],
+        grad=grad,
+        values_only=values_only,
+        incumbent=(best_x, best_value),
+        options={"ftol": ftol, "gtol": gtol},
+    )
 
 
 def refine_in_box(
@@ -172,7 +181,12 @@ def refine_in_box(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = minimize(
-            objective, U0.reshape(-1), jac=grad, method="L-BFGS-B", bounds=[(0.0, 1.0)] * (k * d), options=options,
+            objective,
+            U0.reshape(-1),
+            jac=grad,
+            method="L-BFGS-B",
+            bounds=[(0.0, 1.0)] * (k * d),
+            options=options,
         )
     X_end = low + np.clip(res.x.reshape(k, d), 0.0, 1.0) * width
     v_end = _evaluate(values_only, X_end, False)[0] if values_only is not None else _evaluate(fn, X_end, grad)[0]
@@ -183,7 +197,9 @@ def refine_in_box(
     return incumbent
 
 
-def grid_maximize_1d(values_fn: Callable, interval, *, n_grid: int = 65, n_refine: int = 33) -> tuple[np.ndarray, float]:
+def grid_maximize_1d(
+    values_fn: Callable, interval, *, n_grid: int = 65, n_refine: int = 33
+) -> tuple[np.ndarray, float]:
     """Maximise a function of one variable over ``interval`` ``[low, high]`` by two vectorised grids.
 
     ``values_fn(S (m, 1)) -> values (m,)`` (no gradient needed). Steps: ``n_grid`` evenly spaced

@@ -97,14 +97,18 @@ class Problem:
                 raise ConfigurationError("reference_context: required when a context_box is given (002 §3.3)")
             s0 = finite_array("reference_context", self.reference_context).reshape(-1)
             if s0.shape[0] != cbox.shape[0] or np.any(s0 < cbox[:, 0]) or np.any(s0 > cbox[:, 1]):
-                raise InvalidInputError(f"reference_context: {s0.tolist()} is not a point of context_box {cbox.tolist()}")
+                raise InvalidInputError(
+                    f"reference_context: {s0.tolist()} is not a point of context_box {cbox.tolist()}"
+                )
             object.__setattr__(self, "context_box", _frozen_array(cbox))
             object.__setattr__(self, "reference_context", _frozen_array(s0))
             scenario = self.scenario or "contextual-binary"
         if scenario not in SCENARIOS:
             raise ConfigurationError(f"scenario: expected one of {SCENARIOS}, got {scenario!r}")
         if (self.context_box is None) == scenario.startswith("contextual"):
-            raise ConfigurationError(f"scenario: {scenario!r} does not match context_box={self.context_box is not None}")
+            raise ConfigurationError(
+                f"scenario: {scenario!r} does not match context_box={self.context_box is not None}"
+            )
         object.__setattr__(self, "scenario", scenario)
 
     @property

@@ -34,7 +34,12 @@ from visiontune.errors import ConfigurationError
 from visiontune.gp import moments
 from visiontune.gp.sampling import sample_posterior_functions
 
-__all__ = ["KSS", "MUC", "preference_solution", "sample_maxima"]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
+__all__ = [
+    "KSS",
+    "MUC",
+    "preference_solution",
+    "sample_maxima",
+]  # MUC-ALD / KSS-ALD: the same classes on a contextual problem
 
 
 def check_preferential_problem(problem: Problem, who: str) -> None:
@@ -54,7 +59,9 @@ def random_duel(problem: Problem, rng) -> Query:
     return Query(x=uniform_in_box(problem.box, rng), x2=uniform_in_box(problem.box, rng), s=s)
 
 
-def duel_query(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False) -> Query:
+def duel_query(
+    model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False
+) -> Query:
     """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4),
     or ``s`` uniform in the context box with ``random_context`` (the controls of 002 §4.2)."""
     if problem.c == 0:
@@ -65,7 +72,9 @@ def duel_query(model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings
     c, D = problem.c, problem.c + problem.d
 
     def duels(S):
-        return np.column_stack([S, np.broadcast_to(x, (len(S), problem.d)), S, np.broadcast_to(x2, (len(S), problem.d))])
+        return np.column_stack(
+            [S, np.broadcast_to(x, (len(S), problem.d)), S, np.broadcast_to(x2, (len(S), problem.d))]
+        )
 
     def fn(S):
         v, g = F.bald(model, duels(S))
@@ -114,7 +123,9 @@ def _challenge_moments(model, problem: Problem, champion):
     start = 2 * problem.c + problem.d  # first x column of option 2
 
     def duels(X):
-        return np.column_stack([duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)])
+        return np.column_stack(
+            [duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)]
+        )
 
     def predict_with_grad(X):
         mu, var, dmu, dvar = model.predict_with_grad(duels(X))
@@ -128,16 +139,20 @@ def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, op
     at the reference context (000 supp. D; :func:`visiontune.gp.sampling.sample_posterior_functions`)."""
     s0, c = problem.reference_context, problem.c
     samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
-    return np.array([
-        optimiser.run(
-            lambda X, f=f: (f.value(duel_options(problem, s0, X)), f.value_grad(duel_options(problem, s0, X))[:, c:]),
-            problem.box,
-            rng,
-            values_only=lambda X, f=f: f.value(duel_options(problem, s0, X)),
-        )[0]
-        for f in samples
-    ])
-
+    return np.array(
+        [
+            optimiser.run(
+                lambda X, f=f: (
+                    f.value(duel_options(problem, s0, X)),
+                    f.value_grad(duel_options(problem, s0, X))[:, c:],
+                ),
+                problem.box,
+                rng,
+                values_only=lambda X, f=f: f.value(duel_options(problem, s0, X)),
+            )[0]
+            for f in samples
+        ]
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +165,9 @@ class MUC:
     n_initial: int = 2
     random_context: bool = False
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
-    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+    context_optimiser: OptimiserSettings = field(
+        default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4)
+    )
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
@@ -187,7 +204,9 @@ class KSS:
     n_basis: int = 4096
     max_redraws: int = 5
     optimiser: OptimiserSettings | SampleSearch = field(default_factory=sample_optimiser)
-    context_optimiser: OptimiserSettings = field(default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4))
+    context_optimiser: OptimiserSettings = field(
+        default_factory=lambda: OptimiserSettings(n_candidates=128, n_starts=4)
+    )
 
     def __call__(self, model, problem: Problem, data: Data | None, rng: np.random.Generator) -> Query:
         rng = check_rng(rng)
@@ -198,6 +217,15 @@ class KSS:
         for _ in range(self.max_redraws + 1):
             maxima = sample_maxima(model, problem, rng, 2, self.n_basis, self.optimiser)
             if np.any(np.abs(maxima[0] - maxima[1]) > tol):
-                return duel_query(model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context)
-        return duel_query(model, problem, maxima[0], uniform_in_box(problem.box, rng), rng, self.context_optimiser,
-                             self.random_context)
+                return duel_query(
+                    model, problem, maxima[0], maxima[1], rng, self.context_optimiser, self.random_context
+                )
+        return duel_query(
+            model,
+            problem,
+            maxima[0],
+            uniform_in_box(problem.box, rng),
+            rng,
+            self.context_optimiser,
+            self.random_context,
+        )

@@ -102,17 +102,13 @@ def line_interval(bounds, bases, directions):
     Xi = np.atleast_2d(np.asarray(directions, float))
     b = check_box("bounds", bounds, X.shape[1], strict=True)
     if X.shape != Xi.shape:
-        raise InvalidInputError(
-            f"bases and directions: expected equal shapes, got {X.shape} and {Xi.shape}"
-        )
+        raise InvalidInputError(f"bases and directions: expected equal shapes, got {X.shape} and {Xi.shape}")
     tol = 1e-9 * (b[:, 1] - b[:, 0])
     if np.any(X < b[:, 0] - tol) or np.any(X > b[:, 1] + tol):
         raise InvalidInputError("bases: every base point must lie in the box")
     nz = np.abs(Xi) > 1e-12
     if not np.all(nz.any(axis=1)):
-        raise InvalidInputError(
-            "directions: every direction needs a non-zero coordinate"
-        )
+        raise InvalidInputError("directions: every direction needs a non-zero coordinate")
     with np.errstate(divide="ignore", invalid="ignore"):
         t1 = (b[:, 0] - X) / Xi
         t2 = (b[:, 1] - X) / Xi
@@ -139,11 +135,7 @@ class Line:
     def point(self, t) -> np.ndarray:
         """Points at scalar(s) ``t``: (D,) for a scalar, (n, D) for an array."""
         t = np.asarray(t, float)
-        return (
-            self.base + t[..., None] * self.direction
-            if t.ndim
-            else self.base + float(t) * self.direction
-        )
+        return self.base + t[..., None] * self.direction if t.ndim else self.base + float(t) * self.direction
 
     def grid(self, n: int) -> np.ndarray:
         return np.linspace(self.lo, self.hi, n)
@@ -158,9 +150,7 @@ def _make_line(bounds, base, direction) -> Line:
 # ----------------------------------------------------------------------------- answers
 
 
-def answer_projective(
-    f, line: Line, rng: np.random.Generator, *, noise_sd: float = 0.0, n_grid: int = 100
-) -> float:
+def answer_projective(f, line: Line, rng: np.random.Generator, *, noise_sd: float = 0.0, n_grid: int = 100) -> float:
     """Simulated user: ``t* = argmax_t f(x + tξ) + W(t)`` over ``n_grid`` points of ``I``.
 
     ``f``: callable on (n, D) points returning (n,) utilities (larger is better). ``noise_sd``:
@@ -171,9 +161,7 @@ def answer_projective(
     """
     check_rng(rng)
     if not (np.isfinite(noise_sd) and noise_sd >= 0):
-        raise InvalidInputError(
-            f"noise_sd: expected a finite value >= 0, got {noise_sd!r}"
-        )
+        raise InvalidInputError(f"noise_sd: expected a finite value >= 0, got {noise_sd!r}")
     t = line.grid(int(n_grid))
     u = np.asarray(f(line.point(t)), float).reshape(-1)
     if noise_sd > 0:
@@ -203,22 +191,16 @@ def tgn_shape(n_query: int, dim: int, speed: float = 0.4) -> float:
     return 3.0 / max(n_query + 1 - dim, 1) ** speed + 2.0
 
 
-def pseudo_points(
-    alpha: float, lo: float, hi: float, m: int, gamma: float, rng: np.random.Generator
-) -> np.ndarray:
+def pseudo_points(alpha: float, lo: float, hi: float, m: int, gamma: float, rng: np.random.Generator) -> np.ndarray:
     """``m`` pseudo-observations ``β_j`` on ``[lo, hi]`` from the truncated generalised normal
     (supplementary, Eq. 1): density ∝ ``exp(-|(β - α)/σ̃|^γ)`` on the interval, scale
     ``σ̃(γ) = |hi - lo| Γ(γ) / 10``. Drawn by inverse transform on a 2049-point grid."""
     if not (lo < hi and lo - 1e-12 <= alpha <= hi + 1e-12):
-        raise InvalidInputError(
-            f"alpha: expected lo <= alpha <= hi with lo < hi, got {alpha}, [{lo}, {hi}]"
-        )
+        raise InvalidInputError(f"alpha: expected lo <= alpha <= hi with lo < hi, got {alpha}, [{lo}, {hi}]")
     scale = (hi - lo) * math.gamma(gamma) / 10.0
     grid = np.linspace(lo, hi, 2049)
     dens = np.exp(-(np.abs((grid - alpha) / scale) ** gamma))
-    cdf = np.concatenate(
-        [[0.0], np.cumsum(0.5 * (dens[1:] + dens[:-1]) * np.diff(grid))]
-    )
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (dens[1:] + dens[:-1]) * np.diff(grid))])
     cdf /= cdf[-1]
     return np.interp(rng.random(int(m)), cdf, grid)
 
@@ -259,19 +241,13 @@ def projective_objective(f, K, anchors, betas, weights, sigma: float):
     ``-Σ⁻¹f + ∇log p`` and Hessian ``-Σ⁻¹ + ∇∇log p``; ``K`` (n, n) the prior covariance ``Σ``."""
     f = np.asarray(f, float)
     L = cholesky_lower(np.asarray(K, float))
-    Kinv_f = solve_triangular(
-        L, solve_triangular(L, f, lower=True), lower=True, trans="T"
-    )
-    Kinv = solve_triangular(
-        L, solve_triangular(L, np.eye(f.size), lower=True), lower=True, trans="T"
-    )
+    Kinv_f = solve_triangular(L, solve_triangular(L, f, lower=True), lower=True, trans="T")
+    Kinv = solve_triangular(L, solve_triangular(L, np.eye(f.size), lower=True), lower=True, trans="T")
     lp, grad, H = projective_log_likelihood(f, anchors, betas, weights, sigma)
     return -0.5 * float(f @ Kinv_f) + lp, grad - Kinv_f, H - Kinv
 
 
-def _laplace(
-    Kg: np.ndarray, w: np.ndarray, sigma: float, *, tol=1e-10, max_iter=200
-) -> GaussianApproximation:
+def _laplace(Kg: np.ndarray, w: np.ndarray, sigma: float, *, tol=1e-10, max_iter=200) -> GaussianApproximation:
     """Mode of ``Ψ(a) = -½ aᵀK_g a + Σ log p(g)``, ``g = K_g a`` (R&W Alg. 3.1 with the positive
     part of the curvature), and the Gaussian approximation at the mode."""
     n = Kg.shape[0]
@@ -290,11 +266,7 @@ def _laplace(
         L = cholesky_lower(np.eye(n) + sw[:, None] * Kg * sw[None, :])
         bvec = W * g + d1
         t = solve_triangular(L, sw * (Kg @ bvec), lower=True, check_finite=False)
-        step = (
-            bvec
-            - sw * solve_triangular(L, t, lower=True, trans="T", check_finite=False)
-            - a
-        )
+        step = bvec - sw * solve_triangular(L, t, lower=True, trans="T", check_finite=False) - a
         for _ in range(40):
             cand = state(a + step)
             if np.isfinite(cand[1]) and cand[1] >= psi:
@@ -305,9 +277,7 @@ def _laplace(
         a = a + step
         old = psi
         g, psi, d1, d2 = cand
-        if abs(psi - old) < tol * (1.0 + abs(psi)) and np.max(np.abs(a - d1)) < 1e-6 * (
-            1 + np.max(np.abs(d1))
-        ):
+        if abs(psi - old) < tol * (1.0 + abs(psi)) and np.max(np.abs(a - d1)) < 1e-6 * (1 + np.max(np.abs(d1))):
             break
     if not np.all(np.isfinite(g)):
         raise NumericalError("projective Laplace: non-finite mode")
@@ -354,30 +324,20 @@ class ProjectiveGP:
             raise InvalidInputError("kernel: expected a visiontune.gp.kernels.Kernel")
         lines, answers = list(lines), [float(t) for t in answers]
         if len(lines) != len(answers):
-            raise InvalidInputError(
-                f"answers: expected one per line ({len(lines)}), got {len(answers)}"
-            )
+            raise InvalidInputError(f"answers: expected one per line ({len(lines)}), got {len(answers)}")
         if not (np.isfinite(sigma) and sigma > 0):
             raise InvalidInputError(f"sigma: expected > 0, got {sigma!r}")
         if weights not in ("paper", "integral"):
-            raise InvalidInputError(
-                f"weights: expected 'paper' or 'integral', got {weights!r}"
-            )
+            raise InvalidInputError(f"weights: expected 'paper' or 'integral', got {weights!r}")
         self.kernel, self.sigma, self.m = kernel, float(sigma), int(m)
         self.lines, self.answers = lines, answers
         dim = lines[0].base.size if lines else 0
         A, B, w = [], [], []
         for n, (line, t) in enumerate(zip(lines, answers)):
-            betas = pseudo_points(
-                t, line.lo, line.hi, self.m, tgn_shape(n + 1, dim, speed), rng
-            )
+            betas = pseudo_points(t, line.lo, line.hi, self.m, tgn_shape(n + 1, dim, speed), rng)
             A.append(np.repeat(line.point(t)[None, :], self.m, axis=0))
             B.append(line.point(betas))
-            w.append(
-                np.full(
-                    self.m, (1.0 if weights == "paper" else line.hi - line.lo) / self.m
-                )
-            )
+            w.append(np.full(self.m, (1.0 if weights == "paper" else line.hi - line.lo) / self.m))
         self.anchors_x = np.vstack(A) if A else np.zeros((0, dim))
         self.betas_x = np.vstack(B) if B else np.zeros((0, dim))
         self.weights = np.concatenate(w) if w else np.zeros(0)
@@ -400,9 +360,7 @@ class ProjectiveGP:
         X = np.atleast_2d(np.asarray(X, float))
         if not self.n_pairs:
             return np.zeros(X.shape[0]), self.kernel.diag(X)
-        return predict_latent(
-            self.approx, self._cross(X), self.kernel.diag(X), overwrite_k_star=True
-        )
+        return predict_latent(self.approx, self._cross(X), self.kernel.diag(X), overwrite_k_star=True)
 
     def predict_mean(self, X) -> np.ndarray:
         X = np.atleast_2d(np.asarray(X, float))
@@ -414,9 +372,7 @@ class ProjectiveGP:
         x = np.atleast_2d(x)
         G = self.kernel.grad_inputs(x, self._stacked)  # (1, 2p, D)
         dc = G[:, : self.n_pairs] - G[:, self.n_pairs :]
-        return float(self.predict_mean(x)[0]), np.einsum(
-            "mkd,k->d", dc, self.approx.alpha
-        )
+        return float(self.predict_mean(x)[0]), np.einsum("mkd,k->d", dc, self.approx.alpha)
 
     def line_posterior(self, points: np.ndarray):
         """Joint posterior of ``f`` on ``n`` lines of ``G`` points each, ``points`` (n, G, D):
@@ -459,9 +415,7 @@ class ProjectiveGP:
 # ----------------------------------------------------------------------------- acquisition
 
 
-def _line_samples(
-    model: ProjectiveGP, bounds, bases, directions, n_grid, n_samples, rng
-):
+def _line_samples(model: ProjectiveGP, bounds, bases, directions, n_grid, n_samples, rng):
     bases, directions = np.atleast_2d(bases), np.atleast_2d(directions)
     lo, hi = line_interval(bounds, bases, directions)
     t = lo[:, None] + np.linspace(0.0, 1.0, n_grid)[None, :] * (hi - lo)[:, None]
@@ -469,9 +423,7 @@ def _line_samples(
     mu, cov = model.line_posterior(pts)
     jitter = 1e-8 * np.maximum(np.trace(cov, axis1=1, axis2=2) / n_grid, 1e-12)
     L = np.linalg.cholesky(cov + jitter[:, None, None] * np.eye(n_grid))
-    z = rng.standard_normal(
-        (n_samples, n_grid)
-    )  # common random numbers for every candidate
+    z = rng.standard_normal((n_samples, n_grid))  # common random numbers for every candidate
     return mu[:, None, :] + np.einsum("nij,sj->nsi", L, z)
 
 
@@ -489,9 +441,7 @@ def projective_ei(
     """Projective EI of each candidate line (the paper's PPBO-EI): ``E[max(max_t f(x + tξ) - μ*, 0)]``,
     Monte Carlo over the joint posterior on ``n_grid`` points of each line (the same normal draws
     for every line). ``bases``, ``directions``: (n, D) -> (n,)."""
-    fmax = _line_samples(model, bounds, bases, directions, n_grid, n_samples, rng).max(
-        axis=2
-    )
+    fmax = _line_samples(model, bounds, bases, directions, n_grid, n_samples, rng).max(axis=2)
     return np.maximum(fmax - mu_star, 0.0).mean(axis=1)
 
 
@@ -506,11 +456,7 @@ def projective_varmax(
     n_samples: int = 128,
 ) -> np.ndarray:
     """Pure exploration (paper's EXR): posterior variance of ``max_t f(x + tξ)`` per line (n,)."""
-    return (
-        _line_samples(model, bounds, bases, directions, n_grid, n_samples, rng)
-        .max(axis=2)
-        .var(axis=1)
-    )
+    return _line_samples(model, bounds, bases, directions, n_grid, n_samples, rng).max(axis=2).var(axis=1)
 
 
 def _paper_lines(free: np.ndarray, d: int, D: int):
@@ -556,9 +502,7 @@ class ProjectiveRule:
         if self.name not in RULES:
             raise InvalidInputError(f"name: expected one of {RULES}, got {self.name!r}")
 
-    def __call__(
-        self, model: ProjectiveGP, D: int, n: int, rng: np.random.Generator
-    ) -> Line:
+    def __call__(self, model: ProjectiveGP, D: int, n: int, rng: np.random.Generator) -> Line:
         check_rng(rng)
         unit = np.tile([0.0, 1.0], (D, 1))
         d = int(n) % D
@@ -617,8 +561,7 @@ class ProjectiveRule:
         if self.n_refine:
             top = free[np.argsort(-vals)[:4]]
             local = np.clip(
-                top[rng.integers(0, top.shape[0], self.n_refine)]
-                + rng.normal(0.0, 0.1, (self.n_refine, D)),
+                top[rng.integers(0, top.shape[0], self.n_refine)] + rng.normal(0.0, 0.1, (self.n_refine, D)),
                 0.0,
                 1.0,
             )

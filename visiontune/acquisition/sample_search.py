@@ -64,5 +64,11 @@ class SampleSearch:
         U = (C - low) / safe
         starts = separated_best(U, v, self.n_starts, self.separation)
         best = int(starts[0])
-        return refine_in_box(fn, box, C[starts], values_only=values_only, incumbent=(C[best].copy(), float(v[best])),
-                             options={"ftol": 1e-9, "gtol": 1e-6})
+        return refine_in_box(
+            fn,
+            box,
+            C[starts],
+            values_only=values_only,
+            incumbent=(C[best].copy(), float(v[best])),
+            options={"ftol": 1e-9, "gtol": 1e-6},
+        )

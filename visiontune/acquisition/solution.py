@@ -20,7 +20,9 @@ from visiontune.acquisition.preferential import preference_solution
 __all__ = ["solution"]
 
 
-def solution(model, problem: Problem, rng: np.random.Generator, *, optimiser: OptimiserSettings | None = None) -> np.ndarray:
+def solution(
+    model, problem: Problem, rng: np.random.Generator, *, optimiser: OptimiserSettings | None = None
+) -> np.ndarray:
     """The reported best ``x (d,)``: ``argmax_x mu_c(s0, x)``, the predictive probability of success
     at the reference context (Fauvel & Chalk (binary/preferential BO) §3 "pure exploitation"; docs/design.md scores
     ``Phi(g(x_hat))`` at ``x_hat = argmax mu_c``). Preferential problems: ``argmax_x mu_f(x)`` of the utility.

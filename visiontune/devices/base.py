@@ -55,12 +55,16 @@ class LensState:
 
     def to_dict(self) -> dict:
         def one(rx):
-            return None if rx is None else {"sphere_d": rx.sphere_d, "cylinder_d": rx.cylinder_d, "axis_deg": rx.axis_deg}
+            return (
+                None if rx is None else {"sphere_d": rx.sphere_d, "cylinder_d": rx.cylinder_d, "axis_deg": rx.axis_deg}
+            )
 
         return {"OD": one(self.od), "OS": one(self.os)}
 
     def text(self) -> str:
-        return "; ".join(f"{eye} {'occluded' if rx is None else rx.format()}" for eye, rx in (("OD", self.od), ("OS", self.os)))
+        return "; ".join(
+            f"{eye} {'occluded' if rx is None else rx.format()}" for eye, rx in (("OD", self.od), ("OS", self.os))
+        )
 
 
 def _on_step(value: float, lo: float, step: float) -> bool:
@@ -97,16 +101,22 @@ class DeviceLimits:
             ("axis", lens.axis_deg, self.axis_min_deg, self.axis_max_deg, self.axis_step_deg, "deg"),
         ):
             if not lo - 1e-9 <= value <= hi + 1e-9:
-                raise DeviceRangeError(f"{eye} {name} {value:+.2f} {unit} (lens {rx.format()}) is outside the device's "
-                                       f"range [{lo:+.2f}, {hi:+.2f}] {unit}; nothing was sent")  # fmt: skip
+                raise DeviceRangeError(
+                    f"{eye} {name} {value:+.2f} {unit} (lens {rx.format()}) is outside the device's "
+                    f"range [{lo:+.2f}, {hi:+.2f}] {unit}; nothing was sent"
+                )
             if not _on_step(value, lo, step):
-                raise DeviceRangeError(f"{eye} {name} {value:+.2f} {unit} (lens {rx.format()}) is not on the device's "
-                                       f"{step:g} {unit} steps; nothing was sent")  # fmt: skip
+                raise DeviceRangeError(
+                    f"{eye} {name} {value:+.2f} {unit} (lens {rx.format()}) is not on the device's "
+                    f"{step:g} {unit} steps; nothing was sent"
+                )
         return lens
 
     def check_state(self, state: LensState) -> LensState:
         """Both eyes checked (:meth:`check`), in the device's form."""
-        return LensState(*(None if rx is None else self.check(eye, rx) for eye, rx in (("OD", state.od), ("OS", state.os))))
+        return LensState(
+            *(None if rx is None else self.check(eye, rx) for eye, rx in (("OD", state.od), ("OS", state.os)))
+        )
 
 
 class LensDevice:

@@ -74,8 +74,14 @@ class CV5000(LensDevice):
     confirmation = "device"
     can_occlude = False
 
-    def __init__(self, port: str, *, reply_timeout_s: float = REPLY_TIMEOUT_S,
-                 change_seconds: float = CV5000_CHANGE_SECONDS, limits: DeviceLimits = CV5000_LIMITS):  # fmt: skip
+    def __init__(
+        self,
+        port: str,
+        *,
+        reply_timeout_s: float = REPLY_TIMEOUT_S,
+        change_seconds: float = CV5000_CHANGE_SECONDS,
+        limits: DeviceLimits = CV5000_LIMITS,
+    ):
         import serial  # pyserial: only where a serial device is used
 
         self.port = port
@@ -87,8 +93,15 @@ class CV5000(LensDevice):
         self._reader = FrameReader()
         self._serial_error = (serial.SerialException, OSError, *_termios_error())
         try:
-            self._serial = serial.Serial(port, baudrate=BAUD_RATE, bytesize=serial.EIGHTBITS, parity=serial.PARITY_NONE,
-                                         stopbits=serial.STOPBITS_ONE, timeout=0.05, write_timeout=self.reply_timeout_s)  # fmt: skip
+            self._serial = serial.Serial(
+                port,
+                baudrate=BAUD_RATE,
+                bytesize=serial.EIGHTBITS,
+                parity=serial.PARITY_NONE,
+                stopbits=serial.STOPBITS_ONE,
+                timeout=0.05,
+                write_timeout=self.reply_timeout_s,
+            )
         except self._serial_error as exc:
             raise DeviceDisconnectedError(f"CV-5000: cannot open the port {port}: {exc}") from None
         try:
@@ -105,8 +118,10 @@ class CV5000(LensDevice):
         confirmed it (module docstring)."""
         checked = self.limits.check_state(state)
         if self.fault is not None:
-            raise DeviceError(f"{self._where()}: not used after a fault ({self.fault}); reconnect the device "
-                              f"(a new driver re-initialises it)")  # fmt: skip
+            raise DeviceError(
+                f"{self._where()}: not used after a fault ({self.fault}); reconnect the device "
+                f"(a new driver re-initialises it)"
+            )
         started = time.monotonic()
         try:
             self._send(lens_command(checked))
@@ -148,8 +163,9 @@ class CV5000(LensDevice):
         except self._serial_error as exc:
             raise DeviceDisconnectedError(f"{self._where()}: the port closed or the cable is out ({exc})") from None
 
-    def _request(self, fields: tuple[str, ...], expected: tuple[str, ...], timeout_s: float, *,
-                 skip_stale: bool = False) -> tuple[str, ...]:  # fmt: skip
+    def _request(
+        self, fields: tuple[str, ...], expected: tuple[str, ...], timeout_s: float, *, skip_stale: bool = False
+    ) -> tuple[str, ...]:
         """Send ``fields`` and return the reply starting with ``expected``. ``skip_stale``: frames
         before it that decode but are not it are discarded (a late reply left on the line)."""
         try:
@@ -170,7 +186,9 @@ class CV5000(LensDevice):
                 if reply[: len(expected)] == expected:
                     return reply
                 if not skip_stale:
-                    raise DeviceReplyError(f"{self._where()}: expected a reply starting {expected!r} to "
-                                           f"{fields[0]!r}, got {reply!r}")  # fmt: skip
-        raise DeviceTimeoutError(f"{self._where()}: no reply to {fields[0]!r} within {timeout_s:.1f} s "
-                                 f"(device off, busy or the cable out)")  # fmt: skip
+                    raise DeviceReplyError(
+                        f"{self._where()}: expected a reply starting {expected!r} to {fields[0]!r}, got {reply!r}"
+                    )
+        raise DeviceTimeoutError(
+            f"{self._where()}: no reply to {fields[0]!r} within {timeout_s:.1f} s (device off, busy or the cable out)"
+        )

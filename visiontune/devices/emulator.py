@@ -53,8 +53,13 @@ class CV5000Emulator:
     """A simulated CV-5000 serving on :attr:`port` from a background thread; use as a context
     manager or call :meth:`close`."""
 
-    def __init__(self, *, change_seconds: float = CV5000_CHANGE_SECONDS, limits: DeviceLimits = CV5000_LIMITS,
-                 log_path: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        change_seconds: float = CV5000_CHANGE_SECONDS,
+        limits: DeviceLimits = CV5000_LIMITS,
+        log_path: str | None = None,
+    ):
         self.change_seconds = float(change_seconds)
         self.limits = limits
         plano = Prescription(0.0, 0.0, 180.0)
@@ -62,7 +67,9 @@ class CV5000Emulator:
         self.log: list[LensState] = []
         self.refused: list[tuple[tuple[str, ...], str]] = []
         self.frames_seen: list[tuple[str, ...]] = []
-        self._log_fd = None if log_path is None else open_private_append(log_path, name="emulator log", error=DeviceError)
+        self._log_fd = (
+            None if log_path is None else open_private_append(log_path, name="emulator log", error=DeviceError)
+        )
         self._lock = threading.Lock()
         self._drop = self._corrupt = 0
         self._delay_s, self._delay_n = 0.0, 0
@@ -198,8 +205,12 @@ class CV5000Emulator:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m visiontune.devices.emulator", description=__doc__.splitlines()[0])
-    parser.add_argument("--change-seconds", type=float, default=CV5000_CHANGE_SECONDS,
-                        help=f"stated time of a lens change, s (default {CV5000_CHANGE_SECONDS}, assumed)")  # fmt: skip
+    parser.add_argument(
+        "--change-seconds",
+        type=float,
+        default=CV5000_CHANGE_SECONDS,
+        help=f"stated time of a lens change, s (default {CV5000_CHANGE_SECONDS}, assumed)",
+    )
     parser.add_argument("--log", metavar="FILE", help="append every lens state taken to FILE (JSON lines, mode 0600)")
     args = parser.parse_args(argv)
     if not 0.0 <= args.change_seconds <= 60.0:

@@ -29,8 +29,13 @@ class ManualDevice(LensDevice):
     confirmation = "clinician"
     can_occlude = True
 
-    def __init__(self, confirm: Callable[[str], bool], *, change_seconds: float = TRIAL_FRAME_CHANGE_SECONDS,
-                 limits: DeviceLimits = TRIAL_SET_LIMITS):  # fmt: skip
+    def __init__(
+        self,
+        confirm: Callable[[str], bool],
+        *,
+        change_seconds: float = TRIAL_FRAME_CHANGE_SECONDS,
+        limits: DeviceLimits = TRIAL_SET_LIMITS,
+    ):
         self.confirm = confirm
         self.change_seconds = float(change_seconds)
         self.limits = limits

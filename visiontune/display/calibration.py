@@ -127,9 +127,7 @@ class Calibration:
                 f"viewing_distance_mm: must be >= {MIN_VIEWING_DISTANCE_MM:g} mm, got {d:g} (metres typed as mm?)"
             )
         if d > MAX_VIEWING_DISTANCE_MM:
-            raise CalibrationError(
-                f"viewing_distance_mm: must be <= {MAX_VIEWING_DISTANCE_MM:g} mm (20 m), got {d:g}"
-            )
+            raise CalibrationError(f"viewing_distance_mm: must be <= {MAX_VIEWING_DISTANCE_MM:g} mm (20 m), got {d:g}")
         set_(self, "viewing_distance_mm", d)
         if not isinstance(self.mirror, bool):
             raise CalibrationError(f"mirror: expected true or false, got {short_repr(self.mirror)}")
@@ -368,8 +366,12 @@ def _monitor_in_process(name: str) -> dict:
         return {"names": names}
     mon = monitors.Monitor(name)
     size = mon.getSizePix()
-    return {"names": names, "width_cm": mon.getWidth(), "distance_cm": mon.getDistance(),
-            "size_pix": None if size is None else [int(v) for v in size]}
+    return {
+        "names": names,
+        "width_cm": mon.getWidth(),
+        "distance_cm": mon.getDistance(),
+        "size_pix": None if size is None else [int(v) for v in size],
+    }
 
 
 def _monitor_in_child(name: str, python: str) -> dict:
@@ -416,7 +418,9 @@ def from_psychopy_monitor(name: str, *, python: str | os.PathLike | None = None,
     if python is not None:
         record = _monitor_in_child(name, str(python))
     if "width_cm" not in record:
-        raise CalibrationError(f"name: no PsychoPy monitor named {name!r} (have {', '.join(record['names']) or 'none'})")
+        raise CalibrationError(
+            f"name: no PsychoPy monitor named {name!r} (have {', '.join(record['names']) or 'none'})"
+        )
     width_cm, dist_cm, size = record["width_cm"], record["distance_cm"], record["size_pix"]
     if width_cm is None or dist_cm is None or size is None:
         raise CalibrationError(f"name: PsychoPy monitor {name!r} lacks width, distance or size in pixels")

@@ -42,26 +42,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("screen size (one of)")
     how.add_argument("--width-mm", type=float, metavar="W", help="visible image width, millimetres")
     how.add_argument("--height-mm", type=float, metavar="H", help="visible image height, millimetres")
-    how.add_argument("--card-px", type=float, nargs=2, metavar=("W", "H"),
-                     help="on-screen rectangle matching an 85.60 x 53.98 mm card, pixels")
-    how.add_argument("--psychopy-monitor", metavar="NAME",
-                     help="a monitor from PsychoPy's Monitor Center (size, resolution, distance)")
+    how.add_argument(
+        "--card-px",
+        type=float,
+        nargs=2,
+        metavar=("W", "H"),
+        help="on-screen rectangle matching an 85.60 x 53.98 mm card, pixels",
+    )
+    how.add_argument(
+        "--psychopy-monitor",
+        metavar="NAME",
+        help="a monitor from PsychoPy's Monitor Center (size, resolution, distance)",
+    )
     parser.add_argument("--resolution", metavar="WxH", help="screen resolution in pixels, e.g. 1920x1080")
-    parser.add_argument("--distance-mm", type=float, metavar="D",
-                        help="eye to screen, millimetres (through a mirror: the whole optical path)")
+    parser.add_argument(
+        "--distance-mm",
+        type=float,
+        metavar="D",
+        help="eye to screen, millimetres (through a mirror: the whole optical path)",
+    )
     parser.add_argument("--mirror", action="store_true", help="the patient sees the screen in a mirror")
-    parser.add_argument("--background-cd-m2", type=float, metavar="L",
-                        help="measured background luminance, cd/m^2 (ISO 10938: 80-320)")
-    parser.add_argument("--optotype-cd-m2", type=float, metavar="L",
-                        help="measured optotype (black) luminance, cd/m^2 (ISO: <= 15%% of the background)")
-    parser.add_argument("--nonstandard-background", action="store_true",
-                        help="accept and record a background outside 80-320 cd/m^2 (a dim lab)")
-    parser.add_argument("--min-ink-px", type=float, default=DEFAULT_MIN_INK_PX, metavar="PX",
-                        help=f"smallest letter height shown, pixels (default {DEFAULT_MIN_INK_PX:g}: a 1-px stroke)")
+    parser.add_argument(
+        "--background-cd-m2", type=float, metavar="L", help="measured background luminance, cd/m^2 (ISO 10938: 80-320)"
+    )
+    parser.add_argument(
+        "--optotype-cd-m2",
+        type=float,
+        metavar="L",
+        help="measured optotype (black) luminance, cd/m^2 (ISO: <= 15%% of the background)",
+    )
+    parser.add_argument(
+        "--nonstandard-background",
+        action="store_true",
+        help="accept and record a background outside 80-320 cd/m^2 (a dim lab)",
+    )
+    parser.add_argument(
+        "--min-ink-px",
+        type=float,
+        default=DEFAULT_MIN_INK_PX,
+        metavar="PX",
+        help=f"smallest letter height shown, pixels (default {DEFAULT_MIN_INK_PX:g}: a 1-px stroke)",
+    )
     parser.add_argument("--file", metavar="PATH", help="calibration file (default: the user's config directory)")
-    parser.add_argument("--show", action="store_true",
-                        help="print the stored calibration and its displayable logMAR range (after saving, if "
-                             "a screen is given)")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="print the stored calibration and its displayable logMAR range (after saving, if a screen is given)",
+    )
 
 
 def parse_resolution(text: str | None) -> tuple[int, int]:
@@ -82,16 +109,28 @@ def parse_resolution(text: str | None) -> tuple[int, int]:
 def calibration_from_args(args: argparse.Namespace) -> Calibration | None:
     """The Calibration the arguments describe, or None if they name no screen (``--show``)."""
     by_size = args.width_mm is not None or args.height_mm is not None
-    ways = [name for name, used in (("--width-mm/--height-mm", by_size), ("--card-px", args.card_px is not None),
-                                    ("--psychopy-monitor", args.psychopy_monitor is not None)) if used]
+    ways = [
+        name
+        for name, used in (
+            ("--width-mm/--height-mm", by_size),
+            ("--card-px", args.card_px is not None),
+            ("--psychopy-monitor", args.psychopy_monitor is not None),
+        )
+        if used
+    ]
     if len(ways) > 1:
         raise CalibrationError(f"{ways[1]}: give one way to size the screen, not {' and '.join(ways)}")
-    options = {"mirror": bool(args.mirror), "background_cd_m2": args.background_cd_m2,
-               "optotype_cd_m2": args.optotype_cd_m2, "background_nonstandard": bool(args.nonstandard_background)}
+    options = {
+        "mirror": bool(args.mirror),
+        "background_cd_m2": args.background_cd_m2,
+        "optotype_cd_m2": args.optotype_cd_m2,
+        "background_nonstandard": bool(args.nonstandard_background),
+    }
     if not ways:
         if args.resolution is not None or args.distance_mm is not None:
-            raise CalibrationError("--width-mm: give the screen size (--width-mm and --height-mm, --card-px "
-                                   "or --psychopy-monitor)")
+            raise CalibrationError(
+                "--width-mm: give the screen size (--width-mm and --height-mm, --card-px or --psychopy-monitor)"
+            )
         return None
     if args.psychopy_monitor is not None:
         if args.resolution is not None:
@@ -122,7 +161,7 @@ def describe(cal: Calibration, *, min_ink_px: float = DEFAULT_MIN_INK_PX) -> str
         f"logMAR 0    {letter_height_mm(0.0, cal.viewing_distance_mm):.3f} mm = {letter_height_px(0.0, cal):.2f} px "
         "(5 arcmin)",
         f"displayable {rng.min_logmar:+.3f} to {rng.max_logmar:+.3f} logMAR "
-        f"(Snellen {d_m:g}/{d_m * 10 ** rng.min_logmar:.3g} to {d_m:g}/{d_m * 10 ** rng.max_logmar:.3g}; "
+        f"(Snellen {d_m:g}/{d_m * 10**rng.min_logmar:.3g} to {d_m:g}/{d_m * 10**rng.max_logmar:.3g}; "
         f"letters {min_ink_px:g} px to {min(cal.width_px, cal.height_px)} px tall)",
     ]
     lines += [f"luminance   {note}" for note in cal.luminance_notes]
@@ -133,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
     cal = calibration_from_args(args)
     if cal is None:
         if not args.show:
-            raise CalibrationError("nothing to do: give the screen size (--width-mm and --height-mm, --card-px "
-                                   "or --psychopy-monitor) or --show")
+            raise CalibrationError(
+                "nothing to do: give the screen size (--width-mm and --height-mm, --card-px "
+                "or --psychopy-monitor) or --show"
+            )
         cal = load_calibration(args.file)
         print(f"calibration {one_line(args.file) if args.file else 'in the user config directory'}")
         print(describe(cal, min_ink_px=args.min_ink_px))

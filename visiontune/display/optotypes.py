@@ -85,7 +85,9 @@ class LetterSet:
         for g in self.glyphs:
             if g.name == letter:
                 return g
-        raise InvalidInputError(f"letter: {letter!r} is not in letter set {self.name!r} (has {', '.join(self.letters)})")
+        raise InvalidInputError(
+            f"letter: {letter!r} is not in letter set {self.name!r} (has {', '.join(self.letters)})"
+        )
 
     def __len__(self) -> int:
         return len(self.glyphs)
@@ -100,7 +102,9 @@ def _ring(name: str, letter: str, i: int, raw) -> np.ndarray:
     try:
         arr = np.array(raw, dtype=float)
     except (TypeError, ValueError):
-        raise ConfigurationError(f"letter set {name!r}: glyph {letter!r} ring {i} is not a list of [x, y] numbers") from None
+        raise ConfigurationError(
+            f"letter set {name!r}: glyph {letter!r} ring {i} is not a list of [x, y] numbers"
+        ) from None
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 3 or not np.all(np.isfinite(arr)):
         raise ConfigurationError(
             f"letter set {name!r}: glyph {letter!r} ring {i} must be >= 3 finite [x, y] points, got shape {arr.shape}"
@@ -129,7 +133,9 @@ def parse_letter_set(data: dict, source: str = "<data>") -> LetterSet:
         glyphs.append(Glyph(letter, tuple(_ring(name, letter, i, r) for i, r in enumerate(rings))))
     if n < len(glyphs):
         raise ConfigurationError(f"{source}: n_alternatives={n} is fewer than the {len(glyphs)} glyphs")
-    return LetterSet(str(name), n, float(height), tuple(glyphs), str(data.get("description", "")), str(data.get("note", "")))
+    return LetterSet(
+        str(name), n, float(height), tuple(glyphs), str(data.get("description", "")), str(data.get("note", ""))
+    )
 
 
 @cache

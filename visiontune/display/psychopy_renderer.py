@@ -125,7 +125,6 @@ class PsychoPyRenderer:
         finally:
             self._kill()
 
-
     def __enter__(self):
         return self
 

@@ -93,7 +93,9 @@ def auc(curves) -> np.ndarray:
     return arr.mean(axis=1)
 
 
-def beats_matrix(samples: Mapping[str, object], alpha: float = ALPHA, *, method: str = "auto") -> tuple[list[str], np.ndarray]:
+def beats_matrix(
+    samples: Mapping[str, object], alpha: float = ALPHA, *, method: str = "auto"
+) -> tuple[list[str], np.ndarray]:
     """Pairwise one-sided Mann-Whitney U decisions.
 
     ``samples``: rule -> ``(n_rule,)`` scores (larger is better). Returns ``(rules, B)`` with
@@ -261,9 +263,12 @@ def average_ranks_markdown(ranks: AverageRanks) -> str:
     """Markdown table of :func:`average_ranks`, best first, with Friedman's p and the Nemenyi CD."""
     lines = ["| Acquisition rule | Average rank |", "| --- | ---: |"]
     lines += [f"| {ranks.rules[i]} | {ranks.mean_rank[i]:.2f} |" for i in ranks.order()]
-    lines += ["", f"Friedman test over {ranks.n_functions} functions: p = {ranks.friedman_p:.2g}; Nemenyi critical "
-              f"difference at α = {NEMENYI_ALPHA}: {ranks.critical_difference:.2f} (two rules whose average ranks "
-              "differ by more than this differ)."]
+    lines += [
+        "",
+        f"Friedman test over {ranks.n_functions} functions: p = {ranks.friedman_p:.2g}; Nemenyi critical "
+        f"difference at α = {NEMENYI_ALPHA}: {ranks.critical_difference:.2f} (two rules whose average ranks "
+        "differ by more than this differ).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -287,8 +292,12 @@ def to_markdown(result: StratifiedResult, title: str | None = None) -> str:
     order = result.order()
     for i in order:
         lines.append(f"| {result.rules[i]} | {int(result.rank[i])} | {int(result.borda[i])} |")
-    lines += ["", f"Win fraction over {len(result.per_function)} functions (row beats column, "
-              f"one-sided Mann-Whitney U on final scores):", ""]
+    lines += [
+        "",
+        f"Win fraction over {len(result.per_function)} functions (row beats column, "
+        f"one-sided Mann-Whitney U on final scores):",
+        "",
+    ]
     lines.append("| | " + " | ".join(result.rules[j] for j in order) + " |")
     lines.append("| --- |" + " ---: |" * len(order))
     for i in order:
@@ -322,9 +331,20 @@ def plot_mean_sem(ax, curves: Mapping[str, object], where: str) -> None:
         ax.fill_between(t, mean - sem, mean + sem, alpha=0.25)
 
 
-def save_mean_sem_figures(groups: Mapping[str, Mapping[str, object]], out_dir, names: Sequence[str], *, filename: str,
-                          title, xlabel: str, ylabel: str, where: str, figsize=(5, 3.5), title_size: float | None = None,
-                          zero_line: bool = False) -> list[Path] | None:
+def save_mean_sem_figures(
+    groups: Mapping[str, Mapping[str, object]],
+    out_dir,
+    names: Sequence[str],
+    *,
+    filename: str,
+    title,
+    xlabel: str,
+    ylabel: str,
+    where: str,
+    figsize=(5, 3.5),
+    title_size: float | None = None,
+    zero_line: bool = False,
+) -> list[Path] | None:
     """One PNG per name of ``names``: :func:`plot_mean_sem` of ``groups[name]`` (rule -> runs x steps),
     saved as ``out_dir / filename.format(name)`` with ``title(name, rule_curves)`` on top (in points
     ``title_size``, else matplotlib's title size) and, if ``zero_line``, a dotted
@@ -349,14 +369,23 @@ def save_mean_sem_figures(groups: Mapping[str, Mapping[str, object]], out_dir, n
     return written
 
 
-def plot_regret_curves(curves: Mapping[str, Mapping[str, object]], out_dir, *, functions: Sequence[str] | None = None) -> list[Path] | None:
+def plot_regret_curves(
+    curves: Mapping[str, Mapping[str, object]], out_dir, *, functions: Sequence[str] | None = None
+) -> list[Path] | None:
     """One PNG per function, ``regret_<function>.png``: mean ± s.e.m. over runs of the score at each
     iteration, per rule. ``curves`` as in :func:`stratified_analysis`. Returns the written paths,
     or ``None`` when matplotlib is not installed (imported lazily, Agg backend).
     """
-    return save_mean_sem_figures(curves, out_dir, functions or list(curves), filename="regret_{}.png",
-                                 title=lambda name, _curves: name, xlabel="iteration",
-                                 ylabel="scaled value at the reported solution", where="curves")
+    return save_mean_sem_figures(
+        curves,
+        out_dir,
+        functions or list(curves),
+        filename="regret_{}.png",
+        title=lambda name, _curves: name,
+        xlabel="iteration",
+        ylabel="scaled value at the reported solution",
+        where="curves",
+    )
 
 
 def plot_win_fraction(result: StratifiedResult, path) -> Path | None:
@@ -376,7 +405,9 @@ def plot_win_fraction(result: StratifiedResult, path) -> Path | None:
     for i in range(len(names)):
         for j in range(len(names)):
             if i != j:
-                ax.text(j, i, f"{W[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w" if W[i, j] < 0.5 else "k")
+                ax.text(
+                    j, i, f"{W[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w" if W[i, j] < 0.5 else "k"
+                )
     ax.set_title(f"row beats column: fraction of {len(result.per_function)} functions", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()

@@ -32,8 +32,15 @@ from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["AnswerCaseSpec", "AnswerRow", "answer_experiment", "answer_models_page", "answer_row", "plan_answers",
-           "run_answer_case"]
+__all__ = [
+    "AnswerCaseSpec",
+    "AnswerRow",
+    "answer_experiment",
+    "answer_models_page",
+    "answer_row",
+    "plan_answers",
+    "run_answer_case",
+]
 
 
 @dataclass(frozen=True)
@@ -57,13 +64,16 @@ def answer_experiment(protocol: Protocol, seed: int, answer_model: str, device: 
     return f"{protocol.name}-seed{seed}-answers-{answer_model}" + (f"-device-{device}" if device else "")
 
 
-def plan_answers(experiment: str, protocol: Protocol, policy: str, population: str, n_cases: int, seed: int,
-                 answer_model: str) -> list[AnswerCaseSpec]:
+def plan_answers(
+    experiment: str, protocol: Protocol, policy: str, population: str, n_cases: int, seed: int, answer_model: str
+) -> list[AnswerCaseSpec]:
     """The runs of one answer model on the first ``n_cases`` cases of ``population``."""
     answer_model_by_name(answer_model)
     cases = draw_cases(population_by_name(population), n_cases, seed)
-    return [AnswerCaseSpec(experiment, protocol.source_text, protocol.source, policy, population, c, answer_model)
-            for c in cases]  # fmt: skip
+    return [
+        AnswerCaseSpec(experiment, protocol.source_text, protocol.source, policy, population, c, answer_model)
+        for c in cases
+    ]
 
 
 def run_answer_case(spec: AnswerCaseSpec) -> CaseResult:
@@ -114,19 +124,40 @@ def answer_row(label: str, runs: list[dict], *, start: bool = False) -> AnswerRo
     young = [r for r in runs if r.get("age_years") is not None and r["age_years"] <= YOUNG_AGE_YEARS]
     over = sum(r[pre + "signed_error_m_d"] < -0.25 - 1e-9 for r in young)
     if start:
-        return AnswerRow(label, len(runs), float(np.mean(err <= 0.25 + 1e-9)), float(np.mean(err <= 0.50 + 1e-9)),
-                         None, None, None, over, len(young), None, None, None, None)  # fmt: skip
+        return AnswerRow(
+            label,
+            len(runs),
+            float(np.mean(err <= 0.25 + 1e-9)),
+            float(np.mean(err <= 0.50 + 1e-9)),
+            None,
+            None,
+            None,
+            over,
+            len(young),
+            None,
+            None,
+            None,
+            None,
+        )
     with_start = [r for r in runs if "start_error_d" in r]
-    worse = (float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in with_start])) if with_start else None)
+    worse = float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in with_start])) if with_start else None
     seconds = [r["patient_s"] for r in runs if "patient_s" in r]
     cov = [r["covered_95"] for r in runs if "covered_95" in r]
     return AnswerRow(
-        label, len(runs), float(np.mean(err <= 0.25 + 1e-9)), float(np.mean(err <= 0.50 + 1e-9)), worse,
-        float(np.mean(cov)) if cov else None, float(np.mean([r["stopped_by"] == "precision" for r in runs])),
-        over, len(young), float(np.median([r["answers"] for r in runs])),
+        label,
+        len(runs),
+        float(np.mean(err <= 0.25 + 1e-9)),
+        float(np.mean(err <= 0.50 + 1e-9)),
+        worse,
+        float(np.mean(cov)) if cov else None,
+        float(np.mean([r["stopped_by"] == "precision" for r in runs])),
+        over,
+        len(young),
+        float(np.median([r["answers"] for r in runs])),
         float(np.median([r["lens_changes"] for r in runs])) if all("lens_changes" in r for r in runs) else None,
-        float(np.median(seconds)) if seconds else None, float(np.percentile(seconds, 90)) if seconds else None,
-    )  # fmt: skip
+        float(np.median(seconds)) if seconds else None,
+        float(np.percentile(seconds, 90)) if seconds else None,
+    )
 
 
 def _pct(x: float | None) -> str:
@@ -139,15 +170,19 @@ def _num(x: float | None, fmt: str = ".0f") -> str:
 
 def rows_markdown(rows: list[AnswerRow]) -> str:
     """The Markdown table of rows (:class:`AnswerRow`)."""
-    lines = ["| answer model | n | within 0.25 D | within 0.50 D | worse than start | 95% coverage | precision stop "
-             "| young over-minused > 0.25 D | answers (median) | lens changes (median) "
-             "| patient time, median / p90 (s) |",
-             "|" + " --- |" * 11]  # fmt: skip
+    lines = [
+        "| answer model | n | within 0.25 D | within 0.50 D | worse than start | 95% coverage | precision stop "
+        "| young over-minused > 0.25 D | answers (median) | lens changes (median) "
+        "| patient time, median / p90 (s) |",
+        "|" + " --- |" * 11,
+    ]
     for r in rows:
         time_s = "-" if r.median_patient_s is None else f"{r.median_patient_s:.0f} / {r.p90_patient_s:.0f}"
-        lines.append(f"| {r.label} | {r.n} | {_pct(r.within_025)} | {_pct(r.within_050)} | {_pct(r.worse_than_start)} "
-                     f"| {_pct(r.coverage_95)} | {_pct(r.precision_stops)} | {r.over_minus_young} of {r.young} "
-                     f"| {_num(r.median_answers)} | {_num(r.median_lens_changes)} | {time_s} |")  # fmt: skip
+        lines.append(
+            f"| {r.label} | {r.n} | {_pct(r.within_025)} | {_pct(r.within_050)} | {_pct(r.worse_than_start)} "
+            f"| {_pct(r.coverage_95)} | {_pct(r.precision_stops)} | {r.over_minus_young} of {r.young} "
+            f"| {_num(r.median_answers)} | {_num(r.median_lens_changes)} | {time_s} |"
+        )
     return "\n".join(lines)
 
 
@@ -157,14 +192,24 @@ def answer_models_page(meta: dict, tables: dict[str, list[AnswerRow]]) -> str:
     from visiontune.refraction.answer_models import ANSWER_MODELS
 
     models = [m for m in meta["answer_models"]]
-    lines = [f"# Answer models: `{meta['protocol']}` on simulated patients who answer otherwise", "",
-             ("Every patient here is **SIMULATED** (`visiontune.refraction.population`); each answers comparisons, "
-              "letters and chart lines by an answer model of `visiontune.refraction.answer_models` (formulas and "
-              "sources there). The session's model is unchanged: Eq. 11 with an \"equal\" band 0.5."), "",
-             f"- Command: `{meta['command']}`", f"- Machine: {meta['machine']}",
-             f"- Lens device: {meta['device'] or 'the protocol as it is'}; patients per population {meta['cases']} "
-             f"(population seed {meta['seed']}); runs now {meta['runs_now']} of {meta['runs_total']}; wall time "
-             f"{meta['wall_s']:.0f} s.", "", "Answer models:", ""]  # fmt: skip
+    lines = [
+        f"# Answer models: `{meta['protocol']}` on simulated patients who answer otherwise",
+        "",
+        (
+            "Every patient here is **SIMULATED** (`visiontune.refraction.population`); each answers comparisons, "
+            "letters and chart lines by an answer model of `visiontune.refraction.answer_models` (formulas and "
+            'sources there). The session\'s model is unchanged: Eq. 11 with an "equal" band 0.5.'
+        ),
+        "",
+        f"- Command: `{meta['command']}`",
+        f"- Machine: {meta['machine']}",
+        f"- Lens device: {meta['device'] or 'the protocol as it is'}; patients per population {meta['cases']} "
+        f"(population seed {meta['seed']}); runs now {meta['runs_now']} of {meta['runs_total']}; wall time "
+        f"{meta['wall_s']:.0f} s.",
+        "",
+        "Answer models:",
+        "",
+    ]
     lines += [f"- `{m}`: {ANSWER_MODELS[m].description}" for m in models] + [""]
     for pop, rows in tables.items():
         lines += [f"## {pop}", "", rows_markdown(rows), ""]
@@ -206,11 +251,22 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
     with clinic.ClinicStore(out / f"{name}.sqlite") as store:
         done = set().union(*(store.finished_keys(e) for e in keys.values()))
         try:
-            summary = execute_runs(specs, done, run_answer_case, store.add, jobs=args.jobs, scheduler=args.scheduler,
-                                   progress=not args.no_progress, stream=sys.stderr, connect_timeout=30.0)  # fmt: skip
+            summary = execute_runs(
+                specs,
+                done,
+                run_answer_case,
+                store.add,
+                jobs=args.jobs,
+                scheduler=args.scheduler,
+                progress=not args.no_progress,
+                stream=sys.stderr,
+                connect_timeout=30.0,
+            )
         except KeyboardInterrupt:
-            print(f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
+                file=sys.stderr,
+            )
             return 130
         wall = time.perf_counter() - t0
         tables: dict[str, list[AnswerRow]] = {}
@@ -226,17 +282,34 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
                     rows.append(answer_row("starting prescription as it is", first, start=True))
                 tables[pop] = rows
     command = "visiontune validate " + (" ".join(sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "")
-    meta = {"command": command, "machine": machine_description(), "software": software(), "wall_s": wall,
-            "runs_now": summary.ran, "runs_total": summary.planned, "protocol": protocol.name, "policy": policy,
-            "answer_models": models, "device": device, "populations": populations, "cases": n_cases,
-            "seed": args.seed}  # fmt: skip
+    meta = {
+        "command": command,
+        "machine": machine_description(),
+        "software": software(),
+        "wall_s": wall,
+        "runs_now": summary.ran,
+        "runs_total": summary.planned,
+        "protocol": protocol.name,
+        "policy": policy,
+        "answer_models": models,
+        "device": device,
+        "populations": populations,
+        "cases": n_cases,
+        "seed": args.seed,
+    }
     write_results_file(out / f"{name}.md", answer_models_page(meta, tables), output_guard.MARKDOWN)
-    write_results_file(out / f"{name}.json", json.dumps({"meta": meta, "tables": {
-        p: [r.__dict__ for r in rows] for p, rows in tables.items()}}, indent=1) + "\n", output_guard.VALIDATION_JSON)
+    write_results_file(
+        out / f"{name}.json",
+        json.dumps({"meta": meta, "tables": {p: [r.__dict__ for r in rows] for p, rows in tables.items()}}, indent=1)
+        + "\n",
+        output_guard.VALIDATION_JSON,
+    )
     for pop, rows in tables.items():
         for r in rows:
-            print(f"{pop:16s} {r.label:32s} within 0.25 D {_pct(r.within_025):>4s}  0.50 D {_pct(r.within_050):>4s}  "
-                  f"cov95 {_pct(r.coverage_95):>4s}  precision {_pct(r.precision_stops):>4s}  answers "
-                  f"{_num(r.median_answers):>3s}  time {_num(r.median_patient_s)} / {_num(r.p90_patient_s)} s")
+            print(
+                f"{pop:16s} {r.label:32s} within 0.25 D {_pct(r.within_025):>4s}  0.50 D {_pct(r.within_050):>4s}  "
+                f"cov95 {_pct(r.coverage_95):>4s}  precision {_pct(r.precision_stops):>4s}  answers "
+                f"{_num(r.median_answers):>3s}  time {_num(r.median_patient_s)} / {_num(r.p90_patient_s)} s"
+            )
     print(f"{summary.ran} runs now, {summary.planned} in all, {wall:.1f} s; page {out / name}.md")
     return 0

@@ -48,29 +48,63 @@ from visiontune.experiments.sweep import SweepStopped, SweepSummary, plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("experiment", choices=[*sorted(EXPERIMENTS), REFRACTION, PROJECTIVE],
-                        help="the paper experiment to run (refraction: Fauvel & Chalk (contextual BO) §5.3, table 3; "
-                             "projective: Mikkola et al. 2020)")
-    parser.add_argument("--quick", action="store_true", help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations; "
-                        "refraction: 6 rules, slopes 2 and 5, 8 seeds, 30 trials)")
+    parser.add_argument(
+        "experiment",
+        choices=[*sorted(EXPERIMENTS), REFRACTION, PROJECTIVE],
+        help="the paper experiment to run (refraction: Fauvel & Chalk (contextual BO) §5.3, table 3; "
+        "projective: Mikkola et al. 2020)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small subset (3 rules, 2 functions, 10 seeds, 15 iterations; "
+        "refraction: 6 rules, slopes 2 and 5, 8 seeds, 30 trials)",
+    )
     parser.add_argument("--seeds", type=int, default=None, metavar="N", help="number of seeds (repetitions)")
     parser.add_argument("--functions", nargs="+", default=None, metavar="NAME", help="run only these test functions")
-    parser.add_argument("--slopes", nargs="+", type=float, default=None, metavar="A",
-                        help="refraction only: psychometric slopes in logMAR^-1 (default 1 2 ... 8)")
-    parser.add_argument("--policies", nargs="+", default=None, metavar="NAME",
-                        help="refraction only: rules to run ('paper' = the six of table 3, the default)")
-    parser.add_argument("--trials", type=int, default=None, metavar="N", help="refraction only: trials per run (default 260)")
-    parser.add_argument("--jobs", type=worker_count, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)")
-    parser.add_argument("--store", type=Path, default=None, metavar="PATH", help="results store (default <out>/<experiment>.sqlite)")
-    parser.add_argument("--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)")
+    parser.add_argument(
+        "--slopes",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="A",
+        help="refraction only: psychometric slopes in logMAR^-1 (default 1 2 ... 8)",
+    )
+    parser.add_argument(
+        "--policies",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="refraction only: rules to run ('paper' = the six of table 3, the default)",
+    )
+    parser.add_argument(
+        "--trials", type=int, default=None, metavar="N", help="refraction only: trials per run (default 260)"
+    )
+    parser.add_argument(
+        "--jobs", type=worker_count, default=2, metavar="N", help="local worker processes (default 2; -1 = all cores)"
+    )
+    parser.add_argument(
+        "--store", type=Path, default=None, metavar="PATH", help="results store (default <out>/<experiment>.sqlite)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("docs/results"), metavar="DIR", help="output directory (default docs/results)"
+    )
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this dask.distributed scheduler")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--stored-only", action="store_true",
-                        help="run nothing: write the analysis of the functions whose runs are all in the store "
-                             "(a sweep in progress or stopped early); benchmark experiments only")
-    parser.add_argument("--rerun", nargs="+", default=None, metavar="RULE",
-                        help="discard the stored runs of these rules first, so the sweep runs them again "
-                             "(after a fix to a rule; resume a stopped rerun without --rerun); benchmark experiments only")
+    parser.add_argument(
+        "--stored-only",
+        action="store_true",
+        help="run nothing: write the analysis of the functions whose runs are all in the store "
+        "(a sweep in progress or stopped early); benchmark experiments only",
+    )
+    parser.add_argument(
+        "--rerun",
+        nargs="+",
+        default=None,
+        metavar="RULE",
+        help="discard the stored runs of these rules first, so the sweep runs them again "
+        "(after a fix to a rule; resume a stopped rerun without --rerun); benchmark experiments only",
+    )
 
 
 #: Name of the refraction experiment on the command line.
@@ -104,8 +138,12 @@ def final_score_table(records) -> str:
     for r in records:
         by.setdefault(r.key.function, {}).setdefault(r.key.rule, []).append(float(r.scores[-1]))
     rules = sorted({r.key.rule for r in records})
-    lines = ["Final score, mean ± s.e.m. over seeds (larger is better; best mean in bold):", "",
-             "| Function | " + " | ".join(rules) + " |", "| --- |" + " ---: |" * len(rules)]
+    lines = [
+        "Final score, mean ± s.e.m. over seeds (larger is better; best mean in bold):",
+        "",
+        "| Function | " + " | ".join(rules) + " |",
+        "| --- |" + " ---: |" * len(rules),
+    ]
     for function in sorted(by):
         values = [np.array(by[function].get(rule, [])) for rule in rules]
         best = max((v.mean() for v in values if v.size), default=None)
@@ -125,8 +163,10 @@ def stored_part(experiment, store):
     done = store.finished_keys(experiment.name)
     complete = [f for f in experiment.functions if all(s.key in done for s in plan(experiment.with_functions([f])))]
     if not complete:
-        raise ConfigurationError(f"--stored-only: no function of {experiment.name} has all its "
-                                 f"{len(experiment.rules) * experiment.n_seeds} runs in {store.path}")
+        raise ConfigurationError(
+            f"--stored-only: no function of {experiment.name} has all its "
+            f"{len(experiment.rules) * experiment.n_seeds} runs in {store.path}"
+        )
     return experiment.with_functions(complete), [f for f in experiment.functions if f not in complete]
 
 
@@ -136,8 +176,17 @@ def _invocation_runs(entry: dict) -> str:
     return str(entry["runs"]) + "".join(f" ({n} of them {rule}'s runs rerun)" for rule, n in discarded.items())
 
 
-def results_page(experiment, result, summary, records, command: str, wall: list[dict] | None = None,
-                 ranks=None, left_out: list[str] | None = None, paper_only=None) -> str:
+def results_page(
+    experiment,
+    result,
+    summary,
+    records,
+    command: str,
+    wall: list[dict] | None = None,
+    ranks=None,
+    left_out: list[str] | None = None,
+    paper_only=None,
+) -> str:
     """Markdown page of one experiment: protocol, command, machine, times, our table beside the
     paper's, the pairs ranked in the opposite order, the average ranks (``ranks``,
     :func:`visiontune.experiments.analysis.average_ranks`) and the stratified analysis. ``left_out``:
@@ -148,45 +197,77 @@ def results_page(experiment, result, summary, records, command: str, wall: list[
     run_seconds = sum(r.seconds for r in records)
     decisions = sum(r.n_decisions for r in records)
     lines = [
-        f"# {experiment.name}", "",
-        f"Source: {experiment.source}.", "",
+        f"# {experiment.name}",
+        "",
+        f"Source: {experiment.source}.",
+        "",
         f"- Scenario `{experiment.scenario}`; {len(experiment.functions)} functions; {experiment.n_seeds} seeds; "
         f"{experiment.iterations} iterations ({experiment.n_initial} initial random).",
         f"- Functions: {', '.join(experiment.functions)}.",
-        *([f"- **Not complete in the store, left out of this analysis ({len(left_out)}):** {', '.join(left_out)}; "
-           "the same command without `--stored-only` runs them."] if left_out else []),
+        *(
+            [
+                f"- **Not complete in the store, left out of this analysis ({len(left_out)}):** {', '.join(left_out)}; "
+                "the same command without `--stored-only` runs them."
+            ]
+            if left_out
+            else []
+        ),
         f"- Command: `{command}`",
         f"- Machine: {machine_description()}.",
         software_line(wall),
         f"- Wall time: {sum(e['seconds'] for e in wall or []):.1f} s over {len(wall or [])} invocation(s) "
         f"(runs per invocation: {', '.join(_invocation_runs(e) for e in wall or []) or 'none'}); run time of all "
         f"{len(records)} runs: {run_seconds:.1f} s ({decisions / run_seconds:.1f} decisions/s per core, "
-        f"{decisions} decisions)" + (f"; workers busy {100 * busy:.0f}% of the wall time." if (busy := busy_fraction(wall)) else ".")
-        if run_seconds else "- No run.",
+        f"{decisions} decisions)"
+        + (f"; workers busy {100 * busy:.0f}% of the wall time." if (busy := busy_fraction(wall)) else ".")
+        if run_seconds
+        else "- No run.",
         "",
-        "## Our ranking beside the paper's", "",
+        "## Our ranking beside the paper's",
+        "",
         side_by_side(experiment.name, result),
     ]
     if paper_only is not None:
         extra = [r for r in result.rules if r not in paper_only[0].rules]
-        lines += ["", "## The paper's rules only", "",
-                  f"The same runs without {', '.join(extra)}, which the paper's table does not have: a rule scores "
-                  "by beating the others, so every total depends on which rules take part. This is the comparison "
-                  "with the paper's table.", "", side_by_side(experiment.name, paper_only[0]),
-                  analysis.average_ranks_markdown(paper_only[1])]
+        lines += [
+            "",
+            "## The paper's rules only",
+            "",
+            f"The same runs without {', '.join(extra)}, which the paper's table does not have: a rule scores "
+            "by beating the others, so every total depends on which rules take part. This is the comparison "
+            "with the paper's table.",
+            "",
+            side_by_side(experiment.name, paper_only[0]),
+            analysis.average_ranks_markdown(paper_only[1]),
+        ]
     pairs = disagreements(experiment.name, result if paper_only is None else paper_only[0])
     if pairs:
-        lines.append("Pairs ranked in the opposite order from the paper (paper's better rule first): "
-                     + ", ".join(f"{a} / {b}" for a, b in pairs) + ". See README.md for the likely reasons.")
+        lines.append(
+            "Pairs ranked in the opposite order from the paper (paper's better rule first): "
+            + ", ".join(f"{a} / {b}" for a, b in pairs)
+            + ". See README.md for the likely reasons."
+        )
     else:
         lines.append("No pair of rules is ranked in the opposite order from the paper (ties aside).")
     if ranks is not None:
-        lines += ["", "## Average ranks (Demšar 2006)", "",
-                  "Each function ranks the rules by their mean final score (1 = best); the ranks are averaged "
-                  "over functions. Less conservative than the Borda count at α = 5e-4, which needs well "
-                  "separated runs on each function.", "", analysis.average_ranks_markdown(ranks)]
-    lines += ["", final_score_table(records), "", analysis.to_markdown(result, title="Stratified analysis (this run)"),
-              "", f"![win fractions]({experiment.name}/win_fraction.png)"]
+        lines += [
+            "",
+            "## Average ranks (Demšar 2006)",
+            "",
+            "Each function ranks the rules by their mean final score (1 = best); the ranks are averaged "
+            "over functions. Less conservative than the Borda count at α = 5e-4, which needs well "
+            "separated runs on each function.",
+            "",
+            analysis.average_ranks_markdown(ranks),
+        ]
+    lines += [
+        "",
+        final_score_table(records),
+        "",
+        analysis.to_markdown(result, title="Stratified analysis (this run)"),
+        "",
+        f"![win fractions]({experiment.name}/win_fraction.png)",
+    ]
     return "\n".join(lines)
 
 
@@ -197,7 +278,9 @@ def _check_options(args: argparse.Namespace) -> None:
             raise InvalidInputError("--functions: only for the benchmark experiments, not refraction (use --slopes)")
         for option in ("stored_only", "rerun"):
             if getattr(args, option, None):
-                raise InvalidInputError(f"--{option.replace('_', '-')}: only for the benchmark experiments, not refraction")
+                raise InvalidInputError(
+                    f"--{option.replace('_', '-')}: only for the benchmark experiments, not refraction"
+                )
         return
     if getattr(args, "rerun", None) and getattr(args, "stored_only", False):
         raise InvalidInputError("--rerun with --stored-only: --stored-only runs nothing, so nothing would be run again")
@@ -216,8 +299,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, SweepStopped) else signal.SIGINT
         again = "the same command without --rerun" if getattr(args, "rerun", None) else "the same command"
-        print(f"\nvisiontune bench: stopped by {signal.Signals(signum).name}; the finished runs are stored, "
-              f"{again} resumes the sweep", file=sys.stderr)
+        print(
+            f"\nvisiontune bench: stopped by {signal.Signals(signum).name}; the finished runs are stored, "
+            f"{again} resumes the sweep",
+            file=sys.stderr,
+        )
         return 128 + int(signum)
 
 
@@ -234,7 +320,9 @@ def check_out_dir(path: Path) -> Path:
             probe = probe.parent
             continue
         except OSError as exc:
-            raise InvalidInputError(f"--out: {out}: cannot be used as the output folder ({exc.strerror or exc})") from None
+            raise InvalidInputError(
+                f"--out: {out}: cannot be used as the output folder ({exc.strerror or exc})"
+            ) from None
         if not stat.S_ISDIR(st.st_mode):
             where = "it is" if probe == out else f"{probe}, in its path, is"
             raise InvalidInputError(f"--out: {out}: expected a folder for the results, but {where} not a folder")
@@ -269,8 +357,9 @@ def _run(args: argparse.Namespace) -> int:
             summary = SweepSummary(n, n, 0, 0.0, 0, 0.0)
         else:
             with wall_time_kept_when_stopped(out / f"{experiment.name}.wall.json", args.jobs, discarded):
-                summary = sweep.run_sweep(experiment, store, jobs=args.jobs, scheduler=args.scheduler,
-                                    progress=not args.no_progress)  # fmt: skip
+                summary = sweep.run_sweep(
+                    experiment, store, jobs=args.jobs, scheduler=args.scheduler, progress=not args.no_progress
+                )
         planned = {spec.key for spec in plan(experiment)}
         records = [r for r in store.records(experiment.name) if r.key in planned]
     curves: dict[str, dict[str, list]] = {}
@@ -280,8 +369,17 @@ def _run(args: argparse.Namespace) -> int:
     result = analysis.stratified_analysis(curves)
     ranks = analysis.average_ranks(curves)
     wall = record_wall_time(out / f"{experiment.name}.wall.json", summary, args.jobs, discarded)
-    page = results_page(experiment, result, summary, records, command_line(args), wall, ranks, left_out,
-                        paper_rules_only(experiment.name, curves))
+    page = results_page(
+        experiment,
+        result,
+        summary,
+        records,
+        command_line(args),
+        wall,
+        ranks,
+        left_out,
+        paper_rules_only(experiment.name, curves),
+    )
     write_results_file(out / f"{experiment.name}.md", page, output_guard.MARKDOWN)
     write_results_file(out / f"{experiment.name}.csv", analysis.to_csv(result), output_guard.CSV)
     pngs = analysis.plot_regret_curves(curves, out / experiment.name)
@@ -309,13 +407,12 @@ def discard_reruns(experiment, store, rules) -> dict[str, int]:
     planned runs (functions and seeds of this command only), say how many and return them, rule -> runs."""
     unknown = [r for r in rules if r not in experiment.rules]
     if unknown:
-        raise InvalidInputError(f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} "
-                                f"(its rules: {', '.join(experiment.rules)})")
+        raise InvalidInputError(
+            f"--rerun: {', '.join(unknown)} not a rule of {experiment.name} (its rules: {', '.join(experiment.rules)})"
+        )
 
     keys = [spec.key for spec in plan(experiment)]
     discarded = {rule: store.discard(k for k in keys if k.rule == rule) for rule in rules}
     for rule, n in discarded.items():
         print(f"{experiment.name}: discarded the {n} stored runs of {rule}; they run again")
     return discarded
-
-

@@ -43,8 +43,20 @@ from visiontune.refraction.population import PatientCase, draw_cases, population
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["COVERAGE_LEVELS", "CaseResult", "CaseSpec", "ClinicStore", "TimedPresenter", "case_metrics", "case_refraction",
-           "plan", "run_case", "stored_metrics", "summarise", "validation_case"]
+__all__ = [
+    "COVERAGE_LEVELS",
+    "CaseResult",
+    "CaseSpec",
+    "ClinicStore",
+    "TimedPresenter",
+    "case_metrics",
+    "case_refraction",
+    "plan",
+    "run_case",
+    "stored_metrics",
+    "summarise",
+    "validation_case",
+]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
 
@@ -101,8 +113,12 @@ def _axis_error_deg(found: Prescription, true: Prescription) -> float | None:
 
 def protocol_with_policy(protocol: Protocol, policy: str) -> Protocol:
     """``protocol`` with its ``policy`` line replaced (validated like any protocol file)."""
-    lines = [f'policy = "{policy}"' if line.strip().startswith("policy") and "=" in line and not line.startswith(" ")
-             else line for line in protocol.source_text.splitlines()]  # fmt: skip
+    lines = [
+        f'policy = "{policy}"'
+        if line.strip().startswith("policy") and "=" in line and not line.startswith(" ")
+        else line
+        for line in protocol.source_text.splitlines()
+    ]
     return parse_protocol("\n".join(lines) + "\n", f"{protocol.source} (policy {policy})")
 
 
@@ -166,13 +182,20 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
     exact_pv = np.array(Prescription(**result["estimate"]).power_vector_array())
     dist, dm, dj = _distance(found.power_vector_array(), truth)
     m = {
-        "answers": result["trials_used"], "stopped_by": result["stopped_by"],
-        "error_d": dist, "error_m_d": dm, "error_j_d": dj, "signed_error_m_d": float(found.power_vector_array()[0] - truth[0]),
-        "exact_error_d": _distance(exact_pv, truth)[0], "axis_error_deg": _axis_error_deg(found, case.true_rx),
+        "answers": result["trials_used"],
+        "stopped_by": result["stopped_by"],
+        "error_d": dist,
+        "error_m_d": dm,
+        "error_j_d": dj,
+        "signed_error_m_d": float(found.power_vector_array()[0] - truth[0]),
+        "exact_error_d": _distance(exact_pv, truth)[0],
+        "axis_error_deg": _axis_error_deg(found, case.true_rx),
         "va_loss_logmar": float(patient.acuity_logmar(found) - patient.acuity_logmar(case.true_rx)),
-        "age_years": case.age_years, "true_cylinder_d": case.true_rx.cylinder_d,
-        "decision_ms": [1000.0 * s for s in decision_s], "lens_changes": lens_changes(refraction.trials()),
-    }  # fmt: skip
+        "age_years": case.age_years,
+        "true_cylinder_d": case.true_rx.cylinder_d,
+        "decision_ms": [1000.0 * s for s in decision_s],
+        "lens_changes": lens_changes(refraction.trials()),
+    }
     m.update(_coverage(refraction, truth))
     if refraction.protocol.comparisons is not None:
         m.update({"comparisons": int(result["comparisons_used"]), "patient_s": refraction.patient_seconds()})
@@ -180,10 +203,18 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
         m.update({"sliders": int(result["sliders_used"]), "patient_s": refraction.patient_seconds()})
     if case.start_rx is not None:
         sd, sm, sj = _distance(case.start_rx.power_vector_array(), truth)
-        m.update({"start_error_d": sd, "start_error_m_d": sm, "start_error_j_d": sj,
-                  "start_signed_error_m_d": float(case.start_rx.power_vector_array()[0] - truth[0]),
-                  "start_axis_error_deg": _axis_error_deg(case.start_rx, case.true_rx),
-                  "start_va_loss_logmar": float(patient.acuity_logmar(case.start_rx) - patient.acuity_logmar(case.true_rx))})  # fmt: skip
+        m.update(
+            {
+                "start_error_d": sd,
+                "start_error_m_d": sm,
+                "start_error_j_d": sj,
+                "start_signed_error_m_d": float(case.start_rx.power_vector_array()[0] - truth[0]),
+                "start_axis_error_deg": _axis_error_deg(case.start_rx, case.true_rx),
+                "start_va_loss_logmar": float(
+                    patient.acuity_logmar(case.start_rx) - patient.acuity_logmar(case.true_rx)
+                ),
+            }
+        )
     return m
 
 
@@ -192,8 +223,11 @@ def _coverage(refraction: Refraction, truth: np.ndarray) -> dict:
     engine = refraction.engine
     out = {}
     if refraction.protocol.model.type in PARTICLE_MODEL_TYPES:
-        post = (engine.correction_draws(refraction.trials()) if refraction.protocol.model.type == "optics-gp"
-                else engine.posterior(refraction.trials()))  # fmt: skip
+        post = (
+            engine.correction_draws(refraction.trials())
+            if refraction.protocol.model.type == "optics-gp"
+            else engine.posterior(refraction.trials())
+        )
         centre = post.best_correction()
         for level in COVERAGE_LEVELS:
             region = region_from_samples(post.theta[:, :3], post.weights, centre, level, "minus")
@@ -249,21 +283,34 @@ class ClinicStore:
     def add(self, result: CaseResult) -> None:
         k = result.key
         try:
-            self._db.execute("INSERT OR IGNORE INTO clinic_runs (experiment, population, policy, case_id, metrics, "
-                             "n_decisions, seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (k.experiment, k.population, k.policy, k.case_id, json.dumps(result.metrics),
-                              result.n_decisions, result.seconds))  # fmt: skip
+            self._db.execute(
+                "INSERT OR IGNORE INTO clinic_runs (experiment, population, policy, case_id, metrics, "
+                "n_decisions, seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    k.experiment,
+                    k.population,
+                    k.policy,
+                    k.case_id,
+                    json.dumps(result.metrics),
+                    result.n_decisions,
+                    result.seconds,
+                ),
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot store run {k} ({exc})") from None
 
     def finished_keys(self, experiment: str) -> set[RunKeyLike]:
-        rows = self._db.execute("SELECT experiment, population, policy, case_id FROM clinic_runs WHERE experiment = ?",
-                                (experiment,))  # fmt: skip
+        rows = self._db.execute(
+            "SELECT experiment, population, policy, case_id FROM clinic_runs WHERE experiment = ?", (experiment,)
+        )
         return {RunKeyLike(*r) for r in rows}
 
     def metrics(self, experiment: str, population: str, policy: str, n_cases: int) -> list[dict]:
-        rows = self._db.execute("SELECT metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ? "
-                                "AND case_id < ? ORDER BY case_id", (experiment, population, policy, n_cases))  # fmt: skip
+        rows = self._db.execute(
+            "SELECT metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ? "
+            "AND case_id < ? ORDER BY case_id",
+            (experiment, population, policy, n_cases),
+        )
         return [json.loads(r[0]) for r in rows]
 
 
@@ -277,13 +324,19 @@ def stored_metrics(path, population: str, policy: str, experiment: str | None = 
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as db:
             if experiment is None:
-                found = [r[0] for r in db.execute("SELECT DISTINCT experiment FROM clinic_runs WHERE population = ?",
-                                                  (population,))]  # fmt: skip
+                found = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT DISTINCT experiment FROM clinic_runs WHERE population = ?", (population,)
+                    )
+                ]
                 if len(found) != 1:
                     raise InvalidInputError(f"{path}: name the experiment; the store has {found} for {population}")
                 experiment = found[0]
-            rows = db.execute("SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? "
-                              "AND policy = ?", (experiment, population, policy)).fetchall()  # fmt: skip
+            rows = db.execute(
+                "SELECT case_id, metrics FROM clinic_runs WHERE experiment = ? AND population = ? AND policy = ?",
+                (experiment, population, policy),
+            ).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot read the validation store ({exc})") from None
     return {int(case): json.loads(metrics) for case, metrics in rows}
@@ -326,12 +379,17 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
         raise InvalidInputError(f"{label}: no finished runs to summarise")
     pre = "start_" if start else ""
     err = np.array([r[pre + "error_d"] for r in runs])
-    common = {"label": label, "n": len(runs), "within_025": float(np.mean(err <= 0.25 + 1e-9)),
-                  "within_050": float(np.mean(err <= 0.50 + 1e-9)), "median_error_d": float(np.median(err)),
-                  "p90_error_d": float(np.percentile(err, 90)),
-                  "median_error_m_d": float(np.median([r[pre + "error_m_d"] for r in runs])),
-                  "median_error_j_d": float(np.median([r[pre + "error_j_d"] for r in runs])),
-                  "median_va_loss": float(np.median([r[pre + "va_loss_logmar"] for r in runs]))}  # fmt: skip
+    common = {
+        "label": label,
+        "n": len(runs),
+        "within_025": float(np.mean(err <= 0.25 + 1e-9)),
+        "within_050": float(np.mean(err <= 0.50 + 1e-9)),
+        "median_error_d": float(np.median(err)),
+        "p90_error_d": float(np.percentile(err, 90)),
+        "median_error_m_d": float(np.median([r[pre + "error_m_d"] for r in runs])),
+        "median_error_j_d": float(np.median([r[pre + "error_j_d"] for r in runs])),
+        "median_va_loss": float(np.median([r[pre + "va_loss_logmar"] for r in runs])),
+    }
     young = [r for r in runs if r.get("age_years") is not None and r["age_years"] <= YOUNG_AGE_YEARS]
     over_minus = sum(r[pre + "signed_error_m_d"] < -0.25 - 1e-9 for r in young)
     if start:
@@ -341,24 +399,41 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
         stops[r["stopped_by"]] = stops.get(r["stopped_by"], 0) + 1
     if refused:
         stops["refused, outside the range"] = refused
-    coverage = {k: float(np.mean([r[k] for r in runs if k in r])) for k in sorted({k for r in runs for k in r
-                                                                                   if k.startswith("covered_")})}  # fmt: skip
+    coverage = {
+        k: float(np.mean([r[k] for r in runs if k in r]))
+        for k in sorted({k for r in runs for k in r if k.startswith("covered_")})
+    }
     times = np.concatenate([r["decision_ms"] for r in runs if r["decision_ms"]] or [np.zeros(0)])
-    near = [r for r in runs if r.get("start_error_d") is not None and r["start_error_d"] <= 0.25
-            and r["axis_error_deg"] is not None and r["start_axis_error_deg"] is not None]  # fmt: skip
+    near = [
+        r
+        for r in runs
+        if r.get("start_error_d") is not None
+        and r["start_error_d"] <= 0.25
+        and r["axis_error_deg"] is not None
+        and r["start_axis_error_deg"] is not None
+    ]
     worse_axis = sum(r["axis_error_deg"] > r["start_axis_error_deg"] + 1e-9 for r in near)
     if all("lens_changes" in r for r in runs):  # stores written before the count was kept lack it
         common["median_lens_changes"] = float(np.median([r["lens_changes"] for r in runs]))
     mixed = [r for r in runs if "comparisons" in r]
     if mixed:
-        common.update(median_comparisons=float(np.median([r["comparisons"] for r in mixed])),
-                      median_patient_s=float(np.median([r["patient_s"] for r in mixed])))  # fmt: skip
+        common.update(
+            median_comparisons=float(np.median([r["comparisons"] for r in mixed])),
+            median_patient_s=float(np.median([r["patient_s"] for r in mixed])),
+        )
     slid = [r for r in runs if "sliders" in r]
     if slid:
-        common.update(median_sliders=float(np.median([r["sliders"] for r in slid])),
-                      median_patient_s=float(np.median([r["patient_s"] for r in slid])))  # fmt: skip
-    return Summary(**common, median_answers=float(np.median([r["answers"] for r in runs])), stops=stops,
-                   coverage=coverage, decision_ms_median=float(np.median(times)) if times.size else None,
-                   decision_ms_p99=float(np.percentile(times, 99)) if times.size else None,
-                   worse_axis_near=worse_axis, over_minus_young=over_minus)  # fmt: skip
-
+        common.update(
+            median_sliders=float(np.median([r["sliders"] for r in slid])),
+            median_patient_s=float(np.median([r["patient_s"] for r in slid])),
+        )
+    return Summary(
+        **common,
+        median_answers=float(np.median([r["answers"] for r in runs])),
+        stops=stops,
+        coverage=coverage,
+        decision_ms_median=float(np.median(times)) if times.size else None,
+        decision_ms_p99=float(np.percentile(times, 99)) if times.size else None,
+        worse_axis_near=worse_axis,
+        over_minus_young=over_minus,
+    )

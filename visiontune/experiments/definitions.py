@@ -93,9 +93,7 @@ def drop_wave(X: np.ndarray) -> np.ndarray:
 def eggholder(X: np.ndarray) -> np.ndarray:
     """Eggholder, S&B ``egg``: ``-(x2 + 47) sin√|x2 + x1/2 + 47| - x1 sin√|x1 - (x2 + 47)|``."""
     x1, x2 = X[:, 0], X[:, 1]
-    return -(x2 + 47.0) * np.sin(np.sqrt(np.abs(x2 + x1 / 2.0 + 47.0))) - x1 * np.sin(
-        np.sqrt(np.abs(x1 - (x2 + 47.0)))
-    )
+    return -(x2 + 47.0) * np.sin(np.sqrt(np.abs(x2 + x1 / 2.0 + 47.0))) - x1 * np.sin(np.sqrt(np.abs(x1 - (x2 + 47.0))))
 
 
 def forrester(X: np.ndarray) -> np.ndarray:

@@ -79,7 +79,9 @@ class Experiment:
         names = tuple(dict.fromkeys(names))
         unknown = [n for n in names if n not in self.functions]
         if not names or unknown:
-            raise ConfigurationError(f"functions: expected names among {list(self.functions)}, got unknown {unknown or 'none'}")
+            raise ConfigurationError(
+                f"functions: expected names among {list(self.functions)}, got unknown {unknown or 'none'}"
+            )
         return replace(self, functions=names)
 
     def quick(self) -> Experiment:
@@ -108,24 +110,77 @@ def _experiments() -> dict[str, Experiment]:
     return {
         e.name: e
         for e in (
-            Experiment("002-table1", "contextual-binary",
-                       ("UCB-ALD", "TS-ALD", "cBKG", "UCB-random-context", "BALD", "TS-random-context", "random-contextual"),
-                       fns, 40, 60, 5, "Fauvel & Chalk (contextual BO) §4.1, table 1"),
-            Experiment("002-table2", "contextual-preferential",
-                       ("MUC-ALD", "KSS-ALD", "KSS-random-context", "MUC-random-context", "BALD-duel",
-                        "random-duel-contextual"),
-                       fns, 40, 60, 5, "Fauvel & Chalk (contextual BO) §4.2, table 2 (+ MUC random context, listed in §4.2's text)"),
-            Experiment("000-table1", "binary", ("UCB_Phi", "UCB_f", "TS", "binary-EI", "random"),
-                       fns, 60, 100, 2, "Fauvel & Chalk (binary/preferential BO) §5.1, table 1"),
-            Experiment("000-table2", "preferential",
-                       ("MUC", "Dueling-UCB", "Bivariate-EI", "Duel-TS", "Dueling-TS", "KSS", "EIIG", "EI-pref", "random-duel",
-                        "EIIG+I"),
-                       fns, 40, 80, 5, "Fauvel & Chalk (binary/preferential BO) §5.2, table 2 "
-                                       "(+ EIIG+I, ours: EIIG with the information added)"),
-            Experiment("000-table3", "batch-preferential", ("batch-MUC", "batch-KSS", "random-batch"),
-                       fns, 30, 30, 2, "Fauvel & Chalk (binary/preferential BO) §5.3, table 3 (batch size 3)"),
+            Experiment(
+                "002-table1",
+                "contextual-binary",
+                ("UCB-ALD", "TS-ALD", "cBKG", "UCB-random-context", "BALD", "TS-random-context", "random-contextual"),
+                fns,
+                40,
+                60,
+                5,
+                "Fauvel & Chalk (contextual BO) §4.1, table 1",
+            ),
+            Experiment(
+                "002-table2",
+                "contextual-preferential",
+                (
+                    "MUC-ALD",
+                    "KSS-ALD",
+                    "KSS-random-context",
+                    "MUC-random-context",
+                    "BALD-duel",
+                    "random-duel-contextual",
+                ),
+                fns,
+                40,
+                60,
+                5,
+                "Fauvel & Chalk (contextual BO) §4.2, table 2 (+ MUC random context, listed in §4.2's text)",
+            ),
+            Experiment(
+                "000-table1",
+                "binary",
+                ("UCB_Phi", "UCB_f", "TS", "binary-EI", "random"),
+                fns,
+                60,
+                100,
+                2,
+                "Fauvel & Chalk (binary/preferential BO) §5.1, table 1",
+            ),
+            Experiment(
+                "000-table2",
+                "preferential",
+                (
+                    "MUC",
+                    "Dueling-UCB",
+                    "Bivariate-EI",
+                    "Duel-TS",
+                    "Dueling-TS",
+                    "KSS",
+                    "EIIG",
+                    "EI-pref",
+                    "random-duel",
+                    "EIIG+I",
+                ),
+                fns,
+                40,
+                80,
+                5,
+                "Fauvel & Chalk (binary/preferential BO) §5.2, table 2 "
+                "(+ EIIG+I, ours: EIIG with the information added)",
+            ),
+            Experiment(
+                "000-table3",
+                "batch-preferential",
+                ("batch-MUC", "batch-KSS", "random-batch"),
+                fns,
+                30,
+                30,
+                2,
+                "Fauvel & Chalk (binary/preferential BO) §5.3, table 3 (batch size 3)",
+            ),
         )
-    }  # fmt: skip
+    }
 
 
 EXPERIMENTS: dict[str, Experiment] = _experiments()
@@ -144,4 +199,8 @@ def missing_rules(experiment: Experiment) -> list[str]:
     scenario the sweep does not support yet)."""
     if experiment.scenario not in SCENARIOS:
         return list(experiment.rules)
-    return [r for r in experiment.rules if r not in registry.REGISTRY or registry.REGISTRY[r].scenario != experiment.scenario]
+    return [
+        r
+        for r in experiment.rules
+        if r not in registry.REGISTRY or registry.REGISTRY[r].scenario != experiment.scenario
+    ]

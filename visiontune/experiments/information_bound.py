@@ -94,14 +94,18 @@ def _acuity(offset: np.ndarray, amplitude: float) -> np.ndarray:
 
 def _check(slope: float, amplitude: float, reach: float) -> None:
     if not slope > 0.0 or not amplitude >= 0.0 or not reach > 0.0:
-        raise InvalidInputError(f"slope, amplitude, reach: expected a positive slope, amplitude >= 0 and a positive "
-                                f"reach, got {slope!r}, {amplitude!r}, {reach!r}")
+        raise InvalidInputError(
+            f"slope, amplitude, reach: expected a positive slope, amplitude >= 0 and a positive "
+            f"reach, got {slope!r}, {amplitude!r}, {reach!r}"
+        )
 
 
 def _eq11(model: ComparisonModel | None) -> ComparisonModel:
     model = model or ComparisonModel()
     if model.kind != "thurstone" or model.latent != "linear":
-        raise InvalidInputError(f"model: expected Eq. 11's linear Thurstone comparison, got {model.kind}/{model.latent}")
+        raise InvalidInputError(
+            f"model: expected Eq. 11's linear Thurstone comparison, got {model.kind}/{model.latent}"
+        )
     return model
 
 
@@ -143,8 +147,17 @@ def _fisher(probs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(np.sum(x * y / p, axis=-1) for x, y in ((g_e, g_e), (g_e, g_n), (g_n, g_n)))
 
 
-def _information(kind: str, slope: float, *, amplitude: float, reach: float, chance: float = 0.1, lapse: float = 0.04,
-                 model: ComparisonModel | None = None, sizes: np.ndarray = _SIZES):  # fmt: skip
+def _information(
+    kind: str,
+    slope: float,
+    *,
+    amplitude: float,
+    reach: float,
+    chance: float = 0.1,
+    lapse: float = 0.04,
+    model: ComparisonModel | None = None,
+    sizes: np.ndarray = _SIZES,
+):
     """``((I_ee, I_en, I_nn), questions)`` of ``kind`` (``"letter"``, nuisance ``VA*``, with
     ``chance``, ``lapse`` and ``sizes``; or ``"comparison"``, nuisance ``ln(κ a)``, with ``model``)
     over its design grid."""
@@ -158,19 +171,22 @@ def _information(kind: str, slope: float, *, amplitude: float, reach: float, cha
     return _fisher(probs), questions
 
 
-def letter_information(slope: float, *, amplitude: float = 0.0, chance: float = 0.1, lapse: float = 0.04,
-                       reach: float = REACH_D) -> tuple[float, float]:  # fmt: skip
+def letter_information(
+    slope: float, *, amplitude: float = 0.0, chance: float = 0.1, lapse: float = 0.04, reach: float = REACH_D
+) -> tuple[float, float]:
     """``(I*, d*)``: the largest Fisher information (D⁻²) about the correction along one component
     of one letter answer, over lens offsets ``|d| <= reach`` and every letter size, and the
     offset giving it (module docstring); ``amplitude`` > 0 for ``M`` in an eye that accommodates."""
-    (i_ee, _, _), questions = _information("letter", slope, amplitude=amplitude, reach=reach, chance=chance,
-                                           lapse=lapse, sizes=_FINE_SIZES)  # fmt: skip
+    (i_ee, _, _), questions = _information(
+        "letter", slope, amplitude=amplitude, reach=reach, chance=chance, lapse=lapse, sizes=_FINE_SIZES
+    )
     k = int(np.argmax(i_ee))
     return float(i_ee[k]), float(questions[k, 0])
 
 
-def comparison_information(slope: float, *, amplitude: float = 0.0, model: ComparisonModel | None = None,
-                           reach: float = REACH_D) -> tuple[float, float, float]:  # fmt: skip
+def comparison_information(
+    slope: float, *, amplitude: float = 0.0, model: ComparisonModel | None = None, reach: float = REACH_D
+) -> tuple[float, float, float]:
     """``(I*, d1*, d2*)``: the largest Fisher information (D⁻²) about the correction along one
     component of one Eq. 11 comparison (``model``: its band and lapse; default
     :class:`~visiontune.optics.comparison.ComparisonModel`), over pairs of lens offsets within
@@ -206,9 +222,16 @@ def _two_point_efficient(i_ee: np.ndarray, i_en: np.ndarray, i_nn: np.ndarray) -
     return best
 
 
-def efficient_information(kind: str, slope: float, *, amplitude: float = 0.0, chance: float = 0.1,
-                          lapse: float = 0.04, model: ComparisonModel | None = None,
-                          reach: float = REACH_D) -> tuple[float, tuple]:  # fmt: skip
+def efficient_information(
+    kind: str,
+    slope: float,
+    *,
+    amplitude: float = 0.0,
+    chance: float = 0.1,
+    lapse: float = 0.04,
+    model: ComparisonModel | None = None,
+    reach: float = REACH_D,
+) -> tuple[float, tuple]:
     """``(I_eff, design)``: the information (D⁻²) per answer about the correction along one
     component left when the answer's own nuisance is unknown too, at the best design of at most
     two questions (module docstring). ``kind``: ``"letter"`` (nuisance: the best-corrected acuity
@@ -216,8 +239,9 @@ def efficient_information(kind: str, slope: float, *, amplitude: float = 0.0, ch
     ``design``: ``(question a, question b, share of a)``, a question being ``(offset, z)`` for a
     letter (``z = a (s - VA)``, the size in units of the psychometric function) and ``(offset 1,
     offset 2)`` for a comparison."""
-    fisher, questions = _information(kind, slope, amplitude=amplitude, reach=reach, chance=chance, lapse=lapse,
-                                     model=model)  # fmt: skip
+    fisher, questions = _information(
+        kind, slope, amplitude=amplitude, reach=reach, chance=chance, lapse=lapse, model=model
+    )
     return _efficient(fisher, questions)
 
 
@@ -230,8 +254,10 @@ def answers_needed(info_m: float, info_j: float, sigma_m: float, sigma_j: float,
     """Fewest answers, split optimally between ``M``, ``J0`` and ``J45``, for the region to be met
     (module docstring), ``info_*`` per answer (D⁻²), ``sigma_*`` the prior's (D)."""
     if min(info_m, info_j, sigma_m, sigma_j, target_d) <= 0.0:
-        raise InvalidInputError(f"answers_needed: expected positive informations and SDs, got "
-                                f"{(info_m, info_j, sigma_m, sigma_j, target_d)}")
+        raise InvalidInputError(
+            f"answers_needed: expected positive informations and SDs, got "
+            f"{(info_m, info_j, sigma_m, sigma_j, target_d)}"
+        )
     need_m = max(0.0, (Z_M / target_d) ** 2 - 1 / sigma_m**2) / info_m
     need_j = max(0.0, (Z_J / target_d) ** 2 - 1 / sigma_j**2) / info_j
     return int(np.ceil(need_m + 2 * need_j))
@@ -253,9 +279,17 @@ class PatientBound:
     answers_nuisance: int
 
 
-def patient_bound(slope: float, amplitude: float, sigma_m: float, sigma_j: float, *, chance: float = 0.1,
-                  lapse: float = 0.04, model: ComparisonModel | None = None,
-                  reach: float = REACH_D) -> PatientBound:  # fmt: skip
+def patient_bound(
+    slope: float,
+    amplitude: float,
+    sigma_m: float,
+    sigma_j: float,
+    *,
+    chance: float = 0.1,
+    lapse: float = 0.04,
+    model: ComparisonModel | None = None,
+    reach: float = REACH_D,
+) -> PatientBound:
     """:class:`PatientBound` of a patient of slope ``a``, amplitude of accommodation ``A`` (D) and
     prior SDs of the start (module docstring)."""
     letters = {"chance": chance, "lapse": lapse, "reach": reach}
@@ -267,6 +301,12 @@ def patient_bound(slope: float, amplitude: float, sigma_m: float, sigma_j: float
     info_m, info_j = max(letter_m, float(comp_m[0][0].max())), max(letter_j, float(comp_j[0][0].max()))
     eff_m = max(efficient_information("letter", slope, amplitude=amplitude, **letters)[0], _efficient(*comp_m)[0])
     eff_j = max(efficient_information("letter", slope, **letters)[0], _efficient(*comp_j)[0])
-    return PatientBound(info_m, info_j, answers_needed(info_m, info_j, sigma_m, sigma_j),
-                        answers_needed(letter_m, letter_j, sigma_m, sigma_j), eff_m, eff_j,
-                        answers_needed(eff_m, eff_j, sigma_m, sigma_j))
+    return PatientBound(
+        info_m,
+        info_j,
+        answers_needed(info_m, info_j, sigma_m, sigma_j),
+        answers_needed(letter_m, letter_j, sigma_m, sigma_j),
+        eff_m,
+        eff_j,
+        answers_needed(eff_m, eff_j, sigma_m, sigma_j),
+    )

@@ -34,9 +34,17 @@ def record_wall_time(path: Path, summary, jobs: int, discarded: dict[str, int] |
 
     entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
     if summary.ran:
-        entries.append({"runs": summary.ran, "seconds": round(summary.seconds, 1), "jobs": jobs,
-                        "decisions": summary.decisions, "run_seconds": round(summary.cpu_seconds, 1),
-                        **({"discarded": discarded} if discarded else {}), "software": software()})
+        entries.append(
+            {
+                "runs": summary.ran,
+                "seconds": round(summary.seconds, 1),
+                "jobs": jobs,
+                "decisions": summary.decisions,
+                "run_seconds": round(summary.cpu_seconds, 1),
+                **({"discarded": discarded} if discarded else {}),
+                "software": software(),
+            }
+        )
         path.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
     return entries
 
@@ -65,9 +73,13 @@ def busy_fraction(wall: list[dict]) -> float | None:
 def print_outcome(name: str, summary, rate: str, result, out: Path, pngs) -> None:
     """What a bench command prints at the end: runs planned / stored / run now with the wall time
     and ``rate`` (if it ran anything), the ``rule,rank,borda`` CSV of ``result``, and the files written to ``out``."""
-    print(f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now"
-          + (f" in {summary.seconds:.1f} s ({rate})" if summary.ran else ""))
+    print(
+        f"{name}: {summary.planned} runs planned, {summary.skipped} already stored, {summary.ran} run now"
+        + (f" in {summary.seconds:.1f} s ({rate})" if summary.ran else "")
+    )
     print(analysis.to_csv(result), end="")
-    print(f"wrote {out / (name + '.md')}, {out / (name + '.csv')}"
-          + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)"))
+    print(
+        f"wrote {out / (name + '.md')}, {out / (name + '.csv')}"
+        + (f", {len(pngs)} PNG" if pngs else " (no PNG: matplotlib is not installed)")
+    )
     sys.stdout.flush()

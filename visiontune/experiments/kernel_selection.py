@@ -155,7 +155,9 @@ def fit_regression(kind: str, X, y, *, starts=(0.2,), maxiter: int = 60, fit_var
     if best is None or best[0] >= 1e25:
         raise NumericalError(f"fit_regression: no start of the {kind} fit gave a positive-definite K_y")
     kernel = kernel_of(kind, np.ones(X.shape[1]), fixed_variance=not fit_variance).with_params(best[1][:-1])
-    return RegressionFit(kind, np.array(kernel.lengthscales), float(kernel.variance), float(np.exp(best[1][-1])), float(-best[0]))
+    return RegressionFit(
+        kind, np.array(kernel.lengthscales), float(kernel.variance), float(np.exp(best[1][-1])), float(-best[0])
+    )
 
 
 def predict_mean(fit: RegressionFit, X, y, X_test) -> np.ndarray:
@@ -245,7 +247,7 @@ def compute_table(names=None, n_train: int = N_TRAIN, n_test: int = N_TEST, seed
     rate, differ = agreement_with_table_s1({n: e["kind"] for n, e in choices.items()})
     return {
         "description": "GP regression (Gaussian noise) on the scaled function over the unit box; kernel kind "
-                       "with the lowest test RMSE (Fauvel & Chalk (contextual BO) §4, table S1). lengthscales in unit-box units.",
+        "with the lowest test RMSE (Fauvel & Chalk (contextual BO) §4, table S1). lengthscales in unit-box units.",
         "command": COMMAND,
         "n_train": int(n_train),
         "n_test": int(n_test),
@@ -265,8 +267,14 @@ def load_choices() -> dict[str, KernelChoice]:
         raise ConfigurationError(f"bench_kernels.json is missing; regenerate it with `{COMMAND}`") from None
     table = json.loads(text)
     return {
-        name: KernelChoice(name, e["kind"], np.array(e["lengthscales"], dtype=float), float(e["variance"]),
-                           float(e["noise_variance"]), dict(e["rmse"]))
+        name: KernelChoice(
+            name,
+            e["kind"],
+            np.array(e["lengthscales"], dtype=float),
+            float(e["variance"]),
+            float(e["noise_variance"]),
+            dict(e["rmse"]),
+        )
         for name, e in table["functions"].items()
     }
 
@@ -284,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     table = compute_table(args.functions, args.n_train, args.n_test, args.seed, args.jobs)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}: {len(table['functions'])} functions in {table['seconds']} s; "
-          f"agreement with table S1 {100 * table['agreement_with_table_s1']:.0f}%")
+    print(
+        f"wrote {args.output}: {len(table['functions'])} functions in {table['seconds']} s; "
+        f"agreement with table S1 {100 * table['agreement_with_table_s1']:.0f}%"
+    )
     return 0
 
 

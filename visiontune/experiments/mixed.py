@@ -68,7 +68,9 @@ def run_mixed_case(spec: MixedCaseSpec) -> CaseResult:
     except InvalidInputError as exc:
         return CaseResult(spec.key, {"refused": str(exc)}, 0, time.perf_counter() - t0)
     if protocol.model.type != "optics":
-        raise InvalidInputError(f"protocol: mixed sessions need the optics model, got model.type = {protocol.model.type!r}")
+        raise InvalidInputError(
+            f"protocol: mixed sessions need the optics model, got model.type = {protocol.model.type!r}"
+        )
     protocol = dataclasses.replace(protocol, comparisons=spec.settings)
     refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
     patient = case.patient(protocol.n_alternatives)
@@ -89,7 +91,14 @@ def run_mixed_case(spec: MixedCaseSpec) -> CaseResult:
     m = case_metrics(refraction, result, case, patient, presenter.decision_s)
     valid = refraction.trials()
     n_comp = sum(is_comparison(t) for t in valid)
-    m.update({"letters": len(valid) - n_comp, "comparisons": n_comp,
-              "equal_answers": sum(t.comparison == "=" for t in valid),
-              "patient_s": refraction.patient_seconds(), "error_by_answer": errors, "seconds_by_answer": seconds})  # fmt: skip
+    m.update(
+        {
+            "letters": len(valid) - n_comp,
+            "comparisons": n_comp,
+            "equal_answers": sum(t.comparison == "=" for t in valid),
+            "patient_s": refraction.patient_seconds(),
+            "error_by_answer": errors,
+            "seconds_by_answer": seconds,
+        }
+    )
     return CaseResult(spec.key, m, int(result["trials_used"]), time.perf_counter() - t0)

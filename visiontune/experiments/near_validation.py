@@ -70,13 +70,21 @@ def run_patient(od, os_, distance_cm: float = DEFAULT_NEAR_DISTANCE_CM) -> list[
         r = step.result()
         truth = case.true_add(demand)
         table = tentative_add(case.age_years, distance_cm)
-        rows.append({
-            "age": case.age_years, "true_add": truth, "add": r.add_d, "table_add": table,
-            "covered": r.lower_d - 1e-9 <= truth <= r.upper_d + 1e-9, "stop": r.stop, "letters": r.letters,
-            "seconds": r.seconds, "va": float(case.acuity_logmar(r.add_d, demand)),
-            "va_table": float(case.acuity_logmar(table, demand)),
-            "va_true_add": float(case.acuity_logmar(truth, demand)),
-        })
+        rows.append(
+            {
+                "age": case.age_years,
+                "true_add": truth,
+                "add": r.add_d,
+                "table_add": table,
+                "covered": r.lower_d - 1e-9 <= truth <= r.upper_d + 1e-9,
+                "stop": r.stop,
+                "letters": r.letters,
+                "seconds": r.seconds,
+                "va": float(case.acuity_logmar(r.add_d, demand)),
+                "va_table": float(case.acuity_logmar(table, demand)),
+                "va_true_add": float(case.acuity_logmar(truth, demand)),
+            }
+        )
     return rows
 
 
@@ -88,11 +96,16 @@ def _share(flags) -> str:
 def near_validation(n: int, seed: int, populations=tuple(POPULATIONS), out=sys.stdout) -> dict:
     """Run and print the report; return ``{population: (eye rows, patient seconds)}``."""
     results = {}
-    print(f"SIMULATED presbyopes, {n} patients (both eyes) a population, seed {seed}, near distance "
-          f"{DEFAULT_NEAR_DISTANCE_CM:g} cm.\n", file=out)
-    print("| population | add | within 0.25 D | within 0.50 D | true add in 95% region | near VA through it, "
-          "median logMAR | near VA <= 0.1 logMAR | patient time both eyes, median / p90 s | precision stop |",
-          file=out)
+    print(
+        f"SIMULATED presbyopes, {n} patients (both eyes) a population, seed {seed}, near distance "
+        f"{DEFAULT_NEAR_DISTANCE_CM:g} cm.\n",
+        file=out,
+    )
+    print(
+        "| population | add | within 0.25 D | within 0.50 D | true add in 95% region | near VA through it, "
+        "median logMAR | near VA <= 0.1 logMAR | patient time both eyes, median / p90 s | precision stop |",
+        file=out,
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=out)
     for name in populations:
         t0 = time.perf_counter()
@@ -105,15 +118,20 @@ def near_validation(n: int, seed: int, populations=tuple(POPULATIONS), out=sys.s
         wall = time.perf_counter() - t0
         for label, key, va in (("Bayesian step", "add", "va"), ("table by age", "table_add", "va_table")):
             err = [abs(r[key] - r["true_add"]) for r in eyes]
-            time_text = (f"{statistics.median(seconds):.0f} / {np.percentile(seconds, 90):.0f}"
-                         if key == "add" else "0 (no letters)")
-            print(f"| {name} | {label} | {_share(e <= 0.25 + 1e-9 for e in err)} | "
-                  f"{_share(e <= 0.50 + 1e-9 for e in err)} | "
-                  f"{_share(r['covered'] for r in eyes) if key == 'add' else '-'} | "
-                  f"{round(statistics.median(r[va] for r in eyes), 2) + 0.0:+.2f} | "
-                  f"{_share(r[va] <= 0.1 for r in eyes)} | "
-                  f"{time_text} | {_share(r['stop'] == 'precision' for r in eyes) if key == 'add' else '-'} |",
-                  file=out)
+            time_text = (
+                f"{statistics.median(seconds):.0f} / {np.percentile(seconds, 90):.0f}"
+                if key == "add"
+                else "0 (no letters)"
+            )
+            print(
+                f"| {name} | {label} | {_share(e <= 0.25 + 1e-9 for e in err)} | "
+                f"{_share(e <= 0.50 + 1e-9 for e in err)} | "
+                f"{_share(r['covered'] for r in eyes) if key == 'add' else '-'} | "
+                f"{round(statistics.median(r[va] for r in eyes), 2) + 0.0:+.2f} | "
+                f"{_share(r[va] <= 0.1 for r in eyes)} | "
+                f"{time_text} | {_share(r['stop'] == 'precision' for r in eyes) if key == 'add' else '-'} |",
+                file=out,
+            )
         print(f"<!-- {name}: {wall:.0f} s wall -->", file=out)
     print("\nWithin 0.25 D by age (Bayesian step / table by age), eyes:\n", file=out)
     bands = ((40, 50), (50, 60), (60, 70), (70, 80.01))
@@ -123,26 +141,33 @@ def near_validation(n: int, seed: int, populations=tuple(POPULATIONS), out=sys.s
         cells = []
         for lo, hi in bands:
             band = [r for r in eyes if lo <= r["age"] < hi]
-            cells.append(f"{_share(abs(r['add'] - r['true_add']) <= 0.25 + 1e-9 for r in band)} / "
-                         f"{_share(abs(r['table_add'] - r['true_add']) <= 0.25 + 1e-9 for r in band)} "
-                         f"(n={len(band)})")
+            cells.append(
+                f"{_share(abs(r['add'] - r['true_add']) <= 0.25 + 1e-9 for r in band)} / "
+                f"{_share(abs(r['table_add'] - r['true_add']) <= 0.25 + 1e-9 for r in band)} "
+                f"(n={len(band)})"
+            )
         print(f"| {name} | " + " | ".join(cells) + " |", file=out)
     print("\nLetters an eye (median / p90) and near acuity through the true add (median):\n", file=out)
     for name, (eyes, _) in results.items():
         letters = [r["letters"] for r in eyes]
-        print(f"- {name}: {statistics.median(letters):.0f} / {np.percentile(letters, 90):.0f} letters; "
-              f"{round(statistics.median(r['va_true_add'] for r in eyes), 2) + 0.0:+.2f} logMAR through the true add",
-              file=out)
+        print(
+            f"- {name}: {statistics.median(letters):.0f} / {np.percentile(letters, 90):.0f} letters; "
+            f"{round(statistics.median(r['va_true_add'] for r in eyes), 2) + 0.0:+.2f} logMAR through the true add",
+            file=out,
+        )
     return results
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m visiontune.experiments.near_validation",
-                                     description="validate the near addition on simulated presbyopes")
+    parser = argparse.ArgumentParser(
+        prog="python -m visiontune.experiments.near_validation",
+        description="validate the near addition on simulated presbyopes",
+    )
     parser.add_argument("--n", type=int, default=200, help="patients a population (default 200)")
     parser.add_argument("--seed", type=int, default=1, help="population seed (default 1)")
-    parser.add_argument("--population", action="append", choices=tuple(POPULATIONS),
-                        help="only these populations (default: all)")
+    parser.add_argument(
+        "--population", action="append", choices=tuple(POPULATIONS), help="only these populations (default: all)"
+    )
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error(f"--n: expected at least 1 patient, got {args.n}")

@@ -45,37 +45,55 @@ def _rows(*rows) -> tuple[PaperRow, ...]:
 
 PAPER_TABLES: dict[str, tuple[PaperRow, ...]] = {
     "002-table1": _rows(
-        ("UCB-ALD", "UCB-ALD", 1, 144), ("TS-ALD", "TS-ALD", 2, 83), ("cBKG", "cBKG", 3, 59),
-        ("UCB-random-context", "UCB (random context)", 4, 46), ("BALD", "BALD", 5, 35),
-        ("TS-random-context", "TS (random context)", 6, 19), ("random-contextual", "Random", 7, 10),
+        ("UCB-ALD", "UCB-ALD", 1, 144),
+        ("TS-ALD", "TS-ALD", 2, 83),
+        ("cBKG", "cBKG", 3, 59),
+        ("UCB-random-context", "UCB (random context)", 4, 46),
+        ("BALD", "BALD", 5, 35),
+        ("TS-random-context", "TS (random context)", 6, 19),
+        ("random-contextual", "Random", 7, 10),
     ),
     "002-table2": _rows(
-        ("MUC-ALD", "MUC-ALD", 1, 99), ("KSS-ALD", "KSS-ALD", 2, 37),
-        ("KSS-random-context", "Kernel Self-Sparring", 3, 22), ("BALD-duel", "BALD", 4, 9),
+        ("MUC-ALD", "MUC-ALD", 1, 99),
+        ("KSS-ALD", "KSS-ALD", 2, 37),
+        ("KSS-random-context", "Kernel Self-Sparring", 3, 22),
+        ("BALD-duel", "BALD", 4, 9),
         ("random-duel-contextual", "Random", 5, 5),
     ),
     "000-table1": _rows(
-        ("UCB_Phi", "UCB_Φ", 1, 77), ("UCB_f", "UCB_f (Tesch et al., 2013)", 2, 45),
-        ("TS", "Thompson sampling", 3, 41), ("binary-EI", "Binary EI (Tesch et al., 2013)", 4, 40),
+        ("UCB_Phi", "UCB_Φ", 1, 77),
+        ("UCB_f", "UCB_f (Tesch et al., 2013)", 2, 45),
+        ("TS", "Thompson sampling", 3, 41),
+        ("binary-EI", "Binary EI (Tesch et al., 2013)", 4, 40),
         ("random", "Random", 5, 12),
     ),
     "000-table2": _rows(
-        ("MUC", "Maximally Uncertain Challenge", 1, 141), ("Dueling-UCB", "Dueling UCB (Benavoli et al., 2020)", 1, 141),
-        ("Bivariate-EI", "Bivariate EI (Nielsen et al., 2014)", 3, 111), ("Duel-TS", "Duel TS (Gonzalez et al., 2017)", 4, 106),
-        ("Dueling-TS", "Dueling TS (Benavoli et al., 2020)", 5, 101), ("KSS", "KSS (Sui et al., 2017)", 6, 66),
-        ("EIIG", "EIIG (Benavoli et al., 2020)", 7, 32), ("EI-pref", "EI (Brochu et al., 2010b)", 8, 23),
+        ("MUC", "Maximally Uncertain Challenge", 1, 141),
+        ("Dueling-UCB", "Dueling UCB (Benavoli et al., 2020)", 1, 141),
+        ("Bivariate-EI", "Bivariate EI (Nielsen et al., 2014)", 3, 111),
+        ("Duel-TS", "Duel TS (Gonzalez et al., 2017)", 4, 106),
+        ("Dueling-TS", "Dueling TS (Benavoli et al., 2020)", 5, 101),
+        ("KSS", "KSS (Sui et al., 2017)", 6, 66),
+        ("EIIG", "EIIG (Benavoli et al., 2020)", 7, 32),
+        ("EI-pref", "EI (Brochu et al., 2010b)", 8, 23),
         ("random-duel", "Random", 9, 21),
     ),
     "000-table3": _rows(
-        ("batch-MUC", "MUC", 1, 32), ("batch-KSS", "KSS (Sui et al., 2017)", 2, 22), ("random-batch", "Random", 3, 0),
+        ("batch-MUC", "MUC", 1, 32),
+        ("batch-KSS", "KSS (Sui et al., 2017)", 2, 22),
+        ("random-batch", "Random", 3, 0),
     ),
-}  # fmt: skip
+}
 
 #: Fauvel & Chalk (contextual BO), Table 3 (§5.3): the refraction experiment, 6 rules, stratified over 8 slopes.
 REFRACTION_TABLE: tuple[PaperRow, ...] = _rows(
-    ("UCB-ALD", "UCB-ALD", 1, 35), ("TS-ALD", "TS-ALD", 2, 26), ("UCB-random-context", "UCB (random context)", 3, 15),
-    ("BALD", "BALD", 4, 8), ("TS-random-context", "TS (random context)", 5, 3), ("random-contextual", "Random", 6, 0),
-)  # fmt: skip
+    ("UCB-ALD", "UCB-ALD", 1, 35),
+    ("TS-ALD", "TS-ALD", 2, 26),
+    ("UCB-random-context", "UCB (random context)", 3, 15),
+    ("BALD", "BALD", 4, 8),
+    ("TS-random-context", "TS (random context)", 5, 3),
+    ("random-contextual", "Random", 6, 0),
+)
 
 
 @dataclass(frozen=True)
@@ -126,8 +144,10 @@ def side_by_side(experiment: str, result) -> str:
     """Markdown table: our rank and Borda score (``result``: a
     :class:`~visiontune.experiments.analysis.StratifiedResult`) beside the paper's, best of ours first."""
     rows = {r.rule: r for r in paper_rows(experiment)}
-    lines = ["| Acquisition rule | Our rank | Our Borda | Paper's name | Paper's rank | Paper's Borda |",
-             "| --- | ---: | ---: | --- | ---: | ---: |"]
+    lines = [
+        "| Acquisition rule | Our rank | Our Borda | Paper's name | Paper's rank | Paper's Borda |",
+        "| --- | ---: | ---: | --- | ---: | ---: |",
+    ]
     for i in result.order():
         rule = result.rules[i]
         p = rows.get(rule)

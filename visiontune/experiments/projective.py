@@ -69,12 +69,13 @@ class PaperFunction:
 
 
 PAPER = {
-    "six_hump_camel": PaperFunction(defs.six_hump_camel, ((-3.0, 3.0), (-2.0, 2.0)), (0.001, 0.2, 0.1), -1.0316284535,
-                                    "six_hump_camel"),
+    "six_hump_camel": PaperFunction(
+        defs.six_hump_camel, ((-3.0, 3.0), (-2.0, 2.0)), (0.001, 0.2, 0.1), -1.0316284535, "six_hump_camel"
+    ),
     "hartmann6": PaperFunction(defs.hartmann6, ((0.0, 1.0),) * 6, (0.001, 0.26, 0.1), -3.3223680114, "hartmann6"),
     "levy10": PaperFunction(defs.levy, ((-10.0, 10.0),) * 10, (0.001, 0.4, 0.15), 0.0, None),
     "ackley20": PaperFunction(defs.ackley, ((-32.768, 32.768),) * 20, (0.001, 0.45, 0.15), 0.0, None),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -127,16 +128,11 @@ EXPERIMENT = ProjectiveExperiment(
 
 def _rng(*keys) -> np.random.Generator:
     return np.random.default_rng(
-        [
-            int(k) if isinstance(k, (int, np.integer)) else zlib.crc32(str(k).encode())
-            for k in keys
-        ]
+        [int(k) if isinstance(k, (int, np.integer)) else zlib.crc32(str(k).encode()) for k in keys]
     )
 
 
-def run_projective(
-    fname: str, rule: str, seed: int, iterations: int, m: int, *, noise_sd: float = 0.0
-) -> np.ndarray:
+def run_projective(fname: str, rule: str, seed: int, iterations: int, m: int, *, noise_sd: float = 0.0) -> np.ndarray:
     """One projective run: ``f(x̂)`` after each query (iterations,). Seeds: the initial design and
     the rule's draws from ``(seed, fname, rule)``; pseudo-observations from ``(seed, fname, "pseudo")``."""
     spec = PAPER[fname]
@@ -150,16 +146,12 @@ def run_projective(
     def utility(U):  # the user prefers smaller f
         return -raw(U)
 
-    sigma, ell, sf = (
-        spec.theta
-    )  # the authors' code reads θ as (σ, l, σ_f) (its SE_kernel)
+    sigma, ell, sf = spec.theta  # the authors' code reads θ as (σ, l, σ_f) (its SE_kernel)
     kernel = SquaredExponential([ell] * D, sf**2)
     rng = _rng(seed, fname, rule)
     user_rng = _rng(seed, fname, "user")
     lines = initial_lines(D, _rng(seed, fname, "initial"))[:iterations]
-    answers = [
-        answer_projective(utility, line, user_rng, noise_sd=noise_sd) for line in lines
-    ]
+    answers = [answer_projective(utility, line, user_rng, noise_sd=noise_sd) for line in lines]
     choose = ProjectiveRule(rule)
     unit = np.tile([0.0, 1.0], (D, 1))
     scores = np.empty(iterations)
@@ -167,9 +159,7 @@ def run_projective(
     for t in range(iterations):
         if t >= len(lines):
             lines.append(choose(model, D, t, rng))
-            answers.append(
-                answer_projective(utility, lines[-1], user_rng, noise_sd=noise_sd)
-            )
+            answers.append(answer_projective(utility, lines[-1], user_rng, noise_sd=noise_sd))
         model = ProjectiveGP(
             kernel,
             lines[: t + 1],
@@ -183,25 +173,15 @@ def run_projective(
     return scores
 
 
-def run_duel(
-    fname: str, rule: str, seed: int, iterations: int, n_initial: int
-) -> np.ndarray:
+def run_duel(fname: str, rule: str, seed: int, iterations: int, n_initial: int) -> np.ndarray:
     """One pairwise run through the package's preferential benchmark (:func:`run_one`): ``f(x̂)`` per answer."""
     name = PAPER[fname].registry_name
     function = get_function(name)
     scaling = function.scaling
     if scaling.log:
-        raise InvalidInputError(
-            f"{name}: log-scaled; its scores cannot be mapped back to f"
-        )
-    record = run_one(
-        RunSpec(
-            "projective", "preferential", rule, name, int(seed), iterations, n_initial
-        )
-    )
-    return scaling.mean - scaling.sd * np.asarray(
-        record.scores, float
-    )  # y = -(f - mean)/sd
+        raise InvalidInputError(f"{name}: log-scaled; its scores cannot be mapped back to f")
+    record = run_one(RunSpec("projective", "preferential", rule, name, int(seed), iterations, n_initial))
+    return scaling.mean - scaling.sd * np.asarray(record.scores, float)  # y = -(f - mean)/sd
 
 
 def run_experiment(exp: ProjectiveExperiment, progress=None) -> dict:
@@ -243,10 +223,7 @@ def summary_table(data: dict) -> str:
         spec = PAPER[fname]
         for label, runs in by_rule.items():
             a = np.asarray(runs)
-            cells = [
-                f"{a[:, c - 1].mean():.3f} ± {a[:, c - 1].std(ddof=1) if len(a) > 1 else 0:.3f}"
-                for c in cps
-            ]
+            cells = [f"{a[:, c - 1].mean():.3f} ± {a[:, c - 1].std(ddof=1) if len(a) > 1 else 0:.3f}" for c in cps]
             med = float(np.median(a[:, -1]))
             rows.append(
                 f"| {fname} (min {spec.minimum:.4g}) | {label} | "
@@ -260,29 +237,19 @@ def run_cli(args: argparse.Namespace) -> int:
     """``visiontune bench projective``: run, print the table, write ``<out>/<name>.json`` and ``.table.md``."""
     for option in ("stored_only", "rerun"):
         if getattr(args, option, None):
-            raise InvalidInputError(
-                f"--{option.replace('_', '-')}: not for `visiontune bench projective`"
-            )
+            raise InvalidInputError(f"--{option.replace('_', '-')}: not for `visiontune bench projective`")
     exp = EXPERIMENT.quick() if args.quick else EXPERIMENT
     if args.seeds is not None:
         if args.seeds < 2:
-            raise InvalidInputError(
-                f"--seeds: expected an integer >= 2, got {args.seeds}"
-            )
+            raise InvalidInputError(f"--seeds: expected an integer >= 2, got {args.seeds}")
         exp = replace(exp, n_seeds=int(args.seeds))
     if args.functions:
         unknown = [f for f in args.functions if f not in PAPER]
         if unknown:
-            raise InvalidInputError(
-                f"--functions: unknown {unknown}; known: {list(PAPER)}"
-            )
+            raise InvalidInputError(f"--functions: unknown {unknown}; known: {list(PAPER)}")
         exp = replace(exp, functions=tuple(args.functions))
     start = time.perf_counter()
-    printer = (
-        None
-        if getattr(args, "no_progress", False)
-        else (lambda s: print(s, flush=True))
-    )
+    printer = None if getattr(args, "no_progress", False) else (lambda s: print(s, flush=True))
     data = run_experiment(exp, printer)
     data["wall_seconds"] = time.perf_counter() - start
     data["machine"] = machine_description()
@@ -292,7 +259,5 @@ def run_cli(args: argparse.Namespace) -> int:
     (out / f"{exp.name}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     (out / f"{exp.name}.table.md").write_text(table + "\n", encoding="utf-8")
     print(table)
-    print(
-        f"wall time {data['wall_seconds']:.1f} s; written {out / (exp.name + '.json')}"
-    )
+    print(f"wall time {data['wall_seconds']:.1f} s; written {out / (exp.name + '.json')}")
     return 0

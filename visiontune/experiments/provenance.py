@@ -42,10 +42,17 @@ def code_version(package: Path | None = None) -> str:
     package = Path(__file__).resolve().parents[1] if package is None else Path(package).resolve()
     root = package.parent
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", str(package)], cwd=root,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", str(package)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown (not a git checkout)"
     return f"commit {head}" + (", with uncommitted changes" if dirty else "")
@@ -57,13 +64,20 @@ def software() -> dict[str, str]:
     import numpy
     import scipy
 
-    return {"visiontune": __version__, "code": code_version(), "python": platform.python_version(),
-            "numpy": numpy.__version__, "scipy": scipy.__version__}
+    return {
+        "visiontune": __version__,
+        "code": code_version(),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+    }
 
 
 def _describe(versions: dict) -> str:
-    return (f"visiontune {versions.get('visiontune', '?')} ({versions.get('code', 'code not recorded')}), "
-            f"Python {versions.get('python', '?')}, NumPy {versions.get('numpy', '?')}, SciPy {versions.get('scipy', '?')}")
+    return (
+        f"visiontune {versions.get('visiontune', '?')} ({versions.get('code', 'code not recorded')}), "
+        f"Python {versions.get('python', '?')}, NumPy {versions.get('numpy', '?')}, SciPy {versions.get('scipy', '?')}"
+    )
 
 
 def software_line(wall: list[dict] | None) -> str:
@@ -76,5 +90,7 @@ def software_line(wall: list[dict] | None) -> str:
     if not groups:
         return "- Software: no invocation recorded."
     parts = [f"invocation{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))}: {text}" for text, ns in groups.items()]
-    return ("- Software (the same versions replay a stored run bit for bit; other NumPy/SciPy builds agree to "
-            "rounding, then may drift): " + "; ".join(parts) + ".")
+    return (
+        "- Software (the same versions replay a stored run bit for bit; other NumPy/SciPy builds agree to "
+        "rounding, then may drift): " + "; ".join(parts) + "."
+    )

@@ -93,8 +93,10 @@ def refraction_problem(reference_context: float = DEFAULT_REFERENCE_LOGMAR):
     sizes ``[-1, 2]`` logMAR, reference letter size ``reference_context`` (logMAR)."""
     s0 = finite_array("reference_context", reference_context)
     if s0.ndim or not _DEFAULT_CONTEXT[0, 0] <= float(s0) <= _DEFAULT_CONTEXT[0, 1]:
-        raise InvalidInputError(f"reference_context: expected one letter size in {_DEFAULT_CONTEXT[0].tolist()} logMAR, "
-                                f"got {reference_context!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"reference_context: expected one letter size in {_DEFAULT_CONTEXT[0].tolist()} logMAR, "
+            f"got {reference_context!r}"
+        )
     return Problem(box=_DEFAULT_SEARCH, context_box=_DEFAULT_CONTEXT, reference_context=np.array([float(s0)]))
 
 
@@ -140,8 +142,13 @@ class TrialRecord:
     va_logmar: float
 
     def to_dict(self) -> dict:
-        return {"s": self.s, "x": list(self.x), "correct": self.correct, "estimate": list(self.estimate),
-                "va_logmar": self.va_logmar}  # fmt: skip
+        return {
+            "s": self.s,
+            "x": list(self.x),
+            "correct": self.correct,
+            "estimate": list(self.estimate),
+            "va_logmar": self.va_logmar,
+        }
 
 
 @dataclass(frozen=True)
@@ -199,12 +206,19 @@ class RefractionRun:
             "reference_context_logmar": self.reference_context,
             **({"kernel": self.kernel_variant} if self.kernel_variant != KERNEL_SE else {}),
             "hyperparameters": self.hyperparameters.to_dict(),
-            "true_rx": {"sphere_d": self.true_rx.sphere_d, "cylinder_d": self.true_rx.cylinder_d,
-                        "axis_deg": self.true_rx.axis_deg},  # fmt: skip
+            "true_rx": {
+                "sphere_d": self.true_rx.sphere_d,
+                "cylinder_d": self.true_rx.cylinder_d,
+                "axis_deg": self.true_rx.axis_deg,
+            },
             "trials": [r.to_dict() for r in self.records],
-            "final": {"sphere_d": self.records[-1].estimate[0], "cylinder_d": self.records[-1].estimate[1],
-                      "sphere_error_d": self.sphere_error_d, "cylinder_error_d": self.cylinder_error_d,
-                      "va_logmar": self.final_va_logmar},  # fmt: skip
+            "final": {
+                "sphere_d": self.records[-1].estimate[0],
+                "cylinder_d": self.records[-1].estimate[1],
+                "sphere_error_d": self.sphere_error_d,
+                "cylinder_error_d": self.cylinder_error_d,
+                "va_logmar": self.final_va_logmar,
+            },
         }
 
 
@@ -222,15 +236,20 @@ def _check_true_rx(true_rx) -> Prescription | None:
     if not isinstance(true_rx, Prescription):
         arr = finite_array("true_rx", true_rx)
         if arr.shape != (2,):
-            raise InvalidInputError(f"true_rx: expected a Prescription or (sphere_d, cylinder_d), got shape {arr.shape}")
+            raise InvalidInputError(
+                f"true_rx: expected a Prescription or (sphere_d, cylinder_d), got shape {arr.shape}"
+            )
         true_rx = Prescription(float(arr[0]), float(arr[1]), 180.0)
     if true_rx.cylinder_d != 0.0 and true_rx.axis_deg != PAPER_AXIS_DEG:
-        raise InvalidInputError(f"true_rx: the paper's GP model searches sphere and cylinder at the fixed axis "
-                                f"{PAPER_AXIS_DEG:g} (002 §5.3); got axis {true_rx.axis_deg:g}. For any axis use "
-                                f"`visiontune session run --simulate` with an optics protocol")  # fmt: skip
+        raise InvalidInputError(
+            f"true_rx: the paper's GP model searches sphere and cylinder at the fixed axis "
+            f"{PAPER_AXIS_DEG:g} (002 §5.3); got axis {true_rx.axis_deg:g}. For any axis use "
+            f"`visiontune session run --simulate` with an optics protocol"
+        )
     if not SEARCH_BOX.contains([true_rx.sphere_d, true_rx.cylinder_d])[0]:
-        raise InvalidInputError(f"true_rx: ({true_rx.sphere_d:g}, {true_rx.cylinder_d:g}) D is outside the search space "
-                                f"[-4, 4] x [-4, 4] D")  # fmt: skip
+        raise InvalidInputError(
+            f"true_rx: ({true_rx.sphere_d:g}, {true_rx.cylinder_d:g}) D is outside the search space [-4, 4] x [-4, 4] D"
+        )
     return Prescription(true_rx.sphere_d, true_rx.cylinder_d, PAPER_AXIS_DEG)
 
 
@@ -240,8 +259,9 @@ def _toml_float(x: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-def paper_protocol_text(policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26,
-                        seed: int = 0, kernel: str | None = None) -> str:
+def paper_protocol_text(
+    policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26, seed: int = 0, kernel: str | None = None
+) -> str:
     """The refraction protocol of 002 §5.3 for one rule, as TOML text for
     :func:`~visiontune.refraction.protocol.parse_protocol`: the GP model on ``refraction-se``
     with the rule's kernel-variant hyperparameters held fixed (the paper's fit at ``slope`` and
@@ -257,8 +277,10 @@ def paper_protocol_text(policy_name: str, *, slope: float, trials: int, n_altern
     hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
     ls = ", ".join(_toml_float(v) for v in hp.lengthscales)
     rule = resolve_policy(policy_name)
-    description = (f"Fauvel & Chalk (contextual BO) section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, "
-                   f"[-4, 4]^2 D at axis 180, {trials} trials")
+    description = (
+        f"Fauvel & Chalk (contextual BO) section 5.3: {rule}, slope {slope:g}, {n_alternatives} letters, "
+        f"[-4, 4]^2 D at axis 180, {trials} trials"
+    )
     return f"""name = "paper-{rule.lower()}"
 description = "{description}"
 policy = "{_PROTOCOL_POLICY[base]}"
@@ -291,12 +313,14 @@ hyperparameters = {{ theta = {_toml_float(hp.theta)}, lengthscales = [{ls}], var
 """
 
 
-def paper_protocol(policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26, seed: int = 0,
-                   kernel: str | None = None):
+def paper_protocol(
+    policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26, seed: int = 0, kernel: str | None = None
+):
     """:func:`paper_protocol_text` parsed and validated (a
     :class:`~visiontune.refraction.protocol.Protocol`)."""
-    text = paper_protocol_text(policy_name, slope=slope, trials=trials, n_alternatives=n_alternatives, seed=seed,
-                               kernel=kernel)  # fmt: skip
+    text = paper_protocol_text(
+        policy_name, slope=slope, trials=trials, n_alternatives=n_alternatives, seed=seed, kernel=kernel
+    )
     return parse_protocol(text, source=f"<paper protocol {resolve_policy(policy_name)}>")
 
 
@@ -316,7 +340,8 @@ def loop_policy(policy_name: str, kernel: str | None = None) -> tuple[str, str]:
         raise InvalidInputError(
             f"kernel: {variant!r} ({name}) cannot run through the one trial loop: its GP engine has only the "
             f"paper's kernel {KERNEL_SE!r} (protocol model.kernel); the power-vector kernel was an investigation "
-            f"of the standalone loop (docs/results/refraction-investigation.md)")  # fmt: skip
+            f"of the standalone loop (docs/results/refraction-investigation.md)"
+        )
     if base not in _PROTOCOL_POLICY:
         raise InvalidInputError(f"policy: {base} has no GP protocol name (visiontune.refraction.policies.GP_POLICIES)")
     return base, variant
@@ -335,15 +360,21 @@ def _at_axis(lens: Prescription, axis_deg: float) -> tuple[float, float]:
     return float(t.sphere_d), float(t.cylinder_d)
 
 
-def paper_patient(seed: int, protocol, true_rx: Prescription, *, slope: float, best_corrected_logmar: float = 0.0,
-                  lapse: float = 0.0):
+def paper_patient(
+    seed: int, protocol, true_rx: Prescription, *, slope: float, best_corrected_logmar: float = 0.0, lapse: float = 0.0
+):
     """The simulated patient of one run: the session's patient of a GP protocol
     (:func:`visiontune.refraction.simulated.paper_case`, answers keyed by ``(seed, trial)``)
     with the given correction, slope, best acuity and lapse."""
     import dataclasses
 
-    case = dataclasses.replace(paper_case(int(seed), protocol), true_rx=true_rx, slope=float(slope),
-                               best_corrected_logmar=float(best_corrected_logmar), lapse=float(lapse))  # fmt: skip
+    case = dataclasses.replace(
+        paper_case(int(seed), protocol),
+        true_rx=true_rx,
+        slope=float(slope),
+        best_corrected_logmar=float(best_corrected_logmar),
+        lapse=float(lapse),
+    )
     return case.patient(protocol.n_alternatives)
 
 
@@ -355,11 +386,21 @@ def paper_true_rx(seed: int) -> Prescription:
     return random_true_rx(np.random.default_rng(rx_seq))
 
 
-def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, true_rx=None, n_alternatives: int = 26,
-                   best_corrected_logmar: float = 0.0, lapse: float = 0.0, inference: str = "laplace",
-                   reference_context: float = DEFAULT_REFERENCE_LOGMAR,
-                   progress: Callable[[int, int, TrialRecord], None] | None = None,
-                   kernel: str | None = None) -> RefractionRun:
+def run_refraction(
+    policy_name: str,
+    *,
+    slope: float,
+    trials: int,
+    seed: int,
+    true_rx=None,
+    n_alternatives: int = 26,
+    best_corrected_logmar: float = 0.0,
+    lapse: float = 0.0,
+    inference: str = "laplace",
+    reference_context: float = DEFAULT_REFERENCE_LOGMAR,
+    progress: Callable[[int, int, TrialRecord], None] | None = None,
+    kernel: str | None = None,
+) -> RefractionRun:
     """Simulate one refraction (002 §5.3) through the one trial loop.
 
     The rule runs as a GP protocol (:func:`paper_protocol_text`) in
@@ -391,35 +432,59 @@ def run_refraction(policy_name: str, *, slope: float, trials: int, seed: int, tr
     if inference not in ("laplace", "ep"):
         raise InvalidInputError(f"inference: expected 'laplace' or 'ep', got {inference!r}")
     if inference != "laplace":
-        raise InvalidInputError("inference: the one trial loop's GP engine fits by Laplace only "
-                                "(visiontune.refraction.gp_engine); 'ep' is not available")  # fmt: skip
+        raise InvalidInputError(
+            "inference: the one trial loop's GP engine fits by Laplace only "
+            "(visiontune.refraction.gp_engine); 'ep' is not available"
+        )
     s0 = float(refraction_problem(reference_context).reference_context[0])
     if s0 != DEFAULT_REFERENCE_LOGMAR:
-        raise InvalidInputError(f"reference_context: the one trial loop evaluates the x-rule and the estimate at "
-                                f"s0 = {DEFAULT_REFERENCE_LOGMAR:g} logMAR (gp_engine.REFERENCE_LOGMAR), got {s0:g}")
-    protocol = paper_protocol(policy_name, slope=slope, trials=int(trials), n_alternatives=n_alternatives,
-                              seed=int(seed), kernel=variant)  # fmt: skip
+        raise InvalidInputError(
+            f"reference_context: the one trial loop evaluates the x-rule and the estimate at "
+            f"s0 = {DEFAULT_REFERENCE_LOGMAR:g} logMAR (gp_engine.REFERENCE_LOGMAR), got {s0:g}"
+        )
+    protocol = paper_protocol(
+        policy_name, slope=slope, trials=int(trials), n_alternatives=n_alternatives, seed=int(seed), kernel=variant
+    )
     hp = kernel_variant_hyperparameters(variant, slope, n_alternatives)
     if true_rx is None:
         true_rx = paper_true_rx(int(seed))
-    patient = paper_patient(int(seed), protocol, true_rx, slope=slope, best_corrected_logmar=best_corrected_logmar,
-                            lapse=lapse)  # fmt: skip
+    patient = paper_patient(
+        int(seed), protocol, true_rx, slope=slope, best_corrected_logmar=best_corrected_logmar, lapse=lapse
+    )
     refraction = Refraction(MemoryLog(), protocol, seed=int(seed), simulated=True)
     axis = float(protocol.search_space.axis_deg)
     records: list[TrialRecord] = []
 
     def record(trial, r) -> None:
         est = _at_axis(r.current_estimate(with_region=False).lens, axis)
-        rec = TrialRecord(float(trial.s_logmar), (float(trial.lens.sphere_d), float(trial.lens.cylinder_d)),
-                          bool(trial.correct), est, float(patient.acuity_logmar(Prescription(*est, axis))))  # fmt: skip
+        rec = TrialRecord(
+            float(trial.s_logmar),
+            (float(trial.lens.sphere_d), float(trial.lens.cylinder_d)),
+            bool(trial.correct),
+            est,
+            float(patient.acuity_logmar(Prescription(*est, axis))),
+        )
         records.append(rec)
         if progress is not None:
             progress(len(records), int(trials), rec)
 
     run_loop(refraction, SimulatedPresenter(patient), record)
     model = refraction.engine.model(refraction.trials())
-    return RefractionRun(policy_name, int(seed), slope, n_alternatives, float(best_corrected_logmar), float(lapse),
-                         inference, s0, hp, true_rx, tuple(records), model, variant)  # fmt: skip
+    return RefractionRun(
+        policy_name,
+        int(seed),
+        slope,
+        n_alternatives,
+        float(best_corrected_logmar),
+        float(lapse),
+        inference,
+        s0,
+        hp,
+        true_rx,
+        tuple(records),
+        model,
+        variant,
+    )
 
 
 def run_loop(refraction, presenter, progress) -> None:

@@ -113,7 +113,9 @@ def write_table(path: Path = DEFAULT_OUTPUT, n_log2: int = SOBOL_LOG2_POINTS, se
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: regenerate the scaling file (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m visiontune.experiments.scaling", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m visiontune.experiments.scaling", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--n-log2", type=int, default=SOBOL_LOG2_POINTS, help="log2 of the number of Sobol points")
     parser.add_argument("--seed", type=int, default=SOBOL_SEED)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
@@ -122,8 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     disagree = [n for n, e in table["functions"].items() if e["log"] != e["log_rule"]]
     print(f"wrote {args.output} ({len(table['functions'])} functions, {table['n_points']} points)")
     if disagree:
-        print(f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with docs/design.md for: "
-              f"{', '.join(disagree)}")
+        print(
+            f"log rule (var > {LOG_RULE_VARIANCE:g} and all > 0) disagrees with docs/design.md for: "
+            f"{', '.join(disagree)}"
+        )
     return 0
 
 

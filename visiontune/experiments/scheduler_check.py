@@ -41,7 +41,9 @@ def _host_port(address: str) -> tuple[str, str, int] | None:
     try:
         return scheme, host, int(port) if port else DEFAULT_PORT
     except ValueError:
-        raise ConfigurationError(f"scheduler: {address!r}: expected tcp://HOST:PORT, the port is not a number") from None
+        raise ConfigurationError(
+            f"scheduler: {address!r}: expected tcp://HOST:PORT, the port is not a number"
+        ) from None
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -78,8 +80,10 @@ def check_dask_scheduler(address: str, connect_timeout: float, handshake_timeout
         except OSError as exc:
             raise ConfigurationError(f"scheduler: {address!r}: the connection failed ({exc.strerror or exc})") from None
     if len(head) < 16:
-        raise ConfigurationError(f"scheduler: {address!r} is not a Dask scheduler: it closed the connection "
-                                 f"after {len(head)} bytes ({head[:16]!r})")  # fmt: skip
+        raise ConfigurationError(
+            f"scheduler: {address!r} is not a Dask scheduler: it closed the connection "
+            f"after {len(head)} bytes ({head[:16]!r})"
+        )
     (length,) = struct.unpack("Q", head[:8])
     (n_frames,) = struct.unpack("Q", head[8:16])
     if not 16 <= length <= MAX_HANDSHAKE_BYTES or not 1 <= n_frames <= 64:

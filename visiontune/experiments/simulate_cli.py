@@ -55,33 +55,64 @@ from visiontune.refraction.simulated import parse_true_rx, simulated_case
 __all__ = ["add_arguments", "run", "write_plot"]
 
 #: The paper experiment's settings (flag -> default); a protocol sets its own, so they are refused with one.
-_PAPER_SETTINGS = {"--policy": "UCB-ALD", "--inference": "laplace", "--n-alternatives": 26,
-                   "--reference-logmar": DEFAULT_REFERENCE_LOGMAR, "--plot": None}  # fmt: skip
+_PAPER_SETTINGS = {
+    "--policy": "UCB-ALD",
+    "--inference": "laplace",
+    "--n-alternatives": 26,
+    "--reference-logmar": DEFAULT_REFERENCE_LOGMAR,
+    "--plot": None,
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policy", default=None,
-                        help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
-                             "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
-                             "the paper's fit); ucb-ald-pv (power-vector kernel) is not in the one trial loop")
-    parser.add_argument("--slope", type=finite_float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)")
-    parser.add_argument("--protocol", default=None,
-                        help="run this protocol (shipped name or .toml path, e.g. clinical-sloan: any axis, from the "
-                             "simulated autorefraction) instead of the paper's experiment")
-    parser.add_argument("--trials", type=int, default=None,
-                        help="number of answers (default 260; with --protocol, at most this many)")
+    parser.add_argument(
+        "--policy",
+        default=None,
+        help="contextual binary policy (case-insensitive): the paper's ucb-ald, ts-ald, ... or a "
+        "VisionTune variant: ucb-ald-sl / ts-ald-sl (2 D SE lengthscales, ends the stall of "
+        "the paper's fit); ucb-ald-pv (power-vector kernel) is not in the one trial loop",
+    )
+    parser.add_argument(
+        "--slope", type=finite_float, default=5.0, help="psychometric slope a, logMAR^-1 (> 0; default 5)"
+    )
+    parser.add_argument(
+        "--protocol",
+        default=None,
+        help="run this protocol (shipped name or .toml path, e.g. clinical-sloan: any axis, from the "
+        "simulated autorefraction) instead of the paper's experiment",
+    )
+    parser.add_argument(
+        "--trials", type=int, default=None, help="number of answers (default 260; with --protocol, at most this many)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the correction, the answers and the policy")
-    parser.add_argument("--true-rx", default=None, metavar='"S C x A"',
-                        help="true correction as a clinician writes it (\"-1.25 -0.50 x 30\", \"-1.25/-0.50x30\"): "
-                             "any axis with --protocol; the paper's experiment searches sphere and cylinder within "
-                             "[-4, 4] at its fixed axis 180 (\"S C\" or \"S C x 180\"; default: random)")  # fmt: skip
+    parser.add_argument(
+        "--true-rx",
+        default=None,
+        metavar='"S C x A"',
+        help='true correction as a clinician writes it ("-1.25 -0.50 x 30", "-1.25/-0.50x30"): '
+        "any axis with --protocol; the paper's experiment searches sphere and cylinder within "
+        '[-4, 4] at its fixed axis 180 ("S C" or "S C x 180"; default: random)',
+    )
     parser.add_argument("--n-alternatives", type=int, default=None, help="letters to choose from (26; 10 for Sloan)")
-    parser.add_argument("--reference-logmar", type=finite_float, default=None,
-                        help=f"reference letter size s0 of the x-rule and the estimate (default {DEFAULT_REFERENCE_LOGMAR})")
-    parser.add_argument("--inference", choices=("laplace", "ep"), default=None,
-                        help="GP inference: laplace (the one trial loop's; ep is refused)")
+    parser.add_argument(
+        "--reference-logmar",
+        type=finite_float,
+        default=None,
+        help=f"reference letter size s0 of the x-rule and the estimate (default {DEFAULT_REFERENCE_LOGMAR})",
+    )
+    parser.add_argument(
+        "--inference",
+        choices=("laplace", "ep"),
+        default=None,
+        help="GP inference: laplace (the one trial loop's; ep is refused)",
+    )
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run as JSON")
-    parser.add_argument("--plot", default=None, metavar="PATH", help="draw acuity vs trial and the trials on the posterior acuity map (PNG)")
+    parser.add_argument(
+        "--plot",
+        default=None,
+        metavar="PATH",
+        help="draw acuity vs trial and the trials on the posterior acuity map (PNG)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -98,13 +129,17 @@ def _parse_true_rx(text):
     try:
         rx = Prescription.parse(text, default_axis_deg=180.0)
     except InvalidInputError:
-        raise InvalidInputError(f'--true-rx: expected "S C x A" (e.g. "-1.25 -0.50 x 180" or "-1.25/-0.50x180") or '
-                                f'"S C" (sphere and cylinder in diopters at the paper\'s fixed axis 180), got '
-                                f"{text!r}") from None  # fmt: skip
+        raise InvalidInputError(
+            f'--true-rx: expected "S C x A" (e.g. "-1.25 -0.50 x 180" or "-1.25/-0.50x180") or '
+            f'"S C" (sphere and cylinder in diopters at the paper\'s fixed axis 180), got '
+            f"{text!r}"
+        ) from None
     if rx.cylinder_d != 0.0 and rx.axis_deg != 180.0:
-        raise InvalidInputError(f"--true-rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
-                                f"{rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
-                                f'--protocol clinical-sloan --true-rx "S C x A"`')  # fmt: skip
+        raise InvalidInputError(
+            f"--true-rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
+            f"{rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
+            f'--protocol clinical-sloan --true-rx "S C x A"`'
+        )
     return [rx.sphere_d, rx.cylinder_d]
 
 
@@ -118,10 +153,12 @@ def run(args: argparse.Namespace) -> int:
     if args.protocol is not None:
         ignored = [flag for flag in _PAPER_SETTINGS if getattr(args, _dest(flag)) is not None]
         if ignored:
-            raise InvalidInputError(f"{', '.join(ignored)} with --protocol {args.protocol}: the protocol sets its "
-                                    "own policy, model and letters (and --plot draws the paper's GP map); leave "
-                                    f"{'it' if len(ignored) == 1 else 'them'} out, or drop --protocol for the "
-                                    "paper's experiment")  # fmt: skip
+            raise InvalidInputError(
+                f"{', '.join(ignored)} with --protocol {args.protocol}: the protocol sets its "
+                "own policy, model and letters (and --plot draws the paper's GP map); leave "
+                f"{'it' if len(ignored) == 1 else 'them'} out, or drop --protocol for the "
+                "paper's experiment"
+            )
         return run_protocol(args)
     for flag, default in _PAPER_SETTINGS.items():
         if getattr(args, _dest(flag)) is None:
@@ -132,21 +169,34 @@ def run(args: argparse.Namespace) -> int:
     def progress(k, n, record):
         S, C = record.estimate
         lens = Prescription(record.x[0], record.x[1]).format(kind="GP setting")
-        print(f"SIMULATED trial {k}/{n}: s {signed(record.s)} logMAR, lens {lens}, "
-              f"{'correct' if record.correct else 'wrong'}; estimate {Prescription(S, C).format(kind='estimate')}",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"SIMULATED trial {k}/{n}: s {signed(record.s)} logMAR, lens {lens}, "
+            f"{'correct' if record.correct else 'wrong'}; estimate {Prescription(S, C).format(kind='estimate')}",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    result = run_refraction(args.policy, slope=args.slope, trials=args.trials, seed=args.seed, true_rx=true_rx,
-                            n_alternatives=args.n_alternatives, inference=args.inference,
-                            reference_context=args.reference_logmar, progress=None if args.quiet else progress)  # fmt: skip
+    result = run_refraction(
+        args.policy,
+        slope=args.slope,
+        trials=args.trials,
+        seed=args.seed,
+        true_rx=true_rx,
+        n_alternatives=args.n_alternatives,
+        inference=args.inference,
+        reference_context=args.reference_logmar,
+        progress=None if args.quiet else progress,
+    )
     if args.json:
         _write(args.json, json.dumps(result.to_json_dict(), indent=1) + "\n")
     if args.plot:
         write_plot(result, args.plot)
     t, f = result.true_rx, result.final_estimate
-    print(f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, "
-          f"seed {result.seed}"
-          f"{'' if result.kernel_variant == 'refraction-se' else ', kernel ' + result.kernel_variant})")
+    print(
+        f"SIMULATED refraction ({result.policy}, slope {result.slope:g}, {len(result.records)} trials, "
+        f"seed {result.seed}"
+        f"{'' if result.kernel_variant == 'refraction-se' else ', kernel ' + result.kernel_variant})"
+    )
     print(f"  true correction:  {t.format(kind=TRUTH)}")
     print(f"  found correction: {f.format(kind='estimate')}")
     print(f"  errors: sphere {result.sphere_error_d:.3f} D, cylinder {result.cylinder_error_d:.3f} D")
@@ -167,15 +217,21 @@ def run_protocol(args: argparse.Namespace) -> int:
     def progress(trial, r):
         if not args.quiet:
             if getattr(trial, "slider_choice", None) is not None:
-                what = (f"slider {trial.slider_knob}, clearest at {trial.lens.format()} "
-                        f"({trial.slider_choice + 1} of {len(trial.slider_lenses)})")  # fmt: skip
+                what = (
+                    f"slider {trial.slider_knob}, clearest at {trial.lens.format()} "
+                    f"({trial.slider_choice + 1} of {len(trial.slider_lenses)})"
+                )
             else:
                 what = f"lens {trial.lens.format()}, {'correct' if trial.correct else 'wrong'}"
-            print(f"SIMULATED trial {trial.index + 1}: s {signed(trial.s_logmar)} logMAR, {what}", file=sys.stderr,
-                  flush=True)  # fmt: skip
+            print(
+                f"SIMULATED trial {trial.index + 1}: s {signed(trial.s_logmar)} logMAR, {what}",
+                file=sys.stderr,
+                flush=True,
+            )
 
-    result = refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)), progress=progress,
-                            max_steps=args.trials)  # fmt: skip
+    result = refraction.run(
+        SimulatedPresenter(case.patient(protocol.n_alternatives)), progress=progress, max_steps=args.trials
+    )
     if result is None:
         result = refraction.finish("clinician")
     if args.json:
@@ -184,16 +240,22 @@ def run_protocol(args: argparse.Namespace) -> int:
     truth = case.true_rx.power_vector_array()
     kinds = [f"{result[k]} {k.split('_')[0]}" for k in ("comparisons_used", "sliders_used") if k in result]
     compared = f" ({', '.join(kinds)})" if kinds else ""
-    print(f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
-          f"stopped by {result['stopped_by']}, seed {args.seed})")
+    print(
+        f"SIMULATED session ({protocol.name}, {protocol.policy}, {result['trials_used']} answers{compared}, "
+        f"stopped by {result['stopped_by']}, seed {args.seed})"
+    )
     print(f"  true correction:  {case.true_rx.format(kind=TRUTH)}")
     distance = np.linalg.norm(found.power_vector_array() - truth)
     print(f"  found correction: {found.format()}  (dioptric distance {distance:.2f} D)")
     if start.rx is not None:
-        print(f"  start ({start.source}): {start.rx.format()}  "
-              f"({np.linalg.norm(start.rx.power_vector_array() - truth):.2f} D)")
-    print(f"  acuity through the found correction: {case.patient(protocol.n_alternatives).acuity_logmar(found):.3f} "
-          "logMAR (SIMULATED)")
+        print(
+            f"  start ({start.source}): {start.rx.format()}  "
+            f"({np.linalg.norm(start.rx.power_vector_array() - truth):.2f} D)"
+        )
+    print(
+        f"  acuity through the found correction: {case.patient(protocol.n_alternatives).acuity_logmar(found):.3f} "
+        "logMAR (SIMULATED)"
+    )
     return 0
 
 

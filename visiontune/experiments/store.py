@@ -23,8 +23,15 @@ from visiontune import output_guard, private_files
 from visiontune._validate import finite_array
 from visiontune.errors import InvalidInputError, StoreError
 
-__all__ = ["RunKey", "RunRecord", "ResultsStore", "SCHEMA_VERSION", "open_results_db", "results_db_kind",
-           "write_results_file"]
+__all__ = [
+    "RunKey",
+    "RunRecord",
+    "ResultsStore",
+    "SCHEMA_VERSION",
+    "open_results_db",
+    "results_db_kind",
+    "write_results_file",
+]
 
 SCHEMA_VERSION = 1
 
@@ -121,7 +128,9 @@ class ResultsStore:
         try:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: results store schema {version} is newer than this VisionTune ({SCHEMA_VERSION})")
+                raise StoreError(
+                    f"{self.path}: results store schema {version} is newer than this VisionTune ({SCHEMA_VERSION})"
+                )
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.Error as exc:
@@ -157,8 +166,16 @@ class ResultsStore:
             cur = self._db.execute(
                 "INSERT OR IGNORE INTO runs (experiment, scenario, rule, function, seed, scores, n_decisions, seconds)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (k.experiment, k.scenario, k.rule, k.function, int(k.seed), json.dumps([float(v) for v in scores]),
-                 int(record.n_decisions), float(record.seconds)),
+                (
+                    k.experiment,
+                    k.scenario,
+                    k.rule,
+                    k.function,
+                    int(k.seed),
+                    json.dumps([float(v) for v in scores]),
+                    int(record.n_decisions),
+                    float(record.seconds),
+                ),
             )
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot store run {k} ({exc})") from None
@@ -170,9 +187,13 @@ class ResultsStore:
         rows = [(k.experiment, k.scenario, k.rule, k.function, int(k.seed)) for k in keys]
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            deleted = sum(self._db.execute(
-                "DELETE FROM runs WHERE experiment = ? AND scenario = ? AND rule = ? AND function = ? AND seed = ?",
-                row).rowcount for row in rows)
+            deleted = sum(
+                self._db.execute(
+                    "DELETE FROM runs WHERE experiment = ? AND scenario = ? AND rule = ? AND function = ? AND seed = ?",
+                    row,
+                ).rowcount
+                for row in rows
+            )
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._db.in_transaction:
@@ -184,7 +205,9 @@ class ResultsStore:
     def finished_keys(self, experiment: str | None = None) -> set[RunKey]:
         """Keys of the stored runs (of one ``experiment`` if given)."""
         sql = "SELECT experiment, scenario, rule, function, seed FROM runs"
-        rows = self._db.execute(sql + (" WHERE experiment = ?" if experiment else ""), (experiment,) if experiment else ())
+        rows = self._db.execute(
+            sql + (" WHERE experiment = ?" if experiment else ""), (experiment,) if experiment else ()
+        )
         return {RunKey(*row) for row in rows}
 
     def records(self, experiment: str | None = None) -> list[RunRecord]:

@@ -138,7 +138,9 @@ def benchmark_kernel(function, contextual: bool):
 
     choices = load_choices()
     if function.name not in choices:
-        raise ConfigurationError(f"{function.name}: no stored kernel choice; run `python -m visiontune.experiments.kernel_selection`")
+        raise ConfigurationError(
+            f"{function.name}: no stored kernel choice; run `python -m visiontune.experiments.kernel_selection`"
+        )
     choice = choices[function.name]
     if contextual:
         base = type(choice.kernel())
@@ -274,8 +276,10 @@ class Progress:
         frac = self.done / self.total if self.total else 1.0
         bar = "#" * int(round(frac * self.width))
         eta = self._fmt(elapsed / self.done * (self.total - self.done)) if self.done else "?"
-        return (f"[{bar:<{self.width}}] {self.done}/{self.total} runs {100 * frac:5.1f}% "
-                f"elapsed {self._fmt(elapsed)} ETA {eta}")
+        return (
+            f"[{bar:<{self.width}}] {self.done}/{self.total} runs {100 * frac:5.1f}% "
+            f"elapsed {self._fmt(elapsed)} ETA {eta}"
+        )
 
     def step(self) -> None:
         self.done += 1
@@ -346,7 +350,9 @@ def run_dask(todo: list, address: str, timeout: float, fn: Callable | None = Non
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
-        raise ConfigurationError("scheduler: dask.distributed is not installed (pip install 'dask[distributed]')") from None
+        raise ConfigurationError(
+            "scheduler: dask.distributed is not installed (pip install 'dask[distributed]')"
+        ) from None
     check_dask_scheduler(address, timeout)  # not Dask: a clear error, not Dask allocating exabytes
     try:
         client = Client(address, timeout=timeout)
@@ -378,12 +384,31 @@ def run_sweep(
     A killed sweep restarted with the same arguments resumes where it stopped.
     """
     check_jobs(jobs)
-    return execute_runs(plan(experiment), store.finished_keys(experiment.name), run_one, store.add, jobs=jobs,
-                        scheduler=scheduler, progress=progress, stream=stream, connect_timeout=connect_timeout)  # fmt: skip
+    return execute_runs(
+        plan(experiment),
+        store.finished_keys(experiment.name),
+        run_one,
+        store.add,
+        jobs=jobs,
+        scheduler=scheduler,
+        progress=progress,
+        stream=stream,
+        connect_timeout=connect_timeout,
+    )
 
 
-def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: int, scheduler: str | None,
-                 progress: bool, stream, connect_timeout: float) -> SweepSummary:
+def execute_runs(
+    specs: list,
+    done: set,
+    run: Callable,
+    add: Callable,
+    *,
+    jobs: int,
+    scheduler: str | None,
+    progress: bool,
+    stream,
+    connect_timeout: float,
+) -> SweepSummary:
     """Run ``run(spec)`` for every spec whose ``key`` is not in ``done`` (locally with
     :func:`run_local` or on the scheduler with :func:`run_dask`), hand each result to ``add``
     (the store's commit) as it finishes, and sum up. Results need ``n_decisions`` and ``seconds``.
@@ -398,7 +423,9 @@ def execute_runs(specs: list, done: set, run: Callable, add: Callable, *, jobs: 
     def summary() -> SweepSummary:
         return SweepSummary(len(specs), len(specs) - len(todo), ran, time.perf_counter() - start, decisions, cpu)
 
-    results: Iterable = (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
+    results: Iterable = (
+        (run_dask(todo, scheduler, connect_timeout, run) if scheduler else run_local(todo, jobs, run)) if todo else ()
+    )
     try:
         with signals_stop_the_sweep():
             for result in results:

@@ -36,6 +36,7 @@ def solution_objective(model, problem):
     ``μ_c(s0, x)`` for binary problems, ``μ_f(s0, x)`` of the utility for preferential ones."""
     s0 = problem.reference_context
     if problem.scenario.endswith("preferential"):
+
         def fn(X):
             opts = X if problem.c == 0 else np.column_stack([np.broadcast_to(s0, (X.shape[0], problem.c)), X])
             mu, _, dmu, _ = model.predict_value_with_grad(opts)
@@ -46,8 +47,9 @@ def solution_objective(model, problem):
     return fn if problem.c == 0 else F.at_context(fn, s0)
 
 
-def warm_maximize(fn, box, rng: np.random.Generator, previous=None, *, n_candidates: int = 64,
-                  n_best: int = 3) -> tuple[np.ndarray, float]:
+def warm_maximize(
+    fn, box, rng: np.random.Generator, previous=None, *, n_candidates: int = 64, n_best: int = 3
+) -> tuple[np.ndarray, float]:
     """Maximise ``fn`` over ``box (d, 2)`` from ``n_candidates`` Sobol points and ``previous (d,)``.
 
     L-BFGS-B (in unit-cube coordinates, one run on the sum over the starts) from ``previous`` (when
@@ -65,8 +67,13 @@ def warm_maximize(fn, box, rng: np.random.Generator, previous=None, *, n_candida
     values = np.where(np.isfinite(v := fn(X)[0]), v, -np.inf)
     order = np.argsort(-values, kind="stable")
     starts = list(dict.fromkeys(([0] if previous is not None else []) + order[:n_best].tolist()))
-    return refine_in_box(fn, box, X[starts], incumbent=(X[order[0]].copy(), float(values[order[0]])),
-                         options={"ftol": 1e-10, "gtol": 1e-6})
+    return refine_in_box(
+        fn,
+        box,
+        X[starts],
+        incumbent=(X[order[0]].copy(), float(values[order[0]])),
+        options={"ftol": 1e-10, "gtol": 1e-6},
+    )
 
 
 @dataclass
@@ -85,7 +92,12 @@ class SolutionTracker:
 
     def __call__(self, model) -> np.ndarray:
         """The reported solution ``x̂ (d,)`` of ``model``."""
-        x, _ = warm_maximize(solution_objective(model, self.problem), self.problem.box, self.rng, self.previous,
-                             n_candidates=self.n_candidates)
+        x, _ = warm_maximize(
+            solution_objective(model, self.problem),
+            self.problem.box,
+            self.rng,
+            self.previous,
+            n_candidates=self.n_candidates,
+        )
         self.previous = x
         return x

@@ -36,7 +36,7 @@ QUICK_POPULATIONS = ("adult-clinic", "adult-clinic-misspecified")
 _SOURCES = {
     "adult-clinic": "well specified: patients follow the model (Blendowske acuity, 2% lapses), autorefraction start",
     "adult-clinic-misspecified": "same prescriptions and starts; acuity-blur curves of other published relations, "
-                                 "letter difficulty, 5% lapses, attention drift",
+    "letter difficulty, 5% lapses, attention drift",
     "young": "8-35 years, strong accommodation, more hyperopes; autorefraction start",
     "high-myopia": "M from -6 to -12 D, more astigmatism; autorefraction start",
     "no-start": "as adult-clinic with wider errors and no starting prescription",
@@ -47,7 +47,9 @@ def _names(text: str, known, what: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in known]
     if bad or not names:
-        raise InvalidInputError(f"--{what}: unknown {', '.join(bad) or '(none given)'}; known: {', '.join(sorted(known))}")
+        raise InvalidInputError(
+            f"--{what}: unknown {', '.join(bad) or '(none given)'}; known: {', '.join(sorted(known))}"
+        )
     return names
 
 
@@ -65,26 +67,43 @@ def _positive_int(name: str, hi: int):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})")
+    parser.add_argument(
+        "--protocol", default=DEFAULT_PROTOCOL, help=f"shipped protocol name or .toml path (default {DEFAULT_PROTOCOL})"
+    )
     parser.add_argument("--policies", default=None, help="comma-separated policies (default: the protocol's)")
-    parser.add_argument("--populations", default=None,
-                        help=f"comma-separated populations (default: {', '.join(DEFAULT_POPULATIONS)})")
-    parser.add_argument("--cases", type=_positive_int("--cases", 100_000), default=None,
-                        help="patients per population (default 100; 20 with --quick)")
+    parser.add_argument(
+        "--populations", default=None, help=f"comma-separated populations (default: {', '.join(DEFAULT_POPULATIONS)})"
+    )
+    parser.add_argument(
+        "--cases",
+        type=_positive_int("--cases", 100_000),
+        default=None,
+        help="patients per population (default 100; 20 with --quick)",
+    )
     parser.add_argument("--seed", type=_positive_int("--seed", 2**31), default=1, help="population seed (default 1)")
     parser.add_argument("--quick", action="store_true", help="20 patients of two populations (a few minutes)")
     parser.add_argument("--jobs", type=worker_count, default=2, help="worker processes (default 2; -1 = every core)")
     parser.add_argument("--scheduler", default=None, help="dask.distributed scheduler address instead of local workers")
     parser.add_argument("--out", default="docs/results", help="folder of the results page and store")
-    parser.add_argument("--name", type=plain_name, default=None,
-                        help="page name, no folder parts: the files are written in --out (default "
-                             "clinical-validation[-quick])")  # fmt: skip
+    parser.add_argument(
+        "--name",
+        type=plain_name,
+        default=None,
+        help="page name, no folder parts: the files are written in --out (default clinical-validation[-quick])",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--answer-model", default=None,
-                        help="comma-separated answer models the simulated patients follow (visiontune.refraction."
-                             f"answer_models: {', '.join(ANSWER_MODELS)}); writes an answer-models page")  # fmt: skip
-    parser.add_argument("--lens-device", choices=tuple(DEVICE_KINDS), default=None,
-                        help="price each change of lens at this device's seconds (visiontune.refraction.lens_devices)")
+    parser.add_argument(
+        "--answer-model",
+        default=None,
+        help="comma-separated answer models the simulated patients follow (visiontune.refraction."
+        f"answer_models: {', '.join(ANSWER_MODELS)}); writes an answer-models page",
+    )
+    parser.add_argument(
+        "--lens-device",
+        choices=tuple(DEVICE_KINDS),
+        default=None,
+        help="price each change of lens at this device's seconds (visiontune.refraction.lens_devices)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,12 +130,22 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with clinic.ClinicStore(out / f"{name}.sqlite") as store:
         try:
-            summary = execute_runs(specs, store.finished_keys(experiment), clinic.run_case, store.add, jobs=args.jobs,
-                                   scheduler=args.scheduler, progress=not args.no_progress, stream=sys.stderr,
-                                   connect_timeout=30.0)  # fmt: skip
+            summary = execute_runs(
+                specs,
+                store.finished_keys(experiment),
+                clinic.run_case,
+                store.add,
+                jobs=args.jobs,
+                scheduler=args.scheduler,
+                progress=not args.no_progress,
+                stream=sys.stderr,
+                connect_timeout=30.0,
+            )
         except KeyboardInterrupt:
-            print(f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
+                file=sys.stderr,
+            )
             return 130
         wall = time.perf_counter() - t0
         tables = {}
@@ -129,15 +158,30 @@ def run(args: argparse.Namespace) -> int:
             if with_start:
                 rows.append(clinic.summarise("starting prescription as it is", with_start, start=True))
             tables[pop] = rows
-    command = "visiontune validate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "visiontune validate"
-    meta = {"command": command, "machine": machine_description(), "software": software(), "wall_s": wall,
-            "runs_now": summary.ran, "runs_total": summary.planned, "protocol": protocol.name, "policies": policies,
-            "populations": populations, "cases": n_cases, "seed": args.seed}  # fmt: skip
+    command = (
+        "visiontune validate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "visiontune validate"
+    )
+    meta = {
+        "command": command,
+        "machine": machine_description(),
+        "software": software(),
+        "wall_s": wall,
+        "runs_now": summary.ran,
+        "runs_total": summary.planned,
+        "protocol": protocol.name,
+        "policies": policies,
+        "populations": populations,
+        "cases": n_cases,
+        "seed": args.seed,
+    }
     page = results_page(meta, tables, protocol)
     write_results_file(out / f"{name}.md", page, output_guard.MARKDOWN)
-    write_results_file(out / f"{name}.json", json.dumps({"meta": meta, "tables": {p: [r.as_dict() for r in rows]
-                                                                                  for p, rows in tables.items()}},
-                                                        indent=1) + "\n", output_guard.VALIDATION_JSON)  # fmt: skip
+    write_results_file(
+        out / f"{name}.json",
+        json.dumps({"meta": meta, "tables": {p: [r.as_dict() for r in rows] for p, rows in tables.items()}}, indent=1)
+        + "\n",
+        output_guard.VALIDATION_JSON,
+    )
     print(headline(tables))
     print(f"{summary.ran} runs now, {summary.planned} in all, {wall:.1f} s; page {out / name}.md")
     return 0
@@ -156,10 +200,12 @@ def table_markdown(rows) -> str:
     patient's time (medians; each answer at the protocol's duration)."""
     mixed = any(r.median_comparisons is not None or r.median_sliders is not None for r in rows)
     slid = any(r.median_sliders is not None for r in rows)
-    head = ("| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
-            "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
-            "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D "
-            "| lens changes (median) |")
+    head = (
+        "| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
+        "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
+        "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D "
+        "| lens changes (median) |"
+    )
     if mixed:
         head += " comparisons (median) | patient time (median, s) |" + (" sliders (median) |" if slid else "")
     lines = [head, "|" + " --- |" * (16 + 2 * mixed + slid)]
@@ -169,11 +215,13 @@ def table_markdown(rows) -> str:
         stops = "-" if r.stops is None else ", ".join(f"{k} {v}" for k, v in sorted(r.stops.items()))
         cov = "-" if r.coverage is None else " / ".join(_pct(r.coverage.get(f"covered_{k}")) for k in (50, 80, 95))
         times = "-" if r.decision_ms_median is None else f"{r.decision_ms_median:.1f} / {r.decision_ms_p99:.1f}"
-        lines.append(f"| {r.label} | {r.n} | {_num(r.median_answers, '.0f')} | {stops} | {_pct(r.within_025)} "
-                     f"| {_pct(r.within_050)} | {r.median_error_d:.2f} | {r.p90_error_d:.2f} | {r.median_error_m_d:.2f} "
-                     f"| {r.median_error_j_d:.2f} | {r.median_va_loss:+.3f} | {cov} | {times} "
-                     f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} "
-                     f"| {_num(r.median_lens_changes, '.0f')} |{extra}")  # fmt: skip
+        lines.append(
+            f"| {r.label} | {r.n} | {_num(r.median_answers, '.0f')} | {stops} | {_pct(r.within_025)} "
+            f"| {_pct(r.within_050)} | {r.median_error_d:.2f} | {r.p90_error_d:.2f} | {r.median_error_m_d:.2f} "
+            f"| {r.median_error_j_d:.2f} | {r.median_va_loss:+.3f} | {cov} | {times} "
+            f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} "
+            f"| {_num(r.median_lens_changes, '.0f')} |{extra}"
+        )
     return "\n".join(lines)
 
 
@@ -181,18 +229,22 @@ def headline(tables) -> str:
     out = []
     for pop, rows in tables.items():
         for r in rows:
-            out.append(f"{pop:28s} {r.label:32s} within 0.25 D {_pct(r.within_025):>4s}  within 0.50 D "
-                       f"{_pct(r.within_050):>4s}  answers {_num(r.median_answers, '.0f'):>3s}  "
-                       f"coverage95 {_pct((r.coverage or {}).get('covered_95'))}")  # fmt: skip
+            out.append(
+                f"{pop:28s} {r.label:32s} within 0.25 D {_pct(r.within_025):>4s}  within 0.50 D "
+                f"{_pct(r.within_050):>4s}  answers {_num(r.median_answers, '.0f'):>3s}  "
+                f"coverage95 {_pct((r.coverage or {}).get('covered_95'))}"
+            )
     return "\n".join(out)
 
 
 def _model_text(model) -> str:
     kind = "Thurstone (Eq. 11)" if model.kind == "thurstone" else "blur discrimination"
-    text = f"{kind}, \"equal\" band {model.indifference:g}, lapse {model.lapse:g}"
+    text = f'{kind}, "equal" band {model.indifference:g}, lapse {model.lapse:g}'
     if getattr(model, "sensitivity_sigma", 0.0):
-        text += (f", the patient's sensitivity to a comparison inferred (lognormal prior, median "
-                 f"{model.sensitivity_median:g}, σ {model.sensitivity_sigma:g})")
+        text += (
+            f", the patient's sensitivity to a comparison inferred (lognormal prior, median "
+            f"{model.sensitivity_median:g}, σ {model.sensitivity_sigma:g})"
+        )
     return text
 
 
@@ -200,15 +252,26 @@ def _comparisons_note(protocol) -> list[str]:
     settings = protocol.comparisons
     if settings is None:
         return []
-    return [(f"The protocol asks comparisons (\"which is clearer, 1 or 2?\", answered 1, 2 or =) as well as letters, "
-             f"whichever is worth more per second of the patient's time, a letter counted at {settings.letter_seconds:g} s "
-             f"and a comparison at {settings.comparison_seconds:g} s"
-             + (f", each change of lens from the lens in place at {settings.lens_change_seconds:g} s (a trial frame; "
-                "the patient's time counts them)" if settings.lens_change_seconds > 0 else "")
-             + "; its model of a comparison: "
-             f"{_model_text(settings.comparison)}. The simulated patients answer comparisons by the Thurstone model of their own "
-             "letter task (Fauvel & Chalk's Eq. 11, with an \"equal\" band of 0.5 and their own lapse rate; "
-             "`visiontune.optics.comparison`)."), ""]
+    return [
+        (
+            f'The protocol asks comparisons ("which is clearer, 1 or 2?", answered 1, 2 or =) as well as letters, '
+            f"whichever is worth more per second of the patient's time, a letter counted at "
+            f"{settings.letter_seconds:g} s "
+            f"and a comparison at {settings.comparison_seconds:g} s"
+            + (
+                f", each change of lens from the lens in place at {settings.lens_change_seconds:g} s (a trial frame; "
+                "the patient's time counts them)"
+                if settings.lens_change_seconds > 0
+                else ""
+            )
+            + "; its model of a comparison: "
+            f"{_model_text(settings.comparison)}. The simulated patients answer comparisons by the Thurstone model "
+            f"of their own "
+            'letter task (Fauvel & Chalk\'s Eq. 11, with an "equal" band of 0.5 and their own lapse rate; '
+            "`visiontune.optics.comparison`)."
+        ),
+        "",
+    ]
 
 
 def _over_minus_note(protocol) -> list[str]:
@@ -216,9 +279,15 @@ def _over_minus_note(protocol) -> list[str]:
     risk = getattr(precision, "over_minus_risk", None)
     if risk is None:
         return []
-    return [(f"For a patient the over-minus guard covers (`model.over_minus_guard = \"{protocol.model.over_minus_guard}\"`), "
-             "the precision stop also waits until the lens to file is more minus than the correction by over 0.25 D "
-             f"with posterior probability at most {100.0 * risk:g}% (`stopping.precision.over_minus_risk`)."), ""]
+    return [
+        (
+            f"For a patient the over-minus guard covers (`model.over_minus_guard = "
+            f'"{protocol.model.over_minus_guard}"`), '
+            "the precision stop also waits until the lens to file is more minus than the correction by over 0.25 D "
+            f"with posterior probability at most {100.0 * risk:g}% (`stopping.precision.over_minus_risk`)."
+        ),
+        "",
+    ]
 
 
 def _sliders_note(protocol) -> list[str]:
@@ -226,15 +295,23 @@ def _sliders_note(protocol) -> list[str]:
     if settings is None:
         return []
     model, patient = settings.model, SliderModel()
-    return [(f"The protocol also asks slider questions (\"turn the knob; where is it clearest?\": the "
-             f"{', '.join(settings.knobs)} knob turned through its trial lenses, the patient naming the clearest), "
-             f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; "
-             f"its model of the choice: a logit over the knob's lenses with lapse {model.lapse:g} and noise "
-             + (f"inferred per patient (lognormal prior, median {model.noise_logmar:g} logMAR, σ {model.noise_sigma:g})"
-                if model.noise_sigma > 0 else f"{model.noise_logmar:g} logMAR")
-             + f". The simulated patients choose by the stated model (noise {patient.noise_logmar:g} logMAR, lapse "
-             f"{patient.lapse:g}) at their own acuity (`visiontune.refraction.slider`): the sliders are well specified "
-             "here."), ""]
+    return [
+        (
+            f'The protocol also asks slider questions ("turn the knob; where is it clearest?": the '
+            f"{', '.join(settings.knobs)} knob turned through its trial lenses, the patient naming the clearest), "
+            f"whichever question is worth most per second, a slider counted at {settings.slider_seconds:g} s; "
+            f"its model of the choice: a logit over the knob's lenses with lapse {model.lapse:g} and noise "
+            + (
+                f"inferred per patient (lognormal prior, median {model.noise_logmar:g} logMAR, σ {model.noise_sigma:g})"
+                if model.noise_sigma > 0
+                else f"{model.noise_logmar:g} logMAR"
+            )
+            + f". The simulated patients choose by the stated model (noise {patient.noise_logmar:g} logMAR, lapse "
+            f"{patient.lapse:g}) at their own acuity (`visiontune.refraction.slider`): the sliders are well specified "
+            "here."
+        ),
+        "",
+    ]
 
 
 def results_page(meta: dict, tables: dict, protocol) -> str:
@@ -242,34 +319,46 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
     lines = [
         f"# Clinical validation: `{meta['protocol']}` on simulated patients",
         "",
-        ("Every patient here is **SIMULATED** (`visiontune.refraction.population`; each distribution with its source "
-        "there). Each is refracted through the one trial loop (`visiontune.refraction.loop.Refraction`, the loop of a "
-        "clinical session) with the protocol as shipped. The error of a result is the dioptric distance between the "
-        "trial lens found (the prescription a clinician would file) and the true correction: the length of the "
-        "difference of power vectors (Thibos, Wheeler & Horner 1997). *Coverage*: how often the true correction lies "
-        "in the credible region `{P : |P - P̂| <= r}` of that level. *Worse axis*: patients whose start was within "
-        "0.25 D of the truth (true cylinder >= 0.5 D) and whose found axis is further from the true axis than the "
-        "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
-        "*Lens changes*: how many times the lens before the eye changed, the first lens placed included (a "
-        "comparison shows two lenses, a slider its path): the lens swaps of a trial frame, which the patient's "
-        "time counts only where the protocol prices them (`comparisons.lens_change_seconds`). "
-        "The row *starting prescription as it is* scores the start the session was given. A patient whose start "
-        "lies outside the range the refraction covers (M from -12 to +8 D, cylinder to 6 D) is refused with a "
-        "message, as in the clinic (*refused* under stops), and left out of both rows."),
+        (
+            "Every patient here is **SIMULATED** (`visiontune.refraction.population`; each distribution with its "
+            "source "
+            "there). Each is refracted through the one trial loop (`visiontune.refraction.loop.Refraction`, the loop "
+            "of a "
+            "clinical session) with the protocol as shipped. The error of a result is the dioptric distance between "
+            "the "
+            "trial lens found (the prescription a clinician would file) and the true correction: the length of the "
+            "difference of power vectors (Thibos, Wheeler & Horner 1997). *Coverage*: how often the true correction "
+            "lies "
+            "in the credible region `{P : |P - P̂| <= r}` of that level. *Worse axis*: patients whose start was within "
+            "0.25 D of the truth (true cylinder >= 0.5 D) and whose found axis is further from the true axis than the "
+            "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
+            "*Lens changes*: how many times the lens before the eye changed, the first lens placed included (a "
+            "comparison shows two lenses, a slider its path): the lens swaps of a trial frame, which the patient's "
+            "time counts only where the protocol prices them (`comparisons.lens_change_seconds`). "
+            "The row *starting prescription as it is* scores the start the session was given. A patient whose start "
+            "lies outside the range the refraction covers (M from -12 to +8 D, cylinder to 6 D) is refused with a "
+            "message, as in the clinic (*refused* under stops), and left out of both rows."
+        ),
         "",
-        ("For comparison, a clinician's repeated subjective refraction agrees within 0.25 D about 80% of the time and "
-        "within 0.50 D about 95% of the time (repeatability: Bullimore et al. 1998, Optom. Vis. Sci. 75:617-622; "
-        "between optometrists the spread of M is about twice as wide: MacKenzie 2008, Ophthalmic Physiol. Opt. "
-        "28:143-150)."),
+        (
+            "For comparison, a clinician's repeated subjective refraction agrees within 0.25 D about 80% of the time "
+            "and "
+            "within 0.50 D about 95% of the time (repeatability: Bullimore et al. 1998, Optom. Vis. Sci. 75:617-622; "
+            "between optometrists the spread of M is about twice as wide: MacKenzie 2008, Ophthalmic Physiol. Opt. "
+            "28:143-150)."
+        ),
         "",
         *_comparisons_note(protocol),
         *_over_minus_note(protocol),
         *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",
-        software_line([{'software': meta['software']}]),
-        (f"- Patients per population: {meta['cases']} (population seed {meta['seed']}); runs now {meta['runs_now']} of "
-        f"{meta['runs_total']}; wall time of this invocation {meta['wall_s']:.1f} s."),
+        software_line([{"software": meta["software"]}]),
+        (
+            f"- Patients per population: {meta['cases']} (population seed {meta['seed']}); runs now "
+            f"{meta['runs_now']} of "
+            f"{meta['runs_total']}; wall time of this invocation {meta['wall_s']:.1f} s."
+        ),
         "",
     ]
     for pop, rows in tables.items():

@@ -125,6 +125,7 @@ def expectation_propagation(
         nu_site = np.asarray(sites[1], float)
         if tau_site.shape != (n,) or nu_site.shape != (n,) or not np.all(np.isfinite(nu_site)):
             raise InvalidInputError(f"sites: expected two finite arrays of shape ({n},)")
+
     def cavities(diag, mu):
         diag = np.maximum(diag, 1e-300)
         tau_cav = np.maximum(1.0 / diag - tau_site, 1e-300)
@@ -158,8 +159,14 @@ def expectation_propagation(
     t = solve_triangular(L, ss * (K @ nu_site), lower=True, check_finite=False)
     alpha = nu_site - ss * solve_triangular(L, t, lower=True, trans="T", check_finite=False)
     return EPApproximation(
-        alpha=alpha, sqrt_w=ss, chol=L, mean=mu, log_marginal_likelihood=log_z, n_iter=sweep,
-        tau_site=tau_site, nu_site=nu_site,
+        alpha=alpha,
+        sqrt_w=ss,
+        chol=L,
+        mean=mu,
+        log_marginal_likelihood=log_z,
+        n_iter=sweep,
+        tau_site=tau_site,
+        nu_site=nu_site,
     )
 
 

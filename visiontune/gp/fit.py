@@ -104,9 +104,7 @@ def fit_hyperparameters(
     best_theta, best_value = None, np.inf
     for theta0 in starts:
         objective = _Objective(wrapped, X, y, inference)
-        result = minimize(
-            objective, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter}
-        )
+        result = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": max_iter})
         value = float(result.fun)
         if np.isfinite(value) and value < 1e99 and value < best_value:
             best_theta, best_value = np.asarray(result.x, float), value

@@ -290,8 +290,10 @@ class _Base(Kernel):
         return np.concatenate(parts, axis=0) if parts else np.zeros((0,) + grads[next(iter(grads))].shape[1:])
 
     def __repr__(self):
-        inner = ", ".join(f"{k}={np.round(v, 4).tolist() if isinstance(v, np.ndarray) else round(v, 4)}"
-                          for k, v in self._hyper.items())
+        inner = ", ".join(
+            f"{k}={np.round(v, 4).tolist() if isinstance(v, np.ndarray) else round(v, 4)}"
+            for k, v in self._hyper.items()
+        )
         extra = f", dims={self.dims}" if self.dims is not None else ""
         extra += f", fixed={self._fixed}" if self._fixed else ""
         return f"{type(self).__name__}({inner}{extra})"
@@ -475,7 +477,13 @@ class _Matern(Stationary):
 
     def _spectral_unit(self, w2, d):
         nu = self._NU
-        log_c = d * math.log(2.0) + 0.5 * d * math.log(math.pi) + gammaln(nu + d / 2.0) + nu * math.log(2 * nu) - gammaln(nu)
+        log_c = (
+            d * math.log(2.0)
+            + 0.5 * d * math.log(math.pi)
+            + gammaln(nu + d / 2.0)
+            + nu * math.log(2 * nu)
+            - gammaln(nu)
+        )
         return np.exp(log_c - (nu + d / 2.0) * np.log(2.0 * nu + w2))
 
     def _unit_frequencies(self, n, rng):
@@ -658,8 +666,11 @@ def _accumulate(op, arrays):
     arrays = iter(arrays)
     first, second = next(arrays), next(arrays)
     if (
-        isinstance(first, np.ndarray) and first.flags.writeable and first.flags.owndata
-        and first.dtype == np.float64 and first.shape == np.broadcast_shapes(first.shape, np.shape(second))
+        isinstance(first, np.ndarray)
+        and first.flags.writeable
+        and first.flags.owndata
+        and first.dtype == np.float64
+        and first.shape == np.broadcast_shapes(first.shape, np.shape(second))
     ):
         out = op(first, second, out=first)
     else:

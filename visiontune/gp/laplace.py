@@ -173,8 +173,12 @@ class GaussianApproximation:
 def empty_approximation() -> GaussianApproximation:
     """The posterior of a GP with no data: the prior (log evidence 0)."""
     return GaussianApproximation(
-        alpha=np.zeros(0), sqrt_w=np.zeros(0), chol=np.zeros((0, 0)), mean=np.zeros(0),
-        log_marginal_likelihood=0.0, n_iter=0,
+        alpha=np.zeros(0),
+        sqrt_w=np.zeros(0),
+        chol=np.zeros((0, 0)),
+        mean=np.zeros(0),
+        log_marginal_likelihood=0.0,
+        n_iter=0,
     )
 
 
@@ -363,7 +367,12 @@ def laplace_mode(
     L = cholesky_lower(_b_matrix(K, sw))
     log_z = psi - float(np.sum(np.log(np.diag(L))))
     return GaussianApproximation(
-        alpha=d1, sqrt_w=sw, chol=L, mean=f, log_marginal_likelihood=log_z, n_iter=n_iter,
+        alpha=d1,
+        sqrt_w=sw,
+        chol=L,
+        mean=f,
+        log_marginal_likelihood=log_z,
+        n_iter=n_iter,
     )
 
 

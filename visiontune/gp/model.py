@@ -321,7 +321,8 @@ class PreferenceGP:
         dc = self._value_cross_grad(both)  # (2m, n, d)
         dk_star = np.concatenate([dc[:m], -dc[m:]], axis=2)
         diag = diag_input_gradient(self.base_kernel, both) - 2.0 * paired_input_gradient(
-            self.base_kernel, both, np.vstack([O2, O1]))
+            self.base_kernel, both, np.vstack([O2, O1])
+        )
         dk_star_star = np.hstack([diag[:m], diag[m:]])
         approx = self._gp._approx
         mu, var = predict_latent(approx, k_star, self.kernel.diag(np.hstack([O1, O2])))
@@ -461,7 +462,9 @@ class Challenge:
     def _check(self, X) -> np.ndarray:
         X = self._model._options(X)
         if X.shape[1] != self.champion.shape[0]:
-            raise InvalidInputError(f"X: expected options with {self.champion.shape[0]} columns like the champion, got {X.shape[1]}")
+            raise InvalidInputError(
+                f"X: expected options with {self.champion.shape[0]} columns like the champion, got {X.shape[1]}"
+            )
         return X
 
     def _cross(self, X):

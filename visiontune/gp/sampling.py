@@ -394,8 +394,15 @@ def _cached_hilbert(kernel: Stationary, box: np.ndarray, n_basis: int, margin: f
     sampled at every Thompson-sampling decision. Both are deterministic functions of the key,
     so the cache changes no result (and no random draw)."""
     key = (
-        type(kernel), kernel.dims, kernel.lengthscales.tobytes(), float(kernel.variance),
-        box.shape, box.tobytes(), int(n_basis), float(margin), int(d),
+        type(kernel),
+        kernel.dims,
+        kernel.lengthscales.tobytes(),
+        float(kernel.variance),
+        box.shape,
+        box.tobytes(),
+        int(n_basis),
+        float(margin),
+        int(d),
     )
     with _HILBERT_LOCK:
         entry = _HILBERT_CACHE.get(key)
@@ -521,8 +528,13 @@ class PosteriorSamples:
         sub = self._columns.get(i)
         if sub is None:
             sub = self._columns[i] = PosteriorSamples(
-                self.features, self.weights[:, i : i + 1], self.update[:, i : i + 1], self.preference,
-                self.input_dim, self._cross, self._cross_grad,
+                self.features,
+                self.weights[:, i : i + 1],
+                self.update[:, i : i + 1],
+                self.preference,
+                self.input_dim,
+                self._cross,
+                self._cross_grad,
             )
         return sub
 
@@ -535,8 +547,11 @@ class PosteriorSamples:
     def values(self, X) -> np.ndarray:
         """Latent (utility) values of every sample at options ``X (m, d)`` -> ``(S, m)``."""
         X = self._options(X)
-        return np.concatenate([self._values_block(X[i : i + _BLOCK]) for i in range(0, len(X), _BLOCK)], axis=1) \
-            if len(X) else np.zeros((len(self), 0))
+        return (
+            np.concatenate([self._values_block(X[i : i + _BLOCK]) for i in range(0, len(X), _BLOCK)], axis=1)
+            if len(X)
+            else np.zeros((len(self), 0))
+        )
 
     def _values_block(self, X):
         out = self._prior_path.values(X)
@@ -619,7 +634,9 @@ def _gaussian_draws(mean: np.ndarray, cov: np.ndarray, n_samples: int, rng) -> n
     cov = 0.5 * (cov + cov.T)
     eigval, eigvec = linalg.eigh(cov, check_finite=False, driver="evd")
     if eigval.size and eigval.min() < -1e-8 * max(1.0, eigval.max()):
-        raise NumericalError(f"training posterior covariance is not positive semi-definite (eigenvalue {eigval.min():.3g})")
+        raise NumericalError(
+            f"training posterior covariance is not positive semi-definite (eigenvalue {eigval.min():.3g})"
+        )
     root = eigvec * np.sqrt(np.clip(eigval, 0.0, None))
     return mean[:, None] + root @ rng.standard_normal((mean.size, n_samples))
 
@@ -692,7 +709,6 @@ def sample_posterior_functions(model, box, n_samples: int, rng, n_basis: int = 4
 
         def prior_at_train(W):
             return features._combination(W).values(X)
-
 
     if n:
         mean, cov = model.training_posterior()

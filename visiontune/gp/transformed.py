@@ -55,8 +55,10 @@ class LinearlyTransformed(Kernel):
         A = finite_array("matrix", matrix, ndim=2)
         dims = _check_dims(dims)
         if dims is None or A.shape != (len(dims), len(dims)):
-            raise InvalidInputError(f"matrix: expected a square ({len(dims or ())}, {len(dims or ())}) array "
-                                    f"matching dims={dims}, got shape {A.shape}")  # fmt: skip
+            raise InvalidInputError(
+                f"matrix: expected a square ({len(dims or ())}, {len(dims or ())}) array "
+                f"matching dims={dims}, got shape {A.shape}"
+            )
         if abs(np.linalg.det(A)) < 1e-12 * max(1.0, float(np.abs(A).max()) ** len(dims)):
             raise InvalidInputError(f"matrix: expected a non-singular map, got {A.tolist()}")
         self._init(base=base, matrix=A, dims=dims)

@@ -56,7 +56,9 @@ def read_instrument_file(path, *, require_eyes=()) -> InstrumentReading:
     elif data[:8].startswith(b"\x00" * 8) and len(data) < 132:
         raise InvalidInputError(f"{name}: a truncated file (a DICOM preamble without its 'DICM' mark)")
     else:
-        raise InvalidInputError(f"{name}: neither a JOIA XML file (it does not start with '<') nor a DICOM Part 10 "
-                                "file (no 'DICM' after its 128-byte preamble)")  # fmt: skip
+        raise InvalidInputError(
+            f"{name}: neither a JOIA XML file (it does not start with '<') nor a DICOM Part 10 "
+            "file (no 'DICM' after its 128-byte preamble)"
+        )
     reading.require_eyes(require_eyes)
     return reading

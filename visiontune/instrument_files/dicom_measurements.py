@@ -62,26 +62,28 @@ def _truncation(data: bytes, transfer_syntax: str) -> str | None:
         return None
     pos, end = 132, len(data)
     while pos < end:
-        in_meta = data[pos:pos + 2] == b"\x02\x00"
+        in_meta = data[pos : pos + 2] == b"\x02\x00"
         little = in_meta or transfer_syntax != _EXPLICIT_BE
         explicit = in_meta or transfer_syntax != _IMPLICIT_LE
         if pos + 8 > end:
             return f"an element header at byte {pos} is cut off (the file ends at byte {end})"
-        group, elem = struct.unpack("<HH" if little else ">HH", data[pos:pos + 4])
+        group, elem = struct.unpack("<HH" if little else ">HH", data[pos : pos + 4])
         if group == 0xFFFE or not explicit:
-            (length,), head = struct.unpack("<I" if little else ">I", data[pos + 4:pos + 8]), 8
-        elif data[pos + 4:pos + 6] in _LONG_VRS:
+            (length,), head = struct.unpack("<I" if little else ">I", data[pos + 4 : pos + 8]), 8
+        elif data[pos + 4 : pos + 6] in _LONG_VRS:
             if pos + 12 > end:
                 return f"an element header at byte {pos} is cut off (the file ends at byte {end})"
-            (length,), head = struct.unpack("<I" if little else ">I", data[pos + 8:pos + 12]), 12
+            (length,), head = struct.unpack("<I" if little else ">I", data[pos + 8 : pos + 12]), 12
         else:
-            (length,), head = struct.unpack("<H" if little else ">H", data[pos + 6:pos + 8]), 8
+            (length,), head = struct.unpack("<H" if little else ">H", data[pos + 6 : pos + 8]), 8
         if length == 0xFFFFFFFF or (group == 0xFFFE and elem == 0xE000):
             pos += head  # undefined length or an item: its contents follow as elements
             continue
         if pos + head + length > end:
-            return (f"element ({group:04X},{elem:04X}) at byte {pos} needs {length} bytes of value, the file ends "
-                    f"{end - pos - head} bytes into it")  # fmt: skip
+            return (
+                f"element ({group:04X},{elem:04X}) at byte {pos} needs {length} bytes of value, the file ends "
+                f"{end - pos - head} bytes into it"
+            )
         pos += head + length
     return None
 
@@ -196,16 +198,20 @@ def read_dicom_measurements(data: bytes, name: str) -> InstrumentReading:
     meta_class = str(getattr(meta, "MediaStorageSOPClassUID", "") or "") if meta is not None else ""
     sop_class = str(ds.get("SOPClassUID", "") or "")
     if not sop_class:
-        raise InvalidInputError(f"{name}: no SOP Class UID (0008,0016); expected a DICOM Autorefraction or "
-                                "Lensometry Measurements object")  # fmt: skip
+        raise InvalidInputError(
+            f"{name}: no SOP Class UID (0008,0016); expected a DICOM Autorefraction or Lensometry Measurements object"
+        )
     if meta_class and meta_class != sop_class:
-        raise InvalidInputError(f"{name}: Media Storage SOP Class UID {meta_class} disagrees with SOP Class UID "
-                                f"{sop_class}; a damaged file")  # fmt: skip
+        raise InvalidInputError(
+            f"{name}: Media Storage SOP Class UID {meta_class} disagrees with SOP Class UID {sop_class}; a damaged file"
+        )
     kind = _KINDS.get(sop_class)
     if kind is None:
-        raise InvalidInputError(f"{name}: a DICOM object of SOP Class {_sop_name(sop_class)}; expected Autorefraction "
-                                f"Measurements ({AUTOREFRACTION_SOP_CLASS}) or Lensometry Measurements "
-                                f"({LENSOMETRY_SOP_CLASS})")  # fmt: skip
+        raise InvalidInputError(
+            f"{name}: a DICOM object of SOP Class {_sop_name(sop_class)}; expected Autorefraction "
+            f"Measurements ({AUTOREFRACTION_SOP_CLASS}) or Lensometry Measurements "
+            f"({LENSOMETRY_SOP_CLASS})"
+        )
     lenses, adds = {}, {}
     for eye in ("OD", "OS"):
         rx, add = _eye(ds, kind, eye, name)
@@ -215,10 +221,20 @@ def read_dicom_measurements(data: bytes, name: str) -> InstrumentReading:
                 adds[eye] = add
     if not lenses:
         seqs = " or ".join(_EYE_SEQUENCES[kind].values())
-        raise InvalidInputError(f"{name}: no measurement of either eye (no item in {seqs}; an empty or truncated "
-                                "file?)")  # fmt: skip
+        raise InvalidInputError(
+            f"{name}: no measurement of either eye (no item in {seqs}; an empty or truncated file?)"
+        )
     pd = _number(ds, "DistancePupillaryDistance", name)
     pd_mm = check_pd_mm(f"{name}: DistancePupillaryDistance (0046,0060)", pd)[0]
-    return InstrumentReading(kind=kind, lenses=lenses, adds=adds, source_file=name, file_format="DICOM", pd_mm=pd_mm,
-                             maker=_text(ds, "Manufacturer"), model=_text(ds, "ManufacturerModelName"),
-                             measured_at=_when(ds, name), readings={e: 1 for e in lenses})  # fmt: skip
+    return InstrumentReading(
+        kind=kind,
+        lenses=lenses,
+        adds=adds,
+        source_file=name,
+        file_format="DICOM",
+        pd_mm=pd_mm,
+        maker=_text(ds, "Manufacturer"),
+        model=_text(ds, "ManufacturerModelName"),
+        measured_at=_when(ds, name),
+        readings={e: 1 for e in lenses},
+    )

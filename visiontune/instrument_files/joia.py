@@ -54,8 +54,17 @@ JOIA_NAMESPACE_ROOT = "http://www.joia.or.jp/standardized/namespaces/"
 _NUMBER = re.compile(r"^[+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)$")
 _ENCODING = re.compile(rb"^\s*<\?xml[^>]*\bencoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']")
 _EYE_NAMES = {"OD": "R", "OS": "L"}
-_UNITS = {"Sphere": "D", "Cylinder": "D", "Axis": "deg", "ADD": "D", "Add1": "D", "Add": "D",
-          "Distance": "mm", "DistanceR": "mm", "DistanceL": "mm"}  # fmt: skip
+_UNITS = {
+    "Sphere": "D",
+    "Cylinder": "D",
+    "Axis": "deg",
+    "ADD": "D",
+    "Add1": "D",
+    "Add": "D",
+    "Distance": "mm",
+    "DistanceR": "mm",
+    "DistanceL": "mm",
+}
 
 
 def looks_like_xml(data: bytes) -> bool:
@@ -122,8 +131,9 @@ def _parse(data: bytes, f: _File):
     except ET.ParseError as exc:
         line, col = exc.position
         reason = str(exc).split(":")[0]
-        raise f.error("", f"not well-formed XML (line {line}, column {col + 1}: {reason}); a truncated or damaged "
-                          "file?") from None  # fmt: skip
+        raise f.error(
+            "", f"not well-formed XML (line {line}, column {col + 1}: {reason}); a truncated or damaged file?"
+        ) from None
 
 
 def _measure(root, f: _File):
@@ -134,8 +144,11 @@ def _measure(root, f: _File):
         found = ", ".join(t or "(no type)" for t in types) or "none"
         raise f.error("Ophthalmology", f"no REF or LM Measure element (Measure types found: {found})")
     if len(wanted) > 1:
-        raise f.error("Ophthalmology", f"{len(wanted)} REF/LM Measure elements ({', '.join(t for t, _ in wanted)}); "
-                                       "expected one instrument's measurement per file")  # fmt: skip
+        raise f.error(
+            "Ophthalmology",
+            f"{len(wanted)} REF/LM Measure elements ({', '.join(t for t, _ in wanted)}); "
+            "expected one instrument's measurement per file",
+        )
     return wanted[0]
 
 
@@ -289,6 +302,17 @@ def read_joia(data: bytes, name: str) -> InstrumentReading:
     common = _child(root, "Common")
     maker = f.text(_child(common, "Company")) if common is not None else None
     model = f.text(_child(common, "ModelName")) if common is not None else None
-    return InstrumentReading(kind=kind, lenses=lenses, adds=adds, source_file=name, file_format="JOIA XML",
-                             pd_mm=pd_mm, pd_od_mm=pd_od, pd_os_mm=pd_os, maker=maker, model=model,
-                             measured_at=_measured_at(root, f), readings=counts)  # fmt: skip
+    return InstrumentReading(
+        kind=kind,
+        lenses=lenses,
+        adds=adds,
+        source_file=name,
+        file_format="JOIA XML",
+        pd_mm=pd_mm,
+        pd_od_mm=pd_od,
+        pd_os_mm=pd_os,
+        maker=maker,
+        model=model,
+        measured_at=_measured_at(root, f),
+        readings=counts,
+    )

@@ -37,9 +37,19 @@ from visiontune.errors import InvalidInputError, one_line
 from visiontune.optics import Prescription
 
 __all__ = [
-    "ADD_RANGE_D", "EYES", "KINDS", "MAX_CYLINDER_D", "MONOCULAR_PD_RANGE_MM", "PD_RANGE_MM", "SPHERE_RANGE_D",
-    "InstrumentReading", "check_add", "check_lens", "check_pd_mm", "device_text",
-]  # fmt: skip
+    "ADD_RANGE_D",
+    "EYES",
+    "KINDS",
+    "MAX_CYLINDER_D",
+    "MONOCULAR_PD_RANGE_MM",
+    "PD_RANGE_MM",
+    "SPHERE_RANGE_D",
+    "InstrumentReading",
+    "check_add",
+    "check_lens",
+    "check_pd_mm",
+    "device_text",
+]
 
 #: REF: an objective refraction (autorefractor); LM: the habitual spectacles read on a lensmeter.
 KINDS = ("REF", "LM")
@@ -63,12 +73,16 @@ def check_lens(where: str, sphere_d: float, cylinder_d: float | None, axis_deg: 
     180); a cylinder other than 0 needs its axis."""
     s = _finite(f"{where} sphere", sphere_d)
     if not SPHERE_RANGE_D[0] <= s <= SPHERE_RANGE_D[1]:
-        raise InvalidInputError(f"{where} sphere: {s:+.2f} D is not a plausible measurement "
-                                f"(expected {SPHERE_RANGE_D[0]:+.0f} to {SPHERE_RANGE_D[1]:+.0f} D)")  # fmt: skip
+        raise InvalidInputError(
+            f"{where} sphere: {s:+.2f} D is not a plausible measurement "
+            f"(expected {SPHERE_RANGE_D[0]:+.0f} to {SPHERE_RANGE_D[1]:+.0f} D)"
+        )
     c = 0.0 if cylinder_d is None else _finite(f"{where} cylinder", cylinder_d)
     if abs(c) > MAX_CYLINDER_D:
-        raise InvalidInputError(f"{where} cylinder: {c:+.2f} D is not a plausible measurement "
-                                f"(expected at most {MAX_CYLINDER_D:g} D either sign)")  # fmt: skip
+        raise InvalidInputError(
+            f"{where} cylinder: {c:+.2f} D is not a plausible measurement "
+            f"(expected at most {MAX_CYLINDER_D:g} D either sign)"
+        )
     if axis_deg is None:
         if c != 0.0:
             raise InvalidInputError(f"{where} axis: a cylinder of {c:+.2f} D needs its axis, and the file gives none")
@@ -86,13 +100,15 @@ def check_add(where: str, add_d: float | None) -> float | None:
         return None
     add = _finite(where, add_d)
     if not ADD_RANGE_D[0] <= add <= ADD_RANGE_D[1]:
-        raise InvalidInputError(f"{where}: {add:+.2f} D is not a near addition (expected {ADD_RANGE_D[0]:g} to "
-                                f"{ADD_RANGE_D[1]:g} D)")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: {add:+.2f} D is not a near addition (expected {ADD_RANGE_D[0]:g} to {ADD_RANGE_D[1]:g} D)"
+        )
     return add
 
 
-def check_pd_mm(where: str, pd_mm: float | None, pd_od_mm: float | None = None,
-                pd_os_mm: float | None = None) -> tuple[float | None, float | None, float | None]:  # fmt: skip
+def check_pd_mm(
+    where: str, pd_mm: float | None, pd_od_mm: float | None = None, pd_os_mm: float | None = None
+) -> tuple[float | None, float | None, float | None]:
     """``(pd_mm, pd_od_mm, pd_os_mm)`` of a file checked (module docstring): each finite and in its range,
     the monocular ones both or neither, the binocular their sum (within 0.1 mm) when both are given, and
     their sum when only they are."""
@@ -104,8 +120,9 @@ def check_pd_mm(where: str, pd_mm: float | None, pd_od_mm: float | None = None,
             v = _finite(f"{where} ({eye})", value)
             lo, hi = MONOCULAR_PD_RANGE_MM
             if not lo <= v <= hi:
-                raise InvalidInputError(f"{where} ({eye}): {v:g} mm is not a monocular pupillary distance "
-                                        f"(expected {lo:g} to {hi:g} mm)")  # fmt: skip
+                raise InvalidInputError(
+                    f"{where} ({eye}): {v:g} mm is not a monocular pupillary distance (expected {lo:g} to {hi:g} mm)"
+                )
             mono.append(v)
     lo, hi = PD_RANGE_MM
     if pd_mm is None:
@@ -116,8 +133,9 @@ def check_pd_mm(where: str, pd_mm: float | None, pd_od_mm: float | None = None,
     if not lo <= pd <= hi:
         raise InvalidInputError(f"{where}: {pd:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm)")
     if mono and abs(pd - sum(mono)) > 0.1:
-        raise InvalidInputError(f"{where}: {pd:g} mm is not the sum of the monocular distances {mono[0]:g} + "
-                                f"{mono[1]:g} mm")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: {pd:g} mm is not the sum of the monocular distances {mono[0]:g} + {mono[1]:g} mm"
+        )
     return pd, (mono[0] if mono else None), (mono[1] if mono else None)
 
 

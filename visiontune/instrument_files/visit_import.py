@@ -80,8 +80,9 @@ class VisitImport:
             entry: dict = {"from_file": reading.source_file}
             for eye, (_rx, source, by) in starts.items():
                 if by is reading:
-                    entry[f"start_source_{eye.lower()}"] = "autorefraction" if source == "autorefraction" \
-                        else "habitual spectacles"  # fmt: skip
+                    entry[f"start_source_{eye.lower()}"] = (
+                        "autorefraction" if source == "autorefraction" else "habitual spectacles"
+                    )
             if reading is self.lm:
                 entry["habitual_source"] = "lensmeter"
             if pd_from is reading:
@@ -106,14 +107,17 @@ def read_visit_imports(paths, *, eyes=EYES, flag: str = "--import") -> VisitImpo
     one kind, more than two files, a file missing an eye it must give."""
     paths = list(paths or [])
     if len(paths) > 2:
-        raise InvalidInputError(f"{flag}: {len(paths)} files; give at most one autorefractor (REF) and one "
-                                "lensmeter (LM) file")  # fmt: skip
+        raise InvalidInputError(
+            f"{flag}: {len(paths)} files; give at most one autorefractor (REF) and one lensmeter (LM) file"
+        )
     found: dict[str, InstrumentReading] = {}
     for path in paths:
         reading = read_instrument_file(path)
         if reading.kind in found:
-            raise InvalidInputError(f"{flag}: {found[reading.kind].source_file} and {reading.source_file} are both "
-                                    f"{reading.kind} files; give one of each kind at most")  # fmt: skip
+            raise InvalidInputError(
+                f"{flag}: {found[reading.kind].source_file} and {reading.source_file} are both "
+                f"{reading.kind} files; give one of each kind at most"
+            )
         found[reading.kind] = reading
     imports = VisitImport(ref=found.get("REF"), lm=found.get("LM"), eyes=tuple(eyes))
     starter = imports.ref or imports.lm

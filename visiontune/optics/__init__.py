@@ -9,7 +9,17 @@ from visiontune.optics.psychometric import PsychometricFunction
 from visiontune.optics.refraction import CONTEXT_BOX, SEARCH_BOX, Box
 
 __all__ = [
-    "AcuityModel", "BlendowskeAcuity", "blur_diopters", "residual_power_vector", "SimulatedPatient",
-    "random_true_rx", "probability_grid", "PowerVector", "Prescription", "PsychometricFunction", "CONTEXT_BOX",
-    "SEARCH_BOX", "Box",
+    "AcuityModel",
+    "BlendowskeAcuity",
+    "blur_diopters",
+    "residual_power_vector",
+    "SimulatedPatient",
+    "random_true_rx",
+    "probability_grid",
+    "PowerVector",
+    "Prescription",
+    "PsychometricFunction",
+    "CONTEXT_BOX",
+    "SEARCH_BOX",
+    "Box",
 ]

@@ -38,8 +38,14 @@ from visiontune._validate import finite_array, scalar
 from visiontune.errors import InvalidInputError
 
 __all__ = [
-    "AcuityModel", "BlendowskeAcuity", "PupilBlurAcuity", "LinearLogmarAcuity", "ACUITY_MODELS",
-    "acuity_model_by_name", "check_blur", "ARCMIN_PER_MRAD",
+    "AcuityModel",
+    "BlendowskeAcuity",
+    "PupilBlurAcuity",
+    "LinearLogmarAcuity",
+    "ACUITY_MODELS",
+    "acuity_model_by_name",
+    "check_blur",
+    "ARCMIN_PER_MRAD",
 ]
 
 
@@ -161,7 +167,7 @@ class PupilBlurAcuity:
     def __call__(self, blur_d):
         """``blur_d`` (diopters, >= 0, any shape) -> logMAR, same shape (float for a scalar)."""
         theta = np.asarray(self.blur_disc_arcmin(blur_d))
-        mar_star = 10.0 ** self.best_corrected_logmar
+        mar_star = 10.0**self.best_corrected_logmar
         va = np.log10(np.hypot(mar_star, self.blur_fraction * theta))
         return float(va) if va.ndim == 0 else va
 
@@ -184,8 +190,9 @@ class LinearLogmarAcuity:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "best_corrected_logmar", _check_va_star(self.best_corrected_logmar))
-        object.__setattr__(self, "logmar_per_diopter",
-                           _check_positive_number("logmar_per_diopter", self.logmar_per_diopter, 5.0))
+        object.__setattr__(
+            self, "logmar_per_diopter", _check_positive_number("logmar_per_diopter", self.logmar_per_diopter, 5.0)
+        )
 
     def __call__(self, blur_d):
         """``blur_d`` (diopters, >= 0, any shape) -> logMAR, same shape (float for a scalar)."""
@@ -202,7 +209,9 @@ ACUITY_MODELS = {
 }
 
 
-def acuity_model_by_name(name: str, best_corrected_logmar: float = 0.0, *, pupil_mm: float | None = None) -> AcuityModel:
+def acuity_model_by_name(
+    name: str, best_corrected_logmar: float = 0.0, *, pupil_mm: float | None = None
+) -> AcuityModel:
     """The acuity model called ``name`` (a key of :data:`ACUITY_MODELS`) with ``VA*`` =
     ``best_corrected_logmar`` (logMAR). ``pupil_mm`` (mm) is used by ``"pupil-geometric"``
     only (default 4 mm there) and must be None for the others."""

@@ -23,10 +23,16 @@ from visiontune._validate import finite_array, positive
 from visiontune.errors import InvalidInputError
 
 __all__ = [
-    "logmar_to_mar_arcmin", "mar_arcmin_to_logmar",
-    "logmar_to_decimal", "decimal_to_logmar",
-    "logmar_to_snellen_denominator", "snellen_to_logmar", "parse_snellen", "format_snellen",
-    "logmar_to_etdrs_letters", "etdrs_letters_to_logmar",
+    "logmar_to_mar_arcmin",
+    "mar_arcmin_to_logmar",
+    "logmar_to_decimal",
+    "decimal_to_logmar",
+    "logmar_to_snellen_denominator",
+    "snellen_to_logmar",
+    "parse_snellen",
+    "format_snellen",
+    "logmar_to_etdrs_letters",
+    "etdrs_letters_to_logmar",
     "ETDRS_LOGMAR_RANGE",
 ]
 

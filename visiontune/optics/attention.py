@@ -55,8 +55,9 @@ class AttentionDrift:
         object.__setattr__(self, "lapse_increase", scalar("lapse_increase", self.lapse_increase, 0.0, 0.999))
         k = self.over_trials
         object.__setattr__(self, "over_trials", check_int("over_trials", k, lo=1))
-        object.__setattr__(self, "logmar_per_100_trials",
-                           scalar("logmar_per_100_trials", self.logmar_per_100_trials, -1.0, 1.0))
+        object.__setattr__(
+            self, "logmar_per_100_trials", scalar("logmar_per_100_trials", self.logmar_per_100_trials, -1.0, 1.0)
+        )
 
     def lapse_at(self, k: int, base_lapse: float) -> float:
         """``λ(k) = λ + Δλ · min(k / K, 1)`` for trial ``k`` (0-based)."""
@@ -73,5 +74,8 @@ class AttentionDrift:
         return float(np.float64(base_lapse) + self.lapse_increase)
 
     def to_dict(self) -> dict:
-        return {"lapse_increase": self.lapse_increase, "over_trials": self.over_trials,
-                "logmar_per_100_trials": self.logmar_per_100_trials}
+        return {
+            "lapse_increase": self.lapse_increase,
+            "over_trials": self.over_trials,
+            "logmar_per_100_trials": self.logmar_per_100_trials,
+        }

@@ -145,9 +145,14 @@ class ComparisonModel:
             raise InvalidInputError(f"kind: expected one of {', '.join(COMPARISON_KINDS)}, got {self.kind!r}")
         if self.latent not in _LATENTS:
             raise InvalidInputError(f"latent: expected one of {', '.join(_LATENTS)}, got {self.latent!r}")
-        for name, lo, hi in (("indifference", 0, 5), ("lapse", 0, 0.99), ("threshold_at_focus_d", 0.001, 2),
-                             ("weber_fraction", 0.001, 5), ("sensitivity_median", 0.001, 1000),
-                             ("sensitivity_sigma", 0, 5)):  # fmt: skip
+        for name, lo, hi in (
+            ("indifference", 0, 5),
+            ("lapse", 0, 0.99),
+            ("threshold_at_focus_d", 0.001, 2),
+            ("weber_fraction", 0.001, 5),
+            ("sensitivity_median", 0.001, 1000),
+            ("sensitivity_sigma", 0, 5),
+        ):
             check_number(name, getattr(self, name), lo, hi)
 
     @property
@@ -198,8 +203,9 @@ def focus_sensitivity_ratio(blur_model: ComparisonModel, slope: float = 5.0) -> 
     return math.log(10.0) / (2.0 * slope * blur_model.log_blur_noise * blur_model.intrinsic_blur_d**2)
 
 
-def patient_comparison_probabilities(patient: SimulatedPatient, k: int, s: float, lens1, lens2,
-                                     model: ComparisonModel) -> np.ndarray:
+def patient_comparison_probabilities(
+    patient: SimulatedPatient, k: int, s: float, lens1, lens2, model: ComparisonModel
+) -> np.ndarray:
     """``(3,)`` probabilities of ``"1"``, ``"2"``, ``"="`` for the simulated ``patient`` at trial
     ``k``. Thurstone: ``δ = Φ⁻¹(P(lens1 preferred))`` from the patient's own Eq. 11 (its latent,
     linear or probit, and its attention drift at trial ``k``); blur: from the patient's blur

@@ -23,21 +23,25 @@ def check_letter_offsets(offsets) -> dict[str, float] | None:
     if offsets is None:
         return None
     if not isinstance(offsets, Mapping) or not offsets:
-        raise InvalidInputError(f"letter_offsets_logmar: expected a non-empty mapping letter -> logMAR, got {offsets!r}")
+        raise InvalidInputError(
+            f"letter_offsets_logmar: expected a non-empty mapping letter -> logMAR, got {offsets!r}"
+        )
     checked = {}
     for letter, value in offsets.items():
         if not isinstance(letter, str) or not letter:
             raise InvalidInputError(f"letter_offsets_logmar: keys must be letters (strings), got {letter!r}")
         v = np.asarray(value, dtype=float) if not isinstance(value, bool) else np.asarray(np.nan)
         if v.ndim != 0 or not np.isfinite(v):
-            raise InvalidInputError(f"letter_offsets_logmar: offset of {letter!r} must be one finite number, got {value!r}")
+            raise InvalidInputError(
+                f"letter_offsets_logmar: offset of {letter!r} must be one finite number, got {value!r}"
+            )
         checked[letter] = float(v)
     return checked
 
 
-def letter_offsets_from_percent_correct(percent_correct: Mapping[str, float],
-                                        psychometric: PsychometricFunction,
-                                        reference_percent: float | None = None) -> dict[str, float]:
+def letter_offsets_from_percent_correct(
+    percent_correct: Mapping[str, float], psychometric: PsychometricFunction, reference_percent: float | None = None
+) -> dict[str, float]:
     """Per-letter offsets ``δ`` (logMAR) from each letter's percent correct at one letter size.
 
     At that size the reference (average) letter is read with probability ``p_ref`` and
@@ -50,7 +54,9 @@ def letter_offsets_from_percent_correct(percent_correct: Mapping[str, float],
     if not isinstance(psychometric, PsychometricFunction):
         raise InvalidInputError(f"psychometric: expected a PsychometricFunction, got {type(psychometric).__name__}")
     if not isinstance(percent_correct, Mapping) or not percent_correct:
-        raise InvalidInputError(f"percent_correct: expected a non-empty mapping letter -> percent, got {percent_correct!r}")
+        raise InvalidInputError(
+            f"percent_correct: expected a non-empty mapping letter -> percent, got {percent_correct!r}"
+        )
 
     def distance(name: str, pct) -> float:
         try:

@@ -26,8 +26,19 @@ from __future__ import annotations
 
 from visiontune.errors import InvalidInputError
 
-__all__ = ["AXIS_TOLERANCE_DEG", "PLANO", "STEP_D", "STEP_TOLERANCE_D", "TRUTH", "axis_text", "is_trial_lens", "power_text",
-           "rx_cells", "rx_text", "signed"]  # fmt: skip
+__all__ = [
+    "AXIS_TOLERANCE_DEG",
+    "PLANO",
+    "STEP_D",
+    "STEP_TOLERANCE_D",
+    "TRUTH",
+    "axis_text",
+    "is_trial_lens",
+    "power_text",
+    "rx_cells",
+    "rx_text",
+    "signed",
+]
 
 #: The trial-lens step of sphere and cylinder (D).
 STEP_D = 0.25

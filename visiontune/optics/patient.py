@@ -129,13 +129,23 @@ class SimulatedPatient:
     Letter sizes ``s`` are logMAR, a float or an array broadcasting against the lenses.
     """
 
-    def __init__(self, true_rx: Prescription, best_corrected_logmar: float = 0.0, slope: float = 5.0,
-                 n_alternatives: int = 26, lapse: float = 0.0, seed=0, *,
-                 acuity_model: AcuityModel | None = None, preference_latent: str = "linear",
-                 letter_offsets_logmar: Mapping[str, float] | None = None,
-                 age_years: float | None = None, accommodation_d: float | None = None,
-                 accommodation_fraction: float = DEFAULT_ACCOMMODATION_FRACTION,
-                 drift: AttentionDrift | None = None) -> None:
+    def __init__(
+        self,
+        true_rx: Prescription,
+        best_corrected_logmar: float = 0.0,
+        slope: float = 5.0,
+        n_alternatives: int = 26,
+        lapse: float = 0.0,
+        seed=0,
+        *,
+        acuity_model: AcuityModel | None = None,
+        preference_latent: str = "linear",
+        letter_offsets_logmar: Mapping[str, float] | None = None,
+        age_years: float | None = None,
+        accommodation_d: float | None = None,
+        accommodation_fraction: float = DEFAULT_ACCOMMODATION_FRACTION,
+        drift: AttentionDrift | None = None,
+    ) -> None:
         if not isinstance(true_rx, Prescription):
             raise InvalidInputError(f"true_rx: expected a Prescription, got {type(true_rx).__name__}")
         if acuity_model is None:
@@ -146,7 +156,9 @@ class SimulatedPatient:
                     "best_corrected_logmar: give it to the acuity_model, not to the patient, when acuity_model is set"
                 )
             if not callable(acuity_model):
-                raise InvalidInputError(f"acuity_model: expected a callable blur -> logMAR, got {type(acuity_model).__name__}")
+                raise InvalidInputError(
+                    f"acuity_model: expected a callable blur -> logMAR, got {type(acuity_model).__name__}"
+                )
         if preference_latent not in _LATENTS:
             raise InvalidInputError(f"preference_latent: expected one of {_LATENTS}, got {preference_latent!r}")
         self._letter_offsets = check_letter_offsets(letter_offsets_logmar)
@@ -157,7 +169,8 @@ class SimulatedPatient:
         self._rng = make_rng(seed)
         self._seed = None if isinstance(seed, (np.random.Generator, np.random.SeedSequence)) else int(seed)
         self._age_years, self._amplitude_d, self._fraction = _check_accommodation(
-            age_years, accommodation_d, accommodation_fraction)
+            age_years, accommodation_d, accommodation_fraction
+        )
         if drift is not None:
             if not isinstance(drift, AttentionDrift):
                 raise InvalidInputError(f"drift: expected an AttentionDrift or None, got {type(drift).__name__}")
@@ -211,8 +224,10 @@ class SimulatedPatient:
 
     def __repr__(self) -> str:
         p = self._psychometric
-        return (f"SimulatedPatient(true_rx={self._true_rx.format()!r}, acuity_model={self._acuity!r}, "
-                f"slope={p.slope}, n_alternatives={p.n_alternatives}, lapse={p.lapse})")
+        return (
+            f"SimulatedPatient(true_rx={self._true_rx.format()!r}, acuity_model={self._acuity!r}, "
+            f"slope={p.slope}, n_alternatives={p.n_alternatives}, lapse={p.lapse})"
+        )
 
     # --- noiseless model ---------------------------------------------------------------
     def residual_power_vector(self, lens) -> np.ndarray:
@@ -332,8 +347,9 @@ class SimulatedPatient:
             raise InvalidInputError(f"s: prefers_trial() takes one duel, got {np.shape(p)}")
         return bool(self.trial_uniform(k, duel=True) < p)
 
-    def answer_line_trial(self, k: int, s: float, lens, letters: Sequence[str],
-                          crowding_logmar: float = 0.0) -> tuple[bool, ...]:  # fmt: skip
+    def answer_line_trial(
+        self, k: int, s: float, lens, letters: Sequence[str], crowding_logmar: float = 0.0
+    ) -> tuple[bool, ...]:
         """A chart line at trial ``k``: each letter ``j`` of ``letters`` (read in order, size ``s``
         logMAR, through ``lens``) right iff ``u_j < P_j``, ``P_j`` =
         :meth:`probability_correct_at_trial` at the size ``s - crowding_logmar`` (a letter between
@@ -347,7 +363,9 @@ class SimulatedPatient:
         if isinstance(letters, str) or len(letters) < 1:
             raise InvalidInputError(f"letters: expected a sequence of the line's letters, got {letters!r}")
         if self._seed is None:
-            raise InvalidInputError("seed: keyed answers (answer_line_trial) need the patient built with an integer seed")
+            raise InvalidInputError(
+                "seed: keyed answers (answer_line_trial) need the patient built with an integer seed"
+            )
         letters = list(letters)
         p = np.asarray(self.probability_correct_at_trial(k, float(s) - crowding, lens, letters), dtype=float)
         p = np.broadcast_to(p, (len(letters),))
@@ -384,7 +402,6 @@ class SimulatedPatient:
         if p.ndim != 1:
             raise InvalidInputError(f"s: expected a 1-D batch of duels, got shape {p.shape}")
         return self._rng.random(p.shape[0]) < p
-
 
 
 def _check_accommodation(age_years, accommodation_d, fraction) -> tuple[float | None, float, float]:

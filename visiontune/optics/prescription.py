@@ -157,8 +157,7 @@ class Prescription:
     # --- forms -------------------------------------------------------------------------
     def transposed(self) -> Prescription:
         """The same lens in the other cylinder form: ``(S + C, -C, α ± 90°)``."""
-        return Prescription(self.sphere_d + self.cylinder_d, -self.cylinder_d,
-                            normalise_axis_deg(self.axis_deg + 90.0))
+        return Prescription(self.sphere_d + self.cylinder_d, -self.cylinder_d, normalise_axis_deg(self.axis_deg + 90.0))
 
     def to_minus_cylinder(self) -> Prescription:
         """This lens with ``cylinder_d <= 0`` (transposed if the cylinder is positive)."""
@@ -207,8 +206,11 @@ class Prescription:
         def half_away(x: float, q: float) -> float:
             return math.copysign(math.floor(abs(x) / q + 0.5), x) * q
 
-        return Prescription(half_away(self.sphere_d, step), half_away(self.cylinder_d, step),
-                            normalise_axis_deg(half_away(self.axis_deg, axis_step)))
+        return Prescription(
+            half_away(self.sphere_d, step),
+            half_away(self.cylinder_d, step),
+            normalise_axis_deg(half_away(self.axis_deg, axis_step)),
+        )
 
     def format(self, unicode_minus: bool = False, *, form: str | None = None, kind: str | None = None) -> str:
         """Clinical text in the one notation (:func:`visiontune.optics.notation.rx_text`), e.g.

@@ -33,7 +33,9 @@ class Box:
                 f"got {lo.shape[0]}, {hi.shape[0]}, {len(self.names)}"
             )
         if np.any(hi <= lo):
-            raise InvalidInputError(f"upper: every upper bound must exceed its lower bound, got {lo.tolist()} .. {hi.tolist()}")
+            raise InvalidInputError(
+                f"upper: every upper bound must exceed its lower bound, got {lo.tolist()} .. {hi.tolist()}"
+            )
         object.__setattr__(self, "lower", tuple(float(v) for v in lo))
         object.__setattr__(self, "upper", tuple(float(v) for v in hi))
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))

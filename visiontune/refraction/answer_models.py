@@ -97,8 +97,17 @@ from visiontune.refraction.loop import (
     SimulatedPresenter,
 )
 
-__all__ = ["ANSWER_MODELS", "AnswerModel", "AnswerModelAnswers", "AnswerModelPresenter", "AttentionChain",
-           "answer_model_by_name", "answer_probabilities", "minus_preference_sign", "patient_signal"]
+__all__ = [
+    "ANSWER_MODELS",
+    "AnswerModel",
+    "AnswerModelAnswers",
+    "AnswerModelPresenter",
+    "AttentionChain",
+    "answer_model_by_name",
+    "answer_probabilities",
+    "minus_preference_sign",
+    "patient_signal",
+]
 
 #: Sub-key of the attention chain's uniforms (after ``[seed, j, TRIAL_KEY]``).
 ATTENTION_STREAM = 11
@@ -129,11 +138,17 @@ class AnswerModel:
 
     def __post_init__(self) -> None:
         if self.kind not in COMPARISON_KINDS:
-            raise InvalidInputError(f"answer model {self.name!r}: kind: expected one of "
-                                    f"{', '.join(COMPARISON_KINDS)}, got {self.kind!r}")  # fmt: skip
-        for field, lo, hi in (("signal_scale", 0.01, 100.0), ("indifference", 0.0, 5.0), ("last_bias", -5.0, 5.0),
-                              ("minus_bias", -5.0, 5.0), ("lapse_onset", 0.0, 1.0),
-                              ("lapse_recovery", 0.001, 1.0)):  # fmt: skip
+            raise InvalidInputError(
+                f"answer model {self.name!r}: kind: expected one of {', '.join(COMPARISON_KINDS)}, got {self.kind!r}"
+            )
+        for field, lo, hi in (
+            ("signal_scale", 0.01, 100.0),
+            ("indifference", 0.0, 5.0),
+            ("last_bias", -5.0, 5.0),
+            ("minus_bias", -5.0, 5.0),
+            ("lapse_onset", 0.0, 1.0),
+            ("lapse_recovery", 0.001, 1.0),
+        ):
             check_number(f"answer model {self.name!r}: {field}", getattr(self, field), lo, hi)
 
     @property
@@ -154,22 +169,36 @@ class AnswerModel:
 def _models() -> dict[str, AnswerModel]:
     models = [
         AnswerModel("model", "Eq. 11 of the patient's own letter task, \"equal\" band 0.5 (the session's model)"),
-        AnswerModel("blur", "blur discrimination (Watson & Ahumada 2011 dipper), \"equal\" band 0.5", kind="blur"),
-        AnswerModel("wide-threshold", "Eq. 11 with half the signal: the discrimination threshold twice the "
-                                      "model's", signal_scale=0.5),  # fmt: skip
-        AnswerModel("narrow-threshold", "Eq. 11 with twice the signal: the threshold half the model's",
-                    signal_scale=2.0),
-        AnswerModel("more-equal", "Eq. 11, \"no difference\" band 1.0 (68% at equal lenses, the model 38%)",
-                    indifference=1.0),
-        AnswerModel("less-equal", "Eq. 11, \"no difference\" band 0.1 (8% at equal lenses): nearly forced",
-                    indifference=0.1),
-        AnswerModel("last-lens-bias", "Eq. 11 biased toward lens 2, the one shown last (0.5 noise units)",
-                    last_bias=0.5),
-        AnswerModel("minus-bias", "Eq. 11 biased toward the more minus lens when the eye can accommodate to "
-                                  "clear it (0.5 noise units)", minus_bias=0.5),  # fmt: skip
-        AnswerModel("lapse-runs", "Eq. 11; attention a two-state Markov chain (onset 0.02, recovery 0.25 a trial: "
-                                  "7.4% of trials lapsed, runs of 4), answers at random while lapsed",
-                    lapse_onset=0.02, lapse_recovery=0.25),  # fmt: skip
+        AnswerModel("blur", 'blur discrimination (Watson & Ahumada 2011 dipper), "equal" band 0.5', kind="blur"),
+        AnswerModel(
+            "wide-threshold",
+            "Eq. 11 with half the signal: the discrimination threshold twice the model's",
+            signal_scale=0.5,
+        ),
+        AnswerModel(
+            "narrow-threshold", "Eq. 11 with twice the signal: the threshold half the model's", signal_scale=2.0
+        ),
+        AnswerModel(
+            "more-equal", 'Eq. 11, "no difference" band 1.0 (68% at equal lenses, the model 38%)', indifference=1.0
+        ),
+        AnswerModel(
+            "less-equal", 'Eq. 11, "no difference" band 0.1 (8% at equal lenses): nearly forced', indifference=0.1
+        ),
+        AnswerModel(
+            "last-lens-bias", "Eq. 11 biased toward lens 2, the one shown last (0.5 noise units)", last_bias=0.5
+        ),
+        AnswerModel(
+            "minus-bias",
+            "Eq. 11 biased toward the more minus lens when the eye can accommodate to clear it (0.5 noise units)",
+            minus_bias=0.5,
+        ),
+        AnswerModel(
+            "lapse-runs",
+            "Eq. 11; attention a two-state Markov chain (onset 0.02, recovery 0.25 a trial: "
+            "7.4% of trials lapsed, runs of 4), answers at random while lapsed",
+            lapse_onset=0.02,
+            lapse_recovery=0.25,
+        ),
     ]
     return {m.name: m for m in models}
 
@@ -205,14 +234,18 @@ def patient_signal(patient: SimulatedPatient, k: int, s: float, lens1, lens2, mo
         p = float(patient.preference_probability_at_trial(k, s, lens1, lens2))
         delta0 = float(ndtri(min(max(p, 1e-15), 1.0 - 1e-15)))
     else:
-        delta0 = float(blur_discrimination_signal(patient.blur_diopters(lens1), patient.blur_diopters(lens2),
-                                                  ComparisonModel(kind="blur")))  # fmt: skip
+        delta0 = float(
+            blur_discrimination_signal(
+                patient.blur_diopters(lens1), patient.blur_diopters(lens2), ComparisonModel(kind="blur")
+            )
+        )
     bias = model.minus_bias * minus_preference_sign(patient, lens1, lens2) if model.minus_bias else 0.0
     return model.signal_scale * delta0 + bias - model.last_bias
 
 
-def answer_probabilities(patient: SimulatedPatient, k: int, s: float, lens1, lens2, model: AnswerModel, *,
-                         lapsed: bool = False) -> np.ndarray:
+def answer_probabilities(
+    patient: SimulatedPatient, k: int, s: float, lens1, lens2, model: AnswerModel, *, lapsed: bool = False
+) -> np.ndarray:
     """``(3,)`` probabilities of ``"1"``, ``"2"``, ``"="``: uniform when ``lapsed``, else the
     ternary model at :func:`patient_signal` with the band ``τ_p`` and the patient's own lapse."""
     if lapsed:
@@ -304,6 +337,7 @@ class AnswerModelPresenter(SimulatedPresenter):
         if isinstance(query, PendingComparison):
             return ComparisonReply(self.answers.comparison(query.index, query.s_logmar, query.lens1, query.lens2))
         if isinstance(query, PendingLine):
-            return LineReply(self.answers.line(query.index, query.s_logmar, query.lens, query.letters,
-                                               query.crowding_logmar))  # fmt: skip
+            return LineReply(
+                self.answers.line(query.index, query.s_logmar, query.lens, query.letters, query.crowding_logmar)
+            )
         return Answer(correct=self.answers.letter(query.index, query.s_logmar, query.lens, query.letter))

@@ -59,8 +59,15 @@ from visiontune.optics import Prescription
 from visiontune.refraction.durations import LINE_LETTERS, LINE_SECONDS
 from visiontune.refraction.optics_model import OpticsModelSpec, probability_correct
 
-__all__ = ["CROWDING_LOGMAR", "ChartLineAnswer", "ChartLineSettings", "LineQuery", "check_line_trial",
-           "line_correct_text", "line_outcome_probabilities"]
+__all__ = [
+    "CROWDING_LOGMAR",
+    "ChartLineAnswer",
+    "ChartLineSettings",
+    "LineQuery",
+    "check_line_trial",
+    "line_correct_text",
+    "line_outcome_probabilities",
+]
 
 #: Default crowding offset of a chart line's letters, logMAR (module docstring: Coates et al. 2013).
 CROWDING_LOGMAR = 0.0
@@ -120,15 +127,17 @@ def shared_offsets(line_sd_logmar: float) -> tuple[np.ndarray, np.ndarray]:
     return float(line_sd_logmar) * _SHARED_NODES, _SHARED_WEIGHTS
 
 
-def line_count_probabilities(theta: np.ndarray, sizes: np.ndarray, lenses: np.ndarray, n: int,
-                             settings: ChartLineSettings, spec: OpticsModelSpec) -> np.ndarray:  # fmt: skip
+def line_count_probabilities(
+    theta: np.ndarray, sizes: np.ndarray, lenses: np.ndarray, n: int, settings: ChartLineSettings, spec: OpticsModelSpec
+) -> np.ndarray:
     """``P(K = k | θ_i)`` ``(N, m, n + 1)`` for lines of sizes ``sizes (m,)`` (the lines', before
     crowding) through ``lenses (m, 3)``, with the settings' crowding and shared threshold."""
     shifts, weights = shared_offsets(settings.line_sd_logmar)
     s = np.asarray(sizes, dtype=float) - settings.crowding_logmar
     m = len(s)
-    p = probability_correct(theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, len(shifts), axis=0),
-                            spec).reshape(len(theta), m, len(shifts))  # fmt: skip
+    p = probability_correct(
+        theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, len(shifts), axis=0), spec
+    ).reshape(len(theta), m, len(shifts))
     return np.einsum("nmqk,q->nmk", line_outcome_probabilities(p, n), weights)
 
 
@@ -146,8 +155,9 @@ class ChartLineAnswer:
 
     def __post_init__(self) -> None:
         if len(self.correct) < 2 or any(not isinstance(c, (bool, np.bool_)) for c in self.correct):
-            raise InvalidInputError(f"correct: expected each letter's True/False (two letters or more), "
-                                    f"got {self.correct!r}")  # fmt: skip
+            raise InvalidInputError(
+                f"correct: expected each letter's True/False (two letters or more), got {self.correct!r}"
+            )
 
     @property
     def batch_key(self) -> tuple:
@@ -174,8 +184,9 @@ class ChartLineAnswer:
             p = probability_correct(theta, s, lenses, spec)
             return np.sum(right * np.log(p) + wrong * np.log1p(-p), axis=1)
         m, q = len(s), len(shifts)
-        p = probability_correct(theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, q, axis=0),
-                                spec).reshape(len(theta), m, q)  # fmt: skip
+        p = probability_correct(
+            theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, q, axis=0), spec
+        ).reshape(len(theta), m, q)
         ll = right[None, :, None] * np.log(p) + wrong[None, :, None] * np.log1p(-p)
         return np.sum(logsumexp(ll, axis=2, b=weights[None, None, :]), axis=1)
 
@@ -192,12 +203,17 @@ def check_line_trial(letter_shown: str, line_correct, lens2=None, comparison=Non
     if line_correct is None:
         return None
     if not isinstance(line_correct, str) or len(line_correct) < 2 or set(line_correct) - {"0", "1"}:
-        raise InvalidInputError(f"line_correct: expected '0' or '1' for each letter of the line (two or more), "
-                                f"got {line_correct!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"line_correct: expected '0' or '1' for each letter of the line (two or more), got {line_correct!r}"
+        )
     if not isinstance(letter_shown, str) or len(letter_shown) != len(line_correct):
-        raise InvalidInputError(f"line_correct: expected one answer per letter of the line {letter_shown!r}, "
-                                f"got {len(line_correct)} ({line_correct!r})")  # fmt: skip
+        raise InvalidInputError(
+            f"line_correct: expected one answer per letter of the line {letter_shown!r}, "
+            f"got {len(line_correct)} ({line_correct!r})"
+        )
     if lens2 is not None or comparison is not None or slider_choice is not None:
-        raise InvalidInputError("line_correct: a chart line is read through one lens; this trial also has a second "
-                                "lens, a comparison answer or a slider choice")  # fmt: skip
+        raise InvalidInputError(
+            "line_correct: a chart line is read through one lens; this trial also has a second "
+            "lens, a comparison answer or a slider choice"
+        )
     return line_correct

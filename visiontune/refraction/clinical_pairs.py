@@ -84,7 +84,9 @@ def _pairs_around(base: np.ndarray, steps: LensSteps) -> list[tuple[str, np.ndar
 def _rotated(base: np.ndarray, turn_deg: float) -> np.ndarray:
     """The power vector of the lens ``base`` with its cylinder's axis turned by ``turn_deg``."""
     rx = PowerVector(*base).to_prescription()
-    return Prescription(rx.sphere_d, rx.cylinder_d, float(normalise_axis_deg(rx.axis_deg + turn_deg))).power_vector_array()
+    return Prescription(
+        rx.sphere_d, rx.cylinder_d, float(normalise_axis_deg(rx.axis_deg + turn_deg))
+    ).power_vector_array()
 
 
 def one_change_pairs(bases, steps: LensSteps, with_kinds: bool = False):

@@ -74,8 +74,10 @@ def sensitivity(theta: np.ndarray, model: ComparisonModel):
     if not model.infers_sensitivity:
         return float(model.sensitivity_median)
     if not has_column(theta, "log_sensitivity"):
-        raise InvalidInputError("theta: the comparison model infers its sensitivity, but the particles have no ln κ column "
-                                "(ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)")
+        raise InvalidInputError(
+            "theta: the comparison model infers its sensitivity, but the particles have no ln κ column "
+            "(ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)"
+        )
     return np.exp(theta[:, LOG_SENSITIVITY, None])
 
 
@@ -122,12 +124,14 @@ def _per_lens(f, theta: np.ndarray, l1: np.ndarray, l2: np.ndarray) -> np.ndarra
     return values.reshape(len(theta), 2, len(l1)).transpose(1, 0, 2)
 
 
-def comparison_probabilities(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel,
-                             spec: OpticsModelSpec) -> np.ndarray:
+def comparison_probabilities(
+    theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec
+) -> np.ndarray:
     """``P(answer | s_j, L1_j, L2_j, θ_i)`` for the answers ``"1"``, ``"2"``, ``"="`` along the
     last axis: ``(N, m, 3)``."""
-    return ternary_probabilities(comparison_signal(theta, s, lens1, lens2, model, spec), model.indifference,
-                                 model.lapse)  # fmt: skip
+    return ternary_probabilities(
+        comparison_signal(theta, s, lens1, lens2, model, spec), model.indifference, model.lapse
+    )
 
 
 @dataclass(frozen=True)
@@ -176,8 +180,9 @@ class ComparisonAnswer:
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
         """``Σ_j log P(answer_j | θ_i)`` over comparison ``answers`` of one model: ``(N,)``."""
         model = answers[0].model
-        delta = comparison_signal(theta, [a.s for a in answers], [a.lens1 for a in answers],
-                                  [a.lens2 for a in answers], model, spec)  # fmt: skip
+        delta = comparison_signal(
+            theta, [a.s for a in answers], [a.lens1 for a in answers], [a.lens2 for a in answers], model, spec
+        )
         idx = np.array([a.answer_index for a in answers])
         return np.sum(np.log(_answer_probabilities(delta, idx, model.indifference, model.lapse)), axis=1)
 

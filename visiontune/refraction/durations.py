@@ -37,7 +37,8 @@ first value to refit from real sessions).
 
 **Slider** ("turn the knob; where is it clearest?"), at a phoropter (or a tunable lens; with a
 trial frame the same question means ``n`` lens changes and takes far longer, which is one reason
-no shipped protocol asks it): the clinician turns one knob through the path's ``n`` lenses (9 for the default sphere and cylinder paths, up to 13 for the axis,
+no shipped protocol asks it): the clinician turns one knob through the path's ``n`` lenses (9 for
+the default sphere and cylinder paths, up to 13 for the axis,
 :mod:`visiontune.refraction.slider`) while the patient watches one line, then the patient names
 the clearest and the clinician keys it::
 
@@ -74,7 +75,8 @@ from the letter above)::
 
 Cross-check: Camparini et al. 2001 shortened the ETDRS test by 30% by having the patient read one
 letter per line, not five, far from threshold (ETDRS-Fast): most of a chart test's time is the
-letters read, not the moves between lines, as the per-letter rate above assumes. **6 s** for 5 letters (cited rate; the count is
+letters read, not the moves between lines, as the per-letter rate above assumes. **6 s** for 5
+letters (cited rate; the count is
 computed). A protocol with another ``letters_per_line`` sets its own ``line_seconds``.
 
 References: docs/references.md ([Beck et al. 2003], [Laidlaw et al. 2008], [Vasudevan et al.
@@ -83,8 +85,14 @@ References: docs/references.md ([Beck et al. 2003], [Laidlaw et al. 2008], [Vasu
 
 from __future__ import annotations
 
-__all__ = ["COMPARISON_SECONDS", "LENS_CHANGE_SECONDS", "LETTER_SECONDS", "LINE_LETTERS", "LINE_SECONDS",
-           "SLIDER_SECONDS"]
+__all__ = [
+    "COMPARISON_SECONDS",
+    "LENS_CHANGE_SECONDS",
+    "LETTER_SECONDS",
+    "LINE_LETTERS",
+    "LINE_SECONDS",
+    "SLIDER_SECONDS",
+]
 
 #: Patient's time per letter answer, s (module docstring: E-ETDRS, 120 s / 38.5 letters = 3.1 s).
 LETTER_SECONDS = 3.0

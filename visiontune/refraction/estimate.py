@@ -20,8 +20,14 @@ import numpy as np
 
 from visiontune.optics import Prescription
 
-__all__ = ["CurrentEstimate", "Region", "clinical_form_arrays", "region_from_samples", "shortest_interval",
-           "weighted_quantile"]
+__all__ = [
+    "CurrentEstimate",
+    "Region",
+    "clinical_form_arrays",
+    "region_from_samples",
+    "shortest_interval",
+    "weighted_quantile",
+]
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -64,9 +70,15 @@ class Region:
         return (self.sphere_d[1] - self.sphere_d[0], self.cylinder_d[1] - self.cylinder_d[0])
 
     def to_dict(self) -> dict:
-        return {"level": self.level, "sphere_d": list(self.sphere_d), "cylinder_d": list(self.cylinder_d),
-                "axis_pm_deg": self.axis_pm_deg, "m_pm_d": self.m_pm_d,
-                "cylinder_vector_pm_d": self.cylinder_vector_pm_d, "distance_d": self.distance_d}  # fmt: skip
+        return {
+            "level": self.level,
+            "sphere_d": list(self.sphere_d),
+            "cylinder_d": list(self.cylinder_d),
+            "axis_pm_deg": self.axis_pm_deg,
+            "m_pm_d": self.m_pm_d,
+            "cylinder_vector_pm_d": self.cylinder_vector_pm_d,
+            "distance_d": self.distance_d,
+        }
 
 
 @dataclass(frozen=True)
@@ -95,9 +107,16 @@ def clinical_form_arrays(pv: np.ndarray, cylinder_form: str) -> tuple[np.ndarray
     return pv[:, 0] - cylinder / 2.0, cylinder, axis
 
 
-def region_from_samples(pv: np.ndarray, weights: np.ndarray, centre: np.ndarray, level: float, cylinder_form: str, *,
-                        sphere_d: tuple[float, float] | None = None,
-                        cylinder_d: tuple[float, float] | None = None) -> Region:
+def region_from_samples(
+    pv: np.ndarray,
+    weights: np.ndarray,
+    centre: np.ndarray,
+    level: float,
+    cylinder_form: str,
+    *,
+    sphere_d: tuple[float, float] | None = None,
+    cylinder_d: tuple[float, float] | None = None,
+) -> Region:
     """The :class:`Region` of draws ``pv (n, 3)`` with ``weights (n,)`` around the estimate
     ``centre (3,)``; ``sphere_d`` / ``cylinder_d`` intervals may be given (the GP model's
     fixed-axis intervals), else they are the draws' central intervals in ``cylinder_form``."""
@@ -114,7 +133,12 @@ def region_from_samples(pv: np.ndarray, weights: np.ndarray, centre: np.ndarray,
         centre_axis = clinical_form_arrays(centre[None, :], cylinder_form)[2][0]
         diff = np.abs((axis - centre_axis + 90.0) % 180.0 - 90.0)
         axis_pm = weighted_quantile(diff, w, level)
-    return Region(float(level), (float(sphere_d[0]), float(sphere_d[1])), (float(cylinder_d[0]), float(cylinder_d[1])),
-                  axis_pm, weighted_quantile(np.abs(d[:, 0]), w, level),
-                  weighted_quantile(np.hypot(d[:, 1], d[:, 2]), w, level),
-                  weighted_quantile(np.linalg.norm(d, axis=1), w, level))  # fmt: skip
+    return Region(
+        float(level),
+        (float(sphere_d[0]), float(sphere_d[1])),
+        (float(cylinder_d[0]), float(cylinder_d[1])),
+        axis_pm,
+        weighted_quantile(np.abs(d[:, 0]), w, level),
+        weighted_quantile(np.hypot(d[:, 1], d[:, 2]), w, level),
+        weighted_quantile(np.linalg.norm(d, axis=1), w, level),
+    )

@@ -59,8 +59,12 @@ def gp_kernel(protocol: Protocol) -> Kernel:
         lengthscales = np.broadcast_to(np.atleast_1d(np.asarray(hp["lengthscales"], dtype=float)), (2,)).copy()
         return refraction_kernel(float(hp["theta"]), lengthscales, float(hp["variance"]))
 
-    return fitted_refraction_kernel(slope=design_slope(protocol), n_alternatives=protocol.n_alternatives,
-                                    search_box=box, context_box=np.array([protocol.logmar_range], dtype=float))  # fmt: skip
+    return fitted_refraction_kernel(
+        slope=design_slope(protocol),
+        n_alternatives=protocol.n_alternatives,
+        search_box=box,
+        context_box=np.array([protocol.logmar_range], dtype=float),
+    )
 
 
 class GPEngine(Engine):
@@ -115,8 +119,9 @@ class GPEngine(Engine):
         q = self._policy(self.model(trials), self.problem, self.data(trials), rng)
         return float(q.s[0]), self.lens(q.x), None
 
-    def estimate(self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None,
-                 level: float) -> CurrentEstimate:
+    def estimate(
+        self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None, level: float
+    ) -> CurrentEstimate:
         """Best lens ``argmax_x μ_c(s0, x)``, its credible region (when ``rng_region`` is given)
         and the predicted acuity through it."""
         model = self.model(trials)
@@ -126,12 +131,20 @@ class GPEngine(Engine):
         if rng_region is not None:
             cr = gp_estimate.credible_region(model, self.problem, rng_region, level=level)
             pv = np.array([Prescription(float(s), float(c), self.axis_deg).power_vector_array() for s, c in cr.maxima])
-            region = region_from_samples(pv, np.full(len(pv), 1.0 / len(pv)), lens.power_vector_array(), level,
-                                         self.protocol.lenses.cylinder_form, sphere_d=cr.sphere_d,
-                                         cylinder_d=cr.cylinder_d)  # fmt: skip
+            region = region_from_samples(
+                pv,
+                np.full(len(pv), 1.0 / len(pv)),
+                lens.power_vector_array(),
+                level,
+                self.protocol.lenses.cylinder_form,
+                sphere_d=cr.sphere_d,
+                cylinder_d=cr.cylinder_d,
+            )
             region = dataclasses.replace(region, axis_pm_deg=None)  # the protocol fixes the axis: nothing to estimate
         va, lo, hi = gp_estimate.predicted_acuity(model, self.problem, x[None, :], level=level)
-        rounded = in_form(self.lens(x) if self.protocol.lenses.step_d else lens.rounded(), self.protocol.lenses.cylinder_form)
+        rounded = in_form(
+            self.lens(x) if self.protocol.lenses.step_d else lens.rounded(), self.protocol.lenses.cylinder_form
+        )
         return CurrentEstimate(len(trials), lens, rounded, region, float(va[0]), (float(lo[0]), float(hi[0])))
 
     def precision_met(self, region: Region) -> bool:

@@ -138,17 +138,30 @@ class RefractionHyperparameters:
         return refraction_kernel(self.theta, np.array(self.lengthscales), self.variance)
 
     def to_dict(self) -> dict:
-        return {"slope": self.slope, "n_alternatives": self.n_alternatives, "theta": self.theta,
-                "lengthscales": list(self.lengthscales), "variance": self.variance,
-                "log_marginal_likelihood": self.log_marginal_likelihood, "n_answers": self.n_answers,
-                "seed": self.seed}  # fmt: skip
+        return {
+            "slope": self.slope,
+            "n_alternatives": self.n_alternatives,
+            "theta": self.theta,
+            "lengthscales": list(self.lengthscales),
+            "variance": self.variance,
+            "log_marginal_likelihood": self.log_marginal_likelihood,
+            "n_answers": self.n_answers,
+            "seed": self.seed,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> RefractionHyperparameters:
         try:
-            return cls(float(d["slope"]), int(d["n_alternatives"]), float(d["theta"]),
-                       (float(d["lengthscales"][0]), float(d["lengthscales"][1])), float(d["variance"]),
-                       float(d["log_marginal_likelihood"]), int(d["n_answers"]), int(d["seed"]))  # fmt: skip
+            return cls(
+                float(d["slope"]),
+                int(d["n_alternatives"]),
+                float(d["theta"]),
+                (float(d["lengthscales"][0]), float(d["lengthscales"][1])),
+                float(d["variance"]),
+                float(d["log_marginal_likelihood"]),
+                int(d["n_answers"]),
+                int(d["seed"]),
+            )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ConfigurationError(f"{_DATA_FILE}: malformed entry {d!r} ({exc})") from None
 
@@ -164,8 +177,9 @@ def _check_alternatives(n_alternatives) -> int:
     return check_int("n_alternatives", n_alternatives, lo=2)
 
 
-def simulate_fit_data(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                      search_box=None, context_box=None):
+def simulate_fit_data(
+    slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED, search_box=None, context_box=None
+):
     """The fitting data of 002 §5.2: ``(X (n, 3), y (n,), true_rx)``.
 
     ``X`` rows ``(s, S, C)`` with ``s`` uniform in ``context_box`` (default ``[-1, 2]`` logMAR)
@@ -190,8 +204,16 @@ def simulate_fit_data(slope: float, n_alternatives: int = 26, *, n: int = N_FIT,
     return np.column_stack([s, x]), y, true_rx
 
 
-def fit_refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                                   search_box=None, context_box=None, n_starts: int = 3) -> RefractionHyperparameters:
+def fit_refraction_hyperparameters(
+    slope: float,
+    n_alternatives: int = 26,
+    *,
+    n: int = N_FIT,
+    seed: int = FIT_SEED,
+    search_box=None,
+    context_box=None,
+    n_starts: int = 3,
+) -> RefractionHyperparameters:
     """Maximum-likelihood ``(θ, ℓ_S, ℓ_C, σ²)`` on :func:`simulate_fit_data` (002 §5.2).
 
     ``argmax log q(y | X, θ)`` (Laplace evidence, R&W Eq. 3.32) by multistart L-BFGS-B
@@ -199,12 +221,14 @@ def fit_refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, n:
     Takes about 10-30 s for ``n = 1000``.
     """
     start = refraction_kernel(1.0, np.array([2.0, 2.0]), 1.0)
-    return _fit_from(start, slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box,
-                     n_starts=n_starts)  # fmt: skip
+    return _fit_from(
+        start, slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box, n_starts=n_starts
+    )
 
 
-def _fit_from(start, slope: float, n_alternatives: int, *, n: int, seed: int, search_box=None, context_box=None,
-              n_starts: int) -> RefractionHyperparameters:
+def _fit_from(
+    start, slope: float, n_alternatives: int, *, n: int, seed: int, search_box=None, context_box=None, n_starts: int
+) -> RefractionHyperparameters:
     """Maximum-likelihood hyperparameters of the kernel ``start`` (``θ s s' + k_SE`` on some input
     map, parameters as :func:`_unpack` reads them) on :func:`simulate_fit_data`, from ``start``."""
     X, y, _ = simulate_fit_data(slope, n_alternatives, n=n, seed=seed, search_box=search_box, context_box=context_box)
@@ -212,8 +236,9 @@ def _fit_from(start, slope: float, n_alternatives: int, *, n: int, seed: int, se
     fitted = fit_hyperparameters(start, X, y, inference="laplace", n_starts=n_starts, rng=rng)
     lml = ProbitGP(fitted, X, y).log_marginal_likelihood()
     theta, lengthscales, variance = _unpack(fitted)
-    return RefractionHyperparameters(float(slope), int(n_alternatives), theta, lengthscales, variance, float(lml),
-                                     int(n), int(seed))  # fmt: skip
+    return RefractionHyperparameters(
+        float(slope), int(n_alternatives), theta, lengthscales, variance, float(lml), int(n), int(seed)
+    )
 
 
 def _unpack(kernel) -> tuple[float, tuple[float, float], float]:
@@ -265,12 +290,14 @@ def _stored() -> dict[tuple[float, int], RefractionHyperparameters]:
 
 @functools.lru_cache(maxsize=64)
 def _fit_cached(slope: float, n_alternatives: int, search: tuple, context: tuple) -> RefractionHyperparameters:
-    return fit_refraction_hyperparameters(slope, n_alternatives, search_box=np.array(search).reshape(2, 2),
-                                          context_box=np.array(context).reshape(1, 2))  # fmt: skip
+    return fit_refraction_hyperparameters(
+        slope, n_alternatives, search_box=np.array(search).reshape(2, 2), context_box=np.array(context).reshape(1, 2)
+    )
 
 
-def refraction_hyperparameters(slope: float, n_alternatives: int = 26, *, search_box=None,
-                               context_box=None) -> RefractionHyperparameters:
+def refraction_hyperparameters(
+    slope: float, n_alternatives: int = 26, *, search_box=None, context_box=None
+) -> RefractionHyperparameters:
     """Hyperparameters for a patient model: the shipped fit for the paper's boxes and a stored
     ``(slope, n_alternatives)``; otherwise fit on the fly (10-30 s) and cached in memory."""
     slope, n_alternatives = _check_slope(slope), _check_alternatives(n_alternatives)
@@ -288,8 +315,14 @@ def fitted_refraction_kernel(*, slope: float, n_alternatives: int = 26, search_b
     return refraction_hyperparameters(slope, n_alternatives, search_box=search_box, context_box=context_box).kernel()
 
 
-def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternatives=STORED_ALTERNATIVES,
-               progress: Callable[[str], None] | None = None, kernels=None) -> Path:
+def regenerate(
+    path: str | Path | None = None,
+    *,
+    slopes=STORED_SLOPES,
+    alternatives=STORED_ALTERNATIVES,
+    progress: Callable[[str], None] | None = None,
+    kernels=None,
+) -> Path:
     """Refit every ``(slope, n_alternatives)`` and write the package data file (JSON).
 
     ``kernels``: the variants to refit (:data:`FITTED_KERNEL_VARIANTS`; default both): ``"refraction-se"``
@@ -305,8 +338,10 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
         old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, json.JSONDecodeError):
         old = {}
-    fitters = {KERNEL_SE: ("entries", fit_refraction_hyperparameters),
-               KERNEL_POWER_VECTOR: (_PV_KEY, fit_power_vector_hyperparameters)}  # fmt: skip
+    fitters = {
+        KERNEL_SE: ("entries", fit_refraction_hyperparameters),
+        KERNEL_POWER_VECTOR: (_PV_KEY, fit_power_vector_hyperparameters),
+    }
     sections = {key: list(old.get(key, [])) if isinstance(old, dict) else [] for key, _ in fitters.values()}
     for variant in kernels:
         key, fit = fitters[variant]
@@ -316,24 +351,26 @@ def regenerate(path: str | Path | None = None, *, slopes=STORED_SLOPES, alternat
                 hp = fit(float(a), int(n_alt))
                 entries.append(hp.to_dict())
                 if progress is not None:
-                    progress(f"{variant}: slope {a:g}, n = {n_alt}: theta {hp.theta:.4g}, lengthscales "
-                             f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}")  # fmt: skip
+                    progress(
+                        f"{variant}: slope {a:g}, n = {n_alt}: theta {hp.theta:.4g}, lengthscales "
+                        f"{hp.lengthscales[0]:.4g} {hp.lengthscales[1]:.4g}, variance {hp.variance:.4g}"
+                    )
         sections[key] = entries
     doc = {
         "description": "Maximum-likelihood hyperparameters of theta*s*s' + k_SE((S,C),(S',C')) "
-                       "(Fauvel & Chalk (contextual BO) Eq. 15, "
-                       "§5.2) fit on 1000 simulated answers; regenerate with "
-                       "python -m visiontune.refraction.gp_hyperparameters --regenerate",
+        "(Fauvel & Chalk (contextual BO) Eq. 15, "
+        "§5.2) fit on 1000 simulated answers; regenerate with "
+        "python -m visiontune.refraction.gp_hyperparameters --regenerate",
         "search_box": _DEFAULT_SEARCH.tolist(),
         "context_box": _DEFAULT_CONTEXT.tolist(),
         "inference": "laplace",
         "entries": sections["entries"],
         "power_vector_description": "VisionTune variant (not in the papers): maximum-likelihood hyperparameters of "
-                                    "theta*s*s' + k_SE((M, C/2), (M', C'/2)), M = S + C/2, on the same 1000 simulated "
-                                    "answers; lengthscales are (l_M, l_J) in diopters; fit with "
-                                    "visiontune.refraction.gp_hyperparameters.fit_power_vector_hyperparameters; regenerate with "
-                                    "python -m visiontune.refraction.gp_hyperparameters --regenerate --kernel "
-                                    "refraction-power-vector-se",
+        "theta*s*s' + k_SE((M, C/2), (M', C'/2)), M = S + C/2, on the same 1000 simulated "
+        "answers; lengthscales are (l_M, l_J) in diopters; fit with "
+        "visiontune.refraction.gp_hyperparameters.fit_power_vector_hyperparameters; regenerate with "
+        "python -m visiontune.refraction.gp_hyperparameters --regenerate --kernel "
+        "refraction-power-vector-se",
         _PV_KEY: sections[_PV_KEY],
     }
     path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -367,9 +404,11 @@ UCB_ALD_SL = "UCB-ALD-SL"
 TS_ALD_SL = "TS-ALD-SL"
 #: Named refraction policies beyond the paper: name -> (registered policy, kernel variant).
 #: Each has hyperparameters for every stored slope and number of alternatives without a fit.
-FIXED_POLICIES: dict[str, tuple[str, str]] = {UCB_ALD_PV: ("UCB-ALD", KERNEL_POWER_VECTOR),
-                                              UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE),
-                                              TS_ALD_SL: ("TS-ALD", KERNEL_SHORT_LENGTHSCALE)}  # fmt: skip
+FIXED_POLICIES: dict[str, tuple[str, str]] = {
+    UCB_ALD_PV: ("UCB-ALD", KERNEL_POWER_VECTOR),
+    UCB_ALD_SL: ("UCB-ALD", KERNEL_SHORT_LENGTHSCALE),
+    TS_ALD_SL: ("TS-ALD", KERNEL_SHORT_LENGTHSCALE),
+}
 _PV_KEY = "power_vector_entries"
 
 
@@ -379,8 +418,9 @@ def _check_kernel_variant(kernel) -> str:
     return kernel
 
 
-def fit_power_vector_hyperparameters(slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED,
-                                     n_starts: int = 3) -> RefractionHyperparameters:
+def fit_power_vector_hyperparameters(
+    slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED, n_starts: int = 3
+) -> RefractionHyperparameters:
     """Maximum-likelihood ``(θ, ℓ_M, ℓ_J, σ²)`` of the power-vector kernel on the same simulated
     answers as :func:`fit_refraction_hyperparameters` (002 §5.2 protocol; Laplace evidence,
     R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
@@ -419,8 +459,9 @@ def _short_lengthscale_cached(slope: float, n_alternatives: int) -> RefractionHy
     ls = (SHORT_LENGTHSCALE_D, SHORT_LENGTHSCALE_D)
     X, y, _ = simulate_fit_data(slope, n_alternatives, n=hp.n_answers, seed=hp.seed)
     lml = ProbitGP(refraction_kernel(hp.theta, np.array(ls), hp.variance), X, y).log_marginal_likelihood()
-    return RefractionHyperparameters(hp.slope, hp.n_alternatives, hp.theta, ls, hp.variance, float(lml),
-                                     hp.n_answers, hp.seed)  # fmt: skip
+    return RefractionHyperparameters(
+        hp.slope, hp.n_alternatives, hp.theta, ls, hp.variance, float(lml), hp.n_answers, hp.seed
+    )
 
 
 def short_lengthscale_hyperparameters(slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
@@ -447,12 +488,19 @@ def refraction_kernel_variant(kernel: str, *, slope: float, n_alternatives: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m visiontune.refraction.gp_hyperparameters",
-                                     description="Refit the shipped refraction hyperparameters (002 §5.2).")
+    parser = argparse.ArgumentParser(
+        prog="python -m visiontune.refraction.gp_hyperparameters",
+        description="Refit the shipped refraction hyperparameters (002 §5.2).",
+    )
     parser.add_argument("--regenerate", action="store_true", help="refit every stored slope and write the data file")
     parser.add_argument("--output", default=None, help="write to this path instead of the package data file")
-    parser.add_argument("--kernel", action="append", choices=FITTED_KERNEL_VARIANTS, default=None,
-                        help="refit only this kernel variant (repeatable; default: every variant)")
+    parser.add_argument(
+        "--kernel",
+        action="append",
+        choices=FITTED_KERNEL_VARIANTS,
+        default=None,
+        help="refit only this kernel variant (repeatable; default: every variant)",
+    )
     args = parser.parse_args(argv)
     if not args.regenerate:
         parser.print_help()

@@ -63,15 +63,27 @@ class LensDeviceKind:
 
 
 _KINDS = (
-    LensDeviceKind("trial-frame", "trial frame", float(TRIAL_FRAME_CHANGE_SECONDS),
-                   "one trial lens swapped; a hand-held cross-cylinder or +/-0.25 D flipper over the lens in place is "
-                   "no change", "assumed (no published timing; measure with `visiontune sessions durations`)"),
-    LensDeviceKind("manual-phoropter", "manual phoropter", 1.0,
-                   "a sphere click, a flip of the phoropter's cross-cylinder, a turn of the axis or cylinder knob",
-                   "assumed (one or two dial clicks at 0.5 s, the slider's click)"),
-    LensDeviceKind("motorized-phoropter", "motorized phoropter", float(CV5000_CHANGE_SECONDS),
-                   "any lens (sphere, cylinder and axis in one command)",
-                   "the CV-5000 emulator's stated timing (visiontune.devices.cv5000; assumed, no maker's figure)"),
+    LensDeviceKind(
+        "trial-frame",
+        "trial frame",
+        float(TRIAL_FRAME_CHANGE_SECONDS),
+        "one trial lens swapped; a hand-held cross-cylinder or +/-0.25 D flipper over the lens in place is no change",
+        "assumed (no published timing; measure with `visiontune sessions durations`)",
+    ),
+    LensDeviceKind(
+        "manual-phoropter",
+        "manual phoropter",
+        1.0,
+        "a sphere click, a flip of the phoropter's cross-cylinder, a turn of the axis or cylinder knob",
+        "assumed (one or two dial clicks at 0.5 s, the slider's click)",
+    ),
+    LensDeviceKind(
+        "motorized-phoropter",
+        "motorized phoropter",
+        float(CV5000_CHANGE_SECONDS),
+        "any lens (sphere, cylinder and axis in one command)",
+        "the CV-5000 emulator's stated timing (visiontune.devices.cv5000; assumed, no maker's figure)",
+    ),
 )
 #: The device kinds by name, in the order a form lists them.
 DEVICE_KINDS: dict[str, LensDeviceKind] = {k.name: k for k in _KINDS}
@@ -103,11 +115,13 @@ def protocol_for_device(protocol: Protocol, name: str) -> Protocol:
     text = protocol.source_text
     header = _COMPARISONS_HEADER.search(text)
     if header is None:
-        raise InvalidInputError(f"--lens-device {name}: the protocol {protocol.name} has no [comparisons] table, "
-                                "so it prices no change of lens; the device changes nothing there")  # fmt: skip
+        raise InvalidInputError(
+            f"--lens-device {name}: the protocol {protocol.name} has no [comparisons] table, "
+            "so it prices no change of lens; the device changes nothing there"
+        )
     following = _NEXT_TABLE.search(text, header.end())
     end = following.start() if following else len(text)
     line = f"lens_change_seconds = {kind.change_seconds!r}  # the {kind.label}'s change time (lens device setting)"
-    table = text[header.end():end]
+    table = text[header.end() : end]
     table = _CHANGE_LINE.sub(line, table, count=1) if _CHANGE_LINE.search(table) else "\n" + line + table
     return parse_protocol(text[: header.end()] + table + text[end:], source=f"{protocol.source} ({kind.label})")

@@ -65,8 +65,10 @@ class LensSteps:
         step = check_number("step_d", step, 0, 1)
         axis_step = check_number("axis_step_deg", axis_step)
         if not 0 < axis_step <= 45 or abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9:
-            raise InvalidInputError(f"axis_step_deg: expected an axis step in (0, 45] degrees that divides 180 "
-                                    f"(1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15, ...), got {axis_step!r}")  # fmt: skip
+            raise InvalidInputError(
+                f"axis_step_deg: expected an axis step in (0, 45] degrees that divides 180 "
+                f"(1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15, ...), got {axis_step!r}"
+            )
         if self.cylinder_form not in CYLINDER_FORMS:
             raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
         origin = check_number("axis_origin_deg", self.axis_origin_deg)
@@ -118,8 +120,14 @@ def trial_lens(power_vector, steps: LensSteps) -> Prescription:
     return in_form(Prescription(sphere, cylinder, 180.0 if axis == 0.0 else axis), steps.cylinder_form)
 
 
-def neighbouring_lenses(lens: Prescription, steps: LensSteps, sphere_steps: int = 2, cylinder_steps: int = 1,
-                        axis_deg: float = 180.0, axis_steps: int = 1) -> list[Prescription]:
+def neighbouring_lenses(
+    lens: Prescription,
+    steps: LensSteps,
+    sphere_steps: int = 2,
+    cylinder_steps: int = 1,
+    axis_deg: float = 180.0,
+    axis_steps: int = 1,
+) -> list[Prescription]:
     """``lens`` (a trial lens) and the trial lenses around it, in minus-cylinder form, ``lens``
     first, none twice: the sphere within ``sphere_steps`` steps, the cylinder within
     ``cylinder_steps`` (never of the other sign) and the axis within ``axis_steps`` steps of the
@@ -127,8 +135,9 @@ def neighbouring_lenses(lens: Prescription, steps: LensSteps, sphere_steps: int 
     of ``lens``'s axis, or of ``axis_deg`` when ``lens`` has no cylinder. A cylinder of 0 is
     written with axis 180. Needs ``steps.step_d > 0``."""
     if steps.step_d <= 0.0:
-        raise InvalidInputError("steps.step_d: neighbouring trial lenses need a lens step above 0 (continuous "
-                                "lenses have no neighbours)")
+        raise InvalidInputError(
+            "steps.step_d: neighbouring trial lenses need a lens step above 0 (continuous lenses have no neighbours)"
+        )
     q, origin = steps.step_d, steps.axis_origin_deg
     base = lens.to_minus_cylinder()
     centre_axis = base.axis_deg if base.cylinder_d != 0.0 else float(axis_deg)
@@ -169,8 +178,11 @@ def trial_lens_power_vectors(power_vectors: np.ndarray, steps: LensSteps) -> np.
     half = np.hypot(pv[:, 1], pv[:, 2])
     cylinder = -np.floor(2.0 * half / q + 0.5) * q
     axis = normalise_axis_deg(np.degrees(0.5 * np.arctan2(pv[:, 2], pv[:, 1])))  # (0, 180], as trial_lens
-    axis_step = np.where(np.abs(cylinder) <= 0.25 + 1e-9, max(15.0, steps.axis_step_deg),
-                         np.where(np.abs(cylinder) <= 0.5 + 1e-9, max(10.0, steps.axis_step_deg), steps.axis_step_deg))
+    axis_step = np.where(
+        np.abs(cylinder) <= 0.25 + 1e-9,
+        max(15.0, steps.axis_step_deg),
+        np.where(np.abs(cylinder) <= 0.5 + 1e-9, max(10.0, steps.axis_step_deg), steps.axis_step_deg),
+    )
     origin = steps.axis_origin_deg
     shifted = axis - origin
     axis = origin + np.sign(shifted) * np.floor(np.abs(shifted) / axis_step + 0.5) * axis_step

@@ -166,8 +166,9 @@ class SliderReply:
 
     def __post_init__(self) -> None:
         if isinstance(self.choice, bool) or not isinstance(self.choice, (int, np.integer)) or self.choice < 0:
-            raise InvalidInputError(f"choice: expected the index of a lens on the path (an integer >= 0), "
-                                    f"got {self.choice!r}")  # fmt: skip
+            raise InvalidInputError(
+                f"choice: expected the index of a lens on the path (an integer >= 0), got {self.choice!r}"
+            )
         object.__setattr__(self, "choice", int(self.choice))
 
 
@@ -201,8 +202,9 @@ class LineReply:
     def __post_init__(self) -> None:
         values = tuple(self.correct) if isinstance(self.correct, (tuple, list)) else None
         if not values or any(not isinstance(c, (bool, np.bool_)) for c in values):
-            raise InvalidInputError(f"correct: expected each letter's True or False, in reading order, "
-                                    f"got {self.correct!r}")  # fmt: skip
+            raise InvalidInputError(
+                f"correct: expected each letter's True or False, in reading order, got {self.correct!r}"
+            )
         object.__setattr__(self, "correct", tuple(bool(c) for c in values))
 
     @classmethod
@@ -273,9 +275,22 @@ class MemoryLog:
     def trials(self, include_void: bool = False) -> list[LoggedTrial]:
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(self, s_logmar, lens, letter_shown, correct, letter_named=None, presented_at=None, *,
-               lens2=None, comparison=None, slider_knob=None, slider_lenses=None,
-               slider_choice=None, line_correct=None) -> LoggedTrial:  # fmt: skip
+    def record(
+        self,
+        s_logmar,
+        lens,
+        letter_shown,
+        correct,
+        letter_named=None,
+        presented_at=None,
+        *,
+        lens2=None,
+        comparison=None,
+        slider_knob=None,
+        slider_lenses=None,
+        slider_choice=None,
+        line_correct=None,
+    ) -> LoggedTrial:
         self._require("record an answer", "open")
         if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
             raise InvalidInputError(
@@ -386,8 +401,16 @@ class Refraction:
     ``"minus"`` or ``"plus"``; default the protocol's): how lenses are shown and recorded (the
     search itself runs in power vectors, the same in both forms)."""
 
-    def __init__(self, log, protocol: Protocol, *, seed: int, start: StartingPoint | None = None,
-                 simulated: bool = False, cylinder_form: str | None = None) -> None:
+    def __init__(
+        self,
+        log,
+        protocol: Protocol,
+        *,
+        seed: int,
+        start: StartingPoint | None = None,
+        simulated: bool = False,
+        cylinder_form: str | None = None,
+    ) -> None:
         if cylinder_form is not None and cylinder_form != protocol.lenses.cylinder_form:
             steps = protocol.lenses
             protocol = dataclasses.replace(protocol, lenses=LensSteps(steps.step_d, steps.axis_step_deg, cylinder_form))
@@ -493,22 +516,43 @@ class Refraction:
             trial = self._record_line(q, answer)
         elif isinstance(q, PendingSlider):
             if not isinstance(answer, SliderReply):
-                raise InvalidInputError(f"answer: a slider is pending; expected the index of the clearest lens, "
-                                        f"got {answer!r}; nothing was recorded")  # fmt: skip
+                raise InvalidInputError(
+                    f"answer: a slider is pending; expected the index of the clearest lens, "
+                    f"got {answer!r}; nothing was recorded"
+                )
             if answer.choice >= len(q.lenses):
-                raise InvalidInputError(f"choice: expected an index in [0, {len(q.lenses) - 1}] on the {q.knob} path, "
-                                        f"got {answer.choice}; nothing was recorded")  # fmt: skip
-            trial = self.log.record(q.s_logmar, q.lenses[answer.choice], q.letter, answer.choice == q.start, None,
-                                    self._presented_at, slider_knob=q.knob, slider_lenses=q.lenses,
-                                    slider_choice=answer.choice)  # fmt: skip
+                raise InvalidInputError(
+                    f"choice: expected an index in [0, {len(q.lenses) - 1}] on the {q.knob} path, "
+                    f"got {answer.choice}; nothing was recorded"
+                )
+            trial = self.log.record(
+                q.s_logmar,
+                q.lenses[answer.choice],
+                q.letter,
+                answer.choice == q.start,
+                None,
+                self._presented_at,
+                slider_knob=q.knob,
+                slider_lenses=q.lenses,
+                slider_choice=answer.choice,
+            )
         elif isinstance(answer, SliderReply):
             raise InvalidInputError("answer: a slider answer was given, but no slider is pending; nothing was recorded")
         elif isinstance(q, PendingComparison):
             if not isinstance(answer, ComparisonReply):
-                raise InvalidInputError(f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; "
-                                        "nothing was recorded")  # fmt: skip
-            trial = self.log.record(q.s_logmar, q.lens1, q.letter, answer.choice == "1", None, self._presented_at,
-                                    lens2=q.lens2, comparison=answer.choice)  # fmt: skip
+                raise InvalidInputError(
+                    f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; nothing was recorded"
+                )
+            trial = self.log.record(
+                q.s_logmar,
+                q.lens1,
+                q.letter,
+                answer.choice == "1",
+                None,
+                self._presented_at,
+                lens2=q.lens2,
+                comparison=answer.choice,
+            )
         else:
             if isinstance(answer, ComparisonReply):
                 raise InvalidInputError(
@@ -526,14 +570,25 @@ class Refraction:
                 "answer: a chart line's answer was given, but no line is pending; nothing was recorded"
             )
         if not isinstance(answer, LineReply):
-            raise InvalidInputError(f"answer: a chart line is pending; expected each letter's right or wrong "
-                                    f"(LineReply), got {answer!r}; nothing was recorded")  # fmt: skip
+            raise InvalidInputError(
+                f"answer: a chart line is pending; expected each letter's right or wrong "
+                f"(LineReply), got {answer!r}; nothing was recorded"
+            )
         if len(answer.correct) != len(q.letters):
-            raise InvalidInputError(f"correct: expected {len(q.letters)} answers, one per letter of the line "
-                                    f"{q.letter}, got {len(answer.correct)}; nothing was recorded")  # fmt: skip
+            raise InvalidInputError(
+                f"correct: expected {len(q.letters)} answers, one per letter of the line "
+                f"{q.letter}, got {len(answer.correct)}; nothing was recorded"
+            )
         majority = 2 * sum(answer.correct) > len(answer.correct)
-        return self.log.record(q.s_logmar, q.lens, q.letter, majority, None, self._presented_at,
-                               line_correct=line_correct_text(answer.correct))  # fmt: skip
+        return self.log.record(
+            q.s_logmar,
+            q.lens,
+            q.letter,
+            majority,
+            None,
+            self._presented_at,
+            line_correct=line_correct_text(answer.correct),
+        )
 
     def undo(self):
         """Void the last valid answer (kept in the log, marked void)."""
@@ -670,10 +725,15 @@ class Refraction:
             "estimate": _rx_dict(est.lens),
             "rounded": _rx_dict(est.rounded),
             "power_vector": {"m_d": float(pv[0]), "j0_d": float(pv[1]), "j45_d": float(pv[2])},
-            "credible_interval": {"sphere_d": list(region.sphere_d), "cylinder_d": list(region.cylinder_d),
-                                  "level": region.level, "axis_pm_deg": region.axis_pm_deg, "m_pm_d": region.m_pm_d,
-                                  "cylinder_vector_pm_d": region.cylinder_vector_pm_d,
-                                  "distance_d": region.distance_d},
+            "credible_interval": {
+                "sphere_d": list(region.sphere_d),
+                "cylinder_d": list(region.cylinder_d),
+                "level": region.level,
+                "axis_pm_deg": region.axis_pm_deg,
+                "m_pm_d": region.m_pm_d,
+                "cylinder_vector_pm_d": region.cylinder_vector_pm_d,
+                "distance_d": region.distance_d,
+            },
             "predicted_va_logmar": est.va_logmar,
             "predicted_va_interval": list(est.va_interval),
             "trials_used": len(valid),
@@ -687,7 +747,7 @@ class Refraction:
             "starting_rx": None if start.rx is None else {**_rx_dict(start.rx), "source": start.source},
             "software_version": __version__,
             "simulated": self.simulated,
-        }  # fmt: skip
+        }
         if self.protocol.comparisons is not None:
             out["comparisons_used"] = sum(is_comparison(t) for t in valid)
         if self.protocol.sliders is not None:
@@ -772,15 +832,22 @@ class SimulatedPresenter:
     ``slider_model`` (default :class:`~visiontune.refraction.slider.SliderModel`'s stated one), chart
     lines by :func:`simulated_line`."""
 
-    def __init__(self, patient, *, pace_s: float = 0.0, comparison_model: ComparisonModel | None = None,
-                 slider_model: SliderModel | None = None):  # fmt: skip
+    def __init__(
+        self,
+        patient,
+        *,
+        pace_s: float = 0.0,
+        comparison_model: ComparisonModel | None = None,
+        slider_model: SliderModel | None = None,
+    ):
         self.patient = patient
         self.pace_s = pace_s
         self.comparison_model = comparison_model
         self.slider_model = slider_model
 
-    def present(self, query: PendingQuery | PendingComparison | PendingSlider | PendingLine
-                ) -> Answer | ComparisonReply | SliderReply | LineReply:  # fmt: skip
+    def present(
+        self, query: PendingQuery | PendingComparison | PendingSlider | PendingLine
+    ) -> Answer | ComparisonReply | SliderReply | LineReply:
         if self.pace_s:
             time.sleep(self.pace_s)
         if isinstance(query, PendingSlider):

@@ -55,8 +55,14 @@ class MixedOpticsEngine(OpticsEngine):
     likelihood (``settings.comparison``), durations and criterion; ``sliders`` (None: none) the
     sliders' model, duration and knobs."""
 
-    def __init__(self, protocol: Protocol, start: StartingPoint, seed: int, settings: MixedSettings,
-                 sliders: SliderSettings | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        protocol: Protocol,
+        start: StartingPoint,
+        seed: int,
+        settings: MixedSettings,
+        sliders: SliderSettings | None = None,
+    ) -> None:
         super().__init__(protocol, start, seed)
         self.settings = settings
         self.sliders = sliders
@@ -65,8 +71,10 @@ class MixedOpticsEngine(OpticsEngine):
             self._units = PrecisionUnits.of_stop(self.protocol.stopping.precision, settings)
         self._phases = None
         if settings.criterion == "evr-stop":
-            self._phases = (dataclasses.replace(settings, criterion="evr"),
-                            dataclasses.replace(settings, criterion="evr-precision"))
+            self._phases = (
+                dataclasses.replace(settings, criterion="evr"),
+                dataclasses.replace(settings, criterion="evr-precision"),
+            )
 
     @staticmethod
     def _trial_key(t) -> tuple:
@@ -86,8 +94,9 @@ class MixedOpticsEngine(OpticsEngine):
                 raise InvalidInputError("trial: a chart line in the log, but the protocol has no [chart_line] table")
             correct = tuple(c == "1" for c in t.line_correct)
             lens = tuple(map(float, lens_power_vector(t.lens)))
-            self._posterior.observe(ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar,
-                                                    lines.line_sd_logmar))  # fmt: skip
+            self._posterior.observe(
+                ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar, lines.line_sd_logmar)
+            )
             return None
         if getattr(t, "slider_choice", None) is not None:
             if self.sliders is None:
@@ -98,11 +107,19 @@ class MixedOpticsEngine(OpticsEngine):
         if getattr(t, "comparison", None) is None:
             return super()._observe(t)
         l1, l2 = lens_power_vector(t.lens), lens_power_vector(t.lens2)
-        self._posterior.observe(ComparisonAnswer(float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)),
-                                                 t.comparison, self.settings.comparison))  # fmt: skip
+        self._posterior.observe(
+            ComparisonAnswer(
+                float(t.s_logmar), tuple(map(float, l1)), tuple(map(float, l2)), t.comparison, self.settings.comparison
+            )
+        )
 
-    def propose_mixed(self, trials, rng_letter: np.random.Generator, rng_comparison: np.random.Generator,
-                      rng_slider: np.random.Generator | None = None) -> MixedChoice:  # fmt: skip
+    def propose_mixed(
+        self,
+        trials,
+        rng_letter: np.random.Generator,
+        rng_comparison: np.random.Generator,
+        rng_slider: np.random.Generator | None = None,
+    ) -> MixedChoice:
         """The next question: the protocol's initial random trials are letters (as :meth:`propose`);
         a slider's draws come from ``rng_slider`` (needed when the engine has sliders)."""
         if len(trials) < self.protocol.initial_random_trials:
@@ -111,10 +128,21 @@ class MixedOpticsEngine(OpticsEngine):
         post = self.posterior(trials)
         settings, units = self.question_settings(trials)
         in_place = lens_left_in_place(trials[-1]) if trials else None
-        return propose_mixed(post, self.protocol.policy, settings, steps=self.protocol.lenses, s_grid=self.s_grid,
-                             radius=self.radius(post), rng_letter=rng_letter, rng_comparison=rng_comparison,
-                             sliders=self.sliders, rng_slider=rng_slider, units=units, in_place=in_place,
-                             lines=self.protocol.chart_line)  # fmt: skip
+        return propose_mixed(
+            post,
+            self.protocol.policy,
+            settings,
+            steps=self.protocol.lenses,
+            s_grid=self.s_grid,
+            radius=self.radius(post),
+            rng_letter=rng_letter,
+            rng_comparison=rng_comparison,
+            sliders=self.sliders,
+            rng_slider=rng_slider,
+            units=units,
+            in_place=in_place,
+            lines=self.protocol.chart_line,
+        )
 
     def propose_question(self, trials, rng_letter, rng_comparison, rng_slider=None) -> MixedChoice:
         """The engine's next question of any kind: :meth:`propose_mixed`."""
@@ -147,8 +175,13 @@ class MixedOpticsEngine(OpticsEngine):
             if filed_within_probability(draws, self.filed_lens(draws)) < limit:
                 return False
         else:
-            region = region_from_samples(draws.theta[:, :3], draws.weights, draws.best_correction(), self.level,
-                                         self.protocol.lenses.cylinder_form)  # fmt: skip
+            region = region_from_samples(
+                draws.theta[:, :3],
+                draws.weights,
+                draws.best_correction(),
+                self.level,
+                self.protocol.lenses.cylinder_form,
+            )
             if not self.region_within_precision(region):
                 return False
         if not self.waits_for_over_minus():
@@ -183,7 +216,6 @@ class MixedOpticsEngine(OpticsEngine):
             return False
         ratio, known = self.settings.sensitivity_to_stop, getattr(self, "_sensitivity_sd_ratio", None)
         return ratio is None or known is None or known <= ratio
-
 
     def filed_within_met(self) -> bool:
         """The stop on the lens to file (``stopping.precision.filed_within_probability = q``), read

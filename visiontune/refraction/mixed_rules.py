@@ -22,8 +22,9 @@ refraction it may teach more per answer; it also takes longer. This rule weighs 
   estimate (:mod:`visiontune.refraction.clinical_pairs`: sphere ±0.25/±0.50 D, the cross-cylinder's
   two flips for the axis and the power, the axis and power steps after it), a cross-cylinder pair
   around the lens in place costing no lens change; otherwise all within
-  the protocol's step of ``c`` and rounded to trial lenses (scored with each particle's comparison sensitivity ``κ`` when the
-  model infers it, :mod:`visiontune.refraction.comparisons`). Its letter size: BALD-like search over the chart's sizes when the
+  the protocol's step of ``c`` and rounded to trial lenses (scored with each particle's comparison
+  sensitivity ``κ`` when the model infers it, :mod:`visiontune.refraction.comparisons`). Its letter
+  size: BALD-like search over the chart's sizes when the
   comparison model depends on the size (Eq. 14's probit latent), else the predicted best acuity
   plus :attr:`MixedSettings.comparison_size_offset_logmar` (a line the patient reads easily);
 * each is scored, on one equally weighted subsample of the particles, by ``criterion``:
@@ -109,7 +110,13 @@ from visiontune.refraction import clinical_pairs, optics_rules
 from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_count_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
-from visiontune.refraction.lenses import LensSteps, changes_along, distinct_pair_indices, trial_lens, trial_lens_power_vectors
+from visiontune.refraction.lenses import (
+    LensSteps,
+    changes_along,
+    distinct_pair_indices,
+    trial_lens,
+    trial_lens_power_vectors,
+)
 from visiontune.refraction.optics_model import (
     LOG_SENSITIVITY,
     VA0,
@@ -185,12 +192,16 @@ class MixedSettings:
         if self.pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: expected one of {', '.join(PAIR_SETS)}, got {self.pairs!r}")
         ratio = self.sensitivity_to_stop
-        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0):
+        if ratio is not None and (
+            isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0
+        ):
             raise InvalidInputError(f"sensitivity_to_stop: expected None or a fraction in (0, 1], got {ratio!r}")
         if self.criterion == "evr-stop" and not self.stop_waits_for_sensitivity:
-            raise InvalidInputError("criterion 'evr-stop': expected comparisons whose model infers the sensitivity "
-                                    "(sensitivity_sigma) and a sensitivity_to_stop, the condition it turns to; "
-                                    "without them it is 'evr'")
+            raise InvalidInputError(
+                "criterion 'evr-stop': expected comparisons whose model infers the sensitivity "
+                "(sensitivity_sigma) and a sensitivity_to_stop, the condition it turns to; "
+                "without them it is 'evr'"
+            )
 
     @property
     def stop_waits_for_sensitivity(self) -> bool:
@@ -220,8 +231,9 @@ class PrecisionUnits:
         """The units of a protocol's precision stop (``m_d``, ``cylinder_vector_d``, ``level``)
         and of ``settings`` (``ln κ`` scored when its model infers ``κ`` and the stop waits for it)."""
         if precision is None:
-            raise InvalidInputError("criterion 'evr-precision': the protocol needs a precision stop "
-                                    "([stopping.precision])")
+            raise InvalidInputError(
+                "criterion 'evr-precision': the protocol needs a precision stop ([stopping.precision])"
+            )
         level = float(precision.level)
         m_sd = precision.m_d / float(ndtri(0.5 * (1.0 + level)))
         j_sd = precision.cylinder_vector_d / math.sqrt(-2.0 * math.log1p(-level))
@@ -324,8 +336,14 @@ def clinical_directions(centre: np.ndarray) -> list[np.ndarray]:
     return [np.array([1.0, 0.0, 0.0]), along, np.array([0.0, -along[2], along[1]])]
 
 
-def comparison_candidates(particles: np.ndarray, centre: np.ndarray, radius: float, steps: LensSteps,
-                          rng: np.random.Generator, pairs: str = "any") -> np.ndarray:
+def comparison_candidates(
+    particles: np.ndarray,
+    centre: np.ndarray,
+    radius: float,
+    steps: LensSteps,
+    rng: np.random.Generator,
+    pairs: str = "any",
+) -> np.ndarray:
     """Candidate pairs of trial lenses (module docstring): ``(Q, 2, 3)`` power vectors, the two
     lenses of a pair distinct, no pair twice (in either order)."""
     pv = particles[:, :3]
@@ -356,8 +374,14 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a[keep], b[keep]], axis=1)
 
 
-def _letter_value(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec,
-                  units: PrecisionUnits | None, in_place: Prescription | None = None) -> float:  # fmt: skip
+def _letter_value(
+    particles: np.ndarray,
+    letter: OpticsQuery,
+    settings: MixedSettings,
+    spec,
+    units: PrecisionUnits | None,
+    in_place: Prescription | None = None,
+) -> float:
     """The letter's value per second on equally weighted ``particles``, its lens changed from
     ``in_place`` at ``settings.lens_change_seconds`` (module docstring)."""
     p = probability_correct(particles, np.array([letter.s_logmar]), letter.lens.power_vector_array()[None, :], spec)
@@ -372,8 +396,15 @@ def _changes_priced(settings: MixedSettings, lenses, in_place: Prescription | No
     return price * changes_along(lenses, in_place) if price > 0.0 else 0.0
 
 
-def _best_letter(particles: np.ndarray, letter: OpticsQuery, settings: MixedSettings, spec, s_grid: np.ndarray,
-                 units: PrecisionUnits | None, in_place: Prescription | None) -> tuple[OpticsQuery, float]:  # fmt: skip
+def _best_letter(
+    particles: np.ndarray,
+    letter: OpticsQuery,
+    settings: MixedSettings,
+    spec,
+    s_grid: np.ndarray,
+    units: PrecisionUnits | None,
+    in_place: Prescription | None,
+) -> tuple[OpticsQuery, float]:
     """``(letter, value per second)``: the rule's ``letter``, or with lens changes priced
     (``lens_change_seconds > 0``) the letter through the lens in place when it is worth more."""
     value = _letter_value(particles, letter, settings, spec, units, in_place)
@@ -406,11 +437,22 @@ def _with_lens_in_place(pairs: np.ndarray, in_place: Prescription | None) -> np.
     return _distinct_pairs(first, np.concatenate([pairs[:, 1], lenses]))
 
 
-def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettings, *, steps: LensSteps,
-                  s_grid: np.ndarray, radius: float, rng_letter: np.random.Generator,
-                  rng_comparison: np.random.Generator, sliders: SliderSettings | None = None,
-                  rng_slider: np.random.Generator | None = None, units: PrecisionUnits | None = None,
-                  in_place: Prescription | None = None, lines: ChartLineSettings | None = None) -> MixedChoice:
+def propose_mixed(
+    posterior: ParticlePosterior,
+    rule: str,
+    settings: MixedSettings,
+    *,
+    steps: LensSteps,
+    s_grid: np.ndarray,
+    radius: float,
+    rng_letter: np.random.Generator,
+    rng_comparison: np.random.Generator,
+    sliders: SliderSettings | None = None,
+    rng_slider: np.random.Generator | None = None,
+    units: PrecisionUnits | None = None,
+    in_place: Prescription | None = None,
+    lines: ChartLineSettings | None = None,
+) -> MixedChoice:
     """The next question (module docstring). ``rule``, ``steps``, ``s_grid``, ``radius``: as
     :func:`optics_rules.propose`, which gets ``rng_letter``; the comparison's draws come from
     ``rng_comparison`` only, so the letter proposed does not depend on whether comparisons are on;
@@ -423,11 +465,14 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
     if sliders is not None and rng_slider is None:
         raise InvalidInputError("rng_slider: a session with sliders needs the slider's random stream")
     if settings.criterion == "evr-stop":
-        raise InvalidInputError("criterion 'evr-stop': resolve it to 'evr' or 'evr-precision' first "
-                                "(MixedOpticsEngine.question_settings)")
+        raise InvalidInputError(
+            "criterion 'evr-stop': resolve it to 'evr' or 'evr-precision' first (MixedOpticsEngine.question_settings)"
+        )
     if (settings.criterion == "evr-precision") != (units is not None):
-        raise InvalidInputError(f"units: expected PrecisionUnits with the 'evr-precision' criterion and None with "
-                                f"{settings.criterion!r}, got {units!r}")
+        raise InvalidInputError(
+            f"units: expected PrecisionUnits with the 'evr-precision' criterion and None with "
+            f"{settings.criterion!r}, got {units!r}"
+        )
     if not settings.comparisons:
         if lines is not None:
             raise InvalidInputError("lines: chart lines are weighed on the comparisons' particles; turn comparisons on")
@@ -436,38 +481,72 @@ def propose_mixed(posterior: ParticlePosterior, rule: str, settings: MixedSettin
         spec = posterior.spec
         particles = posterior.subsample(min(DECISION_PARTICLES, spec.n_particles), rng_slider)
         letter, letter_value = _best_letter(particles, letter, settings, spec, s_grid, units, in_place)
-        return _with_slider(MixedChoice("letter", letter, None, letter_value), posterior, settings, sliders,
-                            steps, s_grid, rng_slider, units, in_place)  # fmt: skip
-    choice = _with_comparison(posterior, letter, settings, steps, s_grid, radius, rng_comparison, units, in_place,
-                              lines)
+        return _with_slider(
+            MixedChoice("letter", letter, None, letter_value),
+            posterior,
+            settings,
+            sliders,
+            steps,
+            s_grid,
+            rng_slider,
+            units,
+            in_place,
+        )
+    choice = _with_comparison(
+        posterior, letter, settings, steps, s_grid, radius, rng_comparison, units, in_place, lines
+    )
     if sliders is None:
         return choice
     return _with_slider(choice, posterior, settings, sliders, steps, s_grid, rng_slider, units, in_place)
 
 
-def _with_slider(choice: MixedChoice, posterior: ParticlePosterior, settings: MixedSettings, sliders: SliderSettings,
-                 steps: LensSteps, s_grid: np.ndarray, rng_slider: np.random.Generator,
-                 units: PrecisionUnits | None, in_place: Prescription | None = None) -> MixedChoice:  # fmt: skip
+def _with_slider(
+    choice: MixedChoice,
+    posterior: ParticlePosterior,
+    settings: MixedSettings,
+    sliders: SliderSettings,
+    steps: LensSteps,
+    s_grid: np.ndarray,
+    rng_slider: np.random.Generator,
+    units: PrecisionUnits | None,
+    in_place: Prescription | None = None,
+) -> MixedChoice:
     """``choice`` with the best slider weighed in: asked when its value per second beats the
     letter's and the comparison's. No knob with a path (only the axis, no cylinder): no slider."""
     columns = None if units is None else units.columns
     try:
-        q = propose_slider(posterior, rng=rng_slider, model=sliders.model, steps=steps, knobs=sliders.knobs,
-                           s_grid=s_grid, criterion_columns=columns)  # fmt: skip
+        q = propose_slider(
+            posterior,
+            rng=rng_slider,
+            model=sliders.model,
+            steps=steps,
+            knobs=sliders.knobs,
+            s_grid=s_grid,
+            criterion_columns=columns,
+        )
     except InvalidInputError:
         return choice
     seconds = sliders.slider_seconds + _changes_priced(settings, q.path.settings, in_place)
     value = (q.information_bits if settings.criterion == "information" else q.value) / seconds
-    others = [v for v in (choice.letter_value_per_s, choice.comparison_value_per_s, choice.line_value_per_s)
-              if v is not None]
+    others = [
+        v for v in (choice.letter_value_per_s, choice.comparison_value_per_s, choice.line_value_per_s) if v is not None
+    ]
     kind = "slider" if value > max(others) else choice.kind
     return dataclasses.replace(choice, kind=kind, slider=q, slider_value_per_s=value)
 
 
-def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings: MixedSettings, steps: LensSteps,
-                     s_grid: np.ndarray, radius: float, rng_comparison: np.random.Generator,
-                     units: PrecisionUnits | None, in_place: Prescription | None = None,
-                     lines: ChartLineSettings | None = None) -> MixedChoice:  # fmt: skip
+def _with_comparison(
+    posterior: ParticlePosterior,
+    letter: OpticsQuery,
+    settings: MixedSettings,
+    steps: LensSteps,
+    s_grid: np.ndarray,
+    radius: float,
+    rng_comparison: np.random.Generator,
+    units: PrecisionUnits | None,
+    in_place: Prescription | None = None,
+    lines: ChartLineSettings | None = None,
+) -> MixedChoice:
     """The letter weighed against the best comparison (module docstring), and the best chart line
     with ``lines``."""
     spec = posterior.spec
@@ -505,7 +584,7 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
             values = values / seconds
         q = int(np.argmax(values))
         if values[q] > best[0]:
-            best = (float(values[q]), q, float(s), probs[:, q:q + 1])
+            best = (float(values[q]), q, float(s), probs[:, q : q + 1])
     value, q, s, probs = best
     info = float(mutual_information_bits(probs)[0])
     comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
@@ -520,8 +599,16 @@ def _with_comparison(posterior: ParticlePosterior, letter: OpticsQuery, settings
     return dataclasses.replace(choice, kind=kind, line=line, line_value_per_s=line_value)
 
 
-def best_line(particles: np.ndarray, pv: np.ndarray, lenses, s_grid: np.ndarray, lines: ChartLineSettings,
-              settings: MixedSettings, spec, in_place: Prescription | None) -> tuple[LineQuery, float]:  # fmt: skip
+def best_line(
+    particles: np.ndarray,
+    pv: np.ndarray,
+    lenses,
+    s_grid: np.ndarray,
+    lines: ChartLineSettings,
+    settings: MixedSettings,
+    spec,
+    in_place: Prescription | None,
+) -> tuple[LineQuery, float]:
     """``(line, value per second)``: the chart line worth most per second among ``lenses`` (trial
     lenses, each once) at every size of ``s_grid`` (module docstring, "Chart lines"), scored by
     ``settings.criterion`` on equally weighted ``particles`` (``pv``: their criterion columns) over
@@ -532,11 +619,12 @@ def best_line(particles: np.ndarray, pv: np.ndarray, lenses, s_grid: np.ndarray,
     pvs = np.array([x.power_vector_array() for x in lenses])
     sizes = np.asarray(s_grid, dtype=float)
     # (N, n_s * n_lenses, n + 1): sizes vary slowest.
-    probs = line_count_probabilities(particles, np.repeat(sizes, len(lenses)), np.tile(pvs, (len(sizes), 1)),
-                                     lines.letters_per_line, lines, spec)  # fmt: skip
+    probs = line_count_probabilities(
+        particles, np.repeat(sizes, len(lenses)), np.tile(pvs, (len(sizes), 1)), lines.letters_per_line, lines, spec
+    )
     seconds = np.array([lines.line_seconds + _changes_priced(settings, [x], in_place) for x in lenses])
     values = _value(settings.criterion, pv, probs) / np.tile(seconds, len(sizes))
     q = int(np.argmax(values))
-    info = float(mutual_information_bits(probs[:, q:q + 1])[0])
+    info = float(mutual_information_bits(probs[:, q : q + 1])[0])
     s = float(np.asarray(s_grid, dtype=float)[q // len(lenses)])
     return LineQuery(s, lenses[q % len(lenses)], lines.letters_per_line, info), float(values[q])

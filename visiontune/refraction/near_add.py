@@ -62,10 +62,27 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import HOFSTETTER
 
 __all__ = [
-    "ADD_CHANGE_SECONDS", "ADD_STEP_D", "DEFAULT_NEAR_DISTANCE_CM", "LETTER_SECONDS", "NEAR_MODEL", "NEAR_SIZES_LOGMAR",
-    "NearAnswer", "NearModel", "NearPosterior", "NearQuestion", "TENTATIVE_ADD_BY_AGE", "add_by_reserve_rule",
-    "amplitude_prior", "balanced_add", "check_near_distance_cm", "near_blur_d", "near_demand_d",
-    "question_seconds", "range_of_clear_vision", "round_add", "tentative_add",
+    "ADD_CHANGE_SECONDS",
+    "ADD_STEP_D",
+    "DEFAULT_NEAR_DISTANCE_CM",
+    "LETTER_SECONDS",
+    "NEAR_MODEL",
+    "NEAR_SIZES_LOGMAR",
+    "NearAnswer",
+    "NearModel",
+    "NearPosterior",
+    "NearQuestion",
+    "TENTATIVE_ADD_BY_AGE",
+    "add_by_reserve_rule",
+    "amplitude_prior",
+    "balanced_add",
+    "check_near_distance_cm",
+    "near_blur_d",
+    "near_demand_d",
+    "question_seconds",
+    "range_of_clear_vision",
+    "round_add",
+    "tentative_add",
 ]
 
 DEFAULT_NEAR_DISTANCE_CM = 40.0
@@ -259,8 +276,14 @@ class NearPosterior:
     ``demand_d``: ``D`` (diopters). ``prior_amplitude``: weights over the amplitude grid (default
     :func:`amplitude_prior` at ``age_years``). Answers enter by :meth:`update`."""
 
-    def __init__(self, demand_d: float, age_years: float, *, model: NearModel = NEAR_MODEL,
-                 prior_amplitude: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        demand_d: float,
+        age_years: float,
+        *,
+        model: NearModel = NEAR_MODEL,
+        prior_amplitude: np.ndarray | None = None,
+    ) -> None:
         self.model = model
         self.demand_d = scalar("demand_d", demand_d, 1.0, 5.0)
         self.age_years = scalar("age_years", age_years, 0.0, 120.0)
@@ -355,8 +378,9 @@ class NearPosterior:
         if s.shape == (len(NEAR_SIZES_LOGMAR),) and np.array_equal(s, NEAR_SIZES_LOGMAR):
             p = self._chart_likelihood(float(add_d))
         else:
-            p = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
-                                     self.va_logmar[None, None, :])
+            p = self.model.p_correct(
+                s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None], self.va_logmar[None, None, :]
+            )
         joint = np.einsum("sij,ij->si", p, w)  # (sizes, U): P(correct, U)
         p_all = joint.sum(axis=1)
         pb = self._bin_matrix @ w.sum(axis=1)  # (bins,): P(bin)
@@ -374,8 +398,9 @@ class NearPosterior:
         table = _LIKELIHOODS.get(key)
         if table is None:
             s = np.asarray(NEAR_SIZES_LOGMAR)
-            table = self.model.p_correct(s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None],
-                                         self.va_logmar[None, None, :])
+            table = self.model.p_correct(
+                s[:, None, None], add_d, self.demand_d, self.amplitude_d[None, :, None], self.va_logmar[None, None, :]
+            )
             table.setflags(write=False)
             if len(_LIKELIHOODS) >= _LIKELIHOODS_KEPT:
                 _LIKELIHOODS.pop(next(iter(_LIKELIHOODS)))
@@ -408,7 +433,6 @@ def question_seconds(answers) -> float:
         total += LETTER_SECONDS + (0.0 if current is not None and abs(a.add_d - current) < 1e-9 else ADD_CHANGE_SECONDS)
         current = a.add_d
     return total
-
 
 
 #: Letters read through the filed add to check the near acuity the posterior predicts.
@@ -507,8 +531,9 @@ class NearEyeStep:
             if self.filed is None:
                 self._file()
             if abs(add_d - self.filed[0]) > 1e-9:
-                raise InvalidInputError(f"near answer: a check letter through {add_d:+.2f} D, not the filed add "
-                                        f"{self.filed[0]:+.2f} D")
+                raise InvalidInputError(
+                    f"near answer: a check letter through {add_d:+.2f} D, not the filed add {self.filed[0]:+.2f} D"
+                )
             self.posterior.update(add_d, size_logmar, correct)
             self.check_answers.append(bool(correct))
         else:
@@ -520,15 +545,27 @@ class NearEyeStep:
         add, lo, hi, stop = self.filed
         near, far = range_of_clear_vision(add, self.posterior.amplitude_mean())
         return NearAddResult(
-            add_d=add, lower_d=lo, upper_d=hi, tentative_add_d=self.tentative_add_d,
+            add_d=add,
+            lower_d=lo,
+            upper_d=hi,
+            tentative_add_d=self.tentative_add_d,
             amplitude_d=round(self.posterior.amplitude_mean(), 3),
             near_point_cm=None if math.isinf(near) else round(100.0 * near, 1),
             far_point_cm=None if math.isinf(far) else round(100.0 * far, 1),
-            near_va_logmar=round(self.posterior.predicted_va(add), 2), check_size_logmar=self.check_size,
-            check_correct=sum(self.check_answers), letters=len(self.posterior.answers),
-            seconds=question_seconds(self.posterior.answers), stop=stop,
+            near_va_logmar=round(self.posterior.predicted_va(add), 2),
+            check_size_logmar=self.check_size,
+            check_correct=sum(self.check_answers),
+            letters=len(self.posterior.answers),
+            seconds=question_seconds(self.posterior.answers),
+            stop=stop,
         )
 
 
-__all__ += ["CHECK_LETTERS", "FELLOW_AMPLITUDE_SD_D", "NearAddResult", "NearEyeStep", "check_size_logmar",
-            "fellow_prior"]
+__all__ += [
+    "CHECK_LETTERS",
+    "FELLOW_AMPLITUDE_SD_D",
+    "NearAddResult",
+    "NearEyeStep",
+    "check_size_logmar",
+    "fellow_prior",
+]

@@ -72,12 +72,14 @@ class NearCase:
         if self.amplitude_d < 0 or self.half_depth_of_focus_d < 0:
             raise InvalidInputError("NearCase: amplitude_d and half_depth_of_focus_d are >= 0 D")
         if self.acuity_model not in ACUITY_MODELS:
-            raise InvalidInputError(f"NearCase.acuity_model: expected one of {tuple(ACUITY_MODELS)}, "
-                                    f"got {self.acuity_model!r}")
+            raise InvalidInputError(
+                f"NearCase.acuity_model: expected one of {tuple(ACUITY_MODELS)}, got {self.acuity_model!r}"
+            )
         r = tuple(float(x) for x in self.residual_d)
         if len(r) != 3 or not all(math.isfinite(x) for x in r):
-            raise InvalidInputError(f"NearCase.residual_d: expected (M, J0, J45) finite diopters, "
-                                    f"got {self.residual_d!r}")
+            raise InvalidInputError(
+                f"NearCase.residual_d: expected (M, J0, J45) finite diopters, got {self.residual_d!r}"
+            )
         object.__setattr__(self, "residual_d", r)
 
     @property
@@ -136,8 +138,9 @@ def _triangular_amplitude(rng: np.random.Generator, age: float) -> float:
     return float(rng.triangular(lo, min(max(mode, lo), hi), hi))
 
 
-def draw_near_patients(n: int, seed: int, *, ages=(40.0, 80.0), mixed_acuity: bool = False,
-                       amplitude_shift_d: float = 0.0) -> list[tuple[NearCase, NearCase]]:
+def draw_near_patients(
+    n: int, seed: int, *, ages=(40.0, 80.0), mixed_acuity: bool = False, amplitude_shift_d: float = 0.0
+) -> list[tuple[NearCase, NearCase]]:
     """``n`` simulated presbyopes, each ``(OD, OS)`` (module docstring). ``amplitude_shift_d``
     moves every amplitude (then clipped at 0): a population that is not Hofstetter's."""
     if int(n) < 1:
@@ -173,7 +176,15 @@ def near_case_for_visit(case, eye_index: int, residual_d, visit_seed: int) -> Ne
     rng = np.random.default_rng([int(visit_seed), NEAR_KEY])
     h = float(rng.uniform(0.15, 0.45))
     answer_seed = int(np.random.default_rng([int(case.seed), NEAR_KEY, int(eye_index)]).integers(2**31 - 1))
-    return NearCase(float(case.age_years), float(case.accommodation_d), h, float(case.best_corrected_logmar),
-                    float(case.slope), float(case.lapse), case.acuity_model, tuple(float(x) for x in residual_d),
-                    answer_seed, int(eye_index))
-
+    return NearCase(
+        float(case.age_years),
+        float(case.accommodation_d),
+        h,
+        float(case.best_corrected_logmar),
+        float(case.slope),
+        float(case.lapse),
+        case.acuity_model,
+        tuple(float(x) for x in residual_d),
+        answer_seed,
+        int(eye_index),
+    )

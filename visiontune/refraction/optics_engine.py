@@ -40,8 +40,14 @@ from visiontune.refraction.optics_model import (
 from visiontune.refraction.protocol import FILED_LENS_RULES, Protocol
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["FILED_WITHIN_D", "LETTER_STEP_LOGMAR", "MAX_STEP_WITHOUT_START_D", "OVER_MINUS_D", "OpticsEngine",
-           "over_minus_probability"]
+__all__ = [
+    "FILED_WITHIN_D",
+    "LETTER_STEP_LOGMAR",
+    "MAX_STEP_WITHOUT_START_D",
+    "OVER_MINUS_D",
+    "OpticsEngine",
+    "over_minus_probability",
+]
 
 #: Letter sizes offered to the rules: the protocol's range on a 0.05 logMAR grid (half a chart line).
 LETTER_STEP_LOGMAR = 0.05
@@ -67,8 +73,13 @@ def _model_spec(protocol: Protocol) -> OpticsModelSpec:
     elif prior is not None:
         lo, hi = prior.range
         median, sigma = float(np.sqrt(lo * hi)), max(float(np.log(hi / lo)) / 4.0, 0.05)
-    return OpticsModelSpec(protocol.n_alternatives, lapse=protocol.model.lapse, slope_median=median, slope_sigma=sigma,
-                           n_particles=protocol.model.n_particles)  # fmt: skip
+    return OpticsModelSpec(
+        protocol.n_alternatives,
+        lapse=protocol.model.lapse,
+        slope_median=median,
+        slope_sigma=sigma,
+        n_particles=protocol.model.n_particles,
+    )
 
 
 def over_minus_probability(draws: ParticlePosterior, lens: Prescription) -> float:
@@ -102,7 +113,13 @@ class OpticsEngine(Engine):
     # ------------------------------------------------------------------ model
     @staticmethod
     def _trial_key(t) -> tuple:
-        return (float(t.s_logmar), float(t.lens.sphere_d), float(t.lens.cylinder_d), float(t.lens.axis_deg), bool(t.correct))
+        return (
+            float(t.s_logmar),
+            float(t.lens.sphere_d),
+            float(t.lens.cylinder_d),
+            float(t.lens.axis_deg),
+            bool(t.correct),
+        )
 
     def posterior(self, trials) -> ParticlePosterior:
         """The posterior after ``trials`` (extended by the new answers, or rebuilt)."""
@@ -110,7 +127,7 @@ class OpticsEngine(Engine):
         if keys[: len(self._key)] != self._key:
             self._posterior = ParticlePosterior(self.spec, self.start, self.seed)
             self._key = []
-        for t, key in zip(trials[len(self._key):], keys[len(self._key):]):
+        for t, key in zip(trials[len(self._key) :], keys[len(self._key) :]):
             self._observe(t)
             self._key.append(key)
         return self._posterior
@@ -135,9 +152,16 @@ class OpticsEngine(Engine):
         post = self.posterior(trials)
         predictor, centre = self._rule_inputs(trials)
         initial = len(trials) < self.protocol.initial_random_trials
-        q = optics_rules.propose(post, "ts-ald" if initial else self.protocol.policy, steps=self.protocol.lenses,
-                                 s_grid=self.s_grid, radius=self.radius(post), rng=rng, predictor=predictor,
-                                 centre=centre)  # fmt: skip
+        q = optics_rules.propose(
+            post,
+            "ts-ald" if initial else self.protocol.policy,
+            steps=self.protocol.lenses,
+            s_grid=self.s_grid,
+            radius=self.radius(post),
+            rng=rng,
+            predictor=predictor,
+            centre=centre,
+        )
         if initial:
             return float(rng.choice(self.s_grid)), q.lens, q.information_bits
         return q.s_logmar, q.lens, q.information_bits
@@ -158,8 +182,9 @@ class OpticsEngine(Engine):
         each ``(m,)`` (:meth:`ParticlePosterior.acuity`)."""
         return self.posterior(trials).acuity(lenses, level)
 
-    def estimate(self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None,
-                 level: float) -> CurrentEstimate:
+    def estimate(
+        self, trials, rng_best: np.random.Generator, rng_region: np.random.Generator | None, level: float
+    ) -> CurrentEstimate:
         draws = self.correction_draws(trials)
         centre = draws.best_correction()
         form = self.protocol.lenses.cylinder_form
@@ -186,7 +211,9 @@ class OpticsEngine(Engine):
         overrides it) that lens and its neighbours are weighed and the one most probably within
         :data:`FILED_WITHIN_D` of the correction is filed (:meth:`_most_probable_lens`)."""
         if rule is not None and rule not in FILED_LENS_RULES:
-            raise InvalidInputError(f"rule: expected None or one of {', '.join(sorted(FILED_LENS_RULES))}, got {rule!r}")
+            raise InvalidInputError(
+                f"rule: expected None or one of {', '.join(sorted(FILED_LENS_RULES))}, got {rule!r}"
+            )
         lens = self._kept_axis(post)
         guarded = self.guards_over_minus()
         if guarded:
@@ -359,10 +386,16 @@ class OpticsEngine(Engine):
         cylinder = np.sort(sign * np.linspace(0.0, span_c, n))
         ss, cc = np.meshgrid(sphere, cylinder, indexing="ij")
         two_a = np.radians(2.0 * est.axis_deg)
-        pv = np.column_stack([(ss + cc / 2).ravel(), (-cc / 2 * np.cos(two_a)).ravel(), (-cc / 2 * np.sin(two_a)).ravel()])
+        pv = np.column_stack(
+            [(ss + cc / 2).ravel(), (-cc / 2 * np.cos(two_a)).ravel(), (-cc / 2 * np.sin(two_a)).ravel()]
+        )
         va = self._acuity(trials, pv)[0].reshape(n, n)
-        return {"sphere_d": sphere.tolist(), "cylinder_d": cylinder.tolist(), "va_logmar": va.tolist(),
-                "axis_deg": est.axis_deg}  # fmt: skip
+        return {
+            "sphere_d": sphere.tolist(),
+            "cylinder_d": cylinder.tolist(),
+            "va_logmar": va.tolist(),
+            "axis_deg": est.axis_deg,
+        }
 
     def psychometric(self, trials, lens, level: float, n: int = 61):
         """``(s, p, lo, hi)``: posterior mean of ``P(correct)`` against letter size through

@@ -106,7 +106,9 @@ class OpticsGPEngine(OpticsEngine):
         ``lens`` over the draws, and its central ``level`` band."""
         post, fit = self.fit(trials)
         s = np.linspace(*self.protocol.logmar_range, n)
-        particles = post.subsample(min(_SUMMARY_DRAWS, self.spec.n_particles), np.random.default_rng([self.seed, post.n, 0x9F]))
+        particles = post.subsample(
+            min(_SUMMARY_DRAWS, self.spec.n_particles), np.random.default_rng([self.seed, post.n, 0x9F])
+        )
         p = fit.probabilities(particles, s, np.repeat(lens.power_vector_array()[None, :], n, axis=0))
         tail = 50.0 * (1.0 - level)
         lo, hi = np.percentile(p, [tail, 100.0 - tail], axis=0)

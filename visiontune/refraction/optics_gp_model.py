@@ -59,8 +59,17 @@ from visiontune.refraction.optics_model import (
     probability_grid,
 )
 
-__all__ = ["MAX_SHIFT_D", "ResidualFit", "ResidualSpec", "fit_residual", "half_latent", "predictive_mean",
-           "probit_mean", "probit_mean_grid", "threshold_slope"]
+__all__ = [
+    "MAX_SHIFT_D",
+    "ResidualFit",
+    "ResidualSpec",
+    "fit_residual",
+    "half_latent",
+    "predictive_mean",
+    "probit_mean",
+    "probit_mean_grid",
+    "threshold_slope",
+]
 
 #: Largest move of a draw's best correction by ``g`` (diopters): the Newton step is a local one.
 MAX_SHIFT_D = 0.5
@@ -79,7 +88,11 @@ class ResidualSpec:
     def __post_init__(self) -> None:
         for name in ("sd", "lengthscale_logmar", "lengthscale_d"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value > 0)
+            ):
                 raise InvalidInputError(f"{name}: expected a positive number, got {value!r}")
 
     def kernel(self) -> SquaredExponential:
@@ -140,7 +153,9 @@ class ResidualFit:
         _, _, dmu, _ = self.gp.predict_with_grad(np.column_stack([np.asarray(s, dtype=float), lenses]))
         return dmu[:, 1:]
 
-    def probabilities(self, theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, *, marginal: bool = True) -> np.ndarray:
+    def probabilities(
+        self, theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, *, marginal: bool = True
+    ) -> np.ndarray:
         """``p_i(s_j, L_j) = Φ((μ_θi + m_g) / √(1 + v_g))`` (``marginal``: ``g``'s uncertainty
         integrated out), or ``Φ(μ_θi + m_g)`` (``g`` at its posterior mean, what the decisions
         use: :mod:`~visiontune.refraction.optics_gp_engine`): ``(N, m)``."""
@@ -148,8 +163,9 @@ class ResidualFit:
         z = probit_mean(theta, s, lenses, self.model_spec) + m[None, :]
         return ndtr(z / np.sqrt(1.0 + v)[None, :] if marginal else z)
 
-    def probability_grid(self, theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, *,
-                         marginal: bool = True) -> np.ndarray:
+    def probability_grid(
+        self, theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, *, marginal: bool = True
+    ) -> np.ndarray:
         """:meth:`probabilities` on sizes ``s_grid (n_s,)`` × ``lenses (n_x, 3)``: ``(N, n_s, n_x)``."""
         n_s, n_x = len(s_grid), len(lenses)
         m, v = self.predict(np.repeat(s_grid, n_x), np.tile(lenses, (n_s, 1)))
@@ -186,7 +202,8 @@ def fit_residual(posterior: ParticlePosterior, spec: ResidualSpec) -> ResidualFi
     """:class:`ResidualFit` of ``posterior``'s letter answers (only letters: the hybrid asks no
     other kind)."""
     if len(posterior.s) != posterior.n:
-        raise InvalidInputError("posterior: the optics-gp model takes letter answers only "
-                                f"({posterior.n - len(posterior.s)} of {posterior.n} answers are of another kind)")
+        raise InvalidInputError(
+            "posterior: the optics-gp model takes letter answers only "
+            f"({posterior.n - len(posterior.s)} of {posterior.n} answers are of another kind)"
+        )
     return ResidualFit(posterior, spec)
-

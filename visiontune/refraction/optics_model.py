@@ -64,9 +64,23 @@ from visiontune.optics.accommodation import hofstetter_amplitude_d
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["LOG_NOISE", "LOG_SENSITIVITY", "OPTIONAL_COLUMNS", "LetterAnswer", "OptionalColumn", "OpticsModelSpec",
-           "ParticlePosterior", "acuity_logmar", "binary_entropy_bits", "blur_squared", "has_column",
-           "probability_correct", "probability_grid", "systematic_resample", "with_column"]
+__all__ = [
+    "LOG_NOISE",
+    "LOG_SENSITIVITY",
+    "OPTIONAL_COLUMNS",
+    "LetterAnswer",
+    "OptionalColumn",
+    "OpticsModelSpec",
+    "ParticlePosterior",
+    "acuity_logmar",
+    "binary_entropy_bits",
+    "blur_squared",
+    "has_column",
+    "probability_correct",
+    "probability_grid",
+    "systematic_resample",
+    "with_column",
+]
 
 #: Parameter columns of a particle.
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
@@ -253,8 +267,11 @@ class ParticlePosterior:
         self.spec = spec
         self.start = start
         self.seed = int(seed)
-        self.amplitude_max = (_AMPLITUDE_UNKNOWN_AGE_D if start.age_years is None
-                              else max(hofstetter_amplitude_d(start.age_years, "maximum"), 0.25))  # fmt: skip
+        self.amplitude_max = (
+            _AMPLITUDE_UNKNOWN_AGE_D
+            if start.age_years is None
+            else max(hofstetter_amplitude_d(start.age_years, "maximum"), 0.25)
+        )
         rng = np.random.default_rng([self.seed, 0, 0xA11])
         n = spec.n_particles
         theta = np.empty((n, 6))
@@ -308,8 +325,12 @@ class ParticlePosterior:
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
         for name, (median, sigma) in self.column_priors.items():
             lp = lp - 0.5 * ((theta[:, OPTIONAL_COLUMNS[name].index] - np.log(median)) / sigma) ** 2
-        outside = ((theta[:, VA0] < _VA0_RANGE[0]) | (theta[:, VA0] > _VA0_RANGE[1])
-                   | (theta[:, AMPLITUDE] < 0.0) | (theta[:, AMPLITUDE] > self.amplitude_max))  # fmt: skip
+        outside = (
+            (theta[:, VA0] < _VA0_RANGE[0])
+            | (theta[:, VA0] > _VA0_RANGE[1])
+            | (theta[:, AMPLITUDE] < 0.0)
+            | (theta[:, AMPLITUDE] > self.amplitude_max)
+        )
         return np.where(outside, -np.inf, lp)
 
     def _log_likelihood(self, theta: np.ndarray) -> np.ndarray:
@@ -358,8 +379,10 @@ class ParticlePosterior:
         known = self.column_priors.get(name)
         if known is not None:
             if prior != known:
-                raise InvalidInputError(f"{name} prior: the posterior has median, sigma = {known}, an answer asks for "
-                                        f"{prior} (one prior per unknown and session)")
+                raise InvalidInputError(
+                    f"{name} prior: the posterior has median, sigma = {known}, an answer asks for "
+                    f"{prior} (one prior per unknown and session)"
+                )
             return
         if not (prior[0] > 0.0 and prior[1] > 0.0):
             raise InvalidInputError(f"{name} prior: expected a positive median and sigma, got {prior}")
@@ -382,7 +405,7 @@ class ParticlePosterior:
         w = self.weights
         cols = [*range(6), *(OPTIONAL_COLUMNS[name].index for name in self.column_priors)]
         d = len(cols)
-        every = d == self.theta.shape[1]   # no NaN column (not inferred) to leave out
+        every = d == self.theta.shape[1]  # no NaN column (not inferred) to leave out
         jitter = [1e-4, 1e-5, 1e-5, 1e-5, 1e-5, 1e-4] + [1e-4] * (d - 6)
         cov = np.cov((self.theta if every else self.theta[:, cols]).T, aweights=w) + np.diag(jitter)
         chol = np.linalg.cholesky((2.38**2 / float(d)) * cov)

@@ -43,8 +43,16 @@ from visiontune.refraction.optics_model import (
     probability_grid,
 )
 
-__all__ = ["OPTICS_RULES", "FormulaPredictor", "OpticsQuery", "candidate_lenses", "letter_at", "mutual_information_bits",
-           "propose", "within_radius"]
+__all__ = [
+    "OPTICS_RULES",
+    "FormulaPredictor",
+    "OpticsQuery",
+    "candidate_lenses",
+    "letter_at",
+    "mutual_information_bits",
+    "propose",
+    "within_radius",
+]
 
 OPTICS_RULES = ("ucb-ald", "ts-ald", "bald", "evr")
 _BETA = float(norm.ppf(0.95))
@@ -155,8 +163,17 @@ def _letter_size(predictor, particles: np.ndarray, lens_pv: np.ndarray, s_grid: 
     return float(s_grid[j]), float(info[j])
 
 
-def propose(posterior: ParticlePosterior, rule: str, *, steps: LensSteps, s_grid: np.ndarray, radius: float,
-            rng: np.random.Generator, predictor=None, centre: np.ndarray | None = None) -> OpticsQuery:
+def propose(
+    posterior: ParticlePosterior,
+    rule: str,
+    *,
+    steps: LensSteps,
+    s_grid: np.ndarray,
+    radius: float,
+    rng: np.random.Generator,
+    predictor=None,
+    centre: np.ndarray | None = None,
+) -> OpticsQuery:
     """The next query of ``rule`` (one of :data:`OPTICS_RULES`) on ``posterior``, around ``centre``
     (default the posterior's :meth:`~ParticlePosterior.best_correction`), with the ``predictor``'s
     probabilities and corrections (default :class:`FormulaPredictor`, the optics model's own)."""
@@ -192,7 +209,9 @@ def propose(posterior: ParticlePosterior, rule: str, *, steps: LensSteps, s_grid
     i_s = int(np.argmax(flat) // n_x)
     # refine the size on the full grid around the coarse choice, at the chosen lens
     j = int(np.searchsorted(s_grid, coarse[i_s]))
-    near = s_grid[max(0, j - _COARSE_SIZE_STRIDE + 1): j + _COARSE_SIZE_STRIDE]
+    near = s_grid[max(0, j - _COARSE_SIZE_STRIDE + 1) : j + _COARSE_SIZE_STRIDE]
     p_near = predictor.probability_grid(particles, near, pvs[i_x][None, :])[:, :, 0]
     k = int(np.argmax(score(p_near)))
-    return OpticsQuery(float(near[k]), trial_lens(pvs[i_x], steps), float(mutual_information_bits(p_near[:, k:k + 1])[0]))
+    return OpticsQuery(
+        float(near[k]), trial_lens(pvs[i_x], steps), float(mutual_information_bits(p_near[:, k : k + 1])[0])
+    )

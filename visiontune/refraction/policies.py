@@ -18,28 +18,43 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-__all__ = ["GP_KERNELS", "GP_POLICIES", "MODEL_TYPES", "OPTICS_POLICIES", "PARTICLE_MODEL_TYPES", "policies_for",
-           "registry_name"]
+__all__ = [
+    "GP_KERNELS",
+    "GP_POLICIES",
+    "MODEL_TYPES",
+    "OPTICS_POLICIES",
+    "PARTICLE_MODEL_TYPES",
+    "policies_for",
+    "registry_name",
+]
 
 MODEL_TYPES = ("optics", "gp", "optics-gp")
 #: Model types whose engine keeps the optics particle posterior (its rules, search space and stops).
 PARTICLE_MODEL_TYPES = ("optics", "optics-gp")
 
 #: Protocol name -> what the rule does, for the optics model.
-OPTICS_POLICIES = MappingProxyType({
-    "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); "
-               "size by BALD (002 §3.3)",
-    "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); size by BALD (002 §3.3)",
-    "bald": "lens and size jointly by the mutual information of the answer and the model (Houlsby 2011)",
-    "evr": "lens and size jointly by the expected posterior variance of the correction after the answer",
-})  # fmt: skip
+OPTICS_POLICIES = MappingProxyType(
+    {
+        "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); "
+        "size by BALD (002 §3.3)",
+        "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); size by BALD (002 §3.3)",
+        "bald": "lens and size jointly by the mutual information of the answer and the model (Houlsby 2011)",
+        "evr": "lens and size jointly by the expected posterior variance of the correction after the answer",
+    }
+)
 
 #: Protocol name -> acquisition registry name, for the GP model (contextual binary, 002 §3.3).
-GP_POLICIES = MappingProxyType({
-    "ucb-ald": "UCB-ALD", "ts-ald": "TS-ALD", "ucb-random-context": "UCB-random-context",
-    "ts-random-context": "TS-random-context", "bald": "BALD", "random-contextual": "random-contextual",
-    "cbkg": "cBKG",
-})  # fmt: skip
+GP_POLICIES = MappingProxyType(
+    {
+        "ucb-ald": "UCB-ALD",
+        "ts-ald": "TS-ALD",
+        "ucb-random-context": "UCB-random-context",
+        "ts-random-context": "TS-random-context",
+        "bald": "BALD",
+        "random-contextual": "random-contextual",
+        "cbkg": "cBKG",
+    }
+)
 
 #: Kernels the GP model runs (002 Eq. 15).
 GP_KERNELS = ("refraction-se",)

@@ -139,8 +139,18 @@ CASE_KEY = 0xCA5E
 #: (*Visual acuity and contrast sensitivity for individual Sloan letters*, Vision Res.
 #: 37:813) and Miller et al. 2001 (OSA Vision Science and its Applications, FC3); the values
 #: of D, R, H, K, N and V are **assumed** (spread between the two ends in that order).
-SLOAN_PERCENT_CORRECT = {"C": 71.0, "O": 71.0, "S": 71.0, "D": 74.0, "R": 79.0, "H": 82.0,
-                         "K": 85.0, "N": 88.0, "V": 90.0, "Z": 94.0}
+SLOAN_PERCENT_CORRECT = {
+    "C": 71.0,
+    "O": 71.0,
+    "S": 71.0,
+    "D": 74.0,
+    "R": 79.0,
+    "H": 82.0,
+    "K": 85.0,
+    "N": 88.0,
+    "V": 90.0,
+    "Z": 94.0,
+}
 
 #: Attention drift of the misspecified population (**assumed** magnitudes; the formulas and
 #: what is known are in :mod:`visiontune.optics.attention`): lapses grow by 3 percentage points
@@ -149,8 +159,21 @@ DEFAULT_DRIFT = AttentionDrift(lapse_increase=0.03, over_trials=120, logmar_per_
 
 # Slots of the 16 uniforms each case draws (fixed, so changing one distribution never moves
 # another's draw).
-_U_M_COMPONENT, _U_M_VALUE, _U_CYL, _U_AXIS_CLASS, _U_AXIS_ANGLE, _U_VA, _U_SLOPE, _U_AGE, \
-    _U_MODEL, _U_PUPIL, _U_START_M, _U_START_J0, _U_START_J45 = range(13)
+(
+    _U_M_COMPONENT,
+    _U_M_VALUE,
+    _U_CYL,
+    _U_AXIS_CLASS,
+    _U_AXIS_ANGLE,
+    _U_VA,
+    _U_SLOPE,
+    _U_AGE,
+    _U_MODEL,
+    _U_PUPIL,
+    _U_START_M,
+    _U_START_J0,
+    _U_START_J45,
+) = range(13)
 _N_UNIFORMS = 16
 _TINY = 1e-12
 
@@ -172,6 +195,7 @@ def sloan_letter_offsets() -> dict[str, float]:
 
 
 # --- distributions (inverse-CDF samplers of one or two uniforms, with their CDFs) --------------
+
 
 def _normal(u: float) -> float:
     return float(ndtri(min(max(u, _TINY), 1.0 - _TINY)))
@@ -228,27 +252,35 @@ class SphericalEquivalentMixture:
         _check("core_sd_d", self.core_sd_d > 0, "> 0", self.core_sd_d)
         _check("myopic_scale_d", self.myopic_scale_d > 0, "> 0", self.myopic_scale_d)
         _check("hyperopic_scale_d", self.hyperopic_scale_d > 0, "> 0", self.hyperopic_scale_d)
-        _check("lower_d", self.lower_d < self.myopic_onset_d <= self.hyperopic_onset_d < self.upper_d,
-               "lower_d < myopic_onset_d <= hyperopic_onset_d < upper_d", (self.lower_d, self.upper_d))
+        _check(
+            "lower_d",
+            self.lower_d < self.myopic_onset_d <= self.hyperopic_onset_d < self.upper_d,
+            "lower_d < myopic_onset_d <= hyperopic_onset_d < upper_d",
+            (self.lower_d, self.upper_d),
+        )
 
     def sample(self, u_component: float, u_value: float) -> float:
         if u_component < self.core_weight:
             return _truncated_normal(u_value, self.core_mean_d, self.core_sd_d, self.lower_d, self.upper_d)
         if u_component < self.core_weight + self.myopic_weight:
             return self.myopic_onset_d - _truncated_exponential(
-                u_value, self.myopic_scale_d, self.myopic_onset_d - self.lower_d)
+                u_value, self.myopic_scale_d, self.myopic_onset_d - self.lower_d
+            )
         return self.hyperopic_onset_d + _truncated_exponential(
-            u_value, self.hyperopic_scale_d, self.upper_d - self.hyperopic_onset_d)
+            u_value, self.hyperopic_scale_d, self.upper_d - self.hyperopic_onset_d
+        )
 
     def cdf(self, x):
         """``P(M <= x)`` (exact, for tests and documentation)."""
         x = np.asarray(x, dtype=float)
         core = _truncated_normal_cdf(x, self.core_mean_d, self.core_sd_d, self.lower_d, self.upper_d)
-        myopic = 1.0 - _truncated_exponential_cdf(self.myopic_onset_d - x, self.myopic_scale_d,
-                                                  self.myopic_onset_d - self.lower_d)
+        myopic = 1.0 - _truncated_exponential_cdf(
+            self.myopic_onset_d - x, self.myopic_scale_d, self.myopic_onset_d - self.lower_d
+        )
         myopic = np.where(x >= self.myopic_onset_d, 1.0, np.where(x < self.lower_d, 0.0, myopic))
-        hyperopic = _truncated_exponential_cdf(x - self.hyperopic_onset_d, self.hyperopic_scale_d,
-                                               self.upper_d - self.hyperopic_onset_d)
+        hyperopic = _truncated_exponential_cdf(
+            x - self.hyperopic_onset_d, self.hyperopic_scale_d, self.upper_d - self.hyperopic_onset_d
+        )
         out = self.core_weight * core + self.myopic_weight * myopic + self.hyperopic_weight * hyperopic
         return float(out) if out.ndim == 0 else out
 
@@ -296,8 +328,11 @@ class CylinderDistribution:
 
 
 #: Axis classes (minus-cylinder axis, degrees): the start and width of each class's arcs.
-_AXIS_CLASSES = {"with-the-rule": ((150.0, 60.0),), "against-the-rule": ((60.0, 60.0),),
-                 "oblique": ((30.0, 30.0), (120.0, 30.0))}
+_AXIS_CLASSES = {
+    "with-the-rule": ((150.0, 60.0),),
+    "against-the-rule": ((60.0, 60.0),),
+    "oblique": ((30.0, 30.0), (120.0, 30.0)),
+}
 
 
 @dataclass(frozen=True)
@@ -360,8 +395,11 @@ class StartError:
 
     def reading(self, true_rx: Prescription, u_m: float, u_j0: float, u_j45: float) -> Prescription:
         m, j0, j45 = true_rx.power_vector_array()
-        pv = PowerVector(m + self.bias_m_d + self.sd_m_d * _normal(u_m), j0 + self.sd_j_d * _normal(u_j0),
-                         j45 + self.sd_j_d * _normal(u_j45))
+        pv = PowerVector(
+            m + self.bias_m_d + self.sd_m_d * _normal(u_m),
+            j0 + self.sd_j_d * _normal(u_j0),
+            j45 + self.sd_j_d * _normal(u_j45),
+        )
         rx = pv.to_prescription()
         return rx.rounded(self.step_d, self.axis_step_deg).to_minus_cylinder() if self.step_d > 0 else rx
 
@@ -411,9 +449,12 @@ class Population:
         _check("age_range", 0 <= lo < hi <= 120, "0 <= first < second <= 120 years", self.age_range)
         names = [n for n, _ in self.acuity_models]
         weights = [w for _, w in self.acuity_models]
-        _check("acuity_models", all(n in ACUITY_MODELS for n in names) and min(weights) >= 0
-               and abs(sum(weights) - 1.0) < 1e-9, f"(name, weight) pairs of {tuple(ACUITY_MODELS)} summing to 1",
-               self.acuity_models)
+        _check(
+            "acuity_models",
+            all(n in ACUITY_MODELS for n in names) and min(weights) >= 0 and abs(sum(weights) - 1.0) < 1e-9,
+            f"(name, weight) pairs of {tuple(ACUITY_MODELS)} summing to 1",
+            self.acuity_models,
+        )
         _check("lapse", 0 <= self.lapse < 0.5, "a lapse rate in [0, 0.5)", self.lapse)
 
     def to_dict(self) -> dict:
@@ -460,33 +501,57 @@ class PatientCase:
         if self.start_source == "none":
             _check("start_rx", self.start_rx is None, "None when start_source is 'none'", self.start_rx)
         else:
-            _check("start_rx", isinstance(self.start_rx, Prescription),
-                   f"a Prescription for start_source {self.start_source!r}", self.start_rx)
+            _check(
+                "start_rx",
+                isinstance(self.start_rx, Prescription),
+                f"a Prescription for start_source {self.start_source!r}",
+                self.start_rx,
+            )
         _check("acuity_model", self.acuity_model in ACUITY_MODELS, f"one of {tuple(ACUITY_MODELS)}", self.acuity_model)
-        _check("seed", isinstance(self.seed, Integral) and not isinstance(self.seed, bool) and self.seed >= 0,
-               "an integer >= 0", self.seed)
+        _check(
+            "seed",
+            isinstance(self.seed, Integral) and not isinstance(self.seed, bool) and self.seed >= 0,
+            "an integer >= 0",
+            self.seed,
+        )
 
     def patient(self, n_alternatives: int) -> SimulatedPatient:
         """The simulated patient of this case for a task with ``n_alternatives`` letters."""
         model = acuity_model_by_name(self.acuity_model, self.best_corrected_logmar, pupil_mm=self.pupil_mm)
         return SimulatedPatient(
-            self.true_rx, slope=self.slope, n_alternatives=n_alternatives, lapse=self.lapse, seed=self.seed,
-            acuity_model=model, letter_offsets_logmar=sloan_letter_offsets() if self.letter_difficulty else None,
-            age_years=self.age_years, accommodation_d=self.accommodation_d,
+            self.true_rx,
+            slope=self.slope,
+            n_alternatives=n_alternatives,
+            lapse=self.lapse,
+            seed=self.seed,
+            acuity_model=model,
+            letter_offsets_logmar=sloan_letter_offsets() if self.letter_difficulty else None,
+            age_years=self.age_years,
+            accommodation_d=self.accommodation_d,
             drift=DEFAULT_DRIFT if self.drift else None,
         )
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready); :meth:`from_dict` reads it back."""
+
         def rx(p):
             return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
 
         return {
-            "case_id": self.case_id, "population": self.population, "true_rx": rx(self.true_rx),
-            "best_corrected_logmar": self.best_corrected_logmar, "slope": self.slope, "lapse": self.lapse,
-            "age_years": self.age_years, "accommodation_d": self.accommodation_d, "start_rx": rx(self.start_rx),
-            "start_source": self.start_source, "acuity_model": self.acuity_model,
-            "letter_difficulty": self.letter_difficulty, "drift": self.drift, "seed": self.seed,
+            "case_id": self.case_id,
+            "population": self.population,
+            "true_rx": rx(self.true_rx),
+            "best_corrected_logmar": self.best_corrected_logmar,
+            "slope": self.slope,
+            "lapse": self.lapse,
+            "age_years": self.age_years,
+            "accommodation_d": self.accommodation_d,
+            "start_rx": rx(self.start_rx),
+            "start_source": self.start_source,
+            "acuity_model": self.acuity_model,
+            "letter_difficulty": self.letter_difficulty,
+            "drift": self.drift,
+            "seed": self.seed,
             "pupil_mm": self.pupil_mm,
         }
 
@@ -495,8 +560,21 @@ class PatientCase:
         """Inverse of :meth:`to_dict`; a missing or malformed key is an error naming it."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"data: expected a dict from PatientCase.to_dict(), got {type(data).__name__}")
-        required = ("case_id", "true_rx", "best_corrected_logmar", "slope", "lapse", "age_years", "accommodation_d",
-                    "start_rx", "start_source", "acuity_model", "letter_difficulty", "drift", "seed")
+        required = (
+            "case_id",
+            "true_rx",
+            "best_corrected_logmar",
+            "slope",
+            "lapse",
+            "age_years",
+            "accommodation_d",
+            "start_rx",
+            "start_source",
+            "acuity_model",
+            "letter_difficulty",
+            "drift",
+            "seed",
+        )
         missing = [k for k in required if k not in data]
         if missing:
             raise InvalidInputError(f"data: missing keys {', '.join(missing)}")
@@ -518,12 +596,19 @@ class PatientCase:
             if data.get(key) is not None:
                 check_number(key, data[key])
         return cls(
-            case_id=int(data["case_id"]), true_rx=rx("true_rx"),
-            best_corrected_logmar=float(data["best_corrected_logmar"]), slope=float(data["slope"]),
-            lapse=float(data["lapse"]), age_years=None if data["age_years"] is None else float(data["age_years"]),
-            accommodation_d=float(data["accommodation_d"]), start_rx=rx("start_rx"),
-            start_source=str(data["start_source"]), acuity_model=str(data["acuity_model"]),
-            letter_difficulty=bool(data["letter_difficulty"]), drift=bool(data["drift"]), seed=int(data["seed"]),
+            case_id=int(data["case_id"]),
+            true_rx=rx("true_rx"),
+            best_corrected_logmar=float(data["best_corrected_logmar"]),
+            slope=float(data["slope"]),
+            lapse=float(data["lapse"]),
+            age_years=None if data["age_years"] is None else float(data["age_years"]),
+            accommodation_d=float(data["accommodation_d"]),
+            start_rx=rx("start_rx"),
+            start_source=str(data["start_source"]),
+            acuity_model=str(data["acuity_model"]),
+            letter_difficulty=bool(data["letter_difficulty"]),
+            drift=bool(data["drift"]),
+            seed=int(data["seed"]),
             pupil_mm=None if data.get("pupil_mm") is None else float(data["pupil_mm"]),
             population=str(data.get("population", "")),
         )
@@ -532,10 +617,17 @@ class PatientCase:
 # --- the populations ----------------------------------------------------------------------------
 
 _ADULT_M = SphericalEquivalentMixture(
-    core_weight=0.34, core_mean_d=0.10, core_sd_d=0.55,
-    myopic_weight=0.41, myopic_onset_d=-0.5, myopic_scale_d=2.2,
-    hyperopic_weight=0.25, hyperopic_onset_d=0.5, hyperopic_scale_d=1.4,
-    lower_d=-10.0, upper_d=6.0,
+    core_weight=0.34,
+    core_mean_d=0.10,
+    core_sd_d=0.55,
+    myopic_weight=0.41,
+    myopic_onset_d=-0.5,
+    myopic_scale_d=2.2,
+    hyperopic_weight=0.25,
+    hyperopic_onset_d=0.5,
+    hyperopic_scale_d=1.4,
+    lower_d=-10.0,
+    upper_d=6.0,
 )
 _ADULT_CYLINDER = CylinderDistribution(scale_d=0.55, max_d=4.0)
 _AXIS_UNDER_40 = AxisMix(with_the_rule=0.55, against_the_rule=0.20, oblique=0.25)
@@ -545,9 +637,13 @@ _AUTOREFRACTION = StartError("autorefraction", bias_m_d=-0.20, sd_m_d=0.35, sd_j
 _ADULT = Population(
     name="adult-clinic",
     description="Adults 18-80 at an optometry clinic, well specified (Blendowske acuity, 2% lapses), "
-                "starting from an autorefraction",
-    spherical_equivalent=_ADULT_M, cylinder=_ADULT_CYLINDER, axis_under_40=_AXIS_UNDER_40,
-    axis_from_40=_AXIS_FROM_40, age_range=(18.0, 80.0), start=_AUTOREFRACTION,
+    "starting from an autorefraction",
+    spherical_equivalent=_ADULT_M,
+    cylinder=_ADULT_CYLINDER,
+    axis_under_40=_AXIS_UNDER_40,
+    axis_from_40=_AXIS_FROM_40,
+    age_range=(18.0, 80.0),
+    start=_AUTOREFRACTION,
 )
 
 POPULATIONS: dict[str, Population] = {
@@ -555,35 +651,60 @@ POPULATIONS: dict[str, Population] = {
     "adult-clinic-misspecified": Population(
         name="adult-clinic-misspecified",
         description="The adult clinic's patients, whose acuity-blur curve is not Blendowske's (Smith 1991 pupil "
-                    "model or linear logMAR), with Sloan-letter difficulty, 5% lapses and attention drift",
-        spherical_equivalent=_ADULT_M, cylinder=_ADULT_CYLINDER, axis_under_40=_AXIS_UNDER_40,
-        axis_from_40=_AXIS_FROM_40, age_range=(18.0, 80.0), start=_AUTOREFRACTION, lapse=0.05,
-        acuity_models=(("pupil-geometric", 0.5), ("linear-logmar", 0.5)), letter_difficulty=True, drift=True,
+        "model or linear logMAR), with Sloan-letter difficulty, 5% lapses and attention drift",
+        spherical_equivalent=_ADULT_M,
+        cylinder=_ADULT_CYLINDER,
+        axis_under_40=_AXIS_UNDER_40,
+        axis_from_40=_AXIS_FROM_40,
+        age_range=(18.0, 80.0),
+        start=_AUTOREFRACTION,
+        lapse=0.05,
+        acuity_models=(("pupil-geometric", 0.5), ("linear-logmar", 0.5)),
+        letter_difficulty=True,
+        drift=True,
     ),
     "young": Population(
         name="young",
         description="Children and young adults 8-35 (strong accommodation, more hyperopes), starting from a "
-                    "non-cycloplegic autorefraction",
+        "non-cycloplegic autorefraction",
         spherical_equivalent=SphericalEquivalentMixture(
-            core_weight=0.55, core_mean_d=0.5, core_sd_d=0.6, myopic_weight=0.25, myopic_onset_d=-0.5,
-            myopic_scale_d=1.5, hyperopic_weight=0.20, hyperopic_onset_d=1.0, hyperopic_scale_d=1.2,
-            lower_d=-8.0, upper_d=7.0),
-        cylinder=CylinderDistribution(scale_d=0.40, max_d=4.0), axis_under_40=_AXIS_UNDER_40,
-        axis_from_40=_AXIS_FROM_40, age_range=(8.0, 35.0),
+            core_weight=0.55,
+            core_mean_d=0.5,
+            core_sd_d=0.6,
+            myopic_weight=0.25,
+            myopic_onset_d=-0.5,
+            myopic_scale_d=1.5,
+            hyperopic_weight=0.20,
+            hyperopic_onset_d=1.0,
+            hyperopic_scale_d=1.2,
+            lower_d=-8.0,
+            upper_d=7.0,
+        ),
+        cylinder=CylinderDistribution(scale_d=0.40, max_d=4.0),
+        axis_under_40=_AXIS_UNDER_40,
+        axis_from_40=_AXIS_FROM_40,
+        age_range=(8.0, 35.0),
         start=StartError("autorefraction", bias_m_d=-0.40, sd_m_d=0.45, sd_j_d=0.15),
     ),
     "high-myopia": Population(
         name="high-myopia",
         description="High myopes (M -12 to -6 D) 18-60 with more astigmatism, starting from an autorefraction",
-        spherical_equivalent=UniformRange(-12.0, -6.0), cylinder=CylinderDistribution(scale_d=0.9, max_d=5.0),
-        axis_under_40=_AXIS_UNDER_40, axis_from_40=_AXIS_FROM_40, age_range=(18.0, 60.0),
+        spherical_equivalent=UniformRange(-12.0, -6.0),
+        cylinder=CylinderDistribution(scale_d=0.9, max_d=5.0),
+        axis_under_40=_AXIS_UNDER_40,
+        axis_from_40=_AXIS_FROM_40,
+        age_range=(18.0, 60.0),
         start=StartError("autorefraction", bias_m_d=-0.25, sd_m_d=0.50, sd_j_d=0.20),
     ),
     "no-start": Population(
         name="no-start",
         description="Adults 18-80 with M from -10 to +6 D and cylinders to 6 D, and no starting prescription",
-        spherical_equivalent=UniformRange(-10.0, 6.0), cylinder=CylinderDistribution(scale_d=0.55, max_d=6.0),
-        axis_under_40=_AXIS_UNDER_40, axis_from_40=_AXIS_FROM_40, age_range=(18.0, 80.0), start=None,
+        spherical_equivalent=UniformRange(-10.0, 6.0),
+        cylinder=CylinderDistribution(scale_d=0.55, max_d=6.0),
+        axis_under_40=_AXIS_UNDER_40,
+        axis_from_40=_AXIS_FROM_40,
+        age_range=(18.0, 80.0),
+        start=None,
     ),
 }
 
@@ -608,8 +729,9 @@ def _draw_case(population: Population, seed: int, i: int) -> PatientCase:
     axis = (p.axis_under_40 if age < 40.0 else p.axis_from_40).sample(u[_U_AXIS_CLASS], u[_U_AXIS_ANGLE])
     true_rx = Prescription(m - cylinder / 2.0, cylinder, axis)
     va = _truncated_normal(u[_U_VA], p.va_mean, p.va_sd, p.va_lower, p.va_upper)
-    log_slope = _truncated_normal(u[_U_SLOPE], math.log(p.slope_median), p.slope_log_sd,
-                                  math.log(p.slope_lower), math.log(p.slope_upper))
+    log_slope = _truncated_normal(
+        u[_U_SLOPE], math.log(p.slope_median), p.slope_log_sd, math.log(p.slope_lower), math.log(p.slope_upper)
+    )
     cumulative, model = 0.0, p.acuity_models[-1][0]
     for name, weight in p.acuity_models:
         cumulative += weight
@@ -618,18 +740,30 @@ def _draw_case(population: Population, seed: int, i: int) -> PatientCase:
             break
     pupil = None
     if model == "pupil-geometric":
-        pupil = _truncated_normal(u[_U_PUPIL], p.pupil_at_20_mm + p.pupil_per_year_mm * (age - 20.0),
-                                  p.pupil_sd_mm, 2.0, 8.0)
+        pupil = _truncated_normal(
+            u[_U_PUPIL], p.pupil_at_20_mm + p.pupil_per_year_mm * (age - 20.0), p.pupil_sd_mm, 2.0, 8.0
+        )
     if p.start is None:
         start_rx, source = None, "none"
     else:
         start_rx = p.start.reading(true_rx, u[_U_START_M], u[_U_START_J0], u[_U_START_J45])
         source = p.start.source
     return PatientCase(
-        case_id=i, true_rx=true_rx, best_corrected_logmar=va, slope=float(math.exp(log_slope)), lapse=p.lapse,
-        age_years=age, accommodation_d=float(hofstetter_amplitude_d(age, "mean")), start_rx=start_rx,
-        start_source=source, acuity_model=model, letter_difficulty=p.letter_difficulty, drift=p.drift,
-        seed=patient_seed, pupil_mm=pupil, population=p.name,
+        case_id=i,
+        true_rx=true_rx,
+        best_corrected_logmar=va,
+        slope=float(math.exp(log_slope)),
+        lapse=p.lapse,
+        age_years=age,
+        accommodation_d=float(hofstetter_amplitude_d(age, "mean")),
+        start_rx=start_rx,
+        start_source=source,
+        acuity_model=model,
+        letter_difficulty=p.letter_difficulty,
+        drift=p.drift,
+        seed=patient_seed,
+        pupil_mm=pupil,
+        population=p.name,
     )
 
 

@@ -39,7 +39,8 @@ rounded to trial lenses; ``"most-probable"`` the trial lens near it most probabl
 of the correction (:meth:`~visiontune.refraction.optics_engine.OpticsEngine._most_probable_lens`;
 the default protocol, ``clinical-sloan-compare``).
 
-**Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured against): the optics formula as the prior
+**Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured
+against): the optics formula as the prior
 mean of a probit GP whose zero-mean part learns what the formula misses
 (:mod:`visiontune.refraction.optics_gp_model`); search space, rules and stops as the optics
 model's; ``model.lapse``, ``model.n_particles`` as there, and the GP's prior ``residual_sd``
@@ -57,7 +58,8 @@ clearer, 1 or 2?" as well as letters, whichever is worth more per second of the 
 time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
 ``letter_seconds`` and ``comparison_seconds`` (the durations the choice weighs, seconds),
 ``lens_change_seconds`` (what a change of lens between answers costs, seconds: 0, the default, at
-a phoropter; a trial frame's swap, measured by ``visiontune sessions durations``), ``criterion`` (``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
+a phoropter; a trial frame's swap, measured by ``visiontune sessions durations``), ``criterion``
+(``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
 which also needs ``sensitivity_to_stop`` and a model that infers the sensitivity, or
 ``"information"``; :mod:`~visiontune.refraction.mixed_rules`), ``size_offset_logmar`` (the letter kept in view,
 above the predicted best acuity), ``sensitivity_to_stop`` (with a model that infers the
@@ -113,7 +115,6 @@ from visiontune.refraction.chart_line import MAX_LINE_LETTERS, ChartLineSettings
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
-from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 from visiontune.refraction.policies import (
     GP_KERNELS,
     GP_POLICIES,
@@ -121,6 +122,7 @@ from visiontune.refraction.policies import (
     OPTICS_POLICIES,
     PARTICLE_MODEL_TYPES,
 )
+from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 
 #: The protocol a session runs unless another is named: letters and comparisons
 #: (docs/results/clinical-validation-clinical-sloan-compare.md); ``clinical-sloan`` asks letters only.
@@ -371,9 +373,17 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     except RecursionError:
         raise ProtocolError(f"{source}: invalid TOML (arrays or tables nested too deeply)") from None
     top_required = {
-        "name", "description", "policy", "seed", "initial_random_trials",
-        "search_space", "context_space", "letters", "stopping", "model",
-    }  # fmt: skip
+        "name",
+        "description",
+        "policy",
+        "seed",
+        "initial_random_trials",
+        "search_space",
+        "context_space",
+        "letters",
+        "stopping",
+        "model",
+    }
     r.table(doc, "", top_required, {"psychometric", "lenses", "comparisons", "sliders", "chart_line"})
     name = _safe_text(r, doc["name"], "name", MAX_NAME_CHARS)
     description = _safe_text(r, doc["description"], "description", MAX_DESCRIPTION_CHARS)
@@ -382,13 +392,18 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     model = _model(r, r.sub_table(doc, "model"))
     if model.type == "optics-gp":
         for table in sorted({"comparisons", "sliders", "chart_line"} & doc.keys()):
-            raise r.fail(table, 'no such table for model.type = "optics-gp" (letters only; comparisons and sliders '
-                                'need model.type = "optics")', doc[table])  # fmt: skip
+            raise r.fail(
+                table,
+                'no such table for model.type = "optics-gp" (letters only; comparisons and sliders '
+                'need model.type = "optics")',
+                doc[table],
+            )
     known = OPTICS_POLICIES if model.type in PARTICLE_MODEL_TYPES else GP_POLICIES
     policy = r.string(doc["policy"], "policy", known.keys())
 
-    stop = r.table(r.sub_table(doc, "stopping"), "stopping.", {"max_trials"},
-                   {"min_trials", "precision", "min_information_bits"})  # fmt: skip
+    stop = r.table(
+        r.sub_table(doc, "stopping"), "stopping.", {"max_trials"}, {"min_trials", "precision", "min_information_bits"}
+    )
     max_trials = r.integer(stop["max_trials"], "stopping.max_trials", 1, MAX_TRIALS)
     min_trials = r.integer(stop.get("min_trials", 0), "stopping.min_trials", 0, max_trials)
     initial = r.integer(doc["initial_random_trials"], "initial_random_trials", 0, max_trials)
@@ -396,8 +411,11 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     min_bits = None
     if "min_information_bits" in stop:
         if model.type not in PARTICLE_MODEL_TYPES:
-            raise r.fail("stopping.min_information_bits", "no such key for the GP model (optics model only)",
-                         stop["min_information_bits"])  # fmt: skip
+            raise r.fail(
+                "stopping.min_information_bits",
+                "no such key for the GP model (optics model only)",
+                stop["min_information_bits"],
+            )
         min_bits = r.number(stop["min_information_bits"], "stopping.min_information_bits", 0.0, 1.0)
 
     lens_steps = _lens_steps(r, r.sub_table(doc, "lenses")) if "lenses" in doc else LensSteps()
@@ -418,11 +436,17 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     comparisons = None
     if "comparisons" in doc:
         if model.type != "optics":
-            raise r.fail("comparisons", "no such table for the GP model (comparisons need the optics model)", doc["comparisons"])
+            raise r.fail(
+                "comparisons", "no such table for the GP model (comparisons need the optics model)", doc["comparisons"]
+            )
         comparisons = _comparisons(r, r.sub_table(doc, "comparisons"))
         if comparisons is not None and comparisons.criterion in ("evr-precision", "evr-stop") and precision is None:
-            raise r.fail("comparisons.criterion", f'a precision stop ([stopping.precision]) for "{comparisons.criterion}", '
-                         "which measures variance in its units; or another criterion", comparisons.criterion)  # fmt: skip
+            raise r.fail(
+                "comparisons.criterion",
+                f'a precision stop ([stopping.precision]) for "{comparisons.criterion}", '
+                "which measures variance in its units; or another criterion",
+                comparisons.criterion,
+            )
     sliders = None
     if "sliders" in doc:
         if model.type != "optics":
@@ -432,33 +456,71 @@ def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     if "chart_line" in doc:
         chart_line = _chart_line(r, r.sub_table(doc, "chart_line"), LETTER_SET_SIZES[letter_set])
         if chart_line is not None and letter_set not in LINE_LETTER_SETS:
-            raise r.fail("letters.set", f"one of {', '.join(LINE_LETTER_SETS)} for a [chart_line] (letters read aloud, "
-                         "one character each)", letter_set)  # fmt: skip
+            raise r.fail(
+                "letters.set",
+                f"one of {', '.join(LINE_LETTER_SETS)} for a [chart_line] (letters read aloud, one character each)",
+                letter_set,
+            )
         if chart_line is not None and comparisons is None:
-            raise r.fail("chart_line", "a [comparisons] table (optics model) beside it: lines are weighed against "
-                         "letters and comparisons", doc["chart_line"])  # fmt: skip
+            raise r.fail(
+                "chart_line",
+                "a [comparisons] table (optics model) beside it: lines are weighed against letters and comparisons",
+                doc["chart_line"],
+            )
 
     if precision is not None and precision.filed_within_probability is not None and comparisons is None:
-        raise r.fail("stopping.precision.filed_within_probability", "a [comparisons] table beside it (the engine of "
-                     "letters and comparisons reads the stop on the lens to file), or no such key",
-                     precision.filed_within_probability)  # fmt: skip
+        raise r.fail(
+            "stopping.precision.filed_within_probability",
+            "a [comparisons] table beside it (the engine of "
+            "letters and comparisons reads the stop on the lens to file), or no such key",
+            precision.filed_within_probability,
+        )
     return Protocol(
-        name=name, description=description, policy=policy, seed=seed, initial_random_trials=initial,
-        search_space=space, logmar_range=logmar, letter_set=letter_set,
-        n_alternatives=n_alt, stopping=Stopping(max_trials, min_trials, precision, min_bits),
-        model=model, slope_prior=slope_prior, source=source, source_text=text, lenses=lens_steps,
-        comparisons=comparisons, sliders=sliders, chart_line=chart_line,
-    )  # fmt: skip
+        name=name,
+        description=description,
+        policy=policy,
+        seed=seed,
+        initial_random_trials=initial,
+        search_space=space,
+        logmar_range=logmar,
+        letter_set=letter_set,
+        n_alternatives=n_alt,
+        stopping=Stopping(max_trials, min_trials, precision, min_bits),
+        model=model,
+        slope_prior=slope_prior,
+        source=source,
+        source_text=text,
+        lenses=lens_steps,
+        comparisons=comparisons,
+        sliders=sliders,
+        chart_line=chart_line,
+    )
 
 
 def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     """``[comparisons]`` (module docstring); ``None`` when ``enabled = false``."""
     p = "comparisons."
-    r.table(table, p, set(), {"enabled", "letter_seconds", "comparison_seconds", "lens_change_seconds", "criterion",
-                              "size_offset_logmar", "sensitivity_to_stop", "pairs", "model"})  # fmt: skip
+    r.table(
+        table,
+        p,
+        set(),
+        {
+            "enabled",
+            "letter_seconds",
+            "comparison_seconds",
+            "lens_change_seconds",
+            "criterion",
+            "size_offset_logmar",
+            "sensitivity_to_stop",
+            "pairs",
+            "model",
+        },
+    )
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
-    seconds = {k: r.number(table.get(k, d), p + k, 0.1, 600.0)
-               for k, d in (("letter_seconds", LETTER_SECONDS), ("comparison_seconds", COMPARISON_SECONDS))}
+    seconds = {
+        k: r.number(table.get(k, d), p + k, 0.1, 600.0)
+        for k, d in (("letter_seconds", LETTER_SECONDS), ("comparison_seconds", COMPARISON_SECONDS))
+    }
     change = r.number(table.get("lens_change_seconds", LENS_CHANGE_SECONDS), p + "lens_change_seconds", 0.0, 600.0)
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
     pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
@@ -470,12 +532,22 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     if not enabled:
         return None
     if criterion == "evr-stop" and (to_stop is None or not model.infers_sensitivity):
-        raise r.fail(p + "criterion", 'a sensitivity_to_stop and a [comparisons.model] that infers the sensitivity '
-                     '(sensitivity_sigma > 0) for "evr-stop", which turns to that wait; or another criterion',
-                     criterion)  # fmt: skip
-    return MixedSettings(model, seconds["letter_seconds"], seconds["comparison_seconds"], criterion,
-                         comparison_size_offset_logmar=offset, sensitivity_to_stop=to_stop, pairs=pairs,
-                         lens_change_seconds=change)  # fmt: skip
+        raise r.fail(
+            p + "criterion",
+            "a sensitivity_to_stop and a [comparisons.model] that infers the sensitivity "
+            '(sensitivity_sigma > 0) for "evr-stop", which turns to that wait; or another criterion',
+            criterion,
+        )
+    return MixedSettings(
+        model,
+        seconds["letter_seconds"],
+        seconds["comparison_seconds"],
+        criterion,
+        comparison_size_offset_logmar=offset,
+        sensitivity_to_stop=to_stop,
+        pairs=pairs,
+        lens_change_seconds=change,
+    )
 
 
 def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
@@ -490,8 +562,12 @@ def _sliders(r: _Reader, table: dict) -> SliderSettings | None:
     noise_sigma = r.number(table.get("noise_sigma", defaults.model.noise_sigma), p + "noise_sigma", 0.0, 3.0)
     knobs = table.get("knobs", list(KNOBS))
     expected = "a non-empty list of " + ", ".join(json.dumps(k) for k in KNOBS) + ", each at most once"
-    if (not isinstance(knobs, list) or not knobs or any(not isinstance(k, str) or k not in KNOBS for k in knobs)
-            or len(set(knobs)) != len(knobs)):  # fmt: skip
+    if (
+        not isinstance(knobs, list)
+        or not knobs
+        or any(not isinstance(k, str) or k not in KNOBS for k in knobs)
+        or len(set(knobs)) != len(knobs)
+    ):
         raise r.fail(p + "knobs", expected, knobs)
     if not enabled:
         return None
@@ -505,8 +581,12 @@ def _chart_line(r: _Reader, table: dict, n_letters: int) -> ChartLineSettings | 
     r.table(table, p, set(), {"enabled", "letters_per_line", "line_seconds", "crowding_logmar", "line_sd_logmar"})
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
     defaults = ChartLineSettings()
-    n = r.integer(table.get("letters_per_line", defaults.letters_per_line), p + "letters_per_line", 2,
-                  min(MAX_LINE_LETTERS, n_letters))  # fmt: skip
+    n = r.integer(
+        table.get("letters_per_line", defaults.letters_per_line),
+        p + "letters_per_line",
+        2,
+        min(MAX_LINE_LETTERS, n_letters),
+    )
     seconds = r.number(table.get("line_seconds", defaults.line_seconds), p + "line_seconds", 0.1, 600.0)
     crowding = r.number(table.get("crowding_logmar", defaults.crowding_logmar), p + "crowding_logmar", 0.0, 0.5)
     shared = r.number(table.get("line_sd_logmar", defaults.line_sd_logmar), p + "line_sd_logmar", 0.0, 0.3)
@@ -579,11 +659,13 @@ def _optics_gp_model(r: _Reader, table: dict) -> ModelSpec:
         lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
         n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
         residual_sd=r.number(table.get("residual_sd", 0.25), "model.residual_sd", 0.0, 5.0, open_lo=True),
-        residual_lengthscale_logmar=r.number(table.get("residual_lengthscale_logmar", 0.3),
-                                             "model.residual_lengthscale_logmar", 0.01, 10.0),
-        residual_lengthscale_d=r.number(table.get("residual_lengthscale_d", 0.75), "model.residual_lengthscale_d",
-                                        0.05, 20.0),
-    )  # fmt: skip
+        residual_lengthscale_logmar=r.number(
+            table.get("residual_lengthscale_logmar", 0.3), "model.residual_lengthscale_logmar", 0.01, 10.0
+        ),
+        residual_lengthscale_d=r.number(
+            table.get("residual_lengthscale_d", 0.75), "model.residual_lengthscale_d", 0.05, 20.0
+        ),
+    )
 
 
 def _hyperparameters(r: _Reader, table: dict) -> dict[str, float | tuple[float, ...]]:
@@ -606,8 +688,12 @@ def _precision_width(r: _Reader, value: Any, key: str, least: float) -> float:
     """A precision limit (diopters) of at least ``least``: see :data:`MIN_PRECISION_WIDTH_D`."""
     r.number(value, key, 0.0, 10.0, open_lo=True)
     if value < least:
-        raise r.fail(key, f"a number in [{least:g}, 10]: a credible region narrower than the finest trial lens step "
-                     f"({MIN_PRECISION_WIDTH_D:g} D) changes no lens filed, and the stop would never fire", value)  # fmt: skip
+        raise r.fail(
+            key,
+            f"a number in [{least:g}, 10]: a credible region narrower than the finest trial lens step "
+            f"({MIN_PRECISION_WIDTH_D:g} D) changes no lens filed, and the stop would never fire",
+            value,
+        )
     return float(value)
 
 
@@ -623,8 +709,12 @@ def _precision(r: _Reader, table: dict, model: ModelSpec) -> Precision:
     if "over_minus_risk" in table:
         risk = r.number(table["over_minus_risk"], p + "over_minus_risk", 0.0, 0.5, open_lo=True, open_hi=True)
         if model.over_minus_guard == "never":
-            raise r.fail(p + "over_minus_risk", 'model.over_minus_guard "young" or "always" (the stop waits only in '
-                         "the sessions the guard covers), or no such key", table["over_minus_risk"])  # fmt: skip
+            raise r.fail(
+                p + "over_minus_risk",
+                'model.over_minus_guard "young" or "always" (the stop waits only in '
+                "the sessions the guard covers), or no such key",
+                table["over_minus_risk"],
+            )
     filed = None
     if "filed_within_probability" in table:
         filed = r.number(table["filed_within_probability"], p + "filed_within_probability", 0.5, 0.999)
@@ -638,8 +728,11 @@ def _lens_steps(r: _Reader, table: dict) -> LensSteps:
         raise r.fail("lenses.step_d", "0.25 (trial lenses), 0.125, or 0 (continuous, the paper's simulation)", step)
     axis_step = r.number(table.get("axis_step_deg", 5.0), "lenses.axis_step_deg", 1.0, 15.0)
     if abs(180.0 / axis_step - round(180.0 / axis_step)) > 1e-9:
-        raise r.fail("lenses.axis_step_deg", "an axis step that divides 180 (1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15)",
-                     table["axis_step_deg"])  # fmt: skip
+        raise r.fail(
+            "lenses.axis_step_deg",
+            "an axis step that divides 180 (1, 2, 2.5, 3, 4, 5, 6, 9, 10, 12, 15)",
+            table["axis_step_deg"],
+        )
     form = r.string(table.get("cylinder_form", "minus"), "lenses.cylinder_form", CYLINDER_FORMS)
     return LensSteps(float(step), axis_step, form)
 

@@ -55,11 +55,31 @@ __all__ = ["STOPPED_BY", "LensValues", "SessionResult", "parse_result"]
 
 STOPPED_BY = ("budget", "precision", "information", "clinician")
 _REQUIRED = (
-    "estimate", "rounded", "credible_interval", "predicted_va_logmar", "predicted_va_interval",
-    "trials_used", "duration_s", "stopped_by", "acuity_curve", "posterior_map",
-)  # fmt: skip
-_OPTIONAL = ("simulated", "power_vector", "starting_rx", "model", "policy", "cylinder_form", "software_version",
-             "comparisons_used", "sliders_used", "over_minus_risk", "lines_used", "line_letters_used")  # fmt: skip
+    "estimate",
+    "rounded",
+    "credible_interval",
+    "predicted_va_logmar",
+    "predicted_va_interval",
+    "trials_used",
+    "duration_s",
+    "stopped_by",
+    "acuity_curve",
+    "posterior_map",
+)
+_OPTIONAL = (
+    "simulated",
+    "power_vector",
+    "starting_rx",
+    "model",
+    "policy",
+    "cylinder_form",
+    "software_version",
+    "comparisons_used",
+    "sliders_used",
+    "over_minus_risk",
+    "lines_used",
+    "line_letters_used",
+)
 _REGION_RADII = ("m_pm_d", "cylinder_vector_pm_d", "distance_d")
 _START_SOURCES = ("autorefraction", "retinoscopy", "spectacles")
 _LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
@@ -174,8 +194,12 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     if result is None:
         raise StoreError(f"{where}: has no result")
     d = c.mapping("", result, _REQUIRED, _OPTIONAL)
-    ci = c.mapping("credible_interval", d["credible_interval"], ("sphere_d", "cylinder_d"),
-                   ("level", "axis_pm_deg", *_REGION_RADII))  # fmt: skip
+    ci = c.mapping(
+        "credible_interval",
+        d["credible_interval"],
+        ("sphere_d", "cylinder_d"),
+        ("level", "axis_pm_deg", *_REGION_RADII),
+    )
     radii = {k: c.number(f"credible_interval.{k}", ci[k]) for k in _REGION_RADII if k in ci} or None
     axis_pm = ci.get("axis_pm_deg")
     if axis_pm is not None:
@@ -202,18 +226,28 @@ def parse_result(result: Any, *, where: str = "session") -> SessionResult:
     trials_used = c.integer("trials_used", d["trials_used"], lo=0)
     comparisons_used = c.integer("comparisons_used", d.get("comparisons_used", 0), lo=0)
     if comparisons_used > trials_used:
-        raise c.fail("comparisons_used", f"expected an integer in [0, trials_used = {trials_used}], got {comparisons_used!r}")
+        raise c.fail(
+            "comparisons_used", f"expected an integer in [0, trials_used = {trials_used}], got {comparisons_used!r}"
+        )
     sliders_used = c.integer("sliders_used", d.get("sliders_used", 0), lo=0)
     if comparisons_used + sliders_used > trials_used:
-        raise c.fail("sliders_used", f"expected an integer in [0, trials_used - comparisons_used = "
-                                     f"{trials_used - comparisons_used}], got {sliders_used!r}")  # fmt: skip
+        raise c.fail(
+            "sliders_used",
+            f"expected an integer in [0, trials_used - comparisons_used = "
+            f"{trials_used - comparisons_used}], got {sliders_used!r}",
+        )
     lines_used = c.integer("lines_used", d.get("lines_used", 0), lo=0)
     if comparisons_used + sliders_used + lines_used > trials_used:
-        raise c.fail("lines_used", f"expected an integer in [0, trials_used - comparisons_used - sliders_used = "
-                                   f"{trials_used - comparisons_used - sliders_used}], got {lines_used!r}")  # fmt: skip
+        raise c.fail(
+            "lines_used",
+            f"expected an integer in [0, trials_used - comparisons_used - sliders_used = "
+            f"{trials_used - comparisons_used - sliders_used}], got {lines_used!r}",
+        )
     line_letters = c.integer("line_letters_used", d.get("line_letters_used", 0), lo=0)
     if (line_letters < 2 * lines_used) or (line_letters > 0 and lines_used == 0):
-        raise c.fail("line_letters_used", f"expected at least two letters a line ({lines_used} lines), got {line_letters!r}")
+        raise c.fail(
+            "line_letters_used", f"expected at least two letters a line ({lines_used} lines), got {line_letters!r}"
+        )
     over_minus_risk = None
     if "over_minus_risk" in d:
         over_minus_risk = c.number("over_minus_risk", d["over_minus_risk"])

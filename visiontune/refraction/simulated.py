@@ -23,8 +23,17 @@ from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.population import PatientCase, draw_cases
 from visiontune.refraction.start import check_in_range
 
-__all__ = ["ANSWER_MODEL_KEY", "DEMO_POPULATION", "SIMULATED_PATIENT_NOTE", "paper_case", "parse_true_rx",
-           "recorded_answer_model", "simulated_case", "simulated_presenter", "with_answer_model"]
+__all__ = [
+    "ANSWER_MODEL_KEY",
+    "DEMO_POPULATION",
+    "SIMULATED_PATIENT_NOTE",
+    "paper_case",
+    "parse_true_rx",
+    "recorded_answer_model",
+    "simulated_case",
+    "simulated_presenter",
+    "with_answer_model",
+]
 
 #: Stream of the paper patient's true correction (``default_rng([seed, 7919])``, as before).
 PAPER_TRUE_RX_STREAM = 7919
@@ -42,13 +51,34 @@ def paper_case(seed: int, protocol) -> PatientCase:
     sp = protocol.search_space
     box = np.array([sp.sphere_d, sp.cylinder_d], dtype=float)
     s, c = np.random.default_rng([int(seed), PAPER_TRUE_RX_STREAM]).uniform(box[:, 0], box[:, 1])
-    return PatientCase(0, Prescription(float(s), float(c), sp.axis_deg), 0.0, 5.0, 0.0, None, 0.0, None, "none",
-                       "blendowske", False, False, int(seed), population="Fauvel & Chalk (contextual BO) §5.3")  # fmt: skip
+    return PatientCase(
+        0,
+        Prescription(float(s), float(c), sp.axis_deg),
+        0.0,
+        5.0,
+        0.0,
+        None,
+        0.0,
+        None,
+        "none",
+        "blendowske",
+        False,
+        False,
+        int(seed),
+        population="Fauvel & Chalk (contextual BO) §5.3",
+    )
 
 
-def simulated_case(*, seed: int | None = None, protocol=None, true_rx: Prescription | None = None,
-                   slope: float | None = None, best_va: float | None = None, age_years: float | None = None,
-                   stored: dict | None = None) -> PatientCase:
+def simulated_case(
+    *,
+    seed: int | None = None,
+    protocol=None,
+    true_rx: Prescription | None = None,
+    slope: float | None = None,
+    best_va: float | None = None,
+    age_years: float | None = None,
+    stored: dict | None = None,
+) -> PatientCase:
     """The simulated patient: ``stored`` (a case's ``to_dict()``) as recorded; else, for a GP
     ``protocol``, the paper's patient (:func:`paper_case`), otherwise case 0 of
     :data:`DEMO_POPULATION` drawn with ``seed``; with the given fields replaced. A replaced
@@ -87,13 +117,16 @@ def simulated_case(*, seed: int | None = None, protocol=None, true_rx: Prescript
 def _in_gp_box(rx: Prescription, protocol) -> Prescription:
     sp = protocol.search_space
     if rx.cylinder_d != 0.0 and abs((rx.axis_deg - sp.axis_deg + 90.0) % 180.0 - 90.0) > 1e-9:
-        raise InvalidInputError(f"--true-rx: the protocol {protocol.name} searches at the fixed axis {sp.axis_deg:g}; "
-                                f"got axis {rx.axis_deg:g} (write S C alone, or use an optics protocol)")  # fmt: skip
+        raise InvalidInputError(
+            f"--true-rx: the protocol {protocol.name} searches at the fixed axis {sp.axis_deg:g}; "
+            f"got axis {rx.axis_deg:g} (write S C alone, or use an optics protocol)"
+        )
     if not (sp.sphere_d[0] <= rx.sphere_d <= sp.sphere_d[1] and sp.cylinder_d[0] <= rx.cylinder_d <= sp.cylinder_d[1]):
-        raise InvalidInputError(f"--true-rx: {rx.sphere_d:+.2f} {rx.cylinder_d:+.2f} D lies outside the protocol's search "
-                                f"space sphere {list(sp.sphere_d)}, cylinder {list(sp.cylinder_d)}")  # fmt: skip
+        raise InvalidInputError(
+            f"--true-rx: {rx.sphere_d:+.2f} {rx.cylinder_d:+.2f} D lies outside the protocol's search "
+            f"space sphere {list(sp.sphere_d)}, cylinder {list(sp.cylinder_d)}"
+        )
     return Prescription(rx.sphere_d, rx.cylinder_d, sp.axis_deg)
-
 
 
 def parse_true_rx(text: str, protocol) -> Prescription:

@@ -164,8 +164,10 @@ def slider_noise(theta: np.ndarray, model: SliderModel):
     if not model.infers_noise:
         return model.noise_logmar
     if not has_column(theta, "log_noise"):
-        raise InvalidInputError("theta: the slider model infers its noise, but the particles have no ln τ column "
-                                "(ParticlePosterior.observe adds it; with_noise for particles drawn before)")
+        raise InvalidInputError(
+            "theta: the slider model infers its noise, but the particles have no ln τ column "
+            "(ParticlePosterior.observe adds it; with_noise for particles drawn before)"
+        )
     return np.exp(theta[:, LOG_NOISE, None])
 
 
@@ -281,8 +283,9 @@ def knob_path(knob: str, centre, *, half_range: float | None = None, step: float
     s, c, a = rx.sphere_d, rx.cylinder_d, rx.axis_deg
     if knob == "axis":
         if abs(c) < _MIN_AXIS_CYLINDER_D:
-            raise InvalidInputError(f"knob 'axis': the setting {rx.format()} has no cylinder to turn "
-                                    f"(|C| < {_MIN_AXIS_CYLINDER_D} D)")
+            raise InvalidInputError(
+                f"knob 'axis': the setting {rx.format()} has no cylinder to turn (|C| < {_MIN_AXIS_CYLINDER_D} D)"
+            )
         default = axis_step_for(c, DEFAULT_STEPS["axis"])
         st = check_number("step", default if step is None else step, 0.1, 90.0)
         t = _grid(half, st)
@@ -297,19 +300,23 @@ def knob_path(knob: str, centre, *, half_range: float | None = None, step: float
             sph, cyl = np.full(len(t), s), c + t
         axis = np.full(len(t), a)
     if len(t) < 2:
-        raise InvalidInputError(f"knob {knob!r}: half_range {half} with step {st} gives {len(t)} point(s); "
-                                "a path needs at least 2")
+        raise InvalidInputError(
+            f"knob {knob!r}: half_range {half} with step {st} gives {len(t)} point(s); a path needs at least 2"
+        )
     two_a = np.radians(2.0 * np.asarray(axis, dtype=float))
     pv = np.column_stack([sph + cyl / 2.0, -cyl / 2.0 * np.cos(two_a), -cyl / 2.0 * np.sin(two_a)])
     lenses = tuple(tuple(float(x) + 0.0 for x in row) for row in pv)
-    settings = tuple(Prescription(float(sp) + 0.0, float(cy) + 0.0, 180.0 if cy == 0.0 else float(ax))
-                     for sp, cy, ax in zip(sph, cyl, axis))  # fmt: skip
+    settings = tuple(
+        Prescription(float(sp) + 0.0, float(cy) + 0.0, 180.0 if cy == 0.0 else float(ax))
+        for sp, cy, ax in zip(sph, cyl, axis)
+    )
     return KnobPath(knob, rx, tuple(float(x) for x in t), lenses, settings)
 
 
 # ---------------------------------------------------------------------------------- answers
-def check_slider_trial(knob, lenses, choice, lens2=None, comparison=None, *,
-                       lens_type: type = Prescription) -> tuple | None:
+def check_slider_trial(
+    knob, lenses, choice, lens2=None, comparison=None, *, lens_type: type = Prescription
+) -> tuple | None:
     """``(knob, lenses, choice)`` of a logged slider trial checked, or ``None`` for a trial of
     another kind: all three given or none, not a comparison too (``lens2``, ``comparison``), the
     knob one of :data:`KNOBS`, at least two ``lens_type`` lenses and ``choice`` an index into
@@ -320,8 +327,10 @@ def check_slider_trial(knob, lenses, choice, lens2=None, comparison=None, *,
     if not any(given):
         return None
     if not all(given):
-        raise InvalidInputError(f"slider: expected the knob, its lenses and the choice together, got knob {knob!r}, "
-                                f"lenses {lenses!r}, choice {choice!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"slider: expected the knob, its lenses and the choice together, got knob {knob!r}, "
+            f"lenses {lenses!r}, choice {choice!r}"
+        )
     if lens2 is not None or comparison is not None:
         raise InvalidInputError("slider: a trial is a slider or a comparison, not both")
     if knob not in KNOBS:
@@ -382,7 +391,7 @@ class SliderAnswer:
         paths of different lengths are padded (a padded point has probability 0)."""
         model = answers[0].model
         path_of: dict = {}
-        at = np.array([path_of.setdefault(a.lenses, len(path_of)) for a in answers])   # answer -> its path
+        at = np.array([path_of.setdefault(a.lenses, len(path_of)) for a in answers])  # answer -> its path
         paths = list(path_of)
         sizes = np.array([len(a.lenses) for a in answers])
         flat = np.array([pv for path in paths for pv in path], dtype=float)
@@ -393,11 +402,11 @@ class SliderAnswer:
         index = np.zeros((len(paths), width), dtype=int)
         valid = np.arange(width)[None, :] < path_sizes[:, None]
         index[valid] = inverse.reshape(-1)
-        tau = slider_noise(theta, model)                       # a float, or (N, 1) per particle
-        z = -va_unique[:, index] / (tau[:, :, None] if model.infers_noise else tau)   # (N, paths, width)
+        tau = slider_noise(theta, model)  # a float, or (N, 1) per particle
+        z = -va_unique[:, index] / (tau[:, :, None] if model.infers_noise else tau)  # (N, paths, width)
         z = np.where(valid[None, :, :], z, -np.inf)
-        log_norm = log_sum_exp_last(z)[:, :, 0]                                   # (N, paths)
-        chosen = z[:, at, np.array([a.choice for a in answers])] - log_norm[:, at]   # (N, m)
+        log_norm = log_sum_exp_last(z)[:, :, 0]  # (N, paths)
+        chosen = z[:, at, np.array([a.choice for a in answers])] - log_norm[:, at]  # (N, m)
         if model.lapse == 0.0:
             return chosen.sum(axis=1)
         p = (1.0 - model.lapse) * np.exp(chosen) + model.lapse / sizes[None, :]
@@ -417,8 +426,9 @@ def simulated_slider_choice(patient, lenses, model: SliderModel, rng: np.random.
 
 
 # ---------------------------------------------------------------------------------- the knob to turn
-def slider_value(particles: np.ndarray, lenses, model: SliderModel, weights: np.ndarray | None = None,
-                 criterion_columns=None) -> float:  # fmt: skip
+def slider_value(
+    particles: np.ndarray, lenses, model: SliderModel, weights: np.ndarray | None = None, criterion_columns=None
+) -> float:
     """``tr Cov(P*) - Σ_j P(j) tr Cov(P* | j)`` (D²): the expected reduction of the posterior
     variance of the correction by the answer to the path ``lenses (n, 3)``, exact over its ``n``
     answers, for particles ``(N, d)`` with ``weights`` (default equal; normalised here); each
@@ -434,7 +444,7 @@ def slider_value(particles: np.ndarray, lenses, model: SliderModel, weights: np.
     pv = theta[:, :3] if criterion_columns is None else criterion_columns(theta)
     sq = np.sum(pv**2, axis=1)
     now = float(w @ sq - np.sum((w @ pv) ** 2))
-    like = w[:, None] * slider_probabilities(theta, lenses, model)      # (N, n): w_i P(j | θ_i)
+    like = w[:, None] * slider_probabilities(theta, lenses, model)  # (N, n): w_i P(j | θ_i)
     mass = np.maximum(like.sum(axis=0), 1e-300)
     mean = (like.T @ pv) / mass[:, None]
     after = float(np.sum(like.T @ sq - mass * np.sum(mean**2, axis=1)))
@@ -464,9 +474,18 @@ class SliderQuery:
         return self.path.knob
 
 
-def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, model: SliderModel | None = None,
-                   steps: LensSteps | None = None, knobs=KNOBS, half_ranges: dict | None = None,
-                   s_grid=None, size_offset_logmar: float = SIZE_OFFSET_LOGMAR, criterion_columns=None) -> SliderQuery:
+def propose_slider(
+    posterior: ParticlePosterior,
+    *,
+    rng: np.random.Generator,
+    model: SliderModel | None = None,
+    steps: LensSteps | None = None,
+    knobs=KNOBS,
+    half_ranges: dict | None = None,
+    s_grid=None,
+    size_offset_logmar: float = SIZE_OFFSET_LOGMAR,
+    criterion_columns=None,
+) -> SliderQuery:
     """The best knob to turn (module docstring): the paths of ``knobs`` through the current
     estimate rounded to a trial lens (``steps``, default :class:`LensSteps`; the sphere and
     cylinder knobs click in its ``step_d``, 0.25 D when continuous), each scored by
@@ -496,8 +515,9 @@ def propose_slider(posterior: ParticlePosterior, *, rng: np.random.Generator, mo
         if best is None or v > best[0]:
             best = (v, path)
     if best is None:
-        raise InvalidInputError(f"knobs: none of {', '.join(knobs)} has a path through {centre.format()} "
-                                "(the axis needs a cylinder)")
+        raise InvalidInputError(
+            f"knobs: none of {', '.join(knobs)} has a path through {centre.format()} (the axis needs a cylinder)"
+        )
     value, path = best
     s = float(particles[:, VA0].mean()) + check_number("size_offset_logmar", size_offset_logmar, -0.5, 1.0)
     if s_grid is not None:

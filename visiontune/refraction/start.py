@@ -115,7 +115,9 @@ class StartingPoint:
         if spread is None:
             return None
         sigma_m, sigma_j = spread
-        if self.source == "autorefraction" and (self.age_years is None or self.age_years <= YOUNG_AUTOREFRACTION_MAX_AGE):
+        if self.source == "autorefraction" and (
+            self.age_years is None or self.age_years <= YOUNG_AUTOREFRACTION_MAX_AGE
+        ):
             sigma_m = YOUNG_AUTOREFRACTION_SIGMA_M_D
         return np.array([sigma_m, sigma_j, sigma_j])
 
@@ -129,8 +131,10 @@ class StartingPoint:
                 return draws
             draws[outside] = self._draw(rng, int(outside.sum()))
             outside = ~self._inside(draws)
-        raise InvalidInputError(f"starting prescription: the prior around {self.rx} lies almost wholly outside "
-                                "the range this refraction covers")  # fmt: skip
+        raise InvalidInputError(
+            f"starting prescription: the prior around {self.rx} lies almost wholly outside "
+            "the range this refraction covers"
+        )
 
     def _draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         sigma = self.sigma
@@ -141,8 +145,11 @@ class StartingPoint:
     @staticmethod
     def _inside(pv: np.ndarray) -> np.ndarray:
         """``(n,)``: ``M`` in :data:`M_RANGE_D` and the cylinder at most :data:`MAX_CYLINDER_D`."""
-        return ((pv[:, 0] >= M_RANGE_D[0]) & (pv[:, 0] <= M_RANGE_D[1])
-                & (np.hypot(pv[:, 1], pv[:, 2]) <= MAX_CYLINDER_D / 2))  # fmt: skip
+        return (
+            (pv[:, 0] >= M_RANGE_D[0])
+            & (pv[:, 0] <= M_RANGE_D[1])
+            & (np.hypot(pv[:, 1], pv[:, 2]) <= MAX_CYLINDER_D / 2)
+        )
 
     def log_prior(self, pv: np.ndarray) -> np.ndarray:
         """Unnormalised log density of ``pv (n, 3)`` under the prior; ``-inf`` outside the range."""
@@ -155,8 +162,11 @@ class StartingPoint:
         return np.where(inside, lp, -np.inf)
 
     def to_dict(self) -> dict:
-        rx = None if self.rx is None else {"sphere_d": self.rx.sphere_d, "cylinder_d": self.rx.cylinder_d,
-                                           "axis_deg": self.rx.axis_deg}  # fmt: skip
+        rx = (
+            None
+            if self.rx is None
+            else {"sphere_d": self.rx.sphere_d, "cylinder_d": self.rx.cylinder_d, "axis_deg": self.rx.axis_deg}
+        )
         return {"rx": rx, "source": self.source, "age_years": self.age_years}
 
     @classmethod

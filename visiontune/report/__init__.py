@@ -10,6 +10,12 @@ from visiontune.report.export import ExportPaths, export_record, export_session,
 from visiontune.report.record import SessionRecord, load_session
 
 __all__ = [
-    "ExportPaths", "SessionRecord", "SessionResult", "export_record", "export_session", "load_session",
-    "parse_result", "render",
-]  # fmt: skip
+    "ExportPaths",
+    "SessionRecord",
+    "SessionResult",
+    "export_record",
+    "export_session",
+    "load_session",
+    "parse_result",
+    "render",
+]

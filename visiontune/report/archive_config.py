@@ -39,8 +39,13 @@ from visiontune import output_guard
 from visiontune.errors import ConfigurationError, VisionTuneError, one_line
 
 __all__ = [
-    "ARCHIVE_CONFIG_NAME", "ArchiveConfig", "ArchiveSendError", "DicomDestination", "FhirDestination",
-    "default_archive_config_path", "load_archive_config",
+    "ARCHIVE_CONFIG_NAME",
+    "ArchiveConfig",
+    "ArchiveSendError",
+    "DicomDestination",
+    "FhirDestination",
+    "default_archive_config_path",
+    "load_archive_config",
 ]
 
 ARCHIVE_CONFIG_NAME = "archive.toml"
@@ -118,8 +123,12 @@ def _ae_title(source: Path, section: dict, name: str, key: str) -> str:
 
 def _timeout(source: Path, section: dict, key: str) -> float:
     value = section.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 < value <= MAX_TIMEOUT_S:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_TIMEOUT_S
+    ):
         raise _bad(source, key, f"seconds, more than 0 and at most {MAX_TIMEOUT_S:g}", value)
     return float(value)
 
@@ -129,8 +138,10 @@ def _check_keys(source: Path, section: Any, name: str, allowed: set[str]) -> dic
         raise _bad(source, f"[{name}]", "a table of settings", section)
     unknown = sorted(set(section) - allowed)
     if unknown:
-        raise ConfigurationError(f"{one_line(source)}: [{name}]: unknown key(s) {', '.join(map(one_line, unknown))}; "
-                                 f"known: {', '.join(sorted(allowed))}")
+        raise ConfigurationError(
+            f"{one_line(source)}: [{name}]: unknown key(s) {', '.join(map(one_line, unknown))}; "
+            f"known: {', '.join(sorted(allowed))}"
+        )
     return section
 
 
@@ -143,7 +154,9 @@ def _dicom(source: Path, raw: Any) -> DicomDestination:
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise _bad(source, "dicom.port", "a TCP port, a whole number 1-65535", port)
     return DicomDestination(
-        host=host, port=port, called_ae_title=_ae_title(source, s, "called_ae_title", "dicom.called_ae_title"),
+        host=host,
+        port=port,
+        called_ae_title=_ae_title(source, s, "called_ae_title", "dicom.called_ae_title"),
         calling_ae_title=_ae_title(source, s, "calling_ae_title", "dicom.calling_ae_title"),
         timeout_s=_timeout(source, s, "dicom.timeout_s"),
     )
@@ -153,10 +166,20 @@ def _fhir(source: Path, raw: Any) -> FhirDestination:
     s = _check_keys(source, raw, "fhir", {"base_url", "timeout_s"})
     url = _text(source, s, "base_url", "fhir.base_url")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
-            or parts.username or parts.password:
-        raise _bad(source, "fhir.base_url", "an http:// or https:// base URL with a host, no query, fragment or "
-                   "credentials", url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+    ):
+        raise _bad(
+            source,
+            "fhir.base_url",
+            "an http:// or https:// base URL with a host, no query, fragment or credentials",
+            url,
+        )
     return FhirDestination(base_url=url.rstrip("/"), timeout_s=_timeout(source, s, "fhir.timeout_s"))
 
 
@@ -170,8 +193,10 @@ def load_archive_config(path: str | os.PathLike | None = None) -> ArchiveConfig:
     try:
         data = source.read_bytes()
     except FileNotFoundError:
-        raise ConfigurationError(f"no archive configured: {one_line(source)} does not exist; the clinic writes its "
-                                 "PACS ([dicom]) and FHIR server ([fhir]) there; nothing was sent") from None
+        raise ConfigurationError(
+            f"no archive configured: {one_line(source)} does not exist; the clinic writes its "
+            "PACS ([dicom]) and FHIR server ([fhir]) there; nothing was sent"
+        ) from None
     except OSError as exc:
         raise ConfigurationError(f"{one_line(source)}: cannot read the archive settings: {exc.strerror}") from None
     try:
@@ -184,14 +209,16 @@ def load_archive_config(path: str | os.PathLike | None = None) -> ArchiveConfig:
         raise _bad(source, "(top level)", "a table with [dicom] and/or [fhir]", raw)
     unknown = sorted(set(raw) - {"dicom", "fhir"})
     if unknown:
-        raise ConfigurationError(f"{one_line(source)}: unknown section(s) {', '.join(map(one_line, unknown))}; "
-                                 "known: [dicom], [fhir]")
+        raise ConfigurationError(
+            f"{one_line(source)}: unknown section(s) {', '.join(map(one_line, unknown))}; known: [dicom], [fhir]"
+        )
     config = ArchiveConfig(
         source=source,
         dicom=_dicom(source, raw["dicom"]) if "dicom" in raw else None,
         fhir=_fhir(source, raw["fhir"]) if "fhir" in raw else None,
     )
     if config.dicom is None and config.fhir is None:
-        raise ConfigurationError(f"{one_line(source)}: no destination: give a [dicom] or [fhir] section; "
-                                 "nothing was sent")
+        raise ConfigurationError(
+            f"{one_line(source)}: no destination: give a [dicom] or [fhir] section; nothing was sent"
+        )
     return config

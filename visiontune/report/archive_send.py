@@ -64,13 +64,16 @@ def _kinds(config: ArchiveConfig, dicom: bool, fhir: bool) -> list[str]:
         raise InvalidInputError("nothing to send: give --dicom and/or --fhir")
     missing = [k for k, wanted in (("dicom", dicom), ("fhir", fhir)) if wanted and getattr(config, k) is None]
     if missing:
-        raise ConfigurationError(f"{one_line(config.source)} has no [{'] or ['.join(missing)}] destination; the clinic "
-                                 "configures where records go; nothing was sent")
+        raise ConfigurationError(
+            f"{one_line(config.source)} has no [{'] or ['.join(missing)}] destination; the clinic "
+            "configures where records go; nothing was sent"
+        )
     return [k for k, wanted in (("dicom", dicom), ("fhir", fhir)) if wanted]
 
 
-def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *, dicom: bool = True,
-               fhir: bool = False) -> list[SendOutcome]:
+def send_visit(
+    db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *, dicom: bool = True, fhir: bool = False
+) -> list[SendOutcome]:
     """Send visit ``visit_id`` of the trial log at ``db_path`` (default location if ``None``) to
     the destinations of ``config`` (module docstring); one :class:`SendOutcome` per kind, in the
     order DICOM, FHIR. Raises (before anything is sent) for a missing destination, log or visit,
@@ -86,8 +89,10 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
         record = load_visit(store, visit_id).record
         vid = int(record.visit_id)
         mark = "SIMULATED " if record.simulated else ""
-        payload = {"dicom": export_dicom_files(record) if "dicom" in kinds else None,
-                   "fhir": json.loads(visit_bundle_json(record)) if "fhir" in kinds else None}
+        payload = {
+            "dicom": export_dicom_files(record) if "dicom" in kinds else None,
+            "fhir": json.loads(visit_bundle_json(record)) if "fhir" in kinds else None,
+        }
         for kind in kinds:
             dest = getattr(config, kind)
             where = dest.where()
@@ -101,16 +106,21 @@ def send_visit(db_path: PathLike | None, visit_id: int, config: ArchiveConfig, *
                 if kind == "dicom":
                     result = send_dicom(payload["dicom"], dest)
                     done = [o.to_dict() for o in result.stored]
-                    lines = tuple(f"{mark}DICOM {o.sop_class_name} -> {where} as {dest.calling_ae_title}: "
-                                  f"SOP Instance UID {o.sop_instance_uid}"
-                                  + ("" if o.status == 0 else f" (warning 0x{o.status:04X})") for o in result.stored)
-                    items = tuple(f"{mark}{o.sop_class_name}: SOP Instance UID {o.sop_instance_uid}"
-                                  for o in result.stored)
+                    lines = tuple(
+                        f"{mark}DICOM {o.sop_class_name} -> {where} as {dest.calling_ae_title}: "
+                        f"SOP Instance UID {o.sop_instance_uid}"
+                        + ("" if o.status == 0 else f" (warning 0x{o.status:04X})")
+                        for o in result.stored
+                    )
+                    items = tuple(
+                        f"{mark}{o.sop_class_name}: SOP Instance UID {o.sop_instance_uid}" for o in result.stored
+                    )
                     detail = {**base, "stored": done}
                 else:
                     result = post_transaction(transaction_bundle(payload["fhir"]), dest)
-                    lines = tuple(f"{mark}FHIR {r.resource_type} -> {where}/{r.location} ({r.status})"
-                                  for r in result.resources)
+                    lines = tuple(
+                        f"{mark}FHIR {r.resource_type} -> {where}/{r.location} ({r.status})" for r in result.resources
+                    )
                     items = tuple(f"{mark}{r.location} ({r.status})" for r in result.resources)
                     detail = {**base, "resources": [r.to_dict() for r in result.resources]}
             except ArchiveSendError as exc:

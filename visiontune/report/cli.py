@@ -15,8 +15,9 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session_id", type=int, metavar="ID",
-                        help="id of a finished session (see: visiontune sessions list)")  # fmt: skip
+    parser.add_argument(
+        "session_id", type=int, metavar="ID", help="id of a finished session (see: visiontune sessions list)"
+    )
     parser.add_argument("--pdf", metavar="PATH", help="printable report (PDF)")
     parser.add_argument("--csv", metavar="PATH", help="trial log, one row per answer (CSV, schema 1)")
     parser.add_argument("--json", metavar="PATH", help="the whole session (JSON, visiontune.session-export v1)")

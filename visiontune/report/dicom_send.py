@@ -64,8 +64,12 @@ class StoredObject:
         return _SOP_NAMES.get(self.sop_class_uid, self.sop_class_uid)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "sop_class_uid": self.sop_class_uid, "sop_instance_uid": self.sop_instance_uid,
-                "status": f"0x{self.status:04X}"}
+        return {
+            "name": self.name,
+            "sop_class_uid": self.sop_class_uid,
+            "sop_instance_uid": self.sop_instance_uid,
+            "status": f"0x{self.status:04X}",
+        }
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,14 @@ class DicomSendResult:
 
 
 def _fail(dest: DicomDestination, what: str, sent: list[StoredObject]) -> ArchiveSendError:
-    done = ("; already stored there: " + ", ".join(f"{o.sop_class_name} {o.sop_instance_uid}" for o in sent)
-            if sent else "; nothing was stored there")
-    exc = ArchiveSendError(f"DICOM send to {dest.where()} (as {dest.calling_ae_title}) failed: {what}{done}; "
-                           "nothing was changed here")
+    done = (
+        "; already stored there: " + ", ".join(f"{o.sop_class_name} {o.sop_instance_uid}" for o in sent)
+        if sent
+        else "; nothing was stored there"
+    )
+    exc = ArchiveSendError(
+        f"DICOM send to {dest.where()} (as {dest.calling_ae_title}) failed: {what}{done}; nothing was changed here"
+    )
     exc.sent = tuple(sent)
     return exc
 
@@ -106,9 +114,11 @@ def _rejection(assoc) -> str:
     prim = assoc.acceptor.primitive
     if prim is None:
         return "the association was rejected"
-    return (f"the association was rejected ({prim.result_str}, by the {prim.source_str}: {prim.reason_str}); "
-            f"check called_ae_title {assoc.acceptor.ae_title!r} and calling_ae_title {assoc.requestor.ae_title!r} "
-            "with the PACS administrator")
+    return (
+        f"the association was rejected ({prim.result_str}, by the {prim.source_str}: {prim.reason_str}); "
+        f"check called_ae_title {assoc.acceptor.ae_title!r} and calling_ae_title {assoc.requestor.ae_title!r} "
+        "with the PACS administrator"
+    )
 
 
 def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResult:
@@ -140,33 +150,48 @@ def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResu
             why = _why_not_connected(dest)
             if why is None:
                 peer_abort = any(name in ("A_ABORT", "A_P_ABORT") for name in received)
-                why = ("the PACS aborted the association request" if peer_abort else
-                       f"the connection opened but no association answer came within {dest.timeout_s:g} s "
-                       "(timeout; is it a DICOM port?)")
+                why = (
+                    "the PACS aborted the association request"
+                    if peer_abort
+                    else f"the connection opened but no association answer came within {dest.timeout_s:g} s "
+                    "(timeout; is it a DICOM port?)"
+                )
             raise _fail(dest, why, [])
         accepted = {str(cx.abstract_syntax) for cx in assoc.accepted_contexts}
         refused = [uid for uid in classes if uid not in accepted]
         if refused:
             names = ", ".join(f"{_SOP_NAMES.get(u, u)} ({u})" for u in refused)
             plural = "es" if len(refused) > 1 else ""
-            raise _fail(dest, f"the PACS does not accept the SOP class{plural} {names} (presentation context"
-                        f"{'s' if plural else ''} rejected); no object was sent", [])
+            raise _fail(
+                dest,
+                f"the PACS does not accept the SOP class{plural} {names} (presentation context"
+                f"{'s' if plural else ''} rejected); no object was sent",
+                [],
+            )
         stored: list[StoredObject] = []
         for name, ds in datasets.items():
             what = f"{_SOP_NAMES.get(str(ds.SOPClassUID), ds.SOPClassUID)} {ds.SOPInstanceUID} ({name})"
             status = assoc.send_c_store(ds)
             if "Status" not in status:
-                why = ("no C-STORE answer: the PACS aborted the association" if assoc.is_aborted else
-                       f"no C-STORE answer: the PACS aborted, sent an invalid answer or none within "
-                       f"{dest.timeout_s:g} s (timeout)")
+                why = (
+                    "no C-STORE answer: the PACS aborted the association"
+                    if assoc.is_aborted
+                    else f"no C-STORE answer: the PACS aborted, sent an invalid answer or none within "
+                    f"{dest.timeout_s:g} s (timeout)"
+                )
                 raise _fail(dest, f"{what}: {why}", stored)
             code = int(status.Status)
             category = code_to_category(code)
             if category not in ("Success", "Warning"):
                 meaning = STORAGE_SERVICE_CLASS_STATUS.get(code) or GENERAL_STATUS.get(code) or (category, "")
                 comment = f" ({status.ErrorComment})" if "ErrorComment" in status else ""
-                raise _fail(dest, f"{what}: C-STORE status 0x{code:04X} {category}"
-                            + (f", {meaning[1]}" if meaning[1] else "") + comment, stored)
+                raise _fail(
+                    dest,
+                    f"{what}: C-STORE status 0x{code:04X} {category}"
+                    + (f", {meaning[1]}" if meaning[1] else "")
+                    + comment,
+                    stored,
+                )
             stored.append(StoredObject(name, str(ds.SOPClassUID), str(ds.SOPInstanceUID), code))
         return DicomSendResult(dest.where(), tuple(stored))
     finally:

@@ -8,7 +8,8 @@ writes, and ``visit send --dicom`` sends, all of them (:func:`export_dicom_files
   ``SRF``; PS3.3 A.60 "Subjective Refraction Measurements IOD"): per measured eye an item of
   Subjective Refraction Right / Left Eye Sequence (0046,0097)/(0046,0098) with Sphere Power
   (0046,0146) and a Cylinder Sequence (0046,0018) item of Cylinder Power (0046,0147) and Cylinder
-  Axis (0022,0009), whole degrees 1-180. The values are the visit's *final* prescription (signed off when the clinician edited one, else the
+  Axis (0022,0009), whole degrees 1-180. The values are the visit's *final* prescription (signed
+  off when the clinician edited one, else the
   found one) with the binocular balance's plus change, in the clinic's cylinder form: the end
   point of the subjective refraction. The near addition filed for an eye, if any, is its Add Near
   Sequence (0046,0100) item: Add Power (0046,0104, D) and Viewing Distance (0046,0106, metres).
@@ -73,10 +74,20 @@ from visiontune.report.files import check_output_path, write_private
 from visiontune.report.visit_record import VisitRecord
 
 __all__ = [
-    "AUTOREFRACTION_SOP_CLASS", "LENSOMETRY_SOP_CLASS", "SUBJECTIVE_REFRACTION_SOP_CLASS", "VISUAL_ACUITY_SOP_CLASS",
-    "autorefraction_dataset", "dicom_bytes", "export_dicom_files", "lensometry_dataset", "prior_dicom_files",
-    "subjective_refraction_dataset", "visit_dicom_files", "visual_acuity_dataset", "write_visit_dicom",
-]  # fmt: skip
+    "AUTOREFRACTION_SOP_CLASS",
+    "LENSOMETRY_SOP_CLASS",
+    "SUBJECTIVE_REFRACTION_SOP_CLASS",
+    "VISUAL_ACUITY_SOP_CLASS",
+    "autorefraction_dataset",
+    "dicom_bytes",
+    "export_dicom_files",
+    "lensometry_dataset",
+    "prior_dicom_files",
+    "subjective_refraction_dataset",
+    "visit_dicom_files",
+    "visual_acuity_dataset",
+    "write_visit_dicom",
+]
 
 SUBJECTIVE_REFRACTION_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.4"
 LENSOMETRY_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.1"
@@ -85,6 +96,7 @@ VISUAL_ACUITY_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.78.5"
 MANUFACTURER = "VisionTune project"
 MODEL_NAME = "VisionTune"
 PRESCRIPTION_VA = ("111687", "DCM", "Prescription Visual Acuity")  # CID 4216 (pydicom.sr codes.cid4216)
+
 
 def _uid(*parts: str) -> str:
     """A ``2.25.`` UID from a SHA-256 of ``parts`` (deterministic, within 64 characters)."""
@@ -123,14 +135,20 @@ def _check(record: VisitRecord) -> None:
             "(give the visit a pseudonymous patient id); nothing was written"
         )
     if "\\" in record.patient_id or any(ord(c) < 32 for c in record.patient_id):
-        raise InvalidInputError(f"visit.patient_id: DICOM Patient ID cannot hold a backslash or control character, got {record.patient_id!r}")
+        raise InvalidInputError(
+            f"visit.patient_id: DICOM Patient ID cannot hold a backslash or control character, got "
+            f"{record.patient_id!r}"
+        )
     if len(record.patient_id) > 64:
-        raise InvalidInputError(f"visit.patient_id: DICOM Patient ID holds at most 64 characters, got {len(record.patient_id)}")
-    for what, name in (("examiner", record.examiner_or_clinician),
-                       *(("signed off by", n) for n in record.signed_by)):  # fmt: skip
+        raise InvalidInputError(
+            f"visit.patient_id: DICOM Patient ID holds at most 64 characters, got {len(record.patient_id)}"
+        )
+    for what, name in (("examiner", record.examiner_or_clinician), *(("signed off by", n) for n in record.signed_by)):
         if name is not None and (len(name) > 63 or "\\" in name or any(ord(c) < 32 for c in name)):
-            raise InvalidInputError(f"visit: {what} {name[:70]!r}: a DICOM Person Name holds at most 63 characters, "
-                                    "no backslash or control character; nothing was written")  # fmt: skip
+            raise InvalidInputError(
+                f"visit: {what} {name[:70]!r}: a DICOM Person Name holds at most 63 characters, "
+                "no backslash or control character; nothing was written"
+            )
     record.check_recordable()
 
 
@@ -211,8 +229,14 @@ def subjective_refraction_dataset(record: VisitRecord):
     from pydicom.dataset import Dataset
 
     _check(record)
-    ds = _base(record, SUBJECTIVE_REFRACTION_SOP_CLASS, "SRF", "srf", 1,
-               f"Subjective refraction, final Rx in {record.cylinder_form} cylinder")  # fmt: skip
+    ds = _base(
+        record,
+        SUBJECTIVE_REFRACTION_SOP_CLASS,
+        "SRF",
+        "srf",
+        1,
+        f"Subjective refraction, final Rx in {record.cylinder_form} cylinder",
+    )
     ds.MeasurementLaterality = _laterality(record)
     if record.pd_mm is not None:
         ds.DistancePupillaryDistance = float(record.pd_mm)
@@ -240,8 +264,9 @@ def visual_acuity_dataset(record: VisitRecord):
     from pydicom.dataset import Dataset
 
     _check(record)
-    how = ", ".join(f"{e.eye} {'measured' if e.measured_va_logmar is not None else 'predicted'}"
-                    for e in record.measured_eyes)  # fmt: skip
+    how = ", ".join(
+        f"{e.eye} {'measured' if e.measured_va_logmar is not None else 'predicted'}" for e in record.measured_eyes
+    )
     ds = _base(record, VISUAL_ACUITY_SOP_CLASS, "VA", "va", 2, f"Visual acuity through final Rx ({how})")
     ds.MeasurementLaterality = _laterality(record, both=record.binocular_va_logmar is not None)
     ds.ViewingDistanceType = "DISTANCE"

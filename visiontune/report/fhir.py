@@ -48,12 +48,13 @@ def _note_text(record: SessionRecord) -> str:
         f"[{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, cylinder "
         f"[{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D; predicted acuity "
         f"{r.predicted_va_logmar:.2f} logMAR ({format_snellen(r.predicted_va_logmar)}), interval "
-        f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers"
-        + (f" ({kinds})." if kinds else ".")
+        f"[{lo:.2f}, {hi:.2f}] logMAR; {r.trials_used} answers" + (f" ({kinds})." if kinds else ".")
     )
     if r.over_minus_risk is not None:
-        text += (f" Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D "
-                 f"{100.0 * r.over_minus_risk:.1f}% likely.")  # fmt: skip
+        text += (
+            f" Over-minus check (a patient who may accommodate): more minus than the correction by over 0.25 D "
+            f"{100.0 * r.over_minus_risk:.1f}% likely."
+        )
     if record.info.eye.value == "OU":
         text += " Binocular session: one correction for both eyes."
     return text

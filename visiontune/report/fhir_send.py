@@ -75,8 +75,11 @@ def transaction_bundle(collection: dict[str, Any]) -> dict[str, Any]:
         ids = [i for i in resource.get("identifier", []) if i.get("system") == PATIENT_ID_SYSTEM]
         if rtype == "Patient" and ids:
             resource.pop("id", None)
-            entry["request"] = {"method": "POST", "url": "Patient",
-                                "ifNoneExist": f"identifier={PATIENT_ID_SYSTEM}|{ids[0]['value']}"}
+            entry["request"] = {
+                "method": "POST",
+                "url": "Patient",
+                "ifNoneExist": f"identifier={PATIENT_ID_SYSTEM}|{ids[0]['value']}",
+            }
         else:
             entry["request"] = {"method": "PUT", "url": f"{rtype}/{resource['id']}"}
     return bundle
@@ -84,8 +87,10 @@ def transaction_bundle(collection: dict[str, Any]) -> dict[str, Any]:
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        raise ArchiveSendError(f"FHIR server {req.full_url} answered HTTP {code} redirecting to {one_line(newurl)}; "
-                               "not followed (only the configured base URL is contacted)")
+        raise ArchiveSendError(
+            f"FHIR server {req.full_url} answered HTTP {code} redirecting to {one_line(newurl)}; "
+            "not followed (only the configured base URL is contacted)"
+        )
 
 
 def _opener() -> urllib.request.OpenerDirector:
@@ -98,8 +103,11 @@ def _diagnostics(body: bytes) -> str:
     except (UnicodeDecodeError, ValueError):
         return one_line(body[:300].decode("utf-8", "replace"))
     if isinstance(outcome, dict) and outcome.get("resourceType") == "OperationOutcome":
-        texts = [i.get("diagnostics") or (i.get("details") or {}).get("text") or i.get("code", "")
-                 for i in outcome.get("issue", []) if isinstance(i, dict)]
+        texts = [
+            i.get("diagnostics") or (i.get("details") or {}).get("text") or i.get("code", "")
+            for i in outcome.get("issue", [])
+            if isinstance(i, dict)
+        ]
         return one_line("; ".join(t for t in texts if t))[:600]
     return one_line(json.dumps(outcome))[:300]
 
@@ -142,10 +150,14 @@ def post_transaction(bundle: dict[str, Any], dest: FhirDestination) -> FhirSendR
     if bundle.get("type") != "transaction":
         raise ArchiveSendError("FHIR send: the Bundle is not a transaction")
     answer = _request(dest, "POST", dest.base_url, json.dumps(bundle, ensure_ascii=False).encode("utf-8"))
-    if not isinstance(answer, dict) or answer.get("resourceType") != "Bundle" \
-            or answer.get("type") != "transaction-response":
-        raise ArchiveSendError(f"FHIR server {dest.base_url}: expected a transaction-response Bundle, got "
-                               f"{one_line(str(answer)[:200])}")
+    if (
+        not isinstance(answer, dict)
+        or answer.get("resourceType") != "Bundle"
+        or answer.get("type") != "transaction-response"
+    ):
+        raise ArchiveSendError(
+            f"FHIR server {dest.base_url}: expected a transaction-response Bundle, got {one_line(str(answer)[:200])}"
+        )
     entries = answer.get("entry", [])
     sent = bundle.get("entry", [])
     if len(entries) != len(sent):
@@ -156,11 +168,13 @@ def post_transaction(bundle: dict[str, Any], dest: FhirDestination) -> FhirSendR
         status = str(response.get("status", ""))
         location = str(response.get("location", "")).split("/_history")[0]
         base = dest.base_url + "/"
-        location = location[len(base):] if location.startswith(base) else location
+        location = location[len(base) :] if location.startswith(base) else location
         if not status.startswith("2") or not location:
-            raise ArchiveSendError(f"FHIR server {dest.base_url}: entry {request['request']['method']} "
-                                   f"{request['request']['url']} answered {one_line(status)!r} "
-                                   f"location {one_line(location)!r}")
+            raise ArchiveSendError(
+                f"FHIR server {dest.base_url}: entry {request['request']['method']} "
+                f"{request['request']['url']} answered {one_line(status)!r} "
+                f"location {one_line(location)!r}"
+            )
         out.append(SentResource(request["resource"]["resourceType"], location, status))
     return FhirSendResult(dest.base_url, tuple(out))
 

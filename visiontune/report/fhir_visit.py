@@ -89,9 +89,14 @@ from visiontune.report.files import check_output_path, write_private
 from visiontune.report.visit_record import EYE_NAMES, EyeRecord, NearAddition, VisitRecord
 
 __all__ = [
-    "LOCAL_CODE_SYSTEM", "PATIENT_ID_SYSTEM", "VISIT_ID_SYSTEM", "visit_bundle", "visit_bundle_dict",
-    "visit_bundle_json", "write_visit_fhir",
-]  # fmt: skip
+    "LOCAL_CODE_SYSTEM",
+    "PATIENT_ID_SYSTEM",
+    "VISIT_ID_SYSTEM",
+    "visit_bundle",
+    "visit_bundle_dict",
+    "visit_bundle_json",
+    "write_visit_fhir",
+]
 
 PATIENT_ID_SYSTEM = "urn:visiontune:patient-id"  # as visiontune.report.fhir
 VISIT_ID_SYSTEM = "urn:visiontune:visit-id"
@@ -108,13 +113,17 @@ _FHIR_EYE = {"OD": "right", "OS": "left"}
 
 #: per-eye LOINC codes (PhenX 62706-7 members) of sphere, cylinder, axis
 LOINC_REFRACTION = {
-    "OD": {"sphere": ("65890-6", "Spherical power [Inverse Length] Right eye"),
-           "cylinder": ("65892-2", "Cylindrical power [Inverse Length] Right eye"),
-           "axis": ("65891-4", "Cylinder axis Right eye")},
-    "OS": {"sphere": ("65894-8", "Spherical power [Inverse Length] Left eye"),
-           "cylinder": ("65896-3", "Cylindrical power [Inverse Length] Left eye"),
-           "axis": ("65895-5", "Cylinder axis Left eye")},
-}  # fmt: skip
+    "OD": {
+        "sphere": ("65890-6", "Spherical power [Inverse Length] Right eye"),
+        "cylinder": ("65892-2", "Cylindrical power [Inverse Length] Right eye"),
+        "axis": ("65891-4", "Cylinder axis Right eye"),
+    },
+    "OS": {
+        "sphere": ("65894-8", "Spherical power [Inverse Length] Left eye"),
+        "cylinder": ("65896-3", "Cylindrical power [Inverse Length] Left eye"),
+        "axis": ("65895-5", "Cylinder axis Left eye"),
+    },
+}
 SNOMED_REFRACTION = {
     "sphere": ("251795007", "Power of sphere"),
     "cylinder": ("251797004", "Power of cylinder"),
@@ -172,8 +181,9 @@ def _pm_text(record: VisitRecord, e: EyeRecord) -> str:
 
 
 def _acuity_text(va: float) -> str:
-    return (f"{va:.2f} logMAR = Snellen {format_snellen(va, 6)} ({format_snellen(va)}), "
-            f"decimal {logmar_to_decimal(va):.2f}")  # fmt: skip
+    return (
+        f"{va:.2f} logMAR = Snellen {format_snellen(va, 6)} ({format_snellen(va)}), decimal {logmar_to_decimal(va):.2f}"
+    )
 
 
 def _lens_note(record: VisitRecord, e: EyeRecord) -> str:
@@ -189,10 +199,12 @@ def _lens_note(record: VisitRecord, e: EyeRecord) -> str:
 
 
 def _near_note(near: NearAddition) -> str:
-    return (f"Near addition {near.add_d:+.2f} D for {near.distance_cm:g} cm (95% credible region "
-            f"{near.lower_d:+.2f} to {near.upper_d:+.2f} D; tentative add by age {near.tentative_add_d:+.2f} D); "
-            f"range of clear vision through it {near.range_text}; near acuity through it "
-            f"{near.near_va_logmar:+.2f} logMAR. Method: {near.method}.")
+    return (
+        f"Near addition {near.add_d:+.2f} D for {near.distance_cm:g} cm (95% credible region "
+        f"{near.lower_d:+.2f} to {near.upper_d:+.2f} D; tentative add by age {near.tentative_add_d:+.2f} D); "
+        f"range of clear vision through it {near.range_text}; near acuity through it "
+        f"{near.near_va_logmar:+.2f} logMAR. Method: {near.method}."
+    )
 
 
 def _patient(record: VisitRecord) -> dict[str, Any]:
@@ -231,8 +243,10 @@ def _vision_prescription(record: VisitRecord, patient_url: str) -> dict[str, Any
         "created": when,
         "dateWritten": when,
         "patient": {"reference": patient_url},
-        "prescriber": {**_practitioner_ref(record, prescriber),
-                       "display": f"{prescriber} (with VisionTune {record.software_version})"},
+        "prescriber": {
+            **_practitioner_ref(record, prescriber),
+            "display": f"{prescriber} (with VisionTune {record.software_version})",
+        },
         "lensSpecification": specs,
     }
 
@@ -263,13 +277,18 @@ def _refraction(record: VisitRecord, e: EyeRecord, patient_url: str) -> dict[str
         "identifier": [{"system": SESSION_ID_SYSTEM, "value": str(e.session_id)}],
         "status": "final",
         "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
-        "code": _concept((LOINC, *SUBJECTIVE_REFRACTION_PANEL), (SNOMED, *SNOMED_REFRACTION_CODE),
-                         text=f"Subjective refraction, {EYE_NAMES[e.eye]}"),
+        "code": _concept(
+            (LOINC, *SUBJECTIVE_REFRACTION_PANEL),
+            (SNOMED, *SNOMED_REFRACTION_CODE),
+            text=f"Subjective refraction, {EYE_NAMES[e.eye]}",
+        ),
         "subject": {"reference": patient_url},
         "effectiveDateTime": record.recorded_at.isoformat(),
         "bodySite": {"text": EYE_NAMES[e.eye]},
-        "method": _concept((SNOMED, *SNOMED_SUBJECTIVE_REFRACTION),
-                           text="VisionTune: Bayesian optimisation over lenses from letter-reading answers"),
+        "method": _concept(
+            (SNOMED, *SNOMED_SUBJECTIVE_REFRACTION),
+            text="VisionTune: Bayesian optimisation over lenses from letter-reading answers",
+        ),
         "component": components,
         "note": _notes(record, _pm_text(record, e)),
         **_performer(record),
@@ -301,8 +320,12 @@ def _people(record: VisitRecord) -> list[str]:
 
 
 def _practitioner(record: VisitRecord, name: str) -> dict[str, Any]:
-    return {"resourceType": "Practitioner", "id": _uuid(record, f"practitioner:{name}"), **_meta(record),
-            "name": [{"text": name}]}  # fmt: skip
+    return {
+        "resourceType": "Practitioner",
+        "id": _uuid(record, f"practitioner:{name}"),
+        **_meta(record),
+        "name": [{"text": name}],
+    }
 
 
 def _practitioner_ref(record: VisitRecord, name: str) -> dict[str, Any]:
@@ -324,44 +347,62 @@ def _pd(record: VisitRecord, patient_url: str) -> dict[str, Any]:
         return {"value": round(value, 2) + 0.0, "unit": "mm", "system": UCUM, "code": "mm"}
 
     resource = {
-        "resourceType": "Observation", "id": _uuid(record, "pupillary-distance"), **_meta(record),
-        "status": "final", "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
-        "code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance", "Pupillary distance, binocular"),
-                         text="Pupillary distance (mm)"),
-        "subject": {"reference": patient_url}, "effectiveDateTime": record.recorded_at.isoformat(),
-        "valueQuantity": mm(record.pd_mm), "note": _notes(record, ""), **_performer(record),
-    }  # fmt: skip
+        "resourceType": "Observation",
+        "id": _uuid(record, "pupillary-distance"),
+        **_meta(record),
+        "status": "final",
+        "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
+        "code": _concept(
+            (LOCAL_CODE_SYSTEM, "pupillary-distance", "Pupillary distance, binocular"), text="Pupillary distance (mm)"
+        ),
+        "subject": {"reference": patient_url},
+        "effectiveDateTime": record.recorded_at.isoformat(),
+        "valueQuantity": mm(record.pd_mm),
+        "note": _notes(record, ""),
+        **_performer(record),
+    }
     if record.pd_od_mm is not None:
         resource["component"] = [
-            {"code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-right", "Pupillary distance, right eye")),
-             "valueQuantity": mm(record.pd_od_mm)},
-            {"code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-left", "Pupillary distance, left eye")),
-             "valueQuantity": mm(record.pd_os_mm)},
-        ]  # fmt: skip
+            {
+                "code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-right", "Pupillary distance, right eye")),
+                "valueQuantity": mm(record.pd_od_mm),
+            },
+            {
+                "code": _concept((LOCAL_CODE_SYSTEM, "pupillary-distance-left", "Pupillary distance, left eye")),
+                "valueQuantity": mm(record.pd_os_mm),
+            },
+        ]
     if not resource["note"]:
         del resource["note"]
     return resource
 
 
-def _prior_rx(record: VisitRecord, kind: str, eye: str, rx: Prescription, source: str | None,
-              patient_url: str) -> dict[str, Any]:  # fmt: skip
+def _prior_rx(
+    record: VisitRecord, kind: str, eye: str, rx: Prescription, source: str | None, patient_url: str
+) -> dict[str, Any]:
     """A starting or habitual prescription of ``eye`` as an Observation (``kind`` ``starting`` or
     ``habitual``), with its source as the method."""
     p = record.shown(rx)
-    components = [{"code": _concept((SNOMED, *SNOMED_REFRACTION["sphere"])), "valueQuantity": _diopters(p.sphere_d)},
-                  {"code": _concept((SNOMED, *SNOMED_REFRACTION["cylinder"])),
-                   "valueQuantity": _diopters(p.cylinder_d)}]  # fmt: skip
+    components = [
+        {"code": _concept((SNOMED, *SNOMED_REFRACTION["sphere"])), "valueQuantity": _diopters(p.sphere_d)},
+        {"code": _concept((SNOMED, *SNOMED_REFRACTION["cylinder"])), "valueQuantity": _diopters(p.cylinder_d)},
+    ]
     if p.cylinder_d != 0.0:
         components.append({"code": _concept((SNOMED, *SNOMED_REFRACTION["axis"])), "valueQuantity": _degrees(_axis(p))})
     what = "Starting prescription" if kind == "starting" else "Habitual prescription (spectacles worn)"
     resource = {
-        "resourceType": "Observation", "id": _uuid(record, f"{kind}-{eye}"), **_meta(record), "status": "final",
+        "resourceType": "Observation",
+        "id": _uuid(record, f"{kind}-{eye}"),
+        **_meta(record),
+        "status": "final",
         "category": [{"coding": [{"system": _CATEGORY, "code": "exam", "display": "Exam"}]}],
         "code": _concept((LOCAL_CODE_SYSTEM, f"{kind}-prescription", what), text=f"{what}, {EYE_NAMES[eye]}"),
-        "subject": {"reference": patient_url}, "effectiveDateTime": record.recorded_at.isoformat(),
-        "bodySite": {"text": EYE_NAMES[eye]}, "component": components,
+        "subject": {"reference": patient_url},
+        "effectiveDateTime": record.recorded_at.isoformat(),
+        "bodySite": {"text": EYE_NAMES[eye]},
+        "component": components,
         "note": _notes(record, f"{what}: {p.format()}" + (f" ({source})." if source else ".")),
-    }  # fmt: skip
+    }
     if source:
         resource["method"] = {"text": f"source: {source}"}
     return resource
@@ -392,12 +433,23 @@ def visit_bundle_dict(record: VisitRecord) -> dict[str, Any]:
     for e in record.measured_eyes:
         resources.append(_refraction(record, e, patient_url))
     for e in record.measured_eyes:
-        how = ("measured through the final prescription" if e.measured_va_logmar is not None
-               else "predicted by the VisionTune model through the found prescription (not measured)")  # fmt: skip
+        how = (
+            "measured through the final prescription"
+            if e.measured_va_logmar is not None
+            else "predicted by the VisionTune model through the found prescription (not measured)"
+        )
         resources.append(_acuity(record, f"acuity-{e.eye}", e.acuity_logmar, EYE_NAMES[e.eye], how, patient_url))
     if record.binocular_va_logmar is not None:
-        resources.append(_acuity(record, "acuity-OU", record.binocular_va_logmar, "both eyes (OU)",
-                                 "measured with both eyes open through the balanced prescription", patient_url))  # fmt: skip
+        resources.append(
+            _acuity(
+                record,
+                "acuity-OU",
+                record.binocular_va_logmar,
+                "both eyes (OU)",
+                "measured with both eyes open through the balanced prescription",
+                patient_url,
+            )
+        )
     resources += _inputs(record, patient_url)
     return {
         "resourceType": "Bundle",

@@ -39,8 +39,18 @@ from visiontune.report.map_marks import (
 )
 from visiontune.session.records import Trial
 
-__all__ = ["MAP_LEGEND", "VIRIDIS_ANCHORS", "acuity_colours", "colormap", "cell_edges", "draw_acuity_map",
-           "draw_acuity_curve", "draw_map_legend", "letters_on_map", "sliders_on_map"]  # fmt: skip
+__all__ = [
+    "MAP_LEGEND",
+    "VIRIDIS_ANCHORS",
+    "acuity_colours",
+    "colormap",
+    "cell_edges",
+    "draw_acuity_map",
+    "draw_acuity_curve",
+    "draw_map_legend",
+    "letters_on_map",
+    "sliders_on_map",
+]
 
 #: The legend printed under the map (PDF report, visit PDF), line by line.
 MAP_LEGEND = (
@@ -51,9 +61,7 @@ MAP_LEGEND = (
 )
 
 #: viridis at 0, 0.25, 0.5, 0.75, 1 (matplotlib's table), RGB 0-255
-VIRIDIS_ANCHORS = np.array(
-    [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], dtype=float
-)
+VIRIDIS_ANCHORS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], dtype=float)
 
 
 def colormap(values, lo: float, hi: float) -> np.ndarray:

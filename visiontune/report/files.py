@@ -21,12 +21,19 @@ FILE_MODE = private_files.FILE_MODE
 
 
 #: The kind of file each export writes, by its option name (``--pdf``, ``pdf``, ``--dicom-dir``).
-EXPORT_KINDS = {"pdf": output_guard.PDF, "csv": output_guard.CSV, "json": output_guard.EXPORT_JSON,
-                "fhir": output_guard.FHIR, "dicom": output_guard.DICOM, "dicom-dir": output_guard.DICOM}  # fmt: skip
+EXPORT_KINDS = {
+    "pdf": output_guard.PDF,
+    "csv": output_guard.CSV,
+    "json": output_guard.EXPORT_JSON,
+    "fhir": output_guard.FHIR,
+    "dicom": output_guard.DICOM,
+    "dicom-dir": output_guard.DICOM,
+}
 
 
-def check_output_path(name: str, path: str | os.PathLike, protected: tuple[Path, ...] = (),
-                      kind: output_guard.OutputKind | None = None) -> Path:  # fmt: skip
+def check_output_path(
+    name: str, path: str | os.PathLike, protected: tuple[Path, ...] = (), kind: output_guard.OutputKind | None = None
+) -> Path:
     """``path`` as an absolute :class:`Path` if export ``name`` may write a ``kind`` file there
     (default: the kind of :data:`EXPORT_KINDS` named by ``name``). Refused: a folder, a device or
     any other non-regular file, a missing parent folder, the user's files and any of

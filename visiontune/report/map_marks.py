@@ -21,8 +21,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LETTER_MISSED_RGB", "LETTER_READ_RGB", "MAP_AXIS_TOLERANCE_DEG", "SLIDER_RGB", "LetterMark", "SliderMark",
-           "axis_gap_deg", "letter_marks", "path_polyline", "place_on_map", "slider_marks"]  # fmt: skip
+__all__ = [
+    "LETTER_MISSED_RGB",
+    "LETTER_READ_RGB",
+    "MAP_AXIS_TOLERANCE_DEG",
+    "SLIDER_RGB",
+    "LetterMark",
+    "SliderMark",
+    "axis_gap_deg",
+    "letter_marks",
+    "path_polyline",
+    "place_on_map",
+    "slider_marks",
+]
 
 #: The colours of the marks on both maps (RGB 0-255): a letter read, a letter missed, a slider's lens.
 LETTER_READ_RGB = (30, 140, 60)

@@ -26,8 +26,15 @@ from visiontune.refraction.result import LensValues
 from visiontune.report.record import SessionRecord
 from visiontune.session.trial_text import answer_kinds_text, slider_text
 
-__all__ = ["SIMULATED_BANNER", "ensure_gui_application", "format_lens", "is_note", "pdf_bytes", "report_lines",
-           "trial_rows"]
+__all__ = [
+    "SIMULATED_BANNER",
+    "ensure_gui_application",
+    "format_lens",
+    "is_note",
+    "pdf_bytes",
+    "report_lines",
+    "trial_rows",
+]
 
 SIMULATED_BANNER = "SIMULATED - simulated patient, not a clinical record"
 _DPI = 300
@@ -83,27 +90,35 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
         (f"{lvl}% credible region", _region_text(r)),
         *_power_vector_line(r),
         ("Predicted acuity", f"{va:.2f} logMAR (Snellen {format_snellen(va)}, {format_snellen(va, 6)})"),
-        ("Acuity interval",
-         f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})"),
-        ("Answers", f"{r.trials_used} used" + (f" ({kinds})" if kinds else "")
-         + (f", {voided} voided" if voided else "")),
+        (
+            "Acuity interval",
+            f"[{va_lo:.2f}, {va_hi:.2f}] logMAR (Snellen {format_snellen(va_lo)} to {format_snellen(va_hi)})",
+        ),
+        (
+            "Answers",
+            f"{r.trials_used} used" + (f" ({kinds})" if kinds else "") + (f", {voided} voided" if voided else ""),
+        ),
         ("Stopped by", r.stopped_by),
         *_over_minus_line(r),
         ("Duration", _duration(r.duration_s)),
-    ]  # fmt: skip
+    ]
 
 
 def _over_minus_line(r) -> list[tuple[str, str]]:
     """For a patient who may accommodate, how likely the prescription over-minuses (when recorded)."""
     if r.over_minus_risk is None:
         return []
-    return [("Over-minus check", f"{100.0 * r.over_minus_risk:.1f}% likely over 0.25 D too minus (patient may accommodate)")]
+    return [
+        ("Over-minus check", f"{100.0 * r.over_minus_risk:.1f}% likely over 0.25 D too minus (patient may accommodate)")
+    ]
 
 
 def _region_text(r) -> str:
     """Sphere and cylinder intervals, and the axis ± when there is one."""
-    text = (f"sphere [{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, "
-            f"cylinder [{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D")  # fmt: skip
+    text = (
+        f"sphere [{r.sphere_interval_d[0]:+.2f}, {r.sphere_interval_d[1]:+.2f}] D, "
+        f"cylinder [{r.cylinder_interval_d[0]:+.2f}, {r.cylinder_interval_d[1]:+.2f}] D"
+    )
     if r.axis_pm_deg is not None:
         text += f", axis \u00b1{r.axis_pm_deg:.0f}\u00b0"
     return text
@@ -138,26 +153,47 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
     for t in record.trials:
         if t.slider_choice is not None:
             void = "void" if t.void else ""
-            rows.append((
-                str(t.index + 1), f"{t.s_logmar:.2f}", *rx_cells(t.lens), t.letter_shown, "slider", "-", void,
-                t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    str(t.index + 1),
+                    f"{t.s_logmar:.2f}",
+                    *rx_cells(t.lens),
+                    t.letter_shown,
+                    "slider",
+                    "-",
+                    void,
+                    t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+                )
+            )
             rows.append(("", slider_text(t), "", "", "", "", "", "", void, ""))
             continue
         if t.comparison is not None:
             a, b = t.lens, t.lens2
-            rows.append((
-                str(t.index + 1), f"{t.s_logmar:.2f}", *(f"{x}/{y}" for x, y in zip(rx_cells(a), rx_cells(b))),
-                t.letter_shown,
-                "equal" if t.comparison == "=" else f"lens {t.comparison}", "-", "void" if t.void else "",
-                t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    str(t.index + 1),
+                    f"{t.s_logmar:.2f}",
+                    *(f"{x}/{y}" for x, y in zip(rx_cells(a), rx_cells(b))),
+                    t.letter_shown,
+                    "equal" if t.comparison == "=" else f"lens {t.comparison}",
+                    "-",
+                    "void" if t.void else "",
+                    t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+                )
+            )
             continue
-        rows.append((
-            str(t.index + 1), f"{t.s_logmar:.2f}", *rx_cells(t.lens), t.letter_shown, t.letter_named or "-",
-            "yes" if t.correct else "no",
-            "void" if t.void else "", t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
-        ))  # fmt: skip
+        rows.append(
+            (
+                str(t.index + 1),
+                f"{t.s_logmar:.2f}",
+                *rx_cells(t.lens),
+                t.letter_shown,
+                t.letter_named or "-",
+                "yes" if t.correct else "no",
+                "void" if t.void else "",
+                t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+            )
+        )
     return rows
 
 
@@ -251,8 +287,10 @@ def pdf_bytes(record: SessionRecord) -> bytes:
         n_pages = 1 + max(1, -(-len(rows) // per_page))
 
         def frame(page: int) -> float:
-            footer = (f"VisionTune {info.software_version} - patient {info.patient_id} - session {info.session_id}"
-                      f" - page {page} of {n_pages}" + (" - SIMULATED" if info.simulated else ""))  # fmt: skip
+            footer = (
+                f"VisionTune {info.software_version} - patient {info.patient_id} - session {info.session_id}"
+                f" - page {page} of {n_pages}" + (" - SIMULATED" if info.simulated else "")
+            )
             return draw_page_frame(p, width, height, simulated=info.simulated, footer=footer)
 
         # --- page 1: summary and figures

@@ -53,8 +53,9 @@ def load_session(store: TrialStore, session_id: int) -> SessionRecord:
     session_id = check_int("session_id", session_id, error=SessionError)
     info = store.get_session(session_id)
     if info.discarded:
-        raise SessionError(f"session {session_id} was discarded without answers ({info.discard_reason}): "
-                           "it has no result to export")  # fmt: skip
+        raise SessionError(
+            f"session {session_id} was discarded without answers ({info.discard_reason}): it has no result to export"
+        )
     if info.state != SessionState.FINISHED:
         raise SessionError(
             f"session {session_id} is {info.state.value}: only a finished session can be exported "

@@ -88,19 +88,47 @@ from visiontune.session.records import (
 )
 
 __all__ = [
-    "CSV_COLUMNS", "CSV_SCHEMA_VERSION", "JSON_SCHEMA", "JSON_SCHEMA_VERSION",
-    "SIMULATED_MARK", "trials_to_csv", "trials_from_csv", "session_to_json", "session_json_text", "session_from_json",
-]  # fmt: skip
+    "CSV_COLUMNS",
+    "CSV_SCHEMA_VERSION",
+    "JSON_SCHEMA",
+    "JSON_SCHEMA_VERSION",
+    "SIMULATED_MARK",
+    "trials_to_csv",
+    "trials_from_csv",
+    "session_to_json",
+    "session_json_text",
+    "session_from_json",
+]
 
 CSV_SCHEMA_VERSION = 4
 JSON_SCHEMA = "visiontune.session-export"
 JSON_SCHEMA_VERSION = 3
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
-    "session_id", "trial_index", "void", "kind", "s_logmar", "sphere_d", "cylinder_d", "axis_deg",
-    "sphere2_d", "cylinder2_d", "axis2_deg", "letter_shown", "letter_named", "correct", "comparison",
-    "slider_knob", "slider_choice", "slider_path", "presented_at", "answered_at", "simulated", "schema_version", "mark",
-)  # fmt: skip
+    "session_id",
+    "trial_index",
+    "void",
+    "kind",
+    "s_logmar",
+    "sphere_d",
+    "cylinder_d",
+    "axis_deg",
+    "sphere2_d",
+    "cylinder2_d",
+    "axis2_deg",
+    "letter_shown",
+    "letter_named",
+    "correct",
+    "comparison",
+    "slider_knob",
+    "slider_choice",
+    "slider_path",
+    "presented_at",
+    "answered_at",
+    "simulated",
+    "schema_version",
+    "mark",
+)
 _SLIDER_COLUMNS = ("kind", "slider_knob", "slider_choice", "slider_path")
 #: The columns of each CSV schema this VisionTune reads.
 _CSV_COLUMNS_BY_VERSION = {
@@ -128,15 +156,33 @@ def trials_to_csv(record: SessionRecord) -> str:
     for t in record.trials:
         l2 = t.lens2
         slider = t.slider_choice is not None
-        writer.writerow([
-            t.session_id, t.index, _flag(t.void), trial_kind(t), _num(t.s_logmar),
-            _num(t.lens.sphere_d), _num(t.lens.cylinder_d), _num(t.lens.axis_deg),
-            _num(l2 and l2.sphere_d), _num(l2 and l2.cylinder_d), _num(l2 and l2.axis_deg),
-            t.letter_shown, t.letter_named or "", _flag(t.correct), t.comparison or "",
-            t.slider_knob or "", t.slider_choice if slider else "", slider_path_json(t.slider_lenses) if slider else "",
-            t.presented_at.isoformat(), t.answered_at.isoformat(), _flag(record.simulated), CSV_SCHEMA_VERSION,
-            SIMULATED_MARK if record.simulated else "",
-        ])  # fmt: skip
+        writer.writerow(
+            [
+                t.session_id,
+                t.index,
+                _flag(t.void),
+                trial_kind(t),
+                _num(t.s_logmar),
+                _num(t.lens.sphere_d),
+                _num(t.lens.cylinder_d),
+                _num(t.lens.axis_deg),
+                _num(l2 and l2.sphere_d),
+                _num(l2 and l2.cylinder_d),
+                _num(l2 and l2.axis_deg),
+                t.letter_shown,
+                t.letter_named or "",
+                _flag(t.correct),
+                t.comparison or "",
+                t.slider_knob or "",
+                t.slider_choice if slider else "",
+                slider_path_json(t.slider_lenses) if slider else "",
+                t.presented_at.isoformat(),
+                t.answered_at.isoformat(),
+                _flag(record.simulated),
+                CSV_SCHEMA_VERSION,
+                SIMULATED_MARK if record.simulated else "",
+            ]
+        )
     return buf.getvalue()
 
 
@@ -210,11 +256,15 @@ def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Tria
     except InvalidInputError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
     if kind is not None and kind != trial_kind(trial):
-        raise InvalidInputError(f"{where}: kind: expected {trial_kind(trial)!r} for this trial (one of "
-                                f"{', '.join(TRIAL_KINDS)}), got {kind!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: kind: expected {trial_kind(trial)!r} for this trial (one of "
+            f"{', '.join(TRIAL_KINDS)}), got {kind!r}"
+        )
     if trial.slider_choice is not None and trial.lens != trial.slider_lenses[trial.slider_choice]:
-        raise InvalidInputError(f"{where}: slider_choice: the lens {trial.lens} is not lens {trial.slider_choice} "
-                                f"of the path, {trial.slider_lenses[trial.slider_choice]}")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: slider_choice: the lens {trial.lens} is not lens {trial.slider_choice} "
+            f"of the path, {trial.slider_lenses[trial.slider_choice]}"
+        )
     return trial
 
 
@@ -243,14 +293,22 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
         if s_logmar is None:
             raise r.fail("s_logmar", "expected a number")
         fields = dict(
-            session_id=r.int("session_id"), index=r.int("trial_index"), s_logmar=s_logmar,
+            session_id=r.int("session_id"),
+            index=r.int("trial_index"),
+            s_logmar=s_logmar,
             lens=r.lens(("sphere_d", "cylinder_d", "axis_deg"), True),
             lens2=r.lens(("sphere2_d", "cylinder2_d", "axis2_deg"), False),
-            letter_shown=raw["letter_shown"], letter_named=raw["letter_named"] or None, correct=r.flag("correct"),
-            presented_at=r.time("presented_at"), answered_at=r.time("answered_at"), void=r.flag("void"),
-            comparison=comparison, slider_knob=raw.get("slider_knob") or None,
-            slider_lenses=r.slider_path(), slider_choice=r.optional_int("slider_choice"),
-        )  # fmt: skip
+            letter_shown=raw["letter_shown"],
+            letter_named=raw["letter_named"] or None,
+            correct=r.flag("correct"),
+            presented_at=r.time("presented_at"),
+            answered_at=r.time("answered_at"),
+            void=r.flag("void"),
+            comparison=comparison,
+            slider_knob=raw.get("slider_knob") or None,
+            slider_lenses=r.slider_path(),
+            slider_choice=r.optional_int("slider_choice"),
+        )
         trials.append(_checked_trial(f"csv line {line}", raw.get("kind"), fields))
         simulated.add(r.flag("simulated"))
         if version >= 4 and raw["mark"] != (SIMULATED_MARK if r.flag("simulated") else ""):
@@ -286,27 +344,48 @@ def session_to_json(record: SessionRecord) -> dict[str, Any]:
         "mark": SIMULATED_MARK if info.simulated else None,
         "exported_by": f"visiontune {visiontune.__version__}",
         "session": {
-            "session_id": info.session_id, "patient_id": info.patient_id, "eye": info.eye.value,
-            "protocol_toml": info.protocol_toml, "software_version": info.software_version, "seed": info.seed,
-            "state": info.state.value, "created_at": _iso(info.created_at), "finished_at": _iso(info.finished_at),
-            "calibration": info.calibration, "starting_rx": info.starting_rx,
+            "session_id": info.session_id,
+            "patient_id": info.patient_id,
+            "eye": info.eye.value,
+            "protocol_toml": info.protocol_toml,
+            "software_version": info.software_version,
+            "seed": info.seed,
+            "state": info.state.value,
+            "created_at": _iso(info.created_at),
+            "finished_at": _iso(info.finished_at),
+            "calibration": info.calibration,
+            "starting_rx": info.starting_rx,
         },
         "trials": [
             {
-                "index": t.index, "void": t.void, "s_logmar": t.s_logmar, "lens": _lens_json(t.lens),
-                "lens2": _lens_json(t.lens2), "letter_shown": t.letter_shown, "letter_named": t.letter_named,
-                "correct": t.correct, "comparison": t.comparison, "kind": trial_kind(t), "slider": _slider_json(t),
-                "presented_at": _iso(t.presented_at), "answered_at": _iso(t.answered_at),
+                "index": t.index,
+                "void": t.void,
+                "s_logmar": t.s_logmar,
+                "lens": _lens_json(t.lens),
+                "lens2": _lens_json(t.lens2),
+                "letter_shown": t.letter_shown,
+                "letter_named": t.letter_named,
+                "correct": t.correct,
+                "comparison": t.comparison,
+                "kind": trial_kind(t),
+                "slider": _slider_json(t),
+                "presented_at": _iso(t.presented_at),
+                "answered_at": _iso(t.answered_at),
             }
             for t in record.trials
         ],
         "events": [
-            {"event_id": e.event_id, "kind": e.kind.value, "at": _iso(e.at), "trial_index": e.trial_index,
-             "payload": e.payload}
+            {
+                "event_id": e.event_id,
+                "kind": e.kind.value,
+                "at": _iso(e.at),
+                "trial_index": e.trial_index,
+                "payload": e.payload,
+            }
             for e in record.events
         ],
         "result": record.result.raw,
-    }  # fmt: skip
+    }
 
 
 def session_json_text(record: SessionRecord) -> str:
@@ -343,16 +422,22 @@ def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
     if path is not None and not isinstance(path, list):
         raise InvalidInputError(f"json: trials[{i}].slider.path: expected a list of lenses, got {path!r}")
     fields = dict(
-        session_id=session_id, index=t["index"], s_logmar=t["s_logmar"], lens=_lens_from_json(t["lens"]),
-        lens2=None if t["lens2"] is None else _lens_from_json(t["lens2"]), letter_shown=t["letter_shown"],
-        letter_named=t["letter_named"], correct=t["correct"],
+        session_id=session_id,
+        index=t["index"],
+        s_logmar=t["s_logmar"],
+        lens=_lens_from_json(t["lens"]),
+        lens2=None if t["lens2"] is None else _lens_from_json(t["lens2"]),
+        letter_shown=t["letter_shown"],
+        letter_named=t["letter_named"],
+        correct=t["correct"],
         presented_at=_time(f"trials[{i}].presented_at", t["presented_at"]),
-        answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]), void=t["void"],
+        answered_at=_time(f"trials[{i}].answered_at", t["answered_at"]),
+        void=t["void"],
         comparison=t["comparison"] if version > 1 else None,
         slider_knob=None if slider is None else slider["knob"],
         slider_lenses=None if path is None else tuple(_lens_from_json(x) for x in path),
         slider_choice=None if slider is None else slider["choice"],
-    )  # fmt: skip
+    )
     return _checked_trial(f"json: trials[{i}]", t["kind"] if version >= 3 else None, fields)
 
 
@@ -374,18 +459,30 @@ def session_from_json(doc: Any) -> SessionRecord:
     try:
         s = doc["session"]
         info = SessionInfo(
-            session_id=s["session_id"], patient_id=s["patient_id"], eye=Eye(s["eye"]),
-            protocol_toml=s["protocol_toml"], software_version=s["software_version"], seed=s["seed"],
-            simulated=bool(doc["simulated"]), state=SessionState(s["state"]),
+            session_id=s["session_id"],
+            patient_id=s["patient_id"],
+            eye=Eye(s["eye"]),
+            protocol_toml=s["protocol_toml"],
+            software_version=s["software_version"],
+            seed=s["seed"],
+            simulated=bool(doc["simulated"]),
+            state=SessionState(s["state"]),
             created_at=_time("session.created_at", s["created_at"]),
             finished_at=_time("session.finished_at", s["finished_at"]),
-            calibration_json=_dumps(s["calibration"]), starting_rx_json=_dumps(s["starting_rx"]),
+            calibration_json=_dumps(s["calibration"]),
+            starting_rx_json=_dumps(s["starting_rx"]),
             result_json=_dumps(doc["result"]),
-        )  # fmt: skip
+        )
         trials = tuple(_trial_from_json(i, t, version, info.session_id) for i, t in enumerate(doc["trials"]))
         events = tuple(
-            Event(e["event_id"], info.session_id, EventKind(e["kind"]), _time(f"events[{i}].at", e["at"]),
-                  e["trial_index"], _dumps(e["payload"]))  # fmt: skip
+            Event(
+                e["event_id"],
+                info.session_id,
+                EventKind(e["kind"]),
+                _time(f"events[{i}].at", e["at"]),
+                e["trial_index"],
+                _dumps(e["payload"]),
+            )
             for i, e in enumerate(doc["events"])
         )
     except KeyError as exc:

@@ -69,22 +69,60 @@ VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
 _PV = ("m_d", "j0_d", "j45_d")
 #: The near addition's columns (schema visit-4 on) and the NearAddition field of each.
-_NEAR_FIELDS = {"near_add_d": "add_d", "near_add_lower_d": "lower_d", "near_add_upper_d": "upper_d",
-                "near_tentative_add_d": "tentative_add_d", "near_point_cm": "near_point_cm",
-                "far_point_cm": "far_point_cm", "near_va_logmar": "near_va_logmar", "near_distance_cm": "distance_cm"}
+_NEAR_FIELDS = {
+    "near_add_d": "add_d",
+    "near_add_lower_d": "lower_d",
+    "near_add_upper_d": "upper_d",
+    "near_tentative_add_d": "tentative_add_d",
+    "near_point_cm": "near_point_cm",
+    "far_point_cm": "far_point_cm",
+    "near_va_logmar": "near_va_logmar",
+    "near_distance_cm": "distance_cm",
+}
 NEAR_COLUMNS = tuple(_NEAR_FIELDS)
 VISIT_CSV_COLUMNS = (
-    "visit_id", "patient_id", "recorded_at", "clinician", "cylinder_form", "eye", "status", "skip_reason",
+    "visit_id",
+    "patient_id",
+    "recorded_at",
+    "clinician",
+    "cylinder_form",
+    "eye",
+    "status",
+    "skip_reason",
     *(f"found_{k}" for k in _LENS + _PV),
-    *(f"signed_{k}" for k in _LENS), "signed_by", "signed_at",
+    *(f"signed_{k}" for k in _LENS),
+    "signed_by",
+    "signed_at",
     *(f"rx_{k}" for k in _LENS + _PV),
-    "sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d",
-    "predicted_va_logmar", "measured_va_logmar", "answers_used", "comparisons_used", "sliders_used", "stopped_by",
-    "session_id", "balance_method", "balance_plus_change_d", "binocular_va_logmar", "simulated", "software_version", "schema",
-    "mark", *NEAR_COLUMNS,
-    "examiner", "pd_mm", "pd_eye_mm", *(f"start_{k}" for k in _LENS), "start_source",
-    *(f"habitual_{k}" for k in _LENS), "habitual_source",
-)  # fmt: skip
+    "sphere_pm_d",
+    "cylinder_pm_d",
+    "axis_pm_deg",
+    "m_pm_d",
+    "j0_pm_d",
+    "j45_pm_d",
+    "predicted_va_logmar",
+    "measured_va_logmar",
+    "answers_used",
+    "comparisons_used",
+    "sliders_used",
+    "stopped_by",
+    "session_id",
+    "balance_method",
+    "balance_plus_change_d",
+    "binocular_va_logmar",
+    "simulated",
+    "software_version",
+    "schema",
+    "mark",
+    *NEAR_COLUMNS,
+    "examiner",
+    "pd_mm",
+    "pd_eye_mm",
+    *(f"start_{k}" for k in _LENS),
+    "start_source",
+    *(f"habitual_{k}" for k in _LENS),
+    "habitual_source",
+)
 
 
 def _lens(prefix: str, p: Prescription | None, with_vector: bool) -> dict[str, Any]:
@@ -110,31 +148,53 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
         if record.balance is not None and e.measured:
             change = record.balance.plus_change_od_d if e.eye == "OD" else record.balance.plus_change_os_d
         row = {
-            "visit_id": record.visit_id, "patient_id": record.patient_id, "recorded_at": record.recorded_at.isoformat(),
-            "clinician": record.clinician, "cylinder_form": record.cylinder_form, "eye": e.eye, "status": e.status,
+            "visit_id": record.visit_id,
+            "patient_id": record.patient_id,
+            "recorded_at": record.recorded_at.isoformat(),
+            "clinician": record.clinician,
+            "cylinder_form": record.cylinder_form,
+            "eye": e.eye,
+            "status": e.status,
             "skip_reason": e.skip_reason,
             **_lens("found", record.shown(e.prescription), True),
             **_lens("signed", None if s is None else record.shown(s.prescription), False),
-            "signed_by": None if s is None else s.by, "signed_at": None if s is None else s.at.isoformat(),
+            "signed_by": None if s is None else s.by,
+            "signed_at": None if s is None else s.at.isoformat(),
             **_lens("rx", record.balanced_prescription(e.eye), True),
-            "sphere_pm_d": e.sphere_pm_d, "cylinder_pm_d": e.cylinder_pm_d, "axis_pm_deg": e.axis_pm_deg,
-            "m_pm_d": e.m_pm_d, "j0_pm_d": e.j0_pm_d, "j45_pm_d": e.j45_pm_d,
-            "predicted_va_logmar": e.predicted_va_logmar, "measured_va_logmar": e.measured_va_logmar,
-            "answers_used": e.answers_used, "comparisons_used": e.comparisons_used, "sliders_used": e.sliders_used,
-            "stopped_by": e.stopped_by, "session_id": e.session_id,
+            "sphere_pm_d": e.sphere_pm_d,
+            "cylinder_pm_d": e.cylinder_pm_d,
+            "axis_pm_deg": e.axis_pm_deg,
+            "m_pm_d": e.m_pm_d,
+            "j0_pm_d": e.j0_pm_d,
+            "j45_pm_d": e.j45_pm_d,
+            "predicted_va_logmar": e.predicted_va_logmar,
+            "measured_va_logmar": e.measured_va_logmar,
+            "answers_used": e.answers_used,
+            "comparisons_used": e.comparisons_used,
+            "sliders_used": e.sliders_used,
+            "stopped_by": e.stopped_by,
+            "session_id": e.session_id,
             "balance_method": None if record.balance is None else record.balance.method,
-            "balance_plus_change_d": change, "binocular_va_logmar": record.binocular_va_logmar,
-            "simulated": record.simulated, "software_version": record.software_version, "schema": VISIT_CSV_SCHEMA,
+            "balance_plus_change_d": change,
+            "binocular_va_logmar": record.binocular_va_logmar,
+            "simulated": record.simulated,
+            "software_version": record.software_version,
+            "schema": VISIT_CSV_SCHEMA,
             "mark": "SIMULATED" if record.simulated else None,
-        }  # fmt: skip
+        }
         near = record.near_add(e.eye)
         row.update({c: None if near is None else getattr(near, f) for c, f in _NEAR_FIELDS.items()})
-        row.update({"examiner": record.examiner_or_clinician, "pd_mm": record.pd_mm,
-                    "pd_eye_mm": record.pd_od_mm if e.eye == "OD" else record.pd_os_mm,
-                    **_lens("start", record.shown(record.start(e.eye)), False),
-                    "start_source": record.start_source(e.eye),
-                    **_lens("habitual", record.shown(record.habitual(e.eye)), False),
-                    "habitual_source": None if record.habitual(e.eye) is None else record.habitual_source})  # fmt: skip
+        row.update(
+            {
+                "examiner": record.examiner_or_clinician,
+                "pd_mm": record.pd_mm,
+                "pd_eye_mm": record.pd_od_mm if e.eye == "OD" else record.pd_os_mm,
+                **_lens("start", record.shown(record.start(e.eye)), False),
+                "start_source": record.start_source(e.eye),
+                **_lens("habitual", record.shown(record.habitual(e.eye)), False),
+                "habitual_source": None if record.habitual(e.eye) is None else record.habitual_source,
+            }
+        )
         rows.append(row)
     return rows
 
@@ -162,15 +222,22 @@ def visit_csv(record: VisitRecord) -> str:
 def visit_json(record: VisitRecord) -> str:
     """JSON text of the visit (see the module docstring)."""
     doc = {
-        "schema": VISIT_JSON_SCHEMA, "schema_version": VISIT_JSON_SCHEMA_VERSION, "simulated": record.simulated,
-        "mark": "SIMULATED" if record.simulated else None, "record": record.to_dict(), "eyes": visit_rows(record),
-    }  # fmt: skip
+        "schema": VISIT_JSON_SCHEMA,
+        "schema_version": VISIT_JSON_SCHEMA_VERSION,
+        "simulated": record.simulated,
+        "mark": "SIMULATED" if record.simulated else None,
+        "record": record.to_dict(),
+        "eyes": visit_rows(record),
+    }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_visit_tabular(record: VisitRecord, csv_path: str | os.PathLike | None = None,
-                        json_path: str | os.PathLike | None = None,
-                        protected: tuple[Path, ...] = ()) -> dict[str, Path]:  # fmt: skip
+def write_visit_tabular(
+    record: VisitRecord,
+    csv_path: str | os.PathLike | None = None,
+    json_path: str | os.PathLike | None = None,
+    protected: tuple[Path, ...] = (),
+) -> dict[str, Path]:
     """Write the CSV and/or JSON (mode 0600, atomic); both rendered before either is written.
     Returns ``{"csv": path, "json": path}`` for those written."""
     targets = {k: p for k, p in (("csv", csv_path), ("json", json_path)) if p is not None}

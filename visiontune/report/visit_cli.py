@@ -25,24 +25,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
     export.add_argument("--pdf", metavar="PATH", help="printable record, both eyes (PDF)")
     export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
-    export.add_argument("--dicom-dir", metavar="DIR",
-                        help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
-                             "objects, and the Lensometry (habitual spectacles) and Autorefraction (the start) "
-                             "objects when the visit has them")  # fmt: skip
+    export.add_argument(
+        "--dicom-dir",
+        metavar="DIR",
+        help="existing folder for the DICOM Subjective Refraction and Visual Acuity "
+        "objects, and the Lensometry (habitual spectacles) and Autorefraction (the start) "
+        "objects when the visit has them",
+    )
     export.add_argument("--csv", metavar="PATH", help="one row per eye, S/C/axis with M, J0, J45 (CSV)")
-    export.add_argument("--json", metavar="PATH", help=f"the visit record (JSON, {VISIT_JSON_SCHEMA} version {VISIT_JSON_SCHEMA_VERSION}, the file's "
-                             "schema_version)")  # fmt: skip
-    export.add_argument("--omit-patient-id", action="store_true",
-                        help="leave the pseudonymous patient id out (not possible with --dicom-dir)")  # fmt: skip
+    export.add_argument(
+        "--json",
+        metavar="PATH",
+        help=f"the visit record (JSON, {VISIT_JSON_SCHEMA} version {VISIT_JSON_SCHEMA_VERSION}, the file's "
+        "schema_version)",
+    )
+    export.add_argument(
+        "--omit-patient-id",
+        action="store_true",
+        help="leave the pseudonymous patient id out (not possible with --dicom-dir)",
+    )
     _db_argument(export)
-    send = sub.add_parser("send", help="send the visit's records to the clinic's archive (PACS by DICOM C-STORE, "
-                                       "FHIR server by a transaction Bundle)")
+    send = sub.add_parser(
+        "send",
+        help="send the visit's records to the clinic's archive (PACS by DICOM C-STORE, "
+        "FHIR server by a transaction Bundle)",
+    )
     send.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
     send.add_argument("--dicom", action="store_true", help="the DICOM objects to the configured PACS ([dicom])")
     send.add_argument("--fhir", action="store_true", help="the FHIR resources to the configured server ([fhir])")
-    send.add_argument("--archive-config", metavar="FILE",
-                      help="the clinic's archive settings, TOML or .json (default: archive.toml beside the app's "
-                           "settings); nothing is sent without one")
+    send.add_argument(
+        "--archive-config",
+        metavar="FILE",
+        help="the clinic's archive settings, TOML or .json (default: archive.toml beside the app's "
+        "settings); nothing is sent without one",
+    )
     _db_argument(send)
 
 
@@ -74,8 +90,10 @@ def _export(args) -> int:
     if not paths.kinds():
         raise InvalidInputError("nothing to export: give at least one of --pdf, --fhir, --dicom-dir, --csv, --json")
     if args.omit_patient_id and args.dicom_dir is not None:
-        raise InvalidInputError("--dicom-dir with --omit-patient-id: a DICOM object needs a Patient ID; export DICOM "
-                                "with the pseudonymous id, or leave --dicom-dir out; nothing was written")  # fmt: skip
+        raise InvalidInputError(
+            "--dicom-dir with --omit-patient-id: a DICOM object needs a Patient ID; export DICOM "
+            "with the pseudonymous id, or leave --dicom-dir out; nothing was written"
+        )
     written = export_visit(args.db, args.visit_id, paths, omit_patient_id=args.omit_patient_id)
     for kind, files in written.items():
         for path in files:

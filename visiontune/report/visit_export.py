@@ -76,13 +76,23 @@ def _eye_record(eye: str, session: SessionRecord, signed, measured_va: float | N
     j_pm = radii.get("cylinder_vector_pm_d", cylinder_pm / 2.0)
     axis_pm = 90.0 if r.axis_pm_deg is None else min(90.0, r.axis_pm_deg)
     return EyeRecord(
-        eye=eye, prescription=Prescription(r.rounded.sphere_d, r.rounded.cylinder_d, r.rounded.axis_deg),
+        eye=eye,
+        prescription=Prescription(r.rounded.sphere_d, r.rounded.cylinder_d, r.rounded.axis_deg),
         signed_off=None if signed is None else SignOff(signed.prescription, signed.by, signed.at.astimezone()),
-        sphere_pm_d=sphere_pm, cylinder_pm_d=cylinder_pm, axis_pm_deg=axis_pm, m_pm_d=m_pm, j0_pm_d=j_pm,
-        j45_pm_d=j_pm, predicted_va_logmar=r.predicted_va_logmar, measured_va_logmar=measured_va,
-        answers_used=r.trials_used, stopped_by=r.stopped_by, session_id=session.session_id,
-        comparisons_used=r.comparisons_used, sliders_used=r.sliders_used,
-    )  # fmt: skip
+        sphere_pm_d=sphere_pm,
+        cylinder_pm_d=cylinder_pm,
+        axis_pm_deg=axis_pm,
+        m_pm_d=m_pm,
+        j0_pm_d=j_pm,
+        j45_pm_d=j_pm,
+        predicted_va_logmar=r.predicted_va_logmar,
+        measured_va_logmar=measured_va,
+        answers_used=r.trials_used,
+        stopped_by=r.stopped_by,
+        session_id=session.session_id,
+        comparisons_used=r.comparisons_used,
+        sliders_used=r.sliders_used,
+    )
 
 
 def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = False) -> LoadedVisit:
@@ -91,14 +101,17 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
     visit = store.get_visit(visit_id)
     vid = visit.visit_id
     statuses = eye_statuses(store, vid)
-    where = ", ".join(f"{e} {s.state}" + (f" (session {s.session_id})" if s.session_id else "")
-                      for e, s in statuses.items())  # fmt: skip
+    where = ", ".join(
+        f"{e} {s.state}" + (f" (session {s.session_id})" if s.session_id else "") for e, s in statuses.items()
+    )
     if not any(s.finished for s in statuses.values()):
         raise InvalidInputError(f"visit {vid}: no eye has a finished refraction ({where}); there is nothing to record")
     pending = [e for e, s in statuses.items() if s.state not in ("finished", "skipped")]
     if pending:
-        raise InvalidInputError(f"visit {vid}: {' and '.join(pending)} not done ({where}); finish that refraction "
-                                "(or skip an eye not started) before the visit is recorded")  # fmt: skip
+        raise InvalidInputError(
+            f"visit {vid}: {' and '.join(pending)} not done ({where}); finish that refraction "
+            "(or skip an eye not started) before the visit is recorded"
+        )
     signoffs = {s.eye: s for s in store.visit_signoffs(vid)}  # the latest of each eye
     acuities = store.visit_acuities(vid)
     finals = {e: final_prescription(store, vid, e) for e in VISIT_EYES}
@@ -107,8 +120,11 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
         eyes = ("OD", "OS") if eye == "OU" else (eye,)
         if any(finals[e] is None for e in eyes):
             return None
-        found = [a.va_logmar for a in acuities if a.eye == eye
-                 and all(e in a.lenses and a.lenses[e].is_equivalent(finals[e], 1e-6) for e in eyes)]  # fmt: skip
+        found = [
+            a.va_logmar
+            for a in acuities
+            if a.eye == eye and all(e in a.lenses and a.lenses[e].is_equivalent(finals[e], 1e-6) for e in eyes)
+        ]
         return found[-1] if found else None
 
     sessions: dict[str, SessionRecord] = {}
@@ -125,14 +141,23 @@ def load_visit(store: TrialStore, visit_id: int, *, omit_patient_id: bool = Fals
         method = f"{outcome.method}: {outcome.outcome}" + (f" ({outcome.reason})" if outcome.reason else "")
         balance = BinocularBalance(method, outcome.plus_change_od_d, outcome.plus_change_os_d)
     record = VisitRecord(
-        visit_id=str(vid), patient_id=None if omit_patient_id else visit.patient_id,
+        visit_id=str(vid),
+        patient_id=None if omit_patient_id else visit.patient_id,
         recorded_at=visit.created_at.astimezone(),
-        od=eyes["OD"], os=eyes["OS"], software_version=visit.software_version, simulated=visit.simulated,
-        cylinder_form=visit.cylinder_form, clinician=visit.clinician, age_years=visit.age_years,
-        habitual_od=visit.habitual_od, habitual_os=visit.habitual_os, balance=balance,
-        binocular_va_logmar=through_final("OU"), near=_near_additions(store, vid),
+        od=eyes["OD"],
+        os=eyes["OS"],
+        software_version=visit.software_version,
+        simulated=visit.simulated,
+        cylinder_form=visit.cylinder_form,
+        clinician=visit.clinician,
+        age_years=visit.age_years,
+        habitual_od=visit.habitual_od,
+        habitual_os=visit.habitual_os,
+        balance=balance,
+        binocular_va_logmar=through_final("OU"),
+        near=_near_additions(store, vid),
         **_inputs(store, vid, sessions),
-    )  # fmt: skip
+    )
     return LoadedVisit(record, sessions)
 
 
@@ -142,8 +167,13 @@ def _inputs(store: TrialStore, vid: int, sessions: dict[str, SessionRecord]) -> 
     starting prescription from its session, its source as entered at the visit, else the
     session's own (:data:`~visiontune.session.visit_records.START_SOURCE_OF_STARTING_POINT`)."""
     given = visit_inputs(store, vid)
-    out = {"pd_mm": given.pd_mm, "pd_od_mm": given.pd_od_mm, "pd_os_mm": given.pd_os_mm,
-           "examiner": given.examiner, "habitual_source": given.habitual_source}  # fmt: skip
+    out = {
+        "pd_mm": given.pd_mm,
+        "pd_od_mm": given.pd_od_mm,
+        "pd_os_mm": given.pd_os_mm,
+        "examiner": given.examiner,
+        "habitual_source": given.habitual_source,
+    }
     visit = store.get_visit(vid)
     if visit.habitual_od is None and visit.habitual_os is None:
         out["habitual_source"] = None
@@ -161,11 +191,21 @@ def _inputs(store: TrialStore, vid: int, sessions: dict[str, SessionRecord]) -> 
 
 def _near_additions(store: TrialStore, vid: int) -> tuple[NearAddition, ...]:
     """The near addition filed per eye (:mod:`visiontune.session.near_store`), none before the near step."""
-    return tuple(NearAddition(eye=e, add_d=n.add_d, lower_d=n.lower_d, upper_d=n.upper_d,
-                              tentative_add_d=n.tentative_add_d, near_va_logmar=n.near_va_logmar,
-                              distance_cm=n.distance_cm, method=n.method, near_point_cm=n.near_point_cm,
-                              far_point_cm=n.far_point_cm)
-                 for e, n in near_add_records(store, vid).items())
+    return tuple(
+        NearAddition(
+            eye=e,
+            add_d=n.add_d,
+            lower_d=n.lower_d,
+            upper_d=n.upper_d,
+            tentative_add_d=n.tentative_add_d,
+            near_va_logmar=n.near_va_logmar,
+            distance_cm=n.distance_cm,
+            method=n.method,
+            near_point_cm=n.near_point_cm,
+            far_point_cm=n.far_point_cm,
+        )
+        for e, n in near_add_records(store, vid).items()
+    )
 
 
 @dataclass(frozen=True)
@@ -184,8 +224,9 @@ class VisitExportPaths:
         return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
 
 
-def render_visit(loaded: LoadedVisit, paths: VisitExportPaths,
-                 protected: tuple[Path, ...] = ()) -> list[tuple[str, Path, bytes]]:  # fmt: skip
+def render_visit(
+    loaded: LoadedVisit, paths: VisitExportPaths, protected: tuple[Path, ...] = ()
+) -> list[tuple[str, Path, bytes]]:
     """Check every destination and render every requested record in memory:
     ``[(kind, path, bytes), ...]``. Nothing is written; any error is raised here."""
     record = loaded.record
@@ -234,8 +275,9 @@ def _json(record: VisitRecord) -> bytes:
     return visit_json(record).encode("utf-8")
 
 
-def export_visit(db_path: PathLike | None, visit_id: int, paths: VisitExportPaths, *,
-                 omit_patient_id: bool = False) -> dict[str, list[Path]]:  # fmt: skip
+def export_visit(
+    db_path: PathLike | None, visit_id: int, paths: VisitExportPaths, *, omit_patient_id: bool = False
+) -> dict[str, list[Path]]:
     """Read visit ``visit_id`` from the trial log at ``db_path`` (default location if ``None``)
     and write the requested records; return ``{kind: [paths written]}``. Everything is checked
     and rendered before the first file is written."""

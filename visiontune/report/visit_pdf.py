@@ -49,8 +49,9 @@ def acuity_text(logmar: float) -> str:
     """``"0.10 logMAR · 6/7.5 · 20/25 · decimal 0.79"``."""
     dec = float(logmar_to_decimal(logmar))
     six = format_snellen(logmar, 6, decimals=1)
-    return (f"{logmar:.2f} logMAR \u00b7 {six} \u00b7 {format_snellen(logmar, 20)} \u00b7 "
-            f"decimal {dec:.2f}").replace("-", _MINUS)  # fmt: skip
+    return (f"{logmar:.2f} logMAR \u00b7 {six} \u00b7 {format_snellen(logmar, 20)} \u00b7 decimal {dec:.2f}").replace(
+        "-", _MINUS
+    )
 
 
 def _signed(x: float, unit: str = "D") -> str:
@@ -77,9 +78,11 @@ def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
     habitual = _with_source(record.shown(record.habitual(e.eye)), record.habitual_source)
     if not e.measured:
         return ["\u2014", f"eye not measured: {e.skip_reason}", "", "", "", "", "", "", habitual, ""]
-    signed = "not edited" if e.signed_off is None else (
-        f"{rx_text(record.shown(e.signed_off.prescription))}  by {e.signed_off.by}, "
-        f"{time_text(e.signed_off.at)}")  # fmt: skip
+    signed = (
+        "not edited"
+        if e.signed_off is None
+        else (f"{rx_text(record.shown(e.signed_off.prescription))}  by {e.signed_off.by}, {time_text(e.signed_off.at)}")
+    )
     change = 0.0
     if record.balance is not None:
         change = record.balance.plus_change_od_d if e.eye == "OD" else record.balance.plus_change_os_d
@@ -90,8 +93,10 @@ def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
         signed,
         "\u2014" if record.balance is None else ("no change" if change == 0 else f"{_signed(change)} sphere"),
         f"sphere \u00b1{e.sphere_pm_d:.2f} D, cyl \u00b1{e.cylinder_pm_d:.2f} D, axis \u00b1{e.axis_pm_deg:.0f}\u00b0",
-        (f"M {_signed(m, '')}\u00b1{e.m_pm_d:.2f}   J0 {_signed(j0, '')}\u00b1{e.j0_pm_d:.2f}   "
-        f"J45 {_signed(j45, '')}\u00b1{e.j45_pm_d:.2f} D"),
+        (
+            f"M {_signed(m, '')}\u00b1{e.m_pm_d:.2f}   J0 {_signed(j0, '')}\u00b1{e.j0_pm_d:.2f}   "
+            f"J45 {_signed(j45, '')}\u00b1{e.j45_pm_d:.2f} D"
+        ),
         "not measured" if e.measured_va_logmar is None else acuity_text(e.measured_va_logmar),
         acuity_text(e.predicted_va_logmar),
         habitual,
@@ -100,9 +105,17 @@ def _eye_cells(record: VisitRecord, e: EyeRecord) -> list[str]:
 
 
 _ROW_LABELS = (
-    "Prescription", "Found by VisionTune", "Signed off", "Balance", "95% credible \u00b1", "Power vector",
-    "Measured acuity", "Predicted acuity", "Habitual Rx", "Session",
-)  # fmt: skip
+    "Prescription",
+    "Found by VisionTune",
+    "Signed off",
+    "Balance",
+    "95% credible \u00b1",
+    "Power vector",
+    "Measured acuity",
+    "Predicted acuity",
+    "Habitual Rx",
+    "Session",
+)
 
 
 def visit_table(record: VisitRecord) -> list[tuple[str, str, str]]:
@@ -129,21 +142,29 @@ def _near_cells(near: NearAddition | None) -> list[str]:
     range of clear vision through it and the near acuity."""
     if near is None:
         return ["\u2014", "\u2014"]
-    return [f"Add {_signed(near.add_d)} for {near.distance_cm:g} cm (95% {signed(near.lower_d)} to "
-            f"{_signed(near.upper_d)}; by age {_signed(near.tentative_add_d)})",
-            f"clear from {near.range_text}; near acuity {near.near_va_logmar:+.2f} logMAR"]
+    return [
+        f"Add {_signed(near.add_d)} for {near.distance_cm:g} cm (95% {signed(near.lower_d)} to "
+        f"{_signed(near.upper_d)}; by age {_signed(near.tentative_add_d)})",
+        f"clear from {near.range_text}; near acuity {near.near_va_logmar:+.2f} logMAR",
+    ]
 
 
 def _binocular_lines(record: VisitRecord) -> list[tuple[str, str]]:
     lines = []
     b = record.balance
     if b is not None:
-        lines.append(("Binocular balance", f"{b.method}: OD {_signed(b.plus_change_od_d)}, OS {_signed(b.plus_change_os_d)}"))
+        lines.append(
+            ("Binocular balance", f"{b.method}: OD {_signed(b.plus_change_od_d)}, OS {_signed(b.plus_change_os_d)}")
+        )
     else:
         lines.append(("Binocular balance", "not done"))
     if record.binocular_va_logmar is not None:
-        lines.append(("Binocular acuity", acuity_text(record.binocular_va_logmar) + ", both eyes open through the "
-                      "two prescriptions"))
+        lines.append(
+            (
+                "Binocular acuity",
+                acuity_text(record.binocular_va_logmar) + ", both eyes open through the two prescriptions",
+            )
+        )
     return lines
 
 
@@ -184,8 +205,10 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
         width, height = float(writer.width()), float(writer.height())
 
         def frame(page: int) -> float:
-            footer = (f"VisionTune {record.software_version} - patient {record.patient_id or '-'} - visit "
-                      f"{record.visit_id} - page {page} of {n_pages}" + (" - SIMULATED" if record.simulated else ""))
+            footer = (
+                f"VisionTune {record.software_version} - patient {record.patient_id or '-'} - visit "
+                f"{record.visit_id} - page {page} of {n_pages}" + (" - SIMULATED" if record.simulated else "")
+            )
             return draw_page_frame(p, width, height, simulated=record.simulated, footer=footer)
 
         def rule(y: float, grey: int = 120) -> None:
@@ -240,12 +263,15 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
                 wrapped.append(rect.height())
             set_font(p, 8.5, bold=True)
             lfm = QFontMetricsF(p.font())
-            label_h = lfm.boundingRect(QRectF(0, 0, col_label * 0.95, 10 * lfm.height()), Qt.TextWordWrap, label).height()
+            label_h = lfm.boundingRect(
+                QRectF(0, 0, col_label * 0.95, 10 * lfm.height()), Qt.TextWordWrap, label
+            ).height()
             row_h = max(max(wrapped), fm.height(), label_h) + fm.height() * (0.55 if important else 0.35)
             top = y + fm.height() * (0.3 if important else 0.2)
             p.setPen(QColor(70, 70, 70))
-            p.drawText(QRectF(0, top + (fm.height() - lfm.height()) * 0.5, col_label * 0.95, row_h),
-                       Qt.TextWordWrap, label)  # fmt: skip
+            p.drawText(
+                QRectF(0, top + (fm.height() - lfm.height()) * 0.5, col_label * 0.95, row_h), Qt.TextWordWrap, label
+            )
             set_font(p, size, bold=important)
             p.setPen(QPen(Qt.black, 0))
             set_font(p, size, bold=important)
@@ -269,11 +295,16 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
         set_font(p, 7.5)
         fm = QFontMetricsF(p.font())
         notes = [
-            ("Prescription = final Rx (signed off if edited, else as found) + binocular balance, "
-            f"in {record.cylinder_form} cylinder. The found Rx is kept beside any edit."),
+            (
+                "Prescription = final Rx (signed off if edited, else as found) + binocular balance, "
+                f"in {record.cylinder_form} cylinder. The found Rx is kept beside any edit."
+            ),
             "\u00b1 = half-width of the 95% credible interval of the estimate. M, J0, J45: Thibos power vector (D).",
-            ("Acuity: logMAR, Snellen at 6 m and 20 ft, decimal. Predicted: the model's estimate through the found Rx, "
-            "not read on a chart."),
+            (
+                "Acuity: logMAR, Snellen at 6 m and 20 ft, decimal. Predicted: the model's estimate through the "
+                "found Rx, "
+                "not read on a chart."
+            ),
         ]
         for note in notes:
             y += fm.height() * 1.2
@@ -299,7 +330,9 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
                 set_font(p, 8)
                 if rec is None:
                     reason = (record.od if eye == "OD" else record.os).skip_reason
-                    p.drawText(QPointF(0, top + fm.height() * 2.5), f"not measured: {reason}" if reason else "no session")
+                    p.drawText(
+                        QPointF(0, top + fm.height() * 2.5), f"not measured: {reason}" if reason else "no session"
+                    )
                     continue
                 fig_top = top + fm.height() * 1.4
                 fig_h = block_h - fm.height() * 2.0
@@ -313,8 +346,12 @@ def visit_pdf_bytes(record: VisitRecord, sessions: Mapping[str, object] | None =
     return bytes(data.data())
 
 
-def write_visit_pdf(record: VisitRecord, path: str | os.PathLike, sessions: Mapping[str, object] | None = None,
-                    protected: tuple[Path, ...] = ()) -> Path:  # fmt: skip
+def write_visit_pdf(
+    record: VisitRecord,
+    path: str | os.PathLike,
+    sessions: Mapping[str, object] | None = None,
+    protected: tuple[Path, ...] = (),
+) -> Path:
     """Render and write the visit's PDF to ``path`` (mode 0600, atomic); nothing is written on
     an error. ``sessions`` as in :func:`visit_pdf_bytes`."""
     out = check_output_path("pdf", path, protected)

@@ -60,7 +60,7 @@ __all__ = [
     "SignOff",
     "VisitRecord",
     "time_text",
-]  # fmt: skip
+]
 
 RECORD_SCHEMA = "visiontune.visit-record"
 RECORD_SCHEMA_VERSION = 4
@@ -69,8 +69,17 @@ NEAR_SINCE_VERSION = 3
 #: The first record schema version with the visit's inputs (pupillary distance, examiner, starting
 #: prescriptions and the sources of the starting and habitual ones): :data:`_INPUT_KEYS`.
 INPUTS_SINCE_VERSION = 4
-_INPUT_KEYS = ("pd_mm", "pd_od_mm", "pd_os_mm", "examiner", "start_od", "start_os", "start_source_od",
-               "start_source_os", "habitual_source")
+_INPUT_KEYS = (
+    "pd_mm",
+    "pd_od_mm",
+    "pd_os_mm",
+    "examiner",
+    "start_od",
+    "start_os",
+    "start_source_od",
+    "start_source_os",
+    "habitual_source",
+)
 #: The keys an eye has only from schema version 2 on.
 _EYE_KEYS_SINCE_2 = ("comparisons_used", "sliders_used")
 EYES = ("OD", "OS")
@@ -137,8 +146,9 @@ def _rx_dict(p: Prescription | None) -> dict[str, float] | None:
     return None if p is None else {"sphere_d": p.sphere_d, "cylinder_d": p.cylinder_d, "axis_deg": p.axis_deg}
 
 
-def _keys(where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...],
-          version: int = RECORD_SCHEMA_VERSION) -> dict:  # fmt: skip
+def _keys(
+    where: str, d: Any, allowed: tuple[str, ...], required: tuple[str, ...], version: int = RECORD_SCHEMA_VERSION
+) -> dict:
     if not isinstance(d, dict):
         raise InvalidInputError(f"{where}: expected a JSON object, got {type(d).__name__}")
     missing = [k for k in required if k not in d]
@@ -184,7 +194,11 @@ class BinocularBalance:
             object.__setattr__(self, name, check_number(f"balance.{name}", getattr(self, name), -4, 4))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "plus_change_od_d": self.plus_change_od_d, "plus_change_os_d": self.plus_change_os_d}
+        return {
+            "method": self.method,
+            "plus_change_od_d": self.plus_change_od_d,
+            "plus_change_os_d": self.plus_change_os_d,
+        }
 
 
 @dataclass(frozen=True)
@@ -213,8 +227,10 @@ class NearAddition:
         for name in ("add_d", "lower_d", "upper_d", "tentative_add_d"):
             object.__setattr__(self, name, check_number(f"{w}.{name}", getattr(self, name), 0, 4))
         if not self.lower_d <= self.add_d <= self.upper_d:
-            raise InvalidInputError(f"{w}: the credible region {self.lower_d:+.2f} to {self.upper_d:+.2f} D does not "
-                                    f"hold the add {self.add_d:+.2f} D")
+            raise InvalidInputError(
+                f"{w}: the credible region {self.lower_d:+.2f} to {self.upper_d:+.2f} D does not "
+                f"hold the add {self.add_d:+.2f} D"
+            )
         object.__setattr__(self, "near_va_logmar", check_number(f"{w}.near_va_logmar", self.near_va_logmar, -1, 3))
         object.__setattr__(self, "distance_cm", check_number(f"{w}.distance_cm", self.distance_cm, 20, 100))
         object.__setattr__(self, "method", _text(f"{w}.method", self.method))
@@ -240,8 +256,18 @@ class NearAddition:
         return cls(**d)
 
 
-_NEAR_KEYS = ("eye", "add_d", "lower_d", "upper_d", "tentative_add_d", "near_va_logmar", "distance_cm", "method",
-              "near_point_cm", "far_point_cm")
+_NEAR_KEYS = (
+    "eye",
+    "add_d",
+    "lower_d",
+    "upper_d",
+    "tentative_add_d",
+    "near_va_logmar",
+    "distance_cm",
+    "method",
+    "near_point_cm",
+    "far_point_cm",
+)
 
 
 @dataclass(frozen=True)
@@ -288,10 +314,21 @@ class EyeRecord:
             raise InvalidInputError(f"{w}.status: expected 'measured' or 'skipped', got {self.status!r}")
         if self.status == "skipped":
             object.__setattr__(self, "skip_reason", _text(f"{w}.skip_reason", self.skip_reason))
-            set_fields = [n for n in ("prescription", "signed_off", *_HALF_WIDTHS, "predicted_va_logmar",
-                                      "measured_va_logmar", "answers_used", "stopped_by", "session_id",
-                                      *_EYE_KEYS_SINCE_2)
-                          if getattr(self, n) is not None]  # fmt: skip
+            set_fields = [
+                n
+                for n in (
+                    "prescription",
+                    "signed_off",
+                    *_HALF_WIDTHS,
+                    "predicted_va_logmar",
+                    "measured_va_logmar",
+                    "answers_used",
+                    "stopped_by",
+                    "session_id",
+                    *_EYE_KEYS_SINCE_2,
+                )
+                if getattr(self, n) is not None
+            ]
             if set_fields:
                 raise InvalidInputError(f"{w}: a skipped eye has no results, got {', '.join(set_fields)}")
             return
@@ -307,10 +344,14 @@ class EyeRecord:
             if value is None:
                 raise InvalidInputError(f"{w}.{name}: a measured eye needs its 95% credible half-width")
             object.__setattr__(self, name, check_number(f"{w}.{name}", value, 0, 90 if name == "axis_pm_deg" else None))
-        object.__setattr__(self, "predicted_va_logmar",
-                           check_number(f"{w}.predicted_va_logmar", self.predicted_va_logmar, -1, 3))
-        object.__setattr__(self, "measured_va_logmar",
-                           _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, lo=-1, hi=3))
+        object.__setattr__(
+            self, "predicted_va_logmar", check_number(f"{w}.predicted_va_logmar", self.predicted_va_logmar, -1, 3)
+        )
+        object.__setattr__(
+            self,
+            "measured_va_logmar",
+            _optional_number(f"{w}.measured_va_logmar", self.measured_va_logmar, lo=-1, hi=3),
+        )
         n = self.answers_used
         check_int(f"{w}.answers_used", n, lo=0)
         rest = n
@@ -345,30 +386,52 @@ class EyeRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "eye": self.eye, "status": self.status, "skip_reason": self.skip_reason,
+            "eye": self.eye,
+            "status": self.status,
+            "skip_reason": self.skip_reason,
             "prescription": _rx_dict(self.prescription),
             "signed_off": None if self.signed_off is None else self.signed_off.to_dict(),
             **{n: getattr(self, n) for n in _HALF_WIDTHS},
-            "predicted_va_logmar": self.predicted_va_logmar, "measured_va_logmar": self.measured_va_logmar,
-            "answers_used": self.answers_used, "stopped_by": self.stopped_by, "session_id": self.session_id,
-            "comparisons_used": self.comparisons_used, "sliders_used": self.sliders_used,
-        }  # fmt: skip
+            "predicted_va_logmar": self.predicted_va_logmar,
+            "measured_va_logmar": self.measured_va_logmar,
+            "answers_used": self.answers_used,
+            "stopped_by": self.stopped_by,
+            "session_id": self.session_id,
+            "comparisons_used": self.comparisons_used,
+            "sliders_used": self.sliders_used,
+        }
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "visit.eye", version: int = RECORD_SCHEMA_VERSION) -> EyeRecord:
         """Read :meth:`to_dict`'s output, of record schema ``version`` (1: no ``comparisons_used``
         nor ``sliders_used``)."""
-        allowed = ("eye", "status", "skip_reason", "prescription", "signed_off", *_HALF_WIDTHS,
-                   "predicted_va_logmar", "measured_va_logmar", "answers_used", "stopped_by", "session_id",
-                   *(_EYE_KEYS_SINCE_2 if version >= 2 else ()))  # fmt: skip
+        allowed = (
+            "eye",
+            "status",
+            "skip_reason",
+            "prescription",
+            "signed_off",
+            *_HALF_WIDTHS,
+            "predicted_va_logmar",
+            "measured_va_logmar",
+            "answers_used",
+            "stopped_by",
+            "session_id",
+            *(_EYE_KEYS_SINCE_2 if version >= 2 else ()),
+        )
         d = _keys(where, d, allowed, ("eye", "status"), version)
         kwargs = dict(d)
         if d.get("prescription") is not None:
             kwargs["prescription"] = _prescription(f"{where}.prescription", d["prescription"])
         if d.get("signed_off") is not None:
-            s = _keys(f"{where}.signed_off", d["signed_off"], ("prescription", "by", "at"), ("prescription", "by", "at"))
-            kwargs["signed_off"] = SignOff(_prescription(f"{where}.signed_off.prescription", s["prescription"]),
-                                           s["by"], _time(f"{where}.signed_off.at", s["at"]))  # fmt: skip
+            s = _keys(
+                f"{where}.signed_off", d["signed_off"], ("prescription", "by", "at"), ("prescription", "by", "at")
+            )
+            kwargs["signed_off"] = SignOff(
+                _prescription(f"{where}.signed_off.prescription", s["prescription"]),
+                s["by"],
+                _time(f"{where}.signed_off.at", s["at"]),
+            )
         return cls(**kwargs)
 
 
@@ -439,21 +502,28 @@ class VisitRecord:
             if rec.eye != eye:
                 raise InvalidInputError(f"visit.{name}: expected the record of eye {eye}, got eye {rec.eye}")
             if rec.signed_off is not None:
-                check_clinic_form(f"visit.{eye}.signed_off.prescription", rec.signed_off.prescription, self.cylinder_form)
+                check_clinic_form(
+                    f"visit.{eye}.signed_off.prescription", rec.signed_off.prescription, self.cylinder_form
+                )
             habitual = getattr(self, f"habitual_{name}")
             if habitual is not None:
                 object.__setattr__(self, f"habitual_{name}", _prescription(f"visit.habitual_{name}", habitual))
         if self.balance is not None:
             if not isinstance(self.balance, BinocularBalance):
-                raise InvalidInputError(f"visit.balance: expected a BinocularBalance, got {type(self.balance).__name__}")
+                raise InvalidInputError(
+                    f"visit.balance: expected a BinocularBalance, got {type(self.balance).__name__}"
+                )
             for name, eye in (("od", "OD"), ("os", "OS")):
                 change = getattr(self.balance, f"plus_change_{name}_d")
                 if change != 0.0 and not getattr(self, name).measured:
                     raise InvalidInputError(
                         f"visit.balance.plus_change_{name}_d: {change:+.2f} D applied to eye {eye}, which was skipped"
                     )
-        object.__setattr__(self, "binocular_va_logmar",
-                           _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, lo=-1, hi=3))
+        object.__setattr__(
+            self,
+            "binocular_va_logmar",
+            _optional_number("visit.binocular_va_logmar", self.binocular_va_logmar, lo=-1, hi=3),
+        )
 
     def _check_near(self) -> None:
         near = tuple(self.near or ())
@@ -478,15 +548,20 @@ class VisitRecord:
             if start is not None:
                 object.__setattr__(self, f"start_{eye}", _prescription(f"visit.start_{eye}", start))
             if source is not None and source not in START_SOURCES:
-                raise InvalidInputError(f"visit.start_source_{eye}: expected one of {', '.join(START_SOURCES)}, "
-                                        f"got {source!r}")  # fmt: skip
+                raise InvalidInputError(
+                    f"visit.start_source_{eye}: expected one of {', '.join(START_SOURCES)}, got {source!r}"
+                )
             if start is not None and source in (None, "none"):
-                raise InvalidInputError(f"visit.start_source_{eye}: a starting prescription needs its source "
-                                        f"({', '.join(START_SOURCES[:-1])})")  # fmt: skip
+                raise InvalidInputError(
+                    f"visit.start_source_{eye}: a starting prescription needs its source "
+                    f"({', '.join(START_SOURCES[:-1])})"
+                )
         if self.habitual_source is not None:
             if self.habitual_source not in HABITUAL_SOURCES:
-                raise InvalidInputError(f"visit.habitual_source: expected one of {', '.join(HABITUAL_SOURCES)}, "
-                                        f"got {self.habitual_source!r}")  # fmt: skip
+                raise InvalidInputError(
+                    f"visit.habitual_source: expected one of {', '.join(HABITUAL_SOURCES)}, "
+                    f"got {self.habitual_source!r}"
+                )
             if self.habitual_od is None and self.habitual_os is None:
                 raise InvalidInputError("visit.habitual_source: there is no habitual prescription")
 
@@ -555,40 +630,75 @@ class VisitRecord:
         """Raise InvalidInputError unless at least one eye was measured (a record needs a result)."""
         if not self.measured_eyes:
             reasons = "; ".join(f"{e.eye} skipped ({e.skip_reason})" for e in self.eyes)
-            raise InvalidInputError(f"visit {self.visit_id}: no eye was measured ({reasons}); there is nothing to record")
+            raise InvalidInputError(
+                f"visit {self.visit_id}: no eye was measured ({reasons}); there is nothing to record"
+            )
 
     # --- JSON ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (schema ``visiontune.visit-record`` v2); :meth:`from_dict` reads it back."""
         return {
-            "schema": RECORD_SCHEMA, "schema_version": RECORD_SCHEMA_VERSION,
-            "visit_id": self.visit_id, "patient_id": self.patient_id, "age_years": self.age_years,
-            "recorded_at": self.recorded_at.isoformat(), "clinician": self.clinician,
-            "cylinder_form": self.cylinder_form, "simulated": self.simulated,
+            "schema": RECORD_SCHEMA,
+            "schema_version": RECORD_SCHEMA_VERSION,
+            "visit_id": self.visit_id,
+            "patient_id": self.patient_id,
+            "age_years": self.age_years,
+            "recorded_at": self.recorded_at.isoformat(),
+            "clinician": self.clinician,
+            "cylinder_form": self.cylinder_form,
+            "simulated": self.simulated,
             "software_version": self.software_version,
-            "habitual_od": _rx_dict(self.habitual_od), "habitual_os": _rx_dict(self.habitual_os),
-            "od": self.od.to_dict(), "os": self.os.to_dict(),
+            "habitual_od": _rx_dict(self.habitual_od),
+            "habitual_os": _rx_dict(self.habitual_os),
+            "od": self.od.to_dict(),
+            "os": self.os.to_dict(),
             "balance": None if self.balance is None else self.balance.to_dict(),
             "binocular_va_logmar": self.binocular_va_logmar,
             "near": [n.to_dict() for n in self.near],
-            "pd_mm": self.pd_mm, "pd_od_mm": self.pd_od_mm, "pd_os_mm": self.pd_os_mm, "examiner": self.examiner,
-            "start_od": _rx_dict(self.start_od), "start_os": _rx_dict(self.start_os),
-            "start_source_od": self.start_source_od, "start_source_os": self.start_source_os,
+            "pd_mm": self.pd_mm,
+            "pd_od_mm": self.pd_od_mm,
+            "pd_os_mm": self.pd_os_mm,
+            "examiner": self.examiner,
+            "start_od": _rx_dict(self.start_od),
+            "start_os": _rx_dict(self.start_os),
+            "start_source_od": self.start_source_od,
+            "start_source_os": self.start_source_os,
             "habitual_source": self.habitual_source,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> VisitRecord:
         """Read :meth:`to_dict`'s output (schema version 2, or 1); InvalidInputError names the
         first bad field."""
-        allowed = ("schema", "schema_version", "visit_id", "patient_id", "age_years", "recorded_at", "clinician",
-                   "cylinder_form", "simulated", "software_version", "habitual_od", "habitual_os", "od", "os",
-                   "balance", "binocular_va_logmar", "near", *_INPUT_KEYS)
-        d = _keys("visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os",
-                                        "software_version"))  # fmt: skip
+        allowed = (
+            "schema",
+            "schema_version",
+            "visit_id",
+            "patient_id",
+            "age_years",
+            "recorded_at",
+            "clinician",
+            "cylinder_form",
+            "simulated",
+            "software_version",
+            "habitual_od",
+            "habitual_os",
+            "od",
+            "os",
+            "balance",
+            "binocular_va_logmar",
+            "near",
+            *_INPUT_KEYS,
+        )
+        d = _keys(
+            "visit", d, allowed, ("schema", "schema_version", "visit_id", "recorded_at", "od", "os", "software_version")
+        )
         version = d["schema_version"]
-        if (d["schema"] != RECORD_SCHEMA or isinstance(version, bool)
-                or version not in tuple(range(1, RECORD_SCHEMA_VERSION + 1))):
+        if (
+            d["schema"] != RECORD_SCHEMA
+            or isinstance(version, bool)
+            or version not in tuple(range(1, RECORD_SCHEMA_VERSION + 1))
+        ):
             raise InvalidInputError(
                 f"visit.schema: expected {RECORD_SCHEMA} version 1 to {RECORD_SCHEMA_VERSION}, "
                 f"got {d['schema']!r} version {d['schema_version']!r}"
@@ -610,12 +720,26 @@ class VisitRecord:
         if balance is not None:
             b = _keys("visit.balance", balance, ("method", "plus_change_od_d", "plus_change_os_d"), ("method",))
             balance = BinocularBalance(**b)
-        habitual = {f"habitual_{e}": None if d.get(f"habitual_{e}") is None
-                    else _prescription(f"visit.habitual_{e}", d[f"habitual_{e}"]) for e in ("od", "os")}  # fmt: skip
+        habitual = {
+            f"habitual_{e}": None
+            if d.get(f"habitual_{e}") is None
+            else _prescription(f"visit.habitual_{e}", d[f"habitual_{e}"])
+            for e in ("od", "os")
+        }
         return cls(
-            visit_id=d["visit_id"], patient_id=d.get("patient_id"), recorded_at=_time("visit.recorded_at", d["recorded_at"]),
-            od=EyeRecord.from_dict(d["od"], "visit.OD", version), os=EyeRecord.from_dict(d["os"], "visit.OS", version),
-            software_version=d["software_version"], simulated=d.get("simulated", False),
-            cylinder_form=d.get("cylinder_form", "minus"), clinician=d.get("clinician"), age_years=d.get("age_years"),
-            balance=balance, binocular_va_logmar=d.get("binocular_va_logmar"), near=near, **habitual, **inputs,
-        )  # fmt: skip
+            visit_id=d["visit_id"],
+            patient_id=d.get("patient_id"),
+            recorded_at=_time("visit.recorded_at", d["recorded_at"]),
+            od=EyeRecord.from_dict(d["od"], "visit.OD", version),
+            os=EyeRecord.from_dict(d["os"], "visit.OS", version),
+            software_version=d["software_version"],
+            simulated=d.get("simulated", False),
+            cylinder_form=d.get("cylinder_form", "minus"),
+            clinician=d.get("clinician"),
+            age_years=d.get("age_years"),
+            balance=balance,
+            binocular_va_logmar=d.get("binocular_va_logmar"),
+            near=near,
+            **habitual,
+            **inputs,
+        )

@@ -43,8 +43,16 @@ from visiontune.errors import StoreError
 from visiontune.refraction.lenses import lens_left_in_place, lenses_shown, same_lens
 from visiontune.session.records import EventKind, Trial, trial_kind
 
-__all__ = ["GAPS", "KINDS", "AnswerTimes", "KindTimes", "answer_seconds", "answer_times", "gap_seconds",
-           "question_kind"]
+__all__ = [
+    "GAPS",
+    "KINDS",
+    "AnswerTimes",
+    "KindTimes",
+    "answer_seconds",
+    "answer_times",
+    "gap_seconds",
+    "question_kind",
+]
 
 #: Kinds of question, in report order.
 KINDS = ("letter", "comparison", "slider", "duel")
@@ -145,15 +153,26 @@ def gap_seconds(trials, pauses=()) -> tuple[dict[str, list[float]], dict[str, in
     return gaps, left
 
 
-def _rows(seconds: dict[str, list[float]], sessions: dict[str, set[int]], simulated: bool,
-          kinds: tuple[str, ...] = KINDS) -> list[KindTimes]:  # fmt: skip
+def _rows(
+    seconds: dict[str, list[float]], sessions: dict[str, set[int]], simulated: bool, kinds: tuple[str, ...] = KINDS
+) -> list[KindTimes]:
     rows = []
     for kind in kinds:
         values = np.asarray(seconds.get(kind, ()), dtype=float)
         if values.size:
             q1, med, q3 = np.percentile(values, [25.0, 50.0, 75.0])
-            rows.append(KindTimes(kind, int(values.size), len(sessions[kind]), float(med), float(q1), float(q3),
-                                  float(values.mean()), simulated))  # fmt: skip
+            rows.append(
+                KindTimes(
+                    kind,
+                    int(values.size),
+                    len(sessions[kind]),
+                    float(med),
+                    float(q1),
+                    float(q3),
+                    float(values.mean()),
+                    simulated,
+                )
+            )
     return rows
 
 
@@ -198,6 +217,7 @@ def answer_times(store, *, include_simulated: bool = False) -> AnswerTimes:
             seconds[info.simulated].setdefault(kind, []).extend(values)
             kind_sessions[info.simulated].setdefault(kind, set()).add(info.session_id)
     rows = _rows(seconds[False], kind_sessions[False], False) + _rows(seconds[True], kind_sessions[True], True)
-    gaps = (_rows(gap_values[False], gap_sessions[False], False, GAPS)
-            + _rows(gap_values[True], gap_sessions[True], True, GAPS))  # fmt: skip
+    gaps = _rows(gap_values[False], gap_sessions[False], False, GAPS) + _rows(
+        gap_values[True], gap_sessions[True], True, GAPS
+    )
     return AnswerTimes(tuple(rows), used[False], used[True], left, tuple(gaps))

@@ -22,11 +22,18 @@ from visiontune.errors import InvalidInputError, StoreError
 from visiontune.session.archive_sends_schema import SCHEMA_ARCHIVE_SENDS
 from visiontune.session.store import _parse_ts, _ts
 
-__all__ = ["ARCHIVE_SEND_KINDS", "ARCHIVE_SEND_STATUSES", "SCHEMA_ARCHIVE_SENDS", "ArchiveSend", "archive_sends",
-           "record_archive_send"]
+__all__ = [
+    "ARCHIVE_SEND_KINDS",
+    "ARCHIVE_SEND_STATUSES",
+    "SCHEMA_ARCHIVE_SENDS",
+    "ArchiveSend",
+    "archive_sends",
+    "record_archive_send",
+]
 
 ARCHIVE_SEND_KINDS = ("dicom", "fhir")
 ARCHIVE_SEND_STATUSES = ("started", "sent", "failed")
+
 
 @dataclass(frozen=True)
 class ArchiveSend:
@@ -41,8 +48,9 @@ class ArchiveSend:
     at: datetime
 
 
-def record_archive_send(store, visit_id: int, what: str, destination: str, status: str,
-                        detail: dict[str, Any] | None = None) -> ArchiveSend:
+def record_archive_send(
+    store, visit_id: int, what: str, destination: str, status: str, detail: dict[str, Any] | None = None
+) -> ArchiveSend:
     """Append one row (committed and durable when this returns) and return it."""
     vid = store.get_visit(visit_id).visit_id
     if what not in ARCHIVE_SEND_KINDS:
@@ -57,7 +65,9 @@ def record_archive_send(store, visit_id: int, what: str, destination: str, statu
     with store._write() as conn:
         cur = conn.execute(
             "INSERT INTO visit_archive_sends (visit_id, what, destination, status, detail_json, at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (vid, what, destination, status, detail_json, _ts(store.now())))
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (vid, what, destination, status, detail_json, _ts(store.now())),
+        )
         row_id = int(cur.lastrowid)
     return next(s for s in archive_sends(store, vid) if s.send_id == row_id)
 
@@ -66,11 +76,18 @@ def archive_sends(store, visit_id: int) -> list[ArchiveSend]:
     """Every archive-send row of the visit, in the order written (StoreError if one is damaged;
     an empty list for a log older than this table)."""
     vid = store.get_visit(visit_id).visit_id
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'visit_archive_sends'"
-                          ).fetchone() is None:
+    if (
+        store.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'visit_archive_sends'"
+        ).fetchone()
+        is None
+    ):
         return []
-    rows = store.conn.execute("SELECT id, visit_id, what, destination, status, detail_json, at "
-                              "FROM visit_archive_sends WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()
+    rows = store.conn.execute(
+        "SELECT id, visit_id, what, destination, status, detail_json, at "
+        "FROM visit_archive_sends WHERE visit_id = ? ORDER BY id",
+        (vid,),
+    ).fetchall()
     out = []
     for r in rows:
         try:

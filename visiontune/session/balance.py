@@ -120,8 +120,10 @@ def reason_not_to_balance(va_od_logmar: float, va_os_logmar: float) -> str | Non
     ``va_*_logmar`` the acuities predicted through their found prescriptions."""
     difference = abs(va_od_logmar - va_os_logmar)
     if difference > MAX_ACUITY_DIFFERENCE_LOGMAR + 1e-9:
-        return (f"the acuities predicted through the two found prescriptions differ by {difference:.2f} logMAR "
-                f"(more than {MAX_ACUITY_DIFFERENCE_LOGMAR:.2f}): their blur cannot be compared")  # fmt: skip
+        return (
+            f"the acuities predicted through the two found prescriptions differ by {difference:.2f} logMAR "
+            f"(more than {MAX_ACUITY_DIFFERENCE_LOGMAR:.2f}): their blur cannot be compared"
+        )
     return None
 
 
@@ -141,9 +143,13 @@ def balance_step(end_od: Prescription, end_os: Prescription, answers: Sequence[s
             plus["OD"] -= STEP_D
             return BalanceEnd("right eye clearer", plus["OD"], plus["OS"])
         if plus[answer] + STEP_D > MAX_CHANGE_D + 1e-9:
-            return BalanceEnd("not balanced", 0.0, 0.0,
-                              f"{answer} still clearer with +{plus[answer]:.2f} D: the balance changes an eye by "
-                              f"at most +{MAX_CHANGE_D:.2f} D; check the monocular refractions")  # fmt: skip
+            return BalanceEnd(
+                "not balanced",
+                0.0,
+                0.0,
+                f"{answer} still clearer with +{plus[answer]:.2f} D: the balance changes an eye by "
+                f"at most +{MAX_CHANGE_D:.2f} D; check the monocular refractions",
+            )
         plus[answer] += STEP_D
         previous = answer
     od, os_ = FOG_D + plus["OD"], FOG_D + plus["OS"]
@@ -155,8 +161,11 @@ def simulated_clearer(patient_od, patient_os, question: BalanceQuestion, seed_od
     ``"equal"``. ``patient_od`` / ``patient_os``: the eyes' simulated patients; the draw is
     keyed by ``(seed_od, seed_os, question.index)``, so a resumed balance hears the same answers."""
     rng = np.random.default_rng([int(seed_od), int(seed_os), int(question.index), BALANCE_KEY])
-    d = (float(patient_os.acuity_logmar(question.lens_os)) - float(patient_od.acuity_logmar(question.lens_od))
-         + float(rng.normal(0.0, JUDGEMENT_SD_LOGMAR)))  # fmt: skip
+    d = (
+        float(patient_os.acuity_logmar(question.lens_os))
+        - float(patient_od.acuity_logmar(question.lens_od))
+        + float(rng.normal(0.0, JUDGEMENT_SD_LOGMAR))
+    )
     if abs(d) < EQUAL_WITHIN_LOGMAR:
         return "equal"
     return "OD" if d > 0 else "OS"

@@ -92,14 +92,20 @@ class BinocularPatient:
 
 #: How a simulated patient's acuity with both eyes open is read (the visit's ``OU`` acuity; at most
 #: 200 characters, the trial log's limit; the summation model is in the acuity's detail).
-BINOCULAR_CHART_METHOD = ("letter chart with both eyes open through both final prescriptions, simulated patient: "
-                          "binocular summation of acuity (Cagenello, Arditi & Halpern 1993); score 1.1 - 0.02 N")
+BINOCULAR_CHART_METHOD = (
+    "letter chart with both eyes open through both final prescriptions, simulated patient: "
+    "binocular summation of acuity (Cagenello, Arditi & Halpern 1993); score 1.1 - 0.02 N"
+)
 
 
 def summation_detail(va_od: float, va_os: float) -> dict:
     """The model behind a simulated ``OU`` reading, for the acuity's detail: the eyes' acuities
     through their lenses, ``S0``, ``Δ0``, the summation and ``VA_OU`` (logMAR)."""
-    return {"va_od_logmar": float(va_od), "va_os_logmar": float(va_os), "summation_s0_logmar": SUMMATION_LOGMAR,
-            "summation_vanishes_logmar": SUMMATION_VANISHES_LOGMAR,
-            "summation_logmar": binocular_summation_logmar(va_od, va_os),
-            "threshold_ou_logmar": binocular_va_logmar(va_od, va_os)}  # fmt: skip
+    return {
+        "va_od_logmar": float(va_od),
+        "va_os_logmar": float(va_os),
+        "summation_s0_logmar": SUMMATION_LOGMAR,
+        "summation_vanishes_logmar": SUMMATION_VANISHES_LOGMAR,
+        "summation_logmar": binocular_summation_logmar(va_od, va_os),
+        "threshold_ou_logmar": binocular_va_logmar(va_od, va_os),
+    }

@@ -34,9 +34,11 @@ CHART_LINES_LOGMAR = tuple(round(1.0 - 0.1 * i, 1) for i in range(14))
 LETTERS_PER_LINE = 5
 STOP_AFTER_WRONG = 3
 CHART_KEY = 0xC4A7
-CHART_METHOD = ("letter chart through the final prescription, simulated patient: 5 letters a line, 1.0 to "
-                "-0.3 logMAR, stop after a line with 3 or more wrong, letter-by-letter score 1.1 - 0.02 N "
-                "(Ferris 1982)")  # fmt: skip
+CHART_METHOD = (
+    "letter chart through the final prescription, simulated patient: 5 letters a line, 1.0 to "
+    "-0.3 logMAR, stop after a line with 3 or more wrong, letter-by-letter score 1.1 - 0.02 N "
+    "(Ferris 1982)"
+)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,19 @@ from visiontune.session.lens_device import DEVICE_ATTACHED_NOTE, LENSES_SET_NOTE
 from visiontune.session.records import Lens, SessionState, TrialInput
 from visiontune.session.store import SessionHandle, TrialStore
 
-__all__ = ["Answer", "ComparisonReply", "LineReply", "PendingComparison", "PendingLine", "PendingQuery",
-           "PendingSlider", "RefractionSession", "SimulatedPresenter", "SliderReply", "StoreLog"]  # fmt: skip
+__all__ = [
+    "Answer",
+    "ComparisonReply",
+    "LineReply",
+    "PendingComparison",
+    "PendingLine",
+    "PendingQuery",
+    "PendingSlider",
+    "RefractionSession",
+    "SimulatedPresenter",
+    "SliderReply",
+    "StoreLog",
+]
 
 
 class StoreLog:
@@ -56,17 +67,40 @@ class StoreLog:
             self._trials = self.handle.trials(include_void=True)
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(self, s_logmar, lens: Prescription, letter_shown, correct, letter_named=None, presented_at=None, *,
-               lens2: Prescription | None = None, comparison: str | None = None, slider_knob: str | None = None,
-               slider_lenses=None, slider_choice: int | None = None, line_correct: str | None = None):  # fmt: skip
+    def record(
+        self,
+        s_logmar,
+        lens: Prescription,
+        letter_shown,
+        correct,
+        letter_named=None,
+        presented_at=None,
+        *,
+        lens2: Prescription | None = None,
+        comparison: str | None = None,
+        slider_knob: str | None = None,
+        slider_lenses=None,
+        slider_choice: int | None = None,
+        line_correct: str | None = None,
+    ):
         known, self._trials = self._trials, None  # read again if anything below fails
         path = None if slider_lenses is None else tuple(_stored(x) for x in slider_lenses)
-        trial = self.handle.record_trial(TrialInput(s_logmar, _stored(lens), letter_shown, correct,
-                                                    letter_named=letter_named, presented_at=presented_at,
-                                                    lens2=None if lens2 is None else _stored(lens2),
-                                                    comparison=comparison, slider_knob=slider_knob,
-                                                    slider_lenses=path, slider_choice=slider_choice,
-                                                    line_correct=line_correct))  # fmt: skip
+        trial = self.handle.record_trial(
+            TrialInput(
+                s_logmar,
+                _stored(lens),
+                letter_shown,
+                correct,
+                letter_named=letter_named,
+                presented_at=presented_at,
+                lens2=None if lens2 is None else _stored(lens2),
+                comparison=comparison,
+                slider_knob=slider_knob,
+                slider_lenses=path,
+                slider_choice=slider_choice,
+                line_correct=line_correct,
+            )
+        )
         if known is not None and trial.index == len(known):
             known.append(trial)
             self._trials = known
@@ -101,8 +135,14 @@ class RefractionSession(Refraction):
         self.session_id = info.session_id
         self.lens_device = None
         stored = info.starting_rx or {}
-        super().__init__(StoreLog(handle), info.protocol, seed=int(info.seed), start=StartingPoint.from_dict(info.starting_rx),
-                         simulated=bool(info.simulated), cylinder_form=stored.get("cylinder_form"))  # fmt: skip
+        super().__init__(
+            StoreLog(handle),
+            info.protocol,
+            seed=int(info.seed),
+            start=StartingPoint.from_dict(info.starting_rx),
+            simulated=bool(info.simulated),
+            cylinder_form=stored.get("cylinder_form"),
+        )
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -127,17 +167,24 @@ class RefractionSession(Refraction):
         session row is written."""
         if start is None:
             start = StartingPoint() if starting_rx is None else StartingPoint(starting_rx, "autorefraction")
-        Refraction(_NoLog(), protocol, seed=protocol.seed if seed is None else seed, start=start,
-                   cylinder_form=cylinder_form)  # fmt: skip
+        Refraction(
+            _NoLog(), protocol, seed=protocol.seed if seed is None else seed, start=start, cylinder_form=cylinder_form
+        )
         stored_start = start.to_dict() | ({} if cylinder_form is None else {"cylinder_form": cylinder_form})
         try:
             store.get_patient(patient_id)
         except Exception:  # noqa: BLE001 - unknown patient: create it
             store.create_patient(patient_id)
         sid = store.create_session(
-            patient_id, eye=eye, protocol=protocol, seed=seed, calibration=calibration, simulated=simulated,
-            starting_rx=stored_start, software_version=__version__,
-        )  # fmt: skip
+            patient_id,
+            eye=eye,
+            protocol=protocol,
+            seed=seed,
+            calibration=calibration,
+            simulated=simulated,
+            starting_rx=stored_start,
+            software_version=__version__,
+        )
         return cls(store, store.open_session(sid))
 
     @classmethod
@@ -201,8 +248,9 @@ class RefractionSession(Refraction):
             except DeviceError as exc:
                 self.pause()
                 kept = len(self.log.trials())
-                raise DeviceError(f"session {self.session_id} paused, {kept} answers kept: {exc}; "
-                                  f"resume when the device is back") from exc  # fmt: skip
+                raise DeviceError(
+                    f"session {self.session_id} paused, {kept} answers kept: {exc}; resume when the device is back"
+                ) from exc
             self.note(LENSES_SET_NOTE, lenses_set_record(self.lens_device, eye, query.index, states))
         super().mark_presented()
 

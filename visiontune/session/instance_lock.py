@@ -80,8 +80,11 @@ class LockHolder:
             since = since if since.tzinfo is not None else since.replace(tzinfo=UTC)
         except (KeyError, TypeError, ValueError):
             since = None
-        return cls(pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
-                   host if isinstance(host, str) and host.strip() else "unknown host", since)  # fmt: skip
+        return cls(
+            pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            host if isinstance(host, str) and host.strip() else "unknown host",
+            since,
+        )
 
     def describe(self) -> str:
         """``host clinic-3, pid 4242, since 2026-11-28 06:40 UTC`` (what the record says)."""
@@ -176,14 +179,18 @@ def _open_and_lock(path: Path, db_path: Path, what: str) -> tuple[int, LockHolde
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise StoreError(f"{path}: expected the trial log's lock file, found something else there "
-                             "(not a regular file); it is left as it is: move it away")  # fmt: skip
+            raise StoreError(
+                f"{path}: expected the trial log's lock file, found something else there "
+                "(not a regular file); it is left as it is: move it away"
+            )
         try:
             fd = private_files.open_private_fd(path, flags)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise StoreError(f"{path}: expected the trial log's lock file, found a symbolic link; "
-                                 "it is left as it is: move it away") from None  # fmt: skip
+                raise StoreError(
+                    f"{path}: expected the trial log's lock file, found a symbolic link; "
+                    "it is left as it is: move it away"
+                ) from None
             raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -194,8 +201,10 @@ def _open_and_lock(path: Path, db_path: Path, what: str) -> tuple[int, LockHolde
                 raise
             raise InstanceLockedError(
                 f"the trial log {db_path} is in use by another {what} ({holder.describe()}); close that one "
-                f"first (its lock, {path}, goes when it ends, even by a crash)", holder, path,
-            ) from None  # fmt: skip
+                f"first (its lock, {path}, goes when it ends, even by a crash)",
+                holder,
+                path,
+            ) from None
         if _same_file(fd, path):
             return fd, _read_record(fd)
         os.close(fd)

@@ -56,8 +56,9 @@ def lenses_set_record(device: LensDevice, eye: str, trial_index: int, states: li
 def lenses_set_notes(events) -> list[dict]:
     """The :data:`LENSES_SET_NOTE` records of a session's events, in order (a question set again
     after a pause has two: the later one set the lenses the answer was given through)."""
-    return [e.payload["data"] for e in events
-            if isinstance(e.payload, dict) and e.payload.get("text") == LENSES_SET_NOTE]  # fmt: skip
+    return [
+        e.payload["data"] for e in events if isinstance(e.payload, dict) and e.payload.get("text") == LENSES_SET_NOTE
+    ]
 
 
 _CHANGE_LINE = re.compile(r"^\s*lens_change_seconds\s*=.*$", re.MULTILINE)
@@ -73,9 +74,9 @@ def protocol_with_lens_change_seconds(protocol: Protocol, seconds: float, device
     if header is None:
         return protocol
     line = f"lens_change_seconds = {float(seconds)!r}  # the {device_name} device's change time"
-    following = re.search(r"^\s*\[", text[header.end():], re.MULTILINE)
+    following = re.search(r"^\s*\[", text[header.end() :], re.MULTILINE)
     end = header.end() + (following.start() if following else len(text) - header.end())
-    table = text[header.end():end]
+    table = text[header.end() : end]
     if _CHANGE_LINE.search(table):
         table = _CHANGE_LINE.sub(line, table, count=1)
     else:

@@ -50,8 +50,10 @@ def record_near_skip(store, visit_id: int, reason: str) -> NearSkip:
             raise SessionError(f"visit {vid}: the near step has begun; it is finished, not skipped")
         if conn.execute("SELECT 1 FROM visit_near_skips WHERE visit_id = ?", (vid,)).fetchone():
             raise SessionError(f"visit {vid}: the near step is skipped already")
-        conn.execute("INSERT INTO visit_near_skips (visit_id, reason, at) VALUES (?, ?, ?)",
-                     (vid, text, store.now().astimezone(UTC).isoformat()))
+        conn.execute(
+            "INSERT INTO visit_near_skips (visit_id, reason, at) VALUES (?, ?, ?)",
+            (vid, text, store.now().astimezone(UTC).isoformat()),
+        )
     return near_skip(store, vid)
 
 

@@ -19,8 +19,17 @@ from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.refraction.near_add import check_near_distance_cm
 from visiontune.session.visit_records import check_eye, check_name
 
-__all__ = ["NearAddRecord", "NearAnswerRecord", "NearSetup", "near_add_records", "near_answers", "near_setup",
-           "record_near_add", "record_near_answer", "start_near"]
+__all__ = [
+    "NearAddRecord",
+    "NearAnswerRecord",
+    "NearSetup",
+    "near_add_records",
+    "near_answers",
+    "near_setup",
+    "record_near_add",
+    "record_near_answer",
+    "start_near",
+]
 
 NEAR_PHASES = ("refine", "check")
 
@@ -115,16 +124,18 @@ def start_near(store, visit_id: int, *, distance_cm: float, method: str, simulat
     with store._write() as conn:
         if conn.execute("SELECT 1 FROM visit_near WHERE visit_id = ?", (vid,)).fetchone():
             raise SessionError(f"visit {vid}: the near step has begun already")
-        conn.execute("INSERT INTO visit_near (visit_id, distance_cm, method, simulated_json, at) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     (vid, distance, method, text, _ts(store)))
+        conn.execute(
+            "INSERT INTO visit_near (visit_id, distance_cm, method, simulated_json, at) VALUES (?, ?, ?, ?, ?)",
+            (vid, distance, method, text, _ts(store)),
+        )
     return near_setup(store, vid)
 
 
 def near_setup(store, visit_id: int) -> NearSetup | None:
     vid = _visit_id(store, visit_id)
-    r = store.conn.execute("SELECT visit_id, distance_cm, method, simulated_json, at FROM visit_near "
-                           "WHERE visit_id = ?", (vid,)).fetchone()
+    r = store.conn.execute(
+        "SELECT visit_id, distance_cm, method, simulated_json, at FROM visit_near WHERE visit_id = ?", (vid,)
+    ).fetchone()
     if r is None:
         return None
     where = f"visit {vid}'s near step"
@@ -132,8 +143,18 @@ def near_setup(store, visit_id: int) -> NearSetup | None:
     return NearSetup(vid, distance, str(r[2]), _json(where, "simulated_json", r[3]), _time(where, "at", r[4]))
 
 
-def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str, add_d: float, size_logmar: float,
-                       letter: str | None, correct: bool) -> NearAnswerRecord:
+def record_near_answer(
+    store,
+    visit_id: int,
+    eye: str,
+    index: int,
+    *,
+    phase: str,
+    add_d: float,
+    size_logmar: float,
+    letter: str | None,
+    correct: bool,
+) -> NearAnswerRecord:
     """Append near answer ``index`` (the next of ``eye``): the phase (``refine``/``check``), the
     lens over the distance correction (D, -4 to 4; negative: a minus lens), the letter size
     (logMAR), the letter and whether it was named right."""
@@ -152,30 +173,36 @@ def record_near_answer(store, visit_id: int, eye: str, index: int, *, phase: str
             raise SessionError(f"visit {vid}: the near step has not begun (no near distance recorded)")
         if conn.execute("SELECT 1 FROM visit_near_adds WHERE visit_id = ? AND eye = ?", (vid, eye)).fetchone():
             raise SessionError(f"visit {vid}: the add of {eye} is filed; no more near answers")
-        expected = conn.execute("SELECT count(*) FROM visit_near_answers WHERE visit_id = ? AND eye = ?",
-                                (vid, eye)).fetchone()[0]
+        expected = conn.execute(
+            "SELECT count(*) FROM visit_near_answers WHERE visit_id = ? AND eye = ?", (vid, eye)
+        ).fetchone()[0]
         if index != expected:
             raise SessionError(f"visit {vid}: near answer {index} of {eye} is not the next one ({expected} is)")
-        conn.execute("INSERT INTO visit_near_answers "
-                     "(visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (vid, eye, index, phase, add, size, letter, int(correct), _ts(store)))
+        conn.execute(
+            "INSERT INTO visit_near_answers "
+            "(visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (vid, eye, index, phase, add, size, letter, int(correct), _ts(store)),
+        )
     return near_answers(store, vid, eye)[index]
 
 
 def near_answers(store, visit_id: int, eye: str) -> list[NearAnswerRecord]:
     vid = _visit_id(store, visit_id)
     eye = check_eye(eye)
-    rows = store.conn.execute("SELECT visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at "
-                              "FROM visit_near_answers WHERE visit_id = ? AND eye = ? ORDER BY idx",
-                              (vid, eye)).fetchall()
+    rows = store.conn.execute(
+        "SELECT visit_id, eye, idx, phase, add_d, size_logmar, letter, correct, at "
+        "FROM visit_near_answers WHERE visit_id = ? AND eye = ? ORDER BY idx",
+        (vid, eye),
+    ).fetchall()
     out = []
     for r in rows:
         where = f"visit {vid}'s near answer {r[2]} of {eye}"
         if r[3] not in NEAR_PHASES or r[7] not in (0, 1):
             raise StoreError(f"{where} is damaged: phase/correct {r[3]!r}/{r[7]!r}")
-        out.append(NearAnswerRecord(vid, eye, r[2], r[3], float(r[4]), float(r[5]), r[6], r[7] == 1,
-                                    _time(where, "at", r[8])))
+        out.append(
+            NearAnswerRecord(vid, eye, r[2], r[3], float(r[4]), float(r[5]), r[6], r[7] == 1, _time(where, "at", r[8]))
+        )
     return out
 
 
@@ -191,8 +218,10 @@ def record_near_add(store, visit_id: int, eye: str, result, *, method: str, deta
     for name in ("add_d", "lower_d", "upper_d", "tentative_add_d"):
         values[name] = check_number(name, getattr(result, name), 0, 4)
     if not values["lower_d"] <= values["add_d"] <= values["upper_d"]:
-        raise InvalidInputError(f"near add of {eye}: the credible region [{values['lower_d']}, {values['upper_d']}] D "
-                                f"does not hold the add {values['add_d']} D")
+        raise InvalidInputError(
+            f"near add of {eye}: the credible region [{values['lower_d']}, {values['upper_d']}] D "
+            f"does not hold the add {values['add_d']} D"
+        )
     amplitude = check_number("amplitude_d", result.amplitude_d, 0, 20)
     near_va = check_number("near_va_logmar", result.near_va_logmar, -1, 3)
     points = []
@@ -210,8 +239,22 @@ def record_near_add(store, visit_id: int, eye: str, result, *, method: str, deta
             "INSERT INTO visit_near_adds (visit_id, eye, add_d, lower_d, upper_d, tentative_add_d, amplitude_d, "
             "near_point_cm, far_point_cm, near_va_logmar, distance_cm, method, detail_json, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (vid, eye, values["add_d"], values["lower_d"], values["upper_d"], values["tentative_add_d"], amplitude,
-             points[0], points[1], near_va, setup.distance_cm, method, detail_json, _ts(store)),
+            (
+                vid,
+                eye,
+                values["add_d"],
+                values["lower_d"],
+                values["upper_d"],
+                values["tentative_add_d"],
+                amplitude,
+                points[0],
+                points[1],
+                near_va,
+                setup.distance_cm,
+                method,
+                detail_json,
+                _ts(store),
+            ),
         )
     return near_add_records(store, vid)[eye]
 
@@ -232,7 +275,15 @@ def near_add_records(store, visit_id: int) -> dict[str, NearAddRecord]:
     for r in rows:
         where = f"visit {vid}'s near add of {r[1]}"
         points = (None if x is None else float(x) for x in r[7:9])
-        out[r[1]] = NearAddRecord(vid, r[1], *(float(x) for x in r[2:7]), *points,
-                                  float(r[9]), float(r[10]), str(r[11]), _json(where, "detail_json", r[12]),
-                                  _time(where, "at", r[13]))
+        out[r[1]] = NearAddRecord(
+            vid,
+            r[1],
+            *(float(x) for x in r[2:7]),
+            *points,
+            float(r[9]),
+            float(r[10]),
+            str(r[11]),
+            _json(where, "detail_json", r[12]),
+            _time(where, "at", r[13]),
+        )
     return out

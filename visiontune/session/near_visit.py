@@ -35,15 +35,24 @@ from visiontune.session import near_store
 from visiontune.session.visit import eye_statuses, final_prescription
 from visiontune.session.visit_records import VISIT_EYES
 
-__all__ = ["NEAR_FROM_AGE_YEARS", "NEAR_METHOD", "answer_near", "begin_near", "drive_simulated_near",
-           "next_near_question", "wants_near"]
+__all__ = [
+    "NEAR_FROM_AGE_YEARS",
+    "NEAR_METHOD",
+    "answer_near",
+    "begin_near",
+    "drive_simulated_near",
+    "next_near_question",
+    "wants_near",
+]
 
 #: Patients from this age (years) get the near step by default (presbyopia: Millodot 2009's table
 #: starts at 45; we begin at 40).
 NEAR_FROM_AGE_YEARS = 40
-NEAR_METHOD = ("near letters through lenses -3 D to add +0.5 D chosen by information per second; "
-               "add = max(1/d - U/2, 0) "
-               "(Millodot 2009), 95% region within +/-0.25 D; near VA predicted after 3 letters")
+NEAR_METHOD = (
+    "near letters through lenses -3 D to add +0.5 D chosen by information per second; "
+    "add = max(1/d - U/2, 0) "
+    "(Millodot 2009), 95% region within +/-0.25 D; near VA predicted after 3 letters"
+)
 
 
 def wants_near(store, visit_id: int, near: bool | None) -> bool:
@@ -61,8 +70,9 @@ def _say(progress, text: str) -> None:
         progress.line(text)
 
 
-def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: float | None = None,
-                         progress=None, on_answer=None) -> dict:
+def drive_simulated_near(
+    store, visit_id: int, cases: dict, *, distance_cm: float | None = None, progress=None, on_answer=None
+) -> dict:
     """Run what is left of the near step of simulated visit ``visit_id``; return ``{eye: NearAddRecord}``.
 
     ``cases``: ``{eye: PatientCase}`` of the eyes refracted (their ages and answers).
@@ -87,13 +97,20 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
             eyes[eye] = near_case_for_visit(cases[eye], i, residual, shared_seed).to_dict()
         if not eyes:
             raise SessionError(f"visit {visit.visit_id}: no eye has a final prescription to add to")
-        setup = near_store.start_near(store, visit.visit_id, distance_cm=distance, method=NEAR_METHOD,
-                                      simulated={"mark": "SIMULATED", "eyes": eyes})
+        setup = near_store.start_near(
+            store,
+            visit.visit_id,
+            distance_cm=distance,
+            method=NEAR_METHOD,
+            simulated={"mark": "SIMULATED", "eyes": eyes},
+        )
         _say(progress, f"near addition at {distance:g} cm (demand {near_demand_d(distance):.2f} D)")
     elif distance_cm is not None and abs(check_near_distance_cm(distance_cm) - setup.distance_cm) > 1e-9:
-        raise InvalidInputError(f"--near-distance-cm: visit {visit.visit_id}'s near step is at "
-                                f"{setup.distance_cm:g} cm, "
-                                f"not {distance_cm:g} cm; it continues at its own distance")
+        raise InvalidInputError(
+            f"--near-distance-cm: visit {visit.visit_id}'s near step is at "
+            f"{setup.distance_cm:g} cm, "
+            f"not {distance_cm:g} cm; it continues at its own distance"
+        )
     demand = setup.demand_d
     filed = near_store.near_add_records(store, visit.visit_id)
     simulated = (setup.simulated or {}).get("eyes", {})
@@ -108,16 +125,26 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
             while (nxt := step.next()) is not None:
                 phase, q = nxt
                 letter, correct = case.answer(index, q.add_d, q.size_logmar, demand)
-                rec = near_store.record_near_answer(store, visit.visit_id, eye, index, phase=phase, add_d=q.add_d,
-                                                    size_logmar=q.size_logmar, letter=letter, correct=correct)
+                rec = near_store.record_near_answer(
+                    store,
+                    visit.visit_id,
+                    eye,
+                    index,
+                    phase=phase,
+                    add_d=q.add_d,
+                    size_logmar=q.size_logmar,
+                    letter=letter,
+                    correct=correct,
+                )
                 step.record(phase, q.add_d, q.size_logmar, correct)
                 index += 1
                 if on_answer is not None:
                     on_answer(eye, rec)
             result = step.result()
             detail = {**result.to_dict(), "true_add_d": case.true_add(demand), "mark": "SIMULATED"}
-            filed[eye] = near_store.record_near_add(store, visit.visit_id, eye, result, method=NEAR_METHOD,
-                                                    detail=detail)
+            filed[eye] = near_store.record_near_add(
+                store, visit.visit_id, eye, result, method=NEAR_METHOD, detail=detail
+            )
             _say(progress, _filed_line(filed[eye], result))
     return filed
 
@@ -125,9 +152,11 @@ def drive_simulated_near(store, visit_id: int, cases: dict, *, distance_cm: floa
 def _filed_line(r, result) -> str:
     far = "infinity" if r.far_point_cm is None else f"{r.far_point_cm:g} cm"
     near = "-" if r.near_point_cm is None else f"{r.near_point_cm:g} cm"
-    return (f"{r.eye}: add {r.add_d:+.2f} D (95% {r.lower_d:+.2f} to {r.upper_d:+.2f}, tentative by age "
-            f"{r.tentative_add_d:+.2f}) after {result.letters} letters, {result.seconds:.0f} s; clear "
-            f"from {near} to {far}; near acuity {r.near_va_logmar:+.2f} logMAR")
+    return (
+        f"{r.eye}: add {r.add_d:+.2f} D (95% {r.lower_d:+.2f} to {r.upper_d:+.2f}, tentative by age "
+        f"{r.tentative_add_d:+.2f}) after {result.letters} letters, {result.seconds:.0f} s; clear "
+        f"from {near} to {far}; near acuity {r.near_va_logmar:+.2f} logMAR"
+    )
 
 
 def _rebuilt_step(store, visit_id: int, eye: str, setup, age_years: float, steps: dict) -> NearEyeStep:
@@ -135,8 +164,9 @@ def _rebuilt_step(store, visit_id: int, eye: str, setup, age_years: float, steps
     the left eye when the right one has answers; else the age prior), then its recorded answers in
     order. ``steps`` caches the eyes rebuilt so far (the right eye first)."""
     prior = fellow_prior(steps["OD"].posterior) if eye == "OS" and "OD" in steps else None
-    step = NearEyeStep(NearPosterior(setup.demand_d, age_years, prior_amplitude=prior),
-                       tentative_add(age_years, setup.distance_cm))
+    step = NearEyeStep(
+        NearPosterior(setup.demand_d, age_years, prior_amplitude=prior), tentative_add(age_years, setup.distance_cm)
+    )
     for a in near_store.near_answers(store, visit_id, eye):
         step.record(a.phase, a.add_d, a.size_logmar, a.correct)
     steps[eye] = step
@@ -190,8 +220,17 @@ def answer_near(store, visit_id: int, eye: str, index: int, correct: bool, lette
         now = "none" if asked is None else f"{asked[0]} question {asked[1]}"
         raise SessionError(f"visit {visit_id}: near answer to {eye} question {index}, but the question asked is {now}")
     _, _, phase, q = asked
-    near_store.record_near_answer(store, visit_id, eye, index, phase=phase, add_d=q.add_d,
-                                  size_logmar=q.size_logmar, letter=letter, correct=correct)
+    near_store.record_near_answer(
+        store,
+        visit_id,
+        eye,
+        index,
+        phase=phase,
+        add_d=q.add_d,
+        size_logmar=q.size_logmar,
+        letter=letter,
+        correct=correct,
+    )
     visit = store.get_visit(visit_id)
     setup = near_store.near_setup(store, visit.visit_id)
     steps: dict = {}

@@ -162,8 +162,10 @@ class TrialInput:
         if self.lens2 is not None and not isinstance(self.lens2, Lens):
             raise InvalidInputError(f"lens2: expected a Lens or None, got {type(self.lens2).__name__}")
         if self.comparison is not None and (self.comparison not in COMPARISON_ANSWERS or self.lens2 is None):
-            raise InvalidInputError(f"comparison: expected one of {', '.join(COMPARISON_ANSWERS)} with a second lens "
-                                    f"(lens2), got {self.comparison!r} with lens2 {self.lens2}")  # fmt: skip
+            raise InvalidInputError(
+                f"comparison: expected one of {', '.join(COMPARISON_ANSWERS)} with a second lens "
+                f"(lens2), got {self.comparison!r} with lens2 {self.lens2}"
+            )
         if not isinstance(self.letter_shown, str) or not self.letter_shown.strip():
             raise InvalidInputError(f"letter_shown: expected a non-empty string, got {self.letter_shown!r}")
         if self.letter_named is not None and not isinstance(self.letter_named, str):
@@ -185,8 +187,9 @@ class TrialInput:
 def _check_slider(trial) -> None:
     """The slider fields of a :class:`TrialInput` or :class:`Trial` (all three or none;
     :func:`~visiontune.refraction.slider.check_slider_trial`), the lenses kept as a tuple."""
-    checked = check_slider_trial(trial.slider_knob, trial.slider_lenses, trial.slider_choice,
-                                 trial.lens2, trial.comparison, lens_type=Lens)
+    checked = check_slider_trial(
+        trial.slider_knob, trial.slider_lenses, trial.slider_choice, trial.lens2, trial.comparison, lens_type=Lens
+    )
     if checked is not None:
         object.__setattr__(trial, "slider_lenses", checked[1])
 

@@ -73,8 +73,13 @@ from visiontune.session.visit import (
 from visiontune.session.visit_records import VISIT_EYES
 
 __all__ = [
-    "FELLOW_EYE_SD_D", "VisitProgress", "drive_simulated_visit", "fellow_eye_case", "recorded_case", "visit_cases",
-]  # fmt: skip
+    "FELLOW_EYE_SD_D",
+    "VisitProgress",
+    "drive_simulated_visit",
+    "fellow_eye_case",
+    "recorded_case",
+    "visit_cases",
+]
 
 #: Standard deviations (D) of the difference between the two eyes in M, J0, J45 (assumed).
 FELLOW_EYE_SD_D = (0.25, 0.10, 0.10)
@@ -140,10 +145,19 @@ def _visit_seed(store: TrialStore, visit_id: int, default: int | None) -> int | 
     return default
 
 
-def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protocol | None = None,
-                          seed: int | None = None, balance: bool = True, max_steps: int | None = None,
-                          progress: VisitProgress | None = None, cases: dict | None = None,
-                          near: bool | None = None, near_distance_cm: float | None = None) -> bool:  # fmt: skip
+def drive_simulated_visit(
+    store: TrialStore,
+    visit_id: int,
+    *,
+    protocol: Protocol | None = None,
+    seed: int | None = None,
+    balance: bool = True,
+    max_steps: int | None = None,
+    progress: VisitProgress | None = None,
+    cases: dict | None = None,
+    near: bool | None = None,
+    near_distance_cm: float | None = None,
+) -> bool:
     """Run what is left of simulated visit ``visit_id``; return ``True`` when it is complete,
     ``False`` when ``max_steps`` answers (refraction answers, counted over both eyes) were
     recorded first (the open session is left open to resume).
@@ -176,16 +190,18 @@ def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protoco
             progress.line(f"{eye}: skipped ({status.skip_reason})")
             continue
         if status.state == "discarded":
-            raise SessionError(f"visit {visit.visit_id}: the session of {eye} was discarded; skip the eye or start "
-                               "it again in the app")  # fmt: skip
+            raise SessionError(
+                f"visit {visit.visit_id}: the session of {eye} was discarded; skip the eye or start it again in the app"
+            )
         if status.finished:
             cases[eye] = recorded_case(store, status.session_id)
             continue
         if status.state == "not started":
             case = drawn[eye]
             start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-            session = start_eye(store, visit.visit_id, eye, protocol=protocol,
-                                seed=seed if eye == "OD" else os_seed(seed), start=start)  # fmt: skip
+            session = start_eye(
+                store, visit.visit_id, eye, protocol=protocol, seed=seed if eye == "OD" else os_seed(seed), start=start
+            )
             session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
         else:
             session = RefractionSession.resume(store, status.session_id)
@@ -201,8 +217,9 @@ def drive_simulated_visit(store: TrialStore, visit_id: int, *, protocol: Protoco
                 if progress.trial is not None:
                     progress.trial(eye, trial, s)
 
-            result = session.run(SimulatedPresenter(case.patient(session.protocol.n_alternatives)),
-                                 progress=on_trial, max_steps=budget)  # fmt: skip
+            result = session.run(
+                SimulatedPresenter(case.patient(session.protocol.n_alternatives)), progress=on_trial, max_steps=budget
+            )
             steps += count[0]
             if result is None:
                 progress.line(f"{eye}: session {session.session_id} left open after {len(session.trials())} answers")
@@ -239,21 +256,38 @@ def _balance(store: TrialStore, visit_id: int, cases: dict, wanted: bool, progre
         expected = balance_step(end_od, end_os, answers)
         shown = (a.plus_od_d, a.plus_os_d)
         if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != shown:
-            raise SessionError(f"visit {visit_id}: balance answer {a.index} does not follow from the answers before it "
-                               "and the end points (was a prescription signed off meanwhile?)")  # fmt: skip
+            raise SessionError(
+                f"visit {visit_id}: balance answer {a.index} does not follow from the answers before it "
+                "and the end points (was a prescription signed off meanwhile?)"
+            )
         answers.append(a.clearer)
     while isinstance(step := balance_step(end_od, end_os, answers), BalanceQuestion):
         clearer = simulated_clearer(patients["OD"], patients["OS"], step, cases["OD"].seed, cases["OS"].seed)
-        store.record_balance_answer(visit_id, step.index, lens_od=step.lens_od, lens_os=step.lens_os,
-                                    plus_od_d=step.plus_od_d, plus_os_d=step.plus_os_d, clearer=clearer)  # fmt: skip
-        progress.line(f"balance question {step.index + 1}: OD +{step.plus_od_d:.2f} D, OS +{step.plus_os_d:.2f} D "
-                      f"over the end points -> {'both equal' if clearer == 'equal' else clearer + ' clearer'}"
-                      )  # fmt: skip
+        store.record_balance_answer(
+            visit_id,
+            step.index,
+            lens_od=step.lens_od,
+            lens_os=step.lens_os,
+            plus_od_d=step.plus_od_d,
+            plus_os_d=step.plus_os_d,
+            clearer=clearer,
+        )
+        progress.line(
+            f"balance question {step.index + 1}: OD +{step.plus_od_d:.2f} D, OS +{step.plus_os_d:.2f} D "
+            f"over the end points -> {'both equal' if clearer == 'equal' else clearer + ' clearer'}"
+        )
         answers.append(clearer)
-    store.record_balance(visit_id, outcome=step.outcome, method=BALANCE_METHOD, plus_change_od_d=step.plus_change_od_d,
-                         plus_change_os_d=step.plus_change_os_d, reason=step.reason)  # fmt: skip
-    progress.line(f"binocular balance: {step.outcome}; OD {step.plus_change_od_d:+.2f} D, "
-                  f"OS {step.plus_change_os_d:+.2f} D")
+    store.record_balance(
+        visit_id,
+        outcome=step.outcome,
+        method=BALANCE_METHOD,
+        plus_change_od_d=step.plus_change_od_d,
+        plus_change_os_d=step.plus_change_os_d,
+        reason=step.reason,
+    )
+    progress.line(
+        f"binocular balance: {step.outcome}; OD {step.plus_change_od_d:+.2f} D, OS {step.plus_change_os_d:+.2f} D"
+    )
 
 
 def _acuities(store: TrialStore, visit_id: int, cases: dict, protocol: Protocol, progress: VisitProgress) -> None:
@@ -267,10 +301,13 @@ def _acuities(store: TrialStore, visit_id: int, cases: dict, protocol: Protocol,
         letters = tuple(load_letter_set(session_protocol.letter_set).letters)
         patient = case.patient(session_protocol.n_alternatives)
         reading = read_chart_simulated(patient, lens, letters, case.seed)
-        store.record_visit_acuity(visit_id, eye, reading.va_logmar, lenses={eye: lens}, method=CHART_METHOD,
-                                  detail=reading.detail())  # fmt: skip
-        progress.line(f"{eye}: acuity through {lens.format()}: {reading.va_logmar:+.2f} logMAR "
-                      f"({reading.letters_correct} letters)")  # fmt: skip
+        store.record_visit_acuity(
+            visit_id, eye, reading.va_logmar, lenses={eye: lens}, method=CHART_METHOD, detail=reading.detail()
+        )
+        progress.line(
+            f"{eye}: acuity through {lens.format()}: {reading.va_logmar:+.2f} logMAR "
+            f"({reading.letters_correct} letters)"
+        )
     _binocular_acuity(store, visit_id, cases, progress)
 
 
@@ -280,15 +317,27 @@ def _binocular_acuity(store: TrialStore, visit_id: int, cases: dict, progress: V
     lenses = {e: final_prescription(store, visit_id, e) if e in cases else None for e in VISIT_EYES}
     if any(rx is None for rx in lenses.values()):
         return
-    if any(a.eye == "OU" and all(a.lenses[e].is_equivalent(lenses[e], 1e-6) for e in VISIT_EYES)
-           for a in store.visit_acuities(visit_id)):  # fmt: skip
+    if any(
+        a.eye == "OU" and all(a.lenses[e].is_equivalent(lenses[e], 1e-6) for e in VISIT_EYES)
+        for a in store.visit_acuities(visit_id)
+    ):
         return
     session_protocol = store.get_session(eye_statuses(store, visit_id)["OD"].session_id).protocol
     letters = tuple(load_letter_set(session_protocol.letter_set).letters)
     both = BinocularPatient(*(cases[e].patient(session_protocol.n_alternatives) for e in VISIT_EYES))
     reading = read_chart_simulated(both, lenses, letters, ou_seed(cases["OD"].seed))
-    store.record_visit_acuity(visit_id, "OU", reading.va_logmar, lenses=lenses, method=BINOCULAR_CHART_METHOD,
-                              detail={**reading.detail(), "model": summation_detail(**{
-                                  f"va_{e.lower()}": v for e, v in both.acuities(lenses).items()})})  # fmt: skip
-    progress.line(f"both eyes open: acuity through OD {lenses['OD'].format()}, OS {lenses['OS'].format()}: "
-                  f"{reading.va_logmar:+.2f} logMAR ({reading.letters_correct} letters)")  # fmt: skip
+    store.record_visit_acuity(
+        visit_id,
+        "OU",
+        reading.va_logmar,
+        lenses=lenses,
+        method=BINOCULAR_CHART_METHOD,
+        detail={
+            **reading.detail(),
+            "model": summation_detail(**{f"va_{e.lower()}": v for e, v in both.acuities(lenses).items()}),
+        },
+    )
+    progress.line(
+        f"both eyes open: acuity through OD {lenses['OD'].format()}, OS {lenses['OS'].format()}: "
+        f"{reading.va_logmar:+.2f} logMAR ({reading.letters_correct} letters)"
+    )

@@ -338,8 +338,9 @@ class TrialStore:
 
     # --- lifecycle --------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, clock: Clock | None = None,
-             read_only: bool = False) -> TrialStore:  # fmt: skip
+    def open(
+        cls, path: str | os.PathLike | None = None, *, clock: Clock | None = None, read_only: bool = False
+    ) -> TrialStore:
         """Open (creating if needed, mode 0600) and migrate the trial log at ``path``.
 
         ``path`` defaults to :func:`default_database_path`. ``clock`` returns aware datetimes
@@ -459,10 +460,12 @@ class TrialStore:
     # --- patients ---------------------------------------------------------------------------
     def create_patient(self, patient_id: str) -> Patient:
         """Register a pseudonymous patient id (1-64 of ``A-Z a-z 0-9 . _ -``)."""
-        if not isinstance(patient_id, str) or not 1 <= len(patient_id) <= 64 or not set(patient_id) <= _PATIENT_ID_CHARS:
-            raise InvalidInputError(
-                f"patient_id: expected 1-64 characters from A-Z a-z 0-9 . _ -, got {patient_id!r}"
-            )
+        if (
+            not isinstance(patient_id, str)
+            or not 1 <= len(patient_id) <= 64
+            or not set(patient_id) <= _PATIENT_ID_CHARS
+        ):
+            raise InvalidInputError(f"patient_id: expected 1-64 characters from A-Z a-z 0-9 . _ -, got {patient_id!r}")
         created = self.now()
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM patients WHERE id = ?", (patient_id,)).fetchone():
@@ -592,11 +595,21 @@ class TrialStore:
             if problem is not None:
                 damage.append(f"{column}: {problem}")
         return SessionInfo(
-            session_id=r[0], patient_id=patient_id, eye=eye, protocol_toml=protocol_toml,
-            software_version=software_version, seed=seed, simulated=r[6] == 1, state=state,
-            created_at=created_at, finished_at=finished_at, calibration_json=r[10], starting_rx_json=r[11],
-            result_json=r[12], damage=tuple(damage),
-        )  # fmt: skip
+            session_id=r[0],
+            patient_id=patient_id,
+            eye=eye,
+            protocol_toml=protocol_toml,
+            software_version=software_version,
+            seed=seed,
+            simulated=r[6] == 1,
+            state=state,
+            created_at=created_at,
+            finished_at=finished_at,
+            calibration_json=r[10],
+            starting_rx_json=r[11],
+            result_json=r[12],
+            damage=tuple(damage),
+        )
 
     def get_session(self, session_id: int, *, allow_damaged: bool = False) -> SessionInfo:
         """The session's row; SessionError if there is none, StoreError if the id cannot be a
@@ -686,12 +699,23 @@ class TrialStore:
     # --- visits (schema v2: visiontune.session.visit_schema) --------------------------------
     # Values and checks live in visiontune.session.visit_records (imported here, per method,
     # to keep this block self-contained).
-    _VISIT_COLUMNS = ("id, patient_id, age_years, habitual_od_json, habitual_os_json, cylinder_form, clinician, "
-                      "simulated, software_version, created_at")  # fmt: skip
+    _VISIT_COLUMNS = (
+        "id, patient_id, age_years, habitual_od_json, habitual_os_json, cylinder_form, clinician, "
+        "simulated, software_version, created_at"
+    )
 
-    def create_visit(self, patient_id: str, *, age_years: int | None = None, habitual_od=None, habitual_os=None,
-                     cylinder_form: str = "minus", clinician: str | None = None, simulated: bool = False,
-                     software_version: str | None = None) -> int:  # fmt: skip
+    def create_visit(
+        self,
+        patient_id: str,
+        *,
+        age_years: int | None = None,
+        habitual_od=None,
+        habitual_os=None,
+        cylinder_form: str = "minus",
+        clinician: str | None = None,
+        simulated: bool = False,
+        software_version: str | None = None,
+    ) -> int:
         """Create a visit of an existing patient; return its id. ``age_years``: whole years
         0-130 or ``None``; ``habitual_od`` / ``habitual_os``: the spectacles worn
         (:class:`~visiontune.optics.Prescription`) or ``None``; ``cylinder_form``: the
@@ -700,8 +724,10 @@ class TrialStore:
         self.get_patient(patient_id)
         if age_years is not None:
             age_years = check_int("age_years", age_years, 0, 130)
-        habitual = [None if rx is None else vr.check_prescription(f"habitual_{e.lower()}", rx)
-                    for e, rx in (("OD", habitual_od), ("OS", habitual_os))]  # fmt: skip
+        habitual = [
+            None if rx is None else vr.check_prescription(f"habitual_{e.lower()}", rx)
+            for e, rx in (("OD", habitual_od), ("OS", habitual_os))
+        ]
         if cylinder_form not in vr.CYLINDER_FORMS:
             raise InvalidInputError(f"cylinder_form: expected 'minus' or 'plus', got {cylinder_form!r}")
         clinician = vr.check_name("clinician", clinician, optional=True)
@@ -711,9 +737,18 @@ class TrialStore:
             cur = conn.execute(
                 "INSERT INTO visits (patient_id, age_years, habitual_od_json, habitual_os_json, cylinder_form, "
                 "clinician, simulated, software_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (patient_id, age_years, vr.rx_json(habitual[0]), vr.rx_json(habitual[1]), cylinder_form, clinician,
-                 int(simulated), software_version or visiontune.__version__, _ts(self.now())),
-            )  # fmt: skip
+                (
+                    patient_id,
+                    age_years,
+                    vr.rx_json(habitual[0]),
+                    vr.rx_json(habitual[1]),
+                    cylinder_form,
+                    clinician,
+                    int(simulated),
+                    software_version or visiontune.__version__,
+                    _ts(self.now()),
+                ),
+            )
             return int(cur.lastrowid)
 
     def get_visit(self, visit_id: int):
@@ -741,16 +776,19 @@ class TrialStore:
         of an eye: an eye whose discarded session was replaced shows the new one)."""
 
         vid = self.get_visit(visit_id).visit_id
-        rows = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
-                                 "WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        rows = self.conn.execute(
+            "SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes WHERE visit_id = ? ORDER BY id", (vid,)
+        ).fetchall()
         return {eye.eye: eye for eye in (vr.VisitEye.from_row(r) for r in rows)}
 
     def visit_of_session(self, session_id: int):
         """The :class:`~visiontune.session.visit_records.VisitEye` linking ``session_id`` to
         a visit, or ``None`` for a session outside any visit."""
 
-        row = self.conn.execute("SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes "
-                                "WHERE session_id = ?", (_session_id(session_id),)).fetchone()  # fmt: skip
+        row = self.conn.execute(
+            "SELECT visit_id, eye, session_id, skip_reason, at FROM visit_eyes WHERE session_id = ?",
+            (_session_id(session_id),),
+        ).fetchone()
         return None if row is None else vr.VisitEye.from_row(row)
 
     def check_visit_eye_free(self, visit_id: int, eye: str) -> None:
@@ -762,8 +800,10 @@ class TrialStore:
         if current.skipped:
             raise SessionError(f"visit {visit_id}: {eye} was skipped ({current.skip_reason})")
         if not self.get_session(current.session_id, allow_damaged=True).discarded:
-            raise SessionError(f"visit {visit_id}: {eye} already has session {current.session_id} "
-                               "(resume that one; an eye has one refraction per visit)")  # fmt: skip
+            raise SessionError(
+                f"visit {visit_id}: {eye} already has session {current.session_id} "
+                "(resume that one; an eye has one refraction per visit)"
+            )
 
     def link_visit_session(self, visit_id: int, eye: str, session_id: int):
         """Make ``session_id`` the refraction of ``eye`` in the visit (one committed write).
@@ -785,8 +825,10 @@ class TrialStore:
             raise SessionError(f"session {info.session_id} is already {other.eye} of visit {other.visit_id}")
         self.check_visit_eye_free(visit.visit_id, eye)
         with self._write() as conn:
-            conn.execute("INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) "
-                         "VALUES (?, ?, ?, NULL, ?)", (visit.visit_id, eye, info.session_id, _ts(self.now())))  # fmt: skip
+            conn.execute(
+                "INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) VALUES (?, ?, ?, NULL, ?)",
+                (visit.visit_id, eye, info.session_id, _ts(self.now())),
+            )
         return self.visit_eyes(visit.visit_id)[eye]
 
     def skip_visit_eye(self, visit_id: int, eye: str, reason: str):
@@ -799,12 +841,15 @@ class TrialStore:
         reason = vr.check_name("reason", reason)
         self.check_visit_eye_free(visit.visit_id, eye)
         with self._write() as conn:
-            conn.execute("INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) "
-                         "VALUES (?, ?, NULL, ?, ?)", (visit.visit_id, eye, reason, _ts(self.now())))  # fmt: skip
+            conn.execute(
+                "INSERT INTO visit_eyes (visit_id, eye, session_id, skip_reason, at) VALUES (?, ?, NULL, ?, ?)",
+                (visit.visit_id, eye, reason, _ts(self.now())),
+            )
         return self.visit_eyes(visit.visit_id)[eye]
 
-    def record_balance_answer(self, visit_id: int, index: int, *, lens_od, lens_os, plus_od_d: float,
-                              plus_os_d: float, clearer: str):  # fmt: skip
+    def record_balance_answer(
+        self, visit_id: int, index: int, *, lens_od, lens_os, plus_od_d: float, plus_os_d: float, clearer: str
+    ):
         """Append the answer to balance question ``index`` (the next one of the visit): the
         lenses before each eye, their plus over each end point (D) and which eye was clearer
         (``"OD"``, ``"OS"`` or ``"equal"``). Durable when this returns. SessionError when the
@@ -818,17 +863,30 @@ class TrialStore:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone():
                 raise SessionError(f"visit {vid}: the binocular balance is over; no more answers")
-            expected = conn.execute("SELECT count(*) FROM visit_balance_answers WHERE visit_id = ?",
-                                    (vid,)).fetchone()[0]  # fmt: skip
+            expected = conn.execute("SELECT count(*) FROM visit_balance_answers WHERE visit_id = ?", (vid,)).fetchone()[
+                0
+            ]
             if index != expected:
                 raise SessionError(f"visit {vid}: balance question {index} is not the next one ({expected} is)")
             conn.execute(
                 "INSERT INTO visit_balance_answers (visit_id, idx, od_sphere_d, od_cylinder_d, od_axis_deg, "
                 "os_sphere_d, os_cylinder_d, os_axis_deg, plus_od_d, plus_os_d, clearer, at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (vid, index, od.sphere_d, od.cylinder_d, od.axis_deg, os_.sphere_d, os_.cylinder_d, os_.axis_deg,
-                 plus[0], plus[1], clearer, _ts(self.now())),
-            )  # fmt: skip
+                (
+                    vid,
+                    index,
+                    od.sphere_d,
+                    od.cylinder_d,
+                    od.axis_deg,
+                    os_.sphere_d,
+                    os_.cylinder_d,
+                    os_.axis_deg,
+                    plus[0],
+                    plus[1],
+                    clearer,
+                    _ts(self.now()),
+                ),
+            )
         return self.balance_answers(vid)[index]
 
     def balance_answers(self, visit_id: int) -> list:
@@ -837,12 +895,21 @@ class TrialStore:
         vid = self.get_visit(visit_id).visit_id
         rows = self.conn.execute(
             "SELECT visit_id, idx, od_sphere_d, od_cylinder_d, od_axis_deg, os_sphere_d, os_cylinder_d, os_axis_deg, "
-            "plus_od_d, plus_os_d, clearer, at FROM visit_balance_answers WHERE visit_id = ? ORDER BY idx", (vid,),
-        ).fetchall()  # fmt: skip
+            "plus_od_d, plus_os_d, clearer, at FROM visit_balance_answers WHERE visit_id = ? ORDER BY idx",
+            (vid,),
+        ).fetchall()
         return [vr.BalanceAnswer.from_row(r) for r in rows]
 
-    def record_balance(self, visit_id: int, *, outcome: str, method: str, plus_change_od_d: float = 0.0,
-                       plus_change_os_d: float = 0.0, reason: str | None = None):  # fmt: skip
+    def record_balance(
+        self,
+        visit_id: int,
+        *,
+        outcome: str,
+        method: str,
+        plus_change_od_d: float = 0.0,
+        plus_change_os_d: float = 0.0,
+        reason: str | None = None,
+    ):
         """Record the balance's outcome (once per visit): ``outcome`` one of ``equal``,
         ``right eye clearer``, ``not balanced``, ``not done`` (then ``reason`` says why and
         both changes are 0), the ``method`` and the plus change of each eye's sphere (D)."""
@@ -851,8 +918,10 @@ class TrialStore:
         if outcome not in vr.BALANCE_OUTCOMES:
             raise InvalidInputError(f"outcome: expected one of {', '.join(vr.BALANCE_OUTCOMES)}, got {outcome!r}")
         method = vr.check_name("method", method)
-        changes = [check_number(n, v, -4, 4) for n, v in (("plus_change_od_d", plus_change_od_d),
-                                                          ("plus_change_os_d", plus_change_os_d))]  # fmt: skip
+        changes = [
+            check_number(n, v, -4, 4)
+            for n, v in (("plus_change_od_d", plus_change_od_d), ("plus_change_os_d", plus_change_os_d))
+        ]
         reason = vr.check_name("reason", reason, optional=outcome != "not done")
         if outcome == "not done" and any(changes):
             raise InvalidInputError("plus_change: a balance that was not done changes no eye")
@@ -861,16 +930,20 @@ class TrialStore:
                 raise SessionError(f"visit {vid}: the binocular balance already has its outcome")
             conn.execute(
                 "INSERT INTO visit_balance (visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (vid, outcome, method, changes[0], changes[1], reason, _ts(self.now())),
-            )  # fmt: skip
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (vid, outcome, method, changes[0], changes[1], reason, _ts(self.now())),
+            )
         return self.visit_balance(vid)
 
     def visit_balance(self, visit_id: int):
         """The balance's :class:`~visiontune.session.visit_records.BalanceOutcome`, or ``None``."""
 
         vid = self.get_visit(visit_id).visit_id
-        row = self.conn.execute("SELECT visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at "
-                                "FROM visit_balance WHERE visit_id = ?", (vid,)).fetchone()  # fmt: skip
+        row = self.conn.execute(
+            "SELECT visit_id, outcome, method, plus_change_od_d, plus_change_os_d, reason, at "
+            "FROM visit_balance WHERE visit_id = ?",
+            (vid,),
+        ).fetchone()
         return None if row is None else vr.BalanceOutcome.from_row(row)
 
     def sign_off(self, visit_id: int, eye: str, prescription, by: str):
@@ -891,8 +964,10 @@ class TrialStore:
         info = self.get_session(link.session_id)
         if info.state != SessionState.FINISHED or info.discarded:
             state = "discarded" if info.discarded else info.state.value
-            raise InvalidInputError(f"visit {visit.visit_id}: the refraction of {eye} (session {info.session_id}) is "
-                                    f"{state}; finish it before signing off")  # fmt: skip
+            raise InvalidInputError(
+                f"visit {visit.visit_id}: the refraction of {eye} (session {info.session_id}) is "
+                f"{state}; finish it before signing off"
+            )
         with self._write() as conn:
             cur = conn.execute(
                 "INSERT INTO visit_signoffs (visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at) "
@@ -906,12 +981,16 @@ class TrialStore:
         """Every sign-off of the visit in order (:class:`~visiontune.session.visit_records.VisitSignOff`)."""
 
         vid = self.get_visit(visit_id).visit_id
-        rows = self.conn.execute("SELECT id, visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at "
-                                 "FROM visit_signoffs WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        rows = self.conn.execute(
+            "SELECT id, visit_id, eye, sphere_d, cylinder_d, axis_deg, by_name, at "
+            "FROM visit_signoffs WHERE visit_id = ? ORDER BY id",
+            (vid,),
+        ).fetchall()
         return [vr.VisitSignOff.from_row(r) for r in rows]
 
-    def record_visit_acuity(self, visit_id: int, eye: str, va_logmar: float, *, lenses: dict, method: str,
-                            detail: Any = None):  # fmt: skip
+    def record_visit_acuity(
+        self, visit_id: int, eye: str, va_logmar: float, *, lenses: dict, method: str, detail: Any = None
+    ):
         """Record an acuity (logMAR, -1 to 3) of ``eye`` (``OD``, ``OS``, or ``OU`` with both
         eyes open) read through ``lenses`` (``{"OD": Prescription, "OS": Prescription}``: the
         eyes that were open), how (``method``) and its ``detail`` (JSON-able)."""
@@ -922,8 +1001,10 @@ class TrialStore:
         needed = {"OD", "OS"} if eye == "OU" else {eye}
         if not isinstance(lenses, dict) or set(lenses) != needed:
             raise InvalidInputError(f"lenses: expected the lens of {' and '.join(sorted(needed))}, got {lenses!r}")
-        lenses_json = json.dumps({e: json.loads(vr.rx_json(vr.check_prescription(f"lenses[{e}]", rx)))
-                                  for e, rx in sorted(lenses.items())}, sort_keys=True)  # fmt: skip
+        lenses_json = json.dumps(
+            {e: json.loads(vr.rx_json(vr.check_prescription(f"lenses[{e}]", rx))) for e, rx in sorted(lenses.items())},
+            sort_keys=True,
+        )
         method = vr.check_name("method", method)
         with self._write() as conn:
             cur = conn.execute(
@@ -938,8 +1019,11 @@ class TrialStore:
         """Every acuity recorded in the visit, in order (:class:`~visiontune.session.visit_records.VisitAcuity`)."""
 
         vid = self.get_visit(visit_id).visit_id
-        rows = self.conn.execute("SELECT id, visit_id, eye, va_logmar, lenses_json, method, detail_json, at "
-                                 "FROM visit_acuities WHERE visit_id = ? ORDER BY id", (vid,)).fetchall()  # fmt: skip
+        rows = self.conn.execute(
+            "SELECT id, visit_id, eye, va_logmar, lenses_json, method, detail_json, at "
+            "FROM visit_acuities WHERE visit_id = ? ORDER BY id",
+            (vid,),
+        ).fetchall()
         return [vr.VisitAcuity.from_row(r) for r in rows]
 
 
@@ -957,12 +1041,23 @@ def _trial_from_row(r, where: str) -> Trial:
     if not damage:
         try:
             return Trial(
-                session_id=r[0], index=r[1], s_logmar=r[2], lens=_lens(r[3], r[4], r[5]),
-                lens2=_lens(r[6], r[7], r[8]), letter_shown=r[9], letter_named=r[10], correct=bool(r[11]),
-                presented_at=presented, answered_at=answered, void=bool(r[14]), comparison=r[15],
-                slider_knob=r[16], slider_lenses=None if r[17] is None else slider_path_from_json(r[17]),
-                slider_choice=r[18], line_correct=r[19],
-            )  # fmt: skip
+                session_id=r[0],
+                index=r[1],
+                s_logmar=r[2],
+                lens=_lens(r[3], r[4], r[5]),
+                lens2=_lens(r[6], r[7], r[8]),
+                letter_shown=r[9],
+                letter_named=r[10],
+                correct=bool(r[11]),
+                presented_at=presented,
+                answered_at=answered,
+                void=bool(r[14]),
+                comparison=r[15],
+                slider_knob=r[16],
+                slider_lenses=None if r[17] is None else slider_path_from_json(r[17]),
+                slider_choice=r[18],
+                line_correct=r[19],
+            )
         except (InvalidInputError, TypeError, ValueError) as exc:
             damage.append(str(exc))
     raise StoreError(f"{where}: trial {r[1]} is damaged: {'; '.join(damage)}")
@@ -1030,8 +1125,10 @@ class SessionHandle:
         try:
             return SessionState(row[0])
         except (TypeError, ValueError):
-            raise StoreError(f"session {self.session_id} in {self._store.path} is damaged: "
-                             f"state: {str(row and row[0])[:40]!r} is not a session state") from None
+            raise StoreError(
+                f"session {self.session_id} in {self._store.path} is damaged: "
+                f"state: {str(row and row[0])[:40]!r} is not a session state"
+            ) from None
 
     def _require(self, conn: sqlite3.Connection, action: str, *allowed: SessionState) -> None:
         state = self._state(conn)
@@ -1065,22 +1162,45 @@ class SessionHandle:
                 "slider_knob, slider_path, slider_choice, line_correct) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    self.session_id, index, trial.s_logmar, trial.lens.sphere_d, trial.lens.cylinder_d,
-                    trial.lens.axis_deg, None if lens2 is None else lens2.sphere_d,
-                    None if lens2 is None else lens2.cylinder_d, None if lens2 is None else lens2.axis_deg,
-                    trial.letter_shown, trial.letter_named, int(trial.correct), _ts(presented), _ts(answered),
-                    trial.comparison, trial.slider_knob,
-                    None if trial.slider_lenses is None else slider_path_json(trial.slider_lenses), trial.slider_choice,
+                    self.session_id,
+                    index,
+                    trial.s_logmar,
+                    trial.lens.sphere_d,
+                    trial.lens.cylinder_d,
+                    trial.lens.axis_deg,
+                    None if lens2 is None else lens2.sphere_d,
+                    None if lens2 is None else lens2.cylinder_d,
+                    None if lens2 is None else lens2.axis_deg,
+                    trial.letter_shown,
+                    trial.letter_named,
+                    int(trial.correct),
+                    _ts(presented),
+                    _ts(answered),
+                    trial.comparison,
+                    trial.slider_knob,
+                    None if trial.slider_lenses is None else slider_path_json(trial.slider_lenses),
+                    trial.slider_choice,
                     trial.line_correct,
                 ),
-            )  # fmt: skip
+            )
         return Trial(
-            session_id=self.session_id, index=index, s_logmar=trial.s_logmar, lens=trial.lens, lens2=lens2,
-            letter_shown=trial.letter_shown, letter_named=trial.letter_named, correct=trial.correct,
-            presented_at=_parse_ts(_ts(presented)), answered_at=_parse_ts(_ts(answered)), void=False,
-            comparison=trial.comparison, slider_knob=trial.slider_knob, slider_lenses=trial.slider_lenses,
-            slider_choice=trial.slider_choice, line_correct=trial.line_correct,
-        )  # fmt: skip
+            session_id=self.session_id,
+            index=index,
+            s_logmar=trial.s_logmar,
+            lens=trial.lens,
+            lens2=lens2,
+            letter_shown=trial.letter_shown,
+            letter_named=trial.letter_named,
+            correct=trial.correct,
+            presented_at=_parse_ts(_ts(presented)),
+            answered_at=_parse_ts(_ts(answered)),
+            void=False,
+            comparison=trial.comparison,
+            slider_knob=trial.slider_knob,
+            slider_lenses=trial.slider_lenses,
+            slider_choice=trial.slider_choice,
+            line_correct=trial.line_correct,
+        )
 
     def undo(self, reason: str | None = None) -> Trial | None:
         """Void the last non-void trial with an ``undo`` event and return it (``void=True``).
@@ -1136,8 +1256,9 @@ class SessionHandle:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidInputError(f"reason: expected a non-empty text saying why, got {reason!r}")
         if len(reason) > MAX_DISCARD_REASON_CHARS:
-            raise InvalidInputError(f"reason: expected at most {MAX_DISCARD_REASON_CHARS} characters, "
-                                    f"got {len(reason)}")  # fmt: skip
+            raise InvalidInputError(
+                f"reason: expected at most {MAX_DISCARD_REASON_CHARS} characters, got {len(reason)}"
+            )
         record = json.dumps({"discarded": True, "reason": reason.strip()}, sort_keys=True)
         with self._store._write() as conn:
             self._require(conn, "discard it", SessionState.OPEN, SessionState.PAUSED)
@@ -1147,8 +1268,10 @@ class SessionHandle:
                 (self.session_id,),
             ).fetchone()[0]
             if answers:
-                raise SessionError(f"session {self.session_id} holds {answers} answer{'s' if answers != 1 else ''}: "
-                                   "only a session without answers can be discarded (finish it instead)")  # fmt: skip
+                raise SessionError(
+                    f"session {self.session_id} holds {answers} answer{'s' if answers != 1 else ''}: "
+                    "only a session without answers can be discarded (finish it instead)"
+                )
             now = self._store.now()
             self._event(conn, EventKind.FINISH, now, payload=record)
             conn.execute(

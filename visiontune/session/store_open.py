@@ -132,8 +132,7 @@ def connect_read_only(path: Path, timeout: float) -> sqlite3.Connection:
     mode = "ro" if os.path.lexists(wal) else "ro&immutable=1"
     conn = None
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode={mode}", uri=True, isolation_level=None,
-                               timeout=timeout)  # fmt: skip
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode={mode}", uri=True, isolation_level=None, timeout=timeout)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # SQLite opens lazily: open now
     except sqlite3.Error as exc:
         if conn is not None:

@@ -33,8 +33,10 @@ def slider_text(trial, lens: Callable[[object], str] = lens_text) -> str:
     """A slider answer on one line (module docstring); ``lens`` writes the lens chosen
     (default :func:`lens_text`; the app passes the clinic's cylinder form)."""
     n = len(trial.slider_lenses)
-    return (f"slider {trial.slider_knob}: clearest {lens(trial.lens)} ({trial.slider_choice + 1} of {n}, "
-            f"path {slider_path_ends(trial.slider_knob, trial.slider_lenses)})")  # fmt: skip
+    return (
+        f"slider {trial.slider_knob}: clearest {lens(trial.lens)} ({trial.slider_choice + 1} of {n}, "
+        f"path {slider_path_ends(trial.slider_knob, trial.slider_lenses)})"
+    )
 
 
 def _count(n: int, one: str, many: str) -> str:

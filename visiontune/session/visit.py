@@ -54,20 +54,43 @@ def in_form(rx: Prescription | None, form: str) -> Prescription | None:
     return rx.to_minus_cylinder() if form == "minus" else rx.to_plus_cylinder()
 
 
-def create_visit(store: TrialStore, patient_id: str, *, simulated: bool, age_years: int | None = None,
-                 habitual_od: Prescription | None = None, habitual_os: Prescription | None = None,
-                 cylinder_form: str = "minus", clinician: str | None = None) -> int:  # fmt: skip
+def create_visit(
+    store: TrialStore,
+    patient_id: str,
+    *,
+    simulated: bool,
+    age_years: int | None = None,
+    habitual_od: Prescription | None = None,
+    habitual_os: Prescription | None = None,
+    cylinder_form: str = "minus",
+    clinician: str | None = None,
+) -> int:
     """Create the visit (and the pseudonymous patient, if new); return the visit id."""
     try:
         store.get_patient(patient_id)
     except InvalidInputError:
         store.create_patient(patient_id)
-    return store.create_visit(patient_id, age_years=age_years, habitual_od=habitual_od, habitual_os=habitual_os,
-                              cylinder_form=cylinder_form, clinician=clinician, simulated=simulated)  # fmt: skip
+    return store.create_visit(
+        patient_id,
+        age_years=age_years,
+        habitual_od=habitual_od,
+        habitual_os=habitual_os,
+        cylinder_form=cylinder_form,
+        clinician=clinician,
+        simulated=simulated,
+    )
 
 
-def start_eye(store: TrialStore, visit_id: int, eye: str, *, protocol: Protocol, seed: int | None = None,
-              start: StartingPoint | None = None, calibration=None) -> RefractionSession:  # fmt: skip
+def start_eye(
+    store: TrialStore,
+    visit_id: int,
+    eye: str,
+    *,
+    protocol: Protocol,
+    seed: int | None = None,
+    start: StartingPoint | None = None,
+    calibration=None,
+) -> RefractionSession:
     """Start the refraction of ``eye`` in the visit: a new session of the visit's patient, kind
     and cylinder form, linked to the visit; returned open (its lock held).
 
@@ -79,9 +102,17 @@ def start_eye(store: TrialStore, visit_id: int, eye: str, *, protocol: Protocol,
     if eye not in VISIT_EYES:
         raise InvalidInputError(f"eye: expected OD or OS, got {eye!r}")
     store.check_visit_eye_free(visit.visit_id, eye)
-    session = RefractionSession.start(store, patient_id=visit.patient_id, eye=eye, protocol=protocol,
-                                      simulated=visit.simulated, seed=seed, calibration=calibration, start=start,
-                                      cylinder_form=visit.cylinder_form)  # fmt: skip
+    session = RefractionSession.start(
+        store,
+        patient_id=visit.patient_id,
+        eye=eye,
+        protocol=protocol,
+        simulated=visit.simulated,
+        seed=seed,
+        calibration=calibration,
+        start=start,
+        cylinder_form=visit.cylinder_form,
+    )
     try:
         store.link_visit_session(visit.visit_id, eye, session.session_id)
     except Exception as exc:

@@ -200,12 +200,17 @@ class VisitInfo:
         if r[5] not in CYLINDER_FORMS:
             raise read.fail("cylinder_form", f"expected minus or plus, found {str(r[5])[:40]!r}")
         return cls(
-            visit_id=r[0], patient_id=read.text("patient_id", r[1]), age_years=r[2],
+            visit_id=r[0],
+            patient_id=read.text("patient_id", r[1]),
+            age_years=r[2],
             habitual_od=read.rx("habitual_od_json", read.json("habitual_od_json", r[3])),
             habitual_os=read.rx("habitual_os_json", read.json("habitual_os_json", r[4])),
-            cylinder_form=r[5], clinician=read.text("clinician", r[6], optional=True), simulated=r[7] == 1,
-            software_version=read.text("software_version", r[8]), created_at=read.time("created_at", r[9]),
-        )  # fmt: skip
+            cylinder_form=r[5],
+            clinician=read.text("clinician", r[6], optional=True),
+            simulated=r[7] == 1,
+            software_version=read.text("software_version", r[8]),
+            created_at=read.time("created_at", r[9]),
+        )
 
 
 @dataclass(frozen=True)
@@ -225,8 +230,9 @@ class VisitEye:
     @classmethod
     def from_row(cls, r) -> VisitEye:
         read = _Reader(f"visit {r[0]} eye {r[1]}")
-        return cls(r[0], read.text("eye", r[1]), r[2], read.text("skip_reason", r[3], optional=True),
-                   read.time("at", r[4]))  # fmt: skip
+        return cls(
+            r[0], read.text("eye", r[1]), r[2], read.text("skip_reason", r[3], optional=True), read.time("at", r[4])
+        )
 
 
 @dataclass(frozen=True)
@@ -250,8 +256,16 @@ class BalanceAnswer:
             od, os_ = Prescription(r[2], r[3], r[4]), Prescription(r[5], r[6], r[7])
         except InvalidInputError as exc:
             raise read.fail("lens", str(exc)) from None
-        return cls(r[0], r[1], od, os_, read.number("plus_od_d", r[8]), read.number("plus_os_d", r[9]),
-                   read.text("clearer", r[10]), read.time("at", r[11]))  # fmt: skip
+        return cls(
+            r[0],
+            r[1],
+            od,
+            os_,
+            read.number("plus_od_d", r[8]),
+            read.number("plus_os_d", r[9]),
+            read.text("clearer", r[10]),
+            read.time("at", r[11]),
+        )
 
 
 @dataclass(frozen=True)
@@ -274,9 +288,15 @@ class BalanceOutcome:
     @classmethod
     def from_row(cls, r) -> BalanceOutcome:
         read = _Reader(f"visit {r[0]} balance")
-        return cls(r[0], read.text("outcome", r[1]), read.text("method", r[2]), read.number("plus_change_od_d", r[3]),
-                   read.number("plus_change_os_d", r[4]), read.text("reason", r[5], optional=True),
-                   read.time("at", r[6]))  # fmt: skip
+        return cls(
+            r[0],
+            read.text("outcome", r[1]),
+            read.text("method", r[2]),
+            read.number("plus_change_od_d", r[3]),
+            read.number("plus_change_os_d", r[4]),
+            read.text("reason", r[5], optional=True),
+            read.time("at", r[6]),
+        )
 
 
 @dataclass(frozen=True)
@@ -321,10 +341,17 @@ class VisitAcuity:
         read = _Reader(f"visit {r[1]} acuity {r[0]}")
         lenses = read.json("lenses_json", r[4], optional=False)
         if not isinstance(lenses, dict) or not set(lenses) <= set(VISIT_EYES):
-            raise read.fail("lenses_json", "expected {\"OD\": rx, \"OS\": rx}")
-        return cls(r[0], r[1], read.text("eye", r[2]), read.number("va_logmar", r[3]),
-                   {e: read.rx("lenses_json", v) for e, v in lenses.items()}, read.text("method", r[5]),
-                   read.json("detail_json", r[6]), read.time("at", r[7]))  # fmt: skip
+            raise read.fail("lenses_json", 'expected {"OD": rx, "OS": rx}')
+        return cls(
+            r[0],
+            r[1],
+            read.text("eye", r[2]),
+            read.number("va_logmar", r[3]),
+            {e: read.rx("lenses_json", v) for e, v in lenses.items()},
+            read.text("method", r[5]),
+            read.json("detail_json", r[6]),
+            read.time("at", r[7]),
+        )
 
 
 # --- a visit's inputs (the visit_inputs table, visiontune.session.visit_inputs_schema) ----------
@@ -335,8 +362,12 @@ START_SOURCES = ("autorefraction", "retinoscopy", "habitual spectacles", "typed"
 #: prescription, or typed by hand.
 HABITUAL_SOURCES = ("lensmeter", "spectacle prescription", "typed")
 #: The :class:`~visiontune.refraction.start.StartingPoint` source named as a record names it.
-START_SOURCE_OF_STARTING_POINT = {"autorefraction": "autorefraction", "retinoscopy": "retinoscopy",
-                                  "spectacles": "habitual spectacles", "none": "none"}  # fmt: skip
+START_SOURCE_OF_STARTING_POINT = {
+    "autorefraction": "autorefraction",
+    "retinoscopy": "retinoscopy",
+    "spectacles": "habitual spectacles",
+    "none": "none",
+}
 #: Plausible binocular pupillary distance (mm) and monocular (centre of the bridge to one pupil).
 #: Dodgson (2004, "Variation and extrema of human interpupillary distance", Proc. SPIE 5291:36-46,
 #: abstract and section 4): mean adult PD about 63 mm, most adults 50-75 mm, 45-80 mm (almost) all
@@ -346,41 +377,49 @@ PD_RANGE_MM = (40.0, 80.0)
 MONOCULAR_PD_RANGE_MM = (20.0, 40.0)
 
 
-def check_pd(pd_mm: Any = None, pd_od_mm: Any = None, pd_os_mm: Any = None,
-             where: str = "pupillary distance") -> tuple[float | None, float | None, float | None]:  # fmt: skip
+def check_pd(
+    pd_mm: Any = None, pd_od_mm: Any = None, pd_os_mm: Any = None, where: str = "pupillary distance"
+) -> tuple[float | None, float | None, float | None]:
     """``(pd_mm, pd_od_mm, pd_os_mm)`` checked: the binocular distance in :data:`PD_RANGE_MM`,
     the monocular ones both or neither, each in :data:`MONOCULAR_PD_RANGE_MM`; given both ways,
     the binocular must be their sum (within 0.1 mm); given monocular only, the binocular is their
     sum. InvalidInputError naming ``where`` and the value otherwise."""
     if (pd_od_mm is None) != (pd_os_mm is None):
-        raise InvalidInputError(f"{where}: give both monocular distances (right and left) or neither, "
-                                f"got OD {pd_od_mm!r}, OS {pd_os_mm!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: give both monocular distances (right and left) or neither, got OD {pd_od_mm!r}, OS {pd_os_mm!r}"
+        )
     lo, hi = MONOCULAR_PD_RANGE_MM
     mono = []
     for eye, value in (("OD", pd_od_mm), ("OS", pd_os_mm)):
         if value is not None:
             value = check_number(f"{where} {eye}", value)
             if not lo <= value <= hi:
-                raise InvalidInputError(f"{where} {eye}: {value:g} mm is not a monocular pupillary distance "
-                                        f"(expected {lo:g} to {hi:g} mm, from the bridge of the nose to the "
-                                        "pupil)")  # fmt: skip
+                raise InvalidInputError(
+                    f"{where} {eye}: {value:g} mm is not a monocular pupillary distance "
+                    f"(expected {lo:g} to {hi:g} mm, from the bridge of the nose to the "
+                    "pupil)"
+                )
             mono.append(float(value))
     if pd_mm is not None:
         pd_mm = float(check_number(where, pd_mm))
         lo, hi = PD_RANGE_MM
         if not lo <= pd_mm <= hi:
-            raise InvalidInputError(f"{where}: {pd_mm:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm "
-                                    "between the pupils; a monocular one is written OD/OS, e.g. "
-                                    "31.5/31.5)")  # fmt: skip
+            raise InvalidInputError(
+                f"{where}: {pd_mm:g} mm is not a pupillary distance (expected {lo:g} to {hi:g} mm "
+                "between the pupils; a monocular one is written OD/OS, e.g. "
+                "31.5/31.5)"
+            )
         if mono and abs(pd_mm - sum(mono)) > 0.1:
-            raise InvalidInputError(f"{where}: {pd_mm:g} mm is not the sum of the monocular distances "
-                                    f"{mono[0]:g} + {mono[1]:g} mm")  # fmt: skip
+            raise InvalidInputError(
+                f"{where}: {pd_mm:g} mm is not the sum of the monocular distances {mono[0]:g} + {mono[1]:g} mm"
+            )
     elif mono:
         pd_mm = round(sum(mono), 2)
         lo, hi = PD_RANGE_MM
         if not lo <= pd_mm <= hi:
-            raise InvalidInputError(f"{where}: {mono[0]:g}/{mono[1]:g} mm add up to {pd_mm:g} mm, outside {lo:g} to "
-                                    f"{hi:g} mm")  # fmt: skip
+            raise InvalidInputError(
+                f"{where}: {mono[0]:g}/{mono[1]:g} mm add up to {pd_mm:g} mm, outside {lo:g} to {hi:g} mm"
+            )
     return pd_mm, (mono[0] if mono else None), (mono[1] if mono else None)
 
 
@@ -388,14 +427,16 @@ def parse_pd(text: Any, where: str = "--pd") -> tuple[float, float | None, float
     """A typed pupillary distance: ``"63"`` (binocular, mm) or ``"31.5/31.5"`` (right/left
     monocular, mm); returns ``(pd_mm, pd_od_mm, pd_os_mm)`` checked by :func:`check_pd`."""
     if not isinstance(text, str) or not text.strip():
-        raise InvalidInputError(f"{where}: expected a distance in mm such as 63, or OD/OS such as 31.5/31.5, "
-                                f"got {text!r}")  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: expected a distance in mm such as 63, or OD/OS such as 31.5/31.5, got {text!r}"
+        )
     parts = [p.strip().removesuffix("mm").strip() for p in text.split("/")]
     try:
         values = [float(p) for p in parts]
     except ValueError:
-        raise InvalidInputError(f"{where}: {text.strip()[:40]!r} is not a distance in mm such as 63, or OD/OS such "
-                                "as 31.5/31.5") from None  # fmt: skip
+        raise InvalidInputError(
+            f"{where}: {text.strip()[:40]!r} is not a distance in mm such as 63, or OD/OS such as 31.5/31.5"
+        ) from None
     if len(values) == 1:
         pd_mm, od, os_ = check_pd(values[0], where=where)
         return pd_mm, od, os_
@@ -432,14 +473,25 @@ class VisitInputs:
         return {"OD": self.start_file_od, "OS": self.start_file_os}[eye]
 
 
-_INPUT_COLUMNS = ("id, visit_id, pd_mm, pd_od_mm, pd_os_mm, start_source_od, start_source_os, habitual_source, "
-                  "from_file, examiner, at")  # fmt: skip
+_INPUT_COLUMNS = (
+    "id, visit_id, pd_mm, pd_od_mm, pd_os_mm, start_source_od, start_source_os, habitual_source, "
+    "from_file, examiner, at"
+)
 
 
-def record_visit_inputs(store, visit_id: int, *, pd_mm: float | None = None, pd_od_mm: float | None = None,
-                        pd_os_mm: float | None = None, start_source_od: str | None = None,
-                        start_source_os: str | None = None, habitual_source: str | None = None,
-                        from_file: str | None = None, examiner: str | None = None) -> VisitInputs:  # fmt: skip
+def record_visit_inputs(
+    store,
+    visit_id: int,
+    *,
+    pd_mm: float | None = None,
+    pd_od_mm: float | None = None,
+    pd_os_mm: float | None = None,
+    start_source_od: str | None = None,
+    start_source_os: str | None = None,
+    habitual_source: str | None = None,
+    from_file: str | None = None,
+    examiner: str | None = None,
+) -> VisitInputs:
     """Append one entry of the visit's inputs to the trial log (one committed write; durable when
     this returns) and return the inputs now in force (:func:`visit_inputs`).
 
@@ -452,9 +504,11 @@ def record_visit_inputs(store, visit_id: int, *, pd_mm: float | None = None, pd_
     nothing written; SessionError if there is no such visit."""
     visit = store.get_visit(visit_id)
     pd = check_pd(pd_mm, pd_od_mm, pd_os_mm, where="pd_mm" if pd_od_mm is None else "pd_od_mm/pd_os_mm")
-    for name, value, allowed in (("start_source_od", start_source_od, START_SOURCES),
-                                 ("start_source_os", start_source_os, START_SOURCES),
-                                 ("habitual_source", habitual_source, HABITUAL_SOURCES)):  # fmt: skip
+    for name, value, allowed in (
+        ("start_source_od", start_source_od, START_SOURCES),
+        ("start_source_os", start_source_os, START_SOURCES),
+        ("habitual_source", habitual_source, HABITUAL_SOURCES),
+    ):
         if value is not None and value not in allowed:
             raise InvalidInputError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
     examiner = check_name("examiner", examiner, optional=True)
@@ -475,16 +529,24 @@ def visit_input_rows(store, visit_id: int) -> list[dict]:
     """Every entry of the visit's inputs in order, as dicts of the columns (``at`` parsed);
     StoreError naming the visit and column for a damaged row."""
     vid = store.get_visit(visit_id).visit_id
-    rows = store.conn.execute(f"SELECT {_INPUT_COLUMNS} FROM visit_inputs WHERE visit_id = ? ORDER BY id",
-                              (vid,)).fetchall()  # fmt: skip
+    rows = store.conn.execute(
+        f"SELECT {_INPUT_COLUMNS} FROM visit_inputs WHERE visit_id = ? ORDER BY id", (vid,)
+    ).fetchall()
     out = []
     for r in rows:
         read = _Reader(f"visit {vid} inputs {r[0]}")
-        row = {"pd_mm": None if r[2] is None else read.number("pd_mm", r[2]),
-               "pd_od_mm": None if r[3] is None else read.number("pd_od_mm", r[3]),
-               "pd_os_mm": None if r[4] is None else read.number("pd_os_mm", r[4])}  # fmt: skip
-        for i, column in ((5, "start_source_od"), (6, "start_source_os"), (7, "habitual_source"), (8, "from_file"),
-                          (9, "examiner")):  # fmt: skip
+        row = {
+            "pd_mm": None if r[2] is None else read.number("pd_mm", r[2]),
+            "pd_od_mm": None if r[3] is None else read.number("pd_od_mm", r[3]),
+            "pd_os_mm": None if r[4] is None else read.number("pd_os_mm", r[4]),
+        }
+        for i, column in (
+            (5, "start_source_od"),
+            (6, "start_source_os"),
+            (7, "habitual_source"),
+            (8, "from_file"),
+            (9, "examiner"),
+        ):
             row[column] = read.text(column, r[i], optional=True)
         row["at"] = read.time("at", r[10])
         out.append(row)
@@ -498,8 +560,9 @@ def visit_inputs(store, visit_id: int) -> VisitInputs:
     values: dict[str, Any] = {}
     for row in visit_input_rows(store, vid):
         if row["pd_mm"] is not None:
-            values.update(pd_mm=row["pd_mm"], pd_od_mm=row["pd_od_mm"], pd_os_mm=row["pd_os_mm"],
-                          pd_file=row["from_file"])  # fmt: skip
+            values.update(
+                pd_mm=row["pd_mm"], pd_od_mm=row["pd_od_mm"], pd_os_mm=row["pd_os_mm"], pd_file=row["from_file"]
+            )
         for eye in ("od", "os"):
             if row[f"start_source_{eye}"] is not None:
                 values[f"start_source_{eye}"] = row[f"start_source_{eye}"]
