@@ -16,12 +16,16 @@ SCREENSHOTS = Path(os.environ.get("VISIONTUNE_SCREENSHOTS") or Path(tempfile.get
 
 def write_protocol(folder: Path, max_trials: int = 40, lo: float = -1.0, hi: float = 2.0, name="app-test.toml") -> Path:
     path = folder / name
-    path.write_text(small_protocol_text("app-test", purpose="the app tests", max_trials=max_trials, logmar=(lo, hi)), encoding="utf-8")
+    path.write_text(
+        small_protocol_text("app-test", purpose="the app tests", max_trials=max_trials, logmar=(lo, hi)),
+        encoding="utf-8",
+    )
     return path
 
 
-def write_visit_protocol(folder: Path, max_trials: int = 8, logmar: tuple[float, float] | None = None,
-                         name: str = "visit-test.toml") -> Path:
+def write_visit_protocol(
+    folder: Path, max_trials: int = 8, logmar: tuple[float, float] | None = None, name: str = "visit-test.toml"
+) -> Path:
     """``clinical-sloan`` (the optics model, any axis) stopping after ``max_trials`` answers
     (no minimum): a visit's two eyes in a few seconds. ``logmar``: the chart's range."""
     import re

@@ -50,10 +50,16 @@ def make_window(qtbot, paths):
 
     def make(pace_s=0.0, simulate=True, protocol=None, exit_after=None, windowed=True):
         options = AppOptions(
-            db_path=paths["db"], simulate=simulate, pace_s=pace_s, protocol=str(protocol or paths["protocol"]),
-            windowed=windowed, exit_after=exit_after, settings_path=paths["settings"],
-            calibration_path=paths["calibration"], export_dir=paths["exports"],
-        )  # fmt: skip
+            db_path=paths["db"],
+            simulate=simulate,
+            pace_s=pace_s,
+            protocol=str(protocol or paths["protocol"]),
+            windowed=windowed,
+            exit_after=exit_after,
+            settings_path=paths["settings"],
+            calibration_path=paths["calibration"],
+            export_dir=paths["exports"],
+        )
         window = MainWindow(options, load_settings(paths["settings"]))
         qtbot.addWidget(window)
         window.resize(1280, 860)
@@ -65,4 +71,3 @@ def make_window(qtbot, paths):
     yield make
     for w in windows:
         w.close()
-

@@ -54,8 +54,10 @@ def test_send_to_archive_lists_what_went_where(qtbot, visit_db, tmp_path):
     db.write_bytes(visit_db.read_bytes())
     scp = storescp(tmp_path)
     config = tmp_path / "archive.toml"
-    config.write_text(f'[dicom]\nhost = "127.0.0.1"\nport = {scp.port}\ncalled_ae_title = "VTPACS"\n'
-                      'calling_ae_title = "VTCLINIC"\ntimeout_s = 10\n')
+    config.write_text(
+        f'[dicom]\nhost = "127.0.0.1"\nport = {scp.port}\ncalled_ae_title = "VTPACS"\n'
+        'calling_ae_title = "VTCLINIC"\ntimeout_s = 10\n'
+    )
     try:
         page = _page(qtbot, db, config)
         panel = page.archive

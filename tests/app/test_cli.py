@@ -21,8 +21,17 @@ def parse(*argv):
 
 
 def test_options():
-    a = parse("--simulate", "--pace", "0", "--db", "x.db", "--protocol", "clinical-sloan", "--windowed", "--exit-after", "3")
-    assert (a.simulate, a.pace, a.db, a.protocol, a.windowed, a.exit_after) == (True, 0.0, "x.db", "clinical-sloan", True, 3)
+    a = parse(
+        "--simulate", "--pace", "0", "--db", "x.db", "--protocol", "clinical-sloan", "--windowed", "--exit-after", "3"
+    )
+    assert (a.simulate, a.pace, a.db, a.protocol, a.windowed, a.exit_after) == (
+        True,
+        0.0,
+        "x.db",
+        "clinical-sloan",
+        True,
+        3,
+    )
 
 
 @pytest.mark.parametrize("argv,match", [(("--pace", "-1"), "--pace"), (("--exit-after", "0"), "--exit-after")])
@@ -33,14 +42,38 @@ def test_bad_options_name_the_option(argv, match):
 
 def test_exit_after_runs_a_simulated_session_and_closes(tmp_path):
     protocol = write_protocol(tmp_path)
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}  # fmt: skip
-    code = ("import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
-            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")  # fmt: skip
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    code = (
+        "import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
+        "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))"
+    )
     db = tmp_path / "log.sqlite3"
-    proc = subprocess.run([sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--db", str(db),
-                           "--protocol", str(protocol), "--exit-after", "3"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "--simulate",
+            "--pace",
+            "0.01",
+            "--db",
+            str(db),
+            "--protocol",
+            str(protocol),
+            "--exit-after",
+            "3",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     with TrialStore.open(db) as store:
         (info,) = store.list_sessions()

@@ -48,8 +48,11 @@ def _logs_agree_around_a_fault(device_states, trials, kept: int, at_fault: int) 
     after Retry, the lenses of every later answer."""
     before = _lenses_in_log(trials[:kept])
     od = [s.od for s in device_states]
-    return (_same_sequence(od[: len(before)], before) and at_fault - len(before) == 1
-            and _same_sequence(od[at_fault:], _lenses_in_log(trials[kept:])))
+    return (
+        _same_sequence(od[: len(before)], before)
+        and at_fault - len(before) == 1
+        and _same_sequence(od[at_fault:], _lenses_in_log(trials[kept:]))
+    )
 
 
 def _rows(trials):
@@ -62,8 +65,15 @@ def _answer(snap, patient):
         return SliderReply(simulated_slider(patient, q))
     if isinstance(q, PendingComparison):
         return ComparisonReply(simulated_comparison(patient, q))
-    reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter, letters=snap.letters,
-                            seed=snap.seed, trial_index=q.index)
+    reply = simulated_reply(
+        patient,
+        s_logmar=q.s_logmar,
+        lens=q.lens,
+        letter_shown=q.letter,
+        letters=snap.letters,
+        seed=snap.seed,
+        trial_index=q.index,
+    )
     return Answer(letter_named=reply.letter_named)
 
 
@@ -184,8 +194,9 @@ def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make
         qtbot.waitUntil(lambda: window.phase == Phase.LENS, timeout=60_000)
         assert load_settings(paths["settings"]).device == f"cv5000:{emu.port}"
         assert window.engine_device == f"cv5000:{emu.port}"
-        qtbot.waitUntil(lambda: window.controller.device is not None and window.controller.device.connected,
-                        timeout=20_000)
+        qtbot.waitUntil(
+            lambda: window.controller.device is not None and window.controller.device.connected, timeout=20_000
+        )
         text = window.session_view.device_state.text()
         assert f"Lens device: Topcon CV-5000 on {emu.port} \u00b7 connected" in text and CV5000_CAUTION in text
         window.close()
@@ -193,7 +204,8 @@ def test_the_start_form_sets_the_device_the_engine_uses_and_saves_it(qtbot, make
 
 # ---------------------------------------------------------------------------------- the whole app
 def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_and_retry_finishes(
-        qtbot, make_window, paths, tmp_path):
+    qtbot, make_window, paths, tmp_path
+):
     protocol = write_visit_protocol(tmp_path, max_trials=10)
     with CV5000Emulator(change_seconds=0.05) as emu:
         window = make_window(pace_s=0.02, protocol=protocol)
@@ -205,7 +217,8 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
         # the safety rule as the window shows it: a letter on screen only through the lens the device holds
         shown = []
         window.controller.connect(
-            lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None)
+            lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None
+        )
         qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 4, timeout=120_000)
         assert view.device_state.isVisible() and "Lenses confirmed: OD S " in view.device_state.text()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -249,12 +262,28 @@ def _snapshot(n_trials: int, *, paused: bool = False):
     from visiontune.optics import Prescription
     from visiontune.refraction.loop import PendingQuery
 
-    query = None if paused else PendingQuery(index=n_trials, s_logmar=0.3, lens=Prescription(-1.0, -0.5, 90.0),
-                                             letter="K")
-    return Snapshot(session_id=1, patient_id="P-1", eye="OD", simulated=False, seed=7, protocol_name="app-test",
-                    state=SessionState.PAUSED if paused else SessionState.OPEN, n_trials=n_trials, max_trials=40,
-                    query=query, stop_reason=None, letters=tuple("CDHKNORSVZ"), letter_set="sloan", n_alternatives=10,
-                    cylinder_form="minus", context_box=(-1.0, 2.0), prior_duration_s=0.0)
+    query = (
+        None if paused else PendingQuery(index=n_trials, s_logmar=0.3, lens=Prescription(-1.0, -0.5, 90.0), letter="K")
+    )
+    return Snapshot(
+        session_id=1,
+        patient_id="P-1",
+        eye="OD",
+        simulated=False,
+        seed=7,
+        protocol_name="app-test",
+        state=SessionState.PAUSED if paused else SessionState.OPEN,
+        n_trials=n_trials,
+        max_trials=40,
+        query=query,
+        stop_reason=None,
+        letters=tuple("CDHKNORSVZ"),
+        letter_set="sloan",
+        n_alternatives=10,
+        cylinder_form="minus",
+        context_box=(-1.0, 2.0),
+        prior_duration_s=0.0,
+    )
 
 
 def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_retries_after_a_fault():
@@ -365,15 +394,41 @@ def test_the_app_command_runs_a_simulated_session_on_the_emulator(tmp_path):
     import sys
 
     protocol = write_visit_protocol(tmp_path, max_trials=8)
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_STATE_HOME": str(tmp_path / "state")}
-    code = ("import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
-            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    code = (
+        "import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
+        "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))"
+    )
     db = tmp_path / "log.sqlite3"
     with CV5000Emulator(change_seconds=0.0) as emu:
-        proc = subprocess.run([sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--db", str(db),
-                               "--protocol", str(protocol), "--exit-after", "5", "--device", f"cv5000:{emu.port}"],
-                              env=env, capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code,
+                "--simulate",
+                "--pace",
+                "0.01",
+                "--db",
+                str(db),
+                "--protocol",
+                str(protocol),
+                "--exit-after",
+                "5",
+                "--device",
+                f"cv5000:{emu.port}",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert proc.returncode == 0, proc.stderr
     with TrialStore.open(db) as store:
         (info,) = store.list_sessions()
@@ -459,7 +514,8 @@ def test_every_device_fault_pauses_the_app_session_keeping_the_answers_and_the_d
 
 
 def test_a_restarted_engine_gets_the_device_again_and_every_later_lens_is_set_by_it(
-        qtbot, make_window, paths, tmp_path):
+    qtbot, make_window, paths, tmp_path
+):
     protocol = write_visit_protocol(tmp_path, max_trials=8)
     with CV5000Emulator(change_seconds=0.0) as emu:
         window = make_window(pace_s=0.02, protocol=protocol)
@@ -469,8 +525,7 @@ def test_a_restarted_engine_gets_the_device_again_and_every_later_lens_is_set_by
         qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 3, timeout=60_000)
         first_pid = window.worker.pid
         window.worker.kill_engine()
-        qtbot.waitUntil(lambda: window.worker.pid != first_pid and window.worker.session_id is not None,
-                        timeout=60_000)
+        qtbot.waitUntil(lambda: window.worker.pid != first_pid and window.worker.session_id is not None, timeout=60_000)
         qtbot.waitUntil(lambda: window.stack.currentWidget() is window.finish_view, timeout=120_000)
     with TrialStore.open(paths["db"]) as store, store.open_session(1) as handle:
         trials, notes = store.trials(1), lenses_set_notes(handle.events())
@@ -517,8 +572,11 @@ def test_during_a_comparison_the_device_shows_lens_1_or_lens_2_again_on_the_clin
             del events[:]
             host.handle("device_lens", 2)
             assert "lens position: expected 0 to 1" in next(v for k, v in events if k == "failed")
-            shown = [e.payload["data"] for e in host.session._handle.events()
-                     if isinstance(e.payload, dict) and e.payload.get("text") == LENS_SHOWN_NOTE]
+            shown = [
+                e.payload["data"]
+                for e in host.session._handle.events()
+                if isinstance(e.payload, dict) and e.payload.get("text") == LENS_SHOWN_NOTE
+            ]
             expected = [(q.index, p, "cv5000") for p in (0, 1, 0)]
             assert [(n["trial"], n["position"], n["device"]) for n in shown] == expected
             host.handle("record", _answer(snap, patient))
@@ -555,8 +613,9 @@ def test_the_window_shows_lens_buttons_during_a_comparison_and_the_device_follow
         assert same_lens(emu.state.od, q.lens2)
         qtbot.mouseClick(view.lens_buttons[0], Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: same_lens(emu.state.od, q.lens1), timeout=20_000)
-        qtbot.waitUntil(lambda: "Lenses confirmed: OD S" in view.device_state.text() and window.worker_idle,
-                        timeout=20_000)
+        qtbot.waitUntil(
+            lambda: "Lenses confirmed: OD S" in view.device_state.text() and window.worker_idle, timeout=20_000
+        )
         assert window.phase == Phase.COMPARE  # the answer is still the clinician's to type
         qtbot.mouseClick(view.lens_buttons[1], Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: same_lens(emu.state.od, q.lens2), timeout=20_000)
@@ -611,13 +670,19 @@ def test_a_visits_two_eyes_are_set_through_the_device_each_before_its_eye(qtbot,
                 qtbot.keyClick(view, Qt.Key.Key_Return)
                 qtbot.waitUntil(lambda: window.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE), timeout=60_000)
                 qtbot.keyClick(view, Qt.Key.Key_Space)
-                qtbot.waitUntil(lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED)
-                                and window.snapshot.n_trials == n + 1, timeout=60_000)
+                qtbot.waitUntil(
+                    lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
+                    timeout=60_000,
+                )
             qtbot.keyClick(view, Qt.Key.Key_F)
             qtbot.keyClick(view, Qt.Key.Key_F)
             visits = window.visits
-            qtbot.waitUntil(lambda: window.stack.currentWidget() is visits.step_view and visits.view is not None
-                            and not visits.pending, timeout=60_000)
+            qtbot.waitUntil(
+                lambda: (
+                    window.stack.currentWidget() is visits.step_view and visits.view is not None and not visits.pending
+                ),
+                timeout=60_000,
+            )
             if eye == "OD":
                 qtbot.keyClick(visits.step_view, Qt.Key.Key_Space)  # the next eye
         window.close()

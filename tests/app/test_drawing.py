@@ -73,8 +73,9 @@ def test_the_engine_sends_ready_to_draw_frames_with_the_simulated_patients_true_
 def test_a_session_is_drawn_in_place_without_resizing_the_plots(qtbot, make_window, events):
     window = make_window(pace_s=0.0)
     view = window.session_view
-    items_before = {p: list(p.getPlotItem().items) if hasattr(p, "getPlotItem") else list(p.plot.items)
-                    for p in view.plots}  # fmt: skip
+    items_before = {
+        p: list(p.getPlotItem().items) if hasattr(p, "getPlotItem") else list(p.plot.items) for p in view.plots
+    }
     qtbot.waitUntil(lambda: not window.prewarm_timer.isActive(), timeout=5_000)  # pages laid out at the window's size
     counter = ResizeCounter(view.plots)
     feed(qtbot, window, events)

@@ -13,16 +13,22 @@ RESULT = {
     "estimate": {"sphere_d": -1.3125, "cylinder_d": -0.5625, "axis_deg": 90.0},
     "rounded": {"sphere_d": -1.25, "cylinder_d": -0.5, "axis_deg": 90.0},
     "credible_interval": {"level": 0.95, "sphere_d": [-1.75, -0.875], "cylinder_d": [-1.0, -0.125]},
-    "predicted_va_logmar": 0.12, "predicted_va_interval": [0.02, 0.31], "trials_used": 51, "duration_s": 754.0,
+    "predicted_va_logmar": 0.12,
+    "predicted_va_interval": [0.02, 0.31],
+    "trials_used": 51,
+    "duration_s": 754.0,
     "stopped_by": "precision",
-}  # fmt: skip
+}
 
 
-@pytest.mark.parametrize(("counts", "text"), [
-    ({"comparisons_used": 39, "sliders_used": 8}, "51 answers (4 letters, 39 comparisons, 8 sliders), stopped by"),
-    ({"comparisons_used": 0, "sliders_used": 1}, "51 answers (50 letters, 1 slider), stopped by"),
-    ({}, "51 answers, stopped by precision"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("counts", "text"),
+    [
+        ({"comparisons_used": 39, "sliders_used": 8}, "51 answers (4 letters, 39 comparisons, 8 sliders), stopped by"),
+        ({"comparisons_used": 0, "sliders_used": 1}, "51 answers (50 letters, 1 slider), stopped by"),
+        ({}, "51 answers, stopped by precision"),
+    ],
+)
 def test_the_answers_are_counted_by_kind(qtbot, counts, text):
     view = FinishView()
     qtbot.addWidget(view)

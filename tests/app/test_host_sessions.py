@@ -58,12 +58,22 @@ def test_a_new_export_folder_is_0700_under_umask_000(tmp_path, umask_000):
         assert stat.S_IMODE(f.stat().st_mode) == 0o700, f
 
 
-@pytest.mark.parametrize(("protocol", "before_any_answer"), [
-    ("clinical-sloan", True),
-    (str(Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-optics-gp.toml"), True),
-    ("paper-ucb-ald", False),
-])  # fmt: skip
-def test_an_estimate_before_the_first_answer_only_where_the_prior_knows_the_start(tmp_path, protocol, before_any_answer):
+@pytest.mark.parametrize(
+    ("protocol", "before_any_answer"),
+    [
+        ("clinical-sloan", True),
+        (
+            str(
+                Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-optics-gp.toml"
+            ),
+            True,
+        ),
+        ("paper-ucb-ald", False),
+    ],
+)
+def test_an_estimate_before_the_first_answer_only_where_the_prior_knows_the_start(
+    tmp_path, protocol, before_any_answer
+):
     """The models of particles (optics; the GP on the optics prediction) have a prior centred on the
     start, so the app shows their estimate before any answer; a GP alone has none to show."""
     from visiontune.app.worker_values import EstimateView

@@ -22,8 +22,15 @@ def test_letters_of_the_set_name_letters_case_blind():
     assert key("N", "N") == Command(Action.ANSWER_LETTER, "N")  # N is a Sloan letter, not "incorrect"
 
 
-@pytest.mark.parametrize("text,action", [("+", Action.ANSWER_CORRECT), ("=", Action.ANSWER_CORRECT),
-                                         ("y", Action.ANSWER_CORRECT), ("-", Action.ANSWER_WRONG)])
+@pytest.mark.parametrize(
+    "text,action",
+    [
+        ("+", Action.ANSWER_CORRECT),
+        ("=", Action.ANSWER_CORRECT),
+        ("y", Action.ANSWER_CORRECT),
+        ("-", Action.ANSWER_WRONG),
+    ],
+)
 def test_plus_minus_and_y_judge_the_answer(text, action):
     assert key(text.upper(), text) == Command(action)
 

@@ -91,10 +91,13 @@ def test_a_cv5000_is_the_motorized_phoropter_whatever_the_manual_kind():
 
 
 # ---------------------------------------------------------------------------------- the pricing
-@pytest.mark.parametrize("device, seconds, said", [
-    (("manual", "trial-frame"), TRIAL_FRAME_S, "the trial frame's change time"),
-    (("manual", "manual-phoropter"), MANUAL_PHOROPTER_S, "the manual phoropter's change time"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "device, seconds, said",
+    [
+        (("manual", "trial-frame"), TRIAL_FRAME_S, "the trial frame's change time"),
+        (("manual", "manual-phoropter"), MANUAL_PHOROPTER_S, "the manual phoropter's change time"),
+    ],
+)
 def test_a_sessions_stored_protocol_carries_the_kinds_seconds(tmp_path, device, seconds, said):
     host, events, db = _host(tmp_path, device)
     try:
@@ -159,10 +162,13 @@ def _controller(kind: str):
     return controller, events, snapshot
 
 
-@pytest.mark.parametrize("kind, expected", [
-    ("trial-frame", "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter"),
-    ("manual-phoropter", "Set S \u22121.00 / C \u22120.50 \u00d7 090 on the phoropter, then press Enter"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("trial-frame", "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter"),
+        ("manual-phoropter", "Set S \u22121.00 / C \u22120.50 \u00d7 090 on the phoropter, then press Enter"),
+    ],
+)
 def test_the_page_says_which_lens_to_place_on_what_device(kind, expected):
     controller, events, snapshot = _controller(kind)
     controller.submit("start", "request")
@@ -221,9 +227,13 @@ def test_app_lens_device_option_is_checked_before_any_window_opens():
     assert cli.check_lens_device("trial-frame", "manual") == "trial-frame"
     assert cli.check_lens_device("motorized-phoropter", "cv5000:COM4") is None
     assert cli.check_lens_device(None, "cv5000:COM4") is None
-    for argv, message in ((["--lens-device", "phoropter"], "^--lens-device: expected one of trial-frame"),
-                          (["--lens-device", "motorized-phoropter"], "^--lens-device motorized-phoropter: .*CV-5000"),
-                          (["--lens-device", "trial-frame", "--device", "cv5000:COM4"],
-                           "^--lens-device trial-frame: --device cv5000:COM4 is the motorized phoropter")):  # fmt: skip
+    for argv, message in (
+        (["--lens-device", "phoropter"], "^--lens-device: expected one of trial-frame"),
+        (["--lens-device", "motorized-phoropter"], "^--lens-device motorized-phoropter: .*CV-5000"),
+        (
+            ["--lens-device", "trial-frame", "--device", "cv5000:COM4"],
+            "^--lens-device trial-frame: --device cv5000:COM4 is the motorized phoropter",
+        ),
+    ):
         with pytest.raises(InvalidInputError, match=message):
             cli.run(parser.parse_args(argv))

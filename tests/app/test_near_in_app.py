@@ -27,8 +27,15 @@ def _run_open_eye(host, events):
     while snap.query is not None:
         q = snap.query
         host.handle("present")
-        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                letters=snap.letters, seed=snap.seed, trial_index=q.index)
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
         host.handle("record", Answer(letter_named=reply.letter_named))
         snap = _last(events, "opened", "updated")
     host.handle("finish", ("budget", None))

@@ -32,7 +32,7 @@ from visiontune.app.texts import (
     region_text,
     start_text,
     stop_text,
-)  # fmt: skip
+)
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.estimate import CurrentEstimate, Region
@@ -101,7 +101,14 @@ def test_snapped_range_refuses_no_or_non_finite_values():
 
 def test_curve_x_range_leaves_room_and_grows_in_steps_of_ten():
     assert [curve_x_range(n) for n in (0, 1, 8, 9, 18, 28, 29)] == [
-        (0.0, 10.0), (0.0, 10.0), (0.0, 10.0), (0.0, 20.0), (0.0, 20.0), (0.0, 30.0), (0.0, 40.0)]  # fmt: skip
+        (0.0, 10.0),
+        (0.0, 10.0),
+        (0.0, 10.0),
+        (0.0, 20.0),
+        (0.0, 20.0),
+        (0.0, 30.0),
+        (0.0, 40.0),
+    ]
 
 
 def shoelace(x, y):
@@ -134,9 +141,15 @@ def test_box_outline_is_the_closed_credible_box():
 def frame_for(trials, region=True, true_p=None):
     s = np.linspace(-1.0, 2.0, 7)
     p = np.linspace(0.1, 0.9, 7)
-    return build_view_frame(estimate=current_estimate(region), acuity_map=grid_map(), trials=trials,
-                            curve=((1, 0.8), (2, 0.55), (3, 0.31)), psychometric=(s, p, p - 0.05, p + 0.05),
-                            chart_range=(-1.0, 2.0), true_p=true_p)  # fmt: skip
+    return build_view_frame(
+        estimate=current_estimate(region),
+        acuity_map=grid_map(),
+        trials=trials,
+        curve=((1, 0.8), (2, 0.55), (3, 0.31)),
+        psychometric=(s, p, p - 0.05, p + 0.05),
+        chart_range=(-1.0, 2.0),
+        true_p=true_p,
+    )
 
 
 def test_view_frame_splits_the_trials_and_carries_the_estimate():
@@ -156,12 +169,21 @@ def test_view_frame_splits_the_trials_and_carries_the_estimate():
 def test_a_view_frame_of_a_realistic_session_pickles_to_a_few_kilobytes():
     rng = np.random.default_rng(0)
     trials = np.column_stack([rng.uniform(-4, 4, (100, 2)), rng.integers(0, 2, 100)])
-    m = {"sphere_d": np.linspace(-4, 4, 21).tolist(), "cylinder_d": np.linspace(-4, 4, 21).tolist(),
-         "va_logmar": rng.uniform(-0.1, 1.3, (21, 21)).tolist()}  # fmt: skip
+    m = {
+        "sphere_d": np.linspace(-4, 4, 21).tolist(),
+        "cylinder_d": np.linspace(-4, 4, 21).tolist(),
+        "va_logmar": rng.uniform(-0.1, 1.3, (21, 21)).tolist(),
+    }
     s = np.linspace(-1.0, 2.0, 61)
-    f = build_view_frame(estimate=current_estimate(), acuity_map=m, trials=trials,
-                         curve=tuple((i, 0.3) for i in range(1, 101)), psychometric=(s, s * 0, s * 0, s * 0 + 1),
-                         chart_range=(-1.0, 2.0), true_p=s * 0)  # fmt: skip
+    f = build_view_frame(
+        estimate=current_estimate(),
+        acuity_map=m,
+        trials=trials,
+        curve=tuple((i, 0.3) for i in range(1, 101)),
+        psychometric=(s, s * 0, s * 0, s * 0 + 1),
+        chart_range=(-1.0, 2.0),
+        true_p=s * 0,
+    )
     assert isinstance(f, ViewFrame)
     assert len(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL)) < 16 * 1024
 
@@ -171,8 +193,10 @@ def test_estimate_texts_are_the_panel_lines():
     # the trial lens to file, never the exact estimate (S −0.98 / C +1.61, off the 0.25 D steps)
     assert t.best_lens == "Best lens now: S \u22121.00 / C +1.50 \u00d7 090"
     # the region as a clinician reads it: half-widths of the intervals, the axis ± in whole degrees
-    assert t.interval == ("95% credible region: S \u00b10.88 / C \u00b10.88 / axis \u00b112\u00b0\n"
-                          "(sphere \u22121.50 to +0.25 D, cylinder \u22120.75 to +1.00 D)")  # fmt: skip
+    assert t.interval == (
+        "95% credible region: S \u00b10.88 / C \u00b10.88 / axis \u00b112\u00b0\n"
+        "(sphere \u22121.50 to +0.25 D, cylinder \u22120.75 to +1.00 D)"
+    )
     assert t.progress == "Precision stop: 40%"
     assert t.acuity == "Predicted acuity through it: +0.31 logMAR (20/41); interval \u22121.00 to +2.00"
     assert estimate_texts(current_estimate(region=False), None).interval == ""
@@ -198,8 +222,10 @@ def test_region_text_reads_sphere_cylinder_and_axis_pm():
 
 def test_lens_text_shows_the_axis_in_three_whole_degrees_in_1_to_180():
     assert lens_text(Prescription(-2.0, -1.0, 29.6)) == "S \u22122.00 / C \u22121.00 \u00d7 030 (not a trial lens)"
-    assert lens_text(Prescription(-2.0, -1.0, 0.3), "estimate") == \
-        "S \u22122.00 / C \u22121.00 \u00d7 180 (estimate, not a trial lens)"
+    assert (
+        lens_text(Prescription(-2.0, -1.0, 0.3), "estimate")
+        == "S \u22122.00 / C \u22121.00 \u00d7 180 (estimate, not a trial lens)"
+    )
     assert lens_text(Prescription(0.0, 0.75, 5.0)) == "S plano / C +0.75 \u00d7 005"
 
 
@@ -213,7 +239,8 @@ def test_start_and_stop_texts():
     # before any answer (the optics model's prior) the estimate says so
     est = current_estimate()
     assert estimate_texts(CurrentEstimate(0, est.lens, est.rounded, None, 0.3, (0.1, 0.5)), None).best_lens.startswith(
-        "Best lens before any answer")
+        "Best lens before any answer"
+    )
 
 
 def test_progress_text_names_the_stop_it_measures():
@@ -221,12 +248,18 @@ def test_progress_text_names_the_stop_it_measures():
     assert progress_text(0.404, optics) == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J): 40%"
     assert progress_text(1.7, optics).endswith(": 100%")
     waits = progress_text(0.8, optics, waits_for_sensitivity=True)
-    assert waits == ("Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, the patient's sensitivity to 1-or-2 "
-                     "comparisons learned): 80%")
+    assert waits == (
+        "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, the patient's sensitivity to 1-or-2 "
+        "comparisons learned): 80%"
+    )
     assert progress_text(0.5, None).startswith("Budget used: 50%")
-    young = progress_text(0.3, Precision(m_d=0.25, cylinder_vector_d=0.25, over_minus_risk=0.001),
-                          waits_for_over_minus=True)  # fmt: skip
-    assert young == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, over 0.25 D too minus at most 0.1% likely): 30%"
+    young = progress_text(
+        0.3, Precision(m_d=0.25, cylinder_vector_d=0.25, over_minus_risk=0.001), waits_for_over_minus=True
+    )
+    assert (
+        young
+        == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, over 0.25 D too minus at most 0.1% likely): 30%"
+    )
 
 
 def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordinates():
@@ -235,23 +268,40 @@ def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordina
     gp_map = {**grid_map(), "axis_deg": 90.0}
     s = np.linspace(-1.0, 2.0, 7)
     est = CurrentEstimate(3, Prescription(0.5, -1.5, 180.0), Prescription(0.5, -1.5, 180.0), None, 0.2, (0.1, 0.3))
-    f = build_view_frame(estimate=est, acuity_map=gp_map, trials=np.zeros((0, 3)), curve=((1, 0.2),),
-                         psychometric=(s, s * 0, s * 0, s * 0), chart_range=(-1.0, 2.0), progress=0.3)  # fmt: skip
+    f = build_view_frame(
+        estimate=est,
+        acuity_map=gp_map,
+        trials=np.zeros((0, 3)),
+        curve=((1, 0.2),),
+        psychometric=(s, s * 0, s * 0, s * 0),
+        chart_range=(-1.0, 2.0),
+        progress=0.3,
+    )
     assert f.map_axis_deg == 90.0 and f.progress == 0.3
     np.testing.assert_allclose(f.best_lens, [-1.0, 1.5])
     assert frame_for(np.zeros((0, 3))).map_axis_deg is None
 
 
 def test_view_frame_carries_the_slider_marks():
-    marks = (SliderMark("sphere", (-1.0, -0.5), ((-1.5, -0.5), (-1.0, -0.5), (-0.5, -0.5))),
-             SliderMark("cylinder", (0.25, -1.0), ((0.25, -1.5), (0.25, -1.0)), void=True))  # fmt: skip
+    marks = (
+        SliderMark("sphere", (-1.0, -0.5), ((-1.5, -0.5), (-1.0, -0.5), (-0.5, -0.5))),
+        SliderMark("cylinder", (0.25, -1.0), ((0.25, -1.5), (0.25, -1.0)), void=True),
+    )
     s = np.linspace(-1.0, 2.0, 7)
-    f = build_view_frame(estimate=current_estimate(), acuity_map=grid_map(), trials=np.zeros((0, 3)),
-                         curve=((1, 0.3),), psychometric=(s, s * 0, s * 0, s * 0 + 1), chart_range=(-1.0, 2.0),
-                         sliders=marks)  # fmt: skip
+    f = build_view_frame(
+        estimate=current_estimate(),
+        acuity_map=grid_map(),
+        trials=np.zeros((0, 3)),
+        curve=((1, 0.3),),
+        psychometric=(s, s * 0, s * 0, s * 0 + 1),
+        chart_range=(-1.0, 2.0),
+        sliders=marks,
+    )
     np.testing.assert_array_equal(f.slider_xy, [[-1.0, 0.25], [-0.5, -1.0]])
-    np.testing.assert_array_equal(f.slider_path_xy, [[-1.5, -1.0, -0.5, np.nan, 0.25, 0.25, np.nan],
-                                                     [-0.5, -0.5, -0.5, np.nan, -1.5, -1.0, np.nan]])
+    np.testing.assert_array_equal(
+        f.slider_path_xy,
+        [[-1.5, -1.0, -0.5, np.nan, 0.25, 0.25, np.nan], [-0.5, -0.5, -0.5, np.nan, -1.5, -1.0, np.nan]],
+    )
     none = frame_for(np.zeros((0, 3)))
     assert none.slider_xy.shape == (2, 0) and none.slider_path_xy.shape == (2, 0)
 

@@ -49,16 +49,40 @@ class Clock:
         return self.t
 
 
-def snapshot(n_trials: int = 0, *, letter: str = "K", paused: bool = False, stop_reason: str | None = None,
-             simulated_case: dict | None = None, visit_id: int | None = None, prior_s: float = 0.0) -> Snapshot:  # fmt: skip
+def snapshot(
+    n_trials: int = 0,
+    *,
+    letter: str = "K",
+    paused: bool = False,
+    stop_reason: str | None = None,
+    simulated_case: dict | None = None,
+    visit_id: int | None = None,
+    prior_s: float = 0.0,
+) -> Snapshot:
     query = None
     if not paused and stop_reason is None:
         query = PendingQuery(index=n_trials, s_logmar=0.3, lens=Prescription(-1.0, -0.5, 90.0), letter=letter)
-    return Snapshot(session_id=1, patient_id="P-1", eye="OD", simulated=simulated_case is not None, seed=7,
-                    protocol_name="app-test", state=SessionState.PAUSED if paused else SessionState.OPEN,
-                    n_trials=n_trials, max_trials=40, query=query, stop_reason=stop_reason, letters=SLOAN,
-                    letter_set="sloan", n_alternatives=len(SLOAN), cylinder_form="minus", context_box=(-1.0, 2.0),
-                    prior_duration_s=prior_s, simulated_case=simulated_case, visit_id=visit_id)  # fmt: skip
+    return Snapshot(
+        session_id=1,
+        patient_id="P-1",
+        eye="OD",
+        simulated=simulated_case is not None,
+        seed=7,
+        protocol_name="app-test",
+        state=SessionState.PAUSED if paused else SessionState.OPEN,
+        n_trials=n_trials,
+        max_trials=40,
+        query=query,
+        stop_reason=stop_reason,
+        letters=SLOAN,
+        letter_set="sloan",
+        n_alternatives=len(SLOAN),
+        cylinder_form="minus",
+        context_box=(-1.0, 2.0),
+        prior_duration_s=prior_s,
+        simulated_case=simulated_case,
+        visit_id=visit_id,
+    )
 
 
 def make(**kwargs):
@@ -93,8 +117,10 @@ def deliver(controller, snap: Snapshot, commands: int) -> None:
 
 
 def test_the_controller_imports_no_qt():
-    code = ("import sys, visiontune.app.session_controller as c; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))")  # fmt: skip
+    code = (
+        "import sys, visiontune.app.session_controller as c; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -102,24 +128,56 @@ def test_the_controller_imports_no_qt():
 def _shown(*lenses: Lens) -> Trial:
     """A stored trial that showed ``lenses`` (one: a letter; two: a comparison), the last left in place."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    return Trial(1, 0, 0.3, lenses[0], "K", None, True, at, at, lens2=lenses[1] if len(lenses) > 1 else None,
-                 comparison="1" if len(lenses) > 1 else None)  # fmt: skip
+    return Trial(
+        1,
+        0,
+        0.3,
+        lenses[0],
+        "K",
+        None,
+        True,
+        at,
+        at,
+        lens2=lenses[1] if len(lenses) > 1 else None,
+        comparison="1" if len(lenses) > 1 else None,
+    )
 
 
-@pytest.mark.parametrize("shown, query, text, caption", [
-    ((Lens(-1.0, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
-     "The lens in place stays: press Enter", "Keep this lens"),
-    ((Lens(-1.5, 0.5, 0.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
-     "The lens in place stays: press Enter", "Keep this lens"),
-    ((Lens(-1.25, -0.5, 90.0),), PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
-     "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter", "Set this lens"),
-    ((Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
-     PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
-     "Lens 1 is the lens in place: keep it, have lens 2 ready", "Compare lens 1 and lens 2"),
-    ((Lens(-1.0, -0.5, 90.0), Lens(-2.0, 0.0, 0.0)),  # lens 1 shown first, but lens 2 was left in place
-     PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
-     "Set lens 1 and lens 2", "Compare lens 1 and lens 2"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "shown, query, text, caption",
+    [
+        (
+            (Lens(-1.0, -0.5, 90.0),),
+            PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
+            "The lens in place stays: press Enter",
+            "Keep this lens",
+        ),
+        (
+            (Lens(-1.5, 0.5, 0.0),),
+            PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
+            "The lens in place stays: press Enter",
+            "Keep this lens",
+        ),
+        (
+            (Lens(-1.25, -0.5, 90.0),),
+            PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
+            "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter",
+            "Set this lens",
+        ),
+        (
+            (Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
+            PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
+            "Lens 1 is the lens in place: keep it, have lens 2 ready",
+            "Compare lens 1 and lens 2",
+        ),
+        (
+            (Lens(-1.0, -0.5, 90.0), Lens(-2.0, 0.0, 0.0)),  # lens 1 shown first, but lens 2 was left in place
+            PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
+            "Set lens 1 and lens 2",
+            "Compare lens 1 and lens 2",
+        ),
+    ],
+)
 def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, caption):
     controller, _, _, events = make()
     controller.submit("start", "request")
@@ -138,8 +196,11 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     assert controller.phase == Phase.LENS and controller.worker_idle
     kinds = [k for k, _ in events]
     assert kinds[:3] == ["opened", "snapshot", "prompt"]
-    assert events[2][1] == Prompt("Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press "
-                                  "Enter (or Space) to show the letter.", caption="Set this lens")  # fmt: skip
+    assert events[2][1] == Prompt(
+        "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press "
+        "Enter (or Space) to show the letter.",
+        caption="Set this lens",
+    )
 
     events.clear()
     controller.on_key("Return", "\r", False)
@@ -321,8 +382,15 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
     controller.on_idle()
     controller.auto_step()
     q = snap.query
-    want = simulated_reply(case_patient(snap.simulated_case, snap.n_alternatives), s_logmar=q.s_logmar, lens=q.lens,
-                           letter_shown=q.letter, letters=SLOAN, seed=snap.seed, trial_index=q.index)  # fmt: skip
+    want = simulated_reply(
+        case_patient(snap.simulated_case, snap.n_alternatives),
+        s_logmar=q.s_logmar,
+        lens=q.lens,
+        letter_shown=q.letter,
+        letters=SLOAN,
+        seed=snap.seed,
+        trial_index=q.index,
+    )
     assert engine.sent[-1] == ("record", Answer(letter_named=want.letter_named))
     assert ("simulated_reply", f"Simulated patient says: {want.letter_named}") in events
     # the next lens waits for the plots to show the answer just recorded
@@ -406,8 +474,13 @@ def test_the_autopilot_runs_a_session_to_its_end_as_the_headless_simulation_does
 
 
 def comparison_snapshot(n_trials: int = 0, *, simulated_case: dict | None = None) -> Snapshot:
-    query = PendingComparison(index=n_trials, s_logmar=0.2, lens1=Prescription(-1.0, -0.5, 90.0),
-                              lens2=Prescription(-0.5, -0.5, 90.0), letter="R")  # fmt: skip
+    query = PendingComparison(
+        index=n_trials,
+        s_logmar=0.2,
+        lens1=Prescription(-1.0, -0.5, 90.0),
+        lens2=Prescription(-0.5, -0.5, 90.0),
+        letter="R",
+    )
     return dataclasses.replace(snapshot(n_trials, simulated_case=simulated_case), query=query)
 
 
@@ -454,8 +527,9 @@ def test_the_simulated_patient_answers_a_comparison(case):
 def test_the_autopilot_runs_a_comparison_session_as_the_headless_simulation_does(tmp_path):
     """A protocol with comparisons: the app's autopilot records the trials, comparisons included,
     that the headless simulated session of the same seed records."""
-    headless = record_simulated_session(tmp_path / "headless.sqlite3", "clinical-sloan-compare", 6, seed=5,
-                                        finish=False)  # fmt: skip
+    headless = record_simulated_session(
+        tmp_path / "headless.sqlite3", "clinical-sloan-compare", 6, seed=5, finish=False
+    )
     engine, events = HostEngine(), []
     controller = SessionController(engine, pace_s=0.25, clock=Clock(), export_dir=lambda: tmp_path / "exports")
     controller.connect(lambda kind, value: events.append((kind, value)))

@@ -32,18 +32,26 @@ def slider_snapshot(n_trials: int = 0, *, simulated_case: dict | None = None):
     return dataclasses.replace(snapshot(n_trials, simulated_case=simulated_case), query=query)
 
 
-@pytest.mark.parametrize(("name", "text", "action"), [
-    ("Left", "", Action.SLIDER_LEFT), ("Comma", ",", Action.SLIDER_LEFT), ("Less", "<", Action.SLIDER_LEFT),
-    ("Right", "", Action.SLIDER_RIGHT), ("Period", ".", Action.SLIDER_RIGHT),
-    ("Return", "\r", Action.SLIDER_CHOOSE), ("Space", " ", Action.SLIDER_CHOOSE),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "text", "action"),
+    [
+        ("Left", "", Action.SLIDER_LEFT),
+        ("Comma", ",", Action.SLIDER_LEFT),
+        ("Less", "<", Action.SLIDER_LEFT),
+        ("Right", "", Action.SLIDER_RIGHT),
+        ("Period", ".", Action.SLIDER_RIGHT),
+        ("Return", "\r", Action.SLIDER_CHOOSE),
+        ("Space", " ", Action.SLIDER_CHOOSE),
+    ],
+)
 def test_slider_keys(name, text, action):
     assert interpret_key(name, text, phase=Phase.SLIDE, letters=SLOAN) == Command(action)
 
 
 def test_slider_keys_elsewhere_and_in_a_simulated_session():
-    assert interpret_key("Return", "\r", phase=Phase.SLIDE, letters=SLOAN, simulated=True) == \
-        Command(Action.SIMULATED_ANSWER)
+    assert interpret_key("Return", "\r", phase=Phase.SLIDE, letters=SLOAN, simulated=True) == Command(
+        Action.SIMULATED_ANSWER
+    )
     refused = interpret_key("K", "k", phase=Phase.SLIDE, letters=SLOAN)
     assert isinstance(refused, Rejected) and "turn the knob with" in refused.message
     assert isinstance(interpret_key("Left", "", phase=Phase.ANSWER, letters=SLOAN), Rejected)
@@ -128,12 +136,14 @@ def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp
         sid = controller.snapshot.session_id
     finally:
         engine.host.shutdown()
-    want = [(t.comparison, t.slider_knob, t.slider_choice, t.letter_named, t.correct)
-            for k, t in headless if k == "recorded"]  # fmt: skip
+    want = [
+        (t.comparison, t.slider_knob, t.slider_choice, t.letter_named, t.correct)
+        for k, t in headless
+        if k == "recorded"
+    ]
     with TrialStore.open(tmp_path / "app.sqlite3") as store:
         got = [(t.comparison, t.slider_knob, t.slider_choice, t.letter_named, t.correct) for t in store.trials(sid)]
     assert got == want and any(c is not None for _, _, c, _, _ in got)
-
 
 
 def test_the_session_view_shows_the_knob_and_highlights_the_lens_it_is_at(qtbot):

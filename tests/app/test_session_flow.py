@@ -129,9 +129,17 @@ def test_a_whole_simulated_session_by_keyboard(qtbot, make_window, paths):
     text = paths["log_file"].read_text(encoding="utf-8")
     for _, letter in typed:
         assert f"key '{letter.lower()}' -> answer-letter {letter}" in text
-    for line in ("key Return -> confirm-lens", "key Space -> simulated-answer", "key '+' -> answer-correct",
-                 "key '-' -> answer-wrong", "key Backspace -> undo", "key 'p' -> pause-toggle",
-                 "key 'f' -> finish", "key 'q' ignored", "key Escape -> blank"):  # fmt: skip
+    for line in (
+        "key Return -> confirm-lens",
+        "key Space -> simulated-answer",
+        "key '+' -> answer-correct",
+        "key '-' -> answer-wrong",
+        "key Backspace -> undo",
+        "key 'p' -> pause-toggle",
+        "key 'f' -> finish",
+        "key 'q' ignored",
+        "key Escape -> blank",
+    ):
         assert line in text, line
 
     # --- exports: PDF, CSV, JSON, named and marked SIMULATED

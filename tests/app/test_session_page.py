@@ -48,8 +48,9 @@ def answer_once(qtbot, window):
     n = window.snapshot.n_trials
     qtbot.keyClick(window.session_view, Qt.Key.Key_Return)  # lens set: the letter shows
     qtbot.keyClick(window.session_view, Qt.Key.Key_Return)  # the simulated patient's answer
-    qtbot.waitUntil(lambda: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
-                    timeout=60_000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1, timeout=60_000
+    )
 
 
 def test_first_lenses_start_from_the_typed_prescription_within_max_step(qtbot, make_window, paths):
@@ -62,7 +63,9 @@ def test_first_lenses_start_from_the_typed_prescription_within_max_step(qtbot, m
     window = make_window(protocol=PROTOCOL)
     estimates = start_typed(qtbot, window)
     view = window.session_view
-    assert view.start_line.text().startswith("Starting prescription: S \u22122.00 / C \u22121.00 \u00d7 030 (autorefraction")
+    assert view.start_line.text().startswith(
+        "Starting prescription: S \u22122.00 / C \u22121.00 \u00d7 030 (autorefraction"
+    )
     est0 = estimates[0].estimate.lens
     assert distance(est0, TYPED) <= 0.5
     np.testing.assert_allclose(est0.power_vector_array()[1:], TYPED.power_vector_array()[1:], atol=0.05)
@@ -70,17 +73,25 @@ def test_first_lenses_start_from_the_typed_prescription_within_max_step(qtbot, m
     for k in range(3):
         qtbot.waitUntil(lambda k=k: k in estimates, timeout=60_000)
         lens = window.snapshot.query.lens
-        assert re.fullmatch(LENS_RE, view.lens.text()) and view.lens.text().endswith(f"\u00d7 {round(lens.axis_deg):03d}")
+        assert re.fullmatch(LENS_RE, view.lens.text()) and view.lens.text().endswith(
+            f"\u00d7 {round(lens.axis_deg):03d}"
+        )
         assert lens.cylinder_d <= 0  # minus-cylinder form, the default
-        assert distance(lens, estimates[k].estimate.lens) <= max_step + ROUNDING_D, (k, lens, estimates[k].estimate.lens)
+        assert distance(lens, estimates[k].estimate.lens) <= max_step + ROUNDING_D, (
+            k,
+            lens,
+            estimates[k].estimate.lens,
+        )
         assert (lens.axis_deg - 30.0) % 5.0 == 0.0 and abs((lens.axis_deg - 30.0 + 90.0) % 180.0 - 90.0) <= 15.0
         lenses.append(lens)
         answer_once(qtbot, window)
     assert distance(lenses[0], TYPED) <= max_step + distance(est0, TYPED) + ROUNDING_D
     with TrialStore.open(paths["db"]) as store:
         info = store.get_session(window.snapshot.session_id)
-        stored = [Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg or 180.0)
-                  for t in store.trials(info.session_id)]  # fmt: skip
+        stored = [
+            Prescription(t.lens.sphere_d, t.lens.cylinder_d, t.lens.axis_deg or 180.0)
+            for t in store.trials(info.session_id)
+        ]
     assert info.starting_rx["rx"] == {"sphere_d": -2.0, "cylinder_d": -1.0, "axis_deg": 30.0}
     assert info.starting_rx["source"] == "autorefraction" and info.simulated
     assert all(a.is_equivalent(b) for a, b in zip(stored, lenses))  # the lenses shown are the ones logged
@@ -88,7 +99,9 @@ def test_first_lenses_start_from_the_typed_prescription_within_max_step(qtbot, m
     # the panel: estimate with its region (± on sphere, cylinder, axis), progress, stop reason
     qtbot.waitUntil(lambda: window.last_estimate is not None and window.last_estimate.n_trials == 3, timeout=60_000)
     assert re.match(r"Best lens now: " + LENS_RE, view.estimate.text())
-    assert re.match(r"95% credible region: S \u00b1\d\.\d\d / C \u00b1\d\.\d\d / axis \u00b1\d+\u00b0", view.interval.text())
+    assert re.match(
+        r"95% credible region: S \u00b1\d\.\d\d / C \u00b1\d\.\d\d / axis \u00b1\d+\u00b0", view.interval.text()
+    )
     assert view.precision.text().startswith("Precision stop (\u00b10.25 D on M and \u00b10.25 D on J): ")
     assert view.precision_bar.value() == round(100 * window.last_estimate.progress)
     assert view.stop.text() == "Stopping rule: not met yet"
@@ -106,8 +119,9 @@ def test_plus_cylinder_setting_shows_positive_cylinders_and_persists(qtbot, make
     assert "S \u22123.00 / C +1.00 \u00d7 120 (autorefraction" in view.start_line.text()
     assert "plus-cylinder form" in view.start_line.text()
     for k in range(3):
-        qtbot.waitUntil(lambda k=k: window.last_estimate is not None and window.last_estimate.n_trials == k,
-                        timeout=60_000)  # fmt: skip
+        qtbot.waitUntil(
+            lambda k=k: window.last_estimate is not None and window.last_estimate.n_trials == k, timeout=60_000
+        )
         lens = window.snapshot.query.lens
         assert lens.cylinder_d >= 0 and re.search(r"C (\+\d\.\d\d|0\.00) \u00d7", view.lens.text()), view.lens.text()
         assert estimates[k].estimate.lens.cylinder_d >= 0 and "C +" in view.estimate.text()
@@ -126,8 +140,9 @@ def test_plot_axes_have_units_no_si_prefix_and_the_map_takes_the_engines_extents
     estimates = start_typed(qtbot, window, patient="SIM-PLOTS")
     answer_once(qtbot, window)
     view = window.session_view
-    qtbot.waitUntil(lambda: 1 in estimates and window.last_estimate is estimates[1] and not view.plots_pending,
-                    timeout=60_000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: 1 in estimates and window.last_estimate is estimates[1] and not view.plots_pending, timeout=60_000
+    )
     labels = {}
     for plot in (view.map_plot.plot, view.curve_plot.getPlotItem(), view.psychometric_plot.getPlotItem()):
         for side in ("bottom", "left"):
@@ -136,13 +151,21 @@ def test_plot_axes_have_units_no_si_prefix_and_the_map_takes_the_engines_extents
             labels[axis.labelText] = axis
     amap = estimates[1].acuity_map
     at_axis = f"cylinder (D) at axis {round(amap['axis_deg']) % 180 or 180}\u00b0"  # the axis the map is drawn at
-    assert {"sphere (D)", at_axis, "answers (count)", "predicted acuity (logMAR)", "letter size (logMAR)",
-            "P(correct)"} == set(labels)  # fmt: skip
+    assert {
+        "sphere (D)",
+        at_axis,
+        "answers (count)",
+        "predicted acuity (logMAR)",
+        "letter size (logMAR)",
+        "P(correct)",
+    } == set(labels)
     # a letter-size range of a thousandth of a logMAR still reads in logMAR, no "(x0.001)" or "m"
     axis = labels["letter size (logMAR)"]
     view.psychometric_plot.getPlotItem().setXRange(0.0, 0.001, padding=0)
     axis.updateAutoSIPrefix()
-    assert axis.labelString().count("logMAR") == 1 and "0.001" not in axis.labelString() and "(m" not in axis.labelString()
+    assert (
+        axis.labelString().count("logMAR") == 1 and "0.001" not in axis.labelString() and "(m" not in axis.labelString()
+    )
     # the map plot's range is the grid the engine returned (cells centred on it)
     (x0, x1), (y0, y1) = view.map_plot.plot.getViewBox().viewRange()
     s, c = np.asarray(amap["sphere_d"]), np.asarray(amap["cylinder_d"])

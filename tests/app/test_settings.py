@@ -20,17 +20,30 @@ def test_round_trip_with_quotes_and_backslashes(tmp_path):
 
     own = tmp_path / 'C:\\protocols\\my "own".toml'  # a protocol the settings refuse unless it loads
     own.write_text((protocol_dirs()[0] / "clinical-sloan.toml").read_text(encoding="utf-8"), encoding="utf-8")
-    s = AppSettings(protocol=str(own), patient_screen="DP-2", calibration_path="/x/c.json",
-                    export_dir="/tmp/e", pace_s=0.25, cylinder_form="plus")  # fmt: skip
+    s = AppSettings(
+        protocol=str(own),
+        patient_screen="DP-2",
+        calibration_path="/x/c.json",
+        export_dir="/tmp/e",
+        pace_s=0.25,
+        cylinder_form="plus",
+    )
     path = save_settings(s, tmp_path / "cfg" / "app.toml")
     assert load_settings(path) == s
     assert path.stat().st_mode & 0o777 == 0o600
 
 
-@pytest.mark.parametrize("text,key", [("protocl = 'x'", "protocl"), ("pace_s = -1", "pace_s"),
-                                      ("pace_s = 'fast'", "pace_s"), ("protocol = 3", "protocol"),
-                                      ("protocol = ", "invalid TOML"),
-                                      ("cylinder_form = 'mixed'", "cylinder_form: expected 'minus' or 'plus'")])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ("protocl = 'x'", "protocl"),
+        ("pace_s = -1", "pace_s"),
+        ("pace_s = 'fast'", "pace_s"),
+        ("protocol = 3", "protocol"),
+        ("protocol = ", "invalid TOML"),
+        ("cylinder_form = 'mixed'", "cylinder_form: expected 'minus' or 'plus'"),
+    ],
+)
 def test_bad_files_name_the_key(tmp_path, text, key):
     path = tmp_path / "app.toml"
     path.write_text(text)
@@ -53,8 +66,9 @@ def test_settings_persist_between_runs_of_the_window(qtbot, make_window, paths):
     assert saved.protocol == str(paths["protocol"])
     from visiontune.app.main_window import AppOptions, MainWindow
 
-    again = MainWindow(AppOptions(db_path=paths["db"], settings_path=paths["settings"],
-                                  calibration_path=paths["calibration"]), saved)  # fmt: skip
+    again = MainWindow(
+        AppOptions(db_path=paths["db"], settings_path=paths["settings"], calibration_path=paths["calibration"]), saved
+    )
     qtbot.addWidget(again)
     assert again.start_view.protocol.currentText() == str(paths["protocol"])
     again.close()

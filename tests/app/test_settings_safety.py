@@ -88,20 +88,34 @@ def test_closing_the_window_writes_no_settings(make_window, paths):
 
 
 def _run_app(tmp_path, *args):
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "XDG_DATA_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "VISIONTUNE_DATA_DIR": str(tmp_path / "data"), "OPENBLAS_NUM_THREADS": "1"}  # fmt: skip
-    code = ("import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
-            "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))")  # fmt: skip
-    return subprocess.run([sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--exit-after", "2", *args],
-                          env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "VISIONTUNE_DATA_DIR": str(tmp_path / "data"),
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    code = (
+        "import sys, argparse; from visiontune.app import cli; p = argparse.ArgumentParser(); "
+        "cli.add_arguments(p); sys.exit(cli.run(p.parse_args(sys.argv[1:])))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "--simulate", "--pace", "0.01", "--exit-after", "2", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def test_the_app_started_on_the_trial_log_as_settings_leaves_it_alone(tmp_path, trial_log):
     other_log = tmp_path / "session-log.sqlite3"
     before = _digest(trial_log)
-    proc = _run_app(tmp_path, "--settings", str(trial_log), "--db", str(other_log),
-                    "--protocol", str(write_protocol(tmp_path)))  # fmt: skip
+    proc = _run_app(
+        tmp_path, "--settings", str(trial_log), "--db", str(other_log), "--protocol", str(write_protocol(tmp_path))
+    )
     assert proc.returncode == 0, proc.stderr
     assert _digest(trial_log) == before
     with TrialStore.open(trial_log) as store:

@@ -37,7 +37,8 @@ def test_the_patient_is_the_typed_start_minus_its_own_drawn_error():
     # the same patient otherwise
     assert (moved.seed, moved.slope, moved.age_years) == (case.seed, case.slope, case.age_years)
     assert case_around_start(case, StartingPoint(TYPED, "autorefraction")) == case_around_start(
-        new_case(11, protocol), StartingPoint(TYPED, "autorefraction"))  # seeded: the same seed, the same patient
+        new_case(11, protocol), StartingPoint(TYPED, "autorefraction")
+    )  # seeded: the same seed, the same patient
 
 
 def test_over_many_seeds_the_truth_lies_from_the_typed_start_as_the_population_says():
@@ -73,8 +74,17 @@ def test_a_simulated_session_started_from_a_typed_prescription_records_a_patient
     host = SessionHost(lambda kind, value: events.append((kind, value)))
     try:
         host.handle("open_store", str(tmp_path / "log.sqlite3"))
-        host.handle("start", NewSession("SIM-0001", "OD", "clinical-sloan-compare", simulated=True,
-                                        starting_rx=TYPED, start_source="autorefraction"))  # fmt: skip
+        host.handle(
+            "start",
+            NewSession(
+                "SIM-0001",
+                "OD",
+                "clinical-sloan-compare",
+                simulated=True,
+                starting_rx=TYPED,
+                start_source="autorefraction",
+            ),
+        )
         assert not [v for k, v in events if k == "failed"]
         snap = next(v for k, v in events if k == "opened")
     finally:
@@ -114,8 +124,10 @@ def test_the_truth_line_wraps_inside_the_window(qtbot):
 
     page = FinishView()
     qtbot.addWidget(page)
-    truth = ("SIMULATED patient's true correction: S \u22121.46 / C \u22121.07 \u00d7 031, 0.17 D from the "
-             "prescription found (power-vector distance); acuity through the prescription found: \u22120.00 logMAR "
-             "(20/20).")  # fmt: skip
+    truth = (
+        "SIMULATED patient's true correction: S \u22121.46 / C \u22121.07 \u00d7 031, 0.17 D from the "
+        "prescription found (power-vector distance); acuity through the prescription found: \u22120.00 logMAR "
+        "(20/20)."
+    )
     page.show_result(FinishedView(1, "P-1", "OD", True, None), truth)
     assert page.truth.text() == truth and page.minimumSizeHint().width() < 1280  # it widened the window to 1637 px

@@ -44,8 +44,10 @@ def test_answers_follow_the_psychometric_function(tmp_path):
     va = float(patient.acuity_logmar(lens))
     for s in (va, va + 0.2):
         expected = 0.1 + 0.9 * norm.cdf(5.0 * (s - va))
-        replies = [simulated_reply(patient, s_logmar=s, lens=lens, letter_shown="K", letters=SLOAN, seed=5,
-                                   trial_index=i) for i in range(4000)]  # fmt: skip
+        replies = [
+            simulated_reply(patient, s_logmar=s, lens=lens, letter_shown="K", letters=SLOAN, seed=5, trial_index=i)
+            for i in range(4000)
+        ]
         freq = np.mean([r.correct for r in replies])
         assert abs(freq - expected) < 4 * np.sqrt(expected * (1 - expected) / 4000)
         assert all((r.letter_named == "K") == r.correct for r in replies)
@@ -58,8 +60,9 @@ def test_replies_are_keyed_by_the_trial_index():
     patient = case_patient(new_case(3, load_protocol("clinical-sloan")).to_dict(), 10)
 
     def reply(i):
-        return simulated_reply(patient, s_logmar=0.3, lens=Prescription(0, 0, 90), letter_shown="C", letters=SLOAN,
-                               seed=3, trial_index=i)  # fmt: skip
+        return simulated_reply(
+            patient, s_logmar=0.3, lens=Prescription(0, 0, 90), letter_shown="C", letters=SLOAN, seed=3, trial_index=i
+        )
 
     forwards = [reply(i) for i in range(50)]
     assert [reply(i) for i in reversed(range(50))][::-1] == forwards  # whatever was asked before
@@ -68,8 +71,9 @@ def test_replies_are_keyed_by_the_trial_index():
 def test_bad_letters_are_rejected():
     patient = case_patient(new_case(3, load_protocol("clinical-sloan")).to_dict(), 10)
     with pytest.raises(InvalidInputError, match="letter_shown"):
-        simulated_reply(patient, s_logmar=0.0, lens=Prescription(0, 0, 90), letter_shown="Q", letters=SLOAN, seed=1,
-                        trial_index=0)  # fmt: skip
+        simulated_reply(
+            patient, s_logmar=0.0, lens=Prescription(0, 0, 90), letter_shown="Q", letters=SLOAN, seed=1, trial_index=0
+        )
 
 
 def trial_rows(db, session_id):
@@ -83,8 +87,15 @@ def answer(host, events, n):
     patient = case_patient(snap.simulated_case, snap.n_alternatives)
     for _ in range(n):
         q = snap.query
-        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
         host.handle("present")
         host.handle("record", Answer(letter_named=reply.letter_named))
         snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
@@ -94,8 +105,14 @@ def test_the_case_is_recorded_and_a_resumed_session_answers_as_an_uninterrupted_
     """A session closed after 3 answers and resumed gives the same 7 trials as one run in one
     go: the patient comes from the note recorded with the session (here with a typed age that
     the seed alone would not give), not from the seed."""
-    start = {"patient_id": "SIM-RES", "eye": "OD", "protocol": "clinical-sloan", "simulated": True, "seed": 4,
-             "age_years": 33.0}
+    start = {
+        "patient_id": "SIM-RES",
+        "eye": "OD",
+        "protocol": "clinical-sloan",
+        "simulated": True,
+        "seed": 4,
+        "age_years": 33.0,
+    }
     events = []
     host = SessionHost(lambda kind, value: events.append((kind, value)))
     host.handle("open_store", str(tmp_path / "a.sqlite3"))
@@ -129,4 +146,7 @@ def test_record_simulated_session_replays_what_a_gui_receives(tmp_path):
     events = record_simulated_session(tmp_path / "log.sqlite3", "clinical-sloan", 3, seed=2)
     assert [k for k, _ in events].count("recorded") == 3 and ("closed", None) in events
     snap = next(v for k, v in events if k == "opened")
-    assert snap.simulated and snap.simulated_case == simulated_case(seed=2, protocol=load_protocol("clinical-sloan")).to_dict()
+    assert (
+        snap.simulated
+        and snap.simulated_case == simulated_case(seed=2, protocol=load_protocol("clinical-sloan")).to_dict()
+    )

@@ -34,17 +34,23 @@ def test_no_prescription_needs_source_none_for_a_real_patient():
         start()
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"sphere": "abc"}, r"^Sphere: expected a number, e\.g\. \u22122\.00; got 'abc'"),
-    ({"sphere": "-2", "cylinder": "1..0", "axis": "30"}, r"^Cylinder: expected a number"),
-    ({"sphere": "-2", "cylinder": "-1"}, r"^Axis: a cylinder of -1\.00 D needs its axis"),
-    ({"sphere": "-2", "cylinder": "-1", "axis": "200"}, r"^Axis: expected degrees in \[0, 180\], got 200"),
-    ({"sphere": "-2", "cylinder": "-1", "axis": "thirty"}, r"^Axis: expected a number"),
-    ({"cylinder": "-1", "axis": "30"}, r"^Sphere: type the sphere"),
-    ({"sphere": "-2", "age": "2"}, r"^Age: expected an age in \[3, 110\] years, got 2"),
-    ({"sphere": "-2", "age": "old"}, r"^Age: expected a number"),
-    ({"sphere": "-2", "cylinder": "-1", "axis": "30", "source": "none"}, r"^Source: say where the starting prescription"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"sphere": "abc"}, r"^Sphere: expected a number, e\.g\. \u22122\.00; got 'abc'"),
+        ({"sphere": "-2", "cylinder": "1..0", "axis": "30"}, r"^Cylinder: expected a number"),
+        ({"sphere": "-2", "cylinder": "-1"}, r"^Axis: a cylinder of -1\.00 D needs its axis"),
+        ({"sphere": "-2", "cylinder": "-1", "axis": "200"}, r"^Axis: expected degrees in \[0, 180\], got 200"),
+        ({"sphere": "-2", "cylinder": "-1", "axis": "thirty"}, r"^Axis: expected a number"),
+        ({"cylinder": "-1", "axis": "30"}, r"^Sphere: type the sphere"),
+        ({"sphere": "-2", "age": "2"}, r"^Age: expected an age in \[3, 110\] years, got 2"),
+        ({"sphere": "-2", "age": "old"}, r"^Age: expected a number"),
+        (
+            {"sphere": "-2", "cylinder": "-1", "axis": "30", "source": "none"},
+            r"^Source: say where the starting prescription",
+        ),
+    ],
+)
 def test_bad_input_is_a_message_naming_its_field(fields, message):
     with pytest.raises(InvalidInputError, match=message):
         start(**fields)
@@ -69,23 +75,42 @@ def fill(view, sphere="", cylinder="", axis="", source="autorefraction", age="")
     view.age.setText(age)
 
 
-@pytest.mark.parametrize("fields, named, message", [
-    ({"sphere": "-2.00", "cylinder": "-1.00", "axis": "190"}, ("axis",), "Axis: expected degrees in [0, 180], got 190"),
-    ({"sphere": "-2.00", "cylinder": "-1.00"}, ("axis",), "Axis: a cylinder of \u22121.00 D needs its axis"),
-    ({"sphere": "minus two"}, ("sphere",), "Sphere: expected a number"),
-    ({"sphere": "-15.00"}, ("sphere", "cylinder", "axis"),  # the range is the whole prescription's
-     "starting prescription: S -15.00 DS (spherical equivalent -15.00 D) is outside the range"),
-    ({"sphere": "-2.00", "age": "200"}, ("age",), "Age: expected an age in [3, 110] years"),
-    ({"sphere": "-2.00", "cylinder": "-1.00", "axis": "30", "source": "none"}, ("start_source",), "Source: say where"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "fields, named, message",
+    [
+        (
+            {"sphere": "-2.00", "cylinder": "-1.00", "axis": "190"},
+            ("axis",),
+            "Axis: expected degrees in [0, 180], got 190",
+        ),
+        ({"sphere": "-2.00", "cylinder": "-1.00"}, ("axis",), "Axis: a cylinder of \u22121.00 D needs its axis"),
+        ({"sphere": "minus two"}, ("sphere",), "Sphere: expected a number"),
+        (
+            {"sphere": "-15.00"},
+            ("sphere", "cylinder", "axis"),  # the range is the whole prescription's
+            "starting prescription: S -15.00 DS (spherical equivalent -15.00 D) is outside the range",
+        ),
+        ({"sphere": "-2.00", "age": "200"}, ("age",), "Age: expected an age in [3, 110] years"),
+        (
+            {"sphere": "-2.00", "cylinder": "-1.00", "axis": "30", "source": "none"},
+            ("start_source",),
+            "Source: say where",
+        ),
+    ],
+)
 def test_bad_start_input_shows_the_error_and_writes_no_session_row(qtbot, make_window, paths, fields, named, message):
     window = make_window(simulate=True)
     view = window.start_view
     fill(view, **fields)
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
-    assert view.form_error.text().replace("\u2212", "-").startswith(message.replace("\u2212", "-")), view.form_error.text()
-    outlined = [name for name in ("sphere", "cylinder", "axis", "start_source", "age", "patient_id")
-                if getattr(view, name).styleSheet()]  # fmt: skip
+    assert view.form_error.text().replace("\u2212", "-").startswith(message.replace("\u2212", "-")), (
+        view.form_error.text()
+    )
+    outlined = [
+        name
+        for name in ("sphere", "cylinder", "axis", "start_source", "age", "patient_id")
+        if getattr(view, name).styleSheet()
+    ]
     assert outlined == list(named)
     qtbot.wait(300)  # a start sent by mistake would have reached the engine by now
     assert window.stack.currentWidget() is view and window.snapshot is None

@@ -45,8 +45,10 @@ def _refract_eye(qtbot, window, eye, answer, simulated=True):
         q = window.snapshot.query
         qtbot.keyClick(view, Qt.Key.Key_Return)
         answer(q)
-        qtbot.waitUntil(lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
-                        timeout=60_000)  # fmt: skip
+        qtbot.waitUntil(
+            lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
+            timeout=60_000,
+        )
     qtbot.keyClick(view, Qt.Key.Key_F)
     qtbot.keyClick(view, Qt.Key.Key_F)
 
@@ -55,14 +57,23 @@ def _wait_page(qtbot, window, step, timeout=60_000):
     visits = window.visits
     if step == Step.FINISH:  # a presbyope's near step comes first: skipped here, with its reason (its own tests:
         # tests/app/test_visit_near_app.py)
-        qtbot.waitUntil(lambda: not visits.pending and visits.view is not None
-                        and visits.view.step in (Step.NEAR, Step.FINISH), timeout=timeout)
+        qtbot.waitUntil(
+            lambda: not visits.pending and visits.view is not None and visits.view.step in (Step.NEAR, Step.FINISH),
+            timeout=timeout,
+        )
         if visits.view.step == Step.NEAR:
             qtbot.keyClicks(visits.near_view.skip_reason, "not part of this test")
             qtbot.mouseClick(visits.near_view.skip_button, Qt.MouseButton.LeftButton)
     page = visits.finish_view if step == Step.FINISH else visits.step_view
-    qtbot.waitUntil(lambda: window.stack.currentWidget() is page and visits.view is not None
-                    and visits.view.step == step and not visits.pending, timeout=timeout)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: (
+            window.stack.currentWidget() is page
+            and visits.view is not None
+            and visits.view.step == step
+            and not visits.pending
+        ),
+        timeout=timeout,
+    )
     return visits.view
 
 
@@ -105,9 +116,15 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
     qtbot.keyClicks(step_view, "r")
     typed.append("OD")
     while True:
-        qtbot.waitUntil(lambda: not window.visits.pending and window.visits.view.step != Step.BALANCE
-                        or window.visits.view.question is not None and window.visits.view.question.index == len(typed),
-                        timeout=30_000)  # fmt: skip
+        qtbot.waitUntil(
+            lambda: (
+                not window.visits.pending
+                and window.visits.view.step != Step.BALANCE
+                or window.visits.view.question is not None
+                and window.visits.view.question.index == len(typed)
+            ),
+            timeout=30_000,
+        )
         view = window.visits.view
         assert len(view.balance.answers) == len(typed)  # recorded before the next question
         if view.step != Step.BALANCE:
@@ -135,8 +152,12 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
     od = finish.columns["OD"]
     found_od = view.eyes["OD"].found
     edited = Prescription(found_od.sphere_d - 0.25, found_od.cylinder_d, found_od.axis_deg)
-    for field, text in ((od.sphere, f"{edited.sphere_d:+.2f}"), (od.cylinder, f"{edited.cylinder_d:+.2f}"),
-                        (od.axis, "200"), (od.by, "Dr K. Board")):  # fmt: skip
+    for field, text in (
+        (od.sphere, f"{edited.sphere_d:+.2f}"),
+        (od.cylinder, f"{edited.cylinder_d:+.2f}"),
+        (od.axis, "200"),
+        (od.by, "Dr K. Board"),
+    ):
         field.clear()
         qtbot.keyClicks(field, text)
     qtbot.keyClick(od.by, Qt.Key.Key_Return)
@@ -144,8 +165,9 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
     od.axis.clear()
     qtbot.keyClicks(od.axis, f"{edited.axis_deg:.0f}")
     qtbot.keyClick(od.by, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.visits.view.eyes["OD"].signed is not None and not window.visits.pending,
-                    timeout=30_000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: window.visits.view.eyes["OD"].signed is not None and not window.visits.pending, timeout=30_000
+    )
     view = window.visits.view
     assert view.eyes["OD"].signed.is_equivalent(edited, 1e-9) and view.eyes["OD"].found == found_od
     assert "Dr K. Board" in od.details.text() and "the found one is kept beside it" in od.details.text()
@@ -178,9 +200,14 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
     folder = paths["exports"] / f"visiontune-visit-{vid}-SIM-VISIT-SIMULATED"
     base = folder / folder.name
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted([f"{folder.name}.{x}" for x in ("csv", "fhir.json", "json", "pdf")]
-                           + [f"visit-{vid}-subjective-refraction.dcm", f"visit-{vid}-visual-acuity.dcm",
-                              f"visit-{vid}-autorefraction.dcm"])  # the start: the simulated autorefraction
+    assert names == sorted(
+        [f"{folder.name}.{x}" for x in ("csv", "fhir.json", "json", "pdf")]
+        + [
+            f"visit-{vid}-subjective-refraction.dcm",
+            f"visit-{vid}-visual-acuity.dcm",
+            f"visit-{vid}-autorefraction.dcm",
+        ]
+    )  # the start: the simulated autorefraction
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {0o600}
     doc = json.loads(base.with_suffix(".json").read_text())
@@ -195,8 +222,9 @@ def test_a_whole_simulated_visit_by_keyboard(qtbot, make_window, paths, tmp_path
             assert ds.StudyDescription.startswith("SIMULATED") and "SIMULATED" in ds.PatientComments
     assert base.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
     if shutil.which("pdftotext"):
-        text = subprocess.run(["pdftotext", str(base.with_suffix(".pdf")), "-"], capture_output=True, text=True,
-                              check=True).stdout  # fmt: skip
+        text = subprocess.run(
+            ["pdftotext", str(base.with_suffix(".pdf")), "-"], capture_output=True, text=True, check=True
+        ).stdout
         assert "SIMULATED" in text and "Dr K. Board" in text
 
     # --- the app log says what each key did
@@ -212,9 +240,15 @@ def test_a_real_patients_visit_never_says_simulated(qtbot, make_window, paths, t
     start = window.start_view
     start.simulated.setChecked(False)
     start.choose_visit()
-    for field, text in ((start.patient_id, "P-0042"), (start.sphere, "-1.25"), (start.cylinder, "-0.50"),
-                        (start.axis, "90"), (start.os_sphere, "-1.00"), (start.os_cylinder, "-0.25"),
-                        (start.os_axis, "85")):  # fmt: skip
+    for field, text in (
+        (start.patient_id, "P-0042"),
+        (start.sphere, "-1.25"),
+        (start.cylinder, "-0.50"),
+        (start.axis, "90"),
+        (start.os_sphere, "-1.00"),
+        (start.os_cylinder, "-0.25"),
+        (start.os_axis, "85"),
+    ):
         field.clear()
         qtbot.keyClicks(field, text)
     qtbot.keyClick(start.start_button, Qt.Key.Key_Space)
@@ -228,8 +262,12 @@ def test_a_real_patients_visit_never_says_simulated(qtbot, make_window, paths, t
     qtbot.keyClick(window.visits.step_view, Qt.Key.Key_Return)
     _refract_eye(qtbot, window, "OS", name_the_letter, simulated=False)
     assert window.snapshot.start.rx == Prescription(-1.0, -0.25, 85.0)
-    qtbot.waitUntil(lambda: window.visits.view is not None and window.visits.view.step != Step.REFRACT
-                    and not window.visits.pending, timeout=60_000)  # fmt: skip
+    qtbot.waitUntil(
+        lambda: (
+            window.visits.view is not None and window.visits.view.step != Step.REFRACT and not window.visits.pending
+        ),
+        timeout=60_000,
+    )
     if window.visits.view.step == Step.BALANCE:
         step_view = window.visits.step_view
         assert not step_view.banner.isVisibleTo(step_view) and not step_view.simulated_reply.isVisibleTo(step_view)
@@ -279,8 +317,15 @@ def _run_open_eye(host, events):
     while snap.query is not None:
         q = snap.query
         host.handle("present")
-        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
         host.handle("record", Answer(letter_named=reply.letter_named))
         snap = _last(events, "opened", "updated")
     host.handle("finish", ("budget", None))
@@ -302,8 +347,17 @@ def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path
     host, events = _host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     spectacles = Prescription(-1.0, -0.5, 90.0)
-    host.handle("visit_create", NewVisit("SIM-1", str(protocol), True, starts={"OD": spectacles},
-                                         start_source="spectacles", skip={"OS": "prosthetic eye"}))  # fmt: skip
+    host.handle(
+        "visit_create",
+        NewVisit(
+            "SIM-1",
+            str(protocol),
+            True,
+            starts={"OD": spectacles},
+            start_source="spectacles",
+            skip={"OS": "prosthetic eye"},
+        ),
+    )
     assert "failed" not in [k for k, _ in events]
     opened = _last(events, "opened")
     assert opened.eye == "OD" and opened.start.rx == spectacles and opened.start.source == "spectacles"
@@ -439,10 +493,13 @@ def test_the_steps_and_keys_of_a_visit():
 
 def test_sign_off_and_acuity_input_is_checked_before_anything_is_sent():
     assert read_signoff("\u22121.25", "-0.50", "90", " Dr A ", "minus") == (Prescription(-1.25, -0.5, 90.0), "Dr A")
-    for args, start in ((("-1", "-0.5", "181", "A", "minus"), "Axis: expected degrees in [0, 180]"),
-                        (("-1", "+0.5", "90", "A", "minus"), "Cylinder: cylinder +0.50 D is in plus-cylinder form"),
-                        (("-1", "-0.5", "", "A", "minus"), "Axis: a cylinder of -0.50 D needs its axis"),
-                        (("", "", "", "A", "minus"), "Sphere:"), (("-1", "", "", " ", "minus"), "Name:")):  # fmt: skip
+    for args, start in (
+        (("-1", "-0.5", "181", "A", "minus"), "Axis: expected degrees in [0, 180]"),
+        (("-1", "+0.5", "90", "A", "minus"), "Cylinder: cylinder +0.50 D is in plus-cylinder form"),
+        (("-1", "-0.5", "", "A", "minus"), "Axis: a cylinder of -0.50 D needs its axis"),
+        (("", "", "", "A", "minus"), "Sphere:"),
+        (("-1", "", "", " ", "minus"), "Name:"),
+    ):
         with pytest.raises(InvalidInputError) as exc:
             read_signoff(*args)
         assert str(exc.value).startswith(start), str(exc.value)

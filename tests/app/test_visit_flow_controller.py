@@ -50,15 +50,34 @@ class FakeCommands:
         return [name for _, name, _ in self.sent]
 
 
-def visit_view(step: Step, *, simulated: bool = True, eye: str | None = None, answer: str | None = "OS",
-               index: int = 0, opening: bool = False, message: str = "") -> VisitView:  # fmt: skip
+def visit_view(
+    step: Step,
+    *,
+    simulated: bool = True,
+    eye: str | None = None,
+    answer: str | None = "OS",
+    index: int = 0,
+    opening: bool = False,
+    message: str = "",
+) -> VisitView:
     question = None
     if step == Step.BALANCE:
         lens = Prescription(-1.0, -0.5, 90.0)
         question = BalanceQuestionView(index, 0.75, 0.75, lens, lens, answer if simulated else None)
-    return VisitView(visit_id=4, patient_id="SIM-9", simulated=simulated, cylinder_form="minus", age_years=None,
-                     step=step, eyes={}, balance=BalanceSummary("fogged alternate occlusion"), eye=eye,
-                     question=question, opening=opening, message=message)  # fmt: skip
+    return VisitView(
+        visit_id=4,
+        patient_id="SIM-9",
+        simulated=simulated,
+        cylinder_form="minus",
+        age_years=None,
+        step=step,
+        eyes={},
+        balance=BalanceSummary("fogged alternate occlusion"),
+        eye=eye,
+        question=question,
+        opening=opening,
+        message=message,
+    )
 
 
 def make(pace_s: float = 0.0):
@@ -77,8 +96,10 @@ def last(events, kind: str):
 
 
 def test_the_visit_controller_imports_no_qt():
-    code = ("import sys, visiontune.app.visit_flow_controller; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))")
+    code = (
+        "import sys, visiontune.app.visit_flow_controller; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -171,8 +192,11 @@ def test_a_view_shows_its_page_and_an_opening_eye_only_its_waiting_text():
     events.clear()
     view = visit_view(Step.BALANCE, message="OS skipped: no balance question about it.")
     flow.on_view(view)
-    assert events == [("page", view), ("status", ("OS skipped: no balance question about it.", 6000)),
-                      ("autopilot", 0.5)]  # fmt: skip
+    assert events == [
+        ("page", view),
+        ("status", ("OS skipped: no balance question about it.", 6000)),
+        ("autopilot", 0.5),
+    ]
     assert window_title(view) == "VisionTune \u2014 visit 4 \u00b7 SIM-9 \u00b7 binocular balance \u00b7 SIMULATED"
     real = visit_view(Step.REFRACT, simulated=False, eye="OS")
     assert window_title(real) == "VisionTune \u2014 visit 4 \u00b7 SIM-9 \u00b7 next OS"
@@ -285,8 +309,10 @@ def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_
     def record(db, visit_id):
         with TrialStore.open(db) as store:
             eyes = eye_statuses(store, visit_id)
-            trials = {eye: [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in store.trials(eyes[eye].session_id)]
-                      for eye in ("OD", "OS")}  # fmt: skip
+            trials = {
+                eye: [(t.s_logmar, t.lens, t.letter_shown, t.correct) for t in store.trials(eyes[eye].session_id)]
+                for eye in ("OD", "OS")
+            }
             near = {e: (a.add_d, a.lower_d, a.upper_d) for e, a in near_add_records(store, visit_id).items()}
             return trials, [(a.index, a.clearer) for a in store.balance_answers(visit_id)], near
 

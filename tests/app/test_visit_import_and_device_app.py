@@ -27,7 +27,8 @@ from visiontune.session.store import TrialStore  # noqa: E402
 from visiontune.session.visit_records import visit_input_rows, visit_inputs  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
-    "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py")
+    "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py"
+)
 encoders = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(encoders)
 
@@ -121,8 +122,11 @@ def test_a_typed_visit_records_one_typed_entry(view, tmp_path):
 def test_a_visits_sessions_take_the_devices_change_time(tmp_path):
     from visiontune.app.visit_flow import NewVisit
 
-    host, events, db = _create(tmp_path, NewVisit("SIM-DEV", "clinical-sloan-compare", True, seed=4),
-                               device=f"cv5000:{tmp_path / 'no-such-port'}")  # the port does not open: assumed 0.5 s
+    host, events, db = _create(
+        tmp_path,
+        NewVisit("SIM-DEV", "clinical-sloan-compare", True, seed=4),
+        device=f"cv5000:{tmp_path / 'no-such-port'}",
+    )  # the port does not open: assumed 0.5 s
     try:
         assert host.session.protocol.comparisons.lens_change_seconds == 0.5  # the CV-5000's change time
         with TrialStore.open(db, read_only=True) as store:

@@ -38,8 +38,15 @@ def _run_open_eye(host, events):
     while snap.query is not None:
         q = snap.query
         host.handle("present")
-        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
         host.handle("record", Answer(letter_named=reply.letter_named))
         snap = _last(events, "opened", "updated")
     host.handle("finish", ("budget", None))
@@ -88,10 +95,14 @@ def test_pd_examiner_and_the_acuity_with_both_eyes_open(finished_visit):
         assert all(last.lenses[e].is_equivalent(final_prescription(store, 1, e), 1e-9) for e in ("OD", "OS"))
 
 
-@pytest.mark.parametrize(("pd", "examiner", "problem"), [
-    ("95", "J", "PD: 95 mm is not a pupillary distance"), ("31.5/", "J", "PD: '31.5/' is not a distance"),
-    ("", "", "PD and examiner: type the pupillary distance"),
-])
+@pytest.mark.parametrize(
+    ("pd", "examiner", "problem"),
+    [
+        ("95", "J", "PD: 95 mm is not a pupillary distance"),
+        ("31.5/", "J", "PD: '31.5/' is not a distance"),
+        ("", "", "PD and examiner: type the pupillary distance"),
+    ],
+)
 def test_bad_inputs_on_the_finish_page_are_refused(finished_visit, pd, examiner, problem):
     db, host, events = finished_visit
     with TrialStore.open(db, read_only=True) as store:

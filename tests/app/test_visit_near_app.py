@@ -57,8 +57,15 @@ def _run_open_eye(host, events):
     while snap.query is not None:
         q = snap.query
         host.handle("present")
-        reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                letters=snap.letters, seed=snap.seed, trial_index=q.index)
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
         host.handle("record", Answer(letter_named=reply.letter_named))
         snap = _last(events, "opened", "updated")
     host.handle("finish", ("budget", None))
@@ -91,8 +98,10 @@ def _answer_near(host, events, limit=None):
 
 def _adds(db):
     with TrialStore.open(db, read_only=True) as store:
-        return {e: (a.add_d, a.lower_d, a.upper_d, a.near_va_logmar, a.near_point_cm, a.far_point_cm)
-                for e, a in near_store.near_add_records(store, 1).items()}
+        return {
+            e: (a.add_d, a.lower_d, a.upper_d, a.near_va_logmar, a.near_point_cm, a.far_point_cm)
+            for e, a in near_store.near_add_records(store, 1).items()
+        }
 
 
 def test_the_app_files_the_adds_the_headless_simulated_visit_files(tmp_path):
@@ -217,8 +226,9 @@ def test_near_keys():
     assert isinstance(interpret_near_key("R", "r", begun=True), Rejected)
 
 
-CAL = Calibration(screen_width_mm=520.0, screen_height_mm=292.5, width_px=1920, height_px=1080,
-                  viewing_distance_mm=4000.0)
+CAL = Calibration(
+    screen_width_mm=520.0, screen_height_mm=292.5, width_px=1920, height_px=1080, viewing_distance_mm=4000.0
+)
 
 
 def _real_visit(db, cal=CAL):
@@ -234,8 +244,15 @@ def _real_visit(db, cal=CAL):
     with TrialStore.open(db) as store:
         vid = create_visit(store, "P-0042", simulated=False, age_years=55, clinician="Dr A. Optom")
         for eye in ("OD", "OS"):
-            with start_eye(store, vid, eye, protocol=protocol, seed=7, calibration=cal.to_dict(),
-                           start=StartingPoint(cases[eye].start_rx, "autorefraction", 55)) as session:
+            with start_eye(
+                store,
+                vid,
+                eye,
+                protocol=protocol,
+                seed=7,
+                calibration=cal.to_dict(),
+                start=StartingPoint(cases[eye].start_rx, "autorefraction", 55),
+            ) as session:
                 assert session.run(SimulatedPresenter(cases[eye].patient(10))) is not None
     return vid
 
@@ -255,7 +272,8 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
     assert q.height_mm == pytest.approx(height, rel=1e-12)
     assert q.height_px == pytest.approx(height / (520.0 / 1920), rel=1e-9)
     assert patient_screen_logmar(q.size_logmar, 40.0, CAL) == pytest.approx(
-        math.log10(2 * math.atan(height / 8000.0) / (5 * arcmin)), abs=1e-12)  # as tall at 4 m as at 40 cm
+        math.log10(2 * math.atan(height / 8000.0) / (5 * arcmin)), abs=1e-12
+    )  # as tall at 4 m as at 40 cm
     assert "calibration is for 400 cm" in q.geometry and "drawn for 40 cm" in q.geometry
     host.handle("visit_near", (vid, "answer", (q.eye, q.index, True)))
     again = _last(events, "visit_view").near_question
@@ -273,16 +291,25 @@ def _refract_eye(qtbot, window):
         n = window.snapshot.n_trials
         qtbot.keyClick(view, Qt.Key.Key_Return)
         qtbot.keyClick(view, Qt.Key.Key_Return)
-        qtbot.waitUntil(lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
-                        timeout=60_000)
+        qtbot.waitUntil(
+            lambda n=n: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.n_trials == n + 1,
+            timeout=60_000,
+        )
     qtbot.keyClick(view, Qt.Key.Key_F)
     qtbot.keyClick(view, Qt.Key.Key_F)
 
 
 def _wait_step(qtbot, window, step, page):
     visits = window.visits
-    qtbot.waitUntil(lambda: window.stack.currentWidget() is page and visits.view is not None
-                    and visits.view.step == step and not visits.pending, timeout=60_000)
+    qtbot.waitUntil(
+        lambda: (
+            window.stack.currentWidget() is page
+            and visits.view is not None
+            and visits.view.step == step
+            and not visits.pending
+        ),
+        timeout=60_000,
+    )
     return visits.view
 
 
@@ -300,8 +327,14 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     _wait_step(qtbot, window, Step.REFRACT, step_view)
     qtbot.keyClick(step_view, Qt.Key.Key_Return)
     _refract_eye(qtbot, window)
-    qtbot.waitUntil(lambda: window.visits.view is not None and window.visits.view.step in (Step.BALANCE, Step.NEAR)
-                    and not window.visits.pending, timeout=60_000)
+    qtbot.waitUntil(
+        lambda: (
+            window.visits.view is not None
+            and window.visits.view.step in (Step.BALANCE, Step.NEAR)
+            and not window.visits.pending
+        ),
+        timeout=60_000,
+    )
     if window.visits.view.step == Step.BALANCE:
         qtbot.keyClicks(step_view, "n")
     page = window.visits.near_view
@@ -311,8 +344,7 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     qtbot.keyClicks(page, "+")  # nothing to answer before the step begins
     assert "Press Enter to begin" in window.status.currentMessage()
     qtbot.keyClick(page, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.visits.view.near_question is not None and not window.visits.pending,
-                    timeout=60_000)
+    qtbot.waitUntil(lambda: window.visits.view.near_question is not None and not window.visits.pending, timeout=60_000)
     shot = None
     typed = 0
     while window.visits.view.step == Step.NEAR:
@@ -326,9 +358,13 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
             shot = q
         qtbot.keyClicks(page, "+" if q.simulated_correct else "-")  # the simulated patient's answer, typed
         typed += 1
-        qtbot.waitUntil(lambda t=typed: not window.visits.pending and (
-            window.visits.view.step != Step.NEAR
-            or sum(window.visits.view.near.answers.values()) == t), timeout=60_000)
+        qtbot.waitUntil(
+            lambda t=typed: (
+                not window.visits.pending
+                and (window.visits.view.step != Step.NEAR or sum(window.visits.view.near.answers.values()) == t)
+            ),
+            timeout=60_000,
+        )
     finish = window.visits.finish_view
     view = _wait_step(qtbot, window, Step.FINISH, finish)
     text = finish.near.text()
@@ -349,7 +385,8 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
     [doc] = [p for p in exports["json"] if "fhir" not in p]
     record = json.loads(open(doc, encoding="utf-8").read())["record"]
     assert {n["eye"]: (n["add_d"], n["near_va_logmar"]) for n in record["near"]} == {
-        e: (a.add_d, a.near_va_logmar) for e, a in view.near.adds.items()}
+        e: (a.add_d, a.near_va_logmar) for e, a in view.near.adds.items()
+    }
     [table] = exports["csv"]
     with open(table, newline="", encoding="utf-8") as f:
         rows = {r["eye"]: r for r in csv.DictReader(f)}
@@ -431,8 +468,17 @@ def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_ne
         while True:
             q = visit_near_host.question(store, vid)
             assert q.eye == "OD"
-            near_store.record_near_answer(store, vid, "OD", q.index, phase=q.phase, add_d=q.add_d,
-                                          size_logmar=q.size_logmar, letter=q.letter, correct=q.index % 3 != 2)
+            near_store.record_near_answer(
+                store,
+                vid,
+                "OD",
+                q.index,
+                phase=q.phase,
+                add_d=q.add_d,
+                size_logmar=q.size_logmar,
+                letter=q.letter,
+                correct=q.index % 3 != 2,
+            )
             after = visit_near_host.question(store, vid)
             if after.eye == "OS":  # OD's letters are over, its add not filed: the engine "stopped" here
                 break
@@ -496,8 +542,9 @@ def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_en
 
 
 def test_a_near_letter_too_small_for_the_screens_pixels_is_sent_to_a_printed_card(tmp_path):
-    coarse = Calibration(screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=1920, height_px=1080,
-                         viewing_distance_mm=6000.0)  # a projection: 1.04 mm a pixel
+    coarse = Calibration(
+        screen_width_mm=2000.0, screen_height_mm=1125.0, width_px=1920, height_px=1080, viewing_distance_mm=6000.0
+    )  # a projection: 1.04 mm a pixel
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db, coarse)
     host, events = _host(db)

@@ -104,8 +104,18 @@ def test_every_value_sent_to_the_gui_is_a_frozen_dataclass_that_survives_picklin
     host.handle("list")
     host.handle("close")
     kinds = {kind for kind, _ in events}
-    assert {"store_opened", "sessions_listed", "opened", "recorded", "updated", "estimate_ready", "finished",
-            "busy", "session", "closed"} <= kinds  # fmt: skip
+    assert {
+        "store_opened",
+        "sessions_listed",
+        "opened",
+        "recorded",
+        "updated",
+        "estimate_ready",
+        "finished",
+        "busy",
+        "session",
+        "closed",
+    } <= kinds
     assert "failed" not in kinds
     for kind, value in events:
         assert_frozen_values(value, kind)
@@ -130,8 +140,10 @@ def test_failures_are_one_message_and_the_host_goes_on(tmp_path):
 
 
 def test_the_engine_modules_import_no_qt_and_the_engine_is_spawned():
-    code = ("import sys, visiontune.app.worker_process, visiontune.app.session_host; "
-            "print(sorted(m for m in sys.modules if m.startswith(('PySide', 'shiboken', 'pyqtgraph'))))")  # fmt: skip
+    code = (
+        "import sys, visiontune.app.worker_process, visiontune.app.session_host; "
+        "print(sorted(m for m in sys.modules if m.startswith(('PySide', 'shiboken', 'pyqtgraph'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
     assert CONTEXT.get_start_method() == "spawn"

@@ -92,8 +92,12 @@ class ArchiveSendPanel(QWidget):
             self.where.setText(f"No archive: {one_line(exc)}")
             self.button.setEnabled(False)
             return
-        kinds = [f"DICOM to {self.config.dicom.where()} (as {self.config.dicom.calling_ae_title})"
-                 if self.config.dicom else "", f"FHIR to {self.config.fhir.where()}" if self.config.fhir else ""]
+        kinds = [
+            f"DICOM to {self.config.dicom.where()} (as {self.config.dicom.calling_ae_title})"
+            if self.config.dicom
+            else "",
+            f"FHIR to {self.config.fhir.where()}" if self.config.fhir else "",
+        ]
         self.where.setText("Sends " + " and ".join(k for k in kinds if k) + f" (settings: {config_path})")
         self.button.setEnabled(True)
 
@@ -112,8 +116,9 @@ class ArchiveSendPanel(QWidget):
 
         def work() -> None:
             try:
-                outcome: object = send_visit(db, vid, config, dicom=config.dicom is not None,
-                                             fhir=config.fhir is not None)
+                outcome: object = send_visit(
+                    db, vid, config, dicom=config.dicom is not None, fhir=config.fhir is not None
+                )
             except VisionTuneError as exc:
                 outcome = f"Nothing sent: {one_line(exc)}"
             self._finished.emit(outcome)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QStackedWidget,
     QVBoxLayout,
     QWidget,
-)  # fmt: skip
+)
 
 from visiontune.display import Calibration
 from visiontune.display.calibration import CARD_HEIGHT_MM, CARD_WIDTH_MM
@@ -98,8 +98,9 @@ class CalibrationDialog(QDialog):
         size_form.addRow("Visible height", self.height_mm)
         card_page = QWidget()
         card_layout = QVBoxLayout(card_page)
-        card_layout.addWidget(QLabel("Hold a bank card against the screen and change the width until the "
-                                     "rectangle matches it exactly."))  # fmt: skip
+        card_layout.addWidget(
+            QLabel("Hold a bank card against the screen and change the width until the rectangle matches it exactly.")
+        )
         card_form = QFormLayout()
         card_form.addRow("Rectangle width", self.card_px)
         card_layout.addLayout(card_form)
@@ -148,6 +149,8 @@ def describe(calibration: Calibration | None) -> str:
     if calibration is None:
         return "No calibration: simulated sessions only. Calibrate to test a patient."
     c = calibration
-    return (f"{c.screen_width_mm:.0f} \u00d7 {c.screen_height_mm:.0f} mm, {c.width_px} \u00d7 {c.height_px} px "
-            f"(pixel {c.pixel_pitch_mm:.3f} mm) at {c.viewing_distance_mm / 1000:.2f} m"
-            + (", mirrored" if c.mirror else ""))  # fmt: skip
+    return (
+        f"{c.screen_width_mm:.0f} \u00d7 {c.screen_height_mm:.0f} mm, {c.width_px} \u00d7 {c.height_px} px "
+        f"(pixel {c.pixel_pitch_mm:.3f} mm) at {c.viewing_distance_mm / 1000:.2f} m"
+        + (", mirrored" if c.mirror else "")
+    )

@@ -73,14 +73,17 @@ class LineEntry:
             self.marks = [j < n for j in range(len(self.letters))]
             return LineReply(tuple(self.marks))
         if self.complete:
-            raise InvalidInputError("every letter of the line has its answer: Enter records it, Backspace takes one back")
+            raise InvalidInputError(
+                "every letter of the line has its answer: Enter records it, Backspace takes one back"
+            )
         if k in self.letter_set and not (k in _WRONG and k not in self.letters):
             self.marks.append(k == self.letters[len(self.marks)])
         elif k in _RIGHT or k in _WRONG:
             self.marks.append(k in _RIGHT)
         else:
-            raise InvalidInputError(f"key {key!r}: + or - for the letter read, the letter named, or a count 0-"
-                                    f"{len(self.letters)}")  # fmt: skip
+            raise InvalidInputError(
+                f"key {key!r}: + or - for the letter read, the letter named, or a count 0-{len(self.letters)}"
+            )
         return None
 
 

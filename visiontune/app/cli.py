@@ -32,30 +32,54 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--simulate", action="store_true",
-                        help="a simulated patient answers (the default when no screen calibration exists)")  # fmt: skip
-    parser.add_argument("--pace", type=float, default=None, metavar="SECONDS",
-                        help="simulated auto-answer pace in seconds per step (0 = one step per key; default 0.6)")  # fmt: skip
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="a simulated patient answers (the default when no screen calibration exists)",
+    )
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="simulated auto-answer pace in seconds per step (0 = one step per key; default 0.6)",
+    )
     parser.add_argument("--db", metavar="PATH", help="SQLite trial log (default: the user data directory)")
-    parser.add_argument("--protocol", metavar="NAME", help="shipped protocol name or .toml path (default: the last used)")
-    parser.add_argument("--windowed", action="store_true",
-                        help="patient screen as a window, not full screen on the second display")  # fmt: skip
-    parser.add_argument("--exit-after", type=int, default=None, metavar="N",
-                        help="start a simulated session at once and close after N answers (smoke tests)")  # fmt: skip
+    parser.add_argument(
+        "--protocol", metavar="NAME", help="shipped protocol name or .toml path (default: the last used)"
+    )
+    parser.add_argument(
+        "--windowed", action="store_true", help="patient screen as a window, not full screen on the second display"
+    )
+    parser.add_argument(
+        "--exit-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="start a simulated session at once and close after N answers (smoke tests)",
+    )
     parser.add_argument("--settings", metavar="PATH", help="settings file (default: <config dir>/visiontune/app.toml)")
     parser.add_argument("--calibration", metavar="PATH", help="screen calibration JSON (default: the saved one)")
     parser.add_argument("--export-dir", metavar="PATH", help="folder for the exports of finished sessions")
     parser.add_argument("--log-dir", metavar="PATH", help="folder of app.log (default: the user log directory)")
-    parser.add_argument("--device", metavar="manual|cv5000:PORT", default=None,
-                        help="the lens device: 'manual' (trial frame or phoropter, the clinician confirms each lens) "
-                             "or 'cv5000:PORT' (a Topcon CV-5000 sets and confirms each lens before the letter is "
-                             "shown; the port `python -m visiontune.devices.emulator` prints runs a SIMULATED one); "
-                             "default: the saved setting")
-    parser.add_argument("--lens-device", metavar="KIND", default=None,
-                        help="the manual device's kind, as `session run --lens-device`: 'trial-frame' (4 s a change "
-                             "of lens) or 'manual-phoropter' (1 s); each session and visit eye is priced at its "
-                             "seconds (visiontune.refraction.lens_devices) and the device is the manual one; "
-                             "'motorized-phoropter' is the CV-5000 (--device cv5000:PORT); default: the saved setting")
+    parser.add_argument(
+        "--device",
+        metavar="manual|cv5000:PORT",
+        default=None,
+        help="the lens device: 'manual' (trial frame or phoropter, the clinician confirms each lens) "
+        "or 'cv5000:PORT' (a Topcon CV-5000 sets and confirms each lens before the letter is "
+        "shown; the port `python -m visiontune.devices.emulator` prints runs a SIMULATED one); "
+        "default: the saved setting",
+    )
+    parser.add_argument(
+        "--lens-device",
+        metavar="KIND",
+        default=None,
+        help="the manual device's kind, as `session run --lens-device`: 'trial-frame' (4 s a change "
+        "of lens) or 'manual-phoropter' (1 s); each session and visit eye is priced at its "
+        "seconds (visiontune.refraction.lens_devices) and the device is the manual one; "
+        "'motorized-phoropter' is the CV-5000 (--device cv5000:PORT); default: the saved setting",
+    )
 
 
 #: What the app says when it has no display to open on.
@@ -136,11 +160,15 @@ def check_lens_device(kind: str | None, device: str | None) -> str | None:
     if kind == "motorized-phoropter":
         if device is not None and device.startswith("cv5000:"):
             return None  # the CV-5000 is the motorized phoropter: the manual kind keeps its saved setting
-        raise InvalidInputError("--lens-device motorized-phoropter: the app's motorized phoropter is the Topcon "
-                                "CV-5000 driver; set it with --device cv5000:PORT")
+        raise InvalidInputError(
+            "--lens-device motorized-phoropter: the app's motorized phoropter is the Topcon "
+            "CV-5000 driver; set it with --device cv5000:PORT"
+        )
     if device is not None and device != "manual":
-        raise InvalidInputError(f"--lens-device {kind}: --device {device} is the motorized phoropter (its own change "
-                                "time); the kind is the manual device's")
+        raise InvalidInputError(
+            f"--lens-device {kind}: --device {device} is the motorized phoropter (its own change "
+            "time); the kind is the manual device's"
+        )
     return kind
 
 
@@ -198,23 +226,34 @@ def _run_window(args: argparse.Namespace, db_path: Path, lock) -> int:
         calibrated = False
     pace = settings.pace_s if args.pace is None else float(args.pace)
     options = AppOptions(
-        db_path=db_path, simulate=bool(args.simulate or not calibrated),
-        pace_s=pace, protocol=args.protocol, windowed=bool(args.windowed), exit_after=args.exit_after,
+        db_path=db_path,
+        simulate=bool(args.simulate or not calibrated),
+        pace_s=pace,
+        protocol=args.protocol,
+        windowed=bool(args.windowed),
+        exit_after=args.exit_after,
         settings_path=None if args.settings is None else Path(args.settings),
         calibration_path=None if args.calibration is None else Path(args.calibration),
-        export_dir=None if args.export_dir is None else Path(args.export_dir), device=args.device,
+        export_dir=None if args.export_dir is None else Path(args.export_dir),
+        device=args.device,
         lens_device=args.lens_device,
-    )  # fmt: skip
+    )
     window = MainWindow(options, settings)
     reporter.parent = window
     window.reporter = reporter
     if options.exit_after is not None:  # a smoke run: a failure ends it, never a dialog nobody closes
         reporter.fatal = window.abort
-    logs.log.info("app started (log %s, %s, trial log locked: %s)", log_file,
-                  "simulated" if options.simulate else "calibrated screen", lock.holder.describe())  # fmt: skip
+    logs.log.info(
+        "app started (log %s, %s, trial log locked: %s)",
+        log_file,
+        "simulated" if options.simulate else "calibrated screen",
+        lock.holder.describe(),
+    )
     if lock.taken_over is not None:
-        taken = (f"The trial log's lock was left by a VisionTune app that is no longer running "
-                 f"({lock.taken_over.describe()}); this app has taken it over.")  # fmt: skip
+        taken = (
+            f"The trial log's lock was left by a VisionTune app that is no longer running "
+            f"({lock.taken_over.describe()}); this app has taken it over."
+        )
         print(f"visiontune app: {taken}", file=sys.stderr)
         reporter.report(taken)
     if settings_problem:

@@ -48,8 +48,15 @@ class FinishView(QWidget):
         self.details = QLabel("")
         self.details.setObjectName("resultDetails")
         self.details.setWordWrap(True)
-        for w in (self.title, self.caption, self.details, self.truth, self.region, self.start_caption,
-                  self.start_details):
+        for w in (
+            self.title,
+            self.caption,
+            self.details,
+            self.truth,
+            self.region,
+            self.start_caption,
+            self.start_details,
+        ):
             f = QFont(w.font())
             f.setPointSize(12)
             w.setFont(f)
@@ -60,7 +67,9 @@ class FinishView(QWidget):
         self.exports.setWordWrap(True)
         self.exports.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.export_button = QPushButton("Export again (PDF, CSV, JSON)")
-        self.export_button.clicked.connect(lambda: self._session_id is not None and self.export_requested.emit(self._session_id))
+        self.export_button.clicked.connect(
+            lambda: self._session_id is not None and self.export_requested.emit(self._session_id)
+        )
         back = QPushButton("Back to the start screen")
         back.setObjectName("backButton")
         back.clicked.connect(self.back_requested)
@@ -130,21 +139,26 @@ class FinishView(QWidget):
         kinds = answer_kinds_text(r["trials_used"], r.get("comparisons_used", 0), r.get("sliders_used", 0))
         extra = ""
         if ci.get("m_pm_d") is not None:
-            extra = (f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, "
-                     f"\u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
-                     "the cylinder vector")  # fmt: skip
-        self.details.setText((
-            f"Exact estimate {lens_text(exact)}; {round(100 * ci['level'])}% credible intervals sphere "
-            f"{ci['sphere_d'][0]:+.2f} to {ci['sphere_d'][1]:+.2f} D, "
-            f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D{extra}.\n"
-            f"Predicted acuity {acuity_text(r['predicted_va_logmar'])} (interval {lo:+.2f} to {hi:+.2f}).\n"
-            f"{r['trials_used']} answers"
-            + (f" ({kinds})" if kinds else "") + f", stopped by {r['stopped_by']}."
-        ).replace("-", MINUS))
+            extra = (
+                f"; \u00b1{ci['m_pm_d']:.2f} D on the spherical equivalent, "
+                f"\u00b1{ci['cylinder_vector_pm_d']:.2f} D on "
+                "the cylinder vector"
+            )
+        self.details.setText(
+            (
+                f"Exact estimate {lens_text(exact)}; {round(100 * ci['level'])}% credible intervals sphere "
+                f"{ci['sphere_d'][0]:+.2f} to {ci['sphere_d'][1]:+.2f} D, "
+                f"cylinder {ci['cylinder_d'][0]:+.2f} to {ci['cylinder_d'][1]:+.2f} D{extra}.\n"
+                f"Predicted acuity {acuity_text(r['predicted_va_logmar'])} (interval {lo:+.2f} to {hi:+.2f}).\n"
+                f"{r['trials_used']} answers" + (f" ({kinds})" if kinds else "") + f", stopped by {r['stopped_by']}."
+            ).replace("-", MINUS)
+        )
         if view.exports:
             self.exports.setText("Exported:\n" + "\n".join(f"  {k.upper()}: {p}" for k, p in view.exports.items()))
         elif view.export_error:
-            self.exports.setText(f"Export failed: {view.export_error}\nThe session is safe in the trial log; "
-                                 "export it again with the button below or `visiontune report`.")  # fmt: skip
+            self.exports.setText(
+                f"Export failed: {view.export_error}\nThe session is safe in the trial log; "
+                "export it again with the button below or `visiontune report`."
+            )
         else:
             self.exports.setText("")

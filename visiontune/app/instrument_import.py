@@ -1,4 +1,4 @@
-""""Import from instrument...": the start page's file picker for an autorefractor's or lensmeter's file.
+""" "Import from instrument...": the start page's file picker for an autorefractor's or lensmeter's file.
 
 A button under the starting prescriptions of the start page opens a file dialog on the clinic's
 instrument files (JOIA XML ``.xml``, DICOM ``.dcm``); the file is read by
@@ -51,8 +51,9 @@ def import_into_start_view(view, path) -> InstrumentReading | None:
                 field.setText(text)
     pd_field = getattr(view, "pd", None)  # the start page's typed PD, where the page has one
     if reading.pd_mm is not None and isinstance(pd_field, QLineEdit):
-        pd_field.setText(f"{reading.pd_od_mm:g}/{reading.pd_os_mm:g}" if reading.pd_od_mm is not None
-                         else f"{reading.pd_mm:g}")  # fmt: skip
+        pd_field.setText(
+            f"{reading.pd_od_mm:g}/{reading.pd_os_mm:g}" if reading.pd_od_mm is not None else f"{reading.pd_mm:g}"
+        )
     index = view.start_source.findData(texts["source"])
     if index >= 0:
         view.start_source.setCurrentIndex(index)

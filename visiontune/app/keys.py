@@ -131,15 +131,18 @@ def interpret_key(
             return Command(Action.SLIDER_RIGHT)
         if name in ADVANCE_KEYS:
             return Command(Action.SIMULATED_ANSWER if simulated else Action.SLIDER_CHOOSE)
-        return Rejected(f"Key {_label(name, text)} does nothing here: turn the knob with ← / → (or , / .), "
-                        "press Enter where the letters are clearest.")  # fmt: skip
+        return Rejected(
+            f"Key {_label(name, text)} does nothing here: turn the knob with ← / → (or , / .), "
+            "press Enter where the letters are clearest."
+        )
     if phase == Phase.COMPARE:
         if name in ADVANCE_KEYS and simulated:
             return Command(Action.SIMULATED_ANSWER)
         if char in COMPARISON_KEYS:
             return Command(Action.ANSWER_COMPARISON, char)
-        return Rejected(f"Key {_label(name, text)} does nothing here: press 1 or 2 for the clearer lens, "
-                        "= for no difference.")  # fmt: skip
+        return Rejected(
+            f"Key {_label(name, text)} does nothing here: press 1 or 2 for the clearer lens, = for no difference."
+        )
     # Phase.ANSWER
     if name in ADVANCE_KEYS:
         if simulated:
@@ -161,10 +164,13 @@ def legend(letters: tuple[str, ...]) -> str:
     clash = [k for k in ("P", "F", "Y", "N") if k in letters]
     lines = [
         "Enter/Space  lens set, show letter",
-        "letter keys  letter named    + / -  correct / incorrect" + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
+        "letter keys  letter named    + / -  correct / incorrect"
+        + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
         "1 / 2 / =  comparison    ← / → (, .)  turn the slider knob, Enter  clearest",
         "Backspace  undo    P  pause/resume    F F  finish    Esc  blank patient screen",
     ]
     if clash:
-        lines.append(f"While a letter is awaited, {'/'.join(clash)} name letters; Ctrl+P / Ctrl+F always pause / finish.")
+        lines.append(
+            f"While a letter is awaited, {'/'.join(clash)} name letters; Ctrl+P / Ctrl+F always pause / finish."
+        )
     return "\n".join(lines)

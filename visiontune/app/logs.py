@@ -119,8 +119,10 @@ class ErrorReporter:
             return
         log.error("unexpected error:\n%s", "".join(traceback.format_exception(exc)))
         where = log_path()
-        message = (f"Unexpected error: {type(exc).__name__}: {exc}\n\nNothing recorded was lost (every answer is "
-                   f"saved when it is typed). Details are in the log{f': {where}' if where else ''}.")  # fmt: skip
+        message = (
+            f"Unexpected error: {type(exc).__name__}: {exc}\n\nNothing recorded was lost (every answer is "
+            f"saved when it is typed). Details are in the log{f': {where}' if where else ''}."
+        )
         self.report(message)
         if self.fatal is not None:
             self.fatal(message)

@@ -116,9 +116,11 @@ class MainWindow(QMainWindow):
     def __init__(self, options: AppOptions, settings: AppSettings) -> None:
         super().__init__()
         self.options = options
-        self.settings = settings.replace(protocol=options.protocol or settings.protocol,
-                                         device=options.device or settings.device,
-                                         lens_device=options.lens_device or settings.lens_device)
+        self.settings = settings.replace(
+            protocol=options.protocol or settings.protocol,
+            device=options.device or settings.device,
+            lens_device=options.lens_device or settings.lens_device,
+        )
         #: The device setting the engine has been sent (None: none yet).
         self.engine_device: str | None = None
         #: The manual device's kind the engine has been sent (None: none yet).
@@ -181,8 +183,9 @@ class MainWindow(QMainWindow):
         self.worker.device.connect(lambda view: self.controller.on_device(view))
         self.worker.presented.connect(lambda index: self.controller.on_presented(index))
         self.worker.device_fault.connect(lambda message: self.controller.on_device_fault(message))
-        self.controller = SessionController(self.worker, pace_s=self.pace_s, exit_after=options.exit_after,
-                                            export_dir=lambda: self.export_dir)  # fmt: skip
+        self.controller = SessionController(
+            self.worker, pace_s=self.pace_s, exit_after=options.exit_after, export_dir=lambda: self.export_dir
+        )
         self.controller.connect(self._on_controller_event)
         self.visits = VisitController(self)  # the visit's pages and flow (OD, OS, balance, finish)
         self.start_view.visit_requested.connect(self.visits.start)
@@ -267,7 +270,9 @@ class MainWindow(QMainWindow):
             return
         sim = " \u00b7 SIMULATED" if snap.simulated else ""
         visit = f"visit {snap.visit_id} \u00b7 " if snap.visit_id is not None else ""
-        self.setWindowTitle(f"VisionTune \u2014 {visit}session {snap.session_id} \u00b7 {snap.patient_id} {snap.eye}{sim}")
+        self.setWindowTitle(
+            f"VisionTune \u2014 {visit}session {snap.session_id} \u00b7 {snap.patient_id} {snap.eye}{sim}"
+        )
 
     def _save_settings(self) -> None:
         try:
@@ -296,16 +301,22 @@ class MainWindow(QMainWindow):
         calibration = None
         if not simulated:
             if self.calibration is None:
-                self.reporter.report("A patient session needs a calibrated screen: use 'Calibrate the patient screen' "
-                                     "first (or tick 'Simulated patient').")  # fmt: skip
+                self.reporter.report(
+                    "A patient session needs a calibrated screen: use 'Calibrate the patient screen' "
+                    "first (or tick 'Simulated patient')."
+                )
                 return False
             self._check_displayable(load_protocol(protocol).logmar_range)
             calibration = self.calibration.to_dict()
         device = self.start_view.device_spec()  # InvalidInputError naming the field: nothing saved, nothing sent
         lens_kind = self.start_view.lens_kind_name()
-        self.settings = self.settings.replace(protocol=protocol, patient_screen=self.start_view.screen_name(),
-                                              cylinder_form=self.start_view.cylinder_form_name(),
-                                              device=device, lens_device=lens_kind)  # fmt: skip
+        self.settings = self.settings.replace(
+            protocol=protocol,
+            patient_screen=self.start_view.screen_name(),
+            cylinder_form=self.start_view.cylinder_form_name(),
+            device=device,
+            lens_device=lens_kind,
+        )
         self._save_settings()
         self._send_device(device)
         return calibration
@@ -332,9 +343,16 @@ class MainWindow(QMainWindow):
         if calibration is False:
             return
         start = "none" if request.starting_rx is None else request.starting_rx.format()
-        log.info("start requested: patient %s %s, protocol %s, start %s (%s), %s cylinder, %s", request.patient_id,
-                 request.eye, request.protocol, start, request.start_source, request.cylinder_form,
-                 "SIMULATED" if request.simulated else "real patient")  # fmt: skip
+        log.info(
+            "start requested: patient %s %s, protocol %s, start %s (%s), %s cylinder, %s",
+            request.patient_id,
+            request.eye,
+            request.protocol,
+            start,
+            request.start_source,
+            request.cylinder_form,
+            "SIMULATED" if request.simulated else "real patient",
+        )
         self._show_busy(f"Preparing session for {request.patient_id} ({request.eye})\u2026")
         self._submit("start", dataclasses.replace(request, calibration=calibration))
 
@@ -506,8 +524,9 @@ class MainWindow(QMainWindow):
         screens = QGuiApplication.screens()
         screen = self._patient_screen()
         fullscreen = not self.options.windowed and len(screens) > 1 and screen is not None
-        self.patient_window = PatientWindow(self.calibration, load_letter_set(snap.letter_set), screen=screen,
-                                            fullscreen=fullscreen)  # fmt: skip
+        self.patient_window = PatientWindow(
+            self.calibration, load_letter_set(snap.letter_set), screen=screen, fullscreen=fullscreen
+        )
         self.patient_window.show()
         self.patient_window.blank()
         self.activateWindow()

@@ -127,7 +127,9 @@ def band_outline(s, lo, hi) -> np.ndarray:
     along ``lo`` forwards, back along ``hi``, back to the start."""
     s, lo, hi = (np.asarray(a, dtype=float) for a in (s, lo, hi))
     if not (s.ndim == 1 and s.shape == lo.shape == hi.shape and len(s) >= 2):
-        raise InvalidInputError(f"s, lo, hi: expected three 1-D arrays of one length >= 2, got {s.shape}, {lo.shape}, {hi.shape}")
+        raise InvalidInputError(
+            f"s, lo, hi: expected three 1-D arrays of one length >= 2, got {s.shape}, {lo.shape}, {hi.shape}"
+        )
     x = np.concatenate([s, s[::-1], s[:1]])
     y = np.concatenate([lo, hi[::-1], lo[:1]])
     return np.vstack([x, y])
@@ -141,9 +143,19 @@ def box_outline(region) -> np.ndarray:
     return np.array([[a, b, b, a, a], [c, c, d, d, c]], dtype=float)
 
 
-def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, psychometric, chart_range,
-                     true_p=None, progress: float = 0.0, progress_line: str = "",
-                     sliders: tuple[SliderMark, ...] = ()) -> ViewFrame:  # fmt: skip
+def build_view_frame(
+    *,
+    estimate,
+    acuity_map: dict,
+    trials: np.ndarray,
+    curve,
+    psychometric,
+    chart_range,
+    true_p=None,
+    progress: float = 0.0,
+    progress_line: str = "",
+    sliders: tuple[SliderMark, ...] = (),
+) -> ViewFrame:
     """The :class:`ViewFrame` of one estimate.
 
     ``estimate``: :class:`~visiontune.refraction.estimate.CurrentEstimate`; ``acuity_map``:
@@ -164,17 +176,24 @@ def build_view_frame(*, estimate, acuity_map: dict, trials: np.ndarray, curve, p
     axis = acuity_map.get("axis_deg")
     best = lens_on_map(estimate.lens, axis, "plus" if estimate.lens.cylinder_d > 0 else "minus")
     return ViewFrame(
-        map_image=image, map_rect=rect,
-        correct_xy=np.ascontiguousarray(trials[correct, :2].T), wrong_xy=np.ascontiguousarray(trials[~correct, :2].T),
+        map_image=image,
+        map_rect=rect,
+        correct_xy=np.ascontiguousarray(trials[correct, :2].T),
+        wrong_xy=np.ascontiguousarray(trials[~correct, :2].T),
         best_lens=np.array([best.sphere_d, best.cylinder_d], dtype=float),
-        region_xy=box_outline(estimate.region), curve_xy=curve_xy, curve_x_range=curve_x_range(n),
+        region_xy=box_outline(estimate.region),
+        curve_xy=curve_xy,
+        curve_x_range=curve_x_range(n),
         curve_y_range=snapped_range(curve_xy[1]) if curve_xy.shape[1] else snapped_range([estimate.va_logmar]),
-        psychometric_s=s, psychometric_p=p, band_xy=band_outline(s, lo, hi),
+        psychometric_s=s,
+        psychometric_p=p,
+        band_xy=band_outline(s, lo, hi),
         true_p=None if true_p is None else np.asarray(true_p, dtype=float),
-        texts=estimate_texts(estimate, None if chart_range is None else (float(chart_range[0]), float(chart_range[1])),
-                             progress_line),
+        texts=estimate_texts(
+            estimate, None if chart_range is None else (float(chart_range[0]), float(chart_range[1])), progress_line
+        ),
         map_axis_deg=None if axis is None else float(axis),
         progress=float(min(max(progress, 0.0), 1.0)),
         slider_xy=np.array([m.chosen for m in sliders], dtype=float).reshape(-1, 2).T,
         slider_path_xy=path_polyline(sliders),
-    )  # fmt: skip
+    )

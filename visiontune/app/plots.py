@@ -77,11 +77,13 @@ class _Ranges:
 
 
 #: The map's title: what it shows, and its legend.
-MAP_TITLE = ("Predicted acuity (logMAR) &nbsp; "
-             f"<span style='color:#{bytes(LETTER_READ_RGB).hex()}'>\u25cf</span> correct "
-             f"<span style='color:#{bytes(LETTER_MISSED_RGB).hex()}'>\u25cf</span> wrong "
-             f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider "
-             "\u2605 best lens")
+MAP_TITLE = (
+    "Predicted acuity (logMAR) &nbsp; "
+    f"<span style='color:#{bytes(LETTER_READ_RGB).hex()}'>\u25cf</span> correct "
+    f"<span style='color:#{bytes(LETTER_MISSED_RGB).hex()}'>\u25cf</span> wrong "
+    f"<span style='color:#{bytes(SLIDER_RGB).hex()}'>\u25c6</span> slider "
+    "\u2605 best lens"
+)
 
 
 def map_cylinder_label(axis_deg: float | None) -> str:
@@ -112,8 +114,7 @@ class AcuityMapPlot(pg.GraphicsLayoutWidget):
         cmap.reverse()  # bright = good acuity (low logMAR)
         self.image.setColorMap(cmap)
         self.image.setLevels(MAP_LEVELS)
-        self.colorbar = pg.ColorBarItem(values=MAP_LEVELS, colorMap=cmap, interactive=False, width=12,
-                                        label="logMAR")
+        self.colorbar = pg.ColorBarItem(values=MAP_LEVELS, colorMap=cmap, interactive=False, width=12, label="logMAR")
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         outline = pg.mkPen("w", width=0.8)
@@ -159,8 +160,9 @@ class AcuityCurvePlot(pg.PlotWidget):
         self.showGrid(x=True, y=True, alpha=0.2)
         self.ranges = _Ranges(self.getPlotItem(), padding=0.02)
         self.ranges.set(x=INITIAL_CURVE_RANGE, y=(0.0, 1.0))
-        self.curve = self.plot(pen=pg.mkPen((40, 90, 180), width=2), symbol="o", symbolSize=5,
-                               symbolBrush=(40, 90, 180))  # fmt: skip
+        self.curve = self.plot(
+            pen=pg.mkPen((40, 90, 180), width=2), symbol="o", symbolSize=5, symbolBrush=(40, 90, 180)
+        )
 
     def update_frame(self, frame: ViewFrame) -> None:
         self.ranges.set(x=frame.curve_x_range, y=frame.curve_y_range)
@@ -181,11 +183,14 @@ class PsychometricPlot(pg.PlotWidget):
         self.ranges.set(x=(-1.0, 2.0), y=(0.0, 1.0))
         self.addLegend(offset=(5, 5), labelTextSize="8pt")
         # The band: one closed polygon (lower edge forwards, upper edge back), filled.
-        self.band = pg.PlotCurveItem(pen=pg.mkPen((40, 90, 180, 60)), brush=pg.mkBrush(40, 90, 180, 50),
-                                     fillLevel="enclosed")  # fmt: skip
+        self.band = pg.PlotCurveItem(
+            pen=pg.mkPen((40, 90, 180, 60)), brush=pg.mkBrush(40, 90, 180, 50), fillLevel="enclosed"
+        )
         self.addItem(self.band)
         self.mean = self.plot(pen=pg.mkPen((40, 90, 180), width=2), name="model")
-        self.truth = self.plot(pen=pg.mkPen((200, 90, 0), width=2, style=Qt.PenStyle.DashLine), name="simulated patient")
+        self.truth = self.plot(
+            pen=pg.mkPen((200, 90, 0), width=2, style=Qt.PenStyle.DashLine), name="simulated patient"
+        )
 
     def update_frame(self, frame: ViewFrame) -> None:
         s = frame.psychometric_s

@@ -56,9 +56,16 @@ def _open_window(app, folder: Path, protocol: str, size):
     """A simulated app window on a trial log and settings in ``folder``, its engine ready."""
     from visiontune.app.main_window import AppOptions, MainWindow  # late: Qt
 
-    options = AppOptions(db_path=folder / "log.sqlite3", simulate=True, pace_s=0.0, protocol=protocol,
-                         windowed=True, settings_path=folder / "app.toml",
-                         calibration_path=folder / "calibration.json", export_dir=folder / "exports")  # fmt: skip
+    options = AppOptions(
+        db_path=folder / "log.sqlite3",
+        simulate=True,
+        pace_s=0.0,
+        protocol=protocol,
+        windowed=True,
+        settings_path=folder / "app.toml",
+        calibration_path=folder / "calibration.json",
+        export_dir=folder / "exports",
+    )
     window = MainWindow(options, AppSettings(protocol=protocol))
     window.resize(*size)
     window.show()
@@ -66,8 +73,9 @@ def _open_window(app, folder: Path, protocol: str, size):
     return window
 
 
-def take(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEED, size=(1280, 860),
-         settle_s: float = 1.0) -> list[Path]:
+def take(
+    out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEED, size=(1280, 860), settle_s: float = 1.0
+) -> list[Path]:
     """Save the three screenshots in ``out``; return their paths. ``settle_s``: seconds of
     event processing before each grab (the axes' text widths settle after a first paint)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -94,9 +102,16 @@ def take(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEE
         window.start_session(dataclasses.replace(start.request(), seed=seed))  # the form as typed, this seed
         view = window.session_view
         for k in range(3):
-            _wait(app, lambda k=k: window.phase == Phase.LENS and window.snapshot.n_trials == k
-                  and window.last_estimate is not None and window.last_estimate.n_trials == k
-                  and not view.plots_pending)  # fmt: skip
+            _wait(
+                app,
+                lambda k=k: (
+                    window.phase == Phase.LENS
+                    and window.snapshot.n_trials == k
+                    and window.last_estimate is not None
+                    and window.last_estimate.n_trials == k
+                    and not view.plots_pending
+                ),
+            )
             settle = time.monotonic() + settle_s
             while time.monotonic() < settle:
                 app.processEvents()
@@ -114,8 +129,16 @@ def take(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEE
 VISIT_NAMES = ("visit-which-eye.png", "visit-next-eye.png", "visit-balance.png", "visit-finish.png")
 
 
-def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAULT_SEED, size=(1280, 860),
-               settle_s: float = 1.0, which_eye_at: int = 8, timeout_s: float = 900.0) -> list[Path]:
+def take_visit(
+    out: Path,
+    *,
+    protocol: str = DEFAULT_PROTOCOL,
+    seed: int = DEFAULT_SEED,
+    size=(1280, 860),
+    settle_s: float = 1.0,
+    which_eye_at: int = 8,
+    timeout_s: float = 900.0,
+) -> list[Path]:
     """Save the visit's four screenshots (:data:`VISIT_NAMES`) in ``out``; return their paths.
     ``which_eye_at``: the left eye's session is grabbed with this many answers."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -144,18 +167,38 @@ def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAU
     def page(step) -> None:
         visits = window.visits
         want = visits.finish_view if step == Step.FINISH else visits.step_view
-        _wait(app, lambda: window.stack.currentWidget() is want and visits.view is not None
-              and visits.view.step == step and not visits.pending, timeout_s)  # fmt: skip
+        _wait(
+            app,
+            lambda: (
+                window.stack.currentWidget() is want
+                and visits.view is not None
+                and visits.view.step == step
+                and not visits.pending
+            ),
+            timeout_s,
+        )
 
     def refract(eye: str, grab_at: int | None = None) -> None:
         view = window.session_view
         while True:
-            _wait(app, lambda: window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.eye == eye
-                  and window.worker_idle, timeout_s)  # fmt: skip
+            _wait(
+                app,
+                lambda: (
+                    window.phase in (Phase.LENS, Phase.STOPPED) and window.snapshot.eye == eye and window.worker_idle
+                ),
+                timeout_s,
+            )
             n = window.snapshot.n_trials
             if grab_at is not None and (n == grab_at or window.phase == Phase.STOPPED):
-                _wait(app, lambda n=n: window.last_estimate is not None and window.last_estimate.n_trials == n
-                      and not view.plots_pending, timeout_s)  # fmt: skip
+                _wait(
+                    app,
+                    lambda n=n: (
+                        window.last_estimate is not None
+                        and window.last_estimate.n_trials == n
+                        and not view.plots_pending
+                    ),
+                    timeout_s,
+                )
                 grab(VISIT_NAMES[0])
                 grab_at = None
             if window.phase == Phase.STOPPED:
@@ -176,8 +219,13 @@ def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAU
         grab(VISIT_NAMES[1])
         window.visits.perform(VisitCommand(VisitAction.CONTINUE), "screenshots")
         refract("OS", grab_at=which_eye_at)
-        _wait(app, lambda: window.visits.view is not None and window.visits.view.step != Step.REFRACT
-              and not window.visits.pending, timeout_s)  # fmt: skip
+        _wait(
+            app,
+            lambda: (
+                window.visits.view is not None and window.visits.view.step != Step.REFRACT and not window.visits.pending
+            ),
+            timeout_s,
+        )
         if window.visits.view.step == Step.BALANCE:
             grab(VISIT_NAMES[2])
             while window.visits.view.step == Step.BALANCE:
@@ -185,11 +233,12 @@ def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAU
                 window.visits.perform(VisitCommand(VisitAction.ANSWER, q.simulated_answer), "screenshots")
                 _wait(app, lambda: not window.visits.pending, timeout_s)
         else:
-            print(f"seed {seed}: the balance was not done ({window.visits.view.balance.reason}); no balance screenshot",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"seed {seed}: the balance was not done ({window.visits.view.balance.reason}); no balance screenshot",
+                file=sys.stderr,
+            )
         # a presbyope's near addition: the simulated patient answers each near letter (the finish shows the adds)
-        _wait(app, lambda: window.visits.view.step in (Step.NEAR, Step.FINISH) and not window.visits.pending,
-              timeout_s)
+        _wait(app, lambda: window.visits.view.step in (Step.NEAR, Step.FINISH) and not window.visits.pending, timeout_s)
         while window.visits.view.step == Step.NEAR:
             near_view = window.visits.view
             q = near_view.near_question
@@ -214,7 +263,9 @@ def take_visit(out: Path, *, protocol: str = DEFAULT_PROTOCOL, seed: int = DEFAU
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m visiontune.app.screenshots", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"), help="folder (default: docs/screenshots)")
-    parser.add_argument("--protocol", default=DEFAULT_PROTOCOL, help=f"an optics protocol (default: {DEFAULT_PROTOCOL})")
+    parser.add_argument(
+        "--protocol", default=DEFAULT_PROTOCOL, help=f"an optics protocol (default: {DEFAULT_PROTOCOL})"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"session seed (default {DEFAULT_SEED})")
     parser.add_argument("--visit", action="store_true", help="a simulated visit's pages (visit-*.png) instead")
     args = parser.parse_args(argv)

@@ -103,8 +103,18 @@ from visiontune.session.engine import Answer, ComparisonReply, PendingComparison
 from visiontune.session.lens_device import question_lenses
 from visiontune.session.records import SessionState
 
-__all__ = ["AUTO_RETRY_S", "FINISH_CONFIRM_S", "Engine", "FinishedPage", "Listener", "Prompt", "SessionController",
-           "SliderView", "slider_lines", "slider_notes"]  # fmt: skip
+__all__ = [
+    "AUTO_RETRY_S",
+    "FINISH_CONFIRM_S",
+    "Engine",
+    "FinishedPage",
+    "Listener",
+    "Prompt",
+    "SessionController",
+    "SliderView",
+    "slider_lines",
+    "slider_notes",
+]
 
 log = logging.getLogger("visiontune.app")
 
@@ -112,7 +122,6 @@ log = logging.getLogger("visiontune.app")
 FINISH_CONFIRM_S = 3.0
 #: The autopilot looks again after this many seconds while the engine or the plots are behind.
 AUTO_RETRY_S = 0.02
-
 
 
 class Engine(Protocol):
@@ -182,9 +191,15 @@ class SessionController(EventSource):
     folder a finished session is exported to (asked when finishing); ``clock``: seconds,
     monotonic (the F F confirmation and the elapsed time)."""
 
-    def __init__(self, engine: Engine, *, pace_s: float = 0.0, exit_after: int | None = None,
-                 export_dir: Callable[[], Path | str] = Path.cwd,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        pace_s: float = 0.0,
+        exit_after: int | None = None,
+        export_dir: Callable[[], Path | str] = Path.cwd,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.engine = engine
         self.pace_s = pace_s
         self.exit_after = exit_after
@@ -260,8 +275,11 @@ class SessionController(EventSource):
         self._cylinder_form = snap.cylinder_form
         if snap.simulated and snap.simulated_case is not None:  # the patient recorded with the session
             self.sim_patient = case_patient(snap.simulated_case, snap.n_alternatives)
-            log.info("SIMULATED patient for session %d: true correction %s", snap.session_id,
-                     in_form(self.sim_patient.true_rx, snap.cylinder_form).format())  # fmt: skip
+            log.info(
+                "SIMULATED patient for session %d: true correction %s",
+                snap.session_id,
+                in_form(self.sim_patient.true_rx, snap.cylinder_form).format(),
+            )
         self.last_estimate = self.pending_estimate = None
         self._emit("opened", snap)
         self.on_updated(snap)
@@ -325,9 +343,11 @@ class SessionController(EventSource):
         found = Prescription(est["sphere_d"], est["cylinder_d"], est["axis_deg"])
         true_rx = in_form(patient.true_rx, view.result.get("cylinder_form") or self._cylinder_form)
         off = float(np.linalg.norm(found.power_vector_array() - patient.true_rx.power_vector_array()))
-        return (f"SIMULATED patient's true correction: {lens_text(true_rx)}, {off:.2f} D from the prescription "
-                f"found (power-vector distance); acuity through the prescription found: "
-                f"{acuity_text(float(patient.acuity_logmar(found)))}.")  # fmt: skip
+        return (
+            f"SIMULATED patient's true correction: {lens_text(true_rx)}, {off:.2f} D from the prescription "
+            f"found (power-vector distance); acuity through the prescription found: "
+            f"{acuity_text(float(patient.acuity_logmar(found)))}."
+        )
 
     def on_failed(self, _message: str = "") -> None:
         """The last command failed: the session is where it was before it."""
@@ -403,68 +423,122 @@ class SessionController(EventSource):
         if phase == Phase.LENS and isinstance(snap.query, PendingSlider):
             q = snap.query
             start = lens_text(self._form(q.start_lens))
-            self._emit("prompt", Prompt(f"Set the {q.knob} knob at its starting lens ({start}), then press Enter "
-                                        "(or Space) to show the letters.",
-                                        caption=f"Turn the {q.knob} knob"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"Set the {q.knob} knob at its starting lens ({start}), then press Enter "
+                    "(or Space) to show the letters.",
+                    caption=f"Turn the {q.knob} knob",
+                ),
+            )
         elif phase == Phase.SLIDE:
             q = snap.query
             device = f" (the {self.device.label} follows the knob)" if self._waits_for_device() else ""
-            self._emit("prompt", Prompt(f"Turn the {q.knob} knob with ← / → (or , / .) while the patient "
-                                        f"reads{device}; press Enter (or Space) at the lens where the letters are "
-                                        "clearest.",
-                                        caption=f"Turn the {q.knob} knob" if device else None,
-                                        letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}"))
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"Turn the {q.knob} knob with ← / → (or , / .) while the patient "
+                    f"reads{device}; press Enter (or Space) at the lens where the letters are "
+                    "clearest.",
+                    caption=f"Turn the {q.knob} knob" if device else None,
+                    letter=f"Letters in view: {q.letter}  size {acuity_text(q.s_logmar)}",
+                ),
+            )
         elif phase == Phase.LENS and self._waits_for_device():
             what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
-            self._emit("prompt", Prompt(f"Press Enter (or Space): the {self.device.label} sets {what}; the letter "
-                                        "is shown once the device confirms it.",
-                                        caption="The device sets this lens"))
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"Press Enter (or Space): the {self.device.label} sets {what}; the letter "
+                    "is shown once the device confirms it.",
+                    caption="The device sets this lens",
+                ),
+            )
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
-            self._emit("prompt", Prompt(("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else
-                                         "Set lens 1 and lens 2") + f" ({self._manual_where()}), then press Enter "
-                                        "(or Space) to show the letter.",
-                                        caption="Compare lens 1 and lens 2"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    ("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else "Set lens 1 and lens 2")
+                    + f" ({self._manual_where()}), then press Enter "
+                    "(or Space) to show the letter.",
+                    caption="Compare lens 1 and lens 2",
+                ),
+            )
         elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
-            self._emit("prompt", Prompt("The lens in place stays: press Enter (or Space) to show the letter.",
-                                        caption="Keep this lens"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt("The lens in place stays: press Enter (or Space) to show the letter.", caption="Keep this lens"),
+            )
         elif phase == Phase.LENS:
-            self._emit("prompt", Prompt(f"{self._place_text(snap.query.lens)}, then press Enter (or Space) to show "
-                                        "the letter.", caption="Set this lens"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"{self._place_text(snap.query.lens)}, then press Enter (or Space) to show the letter.",
+                    caption="Set this lens",
+                ),
+            )
         elif phase == Phase.COMPARE and self._waits_for_device():
             q = snap.query
-            self._emit("prompt", Prompt("The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
-                                        "Lens 1 / Lens 2 buttons: \u201cwhich is clearer, 1 or 2?\u201d Press 1 or 2, "
-                                        "or = for no difference.", caption="Compare lens 1 and lens 2 (on the device)",
-                                        letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))
+            self._emit(
+                "prompt",
+                Prompt(
+                    "The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
+                    "Lens 1 / Lens 2 buttons: \u201cwhich is clearer, 1 or 2?\u201d Press 1 or 2, "
+                    "or = for no difference.",
+                    caption="Compare lens 1 and lens 2 (on the device)",
+                    letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}",
+                ),
+            )
         elif phase == Phase.COMPARE:
             q = snap.query
-            self._emit("prompt", Prompt("Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, "
-                                        "or = for no difference.",
-                                        letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    "Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, or = for no difference.",
+                    letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}",
+                ),
+            )
         elif phase == Phase.ANSWER:
             q = snap.query
             caption = "Lens confirmed by the device" if self._waits_for_device() else None
-            self._emit("prompt", Prompt("Type the letter the patient names, or + / \u2212 for correct / incorrect.",
-                                        caption=caption,
-                                        letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}"))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    "Type the letter the patient names, or + / \u2212 for correct / incorrect.",
+                    caption=caption,
+                    letter=f"Letter shown: {q.letter}   size {acuity_text(q.s_logmar)}",
+                ),
+            )
         elif phase == Phase.PAUSED and self.device_fault is not None:
             kept = snap.n_trials
-            self._emit("prompt", Prompt(f"The lens device did not set the lens: nothing was shown, all {kept} answers "
-                                        "are kept. Check the device and its cable, then Retry (or P), or go on by "
-                                        "hand with \u201cUse the trial frame\u201d; F finishes.",
-                                        caption="Paused: lens device fault"))
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"The lens device did not set the lens: nothing was shown, all {kept} answers "
+                    "are kept. Check the device and its cable, then Retry (or P), or go on by "
+                    "hand with \u201cUse the trial frame\u201d; F finishes.",
+                    caption="Paused: lens device fault",
+                ),
+            )
         elif phase == Phase.PAUSED:
             self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
         elif phase == Phase.STOPPED:
-            self._emit("prompt", Prompt(f"Stopping rule met ({snap.stop_reason}). Press F to finish "
-                                        "(Backspace undoes the last answer)."))  # fmt: skip
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"Stopping rule met ({snap.stop_reason}). Press F to finish (Backspace undoes the last answer)."
+                ),
+            )
         self._emit("autopilot", self.auto_delay_s())
 
     def auto_delay_s(self) -> float | None:
         """When the autopilot steps next from this phase (None: it does not)."""
-        if self.sim_patient is None or self.pace_s <= 0 or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE,
-                                                                              Phase.SLIDE, Phase.STOPPED):  # fmt: skip
+        if (
+            self.sim_patient is None
+            or self.pace_s <= 0
+            or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.STOPPED)
+        ):
             return None
         return self.pace_s
 
@@ -553,8 +627,14 @@ class SessionController(EventSource):
         q = self.snapshot.query
         if self._waits_for_device():
             self._awaiting_lenses = True
-            self._emit("prompt", Prompt(f"The {self.device.label} is setting the lens\u2026 the letter is shown "
-                                        "once the device confirms it.", caption="Device setting the lens"))
+            self._emit(
+                "prompt",
+                Prompt(
+                    f"The {self.device.label} is setting the lens\u2026 the letter is shown "
+                    "once the device confirms it.",
+                    caption="Device setting the lens",
+                ),
+            )
             self.submit("present")
             return
         self._reveal(send_present=True)
@@ -581,8 +661,11 @@ class SessionController(EventSource):
             self._enter(Phase.SLIDE)
             self._emit("slider", self._slider_view())
             if self.sim_slider is not None:
-                self._emit("simulated_reply", f"Simulated patient says: clearest at lens {self.sim_slider + 1} "
-                                              f"({lens_text(self._form(q.lenses[self.sim_slider]))})")  # fmt: skip
+                self._emit(
+                    "simulated_reply",
+                    f"Simulated patient says: clearest at lens {self.sim_slider + 1} "
+                    f"({lens_text(self._form(q.lenses[self.sim_slider]))})",
+                )
             return
         if isinstance(q, PendingComparison):
             self._enter(Phase.COMPARE)
@@ -592,8 +675,15 @@ class SessionController(EventSource):
             return
         self._enter(Phase.ANSWER)
         if self.sim_patient is not None:
-            self.sim_reply = simulated_reply(self.sim_patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                             letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+            self.sim_reply = simulated_reply(
+                self.sim_patient,
+                s_logmar=q.s_logmar,
+                lens=q.lens,
+                letter_shown=q.letter,
+                letters=snap.letters,
+                seed=snap.seed,
+                trial_index=q.index,
+            )
             self._emit("simulated_reply", f"Simulated patient says: {self.sim_reply.letter_named}")
 
     def _form(self, lens: Prescription) -> Prescription:
@@ -609,8 +699,9 @@ class SessionController(EventSource):
         q = self.snapshot.query
         position = self.slider_position + step
         if not 0 <= position < len(q.lenses):
-            self.say(f"The {q.knob} knob is at the end of its path "
-                     f"(lens {self.slider_position + 1} of {len(q.lenses)}).")
+            self.say(
+                f"The {q.knob} knob is at the end of its path (lens {self.slider_position + 1} of {len(q.lenses)})."
+            )
             return
         self.slider_position = position
         if self._waits_for_device():  # the device's knob: the lens follows

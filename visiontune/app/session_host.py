@@ -90,9 +90,25 @@ from visiontune.session.trial_text import slider_text
 log = logging.getLogger("visiontune.app.worker")
 
 #: Every command the host understands (``submit(name, payload)`` on the GUI side).
-COMMANDS = ("open_store", "list", "start", "resume", "view", "present", "record", "undo", "pause",
-            "resume_paused", "finish", "export", "close", "device", "retry_device", "device_lens",
-            *VISIT_COMMANDS)  # fmt: skip
+COMMANDS = (
+    "open_store",
+    "list",
+    "start",
+    "resume",
+    "view",
+    "present",
+    "record",
+    "undo",
+    "pause",
+    "resume_paused",
+    "finish",
+    "export",
+    "close",
+    "device",
+    "retry_device",
+    "device_lens",
+    *VISIT_COMMANDS,
+)
 
 
 class SessionHost:
@@ -136,8 +152,11 @@ class SessionHost:
                 self._emit("failed", str(exc))
             else:
                 log.exception("%s failed unexpectedly", name)
-                self._emit("failed", f"Unexpected error while doing '{name}': {type(exc).__name__}: {exc}. "
-                                     "Every answer typed so far is saved; details are in the log.")  # fmt: skip
+                self._emit(
+                    "failed",
+                    f"Unexpected error while doing '{name}': {type(exc).__name__}: {exc}. "
+                    "Every answer typed so far is saved; details are in the log.",
+                )
         finally:
             log.debug("%s took %.3f s", name, time.perf_counter() - t0)
             self._emit("idle", None)
@@ -191,8 +210,18 @@ class SessionHost:
                 name = info.protocol.name
             except Exception:  # noqa: BLE001 - an unreadable snapshot still lists
                 name = "?"
-            rows.append(SessionSummary(info.session_id, info.patient_id, info.eye.value, info.state,
-                                       store.trial_count(info.session_id), info.created_at, info.simulated, name))  # fmt: skip
+            rows.append(
+                SessionSummary(
+                    info.session_id,
+                    info.patient_id,
+                    info.eye.value,
+                    info.state,
+                    store.trial_count(info.session_id),
+                    info.created_at,
+                    info.simulated,
+                    name,
+                )
+            )
         self._emit("sessions_listed", rows)
 
     # ------------------------------------------------------------------ sessions
@@ -211,14 +240,29 @@ class SessionHost:
         if case is not None and request.starting_rx is not None:  # the typed start is the patient's reading
             case = case_around_start(case, start)
         session = RefractionSession.start(
-            store, patient_id=request.patient_id, eye=request.eye, protocol=protocol, simulated=request.simulated,
-            seed=seed, calibration=request.calibration, start=start, cylinder_form=request.cylinder_form,
-        )  # fmt: skip
+            store,
+            patient_id=request.patient_id,
+            eye=request.eye,
+            protocol=protocol,
+            simulated=request.simulated,
+            seed=seed,
+            calibration=request.calibration,
+            start=start,
+            cylinder_form=request.cylinder_form,
+        )
         if case is not None:  # recorded at once: a resumed session answers as this one would
             session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
-        log.info("started session %d: patient %s %s, protocol %s, start %s (%s), %s cylinder%s", session.session_id,
-                 request.patient_id, request.eye, protocol.name, start.rx.format() if start.rx else "none",
-                 start.source, session.protocol.lenses.cylinder_form, ", SIMULATED" if request.simulated else "")  # fmt: skip
+        log.info(
+            "started session %d: patient %s %s, protocol %s, start %s (%s), %s cylinder%s",
+            session.session_id,
+            request.patient_id,
+            request.eye,
+            protocol.name,
+            start.rx.format() if start.rx else "none",
+            start.source,
+            session.protocol.lenses.cylinder_form,
+            ", SIMULATED" if request.simulated else "",
+        )
         self._adopt(session)
 
     def _do_resume(self, session_id: int) -> None:
@@ -256,8 +300,17 @@ class SessionHost:
         info = self._store().get_session(int(session_id))
         if info.state != SessionState.FINISHED:
             raise SessionError(f"session {session_id} is {info.state.value}: resume it to continue")
-        self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
-                                            info.result, visit_id=self._visit_of(info.session_id)))  # fmt: skip
+        self._emit(
+            "finished",
+            FinishedView(
+                info.session_id,
+                info.patient_id,
+                info.eye.value,
+                info.simulated,
+                info.result,
+                visit_id=self._visit_of(info.session_id),
+            ),
+        )
 
     def _visit_of(self, session_id: int) -> int | None:
         link = self._store().visit_of_session(session_id)
@@ -275,14 +328,29 @@ class SessionHost:
         valid = s.trials()
         info = self._store().get_session(s.session_id)
         return Snapshot(
-            session_id=s.session_id, patient_id=info.patient_id, eye=info.eye.value,
-            simulated=s.simulated, seed=s.seed, protocol_name=p.name, state=state, n_trials=len(valid),
-            max_trials=p.stopping.max_trials, query=query, stop_reason=reason, letters=tuple(s.letters),
-            letter_set=p.letter_set, n_alternatives=p.n_alternatives, cylinder_form=p.lenses.cylinder_form,
+            session_id=s.session_id,
+            patient_id=info.patient_id,
+            eye=info.eye.value,
+            simulated=s.simulated,
+            seed=s.seed,
+            protocol_name=p.name,
+            state=state,
+            n_trials=len(valid),
+            max_trials=p.stopping.max_trials,
+            query=query,
+            stop_reason=reason,
+            letters=tuple(s.letters),
+            letter_set=p.letter_set,
+            n_alternatives=p.n_alternatives,
+            cylinder_form=p.lenses.cylinder_form,
             context_box=(float(p.logmar_range[0]), float(p.logmar_range[1])),
-            prior_duration_s=self._prior_duration, start=s.start_point, model_type=p.model.type,
-            simulated_case=self._sim_case, last_trial=valid[-1] if valid else None, visit_id=self._visit_id,
-        )  # fmt: skip
+            prior_duration_s=self._prior_duration,
+            start=s.start_point,
+            model_type=p.model.type,
+            simulated_case=self._sim_case,
+            last_trial=valid[-1] if valid else None,
+            visit_id=self._visit_id,
+        )
 
     def _emit_estimate(self) -> None:
         """``estimate_ready``: the estimate, its plot data and the ready-to-draw :class:`ViewFrame`
@@ -305,17 +373,28 @@ class SessionHost:
         curve = tuple(sorted(self._curve.items()))
         progress = s.progress()
         waits = bool(p.comparisons and p.comparisons.stop_waits_for_sensitivity)
-        line = progress_text(progress, p.stopping.precision, waits_for_sensitivity=waits,
-                             waits_for_over_minus=s.waits_for_over_minus())  # fmt: skip
+        line = progress_text(
+            progress, p.stopping.precision, waits_for_sensitivity=waits, waits_for_over_minus=s.waits_for_over_minus()
+        )
         true_p = None
         if self._sim_patient is not None:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)
-        frame = build_view_frame(estimate=est, acuity_map=amap, trials=trials, curve=curve, psychometric=psychometric,
-                                 chart_range=p.logmar_range, true_p=true_p, progress=progress,
-                                 progress_line=line,
-                                 sliders=tuple(slider_marks(valid, axis)))  # fmt: skip
-        self._emit("estimate_ready", EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame,
-                                                  progress=progress))  # fmt: skip
+        frame = build_view_frame(
+            estimate=est,
+            acuity_map=amap,
+            trials=trials,
+            curve=curve,
+            psychometric=psychometric,
+            chart_range=p.logmar_range,
+            true_p=true_p,
+            progress=progress,
+            progress_line=line,
+            sliders=tuple(slider_marks(valid, axis)),
+        )
+        self._emit(
+            "estimate_ready",
+            EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame, progress=progress),
+        )
 
     # ------------------------------------------------------------------ trials
     def _do_present(self, _payload) -> None:
@@ -356,8 +435,10 @@ class SessionHost:
             s.pause()
         message = str(exc)
         if not message.startswith(f"session {s.session_id} paused"):
-            message = (f"session {s.session_id} paused, {len(s.trials())} answers kept: {message}; "
-                       "resume when the device is back")
+            message = (
+                f"session {s.session_id} paused, {len(s.trials())} answers kept: {message}; "
+                "resume when the device is back"
+            )
         self.device.failed(str(exc))
         log.error("lens device fault: %s", message)
         self._emit("device", self.device.view())
@@ -409,8 +490,9 @@ class SessionHost:
         lenses = question_lenses(query)
         k = int(position)
         if not 0 <= k < len(lenses):
-            raise InvalidInputError(f"lens position: expected 0 to {len(lenses) - 1} for trial {query.index + 1}, "
-                                    f"got {position}")
+            raise InvalidInputError(
+                f"lens position: expected 0 to {len(lenses) - 1} for trial {query.index + 1}, got {position}"
+            )
         eye = self._store().get_session(s.session_id).eye.value
         try:
             device = self.device.attach(s)
@@ -418,8 +500,10 @@ class SessionHost:
         except DeviceError as exc:
             self._device_fault(s, exc)
             return
-        s.note(LENS_SHOWN_NOTE, {"trial": query.index, "eye": eye, "position": k, "lens": state.to_dict()[eye],
-                                 **device.describe()})
+        s.note(
+            LENS_SHOWN_NOTE,
+            {"trial": query.index, "eye": eye, "position": k, "lens": state.to_dict()[eye], **device.describe()},
+        )
         self.device.confirmed(query.index)
         self._emit("device", self.device.view())
 
@@ -445,16 +529,34 @@ class SessionHost:
         self._emit("recorded", trial)
         form = s.protocol.lenses.cylinder_form
         if is_slider(trial):
-            log.info("session %d trial %d: s=%+.2f logMAR, %s", s.session_id, trial.index, trial.s_logmar,
-                     slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()))  # fmt: skip
+            log.info(
+                "session %d trial %d: s=%+.2f logMAR, %s",
+                s.session_id,
+                trial.index,
+                trial.s_logmar,
+                slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()),
+            )
         elif trial.comparison is not None:
-            log.info("session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s", s.session_id,
-                     trial.index, trial.s_logmar, in_form(stored_lens(trial.lens), form).format(),
-                     in_form(stored_lens(trial.lens2), form).format(), trial.comparison)  # fmt: skip
+            log.info(
+                "session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s",
+                s.session_id,
+                trial.index,
+                trial.s_logmar,
+                in_form(stored_lens(trial.lens), form).format(),
+                in_form(stored_lens(trial.lens2), form).format(),
+                trial.comparison,
+            )
         else:
-            log.info("session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s", s.session_id, trial.index,
-                     trial.s_logmar, in_form(stored_lens(trial.lens), form).format(), trial.letter_shown,
-                     trial.letter_named or "-", "correct" if trial.correct else "wrong")  # fmt: skip
+            log.info(
+                "session %d trial %d: s=%+.2f logMAR, lens %s, shown %s, named %s, %s",
+                s.session_id,
+                trial.index,
+                trial.s_logmar,
+                in_form(stored_lens(trial.lens), form).format(),
+                trial.letter_shown,
+                trial.letter_named or "-",
+                "correct" if trial.correct else "wrong",
+            )
         self._emit("updated", self._snapshot(propose=True))
         self._emit_estimate()
 
@@ -485,8 +587,14 @@ class SessionHost:
         info = self._store().get_session(s.session_id)
         log.info("session %d finished (%s): %s", s.session_id, stopped_by, result["rounded"])
         self._close_session()
-        view = FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated, result,
-                            visit_id=self._visit_of(info.session_id))  # fmt: skip
+        view = FinishedView(
+            info.session_id,
+            info.patient_id,
+            info.eye.value,
+            info.simulated,
+            result,
+            visit_id=self._visit_of(info.session_id),
+        )
         if export_dir is not None:
             self._emit("busy", "Exporting the report")
             try:
@@ -510,8 +618,18 @@ class SessionHost:
         session_id, export_dir = payload
         info = self._store().get_session(int(session_id))
         exports = self._export(info, Path(export_dir))
-        self._emit("finished", FinishedView(info.session_id, info.patient_id, info.eye.value, info.simulated,
-                                            info.result, exports, visit_id=self._visit_of(info.session_id)))  # fmt: skip
+        self._emit(
+            "finished",
+            FinishedView(
+                info.session_id,
+                info.patient_id,
+                info.eye.value,
+                info.simulated,
+                info.result,
+                exports,
+                visit_id=self._visit_of(info.session_id),
+            ),
+        )
 
     def _close_session(self) -> None:
         if self.session is not None:
@@ -540,16 +658,19 @@ def starting_point(request: NewSession, case=None) -> StartingPoint:
     age = request.age_years if case is None else case.age_years
     if request.starting_rx is not None:
         if request.start_source == "none":
-            raise InvalidInputError("Source: say where the starting prescription comes from (autorefraction, "
-                                    "retinoscopy or habitual spectacles), or clear it to start from nothing")  # fmt: skip
+            raise InvalidInputError(
+                "Source: say where the starting prescription comes from (autorefraction, "
+                "retinoscopy or habitual spectacles), or clear it to start from nothing"
+            )
         return StartingPoint(request.starting_rx, request.start_source, age)
     if case is not None and request.start_source != "none" and case.start_rx is not None:
         return StartingPoint(case.start_rx, case.start_source, age)
     return StartingPoint(None, "none", age)
 
 
-def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int = 3,
-                             finish: bool = True) -> list[tuple[str, object]]:  # fmt: skip
+def record_simulated_session(
+    db_path, protocol: str, answers: int, *, seed: int = 3, finish: bool = True
+) -> list[tuple[str, object]]:
     """The ``(kind, value)`` events a GUI receives during a simulated session, run here by a
     :class:`SessionHost` in this process (benchmarks and tests feed them to the Qt side).
 
@@ -565,8 +686,10 @@ def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int 
     host = SessionHost(lambda kind, value: events.append((kind, value)))
     try:
         host.handle("open_store", str(db_path))
-        host.handle("start", NewSession(patient_id="SIM-REPLAY", eye="OD", protocol=str(protocol), simulated=True,
-                                        seed=int(seed)))  # fmt: skip
+        host.handle(
+            "start",
+            NewSession(patient_id="SIM-REPLAY", eye="OD", protocol=str(protocol), simulated=True, seed=int(seed)),
+        )
         failures = [v for k, v in events if k == "failed"]
         if failures:
             raise SessionError(f"protocol: the simulated session did not start: {failures[0]}")
@@ -582,8 +705,15 @@ def record_simulated_session(db_path, protocol: str, answers: int, *, seed: int 
             elif isinstance(q, PendingComparison):
                 host.handle("record", ComparisonReply(simulated_comparison(patient, q)))
             else:
-                reply = simulated_reply(patient, s_logmar=q.s_logmar, lens=q.lens, letter_shown=q.letter,
-                                        letters=snap.letters, seed=snap.seed, trial_index=q.index)  # fmt: skip
+                reply = simulated_reply(
+                    patient,
+                    s_logmar=q.s_logmar,
+                    lens=q.lens,
+                    letter_shown=q.letter,
+                    letters=snap.letters,
+                    seed=snap.seed,
+                    trial_index=q.index,
+                )
                 host.handle("record", Answer(letter_named=reply.letter_named))
             snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
         if finish:

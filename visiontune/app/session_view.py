@@ -38,14 +38,25 @@ from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
 
-__all__ = ["EYE_COLOURS", "SIMULATED_TEXT", "SessionView", "acuity_text", "eye_badge_style", "eye_text", "key_name",
-           "lens_text"]  # fmt: skip
+__all__ = [
+    "EYE_COLOURS",
+    "SIMULATED_TEXT",
+    "SessionView",
+    "acuity_text",
+    "eye_badge_style",
+    "eye_text",
+    "key_name",
+    "lens_text",
+]
 
 SIMULATED_TEXT = "SIMULATED: a simulated patient answers. Not a clinical record."
 #: Background of each eye's badge (white text): one colour per eye, the same on every page.
 EYE_COLOURS = {"OD": "#b3261e", "OS": "#1f5fa8", "OU": "#2e6b30"}
-_EYE_WORDS = {"OD": ("RIGHT EYE", "occlude the left eye"), "OS": ("LEFT EYE", "occlude the right eye"),
-              "OU": ("BOTH EYES", "both eyes open")}  # fmt: skip
+_EYE_WORDS = {
+    "OD": ("RIGHT EYE", "occlude the left eye"),
+    "OS": ("LEFT EYE", "occlude the right eye"),
+    "OU": ("BOTH EYES", "both eyes open"),
+}
 
 
 def eye_badge_style(eye: str) -> str:
@@ -56,6 +67,8 @@ def eye_text(eye: str) -> str:
     """The session view's eye badge: ``RIGHT EYE (OD) · occlude the left eye``."""
     name, other = _EYE_WORDS.get(eye, (eye, ""))
     return f"{name} ({eye}) \u00b7 {other}" if other else f"{name} ({eye})"
+
+
 #: Delay between drawing one plot and the next (ms): lets the event loop run in between.
 PLOT_STEP_MS = 1
 #: Qt's pixmap cache limit (KiB) while a session view exists: room for every cached axis.
@@ -69,10 +82,14 @@ _KNOB_VALUE = {
 }
 
 _KEY_NAMES = {
-    Qt.Key.Key_Return: "Return", Qt.Key.Key_Enter: "Enter", Qt.Key.Key_Space: "Space",
-    Qt.Key.Key_Backspace: "Backspace", Qt.Key.Key_Escape: "Escape", Qt.Key.Key_Plus: "Plus",
+    Qt.Key.Key_Return: "Return",
+    Qt.Key.Key_Enter: "Enter",
+    Qt.Key.Key_Space: "Space",
+    Qt.Key.Key_Backspace: "Backspace",
+    Qt.Key.Key_Escape: "Escape",
+    Qt.Key.Key_Plus: "Plus",
     Qt.Key.Key_Minus: "Minus",
-}  # fmt: skip
+}
 
 
 def key_name(key: int) -> str:
@@ -85,7 +102,9 @@ def key_name(key: int) -> str:
     return key.name.removeprefix("Key_") if hasattr(key, "name") else str(key.value)
 
 
-def _label(text: str = "", point_size: float | None = None, bold: bool = False, name: str = "", lines: int = 1) -> QLabel:
+def _label(
+    text: str = "", point_size: float | None = None, bold: bool = False, name: str = "", lines: int = 1
+) -> QLabel:
     label = QLabel(text)
     if point_size is not None or bold:
         font = QFont(label.font())
@@ -208,8 +227,18 @@ class SessionView(QWidget):
         right_frame.setFrameShape(QFrame.Shape.StyledPanel)
         right_frame.setMinimumWidth(420)
         right = QVBoxLayout(right_frame)
-        for w in (self.progress, self.start_line, self.elapsed, self.estimate, self.interval, self.acuity,
-                  self.precision, self.precision_bar, self.stop, self.device_state):
+        for w in (
+            self.progress,
+            self.start_line,
+            self.elapsed,
+            self.estimate,
+            self.interval,
+            self.acuity,
+            self.precision,
+            self.precision_bar,
+            self.stop,
+            self.device_state,
+        ):
             right.addWidget(w)
         right.addStretch(1)
         top = QHBoxLayout()
@@ -251,14 +280,18 @@ class SessionView(QWidget):
         self.banner.setVisible(snap.simulated)
         kind = "SIMULATED patient" if snap.simulated else "patient"
         visit = f"Visit {snap.visit_id} \u00b7 " if snap.visit_id is not None else ""
-        self.header.setText(f"{visit}Session {snap.session_id} \u00b7 {kind} {snap.patient_id} \u00b7 eye {snap.eye} "
-                            f"\u00b7 protocol {snap.protocol_name}")  # fmt: skip
+        self.header.setText(
+            f"{visit}Session {snap.session_id} \u00b7 {kind} {snap.patient_id} \u00b7 eye {snap.eye} "
+            f"\u00b7 protocol {snap.protocol_name}"
+        )
         self.eye_badge.setText(eye_text(snap.eye))
         self.eye_badge.setStyleSheet(eye_badge_style(snap.eye))
         self.show_answers(snap.n_trials, snap.max_trials)
         unused = " (not used by this protocol's fixed-axis model)" if snap.model_type == "gp" and snap.start.rx else ""
-        self.start_line.setText(f"Starting prescription: {start_text(snap.start, snap.cylinder_form)}{unused} "
-                                f"\u00b7 lenses in {snap.cylinder_form}-cylinder form")  # fmt: skip
+        self.start_line.setText(
+            f"Starting prescription: {start_text(snap.start, snap.cylinder_form)}{unused} "
+            f"\u00b7 lenses in {snap.cylinder_form}-cylinder form"
+        )
         self.stop.setText(stop_text(snap.stop_reason))
         self.legend.setText(legend(snap.letters))
         self.chart_range = snap.context_box
@@ -272,8 +305,10 @@ class SessionView(QWidget):
             lenses = tuple(in_form(x, snap.cylinder_form) for x in q.lenses)
             self.show_slider(SliderView(q.knob, lenses, q.start, q.start))
         elif isinstance(q, PendingComparison):
-            self.lens.setText(f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"
-                              f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}")  # fmt: skip
+            self.lens.setText(
+                f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"
+                f"2: {lens_text(in_form(q.lens2, snap.cylinder_form))}"
+            )
         elif q is not None:
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
 

@@ -63,8 +63,11 @@ class AppSettings:
             if f.type == "str" and not isinstance(value, str):
                 raise ConfigurationError(f"{f.name}: expected a string, got {value!r}")
         object.__setattr__(self, "pace_s", check_number("pace_s", self.pace_s, 0, 60, error=ConfigurationError))
-        object.__setattr__(self, "near_distance_cm", check_number("near_distance_cm", self.near_distance_cm, 20, 100,
-                                                                  error=ConfigurationError))
+        object.__setattr__(
+            self,
+            "near_distance_cm",
+            check_number("near_distance_cm", self.near_distance_cm, 20, 100, error=ConfigurationError),
+        )
         if self.cylinder_form not in CYLINDER_FORMS:
             raise ConfigurationError(f"cylinder_form: expected 'minus' or 'plus', got {self.cylinder_form!r}")
         try:
@@ -196,5 +199,6 @@ def save_settings(settings: AppSettings, path: str | os.PathLike | None = None) 
     lines = ["# VisionTune app settings (written by the app)"]
     lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in dataclasses.fields(settings)]
     private_files.private_dir(path.parent, tighten=default, error=ConfigurationError)
-    return output_guard.write_output(path, "\n".join(lines) + "\n", SETTINGS_FILE, name="settings",
-                                     error=ConfigurationError)  # fmt: skip
+    return output_guard.write_output(
+        path, "\n".join(lines) + "\n", SETTINGS_FILE, name="settings", error=ConfigurationError
+    )

@@ -31,8 +31,15 @@ from visiontune.refraction.population import PatientCase
 from visiontune.refraction.simulated import SIMULATED_PATIENT_NOTE, simulated_case
 from visiontune.refraction.start import StartingPoint, check_in_range
 
-__all__ = ["SIMULATED_PATIENT_NOTE", "WRONG_LETTER_STREAM", "SimulatedReply", "case_around_start", "case_patient",
-           "new_case", "simulated_reply"]  # fmt: skip
+__all__ = [
+    "SIMULATED_PATIENT_NOTE",
+    "WRONG_LETTER_STREAM",
+    "SimulatedReply",
+    "case_around_start",
+    "case_patient",
+    "new_case",
+    "simulated_reply",
+]
 
 WRONG_LETTER_STREAM = 17
 
@@ -68,8 +75,9 @@ def case_around_start(case: PatientCase, start: StartingPoint) -> PatientCase:
         return case if start.source == case.start_source else dataclasses.replace(case, start_source=start.source)
     error = case.start_rx.power_vector_array() - case.true_rx.power_vector_array()
     true_rx = PowerVector(*(start.rx.power_vector_array() - error)).to_prescription().to_minus_cylinder()
-    check_in_range(true_rx, "the simulated patient's true correction (the typed starting prescription minus "
-                            "its drawn error)")  # fmt: skip
+    check_in_range(
+        true_rx, "the simulated patient's true correction (the typed starting prescription minus its drawn error)"
+    )
     return dataclasses.replace(case, true_rx=true_rx, start_rx=start.rx, start_source=start.source)
 
 
@@ -81,8 +89,16 @@ class SimulatedReply:
     correct: bool
 
 
-def simulated_reply(patient: SimulatedPatient, *, s_logmar: float, lens: Prescription, letter_shown: str,
-                    letters: tuple[str, ...], seed: int, trial_index: int) -> SimulatedReply:
+def simulated_reply(
+    patient: SimulatedPatient,
+    *,
+    s_logmar: float,
+    lens: Prescription,
+    letter_shown: str,
+    letters: tuple[str, ...],
+    seed: int,
+    trial_index: int,
+) -> SimulatedReply:
     """The answer of ``patient`` to ``letter_shown`` at ``s_logmar`` through ``lens`` in trial
     ``trial_index`` (0-based, void trials counted)."""
     if letter_shown not in letters:

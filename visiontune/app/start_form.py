@@ -18,21 +18,39 @@ from visiontune.optics import Prescription
 from visiontune.refraction.lens_devices import DEVICE_KINDS
 from visiontune.refraction.start import SOURCES, StartingPoint
 
-__all__ = ["DEVICE_CHOICES", "FIELDS", "LENS_KIND_CHOICES", "SOURCE_LABELS", "TypedStart", "device_setting",
-           "lens_kind_setting", "parse_age", "parse_power", "read_start"]
+__all__ = [
+    "DEVICE_CHOICES",
+    "FIELDS",
+    "LENS_KIND_CHOICES",
+    "SOURCE_LABELS",
+    "TypedStart",
+    "device_setting",
+    "lens_kind_setting",
+    "parse_age",
+    "parse_power",
+    "read_start",
+]
 
 #: The fields an error can name, in the order of the form.
 FIELDS = ("Sphere", "Cylinder", "Axis", "Source", "Age")
 #: The sources as the form lists them: ``(engine name, label)``.
-SOURCE_LABELS = (("autorefraction", "autorefraction"), ("retinoscopy", "retinoscopy"),
-                 ("spectacles", "habitual spectacles (lensmeter)"), ("none", "none (start from nothing)"))  # fmt: skip
+SOURCE_LABELS = (
+    ("autorefraction", "autorefraction"),
+    ("retinoscopy", "retinoscopy"),
+    ("spectacles", "habitual spectacles (lensmeter)"),
+    ("none", "none (start from nothing)"),
+)
 #: The lens devices as the form lists them: ``(kind, label)``.
-DEVICE_CHOICES = (("manual", "manual trial frame or phoropter (you set each lens)"),
-                  ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"))
+DEVICE_CHOICES = (
+    ("manual", "manual trial frame or phoropter (you set each lens)"),
+    ("cv5000", "Topcon CV-5000 motorized phoropter (serial port)"),
+)
 #: The manual device's kinds as the form lists them: ``(kind, label)``, each with its seconds a
 #: change of lens (:mod:`visiontune.refraction.lens_devices`; a CV-5000 is the motorized phoropter).
-LENS_KIND_CHOICES = tuple((name, f"{DEVICE_KINDS[name].label} ({DEVICE_KINDS[name].change_seconds:g} s a lens change)")
-                          for name in MANUAL_KINDS)
+LENS_KIND_CHOICES = tuple(
+    (name, f"{DEVICE_KINDS[name].label} ({DEVICE_KINDS[name].change_seconds:g} s a lens change)")
+    for name in MANUAL_KINDS
+)
 
 
 @dataclass(frozen=True)
@@ -81,8 +99,10 @@ def read_start(sphere: str, cylinder: str, axis: str, source: str, age: str, *, 
     age_years = parse_age(age)
     if not (sphere.strip() or cylinder.strip() or axis.strip()):
         if source != "none" and not simulated:
-            raise InvalidInputError(f"Sphere: type the starting prescription from the {source}, "
-                                    "or choose 'none' as its source to start from nothing")  # fmt: skip
+            raise InvalidInputError(
+                f"Sphere: type the starting prescription from the {source}, "
+                "or choose 'none' as its source to start from nothing"
+            )
         return TypedStart(None, source, age_years)
     if not sphere.strip():
         raise InvalidInputError("Sphere: type the sphere of the starting prescription (diopters, e.g. \u22122.00)")
@@ -97,8 +117,10 @@ def read_start(sphere: str, cylinder: str, axis: str, source: str, age: str, *, 
         if not 0.0 <= a <= 180.0:
             raise InvalidInputError(f"Axis: expected degrees in [0, 180], got {axis.strip()}")
     if source == "none":
-        raise InvalidInputError("Source: say where the starting prescription comes from (autorefraction, "
-                                "retinoscopy or habitual spectacles), or clear it to start from nothing")  # fmt: skip
+        raise InvalidInputError(
+            "Source: say where the starting prescription comes from (autorefraction, "
+            "retinoscopy or habitual spectacles), or clear it to start from nothing"
+        )
     rx = Prescription(s, c, a)
     StartingPoint(rx, source, age_years)  # the engine's range check, its message as it is
     return TypedStart(rx, source, age_years)
@@ -116,8 +138,9 @@ def device_setting(kind: str, port: str) -> str:
     if not text:
         raise InvalidInputError("Lens device port: type the CV-5000's serial port (e.g. /dev/ttyUSB0 or COM4)")
     if not text.isprintable():
-        raise InvalidInputError(f"Lens device port: expected a serial port name such as /dev/ttyUSB0 or COM4, "
-                                f"got {text!r}")
+        raise InvalidInputError(
+            f"Lens device port: expected a serial port name such as /dev/ttyUSB0 or COM4, got {text!r}"
+        )
     kind, port = parse_device_spec(f"cv5000:{text}")
     return f"{kind}:{port}"
 

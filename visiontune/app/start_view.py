@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
-)  # fmt: skip
+)
 
 from visiontune.app.start_form import (
     DEVICE_CHOICES,
@@ -84,7 +84,9 @@ class StartView(QWidget):
         font.setPointSize(26)
         font.setBold(True)
         title.setFont(font)
-        subtitle = QLabel("Subjective refraction by Bayesian optimization: set the lens shown, type what the patient reads.")
+        subtitle = QLabel(
+            "Subjective refraction by Bayesian optimization: set the lens shown, type what the patient reads."
+        )
         subtitle.setWordWrap(True)
 
         self.resume_banner = QLabel("")
@@ -147,8 +149,10 @@ class StartView(QWidget):
         self.age.setObjectName("patientAge")
         self.age.setPlaceholderText("optional, years (the model of accommodation uses it)")
         self.age.setMaximumWidth(260)
-        self.start_hint = QLabel("Leave the prescription empty with source 'none' to start from nothing; a "
-                                 "simulated patient left empty starts from its own autorefraction.")
+        self.start_hint = QLabel(
+            "Leave the prescription empty with source 'none' to start from nothing; a "
+            "simulated patient left empty starts from its own autorefraction."
+        )
         self.start_hint.setWordWrap(True)
         self.start_hint.setStyleSheet("color:#555;")
         self.cylinder_form = QComboBox()
@@ -167,8 +171,10 @@ class StartView(QWidget):
         self.device_port = QLineEdit()
         self.device_port.setObjectName("devicePort")
         self.device_port.setPlaceholderText("serial port, e.g. /dev/ttyUSB0 or COM4")
-        self.device_note = QLabel("The CV-5000 driver follows public reverse-engineered notes: verify it on this "
-                                  "clinic's own device before clinical use (docs/devices.md).")
+        self.device_note = QLabel(
+            "The CV-5000 driver follows public reverse-engineered notes: verify it on this "
+            "clinic's own device before clinical use (docs/devices.md)."
+        )
         self.device_note.setObjectName("deviceNote")
         self.device_note.setWordWrap(True)
         self.device_note.setStyleSheet("color:#8a4b00;")
@@ -357,8 +363,15 @@ class StartView(QWidget):
         self._sessions = list(sessions)
         self.table.setRowCount(len(sessions))
         for row, s in enumerate(reversed(self._sessions)):
-            values = (str(s.session_id), s.patient_id, s.eye, s.state.value, str(s.n_trials),
-                      f"{s.created_at:%Y-%m-%d %H:%M}", s.kind)  # fmt: skip
+            values = (
+                str(s.session_id),
+                s.patient_id,
+                s.eye,
+                s.state.value,
+                str(s.n_trials),
+                f"{s.created_at:%Y-%m-%d %H:%M}",
+                s.kind,
+            )
             for col, v in enumerate(values):
                 item = QTableWidgetItem(v)
                 item.setData(Qt.ItemDataRole.UserRole, s.session_id)
@@ -369,9 +382,11 @@ class StartView(QWidget):
         if unfinished:
             last = self.last_unfinished()
             sim = " SIMULATED" if last.simulated else ""
-            self.resume_banner.setText(f"Session {last.session_id} ({sim.strip() + ' ' if sim else ''}patient "
-                                       f"{last.patient_id}, {last.eye}, {last.n_trials} answers, {last.state.value}) "
-                                       "was not finished. Nothing was lost.")  # fmt: skip
+            self.resume_banner.setText(
+                f"Session {last.session_id} ({sim.strip() + ' ' if sim else ''}patient "
+                f"{last.patient_id}, {last.eye}, {last.n_trials} answers, {last.state.value}) "
+                "was not finished. Nothing was lost."
+            )
         self.resume_banner.setVisible(bool(unfinished))
         self.resume_last.setVisible(bool(unfinished))
 
@@ -393,14 +408,27 @@ class StartView(QWidget):
         patient = self.patient_id.text().strip()
         if not patient:
             raise InvalidInputError("Patient id: enter a pseudonymous id (letters, digits, . _ -)")
-        start = read_start(self.sphere.text(), self.cylinder.text(), self.axis.text(), self.start_source.currentData(),
-                           self.age.text(), simulated=self.simulated.isChecked())  # fmt: skip
+        start = read_start(
+            self.sphere.text(),
+            self.cylinder.text(),
+            self.axis.text(),
+            self.start_source.currentData(),
+            self.age.text(),
+            simulated=self.simulated.isChecked(),
+        )
         protocol = self.protocol.currentText().strip()
         if not protocol:
             raise InvalidInputError("Protocol: choose a protocol")
-        return NewSession(patient, self.eye.currentText(), protocol, self.simulated.isChecked(), starting_rx=start.rx,
-                          start_source=start.source, age_years=start.age_years,
-                          cylinder_form=self.cylinder_form_name())  # fmt: skip
+        return NewSession(
+            patient,
+            self.eye.currentText(),
+            protocol,
+            self.simulated.isChecked(),
+            starting_rx=start.rx,
+            start_source=start.source,
+            age_years=start.age_years,
+            cylinder_form=self.cylinder_form_name(),
+        )
 
     def visit_request(self) -> NewVisit:
         """The form as a :class:`~visiontune.app.visit_flow.NewVisit`; InvalidInputError
@@ -418,8 +446,10 @@ class StartView(QWidget):
         simulated = self.simulated.isChecked()
         source = self.start_source.currentData()
         starts = {}
-        for eye, fields in (("OD", (self.sphere, self.cylinder, self.axis)),
-                            ("OS", (self.os_sphere, self.os_cylinder, self.os_axis))):  # fmt: skip
+        for eye, fields in (
+            ("OD", (self.sphere, self.cylinder, self.axis)),
+            ("OS", (self.os_sphere, self.os_cylinder, self.os_axis)),
+        ):
             if eye in skip:
                 continue
             try:
@@ -431,13 +461,25 @@ class StartView(QWidget):
         if pd is not None:
             parse_pd(pd, "PD")  # refused here, naming the field; the engine reads it again
         examiner = check_name("Examiner", self.examiner.text(), optional=True) if self.examiner.text().strip() else None
-        form = {"OD": (self.sphere.text(), self.cylinder.text(), self.axis.text()),
-                "OS": (self.os_sphere.text(), self.os_cylinder.text(), self.os_axis.text())}
+        form = {
+            "OD": (self.sphere.text(), self.cylinder.text(), self.axis.text()),
+            "OS": (self.os_sphere.text(), self.os_cylinder.text(), self.os_axis.text()),
+        }
         form = {e: t for e, t in form.items() if e in starts and starts[e] is not None}
         imported = imported_start(getattr(self, "instrument_reading", None), form, source, pd)
-        return NewVisit(patient, protocol, simulated, starts=starts, start_source=source, age_years=age, skip=skip,
-                        cylinder_form=self.cylinder_form_name(), pd=pd, examiner=examiner,
-                        imported=imported)  # fmt: skip
+        return NewVisit(
+            patient,
+            protocol,
+            simulated,
+            starts=starts,
+            start_source=source,
+            age_years=age,
+            skip=skip,
+            cylinder_form=self.cylinder_form_name(),
+            pd=pd,
+            examiner=examiner,
+            imported=imported,
+        )
 
     def _start(self) -> None:
         try:
@@ -455,19 +497,45 @@ class StartView(QWidget):
         self.form_error.setText(message)
         head = message.split(":", 1)[0].strip().lower() if message else ""
         fields = {}
-        for prefix, (s, c, a) in (("", (self.sphere, self.cylinder, self.axis)),
-                                  ("od ", (self.sphere, self.cylinder, self.axis)),
-                                  ("os ", (self.os_sphere, self.os_cylinder, self.os_axis))):  # fmt: skip
-            fields |= {f"{prefix}sphere": (s,), f"{prefix}cylinder": (c,), f"{prefix}axis": (a,),
-                       f"{prefix}starting prescription": (s, c, a), f"{prefix}source": (self.start_source,),
-                       f"{prefix}age": (self.age,)}  # fmt: skip
-        fields |= {"patient id": (self.patient_id,), "not refracted": (self.skip_od, self.skip_os),
-                   "lens device port": (self.device_port,),
-                   "lens device kind": (self.lens_kind,), "pd": (self.pd,), "examiner": (self.examiner,)}
+        for prefix, (s, c, a) in (
+            ("", (self.sphere, self.cylinder, self.axis)),
+            ("od ", (self.sphere, self.cylinder, self.axis)),
+            ("os ", (self.os_sphere, self.os_cylinder, self.os_axis)),
+        ):
+            fields |= {
+                f"{prefix}sphere": (s,),
+                f"{prefix}cylinder": (c,),
+                f"{prefix}axis": (a,),
+                f"{prefix}starting prescription": (s, c, a),
+                f"{prefix}source": (self.start_source,),
+                f"{prefix}age": (self.age,),
+            }
+        fields |= {
+            "patient id": (self.patient_id,),
+            "not refracted": (self.skip_od, self.skip_os),
+            "lens device port": (self.device_port,),
+            "lens device kind": (self.lens_kind,),
+            "pd": (self.pd,),
+            "examiner": (self.examiner,),
+        }
         named = fields.get(head, ())
-        for w in (self.sphere, self.cylinder, self.axis, self.os_sphere, self.os_cylinder, self.os_axis,
-                  self.start_source, self.age, self.patient_id, self.skip_od, self.skip_os,
-                  self.device_port, self.lens_kind, self.pd, self.examiner):  # fmt: skip
+        for w in (
+            self.sphere,
+            self.cylinder,
+            self.axis,
+            self.os_sphere,
+            self.os_cylinder,
+            self.os_axis,
+            self.start_source,
+            self.age,
+            self.patient_id,
+            self.skip_od,
+            self.skip_os,
+            self.device_port,
+            self.lens_kind,
+            self.pd,
+            self.examiner,
+        ):
             w.setStyleSheet("border: 2px solid #b00020;" if w in named else "")
         if named:
             named[0].setFocus()

@@ -33,7 +33,9 @@ def rx_from_dict(data) -> Prescription | None:
     if not data:
         return None
     axis = data.get("axis_deg")
-    return Prescription(float(data["sphere_d"]), float(data["cylinder_d"]), 180.0 if axis is None else float(axis) or 180.0)
+    return Prescription(
+        float(data["sphere_d"]), float(data["cylinder_d"]), 180.0 if axis is None else float(axis) or 180.0
+    )
 
 
 def _half_width(interval) -> float:
@@ -71,8 +73,12 @@ STOP_MEANINGS = {
     "clinician": "finished by the clinician",
 }
 #: The starting prescription's sources as the clinician reads them.
-SOURCE_NAMES = {"autorefraction": "autorefraction", "retinoscopy": "retinoscopy",
-                "spectacles": "habitual spectacles", "none": "none"}  # fmt: skip
+SOURCE_NAMES = {
+    "autorefraction": "autorefraction",
+    "retinoscopy": "retinoscopy",
+    "spectacles": "habitual spectacles",
+    "none": "none",
+}
 
 
 def answers_text(count: int, budget: int) -> str:
@@ -95,8 +101,9 @@ def stop_text(reason: str | None) -> str:
     return f"Stopping rule met: {reason} ({STOP_MEANINGS.get(reason, reason)})"
 
 
-def progress_text(progress: float, precision, *, waits_for_sensitivity: bool = False,
-                  waits_for_over_minus: bool = False) -> str:
+def progress_text(
+    progress: float, precision, *, waits_for_sensitivity: bool = False, waits_for_over_minus: bool = False
+) -> str:
     """The progress line: toward the protocol's ``precision`` stop (a
     :class:`~visiontune.refraction.protocol.Precision` or None: then the budget used), which with
     ``waits_for_sensitivity`` also waits until the patient's sensitivity to comparisons is learned,
@@ -145,12 +152,15 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
     interval = ""
     if estimate.region is not None:
         r = estimate.region
-        interval = (f"{round(100 * r.level)}% credible region: {region_text(r, estimate.lens)}\n"
-                    f"(sphere {r.sphere_d[0]:+.2f} to {r.sphere_d[1]:+.2f} D, "
-                    f"cylinder {r.cylinder_d[0]:+.2f} to {r.cylinder_d[1]:+.2f} D)").replace("-", MINUS)  # fmt: skip
+        interval = (
+            f"{round(100 * r.level)}% credible region: {region_text(r, estimate.lens)}\n"
+            f"(sphere {r.sphere_d[0]:+.2f} to {r.sphere_d[1]:+.2f} D, "
+            f"cylinder {r.cylinder_d[0]:+.2f} to {r.cylinder_d[1]:+.2f} D)"
+        ).replace("-", MINUS)
     lo, hi = estimate.va_interval
-    acuity = (f"Predicted acuity through it: {acuity_text(estimate.va_logmar, chart_range)}; "
-              f"interval {lo:+.2f} to {hi:+.2f}").replace("-", MINUS)  # fmt: skip
+    acuity = (
+        f"Predicted acuity through it: {acuity_text(estimate.va_logmar, chart_range)}; interval {lo:+.2f} to {hi:+.2f}"
+    ).replace("-", MINUS)
     when = "now" if estimate.n_trials else "before any answer"
     return EstimateTexts(f"Best lens {when}: {lens_text(estimate.rounded)}", interval, acuity, progress)
 
@@ -167,8 +177,7 @@ def device_text(view) -> str:
     lines = [f"Lens device: {view.short_label}{where}{state}"]
     kind = getattr(view, "device_kind", None)
     if kind is not None:  # the kind in force and what a change of lens is priced at, with its source
-        lines.append(f"Kind: {view.kind_label} \u00b7 {view.change_seconds:g} s a change of lens, "
-                     f"{view.change_source}")
+        lines.append(f"Kind: {view.kind_label} \u00b7 {view.change_seconds:g} s a change of lens, {view.change_source}")
     if view.od is None and view.os is None:
         lines.append("Lenses confirmed: none yet")
     else:

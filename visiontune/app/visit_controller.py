@@ -36,8 +36,12 @@ class VisitController(QObject):
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
-        self.flow = VisitFlowController(window.controller, pace_s=window.pace_s, export_dir=lambda: window.export_dir,
-                                        near_distance_cm=window.settings.near_distance_cm)
+        self.flow = VisitFlowController(
+            window.controller,
+            pace_s=window.pace_s,
+            export_dir=lambda: window.export_dir,
+            near_distance_cm=window.settings.near_distance_cm,
+        )
         self.flow.connect(self._on_flow_event)
         self.step_view = VisitStepView()
         self.finish_view = VisitFinishView()
@@ -130,8 +134,9 @@ class VisitController(QObject):
         if self.near_window is None:
             screen = w._patient_screen()
             fullscreen = not w.options.windowed and len(QGuiApplication.screens()) > 1 and screen is not None
-            self.near_window = PatientWindow(w.calibration, load_letter_set("sloan"), screen=screen,
-                                             fullscreen=fullscreen)
+            self.near_window = PatientWindow(
+                w.calibration, load_letter_set("sloan"), screen=screen, fullscreen=fullscreen
+            )
             self.near_window.show()
         if q is None:
             self.near_window.blank()

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QVBoxLayout,
     QWidget,
-)  # fmt: skip
+)
 
 from visiontune.app.archive_send import ArchiveSendPanel
 from visiontune.app.session_view import SIMULATED_TEXT
@@ -143,8 +143,16 @@ class EyeColumn(QFrame):
         self.sign_box = QFrame()
         self.sign_box.setLayout(form)
         layout = QVBoxLayout(self)
-        for w in (self.heading, self.caption, self.lens, self.details, self.truth, self.sign_box, self.acuity_box,
-                  self.error):
+        for w in (
+            self.heading,
+            self.caption,
+            self.lens,
+            self.details,
+            self.truth,
+            self.sign_box,
+            self.acuity_box,
+            self.error,
+        ):
             layout.addWidget(w)
         layout.addStretch(1)
 
@@ -155,8 +163,11 @@ class EyeColumn(QFrame):
         if not summary.finished:
             self.lens.setText("not refracted" if summary.state == "skipped" else summary.state)
             self.caption.setText("")
-            why = f"Skipped: {summary.skip_reason}." if summary.state == "skipped" else \
-                f"Its refraction is {summary.state} ({summary.answers} answers)."  # fmt: skip
+            why = (
+                f"Skipped: {summary.skip_reason}."
+                if summary.state == "skipped"
+                else f"Its refraction is {summary.state} ({summary.answers} answers)."
+            )
             self.details.setText(_html(why))
             self.truth.setText("")
             self.sign_box.setVisible(False)
@@ -165,35 +176,61 @@ class EyeColumn(QFrame):
         self.caption.setText("Prescription (final, with the binocular balance)")
         self.lens.setText(lens_or_dash(summary.final))
         region = summary.region or {}
-        rows = [("Found by VisionTune", f"{lens_text(summary.found)} ({summary.answers} answers, stopped: "
-                 f"{STOP_MEANINGS.get(summary.stopped_by, summary.stopped_by)})")]  # fmt: skip
+        rows = [
+            (
+                "Found by VisionTune",
+                f"{lens_text(summary.found)} ({summary.answers} answers, stopped: "
+                f"{STOP_MEANINGS.get(summary.stopped_by, summary.stopped_by)})",
+            )
+        ]
         if summary.signed is not None:
-            rows.append(("Signed off", f"<b>{lens_text(summary.signed)}</b> by {_esc(summary.signed_by)}, "
-                         f"{summary.signed_at.astimezone():%Y-%m-%d %H:%M} (the found one is kept beside it)"))  # fmt: skip
+            rows.append(
+                (
+                    "Signed off",
+                    f"<b>{lens_text(summary.signed)}</b> by {_esc(summary.signed_by)}, "
+                    f"{summary.signed_at.astimezone():%Y-%m-%d %H:%M} (the found one is kept beside it)",
+                )
+            )
         else:
             rows.append(("Signed off", "not edited (the found prescription stands)"))
         rows.append(("Balance", change_text(change_d)))
         if region:
-            rows.append((f"{round(100 * region.get('level', 0.95))}% credible region", region_text(region, summary.found)))
+            rows.append(
+                (f"{round(100 * region.get('level', 0.95))}% credible region", region_text(region, summary.found))
+            )
         if summary.measured_va_logmar is not None:
             rows.append(("Acuity, measured through it", acuity_line(summary.measured_va_logmar)))
         else:
             rows.append(("Acuity, measured through it", "not yet measured"))
         if summary.predicted_va_logmar is not None:
             rows.append(("Acuity, predicted", acuity_line(summary.predicted_va_logmar)))
-        self.details.setText("<table cellspacing='3'>" + "".join(
-            f"<tr><td style='color:#555; padding-right:10px'>{k}</td><td>{_esc(v) if '<b>' not in v else v}</td></tr>"
-            for k, v in rows) + "</table>")  # fmt: skip
-        self.truth.setText("" if summary.true_rx is None else
-                           f"SIMULATED patient's true correction: {lens_text(summary.true_rx)}")  # fmt: skip
+        self.details.setText(
+            "<table cellspacing='3'>"
+            + "".join(
+                f"<tr><td style='color:#555; padding-right:10px'>{k}</td>"
+                f"<td>{_esc(v) if '<b>' not in v else v}</td></tr>"
+                for k, v in rows
+            )
+            + "</table>"
+        )
+        self.truth.setText(
+            "" if summary.true_rx is None else f"SIMULATED patient's true correction: {lens_text(summary.true_rx)}"
+        )
         self.truth.setVisible(summary.true_rx is not None)
         end = summary.end_point
-        balance = ("the balance changed nothing" if abs(change_d) < 1e-9 else
-                   f"the balance's {change_d:+.2f} D is added to its sphere".replace("-", MINUS))  # fmt: skip
-        self.sign_caption.setText(f"Edit and sign off (the monocular prescription, {view.cylinder_form} cylinder; "
-                                  f"{balance}):")  # fmt: skip
-        for field, value in ((self.sphere, _power(end.sphere_d)), (self.cylinder, _power(end.cylinder_d)),
-                             (self.axis, f"{end.axis_deg:.0f}")):  # fmt: skip
+        balance = (
+            "the balance changed nothing"
+            if abs(change_d) < 1e-9
+            else f"the balance's {change_d:+.2f} D is added to its sphere".replace("-", MINUS)
+        )
+        self.sign_caption.setText(
+            f"Edit and sign off (the monocular prescription, {view.cylinder_form} cylinder; {balance}):"
+        )
+        for field, value in (
+            (self.sphere, _power(end.sphere_d)),
+            (self.cylinder, _power(end.cylinder_d)),
+            (self.axis, f"{end.axis_deg:.0f}"),
+        ):
             field.setText(value.replace("-", MINUS))
             field.setStyleSheet("")
         self.sign_box.setVisible(True)
@@ -203,8 +240,9 @@ class EyeColumn(QFrame):
     def read_signoff(self):
         """``(Prescription, name)`` from the form; InvalidInputError naming the field (shown)."""
         try:
-            out = read_signoff(self.sphere.text(), self.cylinder.text(), self.axis.text(), self.by.text(),
-                               self.cylinder_form)  # fmt: skip
+            out = read_signoff(
+                self.sphere.text(), self.cylinder.text(), self.axis.text(), self.by.text(), self.cylinder_form
+            )
         except InvalidInputError as exc:
             self.show_error(str(exc))
             raise
@@ -223,8 +261,13 @@ class EyeColumn(QFrame):
     def show_error(self, message: str) -> None:
         self.error.setText(message)
         head = message.split(":", 1)[0].strip().lower() if message else ""
-        named = {"sphere": self.sphere, "cylinder": self.cylinder, "axis": self.axis, "name": self.by,
-                 "acuity": self.acuity}.get(head)  # fmt: skip
+        named = {
+            "sphere": self.sphere,
+            "cylinder": self.cylinder,
+            "axis": self.axis,
+            "name": self.by,
+            "acuity": self.acuity,
+        }.get(head)
         for w in (self.sphere, self.cylinder, self.axis, self.by, self.acuity):
             w.setStyleSheet("border: 2px solid #b00020;" if w is named else "")
         if named is not None:
@@ -278,8 +321,10 @@ class VisitFinishView(QWidget):
         self.title = QLabel("")
         self.title.setObjectName("visitFinishTitle")
         _font(self.title, 14, True)
-        self.hint = QLabel("Accept the prescriptions, or edit an eye and sign it off with your name (the edit is "
-                           "recorded beside the found prescription, which is kept); then export the visit's records.")
+        self.hint = QLabel(
+            "Accept the prescriptions, or edit an eye and sign it off with your name (the edit is "
+            "recorded beside the found prescription, which is kept); then export the visit's records."
+        )
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet("color:#444;")
         self.columns = {eye: EyeColumn(eye) for eye in ("OD", "OS")}
@@ -370,8 +415,10 @@ class VisitFinishView(QWidget):
         self.view = view
         self.banner.setVisible(view.simulated)
         age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
-        self.title.setText(f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 prescriptions in "
-                           f"{view.cylinder_form}-cylinder form")  # fmt: skip
+        self.title.setText(
+            f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 prescriptions in "
+            f"{view.cylinder_form}-cylinder form"
+        )
         b = view.balance
         for eye, column in self.columns.items():
             change = (b.plus_change_od_d if eye == "OD" else b.plus_change_os_d) if b.done else 0.0
@@ -380,8 +427,11 @@ class VisitFinishView(QWidget):
         self.inputs.setText(inputs_text(view).replace("-", MINUS))
         self.near.setText(near_text(view))
         near = getattr(view, "near", None)
-        self.near_button.setVisible(near is None and all(e.finished or e.state == "skipped" for e in view.eyes.values())
-                                    and any(e.finished for e in view.eyes.values()))
+        self.near_button.setVisible(
+            near is None
+            and all(e.finished or e.state == "skipped" for e in view.eyes.values())
+            and any(e.finished for e in view.eyes.values())
+        )
         both = all(e.finished for e in view.eyes.values())
         self.both_box.setVisible(both and not view.simulated)
         self.both_acuity.clear()

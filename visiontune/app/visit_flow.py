@@ -44,10 +44,26 @@ from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal, pa
 from visiontune.session.visit_records import VISIT_EYES, check_clinic_form, check_name
 
 __all__ = [
-    "ANSWER_WORDS", "BalanceQuestionView", "BalanceSummary", "EYE_NAMES", "EyeSummary", "NewVisit", "Step",
-    "VisitCommand", "VisitView", "NearQuestionView", "NearSummary", "acuity_line", "eye_title", "inputs_text",
-    "interpret_near_key", "interpret_visit_key", "near_add_line", "next_step", "parse_acuity",
-]  # fmt: skip
+    "ANSWER_WORDS",
+    "BalanceQuestionView",
+    "BalanceSummary",
+    "EYE_NAMES",
+    "EyeSummary",
+    "NewVisit",
+    "Step",
+    "VisitCommand",
+    "VisitView",
+    "NearQuestionView",
+    "NearSummary",
+    "acuity_line",
+    "eye_title",
+    "inputs_text",
+    "interpret_near_key",
+    "interpret_visit_key",
+    "near_add_line",
+    "next_step",
+    "parse_acuity",
+]
 
 
 class Step(StrEnum):
@@ -257,8 +273,15 @@ class VisitCommand:
     answer: str | None = None
 
 
-def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: str | None = None,
-                        near_begun: bool = False, simulated_correct: bool | None = None) -> VisitCommand | Rejected:
+def interpret_visit_key(
+    name: str,
+    text: str,
+    *,
+    step: Step,
+    simulated_answer: str | None = None,
+    near_begun: bool = False,
+    simulated_correct: bool | None = None,
+) -> VisitCommand | Rejected:
     """The command for one key on a visit page. Between eyes: Enter / Space starts the next
     eye. In the balance: ``R`` right eye clearer, ``L`` left eye clearer, ``=`` (or ``E``)
     both equal; Enter / Space types the simulated patient's answer; ``N`` ends the balance
@@ -289,8 +312,9 @@ def interpret_visit_key(name: str, text: str, *, step: Step, simulated_answer: s
     return Rejected("Which eye sees the line more clearly? R = right, L = left, = = equal (N: no balance).")
 
 
-def interpret_near_key(name: str, text: str, *, begun: bool, simulated_correct: bool | None = None
-                       ) -> VisitCommand | Rejected:
+def interpret_near_key(
+    name: str, text: str, *, begun: bool, simulated_correct: bool | None = None
+) -> VisitCommand | Rejected:
     """A key on the near page. Before the step: Enter / Space begins it. A letter: ``+`` read
     right, ``-`` wrong (as in the session); Enter / Space types the simulated patient's answer."""
     char = text if len(text) == 1 and text.isprintable() else ""
@@ -316,17 +340,21 @@ def near_add_line(add) -> str:
     clear from 33 to 67 cm · near acuity +0.10 logMAR at 40 cm`` (``add``: a NearAddRecord)."""
     far = "infinity" if add.far_point_cm is None else f"{add.far_point_cm:.0f} cm"
     near = "\u2014" if add.near_point_cm is None else f"{add.near_point_cm:.0f} cm"
-    return (f"Add {add.add_d:+.2f} D (95% {add.lower_d:+.2f} to {add.upper_d:+.2f} D; by age "
-            f"{add.tentative_add_d:+.2f} D) \u00b7 clear from {near} to {far} \u00b7 near acuity "
-            f"{add.near_va_logmar:+.2f} logMAR at {add.distance_cm:g} cm").replace("-", MINUS)
+    return (
+        f"Add {add.add_d:+.2f} D (95% {add.lower_d:+.2f} to {add.upper_d:+.2f} D; by age "
+        f"{add.tentative_add_d:+.2f} D) \u00b7 clear from {near} to {far} \u00b7 near acuity "
+        f"{add.near_va_logmar:+.2f} logMAR at {add.distance_cm:g} cm"
+    ).replace("-", MINUS)
 
 
 # --- texts --------------------------------------------------------------------------------
 def acuity_line(logmar: float) -> str:
     """``+0.10 logMAR · 6/7.5 · 20/25 · decimal 0.79`` (U+2212 minus)."""
     dec = float(logmar_to_decimal(logmar))
-    return (f"{logmar:+.2f} logMAR \u00b7 {format_snellen(logmar, 6, decimals=1)} \u00b7 "
-            f"{format_snellen(logmar, 20)} \u00b7 decimal {dec:.2f}").replace("-", MINUS)  # fmt: skip
+    return (
+        f"{logmar:+.2f} logMAR \u00b7 {format_snellen(logmar, 6, decimals=1)} \u00b7 "
+        f"{format_snellen(logmar, 20)} \u00b7 decimal {dec:.2f}"
+    ).replace("-", MINUS)
 
 
 def parse_acuity(text: str) -> float:
@@ -338,7 +366,9 @@ def parse_acuity(text: str) -> float:
     try:
         value = parse_snellen(clean) if "/" in clean else float(clean)
     except (InvalidInputError, ValueError):
-        raise InvalidInputError(f"Acuity: expected logMAR (e.g. 0.10) or Snellen (6/9, 20/25), got {text.strip()!r}") from None
+        raise InvalidInputError(
+            f"Acuity: expected logMAR (e.g. 0.10) or Snellen (6/9, 20/25), got {text.strip()!r}"
+        ) from None
     if not -0.5 <= value <= 2.0:
         raise InvalidInputError(f"Acuity: expected an acuity between \u22120.50 and 2.00 logMAR, got {value:+.2f}")
     return round(float(value), 2)
@@ -357,18 +387,21 @@ def balance_text(view: VisitView) -> str:
     if b.outcome == "not done":
         return f"Binocular balance not done: {b.reason}."
     n = len(b.answers)
-    text = (f"Binocular balance ({b.method}): {b.outcome} after {n} question{'s' if n != 1 else ''}; "
-            f"OD {change_text(b.plus_change_od_d)}, OS {change_text(b.plus_change_os_d)}")  # fmt: skip
+    text = (
+        f"Binocular balance ({b.method}): {b.outcome} after {n} question{'s' if n != 1 else ''}; "
+        f"OD {change_text(b.plus_change_od_d)}, OS {change_text(b.plus_change_os_d)}"
+    )
     return text + (f" ({b.reason})" if b.reason else "") + "."
 
 
 def inputs_text(view: VisitView) -> str:
     """One line on the acuity with both eyes open, the pupillary distance, the examiner and who
     signed off (what every record of the visit carries)."""
-    both = ("not measured" if view.binocular_va_logmar is None
-            else acuity_line(view.binocular_va_logmar))  # fmt: skip
-    return (f"Both eyes open: {both} \u00b7 PD {view.pd_text or 'not given'} \u00b7 examiner "
-            f"{view.examiner or 'not given'} \u00b7 signed off by {', '.join(view.signed_by) or 'nobody yet'}")
+    both = "not measured" if view.binocular_va_logmar is None else acuity_line(view.binocular_va_logmar)
+    return (
+        f"Both eyes open: {both} \u00b7 PD {view.pd_text or 'not given'} \u00b7 examiner "
+        f"{view.examiner or 'not given'} \u00b7 signed off by {', '.join(view.signed_by) or 'nobody yet'}"
+    )
 
 
 def lens_or_dash(rx: Prescription | None) -> str:

@@ -65,7 +65,6 @@ __all__ = ["Commands", "Listener", "VisitFlowController", "window_title"]
 log = logging.getLogger("visiontune.app")
 
 
-
 class Commands(Protocol):
     """Where the controller's commands go: ``submit`` puts the session in wait for the engine
     (a visit is created, an eye opened), ``send`` does not."""
@@ -78,8 +77,12 @@ class Commands(Protocol):
 def window_title(view: VisitView) -> str:
     """``VisionTune — visit 3 · P-1 · binocular balance · SIMULATED``."""
     sim = " \u00b7 SIMULATED" if view.simulated else ""
-    where = {Step.REFRACT: f"next {view.eye}", Step.BALANCE: "binocular balance", Step.NEAR: "near addition",
-             Step.FINISH: "finish"}[view.step]
+    where = {
+        Step.REFRACT: f"next {view.eye}",
+        Step.BALANCE: "binocular balance",
+        Step.NEAR: "near addition",
+        Step.FINISH: "finish",
+    }[view.step]
     return f"VisionTune \u2014 visit {view.visit_id} \u00b7 {view.patient_id} \u00b7 {where}{sim}"
 
 
@@ -88,9 +91,14 @@ class VisitFlowController(EventSource):
     autopilot's pace, seconds (0: the simulated patient answers one step per key);
     ``export_dir``: the folder a visit is exported to (asked when exporting)."""
 
-    def __init__(self, commands: Commands, *, pace_s: float = 0.0,
-                 export_dir: Callable[[], Path | str] = Path.cwd,
-                 near_distance_cm: float = DEFAULT_NEAR_DISTANCE_CM) -> None:  # fmt: skip
+    def __init__(
+        self,
+        commands: Commands,
+        *,
+        pace_s: float = 0.0,
+        export_dir: Callable[[], Path | str] = Path.cwd,
+        near_distance_cm: float = DEFAULT_NEAR_DISTANCE_CM,
+    ) -> None:
         self.commands = commands
         #: the clinic's near distance (cm), where a near step begins
         self.near_distance_cm = check_near_distance_cm(near_distance_cm)
@@ -114,17 +122,27 @@ class VisitFlowController(EventSource):
         """Create the visit (from the start page, its calibration checked) and open its first eye."""
         skipped = ", ".join(f"{e} ({r})" for e, r in request.skip.items()) or "none"
         starts = ", ".join(f"{e} {rx.format() if rx else 'none'}" for e, rx in request.starts.items())
-        log.info("visit requested: patient %s, protocol %s, starts %s (%s), skipped %s, %s cylinder, %s",
-                 request.patient_id, request.protocol, starts, request.start_source, skipped, request.cylinder_form,
-                 "SIMULATED" if request.simulated else "real patient")  # fmt: skip
+        log.info(
+            "visit requested: patient %s, protocol %s, starts %s (%s), skipped %s, %s cylinder, %s",
+            request.patient_id,
+            request.protocol,
+            starts,
+            request.start_source,
+            skipped,
+            request.cylinder_form,
+            "SIMULATED" if request.simulated else "real patient",
+        )
         self.view = None
         self._emit("busy_page", f"Preparing the visit of {request.patient_id} (right eye, then left eye)\u2026")
         self.commands.submit("visit_create", request)
 
     def eye_finished(self, finished) -> None:
         """A session of visit ``finished.visit_id`` finished (or was opened from the list)."""
-        self._emit("busy_page", f"{EYE_NAMES.get(finished.eye, finished.eye).capitalize()} ({finished.eye}) done. "
-                                "Preparing the next step\u2026")  # fmt: skip
+        self._emit(
+            "busy_page",
+            f"{EYE_NAMES.get(finished.eye, finished.eye).capitalize()} ({finished.eye}) done. "
+            "Preparing the next step\u2026",
+        )
         self._send("visit_show", finished.visit_id)
 
     def stop(self) -> None:
@@ -155,17 +173,28 @@ class VisitFlowController(EventSource):
             return
         answer = view.question.simulated_answer if view.question is not None else None
         nq = view.near_question
-        result = interpret_visit_key(name, text, step=view.step, simulated_answer=answer,
-                                     near_begun=view.near is not None and view.near.begun,
-                                     simulated_correct=None if nq is None else nq.simulated_correct)
+        result = interpret_visit_key(
+            name,
+            text,
+            step=view.step,
+            simulated_answer=answer,
+            near_begun=view.near is not None and view.near.begun,
+            simulated_correct=None if nq is None else nq.simulated_correct,
+        )
         self.dispatch_key(result, name, text, f"visit {view.step.value}")
 
     def perform(self, command: VisitCommand, source: str) -> None:
         """Carry out one command (from a key, or ``"auto"``: the autopilot); logged; refused
         while the last one is with the engine."""
         view = self.view
-        log.info("%s -> %s%s (visit %d, %s)", source, command.action.value,
-                 f" {command.answer}" if command.answer else "", view.visit_id, view.step.value)  # fmt: skip
+        log.info(
+            "%s -> %s%s (visit %d, %s)",
+            source,
+            command.action.value,
+            f" {command.answer}" if command.answer else "",
+            view.visit_id,
+            view.step.value,
+        )
         if self.pending:
             self.say("One moment: the last answer is being recorded.")
             return
@@ -187,8 +216,10 @@ class VisitFlowController(EventSource):
             if q is None:
                 self.say("No near letter is asked now.")
                 return
-            self.say(f"{q.eye} near letter {q.index + 1}: {'read right' if command.answer == '+' else 'wrong'}; "
-                     "recording\u2026")
+            self.say(
+                f"{q.eye} near letter {q.index + 1}: {'read right' if command.answer == '+' else 'wrong'}; "
+                "recording\u2026"
+            )
             self._send("visit_near", (view.visit_id, "answer", (q.eye, q.index, command.answer == "+")))
 
     def auto_delay_s(self) -> float | None:

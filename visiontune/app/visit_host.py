@@ -43,7 +43,6 @@ from pathlib import Path
 from visiontune import private_files
 from visiontune.app import visit_near_host
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_around_start
-from visiontune.app.visit_imports import ImportedStart, input_entries
 from visiontune.app.visit_flow import (
     BalanceQuestionView,
     BalanceSummary,
@@ -53,6 +52,7 @@ from visiontune.app.visit_flow import (
     VisitView,
     next_step,
 )
+from visiontune.app.visit_imports import ImportedStart, input_entries
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import simulated_case
@@ -89,8 +89,20 @@ from visiontune.session.visit_records import (
 
 log = logging.getLogger("visiontune.app.worker")
 
-VISIT_COMMANDS = ("visit_create", "visit_next", "visit_show", "visit_skip", "visit_balance", "visit_signoff",
-                  "visit_acuity", "visit_export", "visit_inputs", "visit_near")  # fmt: skip
+VISIT_COMMANDS = (
+    "visit_create",
+    "visit_next",
+    "visit_show",
+    "visit_skip",
+    "visit_balance",
+    "visit_signoff",
+    "visit_acuity",
+    "visit_export",
+    "visit_inputs",
+    "visit_near",
+)
+
+
 def _inputs(pd: str | None, examiner: str | None) -> dict:
     """:func:`~visiontune.session.visit_records.record_visit_inputs`' arguments of a typed
     pupillary distance (``"63"`` or ``"31.5/31.5"``) and examiner; empty texts are not given."""
@@ -173,34 +185,61 @@ class VisitHost:
         starts = {e: _start(request.starts.get(e), request.start_source, cases.get(e), age) for e in eyes}
         typed = {e for e in starts if request.starts.get(e) is not None}  # a typed start is the patient's reading
         cases = {e: case_around_start(c, starts[e]) if e in typed else c for e, c in cases.items()}
-        habitual = {e: rx for e, rx in request.starts.items() if rx is not None and request.start_source == "spectacles"}
+        habitual = {
+            e: rx for e, rx in request.starts.items() if rx is not None and request.start_source == "spectacles"
+        }
         inputs = _inputs(request.pd, request.examiner)  # checked before anything is written
-        inputs.update({f"start_source_{e.lower()}": START_SOURCE_OF_STARTING_POINT[request.start_source]
-                       for e in typed})  # fmt: skip
+        inputs.update(
+            {f"start_source_{e.lower()}": START_SOURCE_OF_STARTING_POINT[request.start_source] for e in typed}
+        )
         if habitual:
             inputs["habitual_source"] = "typed"
-        vid = create_visit(store, request.patient_id, simulated=request.simulated,
-                           age_years=None if age is None else round(age), cylinder_form=request.cylinder_form,
-                           habitual_od=habitual.get("OD"), habitual_os=habitual.get("OS"))  # fmt: skip
+        vid = create_visit(
+            store,
+            request.patient_id,
+            simulated=request.simulated,
+            age_years=None if age is None else round(age),
+            cylinder_form=request.cylinder_form,
+            habitual_od=habitual.get("OD"),
+            habitual_os=habitual.get("OS"),
+        )
         for entry in input_entries(inputs, imported, request.pd):  # the file's values with its name, then the typed
             record_visit_inputs(store, vid, **entry)
         for eye, reason in skip.items():
             store.skip_visit_eye(vid, eye, reason)
         first = None
         for eye in eyes:
-            session = start_eye(store, vid, eye, protocol=protocol, seed=seed if eye == "OD" else os_seed(seed),
-                                start=starts[eye], calibration=request.calibration)  # fmt: skip
+            session = start_eye(
+                store,
+                vid,
+                eye,
+                protocol=protocol,
+                seed=seed if eye == "OD" else os_seed(seed),
+                start=starts[eye],
+                calibration=request.calibration,
+            )
             if eye in cases:  # recorded at once: the resumed eye answers as this one would
                 session.note(SIMULATED_PATIENT_NOTE, cases[eye].to_dict())
-            log.info("visit %d %s: session %d, start %s (%s)%s", vid, eye, session.session_id,
-                     starts[eye].rx.format() if starts[eye].rx else "none", starts[eye].source,
-                     ", SIMULATED" if request.simulated else "")  # fmt: skip
+            log.info(
+                "visit %d %s: session %d, start %s (%s)%s",
+                vid,
+                eye,
+                session.session_id,
+                starts[eye].rx.format() if starts[eye].rx else "none",
+                starts[eye].source,
+                ", SIMULATED" if request.simulated else "",
+            )
             if first is None:
                 first = session
             else:
                 session.close()  # open, without answers, until its turn
-        log.info("visit %d created: patient %s, %s cylinder, skipped %s", vid, request.patient_id,
-                 request.cylinder_form, ", ".join(f"{e} ({r})" for e, r in skip.items()) or "none")  # fmt: skip
+        log.info(
+            "visit %d created: patient %s, %s cylinder, skipped %s",
+            vid,
+            request.patient_id,
+            request.cylinder_form,
+            ", ".join(f"{e} ({r})" for e, r in skip.items()) or "none",
+        )
         self._emit_view(vid, opening=True)
         host._adopt(first)
 
@@ -232,23 +271,43 @@ class VisitHost:
         if store.visit_balance(vid) is not None:
             raise SessionError(f"visit {vid}: the binocular balance is over; no more answers")
         if clearer is None:
-            store.record_balance(vid, outcome="not done", method=BALANCE_METHOD, reason="not requested by the clinician")
+            store.record_balance(
+                vid, outcome="not done", method=BALANCE_METHOD, reason="not requested by the clinician"
+            )
             log.info("visit %d: no binocular balance (the clinician's choice)", vid)
         else:
             q = self._question(vid)
             if not isinstance(q, BalanceQuestion) or q.index != index:
                 raise SessionError(f"visit {vid}: balance question {index} is not the one asked; nothing recorded")
-            store.record_balance_answer(vid, q.index, lens_od=q.lens_od, lens_os=q.lens_os, plus_od_d=q.plus_od_d,
-                                        plus_os_d=q.plus_os_d, clearer=clearer)  # fmt: skip
-            log.info("visit %d balance question %d: OD +%.2f D, OS +%.2f D -> %s", vid, q.index + 1, q.plus_od_d,
-                     q.plus_os_d, clearer)  # fmt: skip
+            store.record_balance_answer(
+                vid,
+                q.index,
+                lens_od=q.lens_od,
+                lens_os=q.lens_os,
+                plus_od_d=q.plus_od_d,
+                plus_os_d=q.plus_os_d,
+                clearer=clearer,
+            )
+            log.info(
+                "visit %d balance question %d: OD +%.2f D, OS +%.2f D -> %s",
+                vid,
+                q.index + 1,
+                q.plus_od_d,
+                q.plus_os_d,
+                clearer,
+            )
         self._advance(vid, open_eye=False)
 
     def _do_signoff(self, payload) -> None:
         visit_id, eye, rx, by = payload
         signed = self.store.sign_off(int(visit_id), eye, rx, by)
-        log.info("visit %s %s: signed off %s by %s (the found prescription is kept beside it)", visit_id, eye,
-                 signed.prescription.format(), signed.by)  # fmt: skip
+        log.info(
+            "visit %s %s: signed off %s by %s (the found prescription is kept beside it)",
+            visit_id,
+            eye,
+            signed.prescription.format(),
+            signed.by,
+        )
         self._advance(int(visit_id), open_eye=False, message=f"{eye} signed off by {signed.by}.")
 
     def _do_acuity(self, payload) -> None:
@@ -260,12 +319,18 @@ class VisitHost:
         lenses = {e: final_prescription(self.store, vid, e) for e in eyes}
         missing = [e for e, rx in lenses.items() if rx is None]
         if missing:
-            raise InvalidInputError(f"visit {vid}: {' and '.join(missing)} has no final prescription to read the "
-                                    "acuity through")  # fmt: skip
+            raise InvalidInputError(
+                f"visit {vid}: {' and '.join(missing)} has no final prescription to read the acuity through"
+            )
         method = CLINICIAN_BINOCULAR_METHOD if eye == "OU" else CLINICIAN_CHART_METHOD
         self.store.record_visit_acuity(vid, eye, float(logmar), lenses=lenses, method=method)
-        log.info("visit %d %s: acuity %+.2f logMAR through %s", vid, eye, logmar,
-                 ", ".join(f"{e} {rx.format()}" for e, rx in lenses.items()))  # fmt: skip
+        log.info(
+            "visit %d %s: acuity %+.2f logMAR through %s",
+            vid,
+            eye,
+            logmar,
+            ", ".join(f"{e} {rx.format()}" for e, rx in lenses.items()),
+        )
         what = "both eyes open" if eye == "OU" else eye
         self._advance(vid, open_eye=False, message=f"{what}: acuity recorded.")
 
@@ -288,8 +353,13 @@ class VisitHost:
         loaded = load_visit(store, visit.visit_id)  # refuses a visit with an eye not done, before any folder
         base = visit_basename(visit.visit_id, visit.patient_id, visit.simulated)
         target = private_files.private_dir(Path(folder) / base, error=StoreError)  # 0700 whatever the umask
-        paths = VisitExportPaths(pdf=target / f"{base}.pdf", fhir=target / f"{base}.fhir.json", dicom_dir=target,
-                                 csv=target / f"{base}.csv", json=target / f"{base}.json")  # fmt: skip
+        paths = VisitExportPaths(
+            pdf=target / f"{base}.pdf",
+            fhir=target / f"{base}.fhir.json",
+            dicom_dir=target,
+            csv=target / f"{base}.csv",
+            json=target / f"{base}.json",
+        )
         written: dict[str, list[str]] = {}
         for kind, path, data in render_visit(loaded, paths, protected=(store.path,)):  # all rendered first
             private_files.write_private(path, data, name=kind, error=StoreError)
@@ -357,17 +427,32 @@ class VisitHost:
         for a in store.balance_answers(vid):
             expected = balance_step(end_od, end_os, answers)
             if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != (
-                    a.plus_od_d, a.plus_os_d):  # fmt: skip
-                raise SessionError(f"visit {vid}: balance answer {a.index} does not follow from the answers before "
-                                   "it and the end points (was a prescription signed off meanwhile?)")  # fmt: skip
+                a.plus_od_d,
+                a.plus_os_d,
+            ):
+                raise SessionError(
+                    f"visit {vid}: balance answer {a.index} does not follow from the answers before "
+                    "it and the end points (was a prescription signed off meanwhile?)"
+                )
             answers.append(a.clearer)
         step = balance_step(end_od, end_os, answers)
         if isinstance(step, BalanceQuestion):
             return step
-        store.record_balance(vid, outcome=step.outcome, method=BALANCE_METHOD, plus_change_od_d=step.plus_change_od_d,
-                             plus_change_os_d=step.plus_change_os_d, reason=step.reason)  # fmt: skip
-        log.info("visit %d: binocular balance %s; OD %+.2f D, OS %+.2f D", vid, step.outcome, step.plus_change_od_d,
-                 step.plus_change_os_d)  # fmt: skip
+        store.record_balance(
+            vid,
+            outcome=step.outcome,
+            method=BALANCE_METHOD,
+            plus_change_od_d=step.plus_change_od_d,
+            plus_change_os_d=step.plus_change_os_d,
+            reason=step.reason,
+        )
+        log.info(
+            "visit %d: binocular balance %s; OD %+.2f D, OS %+.2f D",
+            vid,
+            step.outcome,
+            step.plus_change_od_d,
+            step.plus_change_os_d,
+        )
         return None
 
     def _simulated_answer(self, vid: int, q: BalanceQuestion) -> str:
@@ -394,10 +479,15 @@ class VisitHost:
         if visit.simulated:
             visit_seed = info.seed if other[0].eye == "OD" else os_seed(info.seed)
             case = simulated_eyes(visit_seed, info.protocol)[eye]
-        start = _start(None, "autorefraction" if case is not None else "none", case,
-                       case.age_years if case is not None else visit.age_years)  # fmt: skip
-        session = start_eye(store, vid, eye, protocol=info.protocol, seed=seed, start=start,
-                            calibration=info.calibration)  # fmt: skip
+        start = _start(
+            None,
+            "autorefraction" if case is not None else "none",
+            case,
+            case.age_years if case is not None else visit.age_years,
+        )
+        session = start_eye(
+            store, vid, eye, protocol=info.protocol, seed=seed, start=start, calibration=info.calibration
+        )
         if case is not None:
             session.note(SIMULATED_PATIENT_NOTE, case.to_dict())
         host._adopt(session)
@@ -429,22 +519,49 @@ class VisitHost:
         answers = tuple((a.plus_od_d, a.plus_os_d, a.clearer) for a in store.balance_answers(vid))
         balance = BalanceSummary(BALANCE_METHOD, answers)
         if outcome is not None:
-            balance = BalanceSummary(outcome.method, answers, outcome.outcome, outcome.plus_change_od_d,
-                                     outcome.plus_change_os_d, outcome.reason)  # fmt: skip
+            balance = BalanceSummary(
+                outcome.method,
+                answers,
+                outcome.outcome,
+                outcome.plus_change_od_d,
+                outcome.plus_change_os_d,
+                outcome.reason,
+            )
         eyes = {e: self._eye(visit, s) for e, s in statuses.items()}
         finals = {e: s.final for e, s in eyes.items()}
-        both = [a.va_logmar for a in store.visit_acuities(vid) if a.eye == "OU" and all(finals.values())
-                and all(a.lenses[e].is_equivalent(finals[e], 1e-6) for e in VISIT_EYES)]  # fmt: skip
+        both = [
+            a.va_logmar
+            for a in store.visit_acuities(vid)
+            if a.eye == "OU"
+            and all(finals.values())
+            and all(a.lenses[e].is_equivalent(finals[e], 1e-6) for e in VISIT_EYES)
+        ]
         given = visit_inputs(store, vid)
         pd = None
         if given.pd_mm is not None:
             pd = f"{given.pd_mm:g} mm" + ("" if given.pd_od_mm is None else f" ({given.pd_od_mm:g}/{given.pd_os_mm:g})")
         signed = tuple(dict.fromkeys(s.by for s in store.visit_signoffs(vid)))
-        return VisitView(visit.visit_id, visit.patient_id, visit.simulated, visit.cylinder_form, visit.age_years, step,
-                         eyes, balance, eye=eye, question=question, opening=opening, exports=dict(exports or {}),
-                         message=message, binocular_va_logmar=both[-1] if both else None, pd_text=pd,
-                         examiner=given.examiner or visit.clinician, signed_by=signed,
-                         near=visit_near_host.summary(store, vid), near_question=near_question)  # fmt: skip
+        return VisitView(
+            visit.visit_id,
+            visit.patient_id,
+            visit.simulated,
+            visit.cylinder_form,
+            visit.age_years,
+            step,
+            eyes,
+            balance,
+            eye=eye,
+            question=question,
+            opening=opening,
+            exports=dict(exports or {}),
+            message=message,
+            binocular_va_logmar=both[-1] if both else None,
+            pd_text=pd,
+            examiner=given.examiner or visit.clinician,
+            signed_by=signed,
+            near=visit_near_host.summary(store, vid),
+            near_question=near_question,
+        )
 
     def _eye(self, visit, status) -> EyeSummary:
         store, vid, eye = self.store, visit.visit_id, status.eye
@@ -453,15 +570,30 @@ class VisitHost:
         signed = [s for s in store.visit_signoffs(vid) if s.eye == eye]
         last = signed[-1] if signed else None
         final = final_prescription(store, vid, eye)
-        measured = [a.va_logmar for a in store.visit_acuities(vid)
-                    if a.eye == eye and eye in a.lenses and a.lenses[eye].is_equivalent(final, 1e-6)]  # fmt: skip
+        measured = [
+            a.va_logmar
+            for a in store.visit_acuities(vid)
+            if a.eye == eye and eye in a.lenses and a.lenses[eye].is_equivalent(final, 1e-6)
+        ]
         result = store.get_session(status.session_id).result or {}
         true_rx = None
         if visit.simulated:
             true_rx = in_form(recorded_case(store, status.session_id).true_rx, visit.cylinder_form)
         return EyeSummary(
-            eye, status.state, status.session_id, status.answers, None, status.found,
-            in_form(last.prescription, visit.cylinder_form) if last else None, last.by if last else None,
-            last.at if last else None, end_point(store, vid, eye), final, result.get("credible_interval"),
-            status.predicted_va_logmar, measured[-1] if measured else None, result.get("stopped_by"), true_rx,
-        )  # fmt: skip
+            eye,
+            status.state,
+            status.session_id,
+            status.answers,
+            None,
+            status.found,
+            in_form(last.prescription, visit.cylinder_form) if last else None,
+            last.by if last else None,
+            last.at if last else None,
+            end_point(store, vid, eye),
+            final,
+            result.get("credible_interval"),
+            status.predicted_va_logmar,
+            measured[-1] if measured else None,
+            result.get("stopped_by"),
+            true_rx,
+        )

@@ -58,12 +58,14 @@ def imported_start(reading, form_texts: dict, source: str, pd_text: str | None) 
         return None
     texts = start_form_texts(reading)
     same_source = source == texts["source"]
-    eyes = tuple(e for e in ("OD", "OS") if same_source and e in texts and e in form_texts
-                 and tuple(t.strip() for t in form_texts[e]) == texts[e])  # fmt: skip
+    eyes = tuple(
+        e
+        for e in ("OD", "OS")
+        if same_source and e in texts and e in form_texts and tuple(t.strip() for t in form_texts[e]) == texts[e]
+    )
     pd = None
     if reading.pd_mm is not None:
-        written = (f"{reading.pd_od_mm:g}/{reading.pd_os_mm:g}" if reading.pd_od_mm is not None
-                   else f"{reading.pd_mm:g}")  # fmt: skip
+        written = f"{reading.pd_od_mm:g}/{reading.pd_os_mm:g}" if reading.pd_od_mm is not None else f"{reading.pd_mm:g}"
         pd = written if (pd_text or "").strip() == written else None
     return ImportedStart(reading.source_file, reading.kind, eyes, pd)
 

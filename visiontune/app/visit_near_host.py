@@ -99,9 +99,17 @@ def _file(store, vid: int, eye: str, step, case, demand_d: float):
     if case is not None:
         detail = {**result.to_dict(), "true_add_d": case.true_add(demand_d), "mark": "SIMULATED"}
     add = near_store.record_near_add(store, vid, eye, result, method=NEAR_METHOD, detail=detail)
-    log.info("visit %d %s: add %+.2f D (95%% %+.2f to %+.2f), near VA %+.2f logMAR at %g cm%s", vid, eye,
-             add.add_d, add.lower_d, add.upper_d, add.near_va_logmar, add.distance_cm,
-             ", SIMULATED" if case is not None else "")
+    log.info(
+        "visit %d %s: add %+.2f D (95%% %+.2f to %+.2f), near VA %+.2f logMAR at %g cm%s",
+        vid,
+        eye,
+        add.add_d,
+        add.lower_d,
+        add.upper_d,
+        add.near_va_logmar,
+        add.distance_cm,
+        ", SIMULATED" if case is not None else "",
+    )
     return add
 
 
@@ -130,8 +138,9 @@ def begin(store, vid: int, distance_cm: float = DEFAULT_NEAR_DISTANCE_CM):
     if not any(s.finished for s in statuses.values()):
         raise SessionError(f"visit {vid}: no eye has a final prescription to add to")
     if any(s.state not in ("finished", "skipped") for s in statuses.values()) or store.visit_balance(vid) is None:
-        raise SessionError(f"visit {vid}: the near addition follows both eyes' refractions and the binocular balance; "
-                           "nothing recorded")
+        raise SessionError(
+            f"visit {vid}: the near addition follows both eyes' refractions and the binocular balance; nothing recorded"
+        )
     if not visit.simulated:
         setup = begin_near(store, vid, distance_cm=distance)
     else:
@@ -146,10 +155,12 @@ def begin(store, vid: int, distance_cm: float = DEFAULT_NEAR_DISTANCE_CM):
             residual = final.power_vector_array() - cases[eye].true_rx.power_vector_array()
             shared_seed = cases["OD" if "OD" in cases else eye].seed
             eyes[eye] = near_case_for_visit(cases[eye], i, residual, shared_seed).to_dict()
-        setup = near_store.start_near(store, vid, distance_cm=distance, method=NEAR_METHOD,
-                                      simulated={"mark": "SIMULATED", "eyes": eyes})
-    log.info("visit %d: near addition begun at %g cm%s", vid, setup.distance_cm,
-             ", SIMULATED" if visit.simulated else "")
+        setup = near_store.start_near(
+            store, vid, distance_cm=distance, method=NEAR_METHOD, simulated={"mark": "SIMULATED", "eyes": eyes}
+        )
+    log.info(
+        "visit %d: near addition begun at %g cm%s", vid, setup.distance_cm, ", SIMULATED" if visit.simulated else ""
+    )
     return setup
 
 
@@ -159,17 +170,27 @@ def _geometry(store, vid: int, eye: str, size_logmar: float, distance_cm: float)
     status = eye_statuses(store, vid)[eye]
     raw = store.get_session(status.session_id).calibration if status.session_id is not None else None
     if not raw:
-        return height, None, (f"{height:.2f} mm tall at {distance_cm:g} cm (no screen calibration recorded: show a "
-                              "printed near card letter of this height)")
+        return (
+            height,
+            None,
+            (
+                f"{height:.2f} mm tall at {distance_cm:g} cm (no screen calibration recorded: show a "
+                "printed near card letter of this height)"
+            ),
+        )
     cal = Calibration.from_dict(raw)
     px = height / cal.pixel_pitch_mm
-    how = (f"{height:.2f} mm = {px:.1f} px on the patient screen: the calibration is for "
-           f"{cal.viewing_distance_mm / 10:g} cm (distance), so the near letter is drawn for "
-           f"{distance_cm:g} cm from the same screen geometry ({cal.pixel_pitch_mm:.4f} mm/px); "
-           f"hold the screen at {distance_cm:g} cm")
+    how = (
+        f"{height:.2f} mm = {px:.1f} px on the patient screen: the calibration is for "
+        f"{cal.viewing_distance_mm / 10:g} cm (distance), so the near letter is drawn for "
+        f"{distance_cm:g} cm from the same screen geometry ({cal.pixel_pitch_mm:.4f} mm/px); "
+        f"hold the screen at {distance_cm:g} cm"
+    )
     if px < DEFAULT_MIN_INK_PX:
-        how += (f". {px:.1f} px is below the {DEFAULT_MIN_INK_PX:g} px this screen draws faithfully (a 1 px stroke): "
-                "the patient screen stays blank; show a printed near letter of this height")
+        how += (
+            f". {px:.1f} px is below the {DEFAULT_MIN_INK_PX:g} px this screen draws faithfully (a 1 px stroke): "
+            "the patient screen stays blank; show a printed near letter of this height"
+        )
     return height, px, how
 
 
@@ -195,8 +216,20 @@ def question(store, vid: int) -> NearQuestionView | None:
             rng = np.random.default_rng([int(seed), VISIT_EYES.index(eye), index, NEAR_KEY])
             letter = NEAR_LETTERS[int(rng.integers(len(NEAR_LETTERS)))]
         height, px, how = _geometry(store, vid, eye, q.size_logmar, setup.distance_cm)
-        return NearQuestionView(eye, index, phase, float(q.add_d), float(q.size_logmar), setup.distance_cm, letter,
-                                height, px, how, final_prescription(store, vid, eye), correct)
+        return NearQuestionView(
+            eye,
+            index,
+            phase,
+            float(q.add_d),
+            float(q.size_logmar),
+            setup.distance_cm,
+            letter,
+            height,
+            px,
+            how,
+            final_prescription(store, vid, eye),
+            correct,
+        )
     return None
 
 
@@ -209,12 +242,31 @@ def answer(store, vid: int, eye: str, index: int, correct: bool):
     q = question(store, vid)
     if q is None or q.eye != eye or q.index != index:
         now = "none" if q is None else f"{q.eye} letter {q.index + 1}"
-        raise SessionError(f"visit {vid}: near answer to {eye} letter {index + 1}, but the letter asked is {now}; "
-                           "nothing recorded")
-    near_store.record_near_answer(store, vid, eye, index, phase=q.phase, add_d=q.add_d, size_logmar=q.size_logmar,
-                                  letter=q.letter, correct=correct)
-    log.info("visit %d %s near letter %d (%s): %s through %+.2f D at %+.2f logMAR -> %s", vid, eye, index + 1, q.phase,
-             q.letter, q.add_d, q.size_logmar, "right" if correct else "wrong")
+        raise SessionError(
+            f"visit {vid}: near answer to {eye} letter {index + 1}, but the letter asked is {now}; nothing recorded"
+        )
+    near_store.record_near_answer(
+        store,
+        vid,
+        eye,
+        index,
+        phase=q.phase,
+        add_d=q.add_d,
+        size_logmar=q.size_logmar,
+        letter=q.letter,
+        correct=correct,
+    )
+    log.info(
+        "visit %d %s near letter %d (%s): %s through %+.2f D at %+.2f logMAR -> %s",
+        vid,
+        eye,
+        index + 1,
+        q.phase,
+        q.letter,
+        q.add_d,
+        q.size_logmar,
+        "right" if correct else "wrong",
+    )
     settle(store, vid)
     return near_store.near_add_records(store, vid).get(eye)
 
@@ -233,7 +285,8 @@ def summary(store, vid: int, distance_cm: float = DEFAULT_NEAR_DISTANCE_CM) -> N
     if setup is None and skipped is None and not wanted(store, vid):
         return None
     if setup is None:
-        return NearSummary(False, float(distance_cm), skip_reason=None if skipped is None else skipped.reason,
-                           method=NEAR_METHOD)
+        return NearSummary(
+            False, float(distance_cm), skip_reason=None if skipped is None else skipped.reason, method=NEAR_METHOD
+        )
     answers = {e: len(near_store.near_answers(store, vid, e)) for e in VISIT_EYES}
     return NearSummary(True, setup.distance_cm, near_store.near_add_records(store, vid), answers, None, setup.method)

@@ -100,8 +100,21 @@ class VisitNearView(QWidget):
         self.legend = _label("", 10, False, "nearLegend")
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
         layout = QVBoxLayout(self)
-        for w in (self.banner, self.header, self.title, self.body, self.distance_rx, self.lens, self.letter, self.size,
-                  self.geometry_note, self.prompt, self.simulated_reply, self.answers, self.skip_box):
+        for w in (
+            self.banner,
+            self.header,
+            self.title,
+            self.body,
+            self.distance_rx,
+            self.lens,
+            self.letter,
+            self.size,
+            self.geometry_note,
+            self.prompt,
+            self.simulated_reply,
+            self.answers,
+            self.skip_box,
+        ):
             layout.addWidget(w)
         layout.addStretch(1)
         layout.addWidget(self.method)
@@ -123,8 +136,10 @@ class VisitNearView(QWidget):
                 rows.append(f"{eye_title(eye)}: not refracted")
                 continue
             add = near.adds.get(eye) if near is not None else None
-            rows.append(f"{eye_title(eye)}: distance {lens_or_dash(e.final)}"
-                        + (f"  \u00b7  {near_add_line(add)}" if add is not None else "  \u00b7  add not filed yet"))
+            rows.append(
+                f"{eye_title(eye)}: distance {lens_or_dash(e.final)}"
+                + (f"  \u00b7  {near_add_line(add)}" if add is not None else "  \u00b7  add not filed yet")
+            )
         self.distance_rx.setText("\n".join(rows))
         begun = near is not None and near.begun
         distance = near.distance_cm if near is not None else 40.0
@@ -136,9 +151,11 @@ class VisitNearView(QWidget):
         if not begun:
             self.title.setText("Near addition (reading)")
             self.title.setStyleSheet("background:#37474f; color:white; padding:6px 14px; border-radius:4px;")
-            self.body.setText(f"Both eyes' distance prescriptions are done. The near addition for reading is "
-                              f"measured at {distance:g} cm, each eye in turn through its distance prescription "
-                              "(the other eye occluded). Press Enter to begin, or type why it is not done.")
+            self.body.setText(
+                f"Both eyes' distance prescriptions are done. The near addition for reading is "
+                f"measured at {distance:g} cm, each eye in turn through its distance prescription "
+                "(the other eye occluded). Press Enter to begin, or type why it is not done."
+            )
             self.skip_reason.clear()
             self.legend.setText("Enter/Space  begin the near addition")
             return
@@ -147,17 +164,23 @@ class VisitNearView(QWidget):
             self.body.setText("")
             self.legend.setText("")
             return
-        self.title.setText(f"Near \u00b7 {eye_title(q.eye)} \u00b7 letter {q.index + 1}"
-                           + (" (check through the add)" if q.phase == "check" else ""))
+        self.title.setText(
+            f"Near \u00b7 {eye_title(q.eye)} \u00b7 letter {q.index + 1}"
+            + (" (check through the add)" if q.phase == "check" else "")
+        )
         self.title.setStyleSheet(eye_badge_style(q.eye))
         other = "OS" if q.eye == "OD" else "OD"
-        self.body.setText(f"Occlude the {EYE_NAMES[other].lower()} ({other}); the patient holds the near screen at "
-                          f"{q.distance_cm:g} cm. Set before the {EYE_NAMES[q.eye].lower()} ({q.eye}):")
+        self.body.setText(
+            f"Occlude the {EYE_NAMES[other].lower()} ({other}); the patient holds the near screen at "
+            f"{q.distance_cm:g} cm. Set before the {EYE_NAMES[q.eye].lower()} ({q.eye}):"
+        )
         self.lens.setText(lens_over_text(q.add_d))
         self.letter.setText(q.letter)
         px = "" if q.height_px is None else f" = {q.height_px:.1f} px"
-        self.size.setText(f"Show the letter {q.letter} at {q.size_logmar:+.2f} logMAR at {q.distance_cm:g} cm: "
-                          f"{q.height_mm:.2f} mm tall{px}".replace("-", MINUS))
+        self.size.setText(
+            f"Show the letter {q.letter} at {q.size_logmar:+.2f} logMAR at {q.distance_cm:g} cm: "
+            f"{q.height_mm:.2f} mm tall{px}".replace("-", MINUS)
+        )
         self.geometry_note.setText(q.geometry)
         self.prompt.setText("Did the patient read it?   +  right      \u2212  wrong")
         if q.simulated_correct is not None:

@@ -16,6 +16,7 @@ from visiontune.app.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitV
 
 __all__ = ["EYE_COLOURS", "VisitStepView", "eye_badge_style"]
 
+
 def _label(text: str = "", point_size: float = 12, bold: bool = False, name: str = "", wrap: bool = True) -> QLabel:
     label = QLabel(text)
     font = QFont(label.font())
@@ -109,8 +110,10 @@ class VisitStepView(QWidget):
     def _common(self, view: VisitView) -> None:
         self.banner.setVisible(view.simulated)
         age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
-        self.header.setText(f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 "
-                            f"lenses in {view.cylinder_form}-cylinder form")  # fmt: skip
+        self.header.setText(
+            f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 "
+            f"lenses in {view.cylinder_form}-cylinder form"
+        )
 
     def show_next_eye(self, view: VisitView) -> None:
         """Between the eyes: which eye comes next and what to occlude."""
@@ -122,16 +125,20 @@ class VisitStepView(QWidget):
         self.title.setText(f"Next: {eye_title(eye)}")
         self.title.setStyleSheet(eye_badge_style(eye))
         if done.finished:
-            before = (f"The {EYE_NAMES[other].lower()} ({other}) is done: {lens_or_dash(done.found)} "
-                      f"({done.answers} answers). ")  # fmt: skip
+            before = (
+                f"The {EYE_NAMES[other].lower()} ({other}) is done: {lens_or_dash(done.found)} "
+                f"({done.answers} answers). "
+            )
         elif done.state == "skipped":
             before = f"The {EYE_NAMES[other].lower()} ({other}) is not refracted ({done.skip_reason}). "
         else:
             before = ""
         answers = view.eyes[eye].answers
         resume = f" (its {answers} answers so far are kept)" if answers else ""
-        self.body.setText(f"{before}Occlude the {EYE_NAMES[other].lower()} ({other}), then press Enter to refract "
-                          f"the {EYE_NAMES[eye].lower()} ({eye}){resume}.")  # fmt: skip
+        self.body.setText(
+            f"{before}Occlude the {EYE_NAMES[other].lower()} ({other}), then press Enter to refract "
+            f"the {EYE_NAMES[eye].lower()} ({eye}){resume}."
+        )
         self.skip_caption.setText(f"Or do not refract the {EYE_NAMES[eye].lower()} ({eye}); why:")
         self.skip_reason.clear()
         for w in (self.lenses, self.prompt, self.simulated_reply, self.answers, self.method):
@@ -146,30 +153,40 @@ class VisitStepView(QWidget):
         q = view.question
         self.title.setText(f"Binocular balance \u00b7 question {q.index + 1}")
         self.title.setStyleSheet("background:#37474f; color:white; padding:6px 14px; border-radius:4px;")
-        self.body.setText("Both eyes refracted. Set these lenses (each eye's end point plus the fog and the "
-                          "balance so far), show a line a little above the best acuity, occlude each eye in turn "
-                          "and ask:")  # fmt: skip
+        self.body.setText(
+            "Both eyes refracted. Set these lenses (each eye's end point plus the fog and the "
+            "balance so far), show a line a little above the best acuity, occlude each eye in turn "
+            "and ask:"
+        )
         for eye, label, plus in (("OD", self.lens_od, q.plus_od_d), ("OS", self.lens_os, q.plus_os_d)):
             lens = q.lens_od if eye == "OD" else q.lens_os
             label.setText(f"{lens_text(lens)}\n(end point +{plus:.2f} D)")
         self.prompt.setText("Which eye sees the line more clearly?\nR  right eye    L  left eye    =  equal")
         if q.simulated_answer is not None:
-            self.simulated_reply.setText(f"Simulated patient says: {_key_of(q.simulated_answer)} "
-                                         f"({ANSWER_WORDS[q.simulated_answer]}); Enter types it.")  # fmt: skip
+            self.simulated_reply.setText(
+                f"Simulated patient says: {_key_of(q.simulated_answer)} "
+                f"({ANSWER_WORDS[q.simulated_answer]}); Enter types it."
+            )
         else:
             self.simulated_reply.setText("")
-        done = [f"{i + 1}: OD +{od:.2f} D, OS +{os_:.2f} D \u2192 {ANSWER_WORDS[c]}"
-                for i, (od, os_, c) in enumerate(view.balance.answers)]  # fmt: skip
+        done = [
+            f"{i + 1}: OD +{od:.2f} D, OS +{os_:.2f} D \u2192 {ANSWER_WORDS[c]}"
+            for i, (od, os_, c) in enumerate(view.balance.answers)
+        ]
         self.answers.setText(("Answers so far (recorded):  " + ";   ".join(done)) if done else "")
-        self.method.setText(f"Method: {view.balance.method}: +0.25 D before the clearer eye until both look equal; "
-                            "the fog is then removed.")  # fmt: skip
+        self.method.setText(
+            f"Method: {view.balance.method}: +0.25 D before the clearer eye until both look equal; "
+            "the fog is then removed."
+        )
         for w in (self.lenses, self.prompt, self.simulated_reply, self.answers, self.method):
             w.setVisible(True)
         self.simulated_reply.setVisible(q.simulated_answer is not None)
         self.skip_box.setVisible(False)
         enter = "    Enter/Space  the simulated patient's answer" if q.simulated_answer is not None else ""
-        self.legend.setText(f"R  right eye clearer    L  left eye clearer    =  equal (or E){enter}\n"
-                            "N  no balance (recorded as not done)")  # fmt: skip
+        self.legend.setText(
+            f"R  right eye clearer    L  left eye clearer    =  equal (or E){enter}\n"
+            "N  no balance (recorded as not done)"
+        )
 
     # ------------------------------------------------------------------ input
     def _skip(self) -> None:

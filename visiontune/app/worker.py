@@ -38,8 +38,15 @@ from visiontune.app.worker_values import (
 )
 from visiontune.errors import SessionError
 
-__all__ = ["EstimateView", "FinishedView", "NewSession", "SessionSummary", "SessionWorker", "Snapshot",
-           "export_basename"]  # fmt: skip
+__all__ = [
+    "EstimateView",
+    "FinishedView",
+    "NewSession",
+    "SessionSummary",
+    "SessionWorker",
+    "Snapshot",
+    "export_basename",
+]
 
 log = logging.getLogger("visiontune.app.worker")
 
@@ -112,8 +119,20 @@ class SessionWorker(QObject):
     presented = Signal(object)
     device_fault = Signal(str)
 
-    _SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy",
-                "visit_view", "device", "presented", "device_fault")  # fmt: skip
+    _SIGNALS = (
+        "sessions_listed",
+        "opened",
+        "updated",
+        "recorded",
+        "estimate_ready",
+        "finished",
+        "failed",
+        "busy",
+        "visit_view",
+        "device",
+        "presented",
+        "device_fault",
+    )
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -241,19 +260,27 @@ class SessionWorker(QObject):
         code = engine.stop(2.0)
         pending = sum(self._in_flight)
         self._in_flight.clear()
-        log.error("the session engine (pid %s) stopped unexpectedly, exit code %s; %d command(s) were in flight",
-                  engine.pid, code, pending)  # fmt: skip
+        log.error(
+            "the session engine (pid %s) stopped unexpectedly, exit code %s; %d command(s) were in flight",
+            engine.pid,
+            code,
+            pending,
+        )
         now = time.monotonic()
         while self._restarts and now - self._restarts[0] > RESTART_WINDOW_S:
             self._restarts.popleft()
         can_restart = len(self._restarts) < MAX_RESTARTS
         where = f"session {self.session_id}" if self.session_id is not None else "the session list"
         if can_restart:
-            what = (f"It has been restarted and {where} reopened from the trial log: every answer confirmed as "
-                    "recorded is kept; an answer not yet confirmed must be given again.")  # fmt: skip
+            what = (
+                f"It has been restarted and {where} reopened from the trial log: every answer confirmed as "
+                "recorded is kept; an answer not yet confirmed must be given again."
+            )
         else:
-            what = ("It stopped too often to restart it again: every answer confirmed as recorded is in the "
-                    "trial log; close the app and open it again to resume.")  # fmt: skip
+            what = (
+                "It stopped too often to restart it again: every answer confirmed as recorded is in the "
+                "trial log; close the app and open it again to resume."
+            )
         if can_restart:  # first, so that whatever the window sends on the error goes to the new engine
             self._restarts.append(now)
             self.restart()

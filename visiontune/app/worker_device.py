@@ -40,8 +40,16 @@ from visiontune.errors import DeviceError, InvalidInputError
 from visiontune.optics.notation import rx_text
 from visiontune.refraction.lens_devices import DEVICE_KINDS
 
-__all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "MANUAL_KINDS", "DeviceLink", "DeviceView",
-           "EnterKeyTrialFrame", "check_manual_kind"]
+__all__ = [
+    "CV5000_CAUTION",
+    "DEVICE_LABELS",
+    "LENS_SHOWN_NOTE",
+    "MANUAL_KINDS",
+    "DeviceLink",
+    "DeviceView",
+    "EnterKeyTrialFrame",
+    "check_manual_kind",
+]
 
 #: The note (events table) of a lens the clinician had the device show again while a question
 #: was on screen (a comparison's lens 1 or 2, a slider's knob position): trial, eye, position,
@@ -49,8 +57,10 @@ __all__ = ["CV5000_CAUTION", "DEVICE_LABELS", "LENS_SHOWN_NOTE", "MANUAL_KINDS",
 LENS_SHOWN_NOTE = "lens shown by device"
 
 #: What the clinician's screen says of the CV-5000 driver whenever it is the device.
-CV5000_CAUTION = ("The CV-5000 driver follows public reverse-engineered notes, not Topcon's specification: "
-                  "verify it on this clinic's own device before clinical use.")
+CV5000_CAUTION = (
+    "The CV-5000 driver follows public reverse-engineered notes, not Topcon's specification: "
+    "verify it on this clinic's own device before clinical use."
+)
 #: The device kinds as the clinician reads them.
 DEVICE_LABELS = {"manual": "Manual trial frame or phoropter", "cv5000": "Topcon CV-5000 motorized phoropter"}
 #: The kinds the manual device can be (the CV-5000 is the motorized phoropter).
@@ -61,8 +71,10 @@ def check_manual_kind(name: str, *, what: str = "lens device kind") -> str:
     """``name`` if it is a kind the manual device can be (:data:`MANUAL_KINDS`); InvalidInputError
     naming ``what`` otherwise (a motorized phoropter is the CV-5000 driver, not a manual device)."""
     if name not in MANUAL_KINDS:
-        raise InvalidInputError(f"{what}: expected {' or '.join(MANUAL_KINDS)} for the manual device (a motorized "
-                                f"phoropter is the CV-5000 driver), got {name!r}")
+        raise InvalidInputError(
+            f"{what}: expected {' or '.join(MANUAL_KINDS)} for the manual device (a motorized "
+            f"phoropter is the CV-5000 driver), got {name!r}"
+        )
     return name
 
 
@@ -146,8 +158,7 @@ class DeviceLink:
     ``opener(spec, confirm=...)``: how a device is opened (:func:`~visiontune.devices.choice.open_device`);
     ``options``: the serial driver's (``reply_timeout_s``, ``change_seconds``)."""
 
-    def __init__(self, spec: str = "manual", *, opener=open_device, lens_kind: str = "trial-frame",
-                 **options) -> None:
+    def __init__(self, spec: str = "manual", *, opener=open_device, lens_kind: str = "trial-frame", **options) -> None:
         self.opener = opener
         #: The manual device's kind (:data:`MANUAL_KINDS`), kept when the driver setting changes.
         self.lens_kind = check_manual_kind(lens_kind)
@@ -224,11 +235,17 @@ class DeviceLink:
         by_hand = device is not None and not device.can_occlude
         times = getattr(device, "change_times", None) or []
         return DeviceView(
-            spec=self.spec, kind=self.kind, port=self.port,
-            confirmation="clinician" if self.kind == "manual" else "device", connected=connected,
+            spec=self.spec,
+            kind=self.kind,
+            port=self.port,
+            confirmation="clinician" if self.kind == "manual" else "device",
+            connected=connected,
             od=None if state is None else _eye_text(state.od, by_hand),
             os=None if state is None else _eye_text(state.os, by_hand),
-            confirmed_at=self.confirmed_at, trial=self.trial, change_s=times[-1] if times else None, fault=self.fault,
+            confirmed_at=self.confirmed_at,
+            trial=self.trial,
+            change_s=times[-1] if times else None,
+            fault=self.fault,
             device_kind=self.device_kind,
         )
 

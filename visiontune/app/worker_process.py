@@ -44,10 +44,19 @@ class _PipeLogHandler(logging.Handler):
         self._send = send
 
     def emit(self, record: logging.LogRecord) -> None:
-        fields = {"name": record.name, "levelno": record.levelno, "levelname": record.levelname,
-                  "msg": record.getMessage(), "created": record.created, "msecs": record.msecs,
-                  "pathname": record.pathname, "lineno": record.lineno, "funcName": record.funcName,
-                  "process": record.process, "processName": record.processName}  # fmt: skip
+        fields = {
+            "name": record.name,
+            "levelno": record.levelno,
+            "levelname": record.levelname,
+            "msg": record.getMessage(),
+            "created": record.created,
+            "msecs": record.msecs,
+            "pathname": record.pathname,
+            "lineno": record.lineno,
+            "funcName": record.funcName,
+            "process": record.process,
+            "processName": record.processName,
+        }
         if record.exc_info:
             fields["exc_text"] = logging.Formatter().formatException(record.exc_info)
         elif record.exc_text:
@@ -116,8 +125,9 @@ class EngineProcess:
         nice = ENGINE_NICE if nice is None else nice
         cmd_recv, self._commands = CONTEXT.Pipe(duplex=False)
         self._events, evt_send = CONTEXT.Pipe(duplex=False)
-        self.process = CONTEXT.Process(target=serve, args=(cmd_recv, evt_send, int(log_level), nice),
-                                       name="visiontune-session-engine", daemon=True)  # fmt: skip
+        self.process = CONTEXT.Process(
+            target=serve, args=(cmd_recv, evt_send, int(log_level), nice), name="visiontune-session-engine", daemon=True
+        )
         self.process.start()
         # Only the child keeps its ends: its exit then closes the event pipe (EOF for the
         # relay) and our exit closes the command pipe (EOF for the child).
