@@ -252,6 +252,43 @@ def test_a_real_patients_near_step_is_asked_answered_and_resumed_from_the_log(tm
     assert all(abs(a.add_d - eye_of[e].true_add(2.5)) <= 0.25 for e, a in adds.items())
 
 
+def test_an_add_not_filed_when_the_process_ended_is_filed_from_the_log(tmp_path):
+    """The right eye's answers written, its add not (the process ended between the last answer and
+    the add): the next question files that add from the log before asking the left eye, the add an
+    uninterrupted step files."""
+    from visiontune.refraction.near_population import NearCase
+    from visiontune.session.near_visit import answer_near, begin_near, next_near_question
+
+    case = NearCase(60, 1.0, 0.3, 0.0, 5.0, 0.02, "blendowske", (0, 0, 0), 4, 0)
+    ran = {}
+    for how in ("uninterrupted", "ended before the add"):
+        db = tmp_path / f"{len(ran)}.sqlite3"
+        vid = _real_visit(db)
+        with TrialStore.open(db) as store:
+            begin_near(store, vid)
+            while (asked := next_near_question(store, vid))[0] == "OD":
+                _, index, phase, q = asked
+                _, right = case.answer(index, q.add_d, q.size_logmar, 2.5)
+                if how == "uninterrupted":
+                    answer_near(store, vid, "OD", index, right, "H")
+                else:  # answer_near's write alone: the add is never filed by it
+                    assert "OD" not in near_store.near_add_records(store, vid)
+                    near_store.record_near_answer(
+                        store,
+                        vid,
+                        "OD",
+                        index,
+                        phase=phase,
+                        add_d=q.add_d,
+                        size_logmar=q.size_logmar,
+                        letter="H",
+                        correct=right,
+                    )
+            ran[how] = near_store.near_add_records(store, vid)["OD"]
+    a, b = ran["uninterrupted"], ran["ended before the add"]
+    assert (a.add_d, a.lower_d, a.upper_d, a.near_va_logmar) == (b.add_d, b.lower_d, b.upper_d, b.near_va_logmar)
+
+
 def test_a_resumed_near_step_keeps_its_distance(whole, tmp_path, capsys):
     db = _copy(whole, tmp_path / "copy.sqlite3")
     before = _near_log(db)

@@ -193,7 +193,9 @@ def _real_eyes(store, visit_id: int) -> list[str]:
 def next_near_question(store, visit_id: int):
     """``(eye, index, phase, NearQuestion)``: the next near letter of a real patient's visit (the right
     eye's step first, then the left's), computed from the trial log; ``None`` when every eye with a
-    final prescription has its add filed. SessionError before :func:`begin_near`."""
+    final prescription has its add filed. An eye whose last answer is in the log but whose add is not
+    (the process ended between the two) has its add filed here first, from those answers.
+    SessionError before :func:`begin_near`."""
     visit = store.get_visit(visit_id)
     setup = near_store.near_setup(store, visit.visit_id)
     if setup is None:
@@ -207,6 +209,7 @@ def next_near_question(store, visit_id: int):
         nxt = step.next()
         if nxt is not None:
             return eye, len(step.posterior.answers), nxt[0], nxt[1]
+        near_store.record_near_add(store, visit.visit_id, eye, step.result(), method=NEAR_METHOD)
     return None
 
 
