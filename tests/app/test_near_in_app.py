@@ -8,56 +8,28 @@ from __future__ import annotations
 import json
 
 from app_helpers import write_visit_protocol
+from engine_helpers import engine_host, last_event, run_open_eye
 
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_flow import NewVisit, Step
-from visiontune.session.engine import Answer
 from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
 
 
-def _last(events, *kinds):
-    return next(v for k, v in reversed(events) if k in kinds)
-
-
-def _run_open_eye(host, events):
-    snap = _last(events, "opened", "updated")
-    patient = case_patient(snap.simulated_case, snap.n_alternatives)
-    while snap.query is not None:
-        q = snap.query
-        host.handle("present")
-        reply = simulated_reply(
-            patient,
-            s_logmar=q.s_logmar,
-            lens=q.lens,
-            letter_shown=q.letter,
-            letters=snap.letters,
-            seed=snap.seed,
-            trial_index=q.index,
-        )
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = _last(events, "opened", "updated")
-    host.handle("finish", ("budget", None))
-
-
 def test_a_simulated_presbyopes_visit_in_the_engine_files_and_exports_an_add_per_eye(tmp_path):
     db = tmp_path / "log.sqlite3"
-    events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
+    host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=4)
     host.handle("visit_create", NewVisit("SIM-N", str(protocol), True, age_years=66.0))
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_next", 1)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_balance", (1, 0, None))  # no balance: the near step follows (age 66)
-    assert _last(events, "visit_view").step == Step.NEAR
+    assert last_event(events, "visit_view").step == Step.NEAR
     host.handle("visit_near", (1, "begin", 40.0))
-    while (view := _last(events, "visit_view")).step == Step.NEAR:
+    while (view := last_event(events, "visit_view")).step == Step.NEAR:
         q = view.near_question
         host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
-    assert _last(events, "visit_view").step == Step.FINISH
+    assert last_event(events, "visit_view").step == Step.FINISH
     out = tmp_path / "out"
     out.mkdir()
     host.handle("visit_export", (1, str(out)))

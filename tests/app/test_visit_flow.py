@@ -14,17 +14,15 @@ import subprocess
 import pydicom
 import pytest
 from app_helpers import SCREENSHOTS, write_visit_protocol
+from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from visiontune.app.keys import Phase
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_flow import NewVisit, Step, interpret_visit_key, next_step, parse_acuity, read_signoff
 from visiontune.display import Calibration, save_calibration
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.session.engine import Answer
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import eye_statuses, final_prescription
 
@@ -300,51 +298,19 @@ def test_a_real_patients_visit_never_says_simulated(qtbot, make_window, paths, t
 
 
 # --- the engine's side, without the window ---------------------------------------------------
-def _host(db):
-    events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    return host, events
-
-
-def _last(events, *kinds):
-    return next(v for k, v in reversed(events) if k in kinds)
-
-
-def _run_open_eye(host, events):
-    snap = _last(events, "opened", "updated")
-    patient = case_patient(snap.simulated_case, snap.n_alternatives)
-    while snap.query is not None:
-        q = snap.query
-        host.handle("present")
-        reply = simulated_reply(
-            patient,
-            s_logmar=q.s_logmar,
-            lens=q.lens,
-            letter_shown=q.letter,
-            letters=snap.letters,
-            seed=snap.seed,
-            trial_index=q.index,
-        )
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = _last(events, "opened", "updated")
-    host.handle("finish", ("budget", None))
-    return _last(events, "finished")
-
-
 def _past_near(host, events, visit_id=1):
     """The visit's view past a presbyope's near step (skipped with a reason: its own tests are
     tests/app/test_visit_near_app.py)."""
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     if view.step == Step.NEAR:
         assert set(view.near.adds) == set() and not view.near.begun
         host.handle("visit_near", (visit_id, "skip", "not part of this test"))
-        view = _last(events, "visit_view")
+        view = last_event(events, "visit_view")
     return view
 
 
 def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path):
-    host, events = _host(tmp_path / "log.sqlite3")
+    host, events = engine_host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     spectacles = Prescription(-1.0, -0.5, 90.0)
     host.handle(
@@ -359,9 +325,9 @@ def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path
         ),
     )
     assert "failed" not in [k for k, _ in events]
-    opened = _last(events, "opened")
+    opened = last_event(events, "opened")
     assert opened.eye == "OD" and opened.start.rx == spectacles and opened.start.source == "spectacles"
-    finished = _run_open_eye(host, events)
+    finished = run_open_eye(host, events)
     assert finished.visit_id == 1 and finished.exports == {}  # exported with the visit, not alone
     host.handle("visit_show", 1)
     view = _past_near(host, events)
@@ -374,17 +340,17 @@ def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path
 
 
 def test_the_next_eye_skipped_between_eyes_discards_its_empty_session(tmp_path):
-    host, events = _host(tmp_path / "log.sqlite3")
+    host, events = engine_host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     host.handle("visit_create", NewVisit("SIM-2", str(protocol), True))
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_show", 1)
-    assert _last(events, "visit_view").eye == "OS"
+    assert last_event(events, "visit_view").eye == "OS"
     host.handle("visit_skip", (1, "OS", "amblyopic eye"))
     view = _past_near(host, events)
     assert view.step == Step.FINISH and view.eyes["OS"].skip_reason == "amblyopic eye"
     host.handle("visit_balance", (1, None, None))  # the balance is over: refused, nothing recorded
-    assert "the binocular balance is over" in _last(events, "failed")
+    assert "the binocular balance is over" in last_event(events, "failed")
     host.handle("close")
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         os_session = [s for s in store.list_sessions(include_discarded=True) if s.eye.value == "OS"]
@@ -392,19 +358,19 @@ def test_the_next_eye_skipped_between_eyes_discards_its_empty_session(tmp_path):
 
 
 def test_no_balance_on_request_and_a_stale_answer_is_refused(tmp_path):
-    host, events = _host(tmp_path / "log.sqlite3")
+    host, events = engine_host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=8)
     host.handle("visit_create", NewVisit("SIM-3", str(protocol), True))
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_next", 1)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_show", 1)
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     if view.step == Step.BALANCE:
         host.handle("visit_balance", (1, 5, "OD"))  # not the question asked
-        assert "is not the one asked" in _last(events, "failed")
+        assert "is not the one asked" in last_event(events, "failed")
         host.handle("visit_balance", (1, None, None))
-        view = _last(events, "visit_view")
+        view = last_event(events, "visit_view")
         assert view.balance.reason == "not requested by the clinician"
     view = _past_near(host, events)
     assert view.step == Step.FINISH
@@ -426,17 +392,17 @@ def test_a_visit_begun_headless_is_resumed_and_finished_by_the_app(tmp_path):
     with TrialStore.open(db) as store:
         vid = create_visit(store, "SIM-CLI", simulated=True)
         assert not drive_simulated_visit(store, vid, protocol=protocol, seed=7, max_steps=2)
-    host, events = _host(db)
+    host, events = engine_host(db)
     host.handle("visit_next", vid)
-    snap = _last(events, "opened")
+    snap = last_event(events, "opened")
     assert (snap.eye, snap.n_trials, snap.visit_id) == ("OD", 2, vid)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_next", vid)
-    snap = _last(events, "opened")
+    snap = last_event(events, "opened")
     assert (snap.eye, snap.seed, snap.n_trials) == ("OS", 7 ^ 1, 0)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_show", vid)
-    assert _last(events, "visit_view").step in (Step.BALANCE, Step.FINISH)
+    assert last_event(events, "visit_view").step in (Step.BALANCE, Step.FINISH)
     assert "failed" not in [k for k, _ in events]
     host.handle("close")
     with TrialStore.open(db) as store:

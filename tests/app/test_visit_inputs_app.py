@@ -8,64 +8,31 @@ import math
 
 import pytest
 from app_helpers import write_visit_protocol
+from engine_helpers import engine_host, last_event, run_open_eye
 
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_finish_view import VisitFinishView
 from visiontune.app.visit_flow import NewVisit, Step, inputs_text
 from visiontune.app.visit_host import CLINICIAN_BINOCULAR_METHOD
 from visiontune.session.binocular_acuity import BINOCULAR_CHART_METHOD
-from visiontune.session.engine import Answer
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import final_prescription
 from visiontune.session.visit_records import visit_inputs
-
-
-def _host(db):
-    events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    return host, events
-
-
-def _last(events, *kinds):
-    return next(v for k, v in reversed(events) if k in kinds)
-
-
-def _run_open_eye(host, events):
-    snap = _last(events, "opened", "updated")
-    patient = case_patient(snap.simulated_case, snap.n_alternatives)
-    while snap.query is not None:
-        q = snap.query
-        host.handle("present")
-        reply = simulated_reply(
-            patient,
-            s_logmar=q.s_logmar,
-            lens=q.lens,
-            letter_shown=q.letter,
-            letters=snap.letters,
-            seed=snap.seed,
-            trial_index=q.index,
-        )
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = _last(events, "opened", "updated")
-    host.handle("finish", ("budget", None))
 
 
 @pytest.fixture
 def finished_visit(tmp_path):
     """A simulated visit created with PD 31.5/32 and an examiner, both eyes refracted, no balance."""
     db = tmp_path / "log.sqlite3"
-    host, events = _host(db)
+    host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     host.handle("visit_create", NewVisit("SIM-PD", str(protocol), True, pd="31.5/32", examiner="J. Examiner"))
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_next", 1)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_show", 1)
-    if _last(events, "visit_view").step == Step.BALANCE:
+    if last_event(events, "visit_view").step == Step.BALANCE:
         host.handle("visit_balance", (1, None, None))
-    if _last(events, "visit_view").step == Step.NEAR:  # a presbyope: not what this test is about
+    if last_event(events, "visit_view").step == Step.NEAR:  # a presbyope: not what this test is about
         host.handle("visit_near", (1, "skip", "not part of this test"))
     assert "failed" not in [k for k, _ in events]
     yield db, host, events
@@ -74,7 +41,7 @@ def finished_visit(tmp_path):
 
 def test_pd_examiner_and_the_acuity_with_both_eyes_open(finished_visit):
     db, host, events = finished_visit
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert view.step == Step.FINISH
     assert (view.pd_text, view.examiner) == ("63.5 mm (31.5/32)", "J. Examiner")
     with TrialStore.open(db, read_only=True) as store:
@@ -87,7 +54,7 @@ def test_pd_examiner_and_the_acuity_with_both_eyes_open(finished_visit):
     # the clinician types the acuity with both eyes open, and a new PD and examiner
     host.handle("visit_acuity", (1, "OU", -0.1))
     host.handle("visit_inputs", (1, "62", "K. Other"))
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert (view.binocular_va_logmar, view.pd_text, view.examiner) == (-0.1, "62 mm", "K. Other")
     with TrialStore.open(db, read_only=True) as store:
         last = store.visit_acuities(1)[-1]
@@ -108,17 +75,17 @@ def test_bad_inputs_on_the_finish_page_are_refused(finished_visit, pd, examiner,
     with TrialStore.open(db, read_only=True) as store:
         before = list(store.conn.iterdump())
     host.handle("visit_inputs", (1, pd, examiner))
-    assert problem in _last(events, "failed")
+    assert problem in last_event(events, "failed")
     with TrialStore.open(db, read_only=True) as store:
         assert list(store.conn.iterdump()) == before
 
 
 def test_a_visit_with_a_bad_pd_is_not_created(tmp_path):
     db = tmp_path / "log.sqlite3"
-    host, events = _host(db)
+    host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     host.handle("visit_create", NewVisit("SIM-PD", str(protocol), True, pd="120", examiner="J"))
-    assert "PD: 120 mm is not a pupillary distance" in _last(events, "failed")
+    assert "PD: 120 mm is not a pupillary distance" in last_event(events, "failed")
     host.handle("close")
     with TrialStore.open(db, read_only=True) as store:
         assert store.list_visits() == []
@@ -126,7 +93,7 @@ def test_a_visit_with_a_bad_pd_is_not_created(tmp_path):
 
 def test_the_finish_page_sends_the_acuity_with_both_eyes_open_and_the_inputs(qtbot, finished_visit):
     db, host, events = finished_visit
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     page = VisitFinishView()
     qtbot.addWidget(page)
     page.show_visit(view)

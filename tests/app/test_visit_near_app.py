@@ -18,17 +18,15 @@ import textwrap
 
 import pytest
 from app_helpers import SCREENSHOTS, write_visit_protocol
+from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase, Rejected
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
 from visiontune.app.visit_near_view import patient_screen_logmar
 from visiontune.display import Calibration, save_calibration
 from visiontune.errors import SessionError
 from visiontune.session import near_store
-from visiontune.session.engine import Answer
 from visiontune.session.near_skip import near_skip
 from visiontune.session.simulated_visit import drive_simulated_visit
 from visiontune.session.store import TrialStore
@@ -36,51 +34,20 @@ from visiontune.session.store import TrialStore
 SEED = 11
 
 
-def _host(db):
-    events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    return host, events
-
-
-def _last(events, *kinds):
-    return next(v for k, v in reversed(events) if k in kinds)
-
-
 def _failures(events):
     return [v for k, v in events if k == "failed"]
 
 
-def _run_open_eye(host, events):
-    snap = _last(events, "opened", "updated")
-    patient = case_patient(snap.simulated_case, snap.n_alternatives)
-    while snap.query is not None:
-        q = snap.query
-        host.handle("present")
-        reply = simulated_reply(
-            patient,
-            s_logmar=q.s_logmar,
-            lens=q.lens,
-            letter_shown=q.letter,
-            letters=snap.letters,
-            seed=snap.seed,
-            trial_index=q.index,
-        )
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = _last(events, "opened", "updated")
-    host.handle("finish", ("budget", None))
-
-
 def _to_near(tmp_path, db, age=66.0, patient="SIM-NEAR"):
     """A simulated visit (seed SEED) refracted in both eyes, no balance: at the near step."""
-    host, events = _host(db)
+    host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=4)
     host.handle("visit_create", NewVisit(patient, str(protocol), True, age_years=age, seed=SEED))
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_next", 1)
-    _run_open_eye(host, events)
+    run_open_eye(host, events)
     host.handle("visit_show", 1)
-    if _last(events, "visit_view").step == Step.BALANCE:
+    if last_event(events, "visit_view").step == Step.BALANCE:
         host.handle("visit_balance", (1, None, None))
     assert not _failures(events)
     return host, events
@@ -88,7 +55,7 @@ def _to_near(tmp_path, db, age=66.0, patient="SIM-NEAR"):
 
 def _answer_near(host, events, limit=None):
     done = 0
-    while (view := _last(events, "visit_view")).step == Step.NEAR and (limit is None or done < limit):
+    while (view := last_event(events, "visit_view")).step == Step.NEAR and (limit is None or done < limit):
         q = view.near_question
         host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
         assert not _failures(events)
@@ -109,16 +76,16 @@ def test_the_app_files_the_adds_the_headless_simulated_visit_files(tmp_path):
     (visiontune visit run's driver), files the same adds as the app's letters answered one by one."""
     db = tmp_path / "app.sqlite3"
     host, events = _to_near(tmp_path, db)
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert view.step == Step.NEAR and view.near is not None and not view.near.begun
     host.handle("visit_near", (1, "begin", 40.0))
-    q = _last(events, "visit_view").near_question
+    q = last_event(events, "visit_view").near_question
     assert (q.eye, q.index, q.distance_cm) == ("OD", 0, 40.0) and q.simulated_correct is not None
     assert q.distance_rx is not None and q.letter.isalpha()
     with sqlite3.connect(db) as src, sqlite3.connect(tmp_path / "headless.sqlite3") as dst:
         src.backup(dst)
     n = _answer_near(host, events)
-    finish = _last(events, "visit_view")
+    finish = last_event(events, "visit_view")
     assert finish.step == Step.FINISH and set(finish.near.adds) == {"OD", "OS"}
     with TrialStore.open(db, read_only=True) as store:
         answers = sum(len(near_store.near_answers(store, 1, e)) for e in ("OD", "OS"))
@@ -148,13 +115,13 @@ def test_an_engine_killed_mid_step_resumes_at_the_same_letter_and_files_the_same
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    host, events = _host(killed)
+    host, events = engine_host(killed)
     host.handle("visit_show", 1)
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert view.step == Step.NEAR and view.near.begun and view.near.answers == {"OD": 5, "OS": 0}
     assert (view.near_question.eye, view.near_question.index) == ("OD", 5)
     _answer_near(host, events)
-    assert _last(events, "visit_view").step == Step.FINISH
+    assert last_event(events, "visit_view").step == Step.FINISH
     host.handle("close")
     host, events = _to_near(tmp_path, whole)
     host.handle("visit_near", (1, "begin", 40.0))
@@ -173,7 +140,7 @@ def test_refusals_leave_the_log_as_it_was(tmp_path):
     host.handle("visit_near", (1, "answer", ("OD", 0, True)))  # nothing asked before it begins
     assert "nothing recorded" in _failures(events)[-1]
     host.handle("visit_near", (1, "begin", 33.0))
-    assert _last(events, "visit_view").near_question.distance_cm == 33.0
+    assert last_event(events, "visit_view").near_question.distance_cm == 33.0
     host.handle("visit_near", (1, "begin", 40.0))
     assert "begun already" in _failures(events)[-1]
     host.handle("visit_near", (1, "answer", ("OS", 0, True)))  # not the letter asked (OD's first)
@@ -192,7 +159,7 @@ def test_a_skipped_near_step_is_recorded_with_its_reason_and_cannot_begin(tmp_pa
     db = tmp_path / "log.sqlite3"
     host, events = _to_near(tmp_path, db)
     host.handle("visit_near", (1, "skip", "reads without glasses"))
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert view.step == Step.FINISH and view.near.skip_reason == "reads without glasses"
     host.handle("visit_near", (1, "begin", 40.0))
     assert "skipped" in _failures(events)[-1]
@@ -206,12 +173,12 @@ def test_a_skipped_near_step_is_recorded_with_its_reason_and_cannot_begin(tmp_pa
 def test_a_young_patient_has_no_near_step_unless_the_clinician_asks(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = _to_near(tmp_path, db, age=30.0)
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert view.step == Step.FINISH and view.near is None
     host.handle("visit_near", (1, "begin", 40.0))  # the finish page's "Near addition"
-    assert _last(events, "visit_view").step == Step.NEAR
+    assert last_event(events, "visit_view").step == Step.NEAR
     _answer_near(host, events)
-    assert set(_last(events, "visit_view").near.adds) == {"OD", "OS"}
+    assert set(last_event(events, "visit_view").near.adds) == {"OD", "OS"}
     host.handle("close")
 
 
@@ -260,12 +227,12 @@ def _real_visit(db, cal=CAL):
 def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_geometry(tmp_path):
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db)
-    host, events = _host(db)
+    host, events = engine_host(db)
     host.handle("visit_show", vid)
-    host.handle("visit_balance", (vid, None, None)) if _last(events, "visit_view").step == Step.BALANCE else None
-    assert _last(events, "visit_view").step == Step.NEAR
+    host.handle("visit_balance", (vid, None, None)) if last_event(events, "visit_view").step == Step.BALANCE else None
+    assert last_event(events, "visit_view").step == Step.NEAR
     host.handle("visit_near", (vid, "begin", 40.0))
-    q = _last(events, "visit_view").near_question
+    q = last_event(events, "visit_view").near_question
     assert q.simulated_correct is None  # a real patient: the clinician types + or -
     arcmin = math.pi / (180 * 60)
     height = 2 * 400.0 * math.tan(5 * 10**q.size_logmar * arcmin / 2)  # ISO 8596 letter at 40 cm
@@ -276,7 +243,7 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
     )  # as tall at 4 m as at 40 cm
     assert "calibration is for 400 cm" in q.geometry and "drawn for 40 cm" in q.geometry
     host.handle("visit_near", (vid, "answer", (q.eye, q.index, True)))
-    again = _last(events, "visit_view").near_question
+    again = last_event(events, "visit_view").near_question
     assert (again.eye, again.index) == ("OD", 1)
     with TrialStore.open(db, read_only=True) as store:
         [a] = near_store.near_answers(store, vid, "OD")
@@ -428,12 +395,12 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
     save_calibration(CAL, paths["calibration"])
     window = make_window(simulate=False)
     assert window.calibration is not None
-    host, events = _host(paths["db"])
+    host, events = engine_host(paths["db"])
     host.handle("visit_show", vid)
-    if _last(events, "visit_view").step == Step.BALANCE:
+    if last_event(events, "visit_view").step == Step.BALANCE:
         host.handle("visit_balance", (vid, None, None))
     host.handle("visit_near", (vid, "begin", 40.0))
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     window.visits.flow.on_view(view)
     q = view.near_question
     screen = window.visits.near_window
@@ -484,9 +451,9 @@ def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_ne
                 break
         assert near_store.near_add_records(store, vid) == {}
         n_od = len(near_store.near_answers(store, vid, "OD"))
-    host, events = _host(db)
+    host, events = engine_host(db)
     host.handle("visit_show", vid)
-    view = _last(events, "visit_view")
+    view = last_event(events, "visit_view")
     assert not _failures(events) and view.step == Step.NEAR and set(view.near.adds) == {"OD"}
     assert view.near.answers["OD"] == n_od and view.near_question.eye == "OS"
     host.handle("close")
@@ -525,14 +492,14 @@ def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_en
 
     flow = VisitFlowController(Commands())
     flow.connect(lambda kind, value: said.append(value) if kind == "status" else None)
-    flow.on_view(_last(events, "visit_view"))
+    flow.on_view(last_event(events, "visit_view"))
     flow.on_key("Plus", "+")  # not begun: refused
     flow.on_key("Return", "\r")
     assert sent == [("visit_near", (1, "begin", 40.0))] and flow.pending
     flow.on_key("Return", "\r")  # the begin is with the engine
     assert len(sent) == 1
     host.handle(*sent[-1])
-    flow.on_view(_last(events, "visit_view"))
+    flow.on_view(last_event(events, "visit_view"))
     q = flow.view.near_question
     flow.on_key("Minus", "-")
     flow.on_key("Plus", "+")  # one moment: the first is with the engine
@@ -547,12 +514,12 @@ def test_a_near_letter_too_small_for_the_screens_pixels_is_sent_to_a_printed_car
     )  # a projection: 1.04 mm a pixel
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db, coarse)
-    host, events = _host(db)
+    host, events = engine_host(db)
     host.handle("visit_show", vid)
-    if _last(events, "visit_view").step == Step.BALANCE:
+    if last_event(events, "visit_view").step == Step.BALANCE:
         host.handle("visit_balance", (vid, None, None))
     host.handle("visit_near", (vid, "begin", 40.0))
-    q = _last(events, "visit_view").near_question
+    q = last_event(events, "visit_view").near_question
     assert q.height_px == pytest.approx(q.height_mm / (2000.0 / 1920), rel=1e-9) and q.height_px < 5
     assert "below the 5 px this screen draws faithfully" in q.geometry and "printed near letter" in q.geometry
     host.handle("close")

@@ -1,0 +1,46 @@
+"""Helpers of the app tests that drive the session engine's host (:class:`SessionHost`) without
+the window: a host on a trial log, its latest event, and an open eye answered letter by letter by
+its simulated patient (the app's own simulated replies)."""
+
+from __future__ import annotations
+
+from visiontune.app.session_host import SessionHost
+from visiontune.app.simulation import case_patient, simulated_reply
+from visiontune.session.engine import Answer
+
+
+def engine_host(db):
+    """``(host, events)``: a SessionHost on the trial log ``db``, every event it sends appended to
+    ``events`` as ``(kind, value)``."""
+    events = []
+    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host.handle("open_store", str(db))
+    return host, events
+
+
+def last_event(events, *kinds):
+    """The value of the latest event of one of ``kinds``."""
+    return next(v for k, v in reversed(events) if k in kinds)
+
+
+def run_open_eye(host, events):
+    """Answer the open eye's letters as its simulated patient would, until the session asks no
+    more, then finish it; the ``finished`` event's value."""
+    snap = last_event(events, "opened", "updated")
+    patient = case_patient(snap.simulated_case, snap.n_alternatives)
+    while snap.query is not None:
+        q = snap.query
+        host.handle("present")
+        reply = simulated_reply(
+            patient,
+            s_logmar=q.s_logmar,
+            lens=q.lens,
+            letter_shown=q.letter,
+            letters=snap.letters,
+            seed=snap.seed,
+            trial_index=q.index,
+        )
+        host.handle("record", Answer(letter_named=reply.letter_named))
+        snap = last_event(events, "opened", "updated")
+    host.handle("finish", ("budget", None))
+    return last_event(events, "finished")
