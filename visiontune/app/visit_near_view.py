@@ -13,12 +13,13 @@ the next letter is computed (:mod:`visiontune.app.visit_near_host`).
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QKeyEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from visiontune.app.session_view import SIMULATED_TEXT, eye_badge_style, key_name
 from visiontune.app.texts import MINUS
 from visiontune.app.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
+from visiontune.app.visit_step_view import wrapped_label
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import letter_height_mm, logmar_for_height_mm
 
@@ -34,18 +35,6 @@ def patient_screen_logmar(size_logmar: float, near_distance_cm: float, calibrati
     on the screen is ``h`` mm tall whatever distance the calibration was made for."""
     height = letter_height_mm(size_logmar, near_distance_cm * 10.0)
     return float(logmar_for_height_mm(height, calibration.viewing_distance_mm))
-
-
-def _label(text: str = "", point_size: float = 12, bold: bool = False, name: str = "") -> QLabel:
-    label = QLabel(text)
-    font = QFont(label.font())
-    font.setPointSizeF(point_size)
-    font.setBold(bold)
-    label.setFont(font)
-    label.setWordWrap(True)
-    if name:
-        label.setObjectName(name)
-    return label
 
 
 def lens_over_text(add_d: float) -> str:
@@ -64,24 +53,24 @@ class VisitNearView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.banner = _label(SIMULATED_TEXT, 12, True, "nearBanner")
+        self.banner = wrapped_label(SIMULATED_TEXT, 12, True, "nearBanner")
         self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
-        self.header = _label("", 11, False, "nearHeader")
-        self.title = _label("", 26, True, "nearTitle")
-        self.body = _label("", 13, False, "nearBody")
-        self.distance_rx = _label("", 13, False, "nearDistanceRx")
+        self.header = wrapped_label("", 11, False, "nearHeader")
+        self.title = wrapped_label("", 26, True, "nearTitle")
+        self.body = wrapped_label("", 13, False, "nearBody")
+        self.distance_rx = wrapped_label("", 13, False, "nearDistanceRx")
         self.distance_rx.setStyleSheet("background:#f4f6f8; padding:6px; border-radius:4px;")
-        self.lens = _label("", 20, True, "nearLens")
-        self.letter = _label("", 60, True, "nearLetter")
+        self.lens = wrapped_label("", 20, True, "nearLens")
+        self.letter = wrapped_label("", 60, True, "nearLetter")
         self.letter.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.size = _label("", 13, False, "nearSize")
-        self.geometry_note = _label("", 10, False, "nearGeometry")
+        self.size = wrapped_label("", 13, False, "nearSize")
+        self.geometry_note = wrapped_label("", 10, False, "nearGeometry")
         self.geometry_note.setStyleSheet("color:#555;")
-        self.prompt = _label("", 20, True, "nearPrompt")
+        self.prompt = wrapped_label("", 20, True, "nearPrompt")
         self.prompt.setStyleSheet("background:#eef3e8; padding:10px; border-radius:4px;")
-        self.simulated_reply = _label("", 14, False, "nearSimulatedReply")
-        self.answers = _label("", 11, False, "nearAnswers")
+        self.simulated_reply = wrapped_label("", 14, False, "nearSimulatedReply")
+        self.answers = wrapped_label("", 11, False, "nearAnswers")
         self.skip_reason = QLineEdit()
         self.skip_reason.setObjectName("nearSkipReason")
         self.skip_reason.setPlaceholderText("reason, e.g. reads without glasses, near done elsewhere")
@@ -90,14 +79,14 @@ class VisitNearView(QWidget):
         self.skip_button.setObjectName("nearSkipButton")
         self.skip_button.clicked.connect(self._skip)
         row = QHBoxLayout()
-        row.addWidget(_label("Or do not do it; why:", 11))
+        row.addWidget(wrapped_label("Or do not do it; why:", 11))
         row.addWidget(self.skip_reason, 1)
         row.addWidget(self.skip_button)
         self.skip_box = QFrame()
         self.skip_box.setLayout(row)
-        self.method = _label("", 9, False, "nearMethod")
+        self.method = wrapped_label("", 9, False, "nearMethod")
         self.method.setStyleSheet("color:#555;")
-        self.legend = _label("", 10, False, "nearLegend")
+        self.legend = wrapped_label("", 10, False, "nearLegend")
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
         layout = QVBoxLayout(self)
         for w in (

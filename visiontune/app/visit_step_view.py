@@ -14,10 +14,14 @@ from visiontune.app.session_view import EYE_COLOURS, SIMULATED_TEXT, eye_badge_s
 from visiontune.app.texts import lens_text
 from visiontune.app.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitView, eye_title, lens_or_dash
 
-__all__ = ["EYE_COLOURS", "VisitStepView", "eye_badge_style"]
+__all__ = ["EYE_COLOURS", "VisitStepView", "eye_badge_style", "wrapped_label"]
 
 
-def _label(text: str = "", point_size: float = 12, bold: bool = False, name: str = "", wrap: bool = True) -> QLabel:
+def wrapped_label(
+    text: str = "", point_size: float = 12, bold: bool = False, name: str = "", wrap: bool = True
+) -> QLabel:
+    """A label of the visit's pages: ``point_size`` pt, bold or not, wrapped unless ``wrap`` is false,
+    named ``name`` (the tests find it by that)."""
     label = QLabel(text)
     font = QFont(label.font())
     font.setPointSizeF(point_size)
@@ -41,19 +45,19 @@ class VisitStepView(QWidget):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._eye: str | None = None
-        self.banner = _label(SIMULATED_TEXT, 12, True, "visitBanner")
+        self.banner = wrapped_label(SIMULATED_TEXT, 12, True, "visitBanner")
         self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
-        self.header = _label("", 11, False, "visitHeader")
-        self.title = _label("", 30, True, "visitTitle")
-        self.body = _label("", 15, False, "visitBody")
+        self.header = wrapped_label("", 11, False, "visitHeader")
+        self.title = wrapped_label("", 30, True, "visitTitle")
+        self.body = wrapped_label("", 15, False, "visitBody")
         # the balance: the lens before each eye, right eye on the left as on a prescription
-        self.lens_od = _label("", 16, True, "balanceLensOD")
-        self.lens_os = _label("", 16, True, "balanceLensOS")
+        self.lens_od = wrapped_label("", 16, True, "balanceLensOD")
+        self.lens_os = wrapped_label("", 16, True, "balanceLensOS")
         lenses = QGridLayout()
         self.lens_titles = {}
         for col, (eye, lens) in enumerate((("OD", self.lens_od), ("OS", self.lens_os))):
-            title = _label(eye_title(eye), 15, True, f"balanceEye{eye}", wrap=False)
+            title = wrapped_label(eye_title(eye), 15, True, f"balanceEye{eye}", wrap=False)
             title.setStyleSheet(eye_badge_style(eye))
             title.setAlignment(Qt.AlignmentFlag.AlignCenter)
             self.lens_titles[eye] = title
@@ -62,11 +66,11 @@ class VisitStepView(QWidget):
         lenses.setHorizontalSpacing(40)
         self.lenses = QFrame()
         self.lenses.setLayout(lenses)
-        self.prompt = _label("", 22, True, "balancePrompt")
+        self.prompt = wrapped_label("", 22, True, "balancePrompt")
         self.prompt.setStyleSheet("background:#eef3e8; padding:10px; border-radius:4px;")
-        self.simulated_reply = _label("", 15, False, "balanceSimulatedReply")
-        self.answers = _label("", 12, False, "balanceAnswers")
-        self.method = _label("", 10, False, "balanceMethod")
+        self.simulated_reply = wrapped_label("", 15, False, "balanceSimulatedReply")
+        self.answers = wrapped_label("", 12, False, "balanceAnswers")
+        self.method = wrapped_label("", 10, False, "balanceMethod")
         self.method.setStyleSheet("color:#555;")
         # the next eye may be skipped instead, with its reason
         self.skip_reason = QLineEdit()
@@ -76,14 +80,14 @@ class VisitStepView(QWidget):
         self.skip_button = QPushButton("Skip this eye")
         self.skip_button.setObjectName("skipButton")
         self.skip_button.clicked.connect(self._skip)
-        self.skip_caption = _label("", 11, False, wrap=False)
+        self.skip_caption = wrapped_label("", 11, False, wrap=False)
         skip_row = QHBoxLayout()
         skip_row.addWidget(self.skip_caption)
         skip_row.addWidget(self.skip_reason, 1)
         skip_row.addWidget(self.skip_button)
         self.skip_box = QFrame()
         self.skip_box.setLayout(skip_row)
-        self.legend = _label("", 10, False, "visitLegend")
+        self.legend = wrapped_label("", 10, False, "visitLegend")
         self.legend.setStyleSheet("color:#555; font-family:monospace;")
 
         layout = QVBoxLayout(self)
