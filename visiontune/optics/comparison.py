@@ -129,6 +129,10 @@ class ComparisonModel:
     ``sensitivity_sigma``: the model's comparison sensitivity ``κ`` (``δ_model = κ δ``), lognormal
     with this median and ``σ`` of ``ln κ``; ``σ = 0`` (default) fixes ``κ`` at the median (default
     1, the formula as written); the simulated patient ignores both (module docstring).
+    ``minus_bias_sigma``: ``σ`` of the normal prior (mean 0) of the patient's bias toward the more
+    minus lens ``β_minus``, and ``indifference_sigma``: ``σ`` of ``ln τ`` around ``ln indifference``;
+    ``0`` (default) holds ``β_minus = 0`` and ``τ = indifference`` fixed (the likelihood with them:
+    :mod:`visiontune.refraction.comparisons`). The simulated patient ignores both.
     """
 
     kind: str = "thurstone"
@@ -139,6 +143,8 @@ class ComparisonModel:
     weber_fraction: float = 0.12
     sensitivity_median: float = 1.0
     sensitivity_sigma: float = 0.0
+    minus_bias_sigma: float = 0.0
+    indifference_sigma: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in COMPARISON_KINDS:
@@ -152,8 +158,15 @@ class ComparisonModel:
             ("weber_fraction", 0.001, 5),
             ("sensitivity_median", 0.001, 1000),
             ("sensitivity_sigma", 0, 5),
+            ("minus_bias_sigma", 0, 5),
+            ("indifference_sigma", 0, 3),
         ):
             check_number(name, getattr(self, name), lo, hi)
+        if self.indifference_sigma > 0 and not self.indifference > 0:
+            raise InvalidInputError(
+                "indifference_sigma: an inferred band is lognormal around indifference, which must then be "
+                f"positive, got indifference = {self.indifference!r}"
+            )
 
     @property
     def uses_size(self) -> bool:
@@ -164,6 +177,30 @@ class ComparisonModel:
     def infers_sensitivity(self) -> bool:
         """Whether ``κ`` is an unknown of the model (``sensitivity_sigma > 0``)."""
         return float(self.sensitivity_sigma) > 0.0
+
+    @property
+    def infers_minus_bias(self) -> bool:
+        """Whether ``β_minus`` is an unknown of the model (``minus_bias_sigma > 0``)."""
+        return float(self.minus_bias_sigma) > 0.0
+
+    @property
+    def infers_indifference(self) -> bool:
+        """Whether the band ``τ`` is an unknown of the model (``indifference_sigma > 0``)."""
+        return float(self.indifference_sigma) > 0.0
+
+    @property
+    def column_priors(self) -> tuple[tuple[str, float, float], ...]:
+        """The optional particle columns this model reads, each ``(name, location, σ)``: ``ln κ``
+        (lognormal, median ``sensitivity_median``), ``β_minus`` (normal, mean 0) and ``ln τ``
+        (lognormal, median ``indifference``), those the model infers, in that order."""
+        out = []
+        if self.infers_sensitivity:
+            out.append(("log_sensitivity", float(self.sensitivity_median), float(self.sensitivity_sigma)))
+        if self.infers_minus_bias:
+            out.append(("minus_bias", 0.0, float(self.minus_bias_sigma)))
+        if self.infers_indifference:
+            out.append(("log_indifference", float(self.indifference), float(self.indifference_sigma)))
+        return tuple(out)
 
     @property
     def log_blur_noise(self) -> float:

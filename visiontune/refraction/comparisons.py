@@ -26,6 +26,24 @@ the column, drawn from the prior, at the first such comparison (the letters do n
 ``κ``, so up to then its posterior is its prior), and :func:`with_sensitivity` attaches prior
 draws to particles that have none yet (to choose the first comparison).
 
+**A bias toward the more minus lens and the "equal" band, per patient (opt-in).** Through more
+minus an eye that can accommodate sees the letters smaller and blacker and may prefer them: the
+reason for the clinician's "most plus to best acuity" end point (Borish's Clinical Refraction,
+Benjamin 2006, ch. 20). With ``model.minus_bias_sigma > 0`` the signal carries an unknown shift
+``β_minus`` toward the more minus lens, and with ``model.indifference_sigma > 0`` the band ``τ`` is
+the patient's own unknown::
+
+    δ_i <- κ_i δ_i + β_i m_ij          P("1") = Φ(δ_i - τ_i)    P("2") = Φ(-δ_i - τ_i)
+
+with ``m_ij`` (:func:`minus_sign`) +1 when lens 1 has the lower ``M`` (the more minus), -1 when
+lens 2 has, 0 when both ``M`` are equal or when particle ``i``'s accommodation cannot clear the
+more minus lens (``M*_i - M_minus > A_i``). A priori ``β_minus ~ N(0, σ_β²)`` (column
+``"minus_bias"``, not on a log scale) and ``ln τ ~ N(ln model.indifference, σ_τ²)`` (column
+``"log_indifference"``), independent of the rest, added at the first comparison like ``ln κ``.
+``β`` is identified against the letters, which carry no such bias: through two lenses the eye
+clears, both more minus than ``M*``, Eq. 11 gives ``δ = 0`` and a preference is the bias alone.
+``τ`` is identified by the share of "=" answers, ``2Φ(τ) - 1`` at ``δ = 0`` (Glenn & David 1960).
+
 :class:`ComparisonAnswer` is the value :meth:`ParticlePosterior.observe
 <visiontune.refraction.optics_model.ParticlePosterior.observe>` takes; the comparisons of one
 model are evaluated together when the particles are moved.
@@ -46,8 +64,11 @@ from visiontune.optics.comparison import (
     ternary_probabilities,
 )
 from visiontune.refraction.optics_model import (
+    AMPLITUDE,
+    LOG_INDIFFERENCE,
     LOG_SENSITIVITY,
     LOG_SLOPE,
+    MINUS_BIAS,
     OpticsModelSpec,
     acuity_logmar,
     blur_squared,
@@ -55,8 +76,17 @@ from visiontune.refraction.optics_model import (
     probability_correct,
     with_column,
 )
+from visiontune.refraction.optics_model import M as M_STAR
 
-__all__ = ["ComparisonAnswer", "comparison_probabilities", "comparison_signal", "sensitivity", "with_sensitivity"]
+__all__ = [
+    "ComparisonAnswer",
+    "comparison_probabilities",
+    "comparison_signal",
+    "indifference",
+    "minus_sign",
+    "sensitivity",
+    "with_sensitivity",
+]
 
 
 def _pairs(s, lens1, lens2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,12 +112,37 @@ def sensitivity(theta: np.ndarray, model: ComparisonModel):
 
 
 def with_sensitivity(theta: np.ndarray, model: ComparisonModel, rng: np.random.Generator) -> np.ndarray:
-    """``theta`` with a ``ln κ`` column of prior draws when ``model`` infers the sensitivity and
-    the particles have none (module docstring; :func:`~visiontune.refraction.optics_model.with_column`),
-    else ``theta`` itself."""
-    if not model.infers_sensitivity:
-        return theta
-    return with_column(theta, "log_sensitivity", model.sensitivity_median, model.sensitivity_sigma, rng)
+    """``theta`` with a column of prior draws for each unknown ``model`` infers that the particles
+    have none of (``ln κ``, then ``β_minus``, then ``ln τ``; module docstring;
+    :func:`~visiontune.refraction.optics_model.with_column`), else ``theta`` itself."""
+    for name, location, sigma in model.column_priors:
+        theta = with_column(theta, name, location, sigma, rng)
+    return theta
+
+
+def indifference(theta: np.ndarray, model: ComparisonModel):
+    """``τ``: ``(N, 1)`` from the particles' ``ln τ`` column when ``model`` infers the band, else the
+    float ``model.indifference``."""
+    if not model.infers_indifference:
+        return float(model.indifference)
+    if not has_column(theta, "log_indifference"):
+        raise InvalidInputError(
+            "theta: the comparison model infers its equal band, but the particles have no ln τ column "
+            "(ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)"
+        )
+    return np.exp(theta[:, LOG_INDIFFERENCE, None])
+
+
+def minus_sign(theta: np.ndarray, lens1, lens2) -> np.ndarray:
+    """``m_ij`` ``(N, m)``: +1 where lens 1 has the lower spherical equivalent ``M`` (the more minus),
+    -1 where lens 2 has, 0 where both ``M`` agree to 1e-9 D, and 0 where particle ``i``'s
+    accommodation cannot clear the more minus lens (``M*_i - M_minus > A_i``: it over-minuses the
+    eye by more than the eye can accommodate, so its letters are blurred, not smaller and blacker)."""
+    _, l1, l2 = _pairs(0.0, lens1, lens2)
+    m1, m2 = l1[:, 0], l2[:, 0]
+    sign = np.where(np.abs(m1 - m2) <= 1e-9, 0.0, np.where(m1 < m2, 1.0, -1.0))
+    cleared = theta[:, M_STAR, None] - np.minimum(m1, m2)[None, :] <= theta[:, AMPLITUDE, None] + 1e-12
+    return np.where(cleared, sign[None, :], 0.0)
 
 
 def comparison_signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec) -> np.ndarray:
@@ -97,9 +152,16 @@ def comparison_signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel
     lens 1 is the clearer."""
     kappa = sensitivity(theta, model)
     delta = _signal(theta, s, lens1, lens2, model, spec)
-    if isinstance(kappa, float) and kappa == 1.0:
-        return delta
-    return kappa * delta
+    if not (isinstance(kappa, float) and kappa == 1.0):
+        delta = kappa * delta
+    if model.infers_minus_bias:
+        if not has_column(theta, "minus_bias"):
+            raise InvalidInputError(
+                "theta: the comparison model infers a bias toward the more minus lens, but the particles have "
+                "no β_minus column (ParticlePosterior.observe adds it; with_sensitivity for particles drawn before)"
+            )
+        delta = delta + theta[:, MINUS_BIAS, None] * minus_sign(theta, lens1, lens2)
+    return delta
 
 
 def _signal(theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec) -> np.ndarray:
@@ -130,7 +192,7 @@ def comparison_probabilities(
     """``P(answer | s_j, L1_j, L2_j, θ_i)`` for the answers ``"1"``, ``"2"``, ``"="`` along the
     last axis: ``(N, m, 3)``."""
     return ternary_probabilities(
-        comparison_signal(theta, s, lens1, lens2, model, spec), model.indifference, model.lapse
+        comparison_signal(theta, s, lens1, lens2, model, spec), indifference(theta, model), model.lapse
     )
 
 
@@ -162,10 +224,10 @@ class ComparisonAnswer:
 
     @property
     def column_priors(self) -> tuple[tuple[str, float, float], ...]:
-        """The optional column the answer reads, ``(("log_sensitivity", median, σ),)`` when the
-        model infers ``κ``, else none (:meth:`ParticlePosterior.observe` adds it)."""
-        prior = self.sensitivity_prior
-        return () if prior is None else (("log_sensitivity", *prior),)
+        """The optional columns the answer reads, ``(name, location, σ)`` for each unknown the model
+        infers (``ln κ``, ``β_minus``, ``ln τ``; :attr:`ComparisonModel.column_priors`), else none
+        (:meth:`ParticlePosterior.observe` adds them)."""
+        return self.model.column_priors
 
     @property
     def answer_index(self) -> int:
@@ -184,13 +246,14 @@ class ComparisonAnswer:
             theta, [a.s for a in answers], [a.lens1 for a in answers], [a.lens2 for a in answers], model, spec
         )
         idx = np.array([a.answer_index for a in answers])
-        return np.sum(np.log(_answer_probabilities(delta, idx, model.indifference, model.lapse)), axis=1)
+        return np.sum(np.log(_answer_probabilities(delta, idx, indifference(theta, model), model.lapse)), axis=1)
 
 
-def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference: float, lapse: float) -> np.ndarray:
+def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference, lapse: float) -> np.ndarray:
     """``P(answer_j | δ_ij)`` ``(N, m)`` of the answers given (``idx (m,)``: 0 "1", 1 "2", 2 "="):
     :func:`~visiontune.optics.comparison.ternary_probabilities` at the answered entries only,
-    computed with the same operations (the same numbers), each Φ only where it is needed."""
+    computed with the same operations (the same numbers), each Φ only where it is needed; the band
+    ``indifference`` a float or ``(N, 1)`` per particle."""
     p = np.empty_like(delta)
     for k in range(3):
         cols = idx == k

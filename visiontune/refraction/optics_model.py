@@ -25,8 +25,12 @@ slider choices, :mod:`visiontune.refraction.slider`) enter the same way through
 
 **Optional columns.** A model of an answer may infer an unknown of its own, a column of ``θ``
 past the six (:data:`OPTIONAL_COLUMNS`, keyed by name): ``ln κ``, the comparison sensitivity
-(:data:`LOG_SENSITIVITY`, column 6), and ``ln τ``, the slider choice noise (:data:`LOG_NOISE`,
-column 7). Each is lognormal a priori and a priori independent of the rest; it is added at the
+(:data:`LOG_SENSITIVITY`, column 6), ``ln τ``, the slider choice noise (:data:`LOG_NOISE`,
+column 7), and two more unknowns of a comparison's answer (:mod:`visiontune.refraction.comparisons`):
+``β_minus``, the bias toward the more minus lens (:data:`MINUS_BIAS`, column 8, normal a priori
+around 0, the one column not on a log scale) and ``ln τ_=``, the "equal" band
+(:data:`LOG_INDIFFERENCE`, column 9). Each other is lognormal a priori; each is a priori
+independent of the rest; it is added at the
 first answer that depends on it (:meth:`ParticlePosterior.add_column`), drawn from its prior with
 a stream of its own, ``default_rng([seed, 0, purpose])``. Since no earlier answer depends on it,
 the weighted particles with the column appended still represent the posterior, whenever it is
@@ -65,8 +69,10 @@ from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
 __all__ = [
+    "LOG_INDIFFERENCE",
     "LOG_NOISE",
     "LOG_SENSITIVITY",
+    "MINUS_BIAS",
     "OPTIONAL_COLUMNS",
     "LetterAnswer",
     "OptionalColumn",
@@ -86,24 +92,34 @@ __all__ = [
 M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
 #: The optional columns (module docstring): ``ln κ``, the comparison sensitivity
 #: (:mod:`visiontune.refraction.comparisons`), and ``ln τ``, the slider choice noise (logMAR,
-#: :mod:`visiontune.refraction.slider`).
-LOG_SENSITIVITY, LOG_NOISE = 6, 7
+#: :mod:`visiontune.refraction.slider`); ``β_minus``, the comparison's bias toward the more minus
+#: lens, and ``ln τ_=``, the comparison's "equal" band (:mod:`visiontune.refraction.comparisons`).
+LOG_SENSITIVITY, LOG_NOISE, MINUS_BIAS, LOG_INDIFFERENCE = 6, 7, 8, 9
 
 
 @dataclass(frozen=True)
 class OptionalColumn:
     """An optional column of ``θ``: its ``name``, its ``index`` and the ``purpose`` of the stream of
-    its prior draws, ``default_rng([seed, 0, purpose])``."""
+    its prior draws, ``default_rng([seed, 0, purpose])``. ``log_scale``: the prior is ``N(ln median,
+    σ²)`` on the column (the log of a positive unknown, lognormal); False: ``N(mean, σ²)`` on the
+    unknown itself (a bias, of either sign), the prior's pair then being ``(mean, σ)``."""
 
     name: str
     index: int
     purpose: int
+    log_scale: bool = True
+
+    def centre(self, location: float) -> float:
+        """The prior's mean on the column: ``ln median`` (log scale) or the mean itself."""
+        return float(np.log(location)) if self.log_scale else float(location)
 
 
 #: The registry of optional columns, by name, in the order of their indices.
 OPTIONAL_COLUMNS = {
     "log_sensitivity": OptionalColumn("log_sensitivity", LOG_SENSITIVITY, 0x5E5),
     "log_noise": OptionalColumn("log_noise", LOG_NOISE, 0x7A0),
+    "minus_bias": OptionalColumn("minus_bias", MINUS_BIAS, 0xB1A, log_scale=False),
+    "log_indifference": OptionalColumn("log_indifference", LOG_INDIFFERENCE, 0x7E0),
 }
 _VA0_RANGE = (-0.3, 1.0)
 _AMPLITUDE_UNKNOWN_AGE_D = 10.0
@@ -216,7 +232,8 @@ def with_column(theta: np.ndarray, name: str, median: float, sigma: float, rng: 
     docstring), else ``theta`` itself."""
     if has_column(theta, name):
         return theta
-    return _set_column(theta, _column(name).index, rng.normal(np.log(median), sigma, len(theta)))
+    col = _column(name)
+    return _set_column(theta, col.index, rng.normal(col.centre(median), sigma, len(theta)))
 
 
 def _set_column(theta: np.ndarray, index: int, values: np.ndarray) -> np.ndarray:
@@ -324,7 +341,8 @@ class ParticlePosterior:
         lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
         for name, (median, sigma) in self.column_priors.items():
-            lp = lp - 0.5 * ((theta[:, OPTIONAL_COLUMNS[name].index] - np.log(median)) / sigma) ** 2
+            col = OPTIONAL_COLUMNS[name]
+            lp = lp - 0.5 * ((theta[:, col.index] - col.centre(median)) / sigma) ** 2
         outside = (
             (theta[:, VA0] < _VA0_RANGE[0])
             | (theta[:, VA0] > _VA0_RANGE[1])
@@ -384,10 +402,11 @@ class ParticlePosterior:
                     f"{prior} (one prior per unknown and session)"
                 )
             return
-        if not (prior[0] > 0.0 and prior[1] > 0.0):
-            raise InvalidInputError(f"{name} prior: expected a positive median and sigma, got {prior}")
+        if not ((prior[0] > 0.0 or not col.log_scale) and np.isfinite(prior[0]) and prior[1] > 0.0):
+            what = "a positive median and sigma" if col.log_scale else "a finite mean and a positive sigma"
+            raise InvalidInputError(f"{name} prior: expected {what}, got {prior}")
         rng = np.random.default_rng([self.seed, 0, col.purpose])
-        self.theta = _set_column(self.theta, col.index, rng.normal(np.log(prior[0]), prior[1], len(self.theta)))
+        self.theta = _set_column(self.theta, col.index, rng.normal(col.centre(prior[0]), prior[1], len(self.theta)))
         priors = {**self.column_priors, name: prior}
         self.column_priors = {k: priors[k] for k in OPTIONAL_COLUMNS if k in priors}
 
