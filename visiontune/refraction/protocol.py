@@ -69,7 +69,11 @@ deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (
 ``"one-change"``: a lens and one clinical change of it, :mod:`visiontune.refraction.clinical_pairs`);
 ``[comparisons.model]`` holds the fields of
 :class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
-...), each validated as the model validates it.
+...), each validated as the model validates it; among them ``minus_bias_sigma`` (in [0, 5]) and
+``indifference_sigma`` (in [0, 3]), off (0) by default: above 0 the session infers per patient a bias
+toward the more minus lens (normal prior, mean 0, this σ) and the patient's own "equal" band
+(lognormal around ``indifference``, this σ of its log), :mod:`visiontune.refraction.comparisons`.
+No shipped protocol turns them on.
 
 **Sliders** (optics model only): a ``[sliders]`` table lets the session also ask "turn the
 knob; where is it clearest?" (:mod:`visiontune.refraction.slider`, Mikkola et al. 2020's
