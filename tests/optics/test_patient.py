@@ -10,7 +10,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity import BlendowskeAcuity
 from visiontune.optics.patient import SimulatedPatient, random_true_rx
 from visiontune.optics.prescription import Prescription
-from visiontune.optics.refraction import SEARCH_BOX
+from visiontune.optics.search_space import SEARCH_BOX
 
 TRUE_RX = Prescription(-1.5, -0.75, 180)
 

@@ -6,7 +6,7 @@ from visiontune.optics.blur import blur_diopters, residual_power_vector
 from visiontune.optics.patient import SimulatedPatient, probability_grid, random_true_rx
 from visiontune.optics.prescription import PowerVector, Prescription
 from visiontune.optics.psychometric import PsychometricFunction
-from visiontune.optics.refraction import CONTEXT_BOX, SEARCH_BOX, Box
+from visiontune.optics.search_space import CONTEXT_BOX, SEARCH_BOX, Box
 
 __all__ = [
     "AcuityModel",

@@ -79,7 +79,7 @@ from visiontune.optics.blur import blur_diopters, residual_power_vector
 from visiontune.optics.letter_difficulty import check_letter_offsets
 from visiontune.optics.prescription import Prescription
 from visiontune.optics.psychometric import PsychometricFunction
-from visiontune.optics.refraction import SEARCH_BOX, Box
+from visiontune.optics.search_space import SEARCH_BOX, Box
 
 __all__ = ["SimulatedPatient", "random_true_rx", "make_rng", "probability_grid", "TRIAL_KEY"]
 

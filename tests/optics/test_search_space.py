@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics.refraction import CONTEXT_BOX, SEARCH_BOX, Box
+from visiontune.optics.search_space import CONTEXT_BOX, SEARCH_BOX, Box
 
 
 def test_paper_values():

@@ -1,4 +1,4 @@
-"""The refraction problem of Fauvel & Chalk (contextual BO) §5: search box, context box, the lens axis.
+"""The refraction problem's spaces (Fauvel & Chalk (contextual BO) §5): the lens box and the letter-size box.
 
 Search space ``X = [-4, 4]²`` diopters over ``(sphere, cylinder)`` at a fixed axis;
 context (letter size) ``S = [-1, 2]`` logMAR (§5.3).
