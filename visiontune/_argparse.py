@@ -11,7 +11,19 @@ import re
 
 from visiontune.errors import one_line
 
-__all__ = ["ArgumentParser", "eye", "finite_float", "plain_name", "worker_count"]
+__all__ = [
+    "INT64_MAX",
+    "ArgumentParser",
+    "bounded_int",
+    "db_argument",
+    "eye",
+    "finite_float",
+    "plain_name",
+    "worker_count",
+]
+
+#: The largest integer SQLite stores (a signed 64-bit integer): the bound of a row id or a seed typed on a command line.
+INT64_MAX = 2**63 - 1
 
 #: An argument that starts with "-" and then a digit, a point, a comma, "inf" or "nan" is a value (a minus power
 #: such as "-2.25/-1.25x35", a number refused later with its reason), never an option: none of ours looks so.
@@ -32,6 +44,26 @@ class ArgumentParser(argparse.ArgumentParser):
         if _MINUS_VALUE.match(arg_string):
             return None
         return super()._parse_optional(arg_string)
+
+
+def bounded_int(name: str, lo: int, hi: int):
+    """An argparse type: an integer in ``[lo, hi]``; its messages name the argument (``name``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{name}: expected an integer in [{lo}, {hi}], got {text}")
+        return value
+
+    return parse
+
+
+def db_argument(parser: argparse.ArgumentParser) -> None:
+    """``--db PATH``: the SQLite trial log a command reads or writes (default: the user data directory)."""
+    parser.add_argument("--db", metavar="PATH", help="SQLite trial log (default: the user data directory)")
 
 
 def eye(text: str) -> str:

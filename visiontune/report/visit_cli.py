@@ -8,21 +8,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from visiontune._argparse import INT64_MAX, bounded_int, db_argument
 from visiontune.errors import InvalidInputError, one_line
 from visiontune.report.tabular_visit import VISIT_JSON_SCHEMA, VISIT_JSON_SCHEMA_VERSION
 from visiontune.report.visit_export import VisitExportPaths, export_visit
 from visiontune.session import visit_cli
-from visiontune.session.cli import _bounded_int, _db_argument
 
 __all__ = ["add_arguments", "run"]
-
-_INT64_MAX = 2**63 - 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = visit_cli.add_arguments(parser)
     export = sub.add_parser("export", help="write the visit's records (each file mode 0600)")
-    export.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    export.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     export.add_argument("--pdf", metavar="PATH", help="printable record, both eyes (PDF)")
     export.add_argument("--fhir", metavar="PATH", help="FHIR R4 Bundle: VisionPrescription and Observations (JSON)")
     export.add_argument(
@@ -44,13 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave the pseudonymous patient id out (not possible with --dicom-dir)",
     )
-    _db_argument(export)
+    db_argument(export)
     send = sub.add_parser(
         "send",
         help="send the visit's records to the clinic's archive (PACS by DICOM C-STORE, "
         "FHIR server by a transaction Bundle)",
     )
-    send.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    send.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     send.add_argument("--dicom", action="store_true", help="the DICOM objects to the configured PACS ([dicom])")
     send.add_argument("--fhir", action="store_true", help="the FHIR resources to the configured server ([fhir])")
     send.add_argument(
@@ -59,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the clinic's archive settings, TOML or .json (default: archive.toml beside the app's "
         "settings); nothing is sent without one",
     )
-    _db_argument(send)
+    db_argument(send)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from visiontune._argparse import eye, finite_float
+from visiontune._argparse import INT64_MAX, bounded_int, db_argument, eye, finite_float
 from visiontune.errors import InvalidInputError, SessionError, VisionTuneError, one_line
 from visiontune.optics import Prescription
 from visiontune.optics.notation import TRUTH, signed
@@ -37,26 +37,6 @@ from visiontune.session.engine import RefractionSession
 from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text, slider_text
-
-_INT64_MAX = 2**63 - 1
-
-
-def _bounded_int(name: str, lo: int, hi: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: expected an integer, got {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{name}: expected an integer in [{lo}, {hi}], got {text}")
-        return value
-
-    return parse
-
-
-def _db_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="PATH", help="SQLite trial log (default: the user data directory)")
-
 
 #: The flags that describe a new simulated patient: a resumed session answers as the one recorded.
 PATIENT_FLAGS = ("--true-rx", "--slope", "--best-va", "--age", "--patient-seed")
@@ -98,7 +78,7 @@ def _patient_arguments(parser: argparse.ArgumentParser, *, resume: bool = False)
     )
     parser.add_argument(
         "--patient-seed",
-        type=_bounded_int("--patient-seed", 0, _INT64_MAX),
+        type=bounded_int("--patient-seed", 0, INT64_MAX),
         default=None,
         help=hidden if resume else "seed of the simulated answers (default: --seed)",
     )
@@ -118,7 +98,7 @@ def refuse_patient_flags(args, what: str) -> None:
 def _drive_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-steps",
-        type=_bounded_int("--max-steps", 1, 1_000_000),
+        type=bounded_int("--max-steps", 1, 1_000_000),
         default=None,
         help="stop after this many answers, leaving it open",
     )
@@ -148,7 +128,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--eye", default="OD", type=eye, metavar="OD|OS", help="the eye refracted (od, os accepted)")
     run.add_argument(
         "--seed",
-        type=_bounded_int("--seed", 0, _INT64_MAX),
+        type=bounded_int("--seed", 0, INT64_MAX),
         default=None,
         help="session seed (default: the protocol's)",
     )
@@ -168,25 +148,25 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         "default: the session's own model)",
     )
     _patient_arguments(run)
-    _db_argument(run)
+    db_argument(run)
     resume = sub.add_parser("resume", help="continue an unfinished session")
-    resume.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
+    resume.add_argument("session_id", type=bounded_int("session id", 1, INT64_MAX))
     _patient_arguments(resume, resume=True)
-    _db_argument(resume)
+    db_argument(resume)
 
 
 def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     lst = sub.add_parser("list", help="sessions in the trial log")
-    _db_argument(lst)
+    db_argument(lst)
     show = sub.add_parser("show", help="one session, its trials and result")
-    show.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
+    show.add_argument("session_id", type=bounded_int("session id", 1, INT64_MAX))
     show.add_argument("--json", action="store_true", help="print as JSON")
-    _db_argument(show)
+    db_argument(show)
     discard = sub.add_parser("discard", help="close a session that has no answers, for good (recorded, not deleted)")
-    discard.add_argument("session_id", type=_bounded_int("session id", 1, _INT64_MAX))
+    discard.add_argument("session_id", type=bounded_int("session id", 1, INT64_MAX))
     discard.add_argument("--reason", required=True, help="why, e.g. 'protocol refused by the engine' (kept in the log)")
-    _db_argument(discard)
+    db_argument(discard)
     durations = sub.add_parser(
         "durations",
         help="answer times per kind of question (letter, comparison, slider) "
@@ -199,7 +179,7 @@ def add_sessions_arguments(parser: argparse.ArgumentParser) -> None:
         help="also summarise simulated sessions (apart, marked SIMULATED; their clock is not a patient's)",
     )
     durations.add_argument("--json", action="store_true", help="print as JSON")
-    _db_argument(durations)
+    db_argument(durations)
 
 
 def _parse_rx(flag: str, text: str) -> Prescription:

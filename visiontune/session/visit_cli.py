@@ -18,9 +18,9 @@ import json
 import re
 import sys
 
+from visiontune._argparse import INT64_MAX, bounded_int, db_argument, finite_float
 from visiontune._argparse import eye as eye_name
-from visiontune._argparse import finite_float
-from visiontune.errors import InvalidInputError
+from visiontune.errors import InvalidInputError, one_line
 from visiontune.instrument_files.visit_import import read_visit_imports, simulated_cases_with_imports
 from visiontune.optics import Prescription
 from visiontune.optics.notation import TRUTH, signed
@@ -29,7 +29,7 @@ from visiontune.refraction.near_add import check_near_distance_cm
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.simulated import parse_true_rx, simulated_case
 from visiontune.refraction.start import check_in_range
-from visiontune.session.cli import _bounded_int, _clean, _db_argument, start_arguments, start_choice
+from visiontune.session.cli import start_arguments, start_choice
 from visiontune.session.near_store import near_add_records
 from visiontune.session.simulated_visit import (
     VisitProgress,
@@ -48,8 +48,6 @@ from visiontune.session.visit_records import (
     visit_inputs,
 )
 
-_INT64_MAX = 2**63 - 1
-
 
 def add_arguments(parser: argparse.ArgumentParser):
     """The subcommands; returns the subparsers (the report layer adds ``export``)."""
@@ -66,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser):
     )
     run.add_argument(
         "--seed",
-        type=_bounded_int("--seed", 0, _INT64_MAX),
+        type=bounded_int("--seed", 0, INT64_MAX),
         default=None,
         help="visit seed: the simulated patient and the right eye's session (default: the protocol's)",
     )
@@ -102,22 +100,22 @@ def add_arguments(parser: argparse.ArgumentParser):
     )
     run.add_argument("--age", type=finite_float, default=None, help="the simulated patient's age, years")
     _run_arguments(run)
-    _db_argument(run)
+    db_argument(run)
     resume = sub.add_parser("resume", help="continue a simulated visit that stopped")
-    resume.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    resume.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     resume.add_argument("--simulate", action="store_true", required=True, help="the simulated patient answers")
     _run_arguments(resume)
-    _db_argument(resume)
+    db_argument(resume)
     lst = sub.add_parser("list", help="visits in the trial log")
-    _db_argument(lst)
+    db_argument(lst)
     show = sub.add_parser("show", help="one visit: its eyes, balance, sign-offs, acuities, prescriptions")
-    show.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    show.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     show.add_argument("--json", action="store_true", help="print as JSON")
-    _db_argument(show)
+    db_argument(show)
     sign = sub.add_parser(
         "signoff", help="record a clinician's edited prescription of one eye (kept beside the found one)"
     )
-    sign.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    sign.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     sign.add_argument(
         "--eye", required=True, type=eye_name, metavar="OD|OS", help="the eye signed off (od, os accepted)"
     )
@@ -130,13 +128,13 @@ def add_arguments(parser: argparse.ArgumentParser):
         "record)",
     )
     sign.add_argument("--by", required=True, metavar="NAME", help="the clinician who signs")
-    _db_argument(sign)
+    db_argument(sign)
     given = sub.add_parser(
         "inputs",
         help="add the pupillary distance or the examiner to a visit after its run "
         "(appended: the earlier entries are kept, the latest is in force)",
     )
-    given.add_argument("visit_id", type=_bounded_int("visit id", 1, _INT64_MAX), metavar="ID")
+    given.add_argument("visit_id", type=bounded_int("visit id", 1, INT64_MAX), metavar="ID")
     given.add_argument(
         "--pd",
         metavar="MM",
@@ -145,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser):
         "(31.5/31.5); 40 to 80 mm (Dodgson 2004)",
     )
     given.add_argument("--examiner", metavar="NAME", default=None, help="who ran the refraction")
-    _db_argument(given)
+    db_argument(given)
     return sub
 
 
@@ -153,7 +151,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-balance", action="store_true", help="no binocular balance (recorded as not requested)")
     parser.add_argument(
         "--max-steps",
-        type=_bounded_int("--max-steps", 1, 1_000_000),
+        type=bounded_int("--max-steps", 1, 1_000_000),
         default=None,
         help="stop after this many refraction answers in this run, leaving the visit to resume",
     )
@@ -407,13 +405,13 @@ def _finish(store, vid: int, done: bool) -> int:
 def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
     visit = store.get_visit(vid)
     kind = "SIMULATED visit" if visit.simulated else "visit"
-    print(f"{kind} {vid}: patient {_clean(visit.patient_id)}, {visit.cylinder_form} cylinder")
+    print(f"{kind} {vid}: patient {one_line(visit.patient_id)}, {visit.cylinder_form} cylinder")
     truths = _truths(store, vid) if with_truth and visit.simulated else {}
     acuities = store.visit_acuities(vid)
     signoffs = {s.eye: s for s in store.visit_signoffs(vid)}
     for eye, status in eye_statuses(store, vid).items():
         if status.state != "finished":
-            detail = f"skipped: {_clean(status.skip_reason)}" if status.state == "skipped" else status.state
+            detail = f"skipped: {one_line(status.skip_reason)}" if status.state == "skipped" else status.state
             print(
                 f"  {eye}  {detail}"
                 + (f" (session {status.session_id}, {status.answers} answers)" if status.session_id else "")
@@ -426,7 +424,7 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
         )
         if eye in signoffs:
             s = signoffs[eye]
-            print(f"      signed off {s.prescription.format()} by {_clean(s.by)} at {s.at:%Y-%m-%d %H:%M}")
+            print(f"      signed off {s.prescription.format()} by {one_line(s.by)} at {s.at:%Y-%m-%d %H:%M}")
         print(f"      final      {final.format()}")
         through = [a for a in acuities if a.eye == eye and a.lenses[eye].is_equivalent(final, 1e-6)]
         if through:
@@ -440,7 +438,7 @@ def _print_summary(store, vid: int, *, with_truth: bool = False) -> None:
     if balance is None:
         print("  balance: not yet")
     elif not balance.done:
-        print(f"  balance: not done ({_clean(balance.reason)})")
+        print(f"  balance: not done ({one_line(balance.reason)})")
     else:
         answers = store.balance_answers(vid)
         print(
@@ -479,7 +477,7 @@ def _print_inputs(store, vid: int, acuities) -> None:
         mono = "" if given.pd_od_mm is None else f" (OD {given.pd_od_mm:g} / OS {given.pd_os_mm:g})"
         print(f"  pupillary distance {given.pd_mm:g} mm{mono}")
     if given.examiner is not None:
-        print(f"  examiner {_clean(given.examiner)}")
+        print(f"  examiner {one_line(given.examiner)}")
 
 
 def _truths(store, vid: int) -> dict:
@@ -496,7 +494,7 @@ def _list(args, store) -> int:
     for visit in store.list_visits():
         states = eye_statuses(store, visit.visit_id)
         print(
-            f"{visit.visit_id:>4}  {_clean(visit.patient_id):<12} {states['OD'].state:<10} {states['OS'].state:<10} "
+            f"{visit.visit_id:>4}  {one_line(visit.patient_id):<12} {states['OD'].state:<10} {states['OS'].state:<10} "
             f"{visit.created_at:%Y-%m-%d %H:%M:%S}  {'SIMULATED' if visit.simulated else 'real'}"
         )
     return 0
@@ -602,7 +600,7 @@ def _signoff(args, store) -> int:
     except InvalidInputError as exc:
         raise InvalidInputError(f"{exc}; nothing was recorded") from None
     print(
-        f"visit {signed.visit_id} {signed.eye}: signed off {signed.prescription.format()} by {_clean(signed.by)} "
+        f"visit {signed.visit_id} {signed.eye}: signed off {signed.prescription.format()} by {one_line(signed.by)} "
         f"(the found prescription is kept beside it)"
     )
     print(f"  final {final_prescription(store, signed.visit_id, signed.eye).format()} (with the binocular balance)")
@@ -636,5 +634,5 @@ def _record_inputs(args, store) -> int:
         mono = "" if given.pd_od_mm is None else f" (OD {given.pd_od_mm:g} / OS {given.pd_os_mm:g})"
         print(f"  pupillary distance {given.pd_mm:g} mm{mono}")
     if given.examiner is not None:
-        print(f"  examiner {_clean(given.examiner)}")
+        print(f"  examiner {one_line(given.examiner)}")
     return 0
