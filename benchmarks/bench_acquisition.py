@@ -4,9 +4,9 @@ Run: ``python benchmarks/bench_acquisition.py [--repeats 15] [--n 260]``; prints
 the quartiles of the wall time (and the median CPU time) of one decision per policy;
 ``--plain`` also times MUC and MUC-ALD without PreferenceGP's fast paths.
 Preferential policies (MUC, MUC-ALD, KSS, ...) get a ``PreferenceGP`` on ``n`` duels between
-random lenses answered by the same patient (``P = Phi(f(s, x1) - f(s, x2))``, 002 Eq. 11).
+random lenses answered by the same patient (``P = Phi(f(s, x1) - f(s, x2))``, Fauvel & Chalk (contextual BO), Eq. 11).
 Binary ones: ``ProbitGP`` (Laplace)
-with the refraction kernel ``theta s s' + k_SE((S, C), (S', C'))`` (002 Eq. 15) on ``n``
+with the refraction kernel ``theta s s' + k_SE((S, C), (S', C'))`` (Fauvel & Chalk (contextual BO), Eq. 15) on ``n``
 simulated answers of a letter task (26 letters, slope 5 logMAR^-1,
 ``VA = log10(1 + blur^2)``, docs/design.md), lens box ``[-4, 4]^2`` D, letter sizes ``[-1, 2]`` logMAR.
 Small BLAS matrices are slower with several threads on a busy machine: compare with

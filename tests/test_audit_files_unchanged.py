@@ -1,4 +1,4 @@
-"""The audit of issue 36 rerun: every command it names, aimed at the user's own files, leaves every
+"""The audit of the commands aimed at the user's own files, rerun: every command it names leaves every
 file of the data and config directories byte-identical (hashed before and after; no file added or
 removed), and says why it refused (exit code 2)."""
 

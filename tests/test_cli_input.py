@@ -1,5 +1,6 @@
-"""The command lines take what a clinician types, or say exactly what they expected (issue 35,
-trap 5; issue 36's unchecked flags), and print prescriptions in the one notation (trap 4)."""
+"""The command lines take what a clinician types (a value starting with '-', the slash form, a decimal
+comma, a lower-case eye), check every flag they are given or say exactly what they expected, and print
+prescriptions in the one notation (signed two decimals, the axis in three digits)."""
 
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ def _store_argvs() -> list[list[str]]:
         for kind in ("csv", "fhir"):
             argvs.append(["report", "1", "--db", "good", f"--{kind}", target])
     argvs.append(["report", "1", "--db", "good", "--csv", "new", "--json", "new"])  # one path twice
-    for db in ("typodeep", "longname", "missing"):  # issue 36: a read creates nothing; a name too long
+    for db in ("typodeep", "longname", "missing"):  # a read creates nothing; a name too long
         argvs += [
             ["sessions", "list", "--db", db],
             ["sessions", "show", "1", "--db", db],
@@ -384,9 +384,7 @@ def test_report_and_sessions_argument_corpus(world, isolated, argv):
     code, out, err = run_cli(argv)
     assert_clear(argv, code, out, err)
     if argv[0] != "report" and "usage:" not in err and not os.path.isdir(os.path.dirname(argv[argv.index("--db") + 1])):
-        assert code == 2 and ("no such trial log" in err or "too long" in err or "not a regular file" in err), (
-            err
-        )  # issue 36
+        assert code == 2 and ("no such trial log" in err or "too long" in err or "not a regular file" in err), err
         assert sorted(p.name for p in isolated.iterdir()) == ["data", "home"] or not (isolated / "a").exists()
     if code == 0 and argv[0] == "report":
         written = [Path(line.split(": ", 1)[1]) for line in out.splitlines() if ": " in line]
@@ -590,7 +588,7 @@ def test_protocol_corpus_is_large_enough():
     assert len(PROTOCOL_FILES) + len(SESSION_ARGVS) + len(CAL_FILES) + len(CALIBRATE_ARGVS) + len(STORE_ARGVS) >= 500
 
 
-# --- corpus 5: visit run refusals and protocol precisions (issue 36) --------------------------
+# --- corpus 5: visit run refusals and protocol precisions -------------------------------------
 
 VISIT_REASONS = ["", "   ", "\t", "amblyopic\x1b[31m eye", "line\nbreak", "\x00", "x" * 201, "x" * 100_000]
 
@@ -631,7 +629,7 @@ def test_a_precision_stop_that_cannot_fire_is_refused(isolated, key, value):
     assert not (isolated / "log.sqlite3").exists() or TrialStore.open(isolated / "log.sqlite3").list_sessions() == []
 
 
-# --- corpus 6: outputs aimed at the user's files, and impossible sign-offs (issue 36) ---------
+# --- corpus 6: outputs aimed at the user's files, and impossible sign-offs ---------------------
 
 _USER_FILES = ["log", "log-link", "log-wal", "calibration", "settings", "notes", "png", "results-db"]
 

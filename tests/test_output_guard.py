@@ -1,4 +1,4 @@
-"""No command writes over a file it did not create for that purpose (issue 36): every output path
+"""No command writes over a file it did not create for that purpose: every output path
 is checked against the user's files by identity (trial log and its -wal/-shm, calibration,
 settings) and an existing file of another kind is refused, never replaced."""
 

@@ -1,6 +1,7 @@
 """Settings are written only after a deliberate change, only over a settings file, never with a
-refused setting (issue 36 finding 2, issue 35 trap 1); a damaged or invalid file is reported once
-and ignored, never a start-up failure, and left as it is."""
+refused setting (``app --settings LOG`` never saves over the trial log; ``app --protocol nope`` is not
+persisted); a damaged or invalid file is reported once and ignored, never a start-up failure, and left as
+it is."""
 
 import hashlib
 import os

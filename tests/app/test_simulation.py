@@ -37,7 +37,7 @@ def test_the_patient_is_the_command_lines_for_the_same_seed_and_protocol(tmp_pat
 
 def test_answers_follow_the_psychometric_function(tmp_path):
     """Frequency of correct answers over 4000 trials vs ``P = γ + (1-γ) Φ(a (s - VA(x)))``
-    (002 Eq. 13) for the paper's patient (slope 5, no lapse, no letter difficulty)."""
+    (Fauvel & Chalk (contextual BO), Eq. 13) for the paper's patient (slope 5, no lapse, no letter difficulty)."""
     case = new_case(5, load_protocol(write_protocol(tmp_path)))
     patient = case_patient(case.to_dict(), 10)
     lens = Prescription(case.true_rx.sphere_d + 0.75, case.true_rx.cylinder_d, 90.0)

@@ -64,7 +64,7 @@ def test_unicode_writes_the_minus_sign_and_times():
 @pytest.mark.parametrize(
     "rx",
     [
-        Prescription(-1.05, -1.30, 32.4),  # the live panel's "Best lens now" of issue 35
+        Prescription(-1.05, -1.30, 32.4),  # an estimate off the trial-lens steps, as the live panel's "Best lens now"
         Prescription(-1.25, -0.5, 35.5),  # a fractional axis
         Prescription(-1.3125, -0.5, 90),  # a power off the 0.25 D steps
         Prescription(-1.0, -0.001, 90),  # a cylinder that prints as 0.00 is not none

@@ -1,5 +1,5 @@
-"""A precision stop below the finest trial lens step is refused (issue 36: ``m_d = 1e-12``, a
-stop that can never fire, was accepted)."""
+"""A precision stop below the finest trial lens step is refused (``m_d = 1e-12`` is a stop that
+can never fire)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
     assert [int(r["trial_index"]) for r in rows] == list(range(15))
     assert [int(r["trial_index"]) for r in rows if r["void"] == "1"] == [3, 8, 14]
     assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"4"}
-    assert {r["mark"] for r in rows} == {"SIMULATED"}  # a simulated session says so on every row (issue 36)
+    assert {r["mark"] for r in rows} == {"SIMULATED"}  # a simulated session says so on every row
     duel = rows[6]
     assert (duel["sphere2_d"], duel["cylinder2_d"], duel["axis2_deg"]) == ("0.25", "-0.25", "45.5")
     assert rows[4]["letter_named"] == "" and rows[0]["correct"] == "0" and rows[1]["correct"] == "1"

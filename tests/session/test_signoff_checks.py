@@ -1,4 +1,4 @@
-"""A signed-off prescription is a possible one (issue 36 finding 3): the same range and step checks
+"""A signed-off prescription is a possible one (never ``-99 0 x 90``): the same range and step checks
 as a session's lenses, the axis a whole degree, the clinic's cylinder form; a refused sign-off
 names what was wrong and records nothing."""
 

@@ -1,4 +1,4 @@
-"""The trial log under hostile file systems (issue 36): a name too long, a typo in a folder,
+"""The trial log under hostile file systems: a name too long, a typo in a folder,
 a full disk, a read-only mount. Every case is a clear error or a read that works, and no file
 changes that the command did not set out to write (hashed before and after)."""
 

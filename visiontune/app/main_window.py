@@ -580,7 +580,7 @@ class MainWindow(QMainWindow):
             self.render_timer.stop()
             self.prewarm_timer.stop()
             log.info("closing: every answer is already in the trial log")
-            self._close_patient_window()  # settings are saved when changed, never on closing (issue 36)
+            self._close_patient_window()  # settings are saved when changed, never on closing
             if not self.worker.shutdown(60_000):
                 log.error("the session engine did not stop cleanly within 60 s")
             logs.flush_log()

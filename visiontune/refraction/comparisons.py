@@ -7,7 +7,8 @@ and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA
 :mod:`visiontune.refraction.optics_model`::
 
     Thurstone, linear latent   δ_i = a_i (VA_i(L2) - VA_i(L1))
-    Thurstone, probit latent   δ_i = Φ⁻¹(P_i(correct | s, L1)) - Φ⁻¹(P_i(correct | s, L2))   (002 Eq. 14)
+    Thurstone, probit latent   δ_i = Φ⁻¹(P_i(correct | s, L1)) - Φ⁻¹(P_i(correct | s, L2))
+                               (the probit latent: Fauvel & Chalk (contextual BO), Eq. 14)
     blur discrimination        δ_i = (ln ρ(b_i(L2)) - ln ρ(b_i(L1))) / w,  ρ(b) = √(b² + b_i²)
 
 with ``VA_i`` and the dioptric blur ``b_i = |r|`` (after the particle's accommodation) of the

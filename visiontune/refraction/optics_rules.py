@@ -5,8 +5,8 @@ posterior ``{θ_i}`` (equally weighted after systematic resampling):
 
 * **UCB-ALD**: the lens ``x = argmax_x μ_c(s0, x) + β √V[P(s0, x)]`` with ``μ_c`` the posterior
   mean of ``P(correct)``, ``V`` its epistemic variance over the posterior (Fauvel & Chalk (binary/preferential BO),
-  Eq. 9, here exact for the particles), ``β = Φ⁻¹(0.95)`` (002 §4) and ``s0`` the reference letter size,
-  the posterior mean of the patient's best acuity ``VA*`` (where ``P`` is most sensitive to
+  Eq. 9, here exact for the particles), ``β = Φ⁻¹(0.95)`` (Fauvel & Chalk (contextual BO), §4) and ``s0`` the
+  reference letter size, the posterior mean of the patient's best acuity ``VA*`` (where ``P`` is most sensitive to
   the lens); then the letter size by BALD.
 * **TS-ALD**: Thompson sampling: one particle drawn from the posterior, its best correction as
   the lens (the lens that maximises that sample's ``P(correct | s, x)`` at every ``s``); then
@@ -20,8 +20,8 @@ posterior ``{θ_i}`` (equally weighted after systematic resampling):
   for the particles.
 
 The letter size of UCB-ALD and TS-ALD is BALD's argmax over the chart's sizes at the chosen lens
-(002 §3.3). Lenses are kept within ``radius`` (diopters, power-vector distance) of the current
-estimate, as a clinician changes lenses in small steps near the current best, then rounded to
+(Fauvel & Chalk (contextual BO), §3.3). Lenses are kept within ``radius`` (diopters, power-vector distance) of the
+current estimate, as a clinician changes lenses in small steps near the current best, then rounded to
 the trial lens (:func:`visiontune.refraction.lenses.trial_lens`).
 """
 

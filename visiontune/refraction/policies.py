@@ -8,7 +8,7 @@ every other pair is refused when the protocol is parsed, before a session exists
   and EVR, the query that most reduces the expected posterior variance of the correction
   (:mod:`visiontune.refraction.optics_rules`).
 * ``model.type = "gp"``, the reproduction of the contextual BO paper §5 (probit GP, kernel ``θ s s' + k_SE``,
-  002 Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
+  Fauvel & Chalk (contextual BO), Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
   registry, under their protocol names.
 * ``model.type = "optics-gp"`` (:mod:`visiontune.refraction.optics_gp_model`): the
   optics formula as the prior mean of a probit GP; the optics rules, on its probabilities.
@@ -36,14 +36,16 @@ PARTICLE_MODEL_TYPES = ("optics", "optics-gp")
 OPTICS_POLICIES = MappingProxyType(
     {
         "ucb-ald": "lens by UCB_Phi of P(correct) at the patient's best acuity (beta = Phi^-1(0.95)); "
-        "size by BALD (002 §3.3)",
-        "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); size by BALD (002 §3.3)",
+        "size by BALD (Fauvel & Chalk (contextual BO), §3.3)",
+        "ts-ald": "lens = the best correction of one posterior draw (Thompson sampling); "
+        "size by BALD (Fauvel & Chalk (contextual BO), §3.3)",
         "bald": "lens and size jointly by the mutual information of the answer and the model (Houlsby 2011)",
         "evr": "lens and size jointly by the expected posterior variance of the correction after the answer",
     }
 )
 
-#: Protocol name -> acquisition registry name, for the GP model (contextual binary, 002 §3.3).
+#: Protocol name -> acquisition registry name, for the GP model (contextual binary BO: Fauvel & Chalk (contextual BO),
+#: §3.3).
 GP_POLICIES = MappingProxyType(
     {
         "ucb-ald": "UCB-ALD",
@@ -56,7 +58,7 @@ GP_POLICIES = MappingProxyType(
     }
 )
 
-#: Kernels the GP model runs (002 Eq. 15).
+#: Kernels the GP model runs (Fauvel & Chalk (contextual BO), Eq. 15).
 GP_KERNELS = ("refraction-se",)
 
 

@@ -3,9 +3,10 @@
 A protocol fixes the model and its policy (:mod:`visiontune.refraction.policies`: the optics
 model with UCB-ALD, TS-ALD, BALD or EVR; or the GP model of Fauvel & Chalk (contextual BO) §5 with the registry's
 contextual rules), the lens search, the trial lenses (quarter-diopter steps, axis steps, minus-
-or plus-cylinder form), the letter-size range (002 §5: ``[-1, 2]`` logMAR), the letter set and
-number of alternatives (chance ``γ = 1/n``, 002 Eq. S34), the initial random trials (002 §4: 5),
-the stopping rule and the seed.
+or plus-cylinder form), the letter-size range (Fauvel & Chalk (contextual BO), §5: ``[-1, 2]``
+logMAR), the letter set and number of alternatives (chance ``γ = 1/n``, Fauvel & Chalk (contextual
+BO), Eq. S34), the initial random trials (Fauvel & Chalk (contextual BO), §4: 5), the stopping rule
+and the seed.
 
 Every key is validated, and so is every combination: a protocol that parses runs (a policy
 the model cannot run, a kernel the engine lacks, a hyperparameter it does not know are errors
@@ -50,7 +51,7 @@ model's; ``model.lapse``, ``model.n_particles`` as there, and the GP's prior ``r
 **GP model** (``[model] type = "gp"``, the default when ``model.kernel`` is given): the
 paper's 2-D search in ``(S, C)`` at the fixed ``search_space.axis_deg`` inside the box
 ``sphere_d`` x ``cylinder_d``; ``model.hyperparameters`` ``theta``, ``lengthscales`` (one or two),
-``variance``, or ``model.fit = "simulation"`` (002 §5.2); precision stop on the widths
+``variance``, or ``model.fit = "simulation"`` (Fauvel & Chalk (contextual BO), §5.2); precision stop on the widths
 ``sphere_d`` and ``cylinder_d`` of the credible intervals.
 
 **Comparisons** (optics model only): a ``[comparisons]`` table lets the session ask "which is
@@ -207,8 +208,8 @@ class Stopping:
 @dataclass(frozen=True)
 class ModelSpec:
     """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``, ``filed_lens``), ``"gp"``
-    (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, 002 §5.2) or
-    ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
+    (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, Fauvel & Chalk (contextual BO),
+    §5.2) or ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
 
     type: str
@@ -226,7 +227,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class SlopePrior:
-    """Prior on the psychometric slope ``a`` (logMAR⁻¹, 002 Eq. S34): ``fixed`` value,
+    """Prior on the psychometric slope ``a`` (logMAR⁻¹, Fauvel & Chalk (contextual BO), Eq. S34): ``fixed`` value,
     ``uniform`` on ``range``, or ``lognormal`` with ``median`` and ``sigma`` (of log a)."""
 
     distribution: str
@@ -262,7 +263,7 @@ class Protocol:
 
     @property
     def chance(self) -> float:
-        """Guess rate ``γ = 1 / n_alternatives`` (002 Eq. S34)."""
+        """Guess rate ``γ = 1 / n_alternatives`` (Fauvel & Chalk (contextual BO), Eq. S34)."""
         return 1.0 / self.n_alternatives
 
 
