@@ -1,0 +1,139 @@
+"""The fewest seconds of the patient's time any design could need: a Cramér-Rao bound in seconds.
+
+The issue's target is a lens to file within 0.25 D of the correction with 85-88% probability in
+180 s an eye with a trial frame (120 s with a motorized phoropter). This prints how long the best
+possible sequence of questions takes to get there, under assumptions all in the design's favour
+(:mod:`visiontune.validation.information_bound`): the patient answers by the model, everything but
+the correction ``P* = (M, J0, J45)`` is known, every answer is the most informative question of its
+kind, lenses within 1 D of the correction.
+
+**Needed.** With an isotropic normal posterior of SD ``σ`` per component, the filed lens at the
+posterior mean is within ``t = 0.25 D`` with probability ``P(χ²₃ <= t²/σ²)``; for ``q = 0.85`` this
+asks ``σ <= t / sqrt(χ²₃(q))`` (= 0.108 D), i.e. information ``1/σ² - 1/σ_start²`` on each component,
+``σ_start`` the autorefraction's prior SD (:data:`visiontune.refraction.start.SOURCES`: 0.50 D on
+``M``, 0.8 D for an eye that may accommodate, 0.20 D on each ``J``).
+
+**Per second**, each kind at its best (D⁻² per second of the patient's time):
+- a letter, 3 s, through a lens already in place (no change counted: the bound's favour);
+- a chart line of five letters at one size through one lens, 6 s, no change counted;
+- a comparison of two lenses straddling the correction (``c ± h``, the best ``h``), 5 s and one
+  change of lens (the lens in place is one of the two at best);
+- a hand-held ±0.25 D flipper or cross-cylinder before the lens in place (``c ± 0.25``), 5 s, no change.
+The comparisons by Eq. 11 of the letter task (Fauvel & Chalk's, the validation's simulated patient;
+band 0.5, lapse 0.04) and by blur discrimination (Watson & Ahumada 2011: the ``blur`` answer model).
+
+    python benchmarks/time_bound.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import chi2
+
+from visiontune.optics.comparison import ComparisonModel, ternary_probabilities
+from visiontune.refraction.lens_devices import DEVICE_KINDS
+from visiontune.refraction.population import draw_cases, population_by_name
+from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
+from visiontune.validation.information_bound import letter_information
+
+TARGET_D, PROBABILITY = 0.25, 0.85
+LETTER_S, LINE_S, COMPARISON_S, LINE_LETTERS = 3.0, 6.0, 5.0, 5
+FLIPPER_D = 0.25
+
+
+def pair_information(model: ComparisonModel, slope: float, h: float) -> float:
+    """Fisher information (D⁻²) about the correction ``e`` along one component of a comparison of
+    ``c + h`` and ``c - h``, at ``e = 0``: ``Σ_k (∂p_k/∂e)² / p_k``, central differences."""
+
+    def probs(e: float) -> np.ndarray:
+        b1, b2 = abs(h - e), abs(-h - e)
+        if model.kind == "blur":
+            bi2 = model.intrinsic_blur_d**2
+            delta = 0.5 * (np.log(b2**2 + bi2) - np.log(b1**2 + bi2)) / model.log_blur_noise
+        else:
+            delta = slope * (np.log10(1 + b2**2) - np.log10(1 + b1**2))
+        return ternary_probabilities(delta, model.indifference, model.lapse)
+
+    step = 1e-5
+    dp = (probs(step) - probs(-step)) / (2 * step)
+    return float(np.sum(dp**2 / probs(0.0)))
+
+
+def needed_information(sigma_start: np.ndarray) -> np.ndarray:
+    sigma = TARGET_D / np.sqrt(chi2.ppf(PROBABILITY, 3))
+    return np.maximum(0.0, 1.0 / sigma**2 - 1.0 / sigma_start**2)
+
+
+def best_per_second(model: ComparisonModel, slope: float, change_s: float, hs: np.ndarray) -> float:
+    """The most information per second (D⁻²/s) of any kind of question (module docstring)."""
+    letter = letter_information(slope)[0]
+    return max(
+        LINE_LETTERS * letter / LINE_S,
+        letter / LETTER_S,
+        max(pair_information(model, slope, h) for h in hs) / (COMPARISON_S + change_s),
+        pair_information(model, slope, FLIPPER_D) / COMPARISON_S,
+    )
+
+
+def population_bounds(population: str, cases: int, seed: int, hs: np.ndarray) -> str:
+    """Median and 90th percentile of the bound over a population's patients, each with its own slope
+    and its start's prior SDs, with an Eq. 11 comparison (the validation's simulated patient)."""
+    rows = []
+    cases_ = [c for c in draw_cases(population_by_name(population), cases, seed) if c.start_rx is not None]
+    for device in DEVICE_KINDS.values():
+        seconds = []
+        for case in cases_:
+            sigma = StartingPoint(case.start_rx, case.start_source, case.age_years).sigma
+            per_s = best_per_second(ComparisonModel(), case.slope, device.change_seconds, hs)
+            seconds.append(float(np.sum(needed_information(sigma))) / per_s)
+        rows.append(
+            f"| {population} | {len(cases_)} | {device.name} | {np.median(seconds):.0f} | "
+            f"{np.percentile(seconds, 90):.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> int:
+    sigma_m, sigma_j = SOURCES["autorefraction"]
+    starts = {
+        "adult (autorefraction 0.50 / 0.20 D)": np.array([sigma_m, sigma_j, sigma_j]),
+        "may accommodate (0.80 / 0.20 D)": np.array([YOUNG_AUTOREFRACTION_SIGMA_M_D, sigma_j, sigma_j]),
+    }
+    models = {"Eq. 11": ComparisonModel(), "blur discrimination": ComparisonModel(kind="blur")}
+    hs = np.linspace(0.05, 1.0, 96)
+    print(f"SIMULATED: the bound for a filed lens within {TARGET_D} D with probability {PROBABILITY}")
+    print("(everything but the correction known; an eye that does not accommodate; no lapse in runs)\n")
+    print(
+        "| comparison model | slope | device | letter /s | line /s | comparison c±h (1 change) /s | "
+        "flipper c±0.25 (no change) /s | best /s | bound s, adult start | bound s, may accommodate |"
+    )
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, model in models.items():
+        for slope in (3.0, 5.0, 8.0):
+            letter = letter_information(slope)[0]
+            best_pair = max(pair_information(model, slope, h) for h in hs)
+            flipper = pair_information(model, slope, FLIPPER_D)
+            for device in DEVICE_KINDS.values():
+                per_s = {
+                    "letter": letter / LETTER_S,
+                    "line": LINE_LETTERS * letter / LINE_S,
+                    "pair": best_pair / (COMPARISON_S + device.change_seconds),
+                    "flipper": flipper / COMPARISON_S,
+                }
+                best = max(per_s.values())
+                bounds = [float(np.sum(needed_information(s))) / best for s in starts.values()]
+                print(
+                    f"| {name} | {slope:g} | {device.name} | {per_s['letter']:.2f} | {per_s['line']:.2f} | "
+                    f"{per_s['pair']:.2f} | {per_s['flipper']:.2f} | {best:.2f} | {bounds[0]:.0f} | {bounds[1]:.0f} |"
+                )
+    print("\nPer patient (population seed 1, the first 40 with a start; each its own slope and start's SDs;")
+    print("Eq. 11 comparisons, as the validation's simulated patient answers):\n")
+    print("| population | n | device | bound s median | bound s p90 |")
+    print("| --- | ---: | --- | ---: | ---: |")
+    for population in ("adult-clinic", "young"):
+        print(population_bounds(population, 40, 1, hs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
