@@ -40,21 +40,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from visiontune.refraction import optics_rules  # noqa: E402
-from visiontune.refraction.loop import _letters  # noqa: E402
-from visiontune.refraction.mixed_rules import expected_posterior_variance  # noqa: E402
-from visiontune.refraction.optics_engine import OpticsEngine, _model_spec  # noqa: E402
-from visiontune.refraction.optics_model import ParticlePosterior, probability_correct  # noqa: E402
-from visiontune.refraction.optics_rules import DECISION_PARTICLES  # noqa: E402
-from visiontune.refraction.population import draw_cases, population_by_name  # noqa: E402
-from visiontune.refraction.protocol import load_protocol  # noqa: E402
-from visiontune.refraction.slider import (  # noqa: E402
+from visiontune.refraction import optics_rules
+from visiontune.refraction.loop import _letters
+from visiontune.refraction.mixed_rules import expected_posterior_variance
+from visiontune.refraction.optics_engine import OpticsEngine, _model_spec
+from visiontune.refraction.optics_model import ParticlePosterior, probability_correct
+from visiontune.refraction.optics_rules import DECISION_PARTICLES
+from visiontune.refraction.population import draw_cases, population_by_name
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.slider import (
     SliderAnswer,
     SliderModel,
     propose_slider,
     simulated_slider_choice,
 )
-from visiontune.refraction.start import StartingPoint  # noqa: E402
+from visiontune.refraction.start import StartingPoint
 
 CHECKPOINTS = (20, 30, 40, 60)
 #: Patient seconds at which the arms are also compared (60 letters take 180 s).

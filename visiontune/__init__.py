@@ -6,6 +6,8 @@ Built on Fauvel & Chalk, *Contextual Bayesian optimization with binary outputs*,
 
 import os as _os
 
+from visiontune.errors import VisionTuneError  # errors.py imports nothing: numpy is not loaded yet
+
 __version__ = "0.1.0"
 
 # The GP's linear algebra is many small solves: BLAS threads cost far more than they give on
@@ -14,7 +16,5 @@ __version__ = "0.1.0"
 # visiontune first. Parallelism comes from processes (joblib) instead.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     _os.environ.setdefault(_var, "1")
-
-from visiontune.errors import VisionTuneError  # noqa: E402
 
 __all__ = ["VisionTuneError", "__version__"]

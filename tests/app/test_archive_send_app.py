@@ -20,7 +20,7 @@ from visiontune.session.archive_sends import archive_sends
 from visiontune.session.store import TrialStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
-from archive_servers import storescp  # noqa: E402
+from archive_servers import storescp
 
 pytestmark = pytest.mark.skipif(shutil.which("storescp") is None, reason="dcmtk's storescp is not installed")
 

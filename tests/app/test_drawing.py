@@ -46,7 +46,7 @@ class ResizeCounter(QObject):
         for w in widgets:
             w.installEventFilter(self)
 
-    def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+    def eventFilter(self, obj, event):
         if event.type() == QEvent.Type.Resize:
             self.count += 1
         return False

@@ -18,13 +18,13 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from visiontune.app import instrument_import  # noqa: E402
-from visiontune.app.session_host import SessionHost  # noqa: E402
-from visiontune.app.start_view import StartView  # noqa: E402
-from visiontune.app.visit_imports import ImportedStart, input_entries  # noqa: E402
-from visiontune.errors import InvalidInputError  # noqa: E402
-from visiontune.session.store import TrialStore  # noqa: E402
-from visiontune.session.visit_records import visit_input_rows, visit_inputs  # noqa: E402
+from visiontune.app import instrument_import
+from visiontune.app.session_host import SessionHost
+from visiontune.app.start_view import StartView
+from visiontune.app.visit_imports import ImportedStart, input_entries
+from visiontune.errors import InvalidInputError
+from visiontune.session.store import TrialStore
+from visiontune.session.visit_records import visit_input_rows, visit_inputs
 
 _spec = importlib.util.spec_from_file_location(
     "instrument_encoders", Path(__file__).resolve().parent.parent / "instrument_files" / "encoders.py"

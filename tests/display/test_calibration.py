@@ -113,13 +113,13 @@ def test_from_psychopy_monitor_with_fake_module(monkeypatch):
         def __init__(self, name):
             self.name = name
 
-        def getWidth(self):  # noqa: N802
+        def getWidth(self):
             return 53.0
 
-        def getDistance(self):  # noqa: N802
+        def getDistance(self):
             return 400.0
 
-        def getSizePix(self):  # noqa: N802
+        def getSizePix(self):
             return [1920, 1080]
 
     monitors = types.SimpleNamespace(Monitor=FakeMonitor, getAllMonitors=lambda: ["lane1"])

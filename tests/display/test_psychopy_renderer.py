@@ -1,6 +1,7 @@
 """PsychoPy renderer: the pipe protocol, child death and timeouts (always), pixels (when a
 Python with PsychoPy and an X display are available)."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -81,11 +82,7 @@ def test_timeout_stops_the_child():
 
 
 def test_missing_psychopy_is_reported(monkeypatch):
-    try:
-        import psychopy  # noqa: F401
-    except ImportError:
-        pass
-    else:
+    if importlib.util.find_spec("psychopy") is not None:
         pytest.skip("PsychoPy is installed in this interpreter")
     with pytest.raises(RendererError, match="psychopy"):
         PsychoPyRenderer(CAL, "sloan", fullscreen=False, start_timeout_s=30)

@@ -5,12 +5,12 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from visiontune.display.calibration import Calibration  # noqa: E402
-from visiontune.display.geometry import letter_height_px  # noqa: E402
-from visiontune.display.optotypes import LETTER_SETS, load_letter_set  # noqa: E402
-from visiontune.display.qt_renderer import PatientWindow, qimage_to_gray, render_glyph_image  # noqa: E402
-from visiontune.display.renderer import Renderer  # noqa: E402
-from visiontune.errors import CalibrationError, InvalidInputError  # noqa: E402
+from visiontune.display.calibration import Calibration
+from visiontune.display.geometry import letter_height_px
+from visiontune.display.optotypes import LETTER_SETS, load_letter_set
+from visiontune.display.qt_renderer import PatientWindow, qimage_to_gray, render_glyph_image
+from visiontune.display.renderer import Renderer
+from visiontune.errors import CalibrationError, InvalidInputError
 
 CAL_4M = Calibration(480.0, 270.0, 1920, 1080, 4000.0)  # 0.25 mm pitch
 CAL_6M = Calibration(597.9, 336.3, 1920, 1080, 6000.0)  # 27" 1080p, 0.311 mm pitch

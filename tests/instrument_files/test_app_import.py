@@ -9,13 +9,13 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
-from encoders import dicom_measurements, joia_xml  # noqa: E402
+from encoders import dicom_measurements, joia_xml
 
-from visiontune.app import instrument_import  # noqa: E402
-from visiontune.app.start_view import StartView  # noqa: E402
-from visiontune.instrument_files import read_instrument_file  # noqa: E402
-from visiontune.instrument_files.visit_import import start_form_texts  # noqa: E402
-from visiontune.optics import Prescription  # noqa: E402
+from visiontune.app import instrument_import
+from visiontune.app.start_view import StartView
+from visiontune.instrument_files import read_instrument_file
+from visiontune.instrument_files.visit_import import start_form_texts
+from visiontune.optics import Prescription
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 the .desktop entry is well formed, the frozen entry script dispatches as documented."""
 
 import configparser
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,17 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGING = REPO / "packaging"
 
-sys.path.insert(0, str(PACKAGING))
-import make_icons  # noqa: E402
-import visiontune_entry  # noqa: E402
 
-sys.path.remove(str(PACKAGING))
+def _packaging_script(name: str):
+    """The module of ``packaging/<name>.py``, loaded from its file (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, PACKAGING / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_icons = _packaging_script("make_icons")
+visiontune_entry = _packaging_script("visiontune_entry")
 
 
 def _qimage(path):

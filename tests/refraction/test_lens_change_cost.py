@@ -84,7 +84,7 @@ def test_changes_are_counted_from_the_lens_in_place():
 
 
 def test_a_pair_holding_the_lens_in_place_shows_it_first():
-    pv = lambda rx: rx.power_vector_array()  # noqa: E731
+    pv = Prescription.power_vector_array
     c = Prescription(-1.25, -0.5, 90.0)
     pairs = np.array([[pv(A), pv(B)], [pv(B), pv(A)], [pv(B), pv(c)]])
     ordered, changes = _in_place_first(pairs, A_PLUS)  # A in the other cylinder form
@@ -95,7 +95,7 @@ def test_a_pair_holding_the_lens_in_place_shows_it_first():
 
 
 def test_the_lens_in_place_is_paired_with_every_other_lens_once():
-    pv = lambda rx: rx.power_vector_array()  # noqa: E731
+    pv = Prescription.power_vector_array
     c, d = Prescription(-1.25, -0.5, 90.0), Prescription(-1.0, -1.0, 90.0)
     pairs = np.array([[pv(B), pv(A)], [pv(B), pv(c)], [pv(d), pv(c)]])
     out = _with_lens_in_place(pairs, A_PLUS)

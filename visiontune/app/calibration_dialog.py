@@ -43,7 +43,7 @@ class CardRectangle(QWidget):
         self.width_px = float(value)
         self.update()
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         ratio = self.devicePixelRatioF()
         w = self.width_px / ratio

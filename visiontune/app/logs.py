@@ -138,7 +138,7 @@ def install_excepthook(reporter: ErrorReporter):
             return
         try:
             reporter.report_exception(exc if exc is not None else exc_type())
-        except Exception:  # noqa: BLE001 - the hook must never raise
+        except Exception:  # the hook must never raise
             previous(exc_type, exc, tb)
 
     sys.excepthook = hook

@@ -225,7 +225,7 @@ class MainWindow(QMainWindow):
                 page.resize(size)
                 page.grab()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self.prewarm_timer.start()
 
@@ -571,7 +571,7 @@ class MainWindow(QMainWindow):
             self.session_view.set_elapsed(elapsed)
 
     # ------------------------------------------------------------------ closing
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closing:
             self._closing = True
             self.auto_timer.stop()

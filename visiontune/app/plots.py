@@ -16,12 +16,12 @@ import os
 
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-import pyqtgraph as pg  # noqa: E402
-from PySide6.QtCore import QRectF, Qt  # noqa: E402
-from PySide6.QtWidgets import QGraphicsItem  # noqa: E402
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QGraphicsItem
 
-from visiontune.app.plot_frames import ViewFrame  # noqa: E402
-from visiontune.report.map_marks import LETTER_MISSED_RGB, LETTER_READ_RGB, SLIDER_RGB  # noqa: E402
+from visiontune.app.plot_frames import ViewFrame
+from visiontune.report.map_marks import LETTER_MISSED_RGB, LETTER_READ_RGB, SLIDER_RGB
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")
 

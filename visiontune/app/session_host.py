@@ -146,7 +146,7 @@ class SessionHost:
                 self.visits.handle(name, payload)
             else:
                 getattr(self, f"_do_{name}")(payload)
-        except Exception as exc:  # noqa: BLE001 - every failure reaches the user as one message
+        except Exception as exc:  # every failure reaches the user as one message
             if isinstance(exc, VisionTuneError):
                 log.error("%s failed: %s", name, exc)
                 self._emit("failed", str(exc))
@@ -165,16 +165,16 @@ class SessionHost:
         """Close the session (releasing its lock), the device and the store; never raises (the parent may be gone)."""
         try:
             self._close_session()
-        except Exception:  # noqa: BLE001 - shutting down: log and go on closing
+        except Exception:  # shutting down: log and go on closing
             log.exception("closing the session failed")
         try:
             self.device.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("closing the lens device failed")
         if self.store is not None:
             try:
                 self.store.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("closing the trial log failed")
             self.store = None
 
@@ -208,7 +208,7 @@ class SessionHost:
                 continue
             try:
                 name = info.protocol.name
-            except Exception:  # noqa: BLE001 - an unreadable snapshot still lists
+            except Exception:  # an unreadable snapshot still lists
                 name = "?"
             rows.append(
                 SessionSummary(
@@ -599,7 +599,7 @@ class SessionHost:
             self._emit("busy", "Exporting the report")
             try:
                 view = dataclasses.replace(view, exports=self._export(info, Path(export_dir)))
-            except Exception as exc:  # noqa: BLE001 - the session is safe in the log; say why export failed
+            except Exception as exc:  # the session is safe in the log; say why export failed
                 log.exception("export of session %d failed", info.session_id)
                 view = dataclasses.replace(view, export_error=str(exc))
         self._emit("finished", view)

@@ -380,7 +380,7 @@ class SessionView(QWidget):
         if self.plots_pending:
             self.plot_timer.start()
 
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+    def showEvent(self, event: QShowEvent) -> None:
         """When the page is shown, show its plots one per step: the page's first paint is then
         the labels only, and each plot's first paint (its axes re-rendered: Qt drops the
         item caches of a hidden view) gets an event-loop pass of its own."""
@@ -397,7 +397,7 @@ class SessionView(QWidget):
         h, m = divmod(m, 60)
         self.elapsed.setText(f"Elapsed: {h:d}:{m:02d}:{s:02d}" if h else f"Elapsed: {m:02d}:{s:02d}")
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.isAutoRepeat():
             event.accept()
             return

@@ -183,7 +183,7 @@ class VisitNearView(QWidget):
     def _skip(self) -> None:
         self.skip_requested.emit(self.skip_reason.text().strip())
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.isAutoRepeat():
             event.accept()
             return

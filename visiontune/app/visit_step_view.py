@@ -197,7 +197,7 @@ class VisitStepView(QWidget):
         if self._eye is not None:
             self.skip_requested.emit(self._eye, self.skip_reason.text().strip())
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.isAutoRepeat():
             event.accept()
             return

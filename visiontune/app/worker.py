@@ -73,7 +73,7 @@ class _Relay(QThread):
                 kind, value = self.engine.recv()
             except (EOFError, OSError):
                 break
-            except Exception as exc:  # noqa: BLE001 - an unreadable event must not kill the relay silently
+            except Exception as exc:  # an unreadable event must not kill the relay silently
                 log.exception("unreadable event from the session engine")
                 self.event.emit(self.engine, "failed", f"Unreadable message from the session engine: {exc}")
                 continue

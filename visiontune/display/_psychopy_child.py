@@ -47,7 +47,7 @@ class PsychoPyBackend:
     """A PsychoPy window in pixel units, white background, black glyph polygons."""
 
     def __init__(self, options):
-        from psychopy import visual  # noqa: PLC0415 - the only place PsychoPy is imported
+        from psychopy import visual  # the only place PsychoPy is imported
 
         self.visual = visual
         self.win = visual.Window(
@@ -102,7 +102,7 @@ class PsychoPyBackend:
             stim.draw()
 
     def capture(self):
-        import numpy as np  # noqa: PLC0415
+        import numpy as np
 
         self._draw()
         frame = self.win.getMovieFrame(buffer="back")
@@ -118,7 +118,7 @@ BACKENDS = {"null": NullBackend, "psychopy": PsychoPyBackend}
 
 
 def serve(conn) -> None:
-    from visiontune.display.optotypes import load_letter_set  # noqa: PLC0415 - late: numpy after the child listens
+    from visiontune.display.optotypes import load_letter_set  # late: numpy after the child listens
 
     backend = letter_set = None
     mirror = False

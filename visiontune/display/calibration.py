@@ -359,7 +359,7 @@ print("VISIONTUNE-MONITOR " + json.dumps(record))
 
 
 def _monitor_in_process(name: str) -> dict:
-    from psychopy import monitors  # noqa: PLC0415 - optional, imported only when used
+    from psychopy import monitors  # optional, imported only when used
 
     names = [str(n) for n in monitors.getAllMonitors()]
     if name not in names:
@@ -375,7 +375,7 @@ def _monitor_in_process(name: str) -> dict:
 
 
 def _monitor_in_child(name: str, python: str) -> dict:
-    import subprocess  # noqa: PLC0415
+    import subprocess
 
     try:
         done = subprocess.run([python, "-c", _MONITOR_QUERY, name], capture_output=True, text=True, timeout=120)

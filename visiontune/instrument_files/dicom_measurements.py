@@ -94,7 +94,7 @@ def _sop_name(uid: str) -> str:
 
         name = UID(uid).name
         return f"{uid} ({name})" if name and name != uid else uid
-    except Exception:  # noqa: BLE001 - a name is only for the message
+    except Exception:  # a name is only for the message
         return uid
 
 
@@ -191,7 +191,7 @@ def read_dicom_measurements(data: bytes, name: str) -> InstrumentReading:
         raise
     except InvalidDicomError as exc:
         raise InvalidInputError(f"{name}: not a DICOM Part 10 file ({one_line(str(exc).splitlines()[0])})") from None
-    except Exception as exc:  # noqa: BLE001 - pydicom raises many kinds on a damaged stream
+    except Exception as exc:  # pydicom raises many kinds on a damaged stream
         first = one_line((str(exc).splitlines() or [""])[0])[:200]
         raise InvalidInputError(f"{name}: a damaged or truncated DICOM file ({type(exc).__name__}: {first})") from None
     meta = getattr(ds, "file_meta", None)

@@ -173,7 +173,7 @@ class RefractionSession(Refraction):
         stored_start = start.to_dict() | ({} if cylinder_form is None else {"cylinder_form": cylinder_form})
         try:
             store.get_patient(patient_id)
-        except Exception:  # noqa: BLE001 - unknown patient: create it
+        except Exception:  # unknown patient: create it
             store.create_patient(patient_id)
         sid = store.create_session(
             patient_id,
