@@ -1,6 +1,7 @@
 """Benchmark: the durable commit of one answer to the trial log (plain script, prints medians).
 
-Timed: :meth:`visiontune.session.store.SessionHandle.record_trial`, which returns only when the
+Timed: :meth:`visiontune.session.store.SessionHandle.record_trial` of one
+:class:`~visiontune.refraction.trial.Trial`, which returns only when the
 answer is committed and fsynced (WAL journal, ``synchronous=FULL``, one ``BEGIN IMMEDIATE ...
 COMMIT`` per answer: the trial log is written before anything else happens). The
 session grows from 0 to ``--trials`` answers in a fresh database in ``--dir`` (default: a
@@ -21,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
-from visiontune.session.records import Lens, TrialInput
+from visiontune.refraction.trial import Trial
 from visiontune.session.store import TrialStore
 
 
@@ -35,9 +37,10 @@ def time_session(folder: Path, trials: int, rng: np.random.Generator) -> np.ndar
         sid = store.create_session("BENCH", eye="OD", protocol=protocol, seed=0, simulated=True)
         with store.open_session(sid) as handle:
             for i in range(trials):
-                trial = TrialInput(
+                trial = Trial(
+                    index=i,
                     s_logmar=float(rng.uniform(-0.3, 1.0)),
-                    lens=Lens(float(rng.uniform(-8, 8)), float(rng.uniform(0, 6)), float(rng.uniform(0, 180))),
+                    lens=Prescription(float(rng.uniform(-8, 8)), float(rng.uniform(0, 6)), float(rng.uniform(0, 180))),
                     letter_shown="K",
                     letter_named="K",
                     correct=bool(rng.random() < 0.7),

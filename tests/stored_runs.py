@@ -46,9 +46,6 @@ from pathlib import Path
 
 import pytest
 
-from visiontune.experiments import clinic, mixed
-from visiontune.experiments.clinic import case_metrics, plan, run_case, stored_metrics, validation_case
-from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.lenses import lens_changes
@@ -56,6 +53,10 @@ from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import Protocol, load_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
+from visiontune.validation import clinic, mixed
+from visiontune.validation.clinic import case_metrics, plan, run_case, stored_metrics, validation_case
+from visiontune.validation.mixed import MixedCaseSpec, run_mixed_case
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -71,8 +72,8 @@ ANSWERS = Path(__file__).with_name("fixtures") / "stored_runs.json"
 ESTIMATE_TOLERANCE_D = 1e-9
 
 #: The fewest leading trials a re-simulated stored run must ask as it was recorded (b), whatever
-#: its near-ties: the earliest drift seen on another CPU (the refraction benchmark's quick store,
-#: issue 35) came after trial 9.
+#: its near-ties: the earliest drift seen on another CPU (the refraction benchmark's quick store, on an
+#: AVX-512 machine) came after trial 9.
 MIN_SAME_TRIALS = 5
 
 #: Letter sizes of the same question agree to this (logMAR): a size from the chart is exact, a
@@ -187,8 +188,8 @@ class StoredCase:
         """The metrics of the run computed from its recorded ``trials`` (no question proposed):
         the log refilled, the model fitted to it, the result filed as ``stopped_by``."""
         log = MemoryLog()
-        for t in trials:
-            log.record(**_trial_arguments(t))
+        for index, t in enumerate(trials):
+            log.record(Trial(index, **_trial_arguments(t)))
         refraction, presenter = self.session(log)
         result = refraction.result(stopped_by)
         case = validation_case(self.population, self.case_id, 1)
@@ -250,7 +251,10 @@ def trial_record(t) -> dict:
 def _trial_arguments(t: dict) -> dict:
     if t["void"]:
         raise AssertionError("stored answers with a voided trial: the recorder keeps only finished, valid runs")
-    rx = lambda v: None if v is None else Prescription(*v)  # noqa: E731
+
+    def rx(v):
+        return None if v is None else Prescription(*v)
+
     return {
         "s_logmar": t["s_logmar"],
         "lens": rx(t["lens"]),

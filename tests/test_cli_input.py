@@ -14,8 +14,8 @@ import pytest
 from visiontune import cli
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.trial import Trial
 from visiontune.report.tabular_visit import VISIT_JSON_SCHEMA_VERSION
-from visiontune.session.records import Lens, TrialInput
 from visiontune.session.simulated_visit import recorded_case
 from visiontune.session.store import TrialStore
 
@@ -128,8 +128,13 @@ def test_a_negative_zero_is_never_printed(tmp_path):
         sid = store.create_session("P-1", eye="OD", protocol=load_protocol("clinical-sloan"), seed=1, simulated=True)
         with store.open_session(sid) as handle:
             handle.record_trial(
-                TrialInput(
-                    s_logmar=-0.001, lens=Lens(-1.0, -0.5, 35.0), letter_shown="C", letter_named="C", correct=True
+                Trial(
+                    index=0,
+                    s_logmar=-0.001,
+                    lens=Prescription(-1.0, -0.5, 35.0),
+                    letter_shown="C",
+                    letter_named="C",
+                    correct=True,
                 )
             )
     code, out, err = run(["sessions", "show", str(sid), "--db", str(db)])

@@ -26,7 +26,8 @@ import pytest
 
 import visiontune
 from visiontune import cli
-from visiontune.session.records import Lens, TrialInput
+from visiontune.optics import Prescription
+from visiontune.refraction.trial import Trial
 from visiontune.session.store import TrialStore
 
 SEED = 21
@@ -65,7 +66,7 @@ def _make_log(path: Path, damage: str | None = None) -> None:
             sid = store.create_session("P-0042", eye="OD", protocol=PROTOCOL_TEXT, seed=3)
             with store.open_session(sid) as handle:
                 for i in range(3):
-                    handle.record_trial(TrialInput(0.1 * i, Lens(-0.25 * i, 0.0, 90.0), "C", i != 1, "C"))
+                    handle.record_trial(Trial(i, 0.1 * i, Prescription(-0.25 * i, 0.0, 90.0), "C", i != 1, "C"))
                 if finish:
                     handle.finish(RESULT)
     if damage == "text":

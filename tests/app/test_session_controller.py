@@ -21,8 +21,9 @@ from visiontune.app.worker_values import FinishedView, NewSession, Snapshot
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingQuery, simulated_comparison
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.trial import Trial
 from visiontune.session.engine import Answer, ComparisonReply
-from visiontune.session.records import Lens, SessionState, Trial
+from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
 
 SLOAN = tuple("CDHKNORSVZ")
@@ -125,19 +126,19 @@ def test_the_controller_imports_no_qt():
     assert out.stdout.strip() == "[]"
 
 
-def _shown(*lenses: Lens) -> Trial:
+def _shown(*lenses: Prescription) -> Trial:
     """A stored trial that showed ``lenses`` (one: a letter; two: a comparison), the last left in place."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
     return Trial(
-        1,
         0,
         0.3,
         lenses[0],
         "K",
-        None,
         True,
+        None,
         at,
         at,
+        session_id=1,
         lens2=lenses[1] if len(lenses) > 1 else None,
         comparison="1" if len(lenses) > 1 else None,
     )
@@ -147,31 +148,34 @@ def _shown(*lenses: Lens) -> Trial:
     "shown, query, text, caption",
     [
         (
-            (Lens(-1.0, -0.5, 90.0),),
+            (Prescription(-1.0, -0.5, 90.0),),
             PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
             "The lens in place stays: press Enter",
             "Keep this lens",
         ),
         (
-            (Lens(-1.5, 0.5, 0.0),),
+            (Prescription(-1.5, 0.5, 0.0),),
             PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),  # the same lens, plus form
             "The lens in place stays: press Enter",
             "Keep this lens",
         ),
         (
-            (Lens(-1.25, -0.5, 90.0),),
+            (Prescription(-1.25, -0.5, 90.0),),
             PendingQuery(1, 0.3, Prescription(-1.0, -0.5, 90.0), "K"),
             "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press Enter",
             "Set this lens",
         ),
         (
-            (Lens(-2.0, 0.0, 0.0), Lens(-1.0, -0.5, 90.0)),
+            (Prescription(-2.0, 0.0, 0.0), Prescription(-1.0, -0.5, 90.0)),
             PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
             "Lens 1 is the lens in place: keep it, have lens 2 ready",
             "Compare lens 1 and lens 2",
         ),
         (
-            (Lens(-1.0, -0.5, 90.0), Lens(-2.0, 0.0, 0.0)),  # lens 1 shown first, but lens 2 was left in place
+            (
+                Prescription(-1.0, -0.5, 90.0),
+                Prescription(-2.0, 0.0, 0.0),
+            ),  # lens 1 shown first, but lens 2 was left in place
             PendingComparison(1, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K"),
             "Set lens 1 and lens 2",
             "Compare lens 1 and lens 2",

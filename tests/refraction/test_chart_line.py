@@ -25,6 +25,7 @@ from visiontune.refraction.mixed_rules import best_line, expected_posterior_vari
 from visiontune.refraction.optics_model import LetterAnswer, OpticsModelSpec, ParticlePosterior, probability_correct
 from visiontune.refraction.protocol import list_protocols, load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 
 LINES = "docs/results/protocols/clinical-sloan-lines.toml"
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04, n_particles=500)
@@ -203,7 +204,7 @@ def test_a_line_answer_must_fit_the_pending_line():
     trial = session.record(LineReply.from_count(3, 5))
     assert (trial.letter_shown, trial.line_correct, trial.correct) == ("CDHKN", "11100", True)
     with pytest.raises(InvalidInputError, match="line_correct"):
-        log.record(0.1, Prescription(0, 0, 180), "CDH", False, line_correct="1020")
+        log.record(Trial(1, 0.1, Prescription(0, 0, 180), "CDH", False, line_correct="1020"))
 
 
 def test_without_the_table_the_shipped_default_asks_what_it_asked():

@@ -23,6 +23,7 @@ from visiontune.refraction.loop import MemoryLog, make_engine
 from visiontune.refraction.optics_engine import FILED_WITHIN_D, OVER_MINUS_D
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 LETTERS = load_protocol("clinical-sloan")
@@ -210,7 +211,7 @@ def test_a_session_files_the_most_probable_lens_and_rounded_files_as_before():
     rng = np.random.default_rng(4)
     for k in range(25):
         s, lens, _ = plain.propose(log.trials(), np.random.default_rng([3, k, 0]))
-        log.record(s, lens, "H", bool(rng.random() < 0.7))
+        log.record(Trial(k, s, lens, "H", bool(rng.random() < 0.7)))
     trials = log.trials()
     a = plain.estimate(trials, np.random.default_rng(0), np.random.default_rng(1), 0.95)
     b = best.estimate(trials, np.random.default_rng(0), np.random.default_rng(1), 0.95)

@@ -3,12 +3,12 @@ lens swaps), in the trial loop and in the validation's metrics and tables."""
 
 from __future__ import annotations
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, plan, run_case, summarise, validation_case
-from visiontune.experiments.validate_cli import table_markdown
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import lens_changes, lens_left_in_place, lenses_shown
-from visiontune.refraction.loop import LoggedTrial
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.trial import Trial
+from visiontune.validation.clinic import TimedPresenter, case_refraction, plan, run_case, summarise, validation_case
+from visiontune.validation.validate_cli import table_markdown
 
 L1 = Prescription(-1.0, -0.5, 90.0)
 L1_PLUS = Prescription(-1.5, 0.5, 180.0)  # L1 in plus-cylinder form: the same lens
@@ -17,16 +17,16 @@ L3 = Prescription(-1.0, -0.5, 95.0)
 PLANO_0, PLANO_90 = Prescription(0.0, 0.0, 0.0), Prescription(0.0, 0.0, 90.0)
 
 
-def _letter(i: int, lens: Prescription) -> LoggedTrial:
-    return LoggedTrial(i, 0.3, lens, "C", True)
+def _letter(i: int, lens: Prescription) -> Trial:
+    return Trial(i, 0.3, lens, "C", True)
 
 
-def _comparison(i: int, first: Prescription, second: Prescription) -> LoggedTrial:
-    return LoggedTrial(i, 0.3, first, "C", True, lens2=second, comparison="1")
+def _comparison(i: int, first: Prescription, second: Prescription) -> Trial:
+    return Trial(i, 0.3, first, "C", True, lens2=second, comparison="1")
 
 
-def _slider(i: int, path: tuple[Prescription, ...], choice: int) -> LoggedTrial:
-    return LoggedTrial(i, 0.3, path[choice], "C", True, slider_knob="sphere", slider_lenses=path, slider_choice=choice)
+def _slider(i: int, path: tuple[Prescription, ...], choice: int) -> Trial:
+    return Trial(i, 0.3, path[choice], "C", True, slider_knob="sphere", slider_lenses=path, slider_choice=choice)
 
 
 def test_each_kind_of_trial_shows_its_lenses_in_order():

@@ -11,22 +11,22 @@ import pytest
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import LoggedTrial
 from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_model import LOG_SENSITIVITY
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 
 PROTOCOL = load_protocol("clinical-sloan-compare")
 START = StartingPoint(Prescription(-2.0, -0.5, 90.0), "autorefraction", 45.0)
 NARROW = SimpleNamespace(m_pm_d=0.01, cylinder_vector_pm_d=0.01)  # a region that meets any precision
 
 
-def _comparisons(n: int, answer: str = "=") -> list[LoggedTrial]:
+def _comparisons(n: int, answer: str = "=") -> list[Trial]:
     """``n`` answers to the start (lens 1) against 0.5 D more plus (lens 2)."""
     a, b = Prescription(-2.0, -0.5, 90.0), Prescription(-1.5, -0.5, 90.0)
-    return [LoggedTrial(i, 0.1, a, "H", answer == "1", lens2=b, comparison=answer) for i in range(n)]
+    return [Trial(i, 0.1, a, "H", answer == "1", lens2=b, comparison=answer) for i in range(n)]
 
 
 def _engine(ratio):
@@ -64,7 +64,7 @@ def test_the_stop_compares_the_spread_of_ln_kappa_with_the_fraction():
         engine = _engine(fraction)
         engine.estimate(trials, np.random.default_rng(1), None, 0.95)
         assert engine.precision_met(NARROW) is met
-    letters = [LoggedTrial(0, 0.2, Prescription(-2.0, -0.5, 90.0), "H", True)]
+    letters = [Trial(0, 0.2, Prescription(-2.0, -0.5, 90.0), "H", True)]
     fresh = _engine(0.01)
     fresh.estimate(letters, np.random.default_rng(1), None, 0.95)
     assert fresh.posterior(letters).sensitivity_prior is None and fresh.precision_met(NARROW)

@@ -19,6 +19,7 @@ from visiontune.refraction.optics_rules import mutual_information_bits, within_r
 from visiontune.refraction.policies import OPTICS_POLICIES
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 
 PROTOCOL = load_protocol("clinical-sloan")
 SEED = 11
@@ -67,7 +68,7 @@ def make_log(kind: str, engine, n: int = 6) -> MemoryLog:
     for k in range(count):
         s, lens, _ = engine.propose(log.trials(), np.random.default_rng([SEED, k, 0]))
         correct = {"one": True, "all-wrong": False, "mixed": s > 0.3}[kind]
-        log.record(s, lens, "H", correct)
+        log.record(Trial(k, s, lens, "H", correct))
     return log
 
 

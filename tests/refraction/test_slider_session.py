@@ -34,6 +34,7 @@ from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 
 HERE = Path(__file__).resolve().parent
 SLIDER_PROTOCOL = HERE.parent / "protocols" / "sloan-compare-sliders.toml"
@@ -211,12 +212,23 @@ def test_the_kind_of_reply_must_match_the_pending_question():
 def test_the_memory_log_refuses_half_a_slider():
     log, rx = MemoryLog(), Prescription(-1.0, 0.0, 180.0)
     with pytest.raises(InvalidInputError, match="slider: expected the knob, its lenses and the choice together"):
-        log.record(0.1, rx, "H", True, slider_knob="sphere", slider_choice=0)
+        log.record(Trial(0, 0.1, rx, "H", True, slider_knob="sphere", slider_choice=0))
     with pytest.raises(InvalidInputError, match="slider_choice: expected an index in"):
-        log.record(0.1, rx, "H", True, slider_knob="sphere", slider_lenses=(rx, rx), slider_choice=2)
+        log.record(Trial(0, 0.1, rx, "H", True, slider_knob="sphere", slider_lenses=(rx, rx), slider_choice=2))
     with pytest.raises(InvalidInputError, match="a slider or a comparison, not both"):
         log.record(
-            0.1, rx, "H", True, lens2=rx, comparison="1", slider_knob="sphere", slider_lenses=(rx, rx), slider_choice=0
+            Trial(
+                0,
+                0.1,
+                rx,
+                "H",
+                True,
+                lens2=rx,
+                comparison="1",
+                slider_knob="sphere",
+                slider_lenses=(rx, rx),
+                slider_choice=0,
+            )
         )
     assert log.trials() == []
 

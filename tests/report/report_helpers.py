@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from visiontune.session.records import Lens, TrialInput
+from visiontune.optics import Prescription
+from visiontune.refraction.trial import Trial
 
 TRUE_S, TRUE_C = -1.3, -0.6
 MAP_SPHERE = [-3.0, -2.0, -1.0, 0.0, 1.0]
@@ -56,18 +57,21 @@ class FakeClock:
         return self.t
 
 
-def trial_input(i: int, comparisons: bool = True) -> TrialInput:
-    """A distinct answer per ``i``: every 7th a duel, every 11th a comparison answered "="
-    (unless ``comparisons`` is False), every 5th a "don't know"."""
+def trial_input(i: int, comparisons: bool = True) -> Trial:
+    """A distinct answer per ``i``, trial ``i``: every 7th a duel, every 11th a comparison answered
+    "=" (unless ``comparisons`` is False), every 5th a "don't know"."""
     comparison = comparisons and i % 11 == 10
     letters = "CDHKNORSVZ"
     correct = i % 3 != 0
-    return TrialInput(
+    return Trial(
+        index=i,
         s_logmar=round(0.05 * (i % 20) - 0.2, 2),
-        lens=Lens(-3.0 + 0.125 * (i % 33), -2.0 + 0.0625 * (i % 49), 90.0),
+        lens=Prescription(-3.0 + 0.125 * (i % 33), -2.0 + 0.0625 * (i % 49), 90.0),
         letter_shown=letters[i % 10],
         letter_named=None if i % 5 == 4 else (letters[i % 10] if correct else letters[(i + 1) % 10]),
         correct=correct,
-        lens2=Lens(0.25, -0.25, 45.5) if i % 7 == 6 else (Lens(-0.5, -0.75, 10.0) if comparison else None),
+        lens2=Prescription(0.25, -0.25, 45.5)
+        if i % 7 == 6
+        else (Prescription(-0.5, -0.75, 10.0) if comparison else None),
         comparison="=" if comparison else None,
     )

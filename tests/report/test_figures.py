@@ -12,7 +12,9 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from report_helpers import MAP_CYLINDER, MAP_SPHERE, blendowske_va, make_result
 
+from visiontune.optics import Prescription as Lens
 from visiontune.refraction.result import parse_result
+from visiontune.refraction.trial import Trial
 from visiontune.report.figures import (
     VIRIDIS_ANCHORS,
     acuity_colours,
@@ -32,7 +34,6 @@ from visiontune.report.map_marks import (
     SliderMark,
     path_polyline,
 )
-from visiontune.session.records import Lens, Trial
 
 
 def test_colormap_hits_the_anchors_and_clips():
@@ -51,7 +52,7 @@ def test_cell_edges():
 
 def _trial(i: int, s: float, c: float, void: bool, correct: bool = True) -> Trial:
     t = datetime(2026, 1, 1, tzinfo=UTC)
-    return Trial(1, i, 0.0, Lens(s, c, 90.0), "C", "C" if correct else "D", correct, t, t, void=void)
+    return Trial(i, 0.0, Lens(s, c, 90.0), "C", correct, "C" if correct else "D", t, t, void=void, session_id=1)
 
 
 def _render(draw) -> tuple[QImage, QRectF]:
@@ -115,19 +116,19 @@ def _slider(i: int, knob: str, path: list[tuple[float, float, float]], choice: i
     t = datetime(2026, 1, 1, tzinfo=UTC)
     lenses = tuple(Lens(*x) for x in path)
     return Trial(
-        1,
         i,
         0.1,
         lenses[choice],
         "C",
-        None,
         False,
+        None,
         t,
         t,
         void=void,
         slider_knob=knob,
         slider_lenses=lenses,
         slider_choice=choice,
+        session_id=1,
     )
 
 
@@ -142,9 +143,9 @@ def test_sliders_are_marked_at_the_lens_chosen_with_their_path_at_the_maps_axis(
     axis = _slider(2, "axis", [(0.0, -1.0, a) for a in (10.0, 20.0, 30.0, 40.0, 50.0)], 1)
     away = _slider(3, "sphere", [(-2.0, -1.0, 90.0), (-1.75, -1.0, 90.0)], 0)
     plus = _slider(6, "sphere", [(-2.0, 0.75, 115.0), (-1.75, 0.75, 115.0)], 1)
-    letter = Trial(1, 4, 0.2, Lens(-1.0, -1.0, 30.0), "C", "C", True, t, t)
+    letter = Trial(4, 0.2, Lens(-1.0, -1.0, 30.0), "C", True, "C", t, t, session_id=1)
     comparison = Trial(
-        1, 5, 0.2, Lens(-1.0, -1.0, 30.0), "C", None, True, t, t, lens2=Lens(0.0, -1.0, 30.0), comparison="1"
+        5, 0.2, Lens(-1.0, -1.0, 30.0), "C", True, None, t, t, lens2=Lens(0.0, -1.0, 30.0), comparison="1", session_id=1
     )
     trials = [sphere, cylinder, axis, away, letter, comparison, plus]
     assert sliders_on_map(trials, 30.0) == [

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from visiontune.errors import InvalidInputError
+from visiontune.refraction.trial import trial_kind
 from visiontune.report import load_session
 from visiontune.report.tabular import (
     CSV_COLUMNS,
@@ -19,7 +20,6 @@ from visiontune.report.tabular import (
     trials_from_csv,
     trials_to_csv,
 )
-from visiontune.session.records import trial_kind
 
 
 @pytest.fixture
@@ -81,7 +81,8 @@ session_id,trial_index,void,s_logmar,sphere_d,cylinder_d,axis_deg,sphere2_d,cyli
 def test_a_schema_2_csv_written_before_sliders_still_reads():
     from datetime import UTC, datetime
 
-    from visiontune.session.records import Lens, Trial
+    from visiontune.optics import Prescription as Lens
+    from visiontune.refraction.trial import Trial
 
     def at(s):
         return datetime(2026, 3, 4, 9, 0, s, tzinfo=UTC)
@@ -89,21 +90,32 @@ def test_a_schema_2_csv_written_before_sliders_still_reads():
     trials, simulated = trials_from_csv(SCHEMA_2_CSV)
     assert simulated is True
     assert trials == [
-        Trial(1, 0, 0.0, Lens(-2.5, -1.75, 90.0), "N", None, True, at(3), at(3)),
-        Trial(1, 1, 0.1, Lens(-2.25, -1.625, 90.0), "R", "S", False, at(4), at(4), lens2=Lens(0.25, -0.25, 45.5)),
+        Trial(0, 0.0, Lens(-2.5, -1.75, 90.0), "N", True, None, at(3), at(3), session_id=1),
         Trial(
             1,
+            0.1,
+            Lens(-2.25, -1.625, 90.0),
+            "R",
+            False,
+            "S",
+            at(4),
+            at(4),
+            lens2=Lens(0.25, -0.25, 45.5),
+            session_id=1,
+        ),
+        Trial(
             2,
             0.3,
             Lens(-1.75, -1.375, 90.0),
             "C",
-            "C",
             True,
+            "C",
             at(5),
             at(5),
             lens2=Lens(-0.5, -0.75, 10.0),
             void=True,
             comparison="=",
+            session_id=1,
         ),
     ]
     assert all(t.slider_choice is None and t.slider_knob is None and t.slider_lenses is None for t in trials)
@@ -147,7 +159,8 @@ def test_csv_round_trip_of_letters_comparisons_and_sliders(store, sliders):
         path = json.loads(r["slider_path"])  # the knob's path, read independently of the reader
         assert r["slider_knob"] == t.slider_knob and int(r["slider_choice"]) == t.slider_choice
         assert [(x["sphere_d"], x["cylinder_d"], x["axis_deg"]) for x in path] == [
-            (x.sphere_d, x.cylinder_d, x.axis_deg) for x in t.slider_lenses
+            (x.sphere_d, x.cylinder_d, x.axis_deg % 180.0)
+            for x in t.slider_lenses  # the file's axes in [0, 180)
         ]
         chosen = path[int(r["slider_choice"])]
         assert (float(r["sphere_d"]), float(r["cylinder_d"]), float(r["axis_deg"])) == (
@@ -198,7 +211,7 @@ def test_bad_sliders_in_a_csv_are_refused_naming_the_line(sliders):
         ("slider_choice", "9", r"slider_choice: expected an index in \[0, 8\], got 9"),
         ("slider_choice", "two", "column slider_choice: expected an integer"),
         ("slider_choice", str(other), f"slider_choice: the lens .* is not lens {other} of the path"),
-        ("slider_path", one_lens, "slider_lenses: expected at least 2 Lens values"),
+        ("slider_path", one_lens, "slider_lenses: expected at least 2 Prescription values"),
         ("slider_path", "[1, 2]", "column slider_path: slider_path: expected a list of lenses"),
         ("kind", "letter", "kind: expected 'slider' for this trial"),
         ("comparison", "1", "slider: a trial is a slider or a comparison, not both"),
@@ -290,15 +303,18 @@ def _trials_strategy():
 
     from hypothesis import strategies as st
 
+    from visiontune.optics import Prescription as Lens
     from visiontune.refraction.slider import KNOBS
-    from visiontune.session.records import Lens, Trial
+    from visiontune.refraction.trial import Trial
 
     power = st.floats(-20, 20, allow_nan=False)
     lens = st.builds(Lens, power, power, st.floats(0, 179.999, allow_nan=False))
-    text = st.text(alphabet='AZ,"\n é;', min_size=1, max_size=4)
+    text = st.text(alphabet='AZ,"\n é;', min_size=1, max_size=4).filter(str.strip)  # a letter is never blank
     when = st.integers(0, 10**9).map(lambda us: datetime(2026, 1, 1, tzinfo=UTC) + timedelta(microseconds=us))
     trial = st.builds(
-        lambda i, s, l1, l2, shown, named, ok, t, void: Trial(1, i, s, l1, shown, named, ok, t, t, lens2=l2, void=void),
+        lambda i, s, l1, l2, shown, named, ok, t, void: Trial(
+            i, s, l1, shown, ok, named, t, t, lens2=l2, void=void, session_id=1
+        ),
         st.integers(0, 10**6),
         st.floats(-3, 3, allow_nan=False),
         lens,

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
-from visiontune.session.records import Lens, TrialInput
+from visiontune.refraction.trial import Trial
 from visiontune.session.store import TrialStore
 
 
@@ -49,11 +50,12 @@ def session_id(store, protocol):
     return store.create_session("P001", eye="OD", protocol=protocol, seed=7)
 
 
-def _make_trial(i: int, correct: bool = True, **kw) -> TrialInput:
-    """A distinct trial input per ``i`` (lens and size depend on i)."""
-    return TrialInput(
+def _make_trial(i: int, correct: bool = True, *, index: int | None = None, **kw) -> Trial:
+    """A distinct trial per ``i`` (lens and size depend on i), of ``index`` (default ``i``)."""
+    return Trial(
+        index=i if index is None else index,
         s_logmar=0.1 * i - 0.5,
-        lens=Lens(-1.0 + 0.25 * i, 0.5 - 0.25 * i, 90.0),
+        lens=Prescription(-1.0 + 0.25 * i, 0.5 - 0.25 * i, 90.0),
         letter_shown="ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i % 26],
         letter_named=kw.pop("letter_named", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i % 26] if correct else "Z"),
         correct=correct,
@@ -63,5 +65,5 @@ def _make_trial(i: int, correct: bool = True, **kw) -> TrialInput:
 
 @pytest.fixture(name="make_trial")
 def make_trial_fixture():
-    """``make_trial(i, correct=True, **overrides) -> TrialInput``."""
+    """``make_trial(i, correct=True, index=i, **overrides) -> Trial``."""
     return _make_trial

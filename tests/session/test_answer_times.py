@@ -17,15 +17,16 @@ import numpy as np
 import pytest
 
 from visiontune import cli
+from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.trial import Trial
 from visiontune.session.answer_times import GAPS, answer_times
-from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 #: Mean answer time (s) of each kind in the made-up sessions; real and simulated differ.
 MEANS = {"letter": 3.0, "comparison": 5.0, "slider": 8.0}
-PATH = tuple(Lens(-1.0 + 0.25 * k, -0.5, 90.0) for k in range(9))
+PATH = tuple(Prescription(-1.0 + 0.25 * k, -0.5, 90.0) for k in range(9))
 
 
 class SetClock:
@@ -38,22 +39,21 @@ class SetClock:
         return self.t
 
 
-def _trial(kind: str, i: int, presented: datetime | None, answered: datetime | None) -> TrialInput:
+def _trial(kind: str, i: int, presented: datetime | None, answered: datetime | None) -> Trial:
     base = dict(
+        index=i,
         s_logmar=0.1 * (i % 5),
-        lens=Lens(-1.0, -0.5, 90.0),
+        lens=Prescription(-1.0, -0.5, 90.0),
         letter_shown="HNKRDZSOVC"[i % 10],
         correct=True,
         presented_at=presented,
         answered_at=answered,
     )
     if kind == "comparison":
-        return TrialInput(**base, lens2=Lens(-0.75, -0.5, 90.0), comparison="12="[i % 3])
+        return Trial(**base, lens2=Prescription(-0.75, -0.5, 90.0), comparison="12="[i % 3])
     if kind == "slider":
-        return TrialInput(
-            **{**base, "lens": PATH[i % 9]}, slider_knob="sphere", slider_lenses=PATH, slider_choice=i % 9
-        )
-    return TrialInput(**base, letter_named=base["letter_shown"])
+        return Trial(**{**base, "lens": PATH[i % 9]}, slider_knob="sphere", slider_lenses=PATH, slider_choice=i % 9)
+    return Trial(**base, letter_named=base["letter_shown"])
 
 
 def _session(store, clock, rng, *, simulated: bool, n: int = 30, scale: float = 1.0) -> dict[str, list[float]]:
@@ -169,16 +169,26 @@ def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(stor
     slider's last lens are the ones in place after them; either cylinder form is the same lens."""
     store.create_patient("P1")
     sid = store.create_session("P1", eye="OD", protocol=load_protocol("clinical-sloan-compare"))
-    a, a_plus, b, c = Lens(-1.0, -0.5, 90.0), Lens(-1.5, 0.5, 0.0), Lens(-0.75, -0.5, 90.0), Lens(-1.0, -0.75, 90.0)
-    letter = dict(s_logmar=0.2, letter_shown="H", letter_named="H", correct=True)
+    a, a_plus, b, c = (
+        Prescription(-1.0, -0.5, 90.0),
+        Prescription(-1.5, 0.5, 0.0),
+        Prescription(-0.75, -0.5, 90.0),
+        Prescription(-1.0, -0.75, 90.0),
+    )
+    letter = dict(index=0, s_logmar=0.2, letter_shown="H", letter_named="H", correct=True)
     questions = [  # (trial, gap before it, kind): the gap from the previous answer to this question on screen
-        (TrialInput(lens=a, **letter), None, "first"),
-        (TrialInput(lens=a_plus, **letter), 1.5, "lens kept"),
-        (TrialInput(lens=b, **letter), 6.0, "lens changed"),
-        (TrialInput(lens=b, lens2=c, comparison="1", s_logmar=0.2, letter_shown="H", correct=True), 2.0, "lens kept"),
-        (TrialInput(lens=c, **letter), 1.0, "lens kept"),  # lens 2 of the comparison is in place
+        (Trial(lens=a, **letter), None, "first"),
+        (Trial(lens=a_plus, **letter), 1.5, "lens kept"),
+        (Trial(lens=b, **letter), 6.0, "lens changed"),
         (
-            TrialInput(
+            Trial(index=0, lens=b, lens2=c, comparison="1", s_logmar=0.2, letter_shown="H", correct=True),
+            2.0,
+            "lens kept",
+        ),
+        (Trial(lens=c, **letter), 1.0, "lens kept"),  # lens 2 of the comparison is in place
+        (
+            Trial(
+                index=0,
                 lens=PATH[4],
                 slider_knob="sphere",
                 slider_lenses=PATH,
@@ -190,14 +200,14 @@ def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(stor
             7.0,
             "lens changed",
         ),
-        (TrialInput(lens=PATH[8], **letter), 2.5, "lens kept"),  # the slider's path ends on PATH[8]
-        (TrialInput(lens=a, **letter), 8.0, "lens changed"),
-        (TrialInput(lens=b, **letter), 40.0, "paused"),
+        (Trial(lens=PATH[8], **letter), 2.5, "lens kept"),  # the slider's path ends on PATH[8]
+        (Trial(lens=a, **letter), 8.0, "lens changed"),
+        (Trial(lens=b, **letter), 40.0, "paused"),
     ]
     expected: dict[str, list[float]] = {}
     with store.open_session(sid) as handle:
         t = T0
-        for trial, gap, kind in questions:
+        for k, (trial, gap, kind) in enumerate(questions):
             if kind == "paused":
                 clock.t = t + timedelta(seconds=5)
                 handle.pause()
@@ -205,7 +215,7 @@ def test_the_gap_to_the_next_question_is_sorted_by_whether_the_lens_changed(stor
                 handle.resume()
             presented = t if gap is None else t + timedelta(seconds=gap)
             t = presented + timedelta(seconds=3)
-            handle.record_trial(dataclasses.replace(trial, presented_at=presented, answered_at=t))
+            handle.record_trial(dataclasses.replace(trial, index=k, presented_at=presented, answered_at=t))
             if kind in ("lens kept", "lens changed"):
                 expected.setdefault(kind, []).append(gap)
     found = answer_times(store)

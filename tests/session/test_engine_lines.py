@@ -16,11 +16,12 @@ import pytest
 from tests.session.test_engine_kill import _kill_resume_and_rerun
 from tests.simulated_sessions import SimulatedCase, answer_until
 from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
 from visiontune.refraction.loop import MemoryLog, Refraction, is_line
 from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.trial import Trial
 from visiontune.session.engine import Answer, ComparisonReply, LineReply, PendingLine, RefractionSession
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
-from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
 PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-lines.toml"
@@ -54,7 +55,7 @@ def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
         (letter,) = s.trials(1)
         assert letter.line_correct is None and letter.letter_shown == "H" and letter.correct
         with s.open_session(1) as handle:
-            t = handle.record_trial(TrialInput(0.2, Lens(-1.0, -0.5, 90), "CDHKN", True, line_correct="11010"))
+            t = handle.record_trial(Trial(1, 0.2, Prescription(-1.0, -0.5, 90), "CDHKN", True, line_correct="11010"))
         assert s.trials(1)[1] == t and t.line_correct == "11010"
     conn = sqlite3.connect(path, isolation_level=None)
     insert = (
@@ -72,7 +73,7 @@ def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
             conn.execute(insert.format(second), (shown, answers))
     conn.close()
     with pytest.raises(InvalidInputError, match="line_correct"):
-        TrialInput(0.2, Lens(-1.0, -0.5, 90), "CDHKN", True, line_correct="110")
+        Trial(0, 0.2, Prescription(-1.0, -0.5, 90), "CDHKN", True, line_correct="110")
 
 
 def test_lines_are_logged_and_resume_to_the_same_question_and_particles(store):

@@ -13,9 +13,11 @@ import pytest
 from tests.simulated_sessions import SimulatedCase, answer_until
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
 from visiontune.refraction.loop import MemoryLog, Refraction, is_slider
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.result import parse_result
+from visiontune.refraction.trial import Trial
 from visiontune.session.engine import (
     Answer,
     ComparisonReply,
@@ -23,7 +25,6 @@ from visiontune.session.engine import (
     RefractionSession,
     SliderReply,
 )
-from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
 PROTOCOL_PATH = Path(__file__).resolve().parent.parent / "protocols" / "sloan-compare-sliders.toml"
@@ -127,7 +128,7 @@ def test_result_counts_the_sliders_and_the_report_reads_it(store, tmp_path, caps
 
 
 def test_the_store_refuses_half_a_slider(store):
-    lens = Lens(-1.0, -0.5, 90.0)
+    lens = Prescription(-1.0, -0.5, 90.0)
     for kwargs, message in (
         ({"slider_knob": "sphere", "slider_choice": 0}, "together"),
         ({"slider_knob": "knob", "slider_lenses": (lens, lens), "slider_choice": 0}, "slider_knob"),
@@ -145,7 +146,7 @@ def test_the_store_refuses_half_a_slider(store):
         ),
     ):
         with pytest.raises(InvalidInputError, match=message):
-            TrialInput(0.1, lens, "H", True, **kwargs)
+            Trial(0, 0.1, lens, "H", True, **kwargs)
 
 
 def test_session_run_simulate_runs_a_protocol_with_sliders(tmp_path, capsys):

@@ -9,8 +9,9 @@ import sqlite3
 import pytest
 
 from visiontune.errors import InvalidInputError, StoreError
+from visiontune.optics import Prescription
+from visiontune.refraction.trial import Trial
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, Migration, apply_migrations, read_schema_version
-from visiontune.session.records import Lens, TrialInput
 from visiontune.session.store import TrialStore
 
 
@@ -150,10 +151,12 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
         assert (old.correct, old.comparison, old.lens2, old.lens.sphere_d) == (True, None, None, -1.0)
         with store.open_session(1) as handle:
             t = handle.record_trial(
-                TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, lens2=Lens(-0.5, -0.5, 90), comparison="=")
+                Trial(
+                    1, 0.2, Prescription(-1.0, -0.5, 90), "H", False, lens2=Prescription(-0.5, -0.5, 90), comparison="="
+                )
             )
         assert [x.comparison for x in store.trials(1)] == [None, "="] and t.comparison == "="
-        assert store.trials(1)[1].lens2 == Lens(-0.5, -0.5, 90)
+        assert store.trials(1)[1].lens2 == Prescription(-0.5, -0.5, 90)
     conn = _conn(path)
     for values in ("NULL, NULL, NULL, '1'", "-0.5, -0.5, 90, 'x'"):
         with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint failed"):
@@ -165,7 +168,7 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
             )
     conn.close()
     with pytest.raises(InvalidInputError, match="comparison: expected one of 1, 2, = with a second lens"):
-        TrialInput(0.2, Lens(-1.0, -0.5, 90), "H", False, comparison="1")
+        Trial(0, 0.2, Prescription(-1.0, -0.5, 90), "H", False, comparison="1")
 
 
 _SLIDER_PATH = (
@@ -203,10 +206,10 @@ def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
         letter, comparison = store.trials(1)
         assert (letter.comparison, letter.slider_knob, letter.slider_lenses, letter.slider_choice) == (None,) * 4
         assert comparison.comparison == "2" and comparison.slider_choice is None
-        lenses = (Lens(-1.25, -0.5, 90), Lens(-1.0, -0.5, 90), Lens(-0.75, -0.5, 90))
+        lenses = (Prescription(-1.25, -0.5, 90), Prescription(-1.0, -0.5, 90), Prescription(-0.75, -0.5, 90))
         with store.open_session(1) as handle:
             t = handle.record_trial(
-                TrialInput(0.2, lenses[1], "H", False, slider_knob="sphere", slider_lenses=lenses, slider_choice=1)
+                Trial(2, 0.2, lenses[1], "H", False, slider_knob="sphere", slider_lenses=lenses, slider_choice=1)
             )
         read = store.trials(1)[2]
         assert read == t and (read.slider_knob, read.slider_lenses, read.slider_choice) == ("sphere", lenses, 1)

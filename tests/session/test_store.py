@@ -14,8 +14,9 @@ import pytest
 
 import visiontune
 from visiontune.errors import InvalidInputError, SessionError, StoreError
+from visiontune.optics import Prescription
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION
-from visiontune.session.records import EventKind, Eye, Lens, SessionState
+from visiontune.session.records import EventKind, Eye, SessionState
 from visiontune.session.store import DATA_DIR_ENV, TrialStore, default_database_path
 
 
@@ -95,7 +96,7 @@ def test_session_argument_errors(store, protocol):
 
 def test_record_and_read_back(store, session_id, clock, make_trial):
     with store.open_session(session_id) as h:
-        duel = make_trial(3, correct=False, letter_named=None, lens2=Lens(1.0, -0.75, 10.0))
+        duel = make_trial(3, correct=False, letter_named=None, lens2=Prescription(1.0, -0.75, 10.0))
         written = [h.record_trial(make_trial(i)) for i in range(3)] + [h.record_trial(duel)]
         assert [t.index for t in written] == [0, 1, 2, 3]
         assert h.trials() == written
@@ -105,7 +106,7 @@ def test_record_and_read_back(store, session_id, clock, make_trial):
     finally:
         fresh.close()
     assert got == written
-    assert got[3].lens2 == Lens(1.0, -0.75, 10.0) and got[3].letter_named is None and got[3].correct is False
+    assert got[3].lens2 == Prescription(1.0, -0.75, 10.0) and got[3].letter_named is None and got[3].correct is False
     assert got[0].lens2 is None and got[0].presented_at <= got[0].answered_at
 
 
@@ -189,7 +190,7 @@ def test_undo_voids_the_last_non_void_trial(store, session_id, make_trial):
         assert (first.index, first.void) == (3, True) and (second.index, second.void) == (2, True)
         assert [t.index for t in h.trials()] == [0, 1]
         assert [(t.index, t.void) for t in h.trials(include_void=True)] == [(0, 0), (1, 0), (2, 1), (3, 1)]
-        nxt = h.record_trial(make_trial(9))
+        nxt = h.record_trial(make_trial(9, index=4))
         assert nxt.index == 4  # indices count void trials too; the log is never rewritten
         assert h.undo().index == 4
         assert h.undo().index == 1
@@ -309,7 +310,7 @@ def _populated(path, protocol, make_trial, n=200):
         sid = s.create_session("P1", eye="OD", protocol=protocol)
         with s.open_session(sid) as h:
             for i in range(n):
-                h.record_trial(make_trial(i % 20))
+                h.record_trial(make_trial(i % 20, index=i))
     assert not path.with_name(path.name + "-wal").exists()  # checkpointed on close
 
 

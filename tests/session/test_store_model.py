@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from visiontune.errors import SessionError
+from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
-from visiontune.session.records import Lens, TrialInput
+from visiontune.refraction.trial import Trial
 from visiontune.session.store import TrialStore
 
 OPS = st.lists(st.sampled_from(["record", "record", "record", "undo", "pause", "resume", "finish"]), max_size=25)
@@ -38,7 +39,9 @@ def test_random_operation_sequences_match_the_model(ops, seed):
                 correct = (seed >> (k % 31)) & 1 == 1
                 try:
                     if op == "record":
-                        t = h.record_trial(TrialInput(0.01 * k, Lens(0.25 * k, -0.25, 5.0), "K", correct))
+                        t = h.record_trial(
+                            Trial(len(model_trials), 0.01 * k, Prescription(0.25 * k, -0.25, 5.0), "K", correct)
+                        )
                         assert t.index == len(model_trials)
                     elif op == "undo":
                         got = h.undo()

@@ -15,7 +15,8 @@ from visiontune.session.store import TrialStore
 CHILD_PRELUDE = textwrap.dedent(
     """
     import os, signal, sys
-    from visiontune.session.records import Lens, TrialInput
+    from visiontune.optics import Prescription
+    from visiontune.refraction.trial import Trial
     from visiontune.session.store import TrialStore
     path, sid, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     store = TrialStore.open(path)
@@ -26,7 +27,7 @@ CHILD_PRELUDE = textwrap.dedent(
 RECORD_THEN_DIE = CHILD_PRELUDE + textwrap.dedent(
     """
     for i in range(k):
-        handle.record_trial(TrialInput(0.1 * i, Lens(-0.25 * i, 0.0, 90.0), "E", i % 2 == 0, "E"))
+        handle.record_trial(Trial(i, 0.1 * i, Prescription(-0.25 * i, 0.0, 90.0), "E", i % 2 == 0, "E"))
     os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint, no atexit
     """
 )

@@ -3,32 +3,32 @@ slider's knob, lens chosen, place and path ends; the answers a session used by k
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import LoggedTrial
-from visiontune.session.records import Lens, Trial, trial_kind
+from visiontune.refraction.trial import Trial, trial_kind
 from visiontune.session.trial_text import answer_kinds_text, lens_text, slider_text
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _slider(knob, path, choice, void=False) -> Trial:
-    lenses = tuple(Lens(*x) for x in path)
+    lenses = tuple(Prescription(*x) for x in path)
     return Trial(
-        1,
         4,
         0.1,
         lenses[choice],
         "H",
-        None,
         True,
+        None,
         T,
         T,
         void=void,
         slider_knob=knob,
         slider_lenses=lenses,
         slider_choice=choice,
+        session_id=1,
     )
 
 
@@ -42,22 +42,24 @@ def test_a_slider_on_one_line_with_the_ends_of_its_path_in_the_knobs_unit():
     assert slider_text(axis, lens=lambda x: "LENS") == "slider axis: clearest LENS (3 of 5, path 170 to 10\u00b0)"
 
 
-def test_the_in_memory_log_reads_the_same():
-    """The bench's log (Prescription lenses, axes in (0, 180]) gives the clinic's text."""
-    path = tuple(Prescription(s, -0.5, 90.0) for s in (-1.0, -0.75, -0.5))
-    logged = LoggedTrial(
-        4, 0.1, path[1], "H", True, None, None, slider_knob="sphere", slider_lenses=path, slider_choice=1
-    )
-    stored = _slider("sphere", [(x.sphere_d, x.cylinder_d, x.axis_deg) for x in path], 1)
+def test_the_trial_read_back_from_the_store_reads_the_same(store, session_id):
+    """The bench's trial (axes in (0, 180], one at 180) gives the clinic's text once stored and
+    read back (the store writes axis 180 as 0 and reads it as 180 again)."""
+    path = tuple(Prescription(s, -0.5, 180.0) for s in (-1.0, -0.75, -0.5))
+    logged = Trial(0, 0.1, path[1], "H", True, slider_knob="sphere", slider_lenses=path, slider_choice=1)
+    with store.open_session(session_id) as handle:
+        handle.record_trial(logged)
+    [stored] = store.trials(session_id)
+    assert dataclasses.replace(stored, session_id=None, presented_at=None, answered_at=None) == logged
     assert (
         slider_text(logged)
         == slider_text(stored)
-        == "slider sphere: clearest S -0.75 / C -0.50 x 090 (2 of 3, path -1.00 to -0.50 D)"
+        == "slider sphere: clearest S -0.75 / C -0.50 x 180 (2 of 3, path -1.00 to -0.50 D)"
     )
 
 
 def test_lens_text_writes_axis_0_as_180():
-    assert lens_text(Lens(-1.0, -0.5, 0.0)) == "S -1.00 / C -0.50 x 180"
+    assert lens_text(Prescription(-1.0, -0.5, 0.0)) == "S -1.00 / C -0.50 x 180"
 
 
 def test_answers_by_kind():
@@ -68,8 +70,8 @@ def test_answers_by_kind():
 
 
 def test_trial_kinds():
-    letter = Trial(1, 0, 0.1, Lens(0.0, 0.0), "H", "H", True, T, T)
-    duel = Trial(1, 1, 0.1, Lens(0.0, 0.0), "H", "H", True, T, T, lens2=Lens(0.5, 0.0))
-    comparison = Trial(1, 2, 0.1, Lens(0.0, 0.0), "H", None, True, T, T, lens2=Lens(0.5, 0.0), comparison="=")
+    letter = Trial(0, 0.1, Prescription(0.0, 0.0), "H", True, "H", T, T)
+    duel = Trial(1, 0.1, Prescription(0.0, 0.0), "H", True, "H", T, T, lens2=Prescription(0.5, 0.0))
+    comparison = Trial(2, 0.1, Prescription(0.0, 0.0), "H", True, None, T, T, lens2=Prescription(0.5), comparison="=")
     slider = _slider("sphere", [(0.0, 0.0, 0.0), (0.25, 0.0, 0.0)], 0)
     assert [trial_kind(t) for t in (letter, duel, comparison, slider)] == ["letter", "letter", "comparison", "slider"]

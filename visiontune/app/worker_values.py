@@ -18,7 +18,8 @@ from visiontune.optics import Prescription
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.loop import PendingQuery
 from visiontune.refraction.start import StartingPoint
-from visiontune.session.records import SessionState, Trial
+from visiontune.refraction.trial import Trial
+from visiontune.session.records import SessionState
 
 __all__ = ["EstimateView", "FinishedView", "NewSession", "SessionSummary", "Snapshot", "export_basename"]
 

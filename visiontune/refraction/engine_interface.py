@@ -40,7 +40,7 @@ class Engine(abc.ABC):
 
     ``trials`` below are the log's valid trials, oldest first: objects with ``s_logmar``, ``lens``,
     ``letter_shown``, ``correct`` and, for the other kinds of question, the fields
-    :class:`~visiontune.refraction.loop.LoggedTrial` names."""
+    :class:`~visiontune.refraction.trial.Trial` names."""
 
     #: The protocol's ``model.type`` this engine runs (``"optics"``, ``"optics-gp"``, ``"gp"``).
     model_type: str = ""

@@ -9,11 +9,11 @@ trials recorded so far, void ones included) draws from ``default_rng([seed, k, p
 a session resumed after a crash proposes exactly the query the uninterrupted one would have,
 and the bench measures exactly what a patient meets.
 
-A trial log is any object with: ``trials(include_void=False)`` (objects with ``s_logmar``,
-``lens`` (``sphere_d``, ``cylinder_d``, ``axis_deg``), ``letter_shown``, ``correct``,
-``presented_at``, ``answered_at``), ``record(s_logmar, lens, letter_shown, correct,
-letter_named, presented_at)``, ``undo()``, ``pause()``, ``resume()``, ``finish(result)`` and
-``state`` (``"open"``, ``"paused"`` or ``"finished"``).
+A trial log is any object with: ``trials(include_void=False)`` (the log's
+:class:`~visiontune.refraction.trial.Trial` values, in index order), ``record(trial)`` (one
+:class:`~visiontune.refraction.trial.Trial`, index the log's next, stamped ``answered_at`` and,
+when it has none, ``presented_at``; returns the trial as recorded), ``undo()``, ``pause()``,
+``resume()``, ``finish(result)`` and ``state`` (``"open"``, ``"paused"`` or ``"finished"``).
 
 **Comparisons.** A protocol with a ``[comparisons]`` table (optics model only) may ask, instead
 of a letter, "which is clearer, 1 or 2?" (:mod:`visiontune.refraction.mixed_rules` chooses by
@@ -59,23 +59,21 @@ from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.optics.patient import TRIAL_KEY
-from visiontune.refraction.chart_line import check_line_trial, line_correct_text
-from visiontune.refraction.engine_interface import Engine
+from visiontune.refraction.chart_line import line_correct_text
+from visiontune.refraction.engine_registry import engine_model_types, make_engine
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.lenses import LensSteps, in_form, lens_changes, lens_power_vector
-from visiontune.refraction.mixed_engine import MixedOpticsEngine
 from visiontune.refraction.mixed_rules import MixedSettings
-from visiontune.refraction.optics_engine import OpticsEngine
 from visiontune.refraction.protocol import Protocol
-from visiontune.refraction.slider import SliderModel, check_slider_trial, simulated_slider_choice
+from visiontune.refraction.slider import SliderModel, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial, check_next, is_comparison, is_line, is_slider
 
 __all__ = [
     "STOP_REASONS",
     "Answer",
     "ComparisonReply",
     "LineReply",
-    "LoggedTrial",
     "MemoryLog",
     "PendingComparison",
     "PendingLine",
@@ -226,99 +224,27 @@ class Answer:
     letter_named: str | None = None
 
 
-@dataclass(frozen=True)
-class LoggedTrial:
-    """One answer in a :class:`MemoryLog`; a comparison has ``lens2`` and ``comparison`` (its answer),
-    a slider ``slider_knob``, ``slider_lenses`` (its path) and ``slider_choice`` (module docstring)."""
-
-    index: int
-    s_logmar: float
-    lens: Prescription
-    letter_shown: str
-    correct: bool
-    letter_named: str | None = None
-    presented_at: datetime | None = None
-    answered_at: datetime | None = None
-    void: bool = False
-    lens2: Prescription | None = None
-    comparison: str | None = None
-    slider_knob: str | None = None
-    slider_lenses: tuple[Prescription, ...] | None = None
-    slider_choice: int | None = None
-    line_correct: str | None = None
-
-
-def is_comparison(trial) -> bool:
-    """Whether a logged trial (of any log) is a comparison."""
-    return getattr(trial, "comparison", None) is not None
-
-
-def is_slider(trial) -> bool:
-    """Whether a logged trial (of any log) is a slider answer."""
-    return getattr(trial, "slider_choice", None) is not None
-
-
-def is_line(trial) -> bool:
-    """Whether a logged trial (of any log) is a chart line."""
-    return getattr(trial, "line_correct", None) is not None
-
-
 class MemoryLog:
     """A trial log in memory (the bench, ``visiontune simulate``): same interface as the
     SQLite store's session handle, nothing written to disk."""
 
     def __init__(self) -> None:
-        self._trials: list[LoggedTrial] = []
+        self._trials: list[Trial] = []
         self.state = "open"
         self.result: dict | None = None
 
-    def trials(self, include_void: bool = False) -> list[LoggedTrial]:
+    def trials(self, include_void: bool = False) -> list[Trial]:
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(
-        self,
-        s_logmar,
-        lens,
-        letter_shown,
-        correct,
-        letter_named=None,
-        presented_at=None,
-        *,
-        lens2=None,
-        comparison=None,
-        slider_knob=None,
-        slider_lenses=None,
-        slider_choice=None,
-        line_correct=None,
-    ) -> LoggedTrial:
+    def record(self, trial: Trial) -> Trial:
+        """Append ``trial`` (its ``index`` the next, void or not), stamped ``answered_at`` now."""
         self._require("record an answer", "open")
-        if (lens2 is None) != (comparison is None) or (comparison is not None and comparison not in COMPARISON_ANSWERS):
-            raise InvalidInputError(
-                f"comparison: expected 1, 2 or = with a second lens, got {comparison!r} (lens2 {lens2})"
-            )
-        slider = check_slider_trial(slider_knob, slider_lenses, slider_choice, lens2, comparison)
-        knob, lenses, choice = slider or (None, None, None)
-        line = check_line_trial(letter_shown, line_correct, lens2, comparison, choice)
-        trial = LoggedTrial(
-            len(self._trials),
-            float(s_logmar),
-            lens,
-            letter_shown,
-            bool(correct),
-            letter_named,
-            presented_at,
-            datetime.now(UTC),
-            lens2=lens2,
-            comparison=comparison,
-            slider_knob=knob,
-            slider_lenses=lenses,
-            slider_choice=choice,
-            line_correct=line,
-        )
+        check_next(trial, len(self._trials))
+        trial = dataclasses.replace(trial, answered_at=datetime.now(UTC))
         self._trials.append(trial)
         return trial
 
-    def undo(self) -> LoggedTrial | None:
+    def undo(self) -> Trial | None:
         self._require("undo", "open")
         for i in range(len(self._trials) - 1, -1, -1):
             if not self._trials[i].void:
@@ -341,54 +267,6 @@ class MemoryLog:
     def _require(self, action: str, *states: str) -> None:
         if self.state not in states:
             raise SessionError(f"cannot {action}: the session is {self.state}")
-
-
-def _optics_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
-    """:class:`OpticsEngine`, or :class:`MixedOpticsEngine` when the protocol asks comparisons or
-    sliders (sliders without comparisons weigh letters against sliders, comparisons off)."""
-    if protocol.comparisons is not None or protocol.sliders is not None:
-        settings = protocol.comparisons or MixedSettings(comparisons=False)
-        return MixedOpticsEngine(protocol, start, seed, settings, protocol.sliders)
-    return OpticsEngine(protocol, start, seed)
-
-
-def _optics_gp_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
-    """:class:`~visiontune.refraction.optics_gp_engine.OpticsGPEngine` (imports the GP stack when built)."""
-    from visiontune.refraction.optics_gp_engine import OpticsGPEngine
-
-    return OpticsGPEngine(protocol, start, seed)
-
-
-def _gp_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
-    """:class:`~visiontune.refraction.gp_engine.GPEngine`, the GP model of Fauvel & Chalk (imports the
-    GP and acquisition stack when built)."""
-    from visiontune.refraction.gp_engine import GPEngine
-
-    return GPEngine(protocol)
-
-
-#: The factory of each ``model.type``: ``(protocol, start, seed) -> Engine``. The GP models' modules
-#: are imported by their factories, so a session of the optics model loads none of the GP stack.
-_ENGINES = {"optics": _optics_engine, "optics-gp": _optics_gp_engine, "gp": _gp_engine}
-
-
-def engine_model_types() -> tuple[str, ...]:
-    """The model types an engine is registered for (``model.type`` of a protocol)."""
-    return tuple(_ENGINES)
-
-
-def make_engine(protocol: Protocol, start: StartingPoint, seed: int) -> Engine:
-    """The engine of the protocol's model, built by the factory registered for ``model.type``:
-    :class:`OpticsEngine` (:class:`MixedOpticsEngine` when the protocol asks comparisons or sliders;
-    sliders without comparisons weigh letters against sliders, comparisons off),
-    :class:`~visiontune.refraction.optics_gp_engine.OpticsGPEngine` or
-    :class:`~visiontune.refraction.gp_engine.GPEngine`."""
-    factory = _ENGINES.get(protocol.model.type)
-    if factory is None:
-        raise InvalidInputError(
-            f"model.type: no engine for {protocol.model.type!r}; expected one of {', '.join(_ENGINES)}"
-        )
-    return factory(protocol, start, seed)
 
 
 def _letters(protocol: Protocol) -> tuple[str, ...]:
@@ -525,13 +403,10 @@ class Refraction:
                     f"choice: expected an index in [0, {len(q.lenses) - 1}] on the {q.knob} path, "
                     f"got {answer.choice}; nothing was recorded"
                 )
-            trial = self.log.record(
-                q.s_logmar,
+            trial = self._commit(
+                q,
                 q.lenses[answer.choice],
-                q.letter,
                 answer.choice == q.start,
-                None,
-                self._presented_at,
                 slider_knob=q.knob,
                 slider_lenses=q.lenses,
                 slider_choice=answer.choice,
@@ -543,23 +418,14 @@ class Refraction:
                 raise InvalidInputError(
                     f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; nothing was recorded"
                 )
-            trial = self.log.record(
-                q.s_logmar,
-                q.lens1,
-                q.letter,
-                answer.choice == "1",
-                None,
-                self._presented_at,
-                lens2=q.lens2,
-                comparison=answer.choice,
-            )
+            trial = self._commit(q, q.lens1, answer.choice == "1", lens2=q.lens2, comparison=answer.choice)
         else:
             if isinstance(answer, ComparisonReply):
                 raise InvalidInputError(
                     "answer: a letter is pending; a comparison answer was given; nothing was recorded"
                 )
             correct, named = self.score(answer, q.letter)
-            trial = self.log.record(q.s_logmar, q.lens, q.letter, correct, named, self._presented_at)
+            trial = self._commit(q, q.lens, correct, letter_named=named)
         self._invalidate()
         return trial
 
@@ -580,15 +446,13 @@ class Refraction:
                 f"{q.letter}, got {len(answer.correct)}; nothing was recorded"
             )
         majority = 2 * sum(answer.correct) > len(answer.correct)
-        return self.log.record(
-            q.s_logmar,
-            q.lens,
-            q.letter,
-            majority,
-            None,
-            self._presented_at,
-            line_correct=line_correct_text(answer.correct),
-        )
+        return self._commit(q, q.lens, majority, line_correct=line_correct_text(answer.correct))
+
+    def _commit(self, q, lens: Prescription, correct: bool, **answer):
+        """Record the answer to the pending question ``q`` as one :class:`Trial` (its index, letter
+        size and letter, the time it was presented; ``answer``: the kind's own fields)."""
+        trial = Trial(q.index, q.s_logmar, lens, q.letter, correct, presented_at=self._presented_at, **answer)
+        return self.log.record(trial)
 
     def undo(self):
         """Void the last valid answer (kept in the log, marked void)."""

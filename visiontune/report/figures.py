@@ -28,6 +28,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 
 from visiontune.refraction.result import SessionResult
+from visiontune.refraction.trial import Trial
 from visiontune.report.map_marks import (
     LETTER_MISSED_RGB,
     LETTER_READ_RGB,
@@ -37,7 +38,6 @@ from visiontune.report.map_marks import (
     letter_marks,
     slider_marks,
 )
-from visiontune.session.records import Trial
 
 __all__ = [
     "MAP_LEGEND",

@@ -70,21 +70,19 @@ from typing import Any
 
 import visiontune
 from visiontune.errors import InvalidInputError
+from visiontune.optics import Prescription
 from visiontune.refraction.result import parse_result
-from visiontune.report.record import SessionRecord
+from visiontune.refraction.trial import COMPARISON_ANSWERS, TRIAL_KINDS, Trial, trial_kind
+from visiontune.report.finished_session import SessionRecord
 from visiontune.session.records import (
-    COMPARISON_ANSWERS,
-    TRIAL_KINDS,
     Event,
     EventKind,
     Eye,
-    Lens,
     SessionInfo,
     SessionState,
-    Trial,
+    lens_fields,
     slider_path_from_json,
     slider_path_json,
-    trial_kind,
 )
 
 __all__ = [
@@ -154,7 +152,7 @@ def trials_to_csv(record: SessionRecord) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for t in record.trials:
-        l2 = t.lens2
+        l1, l2 = _lens_json(t.lens), _lens_json(t.lens2) or {}
         slider = t.slider_choice is not None
         writer.writerow(
             [
@@ -163,12 +161,8 @@ def trials_to_csv(record: SessionRecord) -> str:
                 _flag(t.void),
                 trial_kind(t),
                 _num(t.s_logmar),
-                _num(t.lens.sphere_d),
-                _num(t.lens.cylinder_d),
-                _num(t.lens.axis_deg),
-                _num(l2 and l2.sphere_d),
-                _num(l2 and l2.cylinder_d),
-                _num(l2 and l2.axis_deg),
+                *(_num(l1[k]) for k in _LENS_KEYS),
+                *(_num(l2.get(k)) for k in _LENS_KEYS),
                 t.letter_shown,
                 t.letter_named or "",
                 _flag(t.correct),
@@ -204,7 +198,7 @@ class _Row:
     def optional_int(self, col: str) -> int | None:
         return None if self.row.get(col, "") == "" else self.int(col)
 
-    def slider_path(self) -> tuple[Lens, ...] | None:
+    def slider_path(self) -> tuple[Prescription, ...] | None:
         text = self.row.get("slider_path", "")
         if text == "":
             return None
@@ -239,13 +233,16 @@ class _Row:
             raise self.fail(col, "expected a timestamp with a time zone")
         return value
 
-    def lens(self, cols: tuple[str, str, str], required: bool) -> Lens | None:
+    def lens(self, cols: tuple[str, str, str], required: bool) -> Prescription | None:
         values = [self.float(c) for c in cols]
         if all(v is None for v in values) and not required:
             return None
         if any(v is None for v in values):
             raise self.fail(cols[0], "a lens needs sphere, cylinder and axis")
-        return Lens(*values)
+        try:
+            return Prescription(*values)
+        except InvalidInputError as exc:
+            raise self.fail(cols[0], str(exc)) from None
 
 
 def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Trial:
@@ -318,10 +315,12 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
     return trials, (simulated.pop() if simulated else None)
 
 
-def _lens_json(lens: Lens | None) -> dict | None:
-    if lens is None:
-        return None
-    return {"sphere_d": lens.sphere_d, "cylinder_d": lens.cylinder_d, "axis_deg": lens.axis_deg}
+#: A lens's keys in the exports, in column order.
+_LENS_KEYS = ("sphere_d", "cylinder_d", "axis_deg")
+
+
+def _lens_json(lens: Prescription | None) -> dict | None:
+    return None if lens is None else lens_fields(lens)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -406,10 +405,10 @@ def _time(name: str, text: Any) -> datetime | None:
         raise InvalidInputError(f"json: {name}: expected an ISO 8601 timestamp, got {text!r}") from None
 
 
-def _lens_from_json(d: Any) -> Lens:
-    if not isinstance(d, dict):
+def _lens_from_json(d: Any) -> Prescription:
+    if not isinstance(d, dict) or set(d) != set(_LENS_KEYS):
         raise InvalidInputError(f"lens: expected an object {{sphere_d, cylinder_d, axis_deg}}, got {d!r}")
-    return Lens(**d)
+    return Prescription(**d)
 
 
 def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:

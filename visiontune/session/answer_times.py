@@ -41,7 +41,8 @@ import numpy as np
 
 from visiontune.errors import StoreError
 from visiontune.refraction.lenses import lens_left_in_place, lenses_shown, same_lens
-from visiontune.session.records import EventKind, Trial, trial_kind
+from visiontune.refraction.trial import Trial, trial_kind
+from visiontune.session.records import EventKind
 
 __all__ = [
     "GAPS",

@@ -35,6 +35,7 @@ from visiontune.refraction.start import SOURCES, StartingPoint
 from visiontune.session.answer_times import answer_times
 from visiontune.session.engine import RefractionSession
 from visiontune.session.lens_device import protocol_with_lens_change_seconds
+from visiontune.session.records import lens_fields
 from visiontune.session.store import TrialStore
 from visiontune.session.trial_text import lens_text, slider_text
 
@@ -494,21 +495,19 @@ def run_sessions(args) -> int:
                 {
                     "index": t.index,
                     "s_logmar": t.s_logmar,
-                    "sphere_d": t.lens.sphere_d,
-                    "cylinder_d": t.lens.cylinder_d,
-                    "axis_deg": t.lens.axis_deg,
+                    **lens_fields(t.lens),
                     "letter_shown": t.letter_shown,
                     "letter_named": t.letter_named,
                     "correct": t.correct,
                     "void": t.void,
-                    "lens2": None if t.lens2 is None else vars(t.lens2),
+                    "lens2": None if t.lens2 is None else lens_fields(t.lens2),
                     "comparison": t.comparison,
                     **(
                         {}
                         if t.slider_choice is None
                         else {
                             "slider_knob": t.slider_knob,
-                            "slider_lenses": [vars(x) for x in t.slider_lenses],
+                            "slider_lenses": [lens_fields(x) for x in t.slider_lenses],
                             "slider_choice": t.slider_choice,
                         }
                     ),

@@ -26,8 +26,9 @@ from visiontune.refraction.loop import (
 )
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.trial import Trial
 from visiontune.session.lens_device import DEVICE_ATTACHED_NOTE, LENSES_SET_NOTE, lenses_set_record, set_question_lenses
-from visiontune.session.records import Lens, SessionState, TrialInput
+from visiontune.session.records import SessionState
 from visiontune.session.store import SessionHandle, TrialStore
 
 __all__ = [
@@ -67,40 +68,9 @@ class StoreLog:
             self._trials = self.handle.trials(include_void=True)
         return list(self._trials) if include_void else [t for t in self._trials if not t.void]
 
-    def record(
-        self,
-        s_logmar,
-        lens: Prescription,
-        letter_shown,
-        correct,
-        letter_named=None,
-        presented_at=None,
-        *,
-        lens2: Prescription | None = None,
-        comparison: str | None = None,
-        slider_knob: str | None = None,
-        slider_lenses=None,
-        slider_choice: int | None = None,
-        line_correct: str | None = None,
-    ):
+    def record(self, trial: Trial) -> Trial:
         known, self._trials = self._trials, None  # read again if anything below fails
-        path = None if slider_lenses is None else tuple(_stored(x) for x in slider_lenses)
-        trial = self.handle.record_trial(
-            TrialInput(
-                s_logmar,
-                _stored(lens),
-                letter_shown,
-                correct,
-                letter_named=letter_named,
-                presented_at=presented_at,
-                lens2=None if lens2 is None else _stored(lens2),
-                comparison=comparison,
-                slider_knob=slider_knob,
-                slider_lenses=path,
-                slider_choice=slider_choice,
-                line_correct=line_correct,
-            )
-        )
+        trial = self.handle.record_trial(trial)
         if known is not None and trial.index == len(known):
             known.append(trial)
             self._trials = known
@@ -118,10 +88,6 @@ class StoreLog:
 
     def finish(self, result: dict) -> None:
         self.handle.finish(result)
-
-
-def _stored(lens: Prescription) -> Lens:
-    return Lens(lens.sphere_d, lens.cylinder_d, lens.axis_deg % 180.0)
 
 
 class RefractionSession(Refraction):

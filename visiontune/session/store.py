@@ -51,8 +51,10 @@ import visiontune
 from visiontune import output_guard, private_files
 from visiontune._validate import check_int, check_number
 from visiontune.errors import InvalidInputError, SessionError, StoreError
+from visiontune.optics import Prescription
 from visiontune.output_guard import DATA_DIR_ENV, DATABASE_NAME
 from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.refraction.trial import Trial, check_next
 from visiontune.session import store_open
 from visiontune.session import visit_records as vr
 from visiontune.session.migrations import SCHEMA_VERSION, apply_migrations, read_schema_version
@@ -61,14 +63,12 @@ from visiontune.session.records import (
     Event,
     EventKind,
     Eye,
-    Lens,
     Patient,
     SessionInfo,
     SessionState,
-    Trial,
-    TrialInput,
     decode_text,
     json_problem,
+    lens_fields,
     slider_path_from_json,
     slider_path_json,
 )
@@ -1027,8 +1027,14 @@ class TrialStore:
         return [vr.VisitAcuity.from_row(r) for r in rows]
 
 
-def _lens(s, c, a) -> Lens | None:
-    return None if s is None else Lens(s, c, a)
+def _lens(s, c, a) -> Prescription | None:
+    """A lens read from its three columns (``None`` where the sphere is NULL)."""
+    return None if s is None else Prescription(s, c, a)
+
+
+def _lens_columns(lens: Prescription | None) -> tuple:
+    """A lens's three columns (:func:`~visiontune.session.records.lens_fields`), NULLs for none."""
+    return (None, None, None) if lens is None else tuple(lens_fields(lens).values())
 
 
 def _trial_from_row(r, where: str) -> Trial:
@@ -1142,20 +1148,23 @@ class SessionHandle:
             (self.session_id, kind.value, trial_id, _ts(at), payload),
         )
 
-    def record_trial(self, trial: TrialInput) -> Trial:
-        """Append one answered trial; it is durable (committed, fsynced) when this returns.
+    def record_trial(self, trial: Trial) -> Trial:
+        """Append one answered trial (its ``index`` the session's next,
+        :func:`~visiontune.refraction.trial.check_next`); it is durable (committed, fsynced) when
+        this returns, and returned as it will be read back: ``session_id`` set, ``presented_at``
+        (when ``None``) and ``answered_at`` stamped by the store clock.
 
         SessionError if the session is paused or finished or the handle closed.
         """
-        if not isinstance(trial, TrialInput):
-            raise InvalidInputError(f"trial: expected a TrialInput, got {type(trial).__name__}")
+        if not isinstance(trial, Trial):
+            raise InvalidInputError(f"trial: expected a Trial, got {type(trial).__name__}")
         now = self._store.now()
-        presented = trial.presented_at or now
-        answered = trial.answered_at or max(now, presented)
-        lens2 = trial.lens2
+        presented = _parse_ts(_ts(trial.presented_at or now))
+        answered = _parse_ts(_ts(trial.answered_at or max(now, presented)))
         with self._store._write() as conn:
             self._require(conn, "record a trial", SessionState.OPEN)
             index = conn.execute("SELECT count(*) FROM trials WHERE session_id = ?", (self.session_id,)).fetchone()[0]
+            check_next(trial, index)
             conn.execute(
                 "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
                 "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison, "
@@ -1165,12 +1174,8 @@ class SessionHandle:
                     self.session_id,
                     index,
                     trial.s_logmar,
-                    trial.lens.sphere_d,
-                    trial.lens.cylinder_d,
-                    trial.lens.axis_deg,
-                    None if lens2 is None else lens2.sphere_d,
-                    None if lens2 is None else lens2.cylinder_d,
-                    None if lens2 is None else lens2.axis_deg,
+                    *_lens_columns(trial.lens),
+                    *_lens_columns(trial.lens2),
                     trial.letter_shown,
                     trial.letter_named,
                     int(trial.correct),
@@ -1183,24 +1188,7 @@ class SessionHandle:
                     trial.line_correct,
                 ),
             )
-        return Trial(
-            session_id=self.session_id,
-            index=index,
-            s_logmar=trial.s_logmar,
-            lens=trial.lens,
-            lens2=lens2,
-            letter_shown=trial.letter_shown,
-            letter_named=trial.letter_named,
-            correct=trial.correct,
-            presented_at=_parse_ts(_ts(presented)),
-            answered_at=_parse_ts(_ts(answered)),
-            void=False,
-            comparison=trial.comparison,
-            slider_knob=trial.slider_knob,
-            slider_lenses=trial.slider_lenses,
-            slider_choice=trial.slider_choice,
-            line_correct=trial.line_correct,
-        )
+        return dataclasses.replace(trial, session_id=self.session_id, presented_at=presented, answered_at=answered)
 
     def undo(self, reason: str | None = None) -> Trial | None:
         """Void the last non-void trial with an ``undo`` event and return it (``void=True``).
