@@ -7,7 +7,7 @@ Result schema: :mod:`visiontune.refraction.result` (the loop writes it); CSV/JSO
 
 from visiontune.refraction.result import SessionResult, parse_result
 from visiontune.report.export import ExportPaths, export_record, export_session, render
-from visiontune.report.record import SessionRecord, load_session
+from visiontune.report.finished_session import SessionRecord, load_session
 
 __all__ = [
     "ExportPaths",

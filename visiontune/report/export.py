@@ -1,6 +1,6 @@
 """Export one finished session to any of PDF, CSV, JSON and FHIR files (each mode 0600).
 
-Reads the trial log only (:func:`visiontune.report.record.load_session`); every output is
+Reads the trial log only (:func:`visiontune.report.finished_session.load_session`); every output is
 rendered in memory first, so a failure writes nothing, then each file is written atomically.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.report.fhir import vision_prescription_json
 from visiontune.report.files import check_output_path, write_private
+from visiontune.report.finished_session import SessionRecord, load_session
 from visiontune.report.pdf import pdf_bytes
-from visiontune.report.record import SessionRecord, load_session
 from visiontune.report.tabular import session_json_text, trials_to_csv
 from visiontune.session.migrations import SCHEMA_VERSION
 from visiontune.session.store import (

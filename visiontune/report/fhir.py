@@ -25,7 +25,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity_units import format_snellen
-from visiontune.report.record import SessionRecord
+from visiontune.report.finished_session import SessionRecord
 from visiontune.session.trial_text import answer_kinds_text
 
 __all__ = ["PATIENT_ID_SYSTEM", "SESSION_ID_SYSTEM", "vision_prescription", "vision_prescription_json"]

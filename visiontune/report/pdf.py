@@ -23,7 +23,7 @@ from datetime import UTC
 from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.notation import rx_cells, rx_text
 from visiontune.refraction.result import LensValues
-from visiontune.report.record import SessionRecord
+from visiontune.report.finished_session import SessionRecord
 from visiontune.session.trial_text import answer_kinds_text, slider_text
 
 __all__ = [

@@ -1,7 +1,7 @@
 """A visit read from the trial log as a :class:`VisitRecord`, and its records written to files.
 
 :func:`load_visit` only reads the log (the visit's rows and its sessions through
-:func:`~visiontune.report.record.load_session`). Per eye:
+:func:`~visiontune.report.finished_session.load_session`). Per eye:
 
 * ``prescription``: the *found* lens (the session result's ``rounded``), kept whatever the
   clinician signs off; ``signed_off``: the latest sign-off of that eye, if any;
@@ -39,7 +39,7 @@ from visiontune.report.dicom_visit import export_dicom_files
 from visiontune.report.export import _check_log_read_only
 from visiontune.report.fhir_visit import visit_bundle_json
 from visiontune.report.files import check_output_path, write_private
-from visiontune.report.record import SessionRecord, load_session
+from visiontune.report.finished_session import SessionRecord, load_session
 from visiontune.report.tabular_visit import visit_csv, visit_json
 from visiontune.report.visit_pdf import visit_pdf_bytes
 from visiontune.report.visit_record import (
