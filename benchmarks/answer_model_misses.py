@@ -30,14 +30,14 @@ from contextlib import closing
 
 import numpy as np
 
-from visiontune.experiments.answer_validation import _TimedAnswers
-from visiontune.experiments.clinic import validation_case
 from visiontune.refraction.answer_models import answer_model_by_name
 from visiontune.refraction.lens_devices import DEVICE_KINDS
 from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.optics_model import _column, has_column
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.validation.answer_validation import _TimedAnswers
+from visiontune.validation.clinic import validation_case
 
 
 def _runs(path: str) -> dict[tuple[str, str], list[tuple[int, dict]]]:

@@ -21,11 +21,11 @@ import time
 import numpy as np
 from scipy.special import ndtr
 
-from visiontune.acquisition import registry
-from visiontune.acquisition.policy import Data, Problem
-from visiontune.acquisition.preferential import MUC
-from visiontune.gp.kernels import SquaredExponential, refraction_kernel
-from visiontune.gp.model import PreferenceGP, ProbitGP
+from visiontune.reproduction.acquisition import registry
+from visiontune.reproduction.acquisition.binary_policies import Data, Problem
+from visiontune.reproduction.acquisition.preferential import MUC
+from visiontune.reproduction.gp.kernels import SquaredExponential, refraction_kernel
+from visiontune.reproduction.gp.model import PreferenceGP, ProbitGP
 
 PROBLEM = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[-1.0, 2.0]], reference_context=[0.0])
 PREFERENTIAL = {

@@ -30,10 +30,10 @@ import time
 import numpy as np
 from scipy.special import ndtr
 
-from visiontune.gp.ep import expectation_propagation
-from visiontune.gp.kernels import refraction_kernel
-from visiontune.gp.laplace import laplace_mode, predict_latent
-from visiontune.gp.model import ProbitGP
+from visiontune.reproduction.gp.ep import expectation_propagation
+from visiontune.reproduction.gp.kernels import refraction_kernel
+from visiontune.reproduction.gp.laplace import laplace_mode, predict_latent
+from visiontune.reproduction.gp.model import ProbitGP
 
 
 def simulate_refraction(n: int, rng: np.random.Generator, best=(1.5, -1.0), slope=5.0, n_letters=26):

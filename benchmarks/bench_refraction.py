@@ -14,7 +14,7 @@ ALD rules, so the extrapolation is an upper bound for them; joint BALD optimises
 acquisition and costs about as much as UCB-ALD).
 
 **Per decision** (``--decisions``): one trial at n answers (policy query, warm-started refit,
-estimate by :func:`visiontune.acquisition.solution.solution`), median over repeats, as before.
+estimate by :func:`visiontune.reproduction.acquisition.solution.solution`), median over repeats, as before.
 
 Run: OPENBLAS_NUM_THREADS=1 /work/venv/bin/python benchmarks/bench_refraction.py [--seeds 0,1,2]
      [--rules UCB-ALD,TS-ALD] [--trials 260] [--decisions]
@@ -32,11 +32,11 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from visiontune.acquisition import registry  # noqa: E402
-from visiontune.acquisition.policy import Data  # noqa: E402
-from visiontune.acquisition.solution import solution  # noqa: E402
-from visiontune.experiments.refraction import refraction_problem, run_refraction  # noqa: E402
-from visiontune.gp import ProbitGP  # noqa: E402
+from visiontune.reproduction.acquisition import registry  # noqa: E402
+from visiontune.reproduction.acquisition.binary_policies import Data  # noqa: E402
+from visiontune.reproduction.acquisition.solution import solution  # noqa: E402
+from visiontune.reproduction.gp import ProbitGP  # noqa: E402
+from visiontune.reproduction.gp_refraction_run import refraction_problem, run_refraction  # noqa: E402
 
 #: Sessions of the paper's refraction experiment (002 Table 3): 6 rules x 8 slopes x 20 repetitions.
 PAPER_SESSIONS = 6 * 8 * 20

@@ -21,12 +21,12 @@ import os
 import numpy as np
 from bench_gp import _median_ms, keep_heap, load_average, simulate_refraction
 
-from visiontune.acquisition import registry
-from visiontune.acquisition.policy import Data, Problem, ThompsonX
-from visiontune.gp import sampling
-from visiontune.gp.kernels import refraction_kernel
-from visiontune.gp.model import ProbitGP
-from visiontune.gp.sampling import prior_features, sample_posterior_functions
+from visiontune.reproduction.acquisition import registry
+from visiontune.reproduction.acquisition.binary_policies import Data, Problem, ThompsonX
+from visiontune.reproduction.gp import sampling
+from visiontune.reproduction.gp.kernels import refraction_kernel
+from visiontune.reproduction.gp.model import ProbitGP
+from visiontune.reproduction.gp.sampling import prior_features, sample_posterior_functions
 
 PROBLEM = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], context_box=[[-1.0, 2.0]], reference_context=[0.0])
 BOX = np.array([[-1.0, 2.0], [-4.0, 4.0], [-4.0, 4.0]])

@@ -1,7 +1,7 @@
 """Benchmark: sweep throughput in decisions per second per core (plain script, prints tables).
 
 A decision is one iteration of a run: policy call, simulated answer, model refit (Laplace,
-warm-started) and the reported solution (see visiontune/experiments/sweep.py). Measured three ways:
+warm-started) and the reported solution (see visiontune/reproduction/sweep.py). Measured three ways:
 
 - serial, before/after: ``run_one`` in this process with the reported solution searched afresh
   (``solution_search="full"``: 512 candidates + 10 L-BFGS starts, the previous behaviour) and
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import psutil
 
-from visiontune.experiments.experiments import Experiment
-from visiontune.experiments.store import ResultsStore
-from visiontune.experiments.sweep import RunSpec, run_one, run_sweep
+from visiontune.reproduction.benchmark_experiments import Experiment
+from visiontune.reproduction.sweep import RunSpec, run_one, run_sweep
+from visiontune.validation.results_store import ResultsStore
 
 CASES = (
     ("binary", "UCB_Phi"),

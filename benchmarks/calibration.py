@@ -23,9 +23,9 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE, has_column
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 COMPONENTS = ("M", "J0", "J45")
 

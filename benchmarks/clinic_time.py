@@ -40,12 +40,12 @@ import time
 
 import numpy as np
 
-from visiontune.experiments.clinic import case_refraction, validation_case
 from visiontune.refraction.lenses import changes_along, lens_left_in_place, lenses_shown
 from visiontune.refraction.loop import SimulatedPresenter, is_comparison, is_line, is_slider
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import case_refraction, validation_case
 
 #: The window of agreement of two clinicians' refractions (Bullimore, Fusaro & Adams 1998), D.
 WITHIN_D = 0.25
@@ -347,13 +347,13 @@ POPULATIONS = ("adult-clinic", "adult-clinic-misspecified", "young", "high-myopi
 def store_rows(path: str, change_s: float, phoropter_change_s: float, below: int | None = None) -> list[str]:
     """The clinic-time table's rows of one ``visiontune validate`` store (every population in it,
     the starting prescription as it is beside each): the validation's own definitions
-    (:func:`~visiontune.experiments.clinic.summarise`) and the patient's time median and 90th
+    (:func:`~visiontune.validation.clinic.summarise`) and the patient's time median and 90th
     percentile with a trial frame (the run's ``patient_s``, changes at the protocol's ``change_s``)
     and with a motorized phoropter (the same answers, ``phoropter_change_s`` a change); with
     ``below``, only the cases numbered below it (the first ``below`` of each population)."""
     import sqlite3
 
-    from visiontune.experiments.clinic import summarise
+    from visiontune.validation.clinic import summarise
 
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         found = db.execute(

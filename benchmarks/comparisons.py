@@ -5,7 +5,7 @@ refracted with the clinical protocol (``clinical-sloan``: EVR, 120-answer budget
 at ±0.25 D, 95%) through the one trial loop, in five variants:
 
 * ``letters``: letters only, the protocol as shipped (the mixed loop with comparisons off; it
-  asks the letters of ``visiontune validate`` bit for bit, tests/experiments/test_mixed.py);
+  asks the letters of ``visiontune validate`` bit for bit, tests/validation/test_mixed.py);
 * ``mixed, Eq. 11``: letters or comparisons, chosen by EVR per second; the model and the
   simulated patient both answer comparisons by Fauvel & Chalk (contextual BO), Eq. 11 (with ties);
 * ``mixed, blur``: the same with the blur-discrimination model for both;
@@ -23,7 +23,7 @@ at ±0.25 D, 95%) through the one trial loop, in five variants:
 
 Durations: a letter 3 s, a comparison 5 s (:class:`visiontune.refraction.mixed_rules.MixedSettings`).
 It also prints the Fisher information per answer about one component of the correction at the
-best design (everything else known), for a letter (:mod:`visiontune.experiments.information_bound`) and for a
+best design (everything else known), for a letter (:mod:`visiontune.validation.information_bound`) and for a
 symmetric comparison ``c ± h`` at the correction, for each comparison model.
 
 Runs are stored one by one in ``<out>/<name>.sqlite`` (a killed run resumes) and the page
@@ -44,12 +44,6 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from visiontune.experiments import clinic
-from visiontune.experiments.clinic import TimedPresenter, case_refraction
-from visiontune.experiments.information_bound import letter_information
-from visiontune.experiments.mixed import MixedCaseSpec, run_mixed_case
-from visiontune.experiments.provenance import machine_description, software, software_line
-from visiontune.experiments.sweep import execute_runs
 from visiontune.optics.comparison import (
     SPANNING_SENSITIVITY_MEDIAN,
     SPANNING_SENSITIVITY_SIGMA,
@@ -61,6 +55,12 @@ from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, LOG_SLOPE
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol, parse_protocol
+from visiontune.validation import clinic
+from visiontune.validation.clinic import TimedPresenter, case_refraction
+from visiontune.validation.information_bound import letter_information
+from visiontune.validation.mixed import MixedCaseSpec, run_mixed_case
+from visiontune.validation.parallel_runs import execute_runs
+from visiontune.validation.provenance import machine_description, software, software_line
 
 EQ11, BLUR = ComparisonModel(), ComparisonModel("blur")
 #: Eq. 11 with the comparison sensitivity κ inferred: the prior spanning Eq. 11 and blur patients

@@ -2,7 +2,7 @@
 
 A duel ``[x, x2]`` with ``x2`` next to ``x`` teaches almost nothing: its answer is a coin toss,
 whatever the utility. For each rule and function, one benchmark run (``visiontune bench``'s own
-:func:`visiontune.experiments.sweep.run_one`, same protocol and seeds) records every duel after the
+:func:`visiontune.reproduction.sweep.run_one`, same protocol and seeds) records every duel after the
 initial random ones; the script prints, per rule, the fraction of those duels whose members are
 within ``--tol`` of the unit box (largest coordinate difference) and the median distance.
 
@@ -20,9 +20,9 @@ import argparse
 
 import numpy as np
 
-from visiontune.acquisition import registry
-from visiontune.experiments import sweep
-from visiontune.experiments.experiments import get_experiment
+from visiontune.reproduction import sweep
+from visiontune.reproduction.acquisition import registry
+from visiontune.reproduction.benchmark_experiments import get_experiment
 
 
 class RecordingPolicy:

@@ -20,9 +20,9 @@ from joblib import Parallel, delayed
 from scipy.stats import binomtest
 from validation_cases import by_age, case_parser
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 #: :data:`validation_cases.AGES` with the presbyopes split where accommodation ends.
 AGES = ((0.0, 35.0, "under 35"), (35.0, 50.0, "35-50"), (50.0, 60.0, "50-60"), (60.0, 200.0, "60 and over"))

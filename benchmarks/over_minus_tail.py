@@ -21,9 +21,9 @@ import numpy as np
 from joblib import Parallel, delayed
 from validation_cases import case_parser
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.optics_engine import OVER_MINUS_D, over_minus_probability
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 
 def session_end(protocol_name: str, population: str, case_id: int, seed: int) -> dict | None:

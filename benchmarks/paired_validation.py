@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 from scipy.stats import binomtest
 
-from visiontune.experiments.clinic import stored_metrics
+from visiontune.validation.clinic import stored_metrics
 
 _EPS = 1e-9
 

@@ -20,10 +20,10 @@ import argparse
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, has_column
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 
 def final_widths(protocol_name: str, population: str, case_id: int, seed: int) -> dict | None:

@@ -2,7 +2,7 @@
 the shipped protocol is from it, patient by patient.
 
 The clinical validation asks the precision stop (95% region within ±0.25 D on M and on J = (J0, J45)) to fire
-by a median of 60 answers. :mod:`visiontune.experiments.information_bound` bounds the fewest answers
+by a median of 60 answers. :mod:`visiontune.validation.information_bound` bounds the fewest answers
 any design could need for a calibrated posterior to get there (the patient follows the model
 exactly, everything but P* = (M, J0, J45) is known, every answer is the most informative question,
 lenses within 1 D of the correction). This prints:
@@ -10,7 +10,7 @@ lenses within 1 D of the correction). This prints:
 1. the best information per answer and the bound by slope and starting prescription, letters only
    and with Eq. 11 comparisons, for an eye that does not accommodate and one that does (and, for
    that one, what an answer tells of M when its own nuisance is unknown too:
-   :func:`~visiontune.experiments.information_bound.efficient_information`);
+   :func:`~visiontune.validation.information_bound.efficient_information`);
 2. the bound for each patient of ``--population`` (the validation's cases: population seed
    ``--seed``, the first ``--cases``; each with its own slope, lapse, amplitude of accommodation
    and start), and the same with each answer's nuisance unknown, by age, beside the answers each
@@ -29,16 +29,16 @@ import numpy as np
 from joblib import Parallel, delayed
 from validation_cases import by_age
 
-from visiontune.experiments.clinic import stored_metrics, validation_case
-from visiontune.experiments.information_bound import (
+from visiontune.optics.comparison import ComparisonModel
+from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
+from visiontune.validation.clinic import stored_metrics, validation_case
+from visiontune.validation.information_bound import (
     answers_needed,
     comparison_information,
     efficient_information,
     letter_information,
     patient_bound,
 )
-from visiontune.optics.comparison import ComparisonModel
-from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
 
 #: An eye that accommodates more than the 1 D reach: no lens on the minus side is blurred along M.
 ACCOMMODATING_D = 4.0

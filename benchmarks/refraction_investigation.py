@@ -2,7 +2,7 @@
 
 Protocol (Fauvel & Chalk (contextual BO) §5.3): contextual policy, slope 5 logMAR⁻¹, 26 letters, 260 trials, one
 simulated patient per seed (``SeedSequence(seed)`` spawns correction / answers / policy /
-estimate streams exactly as :func:`visiontune.experiments.refraction.run_refraction`). Per run: the
+estimate streams exactly as :func:`visiontune.reproduction.gp_refraction_run.run_refraction`). Per run: the
 final ``VA(x̂)`` (logMAR), ``|Ŝ - S*|``, ``|Ĉ - C*|``, the model's latent mean and sd at the true
 correction ``f(s0, x*)`` and at the estimate, and the fraction of x-queries on the box edge
 (within 0.05 D). Every run is appended as one JSON line to ``--log``; the summary (mean ± s.e.m.,
@@ -27,7 +27,7 @@ Configurations (``--configs``, comma separated; see :data:`CONFIGS`):
   short-ls-1 SE lengthscales fixed at 1 D;  pv-short-ls: power-vector SE with ℓ_M = ℓ_J = 1 D
   pv-refit / pv-beta0 / pv-ep / pv-s0-1 / pv-random: H5 combined with the others
 
-The estimate is tracked from trial to trial (:class:`visiontune.experiments.tracking.SolutionTracker`),
+The estimate is tracked from trial to trial (:class:`visiontune.reproduction.tracking.SolutionTracker`),
 as in ``run_refraction``, so a configuration without a refit, β or lengthscale change reproduces
 ``run_refraction`` exactly (same streams, same estimate).
 
@@ -53,17 +53,17 @@ from dataclasses import dataclass  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from visiontune.acquisition import registry  # noqa: E402
-from visiontune.acquisition.policy import Data  # noqa: E402
-from visiontune.experiments.refraction import (  # noqa: E402
+from visiontune.optics import SimulatedPatient, random_true_rx  # noqa: E402
+from visiontune.reproduction.acquisition import registry  # noqa: E402
+from visiontune.reproduction.acquisition.binary_policies import Data  # noqa: E402
+from visiontune.reproduction.gp import ProbitGP, fit_hyperparameters, refraction_kernel  # noqa: E402
+from visiontune.reproduction.gp.transformed import refraction_power_vector_kernel  # noqa: E402
+from visiontune.reproduction.gp_refraction_run import (  # noqa: E402
     policy_kernel,
     refraction_hyperparameters,
     refraction_problem,
 )
-from visiontune.experiments.tracking import SolutionTracker  # noqa: E402
-from visiontune.gp import ProbitGP, fit_hyperparameters, refraction_kernel  # noqa: E402
-from visiontune.gp.transformed import refraction_power_vector_kernel  # noqa: E402
-from visiontune.optics import SimulatedPatient, random_true_rx  # noqa: E402
+from visiontune.reproduction.tracking import SolutionTracker  # noqa: E402
 
 SLOPE, N_LETTERS, TRIALS = 5.0, 26, 260
 
@@ -111,7 +111,7 @@ CONFIGS = {
 def build_kernel(cfg: Config):
     """The kernel of a configuration with its hyperparameters (fit on 002 §5.2 data where new)."""
     if cfg.kernel.startswith("pv"):
-        from visiontune.experiments.refraction import kernel_variant_hyperparameters
+        from visiontune.reproduction.gp_refraction_run import kernel_variant_hyperparameters
 
         hp = kernel_variant_hyperparameters("refraction-power-vector-se", cfg.slope, cfg.n_alternatives)
         ls = np.array([1.0, 1.0]) if cfg.kernel == "pv-short" else np.array(hp.lengthscales)
@@ -180,9 +180,9 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
     """Acquisition-optimiser check on one run's final model (UCB-ALD, s0 = 0): the policy's
     UCB_Φ choice against the maximum of UCB_Φ and of μ_c over a 161 × 161 lens grid, and the
     model's ``f(0, ·)`` (mean, sd) at the true correction, the grid argmax and the box corners."""
-    from visiontune.acquisition import functions as F
-    from visiontune.acquisition.policy import BETA_002
-    from visiontune.experiments.refraction import run_refraction
+    from visiontune.reproduction.acquisition import acquisition_functions as F
+    from visiontune.reproduction.acquisition.binary_policies import BETA_002
+    from visiontune.reproduction.gp_refraction_run import run_refraction
 
     run = run_refraction("UCB-ALD", slope=SLOPE, trials=TRIALS, seed=seed, kernel=kernel_variant)
     model, problem = run.final_model, refraction_problem(0.0)

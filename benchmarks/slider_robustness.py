@@ -9,7 +9,7 @@ table gives the share within 0.25 / 0.50 D (power-vector distance of the trial l
 truth), the median number of answers, the share stopped by the precision stop, the median patient
 time, the median number of sliders asked, the median over sessions of the posterior median of the
 patient's noise ``τ`` when the model infers it, and the coverage of the posterior's 95% region
-``{P: |P - P̂| <= r_95}`` (:func:`visiontune.experiments.clinic.case_metrics`, as the validation
+``{P: |P - P̂| <= r_95}`` (:func:`visiontune.validation.clinic.case_metrics`, as the validation
 measures it) over all sessions and over those the precision stop ended: an over-confident
 posterior stops early with a region that misses the truth more often than 5%. Every patient here
 is SIMULATED.
@@ -29,12 +29,12 @@ import dataclasses
 import numpy as np
 from joblib import Parallel, delayed
 
-from visiontune.experiments.clinic import case_metrics, case_refraction, validation_case
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.optics_model import LOG_NOISE
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.slider import SliderModel
+from visiontune.validation.clinic import case_metrics, case_refraction, validation_case
 
 PROTOCOL = "docs/results/protocols/clinical-sloan-compare-sliders.toml"
 

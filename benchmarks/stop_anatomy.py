@@ -27,11 +27,11 @@ import numpy as np
 from joblib import Parallel, delayed
 from validation_cases import by_age, case_parser
 
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics.comparison import ComparisonModel
 from visiontune.refraction.estimate import region_from_samples, shortest_interval, weighted_quantile
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 
 def trace(protocol_name: str, population: str, case_id: int, seed: int, blur_patients: bool) -> dict:

@@ -1,8 +1,8 @@
 """The clinic's session loads none of the GP stack; every engine answers the loop through one interface.
 
 The shipped clinical protocols run the optics model: importing the session (``visiontune.session.engine``)
-must not load ``visiontune.gp`` or ``visiontune.acquisition``, which only the GP engines use. Those
-engines are built by their registered factories, which import them when a protocol asks for them,
+must not load ``visiontune.reproduction.gp`` or ``visiontune.reproduction.acquisition``, which only the GP
+engines use. Those engines are built by their registered factories, which import them when a protocol asks for them,
 and the GP protocols still run.
 """
 
@@ -24,7 +24,7 @@ from visiontune.refraction.loop import MemoryLog, PendingQuery, Refraction, Simu
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 
-GP_STACK = ("visiontune.gp", "visiontune.acquisition")
+GP_STACK = ("visiontune.reproduction.gp", "visiontune.reproduction.acquisition")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -57,7 +57,7 @@ def test_a_gp_protocol_loads_the_gp_stack_when_built():
         "make_engine(load_protocol('paper-ucb-ald'), StartingPoint(), 0)"
     )
     loaded = _loaded_after(code)
-    assert "visiontune.gp" in loaded and "visiontune.acquisition.registry" in loaded
+    assert "visiontune.reproduction.gp" in loaded and "visiontune.reproduction.acquisition.registry" in loaded
 
 
 @pytest.mark.parametrize("name", ["paper-ucb-ald", "ts-ald"])

@@ -1,11 +1,17 @@
 """The package's layers, read from its imports (function-local ones included): no module imports
-a layer above its own, and session/ and experiments/ sit side by side (neither imports the other).
+a layer above its own, and session/ and validation/ sit side by side (neither imports the other).
+
+The product (optics, display, devices, refraction, instrument_files, session, validation, report,
+app) and the papers' reproduction (``visiontune.reproduction``) are two trees: the reproduction
+stands above the whole product (it may import the product, the product never imports it; the
+loop reaches its GP engines by dotted name, :mod:`visiontune.refraction.engine_registry`), and its
+own packages are layered inside it (gp below acquisition below engines below the experiments).
 
 Above the layers, ``cli.py`` and ``__main__.py`` may import anything and nothing imports them;
 below them, the shared modules (the package's ``__init__``, ``errors.py``, ``_validate.py``,
 ``private_files.py``, ``output_guard.py``, ``_argparse.py``) import no layer. An import names the module it loads:
-``from visiontune.gp import moments`` loads the submodule ``visiontune.gp.moments``, ``from
-visiontune.gp import ProbitGP`` the package's ``__init__``; ``visiontune calibrate`` loading
+``from visiontune.reproduction.gp import moments`` loads the submodule ``visiontune.reproduction.gp.moments``, ``from
+visiontune.reproduction.gp import ProbitGP`` the package's ``__init__``; ``visiontune calibrate`` loading
 ``visiontune.display.cli`` by name (``cli.COMMANDS``) is an import of it too."""
 
 from __future__ import annotations
@@ -17,20 +23,25 @@ import visiontune
 from visiontune import cli
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
-#: From the top down; a layer may import only layers below it (and itself).
+#: From the top down; a layer may import only layers below it (and itself). A dotted key is a
+#: package inside a layer (the longest key that prefixes a module's name places it).
 LAYERS = {
+    "reproduction": 7.4,  # the papers' experiments: benchmark functions, sweeps, tables, ``bench``, ``simulate``
+    "reproduction.engines": 7.3,  # the refraction loop's GP engines, registered by dotted name
+    "reproduction.acquisition": 7.2,
+    "reproduction.gp": 7.1,
     "app": 6,
     "report": 5,
     "session": 4,
-    "experiments": 4,
+    "validation": 4,
     "instrument_files": 3.5,
     "refraction": 3,
-    "acquisition": 2,
     "display": 2,
     "devices": 2,
-    "gp": 1,
     "optics": 1,
 }
+#: The product's layers: none of them may import the reproduction, lazily or not.
+PRODUCT = ("app", "report", "session", "validation", "instrument_files", "refraction", "display", "devices", "optics")
 TOP = {"visiontune.cli", "visiontune.__main__"}
 SHARED = {
     "visiontune",
@@ -52,7 +63,11 @@ def _group(module: str) -> str | None:
         return "top"
     if module in SHARED:
         return "shared"
-    return parts[1] if parts[1] in LAYERS else "unplaced"
+    for k in range(len(parts), 1, -1):
+        key = ".".join(parts[1:k])
+        if key in LAYERS:
+            return key
+    return "unplaced"
 
 
 def _module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -147,6 +162,24 @@ def test_no_module_imports_a_higher_layer_or_its_sibling():
     assert upward_imports(_real_graph()) == []
 
 
+def test_the_product_imports_nothing_of_the_reproduction():
+    """The clinic's product and the papers' reproduction are two trees: no product module names a
+    module of ``visiontune.reproduction`` in an import (lazy ones included); the GP engines are
+    reached through the engine registry's dotted names."""
+    graph = _real_graph()
+    assert _group("visiontune.reproduction.gp") == "reproduction.gp"
+    assert _group("visiontune.reproduction.engines.gp_engine") == "reproduction.engines"
+    assert _group("visiontune.reproduction.sweep") == "reproduction"
+    wrong = [
+        f"{m} imports {n}"
+        for m, names in graph.items()
+        if _group(m) in PRODUCT
+        for n in sorted(names)
+        if n.startswith("visiontune.reproduction")
+    ]
+    assert wrong == []
+
+
 def test_no_import_circle_between_modules():
     """No module imports, directly or through others, a module that imports it (function-local
     imports and imports of a package's ``__init__`` included)."""
@@ -156,71 +189,78 @@ def test_no_import_circle_between_modules():
 def test_the_reader_resolves_every_kind_of_import():
     modules = {
         "visiontune",
-        "visiontune.gp",
-        "visiontune.gp.moments",
-        "visiontune.gp.kernels",
+        "visiontune.reproduction.gp",
+        "visiontune.reproduction.gp.moments",
+        "visiontune.reproduction.gp.kernels",
         "visiontune.report.pdf",
         "visiontune.errors",
         "visiontune.cli",
     }
     source = (
         "import numpy\n"
-        "from visiontune.gp import moments, ProbitGP\n"
+        "from visiontune.reproduction.gp import moments, ProbitGP\n"
         "from . import kernels\n"
-        "from .. import errors\n"
+        "from ... import errors\n"
         "def f():\n"
         "    from visiontune.report.pdf import pdf_bytes\n"
         "    import visiontune.cli\n"
     )
-    found = _imports(source, "visiontune.gp.laplace", modules)
+    found = _imports(source, "visiontune.reproduction.gp.laplace", modules)
     assert found == {
-        "visiontune.gp.moments",
-        "visiontune.gp",
-        "visiontune.gp.kernels",
+        "visiontune.reproduction.gp.moments",
+        "visiontune.reproduction.gp",
+        "visiontune.reproduction.gp.kernels",
         "visiontune.errors",
         "visiontune.report.pdf",
         "visiontune.cli",
     }
-    assert _imports("from . import moments\n", "visiontune.gp", modules, is_package=True) == {"visiontune.gp.moments"}
+    assert _imports("from . import moments\n", "visiontune.reproduction.gp", modules, is_package=True) == {
+        "visiontune.reproduction.gp.moments"
+    }
 
 
 def test_the_checks_see_an_upward_import_and_a_circle():
     assert upward_imports(
         {
             "visiontune.display.cli": {"visiontune.cli"},  # a layer importing the top
-            "visiontune.errors": {"visiontune.gp.kernels"},  # a shared module importing a layer
+            "visiontune.errors": {"visiontune.reproduction.gp.kernels"},  # a shared module importing a layer
             "visiontune.session.store": {
-                "visiontune.experiments.sweep",
+                "visiontune.reproduction.sweep",
                 "visiontune.refraction.loop",
                 "visiontune.errors",
             },
-            "visiontune.gp.laplace": {"visiontune.gp"},
+            "visiontune.reproduction.gp.laplace": {"visiontune.reproduction.gp"},
             "visiontune.cli": {"visiontune.app.cli", "visiontune.display.cli"},
             "visiontune.tools": {"visiontune.errors"},  # a module in no layer
         }
     ) == [
         "visiontune.display.cli imports visiontune.cli",
-        "visiontune.errors imports visiontune.gp.kernels",
-        "visiontune.session.store imports visiontune.experiments.sweep",
+        "visiontune.errors imports visiontune.reproduction.gp.kernels",
+        "visiontune.session.store imports visiontune.reproduction.sweep",
         "visiontune.tools imports visiontune.errors",
     ]
     through_init = {
-        "visiontune.gp": {"visiontune.gp.laplace"},
-        "visiontune.gp.laplace": {"visiontune.gp.moments"},
-        "visiontune.gp.moments": {"visiontune.gp"},
+        "visiontune.reproduction.gp": {"visiontune.reproduction.gp.laplace"},
+        "visiontune.reproduction.gp.laplace": {"visiontune.reproduction.gp.moments"},
+        "visiontune.reproduction.gp.moments": {"visiontune.reproduction.gp"},
         "visiontune.optics": set(),
     }
-    assert import_circles(through_init) == [["visiontune.gp", "visiontune.gp.laplace", "visiontune.gp.moments"]]
-    assert import_circles({**through_init, "visiontune.gp.moments": set()}) == []
+    assert import_circles(through_init) == [
+        ["visiontune.reproduction.gp", "visiontune.reproduction.gp.laplace", "visiontune.reproduction.gp.moments"]
+    ]
+    assert import_circles({**through_init, "visiontune.reproduction.gp.moments": set()}) == []
 
 
 def test_the_reader_sees_a_circle_through_a_submodule_import(tmp_path):
     package = tmp_path / "visiontune"
-    (package / "gp").mkdir(parents=True)
+    (package / "reproduction" / "gp").mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "gp" / "__init__.py").write_text("from visiontune.gp.laplace import fit\n")
-    (package / "gp" / "laplace.py").write_text("def fit():\n    from visiontune.gp import moments\n")
-    (package / "gp" / "moments.py").write_text("from visiontune.gp import laplace\n")
+    (package / "reproduction" / "__init__.py").write_text("")
+    (package / "reproduction" / "gp" / "__init__.py").write_text("from visiontune.reproduction.gp.laplace import fit\n")
+    (package / "reproduction" / "gp" / "laplace.py").write_text(
+        "def fit():\n    from visiontune.reproduction.gp import moments\n"
+    )
+    (package / "reproduction" / "gp" / "moments.py").write_text("from visiontune.reproduction.gp import laplace\n")
     graph = package_graph(package)
-    assert graph["visiontune.gp.laplace"] == {"visiontune.gp.moments"}
-    assert import_circles(graph) == [["visiontune.gp.laplace", "visiontune.gp.moments"]]
+    assert graph["visiontune.reproduction.gp.laplace"] == {"visiontune.reproduction.gp.moments"}
+    assert import_circles(graph) == [["visiontune.reproduction.gp.laplace", "visiontune.reproduction.gp.moments"]]

@@ -192,8 +192,8 @@ def test_simulate_plot_refuses_a_device_or_another_kind_of_file(tmp_path, capsys
 
 def test_results_stores_are_user_only_and_refuse_a_trial_log(user_dirs, tmp_path, umask_000):
     from visiontune.errors import StoreError
-    from visiontune.experiments.clinic import ClinicStore
-    from visiontune.experiments.store import ResultsStore
+    from visiontune.validation.clinic import ClinicStore
+    from visiontune.validation.results_store import ResultsStore
 
     for store, name in ((ResultsStore, "bench.sqlite"), (ClinicStore, "validate.sqlite")):
         with store(tmp_path / "out" / name) as opened:
@@ -231,7 +231,7 @@ def test_exports_refuse_the_trial_logs_companions_and_other_kinds(tmp_path):
 
 def test_results_pages_are_user_only_and_never_over_another_kind(tmp_path, umask_000):
     from visiontune.errors import StoreError
-    from visiontune.experiments.store import write_results_file
+    from visiontune.validation.results_store import write_results_file
 
     page = write_results_file(tmp_path / "bench.md", "# results\n", output_guard.MARKDOWN)
     assert _mode(page) == 0o600 and page.read_text() == "# results\n"

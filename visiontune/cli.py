@@ -20,7 +20,10 @@ from visiontune.errors import VisionTuneError, one_line
 #: command name -> (module path, one-line help[, add-arguments function, run function])
 COMMANDS: dict[str, tuple[str, ...]] = {
     "app": ("visiontune.app.cli", "the clinician's desktop app (a simulated patient with --simulate)"),
-    "policies": ("visiontune.acquisition.cli", "list every acquisition policy with its scenario and source"),
+    "policies": (
+        "visiontune.reproduction.acquisition.cli",
+        "list every acquisition policy with its scenario and source",
+    ),
     "session": (
         "visiontune.session.cli",
         "run or resume a refraction session headless (simulated patient)",
@@ -28,14 +31,17 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "run_session",
     ),
     "bench": (
-        "visiontune.experiments.bench_cli",
+        "visiontune.reproduction.bench_cli",
         "run a paper experiment (resumable sweep) and its stratified analysis",
     ),
     "validate": (
-        "visiontune.experiments.validate_cli",
+        "visiontune.validation.validate_cli",
         "clinical validation: simulated patient populations through the session loop",
     ),
-    "simulate": ("visiontune.experiments.simulate_cli", "run one simulated refraction (no store) and print the errors"),
+    "simulate": (
+        "visiontune.reproduction.simulate_cli",
+        "run one simulated refraction (no store) and print the errors",
+    ),
     "report": ("visiontune.report.cli", "export a finished session: PDF, CSV, JSON, FHIR VisionPrescription"),
     "calibrate": ("visiontune.display.cli", "record the patient screen's size, distance, mirror and luminance"),
     "sessions": (

@@ -18,7 +18,6 @@ import pytest
 
 from tests.stored_runs import assert_holds, same_but_criterion
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.loop import COMPARISON_STREAM, POLICY_STREAM, SLIDER_STREAM
@@ -26,6 +25,7 @@ from visiontune.refraction.mixed_engine import MixedOpticsEngine, sensitivity_sd
 from visiontune.refraction.mixed_rules import MixedSettings, expected_posterior_variance, propose_mixed
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, probability_correct
 from visiontune.refraction.protocol import load_protocol, parse_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 #: Adult-clinic case 2 of the validation (population seed 1): aged 69, an eye that no longer accommodates.

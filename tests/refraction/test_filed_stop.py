@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 
 from visiontune.errors import ProtocolError
-from visiontune.experiments.clinic import TimedPresenter, case_refraction, validation_case
 from visiontune.optics import Prescription
 from visiontune.refraction.mixed_engine import MixedOpticsEngine, filed_within_probability
 from visiontune.refraction.protocol import load_protocol, parse_protocol
+from visiontune.validation.clinic import TimedPresenter, case_refraction, validation_case
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 FILED = load_protocol("docs/results/protocols/clinical-sloan-lines-filed.toml")

@@ -11,7 +11,6 @@ import pytest
 
 from tests.stored_runs import assert_holds
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.experiments.validate_cli import _comparisons_note
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import changes_along, lens_changes, lenses_shown
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, is_comparison, is_slider
@@ -19,6 +18,7 @@ from visiontune.refraction.mixed_rules import MixedSettings, _in_place_first, _w
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
+from visiontune.validation.validate_cli import _comparisons_note
 
 PROTOCOLS = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols"
 SHIPPED = load_protocol("clinical-sloan-compare")

@@ -12,7 +12,6 @@ import visiontune
 from tests.protocol_text import small_protocol_text
 from visiontune.cli import main
 from visiontune.errors import ProtocolError
-from visiontune.experiments.clinic import CaseSpec, run_case
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import lens_power_vector
 from visiontune.refraction.loop import (
@@ -31,6 +30,7 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore
+from visiontune.validation.clinic import CaseSpec, run_case
 
 PACKAGE = Path(visiontune.__file__).resolve().parent
 
@@ -196,10 +196,11 @@ def _imports(folder: Path) -> set[str]:
 
 
 def test_session_and_bench_sit_side_by_side_on_refraction():
-    session, bench, refraction = (_imports(PACKAGE / d) for d in ("session", "experiments", "refraction"))
-    assert not any(n.startswith("visiontune.experiments") for n in session)
-    assert not any(n.startswith("visiontune.session") for n in bench)
-    assert not any(n.startswith(("visiontune.session", "visiontune.experiments", "visiontune.app")) for n in refraction)
+    session, validation, refraction = (_imports(PACKAGE / d) for d in ("session", "validation", "refraction"))
+    assert not any(n.startswith(("visiontune.validation", "visiontune.reproduction")) for n in session)
+    assert not any(n.startswith("visiontune.session") for n in validation)
+    above = ("visiontune.session", "visiontune.validation", "visiontune.reproduction", "visiontune.app")
+    assert not any(n.startswith(above) for n in refraction)
 
 
 @pytest.mark.parametrize("true_rx", [Prescription(-10.0, -1.0, 20.0), Prescription(6.0, -0.75, 100.0)])

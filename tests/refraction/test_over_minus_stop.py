@@ -14,13 +14,13 @@ import pytest
 from scipy import stats
 
 from visiontune.errors import ProtocolError
-from visiontune.experiments.validate_cli import _over_minus_note
 from visiontune.optics import Prescription
 from visiontune.optics.patient import SimulatedPatient
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, make_engine
 from visiontune.refraction.optics_engine import OVER_MINUS_D
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.validation.validate_cli import _over_minus_note
 
 SHIPPED = load_protocol("clinical-sloan-compare")
 #: The former default: no over-minus wait, lens changes free.

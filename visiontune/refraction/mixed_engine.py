@@ -43,7 +43,7 @@ from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderAnswer, SliderSettings
 from visiontune.refraction.start import StartingPoint
 
-__all__ = ["MixedOpticsEngine", "filed_within_probability", "sensitivity_sd_ratio"]
+__all__ = ["MixedOpticsEngine", "build_optics_engine", "filed_within_probability", "sensitivity_sd_ratio"]
 
 
 def _rx_key(lens) -> tuple:
@@ -252,3 +252,14 @@ def sensitivity_sd_ratio(post) -> float | None:
         return None
     w, log_kappa = post.weights, post.theta[:, LOG_SENSITIVITY]
     return float(np.sqrt(w @ (log_kappa - w @ log_kappa) ** 2)) / post.sensitivity_prior[1]
+
+
+def build_optics_engine(protocol: Protocol, start: StartingPoint, seed: int) -> OpticsEngine:
+    """The optics model's engine (registered for ``model.type = "optics"`` in
+    :mod:`visiontune.refraction.engine_registry`): :class:`OpticsEngine`, or
+    :class:`MixedOpticsEngine` when the protocol asks comparisons or sliders (sliders without
+    comparisons weigh letters against sliders, comparisons off)."""
+    if protocol.comparisons is not None or protocol.sliders is not None:
+        settings = protocol.comparisons or MixedSettings(comparisons=False)
+        return MixedOpticsEngine(protocol, start, seed, settings, protocol.sliders)
+    return OpticsEngine(protocol, start, seed)

@@ -10,7 +10,7 @@ every other pair is refused when the protocol is parsed, before a session exists
 * ``model.type = "gp"``, the reproduction of the contextual BO paper §5 (probit GP, kernel ``θ s s' + k_SE``,
   Fauvel & Chalk (contextual BO), Eq. 15, at a fixed cylinder axis): the contextual binary policies of the acquisition
   registry, under their protocol names.
-* ``model.type = "optics-gp"`` (:mod:`visiontune.refraction.optics_gp_model`): the
+* ``model.type = "optics-gp"`` (:mod:`visiontune.reproduction.engines.optics_gp_model`): the
   optics formula as the prior mean of a probit GP; the optics rules, on its probabilities.
 """
 

@@ -43,7 +43,7 @@ the default protocol, ``clinical-sloan-compare``).
 **Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured
 against): the optics formula as the prior
 mean of a probit GP whose zero-mean part learns what the formula misses
-(:mod:`visiontune.refraction.optics_gp_model`); search space, rules and stops as the optics
+(:mod:`visiontune.reproduction.engines.optics_gp_model`); search space, rules and stops as the optics
 model's; ``model.lapse``, ``model.n_particles`` as there, and the GP's prior ``residual_sd``
 (probit units, default 0.25), ``residual_lengthscale_logmar`` (0.3) and ``residual_lengthscale_d``
 (diopters, 0.75). Letters only: ``[comparisons]`` and ``[sliders]`` are refused.
@@ -655,7 +655,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
 
 def _optics_gp_model(r: _Reader, table: dict) -> ModelSpec:
     """``[model]`` with ``type = "optics-gp"``: the optics model's ``lapse`` and ``n_particles``
-    and the prior of the GP ``g`` (:class:`~visiontune.refraction.optics_gp_model.ResidualSpec`):
+    and the prior of the GP ``g`` (:class:`~visiontune.reproduction.engines.optics_gp_model.ResidualSpec`):
     ``residual_sd`` (probit units), ``residual_lengthscale_logmar``, ``residual_lengthscale_d``."""
     keys = {"type", "lapse", "n_particles", "residual_sd", "residual_lengthscale_logmar", "residual_lengthscale_d"}
     r.table(table, "model.", set(), keys)

@@ -1,1 +1,0 @@
-"""bench layer (docs/design.md, "Layers")."""
