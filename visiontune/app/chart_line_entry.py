@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from visiontune.display.geometry import line_centres_px
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import LineReply
 
@@ -93,6 +94,4 @@ def line_layout(n_letters: int, letter_height_px: float, centre_x_px: float = 0.
     between neighbours (Bailey & Lovie 1976), so centres ``2 × height`` apart."""
     if n_letters < 1 or not letter_height_px > 0:
         raise InvalidInputError(f"line: expected letters and a positive height, got {n_letters}, {letter_height_px}")
-    pitch = 2.0 * float(letter_height_px)
-    first = centre_x_px - pitch * (n_letters - 1) / 2.0
-    return [first + pitch * j for j in range(n_letters)]
+    return line_centres_px(n_letters, letter_height_px, centre_x_px)  # the patient screen's own spacing

@@ -13,6 +13,11 @@ Keys (the session view shows this legend):
   clearest?", :mod:`visiontune.refraction.slider`): turn the knob one click along its path;
   ``Enter`` / ``Space`` records the lens it is at as the patient's clearest. In a simulated
   session the simulated patient's choice is shown and ``Enter`` / ``Space`` types it.
+- a chart line (:mod:`visiontune.app.chart_line_entry`): each letter as the patient reads it,
+  ``+`` / ``-`` (or ``Y`` / ``N``) or the letter named; or a digit, the number read right;
+  ``Backspace`` takes back the last letter keyed (with none keyed it undoes the last answer);
+  ``Enter`` / ``Space`` records the line. In a simulated session, ``Enter`` / ``Space`` with no
+  letter keyed types the simulated patient's line.
 - ``Backspace``: undo the last answer. ``P``: pause / resume. ``F``: finish (pressed twice).
 - ``Escape``: blank the patient screen.
 
@@ -36,6 +41,7 @@ class Phase(StrEnum):
     ANSWER = "answer"
     COMPARE = "compare"
     SLIDE = "slide"
+    LINE = "line"
     PAUSED = "paused"
     STOPPED = "stopped"
     FINISHED = "finished"
@@ -51,6 +57,7 @@ class Action(StrEnum):
     SLIDER_LEFT = "slider-left"
     SLIDER_RIGHT = "slider-right"
     SLIDER_CHOOSE = "slider-choose"
+    LINE_KEY = "line-key"
     UNDO = "undo"
     PAUSE_TOGGLE = "pause-toggle"
     FINISH = "finish"
@@ -59,8 +66,10 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class Command:
-    """What a key asks for; ``letter`` is set for :attr:`Action.ANSWER_LETTER` and
-    :attr:`Action.ANSWER_COMPARISON` (``"1"``, ``"2"`` or ``"="``)."""
+    """What a key asks for; ``letter`` is set for :attr:`Action.ANSWER_LETTER`,
+    :attr:`Action.ANSWER_COMPARISON` (``"1"``, ``"2"`` or ``"="``) and :attr:`Action.LINE_KEY` (the
+    key as :meth:`~visiontune.app.chart_line_entry.LineEntry.press` takes it: a letter, ``+``,
+    ``-``, a digit, ``BACKSPACE`` or ``ENTER``)."""
 
     action: Action
     letter: str | None = None
@@ -107,7 +116,7 @@ def interpret_key(
         return Command(Action.PAUSE_TOGGLE)
     if ctrl and (char == "F" or name == "F"):
         return Command(Action.FINISH)
-    letter_awaited = phase == Phase.ANSWER and char in letters
+    letter_awaited = phase in (Phase.ANSWER, Phase.LINE) and char in letters
     if char == "P" and not letter_awaited:
         return Command(Action.PAUSE_TOGGLE)
     if char == "F" and not letter_awaited:
@@ -117,7 +126,7 @@ def interpret_key(
     if phase == Phase.BUSY:
         return Rejected("Computing the next lens, one moment.")
     if name == "Backspace":
-        return Command(Action.UNDO)
+        return Command(Action.LINE_KEY, "BACKSPACE") if phase == Phase.LINE else Command(Action.UNDO)
     if phase == Phase.STOPPED:
         return Rejected("The stopping rule is met: press F to finish, or Backspace to undo the last answer.")
     if phase == Phase.LENS:
@@ -143,6 +152,8 @@ def interpret_key(
         return Rejected(
             f"Key {_label(name, text)} does nothing here: press 1 or 2 for the clearer lens, = for no difference."
         )
+    if phase == Phase.LINE:
+        return _line_key(name, text, char, letters, simulated, letter_awaited)
     # Phase.ANSWER
     if name in ADVANCE_KEYS:
         if simulated:
@@ -159,6 +170,29 @@ def interpret_key(
     return Rejected(f"Key {_label(name, text)} does nothing here: type the letter named, or + / -.")
 
 
+def _line_key(
+    name: str, text: str, char: str, letters: tuple[str, ...], simulated: bool, letter_awaited: bool
+) -> Command | Rejected:
+    """A key while a chart line is read (module docstring): every key that may mean something goes
+    to the line's entry, which says why it refuses one (nothing is recorded then)."""
+    if name in ADVANCE_KEYS:
+        return Command(Action.SIMULATED_ANSWER if simulated else Action.LINE_KEY, None if simulated else "ENTER")
+    if letter_awaited:
+        return Command(Action.LINE_KEY, char)
+    if char in ("+", "=", "Y"):  # '=' is the unshifted '+' key on US layouts
+        return Command(Action.LINE_KEY, "+")
+    if char in ("-", "N"):
+        return Command(Action.LINE_KEY, char)
+    if char.isdigit():
+        return Command(Action.LINE_KEY, char)
+    if char.isalpha():
+        return Rejected(f"{char!r} is not a letter of this chart ({' '.join(letters)}): nothing keyed.")
+    return Rejected(
+        f"Key {_label(name, text)} does nothing here: + or \u2212 for each letter read, the letter named, "
+        "or the number read right; Enter records the line."
+    )
+
+
 def legend(letters: tuple[str, ...]) -> str:
     """The key legend shown under the lens, naming the clashes with this letter set."""
     clash = [k for k in ("P", "F", "Y", "N") if k in letters]
@@ -166,7 +200,7 @@ def legend(letters: tuple[str, ...]) -> str:
         "Enter/Space  lens set, show letter",
         "letter keys  letter named    + / -  correct / incorrect"
         + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
-        "1 / 2 / =  comparison    ← / → (, .)  turn the slider knob, Enter  clearest",
+        "1 / 2 / =  comparison    ← / → (, .)  slider knob, Enter  clearest    a line: a key per letter",
         "Backspace  undo    P  pause/resume    F F  finish    Esc  blank patient screen",
     ]
     if clash:

@@ -41,6 +41,7 @@ from visiontune.display import (
 )
 from visiontune.display.qt_renderer import PatientWindow
 from visiontune.errors import CalibrationError, ConfigurationError, VisionTuneError, one_line
+from visiontune.refraction.loop import PendingLine
 from visiontune.refraction.protocol import list_protocols, load_protocol
 
 log = logging.getLogger("visiontune.app")
@@ -486,14 +487,15 @@ class MainWindow(QMainWindow):
         elif kind == "snapshot":
             self._show_snapshot(value)
         elif kind == "present":
-            if self.patient_window is not None:
-                self.patient_window.show(value.letter, value.s_logmar)
+            self._present(value)
         elif kind == "blank":
             self._blank_patient()
         elif kind == "simulated_reply":
             self.session_view.simulated_reply.setText(value)
         elif kind == "slider":
             self.session_view.show_slider(value)
+        elif kind == "line":
+            self.session_view.show_line(value)
         elif kind == "opened":
             self._show_opened(value)
         elif kind == "busy_page":
@@ -510,6 +512,27 @@ class MainWindow(QMainWindow):
             self.session_view.show_device_fault(value)
         elif kind == "device_lenses":
             self.session_view.show_lens_buttons(value)
+
+    def _present(self, query) -> None:
+        """The question on the patient screen: its letter, or a chart line's letters at chart
+        spacing. A line wider than the screen at its size leaves the screen blank and the page says
+        to show it on a printed chart (the answers are keyed as usual)."""
+        if self.patient_window is None:
+            return
+        if not isinstance(query, PendingLine):
+            self.patient_window.show(query.letter, query.s_logmar)
+            return
+        try:
+            self.patient_window.show_line(query.letters, query.s_logmar)
+        except CalibrationError as exc:
+            self.patient_window.blank()
+            message = f"The patient screen cannot show this line ({exc}): show it on a printed chart."
+            log.warning("%s", message)
+            self.session_view.instruction.setText(
+                "The patient screen cannot show this line at this size: show it on a printed chart, then key "
+                "each letter as it is read (the status line says why)."
+            )
+            self.say(message, 0)
 
     def _show_opened(self, snap: Snapshot) -> None:
         self.status.clearMessage()  # the "preparing" message of the start is over

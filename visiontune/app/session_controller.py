@@ -14,13 +14,16 @@ phase with a sentence for the status line, and nothing is sent)::
     LENS    --Enter / Space: 'present' sent, the letter on the patient screen--> ANSWER
             (a comparison: --> COMPARE, the letter kept in view while lens 1 and lens 2 are shown)
             (a slider: --> SLIDE, the knob at its starting lens, the letters kept in view)
+            (a chart line: --> LINE, the line's letters on the patient screen at chart spacing)
     ANSWER  --letter / + / - / the simulated answer: 'record' sent--> BUSY
     COMPARE --1 / 2 / = / the simulated answer: 'record' sent--> BUSY
     SLIDE   --Left / Right (or , / .): the knob one click along its path ("slider" announced)--> SLIDE
     SLIDE   --Enter / Space (the lens the knob is at) / the simulated answer: 'record' sent--> BUSY
+    LINE    --a letter's key (+ / - / the letter named) or Backspace: the entry changes ("line" said)--> LINE
+    LINE    --a count, or Enter / Space once every letter is keyed, or the simulated line: 'record' sent--> BUSY
     BUSY    --updated--> LENS, or STOPPED (a stopping rule is met), or PAUSED
-    ANSWER, COMPARE, SLIDE --Escape: the patient screen blanked--> LENS
-    LENS, ANSWER, COMPARE, SLIDE, STOPPED --Backspace: 'undo' sent--> BUSY
+    ANSWER, COMPARE, SLIDE, LINE --Escape: the patient screen blanked--> LENS (a line's keys kept)
+    LENS, ANSWER, COMPARE, SLIDE, STOPPED --Backspace: 'undo' sent--> BUSY (LINE: with no letter keyed)
     any but FINISHED --P: 'pause' (or 'resume_paused' when PAUSED) sent--> BUSY
     any but FINISHED --F, then F again within FINISH_CONFIRM_S: 'finish' sent--> BUSY --finished--> FINISHED
     BUSY    --failed--> the phase before BUSY
@@ -64,6 +67,7 @@ Listeners are called ``listener(kind, value)`` with, in order of the change:
 - ``"present"`` :class:`~visiontune.refraction.loop.PendingQuery` (or ``PendingComparison``): show
   its letter to the patient;
 - ``"slider"`` :class:`SliderView`: draw a slider's knob, its lenses and the one it is at;
+- ``"line"`` :class:`LineView`: draw a chart line's letters and what was keyed for each;
 - ``"blank"`` None: blank the patient screen;
 - ``"simulated_reply"`` str: the simulated patient's answer line;
 - ``"autopilot"`` float or None: call :meth:`~SessionController.auto_step` after this many
@@ -90,15 +94,17 @@ from typing import Protocol
 
 import numpy as np
 
+from visiontune.app.chart_line_entry import LineEntry
 from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
-from visiontune.app.texts import acuity_text, answer_text, lens_text
+from visiontune.app.texts import MINUS, acuity_text, answer_text, lens_text
 from visiontune.app.worker_device import DeviceView
 from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
+from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction.lenses import in_form, lens_left_in_place, same_lens
-from visiontune.refraction.loop import simulated_comparison, simulated_slider
+from visiontune.refraction.loop import LineReply, PendingLine, simulated_comparison, simulated_line, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.lens_device import question_lenses
 from visiontune.session.records import SessionState
@@ -108,6 +114,7 @@ __all__ = [
     "FINISH_CONFIRM_S",
     "Engine",
     "FinishedPage",
+    "LineView",
     "Listener",
     "Prompt",
     "SessionController",
@@ -176,6 +183,32 @@ def slider_lines(view: SliderView) -> list[str]:
 
 
 @dataclass(frozen=True)
+class LineView:
+    """A chart line on screen: its ``letters`` (reading order), the ``marks`` keyed so far (True
+    right, False wrong, one per letter keyed, in order), its size ``s_logmar`` and the simulated
+    patient's answers (``simulated``, one per letter; None for a real patient)."""
+
+    letters: tuple[str, ...]
+    marks: tuple[bool, ...]
+    s_logmar: float
+    simulated: tuple[bool, ...] | None = None
+
+    @property
+    def complete(self) -> bool:
+        return len(self.marks) == len(self.letters)
+
+    def line_text(self) -> str:
+        """Each letter with what was keyed for it: ``D+  K-  N_`` (``_``: not keyed yet)."""
+        signs = ["+" if m else "-" for m in self.marks] + ["_"] * (len(self.letters) - len(self.marks))
+        return "  ".join(f"{x}{sign}" for x, sign in zip(self.letters, signs, strict=True))
+
+
+def line_reply_text(correct: tuple[bool, ...]) -> str:
+    """A line's answers in reading order: ``4 of 5 right: + + − + +``."""
+    return f"{sum(correct)} of {len(correct)} right: " + " ".join("+" if c else MINUS for c in correct)
+
+
+@dataclass(frozen=True)
 class FinishedPage:
     """A finished session to show: the engine's ``view`` and, for a simulated patient, the
     ``truth`` line (its true correction and its acuity through the prescription found)."""
@@ -215,6 +248,9 @@ class SessionController(EventSource):
         #: The slider on screen: where its knob is, and the simulated patient's choice.
         self.slider_position: int | None = None
         self.sim_slider: int | None = None
+        #: The chart line on screen: the clinician's keys so far, and the simulated patient's line.
+        self.line_entry: LineEntry | None = None
+        self.sim_line: tuple[bool, ...] | None = None
         self.answers_this_run = 0
         #: The estimate drawn last (set by the window when it draws one) and the latest not yet drawn.
         self.last_estimate: EstimateView | None = None
@@ -292,6 +328,7 @@ class SessionController(EventSource):
         if self.last_command == "record":
             self.answers_this_run += 1
         self.sim_reply = self.sim_choice = self.slider_position = self.sim_slider = None
+        self.line_entry = self.sim_line = None
         self._emit("snapshot", snap)
         if snap.state == SessionState.PAUSED:
             self._enter(Phase.PAUSED)
@@ -465,6 +502,28 @@ class SessionController(EventSource):
                     caption="Compare lens 1 and lens 2",
                 ),
             )
+        elif phase == Phase.LENS and isinstance(snap.query, PendingLine):
+            kept = _in_place(snap, snap.query.lens)
+            self._emit(
+                "prompt",
+                Prompt(
+                    ("The lens in place stays" if kept else self._place_text(snap.query.lens))
+                    + ", then press Enter (or Space) to show the line.",
+                    caption="Keep this lens: a chart line" if kept else "Set this lens: a chart line",
+                ),
+            )
+        elif phase == Phase.LINE:
+            q = snap.query
+            caption = "Lens confirmed by the device" if self._waits_for_device() else None
+            self._emit(
+                "prompt",
+                Prompt(
+                    "Key each letter as it is read: + or \u2212, or the letter named; or the number read "
+                    f"right (0-{len(q.letters)}). Backspace takes one back, Enter records the line.",
+                    caption=caption,
+                    letter=f"Line of {len(q.letters)}: size {acuity_text(q.s_logmar)}",
+                ),
+            )
         elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
             self._emit(
                 "prompt",
@@ -537,7 +596,7 @@ class SessionController(EventSource):
         if (
             self.sim_patient is None
             or self.pace_s <= 0
-            or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.STOPPED)
+            or self.phase not in (Phase.LENS, Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.LINE, Phase.STOPPED)
         ):
             return None
         return self.pace_s
@@ -552,7 +611,7 @@ class SessionController(EventSource):
             return
         if self.phase == Phase.LENS:
             self.perform(Command(Action.CONFIRM_LENS), "auto")
-        elif self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE):
+        elif self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.LINE):
             self.perform(Command(Action.SIMULATED_ANSWER), "auto")
         elif self.phase == Phase.STOPPED:
             self._finish(self.snapshot.stop_reason)
@@ -571,7 +630,7 @@ class SessionController(EventSource):
         log.info("%s -> %s%s (phase %s)", source, action.value, detail, self.phase.value)
         if action == Action.BLANK:
             self._emit("blank")
-            if self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE):
+            if self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.LINE):
                 self._enter(Phase.LENS)
             self.say("Patient screen blanked.")
         elif action == Action.CONFIRM_LENS:
@@ -584,6 +643,15 @@ class SessionController(EventSource):
             self.slider_position = self.sim_slider
             self._emit("slider", self._slider_view())
             self._choose(self.sim_slider, "simulated patient says ")
+        elif action == Action.LINE_KEY:
+            self._line_key(command.letter)
+        elif action == Action.SIMULATED_ANSWER and self.phase == Phase.LINE:
+            if self.line_entry.marks:  # the clinician has keyed letters: Enter records those, not the simulation's
+                self._line_key("ENTER")
+            else:
+                self.line_entry.marks = list(self.sim_line)
+                self._emit("line", self._line_view())
+                self._record_line(LineReply(self.sim_line), "simulated patient reads ")
         elif action == Action.SIMULATED_ANSWER and self.phase == Phase.COMPARE:
             self._record(ComparisonReply(self.sim_choice), f"simulated patient says {_choice_text(self.sim_choice)}")
         elif action == Action.SIMULATED_ANSWER:
@@ -667,6 +735,16 @@ class SessionController(EventSource):
                     f"({lens_text(self._form(q.lenses[self.sim_slider]))})",
                 )
             return
+        if isinstance(q, PendingLine):
+            if self.line_entry is None or self.line_entry.letters != q.letters:  # shown again: its keys kept
+                self.line_entry = LineEntry(tuple(q.letters), tuple(snap.letters))
+            if self.sim_patient is not None:
+                self.sim_line = simulated_line(self.sim_patient, q).correct
+            self._enter(Phase.LINE)
+            self._emit("line", self._line_view())
+            if self.sim_line is not None:
+                self._emit("simulated_reply", f"Simulated patient reads: {line_reply_text(self.sim_line)}")
+            return
         if isinstance(q, PendingComparison):
             self._enter(Phase.COMPARE)
             if self.sim_patient is not None:
@@ -688,6 +766,39 @@ class SessionController(EventSource):
 
     def _form(self, lens: Prescription) -> Prescription:
         return in_form(lens, self._cylinder_form)
+
+    def _line_view(self) -> LineView:
+        q = self.snapshot.query
+        return LineView(tuple(q.letters), tuple(self.line_entry.marks), float(q.s_logmar), self.sim_line)
+
+    def _line_key(self, key: str) -> None:
+        """One key of a chart line to its :class:`~visiontune.app.chart_line_entry.LineEntry`; the
+        line recorded when the key completes it. A key the entry refuses is said, and nothing keyed
+        changes; Backspace with no letter keyed undoes the last answer, as elsewhere."""
+        entry = self.line_entry
+        if key == "BACKSPACE" and not entry.marks:
+            self.perform(Command(Action.UNDO), "key")
+            return
+        try:
+            reply = entry.press(key)
+        except InvalidInputError as exc:
+            self.say(f"{exc}: nothing recorded, the letters keyed are kept ({entry.status}).")
+            return
+        self._emit("line", self._line_view())
+        if reply is not None:
+            self._record_line(reply, "")
+            return
+        if key == "BACKSPACE":
+            self.say(f"Letter {len(entry.marks) + 1} taken back: {entry.status}.")
+        elif entry.complete:
+            self.say(f"Every letter keyed ({entry.status}): Enter records the line, Backspace takes one back.")
+        else:
+            self.say(f"Keyed: {entry.status}.")
+
+    def _record_line(self, reply: LineReply, who: str) -> None:
+        q = self.snapshot.query
+        read = " ".join(x + ("+" if c else MINUS) for x, c in zip(q.letters, reply.correct, strict=True))
+        self._record(reply, f"{who}line {sum(reply.correct)} of {len(reply.correct)} right ({read})")
 
     def _slider_view(self) -> SliderView:
         q = self.snapshot.query
@@ -714,7 +825,7 @@ class SessionController(EventSource):
         lens = lens_text(self._form(q.lenses[position]))
         self._record(SliderReply(position), f"{who}clearest at lens {position + 1} of {len(q.lenses)} ({lens})")
 
-    def _record(self, answer: Answer | ComparisonReply | SliderReply, what: str) -> None:
+    def _record(self, answer: Answer | ComparisonReply | SliderReply | LineReply, what: str) -> None:
         self._emit("blank")
         self._recording = what
         self.say(f"Recording the answer: {what}\u2026")

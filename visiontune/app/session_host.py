@@ -15,7 +15,7 @@ stopping rule and the next query (``updated``); then the estimate and the plot d
 
 Events (``kind``: value): ``store_opened``: db path (str); ``sessions_listed``: list of
 :class:`SessionSummary`; ``session``: id of the open session or None; ``opened`` /
-``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.session.records.Trial`;
+``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.refraction.trial.Trial`;
 ``estimate_ready``: :class:`EstimateView`; ``finished``: :class:`FinishedView`; ``failed``:
 message; ``busy``: message; ``idle``: None; ``closed``: None; ``visit_view``:
 :class:`~visiontune.app.visit_flow.VisitView` (after every visit command); ``device``:
@@ -67,7 +67,14 @@ from visiontune.errors import DeviceError, InvalidInputError, SessionError, Stor
 from visiontune.optics import Prescription
 from visiontune.refraction.lens_devices import protocol_for_device
 from visiontune.refraction.lenses import in_form
-from visiontune.refraction.loop import is_slider, simulated_comparison, simulated_slider
+from visiontune.refraction.loop import (
+    PendingLine,
+    is_line,
+    is_slider,
+    simulated_comparison,
+    simulated_line,
+    simulated_slider,
+)
 from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
@@ -536,6 +543,18 @@ class SessionHost:
                 trial.s_logmar,
                 slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()),
             )
+        elif is_line(trial):
+            log.info(
+                "session %d trial %d: chart line s=%+.2f logMAR, lens %s, letters %s, read %s (%d of %d right)",
+                s.session_id,
+                trial.index,
+                trial.s_logmar,
+                in_form(stored_lens(trial.lens), form).format(),
+                trial.letter_shown,
+                trial.line_correct,
+                trial.line_correct.count("1"),
+                len(trial.line_correct),
+            )
         elif trial.comparison is not None:
             log.info(
                 "session %d trial %d: s=%+.2f logMAR, lens 1 %s vs lens 2 %s, clearer: %s",
@@ -702,6 +721,8 @@ def record_simulated_session(
             host.handle("present", None)
             if isinstance(q, PendingSlider):
                 host.handle("record", SliderReply(simulated_slider(patient, q)))
+            elif isinstance(q, PendingLine):
+                host.handle("record", simulated_line(patient, q))
             elif isinstance(q, PendingComparison):
                 host.handle("record", ComparisonReply(simulated_comparison(patient, q)))
             else:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from visiontune.app.keys import legend
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
-from visiontune.app.session_controller import SliderView, slider_notes
+from visiontune.app.session_controller import LineView, SliderView, slider_notes
 from visiontune.app.texts import MINUS, acuity_text, answers_text, device_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
@@ -347,6 +347,20 @@ class SessionView(QWidget):
             parts.append(text)
         unit = "axis (\u00b0)" if view.knob == "axis" else f"{view.knob} (D)"
         self.slider_path.setText(f"{unit}:<br>" + "<br>".join(parts))
+
+    def show_line(self, view: LineView) -> None:
+        """A chart line on the letter's line of the page (no new row: the page never re-lays out):
+        each letter of the line in reading order with what was keyed for it (a green + right, a red
+        \u2212 wrong, a grey _ not yet), then the line's size. The simulated patient's answers are on
+        the simulated reply's line."""
+        cells = []
+        for j, letter in enumerate(view.letters):
+            if j < len(view.marks):
+                sign, colour = ("+", "#1e8c3c") if view.marks[j] else (MINUS, "#c82828")
+            else:
+                sign, colour = ("_", "#999999")
+            cells.append(f"{letter}<span style='color:{colour}'>{sign}</span>")
+        self.letter.setText("&nbsp;&nbsp;".join(cells) + f"&nbsp;&nbsp;&nbsp;{acuity_text(view.s_logmar)}")
 
     @property
     def plots(self) -> tuple:

@@ -17,7 +17,7 @@ import numpy as np
 
 from visiontune._validate import finite_array, positive
 from visiontune.display.calibration import Calibration
-from visiontune.errors import CalibrationError
+from visiontune.errors import CalibrationError, InvalidInputError
 
 ARCMIN = math.pi / (180.0 * 60.0)
 #: Default smallest ink height, pixels. At 5 px the stroke (1/5 of the height, the critical
@@ -90,6 +90,37 @@ def displayable_logmar_range(calibration: Calibration, *, min_ink_px: float = DE
             f"min_ink_px: {m:g} px is taller than the screen ({calibration.height_px} px); nothing is displayable"
         )
     return LogmarRange(float(lo), float(hi))
+
+
+def line_centres_px(n_letters: int, letter_height_px: float, centre_x_px: float = 0.0) -> list[float]:
+    """The x of each letter's centre (px) in a chart line of ``n_letters`` letters ``letter_height_px``
+    tall, centred on ``centre_x_px``: letters as wide as high (Sloan, ISO 8596) with one letter width
+    between neighbours (Bailey & Lovie 1976), so centres ``2 h`` apart::
+
+        x_j = centre_x_px + 2 h (j - (n - 1) / 2),   j = 0 .. n - 1
+    """
+    if isinstance(n_letters, bool) or int(n_letters) != n_letters or n_letters < 1:
+        raise InvalidInputError(f"n_letters: expected a count of letters >= 1, got {n_letters!r}")
+    h = float(positive("letter_height_px", letter_height_px))
+    pitch = 2.0 * h
+    first = float(centre_x_px) - pitch * (int(n_letters) - 1) / 2.0
+    return [first + pitch * j for j in range(int(n_letters))]
+
+
+def line_width_px(n_letters: int, letter_height_px: float) -> float:
+    """The width of a chart line, outer edge to outer edge (px): ``n`` letters ``h`` wide and
+    ``n - 1`` gaps of ``h`` (:func:`line_centres_px`), ``(2 n - 1) h``."""
+    centres = line_centres_px(n_letters, letter_height_px)
+    return centres[-1] - centres[0] + float(letter_height_px)
+
+
+def largest_line_logmar(calibration: Calibration, n_letters: int) -> float:
+    """The largest letter size (logMAR) at which a chart line of ``n_letters`` fits the screen's
+    width at chart spacing (:func:`line_width_px`) and its letters its height: a letter
+    ``min(width_px / (2 n - 1), height_px)`` pixels tall."""
+    widest = calibration.width_px / line_width_px(n_letters, 1.0)
+    max_px = min(float(calibration.height_px), widest)
+    return float(logmar_for_height_mm(max_px * calibration.pixel_pitch_mm, calibration.viewing_distance_mm))
 
 
 def check_displayable(logmar: float, calibration: Calibration, *, min_ink_px: float = DEFAULT_MIN_INK_PX) -> float:

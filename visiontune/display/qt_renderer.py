@@ -4,7 +4,11 @@ The glyph's design cell (``design_height`` grid units, 5 x MAR) is scaled to the
 height in device pixels from :func:`~visiontune.display.geometry.letter_height_px`, centred,
 black on white, even-odd fill, anti-aliased, flipped horizontally when the calibration says
 ``mirror``. :func:`paint_glyph` is the single drawing routine: ``PatientWindow.paintEvent``
-and :func:`render_glyph_image` (used by tests and previews) both call it.
+and :func:`render_glyph_image` (used by tests and previews) both call it. A chart line
+(:meth:`PatientWindow.show_line`, :func:`render_line_image`) is the same glyphs side by side at
+logMAR chart spacing, one letter width between letters (Bailey & Lovie 1976;
+:func:`~visiontune.display.geometry.line_centres_px`), drawn by :func:`paint_line`; mirrored, the
+line is flipped as a whole (its first letter on the right), as a mirror shows a printed chart.
 """
 
 from __future__ import annotations
@@ -18,9 +22,16 @@ from PySide6.QtWidgets import QWidget
 
 from visiontune._validate import finite_array, positive
 from visiontune.display.calibration import Calibration
-from visiontune.display.geometry import DEFAULT_MIN_INK_PX, displayable_logmar_range, letter_height_px
+from visiontune.display.geometry import (
+    DEFAULT_MIN_INK_PX,
+    displayable_logmar_range,
+    largest_line_logmar,
+    letter_height_px,
+    line_centres_px,
+    line_width_px,
+)
 from visiontune.display.optotypes import Glyph, LetterSet
-from visiontune.errors import InvalidInputError
+from visiontune.errors import CalibrationError, InvalidInputError
 
 BACKGROUND = QColor(255, 255, 255)
 INK = QColor(0, 0, 0)
@@ -69,6 +80,55 @@ def paint_glyph(
     painter.translate(-c, -c)
     painter.drawPath(glyph_path(glyph))
     painter.restore()
+
+
+def paint_line(
+    painter: QPainter,
+    width: float,
+    height: float,
+    glyphs: list[Glyph],
+    height_px: float,
+    *,
+    design_height: float = 5.0,
+    mirror: bool = False,
+) -> None:
+    """Fill a ``width`` x ``height`` device-pixel area white and draw ``glyphs`` as one chart line,
+    each ``height_px`` tall, centres at :func:`~visiontune.display.geometry.line_centres_px` around
+    the area's centre (one letter width apart); mirrored, the whole line is flipped
+    (``X -> width - X``), so the first letter is drawn on the right."""
+    painter.save()
+    painter.fillRect(0, 0, int(np.ceil(width)), int(np.ceil(height)), BACKGROUND)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(INK)
+    k = height_px / design_height
+    c = design_height / 2.0
+    for x, glyph in zip(line_centres_px(len(glyphs), height_px, width / 2.0), glyphs, strict=True):
+        painter.save()
+        painter.translate(width - x if mirror else x, height / 2.0)
+        painter.scale(-k if mirror else k, -k)
+        painter.translate(-c, -c)
+        painter.drawPath(glyph_path(glyph))
+        painter.restore()
+    painter.restore()
+
+
+def render_line_image(
+    glyphs: list[Glyph], height_px: float, size: tuple[int, int], *, design_height: float = 5.0, mirror: bool = False
+) -> QImage:
+    """Render ``glyphs`` as a chart line (:func:`paint_line`) ``height_px`` tall in a ``size = (width,
+    height)`` pixel image."""
+    h = float(positive("height_px", height_px))
+    w_img, h_img = (int(v) for v in finite_array("size", size, ndim=1))
+    if w_img < 1 or h_img < 1:
+        raise InvalidInputError(f"size: expected (width, height) >= 1 pixel, got {tuple(size)}")
+    image = QImage(w_img, h_img, QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    try:
+        paint_line(painter, w_img, h_img, list(glyphs), h, design_height=design_height, mirror=mirror)
+    finally:
+        painter.end()
+    return image
 
 
 def render_glyph_image(
@@ -120,6 +180,7 @@ class PatientWindow(QWidget):
         self.displayable = displayable_logmar_range(calibration, min_ink_px=min_ink_px)
         self._fullscreen = bool(fullscreen)
         self._glyph: Glyph | None = None
+        self._line: list[Glyph] | None = None
         self._height_px = 0.0
         self.setWindowTitle("VisionTune - patient")
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent, True)
@@ -129,10 +190,47 @@ class PatientWindow(QWidget):
 
     @property
     def current(self) -> tuple[str, float] | None:
-        """``(letter, height_px)`` on screen, or None when blank."""
+        """``(letter, height_px)`` on screen (a line's letters joined), or None when blank."""
+        if self._line is not None:
+            return "".join(g.name for g in self._line), self._height_px
         return None if self._glyph is None else (self._glyph.name, self._height_px)
 
-    def show(self, letter: str | None = None, logmar: float | None = None) -> None:  # noqa: D417
+    def line_fits(self, n_letters: int, logmar: float) -> bool:
+        """Whether a chart line of ``n_letters`` at ``logmar`` fits this screen at chart spacing
+        (:func:`~visiontune.display.geometry.largest_line_logmar`) and its letters are displayable."""
+        s = float(logmar)
+        return (
+            self.displayable.min_logmar
+            <= s
+            <= min(self.displayable.max_logmar, largest_line_logmar(self.calibration, n_letters))
+        )
+
+    def show_line(self, letters, logmar: float) -> None:
+        """Show the chart line ``letters`` (reading order) at ``logmar``, one letter width apart
+        (and the window, if hidden). CalibrationError, the screen left as it was, if a letter is
+        outside the displayable range or the line is wider than the screen (:meth:`line_fits`);
+        InvalidInputError for an unknown letter."""
+        letters = tuple(letters)
+        if len(letters) < 1 or isinstance(letters[0], (tuple, list)):
+            raise InvalidInputError(f"letters: expected the line's letters, got {letters!r}")
+        s = self.displayable.check(logmar)
+        glyphs = [self.letter_set.glyph(x) for x in letters]
+        h = float(letter_height_px(s, self.calibration))
+        if not self.line_fits(len(letters), s):
+            raise CalibrationError(
+                f"a line of {len(letters)} letters at {s:+.2f} logMAR is {line_width_px(len(letters), h):.0f} px wide "
+                f"at chart spacing; this screen is {self.calibration.width_px} px wide (the largest line it shows is "
+                f"{largest_line_logmar(self.calibration, len(letters)):+.2f} logMAR)"
+            )
+        self._glyph, self._line, self._height_px = None, glyphs, h
+        self.update()
+        if not self.isVisible():
+            if self._fullscreen:
+                super().showFullScreen()
+            else:
+                super().show()
+
+    def show(self, letter: str | None = None, logmar: float | None = None) -> None:
         """Show ``letter`` at ``logmar`` (and the window, if hidden). With no argument this is
         ``QWidget.show`` (fullscreen if so configured). CalibrationError if the size is outside
         the displayable range; InvalidInputError for an unknown letter."""
@@ -141,7 +239,7 @@ class PatientWindow(QWidget):
         if letter is not None:
             s = self.displayable.check(logmar)
             glyph = self.letter_set.glyph(letter)
-            self._glyph, self._height_px = glyph, float(letter_height_px(s, self.calibration))
+            self._glyph, self._line, self._height_px = glyph, None, float(letter_height_px(s, self.calibration))
             self.update()
         if not self.isVisible():
             if self._fullscreen:
@@ -151,16 +249,28 @@ class PatientWindow(QWidget):
 
     def blank(self) -> None:
         """Show the white background only."""
-        self._glyph = None
+        self._glyph = self._line = None
         self.update()
 
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, event) -> None:
         self._paint()
 
     def _paint(self) -> None:
         painter = QPainter(self)
         try:
-            if self._glyph is None:
+            if self._line is not None:
+                ratio = self.devicePixelRatioF()
+                painter.scale(1.0 / ratio, 1.0 / ratio)
+                paint_line(
+                    painter,
+                    self.width() * ratio,
+                    self.height() * ratio,
+                    self._line,
+                    self._height_px,
+                    design_height=self.letter_set.design_height,
+                    mirror=self.calibration.mirror,
+                )
+            elif self._glyph is None:
                 painter.fillRect(self.rect(), BACKGROUND)
             else:
                 ratio = self.devicePixelRatioF()
