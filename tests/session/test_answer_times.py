@@ -273,3 +273,45 @@ def test_the_command_prints_medians_protocol_values_and_marks_simulated(tmp_path
     assert {(r["kind"], r["simulated"]) for r in doc["gaps"]} == {(g, s) for g in GAPS for s in (False, True)}
     real_gaps = {r["kind"]: r["median_s"] for r in doc["gaps"] if not r["simulated"]}
     assert doc["lens_change_s"] == pytest.approx(real_gaps["lens changed"] - real_gaps["lens kept"])
+
+
+def _line(i: int, presented: datetime, answered: datetime, correct: str = "11010") -> Trial:
+    """A chart line of five letters read through one lens (``line_correct`` one 1 / 0 per letter)."""
+    return Trial(
+        index=i,
+        s_logmar=0.3,
+        lens=Prescription(-1.0, -0.5, 90.0),
+        letter_shown="DKNRS",
+        correct=correct.count("1") >= 3,
+        presented_at=presented,
+        answered_at=answered,
+        line_correct=correct,
+    )
+
+
+def test_a_chart_line_is_its_own_kind_of_answer_timed_as_one(store, clock, tmp_path, capsys):
+    """Lines beside letters in one session: the lines' row holds exactly the lines' gaps (one answer
+    a line, whatever its letters), the letters' row only the letters'; the command prints the line's
+    protocol value ``[chart_line] line_seconds`` from the lines' median."""
+    rng = np.random.default_rng(37)
+    store.create_patient("P-LINES")
+    sid = store.create_session("P-LINES", eye="OD", protocol=load_protocol("clinical-sloan-compare"), simulated=False)
+    gaps: dict[str, list[float]] = {}
+    with store.open_session(sid) as handle:
+        for i in range(24):
+            kind = "line" if i % 3 == 0 else "letter"
+            gap = round(float(rng.gamma(4.0, (6.0 if kind == "line" else 3.0) / 4.0)), 3) + 0.001
+            presented = clock.t + timedelta(seconds=1.0)
+            answered = presented + timedelta(seconds=gap)
+            trial = _line(i, presented, answered) if kind == "line" else _trial("letter", i, presented, answered)
+            handle.record_trial(trial)
+            clock.t = answered
+            gaps.setdefault(kind, []).append(gap)
+    found = answer_times(store)
+    assert {r.kind for r in found.rows} == {"letter", "line"}
+    assert found.row("line").n == 8 and found.row("letter").n == 16
+    _check_rows(found, gaps, simulated=False)
+    code, out = _cli(["sessions", "durations", "--db", str(store.path)], capsys)
+    assert code == 0 and f"[chart_line] line_seconds = {np.median(gaps['line']):.1f}" in out
+    line_row = next(line.split() for line in out.splitlines() if line.startswith("line "))
+    assert int(line_row[1]) == 8 and float(line_row[3]) == pytest.approx(np.median(gaps["line"]), abs=0.005)

@@ -1,7 +1,8 @@
 """How long the patients of a trial log took per answer, by kind of question: to refit durations.
 
-The mixed rule weighs a letter, a comparison and a slider by value per second of the patient's
-time, at the protocol's ``letter_seconds``, ``comparison_seconds`` and ``slider_seconds``
+The mixed rule weighs a letter, a comparison, a slider and a chart line by value per second of the
+patient's time, at the protocol's ``letter_seconds``, ``comparison_seconds``, ``slider_seconds``
+and ``line_seconds``
 (defaults and their sources: :mod:`visiontune.refraction.durations`). This module measures them
 in a clinic's own sessions: the answer time of a trial is ``answered_at - presented_at`` (the
 lens in place and the question on screen, to the answer recorded), in seconds, and for each kind
@@ -17,8 +18,10 @@ clock gave both); damaged sessions (the store reports them). Simulated sessions 
 unless asked for, since their clock is the computer's, not a patient's; asked for, they are
 summarised apart and marked SIMULATED, never mixed with real patients' answers.
 
-Kinds: ``letter`` (no second lens), ``comparison`` (a "1 or 2" answer), ``slider`` (a knob
-position), ``duel`` (a second lens without a comparison answer: the preferential protocols).
+Kinds: ``letter`` (one letter, no second lens), ``comparison`` (a "1 or 2" answer), ``slider`` (a
+knob position), ``line`` (a chart line read aloud, its letters keyed: one answer of several letters,
+timed as one, from the line on screen to the line recorded), ``duel`` (a second lens without a
+comparison answer: the preferential protocols).
 
 **Between answers: the lens change.** The question is on screen (``presented_at``) once the
 clinician has confirmed the lens is in place, so an answer time holds no change of lens before it
@@ -41,7 +44,7 @@ import numpy as np
 
 from visiontune.errors import StoreError
 from visiontune.refraction.lenses import lens_left_in_place, lenses_shown, same_lens
-from visiontune.refraction.trial import Trial, trial_kind
+from visiontune.refraction.trial import Trial, is_line, trial_kind
 from visiontune.session.records import EventKind
 
 __all__ = [
@@ -56,15 +59,18 @@ __all__ = [
 ]
 
 #: Kinds of question, in report order.
-KINDS = ("letter", "comparison", "slider", "duel")
+KINDS = ("letter", "comparison", "slider", "line", "duel")
 #: The gaps between an answer and the next question on screen (module docstring), in report order.
 GAPS = ("lens kept", "lens changed")
 
 
 def question_kind(trial: Trial) -> str:
     """The kind of question a stored trial answered (one of :data:`KINDS`): its
-    :func:`~visiontune.session.records.trial_kind`, except that a duel (two lenses without a
-    comparison answer, the preferential protocols) is timed apart from a letter."""
+    :func:`~visiontune.refraction.trial.trial_kind`, except that a chart line (several letters read
+    aloud, one answer) and a duel (two lenses without a comparison answer, the preferential
+    protocols) are timed apart from a letter."""
+    if is_line(trial):
+        return "line"
     kind = trial_kind(trial)
     return "duel" if kind == "letter" and trial.lens2 is not None else kind
 

@@ -37,7 +37,7 @@ from visiontune.session.engine import RefractionSession
 from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.records import lens_fields
 from visiontune.session.store import TrialStore
-from visiontune.session.trial_text import lens_text, slider_text
+from visiontune.session.trial_text import lens_text, line_text, slider_text
 
 #: The flags that describe a new simulated patient: a resumed session answers as the one recorded.
 PATIENT_FLAGS = ("--true-rx", "--slope", "--best-va", "--age", "--patient-seed")
@@ -259,9 +259,13 @@ def _case(args, seed: int, stored: dict | None, protocol):
 def _trial_text(t, named: bool = False) -> str:
     """One trial on a line: a letter (its lens, and what was shown and named, or + / -) or a
     comparison (the two lenses and the answer: 1, 2 or =) or a slider (the knob, the lens chosen,
-    its place on the path and the path's ends: :func:`~visiontune.session.trial_text.slider_text`)."""
+    its place on the path and the path's ends: :func:`~visiontune.session.trial_text.slider_text`) or
+    a chart line (each letter with its + / -, the count read right and the lens:
+    :func:`~visiontune.session.trial_text.line_text`)."""
     if getattr(t, "slider_choice", None) is not None:
         return slider_text(t)
+    if getattr(t, "line_correct", None) is not None:
+        return line_text(t)
     if t.comparison is not None:
         return f"lens 1 {lens_text(t.lens)} vs lens 2 {lens_text(t.lens2)}  clearer: {t.comparison}"
     if named:
@@ -396,6 +400,7 @@ _DURATION_KEYS = {
     "letter": "[comparisons] letter_seconds",
     "comparison": "[comparisons] comparison_seconds",
     "slider": "[sliders] slider_seconds",
+    "line": "[chart_line] line_seconds",
 }
 
 
@@ -511,6 +516,7 @@ def run_sessions(args) -> int:
                             "slider_choice": t.slider_choice,
                         }
                     ),
+                    **({} if t.line_correct is None else {"line_correct": t.line_correct}),
                 }
                 for t in trials
             ],
