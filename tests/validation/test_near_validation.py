@@ -1,4 +1,4 @@
-"""The near-addition validation (experiments/near_validation.py) on a handful of simulated presbyopes:
+"""The near-addition validation (validation/near_validation.py) on a handful of simulated presbyopes:
 its rows are computed from the step's adds and the truths, and the report prints them."""
 
 from __future__ import annotations
