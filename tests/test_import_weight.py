@@ -1,14 +1,15 @@
-"""The clinic's session loads none of the GP stack; every engine answers the loop through one interface.
+"""The clinic's session loads none of the papers' reproduction; every engine answers the loop through one interface.
 
 The shipped clinical protocols run the optics model: importing the session (``visiontune.session.engine``)
-must not load ``visiontune.reproduction.gp`` or ``visiontune.reproduction.acquisition``, which only the GP
-engines use. Those engines are built by their registered factories, which import them when a protocol asks for them,
-and the GP protocols still run.
+must not load any module of ``visiontune.reproduction`` (the GP stack, the acquisition rules, the GP
+engines). The engines are registered by dotted name (:mod:`visiontune.refraction.engine_registry`) and
+imported when a protocol first asks for them, and the GP protocols still run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import subprocess
 import sys
@@ -18,17 +19,17 @@ import pytest
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.refraction import loop
+from visiontune.refraction import engine_registry, loop
 from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.loop import MemoryLog, PendingQuery, Refraction, SimulatedPresenter, make_engine
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 
-GP_STACK = ("visiontune.reproduction.gp", "visiontune.reproduction.acquisition")
+GP_STACK = ("visiontune.reproduction",)
 
 
 def _loaded_after(code: str) -> list[str]:
-    """The modules of the GP stack loaded in a fresh interpreter after running ``code``."""
+    """The modules of the reproduction loaded in a fresh interpreter after running ``code``."""
     probe = f"import sys\n{code}\nprint('\\n'.join(m for m in sys.modules if m.startswith({GP_STACK!r})))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     return out.stdout.split()
@@ -109,3 +110,18 @@ def test_an_unregistered_model_type_is_refused():
     with pytest.raises(InvalidInputError, match=r"model\.type: no engine for 'spline'; expected one of optics"):
         make_engine(odd, StartingPoint(), 0)
     assert set(loop.engine_model_types()) == {"optics", "optics-gp", "gp"}
+
+
+def test_each_engine_is_registered_by_dotted_name_and_imported_at_first_use():
+    """The registry names every engine ``"module:attribute"``; resolving a name imports that module and
+    the engines it builds answer for their model type; resolving the optics one loads no GP engine."""
+    assert set(engine_registry.ENGINES) == set(loop.engine_model_types())
+    for model_type, name in engine_registry.ENGINES.items():
+        module, attribute = name.split(":")
+        assert module.startswith("visiontune.") and attribute.isidentifier(), name
+        assert engine_registry.engine_factory(model_type) is getattr(importlib.import_module(module), attribute)
+    code = "from visiontune.refraction import engine_registry\nengine_registry.engine_factory('optics')"
+    assert _loaded_after(code) == []
+    loaded = _loaded_after(code + "\nengine_registry.engine_factory('optics-gp')")
+    assert "visiontune.reproduction.engines.optics_gp_engine" in loaded
+    assert "visiontune.reproduction.engines.gp_engine" not in loaded
