@@ -316,6 +316,8 @@ STOPS = {
     ),
     "as run, or 300 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 300.0),
     "as run, or 240 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 240.0),
+    "as run, or 180 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 180.0),
+    "as run, or 120 s of the patient's time (trial frame)": stop_or_time_budget(stop_as_run, 120.0),
 }
 
 
