@@ -304,3 +304,50 @@ def test_the_posterior_learns_a_patients_narrow_equal_band():
         post = _posterior_after(AnswerModel("t", "t", indifference=tau), model, seed)
         med = float(np.exp(weighted_quantile(post.theta[:, LOG_INDIFFERENCE], post.weights, 0.5)))
         assert check(med), (tau, med)
+
+
+# ---------------------------------------------------------------- the session's use of them
+def test_the_posterior_with_beta_and_tau_is_a_pure_function_of_the_answers():
+    """Two posteriors fed the same answers (letters, then comparisons that add ``ln κ``, ``β``, ``ln τ``
+    at the first) hold the same particles to the last bit: a session rebuilt from its log is the
+    uninterrupted one."""
+    a = _posterior_after(AnswerModel("t", "t", minus_bias=0.5), BOTH, 3, n_comparisons=40)
+    b = _posterior_after(AnswerModel("t", "t", minus_bias=0.5), BOTH, 3, n_comparisons=40)
+    assert a.theta.shape[1] == 10 and a.n_moves >= 1
+    assert list(a.column_priors) == ["log_sensitivity", "minus_bias", "log_indifference"]
+    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.log_w, b.log_w)
+
+
+def test_the_choice_with_priors_concentrated_at_beta_0_and_the_models_band_is_the_keys_off_choice():
+    """The question rule scores comparisons with each particle's ``β`` and ``τ`` (prior draws before
+    the first comparison): with both priors concentrated (σ 1e-9) at ``β = 0`` and ``τ = 0.5`` it
+    chooses as the model without them, and with the stated priors the comparisons' value changes."""
+    from tests.refraction.test_comparison_sensitivity import _mixed_posterior
+    from visiontune.refraction.mixed_rules import MixedSettings, propose_mixed
+
+    engine, post = _mixed_posterior()
+
+    def propose(model):
+        return propose_mixed(
+            post,
+            "evr",
+            MixedSettings(comparison=model),
+            steps=engine.protocol.lenses,
+            s_grid=engine.s_grid,
+            radius=1.0,
+            rng_letter=np.random.default_rng([9, 0, 0]),
+            rng_comparison=np.random.default_rng([9, 0, 4]),
+        )
+
+    off = propose(ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1e-9))
+    tight = propose(
+        ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1e-9, minus_bias_sigma=1e-9, indifference_sigma=1e-9)
+    )
+    assert (tight.comparison.lens1, tight.comparison.lens2) == (off.comparison.lens1, off.comparison.lens2)
+    assert tight.comparison_value_per_s == pytest.approx(off.comparison_value_per_s, rel=1e-6)
+    assert post.theta.shape[1] == 6
+    wide = propose(BOTH)
+    assert wide.comparison_value_per_s != pytest.approx(
+        propose(ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)).comparison_value_per_s, rel=1e-3
+    )
