@@ -38,7 +38,8 @@ from visiontune.reproduction.acquisition.solution import solution  # noqa: E402
 from visiontune.reproduction.gp import ProbitGP  # noqa: E402
 from visiontune.reproduction.gp_refraction_run import refraction_problem, run_refraction  # noqa: E402
 
-#: Sessions of the paper's refraction experiment (002 Table 3): 6 rules x 8 slopes x 20 repetitions.
+#: Sessions of the paper's refraction experiment (Fauvel & Chalk (contextual BO), Table 3): 6 rules x 8 slopes
+#: x 20 repetitions.
 PAPER_SESSIONS = 6 * 8 * 20
 
 

@@ -7,8 +7,8 @@ initial random ones; the script prints, per rule, the fraction of those duels wh
 within ``--tol`` of the unit box (largest coordinate difference) and the median distance.
 
 This is how the first Dueling UCB (marginal ``sigma_f``) was found to duel near copies in about
-70% of its queries, how EI-pref's documented pathology (000 §5.2) was measured, and how EIIG as
-printed in table S1 (``k log mu_c - I``) was found to share it (60% near copies; EIIG+I: 1%).
+70% of its queries, how EI-pref's documented pathology (Fauvel & Chalk (binary/preferential BO), §5.2) was measured,
+and how EIIG as printed in table S1 (``k log mu_c - I``) was found to share it (60% near copies; EIIG+I: 1%).
 
 Run: python benchmarks/duel_spread.py [--rules Dueling-UCB EI-pref MUC] [--functions ackley ...]
 [--seeds 1] [--tol 0.01]
@@ -63,7 +63,8 @@ def main(argv=None) -> None:
     parser.add_argument("--tol", type=float, default=0.01, help="near copy: within this fraction of the box")
     args = parser.parse_args(argv)
     print(
-        f"000 Table 2 protocol ({experiment.iterations} iterations, {experiment.n_initial} random first); "
+        f"Fauvel & Chalk (binary/preferential BO), Table 2 protocol ({experiment.iterations} iterations, "
+        f"{experiment.n_initial} random first); "
         f"{len(args.functions)} functions x {args.seeds} seed(s); near copy: within {args.tol:g} of the box"
     )
     for rule in args.rules:

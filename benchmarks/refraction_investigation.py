@@ -109,7 +109,8 @@ CONFIGS = {
 
 
 def build_kernel(cfg: Config):
-    """The kernel of a configuration with its hyperparameters (fit on 002 §5.2 data where new)."""
+    """The kernel of a configuration with its hyperparameters (where new, fit on the simulated answers of Fauvel &
+    Chalk (contextual BO), §5.2)."""
     if cfg.kernel.startswith("pv"):
         from visiontune.reproduction.gp_refraction_run import kernel_variant_hyperparameters
 

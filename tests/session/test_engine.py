@@ -157,7 +157,8 @@ def test_shipped_protocols_build_sessions(store):
 
 @pytest.mark.slow
 def test_shipped_hyperparameters_are_the_simulation_fit():
-    """paper-ucb-ald's explicit hyperparameters are what `fit = "simulation"` gives (002 §5.2)."""
+    """paper-ucb-ald's explicit hyperparameters are what `fit = "simulation"` gives (Fauvel & Chalk (contextual BO),
+    §5.2)."""
     from visiontune.reproduction.engines.gp_engine import design_slope, gp_kernel
     from visiontune.reproduction.engines.gp_hyperparameters import fit_refraction_hyperparameters
 
