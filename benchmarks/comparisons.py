@@ -14,7 +14,7 @@ at ±0.25 D, 95%) through the one trial loop, in five variants:
 * ``mixed, inferred sensitivity (median 4) / Eq. 11 patient`` and ``... / blur patient``: the model
   is Eq. 11 with the patient's comparison sensitivity ``κ`` (``δ_model = κ δ``) an unknown,
   lognormal with median 4 and σ 1 (spanning both formulas symmetrically on the log scale,
-  :mod:`visiontune.optics.comparison`); the patient follows one formula or the other (with the
+  :mod:`visiontune.optics.comparison_answers`); the patient follows one formula or the other (with the
   patient's own 2% lapses, as in the well-specified rows);
 * ``mixed, inferred sensitivity (median 4) / Eq. 11 patient, no precision stop``: every session
   uses its 120 answers (does the posterior of ``κ`` get there, given time?);
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     SPANNING_SENSITIVITY_MEDIAN,
     SPANNING_SENSITIVITY_SIGMA,
     ComparisonModel,
@@ -431,8 +431,8 @@ def _diagnosis_lines(runs: dict, diagnoses: dict, cases: int) -> list[str]:
             "stored run in the count given) and its posterior described: the posterior median of `κ a` (the scale "
             "of the comparison signal, `δ_model = κ a (VA(L2) - VA(L1))`; for an Eq. 11 patient the truth is the "
             "patient's slope `a`, for a blur patient `κ a ≈ 77` at focus and 41 at 0.5 D of blur, module "
-            "`visiontune.optics.comparison`), how often the posterior's central 90% of `κ a` holds the patient's "
-            "`a`, the sessions stopped by the precision stop within "
+            "`visiontune.optics.comparison_answers`), how often the posterior's central 90% of `κ a` holds the "
+            "patient's `a`, the sessions stopped by the precision stop within "
             f"{EARLY_STOP} answers (how many, how many within 0.25 D, and in how many the patient's `a` lies below "
             "the posterior's 5% quantile of `κ a`: the sensitivity overestimated), the 95% coverage, and the "
             "smallest effective sample size and number of distinct particles (of 4000) over the sessions."
@@ -496,7 +496,7 @@ def results_page(invocations: list[dict], summary, args, runs: dict, info: dict,
             "BO), Eq. 11, with the letter "
             'task\'s latent, `P(1 clearer) = Φ(a (VA(L2) - VA(L1)) - τ)`, with an "equal" band `τ = 0.5` and 4% '
             "lapses (the patient: its own 2%); *blur*: by blur discrimination (threshold 0.15 D from focus, dipper "
-            "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison`, sources there). The two *model "
+            "0.07 D, Weber fraction 0.12; `visiontune.optics.comparison_answers`, sources there). The two *model "
             "/ patient* rows "
             "misspecify the comparisons: the model assumes one formula, the patient follows the other. *no precision "
             "stop*: the protocol without its precision stop, so that every session uses its 120 answers "

@@ -29,7 +29,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from validation_cases import by_age
 
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
 from visiontune.validation.clinic import stored_metrics, validation_case
 from visiontune.validation.information_bound import (

@@ -16,7 +16,7 @@ there and whether the 95% region there held the truth: the stop only ends a sess
 are the same, and the first check at which a reading less strict than the one run is met is where
 that session would have ended.
 ``--blur-patients``: the patients answer comparisons by blur discrimination
-(:class:`~visiontune.optics.comparison.ComparisonModel` ``kind = "blur"``) instead of Eq. 11.
+(:class:`~visiontune.optics.comparison_answers.ComparisonModel` ``kind = "blur"``) instead of Eq. 11.
 
 Run: OPENBLAS_NUM_THREADS=1 python benchmarks/stop_anatomy.py --protocol clinical-sloan-compare --cases 100
 """
@@ -27,7 +27,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from validation_cases import by_age, case_parser
 
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.estimate import region_from_samples, shortest_interval, weighted_quantile
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.protocol import load_protocol

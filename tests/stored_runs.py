@@ -47,7 +47,7 @@ from pathlib import Path
 import pytest
 
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.lenses import lens_changes
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, is_comparison
 from visiontune.refraction.mixed_rules import MixedSettings

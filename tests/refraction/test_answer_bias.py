@@ -14,7 +14,7 @@ import pytest
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.optics.patient import SimulatedPatient
 from visiontune.refraction.answer_models import AnswerModel, AnswerModelAnswers, answer_probabilities
 from visiontune.refraction.comparisons import (

@@ -8,7 +8,7 @@ from scipy.special import ndtr, ndtri
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
+from visiontune.optics.comparison_answers import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.refraction.answer_models import (
     ANSWER_MODELS,
     AnswerModel,

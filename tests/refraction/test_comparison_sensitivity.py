@@ -14,7 +14,7 @@ from scipy.stats import kstest, norm
 from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     SPANNING_SENSITIVITY_MEDIAN,
     SPANNING_SENSITIVITY_SIGMA,
     ComparisonModel,

@@ -15,7 +15,7 @@ from scipy.special import ndtr
 from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription, SimulatedPatient
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     ComparisonModel,
     patient_comparison_probabilities,
 )

@@ -13,7 +13,7 @@ from scipy.stats import entropy
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction import optics_rules
 from visiontune.refraction.lenses import LensSteps, trial_lens_power_vectors
 from visiontune.refraction.mixed_rules import (

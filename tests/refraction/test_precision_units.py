@@ -18,7 +18,7 @@ from tests.refraction.test_mixed_rules import _posterior  # a posterior after 15
 from tests.stored_runs import assert_holds, same_but_criterion
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.mixed_rules import MixedSettings, PrecisionUnits, criterion_columns, propose_mixed
 from visiontune.refraction.optics_model import LOG_SENSITIVITY

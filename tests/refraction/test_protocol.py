@@ -14,7 +14,7 @@ import pytest
 
 import visiontune
 from visiontune.errors import ProtocolError
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import (
     Precision,

@@ -19,7 +19,7 @@ from scipy.stats import kstest, norm
 from tests.refraction.letters import random_letters
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.comparisons import ComparisonAnswer, sensitivity, with_sensitivity
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.loop import MemoryLog, PendingSlider, Refraction, SimulatedPresenter, is_slider

@@ -8,7 +8,7 @@ from scipy.optimize import minimize_scalar
 from scipy.stats import chi2, norm
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.validation.information_bound import (
     Z_J,
     Z_M,

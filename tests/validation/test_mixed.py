@@ -13,7 +13,7 @@ import pytest
 
 from tests.stored_runs import MIXED_LABELS, assert_holds
 from visiontune.errors import InvalidInputError
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.loop import (
     Answer,
     ComparisonReply,

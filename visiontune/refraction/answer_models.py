@@ -1,7 +1,7 @@
 """Simulated patients whose answers do not follow the session's model (validation only).
 
 The session's model of a comparison ("which is clearer, 1 or 2?") is Fauvel & Chalk's Eq. 11
-with an "equal" band ``τ`` and lapses (:mod:`visiontune.optics.comparison`): a signal ``δ``
+with an "equal" band ``τ`` and lapses (:mod:`visiontune.optics.comparison_answers`): a signal ``δ``
 (positive when lens 1 is the clearer) and::
 
     P("1") = Φ(δ - τ)      P("2") = Φ(-δ - τ)      P("=") = Φ(δ + τ) - Φ(δ - τ)
@@ -14,7 +14,7 @@ breaks what. The patient's signal is::
     δ_patient = κ_p δ_0 + β_minus m - β_last
 
 with ``δ_0`` the signal of the patient's own formula (``kind``: ``"thurstone"``, Eq. 11 from the
-patient's letter task, or ``"blur"``, blur discrimination; :mod:`visiontune.optics.comparison`),
+patient's letter task, or ``"blur"``, blur discrimination; :mod:`visiontune.optics.comparison_answers`),
 and then the band ``τ_p`` and the patient's own lapse ``ε``:
 
 * **Discrimination threshold** (``signal_scale`` ``κ_p``): the difference of lenses a patient
@@ -77,7 +77,7 @@ from scipy.special import ndtri
 
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     COMPARISON_ANSWERS,
     COMPARISON_KINDS,
     COMPARISON_STREAM,
@@ -229,7 +229,7 @@ def minus_preference_sign(patient: SimulatedPatient, lens1, lens2) -> int:
 
 def patient_signal(patient: SimulatedPatient, k: int, s: float, lens1, lens2, model: AnswerModel) -> float:
     """``δ_patient = κ_p δ_0 + β_minus m - β_last`` (module docstring); ``δ_0`` of the patient's
-    ``kind`` as :func:`visiontune.optics.comparison.patient_comparison_probabilities` computes it."""
+    ``kind`` as :func:`visiontune.optics.comparison_answers.patient_comparison_probabilities` computes it."""
     if model.kind == "thurstone":
         p = float(patient.preference_probability_at_trial(k, s, lens1, lens2))
         delta0 = float(ndtri(min(max(p, 1e-15), 1.0 - 1e-15)))

@@ -1,7 +1,7 @@
 """Comparison answers in the optics model: their likelihood over the particles.
 
 The patient compares lens 1 and lens 2 while reading letters of size ``s`` (logMAR) and
-answers ``"1"``, ``"2"`` or ``"="``. The two models of :mod:`visiontune.optics.comparison`
+answers ``"1"``, ``"2"`` or ``"="``. The two models of :mod:`visiontune.optics.comparison_answers`
 (Fauvel & Chalk (contextual BO), Eq. 11, the default, and blur discrimination; both with an indifference band ``τ``
 and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA*, log a, A)`` of
 :mod:`visiontune.refraction.optics_model`::
@@ -14,10 +14,10 @@ and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA
 with ``VA_i`` and the dioptric blur ``b_i = |r|`` (after the particle's accommodation) of the
 letter model, then ``P("1") = Φ(δ - τ)``, ``P("2") = Φ(-δ - τ)``, ``P("=") = 1 - P("1") - P("2")``,
 mixed with ``ε/3``. The model's ``τ``, ``ε`` and blur constants are settings
-(:class:`~visiontune.optics.comparison.ComparisonModel`), not unknowns.
+(:class:`~visiontune.optics.comparison_answers.ComparisonModel`), not unknowns.
 
 The **comparison sensitivity** ``κ`` scales the signal, ``δ_i <- κ_i δ_i`` (``τ`` and ``ε`` are not
-scaled; why: :mod:`visiontune.optics.comparison`). With ``model.sensitivity_sigma = 0`` (default)
+scaled; why: :mod:`visiontune.optics.comparison_answers`). With ``model.sensitivity_sigma = 0`` (default)
 ``κ`` is the fixed ``model.sensitivity_median`` (default 1, the formula as written) and the
 particles keep the letter model's six columns. With ``sensitivity_sigma > 0`` ``ln κ`` is an
 unknown, the optional particle column ``"log_sensitivity"`` (the seventh,
@@ -58,7 +58,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     COMPARISON_ANSWERS,
     ComparisonModel,
     blur_discrimination_signal,
@@ -252,7 +252,7 @@ class ComparisonAnswer:
 
 def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference, lapse: float) -> np.ndarray:
     """``P(answer_j | δ_ij)`` ``(N, m)`` of the answers given (``idx (m,)``: 0 "1", 1 "2", 2 "="):
-    :func:`~visiontune.optics.comparison.ternary_probabilities` at the answered entries only,
+    :func:`~visiontune.optics.comparison_answers.ternary_probabilities` at the answered entries only,
     computed with the same operations (the same numbers), each Φ only where it is needed; the band
     ``indifference`` a float or ``(N, 1)`` per particle."""
     p = np.empty_like(delta)

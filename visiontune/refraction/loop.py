@@ -57,7 +57,7 @@ from visiontune import __version__
 from visiontune.display.optotypes import load_letter_set
 from visiontune.errors import InvalidInputError, SessionError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
+from visiontune.optics.comparison_answers import COMPARISON_ANSWERS, ComparisonModel, answer_comparison_trial
 from visiontune.optics.patient import TRIAL_KEY
 from visiontune.refraction.chart_line import line_correct_text
 from visiontune.refraction.engine_registry import engine_model_types, make_engine
@@ -692,7 +692,7 @@ class SimulatedPresenter:
     has one, so a resumed session gets the same answers as an uninterrupted one. Comparisons
     are answered with ``comparison_model`` (default: the Thurstone model of the letter task,
     Fauvel & Chalk's Eq. 11 with ties, at the patient's own lapse rate;
-    :mod:`visiontune.optics.comparison`). Sliders are answered by :func:`simulated_slider` with
+    :mod:`visiontune.optics.comparison_answers`). Sliders are answered by :func:`simulated_slider` with
     ``slider_model`` (default :class:`~visiontune.refraction.slider.SliderModel`'s stated one), chart
     lines by :func:`simulated_line`."""
 

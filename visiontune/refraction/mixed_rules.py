@@ -105,7 +105,7 @@ from scipy.special import ndtri
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction import clinical_pairs, optics_rules
 from visiontune.refraction.chart_line import ChartLineSettings, LineQuery, line_count_probabilities
 from visiontune.refraction.comparisons import comparison_probabilities, with_sensitivity

@@ -69,7 +69,7 @@ deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (
 ``"clinical"``: lens 1 and lens 2 differ in the sphere, the cylinder's power or its axis only;
 ``"one-change"``: a lens and one clinical change of it, :mod:`visiontune.refraction.clinical_pairs`);
 ``[comparisons.model]`` holds the fields of
-:class:`~visiontune.optics.comparison.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
+:class:`~visiontune.optics.comparison_answers.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
 ...), each validated as the model validates it; among them ``minus_bias_sigma`` (in [0, 5]) and
 ``indifference_sigma`` (in [0, 3]), off (0) by default: above 0 the session infers per patient a bias
 toward the more minus lens (normal prior, mean 0, this σ) and the patient's own "equal" band
@@ -115,7 +115,7 @@ from types import MappingProxyType
 from typing import Any
 
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.chart_line import MAX_LINE_LETTERS, ChartLineSettings
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps

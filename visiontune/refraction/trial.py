@@ -36,7 +36,7 @@ import numpy as np
 from visiontune._validate import check_number
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison import COMPARISON_ANSWERS
+from visiontune.optics.comparison_answers import COMPARISON_ANSWERS
 from visiontune.refraction.chart_line import check_line_trial
 from visiontune.refraction.slider import check_slider_trial
 

@@ -17,7 +17,7 @@ accommodation, Hofstetter 1950, clears up to ``A`` of a lens too minus, so along
 * a **letter** of size ``s`` through ``L`` (Fauvel & Chalk (contextual BO), Eq. 13 with a lapse),
   ``p = γ + (1-γ-λ) Φ(a (s - VA))``; maximised over the lens offset and the size;
 * a **comparison** of ``L1``, ``L2`` (Eq. 11 of the same paper, with the "equal" band ``τ`` and
-  lapse ``ε`` of :mod:`visiontune.optics.comparison`), ``δ = a (VA(L2) - VA(L1))``,
+  lapse ``ε`` of :mod:`visiontune.optics.comparison_answers`), ``δ = a (VA(L2) - VA(L1))``,
   ``P("1") = Φ(δ - τ)``, ``P("2") = Φ(-δ - τ)``, ``P("=")`` the rest, mixed with ``ε/3``;
   maximised over both offsets.
 
@@ -57,7 +57,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from visiontune.errors import InvalidInputError
-from visiontune.optics.comparison import ComparisonModel, ternary_probabilities
+from visiontune.optics.comparison_answers import ComparisonModel, ternary_probabilities
 
 __all__ = [
     "REACH_D",
@@ -189,7 +189,7 @@ def comparison_information(
 ) -> tuple[float, float, float]:
     """``(I*, d1*, d2*)``: the largest Fisher information (D⁻²) about the correction along one
     component of one Eq. 11 comparison (``model``: its band and lapse; default
-    :class:`~visiontune.optics.comparison.ComparisonModel`), over pairs of lens offsets within
+    :class:`~visiontune.optics.comparison_answers.ComparisonModel`), over pairs of lens offsets within
     ``reach``, and the offsets giving it (module docstring)."""
     (i_ee, _, _), questions = _information("comparison", slope, amplitude=amplitude, reach=reach, model=model)
     k = int(np.argmax(i_ee))

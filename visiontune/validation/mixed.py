@@ -5,7 +5,7 @@ simulated patients through the one trial loop (:class:`~visiontune.refraction.lo
 over a :class:`~visiontune.refraction.loop.MemoryLog`, the protocol's ``comparisons`` set to the
 variant's :class:`~visiontune.refraction.mixed_rules.MixedSettings`): the same stopping rules,
 estimates, result and keyed random streams as a clinical session. The simulated patient
-answers comparisons with :func:`visiontune.optics.comparison.answer_comparison_trial`, keyed by
+answers comparisons with :func:`visiontune.optics.comparison_answers.answer_comparison_trial`, keyed by
 ``(seed, k)`` like its letters.
 
 :func:`run_mixed_case` refracts one case of a population and scores it as
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from visiontune.errors import InvalidInputError, SessionError
-from visiontune.optics.comparison import ComparisonModel
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.loop import MemoryLog, Refraction, is_comparison
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.population import PatientCase

@@ -268,7 +268,7 @@ def _comparisons_note(protocol) -> list[str]:
             f"{_model_text(settings.comparison)}. The simulated patients answer comparisons by the Thurstone model "
             f"of their own "
             'letter task (Fauvel & Chalk\'s Eq. 11, with an "equal" band of 0.5 and their own lapse rate; '
-            "`visiontune.optics.comparison`)."
+            "`visiontune.optics.comparison_answers`)."
         ),
         "",
     ]

@@ -1,4 +1,4 @@
-"""Comparison answers (visiontune.optics.comparison) against closed forms written out per
+"""Comparison answers (visiontune.optics.comparison_answers) against closed forms written out per
 scalar, root finding for the blur thresholds, finite differences, and Monte Carlo frequencies
 of the keyed simulated patient."""
 
@@ -12,7 +12,7 @@ from scipy.optimize import brentq
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.optics.comparison import (
+from visiontune.optics.comparison_answers import (
     COMPARISON_ANSWERS,
     ComparisonModel,
     answer_comparison_trial,
