@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 
+# One BLAS thread, set before numpy loads: hence the imports below this loop (E402).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
