@@ -136,7 +136,9 @@ class FinishView(QWidget):
             self.start_lens.setText(lens_text(in_form(start_rx, form)))
             self.start_details.setText(f"{distance:.2f} D from the prescription found (power-vector distance)")
         lo, hi = r["predicted_va_interval"]
-        kinds = answer_kinds_text(r["trials_used"], r.get("comparisons_used", 0), r.get("sliders_used", 0))
+        kinds = answer_kinds_text(
+            r["trials_used"], r.get("comparisons_used", 0), r.get("sliders_used", 0), r.get("lines_used", 0)
+        )
         extra = ""
         if ci.get("m_pm_d") is not None:
             extra = (

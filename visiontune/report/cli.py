@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pdf", metavar="PATH", help="printable report (PDF)")
     parser.add_argument("--csv", metavar="PATH", help="trial log, one row per answer (CSV, schema 1)")
-    parser.add_argument("--json", metavar="PATH", help="the whole session (JSON, visiontune.session-export v1)")
+    parser.add_argument("--json", metavar="PATH", help="the whole session (JSON, visiontune.session-export v4)")
     parser.add_argument("--fhir", metavar="PATH", help="final prescription as a FHIR R4 VisionPrescription (JSON)")
     parser.add_argument("--db", metavar="PATH", help="SQLite trial log (default: the user data directory)")
 

@@ -9,7 +9,7 @@ resource this module returns is one the library accepts. Mapping:
   ``sphere`` / ``cylinder`` = the result's ``rounded`` values (0.25 D steps, the Rx to
   dispense); ``axis`` = the rounded axis (integer degrees 1-180), left out when the cylinder
   is zero; ``note`` gives the exact estimate, the 95% intervals, the predicted acuity and the
-  answers used (by kind: letters, comparisons, sliders, when not all were letters).
+  answers used (by kind: letters, comparisons, sliders, chart lines, when not all were letters).
 * ``status`` = ``draft``: a machine estimate until a clinician signs it; ``prescriber`` is a
   display-only reference to the VisionTune version (no practitioner is known here).
 * ``patient`` = the pseudonymous id (``identifier``); ``created`` / ``dateWritten`` = the
@@ -41,7 +41,7 @@ def _note_text(record: SessionRecord) -> str:
     r = record.result
     e, lvl = r.estimate, round(100 * r.interval_level)
     lo, hi = r.predicted_va_interval
-    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used)
+    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used, r.lines_used)
     text = (
         f"VisionTune session {record.session_id}: exact estimate sphere {e.sphere_d:+.3f} D, cylinder "
         f"{e.cylinder_d:+.3f} D, axis {e.axis_deg:.0f} deg; {lvl}% credible intervals sphere "

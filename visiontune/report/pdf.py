@@ -6,7 +6,10 @@ with its interval; answers used (by kind, when not all were letters) and duratio
 figures of :mod:`visiontune.report.figures`. Page 2 (and more for a long session): the trial
 table, one row per answer (letter size, first lens, letter shown and said, scored correct, answer
 time; a slider's row is followed by a line "slider <knob>: clearest <lens> (<k> of <n>, path
-<ends>)", :func:`~visiontune.session.trial_text.slider_text`), voided answers greyed and marked
+<ends>)", :func:`~visiontune.session.trial_text.slider_text`; a chart line's row gives its
+letters, its size, its lens and the count read right, and is followed by a line "line D+ K+ N- R+
+S- (3 of 5 right) through <lens>", each letter with its answer,
+:func:`~visiontune.session.trial_text.line_text`), voided answers greyed and marked
 "void", in two blocks side by side (160 lines a page).
 A simulated session carries a SIMULATED banner at the top of every page and in the footer.
 Paper: A4 portrait with 15 mm margins, drawn in 300 dpi device units.
@@ -24,7 +27,7 @@ from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.notation import rx_cells, rx_text
 from visiontune.refraction.result import LensValues
 from visiontune.report.finished_session import SessionRecord
-from visiontune.session.trial_text import answer_kinds_text, slider_text
+from visiontune.session.trial_text import answer_kinds_text, line_text, slider_text
 
 __all__ = [
     "SIMULATED_BANNER",
@@ -76,7 +79,7 @@ def report_lines(record: SessionRecord) -> list[tuple[str, str]]:
     lvl = round(100 * r.interval_level)
     va, (va_lo, va_hi) = r.predicted_va_logmar, r.predicted_va_interval
     voided = sum(t.void for t in record.trials)
-    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used)
+    kinds = answer_kinds_text(r.trials_used, r.comparisons_used, r.sliders_used, r.lines_used)
     return [
         ("Patient ID", info.patient_id),
         ("Session", f"{info.session_id} ({'simulated patient' if info.simulated else 'patient'})"),
@@ -148,9 +151,27 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
     """The trial table: one row of text per answer (voided ones included), as printed. A
     comparison's row gives both lenses (lens 1 / lens 2) and the clearer one (or "equal"). A
     slider's row gives the lens chosen (said: "slider") and is followed by a note
-    (:func:`is_note`): the slider on one line, with the path's ends."""
+    (:func:`is_note`): the slider on one line, with the path's ends. A chart line's row gives its
+    letters (shown), "line" (said) and the count read right (``3 of 5``), and is followed by a note:
+    each letter with its answer, + read right or - wrong, and the lens."""
     rows = []
     for t in record.trials:
+        if t.line_correct is not None:
+            void = "void" if t.void else ""
+            rows.append(
+                (
+                    str(t.index + 1),
+                    f"{t.s_logmar:.2f}",
+                    *rx_cells(t.lens),
+                    t.letter_shown,
+                    "line",
+                    f"{t.line_correct.count('1')} of {len(t.line_correct)}",
+                    void,
+                    t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
+                )
+            )
+            rows.append(("", line_text(t), "", "", "", "", "", "", void, ""))
+            continue
         if t.slider_choice is not None:
             void = "void" if t.void else ""
             rows.append(

@@ -1,6 +1,6 @@
 """CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
 
-**CSV, schema 4** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+**CSV, schema 5** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
 marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
 them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
 an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
@@ -14,33 +14,39 @@ s_logmar        letter size (logMAR)
 sphere_d ...    lens: sphere, cylinder (diopters), axis (degrees, [0, 180)); of a slider,
                 the lens chosen
 sphere2_d ...   second lens of a duel (preferential protocols) or of a comparison, else empty
-letter_shown    the letter presented (for a comparison or a slider: the letter kept in view)
+letter_shown    the letter presented (for a comparison or a slider: the letter kept in view; for a
+                chart line: the line's letters in reading order)
 letter_named    the letter the patient named, empty for "don't know"
 correct         1 if the answer was scored correct (comparison: 1 if lens 1 was the clearer;
-                slider: 1 if the knob's starting lens was the clearest)
+                slider: 1 if the knob's starting lens was the clearest; chart line: 1 if most
+                of its letters were read right)
 comparison      a comparison's answer: 1 (lens 1 clearer), 2 or = (no difference); empty
                 for a letter
 slider_knob     a slider's knob: ``sphere``, ``cylinder`` or ``axis``; empty for another kind
 slider_choice   the index of the lens chosen on the path, from 0 (the lens above is that one)
 slider_path     the knob's path in knob order, JSON: ``[{"sphere_d", "cylinder_d",
                 "axis_deg"}, ...]`` (at least 2 lenses; the trial log's ``slider_path`` text)
+line_correct    a chart line's answers, one ``1`` (read right) or ``0`` (wrong) per letter of
+                ``letter_shown``, in reading order (the trial log's ``line_correct``); empty for
+                another kind (a line's ``kind`` is ``letter``: its letters are letter answers)
 presented_at    when the letter appeared (UTC)
 answered_at     when the answer was recorded (UTC)
 simulated       1 if a simulated patient answered (**SIMULATED** data)
-schema_version  4
+schema_version  5
 mark            ``SIMULATED`` on every row of a simulated session (as the JSON's ``mark``),
                 else empty: the file says what it is to whoever opens it
 =============== ======================================================================
 
-Schema 3 has the same columns without ``mark``; schema 2 (files written before sliders) neither
-``kind`` nor the three ``slider_*``; schema 1 (before comparisons) neither those nor
-``comparison``. :func:`trials_from_csv` reads all four.
+Schema 4 has the same columns without ``line_correct``; schema 3 neither that nor ``mark``;
+schema 2 (files written before sliders) neither those nor ``kind`` and the three ``slider_*``;
+schema 1 (before comparisons) neither those nor ``comparison``. :func:`trials_from_csv` reads all
+five.
 
-**JSON, schema** ``visiontune.session-export`` **version 3** (:func:`session_to_json`; version 2,
-without the trials' ``kind`` and ``slider``, and version 1, without ``comparison`` either, are
-read too)::
+**JSON, schema** ``visiontune.session-export`` **version 4** (:func:`session_to_json`; version 3,
+without the trials' ``line_correct``, version 2, without ``kind`` and ``slider`` either, and
+version 1, without ``comparison`` either, are read too)::
 
-    {"schema": "visiontune.session-export", "schema_version": 3,
+    {"schema": "visiontune.session-export", "schema_version": 4,
      "simulated": bool, "mark": "SIMULATED" | null, "exported_by": "visiontune X.Y.Z",
      "session": {"session_id", "patient_id", "eye", "protocol_toml", "software_version", "seed",
                  "state", "created_at", "finished_at", "calibration", "starting_rx"},
@@ -48,6 +54,7 @@ read too)::
                  "lens2": null | {...}, "letter_shown", "letter_named", "correct",
                  "comparison": null | "1" | "2" | "=", "kind": "letter" | "comparison" | "slider",
                  "slider": null | {"knob", "choice", "path": [{"sphere_d", ...}, ...]},
+                 "line_correct": null | "11010",
                  "presented_at", "answered_at"}, ...],
      "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
      "result": the result object as stored (schema: visiontune.refraction.result)}
@@ -55,8 +62,9 @@ read too)::
 A slider is checked as the trial log checks it
 (:func:`~visiontune.refraction.slider.check_slider_trial`: knob, path and choice together, a
 known knob, at least two lenses, the choice an index into them), and its lens must be the one
-chosen on the path; a row's ``kind`` must be its trial's. Errors name the line (CSV) or the
-trial (JSON).
+chosen on the path; a row's ``kind`` must be its trial's; a chart line's ``line_correct`` as the
+trial log checks it (:func:`~visiontune.refraction.chart_line.check_line_trial`: one ``1`` or
+``0`` per letter shown, two or more, one lens). Errors name the line (CSV) or the trial (JSON).
 """
 
 from __future__ import annotations
@@ -98,9 +106,9 @@ __all__ = [
     "session_from_json",
 ]
 
-CSV_SCHEMA_VERSION = 4
+CSV_SCHEMA_VERSION = 5
 JSON_SCHEMA = "visiontune.session-export"
-JSON_SCHEMA_VERSION = 3
+JSON_SCHEMA_VERSION = 4
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
     "session_id",
@@ -121,6 +129,7 @@ CSV_COLUMNS = (
     "slider_knob",
     "slider_choice",
     "slider_path",
+    "line_correct",
     "presented_at",
     "answered_at",
     "simulated",
@@ -128,12 +137,14 @@ CSV_COLUMNS = (
     "mark",
 )
 _SLIDER_COLUMNS = ("kind", "slider_knob", "slider_choice", "slider_path")
+_V4_COLUMNS = tuple(c for c in CSV_COLUMNS if c != "line_correct")
 #: The columns of each CSV schema this VisionTune reads.
 _CSV_COLUMNS_BY_VERSION = {
-    1: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison", "mark")),
-    2: tuple(c for c in CSV_COLUMNS if c not in (*_SLIDER_COLUMNS, "mark")),
-    3: tuple(c for c in CSV_COLUMNS if c != "mark"),
-    4: CSV_COLUMNS,
+    1: tuple(c for c in _V4_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison", "mark")),
+    2: tuple(c for c in _V4_COLUMNS if c not in (*_SLIDER_COLUMNS, "mark")),
+    3: tuple(c for c in _V4_COLUMNS if c != "mark"),
+    4: _V4_COLUMNS,
+    5: CSV_COLUMNS,
 }
 
 
@@ -146,7 +157,7 @@ def _flag(b: bool) -> str:
 
 
 def trials_to_csv(record: SessionRecord) -> str:
-    """CSV text (schema 4) of every answer of ``record``, voided ones marked (``void=1``), each row
+    """CSV text (schema 5) of every answer of ``record``, voided ones marked (``void=1``), each row
     of a simulated session marked SIMULATED."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -170,6 +181,7 @@ def trials_to_csv(record: SessionRecord) -> str:
                 t.slider_knob or "",
                 t.slider_choice if slider else "",
                 slider_path_json(t.slider_lenses) if slider else "",
+                t.line_correct or "",
                 t.presented_at.isoformat(),
                 t.answered_at.isoformat(),
                 _flag(record.simulated),
@@ -266,7 +278,7 @@ def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Tria
 
 
 def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
-    """Read CSV text of schema 4 (or 3, 2, 1) back: ``(trials, simulated)``; ``simulated`` is
+    """Read CSV text of schema 5 (or 4, 3, 2, 1) back: ``(trials, simulated)``; ``simulated`` is
     ``None`` for a file without rows (the flag lives in the rows; the JSON export always carries it).
 
     Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
@@ -305,6 +317,7 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
             slider_knob=raw.get("slider_knob") or None,
             slider_lenses=r.slider_path(),
             slider_choice=r.optional_int("slider_choice"),
+            line_correct=raw.get("line_correct") or None,
         )
         trials.append(_checked_trial(f"csv line {line}", raw.get("kind"), fields))
         simulated.add(r.flag("simulated"))
@@ -334,7 +347,7 @@ def _slider_json(t: Trial) -> dict | None:
 
 
 def session_to_json(record: SessionRecord) -> dict[str, Any]:
-    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v3)."""
+    """The whole session as a JSON-ready dict (schema ``visiontune.session-export`` v4)."""
     info = record.info
     return {
         "schema": JSON_SCHEMA,
@@ -368,6 +381,7 @@ def session_to_json(record: SessionRecord) -> dict[str, Any]:
                 "comparison": t.comparison,
                 "kind": trial_kind(t),
                 "slider": _slider_json(t),
+                "line_correct": t.line_correct,
                 "presented_at": _iso(t.presented_at),
                 "answered_at": _iso(t.answered_at),
             }
@@ -413,7 +427,7 @@ def _lens_from_json(d: Any) -> Prescription:
 
 def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
     """Trial ``i`` of a document of schema ``version`` (no ``comparison`` before 2, no ``kind``
-    and ``slider`` before 3)."""
+    and ``slider`` before 3, no ``line_correct`` before 4)."""
     slider = t["slider"] if version >= 3 else None
     if slider is not None and not isinstance(slider, dict):
         raise InvalidInputError(f"json: trials[{i}].slider: expected null or an object {{knob, choice, path}}")
@@ -436,13 +450,15 @@ def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
         slider_knob=None if slider is None else slider["knob"],
         slider_lenses=None if path is None else tuple(_lens_from_json(x) for x in path),
         slider_choice=None if slider is None else slider["choice"],
+        line_correct=t["line_correct"] if version >= 4 else None,
     )
     return _checked_trial(f"json: trials[{i}]", t["kind"] if version >= 3 else None, fields)
 
 
 def session_from_json(doc: Any) -> SessionRecord:
-    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v3 (or v2, whose
-    trials have no ``kind`` nor ``slider``, or v1, which has no ``comparison`` either).
+    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v4 (or v3, whose
+    trials have no ``line_correct``, v2, no ``kind`` nor ``slider`` either, or v1, which has no
+    ``comparison`` either).
 
     Raises :class:`~visiontune.errors.InvalidInputError` (naming the key) for another schema,
     a missing key or a bad value, a wrong slider or kind (module docstring), and
