@@ -20,7 +20,7 @@ from typing import Any
 
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.session.archive_sends_schema import SCHEMA_ARCHIVE_SENDS
-from visiontune.session.store import _parse_ts, _ts
+from visiontune.session.store_columns import parse_ts, ts_text
 
 __all__ = [
     "ARCHIVE_SEND_KINDS",
@@ -66,7 +66,7 @@ def record_archive_send(
         cur = conn.execute(
             "INSERT INTO visit_archive_sends (visit_id, what, destination, status, detail_json, at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (vid, what, destination, status, detail_json, _ts(store.now())),
+            (vid, what, destination, status, detail_json, ts_text(store.now())),
         )
         row_id = int(cur.lastrowid)
     return next(s for s in archive_sends(store, vid) if s.send_id == row_id)
@@ -92,7 +92,7 @@ def archive_sends(store, visit_id: int) -> list[ArchiveSend]:
     for r in rows:
         try:
             detail = None if r[5] is None else json.loads(r[5])
-            at = _parse_ts(r[6])
+            at = parse_ts(r[6])
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{store.path}: visit_archive_sends row {r[0]} is damaged: {exc}") from None
         out.append(ArchiveSend(r[0], r[1], r[2], r[3], r[4], detail, at))
