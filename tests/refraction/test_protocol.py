@@ -285,7 +285,13 @@ def test_invalid_toml_names_the_source():
 
 
 def test_shipped_protocols():
-    assert list_protocols() == ["clinical-sloan", "clinical-sloan-compare", "paper-ucb-ald", "ts-ald"]
+    assert list_protocols() == [
+        "clinical-sloan",
+        "clinical-sloan-compare",
+        "clinical-sloan-lines-filed",
+        "paper-ucb-ald",
+        "ts-ald",
+    ]
     assert CHECKOUT_PROTOCOLS in protocol_dirs()
     paper = load_protocol("paper-ucb-ald")
     assert (paper.policy, paper.letter_set, paper.n_alternatives) == ("ucb-ald", "letters26", 26)
@@ -346,7 +352,7 @@ def test_load_by_path_and_errors(tmp_path):
     with pytest.raises(
         ProtocolError,
         match=r"^nope: no shipped protocol of that name "
-        r"\(available: clinical-sloan, clinical-sloan-compare, paper-ucb-ald, ts-ald\)",
+        r"\(available: clinical-sloan, clinical-sloan-compare, clinical-sloan-lines-filed, paper-ucb-ald, ts-ald\)",
     ):
         load_protocol("nope")
     with pytest.raises(ProtocolError, match="no such protocol file"):
