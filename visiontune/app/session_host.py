@@ -64,7 +64,6 @@ from visiontune.app.worker_values import (
 )
 from visiontune.devices.base import LensState
 from visiontune.errors import DeviceError, InvalidInputError, SessionError, StoreError, VisionTuneError
-from visiontune.optics import Prescription
 from visiontune.refraction.lens_devices import protocol_for_device
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import (
@@ -541,7 +540,7 @@ class SessionHost:
                 s.session_id,
                 trial.index,
                 trial.s_logmar,
-                slider_text(trial, lambda lens: in_form(stored_lens(lens), form).format()),
+                slider_text(trial, lambda lens: in_form(lens, form).format()),
             )
         elif is_line(trial):
             log.info(
@@ -549,7 +548,7 @@ class SessionHost:
                 s.session_id,
                 trial.index,
                 trial.s_logmar,
-                in_form(stored_lens(trial.lens), form).format(),
+                in_form(trial.lens, form).format(),
                 trial.letter_shown,
                 trial.line_correct,
                 trial.line_correct.count("1"),
@@ -561,8 +560,8 @@ class SessionHost:
                 s.session_id,
                 trial.index,
                 trial.s_logmar,
-                in_form(stored_lens(trial.lens), form).format(),
-                in_form(stored_lens(trial.lens2), form).format(),
+                in_form(trial.lens, form).format(),
+                in_form(trial.lens2, form).format(),
                 trial.comparison,
             )
         else:
@@ -571,7 +570,7 @@ class SessionHost:
                 s.session_id,
                 trial.index,
                 trial.s_logmar,
-                in_form(stored_lens(trial.lens), form).format(),
+                in_form(trial.lens, form).format(),
                 trial.letter_shown,
                 trial.letter_named or "-",
                 "correct" if trial.correct else "wrong",
@@ -660,12 +659,6 @@ class SessionHost:
     def _do_close(self, _payload) -> None:
         self.shutdown()
         self._emit("closed", None)
-
-
-def stored_lens(lens) -> Prescription:
-    """A lens of the trial log (``sphere_d``, ``cylinder_d``, ``axis_deg`` in [0, 180)) as a
-    :class:`Prescription` (axis 0 is written 180)."""
-    return Prescription(float(lens.sphere_d), float(lens.cylinder_d), float(lens.axis_deg or 0.0) or 180.0)
 
 
 def starting_point(request: NewSession, case=None) -> StartingPoint:

@@ -197,20 +197,18 @@ def lens_power_vector(lens) -> np.ndarray:
     return Prescription(lens.sphere_d, lens.cylinder_d, lens.axis_deg).power_vector_array()
 
 
-def lenses_shown(trial) -> list:
-    """The lenses a logged or stored trial put before the eye, in order: a letter's ``lens``, a
-    comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
-    if getattr(trial, "slider_lenses", None) is not None:
+def lenses_shown(trial) -> list[Prescription]:
+    """The lenses a :class:`~visiontune.refraction.trial.Trial` put before the eye, in order: a
+    letter's ``lens``, a comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
+    if trial.slider_lenses is not None:
         return list(trial.slider_lenses)
-    second = getattr(trial, "lens2", None)
-    return [trial.lens] if second is None else [trial.lens, second]
+    return [trial.lens] if trial.lens2 is None else [trial.lens, trial.lens2]
 
 
 def lens_left_in_place(trial) -> Prescription:
     """The lens ``trial`` left before the eye, the last one it showed (:func:`lenses_shown`): the
     lens in place for the next question."""
-    last = lenses_shown(trial)[-1]
-    return Prescription(last.sphere_d, last.cylinder_d, last.axis_deg)
+    return lenses_shown(trial)[-1]
 
 
 def same_lens(a, b) -> bool:
