@@ -11,7 +11,9 @@ into the start screen (sphere, cylinder, axis; source autorefraction), starts th
 saves the session page as ``first-three-lenses-{1,2,3}.png`` while each of the first three
 lenses waits to be set; the simulated patient answers in between (the default protocol asks
 comparisons of lens 1 and lens 2 as well as letters). Another protocol's pages are
-``<protocol>-{1,2,3}.png`` (``clinical-sloan``: letters only).
+``<protocol>-{1,2,3}.png`` (``clinical-sloan``: letters only). A chart line among them
+(``clinical-sloan-lines-filed``) is also saved while it is read, the simulated patient's answers
+keyed letter by letter but the last, as ``<protocol>-{k}-line.png``.
 
 With ``--visit`` it starts a visit of a simulated patient instead (both eyes from their own
 autorefraction, the shipped protocol) and saves ``visit-which-eye.png`` (the left eye's
@@ -121,9 +123,28 @@ def take(
                 raise OSError(f"{path}: cannot save the screenshot")
             saved.append(path)
             window.perform(Command(Action.CONFIRM_LENS), "screenshots")
+            if window.phase == Phase.LINE:  # a chart line: keyed as the simulated patient reads it
+                saved.append(_grab_line(app, window, path.with_name(path.stem + "-line.png")))
+                continue
             window.perform(Command(Action.SIMULATED_ANSWER), "screenshots")
         window.close()
     return saved
+
+
+def _grab_line(app, window, path: Path) -> Path:
+    """A chart line on screen: the simulated patient's answers keyed letter by letter, the page
+    saved to ``path`` before the last letter, then the last keyed and the line recorded."""
+    marks = window.controller.sim_line
+    for right in marks[:-1]:
+        window.perform(Command(Action.LINE_KEY, "+" if right else "-"), "screenshots")
+    for _ in range(10):
+        app.processEvents()
+        time.sleep(0.02)
+    if not window.grab().save(str(path)):
+        raise OSError(f"{path}: cannot save the screenshot")
+    window.perform(Command(Action.LINE_KEY, "+" if marks[-1] else "-"), "screenshots")
+    window.perform(Command(Action.LINE_KEY, "ENTER"), "screenshots")
+    return path
 
 
 VISIT_NAMES = ("visit-which-eye.png", "visit-next-eye.png", "visit-balance.png", "visit-finish.png")

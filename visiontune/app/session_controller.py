@@ -514,7 +514,8 @@ class SessionController(EventSource):
             )
         elif phase == Phase.LINE:
             q = snap.query
-            caption = "Lens confirmed by the device" if self._waits_for_device() else None
+            device = self._waits_for_device()
+            caption = "Lens confirmed by the device: a chart line" if device else "A chart line, read aloud"
             self._emit(
                 "prompt",
                 Prompt(
