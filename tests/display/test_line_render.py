@@ -73,3 +73,25 @@ def test_the_patient_window_draws_a_line_and_refuses_one_wider_than_the_screen(q
     assert win.current == ("H", pytest.approx(h))
     win.blank()
     assert win.current is None
+
+
+def test_the_psychopy_renderer_sends_a_line_placed_and_checked_here():
+    """The null backend (no PsychoPy needed) keeps what it was asked to draw: the letters, the
+    height and the centres, computed in the parent; a line too wide or a wrong letter never reaches it."""
+    from visiontune.display.psychopy_renderer import PsychoPyRenderer
+
+    cal = Calibration(100.0, 100.0, 400, 400, 4000.0)  # 0.25 mm a pixel, a 400 px wide window
+    with PsychoPyRenderer(cal, "sloan", backend="null", fullscreen=False, timeout_s=5.0) as r:
+        r.show_line("DKNRS", 0.2)
+        h = letter_height_px(0.2, cal)
+        names, height, centres = r._request(("_state",))
+        assert names == "DKNRS" and height == pytest.approx(h)
+        assert centres == pytest.approx((-4 * h, -2 * h, 0.0, 2 * h, 4 * h))
+        top = largest_line_logmar(cal, 5)
+        with pytest.raises(CalibrationError, match="wider than this screen"):
+            r.show_line("DKNRS", top + 0.01)
+        with pytest.raises(InvalidInputError, match="letter"):
+            r.show_line("DKNRA", 0.2)
+        assert r._request(("_state",))[0] == "DKNRS"  # nothing sent: the line shown before stays
+        r.show("K", 0.2)
+        assert r._request(("_state",)) == ("K", pytest.approx(h))

@@ -5,6 +5,9 @@ Run as ``python -m visiontune.display._psychopy_child``; reads one JSON line on 
 
     ("init", options)           -> ("ok", info)        open the window (or ("error", msg))
     ("show", letter, height_px) -> ("ok", None)        draw, flip
+    ("show_line", letters, height_px, centres_px)
+                                -> ("ok", None)        a chart line: each letter at its centre's x
+                                                        (px from the window's centre), draw, flip
     ("blank",)                  -> ("ok", None)
     ("capture",)                -> ("ok", (h, w) uint8) draw the current state to the back
                                                         buffer and read it (before flip)
@@ -32,6 +35,9 @@ class NullBackend:
 
     def show(self, glyph, height_px, mirror):
         self.state = (glyph.name, height_px)
+
+    def show_line(self, glyphs, height_px, centres_px, mirror):
+        self.state = ("".join(g.name for g in glyphs), height_px, tuple(centres_px))
 
     def blank(self):
         self.state = None
@@ -69,16 +75,31 @@ class PsychoPyBackend:
         even-odd fill equals painting every ring, largest first, black if CCW, white if CW
         (a ring lies inside only larger rings). One ShapeStim per ring: ShapeStim wants
         equal-length contours for holes."""
+        self.stim = self._stims(glyph, height_px, mirror, 0.0)
+        self._draw()
+        self.win.flip()
+
+    def show_line(self, glyphs, height_px, centres_px, mirror):
+        """A chart line: each glyph as :meth:`show` draws one, its centre at ``centres_px`` (x,
+        pixels from the window's centre); mirrored, the whole line flipped (``x -> -x``)."""
+        self.stim = [
+            s for g, x in zip(glyphs, centres_px, strict=True) for s in self._stims(g, height_px, mirror, float(x))
+        ]
+        self._draw()
+        self.win.flip()
+
+    def _stims(self, glyph, height_px, mirror, centre_x_px):
         k = height_px / 5.0
         sx = -k if mirror else k
+        dx = -centre_x_px if mirror else centre_x_px
         rings = []
         for ring in glyph.rings:
             x, y = ring[:, 0], ring[:, 1]
             area = 0.5 * float((x * (y[list(range(1, len(y))) + [0]]) - x[list(range(1, len(x))) + [0]] * y).sum())
-            pts = [((a - 2.5) * sx, (b - 2.5) * k) for a, b in ring.tolist()]
+            pts = [((a - 2.5) * sx + dx, (b - 2.5) * k) for a, b in ring.tolist()]
             rings.append((abs(area), area > 0, pts))
         rings.sort(key=lambda r: -r[0])
-        self.stim = [
+        return [
             self.visual.ShapeStim(
                 self.win,
                 vertices=pts,
@@ -89,8 +110,6 @@ class PsychoPyBackend:
             )
             for _, solid, pts in rings
         ]
-        self._draw()
-        self.win.flip()
 
     def blank(self):
         self.stim = None
@@ -138,6 +157,10 @@ def serve(conn) -> None:
             elif cmd == "show":
                 backend.show(letter_set.glyph(msg[1]), float(msg[2]), mirror)
                 conn.send(("ok", None))
+            elif cmd == "show_line":
+                glyphs = [letter_set.glyph(x) for x in msg[1]]
+                backend.show_line(glyphs, float(msg[2]), [float(x) for x in msg[3]], mirror)
+                conn.send(("ok", None))
             elif cmd == "blank":
                 backend.blank()
                 conn.send(("ok", None))
@@ -151,6 +174,8 @@ def serve(conn) -> None:
             elif cmd == "_sleep" and isinstance(backend, NullBackend):
                 time.sleep(float(msg[1]))
                 conn.send(("ok", None))
+            elif cmd == "_state" and isinstance(backend, NullBackend):
+                conn.send(("ok", backend.state))
             elif cmd == "_crash" and isinstance(backend, NullBackend):
                 os._exit(3)
             else:

@@ -10,7 +10,9 @@ This module imports neither PsychoPy nor Qt.
 
 Sizes are computed here, not by PsychoPy: ``height_px = letter_height_px(logmar,
 calibration)`` (``h = 2 d tan(5 * 10**s / 2 arcmin)``, docs/design.md), checked against the
-displayable range; the child scales the 5 x 5 design cell to that many pixels.
+displayable range; the child scales the 5 x 5 design cell to that many pixels. A chart line's
+letters are placed here too, one letter width apart (Bailey & Lovie 1976;
+:func:`~visiontune.display.geometry.line_centres_px`), the line checked against the screen's width.
 """
 
 from __future__ import annotations
@@ -26,10 +28,16 @@ from multiprocessing.connection import Client
 from pathlib import Path
 
 from visiontune.display.calibration import Calibration
-from visiontune.display.geometry import DEFAULT_MIN_INK_PX, displayable_logmar_range, letter_height_px
+from visiontune.display.geometry import (
+    DEFAULT_MIN_INK_PX,
+    displayable_logmar_range,
+    largest_line_logmar,
+    letter_height_px,
+    line_centres_px,
+)
 from visiontune.display.optotypes import load_letter_set
 from visiontune.display.renderer import RendererError
-from visiontune.errors import InvalidInputError
+from visiontune.errors import CalibrationError, InvalidInputError
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -104,6 +112,26 @@ class PsychoPyRenderer:
         s = self.displayable.check(logmar)
         self.letter_set.glyph(letter)
         self._request(("show", letter, float(letter_height_px(s, self.calibration))))
+
+    def show_line(self, letters, logmar: float) -> None:
+        """Show the chart line ``letters`` (reading order) at ``logmar``, one letter width apart.
+        CalibrationError (a letter's size, or a line wider than the screen:
+        :func:`~visiontune.display.geometry.largest_line_logmar`) and InvalidInputError (a letter)
+        are raised here, before the child is asked."""
+        letters = [str(x) for x in letters]
+        if not letters:
+            raise InvalidInputError("letters: expected the line's letters, got none")
+        s = self.displayable.check(logmar)
+        for x in letters:
+            self.letter_set.glyph(x)
+        top = largest_line_logmar(self.calibration, len(letters))
+        if s > top:
+            raise CalibrationError(
+                f"logmar: a line of {len(letters)} letters at {s:+.2f} logMAR is wider than this screen "
+                f"({self.calibration.width_px} px; the largest line it shows is {top:+.2f} logMAR)"
+            )
+        h = float(letter_height_px(s, self.calibration))
+        self._request(("show_line", letters, h, line_centres_px(len(letters), h)))
 
     def blank(self) -> None:
         self._request(("blank",))
