@@ -22,6 +22,7 @@ from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction import engine_registry, loop
 from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.loop import MemoryLog, PendingQuery, Refraction, SimulatedPresenter, make_engine
+from visiontune.refraction.policies import MODEL_TYPES
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 
@@ -115,7 +116,9 @@ def test_an_unregistered_model_type_is_refused():
 def test_each_engine_is_registered_by_dotted_name_and_imported_at_first_use():
     """The registry names every engine ``"module:attribute"``; resolving a name imports that module and
     the engines it builds answer for their model type; resolving the optics one loads no GP engine."""
-    assert set(engine_registry.ENGINES) == set(loop.engine_model_types())
+    assert (
+        set(engine_registry.ENGINES) == set(loop.engine_model_types()) == set(MODEL_TYPES)
+    )  # what a protocol may name
     for model_type, name in engine_registry.ENGINES.items():
         module, attribute = name.split(":")
         assert module.startswith("visiontune.") and attribute.isidentifier(), name
