@@ -116,9 +116,8 @@ def test_an_unregistered_model_type_is_refused():
 def test_each_engine_is_registered_by_dotted_name_and_imported_at_first_use():
     """The registry names every engine ``"module:attribute"``; resolving a name imports that module and
     the engines it builds answer for their model type; resolving the optics one loads no GP engine."""
-    assert (
-        set(engine_registry.ENGINES) == set(loop.engine_model_types()) == set(MODEL_TYPES)
-    )  # what a protocol may name
+    # the model types a protocol may name
+    assert set(engine_registry.ENGINES) == set(loop.engine_model_types()) == set(MODEL_TYPES)
     for model_type, name in engine_registry.ENGINES.items():
         module, attribute = name.split(":")
         assert module.startswith("visiontune.") and attribute.isidentifier(), name
