@@ -127,3 +127,14 @@ def test_each_engine_is_registered_by_dotted_name_and_imported_at_first_use():
     loaded = _loaded_after(code + "\nengine_registry.engine_factory('optics-gp')")
     assert "visiontune.reproduction.engines.optics_gp_engine" in loaded
     assert "visiontune.reproduction.engines.gp_engine" not in loaded
+
+
+def test_the_engines_say_through_the_interface_whether_they_keep_draws_of_the_correction():
+    """The clinical validation reads the coverage of the credible region from the engine's weighted draws
+    when it keeps them (the optics models), and from its estimate otherwise (the GP model), without
+    asking the engine's type."""
+    start = StartingPoint()
+    assert make_engine(load_protocol("paper-ucb-ald"), start, 0).correction_draws([]) is None
+    optics = make_engine(load_protocol("clinical-sloan"), start, 0)
+    draws = optics.correction_draws([])
+    assert draws is optics.posterior([]) and draws.theta.shape[0] == draws.weights.shape[0]

@@ -117,6 +117,13 @@ class Engine(abc.ABC):
         (default: no)."""
         return False
 
+    def correction_draws(self, trials: Sequence):
+        """The weighted draws of the patient's best correction after ``trials`` that the estimate and
+        its region are read from (``theta[:, :3]`` power vectors, ``weights``, ``best_correction()``,
+        as :class:`~visiontune.refraction.optics_model.ParticlePosterior`); None when the model keeps no such
+        draws (default: the GP model, whose region comes from :meth:`estimate`)."""
+        return None
+
     def filed_over_minus_risk(self, trials: Sequence, lens: Prescription) -> float | None:
         """The posterior probability that ``lens`` is more minus than the correction by over
         0.25 D after ``trials``, reported in the result of a session the guard covers

@@ -37,7 +37,6 @@ from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.estimate import region_from_samples
 from visiontune.refraction.lenses import lens_changes
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
-from visiontune.refraction.policies import PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
@@ -220,14 +219,9 @@ def case_metrics(refraction: Refraction, result: dict, case: PatientCase, patien
 
 def _coverage(refraction: Refraction, truth: np.ndarray) -> dict:
     """Whether the truth lies in the credible region ``{P: |P - P̂| <= r_level}`` at each level."""
-    engine = refraction.engine
     out = {}
-    if refraction.protocol.model.type in PARTICLE_MODEL_TYPES:
-        post = (
-            engine.correction_draws(refraction.trials())
-            if refraction.protocol.model.type == "optics-gp"
-            else engine.posterior(refraction.trials())
-        )
+    post = refraction.engine.correction_draws(refraction.trials())
+    if post is not None:  # the engine keeps weighted draws of the correction (the optics models)
         centre = post.best_correction()
         for level in COVERAGE_LEVELS:
             region = region_from_samples(post.theta[:, :3], post.weights, centre, level, "minus")
