@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from visiontune.optics import Prescription
+from visiontune.refraction.loop import MemoryLog
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.slider import KNOBS
-from visiontune.refraction.trial import Trial
+from visiontune.refraction.trial import Trial, TrialLog
+from visiontune.session.engine import StoreLog
 from visiontune.session.store import TrialStore
 
 POWER = st.floats(-20, 20, allow_nan=False)
@@ -69,3 +71,19 @@ def test_any_trial_recorded_is_read_back_equal(given_answers):
         assert axis2 == (None if t.lens2 is None else t.lens2.axis_deg % 180.0)
         if path is not None:
             assert [x["axis_deg"] for x in json.loads(path)] == [x.axis_deg % 180.0 for x in t.slider_lenses]
+
+
+def test_the_log_in_memory_and_the_sqlite_log_are_one_trial_log(store, session_id, make_trial):
+    """Both logs take the same trial and give back the same answer (the store adds its session)."""
+    memory = MemoryLog()
+    with store.open_session(session_id) as handle:
+        stored = StoreLog(handle)
+        assert isinstance(memory, TrialLog) and isinstance(stored, TrialLog)
+        trial = make_trial(0, presented_at=datetime(2026, 1, 1, tzinfo=UTC))
+        a, b = memory.record(trial), stored.record(trial)
+        assert b.session_id == session_id and a.session_id is None
+        keep = ("answered_at", "session_id")
+        assert {k: v for k, v in vars(a).items() if k not in keep} == {
+            k: v for k, v in vars(b).items() if k not in keep
+        }
+        assert memory.trials() == [a] and stored.trials() == [b] == store.trials(session_id)

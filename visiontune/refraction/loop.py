@@ -9,10 +9,10 @@ trials recorded so far, void ones included) draws from ``default_rng([seed, k, p
 a session resumed after a crash proposes exactly the query the uninterrupted one would have,
 and the bench measures exactly what a patient meets.
 
-A trial log is any object with: ``trials(include_void=False)`` (the log's
+A trial log is a :class:`~visiontune.refraction.trial.TrialLog`: ``trials(include_void=False)`` (the log's
 :class:`~visiontune.refraction.trial.Trial` values, in index order), ``record(trial)`` (one
-:class:`~visiontune.refraction.trial.Trial`, index the log's next, stamped ``answered_at`` and,
-when it has none, ``presented_at``; returns the trial as recorded), ``undo()``, ``pause()``,
+:class:`~visiontune.refraction.trial.Trial`, index the log's next, stamped ``answered_at``;
+returns the trial as recorded), ``undo()``, ``pause()``,
 ``resume()``, ``finish(result)`` and ``state`` (``"open"``, ``"paused"`` or ``"finished"``).
 
 **Comparisons.** A protocol with a ``[comparisons]`` table (optics model only) may ask, instead
@@ -67,7 +67,7 @@ from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderModel, simulated_slider_choice
 from visiontune.refraction.start import StartingPoint
-from visiontune.refraction.trial import Trial, check_next, is_comparison, is_line, is_slider
+from visiontune.refraction.trial import Trial, TrialLog, check_next, is_comparison, is_line, is_slider
 
 __all__ = [
     "STOP_REASONS",
@@ -281,7 +281,7 @@ class Refraction:
 
     def __init__(
         self,
-        log,
+        log: TrialLog,
         protocol: Protocol,
         *,
         seed: int,

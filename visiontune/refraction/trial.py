@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -44,6 +44,7 @@ __all__ = [
     "COMPARISON_ANSWERS",
     "TRIAL_KINDS",
     "Trial",
+    "TrialLog",
     "check_next",
     "is_comparison",
     "is_line",
@@ -176,3 +177,31 @@ def check_next(trial: Any, index: int) -> Trial:
     if trial.void:
         raise InvalidInputError("trial.void: an answer is recorded valid (an undo voids it); nothing was recorded")
     return trial
+
+
+@runtime_checkable
+class TrialLog(Protocol):
+    """The one trial-log interface :class:`~visiontune.refraction.loop.Refraction` runs over: the
+    log in memory (:class:`~visiontune.refraction.loop.MemoryLog`) and the SQLite trial log
+    (:class:`~visiontune.session.engine.StoreLog`). ``state``: ``"open"``, ``"paused"`` or
+    ``"finished"``."""
+
+    @property
+    def state(self) -> str: ...
+
+    def trials(self, include_void: bool = False) -> list[Trial]:
+        """The log's trials in index order (void ones only when ``include_void``)."""
+
+    def record(self, trial: Trial) -> Trial:
+        """Append ``trial``, the log's next (:func:`check_next`), before anything else happens;
+        return it as recorded (``answered_at`` stamped; the SQLite log also stamps a missing
+        ``presented_at`` and sets ``session_id``)."""
+
+    def undo(self) -> Trial | None:
+        """Void the last valid trial (kept, marked void) and return it; ``None`` if none is left."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def finish(self, result: dict) -> None: ...
