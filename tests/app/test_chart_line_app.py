@@ -292,3 +292,25 @@ def test_an_engine_killed_mid_line_keeps_every_recorded_answer_and_asks_the_same
     _key(qtbot, second, "5")
     _settled(qtbot, second, n + 1)
     assert second.snapshot.last_trial.line_correct == "11111"
+
+
+def test_the_engine_hosts_simulated_run_answers_lines_as_its_patient(tmp_path):
+    """record_simulated_session (the benchmarks' and the GUI tests' replay): each line is the
+    simulated patient's own reading of it, recorded as one trial."""
+    from visiontune.app.session_host import record_simulated_session
+    from visiontune.app.simulation import case_patient
+
+    events = record_simulated_session(
+        tmp_path / "log.sqlite3", str(write_line_protocol(tmp_path, max_trials=8)), 8, seed=3
+    )
+    assert not [v for k, v in events if k == "failed"]
+    opened = next(v for k, v in events if k == "opened")
+    patient = case_patient(opened.simulated_case, opened.n_alternatives)
+    asked = [v.query for k, v in events if k in ("opened", "updated") and v.query is not None]
+    recorded = [v for k, v in events if k == "recorded"]
+    lines = [(q, t) for q, t in zip(asked, recorded, strict=False) if isinstance(q, PendingLine)]
+    assert len(recorded) == 8 and len(lines) >= 2
+    for q, t in lines:
+        said = simulated_line(patient, q).correct
+        assert t.index == q.index and t.letter_shown == "".join(q.letters)
+        assert t.line_correct == "".join("1" if c else "0" for c in said)

@@ -197,10 +197,10 @@ def legend(letters: tuple[str, ...]) -> str:
     """The key legend shown under the lens, naming the clashes with this letter set."""
     clash = [k for k in ("P", "F", "Y", "N") if k in letters]
     lines = [
-        "Enter/Space  lens set, show letter",
+        "Enter/Space  lens set, show letter    a line: a key per letter read, Enter records it",
         "letter keys  letter named    + / -  correct / incorrect"
         + ("" if {"Y", "N"} & set(letters) else " (or Y / N)"),
-        "1 / 2 / =  comparison    ← / → (, .)  slider knob, Enter  clearest    a line: a key per letter",
+        "1 / 2 / =  comparison    ← / → (, .)  turn the slider knob, Enter  clearest",
         "Backspace  undo    P  pause/resume    F F  finish    Esc  blank patient screen",
     ]
     if clash:
