@@ -143,14 +143,14 @@ def test_the_answers_by_kind_round_trip_and_a_version_1_record_still_reads():
     v1 = {
         **{k: v for k, v in doc.items() if k not in ("near", *_INPUT_KEYS)},
         "schema_version": 1,
-        "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used")},
-        "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used")},
+        "od": {k: v for k, v in doc["od"].items() if k not in ("comparisons_used", "sliders_used", "lines_used")},
+        "os": {k: v for k, v in doc["os"].items() if k not in ("comparisons_used", "sliders_used", "lines_used")},
     }
     old = VisitRecord.from_dict(v1)
     assert (old.od.comparisons_used, old.od.sliders_used) == (None, None) and old.od.answers_used == 64
     with pytest.raises(
         InvalidInputError,
-        match=r"visit\.OD: unknown key\(s\) comparisons_used, sliders_used "
+        match=r"visit\.OD: unknown key\(s\) comparisons_used, lines_used, sliders_used "
         r"\(visiontune.visit-record v1\)",
     ):
         VisitRecord.from_dict({**v1, "od": doc["od"]})

@@ -1,6 +1,6 @@
 """CSV and JSON of a visit: both eyes, S/C/axis beside the Thibos power vector M, J0, J45.
 
-**CSV, schema** ``visit-4`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
+**CSV, schema** ``visit-6`` (:data:`VISIT_CSV_COLUMNS`): one row per eye, OD first. Numbers in
 Python's shortest round-trip form, an absent value is an empty field, booleans ``1``/``0``,
 times ISO 8601. Prescriptions are written in the clinic's cylinder form (``cylinder_form``):
 
@@ -12,9 +12,9 @@ rx_*                        the prescription to dispense: final (signed or found
 rx_m_d / rx_j0_d / rx_j45_d its power vector
 *_pm_*                      95% credible half-widths (±) of sphere, cylinder (D), axis (deg),
                             M, J0, J45 (D)
-answers_used                the answers the eye's refraction used; ``comparisons_used`` and
-                            ``sliders_used`` how many of them were comparisons of two lenses
-                            and slider answers (empty: not recorded)
+answers_used                the answers the eye's refraction used; ``comparisons_used``,
+                            ``sliders_used`` and ``lines_used`` how many of them were comparisons
+                            of two lenses, slider answers and chart lines (empty: not recorded)
 balance_plus_change_d       the binocular balance's plus change on this eye's sphere
 simulated                   1 if a simulated patient answered (**SIMULATED** data)
 mark                        ``SIMULATED`` for a simulated patient (as the JSON's ``mark``), else empty
@@ -37,14 +37,16 @@ habitual_*                  the habitual prescription (spectacles worn) and ``ha
 ``recorded_at`` and ``signed_at`` are local times with their UTC offset (ISO 8601,
 ``2026-11-28T10:42:00+01:00``).
 
-Schema ``visit-4`` had no ``examiner``, ``pd_*``, ``start_*`` nor ``habitual_*`` columns; ``visit-3``
-had no ``near_*`` columns; ``visit-2`` no ``mark``; ``visit-1`` (before sliders) neither
-``comparisons_used`` nor ``sliders_used``. JSON version 2 had record schema 3 and rows of CSV schema visit-4.
+Schema ``visit-5`` had no ``lines_used`` column; ``visit-4`` no ``examiner``, ``pd_*``, ``start_*``
+nor ``habitual_*`` columns; ``visit-3`` had no ``near_*`` columns; ``visit-2`` no ``mark``;
+``visit-1`` (before sliders) neither ``comparisons_used`` nor ``sliders_used``. JSON version 2 had
+record schema 3 and rows of CSV schema visit-4.
 
-**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 3, "simulated", "mark":
+**JSON**: ``{"schema": "visiontune.visit-export", "schema_version": 4, "simulated", "mark":
 "SIMULATED" | null, "record": VisitRecord.to_dict(), "eyes": [{...the CSV row as typed
 values...}]}``; ``record`` reads back with :meth:`VisitRecord.from_dict` (version 1: the eyes
-without ``comparisons_used`` and ``sliders_used``).
+without ``comparisons_used`` and ``sliders_used``; before 5, without ``lines_used``). JSON version 3
+had record schema 4 and rows of CSV schema visit-5.
 """
 
 from __future__ import annotations
@@ -63,8 +65,8 @@ from visiontune.report.visit_record import VisitRecord
 
 __all__ = ["VISIT_CSV_COLUMNS", "VISIT_JSON_SCHEMA", "visit_csv", "visit_json", "visit_rows", "write_visit_tabular"]
 
-VISIT_CSV_SCHEMA = "visit-5"
-VISIT_JSON_SCHEMA_VERSION = 3
+VISIT_CSV_SCHEMA = "visit-6"
+VISIT_JSON_SCHEMA_VERSION = 4
 VISIT_JSON_SCHEMA = "visiontune.visit-export"
 _LENS = ("sphere_d", "cylinder_d", "axis_deg")
 _PV = ("m_d", "j0_d", "j45_d")
@@ -122,6 +124,7 @@ VISIT_CSV_COLUMNS = (
     "start_source",
     *(f"habitual_{k}" for k in _LENS),
     "habitual_source",
+    "lines_used",
 )
 
 
@@ -172,6 +175,7 @@ def visit_rows(record: VisitRecord) -> list[dict[str, Any]]:
             "answers_used": e.answers_used,
             "comparisons_used": e.comparisons_used,
             "sliders_used": e.sliders_used,
+            "lines_used": e.lines_used,
             "stopped_by": e.stopped_by,
             "session_id": e.session_id,
             "balance_method": None if record.balance is None else record.balance.method,

@@ -92,6 +92,7 @@ def _eye_record(eye: str, session: SessionRecord, signed, measured_va: float | N
         session_id=session.session_id,
         comparisons_used=r.comparisons_used,
         sliders_used=r.sliders_used,
+        lines_used=r.lines_used,
     )
 
 

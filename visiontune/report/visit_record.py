@@ -26,9 +26,9 @@ Conventions:
   marks, and records of real patients never do.
 
 :meth:`VisitRecord.to_dict` / :meth:`VisitRecord.from_dict` give a JSON-safe dict (schema
-``visiontune.visit-record`` version 4; version 1, whose eyes have no ``comparisons_used`` nor
-``sliders_used``, version 2, without ``near``, and version 3, without the visit's inputs, are read
-too); errors name the field
+``visiontune.visit-record`` version 5; version 1, whose eyes have no ``comparisons_used`` nor
+``sliders_used``, version 2, without ``near``, version 3, without the visit's inputs, and version 4,
+whose eyes have no ``lines_used``, are read too); errors name the field
 (``visit.OD.signed_off.prescription``...).
 
 * ``near``: the near (reading) addition filed per eye (:class:`NearAddition`: the add over the
@@ -63,7 +63,9 @@ __all__ = [
 ]
 
 RECORD_SCHEMA = "visiontune.visit-record"
-RECORD_SCHEMA_VERSION = 4
+RECORD_SCHEMA_VERSION = 5
+#: The first record schema version whose eyes count their chart lines (``lines_used``).
+LINES_SINCE_VERSION = 5
 #: The first record schema version with the near additions (``near``).
 NEAR_SINCE_VERSION = 3
 #: The first record schema version with the visit's inputs (pupillary distance, examiner, starting
@@ -82,6 +84,8 @@ _INPUT_KEYS = (
 )
 #: The keys an eye has only from schema version 2 on.
 _EYE_KEYS_SINCE_2 = ("comparisons_used", "sliders_used")
+#: The counts of an eye's answers by kind besides letters (``lines_used`` from schema version 5 on).
+_EYE_COUNT_KEYS = (*_EYE_KEYS_SINCE_2, "lines_used")
 EYES = ("OD", "OS")
 EYE_NAMES = {"OD": "right eye (OD)", "OS": "left eye (OS)"}
 CYLINDER_FORMS = ("minus", "plus")
@@ -284,7 +288,8 @@ class EyeRecord:
     and ``session_id``. Optional: ``measured_va_logmar`` (acuity read through the final
     prescription), ``signed_off`` (an edited prescription, kept beside the found one),
     ``comparisons_used`` and ``sliders_used`` (how many of the answers were comparisons of two
-    lenses and slider answers; ``None``: not recorded, a record of schema version 1).
+    lenses and slider answers; ``None``: not recorded, a record of schema version 1) and
+    ``lines_used`` (how many were chart lines; ``None``: not recorded, before schema version 5).
     """
 
     eye: str
@@ -305,6 +310,7 @@ class EyeRecord:
     session_id: int | None = None
     comparisons_used: int | None = None
     sliders_used: int | None = None
+    lines_used: int | None = None
 
     def __post_init__(self) -> None:
         if self.eye not in EYES:
@@ -325,7 +331,7 @@ class EyeRecord:
                     "answers_used",
                     "stopped_by",
                     "session_id",
-                    *_EYE_KEYS_SINCE_2,
+                    *_EYE_COUNT_KEYS,
                 )
                 if getattr(self, n) is not None
             ]
@@ -355,7 +361,7 @@ class EyeRecord:
         n = self.answers_used
         check_int(f"{w}.answers_used", n, lo=0)
         rest = n
-        for name in _EYE_KEYS_SINCE_2:
+        for name in _EYE_COUNT_KEYS:
             if getattr(self, name) is not None:
                 rest -= check_int(f"{w}.{name}", getattr(self, name), lo=0, hi=rest)
         if self.stopped_by not in STOPPED_BY:
@@ -370,8 +376,11 @@ class EyeRecord:
     @property
     def answers_text(self) -> str:
         """``"64 answers (50 letters, 10 comparisons, 4 sliders)"``: the answers used, by kind when
-        not all were letters (:func:`~visiontune.session.trial_text.answer_kinds_text`)."""
-        kinds = answer_kinds_text(self.answers_used, self.comparisons_used or 0, self.sliders_used or 0)
+        not all were letters (:func:`~visiontune.session.trial_text.answer_kinds_text`; chart lines
+        too)."""
+        kinds = answer_kinds_text(
+            self.answers_used, self.comparisons_used or 0, self.sliders_used or 0, self.lines_used or 0
+        )
         return f"{self.answers_used} answers" + (f" ({kinds})" if kinds else "")
 
     @property
@@ -399,12 +408,13 @@ class EyeRecord:
             "session_id": self.session_id,
             "comparisons_used": self.comparisons_used,
             "sliders_used": self.sliders_used,
+            "lines_used": self.lines_used,
         }
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "visit.eye", version: int = RECORD_SCHEMA_VERSION) -> EyeRecord:
         """Read :meth:`to_dict`'s output, of record schema ``version`` (1: no ``comparisons_used``
-        nor ``sliders_used``)."""
+        nor ``sliders_used``; before 5: no ``lines_used``)."""
         allowed = (
             "eye",
             "status",
@@ -418,6 +428,7 @@ class EyeRecord:
             "stopped_by",
             "session_id",
             *(_EYE_KEYS_SINCE_2 if version >= 2 else ()),
+            *(("lines_used",) if version >= LINES_SINCE_VERSION else ()),
         )
         d = _keys(where, d, allowed, ("eye", "status"), version)
         kwargs = dict(d)
