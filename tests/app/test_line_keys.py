@@ -3,6 +3,8 @@ routing them to the line's entry with a fake engine (nothing sent until the line
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
@@ -155,3 +157,22 @@ def test_escape_blanks_the_line_and_keeps_its_keys_for_when_it_is_shown_again():
     assert c.phase == Phase.LINE and c.line_entry.marks == [True, True, False]
     c.on_updated(_snapshot(3))  # the next question: a new line, nothing keyed
     assert c.line_entry is None
+
+
+def test_a_pause_mid_line_keeps_its_keys_and_the_next_question_drops_them():
+    c, engine, _ = _controller()
+    c.on_key("Return", "\r")
+    _keys(c, "+", "-", "+")
+    c.on_key("P", "p")
+    assert engine.sent[-1] == ("pause", None)
+    c.on_updated(dataclasses.replace(_snapshot(), state=SessionState.PAUSED, query=None))
+    assert c.phase == Phase.PAUSED and c.line_entry.marks == [True, False, True]
+    c.on_key("P", "p")
+    c.on_updated(_snapshot())  # resumed: the same line asked again
+    c.on_key("Return", "\r")
+    assert c.phase == Phase.LINE and c.line_entry.marks == [True, False, True]
+    _keys(c, "+", "+", ("Return", "\r"))
+    assert engine.sent[-1] == ("record", LineReply((True, False, True, True, True)))
+    c.on_updated(_snapshot(3))
+    c.on_key("Return", "\r")
+    assert c.line_entry.marks == []  # the next line starts with nothing keyed

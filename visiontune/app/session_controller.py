@@ -251,6 +251,7 @@ class SessionController(EventSource):
         #: The chart line on screen: the clinician's keys so far, and the simulated patient's line.
         self.line_entry: LineEntry | None = None
         self.sim_line: tuple[bool, ...] | None = None
+        self._line_index: int | None = None
         self.answers_this_run = 0
         #: The estimate drawn last (set by the window when it draws one) and the latest not yet drawn.
         self.last_estimate: EstimateView | None = None
@@ -306,6 +307,7 @@ class SessionController(EventSource):
     # ------------------------------------------------------------------ engine events in
     def on_opened(self, snap: Snapshot) -> None:
         self._opened_at = self.clock()
+        self.line_entry, self._line_index = None, None
         self.sim_patient = None
         self._sim_session_id = snap.session_id
         self._cylinder_form = snap.cylinder_form
@@ -328,7 +330,9 @@ class SessionController(EventSource):
         if self.last_command == "record":
             self.answers_this_run += 1
         self.sim_reply = self.sim_choice = self.slider_position = self.sim_slider = None
-        self.line_entry = self.sim_line = None
+        q = snap.query
+        if q is not None and not (isinstance(q, PendingLine) and q.index == self._line_index):
+            self.line_entry = self.sim_line = None  # another question; a pause (no query) keeps a line's keys
         self._emit("snapshot", snap)
         if snap.state == SessionState.PAUSED:
             self._enter(Phase.PAUSED)
@@ -737,8 +741,9 @@ class SessionController(EventSource):
                 )
             return
         if isinstance(q, PendingLine):
-            if self.line_entry is None or self.line_entry.letters != q.letters:  # shown again: its keys kept
+            if self.line_entry is None or self._line_index != q.index or self.line_entry.letters != q.letters:
                 self.line_entry = LineEntry(tuple(q.letters), tuple(snap.letters))
+                self._line_index = q.index  # shown again (Escape, a pause), its keys are kept
             if self.sim_patient is not None:
                 self.sim_line = simulated_line(self.sim_patient, q).correct
             self._enter(Phase.LINE)
