@@ -181,7 +181,7 @@ class PsychometricPlot(pg.PlotWidget):
         self.showGrid(x=True, y=True, alpha=0.2)
         self.ranges = _Ranges(self.getPlotItem(), padding=0.05)  # room for the end tick labels
         self.ranges.set(x=(-1.0, 2.0), y=(0.0, 1.0))
-        self.addLegend(offset=(5, 5), labelTextSize="8pt")
+        self.legend = self.addLegend(offset=(5, 5), labelTextSize="8pt")
         # The band: one closed polygon (lower edge forwards, upper edge back), filled.
         self.band = pg.PlotCurveItem(
             pen=pg.mkPen((40, 90, 180, 60)), brush=pg.mkBrush(40, 90, 180, 50), fillLevel="enclosed"
@@ -201,3 +201,12 @@ class PsychometricPlot(pg.PlotWidget):
             self.truth.setData(s, frame.true_p)
         else:
             self.truth.setData([], [])
+        self.show_truth_in_legend(frame.true_p is not None)
+
+    def show_truth_in_legend(self, shown: bool) -> None:
+        """The legend names the simulated patient's curve only in a simulated session (its row hidden,
+        not removed, so that the plot is not laid out again)."""
+        for sample, label in self.legend.items:
+            if sample.item is self.truth:
+                sample.setVisible(shown)
+                label.setVisible(shown)
