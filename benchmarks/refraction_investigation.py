@@ -183,7 +183,7 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
     UCB_Φ choice against the maximum of UCB_Φ and of μ_c over a 161 × 161 lens grid, and the
     model's ``f(0, ·)`` (mean, sd) at the true correction, the grid argmax and the box corners."""
     from visiontune.reproduction.acquisition import acquisition_functions as F
-    from visiontune.reproduction.acquisition.binary_policies import BETA_002
+    from visiontune.reproduction.acquisition.binary_policies import BETA_UCB_PHI_CONTEXTUAL
     from visiontune.reproduction.gp_refraction_run import run_refraction
 
     run = run_refraction("UCB-ALD", slope=SLOPE, trials=TRIALS, seed=seed, kernel=kernel_variant)
@@ -191,7 +191,7 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
     g = np.linspace(-4, 4, 161)
     lenses = np.stack(np.meshgrid(g, g, indexing="ij"), axis=-1).reshape(-1, 2)
     Z = np.column_stack([np.zeros(len(lenses)), lenses])
-    ucb = F.ucb_phi(model, Z, BETA_002, grad=False)
+    ucb = F.ucb_phi(model, Z, BETA_UCB_PHI_CONTEXTUAL, grad=False)
     mean_c = F.mean_probability(model, Z, grad=False)
     choice = registry.make("UCB-ALD")(model, problem, Data(model.X, model.y), np.random.default_rng(0)).x
     xstar = np.array([run.true_rx.sphere_d, run.true_rx.cylinder_d])
@@ -206,9 +206,9 @@ def diagnose(seed: int, kernel_variant: str = "refraction-se") -> dict:
         "final_va": run.final_va_logmar,
         "policy_choice": np.round(choice, 3).tolist(),
         "grid_ucb_argmax": lenses[np.argmax(ucb)].tolist(),
-        "ucb_at_choice": float(F.ucb_phi(model, pts[1:2], BETA_002, grad=False)[0]),
+        "ucb_at_choice": float(F.ucb_phi(model, pts[1:2], BETA_UCB_PHI_CONTEXTUAL, grad=False)[0]),
         "ucb_grid_max": float(ucb.max()),
-        "ucb_at_xstar": float(F.ucb_phi(model, pts[:1], BETA_002, grad=False)[0]),
+        "ucb_at_xstar": float(F.ucb_phi(model, pts[:1], BETA_UCB_PHI_CONTEXTUAL, grad=False)[0]),
         "mu_c_grid_argmax": lenses[np.argmax(mean_c)].tolist(),
         "f_mean_sd": {
             name: [round(float(m), 3), round(float(np.sqrt(v)), 3)]

@@ -27,7 +27,7 @@ def test_ranking_pairs_follow_the_probit_duel_model_monte_carlo():
     for i in range(3):
         for j in range(3):
             if i != j:
-                p = norm.cdf(g[i] - g[j])  # 000 Eq. 5
+                p = norm.cdf(g[i] - g[j])  # Fauvel & Chalk (binary/preferential BO), Eq. 5
                 assert above[i, j] / n == pytest.approx(p, abs=4 * np.sqrt(p * (1 - p) / n))
 
 

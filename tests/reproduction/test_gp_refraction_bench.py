@@ -1,5 +1,5 @@
-"""``visiontune bench refraction`` (002 §5.3, Table 3): planning, the store, resume, parallel runs,
-the stratified analysis over slopes (lower VA is better) and the command line."""
+"""``visiontune bench refraction`` (Fauvel & Chalk (contextual BO), §5.3, Table 3): planning, the store, resume,
+parallel runs, the stratified analysis over slopes (lower VA is better) and the command line."""
 
 from __future__ import annotations
 
@@ -295,7 +295,9 @@ def test_analysis_breaks_final_ties_by_the_mean_va_over_trials():
 
 
 def test_final_summaries_match_numpy_and_paper_figures_are_kept():
-    key = lambda rule, a, s: RE.RefractionSpec("e", rule, a, s, 2).key  # noqa: E731
+    def key(rule, a, s):
+        return RE.RefractionSpec("e", rule, a, s, 2).key
+
     rows = [
         RE.RefractionResult(key("UCB-ALD", 5.0, 0), 5.0, np.array([1.0, 0.1]), (1.0, -1.0), (1.5, -1.0), 1.0),
         RE.RefractionResult(key("UCB-ALD", 5.0, 1), 5.0, np.array([1.0, 0.3]), (0.0, 0.0), (0.0, 0.5), 1.0),

@@ -47,7 +47,7 @@ def test_sl_policies_are_their_rule_with_two_diopter_lengthscales(named_policy, 
 
 @pytest.mark.parametrize("slope, n_alt", [(2.0, 10), (5.0, 26)])
 def test_short_lengthscale_hyperparameters_keep_the_papers_fit_but_the_lengthscales(slope, n_alt):
-    """Oracle: the Laplace evidence recomputed on the 002 §5.2 fitting data; it is below the
+    """Oracle: the Laplace evidence recomputed on the Fauvel & Chalk (contextual BO), §5.2 fitting data; it is below the
     maximum-likelihood fit's (which it must be, the fit being a maximum of it)."""
     paper = R.refraction_hyperparameters(slope, n_alt)
     hp = R.short_lengthscale_hyperparameters(slope, n_alt)
@@ -68,7 +68,7 @@ def test_short_lengthscale_hyperparameters_keep_the_papers_fit_but_the_lengthsca
     ],
 )
 def test_the_power_vector_kernel_is_refused_by_the_one_trial_loop(call):
-    """The loop's GP engine has the paper's kernel only (002 Eq. 15); UCB-ALD-PV ran in the
+    """The loop's GP engine has the paper's kernel only (Fauvel & Chalk (contextual BO), Eq. 15); UCB-ALD-PV ran in the
     standalone loop the experiment had before. Every spelling says so, naming the kernel."""
     with pytest.raises(InvalidInputError, match="refraction-power-vector-se.*one trial loop"):
         call()
@@ -98,8 +98,8 @@ def test_every_stored_slope_has_power_vector_hyperparameters(monkeypatch):
 
 @pytest.mark.parametrize("slope, n_alt", [(1.0, 10), (5.0, 26), (8.0, 26)])
 def test_shipped_power_vector_evidence_is_recomputed_and_stationary(slope, n_alt):
-    """Oracle: the Laplace evidence of the stored values, recomputed on the 002 §5.2 fitting data,
-    equals the stored number; central differences in each log-hyperparameter are ~0 (a maximum)."""
+    """Oracle: the Laplace evidence of the stored values, recomputed on the Fauvel & Chalk (contextual BO), §5.2 fitting
+    data, equals the stored number; central differences in each log-hyperparameter are ~0 (a maximum)."""
     hp = R.kernel_variant_hyperparameters(R.KERNEL_POWER_VECTOR, slope, n_alt)
     X, y, _ = R.simulate_fit_data(slope, n_alt)
     kernel = refraction_power_vector_kernel(hp.theta, np.array(hp.lengthscales), hp.variance)

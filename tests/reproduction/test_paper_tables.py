@@ -48,8 +48,8 @@ def test_results_page_flags_the_pairs_ranked_against_the_paper():
 
 
 def test_a_rule_outside_the_papers_table_is_left_out_of_the_comparison_with_it():
-    """EIIG+I is not in 000 Table 2. Here it beats every run of every other rule on both functions,
-    which adds 1 to its Borda per function and nothing to the others' order; without it, MUC is
+    """EIIG+I is not in Fauvel & Chalk (binary/preferential BO), Table 2. Here it beats every run of every other rule on
+    both functions, which adds 1 to its Borda per function and nothing to the others' order; without it, MUC is
     alone on top (4 points: 2 rules beaten x 2 functions), and the pairs against the paper come
     from the paper's rules only."""
     from visiontune.reproduction.analysis import average_ranks
@@ -99,7 +99,10 @@ def test_code_version_names_the_commit_and_only_code_changes_make_it_dirty(tmp_p
     from visiontune.validation.provenance import code_version
 
     assert code_version(tmp_path / "pkg") == "unknown (not a git checkout)"
-    git = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout  # noqa: E731
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
     (tmp_path / "pkg").mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "pkg" / "m.py").write_text("x = 1\n")

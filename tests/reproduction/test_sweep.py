@@ -181,7 +181,9 @@ def test_observation_model_is_probit_of_the_scaled_function(monkeypatch, scenari
         expected = g(first[c:])
         if per_query == 2:
             second = rows[2 * t + 1]
-            assert second[:c].tolist() == first[:c].tolist()  # both options at one context (002 Eq. 11)
+            assert (
+                second[:c].tolist() == first[:c].tolist()
+            )  # both options at one context (Fauvel & Chalk (contextual BO), Eq. 11)
             expected -= g(second[c:])
         assert z == pytest.approx(s * expected, rel=1e-12, abs=1e-12)
     assert record.scores.shape == (n,) and np.all(np.isfinite(record.scores))

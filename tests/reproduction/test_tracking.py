@@ -37,7 +37,9 @@ def test_warm_maximize_finds_the_grid_maximum_of_a_smooth_function():
 
 
 def test_bad_arguments_are_named():
-    fn = lambda X: (X[:, 0], np.ones_like(X))  # noqa: E731
+    def fn(X):
+        return (X[:, 0], np.ones_like(X))
+
     with pytest.raises(InvalidInputError, match="n_candidates"):
         warm_maximize(fn, [[0, 1]], np.random.default_rng(0), n_candidates=0)
     with pytest.raises(InvalidInputError, match="previous"):
@@ -76,7 +78,10 @@ def test_tracked_solution_matches_the_grid_and_the_full_search_binary(contextual
 def test_tracked_solution_of_a_preference_model_is_the_argmax_of_the_utility_mean():
     rng = np.random.default_rng(2)
     X = rng.random((15, 2))
-    util = lambda u: -((u - 0.6) ** 2)  # noqa: E731
+
+    def util(u):
+        return -((u - 0.6) ** 2)
+
     y = (util(X[:, 0]) > util(X[:, 1])).astype(float)
     model = PreferenceGP(K.SquaredExponential([0.2], 1.0), X, y)
     problem = Problem([[0.0, 1.0]], scenario="preferential")

@@ -1,5 +1,5 @@
 """``--scheduler`` at an address where something other than Dask listens: a clear error within
-seconds (issue 36: Dask read 'HTTP/1.1' as a frame length and tried to allocate 3.07 EiB), and
+seconds (Dask once read 'HTTP/1.1' as a frame length and tried to allocate 3.07 EiB), and
 ``bench --out`` that is not a folder: a clear error, not a FileExistsError traceback."""
 
 from __future__ import annotations

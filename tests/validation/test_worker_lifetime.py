@@ -1,5 +1,5 @@
-"""A SIGKILLed ``validate`` leaves no worker running (issue 36: its joblib workers ran on under
-PID 1 for over 6 minutes)."""
+"""A SIGKILLed ``validate`` leaves no worker running (its joblib workers once ran on under PID 1
+for over 6 minutes)."""
 
 from __future__ import annotations
 

@@ -7,11 +7,11 @@ of ``j``; ``i`` *beats* ``j`` when ``p < alpha`` (``alpha = 5e-4``, Fauvel & Cha
 number of wins form a tied group; inside each group only, the same test is run on the area
 under the curve (AUC = mean score over iterations) and the group is ordered by AUC wins. The
 Borda score of a rule on one function is the number of rules ranked strictly below it
-(Dwork et al. 2001); Borda scores are summed over functions for the global ranking (002 §4,
-tables 1-2; 000 tables 1-3).
+(Dwork et al. 2001); Borda scores are summed over functions for the global ranking (Fauvel & Chalk (contextual BO), §4,
+tables 1-2; Fauvel & Chalk (binary/preferential BO), tables 1-3).
 
-The win-fraction matrix (002 figure S1 / tables S1-S2) is ``W[i, j]`` = fraction of functions on
-which rule ``i`` beats rule ``j`` on final scores.
+The win-fraction matrix (Fauvel & Chalk (contextual BO), figure S1 / tables S1-S2) is ``W[i, j]`` = fraction of
+functions on which rule ``i`` beats rule ``j`` on final scores.
 
 :func:`average_ranks` adds the summary of Demšar (2006, J. Mach. Learn. Res. 7:1-30, §3.2.2):
 per function the rules are ranked by their mean final score, the ranks are averaged over
@@ -286,7 +286,8 @@ def to_csv(result: StratifiedResult) -> str:
 
 
 def to_markdown(result: StratifiedResult, title: str | None = None) -> str:
-    """Markdown: the ranking table (as in 002 table 1) and the win-fraction matrix (002 fig. S1)."""
+    """Markdown: the ranking table (as in Fauvel & Chalk (contextual BO), table 1) and the win-fraction matrix (Fauvel &
+    Chalk (contextual BO), fig. S1)."""
     lines = [f"## {title}", ""] if title else []
     lines += ["| Acquisition rule | Rank | Borda score |", "| --- | ---: | ---: |"]
     order = result.order()
@@ -389,8 +390,8 @@ def plot_regret_curves(
 
 
 def plot_win_fraction(result: StratifiedResult, path) -> Path | None:
-    """Heat map of the win-fraction matrix (rows beat columns, best rule first), as 002 figure S1.
-    Returns the path, or ``None`` when matplotlib is not installed."""
+    """Heat map of the win-fraction matrix (rows beat columns, best rule first), as Fauvel & Chalk (contextual BO),
+    figure S1. Returns the path, or ``None`` when matplotlib is not installed."""
     plt = pyplot()
     if plt is None:
         return None

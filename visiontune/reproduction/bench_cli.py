@@ -13,8 +13,8 @@ experiment to a subset of its functions (same run keys, so subsets share one sto
 
 ``visiontune bench refraction [--quick] [--slopes A ...] [--seeds N] [--policies NAME ...] [--trials N]
 [--jobs N] [--store PATH] [--out DIR] [--scheduler ADDRESS]`` runs the refraction experiment of seed
-002 §5.3 instead (:mod:`visiontune.reproduction.gp_refraction_bench`); ``--slopes``, ``--policies`` and
-``--trials`` belong to it only, ``--functions`` to the benchmark experiments only.
+Fauvel & Chalk (contextual BO), §5.3 instead (:mod:`visiontune.reproduction.gp_refraction_bench`); ``--slopes``,
+``--policies`` and ``--trials`` belong to it only, ``--functions`` to the benchmark experiments only.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ name           scenario                  seeds  iters  initial  source
 000-table3     batch-preferential        30     30     2 (*)    binary/pref. BO §5.3, table 3
 =============  ========================  =====  =====  =======  =============================
 
-(*) 000 does not state the initial design of the batch experiment; 2 as in §5.1 is our choice.
-Iterations count every answer, the initial random ones included. Rules of a paper that are not
+(*) Fauvel & Chalk (binary/preferential BO) does not state the initial design of the batch experiment; 2 as in §5.1 is
+our choice. Iterations count every answer, the initial random ones included. Rules of a paper that are not
 (yet) in the registry are kept in :attr:`Experiment.rules` under the names we will give them;
 the sweep refuses them with a "not yet available" error (:func:`missing_rules`).
 """

@@ -1,8 +1,8 @@
 """The refraction experiment of Fauvel & Chalk (contextual BO) §5.3 (Table 3, figure 3B):
 ``visiontune bench refraction``.
 
-**Protocol** (002 §5.3): rules UCB-ALD, TS-ALD, UCB with a random context, BALD, TS with a random
-context and random (:data:`PAPER_RULES`, our registry names); psychometric slopes
+**Protocol** (Fauvel & Chalk (contextual BO), §5.3): rules UCB-ALD, TS-ALD, UCB with a random context, BALD, TS with a
+random context and random (:data:`PAPER_RULES`, our registry names); psychometric slopes
 ``a ∈ linspace(1, 8, 8)`` logMAR⁻¹; 20 repetitions; 260 trials; a 26-letter task. Each run is one
 simulated session (:func:`visiontune.reproduction.gp_refraction_run.run_refraction`); after every trial we keep
 the patient's true acuity through the current estimate, ``VA(x̂_t) = VA* + log10(1 + β²)``
@@ -23,8 +23,8 @@ lengths never share a key. Subsets of rules, slopes and seeds share the store.
 the true and estimated lenses; both rows of a run are committed in one transaction, so a kill at
 any moment leaves either the whole run or nothing, and a restart never duplicates a run.
 
-**Analysis** (002 §4 protocol applied to Table 3): each slope is a stratum (a "function" of the
-benchmarks); :func:`visiontune.reproduction.analysis.stratified_analysis` runs on ``-VA`` (it ranks larger
+**Analysis** (Fauvel & Chalk (contextual BO), §4 protocol applied to Table 3): each slope is a stratum (a "function" of
+the benchmarks); :func:`visiontune.reproduction.analysis.stratified_analysis` runs on ``-VA`` (it ranks larger
 as better): one-sided Mann-Whitney U at α = 5e-4 on the final VA, AUC (mean VA over trials)
 tie-break, Borda scores summed over slopes. With ``n`` repetitions the smallest exact p-value is
 ``1/C(2n, n)``: 6 repetitions or fewer can never separate two rules, 7 only when they do not overlap.
@@ -91,11 +91,12 @@ __all__ = [
 
 #: Scenario column of the store's run keys.
 SCENARIO = "refraction"
-#: The rules of 002 Table 3, best first in the paper, under our registry names.
+#: The rules of Fauvel & Chalk (contextual BO), Table 3, best first in the paper, under our registry names.
 PAPER_RULES = ("UCB-ALD", "TS-ALD", "UCB-random-context", "BALD", "TS-random-context", "random-contextual")
-#: Slopes of the psychometric function (logMAR⁻¹), 002 §5.3: 8 values evenly spaced in [1, 8].
+#: Slopes of the psychometric function (logMAR⁻¹), Fauvel & Chalk (contextual BO), §5.3: 8 values evenly spaced
+#: in [1, 8].
 PAPER_SLOPES = tuple(float(a) for a in np.linspace(1.0, 8.0, 8))
-#: Slope of 002 figure 3 and of the paper's final VA / sphere / cylinder figures.
+#: Slope of Fauvel & Chalk (contextual BO), figure 3 and of the paper's final VA / sphere / cylinder figures.
 FIGURE_SLOPE = 5.0
 
 
@@ -237,8 +238,8 @@ class RefractionResult:
 
 
 def run_one(spec: RefractionSpec) -> RefractionResult:
-    """Run one simulated session (:func:`~visiontune.reproduction.gp_refraction_run.run_refraction`, 002 §5.3);
-    a pure function of ``spec`` apart from ``seconds``."""
+    """Run one simulated session (:func:`~visiontune.reproduction.gp_refraction_run.run_refraction`, Fauvel & Chalk
+    (contextual BO), §5.3); a pure function of ``spec`` apart from ``seconds``."""
     start = time.perf_counter()
     run = run_refraction(
         spec.rule, slope=spec.slope, trials=spec.trials, seed=spec.seed, n_alternatives=spec.n_alternatives
@@ -460,7 +461,7 @@ class FinalSummary:
     on_edge: int = 0
 
 
-#: Half-width of the search box (diopters), 002 §5.3.
+#: Half-width of the search box (diopters), Fauvel & Chalk (contextual BO), §5.3.
 _BOX_EDGE_D = 4.0
 
 
@@ -494,7 +495,8 @@ def plot_va_curves(
     va_curves: Mapping[str, Mapping[str, object]], out_dir, *, labels: Sequence[str] | None = None
 ) -> list[Path] | None:
     """One PNG per stratum, ``va_<label>.png``: mean ± s.e.m. over runs of the VA through the
-    estimate (logMAR) against the trial, per rule (002 figure 3B). ``None`` without matplotlib."""
+    estimate (logMAR) against the trial, per rule (Fauvel & Chalk (contextual BO), figure 3B). ``None`` without
+    matplotlib."""
 
     def title(label, rule_curves):
         n_runs = {np.asarray(c).shape[0] for c in rule_curves.values()}
@@ -526,7 +528,7 @@ def _fmt(mean: float, sem: float) -> str:
 
 def final_table(results: Sequence[RefractionResult], slope: float | None) -> str:
     """Markdown: final VA, sphere and cylinder errors per rule, with the paper's UCB-ALD figures
-    (002 §5.3, slope 5) as the last row."""
+    (Fauvel & Chalk (contextual BO), §5.3, slope 5) as the last row."""
     lines = [
         "| Rule | Runs | Final VA (logMAR) | Sphere error (D) | Cylinder error (D) | Estimate on the box edge |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -558,8 +560,8 @@ def results_page(
     pngs: Sequence[Path] | None = None,
     out: Path | None = None,
 ) -> str:
-    """Markdown page: protocol, command, machine, times, our Borda table beside 002 Table 3, the
-    final VA / sphere / cylinder table at slope 5 and over all slopes, the curves, the analysis."""
+    """Markdown page: protocol, command, machine, times, our Borda table beside Fauvel & Chalk (contextual BO), Table 3,
+    the final VA / sphere / cylinder table at slope 5 and over all slopes, the curves, the analysis."""
 
     run_seconds = sum(r.seconds for r in results)
     decisions = sum(r.n_decisions for r in results)
@@ -570,7 +572,7 @@ def results_page(
     patients = {r.key.seed: r.true_rx_d for r in results}
     near_edge = sum(np.max(np.abs(rx)) >= _BOX_EDGE_D - 0.5 for rx in patients.values())
     lines = [
-        f"# {experiment.name}: the refraction experiment (002 Table 3, figure 3B)",
+        f"# {experiment.name}: the refraction experiment (Fauvel & Chalk (contextual BO), Table 3, figure 3B)",
         "",
         f"Source: {experiment.source}. Simulated patients only.",
         "",
@@ -610,7 +612,7 @@ def results_page(
         )
     lines += [
         "",
-        "## Our ranking beside the paper's (002 Table 3)",
+        "## Our ranking beside the paper's (Fauvel & Chalk (contextual BO), Table 3)",
         "",
         f"Borda scores summed over {len(result.per_function)} slope(s); the paper sums 8.",
         "",
@@ -667,9 +669,10 @@ def results_page(
         "axis 180) to every rule and slope, and its own answer, policy and estimate streams "
         "(`run_refraction`, `SeedSequence(seed)`).",
         "- Reference letter size s0 = 0 logMAR for the x-rule and the estimate (the `run_refraction` default; "
-        "002 does not state it for this task); hyperparameters fit once per slope on 1000 simulated answers "
-        "and held fixed (002 §5.2, shipped fits).",
-        "- 002 §5.3 says 20 repetitions; the caption of its figure 3 says 60. We follow the text.",
+        "the contextual BO paper does not state it for this task); hyperparameters fit once per slope on 1000 "
+        "simulated answers and held fixed (Fauvel & Chalk (contextual BO), §5.2, shipped fits).",
+        "- Fauvel & Chalk (contextual BO), §5.3 says 20 repetitions; the caption of its figure 3 says 60. "
+        "We follow the text.",
         "",
         analysis.to_markdown(result, title="Stratified analysis (strata = slopes; scores = -VA)"),
     ]

@@ -222,9 +222,9 @@ class RefractionRun:
         }
 
 
-#: The fixed cylinder axis of the paper's search (002 §5.3).
+#: The fixed cylinder axis of the paper's search (Fauvel & Chalk (contextual BO), §5.3).
 PAPER_AXIS_DEG = 180.0
-#: Initial random trials of the paper's rules (002 §4.1).
+#: Initial random trials of the paper's rules (Fauvel & Chalk (contextual BO), §4.1).
 PAPER_INITIAL_RANDOM_TRIALS = 5
 #: Registry policy name -> GP protocol policy name (``"UCB-ALD"`` -> ``"ucb-ald"``).
 _PROTOCOL_POLICY = {registry: name for name, registry in GP_POLICIES.items()}
@@ -243,8 +243,8 @@ def _check_true_rx(true_rx) -> Prescription | None:
     if true_rx.cylinder_d != 0.0 and true_rx.axis_deg != PAPER_AXIS_DEG:
         raise InvalidInputError(
             f"true_rx: the paper's GP model searches sphere and cylinder at the fixed axis "
-            f"{PAPER_AXIS_DEG:g} (002 §5.3); got axis {true_rx.axis_deg:g}. For any axis use "
-            f"`visiontune session run --simulate` with an optics protocol"
+            f"{PAPER_AXIS_DEG:g} (Fauvel & Chalk (contextual BO), §5.3); got axis {true_rx.axis_deg:g}. "
+            f"For any axis use `visiontune session run --simulate` with an optics protocol"
         )
     if not SEARCH_BOX.contains([true_rx.sphere_d, true_rx.cylinder_d])[0]:
         raise InvalidInputError(
@@ -262,7 +262,7 @@ def _toml_float(x: float) -> str:
 def paper_protocol_text(
     policy_name: str, *, slope: float, trials: int, n_alternatives: int = 26, seed: int = 0, kernel: str | None = None
 ) -> str:
-    """The refraction protocol of 002 §5.3 for one rule, as TOML text for
+    """The refraction protocol of Fauvel & Chalk (contextual BO), §5.3 for one rule, as TOML text for
     :func:`~visiontune.refraction.protocol.parse_protocol`: the GP model on ``refraction-se``
     with the rule's kernel-variant hyperparameters held fixed (the paper's fit at ``slope`` and
     ``n_alternatives``, or its 2 D lengthscales for the ``-SL`` rules), the lens box
@@ -308,7 +308,7 @@ max_trials = {int(trials)}
 [model]
 type = "gp"
 kernel = "{KERNEL_SE}"
-# {variant} at slope {slope:g}, {n_alternatives} alternatives (002 §5.2), held fixed
+# {variant} at slope {slope:g}, {n_alternatives} alternatives (Fauvel & Chalk (contextual BO), §5.2), held fixed
 hyperparameters = {{ theta = {_toml_float(hp.theta)}, lengthscales = [{ls}], variance = {_toml_float(hp.variance)} }}
 """
 
@@ -401,15 +401,15 @@ def run_refraction(
     progress: Callable[[int, int, TrialRecord], None] | None = None,
     kernel: str | None = None,
 ) -> RefractionRun:
-    """Simulate one refraction (002 §5.3) through the one trial loop.
+    """Simulate one refraction (Fauvel & Chalk (contextual BO), §5.3) through the one trial loop.
 
     The rule runs as a GP protocol (:func:`paper_protocol_text`) in
     :class:`visiontune.refraction.loop.Refraction` over a :class:`~visiontune.refraction.loop.MemoryLog`,
     exactly as ``visiontune session run --simulate`` runs a protocol over the SQLite store:
     each trial the policy proposes ``(s, x)`` from the probit GP refit (from scratch, fixed
-    hyperparameters) on the answers so far (the first 5 at random, 002 §4.1); the simulated
+    hyperparameters) on the answers so far (the first 5 at random, Fauvel & Chalk (contextual BO), §4.1); the simulated
     patient answers trial ``k`` from its stream keyed by ``(seed, k)`` with
-    ``P = γ + (1-γ-λ) Φ(a (s - VA(x)))`` (002 Eq. 13); then the session's estimate
+    ``P = γ + (1-γ-λ) Φ(a (s - VA(x)))`` (Fauvel & Chalk (contextual BO), Eq. 13); then the session's estimate
     ``x̂ = argmax_x μ_c(0, x)`` (:func:`visiontune.reproduction.engines.gp_estimate.best_lens`) and the
     patient's true ``VA(x̂)`` are recorded. Every random choice of trial ``k`` draws from
     ``default_rng([seed, k, purpose])``. ``progress(k, trials, record)`` is called after each
@@ -503,8 +503,8 @@ def posterior_acuity_map(model: ProbitGP, n: int = 41, n_s: int = 121):
     """Predicted acuity (logMAR) on an ``n × n`` lens grid: ``(spheres (n,), cylinders (n,), va (n, n))``.
 
     ``va[i, j]`` is the smallest letter size where the latent mean ``μ_f(s, x)`` reaches 0, i.e.
-    the model's ``P(correct) = ½`` (002 Eq. 14 with ``γ ≈ 0``, §5.2), linearly interpolated on a
-    grid of ``n_s`` sizes in ``[-1, 2]``; the top of the box where it never does.
+    the model's ``P(correct) = ½`` (Fauvel & Chalk (contextual BO), Eq. 14 with ``γ ≈ 0``, §5.2), linearly interpolated
+    on a grid of ``n_s`` sizes in ``[-1, 2]``; the top of the box where it never does.
     """
     spheres = np.linspace(*_DEFAULT_SEARCH[0], n)
     cylinders = np.linspace(*_DEFAULT_SEARCH[1], n)

@@ -3,7 +3,7 @@
 Sources (docs/references.md): Fauvel & Chalk (contextual BO)
 Table 1 (§4.1) and Table 2 (§4.2); Fauvel & Chalk (binary/preferential BO) Tables 1-3
 (§5.1-5.3). A paper row is ``(our rule name, name printed in the paper, rank, Borda score)``.
-002 Table 2 has no row for MUC with a random context (named in §4.2's text only).
+Fauvel & Chalk (contextual BO), Table 2 has no row for MUC with a random context (named in §4.2's text only).
 
 The refraction experiment (contextual BO paper §5.3) has its own entries: :data:`REFRACTION_TABLE` (Table 3,
 Borda scores summed over 8 psychometric slopes) and :data:`REFRACTION_UCB_ALD` (the final values of
@@ -112,8 +112,8 @@ class PaperRefractionFinal:
     cylinder_error_sem_d: float
 
 
-#: UCB-ALD at slope 5 (002 §5.3): VA 2.48e-2 logMAR, sphere error 2.74e-2 D (s.e.m. 5.36e-2),
-#: cylinder error 1.53e-1 D (s.e.m. 8.22e-2), 20 repetitions.
+#: UCB-ALD at slope 5 (Fauvel & Chalk (contextual BO), §5.3): VA 2.48e-2 logMAR, sphere error 2.74e-2 D (s.e.m.
+#: 5.36e-2), cylinder error 1.53e-1 D (s.e.m. 8.22e-2), 20 repetitions.
 REFRACTION_UCB_ALD = PaperRefractionFinal("UCB-ALD", 5.0, 20, 2.48e-2, 2.74e-2, 5.36e-2, 1.53e-1, 8.22e-2)
 
 _OTHER_TABLES: dict[str, tuple[PaperRow, ...]] = {"002-refraction": REFRACTION_TABLE}

@@ -14,7 +14,7 @@ kernel), ``--inference ep`` and a reference letter size other than 0 are refused
 engine has none of them.
 
 ``--true-rx`` is ``"S C"`` or ``"S C x 180"``: the paper's model searches sphere and cylinder at
-the fixed axis 180 (002 §5.3), so another axis is refused (an optics protocol through
+the fixed axis 180 (Fauvel & Chalk (contextual BO), §5.3), so another axis is refused (an optics protocol through
 ``visiontune session run --simulate --true-rx "S C x A"`` takes any axis).
 
 ``--protocol NAME`` runs a shipped protocol (or a .toml path) instead, e.g. ``clinical-sloan``
@@ -136,8 +136,8 @@ def _parse_true_rx(text):
         ) from None
     if rx.cylinder_d != 0.0 and rx.axis_deg != 180.0:
         raise InvalidInputError(
-            f"--true-rx: the paper's GP model searches at the fixed axis 180 (002 §5.3), got axis "
-            f"{rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
+            f"--true-rx: the paper's GP model searches at the fixed axis 180 (Fauvel & Chalk (contextual BO), §5.3), "
+            f"got axis {rx.axis_deg:g} in {text!r}; for any axis use `visiontune session run --simulate "
             f'--protocol clinical-sloan --true-rx "S C x A"`'
         )
     return [rx.sphere_d, rx.cylinder_d]

@@ -14,13 +14,13 @@ One run (:func:`run_one`) is a pure function of its :class:`RunSpec`:
    batches of ``m`` options (batch-preferential, binary/preferential paper §4.3): the answer is a ranking drawn from
    the Thurstone case V model ``u_i = g(x_i) + ε_i``, ``ε_i ~ N(0, ½)`` i.i.d., options ranked by
    decreasing ``u`` (:func:`sample_ranking`); every pair then has ``P(x_i above x_j) = Φ(g(x_i) - g(x_j))``,
-   the duel model of 000 Eq. 5, and the ranking enters the model as its ``m(m-1)/2`` duels
-   (:meth:`~visiontune.reproduction.gp.PreferenceGP.from_ranking`, 000 §4.3);
-   the :class:`~visiontune.reproduction.gp.ProbitGP` (duels: :class:`~visiontune.reproduction.gp.PreferenceGP`) is
-   refitted (Laplace, as in the contextual paper §4.1, warm-started) with *fixed* hyperparameters; the
-   reported solution ``x̂ = argmax_x μ_c(s0, x)`` (duels: ``argmax_x`` of the utility's posterior
-   mean) is scored by the true scaled value ``g(x̂)`` (docs/design.md scores binary runs by ``Φ(g(x̂))``:
-   the same ranks on final scores, a different AUC; we record ``g`` for every scenario). The
+   the duel model of Fauvel & Chalk (binary/preferential BO), Eq. 5, and the ranking enters the model as its
+   ``m(m-1)/2`` duels (:meth:`~visiontune.reproduction.gp.PreferenceGP.from_ranking`, Fauvel & Chalk
+   (binary/preferential BO), §4.3); the :class:`~visiontune.reproduction.gp.ProbitGP` (duels:
+   :class:`~visiontune.reproduction.gp.PreferenceGP`) is refitted (Laplace, as in the contextual paper §4.1,
+   warm-started) with *fixed* hyperparameters; the reported solution ``x̂ = argmax_x μ_c(s0, x)`` (duels: ``argmax_x``
+   of the utility's posterior mean) is scored by the true scaled value ``g(x̂)`` (docs/design.md scores binary runs by
+   ``Φ(g(x̂))``: the same ranks on final scores, a different AUC; we record ``g`` for every scenario). The
    solution is tracked from iteration to iteration (:class:`~visiontune.reproduction.tracking.SolutionTracker`:
    64 Sobol candidates + the previous solution, with its own generator) instead of the policies'
    512-candidate, 10-start search.
@@ -203,7 +203,10 @@ def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
     tracker = SolutionTracker(problem, _tracker_rng(spec))
     if solution_search == "full":
         full_rng = _tracker_rng(spec)
-        tracker = lambda m: solution(m, problem, full_rng)  # noqa: E731
+
+        def tracker(m):
+            return solution(m, problem, full_rng)
+
     Model = PreferenceGP if preferential else ProbitGP
     X = np.zeros((0, (problem.c + d) * (2 if preferential else 1)))
     y = np.zeros(0)
@@ -211,14 +214,17 @@ def run_one(spec: RunSpec, *, solution_search: str = "tracked") -> RunRecord:
     scores = np.empty(spec.iterations)
     for t in range(spec.iterations):
         query = policy(model, problem, Data(X, y), rng)
-        if batch:  # a ranking of the m options, read as its m(m-1)/2 duels (000 §4.3)
+        # batch: a ranking of the m options, read as its m(m-1)/2 duels (Fauvel & Chalk (binary/preferential BO), §4.3)
+        if batch:
             options = np.asarray(query.batch)
             order = sample_ranking(g(options), rng)
             rows, answers = PreferenceGP.from_ranking(options[order])
         else:
             latent = g(query.x)[0]
             row = problem.model_input(query.x, query.s)
-            if preferential:  # duel [(s, x), (s, x2)]; P(first wins) = Φ(s (g(x) - g(x2))) (000 Eq. 5, 002 Eq. 11)
+            # preferential: the duel [(s, x), (s, x2)]; P(first wins) = Φ(s (g(x) - g(x2))) (Fauvel & Chalk
+            # (binary/preferential BO), Eq. 5; Fauvel & Chalk (contextual BO), Eq. 11)
+            if preferential:
                 latent -= g(query.x2)[0]
                 row = np.concatenate([row, problem.model_input(query.x2, query.s)])
             if contextual:

@@ -43,7 +43,10 @@ def solution_objective(model, problem):
             return mu, dmu[:, problem.c :]
 
         return fn
-    fn = lambda X: F.mean_probability(model, X)  # noqa: E731
+
+    def fn(X):
+        return F.mean_probability(model, X)
+
     return fn if problem.c == 0 else F.at_context(fn, s0)
 
 

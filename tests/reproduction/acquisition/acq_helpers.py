@@ -81,7 +81,7 @@ def probit_model(d, n=30, seed=0, context=False, inference="laplace", y=None):
     """A real :class:`ProbitGP` on ``n`` answers of a smooth test function in ``[-2, 2]^d``.
 
     With ``context``, column 0 is a context ``s in [0, 1]`` and the kernel is
-    ``s s' k_SE(x, x')`` (002 §4); answers ~ Bernoulli(Phi(3 s g(x))).
+    ``s s' k_SE(x, x')`` (Fauvel & Chalk (contextual BO), §4); answers ~ Bernoulli(Phi(3 s g(x))).
     """
     from visiontune.reproduction.gp.kernels import SquaredExponential, contextual_benchmark_kernel
     from visiontune.reproduction.gp.model import ProbitGP

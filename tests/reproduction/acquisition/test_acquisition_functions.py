@@ -104,8 +104,8 @@ def test_optimiser_reaches_the_dense_grid_max(name, d):
 
 
 def test_ucb_phi_and_ucb_f_disagree_on_a_confident_high_mean():
-    # 000 figure S5: A has a high latent mean known with confidence (Phi(f) ~ 1, no epistemic
-    # variance left); B has mean 0 and a large latent variance. UCB_f (beta = 1) picks A,
+    # Fauvel & Chalk (binary/preferential BO), figure S5: A has a high latent mean known with confidence (Phi(f) ~ 1, no
+    # epistemic variance left); B has mean 0 and a large latent variance. UCB_f (beta = 1) picks A,
     # UCB_Phi (beta = Phi^-1(0.99)) picks B where the answer probability is uncertain.
     model = TableModel({(0.0,): (3.0, 0.3**2), (1.0,): (0.0, 1.5**2)})
     X = np.array([[0.0], [1.0]])
@@ -173,8 +173,8 @@ def test_optimiser_reaches_the_grid_max_on_a_fitted_probit_gp(name, d):
 
 
 def test_ucb_f_exploits_a_confident_high_mean_where_ucb_phi_explores():
-    # 000 figure S5 on a real posterior: 40 successes around x = -1 give a high latent mean
-    # known with confidence there; UCB_f (beta = 1) stays on it, UCB_Phi leaves it.
+    # Fauvel & Chalk (binary/preferential BO), figure S5 on a real posterior: 40 successes around x = -1 give a high
+    # latent mean known with confidence there; UCB_f (beta = 1) stays on it, UCB_Phi leaves it.
     from visiontune.reproduction.gp.kernels import SquaredExponential
     from visiontune.reproduction.gp.model import ProbitGP
 

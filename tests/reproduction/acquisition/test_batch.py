@@ -1,5 +1,5 @@
-"""Batch preferential rules (000 §4.3, table 3): batch MUC against a grid search on a 1-D problem,
-its objective against an explicit pairwise sum, batch KSS members distinct, rankings as duels."""
+"""Batch preferential rules (Fauvel & Chalk (binary/preferential BO), §4.3, table 3): batch MUC against a grid search on
+a 1-D problem, its objective against an explicit pairwise sum, batch KSS members distinct, rankings as duels."""
 
 import numpy as np
 import pytest

@@ -31,7 +31,10 @@ GRID = np.linspace(-2, 2, 2001)[:, None]
 def _model(n=20, seed=0):
     rng = np.random.default_rng(seed)
     duels = rng.uniform(-2, 2, (n, 2))
-    utility = lambda x: np.sin(2 * x) - 0.3 * x**2  # noqa: E731
+
+    def utility(x):
+        return np.sin(2 * x) - 0.3 * x**2
+
     y = (rng.random(n) < ndtr(2 * (utility(duels[:, 0]) - utility(duels[:, 1])))).astype(float)
     return PreferenceGP(SquaredExponential([0.7], 2.0), duels, y), Data(duels, y)
 

@@ -47,7 +47,8 @@ def test_kg_matches_the_expected_change_of_the_best_mean_by_explicit_refits():
 
 
 def test_envelope_gradient_matches_finite_differences_of_the_refit_kg():
-    # oracle: central differences of KG, each value from two look-ahead refits (002 supp. B, S21-S30)
+    # oracle: central differences of KG, each value from two look-ahead refits (Fauvel & Chalk (contextual BO), supp. B,
+    # S21-S30)
     model = probit_model(1, n=12, seed=2, context=True)
     ref = np.linspace(-2, 2, 41)[:, None]
     Z = np.array([[0.8, 0.4], [0.3, -1.2], [0.95, 1.7]])

@@ -2,7 +2,8 @@
 
 Oracle: the same policy on a wrapper that hides ``challenge`` and ``predict_value_mean*`` and
 routes duel predictions to the 4-term preference kernel (``ProbitGP(Preference(k))``), i.e. the
-computation without the fast paths; and a dense grid of the challenger's epistemic variance (000 Eq. 9).
+computation without the fast paths; and a dense grid of the challenger's epistemic variance (Fauvel & Chalk
+(binary/preferential BO), Eq. 9).
 """
 
 import numpy as np
@@ -15,8 +16,8 @@ from visiontune.reproduction.gp.kernels import SquaredExponential, contextual_be
 from visiontune.reproduction.gp.model import PreferenceGP
 
 PREFERENTIAL = Problem(box=[[-4.0, 4.0], [-4.0, 4.0]], scenario="preferential")
-# Context kernel s s' k(x, x') (002 §4): with the refraction kernel theta s s' + k(x, x') the context
-# term cancels in g((s, x), (s, x2)), BALD over s is flat and s is decided by round-off.
+# Context kernel s s' k(x, x') (Fauvel & Chalk (contextual BO), §4): with the refraction kernel theta s s' + k(x, x')
+# the context term cancels in g((s, x), (s, x2)), BALD over s is flat and s is decided by round-off.
 CONTEXTUAL = Problem(
     box=[[-4.0, 4.0], [-4.0, 4.0]],
     context_box=[[0.0, 1.0]],
@@ -47,7 +48,10 @@ class PlainPath:
 def _model(contextual, n=60, seed=0):
     rng = np.random.default_rng(seed)
     x1, x2 = rng.uniform(-4, 4, (n, 2)), rng.uniform(-4, 4, (n, 2))
-    utility = lambda x: -np.log10(1 + 0.5 * ((x[:, 0] - 1.5) ** 2 + (x[:, 0] + x[:, 1] - 0.5) ** 2))  # noqa: E731
+
+    def utility(x):
+        return -np.log10(1 + 0.5 * ((x[:, 0] - 1.5) ** 2 + (x[:, 0] + x[:, 1] - 0.5) ** 2))
+
     y = (rng.random(n) < 1 / (1 + np.exp(-5 * (utility(x1) - utility(x2))))).astype(float)
     if contextual:
         s = rng.uniform(0, 1, (n, 1))

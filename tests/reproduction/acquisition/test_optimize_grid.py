@@ -31,7 +31,10 @@ def test_interior_maximum_of_a_smooth_function_is_found_to_closed_form(peak):
 
 def test_asymmetric_function_matches_brent():
     """Oracle: scipy's bounded Brent search on an asymmetric, non-quadratic function."""
-    f = lambda s: np.log1p(np.exp(3 * s)) - s**2 + 0.3 * np.sin(4 * s)  # noqa: E731
+
+    def f(s):
+        return np.log1p(np.exp(3 * s)) - s**2 + 0.3 * np.sin(4 * s)
+
     s, v = grid_maximize_1d(lambda S: f(S[:, 0]), [-1.0, 2.0])
     ref = minimize_scalar(lambda t: -f(t), bounds=(-1.0, 2.0), method="bounded", options={"xatol": 1e-10})
     assert s[0] == pytest.approx(ref.x, abs=1e-4)
@@ -45,7 +48,9 @@ def test_monotone_function_reaches_the_end_of_the_interval(slope, end):
 
 
 def test_multimodal_function_picks_the_global_maximum_dense_grid_oracle():
-    f = lambda s: np.sin(5 * s) + 0.3 * s  # noqa: E731
+    def f(s):
+        return np.sin(5 * s) + 0.3 * s
+
     s, v = grid_maximize_1d(lambda S: f(S[:, 0]), [-1.0, 2.0])
     dense = np.linspace(-1.0, 2.0, 300001)
     assert v >= f(dense).max() - 1e-8
@@ -58,7 +63,9 @@ def test_degenerate_interval_returns_its_point():
 
 
 def test_bad_inputs_name_the_argument():
-    f = lambda S: S[:, 0]  # noqa: E731
+    def f(S):
+        return S[:, 0]
+
     with pytest.raises(InvalidInputError, match="interval"):
         grid_maximize_1d(f, [[0.0, 1.0], [0.0, 1.0]])
     with pytest.raises(InvalidInputError, match="interval"):

@@ -47,7 +47,10 @@ def test_grid_and_lbfgs_searches_agree_on_a_refraction_model():
         x = np.array(x)
         grid = BALD().choose_context(model, problem, x, np.random.default_rng(0))
         lbfgs = BALD(grid_size=0).choose_context(model, problem, x, np.random.default_rng(0))
-        value = lambda s: F.bald(model, [[s[0], *x]], grad=False)[0]  # noqa: E731
+
+        def value(s):
+            return F.bald(model, [[s[0], *x]], grad=False)[0]
+
         dense = np.linspace(-1.0, 2.0, 6001)
         best = F.bald(model, np.column_stack([dense, np.tile(x, (len(dense), 1))]), grad=False).max()
         assert value(grid) >= value(lbfgs) - 1e-6

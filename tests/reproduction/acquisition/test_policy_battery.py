@@ -108,9 +108,9 @@ def test_registry_lists_the_paper_tables():
         )
 
 
-#: Near copies by design: Brochu et al.'s EI duels the incumbent with a near copy of itself (000 §5.2
-#: names the pathology, after Nielsen et al. 2015; docs/results/README.md measures it), and so does
-#: EIIG as printed in table S1 (its maximum is the champion itself; EIIG+I is the repaired rule); KSS
+#: Near copies by design: Brochu et al.'s EI duels the incumbent with a near copy of itself (Fauvel & Chalk
+#: (binary/preferential BO), §5.2 names the pathology, after Nielsen et al. 2015; docs/results/README.md measures it),
+#: and so does EIIG as printed in table S1 (its maximum is the champion itself; EIIG+I is the repaired rule); KSS
 #: duels two posterior samples' maxima, which meet as the posterior concentrates (self-sparring converges).
 NEAR_COPY_BY_DESIGN = {"EI-pref", "EIIG", "KSS", "KSS-ALD", "KSS-random-context"}
 DUEL_NAMES = [n for n in NAMES if registry.get(n).scenario.endswith("preferential") and n not in NEAR_COPY_BY_DESIGN]
@@ -121,7 +121,7 @@ def test_an_informed_duel_is_not_a_point_against_a_near_copy_of_itself(name):
     """After 60 answers from a peaked utility, the two members stand at least 5% of the box apart.
     A near copy teaches almost nothing (P ~ 1/2 whatever the answer). The first Dueling UCB (the
     marginal sigma_f instead of the duel's sigma_g) put its challenger 0.3% of the box from the
-    champion here, and within 1% in about 70% of its 000 Table 2 queries."""
+    champion here, and within 1% in about 70% of its Fauvel & Chalk (binary/preferential BO), Table 2 queries."""
     from scipy.special import ndtr
 
     problem = _problem(registry.get(name).scenario)
@@ -129,7 +129,10 @@ def test_an_informed_duel_is_not_a_point_against_a_near_copy_of_itself(name):
     n = 60
     s = rng.uniform(0.5, 1.0, (n, problem.c))
     a, b = rng.uniform(-2, 2, (n, D)) * [1.0, 0.6], rng.uniform(-2, 2, (n, D)) * [1.0, 0.6]
-    utility = lambda x: -3 * np.sum((x - [0.7, 0.2]) ** 2, axis=1)  # noqa: E731
+
+    def utility(x):
+        return -3 * np.sum((x - [0.7, 0.2]) ** 2, axis=1)
+
     y = (rng.random(n) < ndtr(utility(a) - utility(b))).astype(float)
     X = np.column_stack([s, a, s, b])
     model = PreferenceGP(_kernel(problem), X, y)

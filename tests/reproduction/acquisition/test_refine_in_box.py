@@ -68,7 +68,10 @@ def test_incumbent_fixed_sides_and_non_finite_values():
     start = np.array([[0.1, 0.25]])
     x, v = refine_in_box(fn, box, start)
     assert x[1] == 0.25 and x[0] <= 0.6 and np.isfinite(v) and v >= fn(start)[0][0]  # never a non-finite point
-    smooth = lambda X: (-((X[:, 0] - 0.9) ** 2), np.column_stack([-2.0 * (X[:, 0] - 0.9), 0.0 * X[:, 1]]))  # noqa: E731
+
+    def smooth(X):
+        return (-((X[:, 0] - 0.9) ** 2), np.column_stack([-2.0 * (X[:, 0] - 0.9), 0.0 * X[:, 1]]))
+
     x, v = refine_in_box(smooth, box, start, incumbent=(start[0], smooth(start)[0][0]))
     assert abs(x[0] - 0.9) < 1e-6 and x[1] == 0.25 and v > -1e-12
     incumbent = (np.array([0.9, 0.25]), 1.0)
@@ -76,6 +79,9 @@ def test_incumbent_fixed_sides_and_non_finite_values():
     assert refine_in_box(smooth, box, np.empty((0, 2)), incumbent=incumbent) is incumbent
     with pytest.raises(InvalidInputError, match="starts"):
         refine_in_box(smooth, box, np.empty((0, 2)))
-    nan_scores = lambda X: np.full(len(X), np.nan)  # noqa: E731
+
+    def nan_scores(X):
+        return np.full(len(X), np.nan)
+
     assert refine_in_box(smooth, box, start, values_only=nan_scores, incumbent=(start[0], -5.0))[1] == -5.0
     assert refine_in_box(smooth, box, start, values_only=nan_scores)[1] == -np.inf

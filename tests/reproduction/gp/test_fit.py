@@ -42,7 +42,7 @@ def check_lengthscale_recovery(X, y, true):
 
 @pytest.mark.slow
 def test_recovers_the_lengthscale_from_1000_answers():
-    """The brief's check (1000 answers): ~5 s single-threaded, much longer on a loaded 2-core box."""
+    """The lengthscale recovered from 1000 answers: ~5 s single-threaded, much longer on a loaded 2-core box."""
     check_lengthscale_recovery(*gp_draw(1000))
 
 

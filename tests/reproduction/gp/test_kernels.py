@@ -211,7 +211,10 @@ def test_preference_kernel_matches_monte_carlo_covariance():
 
 def _fourier_1d(k, omega):
     """S(ω) = ∫ k(r) e^{-iωr} dr = 2 ∫₀^∞ k(r) cos(ωr) dr (QUADPACK QAWF)."""
-    fn = lambda r: k(np.zeros((1, 1)), np.array([[r]]))[0, 0]  # noqa: E731
+
+    def fn(r):
+        return k(np.zeros((1, 1)), np.array([[r]]))[0, 0]
+
     if omega == 0:
         return 2 * integrate.quad(fn, 0, np.inf, limit=200)[0]
     return 2 * integrate.quad(fn, 0, np.inf, weight="cos", wvar=omega, limlst=200)[0]
@@ -239,12 +242,18 @@ def test_spectral_density_2d_matern_matches_hankel_transform(cls):
     the ARD case follows by scaling ω_i -> ℓ_i ω_i with Jacobian ∏ℓ."""
     ls, var = np.array([0.5, 1.5]), 1.3
     unit = cls([1.0], 1.0)
-    kr = lambda r: unit(np.zeros((1, 1)), np.array([[r]]))[0, 0]  # noqa: E731
+
+    def kr(r):
+        return unit(np.zeros((1, 1)), np.array([[r]]))[0, 0]
+
     omega = np.array([[0.0, 0.0], [0.4, -1.0], [2.0, 0.3], [-1.5, 1.2]])
     expected = []
     for w in omega:
         rho = np.linalg.norm(w * ls)
-        integrand = lambda r: kr(r) * special.j0(rho * r) * r  # noqa: E731, B023
+
+        def integrand(r):
+            return kr(r) * special.j0(rho * r) * r
+
         val = integrate.quad(integrand, 0, 60, limit=500)[0]
         expected.append(var * np.prod(ls) * 2 * np.pi * val)
     np.testing.assert_allclose(cls(ls, var).spectral_density(omega), expected, rtol=1e-6)

@@ -222,7 +222,10 @@ def test_a_prior_mean_offset_gives_the_mode_evidence_and_predictions_of_f_minus_
         -ref.fun - 0.5 * np.linalg.slogdet(np.eye(10) + K @ np.diag(approx.sqrt_w**2))[1], abs=1e-6
     )
     h = 1e-4
-    lp = lambda f: norm.logcdf(ys * f)  # noqa: E731
+
+    def lp(f):
+        return norm.logcdf(ys * f)
+
     W = -(lp(m + approx.mean + h) - 2 * lp(m + approx.mean) + lp(m + approx.mean - h)) / h**2
     np.testing.assert_allclose(approx.sqrt_w**2, W, rtol=1e-5)
     Xs = rng.uniform(-1, 1, (4, 2))

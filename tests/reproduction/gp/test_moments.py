@@ -21,7 +21,10 @@ def _expect(fn, mu, var):
     (f = mu + σ t, t in [-12, 12]) with breakpoints where Φ(f) changes (f in [-8, 8])."""
     sd = math.sqrt(var)
     pts = sorted({float(np.clip((b - mu) / sd, -12, 12)) for b in (-8.0, -2.0, 0.0, 2.0, 8.0)} - {-12.0, 12.0})
-    dens = lambda t: math.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)  # noqa: E731
+
+    def dens(t):
+        return math.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)
+
     val, _ = integrate.quad(
         lambda t: fn(mu + sd * t) * dens(t), -12, 12, points=pts, epsabs=1e-12, epsrel=1e-10, limit=400
     )

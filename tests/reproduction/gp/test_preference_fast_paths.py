@@ -1,10 +1,10 @@
 """PreferenceGP's fast paths (MUC within 50 ms) give the numbers of the plain formulas.
 
 Oracles: the generic probit engine on the 4-term preference kernel (``ProbitGP(Preference(k))``,
-000 Eq. 6: the path PreferenceGP used before; ``μ_g(x, x') = μ_f(x) - μ_f(x')`` for the utility
-mean), ``predict_value_with_grad`` for the mean-only path, and central finite differences for
-every gradient. Kernels: plain SE, the refraction kernel ``θ s s' + k_SE`` (002 Eq. 15, a sum
-with a linear part) and the benchmark kernel ``s s' k(x, x')`` (a product); Laplace and EP.
+Fauvel & Chalk (binary/preferential BO), Eq. 6: the path PreferenceGP used before; ``μ_g(x, x') = μ_f(x) - μ_f(x')`` for
+the utility mean), ``predict_value_with_grad`` for the mean-only path, and central finite differences for
+every gradient. Kernels: plain SE, the refraction kernel ``θ s s' + k_SE`` (Fauvel & Chalk (contextual BO), Eq. 15, a
+sum with a linear part) and the benchmark kernel ``s s' k(x, x')`` (a product); Laplace and EP.
 """
 
 import numpy as np
@@ -28,14 +28,18 @@ KERNELS = {
 
 
 def _data(kernel_name, n=40, seed=0):
-    """``n`` duels between random options; contextual kernels share the context within a duel (002 Eq. 11)."""
+    """``n`` duels between random options; contextual kernels share the context within a duel (Fauvel & Chalk
+    (contextual BO), Eq. 11)."""
     _, c = KERNELS[kernel_name]
     rng = np.random.default_rng(seed)
     x1, x2 = rng.uniform(-2, 2, (n, 2)), rng.uniform(-2, 2, (n, 2))
     if c:
         s = rng.uniform(0, 1, (n, 1))
         x1, x2 = np.hstack([s, x1]), np.hstack([s, x2])
-    utility = lambda o: -np.sum((o[:, -2:] - 0.5) ** 2, axis=1)  # noqa: E731
+
+    def utility(o):
+        return -np.sum((o[:, -2:] - 0.5) ** 2, axis=1)
+
     y = (rng.random(n) < 1 / (1 + np.exp(-2 * (utility(x1) - utility(x2))))).astype(float)
     return np.hstack([x1, x2]), y
 

@@ -189,7 +189,10 @@ def _preference_model(inference="laplace"):
     base = SquaredExponential([0.3, 0.5], 1.0)
     box = np.array([[0.0, 1.0], [0.0, 1.0]])
     A, B = _uniform(box, 15, 20), _uniform(box, 15, 21)
-    util = lambda Z: -((Z[:, 0] - 0.6) ** 2) - (Z[:, 1] - 0.3) ** 2  # noqa: E731
+
+    def util(Z):
+        return -((Z[:, 0] - 0.6) ** 2) - (Z[:, 1] - 0.3) ** 2
+
     y = (util(A) > util(B)).astype(float)
     return PreferenceGP(base, np.hstack([A, B]), y, inference=inference), box
 

@@ -44,7 +44,7 @@ def test_value_is_base_kernel_on_mapped_columns(X):
 
 def test_power_vector_kernel_is_a_function_of_dioptric_blur():
     """With ℓ_M = ℓ_J = ℓ the SE part is σ² exp(-β²/(2ℓ²)), β the blur between the two lenses
-    (002 Eq. 12, computed by the optics layer from Thibos power vectors)."""
+    (Fauvel & Chalk (contextual BO), Eq. 12, computed by the optics layer from Thibos power vectors)."""
     theta, ell, var = 1.7, 1.3, 2.4
     k = refraction_power_vector_kernel(theta, [ell], var)
     rng = np.random.default_rng(4)

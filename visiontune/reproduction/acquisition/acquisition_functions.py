@@ -71,9 +71,10 @@ def posterior_mean(model, X, *, grad: bool = True):
 
 
 def mean_probability(model, X, *, grad: bool = True):
-    """Predictive probability of success ``mu_c = Phi(mu_f / sqrt(1 + sigma_f^2))`` (000 Eq. 3).
+    """Predictive probability of success ``mu_c = Phi(mu_f / sqrt(1 + sigma_f^2))``
+    (Fauvel & Chalk (binary/preferential BO), Eq. 3).
 
-    Pure exploitation in binary BO (000 §3); its argmax is the reported solution.
+    Pure exploitation in binary BO (Fauvel & Chalk (binary/preferential BO), §3); its argmax is the reported solution.
     """
     _, mu, var, dmu, dvar = _latent(model, X, grad)
     if not grad:
@@ -83,11 +84,12 @@ def mean_probability(model, X, *, grad: bool = True):
 
 
 def ucb_phi(model, X, beta: float = BETA_UCB_PHI, *, grad: bool = True):
-    """Upper credible bound in the observation space (000 Eq. 3 and 9).
+    """Upper credible bound in the observation space (Fauvel & Chalk (binary/preferential BO), Eq. 3 and 9).
 
     ``UCB_Phi(x) = mu_c(x) + beta * sqrt(V[Phi(f(x))])`` with the epistemic variance
     ``V[Phi(f)] = mu_c - 2 T(h, 1/sqrt(1 + 2 sigma_f^2)) - mu_c^2``, ``h = mu_f / sqrt(1 + sigma_f^2)``.
-    ``beta = Phi^-1(0.99)`` in 000, ``Phi^-1(0.95)`` in 002.
+    ``beta = Phi^-1(0.99)`` in Fauvel & Chalk (binary/preferential BO), ``Phi^-1(0.95)`` in Fauvel & Chalk
+    (contextual BO).
     """
     beta = _beta(beta)
     _, mu, var, dmu, dvar = _latent(model, X, grad)
@@ -104,7 +106,8 @@ def ucb_phi(model, X, beta: float = BETA_UCB_PHI, *, grad: bool = True):
 
 
 def ucb_f(model, X, beta: float = 1.0, *, grad: bool = True):
-    """Upper credible bound in the latent space, ``mu_f + beta sigma_f`` (000 §5; Tesch et al. 2013, ``beta = 1``)."""
+    """Upper credible bound in the latent space, ``mu_f + beta sigma_f`` (Fauvel & Chalk (binary/preferential BO), §5;
+    Tesch et al. 2013, ``beta = 1``)."""
     beta = _beta(beta)
     _, mu, var, dmu, dvar = _latent(model, X, grad)
     if not grad:
@@ -119,7 +122,7 @@ def bald(model, X, *, grad: bool = True):
     """Mutual information between the answer and ``f`` (Houlsby et al. 2011), in bits.
 
     ``I = h(mu_c) - C / sqrt(sigma_f^2 + C^2) exp(-mu_f^2 / (2 (sigma_f^2 + C^2)))``,
-    ``C = sqrt(pi ln 2 / 2)``; ``h`` the binary entropy. Used for the context in 002 §3.3.
+    ``C = sqrt(pi ln 2 / 2)``; ``h`` the binary entropy. Used for the context in Fauvel & Chalk (contextual BO), §3.3.
     """
     _, mu, var, dmu, dvar = _latent(model, X, grad)
     if not grad:
@@ -174,7 +177,8 @@ def _binary_ei_moments(mu, var, p_star):
 
 
 def binary_ei(model, X, incumbent: float | None = None, *, grad: bool = True):
-    """Expected improvement in the observation space (Tesch et al. 2013; 000 table 1 "binary EI").
+    """Expected improvement in the observation space (Tesch et al. 2013; Fauvel & Chalk (binary/preferential BO),
+    table 1 "binary EI").
 
     ``EI(x) = E_f[max(0, Phi(f(x)) - p*)]`` under the latent posterior ``N(mu_f, sigma_f^2)``;
     ``p*`` (``incumbent``, a probability in (0, 1)) defaults to the best predictive probability
@@ -205,8 +209,8 @@ def at_context(fn: AcqFn, s) -> AcqFn:
     """Evaluate ``fn`` of ``(s, x)`` at the fixed context ``s (c,)`` as a function of ``x (m, d)``.
 
     Returns ``g(X) -> (values (m,), grads (m, d))`` (or ``values`` if ``fn`` returns values only):
-    the context columns are prepended and their gradient columns dropped (002 §3.3: the x-rule runs at a reference
-    context).
+    the context columns are prepended and their gradient columns dropped (Fauvel & Chalk (contextual BO), §3.3: the
+    x-rule runs at a reference context).
     """
     s = finite_array("s", s).reshape(-1)
 
@@ -225,7 +229,8 @@ def at_context(fn: AcqFn, s) -> AcqFn:
 def over_context(fn: AcqFn, x) -> AcqFn:
     """Evaluate ``fn`` of ``(s, x)`` at the fixed ``x (d,)`` as a function of the context ``S (m, c)``.
 
-    Returns ``g(S) -> (values (m,), grads (m, c))`` (002 §3.3: the context rule, BALD over s).
+    Returns ``g(S) -> (values (m,), grads (m, c))`` (Fauvel & Chalk (contextual BO), §3.3: the context rule, BALD over
+    s).
     """
     x = finite_array("x", x).reshape(-1)
 

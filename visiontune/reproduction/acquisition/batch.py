@@ -1,20 +1,20 @@
 """Batch preferential BO (Fauvel & Chalk (binary/preferential BO) §4.3, table 3): the patient ranks ``m >= 3`` options
 at once.
 
-A ranking is read as its ``m(m-1)/2`` pairwise duels (000 Eqs. 17-18;
+A ranking is read as its ``m(m-1)/2`` pairwise duels (Fauvel & Chalk (binary/preferential BO), Eqs. 17-18;
 :meth:`visiontune.reproduction.gp.PreferenceGP.from_ranking`), so the model is an ordinary
 :class:`~visiontune.reproduction.gp.PreferenceGP`. A batch rule returns ``Query(x=batch[0], x2=batch[1],
 batch=batch)`` with ``batch (m, d)`` of distinct options (the problem's scenario is
 ``batch-preferential``, without a context).
 
-- Batch MUC (000 Eqs. 19-20): champion ``x1 = argmax mu_f``; challengers ``(x2, ..., xm)``
-  jointly maximising ``sum_{i<j} V[Phi(g(x_i, x_j))]`` over all pairs of the batch (000 Eq. 9
-  for each term), one L-BFGS-B search over ``X^(m-1)``. Each term vanishes when two members
-  coincide, so the maximiser has distinct members.
-- Batch KSS (Sui et al. 2017; 000 table 3): the maximisers of ``m`` independent posterior
-  samples of the utility; a member equal to an earlier one is redrawn from a fresh sample (at
+- Batch MUC (Fauvel & Chalk (binary/preferential BO), Eqs. 19-20): champion ``x1 = argmax mu_f``; challengers
+  ``(x2, ..., xm)`` jointly maximising ``sum_{i<j} V[Phi(g(x_i, x_j))]`` over all pairs of the batch (Fauvel & Chalk
+  (binary/preferential BO), Eq. 9 for each term), one L-BFGS-B search over ``X^(m-1)``. Each term vanishes when two
+  members coincide, so the maximiser has distinct members.
+- Batch KSS (Sui et al. 2017; Fauvel & Chalk (binary/preferential BO), table 3): the maximisers of ``m`` independent
+  posterior samples of the utility; a member equal to an earlier one is redrawn from a fresh sample (at
   most ``max_redraws`` times, then uniform), as the authors' toolbox does for duels.
-- Random: ``m`` uniform options (000 table 3 "Random").
+- Random: ``m`` uniform options (Fauvel & Chalk (binary/preferential BO), table 3 "Random").
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def _check_batch_problem(problem: Problem, who: str) -> None:
 
 
 def batch_uncertainty(model, champion, Z, *, grad: bool = True):
-    """``sum_{i<j} V[Phi(g(x_i, x_j))]`` over the batch ``(x1 = champion, Z's members)`` (000 Eq. 20).
+    """``sum_{i<j} V[Phi(g(x_i, x_j))]`` over the batch ``(x1 = champion, Z's members)`` (Fauvel & Chalk
+    (binary/preferential BO), Eq. 20).
 
     ``champion (d,)``; ``Z (k, (m-1) d)``: ``k`` candidate challenger sets, member ``j`` in
     columns ``j d : (j+1) d``. Returns ``(k,)`` or ``((k,), grads (k, (m-1) d))`` (gradient
@@ -95,7 +96,8 @@ def _random_batch(problem: Problem, m: int, rng) -> Query:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchMUC:
-    """Batch Maximally Uncertain Challenge (000 §4.3, Eqs. 19-20); ``m`` options per query."""
+    """Batch Maximally Uncertain Challenge (Fauvel & Chalk (binary/preferential BO), §4.3, Eqs. 19-20); ``m`` options
+    per query."""
 
     m: int = 3
     n_initial: int = 2
@@ -124,8 +126,8 @@ class BatchMUC:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchKSS:
-    """Batch KernelSelfSparring (Sui et al. 2017; 000 table 3): ``m`` posterior-sample maximisers,
-    members that coincide redrawn (at most ``max_redraws`` times each, then uniform)."""
+    """Batch KernelSelfSparring (Sui et al. 2017; Fauvel & Chalk (binary/preferential BO), table 3): ``m``
+    posterior-sample maximisers, members that coincide redrawn (at most ``max_redraws`` times each, then uniform)."""
 
     m: int = 3
     n_initial: int = 2
@@ -153,7 +155,7 @@ class BatchKSS:
 
 @dataclass(frozen=True)
 class RandomBatch:
-    """``m`` options uniform in the box (000 table 3 "Random")."""
+    """``m`` options uniform in the box (Fauvel & Chalk (binary/preferential BO), table 3 "Random")."""
 
     m: int = 3
     n_initial: int = 0

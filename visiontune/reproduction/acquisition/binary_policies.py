@@ -1,7 +1,7 @@
 """Policies: what to ask next, given a fitted model. Binary and contextual-binary rules.
 
 A policy is called as ``policy(model, problem, data, rng) -> Query``. As in the papers it is
-a composition (002 §3.3): an *x-rule* picks the lens ``x`` at the reference context, then a
+a composition (Fauvel & Chalk (contextual BO), §3.3): an *x-rule* picks the lens ``x`` at the reference context, then a
 *context rule* picks the context ``s`` (the letter size) for that ``x``::
 
     UCB_ALD = Sequential(UCBPhi(beta=norm.ppf(0.95)), BALD())
@@ -38,7 +38,7 @@ from visiontune.reproduction.gp.sampling import sample_posterior_functions
 
 __all__ = [
     "BALD",
-    "BETA_002",
+    "BETA_UCB_PHI_CONTEXTUAL",
     "ContextRule",
     "Data",
     "FixedContext",
@@ -61,7 +61,7 @@ __all__ = [
 
 #: The exploration constant of UCB_Phi in Fauvel & Chalk (contextual BO) (``Phi^-1(0.95)``); the binary/preferential
 #: paper uses ``Phi^-1(0.99)``.
-BETA_002 = float(norm.ppf(0.95))
+BETA_UCB_PHI_CONTEXTUAL = float(norm.ppf(0.95))
 
 SCENARIOS = ("binary", "contextual-binary", "preferential", "contextual-preferential", "batch-preferential")
 
@@ -94,7 +94,9 @@ class Problem:
         else:
             cbox = as_box("context_box", self.context_box)
             if self.reference_context is None:
-                raise ConfigurationError("reference_context: required when a context_box is given (002 §3.3)")
+                raise ConfigurationError(
+                    "reference_context: required when a context_box is given (Fauvel & Chalk (contextual BO), §3.3)"
+                )
             s0 = finite_array("reference_context", self.reference_context).reshape(-1)
             if s0.shape[0] != cbox.shape[0] or np.any(s0 < cbox[:, 0]) or np.any(s0 > cbox[:, 1]):
                 raise InvalidInputError(
@@ -258,7 +260,8 @@ class _AcquisitionX:
 
 @dataclass(frozen=True, kw_only=True)
 class UCBPhi(_AcquisitionX):
-    """x = argmax UCB_Phi at the reference context (000 Eq. 3, 9; 002 §3.3 with ``beta = Phi^-1(0.95)``)."""
+    """x = argmax UCB_Phi at the reference context (Fauvel & Chalk (binary/preferential BO), Eq. 3, 9; Fauvel & Chalk
+    (contextual BO), §3.3 with ``beta = Phi^-1(0.95)``)."""
 
     beta: float = F.BETA_UCB_PHI
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
@@ -272,7 +275,8 @@ class UCBPhi(_AcquisitionX):
 
 @dataclass(frozen=True, kw_only=True)
 class UCBf(_AcquisitionX):
-    """x = argmax ``mu_f + beta sigma_f`` (Tesch et al. 2013; 000 table 1, ``beta = 1``)."""
+    """x = argmax ``mu_f + beta sigma_f`` (Tesch et al. 2013; Fauvel & Chalk (binary/preferential BO), table 1,
+    ``beta = 1``)."""
 
     beta: float = 1.0
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
@@ -286,7 +290,7 @@ class UCBf(_AcquisitionX):
 
 @dataclass(frozen=True, kw_only=True)
 class BinaryEI(_AcquisitionX):
-    """x = argmax binary expected improvement (Tesch et al. 2013; 000 table 1)."""
+    """x = argmax binary expected improvement (Tesch et al. 2013; Fauvel & Chalk (binary/preferential BO), table 1)."""
 
     def _acq(self, model, X, grad=True):
         return F.binary_ei(model, X, grad=grad)
@@ -295,8 +299,9 @@ class BinaryEI(_AcquisitionX):
 @dataclass(frozen=True, kw_only=True)
 class ThompsonX:
     """x = argmax of one approximate posterior sample path ``f~(s0, .)`` (Thompson sampling;
-    000 supp. D, 002 supp. G Eq. S43; sample from :func:`visiontune.reproduction.gp.sampling.sample_posterior_functions`
-    on the model's input box, ``n_basis`` Hilbert-space features).
+    Fauvel & Chalk (binary/preferential BO), supp. D, Fauvel & Chalk (contextual BO), supp. G Eq. S43; sample from
+    :func:`visiontune.reproduction.gp.sampling.sample_posterior_functions` on the model's input box, ``n_basis``
+    Hilbert-space features).
 
     The sample is maximised by :func:`sample_optimiser` (256 candidates, 4 separated starts):
     evaluating a 4096-feature sample dominates the cost;
@@ -326,7 +331,8 @@ class RandomX:
 
 @dataclass(frozen=True, kw_only=True)
 class BALD:
-    """s = argmax_s I(c, f | s, x) for the chosen x (Houlsby 2011; 002 §3.3, active learning by disagreement).
+    """s = argmax_s I(c, f | s, x) for the chosen x (Houlsby 2011; Fauvel & Chalk (contextual BO), §3.3, active learning
+    by disagreement).
 
     One context dimension (the letter size): a vectorised grid of ``grid_size`` sizes, a finer grid
     around the best and one parabolic step (:func:`~visiontune.reproduction.acquisition.optimize.grid_maximize_1d`,
@@ -355,7 +361,7 @@ class BALD:
 
 @dataclass(frozen=True)
 class RandomContext:
-    """s uniform in the context box (control: "UCB (random context)", 002 table 1)."""
+    """s uniform in the context box (control: "UCB (random context)", Fauvel & Chalk (contextual BO), table 1)."""
 
     def choose_context(self, model, problem: Problem, x, rng: np.random.Generator) -> np.ndarray:
         if problem.c == 0:
@@ -392,7 +398,7 @@ def _random_query(problem: Problem, rng) -> Query:
 
 @dataclass(frozen=True)
 class Sequential:
-    """x from ``x_rule`` at the reference context, then s from ``context_rule`` (002 §3.3).
+    """x from ``x_rule`` at the reference context, then s from ``context_rule`` (Fauvel & Chalk (contextual BO), §3.3).
 
     Without a context rule on a contextual problem, s is the reference context. The first
     ``n_initial`` queries (counted by ``data.n``) are uniform random (the initial design).
@@ -420,7 +426,8 @@ class Sequential:
 
 @dataclass(frozen=True, kw_only=True)
 class JointBALD:
-    """(s, x) = argmax I(c, f | s, x) jointly (Houlsby 2011; "BALD" control of 002 tables 1, 3)."""
+    """(s, x) = argmax I(c, f | s, x) jointly (Houlsby 2011; "BALD" control of Fauvel & Chalk (contextual
+    BO), tables 1, 3)."""
 
     n_initial: int = 0
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)

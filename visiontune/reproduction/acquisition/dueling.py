@@ -2,10 +2,11 @@
 
 Each rule picks a first member (the *champion*) and then a second (the *challenger*) that
 maximises a rule-specific acquisition over the box, at the reference context for a
-contextual problem (then ``s`` by BALD on the duel, as MUC-ALD does; 002 §3.4):
+contextual problem (then ``s`` by BALD on the duel, as MUC-ALD does; Fauvel & Chalk (contextual BO), §3.4). The rules
+of Fauvel & Chalk (binary/preferential BO), table S1 (``V[Phi(g)]``: the epistemic variance of its Eq. 9):
 
 =====================================  ===========================  =========================================
-rule (000 table S1)                    champion                     challenger
+rule                                   champion                     challenger
 =====================================  ===========================  =========================================
 Dueling UCB (Benavoli et al. 2020)     ``x* = argmax_X mu_f``       ``argmax mu_g(x, x*) + beta sigma_g(x, x*)``
 EI (Brochu et al. 2010)                ``x** = argmax_{X_t} mu_f``  ``argmax E[(f(x) - mu_f(x**))_+]``
@@ -13,7 +14,7 @@ Bivariate EI (Nielsen et al. 2014)     ``x**``                      ``argmax E[(
 EIIG (Benavoli et al. 2020)            ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) - I(c, g | x*, x)``
 EIIG+I (ours: the information added)   ``argmax_X mu_f``            ``argmax k log mu_c(x, x*) + I(c, g | x*, x)``
 Dueling TS (Benavoli et al. 2020)      ``argmax_X mu_f``            maximiser of a posterior sample of ``f``
-Duel TS (González et al. 2017)         maximiser of a sample        ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9)
+Duel TS (González et al. 2017)         maximiser of a sample        ``argmax V[Phi(g(x1, x))]``
 random duels                           uniform                      uniform
 =====================================  ===========================  =========================================
 
@@ -116,14 +117,15 @@ def _sd_and_half_inverse(var):
 
 def dueling_ucb(model, problem: Problem, X, champion, beta: float = BETA_DUELING_UCB, *, grad: bool = True):
     """``mu_g(x, x*) + beta sigma_g(x, x*)``: the UCB of the duel's latent ``g(x, x*) = f(x) - f(x*)``
-    against the champion ``x* (d,)``, at challengers ``X (m, d)`` (Benavoli et al. 2020; 000 table S1).
+    against the champion ``x* (d,)``, at challengers ``X (m, d)`` (Benavoli et al. 2020; Fauvel & Chalk
+    (binary/preferential BO), table S1).
 
     Table S1 prints ``mu_f(x) + beta sigma_f(x)`` with the marginal ``sigma_f``; the authors' toolbox
     (and Benavoli et al.) take the UCB of the difference. The two means differ by the constant
     ``mu_f(x*)``, but ``sigma_g^2 = sigma_f^2(x) + sigma_f^2(x*) - 2 cov(f(x), f(x*))`` vanishes at
     ``x = x*``, which keeps the challenger away from the champion; the marginal ``sigma_f`` does not,
     and its challengers sat next to the champion (uninformative duels, worse than random duels on
-    000 table 2). Returns ``values (m,)`` or ``(values, grads (m, d))``.
+    Fauvel & Chalk (binary/preferential BO), table 2). Returns ``values (m,)`` or ``(values, grads (m, d))``.
     """
     mu, var, dmu, dvar = _duel(model, problem, X, champion, grad)
     sd, half = _sd_and_half_inverse(var)
@@ -147,7 +149,8 @@ def _ei_gaussian(mu, var):
 def expected_improvement(model, problem: Problem, X, incumbent: float, *, grad: bool = True):
     """``EI(x) = E[(f(x) - tau)_+] = (mu - tau) Phi(z) + sigma phi(z)``, ``z = (mu - tau)/sigma``,
     with the marginal utility ``f(x) ~ N(mu_f, sigma_f^2)`` and ``tau = incumbent`` (Brochu et al. 2010;
-    000 table S1: ``tau = mu_f(x**)``). ``X (m, d)`` -> ``values (m,)`` or ``(values, grads (m, d))``."""
+    Fauvel & Chalk (binary/preferential BO), table S1: ``tau = mu_f(x**)``). ``X (m, d)`` -> ``values (m,)`` or
+    ``(values, grads (m, d))``."""
     tau = float(finite_array("incumbent", incumbent))
     mu, var, dmu, dvar = _utility(model, problem, X, grad)
     ei, e_mu, e_var = _ei_gaussian(mu - tau, var)
@@ -158,8 +161,8 @@ def expected_improvement(model, problem: Problem, X, incumbent: float, *, grad: 
 
 def bivariate_ei(model, problem: Problem, X, incumbent, *, grad: bool = True):
     """``BEI(x) = E[(f(x) - f(x**))_+]`` under the joint posterior of ``(f(x), f(x**))``
-    (Nielsen et al. 2014; 000 table S1): ``g = f(x) - f(x**) ~ N(mu_g, sigma_g^2)`` is the duel's
-    latent, so ``BEI = mu_g Phi(mu_g/sigma_g) + sigma_g phi(mu_g/sigma_g)``. Zero at ``x = x**``.
+    (Nielsen et al. 2014; Fauvel & Chalk (binary/preferential BO), table S1): ``g = f(x) - f(x**) ~ N(mu_g, sigma_g^2)``
+    is the duel's latent, so ``BEI = mu_g Phi(mu_g/sigma_g) + sigma_g phi(mu_g/sigma_g)``. Zero at ``x = x**``.
     ``incumbent``: ``x** (d,)``; ``X (m, d)`` -> ``values (m,)`` or ``(values, grads (m, d))``."""
     mu, var, dmu, dvar = _duel(model, problem, X, incumbent, grad)
     ei, e_mu, e_var = _ei_gaussian(mu, var)
@@ -170,18 +173,18 @@ def bivariate_ei(model, problem: Problem, X, incumbent, *, grad: bool = True):
 
 def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weight: float = -1.0, *, grad: bool = True):
     """``k log mu_c(x, x*) + w I(c, g | x*, x)`` (Benavoli et al. 2020, "EI with information gain";
-    000 table S1): ``mu_c(x, x*) = Phi(mu_g / sqrt(1 + sigma_g^2))`` the probability that ``x`` beats
-    the champion (000 Eq. 3), ``I`` the BALD information of the duel's answer (Houlsby 2011, bits)
-    and ``w = information_weight``.
+    Fauvel & Chalk (binary/preferential BO), table S1): ``mu_c(x, x*) = Phi(mu_g / sqrt(1 + sigma_g^2))`` the
+    probability that ``x`` beats the champion (Fauvel & Chalk (binary/preferential BO), Eq. 3), ``I`` the BALD
+    information of the duel's answer (Houlsby 2011, bits) and ``w = information_weight``.
 
     Table S1 prints ``k log mu_c - I`` and the authors' toolbox maximises it with ``k = 0.5``: the
     defaults, the paper's rule. Against the champion ``x* = argmax mu_f`` we have ``mu_g <= 0``, so
     ``mu_c <= 1/2`` and ``I >= 0``: its maximum is ``k ln(1/2)`` at ``x = x*``, a duel of the
-    champion with (a near copy of) itself, the pathology 000 §5.2 names for EI. Here the duel guard
-    draws a uniform challenger where the optimiser lands on ``x*`` exactly: on the first 10 functions
-    of 000 table 2, 60% of its duels are near copies, the rest champion against a uniform point
-    (``benchmarks/duel_spread.py``). ``w = +1`` (the ``EIIG+I`` rule, with ``k = 0.1``) rewards the
-    information instead: exploitation plus exploration (1% near copies).
+    champion with (a near copy of) itself, the pathology Fauvel & Chalk (binary/preferential BO), §5.2 names for EI.
+    Here the duel guard draws a uniform challenger where the optimiser lands on ``x*`` exactly: on the first 10
+    functions of Fauvel & Chalk (binary/preferential BO), table 2, 60% of its duels are near copies, the rest champion
+    against a uniform point (``benchmarks/duel_spread.py``). ``w = +1`` (the ``EIIG+I`` rule, with ``k = 0.1``) rewards
+    the information instead: exploitation plus exploration (1% near copies).
     ``X (m, d)``, ``champion (d,)`` -> ``values (m,)`` or ``(values, grads (m, d))``.
     """
     mu, var, dmu, dvar = _duel(model, problem, X, champion, grad)
@@ -197,7 +200,8 @@ def eiig(model, problem: Problem, X, champion, k: float = 0.5, information_weigh
 
 
 def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = True):
-    """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (000 Eq. 9, 16)."""
+    """``V[Phi(g(x1, x))]`` at challengers ``X (m, d)`` for the champion ``x1 (d,)`` (Fauvel & Chalk
+    (binary/preferential BO), Eq. 9, 16)."""
     s0 = problem.reference_context
     duels = np.column_stack(
         [duel_options(problem, s0, np.broadcast_to(champion, X.shape)), duel_options(problem, s0, X)]
@@ -215,8 +219,8 @@ def challenge_variance(model, problem: Problem, X, champion, *, grad: bool = Tru
 
 
 def training_champion(model, problem: Problem) -> np.ndarray | None:
-    """``x** = argmax mu_f`` over the options of the duels seen so far (000 table S1), at the
-    reference context; ``None`` with no data. Returns ``(d,)``."""
+    """``x** = argmax mu_f`` over the options of the duels seen so far (Fauvel & Chalk (binary/preferential BO),
+    table S1), at the reference context; ``None`` with no data. Returns ``(d,)``."""
     duels = np.asarray(model.X, float)
     if duels.shape[0] == 0:
         return None
@@ -275,9 +279,9 @@ class _Challenge:
 
 @dataclass(frozen=True, kw_only=True)
 class DuelingUCB(_Challenge):
-    """Dueling UCB (Benavoli et al. 2020; 000 table 2, S1): champion ``x* = argmax mu_f``, challenger
-    ``argmax mu_g(x, x*) + beta sigma_g(x, x*)`` (latent UCB of the duel against the champion,
-    ``beta = Phi^-1(0.975)``; see :func:`dueling_ucb` for why not the marginal ``sigma_f``)."""
+    """Dueling UCB (Benavoli et al. 2020; Fauvel & Chalk (binary/preferential BO), table 2, S1): champion
+    ``x* = argmax mu_f``, challenger ``argmax mu_g(x, x*) + beta sigma_g(x, x*)`` (latent UCB of the duel against the
+    champion, ``beta = Phi^-1(0.975)``; see :func:`dueling_ucb` for why not the marginal ``sigma_f``)."""
 
     beta: float = BETA_DUELING_UCB
 
@@ -293,8 +297,9 @@ class DuelingUCB(_Challenge):
 
 @dataclass(frozen=True, kw_only=True)
 class PreferentialEI(_Challenge):
-    """EI (Brochu et al. 2010; 000 table 2, S1): champion ``x** = argmax mu_f`` over the options seen,
-    challenger ``argmax E[(f(x) - mu_f(x**))_+]``. With no data the champion is ``argmax mu_f``."""
+    """EI (Brochu et al. 2010; Fauvel & Chalk (binary/preferential BO), table 2, S1): champion ``x** = argmax mu_f``
+    over the options seen, challenger ``argmax E[(f(x) - mu_f(x**))_+]``. With no data the champion is
+    ``argmax mu_f``."""
 
     def _champion(self, model, problem, rng):
         best = training_champion(model, problem)
@@ -307,8 +312,8 @@ class PreferentialEI(_Challenge):
 
 @dataclass(frozen=True, kw_only=True)
 class BivariateEI(PreferentialEI):
-    """Bivariate EI (Nielsen et al. 2014; 000 table 2, S1): champion ``x**``, challenger
-    ``argmax E[(f(x) - f(x**))_+]`` under the joint posterior."""
+    """Bivariate EI (Nielsen et al. 2014; Fauvel & Chalk (binary/preferential BO), table 2, S1): champion ``x**``,
+    challenger ``argmax E[(f(x) - f(x**))_+]`` under the joint posterior."""
 
     def _acquisition(self, model, problem, champion, X, grad):
         return bivariate_ei(model, problem, X, champion, grad=grad)
@@ -316,8 +321,8 @@ class BivariateEI(PreferentialEI):
 
 @dataclass(frozen=True, kw_only=True)
 class EIIG(_Challenge):
-    """EI with information gain (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``,
-    challenger ``argmax k log mu_c(x, x*) + w I(c, g | x*, x)``; the paper's rule has ``k = 0.5``,
+    """EI with information gain (Benavoli et al. 2020; Fauvel & Chalk (binary/preferential BO), table 2, S1): champion
+    ``argmax mu_f``, challenger ``argmax k log mu_c(x, x*) + w I(c, g | x*, x)``; the paper's rule has ``k = 0.5``,
     ``w = -1`` (the defaults), ``EIIG+I`` has ``k = 0.1``, ``w = +1`` (see :func:`eiig`)."""
 
     k: float = 0.5
@@ -338,8 +343,8 @@ class EIIG(_Challenge):
 
 @dataclass(frozen=True, kw_only=True)
 class DuelingTS(_Challenge):
-    """Dueling Thompson sampling (Benavoli et al. 2020; 000 table 2, S1): champion ``argmax mu_f``,
-    challenger the maximiser of one approximate posterior sample of ``f``; a sample whose maximum
+    """Dueling Thompson sampling (Benavoli et al. 2020; Fauvel & Chalk (binary/preferential BO), table 2, S1): champion
+    ``argmax mu_f``, challenger the maximiser of one approximate posterior sample of ``f``; a sample whose maximum
     is the champion is redrawn (at most ``max_redraws`` times, then uniform)."""
 
     n_basis: int = 4096
@@ -356,9 +361,10 @@ class DuelingTS(_Challenge):
 
 @dataclass(frozen=True, kw_only=True)
 class DuelTS(_Challenge):
-    """Duel Thompson sampling as in 000 table S1 (after González et al. 2017): first member the
-    maximiser of a posterior sample of ``f``, challenger ``argmax V[Phi(g(x1, x))]`` (000 Eq. 9).
-    (González's own version maximises the sample's soft-Copeland score: ``PBO-DTS``.)"""
+    """Duel Thompson sampling as in Fauvel & Chalk (binary/preferential BO), table S1 (after González et al. 2017):
+    first member the maximiser of a posterior sample of ``f``, challenger ``argmax V[Phi(g(x1, x))]`` (Fauvel & Chalk
+    (binary/preferential BO), Eq. 9). (González's own version maximises the sample's soft-Copeland score:
+    ``PBO-DTS``.)"""
 
     n_basis: int = 4096
     sample_settings: OptimiserSettings = field(default_factory=sample_optimiser)
@@ -372,7 +378,8 @@ class DuelTS(_Challenge):
 
 @dataclass(frozen=True)
 class RandomDuel:
-    """Both members uniform in the box (and ``s`` uniform in the context box): 000 table 2 "Random"."""
+    """Both members uniform in the box (and ``s`` uniform in the context box): Fauvel & Chalk (binary/preferential BO),
+    table 2 "Random"."""
 
     n_initial: int = 0
 
@@ -388,8 +395,8 @@ class RandomDuel:
 @dataclass(frozen=True, kw_only=True)
 class DuelBALD:
     """``(s, x1, x2) = argmax I(c, g | s, x1, x2)`` jointly (Houlsby et al. 2011; the "BALD" control
-    of 002 §4.2, table 2): BALD of the duel ``[(s, x1), (s, x2)]`` over ``S x X x X`` (``X x X``
-    without a context). ``I = 0`` when ``x1 = x2``, so the members differ."""
+    of Fauvel & Chalk (contextual BO), §4.2, table 2): BALD of the duel ``[(s, x1), (s, x2)]`` over ``S x X x X``
+    (``X x X`` without a context). ``I = 0`` when ``x1 = x2``, so the members differ."""
 
     n_initial: int = 2
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)

@@ -1,22 +1,23 @@
-"""Preferential BO of González et al. 2017 ("001" below): soft-Copeland score, Condorcet winner,
+"""Preferential BO of González et al. 2017: soft-Copeland score, Condorcet winner,
 and the duel rules PBO-PE, PBO-CEI and PBO-DTS.
 
-Soft-Copeland score (001 Eq. 3, Monte Carlo form Eq. 5) with our probit duel model
-``P(x beats x') = E[Phi(g(x, x'))] = mu_c([x, x'])`` (000 Eq. 3; González uses a logistic link):
+Soft-Copeland score (González et al. 2017, Eq. 3, Monte Carlo form Eq. 5) with our probit duel model
+``P(x beats x') = E[Phi(g(x, x'))] = mu_c([x, x'])`` (Fauvel & Chalk (binary/preferential BO), Eq. 3; González uses a
+logistic link):
 
     C(x) = Vol(X)^-1 int_X mu_c([x, x']) dx'  ~=  (1/M) sum_k mu_c([x, x_k])
 
 over ``M`` landmarks ``x_k`` (scrambled Sobol points of the box, seeded from the rng; González
-draws them uniformly). The Condorcet winner is ``argmax_x C(x)`` (001 §2.2).
+draws them uniformly). The Condorcet winner is ``argmax_x C(x)`` (González et al. 2017, §2.2).
 
-- PBO-PE (001 §3.1): the duel ``[x, x']`` maximising the epistemic variance
+- PBO-PE (González et al. 2017, §3.1): the duel ``[x, x']`` maximising the epistemic variance
   ``V[Phi(g(x, x'))]`` jointly over ``X x X``. González estimates it by Monte Carlo; here it is
-  the closed form of 000 Eq. 9.
-- PBO-CEI (001 §3.2, Eq. 6): ``pi([x, x']) (c*_x - c*)_+ + pi([x', x]) (c*_x' - c*)_+`` with
+  the closed form of Fauvel & Chalk (binary/preferential BO), Eq. 9.
+- PBO-CEI (González et al. 2017, §3.2, Eq. 6): ``pi([x, x']) (c*_x - c*)_+ + pi([x', x]) (c*_x' - c*)_+`` with
   ``c*`` the Condorcet winner's score and ``c*_x`` (``c*_x'``) the score after the duel is
   added with ``x`` (``x'``) winning; each look-ahead is a refit. Discretised like cBKG: the
   outer maximum over Sobol candidate duels, the inner over a reference set. Non-contextual only.
-- PBO-DTS (001 §3.3): ``x = argmax`` of the soft-Copeland score of one posterior sample
+- PBO-DTS (González et al. 2017, §3.3): ``x = argmax`` of the soft-Copeland score of one posterior sample
   ``C~(x) = (1/M) sum_k Phi(f~(x) - f~(x_k))``, then ``x' = argmax V[Phi(g(x, x'))]``.
 """
 
@@ -66,7 +67,7 @@ def _landmarks(problem: Problem, landmarks) -> np.ndarray:
 
 
 def soft_copeland(model, problem: Problem, X, landmarks, *, grad: bool = False):
-    """Soft-Copeland score ``C(x) = (1/M) sum_k mu_c([x, x_k])`` (001 Eq. 3, 5) at ``X (m, d)``,
+    """Soft-Copeland score ``C(x) = (1/M) sum_k mu_c([x, x_k])`` (González et al. 2017, Eq. 3, 5) at ``X (m, d)``,
     at the reference context; ``landmarks (M, d)``. Returns ``(m,)`` or ``((m,), grads (m, d))``."""
     X = points("X", X, dim=problem.d)
     L = _landmarks(problem, landmarks)
@@ -85,7 +86,7 @@ def soft_copeland(model, problem: Problem, X, landmarks, *, grad: bool = False):
 
 
 def sampled_copeland(sample, problem: Problem, X, landmarks, *, grad: bool = False):
-    """Soft-Copeland score of one posterior sample ``f~`` of the utility (001 §3.3):
+    """Soft-Copeland score of one posterior sample ``f~`` of the utility (González et al. 2017, §3.3):
     ``C~(x) = (1/M) sum_k Phi(f~(x) - f~(x_k))`` at ``X (m, d)``; ``sample`` a
     :class:`visiontune.reproduction.gp.sampling.PosteriorSample` of a preference model."""
     from scipy.special import ndtr
@@ -106,7 +107,8 @@ def sampled_copeland(sample, problem: Problem, X, landmarks, *, grad: bool = Fal
 def condorcet_winner(
     model, problem: Problem, rng, *, n_landmarks: int = 64, optimiser: OptimiserSettings | None = None
 ):
-    """``(x_c (d,), C(x_c))``: the argmax of the soft-Copeland score (001 §2.2), landmarks drawn from ``rng``."""
+    """``(x_c (d,), C(x_c))``: the argmax of the soft-Copeland score (González et al. 2017, §2.2), landmarks drawn from
+    ``rng``."""
     optimiser = optimiser or OptimiserSettings(n_candidates=128, n_starts=4)
     L = sobol_points(problem.box, n_landmarks, check_rng(rng))
     return optimiser.run(
@@ -130,7 +132,7 @@ def _refit(model, duel: np.ndarray, answer: float):
 
 
 def copeland_expected_improvement(model, problem: Problem, duels, reference, landmarks) -> np.ndarray:
-    """PBO-CEI ``(m,)`` at duels ``(m, 2d)`` (001 Eq. 6 and its closed form):
+    """PBO-CEI ``(m,)`` at duels ``(m, 2d)`` (González et al. 2017, Eq. 6 and its closed form):
     ``pi([x, x']) (c*_x - c*)_+ + (1 - pi([x, x'])) (c*_x' - c*)_+``, ``pi = mu_c`` of the duel,
     ``c* = max_{reference} C``, ``c*_x`` (``c*_x'``) the same maximum after refitting with the
     duel won by ``x`` (``x'``). ``reference (r, d)``, ``landmarks (M, d)``. Non-contextual problems."""
@@ -175,7 +177,8 @@ class _Gonzalez:
 
 @dataclass(frozen=True, kw_only=True)
 class PBOPE(_Gonzalez):
-    """PBO-PE (001 §3.1): the duel ``argmax_{[x, x']} V[Phi(g(x, x'))]`` over ``X x X`` (000 Eq. 9)."""
+    """PBO-PE (González et al. 2017, §3.1): the duel ``argmax_{[x, x']} V[Phi(g(x, x'))]`` over ``X x X`` (Fauvel &
+    Chalk (binary/preferential BO), Eq. 9)."""
 
     optimiser: OptimiserSettings = field(default_factory=OptimiserSettings)
 
@@ -202,7 +205,7 @@ class PBOPE(_Gonzalez):
 
 @dataclass(frozen=True, kw_only=True)
 class PBODTS(_Gonzalez):
-    """PBO-DTS (001 §3.3): ``x = argmax`` of the sampled soft-Copeland score :func:`sampled_copeland`
+    """PBO-DTS (González et al. 2017, §3.3): ``x = argmax`` of the sampled soft-Copeland score :func:`sampled_copeland`
     (one posterior sample, ``n_landmarks`` Sobol landmarks drawn first from the rng), then
     ``x' = argmax V[Phi(g(x, x'))]``."""
 
@@ -231,7 +234,7 @@ class PBODTS(_Gonzalez):
 
 @dataclass(frozen=True, kw_only=True)
 class PBOCEI(_Gonzalez):
-    """PBO-CEI (001 §3.2): the best of ``n_candidates`` Sobol duels by
+    """PBO-CEI (González et al. 2017, §3.2): the best of ``n_candidates`` Sobol duels by
     :func:`copeland_expected_improvement` (reference set: ``n_reference`` Sobol points plus the
     Condorcet winner; ``n_landmarks`` landmarks). Cost: two refits per candidate."""
 

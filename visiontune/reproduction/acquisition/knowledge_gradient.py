@@ -2,10 +2,11 @@
 
 ``KG(s, x) = sum_{c in {0,1}} p(c | s, x, D) mu*_{D + (s, x, c)} - mu*_D`` with
 ``mu*_D = max_{x'} E[f(s0, x') | D]`` the maximum of the latent posterior mean at the reference
-context (002 Eq. 6) and ``p(c = 1 | s, x, D) = mu_c(s, x)`` (000 Eq. 3). Each look-ahead
-posterior is a real refit of the model (Laplace or EP, warm-started from the current one).
+context (Fauvel & Chalk (contextual BO), Eq. 6) and ``p(c = 1 | s, x, D) = mu_c(s, x)`` (Fauvel & Chalk
+(binary/preferential BO), Eq. 3). Each look-ahead posterior is a real refit of the model (Laplace or EP, warm-started
+from the current one).
 
-Gradient (002 supp. B, Eqs. S21-S30; Laplace only): by the envelope theorem
+Gradient (Fauvel & Chalk (contextual BO), supp. B, Eqs. S21-S30; Laplace only): by the envelope theorem
 ``grad mu*_c = grad_z E[f(r*) | D + (z, c)]`` at the look-ahead maximiser ``r* = (s0, x*)`` held
 fixed, and with ``a = grad log p(c | y)`` at the look-ahead mode ``y = K a``,
 ``W = -grad^2 log p(c | y)``:
@@ -16,7 +17,7 @@ fixed, and with ``a = grad log p(c | y)`` at the look-ahead mode ``y = K a``,
 where only the last row and column of ``K`` depend on the new input ``z``; then
 ``grad KG = grad mu_c (mu*_1 - mu*_0) + mu_c grad mu*_1 + (1 - mu_c) grad mu*_0`` (S21).
 
-Simplifications (say so when comparing with 002 table 1): the inner maximum is taken over a
+Simplifications (say so when comparing with Fauvel & Chalk (contextual BO), table 1): the inner maximum is taken over a
 finite reference set of ``x'`` (scrambled Sobol points plus the current solution). The outer
 maximum: ``n_candidates`` Sobol points of ``(s, x)``, then (Laplace models) L-BFGS-B with the
 envelope gradient from the ``n_starts`` best. Cost: two refits per evaluation.
@@ -54,7 +55,8 @@ def _refit(model, z: np.ndarray, c: float):
 
 
 def knowledge_gradient(model, problem: Problem, Z, reference) -> np.ndarray:
-    """``KG (m,)`` at model inputs ``Z (m, c + d)`` (002 Eq. 7), inner max over ``reference (k, d)``.
+    """``KG (m,)`` at model inputs ``Z (m, c + d)`` (Fauvel & Chalk (contextual BO), Eq. 7), inner max over
+    ``reference (k, d)``.
 
     ``model``: a fitted ``ProbitGP`` on inputs ``(s, x)``; the posterior mean is taken at
     ``problem.reference_context`` (none for a binary problem).
@@ -73,7 +75,7 @@ def knowledge_gradient(model, problem: Problem, Z, reference) -> np.ndarray:
 
 
 def _lookahead_best_and_grad(model, refit, z: np.ndarray, R: np.ndarray):
-    """``(mu*_c, grad_z mu*_c)`` of a Laplace refit on ``D + (z, c)`` (002 Eqs. S26-S30)."""
+    """``(mu*_c, grad_z mu*_c)`` of a Laplace refit on ``D + (z, c)`` (Fauvel & Chalk (contextual BO), Eqs. S26-S30)."""
 
     mu_R = refit.predict(R)[0]
     r = R[int(np.argmax(mu_R))]
@@ -95,9 +97,12 @@ def _lookahead_best_and_grad(model, refit, z: np.ndarray, R: np.ndarray):
 
 def knowledge_gradient_with_grad(model, problem: Problem, Z, reference):
     """``(KG (m,), grad (m, c + d))`` at ``Z (m, c + d)``: :func:`knowledge_gradient` and its
-    envelope-theorem gradient (002 supp. B, Eq. S21; module docstring). Laplace models only."""
+    envelope-theorem gradient (Fauvel & Chalk (contextual BO), supp. B, Eq. S21; module docstring). Laplace models
+    only."""
     if getattr(model, "inference", "laplace") != "laplace":
-        raise ConfigurationError("cBKG gradient: needs a Laplace model (002 supp. B); use gradient=False with EP")
+        raise ConfigurationError(
+            "cBKG gradient: needs a Laplace model (Fauvel & Chalk (contextual BO), supp. B); use gradient=False with EP"
+        )
     Z = points("Z", Z, dim=problem.c + problem.d)
     R = points("reference", reference, dim=problem.d)
     if problem.c:
@@ -116,7 +121,7 @@ def knowledge_gradient_with_grad(model, problem: Problem, Z, reference):
 class CBKG:
     """Query ``(s, x) = argmax KG``: the best of ``n_candidates`` Sobol points of the input box,
     refined (``gradient=True``, Laplace models) by L-BFGS-B with the envelope-theorem gradient
-    from the ``n_starts`` best candidates (002 §3.2, supp. B-C; see module docstring)."""
+    from the ``n_starts`` best candidates (Fauvel & Chalk (contextual BO), §3.2, supp. B-C; see module docstring)."""
 
     n_initial: int = 0
     n_candidates: int = 64

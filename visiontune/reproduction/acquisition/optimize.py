@@ -211,7 +211,7 @@ def grid_maximize_1d(
     function the location error is about the cube of the refined spacing
     ``2 (high - low) / ((n_grid - 1)(n_refine - 1))``; a maximum narrower than the coarse spacing
     ``(high - low) / (n_grid - 1)`` can be missed, so use it for smooth, slowly varying functions
-    (BALD over a letter size, 002 §3.3). Returns ``(s (1,), value)``. Raises
+    (BALD over a letter size, Fauvel & Chalk (contextual BO), §3.3). Returns ``(s (1,), value)``. Raises
     :class:`NumericalError` if ``values_fn`` is not finite on the coarse grid.
     """
     box = as_box("interval", interval)

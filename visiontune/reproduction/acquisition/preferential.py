@@ -1,14 +1,15 @@
 """Preferential BO policies (duels): Maximally Uncertain Challenge and KernelSelfSparring,
-and their contextual versions MUC-ALD and KSS-ALD (002 §3.4). The other baselines of 000
-table 2 are in :mod:`~visiontune.reproduction.acquisition.dueling`, González's rules in
+and their contextual versions MUC-ALD and KSS-ALD (Fauvel & Chalk (contextual BO), §3.4). The other baselines
+of Fauvel & Chalk (binary/preferential BO), table 2 are in :mod:`~visiontune.reproduction.acquisition.dueling`,
+González's rules in
 :mod:`~visiontune.reproduction.acquisition.gonzalez`, batch rules in :mod:`~visiontune.reproduction.acquisition.batch`.
 
 The model is a fitted :class:`visiontune.reproduction.gp.PreferenceGP`: latent ``g(o, o') = f(o) - f(o')``
 on duels ``(m, 2D)`` (``predict_with_grad``), latent utility ``f`` on options ``(m, D)``
 (``predict_value``, ``predict_value_with_grad``). An option is ``x`` (D = d) or, for a
 contextual problem, ``(s, x)`` (D = c + d, context first), and a contextual duel compares
-``(s, x)`` with ``(s, x2)`` at one context ``s`` (002 Eq. 11). The duel ``(x, x2)`` is chosen at
-the reference context; then ``s = argmax_s I(c, g | s, x, x2)`` (BALD on the duel). A policy
+``(s, x)`` with ``(s, x2)`` at one context ``s`` (Fauvel & Chalk (contextual BO), Eq. 11). The duel ``(x, x2)`` is
+chosen at the reference context; then ``s = argmax_s I(c, g | s, x, x2)`` (BALD on the duel). A policy
 returns ``Query(x, s, x2)``; ``x2`` is never ``x``.
 """
 
@@ -62,8 +63,9 @@ def random_duel(problem: Problem, rng) -> Query:
 def duel_query(
     model, problem: Problem, x, x2, rng, optimiser: OptimiserSettings, random_context: bool = False
 ) -> Query:
-    """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (002 §3.4),
-    or ``s`` uniform in the context box with ``random_context`` (the controls of 002 §4.2)."""
+    """Query for the duel ``(x, x2)``; contextual: ``s = argmax_s BALD(g((s, x), (s, x2)))`` (Fauvel & Chalk (contextual
+    BO), §3.4), or ``s`` uniform in the context box with ``random_context`` (the controls of Fauvel & Chalk (contextual
+    BO), §4.2)."""
     if problem.c == 0:
         return Query(x=x, x2=x2)
     if random_context:
@@ -95,14 +97,17 @@ def preference_solution(model, problem: Problem, rng, *, optimiser: OptimiserSet
             mu, dmu = model.predict_value_mean_with_grad(duel_options(problem, s0, X))
             return mu, dmu[:, c:]
 
-        values = lambda X: model.predict_value_mean(duel_options(problem, s0, X))  # noqa: E731
+        def values(X):
+            return model.predict_value_mean(duel_options(problem, s0, X))
     else:
 
         def fn(X):
             mu, _, dmu, _ = model.predict_value_with_grad(duel_options(problem, s0, X))
             return mu, dmu[:, c:]
 
-        values = lambda X: model.predict_value(duel_options(problem, s0, X))[0]  # noqa: E731
+        def values(X):
+            return model.predict_value(duel_options(problem, s0, X))[0]
+
     return optimiser.run(fn, problem.box, check_rng(rng), values_only=values)[0]
 
 
@@ -136,7 +141,8 @@ def _challenge_moments(model, problem: Problem, champion):
 
 def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, optimiser: OptimiserSettings):
     """Maximisers ``(n_samples, d)`` of independent approximate posterior samples of the utility
-    at the reference context (000 supp. D; :func:`visiontune.reproduction.gp.sampling.sample_posterior_functions`)."""
+    at the reference context (Fauvel & Chalk (binary/preferential BO), supp. D;
+    :func:`visiontune.reproduction.gp.sampling.sample_posterior_functions`)."""
     s0, c = problem.reference_context, problem.c
     samples = sample_posterior_functions(model, problem.input_box, n_samples, rng, n_basis=n_basis)
     return np.array(
@@ -157,10 +163,10 @@ def sample_maxima(model, problem: Problem, rng, n_samples: int, n_basis: int, op
 
 @dataclass(frozen=True, kw_only=True)
 class MUC:
-    """Maximally Uncertain Challenge (000 §4.2, table S1): champion ``x* = argmax mu_f``,
-    challenger ``x2 = argmax_x V[Phi(g(x*, x))]`` (epistemic variance of the duel's outcome,
-    000 Eq. 9). ``V = 0`` at ``x = x*`` (``g(x*, x*) = 0`` surely), so ``x2 != x*``.
-    Contextual problems: ``s`` by BALD on the duel (MUC-ALD), or uniform with ``random_context``."""
+    """Maximally Uncertain Challenge (Fauvel & Chalk (binary/preferential BO), §4.2, table S1): champion
+    ``x* = argmax mu_f``, challenger ``x2 = argmax_x V[Phi(g(x*, x))]`` (epistemic variance of the duel's outcome,
+    Fauvel & Chalk (binary/preferential BO), Eq. 9). ``V = 0`` at ``x = x*`` (``g(x*, x*) = 0`` surely), so
+    ``x2 != x*``. Contextual problems: ``s`` by BALD on the duel (MUC-ALD), or uniform with ``random_context``."""
 
     n_initial: int = 2
     random_context: bool = False
@@ -194,8 +200,8 @@ class MUC:
 
 @dataclass(frozen=True, kw_only=True)
 class KSS:
-    """KernelSelfSparring (Sui & Burdick 2017; 000 table S1): the maximisers of two independent
-    approximate posterior samples of the utility; a duel whose two maxima coincide is redrawn
+    """KernelSelfSparring (Sui & Burdick 2017; Fauvel & Chalk (binary/preferential BO), table S1): the maximisers of two
+    independent approximate posterior samples of the utility; a duel whose two maxima coincide is redrawn
     (authors' toolbox), at most ``max_redraws`` times, then the second option is uniform.
     Contextual problems: ``s`` by BALD on the duel (KSS-ALD), or uniform with ``random_context``."""
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from visiontune.errors import ConfigurationError
 from visiontune.reproduction.acquisition.acquisition_functions import BETA_UCB_PHI
+from visiontune.reproduction.acquisition.batch import BatchKSS, BatchMUC, RandomBatch
 from visiontune.reproduction.acquisition.binary_policies import (
     BALD,
-    BETA_002,
+    BETA_UCB_PHI_CONTEXTUAL,
     BinaryEI,
     JointBALD,
     Policy,
@@ -25,6 +26,17 @@ from visiontune.reproduction.acquisition.binary_policies import (
     UCBf,
     UCBPhi,
 )
+from visiontune.reproduction.acquisition.dueling import (
+    EIIG,
+    BivariateEI,
+    DuelBALD,
+    DuelingTS,
+    DuelingUCB,
+    DuelTS,
+    PreferentialEI,
+    RandomDuel,
+)
+from visiontune.reproduction.acquisition.gonzalez import PBOCEI, PBODTS, PBOPE
 from visiontune.reproduction.acquisition.knowledge_gradient import CBKG
 from visiontune.reproduction.acquisition.preferential import KSS, MUC
 
@@ -78,13 +90,14 @@ def _seq(x_rule_factory, context_rule_factory, n_initial_default):
     return factory
 
 
-# Binary BO (Fauvel & Chalk (binary/preferential BO), table 1; 2 initial random samples, 000 §5).
+# Binary BO (Fauvel & Chalk (binary/preferential BO), table 1; 2 initial random samples, Fauvel & Chalk
+# (binary/preferential BO), §5).
 register(
     PolicySpec(
         "UCB_Phi",
         _seq(lambda **kw: UCBPhi(**{"beta": BETA_UCB_PHI, **kw}), None, 2),
         "binary",
-        "000 Eq. 3, 9; table 1",
+        "Fauvel & Chalk (binary/preferential BO), Eq. 3, 9; table 1",
         "UCB in the observation space, beta = Phi^-1(0.99)",
     )
 )
@@ -93,7 +106,7 @@ register(
         "UCB_f",
         _seq(lambda **kw: UCBf(**{"beta": 1.0, **kw}), None, 2),
         "binary",
-        "000 table 1 (Tesch et al. 2013)",
+        "Fauvel & Chalk (binary/preferential BO), table 1 (Tesch et al. 2013)",
         "UCB in the latent space, beta = 1",
     )
 )
@@ -102,7 +115,7 @@ register(
         "binary-EI",
         _seq(BinaryEI, None, 2),
         "binary",
-        "000 table 1 (Tesch et al. 2013)",
+        "Fauvel & Chalk (binary/preferential BO), table 1 (Tesch et al. 2013)",
         "expected improvement of Phi(f) over the best mu_c",
     )
 )
@@ -111,19 +124,28 @@ register(
         "TS",
         _seq(ThompsonX, None, 2),
         "binary",
-        "000 table 1, supp. D",
+        "Fauvel & Chalk (binary/preferential BO), table 1, supp. D",
         "x = argmax of one approximate posterior sample of f",
     )
 )
-register(PolicySpec("random", _seq(RandomX, None, 2), "binary", "000 table 1", "x uniform in the box"))
+register(
+    PolicySpec(
+        "random",
+        _seq(RandomX, None, 2),
+        "binary",
+        "Fauvel & Chalk (binary/preferential BO), table 1",
+        "x uniform in the box",
+    )
+)
 
-# Contextual binary BO (Fauvel & Chalk (contextual BO), tables 1 and 3; 5 initial random samples, 002 §4.1).
+# Contextual binary BO (Fauvel & Chalk (contextual BO), tables 1 and 3; 5 initial random samples, Fauvel & Chalk
+# (contextual BO), §4.1).
 register(
     PolicySpec(
         "UCB-ALD",
-        _seq(lambda **kw: UCBPhi(**{"beta": BETA_002, **kw}), BALD, 5),
+        _seq(lambda **kw: UCBPhi(**{"beta": BETA_UCB_PHI_CONTEXTUAL, **kw}), BALD, 5),
         "contextual-binary",
-        "002 §3.3; tables 1, 3",
+        "Fauvel & Chalk (contextual BO), §3.3; tables 1, 3",
         "x = argmax UCB_Phi(s0, x) (beta = Phi^-1(0.95)), s = argmax_s BALD",
     )
 )
@@ -132,7 +154,7 @@ register(
         "TS-ALD",
         _seq(ThompsonX, BALD, 5),
         "contextual-binary",
-        "002 §3.3, supp. G; tables 1, 3",
+        "Fauvel & Chalk (contextual BO), §3.3, supp. G; tables 1, 3",
         "x = argmax of a posterior sample f~(s0, x), s = argmax_s BALD",
     )
 )
@@ -141,16 +163,16 @@ register(
         "TS-random-context",
         _seq(ThompsonX, RandomContext, 5),
         "contextual-binary",
-        "002 tables 1, 3: TS (random context)",
+        "Fauvel & Chalk (contextual BO), tables 1, 3: TS (random context)",
         "x = argmax of a posterior sample f~(s0, x), s uniform",
     )
 )
 register(
     PolicySpec(
         "UCB-random-context",
-        _seq(lambda **kw: UCBPhi(**{"beta": BETA_002, **kw}), RandomContext, 5),
+        _seq(lambda **kw: UCBPhi(**{"beta": BETA_UCB_PHI_CONTEXTUAL, **kw}), RandomContext, 5),
         "contextual-binary",
-        "002 tables 1, 3: UCB (random context)",
+        "Fauvel & Chalk (contextual BO), tables 1, 3: UCB (random context)",
         "x = argmax UCB_Phi(s0, x), s uniform",
     )
 )
@@ -159,7 +181,7 @@ register(
         "BALD",
         lambda n_initial=5: JointBALD(n_initial=n_initial),
         "contextual-binary",
-        "002 tables 1, 3 (Houlsby et al. 2011)",
+        "Fauvel & Chalk (contextual BO), tables 1, 3 (Houlsby et al. 2011)",
         "(s, x) = argmax BALD jointly",
     )
 )
@@ -168,7 +190,7 @@ register(
         "random-contextual",
         _seq(RandomX, RandomContext, 5),
         "contextual-binary",
-        "002 tables 1, 3: Random",
+        "Fauvel & Chalk (contextual BO), tables 1, 3: Random",
         "(s, x) uniform",
     )
 )
@@ -179,7 +201,7 @@ register(
         "MUC",
         lambda n_initial=2, **kw: MUC(n_initial=n_initial, **kw),
         "preferential",
-        "000 §4.2, table 2",
+        "Fauvel & Chalk (binary/preferential BO), §4.2, table 2",
         "champion argmax mu_f, challenger argmax V[Phi(g(x*, x))]",
     )
 )
@@ -188,7 +210,7 @@ register(
         "KSS",
         lambda n_initial=2, **kw: KSS(n_initial=n_initial, **kw),
         "preferential",
-        "000 table 2 (Sui & Burdick 2017)",
+        "Fauvel & Chalk (binary/preferential BO), table 2 (Sui & Burdick 2017)",
         "maximisers of two posterior samples of the utility",
     )
 )
@@ -199,7 +221,7 @@ register(
         "MUC-ALD",
         lambda n_initial=5, **kw: MUC(n_initial=n_initial, **kw),
         "contextual-preferential",
-        "002 §3.4, §4.2",
+        "Fauvel & Chalk (contextual BO), §3.4, §4.2",
         "MUC duel at the reference context, s = argmax_s BALD of the duel",
     )
 )
@@ -208,38 +230,26 @@ register(
         "KSS-ALD",
         lambda n_initial=5, **kw: KSS(n_initial=n_initial, **kw),
         "contextual-preferential",
-        "002 §3.4, §4.2",
+        "Fauvel & Chalk (contextual BO), §3.4, §4.2",
         "KSS duel at the reference context, s = argmax_s BALD of the duel",
     )
 )
 
-# Contextual binary knowledge gradient (002 §3.2; discretised, see knowledge_gradient.py).
+# Contextual binary knowledge gradient (Fauvel & Chalk (contextual BO), §3.2; discretised, see knowledge_gradient.py).
 register(
     PolicySpec(
         "cBKG",
         lambda n_initial=5, **kw: CBKG(n_initial=n_initial, **kw),
         "contextual-binary",
-        "002 §3.2, Eq. 6-7, supp. B-C; table 1 (Sobol candidates + envelope-theorem gradient)",
+        "Fauvel & Chalk (contextual BO), §3.2, Eq. 6-7, supp. B-C; table 1 "
+        "(Sobol candidates + envelope-theorem gradient)",
         "(s, x) = argmax of the expected gain in max_x E[f(s0, x)] after one answer",
     )
 )
 
+
 # Preferential BO baselines (Fauvel & Chalk (binary/preferential BO), table 2 / table S1; 2 initial random duels like
 # MUC).
-from visiontune.reproduction.acquisition.batch import BatchKSS, BatchMUC, RandomBatch  # noqa: E402
-from visiontune.reproduction.acquisition.dueling import (  # noqa: E402
-    EIIG,
-    BivariateEI,
-    DuelBALD,
-    DuelingTS,
-    DuelingUCB,
-    DuelTS,
-    PreferentialEI,
-    RandomDuel,
-)
-from visiontune.reproduction.acquisition.gonzalez import PBOCEI, PBODTS, PBOPE  # noqa: E402
-
-
 def _kw(cls, n_initial_default):
     """Factory ``cls(n_initial=..., **overrides)``."""
     return lambda n_initial=n_initial_default, **kw: cls(n_initial=n_initial, **kw)
@@ -250,7 +260,7 @@ register(
         "Dueling-UCB",
         _kw(DuelingUCB, 2),
         "preferential",
-        "000 table 2, S1 (Benavoli et al. 2020)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (Benavoli et al. 2020)",
         "champion x* = argmax mu_f, challenger argmax mu_g(x, x*) + beta sigma_g(x, x*) (beta = Phi^-1(0.975))",
     )
 )
@@ -259,7 +269,7 @@ register(
         "Bivariate-EI",
         _kw(BivariateEI, 2),
         "preferential",
-        "000 table 2, S1 (Nielsen et al. 2014)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (Nielsen et al. 2014)",
         "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - f(x**))_+]",
     )
 )
@@ -268,7 +278,7 @@ register(
         "Duel-TS",
         _kw(DuelTS, 2),
         "preferential",
-        "000 table 2, S1 (González et al. 2017)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (González et al. 2017)",
         "first member the maximiser of a posterior sample, challenger argmax V[Phi(g(x1, x))]",
     )
 )
@@ -277,7 +287,7 @@ register(
         "Dueling-TS",
         _kw(DuelingTS, 2),
         "preferential",
-        "000 table 2, S1 (Benavoli et al. 2020)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (Benavoli et al. 2020)",
         "champion argmax mu_f, challenger the maximiser of a posterior sample",
     )
 )
@@ -286,7 +296,7 @@ register(
         "EIIG",
         _kw(EIIG, 2),
         "preferential",
-        "000 table 2, S1 (Benavoli et al. 2020)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (Benavoli et al. 2020)",
         "champion argmax mu_f, challenger argmax k log mu_c(x, x*) - I(c, g | x*, x), k = 0.5 "
         "(as printed and in the authors' toolbox: a near copy of the champion)",
     )
@@ -296,7 +306,8 @@ register(
         "EIIG+I",
         lambda n_initial=2, **kw: EIIG(n_initial=n_initial, **{"k": 0.1, "information_weight": 1.0, **kw}),
         "preferential",
-        "000 table S1 (EIIG, Benavoli et al. 2020) with the information added: ours",
+        "Fauvel & Chalk (binary/preferential BO), table S1 (EIIG, Benavoli et al. 2020) "
+        "with the information added: ours",
         "champion argmax mu_f, challenger argmax k log mu_c(x, x*) + I(c, g | x*, x), k = 0.1",
     )
 )
@@ -305,13 +316,17 @@ register(
         "EI-pref",
         _kw(PreferentialEI, 2),
         "preferential",
-        "000 table 2, S1 (Brochu et al. 2010)",
+        "Fauvel & Chalk (binary/preferential BO), table 2, S1 (Brochu et al. 2010)",
         "champion x** = argmax mu_f over the options seen, challenger argmax E[(f(x) - mu_f(x**))_+]",
     )
 )
 register(
     PolicySpec(
-        "random-duel", _kw(RandomDuel, 0), "preferential", "000 table 2: Random", "both members uniform in the box"
+        "random-duel",
+        _kw(RandomDuel, 0),
+        "preferential",
+        "Fauvel & Chalk (binary/preferential BO), table 2: Random",
+        "both members uniform in the box",
     )
 )
 register(
@@ -319,7 +334,7 @@ register(
         "PBO-PE",
         _kw(PBOPE, 2),
         "preferential",
-        "001 §3.1 (pure exploration)",
+        "González et al. 2017, §3.1 (pure exploration)",
         "duel argmax V[Phi(g(x, x'))] jointly over X x X",
     )
 )
@@ -328,7 +343,7 @@ register(
         "PBO-CEI",
         _kw(PBOCEI, 2),
         "preferential",
-        "001 §3.2, Eq. 6 (discretised)",
+        "González et al. 2017, §3.2, Eq. 6 (discretised)",
         "Sobol duel maximising the expected gain in the Condorcet winner's soft-Copeland score",
     )
 )
@@ -337,7 +352,7 @@ register(
         "PBO-DTS",
         _kw(PBODTS, 2),
         "preferential",
-        "001 §3.3",
+        "González et al. 2017, §3.3",
         "x = argmax soft-Copeland score of a posterior sample, x' = argmax V[Phi(g(x, x'))]",
     )
 )
@@ -348,7 +363,7 @@ register(
         "batch-MUC",
         _kw(BatchMUC, 2),
         "batch-preferential",
-        "000 §4.3, Eqs. 19-20; table 3",
+        "Fauvel & Chalk (binary/preferential BO), §4.3, Eqs. 19-20; table 3",
         "champion argmax mu_f, challengers jointly maximise sum_{i<j} V[Phi(g(x_i, x_j))]",
     )
 )
@@ -357,13 +372,17 @@ register(
         "batch-KSS",
         _kw(BatchKSS, 2),
         "batch-preferential",
-        "000 table 3 (Sui et al. 2017)",
+        "Fauvel & Chalk (binary/preferential BO), table 3 (Sui et al. 2017)",
         "m maximisers of independent posterior samples, coinciding members redrawn",
     )
 )
 register(
     PolicySpec(
-        "random-batch", _kw(RandomBatch, 0), "batch-preferential", "000 table 3: Random", "m options uniform in the box"
+        "random-batch",
+        _kw(RandomBatch, 0),
+        "batch-preferential",
+        "Fauvel & Chalk (binary/preferential BO), table 3: Random",
+        "m options uniform in the box",
     )
 )
 
@@ -373,7 +392,7 @@ register(
         "KSS-random-context",
         lambda n_initial=5, **kw: KSS(n_initial=n_initial, random_context=True, **kw),
         "contextual-preferential",
-        "002 §4.2, table 2: Kernel Self-Sparring",
+        "Fauvel & Chalk (contextual BO), §4.2, table 2: Kernel Self-Sparring",
         "KSS duel at the reference context, s uniform",
     )
 )
@@ -382,7 +401,7 @@ register(
         "MUC-random-context",
         lambda n_initial=5, **kw: MUC(n_initial=n_initial, random_context=True, **kw),
         "contextual-preferential",
-        "002 §4.2 (control: x by MUC, s random)",
+        "Fauvel & Chalk (contextual BO), §4.2 (control: x by MUC, s random)",
         "MUC duel at the reference context, s uniform",
     )
 )
@@ -391,7 +410,7 @@ register(
         "BALD-duel",
         _kw(DuelBALD, 5),
         "contextual-preferential",
-        "002 §4.2, table 2: BALD",
+        "Fauvel & Chalk (contextual BO), §4.2, table 2: BALD",
         "(s, x1, x2) = argmax BALD of the duel jointly",
     )
 )
@@ -400,7 +419,7 @@ register(
         "random-duel-contextual",
         _kw(RandomDuel, 5),
         "contextual-preferential",
-        "002 §4.2, table 2: Random",
+        "Fauvel & Chalk (contextual BO), §4.2, table 2: Random",
         "(s, x1, x2) uniform",
     )
 )

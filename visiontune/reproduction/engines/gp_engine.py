@@ -3,7 +3,7 @@
 Model inputs are ``(s, S, C)``: letter size (logMAR), sphere and cylinder (diopters) at the
 protocol's fixed cylinder axis. Probit GP with kernel ``θ s s' + k_SE((S, C), (S', C'))``
 (Eq. 15), hyperparameters held fixed; refit from the answers after each one. The
-policy is a registered contextual binary rule (002 §3.3); the estimate, its credible region
+policy is a registered contextual binary rule (Fauvel & Chalk (contextual BO), §3.3); the estimate, its credible region
 and the predicted acuity are those of :mod:`visiontune.reproduction.engines.gp_estimate`.
 """
 
@@ -30,7 +30,7 @@ from visiontune.reproduction.gp import Kernel, ProbitGP, refraction_kernel
 __all__ = ["REFERENCE_LOGMAR", "GPEngine", "build_gp_engine", "design_slope", "gp_kernel"]
 
 #: Reference letter size (logMAR) at which the x-rule and the reported estimate are evaluated:
-#: logMAR 0 (20/20), the acuity of the paper's best-corrected patient (002 §5.1), where
+#: logMAR 0 (20/20), the acuity of the paper's best-corrected patient (Fauvel & Chalk (contextual BO), §5.1), where
 #: ``f(0, x) = b(x)`` is the latent acuity term alone (Eq. 14 with ``s = 0``).
 REFERENCE_LOGMAR = 0.0
 
@@ -51,7 +51,7 @@ def design_slope(protocol: Protocol) -> float:
 def gp_kernel(protocol: Protocol) -> Kernel:
     """The protocol's kernel with its hyperparameters held fixed: the given ``theta``,
     ``lengthscales`` (sphere, cylinder; one value for both) and ``variance``, or
-    (``model.fit = "simulation"``) maximum likelihood on 1000 simulated answers (002 §5.2,
+    (``model.fit = "simulation"``) maximum likelihood on 1000 simulated answers (Fauvel & Chalk (contextual BO), §5.2,
     :func:`visiontune.reproduction.engines.gp_hyperparameters.fitted_refraction_kernel`)."""
     spec = protocol.model
     box = np.array([protocol.search_space.sphere_d, protocol.search_space.cylinder_d], dtype=float)
@@ -69,7 +69,7 @@ def gp_kernel(protocol: Protocol) -> Kernel:
 
 
 class GPEngine(Engine):
-    """Propose, estimate and map with the probit GP of 002 §5 (fixed axis)."""
+    """Propose, estimate and map with the probit GP of Fauvel & Chalk (contextual BO), §5 (fixed axis)."""
 
     model_type = "gp"
 

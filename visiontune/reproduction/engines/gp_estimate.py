@@ -6,10 +6,11 @@ session's :class:`visiontune.reproduction.acquisition.Problem`.
 - Best lens ``x̂ = argmax_x μ_c(s0, x)`` at the reference letter size ``s0`` (the solution the
   benchmarks score, docs/design.md, "Stratified analysis").
 - Credible region: the ``level`` central interval, per coordinate, of ``argmax_x f̃(s0, x)`` over
-  approximate posterior samples ``f̃`` (002 supp. G, decoupled bases), each maximised on a grid.
+  approximate posterior samples ``f̃`` (Fauvel & Chalk (contextual BO), supp. G, decoupled bases), each maximised on a
+  grid.
 - Predicted acuity through a lens: the letter size where the latent mean crosses 0, i.e. where
-  the model's ``P(correct) = Φ(f) = ½`` (002 Eq. 14 with ``γ ≈ 0``, as the GP model assumes,
-  002 §5.2); the interval is where ``μ_f ± z σ_f`` cross 0.
+  the model's ``P(correct) = Φ(f) = ½`` (Fauvel & Chalk (contextual BO), Eq. 14 with ``γ ≈ 0``, as the GP model assumes,
+  Fauvel & Chalk (contextual BO), §5.2); the interval is where ``μ_f ± z σ_f`` cross 0.
 """
 
 from __future__ import annotations

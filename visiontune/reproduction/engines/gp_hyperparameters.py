@@ -1,6 +1,6 @@
 """The GP refraction model of Fauvel & Chalk (contextual BO) §5.2: its kernel and the fitted hyperparameters.
 
-**Kernel and its hyperparameters** (002 §5.2, Eq. 15). Model inputs are ``(s, S, C)``:
+**Kernel and its hyperparameters** (Fauvel & Chalk (contextual BO), §5.2, Eq. 15). Model inputs are ``(s, S, C)``:
 letter size (logMAR), sphere and cylinder (diopters) at a fixed axis, with
 
     k((s, x), (s', x')) = θ s s' + σ² exp(-½ Σ_i (x_i - x'_i)² / ℓ_i²)
@@ -23,7 +23,7 @@ probit GP is refit from scratch on the trial log after every answer with these v
 
 Reference context ``s0`` (the letter size at which the x-rule and the estimate are evaluated):
 the paper does not state it for the refraction task. Default ``s0 = 0`` logMAR (20/20), the
-best-corrected acuity of the paper's patient (002 §5.1), where ``f(0, x) = b(x)`` is the
+best-corrected acuity of the paper's patient (Fauvel & Chalk (contextual BO), §5.1), where ``f(0, x) = b(x)`` is the
 acuity term of Eq. 14 alone and the linear term ``θ s s'`` vanishes; the session engine uses
 the same value. Measured (UCB-ALD, slope 5, 26 letters, 260 trials, seeds 0-9, shipped
 hyperparameters; mean final VA ± s.e.m., logMAR): ``s0 = 0``: 0.187 ± 0.057; ``s0 = 0.5``
@@ -94,7 +94,7 @@ __all__ = [
     "stored_hyperparameters",
 ]
 
-#: Number of simulated answers the hyperparameters are fit on (002 §5.2).
+#: Number of simulated answers the hyperparameters are fit on (Fauvel & Chalk (contextual BO), §5.2).
 N_FIT = 1000
 #: Seed of the fitting data (true correction, queries, answers, optimiser starts).
 FIT_SEED = 20_210
@@ -116,7 +116,7 @@ _DEFAULT_CONTEXT = CONTEXT_BOX.bounds()
 
 @dataclass(frozen=True)
 class RefractionHyperparameters:
-    """Fitted hyperparameters of ``θ s s' + k_SE`` (002 Eq. 15) for one patient model.
+    """Fitted hyperparameters of ``θ s s' + k_SE`` (Fauvel & Chalk (contextual BO), Eq. 15) for one patient model.
 
     ``theta``: linear variance of ``s`` (logMAR⁻²); ``lengthscales``: ``(ℓ_S, ℓ_C)`` diopters;
     ``variance``: SE output variance; ``log_marginal_likelihood``: Laplace evidence at the fit
@@ -180,7 +180,7 @@ def _check_alternatives(n_alternatives) -> int:
 def simulate_fit_data(
     slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED, search_box=None, context_box=None
 ):
-    """The fitting data of 002 §5.2: ``(X (n, 3), y (n,), true_rx)``.
+    """The fitting data of Fauvel & Chalk (contextual BO), §5.2: ``(X (n, 3), y (n,), true_rx)``.
 
     ``X`` rows ``(s, S, C)`` with ``s`` uniform in ``context_box`` (default ``[-1, 2]`` logMAR)
     and ``(S, C)`` uniform in ``search_box`` (default ``[-4, 4]²`` D); ``y`` the answers (1 =
@@ -214,7 +214,7 @@ def fit_refraction_hyperparameters(
     context_box=None,
     n_starts: int = 3,
 ) -> RefractionHyperparameters:
-    """Maximum-likelihood ``(θ, ℓ_S, ℓ_C, σ²)`` on :func:`simulate_fit_data` (002 §5.2).
+    """Maximum-likelihood ``(θ, ℓ_S, ℓ_C, σ²)`` on :func:`simulate_fit_data` (Fauvel & Chalk (contextual BO), §5.2).
 
     ``argmax log q(y | X, θ)`` (Laplace evidence, R&W Eq. 3.32) by multistart L-BFGS-B
     (:func:`visiontune.reproduction.gp.fit_hyperparameters`), the first start at ``θ = 1, ℓ = 2 D, σ² = 1``.
@@ -311,7 +311,8 @@ def refraction_hyperparameters(
 
 
 def fitted_refraction_kernel(*, slope: float, n_alternatives: int = 26, search_box=None, context_box=None) -> Kernel:
-    """The refraction kernel (002 Eq. 15) with hyperparameters from :func:`refraction_hyperparameters`."""
+    """The refraction kernel (Fauvel & Chalk (contextual BO), Eq. 15) with hyperparameters from
+    :func:`refraction_hyperparameters`."""
     return refraction_hyperparameters(slope, n_alternatives, search_box=search_box, context_box=context_box).kernel()
 
 
@@ -383,7 +384,8 @@ def regenerate(
 # ======================================================================================
 KERNEL_SE = "refraction-se"
 #: ``θ s s' + k_SE((M, C/2), (M', C'/2))``: the SE part in power-vector coordinates, where the
-#: blur of 002 Eq. 12 is isotropic (:func:`visiontune.reproduction.gp.transformed.refraction_power_vector_kernel`).
+#: blur of Fauvel & Chalk (contextual BO), Eq. 12 is isotropic
+#: (:func:`visiontune.reproduction.gp.transformed.refraction_power_vector_kernel`).
 KERNEL_POWER_VECTOR = "refraction-power-vector-se"
 #: ``θ s s' + k_SE((S, C), (S', C'))`` with both SE lengthscales fixed at :data:`SHORT_LENGTHSCALE_D`
 #: and ``θ``, ``σ²`` of the paper's fit: the configuration that ended the stall in
@@ -422,7 +424,7 @@ def fit_power_vector_hyperparameters(
     slope: float, n_alternatives: int = 26, *, n: int = N_FIT, seed: int = FIT_SEED, n_starts: int = 3
 ) -> RefractionHyperparameters:
     """Maximum-likelihood ``(θ, ℓ_M, ℓ_J, σ²)`` of the power-vector kernel on the same simulated
-    answers as :func:`fit_refraction_hyperparameters` (002 §5.2 protocol; Laplace evidence,
+    answers as :func:`fit_refraction_hyperparameters` (Fauvel & Chalk (contextual BO), §5.2 protocol; Laplace evidence,
     R&W Eq. 3.32). ``lengthscales`` of the result are ``(ℓ_M, ℓ_J)`` in diopters."""
     start = refraction_power_vector_kernel(1.0, np.array([2.0, 2.0]), 1.0)
     return _fit_from(start, slope, n_alternatives, n=n, seed=seed, n_starts=n_starts)
@@ -465,8 +467,8 @@ def _short_lengthscale_cached(slope: float, n_alternatives: int) -> RefractionHy
 
 
 def short_lengthscale_hyperparameters(slope: float, n_alternatives: int = 26) -> RefractionHyperparameters:
-    """``(θ, σ²)`` of the paper's maximum-likelihood fit (:func:`refraction_hyperparameters`, 002 §5.2)
-    with both SE lengthscales set to :data:`SHORT_LENGTHSCALE_D` (2 D) instead of the fitted 5-10 D;
+    """``(θ, σ²)`` of the paper's maximum-likelihood fit (:func:`refraction_hyperparameters`, Fauvel & Chalk (contextual
+    BO), §5.2) with both SE lengthscales set to :data:`SHORT_LENGTHSCALE_D` (2 D) instead of the fitted 5-10 D;
     ``log_marginal_likelihood`` is the Laplace evidence (R&W Eq. 3.32) of these values on the same
     fitting data (lower than the fit's: the evidence of 1000 random answers prefers the long
     lengthscales that make runs stall, docs/results/refraction-investigation.md). Cached in memory."""
@@ -490,7 +492,7 @@ def refraction_kernel_variant(kernel: str, *, slope: float, n_alternatives: int 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m visiontune.reproduction.engines.gp_hyperparameters",
-        description="Refit the shipped refraction hyperparameters (002 §5.2).",
+        description="Refit the shipped refraction hyperparameters (Fauvel & Chalk (contextual BO), §5.2).",
     )
     parser.add_argument("--regenerate", action="store_true", help="refit every stored slope and write the data file")
     parser.add_argument("--output", default=None, help="write to this path instead of the package data file")

@@ -1,6 +1,6 @@
 """The optics model as the prior mean of a probit GP, and a GP for what the formula misses.
 
-Issue 20's hybrid: the blur-acuity relation of :mod:`visiontune.refraction.optics_model` is the
+The hybrid: the blur-acuity relation of :mod:`visiontune.refraction.optics_model` is the
 prior mean of a GP classifier whose zero-mean part ``g`` learns what the formula misses
 (Rasmussen & Williams 2006, *GPML*, §2.7 "Incorporating explicit basis functions", and §3 for
 the probit likelihood)::

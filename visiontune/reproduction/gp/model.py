@@ -292,8 +292,8 @@ class PreferenceGP:
     def predict(self, duels):
         """Latent ``g`` at duels (m, 2d): ``(mu (m,), var (m,))``.
 
-        R&W Alg. 3.2 with the preference kernel (000 Eq. 6); the cross-covariance of duel
-        ``[o, o']`` with training duel ``i`` is ``k_g = c_i(o) - c_i(o')``,
+        R&W Alg. 3.2 with the preference kernel (Fauvel & Chalk (binary/preferential BO), Eq. 6); the cross-covariance
+        of duel ``[o, o']`` with training duel ``i`` is ``k_g = c_i(o) - c_i(o')``,
         ``c_i(x) = k(a_i, x) - k(b_i, x)``, from one base-kernel call (speed only: the same
         numbers as the 4-term kernel up to round-off).
         """
@@ -334,7 +334,7 @@ class PreferenceGP:
     def challenge(self, champion) -> Challenge:
         """The duels ``[x*, x]`` of a fixed ``champion`` option (d,) against any option ``x``:
         a :class:`Challenge` whose ``predict`` / ``predict_with_grad`` give ``g(x*, x)`` (MUC's
-        challenger search, 000 §4.2). The champion's part is computed once here."""
+        challenger search, Fauvel & Chalk (binary/preferential BO), §4.2). The champion's part is computed once here."""
         d = self.duels.shape[1] // 2 if self.n else None
         champion = points("champion", finite_array("champion", champion).reshape(1, -1), dim=d)
         k_cc = float(self.base_kernel.diag(champion)[0])
@@ -407,7 +407,7 @@ class PreferenceGP:
 
     def predict_value_mean(self, X):
         """Posterior mean of the utility only, ``μ_f(x) = c(x)ᵀ α`` at options ``X`` (m, d) -> (m,)
-        (no variance: no triangular solve; MUC's champion, 000 §4.2)."""
+        (no variance: no triangular solve; MUC's champion, Fauvel & Chalk (binary/preferential BO), §4.2)."""
         X = self._options(X)
         if not self.n:
             return np.zeros(X.shape[0])
@@ -443,7 +443,7 @@ class Challenge:
     fixed champion ``x*`` (d,) (from :meth:`PreferenceGP.challenge`). Same numbers as
     ``PreferenceGP.predict*`` on ``[x*, x]`` rows up to round-off; faster:
 
-    - cross-covariance with training duel ``i = [a_i, b_i]`` (000 Eq. 6):
+    - cross-covariance with training duel ``i = [a_i, b_i]`` (Fauvel & Chalk (binary/preferential BO), Eq. 6):
       ``k_g,i = c_i(x*) - c_i(x)``, ``c_i(x) = k(a_i, x) - k(b_i, x)``; ``c(x*)`` is stored, and
       ``c(x)`` and ``k(x*, x)`` come from one base-kernel call on the ``2n + 1`` anchors
       ``[a_1..a_n, b_1..b_n, x*]``;
