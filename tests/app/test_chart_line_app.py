@@ -244,7 +244,7 @@ def test_the_largest_line_a_screen_shows_and_a_line_too_wide_for_it_goes_to_a_pr
     pw.show_line(tuple("DKNRS"), 0.5)
     try:
         pw.show_line(tuple("DKNRS"), too_wide)
-    except Exception as exc:  # noqa: BLE001 - its type and words are the point
+    except Exception as exc:  # its type and words are the point
         assert type(exc).__name__ == "CalibrationError" and "this screen is 1920 px wide" in str(exc)
     else:
         raise AssertionError("a line wider than the screen was drawn")
