@@ -48,7 +48,6 @@ from visiontune.optics.comparison_answers import (
     SPANNING_SENSITIVITY_MEDIAN,
     SPANNING_SENSITIVITY_SIGMA,
     ComparisonModel,
-    ternary_probabilities,
 )
 from visiontune.refraction.estimate import region_from_samples, weighted_quantile
 from visiontune.refraction.mixed_rules import MixedSettings
@@ -57,7 +56,7 @@ from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.validation import clinic
 from visiontune.validation.clinic import TimedPresenter, case_refraction
-from visiontune.validation.information_bound import letter_information
+from visiontune.validation.information_bound import letter_information, pair_information
 from visiontune.validation.mixed import MixedCaseSpec, run_mixed_case
 from visiontune.validation.parallel_runs import execute_runs
 from visiontune.validation.provenance import machine_description, software, software_line
@@ -286,25 +285,9 @@ SECOND_MARKS = (60, 100, 150, 200, 300, 360, 480, 600)
 def comparison_information(model: ComparisonModel, slope: float = 5.0) -> tuple[float, float]:
     """``(I*, h*)``: the largest Fisher information about the distance ``e`` of the correction from
     the middle of a symmetric pair ``c ± h`` (one component, at ``e = 0``), per comparison, and
-    its half-separation; derivative by central differences."""
-    best = (0.0, 0.0)
-    for h in np.linspace(0.02, 1.0, 99):
-
-        def probs(e: float, h: float = float(h)) -> np.ndarray:
-            b1, b2 = abs(h - e), abs(-h - e)
-            if model.kind == "blur":
-                bi2 = model.intrinsic_blur_d**2
-                delta = 0.5 * (np.log(b2**2 + bi2) - np.log(b1**2 + bi2)) / model.log_blur_noise
-            else:
-                delta = slope * (np.log10(1 + b2**2) - np.log10(1 + b1**2))
-            return ternary_probabilities(delta, model.indifference, model.lapse)
-
-        step = 1e-5
-        dp = (probs(step) - probs(-step)) / (2 * step)
-        info = float(np.sum(dp**2 / probs(0.0)))
-        if info > best[0]:
-            best = (info, float(h))
-    return best
+    its half-separation (:func:`~visiontune.validation.information_bound.pair_information`)."""
+    infos = [(pair_information(model, slope, float(h)), float(h)) for h in np.linspace(0.02, 1.0, 99)]
+    return max(infos)
 
 
 def _share_at(runs: list[dict], key: str, mark: float) -> float:

@@ -35,11 +35,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import chi2
 
-from visiontune.optics.comparison_answers import ComparisonModel, ternary_probabilities
+from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.lens_devices import DEVICE_KINDS
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
-from visiontune.validation.information_bound import letter_information
+from visiontune.validation.information_bound import letter_information, pair_information
 
 TARGET_D, PROBABILITY = 0.25, 0.85
 LETTER_S, LINE_S, COMPARISON_S, LINE_LETTERS = 3.0, 6.0, 5.0, 5
@@ -55,24 +55,6 @@ def chromatic_difference_d(wavelength_nm: float) -> float:
 
 #: Half the chromatic difference between the duochrome's red (620 nm) and green (535 nm) filters (D).
 DUOCHROME_HALF_D = 0.5 * (chromatic_difference_d(620.0) - chromatic_difference_d(535.0))
-
-
-def pair_information(model: ComparisonModel, slope: float, h: float) -> float:
-    """Fisher information (D⁻²) about the correction ``e`` along one component of a comparison of
-    ``c + h`` and ``c - h``, at ``e = 0``: ``Σ_k (∂p_k/∂e)² / p_k``, central differences."""
-
-    def probs(e: float) -> np.ndarray:
-        b1, b2 = abs(h - e), abs(-h - e)
-        if model.kind == "blur":
-            bi2 = model.intrinsic_blur_d**2
-            delta = 0.5 * (np.log(b2**2 + bi2) - np.log(b1**2 + bi2)) / model.log_blur_noise
-        else:
-            delta = slope * (np.log10(1 + b2**2) - np.log10(1 + b1**2))
-        return ternary_probabilities(delta, model.indifference, model.lapse)
-
-    step = 1e-5
-    dp = (probs(step) - probs(-step)) / (2 * step)
-    return float(np.sum(dp**2 / probs(0.0)))
 
 
 def needed_information(sigma_start: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from visiontune.validation.information_bound import (
     comparison_information,
     efficient_information,
     letter_information,
+    pair_information,
     patient_bound,
 )
 
@@ -196,3 +197,34 @@ def test_patient_bound_with_nuisances_is_longer_where_the_eye_accommodates():
     assert presbyope.answers_nuisance == presbyope.answers
     assert young.answers_nuisance > 2 * young.answers
     assert young.info_m_nuisance < young.info_m / 3
+
+
+def test_a_symmetric_pairs_information_is_the_grids_at_the_same_pair():
+    # Eq. 11: the grid of every pair of offsets (an independent code path) holds c ± 1 D
+    best, d1, d2 = comparison_information(5.0)
+    assert d1 == pytest.approx(-d2)
+    assert pair_information(ComparisonModel(), 5.0, abs(d1)) == pytest.approx(best, rel=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["thurstone", "blur"])
+def test_a_pairs_information_is_the_variance_of_the_score_by_monte_carlo(kind):
+    model = ComparisonModel(kind=kind)
+    h, slope, step = 0.3, 5.0, 1e-5
+
+    def probs(e):
+        b1, b2 = abs(h - e), abs(-h - e)
+        if kind == "blur":
+            bi2 = model.intrinsic_blur_d**2
+            delta = 0.5 * (np.log(b2**2 + bi2) - np.log(b1**2 + bi2)) / model.log_blur_noise
+        else:
+            delta = slope * (np.log10(1 + b2**2) - np.log10(1 + b1**2))
+        d = np.clip(delta, -50, 50)
+        p1, p2 = norm.cdf(d - model.indifference), norm.cdf(-d - model.indifference)
+        p = np.array([p1, p2, 1.0 - p1 - p2])
+        return (1 - model.lapse) * p + model.lapse / 3.0
+
+    p0 = probs(0.0)
+    score = (np.log(probs(step)) - np.log(probs(-step))) / (2 * step)
+    answers = np.random.default_rng(7).choice(3, size=400_000, p=p0)
+    estimate = float(np.mean(score[answers] ** 2))
+    assert pair_information(model, slope, h) == pytest.approx(estimate, rel=0.02)

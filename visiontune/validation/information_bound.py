@@ -68,6 +68,7 @@ __all__ = [
     "comparison_information",
     "efficient_information",
     "letter_information",
+    "pair_information",
     "patient_bound",
 ]
 
@@ -194,6 +195,29 @@ def comparison_information(
     (i_ee, _, _), questions = _information("comparison", slope, amplitude=amplitude, reach=reach, model=model)
     k = int(np.argmax(i_ee))
     return float(i_ee[k]), float(questions[k, 0]), float(questions[k, 1])
+
+
+def pair_information(model: ComparisonModel, slope: float, half_d: float) -> float:
+    """Fisher information (D⁻²) about the correction along one component of one comparison of the
+    lenses ``c + h`` and ``c - h`` (``h = half_d``) with the correction at ``c``, the eye not
+    accommodating: ``Σ_k (∂p_k/∂e)² / p_k`` at ``e = 0`` by central differences. ``model``: Eq. 11
+    (``δ = a (VA(L2) - VA(L1))``, Blendowske's acuity) or blur discrimination (``δ = (ln ρ(b2) -
+    ln ρ(b1)) / w``, ``ρ(b) = √(b² + b_i²)``; Watson & Ahumada 2011), each with its band and lapse
+    (:mod:`visiontune.optics.comparison_answers`)."""
+    if not (slope > 0.0 and half_d > 0.0):
+        raise InvalidInputError(f"slope, half_d: expected positive numbers, got {slope!r}, {half_d!r}")
+
+    def probs(e: float) -> np.ndarray:
+        b1, b2 = abs(half_d - e), abs(-half_d - e)
+        if model.kind == "blur":
+            bi2 = model.intrinsic_blur_d**2
+            delta = 0.5 * (np.log(b2**2 + bi2) - np.log(b1**2 + bi2)) / model.log_blur_noise
+        else:
+            delta = slope * (np.log10(1 + b2**2) - np.log10(1 + b1**2))
+        return ternary_probabilities(delta, model.indifference, model.lapse)
+
+    gradient = (probs(_STEP) - probs(-_STEP)) / (2 * _STEP)
+    return float(np.sum(gradient**2 / probs(0.0)))
 
 
 def _two_point_efficient(i_ee: np.ndarray, i_en: np.ndarray, i_nn: np.ndarray) -> tuple[float, int, int, float]:
