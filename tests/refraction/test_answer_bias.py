@@ -351,3 +351,83 @@ def test_the_choice_with_priors_concentrated_at_beta_0_and_the_models_band_is_th
     assert wide.comparison_value_per_s != pytest.approx(
         propose(ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)).comparison_value_per_s, rel=1e-3
     )
+
+
+# ---------------------------------------------------------------- a one-sided prior on β (half-normal)
+ONE_SIDED = ComparisonModel(
+    lapse=0.04, sensitivity_median=4.0, sensitivity_sigma=1.0, minus_bias_sigma=0.5, minus_bias_prior="half-normal"
+)
+
+
+def test_the_half_normal_key_is_off_by_default_validated_and_read_from_the_protocol():
+    assert ComparisonModel().minus_bias_prior == "normal"
+    # the normal prior's columns are as before; the half-normal names its shape as a fourth element
+    assert ComparisonModel(minus_bias_sigma=0.5, minus_bias_prior="normal").column_priors == (("minus_bias", 0.0, 0.5),)
+    assert ONE_SIDED.column_priors == (("log_sensitivity", 4.0, 1.0), ("minus_bias", 0.0, 0.5, "half-normal"))
+    with pytest.raises(InvalidInputError, match="minus_bias_prior"):
+        ComparisonModel(minus_bias_sigma=0.5, minus_bias_prior="folded")
+    p = _with('minus_bias_sigma = 0.5\nminus_bias_prior = "half-normal"')
+    assert p.comparisons.comparison.minus_bias_prior == "half-normal"
+    assert _with("minus_bias_sigma = 0.5").comparisons.comparison.minus_bias_prior == "normal"
+    for extra in ('minus_bias_prior = "folded"', "minus_bias_prior = 1.0"):
+        with pytest.raises(ProtocolError, match=r"comparisons\.model\.minus_bias_prior"):
+            _with(extra)
+    measured = Path(__file__).parents[2] / "docs/results/protocols/clinical-sloan-lines-bias-one-sided.toml"
+    model = parse_protocol(measured.read_text(), measured.name).comparisons.comparison
+    assert (model.minus_bias_prior, model.minus_bias_sigma, model.indifference_sigma) == ("half-normal", 0.5, 1.0)
+
+
+def test_the_half_normal_prior_draws_follow_scipys_halfnorm():
+    """The column's prior draws (``add_column`` and, for a question before the first comparison,
+    ``with_sensitivity``) against ``scipy.stats.halfnorm(scale=σ)`` by a Kolmogorov-Smirnov test
+    (seeded); the normal draws of the same key fail it (the test can tell the two apart)."""
+    from scipy import stats
+
+    start = StartingPoint(PATIENT_RX, "autorefraction", 30)
+    post = ParticlePosterior(OpticsModelSpec(10, n_particles=4000), start, 11)
+    post.add_column("minus_bias", 0.0, 0.5, "half-normal")
+    beta = post.theta[:, MINUS_BIAS]
+    assert beta.min() >= 0.0
+    assert stats.kstest(beta, stats.halfnorm(scale=0.5).cdf).pvalue > 0.01
+    drawn = with_sensitivity(post.theta[:, :6], ONE_SIDED, np.random.default_rng(12))[:, MINUS_BIAS]
+    assert stats.kstest(drawn, stats.halfnorm(scale=0.5).cdf).pvalue > 0.01
+    symmetric = with_sensitivity(post.theta[:, :6], BOTH, np.random.default_rng(12))[:, MINUS_BIAS]
+    assert stats.kstest(symmetric, stats.halfnorm(scale=0.5).cdf).pvalue < 1e-6
+    assert stats.kstest(drawn, stats.halfnorm(scale=0.25).cdf).pvalue < 1e-6
+
+
+def test_the_half_normal_log_prior_is_minus_infinity_below_zero_and_halfnorm_above():
+    from scipy import stats
+
+    start = StartingPoint(PATIENT_RX, "autorefraction", 30)
+    post = ParticlePosterior(OpticsModelSpec(10, n_particles=200), start, 1)
+    post.add_column("minus_bias", 0.0, 0.5, "half-normal")
+    theta = np.repeat(post.theta[:1], 5, axis=0)
+    values = np.array([0.0, 0.3, 1.1, -1e-9, -0.4])
+    theta[:, MINUS_BIAS] = values
+    lp = post._log_prior(theta)
+    assert np.all(np.isneginf(lp[3:])) and np.all(np.isfinite(lp[:3]))
+    # up to a constant, scipy's half-normal log density
+    oracle = stats.halfnorm(scale=0.5).logpdf(values[:3])
+    np.testing.assert_allclose(lp[:3] - lp[0], oracle - oracle[0], rtol=1e-12)
+    # one prior per unknown and session: a normal prior asked of a half-normal column is refused
+    with pytest.raises(InvalidInputError, match="minus_bias prior"):
+        post.add_column("minus_bias", 0.0, 0.5)
+    with pytest.raises(InvalidInputError, match="log_indifference prior"):
+        post.add_column("log_indifference", 0.5, 1.0, "half-normal")
+    with pytest.raises(InvalidInputError, match="minus_bias prior"):
+        ParticlePosterior(OpticsModelSpec(10, n_particles=200), start, 1).add_column("minus_bias", 0.0, 0.5, "folded")
+
+
+@pytest.mark.parametrize(("bias", "seed"), [(0.5, 5), (0.0, 6)])
+def test_the_posterior_with_the_half_normal_prior_learns_the_bias_and_never_moves_below_zero(bias, seed):
+    """As the normal prior's test: 300 answers of a simulated patient with ``β = bias`` at a fixed pair
+    the eye clears. With the half-normal prior the posterior mean is within 0.15 of the truth, a
+    biased patient's posterior excludes 0, and no particle lies below 0 after the moves."""
+    post = _posterior_after(AnswerModel("t", "t", minus_bias=bias), ONE_SIDED, seed)
+    beta = post.theta[:, MINUS_BIAS]
+    assert post.n_moves >= 1 and beta.min() >= 0.0
+    mean = float(post.weights @ beta)
+    assert abs(mean - bias) < 0.15, mean
+    if bias > 0:
+        assert weighted_quantile(beta, post.weights, 0.025) > 0.1

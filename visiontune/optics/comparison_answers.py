@@ -93,6 +93,7 @@ from visiontune.optics.patient import TRIAL_KEY, SimulatedPatient
 __all__ = [
     "COMPARISON_ANSWERS",
     "COMPARISON_KINDS",
+    "MINUS_BIAS_PRIORS",
     "SPANNING_SENSITIVITY_MEDIAN",
     "SPANNING_SENSITIVITY_SIGMA",
     "ComparisonModel",
@@ -108,6 +109,8 @@ COMPARISON_ANSWERS = ("1", "2", "=")
 #: The comparison models: the contextual BO paper's Eq. 11 and blur discrimination (module docstring).
 COMPARISON_KINDS = ("thurstone", "blur")
 _LATENTS = ("linear", "probit")
+#: Shapes of the prior of the bias toward the more minus lens (:class:`ComparisonModel`).
+MINUS_BIAS_PRIORS = ("normal", "half-normal")
 #: Sub-key of the comparison answers' keyed stream (after ``[seed, k, TRIAL_KEY]``).
 COMPARISON_STREAM = 2
 _Z75 = float(ndtri(0.75))
@@ -133,6 +136,10 @@ class ComparisonModel:
     minus lens ``β_minus``, and ``indifference_sigma``: ``σ`` of ``ln τ`` around ``ln indifference``;
     ``0`` (default) holds ``β_minus = 0`` and ``τ = indifference`` fixed (the likelihood with them:
     :mod:`visiontune.refraction.comparisons`). The simulated patient ignores both.
+    ``minus_bias_prior``: the shape of that prior, ``"normal"`` (default, ``N(0, σ²)``: a bias either
+    way) or ``"half-normal"`` (a bias toward the more minus lens only, ``β_minus >= 0``, density
+    ``2 φ(β/σ) / σ`` there and 0 below; Johnson, Kotz & Balakrishnan 1994, *Continuous Univariate
+    Distributions* vol. 1, §13.10.1: the normal folded at its mean).
     """
 
     kind: str = "thurstone"
@@ -145,12 +152,17 @@ class ComparisonModel:
     sensitivity_sigma: float = 0.0
     minus_bias_sigma: float = 0.0
     indifference_sigma: float = 0.0
+    minus_bias_prior: str = "normal"
 
     def __post_init__(self) -> None:
         if self.kind not in COMPARISON_KINDS:
             raise InvalidInputError(f"kind: expected one of {', '.join(COMPARISON_KINDS)}, got {self.kind!r}")
         if self.latent not in _LATENTS:
             raise InvalidInputError(f"latent: expected one of {', '.join(_LATENTS)}, got {self.latent!r}")
+        if self.minus_bias_prior not in MINUS_BIAS_PRIORS:
+            raise InvalidInputError(
+                f"minus_bias_prior: expected one of {', '.join(MINUS_BIAS_PRIORS)}, got {self.minus_bias_prior!r}"
+            )
         for name, lo, hi in (
             ("indifference", 0, 5),
             ("lapse", 0, 0.99),
@@ -192,12 +204,16 @@ class ComparisonModel:
     def column_priors(self) -> tuple[tuple[str, float, float], ...]:
         """The optional particle columns this model reads, each ``(name, location, σ)``: ``ln κ``
         (lognormal, median ``sensitivity_median``), ``β_minus`` (normal, mean 0) and ``ln τ``
-        (lognormal, median ``indifference``), those the model infers, in that order."""
+        (lognormal, median ``indifference``), those the model infers, in that order. With
+        ``minus_bias_prior = "half-normal"`` the ``β_minus`` entry carries a fourth element,
+        ``"half-normal"`` (the prior folded at its mean,
+        :class:`~visiontune.refraction.optics_model.OptionalColumn`)."""
         out = []
         if self.infers_sensitivity:
             out.append(("log_sensitivity", float(self.sensitivity_median), float(self.sensitivity_sigma)))
         if self.infers_minus_bias:
-            out.append(("minus_bias", 0.0, float(self.minus_bias_sigma)))
+            bias = ("minus_bias", 0.0, float(self.minus_bias_sigma))
+            out.append(bias if self.minus_bias_prior == "normal" else (*bias, self.minus_bias_prior))
         if self.infers_indifference:
             out.append(("log_indifference", float(self.indifference), float(self.indifference_sigma)))
         return tuple(out)

@@ -39,7 +39,10 @@ the patient's own unknown::
 with ``m_ij`` (:func:`minus_sign`) +1 when lens 1 has the lower ``M`` (the more minus), -1 when
 lens 2 has, 0 when both ``M`` are equal or when particle ``i``'s accommodation cannot clear the
 more minus lens (``M*_i - M_minus > A_i``). A priori ``β_minus ~ N(0, σ_β²)`` (column
-``"minus_bias"``, not on a log scale) and ``ln τ ~ N(ln model.indifference, σ_τ²)`` (column
+``"minus_bias"``, not on a log scale), or with ``model.minus_bias_prior = "half-normal"`` the half-normal
+``2 φ(β/σ_β) / σ_β`` on ``β >= 0`` (a bias toward the more minus lens only: the mechanism is one way,
+and no reason for a bias toward plus is published; a move to ``β < 0`` is rejected) and
+``ln τ ~ N(ln model.indifference, σ_τ²)`` (column
 ``"log_indifference"``), independent of the rest, added at the first comparison like ``ln κ``.
 ``β`` is identified against the letters, which carry no such bias: through two lenses the eye
 clears, both more minus than ``M*``, Eq. 11 gives ``δ = 0`` and a preference is the bias alone.
@@ -116,8 +119,8 @@ def with_sensitivity(theta: np.ndarray, model: ComparisonModel, rng: np.random.G
     """``theta`` with a column of prior draws for each unknown ``model`` infers that the particles
     have none of (``ln κ``, then ``β_minus``, then ``ln τ``; module docstring;
     :func:`~visiontune.refraction.optics_model.with_column`), else ``theta`` itself."""
-    for name, location, sigma in model.column_priors:
-        theta = with_column(theta, name, location, sigma, rng)
+    for name, location, sigma, *shape in model.column_priors:
+        theta = with_column(theta, name, location, sigma, rng, *shape)
     return theta
 
 

@@ -69,6 +69,7 @@ from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
 __all__ = [
+    "COLUMN_PRIOR_SHAPES",
     "LOG_INDIFFERENCE",
     "LOG_NOISE",
     "LOG_SENSITIVITY",
@@ -102,7 +103,13 @@ class OptionalColumn:
     """An optional column of ``θ``: its ``name``, its ``index`` and the ``purpose`` of the stream of
     its prior draws, ``default_rng([seed, 0, purpose])``. ``log_scale``: the prior is ``N(ln median,
     σ²)`` on the column (the log of a positive unknown, lognormal); False: ``N(mean, σ²)`` on the
-    unknown itself (a bias, of either sign), the prior's pair then being ``(mean, σ)``."""
+    unknown itself (a bias, of either sign), the prior's pair then being ``(mean, σ)``.
+
+    A column not on a log scale may also take a **half-normal** prior (shape ``"half-normal"``,
+    :data:`COLUMN_PRIOR_SHAPES`): the normal folded at its mean ``μ``, density
+    ``2 φ((x - μ)/σ) / σ`` for ``x >= μ`` and 0 below (Johnson, Kotz & Balakrishnan 1994,
+    *Continuous Univariate Distributions* vol. 1, §13.10.1), drawn as ``μ + |N(0, σ²)|``; its log
+    density is ``-∞`` below ``μ``, so a move proposing a value there is rejected."""
 
     name: str
     index: int
@@ -113,7 +120,16 @@ class OptionalColumn:
         """The prior's mean on the column: ``ln median`` (log scale) or the mean itself."""
         return float(np.log(location)) if self.log_scale else float(location)
 
+    def draw(self, location: float, sigma: float, n: int, rng: np.random.Generator, shape: str = "normal"):
+        """``n`` draws of the column's prior of this ``shape`` (class docstring) from ``rng``."""
+        if shape == "normal":
+            return rng.normal(self.centre(location), sigma, n)
+        return self.centre(location) + np.abs(rng.normal(0.0, sigma, n))
 
+
+#: Shapes of an optional column's prior (:class:`OptionalColumn`): normal (on the log scale for a
+#: positive unknown) and, for a column not on a log scale, half-normal.
+COLUMN_PRIOR_SHAPES = ("normal", "half-normal")
 #: The registry of optional columns, by name, in the order of their indices.
 OPTIONAL_COLUMNS = {
     "log_sensitivity": OptionalColumn("log_sensitivity", LOG_SENSITIVITY, 0x5E5),
@@ -226,14 +242,24 @@ def has_column(theta: np.ndarray, name: str) -> bool:
     return theta.ndim == 2 and theta.shape[1] > i and len(theta) > 0 and not np.isnan(theta[0, i])
 
 
-def with_column(theta: np.ndarray, name: str, median: float, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """``theta (N, d)`` with the optional column ``name`` of prior draws ``N(ln median, σ²)`` from
-    ``rng`` when it has none (to choose a question before the column's first answer; module
-    docstring), else ``theta`` itself."""
+def with_column(
+    theta: np.ndarray, name: str, median: float, sigma: float, rng: np.random.Generator, shape: str = "normal"
+) -> np.ndarray:
+    """``theta (N, d)`` with the optional column ``name`` of prior draws ``N(ln median, σ²)`` (or of
+    the ``shape`` named, :meth:`OptionalColumn.draw`) from ``rng`` when it has none (to choose a
+    question before the column's first answer; module docstring), else ``theta`` itself."""
     if has_column(theta, name):
         return theta
     col = _column(name)
-    return _set_column(theta, col.index, rng.normal(col.centre(median), sigma, len(theta)))
+    _check_shape(col, shape)
+    return _set_column(theta, col.index, col.draw(median, sigma, len(theta), rng, shape))
+
+
+def _check_shape(col: OptionalColumn, shape: str) -> None:
+    if shape not in COLUMN_PRIOR_SHAPES:
+        raise InvalidInputError(f"{col.name} prior: expected one of {', '.join(COLUMN_PRIOR_SHAPES)}, got {shape!r}")
+    if shape != "normal" and col.log_scale:
+        raise InvalidInputError(f"{col.name} prior: a {shape} prior is for a column not on a log scale")
 
 
 def _set_column(theta: np.ndarray, index: int, values: np.ndarray) -> np.ndarray:
@@ -306,8 +332,9 @@ class ParticlePosterior:
         self.lenses = np.zeros((0, 3))
         self.correct = np.zeros(0, dtype=bool)
         self.n_moves = 0
-        #: ``{name: (median, σ)}``: the lognormal prior of each optional column present, in index order.
-        self.column_priors: dict[str, tuple[float, float]] = {}
+        #: ``{name: (median, σ)}``: the lognormal prior of each optional column present, in index order
+        #: (``(mean, σ)`` for a column not on a log scale; ``(mean, σ, "half-normal")`` for a half-normal).
+        self.column_priors: dict[str, tuple] = {}
 
     @property
     def sensitivity_prior(self) -> tuple[float, float] | None:
@@ -340,10 +367,13 @@ class ParticlePosterior:
         lp = self.start.log_prior(theta[:, :3])
         lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
-        for name, (median, sigma) in self.column_priors.items():
+        below = np.zeros(len(theta), dtype=bool)
+        for name, (median, sigma, *shape) in self.column_priors.items():
             col = OPTIONAL_COLUMNS[name]
             lp = lp - 0.5 * ((theta[:, col.index] - col.centre(median)) / sigma) ** 2
-        outside = (
+            if shape:  # half-normal: no mass below the mean (OptionalColumn)
+                below |= theta[:, col.index] < col.centre(median)
+        outside = below | (
             (theta[:, VA0] < _VA0_RANGE[0])
             | (theta[:, VA0] > _VA0_RANGE[1])
             | (theta[:, AMPLITUDE] < 0.0)
@@ -373,9 +403,10 @@ class ParticlePosterior:
         key: :class:`LetterAnswer`, :class:`visiontune.refraction.comparisons.ComparisonAnswer`.
         An answer may name optional columns its likelihood reads, ``column_priors``: ``((name,
         median, σ), ...)`` (a comparison model that infers ``κ``, a slider model that infers
-        ``τ``); each is added first when the particles have none (:meth:`add_column`)."""
-        for name, median, sigma in getattr(answer, "column_priors", ()):
-            self.add_column(name, median, sigma)
+        ``τ``), with a fourth element naming the prior's shape when it is not normal; each is added
+        first when the particles have none (:meth:`add_column`)."""
+        for name, median, sigma, *shape in getattr(answer, "column_priors", ()):
+            self.add_column(name, median, sigma, *shape)
         self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
         self.answers.append(answer)
         self._groups.setdefault(answer.batch_key, []).append(answer)
@@ -386,14 +417,16 @@ class ParticlePosterior:
         if self.effective_sample_size() < 0.5 * self.spec.n_particles:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
 
-    def add_column(self, name: str, median: float, sigma: float) -> None:
+    def add_column(self, name: str, median: float, sigma: float, shape: str = "normal") -> None:
         """Add the optional column ``name`` (:data:`OPTIONAL_COLUMNS`), ``N(ln median, σ²)`` draws
-        from ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
+        (or of the ``shape`` named, :meth:`OptionalColumn.draw`: a half-normal for a column not on a
+        log scale) from ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
         same). The column is a priori independent of the other unknowns and no answer so far
         depends on it, so the weighted particles with it represent the posterior, whenever it is
         added (module docstring): the particles are a pure function of the answers, as before."""
         col = _column(name)
-        prior = (float(median), float(sigma))
+        _check_shape(col, shape)
+        prior = (float(median), float(sigma)) if shape == "normal" else (float(median), float(sigma), shape)
         known = self.column_priors.get(name)
         if known is not None:
             if prior != known:
@@ -406,7 +439,7 @@ class ParticlePosterior:
             what = "a positive median and sigma" if col.log_scale else "a finite mean and a positive sigma"
             raise InvalidInputError(f"{name} prior: expected {what}, got {prior}")
         rng = np.random.default_rng([self.seed, 0, col.purpose])
-        self.theta = _set_column(self.theta, col.index, rng.normal(col.centre(prior[0]), prior[1], len(self.theta)))
+        self.theta = _set_column(self.theta, col.index, col.draw(prior[0], prior[1], len(self.theta), rng, shape))
         priors = {**self.column_priors, name: prior}
         self.column_priors = {k: priors[k] for k in OPTIONAL_COLUMNS if k in priors}
 
