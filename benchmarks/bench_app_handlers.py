@@ -39,7 +39,8 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy")
+#: The engine events fed to the window (through the worker's dispatch on their type); Idle too.
+FED = ("SessionsListed", "Opened", "Updated", "Recorded", "EstimateReady", "Finished", "Failed", "Busy")
 HANDLERS = (
     "on_opened",
     "on_updated",
@@ -53,7 +54,7 @@ HANDLERS = (
 )
 
 
-def record_session(folder: Path, protocol: str, trials: int, seed: int) -> list[tuple[str, object]]:
+def record_session(folder: Path, protocol: str, trials: int, seed: int) -> list:
     """The events of a simulated session of ``trials`` answers, as the engine sends them."""
     from visiontune.app.session_host import record_simulated_session
 
@@ -61,10 +62,11 @@ def record_session(folder: Path, protocol: str, trials: int, seed: int) -> list[
 
 
 def pipe_costs(events) -> dict[str, tuple[int, float, float]]:
-    """``kind -> (count, max pickled bytes, max pickle.loads ms)``."""
+    """``event type name -> (count, max pickled bytes, max pickle.loads ms)``."""
     out: dict[str, list] = collections.defaultdict(list)
-    for kind, value in events:
-        blob = pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+    for event in events:
+        kind = type(event).__name__
+        blob = pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL)
         t0 = time.perf_counter()
         for _ in range(5):
             pickle.loads(blob)
@@ -142,10 +144,11 @@ def feed_window(events, folder: Path):
         table.clear()
     passes: dict[str, list[float]] = collections.defaultdict(list)
     worker = window.worker
-    for kind, value in events:
-        if kind in SIGNALS:
-            getattr(worker, kind).emit(value)
-        elif kind == "idle":
+    for event in events:
+        kind = type(event).__name__
+        if kind in FED:
+            worker.signal_of[type(event)](event)
+        elif kind == "Idle":
             worker.idle.emit()
         else:
             continue
@@ -163,7 +166,7 @@ def patient_window_costs(events, repeats: int = 1) -> dict[str, list[float]]:
     from visiontune.display.qt_renderer import PatientWindow
 
     app = QApplication.instance() or QApplication([])
-    queries = [v.query for k, v in events if isinstance(v, Snapshot) and v.query is not None]
+    queries = [e.value.query for e in events if isinstance(e.value, Snapshot) and e.value.query is not None]
     window = PatientWindow(Calibration(480.0, 270.0, 1920, 1080, 4000.0), load_letter_set("sloan"))
     window.resize(1920, 1080)
     window.show()
@@ -198,7 +201,7 @@ def main() -> None:
         folder = Path(tmp)
         t0 = time.perf_counter()
         events = record_session(folder, args.protocol, args.trials, args.seed)
-        n = sum(1 for k, _ in events if k == "recorded")
+        n = sum(1 for e in events if type(e).__name__ == "Recorded")
         print(
             f"recorded a simulated session: {n} answers, {len(events)} events, "
             f"{time.perf_counter() - t0:.1f} s (protocol {args.protocol}, seed {args.seed})"

@@ -21,6 +21,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from visiontune.app.messages import (
+    DeviceFault,
+    Failed,
+    Opened,
+    OpenStore,
+    Present,
+    RecordAnswer,
+    SetDevice,
+    StartSession,
+    Updated,
+)
 from visiontune.app.session_host import SessionHost
 from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.app.worker_values import NewSession
@@ -49,29 +60,30 @@ def _answer(snap, patient):
 
 def present_times(db: Path, device: str, protocol: str, answers: int, seed: int) -> list[float]:
     """Seconds each ``present`` took in one simulated session through the app's engine."""
-    events: list[tuple[str, object]] = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    events: list = []
+    host = SessionHost(events.append)
     times = []
     try:
-        host.handle("device", device)
-        host.handle("open_store", str(db))
-        host.handle("start", NewSession("SIM-BENCH", "OD", protocol, True, seed=seed))
-        failed = [v for k, v in events if k == "failed"]
+        host.handle(SetDevice(device))
+        host.handle(OpenStore(str(db)))
+        host.handle(StartSession(NewSession("SIM-BENCH", "OD", protocol, True, seed=seed)))
+        failed = [e.message for e in events if isinstance(e, Failed)]
         if failed:
             raise SystemExit(f"the session did not start: {failed[0]}")
-        snap = next(v for k, v in events if k == "opened")
+        snap = next(e.snapshot for e in events if isinstance(e, Opened))
         patient = case_patient(snap.simulated_case, snap.n_alternatives)
         for _ in range(answers):
             if snap.query is None:
                 break
             del events[:]
             started = time.perf_counter()
-            host.handle("present")
+            host.handle(Present())
             times.append(time.perf_counter() - started)
-            if any(k == "device_fault" for k, _ in events):
-                raise SystemExit(f"device fault: {next(v for k, v in events if k == 'device_fault')}")
-            host.handle("record", _answer(snap, patient))
-            snap = [v for k, v in events if k == "updated"][-1]
+            faults = [e.message for e in events if isinstance(e, DeviceFault)]
+            if faults:
+                raise SystemExit(f"device fault: {faults[0]}")
+            host.handle(RecordAnswer(_answer(snap, patient)))
+            snap = [e.snapshot for e in events if isinstance(e, Updated)][-1]
     finally:
         host.shutdown()
     return times

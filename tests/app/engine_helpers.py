@@ -4,6 +4,7 @@ its simulated patient (the app's own simulated replies)."""
 
 from __future__ import annotations
 
+from visiontune.app.messages import Finish, Finished, Opened, OpenStore, Present, RecordAnswer, Updated
 from visiontune.app.session_host import SessionHost
 from visiontune.app.simulation import case_patient, simulated_reply
 from visiontune.session.engine import Answer
@@ -11,26 +12,26 @@ from visiontune.session.engine import Answer
 
 def engine_host(db):
     """``(host, events)``: a SessionHost on the trial log ``db``, every event it sends appended to
-    ``events`` as ``(kind, value)``."""
+    ``events`` (the typed events of :mod:`visiontune.app.messages`)."""
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(db)))
     return host, events
 
 
 def last_event(events, *kinds):
-    """The value of the latest event of one of ``kinds``."""
-    return next(v for k, v in reversed(events) if k in kinds)
+    """The value of the latest event of one of the event types ``kinds``."""
+    return next(e.value for e in reversed(events) if isinstance(e, kinds))
 
 
 def run_open_eye(host, events):
     """Answer the open eye's letters as its simulated patient would, until the session asks no
     more, then finish it; the ``finished`` event's value."""
-    snap = last_event(events, "opened", "updated")
+    snap = last_event(events, Opened, Updated)
     patient = case_patient(snap.simulated_case, snap.n_alternatives)
     while snap.query is not None:
         q = snap.query
-        host.handle("present")
+        host.handle(Present())
         reply = simulated_reply(
             patient,
             s_logmar=q.s_logmar,
@@ -40,7 +41,7 @@ def run_open_eye(host, events):
             seed=snap.seed,
             trial_index=q.index,
         )
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = last_event(events, "opened", "updated")
-    host.handle("finish", ("budget", None))
-    return last_event(events, "finished")
+        host.handle(RecordAnswer(Answer(letter_named=reply.letter_named)))
+        snap = last_event(events, Opened, Updated)
+    host.handle(Finish("budget", None))
+    return last_event(events, Finished)

@@ -15,6 +15,7 @@ from app_helpers import SCREENSHOTS, write_line_protocol
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase
+from visiontune.app.messages import Failed, Opened, Recorded, Updated
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.display import Calibration, save_calibration
 from visiontune.display.geometry import largest_line_logmar
@@ -303,11 +304,11 @@ def test_the_engine_hosts_simulated_run_answers_lines_as_its_patient(tmp_path):
     events = record_simulated_session(
         tmp_path / "log.sqlite3", str(write_line_protocol(tmp_path, max_trials=8)), 8, seed=3
     )
-    assert not [v for k, v in events if k == "failed"]
-    opened = next(v for k, v in events if k == "opened")
+    assert not [e.value for e in events if isinstance(e, Failed)]
+    opened = next(e.value for e in events if isinstance(e, Opened))
     patient = case_patient(opened.simulated_case, opened.n_alternatives)
-    asked = [v.query for k, v in events if k in ("opened", "updated") and v.query is not None]
-    recorded = [v for k, v in events if k == "recorded"]
+    asked = [e.value.query for e in events if isinstance(e, Opened | Updated) and e.value.query is not None]
+    recorded = [e.value for e in events if isinstance(e, Recorded)]
     lines = [(q, t) for q, t in zip(asked, recorded, strict=False) if isinstance(q, PendingLine)]
     assert len(recorded) == 8 and len(lines) >= 2
     for q, t in lines:

@@ -14,6 +14,26 @@ from app_helpers import SCREENSHOTS, write_visit_protocol
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase
+from visiontune.app.messages import (
+    Command,
+    DeviceFault,
+    DeviceShown,
+    Failed,
+    Finish,
+    Finished,
+    Idle,
+    Opened,
+    OpenStore,
+    Pause,
+    Present,
+    Presented,
+    RecordAnswer,
+    RetryDevice,
+    SetDevice,
+    ShowLens,
+    StartSession,
+    Updated,
+)
 from visiontune.app.session_host import SessionHost
 from visiontune.app.settings import AppSettings, load_settings, save_settings
 from visiontune.app.simulation import case_patient, simulated_reply
@@ -82,14 +102,14 @@ def test_the_engine_sets_each_lens_on_the_device_before_the_letter_and_a_fault_p
     db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=8)
     events = []
     with CV5000Emulator(change_seconds=0.0) as emu:
-        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
+        host = SessionHost(events.append, reply_timeout_s=0.3)
         try:
-            host.handle("device", f"cv5000:{emu.port}")
-            host.handle("open_store", str(db))
-            host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
-            view = [v for k, v in events if k == "device"][-1]
+            host.handle(SetDevice(f"cv5000:{emu.port}"))
+            host.handle(OpenStore(str(db)))
+            host.handle(StartSession(NewSession("SIM-DEV", "OD", str(protocol), True, seed=4)))
+            view = [e.value for e in events if isinstance(e, DeviceShown)][-1]
             assert (view.kind, view.port, view.connected, view.fault) == ("cv5000", emu.port, True, None)
-            snap = next(v for k, v in events if k == "opened")
+            snap = next(e.value for e in events if isinstance(e, Opened))
             assert snap.protocol_name == "visit-test"
             patient = case_patient(snap.simulated_case, snap.n_alternatives)
             held_when_shown = []
@@ -97,30 +117,30 @@ def test_the_engine_sets_each_lens_on_the_device_before_the_letter_and_a_fault_p
                 if n == 3:  # the device drops its confirmation: nothing shown, the session paused
                     emu.drop_next()
                     del events[:]
-                    host.handle("present")
-                    kinds = [k for k, _ in events]
-                    assert "presented" not in kinds and "failed" not in kinds, kinds
-                    fault = next(v for k, v in events if k == "device_fault")
+                    host.handle(Present())
+                    kinds = [type(e) for e in events]
+                    assert Presented not in kinds and Failed not in kinds, kinds
+                    fault = next(e.value for e in events if isinstance(e, DeviceFault))
                     assert "session 1 paused, 3 answers kept" in fault and "no reply to 'v'" in fault, fault
-                    paused = [v for k, v in events if k == "updated"][-1]
+                    paused = [e.value for e in events if isinstance(e, Updated)][-1]
                     assert paused.state == SessionState.PAUSED and paused.n_trials == 3 and paused.query is None
-                    assert [v for k, v in events if k == "device"][-1].fault is not None
+                    assert [e.value for e in events if isinstance(e, DeviceShown)][-1].fault is not None
                     before = _rows(host.session.trials())
                     at_fault = len(emu.log)
                     emu.clear_faults()
                     del events[:]
-                    host.handle("retry_device")
-                    snap = [v for k, v in events if k == "updated"][-1]
+                    host.handle(RetryDevice())
+                    snap = [e.value for e in events if isinstance(e, Updated)][-1]
                     assert snap.state == SessionState.OPEN and snap.query is not None
                     assert _rows(host.session.trials()) == before
                 if snap.query is None:
                     break
                 del events[:]
-                host.handle("present")
-                assert ("presented", snap.query.index) in events, events
+                host.handle(Present())
+                assert Presented(snap.query.index) in events, events
                 held_when_shown.append((snap.query, emu.state.od))
-                host.handle("record", _answer(snap, patient))
-                snap = [v for k, v in events if k == "updated"][-1]
+                host.handle(RecordAnswer(_answer(snap, patient)))
+                snap = [e.value for e in events if isinstance(e, Updated)][-1]
             trials = host.session.trials()
             assert len(trials) == 8
             assert _logs_agree_around_a_fault(emu.log, trials, 3, at_fault)
@@ -138,21 +158,21 @@ def test_the_engine_sets_each_lens_on_the_device_before_the_letter_and_a_fault_p
 def test_the_session_starts_with_the_device_change_time_and_a_port_that_does_not_open_pauses(tmp_path):
     db = tmp_path / "log.sqlite3"
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
+    host = SessionHost(events.append, reply_timeout_s=0.3)
     try:
-        host.handle("device", str(tmp_path / "no-such-port"))  # not a device setting: refused, manual kept
-        assert "expected 'manual' or 'cv5000:PORT'" in next(v for k, v in events if k == "failed")
+        host.handle(SetDevice(str(tmp_path / "no-such-port")))  # not a device setting: refused, manual kept
+        assert "expected 'manual' or 'cv5000:PORT'" in next(e.value for e in events if isinstance(e, Failed))
         assert host.device.spec == "manual"
-        host.handle("device", f"cv5000:{tmp_path / 'no-such-port'}")
-        view = [v for k, v in events if k == "device"][-1]
+        host.handle(SetDevice(f"cv5000:{tmp_path / 'no-such-port'}"))
+        view = [e.value for e in events if isinstance(e, DeviceShown)][-1]
         assert not view.connected and "cannot open the port" in view.fault
-        host.handle("open_store", str(db))
-        host.handle("start", NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=4))
+        host.handle(OpenStore(str(db)))
+        host.handle(StartSession(NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=4)))
         assert host.session.protocol.comparisons.lens_change_seconds == 0.5  # the CV-5000's (assumed) change time
         assert "cv5000 device's change time" in host.session.protocol.source_text
         del events[:]
-        host.handle("present")
-        assert "session 1 paused, 0 answers kept" in next(v for k, v in events if k == "device_fault")
+        host.handle(Present())
+        assert "session 1 paused, 0 answers kept" in next(e.value for e in events if isinstance(e, DeviceFault))
         assert host.session.state == SessionState.PAUSED
     finally:
         host.shutdown()
@@ -251,10 +271,10 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
 # ---------------------------------------------------------------------------------- the controller
 class _Engine:
     def __init__(self) -> None:
-        self.sent: list[tuple[str, object]] = []
+        self.sent: list[Command] = []
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.sent.append((name, payload))
+    def submit(self, command: Command) -> None:
+        self.sent.append(command)
 
 
 def _snapshot(n_trials: int, *, paused: bool = False):
@@ -297,10 +317,10 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     controller.on_opened(_snapshot(2))
     assert controller.phase == Phase.LENS and "sets this lens" in events[-2][1].instruction
     controller.on_key("Return", "")
-    assert [n for n, _ in engine.sent] == ["present"] and controller.phase == Phase.BUSY
+    assert [type(c) for c in engine.sent] == [Present] and controller.phase == Phase.BUSY
     assert not [v for k, v in events if k == "present"]  # no letter before the device confirms
     controller.on_key("K", "k")  # an answer key while the device sets the lens: nothing sent
-    assert [n for n, _ in engine.sent] == ["present"]
+    assert [type(c) for c in engine.sent] == [Present]
     controller.on_presented(1)  # another trial's confirmation: still nothing shown
     assert not [v for k, v in events if k == "present"]
     controller.on_presented(2)
@@ -308,7 +328,7 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     paused_events = len(events)
     controller.on_idle()
     controller.on_key("K", "k")
-    assert engine.sent[-1][0] == "record"
+    assert isinstance(engine.sent[-1], RecordAnswer)
     controller.on_idle()
     controller.on_updated(_snapshot(3))
     controller.on_key("Space", "")
@@ -320,14 +340,14 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     assert "all 3 answers are kept" in prompt.instruction and "Retry" in prompt.instruction
     assert [v.index for k, v in events if k == "present"] == [2]  # trial 3 never shown
     controller.on_key("P", "p")  # P retries the device (not a plain resume)
-    assert engine.sent[-1] == ("retry_device", None) and controller.phase == Phase.BUSY
+    assert engine.sent[-1] == RetryDevice() and controller.phase == Phase.BUSY
     controller.on_idle()
     controller.on_updated(_snapshot(3))
     assert controller.phase == Phase.LENS and controller.device_fault is None
     # P while the device sets a lens: its confirmation then shows nothing, the session pauses
     controller.on_key("Return", "")
     controller.on_key("P", "p")
-    assert [n for n, _ in engine.sent][-2:] == ["present", "pause"]
+    assert [type(c) for c in engine.sent][-2:] == [Present, Pause]
     controller.on_presented(3)
     assert [v.index for k, v in events[paused_events:] if k == "present"] == []
 
@@ -343,7 +363,7 @@ def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel
     controller.on_device(DeviceView("manual", "manual", None, "clinician"))
     controller.on_opened(_snapshot(0))
     controller.on_key("Return", "")
-    assert controller.phase == Phase.ANSWER and [n for n, _ in engine.sent] == ["present"]
+    assert controller.phase == Phase.ANSWER and [type(c) for c in engine.sent] == [Present]
     assert [v.index for k, v in events if k == "present"] == [0]
     text = device_text(controller.device)
     assert "Manual trial frame or phoropter" in text and "OD S \u22121.00 / C \u22120.50 \u00d7 090" in text
@@ -354,18 +374,18 @@ def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel
 def test_the_trial_frame_records_the_clinician_as_the_device_that_set_each_lens(tmp_path):
     db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=8)
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host = SessionHost(events.append)
     try:
-        host.handle("open_store", str(db))
-        host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
-        snap = next(v for k, v in events if k == "opened")
+        host.handle(OpenStore(str(db)))
+        host.handle(StartSession(NewSession("SIM-DEV", "OD", str(protocol), True, seed=4)))
+        snap = next(e.value for e in events if isinstance(e, Opened))
         patient = case_patient(snap.simulated_case, snap.n_alternatives)
         for _ in range(3):
             del events[:]
-            host.handle("present")
-            assert [k for k, _ in events] == ["idle"]  # the letter is on screen already: nothing to wait for
-            host.handle("record", _answer(snap, patient))
-            snap = [v for k, v in events if k == "updated"][-1]
+            host.handle(Present())
+            assert events == [Idle()]  # the letter is on screen already: nothing to wait for
+            host.handle(RecordAnswer(_answer(snap, patient)))
+            snap = [e.value for e in events if isinstance(e, Updated)][-1]
         notes = lenses_set_notes(host.session._handle.events())
         assert [n["trial"] for n in notes] == [0, 1, 2]
         assert {(n["device"], n["confirmation"]) for n in notes} == {("manual", "clinician")}
@@ -458,17 +478,17 @@ def test_every_device_fault_pauses_the_app_session_keeping_the_answers_and_the_d
     db, protocol = tmp_path / "log.sqlite3", write_visit_protocol(tmp_path, max_trials=6)
     events = []
     with CV5000Emulator(change_seconds=0.0) as emu, CV5000Emulator(change_seconds=0.0) as back:
-        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3, change_seconds=0.0)
+        host = SessionHost(events.append, reply_timeout_s=0.3, change_seconds=0.0)
         try:
-            host.handle("device", f"cv5000:{emu.port}")
-            host.handle("open_store", str(db))
-            host.handle("start", NewSession("SIM-DEV", "OD", str(protocol), True, seed=4))
-            snap = next(v for k, v in events if k == "opened")
+            host.handle(SetDevice(f"cv5000:{emu.port}"))
+            host.handle(OpenStore(str(db)))
+            host.handle(StartSession(NewSession("SIM-DEV", "OD", str(protocol), True, seed=4)))
+            snap = next(e.value for e in events if isinstance(e, Opened))
             patient = case_patient(snap.simulated_case, snap.n_alternatives)
             for _ in range(2):
-                host.handle("present")
-                host.handle("record", _answer(snap, patient))
-                snap = [v for k, v in events if k == "updated"][-1]
+                host.handle(Present())
+                host.handle(RecordAnswer(_answer(snap, patient)))
+                snap = [e.value for e in events if isinstance(e, Updated)][-1]
             before = _rows(host.session.trials())
             if inject is None:  # a device whose range holds none of the session's lenses: refused before sending
                 host.device.options["limits"] = DeviceLimits(10, 20, 0.25, -6, 0, 0.25)
@@ -476,10 +496,10 @@ def test_every_device_fault_pauses_the_app_session_keeping_the_answers_and_the_d
             else:
                 inject(emu)
             del events[:]
-            host.handle("present")
-            fault_message = next(v for k, v in events if k == "device_fault")
+            host.handle(Present())
+            fault_message = next(e.value for e in events if isinstance(e, DeviceFault))
             assert "session 1 paused, 2 answers kept" in fault_message and words in fault_message, fault_message
-            assert "presented" not in [k for k, _ in events]
+            assert not any(isinstance(e, Presented) for e in events)
             assert host.session.state == SessionState.PAUSED and _rows(host.session.trials()) == before
             with TrialStore.open(db) as other:  # what is in the log, read as another process would
                 assert _rows(other.trials(1)) == before and other.get_session(1).state == SessionState.PAUSED
@@ -489,22 +509,26 @@ def test_every_device_fault_pauses_the_app_session_keeping_the_answers_and_the_d
             emu.clear_faults()
             if fault == "port closed":
                 del events[:]
-                host.handle("retry_device")  # still gone: the session stays paused, saying why
-                assert "cannot open the port" in next(v for k, v in events if k == "device_fault")
+                host.handle(RetryDevice())  # still gone: the session stays paused, saying why
+                assert "cannot open the port" in next(e.value for e in events if isinstance(e, DeviceFault))
                 assert host.session.state == SessionState.PAUSED
-                host.handle("device", f"cv5000:{back.port}")
+                host.handle(SetDevice(f"cv5000:{back.port}"))
             del events[:]
-            host.handle("retry_device")
-            snap = [v for k, v in events if k == "updated"][-1]
-            assert snap.state == SessionState.OPEN and snap.query is not None and "device_fault" not in dict(events)
+            host.handle(RetryDevice())
+            snap = [e.value for e in events if isinstance(e, Updated)][-1]
+            assert (
+                snap.state == SessionState.OPEN
+                and snap.query is not None
+                and not any(isinstance(e, DeviceFault) for e in events)
+            )
             while snap.query is not None:
                 del events[:]
-                host.handle("present")
-                assert ("presented", snap.query.index) in events
-                host.handle("record", _answer(snap, patient))
-                snap = [v for k, v in events if k == "updated"][-1]
-            host.handle("finish", ("budget", None))
-            assert next(v for k, v in events if k == "finished").result
+                host.handle(Present())
+                assert Presented(snap.query.index) in events
+                host.handle(RecordAnswer(_answer(snap, patient)))
+                snap = [e.value for e in events if isinstance(e, Updated)][-1]
+            host.handle(Finish("budget", None))
+            assert next(e.value for e in events if isinstance(e, Finished)).result
             with TrialStore.open(db) as other:
                 trials = other.trials(1)
                 assert other.get_session(1).state == SessionState.FINISHED
@@ -549,29 +573,29 @@ def test_during_a_comparison_the_device_shows_lens_1_or_lens_2_again_on_the_clin
 
     events = []
     with CV5000Emulator(change_seconds=0.0) as emu:
-        host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.5)
+        host = SessionHost(events.append, reply_timeout_s=0.5)
         try:
-            host.handle("device", f"cv5000:{emu.port}")
-            host.handle("open_store", str(tmp_path / "log.sqlite3"))
-            host.handle("start", NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=3))
-            snap = next(v for k, v in events if k == "opened")
+            host.handle(SetDevice(f"cv5000:{emu.port}"))
+            host.handle(OpenStore(str(tmp_path / "log.sqlite3")))
+            host.handle(StartSession(NewSession("SIM-DEV", "OD", "clinical-sloan-compare", True, seed=3)))
+            snap = next(e.value for e in events if isinstance(e, Opened))
             patient = case_patient(snap.simulated_case, snap.n_alternatives)
             while not isinstance(snap.query, PendingComparison):
-                host.handle("present")
-                host.handle("record", _answer(snap, patient))
-                snap = [v for k, v in events if k == "updated"][-1]
+                host.handle(Present())
+                host.handle(RecordAnswer(_answer(snap, patient)))
+                snap = [e.value for e in events if isinstance(e, Updated)][-1]
             q = snap.query
-            host.handle("present")
+            host.handle(Present())
             assert same_lens(emu.state.od, q.lens2)  # set lens 1, then lens 2: lens 2 in place
             for position, lens in ((0, q.lens1), (1, q.lens2), (0, q.lens1)):
                 del events[:]
-                host.handle("device_lens", position)
-                assert same_lens(emu.state.od, lens) and "failed" not in dict(events)
-                view = [v for k, v in events if k == "device"][-1]
+                host.handle(ShowLens(position))
+                assert same_lens(emu.state.od, lens) and not any(isinstance(e, Failed) for e in events)
+                view = [e.value for e in events if isinstance(e, DeviceShown)][-1]
                 assert view.trial == q.index and view.fault is None
             del events[:]
-            host.handle("device_lens", 2)
-            assert "lens position: expected 0 to 1" in next(v for k, v in events if k == "failed")
+            host.handle(ShowLens(2))
+            assert "lens position: expected 0 to 1" in next(e.value for e in events if isinstance(e, Failed))
             shown = [
                 e.payload["data"]
                 for e in host.session._handle.events()
@@ -579,15 +603,15 @@ def test_during_a_comparison_the_device_shows_lens_1_or_lens_2_again_on_the_clin
             ]
             expected = [(q.index, p, "cv5000") for p in (0, 1, 0)]
             assert [(n["trial"], n["position"], n["device"]) for n in shown] == expected
-            host.handle("record", _answer(snap, patient))
+            host.handle(RecordAnswer(_answer(snap, patient)))
             assert host.session.trials()[-1].lens2 is not None  # the comparison's answer recorded as usual
-            snap = [v for k, v in events if k == "updated"][-1]
-            host.handle("present")
+            snap = [e.value for e in events if isinstance(e, Updated)][-1]
+            host.handle(Present())
             kept = len(host.session.trials())
             emu.drop_next()  # a fault while switching: paused, every answer kept
             del events[:]
-            host.handle("device_lens", 0)
-            assert f"{kept} answers kept" in next(v for k, v in events if k == "device_fault")
+            host.handle(ShowLens(0))
+            assert f"{kept} answers kept" in next(e.value for e in events if isinstance(e, DeviceFault))
             assert host.session.state == SessionState.PAUSED
         finally:
             host.shutdown()
@@ -640,15 +664,15 @@ def test_a_sliders_knob_moves_the_device_with_it_from_its_starting_lens():
     slider = PendingSlider(index=4, s_logmar=0.2, knob="sphere", lenses=path, start=1, letter="KSR")
     controller.on_opened(dataclasses.replace(_snapshot(4), query=slider))
     controller.on_key("Return", "")
-    assert [n for n, _ in engine.sent] == ["present"]
+    assert [type(c) for c in engine.sent] == [Present]
     controller.on_presented(4)  # the device set the whole path: it goes back to the knob's start
-    assert engine.sent[-1] == ("device_lens", 1) and controller.phase == Phase.SLIDE
+    assert engine.sent[-1] == ShowLens(1) and controller.phase == Phase.SLIDE
     controller.on_key("Right", "")
     controller.on_key("Right", "")
     controller.on_key("Right", "")  # the end of the path: the knob and the device stay
-    assert [p for n, p in engine.sent if n == "device_lens"] == [1, 2, 3]
+    assert [c.position for c in engine.sent if isinstance(c, ShowLens)] == [1, 2, 3]
     controller.on_key("Left", "")
-    assert engine.sent[-1] == ("device_lens", 2)
+    assert engine.sent[-1] == ShowLens(2)
     assert not [v for k, v in events if k == "device_lenses"]  # the comparison's buttons: not for a slider
 
 

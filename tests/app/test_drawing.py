@@ -14,11 +14,23 @@ from app_helpers import write_protocol
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QGraphicsItem
 
+from visiontune.app.messages import (
+    Busy,
+    EstimateReady,
+    Failed,
+    Finished,
+    Idle,
+    Opened,
+    Recorded,
+    SessionsListed,
+    Updated,
+)
 from visiontune.app.session_host import record_simulated_session
 from visiontune.app.simulation import case_patient
 from visiontune.app.worker_values import EstimateView, Snapshot
 
-SIGNALS = ("sessions_listed", "opened", "updated", "recorded", "estimate_ready", "finished", "failed", "busy")
+#: The engine events fed to the window through the worker's dispatch on their type (Idle: its signal at once).
+FED = (SessionsListed, Opened, Updated, Recorded, EstimateReady, Finished, Failed, Busy)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +42,10 @@ def events(tmp_path_factory):
 
 def feed(qtbot, window, events, upto=None):
     """Emit the events as the relay would, letting the event loop run after each."""
-    for kind, value in events[:upto]:
-        if kind in SIGNALS:
-            getattr(window.worker, kind).emit(value)
-        elif kind == "idle":
+    for event in events[:upto]:
+        if isinstance(event, FED):
+            window.worker.signal_of[type(event)](event)
+        elif isinstance(event, Idle):
             window.worker.idle.emit()
         qtbot.wait(2)
     qtbot.waitUntil(lambda: not window.render_timer.isActive() and not window.session_view.plots_pending, timeout=5_000)
@@ -53,11 +65,11 @@ class ResizeCounter(QObject):
 
 
 def estimates(events):
-    return [v for k, v in events if isinstance(v, EstimateView)]
+    return [e.value for e in events if isinstance(e.value, EstimateView)]
 
 
 def test_the_engine_sends_ready_to_draw_frames_with_the_simulated_patients_true_curve(events):
-    snap = next(v for k, v in events if k == "opened")
+    snap = next(e.value for e in events if isinstance(e, Opened))
     views = estimates(events)
     assert len(views) == 8
     patient = case_patient(snap.simulated_case, snap.n_alternatives)  # as the GUI builds it
@@ -109,7 +121,7 @@ def test_a_session_is_drawn_in_place_without_resizing_the_plots(qtbot, make_wind
 
 def test_a_burst_of_estimates_is_drawn_once_latest_wins_and_never_inside_the_handler(qtbot, make_window, events):
     window = make_window(pace_s=0.0)
-    first_estimate = next(i for i, (k, _) in enumerate(events) if k == "estimate_ready")
+    first_estimate = next(i for i, e in enumerate(events) if isinstance(e, EstimateReady))
     feed(qtbot, window, events[:first_estimate])
     view = window.session_view
     calls = {p: [] for p in view.plots}
@@ -128,7 +140,7 @@ def test_a_burst_of_estimates_is_drawn_once_latest_wins_and_never_inside_the_han
 
 def test_snapshots_do_not_touch_the_plot_ranges_when_nothing_changed(qtbot, make_window, events):
     window = make_window(pace_s=0.0)
-    snaps = [v for _, v in events if isinstance(v, Snapshot)]
+    snaps = [e.value for e in events if isinstance(e.value, Snapshot)]
     window.worker.opened.emit(snaps[0])
     qtbot.wait(20)
     view = window.session_view

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from visiontune.app.messages import Close, EstimateReady, ExportSession, Failed, Finished, OpenStore, SessionsListed
 from visiontune.app.session_host import SessionHost, record_simulated_session
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.store import TrialStore
@@ -18,11 +19,11 @@ from visiontune.session.store import TrialStore
 
 def _listed(db):
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    host.handle("close")
-    assert "failed" not in [k for k, _ in events], events
-    return [s.session_id for s in next(v for k, v in reversed(events) if k == "sessions_listed")]
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(db)))
+    host.handle(Close())
+    assert not any(isinstance(e, Failed) for e in events), events
+    return [s.session_id for s in next(e.value for e in reversed(events) if isinstance(e, SessionsListed))]
 
 
 def test_the_resume_offer_leaves_out_discarded_and_damaged_sessions(tmp_path):
@@ -47,12 +48,12 @@ def test_a_new_export_folder_is_0700_under_umask_000(tmp_path, umask_000):
     record_simulated_session(db, "clinical-sloan", 2, seed=1)
     folder = tmp_path / "exports" / "2026"
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    host.handle("export", (1, str(folder)))
-    host.handle("close")
-    assert "failed" not in [k for k, _ in events], events
-    view = next(v for k, v in events if k == "finished")
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(db)))
+    host.handle(ExportSession(1, str(folder)))
+    host.handle(Close())
+    assert not any(isinstance(e, Failed) for e in events), events
+    view = next(e.value for e in events if isinstance(e, Finished))
     assert view.exports and all(stat.S_IMODE(os.stat(p).st_mode) == 0o600 for p in view.exports.values())
     for f in (tmp_path / "exports", folder):
         assert stat.S_IMODE(f.stat().st_mode) == 0o700, f
@@ -76,9 +77,8 @@ def test_an_estimate_before_the_first_answer_only_where_the_prior_knows_the_star
 ):
     """The models of particles (optics; the GP on the optics prediction) have a prior centred on the
     start, so the app shows their estimate before any answer; a GP alone has none to show."""
-    from visiontune.app.worker_values import EstimateView
 
     events = record_simulated_session(tmp_path / "log.sqlite3", protocol, 1, finish=False)
-    counts = [v.n_trials for _, v in events if isinstance(v, EstimateView)]
+    counts = [e.value.n_trials for e in events if isinstance(e, EstimateReady)]
     assert (0 in counts) is before_any_answer
     assert 1 in counts

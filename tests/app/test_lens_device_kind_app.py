@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 
 from visiontune.app import cli
 from visiontune.app.keys import Phase
+from visiontune.app.messages import CreateVisit, DeviceShown, Failed, OpenStore, SetDevice, StartSession
 from visiontune.app.session_host import SessionHost
 from visiontune.app.settings import AppSettings, load_settings, save_settings
 from visiontune.app.start_form import LENS_KIND_CHOICES, lens_kind_setting
@@ -47,9 +48,9 @@ def _compare_protocol(folder, max_trials: int = 6):
 
 def _host(tmp_path, device):
     db, events = tmp_path / "log.sqlite3", []
-    host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
-    host.handle("device", device)
-    host.handle("open_store", str(db))
+    host = SessionHost(events.append, reply_timeout_s=0.3)
+    host.handle(SetDevice(*device) if isinstance(device, tuple) else SetDevice(device))
+    host.handle(OpenStore(str(db)))
     return host, events, db
 
 
@@ -101,10 +102,10 @@ def test_a_cv5000_is_the_motorized_phoropter_whatever_the_manual_kind():
 def test_a_sessions_stored_protocol_carries_the_kinds_seconds(tmp_path, device, seconds, said):
     host, events, db = _host(tmp_path, device)
     try:
-        host.handle("start", NewSession("SIM-KIND", "OD", "clinical-sloan-compare", True, seed=4))
-        assert not [v for k, v in events if k == "failed"], events
+        host.handle(StartSession(NewSession("SIM-KIND", "OD", "clinical-sloan-compare", True, seed=4)))
+        assert not [e.value for e in events if isinstance(e, Failed)], events
         assert host.session.protocol.comparisons.lens_change_seconds == seconds
-        view = [v for k, v in events if k == "device"][-1]
+        view = [e.value for e in events if isinstance(e, DeviceShown)][-1]
         assert view.device_kind == device[1] and view.change_seconds == seconds
     finally:
         host.shutdown()
@@ -116,9 +117,9 @@ def test_a_sessions_stored_protocol_carries_the_kinds_seconds(tmp_path, device, 
 def test_a_cv5000_session_keeps_its_own_change_time_beside_a_manual_kind(tmp_path):
     host, events, _db = _host(tmp_path, (f"cv5000:{tmp_path / 'no-such-port'}", "manual-phoropter"))
     try:
-        host.handle("start", NewSession("SIM-CV", "OD", "clinical-sloan-compare", True, seed=4))
+        host.handle(StartSession(NewSession("SIM-CV", "OD", "clinical-sloan-compare", True, seed=4)))
         assert host.session.protocol.comparisons.lens_change_seconds == MOTORIZED_S
-        assert [v for k, v in events if k == "device"][-1].device_kind == "motorized-phoropter"
+        assert [e.value for e in events if isinstance(e, DeviceShown)][-1].device_kind == "motorized-phoropter"
     finally:
         host.shutdown()
 
@@ -126,8 +127,8 @@ def test_a_cv5000_session_keeps_its_own_change_time_beside_a_manual_kind(tmp_pat
 def test_a_letters_only_protocol_is_left_as_it_is(tmp_path):
     host, events, _db = _host(tmp_path, ("manual", "manual-phoropter"))
     try:
-        host.handle("start", NewSession("SIM-LET", "OD", "clinical-sloan", True, seed=4))
-        assert not [v for k, v in events if k == "failed"], events
+        host.handle(StartSession(NewSession("SIM-LET", "OD", "clinical-sloan", True, seed=4)))
+        assert not [e.value for e in events if isinstance(e, Failed)], events
         assert host.session.protocol.comparisons is None
         assert "change time" not in host.session.protocol.source_text
     finally:
@@ -137,8 +138,8 @@ def test_a_letters_only_protocol_is_left_as_it_is(tmp_path):
 def test_each_visit_eye_carries_the_kinds_seconds(tmp_path):
     host, events, db = _host(tmp_path, ("manual", "manual-phoropter"))
     try:
-        host.handle("visit_create", NewVisit("SIM-KINDV", "clinical-sloan-compare", True, seed=4))
-        assert not [v for k, v in events if k == "failed"], events
+        host.handle(CreateVisit(NewVisit("SIM-KINDV", "clinical-sloan-compare", True, seed=4)))
+        assert not [e.value for e in events if isinstance(e, Failed)], events
     finally:
         host.shutdown()
     with TrialStore.open(db, read_only=True) as store:
@@ -171,7 +172,7 @@ def _controller(kind: str):
 )
 def test_the_page_says_which_lens_to_place_on_what_device(kind, expected):
     controller, events, snapshot = _controller(kind)
-    controller.submit("start", "request")
+    controller.submit(StartSession("request"))
     controller.on_opened(snapshot(0))
     controller.on_idle()
     prompt = [v for k, v in events if k == "prompt"][-1]

@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
+from visiontune.app.messages import Command as EngineCommand
+from visiontune.app.messages import Pause, Present, RecordAnswer, Undo
 from visiontune.app.session_controller import LineView, SessionController, line_reply_text
 from visiontune.app.worker_values import Snapshot
 from visiontune.optics import Prescription
@@ -59,10 +61,10 @@ def test_a_simulated_lines_enter_is_the_simulated_answer_and_other_keys_are_refu
 
 class _Engine:
     def __init__(self) -> None:
-        self.sent: list[tuple[str, object]] = []
+        self.sent: list[EngineCommand] = []
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.sent.append((name, payload))
+    def submit(self, command: EngineCommand) -> None:
+        self.sent.append(command)
 
 
 def _snapshot(n_trials: int = 2) -> Snapshot:
@@ -104,22 +106,22 @@ def _keys(c, *keys):
 def test_the_controller_keys_a_line_and_sends_one_answer_when_it_is_complete():
     c, engine, said = _controller()
     c.on_key("Return", "\r")
-    assert c.phase == Phase.LINE and engine.sent == [("present", None)]
+    assert c.phase == Phase.LINE and engine.sent == [Present()]
     present = [v for k, v in said if k == "present"]
     assert present and isinstance(present[-1], PendingLine)
     _keys(c, "+", "k", "-", ("Backspace", ""))
-    assert c.line_entry.marks == [True, True] and engine.sent == [("present", None)]
+    assert c.line_entry.marks == [True, True] and engine.sent == [Present()]
     _keys(c, "o")  # a Sloan letter not at this place: named, wrong
     _keys(c, "+", "s")
     views = [v for k, v in said if k == "line"]
     assert views[-1] == LineView(tuple("DKNRS"), (True, True, False, True, True), 0.3)
     assert views[-1].line_text() == "D+  K+  N-  R+  S+" and views[-1].complete
-    assert engine.sent == [("present", None)]  # nothing recorded before Enter
+    assert engine.sent == [Present()]  # nothing recorded before Enter
     c.on_key("Return", "\r")
-    assert engine.sent[-1] == ("record", LineReply((True, True, False, True, True)))
+    assert engine.sent[-1] == RecordAnswer(LineReply((True, True, False, True, True)))
     assert c.phase == Phase.BUSY
     c.on_key("Plus", "+")  # the line is with the engine: refused, not sent twice
-    assert len([s for s in engine.sent if s[0] == "record"]) == 1
+    assert len([c for c in engine.sent if isinstance(c, RecordAnswer)]) == 1
 
 
 def test_a_refused_key_says_why_and_keeps_the_letters_keyed():
@@ -132,18 +134,18 @@ def test_a_refused_key_says_why_and_keeps_the_letters_keyed():
     assert "Backspace to start again" in status[-2] and "2 keyed so far" in status[-1]
     assert "the letters keyed are kept (D+  K-  N_  R_  S_)" in status[-1]
     assert c.line_entry.marks == [True, False] and c.phase == Phase.LINE
-    assert [s for s in engine.sent if s[0] == "record"] == []
+    assert [c for c in engine.sent if isinstance(c, RecordAnswer)] == []
 
 
 def test_a_count_records_the_line_read_to_that_letter_and_backspace_with_nothing_keyed_undoes():
     c, engine, _ = _controller()
     c.on_key("Return", "\r")
     c.on_key("Backspace", "")  # no letter keyed: the last answer undone, as elsewhere
-    assert engine.sent[-1] == ("undo", None)
+    assert engine.sent[-1] == Undo()
     c, engine, _ = _controller()
     c.on_key("Return", "\r")
     c.on_key("2", "2")
-    assert engine.sent[-1] == ("record", LineReply((True, True, False, False, False)))
+    assert engine.sent[-1] == RecordAnswer(LineReply((True, True, False, False, False)))
     assert line_reply_text((True, True, False, False, False)) == "2 of 5 right: + + \u2212 \u2212 \u2212"
 
 
@@ -164,7 +166,7 @@ def test_a_pause_mid_line_keeps_its_keys_and_the_next_question_drops_them():
     c.on_key("Return", "\r")
     _keys(c, "+", "-", "+")
     c.on_key("P", "p")
-    assert engine.sent[-1] == ("pause", None)
+    assert engine.sent[-1] == Pause()
     c.on_updated(dataclasses.replace(_snapshot(), state=SessionState.PAUSED, query=None))
     assert c.phase == Phase.PAUSED and c.line_entry.marks == [True, False, True]
     c.on_key("P", "p")
@@ -172,7 +174,7 @@ def test_a_pause_mid_line_keeps_its_keys_and_the_next_question_drops_them():
     c.on_key("Return", "\r")
     assert c.phase == Phase.LINE and c.line_entry.marks == [True, False, True]
     _keys(c, "+", "+", ("Return", "\r"))
-    assert engine.sent[-1] == ("record", LineReply((True, False, True, True, True)))
+    assert engine.sent[-1] == RecordAnswer(LineReply((True, False, True, True, True)))
     c.on_updated(_snapshot(3))
     c.on_key("Return", "\r")
     assert c.line_entry.marks == []  # the next line starts with nothing keyed

@@ -10,6 +10,17 @@ import json
 from app_helpers import write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Close,
+    CreateVisit,
+    ExportVisit,
+    Failed,
+    NearAnswer,
+    NearBegin,
+    NextEye,
+    VisitViewed,
+)
 from visiontune.app.visit_flow import NewVisit, Step
 from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
@@ -19,22 +30,22 @@ def test_a_simulated_presbyopes_visit_in_the_engine_files_and_exports_an_add_per
     db = tmp_path / "log.sqlite3"
     host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=4)
-    host.handle("visit_create", NewVisit("SIM-N", str(protocol), True, age_years=66.0))
+    host.handle(CreateVisit(NewVisit("SIM-N", str(protocol), True, age_years=66.0)))
     run_open_eye(host, events)
-    host.handle("visit_next", 1)
+    host.handle(NextEye(1))
     run_open_eye(host, events)
-    host.handle("visit_balance", (1, 0, None))  # no balance: the near step follows (age 66)
-    assert last_event(events, "visit_view").step == Step.NEAR
-    host.handle("visit_near", (1, "begin", 40.0))
-    while (view := last_event(events, "visit_view")).step == Step.NEAR:
+    host.handle(BalanceAnswer(1, 0, None))  # no balance: the near step follows (age 66)
+    assert last_event(events, VisitViewed).step == Step.NEAR
+    host.handle(NearBegin(1, 40.0))
+    while (view := last_event(events, VisitViewed)).step == Step.NEAR:
         q = view.near_question
-        host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
-    assert last_event(events, "visit_view").step == Step.FINISH
+        host.handle(NearAnswer(1, q.eye, q.index, q.simulated_correct))
+    assert last_event(events, VisitViewed).step == Step.FINISH
     out = tmp_path / "out"
     out.mkdir()
-    host.handle("visit_export", (1, str(out)))
-    assert "failed" not in [k for k, _ in events], [v for k, v in events if k == "failed"]
-    host.handle("close")
+    host.handle(ExportVisit(1, str(out)))
+    assert not any(isinstance(e, Failed) for e in events), [e.value for e in events if isinstance(e, Failed)]
+    host.handle(Close())
     with TrialStore.open(db) as store:
         adds = near_add_records(store, 1)
     assert set(adds) == {"OD", "OS"} and all(a.distance_cm == 40.0 for a in adds.values())

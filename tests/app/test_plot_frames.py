@@ -326,7 +326,7 @@ def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp, monk
     monkeypatch.setattr(SessionHost, "_manual_kind_protocol", lambda _self, protocol: protocol)
     db = tmp_path / "log.sqlite3"
     events = record_simulated_session(db, str(SLIDER_PROTOCOL), 30, seed=3)
-    frame = [v for _, v in events if isinstance(v, EstimateView)][-1].frame
+    frame = [e.value for e in events if isinstance(e.value, EstimateView)][-1].frame
     with TrialStore.open(db) as store:
         record = load_session(store, 1)
     assert record.simulated and record.result.sliders_used >= 2

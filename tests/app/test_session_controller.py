@@ -14,6 +14,25 @@ import pytest
 from app_helpers import write_protocol
 
 from visiontune.app.keys import Phase
+from visiontune.app.messages import (
+    Command,
+    EngineEvent,
+    EstimateReady,
+    Failed,
+    Finish,
+    Finished,
+    Idle,
+    Opened,
+    OpenStore,
+    Pause,
+    Present,
+    RecordAnswer,
+    Recorded,
+    ResumePaused,
+    StartSession,
+    Undo,
+    Updated,
+)
 from visiontune.app.session_controller import AUTO_RETRY_S, FINISH_CONFIRM_S, FinishedPage, Prompt, SessionController
 from visiontune.app.session_host import SessionHost, record_simulated_session
 from visiontune.app.simulation import case_patient, new_case, simulated_reply
@@ -33,13 +52,14 @@ class FakeEngine:
     """Records what the controller sends; nothing answers unless the test says so."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, object]] = []
+        self.sent: list[Command] = []
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.sent.append((name, payload))
+    def submit(self, command: Command) -> None:
+        self.sent.append(command)
 
-    def names(self) -> list[str]:
-        return [name for name, _ in self.sent]
+    def names(self) -> list[type]:
+        """The types of the commands sent, in order."""
+        return [type(command) for command in self.sent]
 
 
 class Clock:
@@ -105,9 +125,9 @@ def answer_cycle(controller, engine, key: tuple[str, str]) -> Answer:
     """Enter shows the letter, ``key`` answers; the engine's answer is returned (not yet delivered)."""
     controller.on_key("Return", "\r", False)
     controller.on_key(*key, False)
-    name, payload = engine.sent[-1]
-    assert name == "record"
-    return payload
+    command = engine.sent[-1]
+    assert isinstance(command, RecordAnswer)
+    return command.answer
 
 
 def deliver(controller, snap: Snapshot, commands: int) -> None:
@@ -184,7 +204,7 @@ def _shown(*lenses: Prescription) -> Trial:
 )
 def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, caption):
     controller, _, _, events = make()
-    controller.submit("start", "request")
+    controller.submit(StartSession("request"))
     controller.on_opened(dataclasses.replace(snapshot(1), query=query, last_trial=_shown(*shown)))
     controller.on_idle()
     prompt = last(events, "prompt")
@@ -193,8 +213,8 @@ def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, captio
 
 def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_command_once():
     controller, engine, _, events = make()
-    controller.submit("start", "request")
-    assert controller.phase == Phase.BUSY and engine.names() == ["start"]
+    controller.submit(StartSession("request"))
+    assert controller.phase == Phase.BUSY and engine.names() == [StartSession]
     controller.on_opened(snapshot(0))
     controller.on_idle()
     assert controller.phase == Phase.LENS and controller.worker_idle
@@ -208,7 +228,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
 
     events.clear()
     controller.on_key("Return", "\r", False)
-    assert controller.phase == Phase.ANSWER and engine.names() == ["start", "present"]
+    assert controller.phase == Phase.ANSWER and engine.names() == [StartSession, Present]
     assert ("present", snapshot(0).query) in events
     prompt = next(v for k, v in events if k == "prompt")
     assert prompt.letter.startswith("Letter shown: K") and prompt.caption is None
@@ -216,7 +236,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
 
     controller.on_key("D", "d", False)
     assert controller.phase == Phase.BUSY
-    assert engine.sent[-1] == ("record", Answer(letter_named="D"))
+    assert engine.sent[-1] == RecordAnswer(Answer(letter_named="D"))
     assert statuses(events)[-1] == "Recording the answer: named D\u2026"
     controller.on_recorded(None)
     assert statuses(events)[-1] == "Answer 1 of 40 recorded: named D."  # "recorded" only once the engine confirms
@@ -234,7 +254,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     n_sent = len(engine.sent)
     controller.on_key("Escape", "\x1b", False)
     assert controller.phase == Phase.LENS and len(engine.sent) == n_sent
-    assert ("blank", None) in events and engine.names().count("record") == 3
+    assert ("blank", None) in events and engine.names().count(RecordAnswer) == 3
 
 
 def test_a_mistyped_key_is_refused_with_a_message_and_nothing_is_sent():
@@ -245,10 +265,10 @@ def test_a_mistyped_key_is_refused_with_a_message_and_nothing_is_sent():
     assert "set the lens" in statuses(events)[-1]
     controller.on_key("Return", "\r", False)
     controller.on_key("Q", "q", False)  # not a Sloan letter
-    assert controller.phase == Phase.ANSWER and engine.names() == ["present"]
+    assert controller.phase == Phase.ANSWER and engine.names() == [Present]
     assert "'Q' is not a letter of this chart" in statuses(events)[-1]
     controller.on_key("Return", "\r", False)  # Enter types an answer only for a simulated patient
-    assert engine.names() == ["present"] and "type the letter the patient names" in statuses(events)[-1]
+    assert engine.names() == [Present] and "type the letter the patient names" in statuses(events)[-1]
 
 
 def test_keys_while_the_engine_is_busy_never_record_an_answer_twice():
@@ -257,11 +277,11 @@ def test_keys_while_the_engine_is_busy_never_record_an_answer_twice():
     controller.on_key("Return", "\r", False)
     for name, text in [("D", "d"), ("D", "d"), ("Plus", "+"), ("Return", "\r"), ("Space", " "), ("Backspace", "")]:
         controller.on_key(name, text, False)
-    assert engine.names() == ["present", "record"]
+    assert engine.names() == [Present, RecordAnswer]
     assert statuses(events)[-1] == "Computing the next lens, one moment."
     deliver(controller, snapshot(1), commands=2)
     controller.on_key("D", "d", False)  # the new lens is not confirmed yet: still nothing
-    assert engine.names() == ["present", "record"]
+    assert engine.names() == [Present, RecordAnswer]
 
 
 def test_a_failed_command_returns_to_the_phase_before_it():
@@ -274,7 +294,7 @@ def test_a_failed_command_returns_to_the_phase_before_it():
     controller.on_idle()
     assert controller.phase == Phase.ANSWER
     controller.on_key("D", "d", False)  # the clinician types the answer again
-    assert engine.names() == ["present", "record", "record"]
+    assert engine.names() == [Present, RecordAnswer, RecordAnswer]
 
 
 def test_undo_says_which_answer_and_needs_an_answer_to_undo():
@@ -284,7 +304,7 @@ def test_undo_says_which_answer_and_needs_an_answer_to_undo():
     assert engine.sent == [] and statuses(events)[-1] == "Nothing to undo."
     controller.on_updated(snapshot(3))
     controller.on_key("Backspace", "", False)
-    assert engine.names() == ["undo"] and controller.phase == Phase.BUSY
+    assert engine.names() == [Undo] and controller.phase == Phase.BUSY
     assert statuses(events)[-1] == "Answer 3 of 40 undone (kept in the log, marked void)."
     deliver(controller, snapshot(2), commands=1)
     assert controller.phase == Phase.LENS and controller.answers_this_run == 0  # an undo is not an answer
@@ -292,9 +312,9 @@ def test_undo_says_which_answer_and_needs_an_answer_to_undo():
     controller.on_updated(snapshot(2, stop_reason="max_trials"))
     assert controller.phase == Phase.STOPPED
     controller.on_key("Return", "\r", False)
-    assert engine.names() == ["undo"]
+    assert engine.names() == [Undo]
     controller.on_key("Backspace", "", False)
-    assert engine.names() == ["undo", "undo"]
+    assert engine.names() == [Undo, Undo]
 
 
 def test_pause_blanks_the_patient_screen_refuses_answers_and_resumes():
@@ -303,16 +323,16 @@ def test_pause_blanks_the_patient_screen_refuses_answers_and_resumes():
     controller.on_key("Return", "\r", False)
     events.clear()
     controller.on_key("P", "p", False)
-    assert engine.names() == ["present", "pause"] and ("blank", None) in events
+    assert engine.names() == [Present, Pause] and ("blank", None) in events
     assert statuses(events) == ["Paused."]
     deliver(controller, snapshot(2, paused=True), commands=2)
     assert controller.phase == Phase.PAUSED
     assert next(v for k, v in reversed(events) if k == "prompt").caption == "Paused"
     controller.on_key("D", "d", False)
     controller.on_key("Return", "\r", False)
-    assert engine.names() == ["present", "pause"] and "paused" in statuses(events)[-1].lower()
+    assert engine.names() == [Present, Pause] and "paused" in statuses(events)[-1].lower()
     controller.on_key("P", "p", False)
-    assert engine.names()[-1] == "resume_paused" and statuses(events)[-1] == "Resumed."
+    assert engine.names()[-1] == ResumePaused and statuses(events)[-1] == "Resumed."
     deliver(controller, snapshot(2), commands=1)
     assert controller.phase == Phase.LENS
 
@@ -328,14 +348,14 @@ def test_finish_needs_a_second_f_within_the_confirmation_time():
     assert engine.sent == [] and statuses(events)[-1] == "Press F again to finish the session."
     clock.t += FINISH_CONFIRM_S - 0.01  # in time
     controller.on_key("F", "f", False)
-    assert engine.sent == [("finish", ("clinician", "/exports"))] and controller.phase == Phase.BUSY
+    assert engine.sent == [Finish("clinician", "/exports")] and controller.phase == Phase.BUSY
     assert ("busy_page", "Computing the result and exporting the report\u2026") in events
     # the confirmation is spent: after a failed finish one F only arms again
     controller.on_failed("export failed")
     controller.on_idle()
     clock.t += 0.001  # well within the time the spent confirmation was armed for
     controller.on_key("F", "f", False)
-    assert engine.names() == ["finish"] and statuses(events)[-1] == "Press F again to finish the session."
+    assert engine.names() == [Finish] and statuses(events)[-1] == "Press F again to finish the session."
 
 
 def test_a_stopped_session_of_a_visit_finishes_without_exporting_and_hands_over_to_the_visit():
@@ -345,7 +365,7 @@ def test_a_stopped_session_of_a_visit_finishes_without_exporting_and_hands_over_
     controller.on_key("F", "f", False)
     clock.t += 1.0
     controller.on_key("F", "f", False)
-    assert engine.sent == [("finish", ("precision", None))]  # exported with its visit
+    assert engine.sent == [Finish("precision", None)]  # exported with its visit
     view = FinishedView(1, "P-1", "OD", False, {"rounded": {}}, visit_id=3)
     controller.on_finished(view)
     assert controller.phase == Phase.FINISHED and events[-1] == ("visit_eye_finished", view)
@@ -379,10 +399,10 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
     controller.on_opened(snap)
     assert controller.simulated and events[-1] == ("autopilot", 0.4)
     controller.auto_step()
-    assert controller.phase == Phase.ANSWER and engine.names() == ["present"]
+    assert controller.phase == Phase.ANSWER and engine.names() == [Present]
     assert last(events, "autopilot") == 0.4  # the answer comes at the same pace
     controller.auto_step()  # the engine has not said "idle" for the present: wait
-    assert engine.names() == ["present"] and events[-1] == ("autopilot", AUTO_RETRY_S)
+    assert engine.names() == [Present] and events[-1] == ("autopilot", AUTO_RETRY_S)
     controller.on_idle()
     controller.auto_step()
     q = snap.query
@@ -395,19 +415,19 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
         seed=snap.seed,
         trial_index=q.index,
     )
-    assert engine.sent[-1] == ("record", Answer(letter_named=want.letter_named))
+    assert engine.sent[-1] == RecordAnswer(Answer(letter_named=want.letter_named))
     assert ("simulated_reply", f"Simulated patient says: {want.letter_named}") in events
     # the next lens waits for the plots to show the answer just recorded
     deliver(controller, snapshot(1, simulated_case=case.to_dict()), commands=1)
     controller.auto_step()
-    assert engine.names() == ["present", "record"] and events[-1] == ("autopilot", AUTO_RETRY_S)
+    assert engine.names() == [Present, RecordAnswer] and events[-1] == ("autopilot", AUTO_RETRY_S)
     controller.last_estimate = type("Drawn", (), {"n_trials": 1})()
     controller.auto_step()
-    assert engine.names() == ["present", "record", "present"]
+    assert engine.names() == [Present, RecordAnswer, Present]
     # stopping the simulated patient stops the autopilot; Enter then is a key like any other
     controller.sim_patient = None
     controller.auto_step()
-    assert engine.names() == ["present", "record", "present"]
+    assert engine.names() == [Present, RecordAnswer, Present]
 
 
 def test_with_no_pace_the_simulated_patient_answers_one_step_per_key(case):
@@ -417,30 +437,39 @@ def test_with_no_pace_the_simulated_patient_answers_one_step_per_key(case):
     controller.on_key("Space", " ", False)
     reply = controller.sim_reply.letter_named
     controller.on_key("Space", " ", False)
-    assert engine.sent == [("present", None), ("record", Answer(letter_named=reply))]
+    assert engine.sent == [Present(), RecordAnswer(Answer(letter_named=reply))]
 
 
 class HostEngine:
     """A real session engine in this process; commands wait until :meth:`run` (as in the pipe)."""
 
     def __init__(self) -> None:
-        self.queue: list[tuple[str, object]] = []
-        self.events: list[tuple[str, object]] = []
-        self.host = SessionHost(lambda kind, value: self.events.append((kind, value)))
+        self.queue: list[Command] = []
+        self.events: list[EngineEvent] = []
+        self.host = SessionHost(self.events.append)
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.queue.append((name, payload))
+    def submit(self, command: Command) -> None:
+        self.queue.append(command)
 
     def run(self, controller: SessionController) -> None:
         """Run the queued commands; hand their events to the controller (an estimate drawn at once)."""
+        handlers = {
+            Opened: controller.on_opened,
+            Updated: controller.on_updated,
+            Recorded: controller.on_recorded,
+            Finished: controller.on_finished,
+            Failed: controller.on_failed,
+        }
         while self.queue:
             self.events.clear()
-            self.host.handle(*self.queue.pop(0))
-            for kind, value in list(self.events):
-                if kind in ("opened", "updated", "recorded", "idle", "finished", "failed"):
-                    getattr(controller, f"on_{kind}")(*(() if kind == "idle" else (value,)))
-                elif kind == "estimate_ready":
-                    controller.on_estimate(value)
+            self.host.handle(self.queue.pop(0))
+            for event in list(self.events):
+                if type(event) in handlers:
+                    handlers[type(event)](event.value)
+                elif isinstance(event, Idle):
+                    controller.on_idle()
+                elif isinstance(event, EstimateReady):
+                    controller.on_estimate(event.estimate)
                     controller.last_estimate = controller.take_pending_estimate()
 
 
@@ -450,9 +479,9 @@ def test_the_autopilot_runs_a_session_to_its_end_as_the_headless_simulation_does
     engine, clock, events = HostEngine(), Clock(), []
     controller = SessionController(engine, pace_s=0.25, clock=clock, export_dir=lambda: tmp_path / "exports")
     controller.connect(lambda kind, value: events.append((kind, value)))
-    engine.host.handle("open_store", str(tmp_path / "app.sqlite3"))
+    engine.host.handle(OpenStore(str(tmp_path / "app.sqlite3")))
     try:
-        controller.submit("start", NewSession("SIM-REPLAY", "OD", str(protocol), simulated=True, seed=5))
+        controller.submit(StartSession(NewSession("SIM-REPLAY", "OD", str(protocol), simulated=True, seed=5)))
         engine.run(controller)
         for _ in range(40):
             if controller.phase == Phase.FINISHED:
@@ -470,7 +499,7 @@ def test_the_autopilot_runs_a_session_to_its_end_as_the_headless_simulation_does
     assert page.truth.startswith("SIMULATED patient's true correction") and page.view.exports
     assert statuses(events)[-1] == f"Session {page.view.session_id} finished. Exported to {tmp_path / 'exports'}."
     assert controller.answers_this_run == 4
-    want = [(t.letter_shown, t.letter_named, t.correct) for k, t in headless if k == "recorded"]
+    want = [(t.letter_shown, t.letter_named, t.correct) for t in (e.value for e in headless if isinstance(e, Recorded))]
     assert len(want) == 4
     with TrialStore.open(tmp_path / "app.sqlite3") as store:
         got = [(t.letter_shown, t.letter_named, t.correct) for t in store.trials(page.view.session_id)]
@@ -495,15 +524,15 @@ def test_a_comparison_is_shown_and_answered_with_1_2_or_equal(key, choice):
     assert controller.phase == Phase.LENS
     assert last(events, "prompt").caption == "Compare lens 1 and lens 2"
     controller.on_key("Return", "\r", False)
-    assert controller.phase == Phase.COMPARE and engine.names() == ["present"]
+    assert controller.phase == Phase.COMPARE and engine.names() == [Present]
     assert last(events, "present").letter == "R"  # the letter stays in view while the lenses change
     assert last(events, "prompt").letter.startswith("Letter in view: R")
     controller.on_key("K", "k", False)  # a letter means nothing here: refused, nothing sent
-    assert engine.names() == ["present"] and "press 1 or 2 for the clearer lens" in statuses(events)[-1]
+    assert engine.names() == [Present] and "press 1 or 2 for the clearer lens" in statuses(events)[-1]
     controller.on_key(*key, False)
-    assert engine.sent[-1] == ("record", ComparisonReply(choice)) and controller.phase == Phase.BUSY
+    assert engine.sent[-1] == RecordAnswer(ComparisonReply(choice)) and controller.phase == Phase.BUSY
     controller.on_key("1", "1", False)  # busy: the answer is not sent twice
-    assert engine.names() == ["present", "record"]
+    assert engine.names() == [Present, RecordAnswer]
 
 
 def test_escape_during_a_comparison_goes_back_to_setting_the_lenses():
@@ -513,7 +542,7 @@ def test_escape_during_a_comparison_goes_back_to_setting_the_lenses():
     controller.on_key("Escape", "", False)
     assert controller.phase == Phase.LENS and ("blank", None) in events
     controller.on_key("Backspace", "", False)
-    assert engine.sent[-1] == ("undo", None)
+    assert engine.sent[-1] == Undo()
 
 
 def test_the_simulated_patient_answers_a_comparison(case):
@@ -525,7 +554,7 @@ def test_the_simulated_patient_answers_a_comparison(case):
     text = "no difference" if want == "=" else f"lens {want} is clearer"
     assert ("simulated_reply", f"Simulated patient says: {text}") in events
     controller.on_key("Space", " ", False)
-    assert engine.sent == [("present", None), ("record", ComparisonReply(want))]
+    assert engine.sent == [Present(), RecordAnswer(ComparisonReply(want))]
 
 
 def test_the_autopilot_runs_a_comparison_session_as_the_headless_simulation_does(tmp_path):
@@ -537,9 +566,11 @@ def test_the_autopilot_runs_a_comparison_session_as_the_headless_simulation_does
     engine, events = HostEngine(), []
     controller = SessionController(engine, pace_s=0.25, clock=Clock(), export_dir=lambda: tmp_path / "exports")
     controller.connect(lambda kind, value: events.append((kind, value)))
-    engine.host.handle("open_store", str(tmp_path / "app.sqlite3"))
+    engine.host.handle(OpenStore(str(tmp_path / "app.sqlite3")))
     try:
-        controller.submit("start", NewSession("SIM-REPLAY", "OD", "clinical-sloan-compare", simulated=True, seed=5))
+        controller.submit(
+            StartSession(NewSession("SIM-REPLAY", "OD", "clinical-sloan-compare", simulated=True, seed=5))
+        )
         engine.run(controller)
         while controller.answers_this_run < 6:
             controller.auto_step()
@@ -547,7 +578,7 @@ def test_the_autopilot_runs_a_comparison_session_as_the_headless_simulation_does
         sid = controller.snapshot.session_id
     finally:
         engine.host.shutdown()
-    want = [(t.comparison, t.letter_named, t.correct) for k, t in headless if k == "recorded"]
+    want = [(t.comparison, t.letter_named, t.correct) for t in (e.value for e in headless if isinstance(e, Recorded))]
     with TrialStore.open(tmp_path / "app.sqlite3") as store:
         got = [(t.comparison, t.letter_named, t.correct) for t in store.trials(sid)]
     assert got == want and any(c is not None for c, _, _ in got)

@@ -12,6 +12,7 @@ import pytest
 from test_session_controller import Clock, HostEngine, last, make, snapshot, statuses
 
 from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
+from visiontune.app.messages import OpenStore, Present, RecordAnswer, Recorded, StartSession, Undo
 from visiontune.app.session_controller import SessionController, SliderView, slider_lines
 from visiontune.app.session_host import record_simulated_session
 from visiontune.app.simulation import case_patient, new_case
@@ -65,7 +66,7 @@ def test_a_slider_is_shown_turned_and_answered_at_the_lens_the_knob_is_at():
     assert controller.phase == Phase.LENS
     assert last(events, "prompt").caption == "Turn the sphere knob"
     controller.on_key("Return", "\r", False)
-    assert controller.phase == Phase.SLIDE and engine.names() == ["present"]
+    assert controller.phase == Phase.SLIDE and engine.names() == [Present]
     assert last(events, "present").letter == "R" and last(events, "prompt").letter.startswith("Letters in view: R")
     assert last(events, "slider") == SliderView("sphere", LENSES, 2, 2)
     controller.on_key("Right", "", False)
@@ -75,12 +76,12 @@ def test_a_slider_is_shown_turned_and_answered_at_the_lens_the_knob_is_at():
     assert last(events, "slider").position == 4 and "end of its path" in statuses(events)[-1]
     controller.on_key("Left", "", False)
     controller.on_key("K", "k", False)  # nothing recorded
-    assert engine.names() == ["present"]
+    assert engine.names() == [Present]
     controller.on_key("Return", "\r", False)
-    assert engine.sent[-1] == ("record", SliderReply(3)) and controller.phase == Phase.BUSY
+    assert engine.sent[-1] == RecordAnswer(SliderReply(3)) and controller.phase == Phase.BUSY
     assert "clearest at lens 4 of 5" in statuses(events)[-1]
     controller.on_key("Return", "\r", False)  # busy: not sent twice
-    assert engine.names() == ["present", "record"]
+    assert engine.names() == [Present, RecordAnswer]
 
 
 def test_escape_during_a_slider_goes_back_to_setting_the_knob():
@@ -90,7 +91,7 @@ def test_escape_during_a_slider_goes_back_to_setting_the_knob():
     controller.on_key("Escape", "", False)
     assert controller.phase == Phase.LENS and ("blank", None) in events
     controller.on_key("Backspace", "", False)
-    assert engine.sent[-1] == ("undo", None)
+    assert engine.sent[-1] == Undo()
 
 
 def test_the_simulated_patient_answers_a_slider():
@@ -103,7 +104,7 @@ def test_the_simulated_patient_answers_a_slider():
     assert last(events, "simulated_reply").startswith(f"Simulated patient says: clearest at lens {want + 1}")
     assert last(events, "slider").simulated_choice == want
     controller.on_key("Space", " ", False)
-    assert engine.sent == [("present", None), ("record", SliderReply(want))]
+    assert engine.sent == [Present(), RecordAnswer(SliderReply(want))]
     assert last(events, "slider").position == want
 
 
@@ -126,9 +127,9 @@ def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp
     engine, events = HostEngine(), []
     controller = SessionController(engine, pace_s=0.25, clock=Clock(), export_dir=lambda: tmp_path / "exports")
     controller.connect(lambda kind, value: events.append((kind, value)))
-    engine.host.handle("open_store", str(tmp_path / "app.sqlite3"))
+    engine.host.handle(OpenStore(str(tmp_path / "app.sqlite3")))
     try:
-        controller.submit("start", NewSession("SIM-REPLAY", "OD", str(SLIDER_PROTOCOL), simulated=True, seed=5))
+        controller.submit(StartSession(NewSession("SIM-REPLAY", "OD", str(SLIDER_PROTOCOL), simulated=True, seed=5)))
         engine.run(controller)
         while controller.answers_this_run < n:
             controller.auto_step()
@@ -138,8 +139,7 @@ def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp
         engine.host.shutdown()
     want = [
         (t.comparison, t.slider_knob, t.slider_choice, t.letter_named, t.correct)
-        for k, t in headless
-        if k == "recorded"
+        for t in (e.value for e in headless if isinstance(e, Recorded))
     ]
     with TrialStore.open(tmp_path / "app.sqlite3") as store:
         got = [(t.comparison, t.slider_knob, t.slider_choice, t.letter_named, t.correct) for t in store.trials(sid)]

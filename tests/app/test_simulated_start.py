@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from test_session_controller import snapshot
 
+from visiontune.app.messages import Failed, Opened, OpenStore, StartSession
 from visiontune.app.session_controller import SessionController
 from visiontune.app.session_host import SessionHost
 from visiontune.app.simulation import case_around_start, new_case
@@ -71,22 +72,23 @@ def test_a_patient_without_a_start_is_left_as_it_is():
 
 def test_a_simulated_session_started_from_a_typed_prescription_records_a_patient_around_it(tmp_path):
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    host = SessionHost(events.append)
     try:
-        host.handle("open_store", str(tmp_path / "log.sqlite3"))
+        host.handle(OpenStore(str(tmp_path / "log.sqlite3")))
         host.handle(
-            "start",
-            NewSession(
-                "SIM-0001",
-                "OD",
-                "clinical-sloan-compare",
-                simulated=True,
-                starting_rx=TYPED,
-                start_source="autorefraction",
-            ),
+            StartSession(
+                NewSession(
+                    "SIM-0001",
+                    "OD",
+                    "clinical-sloan-compare",
+                    simulated=True,
+                    starting_rx=TYPED,
+                    start_source="autorefraction",
+                )
+            )
         )
-        assert not [v for k, v in events if k == "failed"]
-        snap = next(v for k, v in events if k == "opened")
+        assert not [e.value for e in events if isinstance(e, Failed)]
+        snap = next(e.value for e in events if isinstance(e, Opened))
     finally:
         host.shutdown()
     case = PatientCase.from_dict(snap.simulated_case)

@@ -7,6 +7,19 @@ import pytest
 from app_helpers import write_protocol
 from scipy.stats import norm
 
+from visiontune.app.messages import (
+    Close,
+    Closed,
+    Failed,
+    Opened,
+    OpenStore,
+    Present,
+    RecordAnswer,
+    Recorded,
+    ResumeSession,
+    StartSession,
+    Updated,
+)
 from visiontune.app.session_host import SessionHost, record_simulated_session
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
 from visiontune.app.worker_values import NewSession
@@ -83,7 +96,7 @@ def trial_rows(db, session_id):
 
 def answer(host, events, n):
     """Answer ``n`` queries as the GUI's simulated patient does (the patient of the snapshot)."""
-    snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
+    snap = next(e.value for e in reversed(events) if isinstance(e, Opened | Updated))
     patient = case_patient(snap.simulated_case, snap.n_alternatives)
     for _ in range(n):
         q = snap.query
@@ -96,9 +109,9 @@ def answer(host, events, n):
             seed=snap.seed,
             trial_index=q.index,
         )
-        host.handle("present")
-        host.handle("record", Answer(letter_named=reply.letter_named))
-        snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
+        host.handle(Present())
+        host.handle(RecordAnswer(Answer(letter_named=reply.letter_named)))
+        snap = next(e.value for e in reversed(events) if isinstance(e, Opened | Updated))
 
 
 def test_the_case_is_recorded_and_a_resumed_session_answers_as_an_uninterrupted_one(tmp_path):
@@ -114,38 +127,38 @@ def test_the_case_is_recorded_and_a_resumed_session_answers_as_an_uninterrupted_
         "age_years": 33.0,
     }
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(tmp_path / "a.sqlite3"))
-    host.handle("start", NewSession(**start))
-    snap = next(v for k, v in events if k == "opened")
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(tmp_path / "a.sqlite3")))
+    host.handle(StartSession(NewSession(**start)))
+    snap = next(e.value for e in events if isinstance(e, Opened))
     sid = snap.session_id
     assert snap.simulated_case["age_years"] == 33.0 and snap.start.age_years == 33.0
     answer(host, events, 3)
-    host.handle("close")
+    host.handle(Close())
     with TrialStore.open(tmp_path / "a.sqlite3") as store, RefractionSession.resume(store, sid) as session:
         assert session.recorded_note(SIMULATED_PATIENT_NOTE) == snap.simulated_case
     events.clear()
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(tmp_path / "a.sqlite3"))
-    host.handle("resume", sid)
-    assert next(v for k, v in events if k == "opened").simulated_case == snap.simulated_case
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(tmp_path / "a.sqlite3")))
+    host.handle(ResumeSession(sid))
+    assert next(e.value for e in events if isinstance(e, Opened)).simulated_case == snap.simulated_case
     answer(host, events, 4)
-    host.handle("close")
+    host.handle(Close())
 
     events.clear()
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(tmp_path / "b.sqlite3"))
-    host.handle("start", NewSession(**start))
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(tmp_path / "b.sqlite3")))
+    host.handle(StartSession(NewSession(**start)))
     answer(host, events, 7)
-    host.handle("close")
-    assert "failed" not in [k for k, _ in events]
+    host.handle(Close())
+    assert not any(isinstance(e, Failed) for e in events)
     assert trial_rows(tmp_path / "a.sqlite3", sid) == trial_rows(tmp_path / "b.sqlite3", 1)
 
 
 def test_record_simulated_session_replays_what_a_gui_receives(tmp_path):
     events = record_simulated_session(tmp_path / "log.sqlite3", "clinical-sloan", 3, seed=2)
-    assert [k for k, _ in events].count("recorded") == 3 and ("closed", None) in events
-    snap = next(v for k, v in events if k == "opened")
+    assert [type(e) for e in events].count(Recorded) == 3 and Closed() in events
+    snap = next(e.value for e in events if isinstance(e, Opened))
     assert (
         snap.simulated
         and snap.simulated_case == simulated_case(seed=2, protocol=load_protocol("clinical-sloan")).to_dict()

@@ -19,6 +19,18 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from visiontune.app.keys import Phase
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Close,
+    CreateVisit,
+    Failed,
+    NearSkip,
+    NextEye,
+    Opened,
+    ShowVisit,
+    SkipEye,
+    VisitViewed,
+)
 from visiontune.app.visit_flow import NewVisit, Step, interpret_visit_key, next_step, parse_acuity, read_signoff
 from visiontune.display import Calibration, save_calibration
 from visiontune.errors import InvalidInputError
@@ -301,11 +313,11 @@ def test_a_real_patients_visit_never_says_simulated(qtbot, make_window, paths, t
 def _past_near(host, events, visit_id=1):
     """The visit's view past a presbyope's near step (skipped with a reason: its own tests are
     tests/app/test_visit_near_app.py)."""
-    view = last_event(events, "visit_view")
+    view = last_event(events, VisitViewed)
     if view.step == Step.NEAR:
         assert set(view.near.adds) == set() and not view.near.begun
-        host.handle("visit_near", (visit_id, "skip", "not part of this test"))
-        view = last_event(events, "visit_view")
+        host.handle(NearSkip(visit_id, "not part of this test"))
+        view = last_event(events, VisitViewed)
     return view
 
 
@@ -314,26 +326,27 @@ def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path
     protocol = write_visit_protocol(tmp_path, max_trials=3)
     spectacles = Prescription(-1.0, -0.5, 90.0)
     host.handle(
-        "visit_create",
-        NewVisit(
-            "SIM-1",
-            str(protocol),
-            True,
-            starts={"OD": spectacles},
-            start_source="spectacles",
-            skip={"OS": "prosthetic eye"},
-        ),
+        CreateVisit(
+            NewVisit(
+                "SIM-1",
+                str(protocol),
+                True,
+                starts={"OD": spectacles},
+                start_source="spectacles",
+                skip={"OS": "prosthetic eye"},
+            )
+        )
     )
-    assert "failed" not in [k for k, _ in events]
-    opened = last_event(events, "opened")
+    assert not any(isinstance(e, Failed) for e in events)
+    opened = last_event(events, Opened)
     assert opened.eye == "OD" and opened.start.rx == spectacles and opened.start.source == "spectacles"
     finished = run_open_eye(host, events)
     assert finished.visit_id == 1 and finished.exports == {}  # exported with the visit, not alone
-    host.handle("visit_show", 1)
+    host.handle(ShowVisit(1))
     view = _past_near(host, events)
     assert view.step == Step.FINISH and view.eyes["OS"].state == "skipped"
     assert view.balance.outcome == "not done" and "OS skipped (prosthetic eye)" in view.balance.reason
-    host.handle("close")
+    host.handle(Close())
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         assert len(store.list_sessions()) == 1 and [a.eye for a in store.visit_acuities(1)] == ["OD"]
         assert store.get_visit(1).habitual_od == spectacles and store.get_visit(1).habitual_os is None
@@ -342,16 +355,16 @@ def test_an_eye_skipped_on_the_start_page_has_no_session_and_no_balance(tmp_path
 def test_the_next_eye_skipped_between_eyes_discards_its_empty_session(tmp_path):
     host, events = engine_host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=3)
-    host.handle("visit_create", NewVisit("SIM-2", str(protocol), True))
+    host.handle(CreateVisit(NewVisit("SIM-2", str(protocol), True)))
     run_open_eye(host, events)
-    host.handle("visit_show", 1)
-    assert last_event(events, "visit_view").eye == "OS"
-    host.handle("visit_skip", (1, "OS", "amblyopic eye"))
+    host.handle(ShowVisit(1))
+    assert last_event(events, VisitViewed).eye == "OS"
+    host.handle(SkipEye(1, "OS", "amblyopic eye"))
     view = _past_near(host, events)
     assert view.step == Step.FINISH and view.eyes["OS"].skip_reason == "amblyopic eye"
-    host.handle("visit_balance", (1, None, None))  # the balance is over: refused, nothing recorded
-    assert "the binocular balance is over" in last_event(events, "failed")
-    host.handle("close")
+    host.handle(BalanceAnswer(1, None, None))  # the balance is over: refused, nothing recorded
+    assert "the binocular balance is over" in last_event(events, Failed)
+    host.handle(Close())
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         os_session = [s for s in store.list_sessions(include_discarded=True) if s.eye.value == "OS"]
         assert len(os_session) == 1 and os_session[0].discarded
@@ -360,21 +373,21 @@ def test_the_next_eye_skipped_between_eyes_discards_its_empty_session(tmp_path):
 def test_no_balance_on_request_and_a_stale_answer_is_refused(tmp_path):
     host, events = engine_host(tmp_path / "log.sqlite3")
     protocol = write_visit_protocol(tmp_path, max_trials=8)
-    host.handle("visit_create", NewVisit("SIM-3", str(protocol), True))
+    host.handle(CreateVisit(NewVisit("SIM-3", str(protocol), True)))
     run_open_eye(host, events)
-    host.handle("visit_next", 1)
+    host.handle(NextEye(1))
     run_open_eye(host, events)
-    host.handle("visit_show", 1)
-    view = last_event(events, "visit_view")
+    host.handle(ShowVisit(1))
+    view = last_event(events, VisitViewed)
     if view.step == Step.BALANCE:
-        host.handle("visit_balance", (1, 5, "OD"))  # not the question asked
-        assert "is not the one asked" in last_event(events, "failed")
-        host.handle("visit_balance", (1, None, None))
-        view = last_event(events, "visit_view")
+        host.handle(BalanceAnswer(1, 5, "OD"))  # not the question asked
+        assert "is not the one asked" in last_event(events, Failed)
+        host.handle(BalanceAnswer(1, None, None))
+        view = last_event(events, VisitViewed)
         assert view.balance.reason == "not requested by the clinician"
     view = _past_near(host, events)
     assert view.step == Step.FINISH
-    host.handle("close")
+    host.handle(Close())
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         assert store.balance_answers(1) == []
 
@@ -393,18 +406,18 @@ def test_a_visit_begun_headless_is_resumed_and_finished_by_the_app(tmp_path):
         vid = create_visit(store, "SIM-CLI", simulated=True)
         assert not drive_simulated_visit(store, vid, protocol=protocol, seed=7, max_steps=2)
     host, events = engine_host(db)
-    host.handle("visit_next", vid)
-    snap = last_event(events, "opened")
+    host.handle(NextEye(vid))
+    snap = last_event(events, Opened)
     assert (snap.eye, snap.n_trials, snap.visit_id) == ("OD", 2, vid)
     run_open_eye(host, events)
-    host.handle("visit_next", vid)
-    snap = last_event(events, "opened")
+    host.handle(NextEye(vid))
+    snap = last_event(events, Opened)
     assert (snap.eye, snap.seed, snap.n_trials) == ("OS", 7 ^ 1, 0)
     run_open_eye(host, events)
-    host.handle("visit_show", vid)
-    assert last_event(events, "visit_view").step in (Step.BALANCE, Step.FINISH)
-    assert "failed" not in [k for k, _ in events]
-    host.handle("close")
+    host.handle(ShowVisit(vid))
+    assert last_event(events, VisitViewed).step in (Step.BALANCE, Step.FINISH)
+    assert not any(isinstance(e, Failed) for e in events)
+    host.handle(Close())
     with TrialStore.open(db) as store:
         os_case = recorded_case(store, eye_statuses(store, vid)["OS"].session_id)
         assert os_case.true_rx == visit_cases(7, protocol)["OS"].true_rx

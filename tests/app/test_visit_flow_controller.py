@@ -13,6 +13,27 @@ import sys
 from app_helpers import write_visit_protocol
 
 from visiontune.app.keys import Phase
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Command,
+    CreateVisit,
+    EngineEvent,
+    EstimateReady,
+    ExportVisit,
+    Failed,
+    Finished,
+    Idle,
+    NextEye,
+    Opened,
+    OpenStore,
+    RecordAcuity,
+    Recorded,
+    ShowVisit,
+    SignOff,
+    SkipEye,
+    Updated,
+    VisitViewed,
+)
 from visiontune.app.session_controller import SessionController
 from visiontune.app.session_host import SessionHost
 from visiontune.app.visit_flow import (
@@ -38,16 +59,17 @@ class FakeCommands:
     """Records what the controller sends, and how: ``submit`` (the session waits) or ``send``."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, str, object]] = []
+        self.sent: list[tuple[str, Command]] = []
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.sent.append(("submit", name, payload))
+    def submit(self, command: Command) -> None:
+        self.sent.append(("submit", command))
 
-    def send(self, name: str, payload: object = None) -> None:
-        self.sent.append(("send", name, payload))
+    def send(self, command: Command) -> None:
+        self.sent.append(("send", command))
 
-    def names(self) -> list[str]:
-        return [name for _, name, _ in self.sent]
+    def names(self) -> list[type]:
+        """The types of the commands sent, in order."""
+        return [type(command) for _, command in self.sent]
 
 
 def visit_view(
@@ -108,7 +130,7 @@ def test_no_second_answer_is_sent_while_one_is_with_the_engine():
     flow, commands, events = make()
     flow.on_view(visit_view(Step.BALANCE, index=2))
     flow.on_key("R", "r", False)
-    assert commands.sent == [("send", "visit_balance", (4, 2, "OD"))] and flow.pending
+    assert commands.sent == [("send", BalanceAnswer(4, 2, "OD"))] and flow.pending
     assert statuses(events)[-1] == "Balance answer 3: right eye clearer; recording\u2026"
     for name, text in (("L", "l"), ("Equal", "="), ("Return", "\r"), ("N", "n")):
         flow.on_key(name, text, False)
@@ -117,45 +139,45 @@ def test_no_second_answer_is_sent_while_one_is_with_the_engine():
     flow.on_view(visit_view(Step.BALANCE, index=3))  # the answer is in the trial log: the next question
     assert not flow.pending
     flow.on_key("L", "l", False)
-    assert commands.sent[-1] == ("send", "visit_balance", (4, 3, "OS")) and flow.pending
+    assert commands.sent[-1] == ("send", BalanceAnswer(4, 3, "OS")) and flow.pending
     flow.on_failed("the disk is full")  # a failed command frees the page: the answer may be typed again
     assert not flow.pending
     flow.on_key("L", "l", False)
-    assert commands.names() == ["visit_balance"] * 3
+    assert commands.names() == [BalanceAnswer] * 3
 
 
 def test_each_action_is_one_engine_command():
     flow, commands, events = make()
     request = NewVisit("SIM-9", "visit-test", True, seed=3)
     flow.start(request)
-    assert commands.sent == [("submit", "visit_create", request)] and flow.view is None and not flow.pending
+    assert commands.sent == [("submit", CreateVisit(request))] and flow.view is None and not flow.pending
     assert last(events, "busy_page") == "Preparing the visit of SIM-9 (right eye, then left eye)\u2026"
     flow.eye_finished(FinishedView(1, "SIM-9", "OD", True, {"rounded": {}}, visit_id=4))
-    assert commands.sent[-1] == ("send", "visit_show", 4) and flow.pending
+    assert commands.sent[-1] == ("send", ShowVisit(4)) and flow.pending
     assert last(events, "busy_page") == "Right eye (OD) done. Preparing the next step\u2026"
 
     flow.on_view(visit_view(Step.REFRACT, eye="OS"))
     flow.perform(VisitCommand(VisitAction.CONTINUE), "test")
-    assert commands.sent[-1] == ("submit", "visit_next", 4) and flow.pending  # the session waits for the eye
+    assert commands.sent[-1] == ("submit", NextEye(4)) and flow.pending  # the session waits for the eye
     assert last(events, "busy_page") == "Opening the left eye (OS)\u2026"
     flow.on_view(visit_view(Step.BALANCE))
     flow.perform(VisitCommand(VisitAction.ANSWER, "equal"), "test")
-    assert commands.sent[-1] == ("send", "visit_balance", (4, 0, "equal"))
+    assert commands.sent[-1] == ("send", BalanceAnswer(4, 0, "equal"))
     flow.on_view(visit_view(Step.BALANCE, index=1))
     flow.perform(VisitCommand(VisitAction.NO_BALANCE), "test")
-    assert commands.sent[-1] == ("send", "visit_balance", (4, None, None))
+    assert commands.sent[-1] == ("send", BalanceAnswer(4, None, None))
     assert statuses(events)[-1] == "No binocular balance: recorded as not done."
 
     flow.on_view(visit_view(Step.FINISH))
     rx = Prescription(-1.25, -0.5, 90.0)
     flow.sign_off("OD", rx, "Dr A")
-    assert commands.sent[-1] == ("send", "visit_signoff", (4, "OD", rx, "Dr A")) and flow.pending
+    assert commands.sent[-1] == ("send", SignOff(4, "OD", rx, "Dr A")) and flow.pending
     flow.on_view(visit_view(Step.FINISH))
     flow.record_acuity("OS", 0.1)
-    assert commands.sent[-1] == ("send", "visit_acuity", (4, "OS", 0.1))
+    assert commands.sent[-1] == ("send", RecordAcuity(4, "OS", 0.1))
     flow.on_view(visit_view(Step.FINISH))
     flow.export()
-    assert commands.sent[-1] == ("send", "visit_export", (4, "/exports"))
+    assert commands.sent[-1] == ("send", ExportVisit(4, "/exports"))
     assert statuses(events)[-1] == "Exporting the visit's records to /exports\u2026"
 
 
@@ -166,7 +188,7 @@ def test_the_next_eye_is_skipped_only_with_its_reason():
     assert commands.sent == [] and not flow.pending
     assert statuses(events)[-1] == "Type why the left eye (OS) is not refracted, then skip it."
     flow.skip("OS", "amblyopic eye")
-    assert commands.sent == [("send", "visit_skip", (4, "OS", "amblyopic eye"))] and flow.pending
+    assert commands.sent == [("send", SkipEye(4, "OS", "amblyopic eye"))] and flow.pending
 
 
 def test_keys_refused_on_a_page_send_nothing_and_say_why():
@@ -209,11 +231,11 @@ def test_the_autopilot_steps_only_where_a_simulated_patient_answers():
     flow.on_view(visit_view(Step.REFRACT, eye="OS"))
     assert last(events, "autopilot") == 0.4
     flow.auto_step()
-    assert commands.sent == [("submit", "visit_next", 4)]
+    assert commands.sent == [("submit", NextEye(4))]
     flow.on_view(visit_view(Step.BALANCE, answer="OD", index=1))
     assert last(events, "autopilot") == 0.4
     flow.auto_step()
-    assert commands.sent[-1] == ("send", "visit_balance", (4, 1, "OD"))
+    assert commands.sent[-1] == ("send", BalanceAnswer(4, 1, "OD"))
     for view in (visit_view(Step.FINISH), visit_view(Step.BALANCE, simulated=False)):
         flow.on_view(view)
         assert last(events, "autopilot") is None
@@ -225,7 +247,7 @@ def test_the_autopilot_steps_only_where_a_simulated_patient_answers():
     still.on_key("Space", " ", False)
     still.on_view(visit_view(Step.BALANCE, answer="equal"))
     still.on_key("Return", "\r", False)
-    assert still.commands.sent == [("submit", "visit_next", 4), ("send", "visit_balance", (4, 0, "equal"))]
+    assert still.commands.sent == [("submit", NextEye(4)), ("send", BalanceAnswer(4, 0, "equal"))]
 
 
 class HostEngine:
@@ -233,26 +255,33 @@ class HostEngine:
     its events go where the window sends them (the session's controller, the visit's)."""
 
     def __init__(self) -> None:
-        self.queue: list[tuple[str, object]] = []
-        self.events: list[tuple[str, object]] = []
-        self.host = SessionHost(lambda kind, value: self.events.append((kind, value)))
+        self.queue: list[Command] = []
+        self.events: list[EngineEvent] = []
+        self.host = SessionHost(self.events.append)
 
-    def submit(self, name: str, payload: object = None) -> None:
-        self.queue.append((name, payload))
+    def submit(self, command: Command) -> None:
+        self.queue.append(command)
 
     def run(self, session: SessionController, visit: VisitFlowController) -> None:
+        handlers = {
+            Opened: session.on_opened,
+            Updated: session.on_updated,
+            Recorded: session.on_recorded,
+            Finished: session.on_finished,
+            VisitViewed: visit.on_view,
+        }
         while self.queue:
             self.events.clear()
-            self.host.handle(*self.queue.pop(0))
-            for kind, value in list(self.events):
-                assert kind != "failed", value
-                if kind in ("opened", "updated", "recorded", "idle", "finished"):
-                    getattr(session, f"on_{kind}")(*(() if kind == "idle" else (value,)))
-                elif kind == "estimate_ready":
-                    session.on_estimate(value)
+            self.host.handle(self.queue.pop(0))
+            for event in list(self.events):
+                assert not isinstance(event, Failed), event.message
+                if type(event) in handlers:
+                    handlers[type(event)](event.value)
+                elif isinstance(event, Idle):
+                    session.on_idle()
+                elif isinstance(event, EstimateReady):
+                    session.on_estimate(event.estimate)
                     session.last_estimate = session.take_pending_estimate()
-                elif kind == "visit_view":
-                    visit.on_view(value)
 
 
 def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_does(tmp_path):
@@ -284,7 +313,7 @@ def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_
 
     session.connect(on_session)
     flow.connect(on_visit)
-    engine.host.handle("open_store", str(tmp_path / "app.sqlite3"))
+    engine.host.handle(OpenStore(str(tmp_path / "app.sqlite3")))
     try:
         flow.start(NewVisit("SIM-AUTO", str(path), True, seed=7))
         engine.run(session, flow)

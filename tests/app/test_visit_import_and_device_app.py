@@ -19,6 +19,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from visiontune.app import instrument_import
+from visiontune.app.messages import CreateVisit, Failed, OpenStore, SetDevice
 from visiontune.app.session_host import SessionHost
 from visiontune.app.start_view import StartView
 from visiontune.app.visit_imports import ImportedStart, input_entries
@@ -48,12 +49,12 @@ def _create(tmp_path, request, device: str | None = None):
     """``visit_create`` in a SessionHost on a new log; returns (host, events, db)."""
     db = tmp_path / "log.sqlite3"
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)), reply_timeout_s=0.3)
+    host = SessionHost(events.append, reply_timeout_s=0.3)
     if device is not None:
-        host.handle("device", device)
-    host.handle("open_store", str(db))
-    host.handle("visit_create", request)
-    assert not [v for k, v in events if k == "failed"], events
+        host.handle(SetDevice(device))
+    host.handle(OpenStore(str(db)))
+    host.handle(CreateVisit(request))
+    assert not [e.value for e in events if isinstance(e, Failed)], events
     return host, events, db
 
 

@@ -10,6 +10,18 @@ import pytest
 from app_helpers import write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Close,
+    CreateVisit,
+    Failed,
+    NearSkip,
+    NextEye,
+    RecordAcuity,
+    ShowVisit,
+    VisitInputs,
+    VisitViewed,
+)
 from visiontune.app.visit_finish_view import VisitFinishView
 from visiontune.app.visit_flow import NewVisit, Step, inputs_text
 from visiontune.app.visit_host import CLINICIAN_BINOCULAR_METHOD
@@ -25,23 +37,23 @@ def finished_visit(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=3)
-    host.handle("visit_create", NewVisit("SIM-PD", str(protocol), True, pd="31.5/32", examiner="J. Examiner"))
+    host.handle(CreateVisit(NewVisit("SIM-PD", str(protocol), True, pd="31.5/32", examiner="J. Examiner")))
     run_open_eye(host, events)
-    host.handle("visit_next", 1)
+    host.handle(NextEye(1))
     run_open_eye(host, events)
-    host.handle("visit_show", 1)
-    if last_event(events, "visit_view").step == Step.BALANCE:
-        host.handle("visit_balance", (1, None, None))
-    if last_event(events, "visit_view").step == Step.NEAR:  # a presbyope: not what this test is about
-        host.handle("visit_near", (1, "skip", "not part of this test"))
-    assert "failed" not in [k for k, _ in events]
+    host.handle(ShowVisit(1))
+    if last_event(events, VisitViewed).step == Step.BALANCE:
+        host.handle(BalanceAnswer(1, None, None))
+    if last_event(events, VisitViewed).step == Step.NEAR:  # a presbyope: not what this test is about
+        host.handle(NearSkip(1, "not part of this test"))
+    assert not any(isinstance(e, Failed) for e in events)
     yield db, host, events
-    host.handle("close")
+    host.handle(Close())
 
 
 def test_pd_examiner_and_the_acuity_with_both_eyes_open(finished_visit):
     db, host, events = finished_visit
-    view = last_event(events, "visit_view")
+    view = last_event(events, VisitViewed)
     assert view.step == Step.FINISH
     assert (view.pd_text, view.examiner) == ("63.5 mm (31.5/32)", "J. Examiner")
     with TrialStore.open(db, read_only=True) as store:
@@ -52,9 +64,9 @@ def test_pd_examiner_and_the_acuity_with_both_eyes_open(finished_visit):
         assert (given.pd_mm, given.examiner) == (63.5, "J. Examiner")
     assert "PD 63.5 mm (31.5/32)" in inputs_text(view) and "examiner J. Examiner" in inputs_text(view)
     # the clinician types the acuity with both eyes open, and a new PD and examiner
-    host.handle("visit_acuity", (1, "OU", -0.1))
-    host.handle("visit_inputs", (1, "62", "K. Other"))
-    view = last_event(events, "visit_view")
+    host.handle(RecordAcuity(1, "OU", -0.1))
+    host.handle(VisitInputs(1, "62", "K. Other"))
+    view = last_event(events, VisitViewed)
     assert (view.binocular_va_logmar, view.pd_text, view.examiner) == (-0.1, "62 mm", "K. Other")
     with TrialStore.open(db, read_only=True) as store:
         last = store.visit_acuities(1)[-1]
@@ -74,8 +86,8 @@ def test_bad_inputs_on_the_finish_page_are_refused(finished_visit, pd, examiner,
     db, host, events = finished_visit
     with TrialStore.open(db, read_only=True) as store:
         before = list(store.conn.iterdump())
-    host.handle("visit_inputs", (1, pd, examiner))
-    assert problem in last_event(events, "failed")
+    host.handle(VisitInputs(1, pd, examiner))
+    assert problem in last_event(events, Failed)
     with TrialStore.open(db, read_only=True) as store:
         assert list(store.conn.iterdump()) == before
 
@@ -84,16 +96,16 @@ def test_a_visit_with_a_bad_pd_is_not_created(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=3)
-    host.handle("visit_create", NewVisit("SIM-PD", str(protocol), True, pd="120", examiner="J"))
-    assert "PD: 120 mm is not a pupillary distance" in last_event(events, "failed")
-    host.handle("close")
+    host.handle(CreateVisit(NewVisit("SIM-PD", str(protocol), True, pd="120", examiner="J")))
+    assert "PD: 120 mm is not a pupillary distance" in last_event(events, Failed)
+    host.handle(Close())
     with TrialStore.open(db, read_only=True) as store:
         assert store.list_visits() == []
 
 
 def test_the_finish_page_sends_the_acuity_with_both_eyes_open_and_the_inputs(qtbot, finished_visit):
     db, host, events = finished_visit
-    view = last_event(events, "visit_view")
+    view = last_event(events, VisitViewed)
     page = VisitFinishView()
     qtbot.addWidget(page)
     page.show_visit(view)

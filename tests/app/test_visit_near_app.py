@@ -22,6 +22,18 @@ from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 
 from visiontune.app.keys import Phase, Rejected
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Close,
+    CreateVisit,
+    Failed,
+    NearAnswer,
+    NearBegin,
+    NearSkip,
+    NextEye,
+    ShowVisit,
+    VisitViewed,
+)
 from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
 from visiontune.app.visit_near_view import patient_screen_logmar
 from visiontune.display import Calibration, save_calibration
@@ -35,29 +47,29 @@ SEED = 11
 
 
 def _failures(events):
-    return [v for k, v in events if k == "failed"]
+    return [e.value for e in events if isinstance(e, Failed)]
 
 
 def _to_near(tmp_path, db, age=66.0, patient="SIM-NEAR"):
     """A simulated visit (seed SEED) refracted in both eyes, no balance: at the near step."""
     host, events = engine_host(db)
     protocol = write_visit_protocol(tmp_path, max_trials=4)
-    host.handle("visit_create", NewVisit(patient, str(protocol), True, age_years=age, seed=SEED))
+    host.handle(CreateVisit(NewVisit(patient, str(protocol), True, age_years=age, seed=SEED)))
     run_open_eye(host, events)
-    host.handle("visit_next", 1)
+    host.handle(NextEye(1))
     run_open_eye(host, events)
-    host.handle("visit_show", 1)
-    if last_event(events, "visit_view").step == Step.BALANCE:
-        host.handle("visit_balance", (1, None, None))
+    host.handle(ShowVisit(1))
+    if last_event(events, VisitViewed).step == Step.BALANCE:
+        host.handle(BalanceAnswer(1, None, None))
     assert not _failures(events)
     return host, events
 
 
 def _answer_near(host, events, limit=None):
     done = 0
-    while (view := last_event(events, "visit_view")).step == Step.NEAR and (limit is None or done < limit):
+    while (view := last_event(events, VisitViewed)).step == Step.NEAR and (limit is None or done < limit):
         q = view.near_question
-        host.handle("visit_near", (1, "answer", (q.eye, q.index, q.simulated_correct)))
+        host.handle(NearAnswer(1, q.eye, q.index, q.simulated_correct))
         assert not _failures(events)
         done += 1
     return done
@@ -76,16 +88,16 @@ def test_the_app_files_the_adds_the_headless_simulated_visit_files(tmp_path):
     (visiontune visit run's driver), files the same adds as the app's letters answered one by one."""
     db = tmp_path / "app.sqlite3"
     host, events = _to_near(tmp_path, db)
-    view = last_event(events, "visit_view")
+    view = last_event(events, VisitViewed)
     assert view.step == Step.NEAR and view.near is not None and not view.near.begun
-    host.handle("visit_near", (1, "begin", 40.0))
-    q = last_event(events, "visit_view").near_question
+    host.handle(NearBegin(1, 40.0))
+    q = last_event(events, VisitViewed).near_question
     assert (q.eye, q.index, q.distance_cm) == ("OD", 0, 40.0) and q.simulated_correct is not None
     assert q.distance_rx is not None and q.letter.isalpha()
     with sqlite3.connect(db) as src, sqlite3.connect(tmp_path / "headless.sqlite3") as dst:
         src.backup(dst)
     n = _answer_near(host, events)
-    finish = last_event(events, "visit_view")
+    finish = last_event(events, VisitViewed)
     assert finish.step == Step.FINISH and set(finish.near.adds) == {"OD", "OS"}
     with TrialStore.open(db, read_only=True) as store:
         answers = sum(len(near_store.near_answers(store, 1, e)) for e in ("OD", "OS"))
@@ -93,7 +105,7 @@ def test_the_app_files_the_adds_the_headless_simulated_visit_files(tmp_path):
     with TrialStore.open(tmp_path / "headless.sqlite3") as store:
         assert drive_simulated_visit(store, 1)
     assert _adds(db) == _adds(tmp_path / "headless.sqlite3")
-    host.handle("close")
+    host.handle(Close())
 
 
 _CHILD = textwrap.dedent("""
@@ -101,8 +113,9 @@ _CHILD = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from test_visit_near_app import _to_near, _answer_near
     from pathlib import Path
+    from visiontune.app.messages import NearBegin
     host, events = _to_near(Path({tmp!r}), Path({db!r}))
-    host.handle("visit_near", (1, "begin", 40.0))
+    host.handle(NearBegin(1, 40.0))
     _answer_near(host, events, limit={limit})
     os.kill(os.getpid(), signal.SIGKILL)  # the engine killed mid-step: no close, nothing flushed by hand
 """)
@@ -116,54 +129,54 @@ def test_an_engine_killed_mid_step_resumes_at_the_same_letter_and_files_the_same
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     host, events = engine_host(killed)
-    host.handle("visit_show", 1)
-    view = last_event(events, "visit_view")
+    host.handle(ShowVisit(1))
+    view = last_event(events, VisitViewed)
     assert view.step == Step.NEAR and view.near.begun and view.near.answers == {"OD": 5, "OS": 0}
     assert (view.near_question.eye, view.near_question.index) == ("OD", 5)
     _answer_near(host, events)
-    assert last_event(events, "visit_view").step == Step.FINISH
-    host.handle("close")
+    assert last_event(events, VisitViewed).step == Step.FINISH
+    host.handle(Close())
     host, events = _to_near(tmp_path, whole)
-    host.handle("visit_near", (1, "begin", 40.0))
+    host.handle(NearBegin(1, 40.0))
     _answer_near(host, events)
-    host.handle("close")
+    host.handle(Close())
     assert _adds(killed) == _adds(whole) and len(_adds(whole)) == 2
 
 
 def test_refusals_leave_the_log_as_it_was(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = _to_near(tmp_path, db)
-    host.handle("visit_near", (1, "skip", "  "))  # a skip needs its reason
+    host.handle(NearSkip(1, "  "))  # a skip needs its reason
     assert "type why" in _failures(events)[-1]
-    host.handle("visit_near", (1, "begin", 10.0))  # not a near distance
+    host.handle(NearBegin(1, 10.0))  # not a near distance
     assert "near distance" in _failures(events)[-1].lower() or "distance" in _failures(events)[-1]
-    host.handle("visit_near", (1, "answer", ("OD", 0, True)))  # nothing asked before it begins
+    host.handle(NearAnswer(1, "OD", 0, True))  # nothing asked before it begins
     assert "nothing recorded" in _failures(events)[-1]
-    host.handle("visit_near", (1, "begin", 33.0))
-    assert last_event(events, "visit_view").near_question.distance_cm == 33.0
-    host.handle("visit_near", (1, "begin", 40.0))
+    host.handle(NearBegin(1, 33.0))
+    assert last_event(events, VisitViewed).near_question.distance_cm == 33.0
+    host.handle(NearBegin(1, 40.0))
     assert "begun already" in _failures(events)[-1]
-    host.handle("visit_near", (1, "answer", ("OS", 0, True)))  # not the letter asked (OD's first)
+    host.handle(NearAnswer(1, "OS", 0, True))  # not the letter asked (OD's first)
     assert "the letter asked is OD letter 1" in _failures(events)[-1]
-    host.handle("visit_near", (1, "skip", "changed my mind"))
+    host.handle(NearSkip(1, "changed my mind"))
     assert "has begun" in _failures(events)[-1]
-    host.handle("visit_near", (1, "fly", None))
-    assert "expected begin, answer or skip" in _failures(events)[-1]
+    host.handle(("visit_near", (1, "fly", None)))  # not a command: refused by its type
+    assert "unknown message of type builtins.tuple" in _failures(events)[-1]
     with TrialStore.open(db, read_only=True) as store:
         assert near_store.near_answers(store, 1, "OD") == [] and near_skip(store, 1) is None
         assert near_store.near_setup(store, 1).distance_cm == 33.0
-    host.handle("close")
+    host.handle(Close())
 
 
 def test_a_skipped_near_step_is_recorded_with_its_reason_and_cannot_begin(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = _to_near(tmp_path, db)
-    host.handle("visit_near", (1, "skip", "reads without glasses"))
-    view = last_event(events, "visit_view")
+    host.handle(NearSkip(1, "reads without glasses"))
+    view = last_event(events, VisitViewed)
     assert view.step == Step.FINISH and view.near.skip_reason == "reads without glasses"
-    host.handle("visit_near", (1, "begin", 40.0))
+    host.handle(NearBegin(1, 40.0))
     assert "skipped" in _failures(events)[-1]
-    host.handle("close")
+    host.handle(Close())
     with TrialStore.open(db, read_only=True) as store:
         assert near_skip(store, 1).reason == "reads without glasses" and near_store.near_setup(store, 1) is None
     with sqlite3.connect(db) as conn, pytest.raises(sqlite3.DatabaseError, match="append-only"):
@@ -173,13 +186,13 @@ def test_a_skipped_near_step_is_recorded_with_its_reason_and_cannot_begin(tmp_pa
 def test_a_young_patient_has_no_near_step_unless_the_clinician_asks(tmp_path):
     db = tmp_path / "log.sqlite3"
     host, events = _to_near(tmp_path, db, age=30.0)
-    view = last_event(events, "visit_view")
+    view = last_event(events, VisitViewed)
     assert view.step == Step.FINISH and view.near is None
-    host.handle("visit_near", (1, "begin", 40.0))  # the finish page's "Near addition"
-    assert last_event(events, "visit_view").step == Step.NEAR
+    host.handle(NearBegin(1, 40.0))  # the finish page's "Near addition"
+    assert last_event(events, VisitViewed).step == Step.NEAR
     _answer_near(host, events)
-    assert set(last_event(events, "visit_view").near.adds) == {"OD", "OS"}
-    host.handle("close")
+    assert set(last_event(events, VisitViewed).near.adds) == {"OD", "OS"}
+    host.handle(Close())
 
 
 def test_near_keys():
@@ -228,11 +241,11 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db)
     host, events = engine_host(db)
-    host.handle("visit_show", vid)
-    host.handle("visit_balance", (vid, None, None)) if last_event(events, "visit_view").step == Step.BALANCE else None
-    assert last_event(events, "visit_view").step == Step.NEAR
-    host.handle("visit_near", (vid, "begin", 40.0))
-    q = last_event(events, "visit_view").near_question
+    host.handle(ShowVisit(vid))
+    host.handle(BalanceAnswer(vid, None, None)) if last_event(events, VisitViewed).step == Step.BALANCE else None
+    assert last_event(events, VisitViewed).step == Step.NEAR
+    host.handle(NearBegin(vid, 40.0))
+    q = last_event(events, VisitViewed).near_question
     assert q.simulated_correct is None  # a real patient: the clinician types + or -
     arcmin = math.pi / (180 * 60)
     height = 2 * 400.0 * math.tan(5 * 10**q.size_logmar * arcmin / 2)  # ISO 8596 letter at 40 cm
@@ -242,13 +255,13 @@ def test_a_real_patients_letter_is_sized_for_the_near_distance_from_the_screens_
         math.log10(2 * math.atan(height / 8000.0) / (5 * arcmin)), abs=1e-12
     )  # as tall at 4 m as at 40 cm
     assert "calibration is for 400 cm" in q.geometry and "drawn for 40 cm" in q.geometry
-    host.handle("visit_near", (vid, "answer", (q.eye, q.index, True)))
-    again = last_event(events, "visit_view").near_question
+    host.handle(NearAnswer(vid, q.eye, q.index, True))
+    again = last_event(events, VisitViewed).near_question
     assert (again.eye, again.index) == ("OD", 1)
     with TrialStore.open(db, read_only=True) as store:
         [a] = near_store.near_answers(store, vid, "OD")
         assert (a.letter, a.correct, a.add_d, a.size_logmar) == (q.letter, True, q.add_d, q.size_logmar)
-    host.handle("close")
+    host.handle(Close())
 
 
 def _refract_eye(qtbot, window):
@@ -377,17 +390,17 @@ def test_the_clinics_near_distance_is_a_setting_and_the_near_step_begins_there(t
     sent = []
 
     class Commands:
-        def submit(self, name, payload=None):
-            sent.append((name, payload))
+        def submit(self, command):
+            sent.append(command)
 
-        def send(self, name, payload=None):
-            sent.append((name, payload))
+        def send(self, command):
+            sent.append(command)
 
     flow = VisitFlowController(Commands(), near_distance_cm=33.0)
     flow.view = type("V", (), {"visit_id": 4})()
     flow.begin_near()
     flow.skip_near("")  # a skip without its reason is not sent
-    assert sent == [("visit_near", (4, "begin", 33.0))]
+    assert sent == [NearBegin(4, 33.0)]
 
 
 def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_height(qtbot, make_window, paths):
@@ -396,11 +409,11 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
     window = make_window(simulate=False)
     assert window.calibration is not None
     host, events = engine_host(paths["db"])
-    host.handle("visit_show", vid)
-    if last_event(events, "visit_view").step == Step.BALANCE:
-        host.handle("visit_balance", (vid, None, None))
-    host.handle("visit_near", (vid, "begin", 40.0))
-    view = last_event(events, "visit_view")
+    host.handle(ShowVisit(vid))
+    if last_event(events, VisitViewed).step == Step.BALANCE:
+        host.handle(BalanceAnswer(vid, None, None))
+    host.handle(NearBegin(vid, 40.0))
+    view = last_event(events, VisitViewed)
     window.visits.flow.on_view(view)
     q = view.near_question
     screen = window.visits.near_window
@@ -413,9 +426,9 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
     tiny = dataclasses.replace(view, near_question=dataclasses.replace(q, size_logmar=-0.3))  # 1.1 px here
     window.visits.flow.on_view(tiny)
     assert screen.current is None  # blank, not a grey blob: the page says to show a printed letter
-    host.handle("visit_near", (vid, "skip", "x"))  # refused: begun; the page stays
+    host.handle(NearSkip(vid, "x"))  # refused: begun; the page stays
     assert "has begun" in _failures(events)[-1]
-    host.handle("close")
+    host.handle(Close())
     window.visits.stop()
     assert window.visits.near_window is None
 
@@ -452,11 +465,11 @@ def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_ne
         assert near_store.near_add_records(store, vid) == {}
         n_od = len(near_store.near_answers(store, vid, "OD"))
     host, events = engine_host(db)
-    host.handle("visit_show", vid)
-    view = last_event(events, "visit_view")
+    host.handle(ShowVisit(vid))
+    view = last_event(events, VisitViewed)
     assert not _failures(events) and view.step == Step.NEAR and set(view.near.adds) == {"OD"}
     assert view.near.answers["OD"] == n_od and view.near_question.eye == "OS"
-    host.handle("close")
+    host.handle(Close())
 
 
 def test_the_app_started_again_continues_a_killed_near_step_from_the_session_list(qtbot, make_window, paths, tmp_path):
@@ -484,28 +497,28 @@ def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_en
     sent, said = [], []
 
     class Commands:
-        def submit(self, name, payload=None):
-            sent.append((name, payload))
+        def submit(self, command):
+            sent.append(command)
 
-        def send(self, name, payload=None):
-            sent.append((name, payload))
+        def send(self, command):
+            sent.append(command)
 
     flow = VisitFlowController(Commands())
     flow.connect(lambda kind, value: said.append(value) if kind == "status" else None)
-    flow.on_view(last_event(events, "visit_view"))
+    flow.on_view(last_event(events, VisitViewed))
     flow.on_key("Plus", "+")  # not begun: refused
     flow.on_key("Return", "\r")
-    assert sent == [("visit_near", (1, "begin", 40.0))] and flow.pending
+    assert sent == [NearBegin(1, 40.0)] and flow.pending
     flow.on_key("Return", "\r")  # the begin is with the engine
     assert len(sent) == 1
-    host.handle(*sent[-1])
-    flow.on_view(last_event(events, "visit_view"))
+    host.handle(sent[-1])
+    flow.on_view(last_event(events, VisitViewed))
     q = flow.view.near_question
     flow.on_key("Minus", "-")
     flow.on_key("Plus", "+")  # one moment: the first is with the engine
-    assert sent[1:] == [("visit_near", (1, "answer", (q.eye, q.index, False)))]
+    assert sent[1:] == [NearAnswer(1, q.eye, q.index, False)]
     assert any("One moment" in text for text, *_ in said)
-    host.handle("close")
+    host.handle(Close())
 
 
 def test_a_near_letter_too_small_for_the_screens_pixels_is_sent_to_a_printed_card(tmp_path):
@@ -515,11 +528,11 @@ def test_a_near_letter_too_small_for_the_screens_pixels_is_sent_to_a_printed_car
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db, coarse)
     host, events = engine_host(db)
-    host.handle("visit_show", vid)
-    if last_event(events, "visit_view").step == Step.BALANCE:
-        host.handle("visit_balance", (vid, None, None))
-    host.handle("visit_near", (vid, "begin", 40.0))
-    q = last_event(events, "visit_view").near_question
+    host.handle(ShowVisit(vid))
+    if last_event(events, VisitViewed).step == Step.BALANCE:
+        host.handle(BalanceAnswer(vid, None, None))
+    host.handle(NearBegin(vid, 40.0))
+    q = last_event(events, VisitViewed).near_question
     assert q.height_px == pytest.approx(q.height_mm / (2000.0 / 1920), rel=1e-9) and q.height_px < 5
     assert "below the 5 px this screen draws faithfully" in q.geometry and "printed near letter" in q.geometry
-    host.handle("close")
+    host.handle(Close())

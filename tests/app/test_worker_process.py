@@ -20,6 +20,29 @@ import numpy as np
 import pytest
 from app_helpers import write_protocol
 
+from visiontune.app.messages import (
+    Busy,
+    Close,
+    Closed,
+    EstimateReady,
+    Failed,
+    Finish,
+    Finished,
+    Idle,
+    ListSessions,
+    LogRecord,
+    Opened,
+    OpenStore,
+    Present,
+    RecordAnswer,
+    Recorded,
+    ResumeSession,
+    SessionChanged,
+    SessionsListed,
+    StartSession,
+    StoreOpened,
+    Updated,
+)
 from visiontune.app.session_host import SessionHost
 from visiontune.app.worker_process import CONTEXT, EngineProcess
 from visiontune.app.worker_values import NewSession
@@ -66,28 +89,28 @@ def test_an_answer_is_committed_before_the_engine_says_anything_else(tmp_path):
     db, protocol = tmp_path / "log.sqlite3", write_protocol(tmp_path, max_trials=10)
     events, committed_at_confirmation = [], []
 
-    def emit(kind, value):
-        if kind == "recorded":  # read the log through a second connection, as another process would
+    def emit(event):
+        if isinstance(event, Recorded):  # read the log through a second connection, as another process would
             with TrialStore.open(db) as other:
-                committed_at_confirmation.append(len(other.trials(value.session_id)))
-        events.append((kind, value))
+                committed_at_confirmation.append(len(other.trials(event.trial.session_id)))
+        events.append(event)
 
     host = SessionHost(emit)
-    host.handle("open_store", str(db))
-    host.handle("start", request(protocol=protocol))
+    host.handle(OpenStore(str(db)))
+    host.handle(StartSession(request(protocol=protocol)))
     sid = host.session.session_id
     for k in range(3):
         del events[:]
-        host.handle("present")
-        host.handle("record", Answer(correct=bool(k % 2)))
-        kinds = [kind for kind, _ in events]
-        assert kinds == ["idle", "recorded", "updated", "estimate_ready", "idle"], kinds
+        host.handle(Present())
+        host.handle(RecordAnswer(Answer(correct=bool(k % 2))))
+        kinds = [type(event) for event in events]
+        assert kinds == [Idle, Recorded, Updated, EstimateReady, Idle], kinds
         assert committed_at_confirmation[-1] == k + 1  # in the log when "recorded" is said, before the refit
-        trial, snap = events[1][1], events[2][1]
+        trial, snap = events[1].trial, events[2].snapshot
         assert trial.index == k and trial.correct is bool(k % 2)
         assert snap.n_trials == k + 1 and snap.last_trial == trial and snap.query.index == k + 1
-    host.handle("close")
-    assert events[-2:] == [("closed", None), ("idle", None)]
+    host.handle(Close())
+    assert events[-2:] == [Closed(), Idle()]
     with TrialStore.open(db) as store, RefractionSession.resume(store, sid) as session:  # lock released
         assert [t.correct for t in session.trials()] == [False, True, False]
 
@@ -95,48 +118,49 @@ def test_an_answer_is_committed_before_the_engine_says_anything_else(tmp_path):
 def test_every_value_sent_to_the_gui_is_a_frozen_dataclass_that_survives_pickling(tmp_path):
     db, protocol = tmp_path / "log.sqlite3", write_protocol(tmp_path, max_trials=4)
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("open_store", str(db))
-    host.handle("start", request(protocol=protocol))
+    host = SessionHost(events.append)
+    host.handle(OpenStore(str(db)))
+    host.handle(StartSession(request(protocol=protocol)))
     for _ in range(4):
-        host.handle("record", Answer(correct=True))
-    host.handle("finish", ("budget", None))
-    host.handle("list")
-    host.handle("close")
-    kinds = {kind for kind, _ in events}
+        host.handle(RecordAnswer(Answer(correct=True)))
+    host.handle(Finish("budget", None))
+    host.handle(ListSessions())
+    host.handle(Close())
+    kinds = {type(event) for event in events}
     assert {
-        "store_opened",
-        "sessions_listed",
-        "opened",
-        "recorded",
-        "updated",
-        "estimate_ready",
-        "finished",
-        "busy",
-        "session",
-        "closed",
+        StoreOpened,
+        SessionsListed,
+        Opened,
+        Recorded,
+        Updated,
+        EstimateReady,
+        Finished,
+        Busy,
+        SessionChanged,
+        Closed,
     } <= kinds
-    assert "failed" not in kinds
-    for kind, value in events:
-        assert_frozen_values(value, kind)
-        assert_same(value, pickle.loads(pickle.dumps(value)), kind)
-    finished = next(v for k, v in events if k == "finished")
+    assert Failed not in kinds
+    for event in events:
+        assert_frozen_values(event, type(event).__name__)  # the event and every value it carries
+        assert_same(event, pickle.loads(pickle.dumps(event)), type(event).__name__)
+    finished = next(e.view for e in events if isinstance(e, Finished))
     with pytest.raises(dataclasses.FrozenInstanceError):
         finished.result = {}
 
 
 def test_failures_are_one_message_and_the_host_goes_on(tmp_path):
     events = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
-    host.handle("record", Answer(correct=True))
-    host.handle("no_such_command")
-    host.handle("open_store", str(tmp_path / "log.sqlite3"))
-    host.handle("resume", 999)
-    failures = [v for k, v in events if k == "failed"]
+    host = SessionHost(events.append)
+    host.handle(RecordAnswer(Answer(correct=True)))
+    host.handle(("no_such_command", None))  # an old-style string command: refused by its type
+    host.handle(OpenStore(str(tmp_path / "log.sqlite3")))
+    host.handle(ResumeSession(999))
+    failures = [e.message for e in events if isinstance(e, Failed)]
     assert failures[0] == "no session is open"
-    assert "unknown worker command 'no_such_command'" in failures[1] and "no session 999" in failures[2]
-    assert [k for k, _ in events].count("idle") == 4  # one per command, failed or not
-    host.handle("close")
+    assert "unknown message of type builtins.tuple" in failures[1] and "no session 999" in failures[2]
+    assert "OpenStore" in failures[1]  # the refusal names what the engine takes
+    assert [type(e) for e in events].count(Idle) == 4  # one per command, failed or not
+    host.handle(Close())
 
 
 def test_the_engine_modules_import_no_qt_and_the_engine_is_spawned():
@@ -150,14 +174,14 @@ def test_the_engine_modules_import_no_qt_and_the_engine_is_spawned():
 
 
 def drain_until(engine, kind, timeout_s=60.0):
-    """Events received up to and including the first of ``kind``."""
+    """Events received up to and including the first of type ``kind``."""
     got, deadline = [], time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if engine._events.poll(0.2):
             got.append(engine.recv())
-            if got[-1][0] == kind:
+            if isinstance(got[-1], kind):
                 return got
-    raise AssertionError(f"no {kind!r} within {timeout_s} s; got {[k for k, _ in got]}")
+    raise AssertionError(f"no {kind.__name__} within {timeout_s} s; got {[type(e).__name__ for e in got]}")
 
 
 def test_the_engine_process_runs_commands_in_order_and_closes_cleanly(tmp_path):
@@ -165,40 +189,41 @@ def test_the_engine_process_runs_commands_in_order_and_closes_cleanly(tmp_path):
     engine = EngineProcess(log_level=logging.INFO)
     try:
         assert engine.pid != os.getpid()
-        engine.send("open_store", str(db))
-        engine.send("start", request(protocol=protocol))
+        engine.send(OpenStore(str(db)))
+        engine.send(StartSession(request(protocol=protocol)))
         for _ in range(2):
-            engine.send("present")
-            engine.send("record", Answer(correct=True))
-        engine.send("close")  # queued behind the answers: they run first
-        events = drain_until(engine, "closed", timeout_s=120.0)
-        kinds = [k for k, _ in events if k != "log"]
-        assert kinds.count("recorded") == 2 and kinds.index("opened") < kinds.index("recorded")
-        assert kinds[-1] == "closed" and "failed" not in kinds
-        logged = [v["msg"] for k, v in events if k == "log"]
+            engine.send(Present())
+            engine.send(RecordAnswer(Answer(correct=True)))
+        engine.send(Close())  # queued behind the answers: they run first
+        events = drain_until(engine, Closed, timeout_s=120.0)
+        kinds = [type(e) for e in events if not isinstance(e, LogRecord)]
+        assert kinds.count(Recorded) == 2 and kinds.index(Opened) < kinds.index(Recorded)
+        assert kinds[-1] is Closed and Failed not in kinds
+        logged = [e.fields["msg"] for e in events if isinstance(e, LogRecord)]
         assert any("trial 1:" in m for m in logged)  # the engine's log reaches the GUI process
         assert engine.stop(30.0) == 0
     finally:
         engine.stop(0.0)
         engine.close_events()
-    sid = next(v for k, v in events if k == "opened").session_id
+    sid = next(e.snapshot for e in events if isinstance(e, Opened)).session_id
     with TrialStore.open(db) as store, RefractionSession.resume(store, sid) as session:
         assert len(session.trials()) == 2
 
 
 GUI_STAND_IN = """
 import sys, time
+from visiontune.app.messages import Opened, OpenStore, StartSession
 from visiontune.app.worker_process import EngineProcess
 from visiontune.app.worker_values import NewSession
 
 if __name__ == "__main__":  # the engine is spawned: it re-imports this module
     engine = EngineProcess()
-    engine.send("open_store", sys.argv[1])
-    engine.send("start", NewSession("SIM-ORPHAN", "OD", sys.argv[2], True))
+    engine.send(OpenStore(sys.argv[1]))
+    engine.send(StartSession(NewSession("SIM-ORPHAN", "OD", sys.argv[2], True)))
     while True:
-        kind, value = engine.recv()
-        if kind == "opened":
-            print(engine.pid, value.session_id, flush=True)
+        event = engine.recv()
+        if isinstance(event, Opened):
+            print(engine.pid, event.snapshot.session_id, flush=True)
             break
     time.sleep(600)
 """

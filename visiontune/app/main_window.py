@@ -26,6 +26,16 @@ from visiontune.app import logs
 from visiontune.app.calibration_dialog import CalibrationDialog, describe
 from visiontune.app.finish_view import FinishView
 from visiontune.app.keys import Command
+from visiontune.app.messages import Command as EngineCommand
+from visiontune.app.messages import (
+    ExportSession,
+    ListSessions,
+    OpenStore,
+    ResumeSession,
+    SetDevice,
+    StartSession,
+    ViewSession,
+)
 from visiontune.app.session_controller import FinishedPage, Prompt, SessionController
 from visiontune.app.session_view import SessionView
 from visiontune.app.settings import AppSettings, save_settings
@@ -162,14 +172,14 @@ class MainWindow(QMainWindow):
         self._load_calibration()
         self.start_view.start_requested.connect(self.start_session)
         self.start_view.resume_requested.connect(self.resume_session)
-        self.start_view.view_requested.connect(lambda sid: self._submit("view", sid))
+        self.start_view.view_requested.connect(lambda sid: self._submit(ViewSession(sid)))
         self.start_view.calibrate_requested.connect(self.open_calibration)
         self.session_view.key_pressed.connect(self.on_key)
         self.session_view.retry_requested.connect(lambda: self.controller.retry_device())
         self.session_view.device_lens_requested.connect(lambda k: self.controller.device_lens(k))
         self.session_view.manual_requested.connect(self.use_trial_frame)
         self.finish_view.back_requested.connect(self.show_start)
-        self.finish_view.export_requested.connect(lambda sid: self._submit("export", (sid, str(self.export_dir))))
+        self.finish_view.export_requested.connect(lambda sid: self._submit(ExportSession(sid, str(self.export_dir))))
 
         self.worker = SessionWorker(self)
         self.worker.sessions_listed.connect(self.start_view.set_sessions)
@@ -192,7 +202,7 @@ class MainWindow(QMainWindow):
         self.start_view.visit_requested.connect(self.visits.start)
         self.worker.start()
         self._send_device(self.settings.device)
-        self._send("open_store", None if options.db_path is None else str(options.db_path))
+        self._send(OpenStore(None if options.db_path is None else str(options.db_path)))
 
         self.elapsed_timer = QTimer(self)
         self.elapsed_timer.setInterval(1000)
@@ -254,12 +264,12 @@ class MainWindow(QMainWindow):
             log.info("no usable calibration: %s", exc)
         self.start_view.set_calibration(describe(self.calibration), self.calibration is not None)
 
-    def _submit(self, name: str, payload=None) -> None:
+    def _submit(self, command: EngineCommand) -> None:
         """Send a command the session waits for (see :meth:`SessionController.submit`)."""
-        self.controller.submit(name, payload)
+        self.controller.submit(command)
 
-    def _send(self, name: str, payload=None) -> None:
-        self.controller.send(name, payload)
+    def _send(self, command: EngineCommand) -> None:
+        self.controller.send(command)
 
     def say(self, message: str, timeout_ms: int = 6000) -> None:
         self.status.showMessage(message, timeout_ms)
@@ -287,7 +297,7 @@ class MainWindow(QMainWindow):
         self.controller.reset()
         self.stack.setCurrentWidget(self.start_view)
         self._set_title()
-        self._send("list")
+        self._send(ListSessions())
 
     def start_session(self, request: NewSession) -> None:
         try:
@@ -337,7 +347,7 @@ class MainWindow(QMainWindow):
         if spec != self.engine_device or lens_kind != self.engine_lens_kind:
             log.info("lens device: %s (manual device: %s)", spec, lens_kind)
             self.engine_device, self.engine_lens_kind = spec, lens_kind
-            self._send("device", (spec, lens_kind))
+            self._send(SetDevice(spec, lens_kind))
 
     def _start_session(self, request: NewSession) -> None:
         calibration = self.prepare_start(request.simulated, request.protocol)
@@ -355,7 +365,7 @@ class MainWindow(QMainWindow):
             "SIMULATED" if request.simulated else "real patient",
         )
         self._show_busy(f"Preparing session for {request.patient_id} ({request.eye})\u2026")
-        self._submit("start", dataclasses.replace(request, calibration=calibration))
+        self._submit(StartSession(dataclasses.replace(request, calibration=calibration)))
 
     def resume_session(self, session_id: int) -> None:
         log.info("resume requested: session %d", session_id)
@@ -370,7 +380,7 @@ class MainWindow(QMainWindow):
             self._save_settings()
         self._send_device(device)
         self._show_busy(f"Reopening session {session_id}\u2026")
-        self._submit("resume", session_id)
+        self._submit(ResumeSession(session_id))
 
     def _check_displayable(self, logmar_range) -> None:
         shown = displayable_logmar_range(self.calibration)

@@ -2,8 +2,8 @@
 
 :class:`SessionController` is the session as the clinician drives it, in plain Python: the
 main window forwards it the keys and the engine's events and draws what it announces; the
-controller sends the engine its commands through anything with the
-:class:`~visiontune.app.worker.SessionWorker`'s ``submit(name, payload)`` (:class:`Engine`),
+controller sends the engine its commands (the typed messages of :mod:`visiontune.app.messages`)
+through anything with the :class:`~visiontune.app.worker.SessionWorker`'s ``submit(command)`` (:class:`Engine`),
 so a test drives it with a fake engine and a fake clock, without a display.
 
 Its state machine (:class:`~visiontune.app.keys.Phase`; each key goes through
@@ -11,21 +11,21 @@ Its state machine (:class:`~visiontune.app.keys.Phase`; each key goes through
 phase with a sentence for the status line, and nothing is sent)::
 
     FINISHED --start / resume sent--> BUSY --opened / updated--> LENS
-    LENS    --Enter / Space: 'present' sent, the letter on the patient screen--> ANSWER
+    LENS    --Enter / Space: Present sent, the letter on the patient screen--> ANSWER
             (a comparison: --> COMPARE, the letter kept in view while lens 1 and lens 2 are shown)
             (a slider: --> SLIDE, the knob at its starting lens, the letters kept in view)
             (a chart line: --> LINE, the line's letters on the patient screen at chart spacing)
-    ANSWER  --letter / + / - / the simulated answer: 'record' sent--> BUSY
-    COMPARE --1 / 2 / = / the simulated answer: 'record' sent--> BUSY
+    ANSWER  --letter / + / - / the simulated answer: RecordAnswer sent--> BUSY
+    COMPARE --1 / 2 / = / the simulated answer: RecordAnswer sent--> BUSY
     SLIDE   --Left / Right (or , / .): the knob one click along its path ("slider" announced)--> SLIDE
-    SLIDE   --Enter / Space (the lens the knob is at) / the simulated answer: 'record' sent--> BUSY
+    SLIDE   --Enter / Space (the lens the knob is at) / the simulated answer: RecordAnswer sent--> BUSY
     LINE    --a letter's key (+ / - / the letter named) or Backspace: the entry changes ("line" said)--> LINE
-    LINE    --a count, or Enter / Space once every letter is keyed, or the simulated line: 'record' sent--> BUSY
+    LINE    --a count, or Enter / Space once every letter is keyed, or the simulated line: RecordAnswer sent--> BUSY
     BUSY    --updated--> LENS, or STOPPED (a stopping rule is met), or PAUSED
     ANSWER, COMPARE, SLIDE, LINE --Escape: the patient screen blanked--> LENS (a line's keys kept)
-    LENS, ANSWER, COMPARE, SLIDE, STOPPED --Backspace: 'undo' sent--> BUSY (LINE: with no letter keyed)
-    any but FINISHED --P: 'pause' (or 'resume_paused' when PAUSED) sent--> BUSY
-    any but FINISHED --F, then F again within FINISH_CONFIRM_S: 'finish' sent--> BUSY --finished--> FINISHED
+    LENS, ANSWER, COMPARE, SLIDE, STOPPED --Backspace: Undo sent--> BUSY (LINE: with no letter keyed)
+    any but FINISHED --P: Pause (or ResumePaused when PAUSED) sent--> BUSY
+    any but FINISHED --F, then F again within FINISH_CONFIRM_S: Finish sent--> BUSY --finished--> FINISHED
     BUSY    --failed--> the phase before BUSY
 
 While BUSY the engine has the last command: an answer key is rejected, so an answer is never
@@ -97,6 +97,8 @@ import numpy as np
 from visiontune.app.chart_line_entry import LineEntry
 from visiontune.app.events import EventSource, Listener
 from visiontune.app.keys import Action, Command, Phase, interpret_key
+from visiontune.app.messages import Command as EngineCommand
+from visiontune.app.messages import Finish, Pause, Present, RecordAnswer, ResumePaused, RetryDevice, ShowLens, Undo
 from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
 from visiontune.app.texts import MINUS, acuity_text, answer_text, lens_text
 from visiontune.app.worker_device import DeviceView
@@ -135,7 +137,7 @@ class Engine(Protocol):
     """What the controller needs of the session engine: one command at a time (each is
     answered, eventually, by :meth:`SessionController.on_idle`)."""
 
-    def submit(self, name: str, payload: object = None) -> None: ...
+    def submit(self, command: EngineCommand) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -257,7 +259,7 @@ class SessionController(EventSource):
         self.last_estimate: EstimateView | None = None
         self.pending_estimate: EstimateView | None = None
         self.commands_in_flight = 0
-        self.last_command = ""
+        self.last_command: EngineCommand | None = None
         self._phase_before_busy = Phase.FINISHED
         self._finish_armed_until = float("-inf")
         self._opened_at = clock()
@@ -271,18 +273,18 @@ class SessionController(EventSource):
         self._lens_buttons = 0
 
     # ------------------------------------------------------------------ commands out
-    def submit(self, name: str, payload: object = None) -> None:
+    def submit(self, command: EngineCommand) -> None:
         """Send a command the session waits for (BUSY until the engine answers)."""
-        self.last_command = name
+        self.last_command = command
         if self.phase != Phase.BUSY:
             self._phase_before_busy = self.phase
         self.phase = Phase.BUSY
-        self.send(name, payload)
+        self.send(command)
 
-    def send(self, name: str, payload: object = None) -> None:
+    def send(self, command: EngineCommand) -> None:
         """Send a command without changing the phase."""
         self.commands_in_flight += 1
-        self.engine.submit(name, payload)
+        self.engine.submit(command)
 
     @property
     def worker_idle(self) -> bool:
@@ -327,7 +329,7 @@ class SessionController(EventSource):
         self._awaiting_lenses = False
         if snap.state != SessionState.PAUSED:
             self.device_fault = None
-        if self.last_command == "record":
+        if isinstance(self.last_command, RecordAnswer):
             self.answers_this_run += 1
         self.sim_reply = self.sim_choice = self.slider_position = self.sim_slider = None
         q = snap.query
@@ -425,7 +427,7 @@ class SessionController(EventSource):
             self.say("Nothing to retry: the lens device has no fault.")
             return
         self.say("Opening the lens device again\u2026")
-        self.submit("retry_device")
+        self.submit(RetryDevice())
 
     def _manual_where(self) -> str:
         """Where the clinician sets a lens by hand: ``on the phoropter`` or ``in the trial frame``
@@ -446,7 +448,7 @@ class SessionController(EventSource):
         if self.phase != Phase.COMPARE or not self._waits_for_device():
             self.say("The device shows lens 1 or lens 2 while a comparison is on screen.")
             return
-        self.send("device_lens", int(position))
+        self.send(ShowLens(int(position)))
         self.say(f"The {self.device.label} is setting lens {int(position) + 1}\u2026")
 
     def _lens_buttons_for(self, phase: Phase) -> None:
@@ -675,18 +677,18 @@ class SessionController(EventSource):
                 self.say("Nothing to undo.")
                 return
             self.say(f"{answer_text(snap.n_trials, snap.max_trials)} undone (kept in the log, marked void).")
-            self.submit("undo")
+            self.submit(Undo())
         elif action == Action.PAUSE_TOGGLE:
             if self.phase == Phase.PAUSED and self.device_fault is not None:
                 self.retry_device()
             elif self.phase == Phase.PAUSED:
                 self.say("Resumed.")
-                self.submit("resume_paused")
+                self.submit(ResumePaused())
             else:
                 self._awaiting_lenses = False  # a confirmation arriving now shows nothing: the session pauses
                 self._emit("blank")
                 self.say("Paused.")
-                self.submit("pause")
+                self.submit(Pause())
         elif action == Action.FINISH:
             if self.clock() <= self._finish_armed_until or self.phase == Phase.STOPPED and source == "auto":
                 self._finish(snap.stop_reason or "clinician")
@@ -708,7 +710,7 @@ class SessionController(EventSource):
                     caption="Device setting the lens",
                 ),
             )
-            self.submit("present")
+            self.submit(Present())
             return
         self._reveal(send_present=True)
         if self.device is not None:  # the trial frame: what the clinician confirmed, for the device panel
@@ -724,11 +726,11 @@ class SessionController(EventSource):
         q = snap.query
         self._emit("present", q)
         if send_present:
-            self.send("present")
+            self.send(Present())
         if isinstance(q, PendingSlider):
             self.slider_position = q.start
             if self._waits_for_device():  # the device set the whole path: back to the knob's start
-                self.send("device_lens", q.start)
+                self.send(ShowLens(q.start))
             if self.sim_patient is not None:
                 self.sim_slider = simulated_slider(self.sim_patient, q)
             self._enter(Phase.SLIDE)
@@ -822,7 +824,7 @@ class SessionController(EventSource):
             return
         self.slider_position = position
         if self._waits_for_device():  # the device's knob: the lens follows
-            self.send("device_lens", position)
+            self.send(ShowLens(position))
         self._emit("slider", self._slider_view())
         self.say(f"Knob at lens {position + 1} of {len(q.lenses)}: {lens_text(self._form(q.lenses[position]))}.")
 
@@ -835,14 +837,14 @@ class SessionController(EventSource):
         self._emit("blank")
         self._recording = what
         self.say(f"Recording the answer: {what}\u2026")
-        self.submit("record", answer)
+        self.submit(RecordAnswer(answer))
 
     def _finish(self, stopped_by: str) -> None:
         self._finish_armed_until = float("-inf")
         log.info("finish requested (%s)", stopped_by)
         in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
         self._emit("busy_page", "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
-        self.submit("finish", (stopped_by, None if in_visit else str(self.export_dir())))
+        self.submit(Finish(stopped_by, None if in_visit else str(self.export_dir())))
 
 
 def _phoropter(device) -> bool:

@@ -2,34 +2,27 @@
 
 A :class:`SessionHost` runs in the engine process (:mod:`visiontune.app.worker_process`): it
 opens the :class:`TrialStore`, starts or resumes the :class:`RefractionSession`, records
-answers, refits, proposes, estimates, finishes and exports. It answers through one callback,
-``emit(kind, value)``, with the frozen values of :mod:`visiontune.app.worker_values`; the GUI
-side (:class:`visiontune.app.worker.SessionWorker`) turns each ``kind`` into the Qt signal of
-that name.
+answers, refits, proposes, estimates, finishes and exports. Its commands and events are the
+typed messages of :mod:`visiontune.app.messages`: :meth:`SessionHost.handle` takes one command
+and dispatches on its type; the host answers through one callback, ``emit(event)``, with event
+objects carrying the frozen values of :mod:`visiontune.app.worker_values`; the GUI side
+(:class:`visiontune.app.worker.SessionWorker`) turns each event type into its Qt signal.
 
-Every command runs inside one ``try``: a failure becomes one ``failed`` message, and every
-command, failed or not, ends with exactly one ``idle``. Order after an answer: the answer is
-committed to the trial log and confirmed (``recorded``) before anything else happens; then the
-stopping rule and the next query (``updated``); then the estimate and the plot data
-(``estimate_ready``: posterior acuity map, acuity curve, psychometric curve at the best lens).
+Every command runs inside one ``try``: a failure becomes one :class:`Failed` event, and every
+command, failed or not, ends with exactly one :class:`Idle`. Order after an answer
+(:class:`RecordAnswer`): the answer is committed to the trial log and confirmed
+(:class:`Recorded`) before anything else happens; then the stopping rule and the next query
+(:class:`Updated`); then the estimate and the plot data (:class:`EstimateReady`: posterior
+acuity map, acuity curve, psychometric curve at the best lens).
 
-Events (``kind``: value): ``store_opened``: db path (str); ``sessions_listed``: list of
-:class:`SessionSummary`; ``session``: id of the open session or None; ``opened`` /
-``updated``: :class:`Snapshot`; ``recorded``: :class:`~visiontune.refraction.trial.Trial`;
-``estimate_ready``: :class:`EstimateView`; ``finished``: :class:`FinishedView`; ``failed``:
-message; ``busy``: message; ``idle``: None; ``closed``: None; ``visit_view``:
-:class:`~visiontune.app.visit_flow.VisitView` (after every visit command); ``device``:
-:class:`~visiontune.app.worker_device.DeviceView` (after ``device``, every ``present`` and
-``retry_device``); ``presented``: the trial index whose lenses the device confirmed (the letter
-may be shown now); ``device_fault``: message (the session paused, every answer kept).
-
-The lens device (:mod:`visiontune.app.worker_device`): ``device`` (a setting, ``manual`` or
-``cv5000:PORT``) sets it for the sessions opened from then on (and the open one); every session
-the host opens is attached to it (noted in its trial log). ``present`` sets the question's
+The lens device (:mod:`visiontune.app.worker_device`): :class:`SetDevice` (a setting, ``manual``
+or ``cv5000:PORT``) sets it for the sessions opened from then on (and the open one); every session
+the host opens is attached to it (noted in its trial log). :class:`Present` sets the question's
 lenses on the device and marks the question presented only once the device confirmed them
-(``presented``); a :class:`~visiontune.errors.DeviceError` pauses the session, keeps every answer
-and says so (``device_fault``, then ``updated`` with the session paused). ``retry_device`` opens
-the device again and resumes the paused session (``updated``: the lens to set again).
+(:class:`Presented`); a :class:`~visiontune.errors.DeviceError` pauses the session, keeps every
+answer and says so (:class:`DeviceFault`, then :class:`Updated` with the session paused).
+:class:`RetryDevice` opens the device again and resumes the paused session (:class:`Updated`:
+the lens to set again).
 """
 
 from __future__ import annotations
@@ -39,10 +32,47 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from visiontune import private_files
+from visiontune.app.messages import (
+    Busy,
+    Close,
+    Closed,
+    Command,
+    DeviceFault,
+    DeviceShown,
+    EngineEvent,
+    EstimateReady,
+    ExportSession,
+    Failed,
+    Finish,
+    Finished,
+    Idle,
+    ListSessions,
+    Opened,
+    OpenStore,
+    Pause,
+    Present,
+    Presented,
+    RecordAnswer,
+    Recorded,
+    ResumePaused,
+    ResumeSession,
+    RetryDevice,
+    SessionChanged,
+    SessionsListed,
+    SetDevice,
+    ShowLens,
+    StartSession,
+    StoreOpened,
+    Undo,
+    Updated,
+    ViewSession,
+    refuse_unknown,
+)
 from visiontune.app.plot_frames import build_view_frame
 from visiontune.app.simulation import (
     SIMULATED_PATIENT_NOTE,
@@ -52,7 +82,7 @@ from visiontune.app.simulation import (
     simulated_reply,
 )
 from visiontune.app.texts import progress_text
-from visiontune.app.visit_host import VISIT_COMMANDS, VisitHost
+from visiontune.app.visit_host import VisitHost
 from visiontune.app.worker_device import LENS_SHOWN_NOTE, DeviceLink
 from visiontune.app.worker_values import (
     EstimateView,
@@ -95,41 +125,19 @@ from visiontune.session.trial_text import slider_text
 
 log = logging.getLogger("visiontune.app.worker")
 
-#: Every command the host understands (``submit(name, payload)`` on the GUI side).
-COMMANDS = (
-    "open_store",
-    "list",
-    "start",
-    "resume",
-    "view",
-    "present",
-    "record",
-    "undo",
-    "pause",
-    "resume_paused",
-    "finish",
-    "export",
-    "close",
-    "device",
-    "retry_device",
-    "device_lens",
-    *VISIT_COMMANDS,
-)
-
 
 class SessionHost:
     """Executes commands in order on the trial log and the open session.
 
-    Commands (``handle(name, payload)``): ``open_store`` (db path or None), ``list``, ``start``
-    (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
-    ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
-    ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``, ``device`` (a device setting), ``retry_device``;
-    and the visit commands of :class:`~visiontune.app.visit_host.VisitHost` (``visit_*``).
+    Commands (``handle(command)``): the session and device commands of
+    :mod:`visiontune.app.messages` (:class:`OpenStore`, :class:`StartSession`,
+    :class:`RecordAnswer`, :class:`Finish`, :class:`SetDevice`, ...) and the visit commands of
+    :class:`~visiontune.app.visit_host.VisitHost` (:class:`~visiontune.app.messages.CreateVisit`, ...);
+    ``emit``: called with each event.
     ``device_options``: the serial driver's options (tests: a short ``reply_timeout_s``).
     """
 
-    def __init__(self, emit: Callable[[str, object], None], **device_options) -> None:
+    def __init__(self, emit: Callable[[EngineEvent], None], **device_options) -> None:
         self._emit = emit
         self.device = DeviceLink("manual", **device_options)
         self.store: TrialStore | None = None
@@ -140,32 +148,54 @@ class SessionHost:
         self._sim_case: dict | None = None
         self._visit_id: int | None = None
         self.visits = VisitHost(self)
+        #: The handler of each command type (the visit commands: :attr:`VisitHost.handlers`).
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            OpenStore: self._open_store,
+            ListSessions: self._list,
+            StartSession: self._start,
+            ResumeSession: self._resume,
+            ViewSession: self._view,
+            Present: self._present,
+            RecordAnswer: self._record,
+            Undo: self._undo,
+            Pause: self._pause,
+            ResumePaused: self._resume_paused,
+            Finish: self._finish,
+            ExportSession: self._export_session,
+            Close: self._close,
+            SetDevice: self._set_device,
+            RetryDevice: self._retry_device,
+            ShowLens: self._show_lens,
+            **self.visits.handlers,
+        }
 
     # ------------------------------------------------------------------ dispatch
-    def handle(self, name: str, payload=None) -> None:
-        """Run one command; any failure becomes one ``failed`` event; always ends with ``idle``."""
+    def handle(self, command: Command) -> None:
+        """Run one command (dispatched on its type, :attr:`handlers`); any failure becomes one
+        :class:`Failed` event, a command of an unknown type too (nothing is done); always ends
+        with one :class:`Idle`."""
         t0 = time.perf_counter()
+        name = type(command).__name__
         try:
-            if name not in COMMANDS:
-                raise InvalidInputError(f"command: unknown worker command {name!r}")
-            if name in VISIT_COMMANDS:
-                self.visits.handle(name, payload)
-            else:
-                getattr(self, f"_do_{name}")(payload)
+            handler = self.handlers.get(type(command))
+            if handler is None:
+                raise InvalidInputError(refuse_unknown(command, self.handlers, "session engine command"))
+            handler(command)
         except Exception as exc:  # every failure reaches the user as one message
             if isinstance(exc, VisionTuneError):
                 log.error("%s failed: %s", name, exc)
-                self._emit("failed", str(exc))
+                self._emit(Failed(str(exc)))
             else:
                 log.exception("%s failed unexpectedly", name)
                 self._emit(
-                    "failed",
-                    f"Unexpected error while doing '{name}': {type(exc).__name__}: {exc}. "
-                    "Every answer typed so far is saved; details are in the log.",
+                    Failed(
+                        f"Unexpected error while doing '{name}': {type(exc).__name__}: {exc}. "
+                        "Every answer typed so far is saved; details are in the log.",
+                    )
                 )
         finally:
             log.debug("%s took %.3f s", name, time.perf_counter() - t0)
-            self._emit("idle", None)
+            self._emit(Idle())
 
     def shutdown(self) -> None:
         """Close the session (releasing its lock), the device and the store; never raises (the parent may be gone)."""
@@ -195,17 +225,17 @@ class SessionHost:
         return self.store
 
     # ------------------------------------------------------------------ store
-    def _do_open_store(self, db_path) -> None:
+    def _open_store(self, command: OpenStore) -> None:
         if self.store is not None:
             self._close_session()
             self.store.close()
             self.store = None
-        self.store = TrialStore.open(db_path)
+        self.store = TrialStore.open(command.db_path)
         log.info("trial log %s", self.store.path)
-        self._emit("store_opened", str(self.store.path))
-        self._do_list(None)
+        self._emit(StoreOpened(str(self.store.path)))
+        self._list(ListSessions())
 
-    def _do_list(self, _payload) -> None:
+    def _list(self, _command: ListSessions) -> None:
         store = self._store()
         rows = []
         for info in store.list_sessions():  # discarded sessions are left out: never offered for resume
@@ -228,13 +258,14 @@ class SessionHost:
                     name,
                 )
             )
-        self._emit("sessions_listed", rows)
+        self._emit(SessionsListed(rows))
 
     # ------------------------------------------------------------------ sessions
-    def _do_start(self, request: NewSession) -> None:
+    def _start(self, command: StartSession) -> None:
+        request = command.request
         store = self._store()
         self._close_session()
-        self._emit("busy", f"Preparing the model for protocol {request.protocol} (the first time can take a while)")
+        self._emit(Busy(f"Preparing the model for protocol {request.protocol} (the first time can take a while)"))
         protocol = load_protocol(request.protocol)
         if self.device.kind != "manual":  # the device's change time prices a change of lens
             protocol = protocol_with_lens_change_seconds(protocol, self._device_change_seconds(), self.device.kind)
@@ -271,10 +302,11 @@ class SessionHost:
         )
         self._adopt(session)
 
-    def _do_resume(self, session_id: int) -> None:
+    def _resume(self, command: ResumeSession) -> None:
+        session_id = command.session_id
         store = self._store()
         self._close_session()
-        self._emit("busy", f"Reopening session {session_id}")
+        self._emit(Busy(f"Reopening session {session_id}"))
         session = RefractionSession.resume(store, int(session_id))
         log.info("resumed session %d with %d answers", session.session_id, len(session.trials()))
         self._adopt(session)
@@ -290,32 +322,34 @@ class SessionHost:
                 self._sim_case = new_case(session.seed, session.protocol).to_dict()
                 session.note(SIMULATED_PATIENT_NOTE, self._sim_case)
             self._sim_patient = case_patient(self._sim_case, session.protocol.n_alternatives)
-        self._emit("session", session.session_id)
+        self._emit(SessionChanged(session.session_id))
         self._attach_device(session)
         valid = session.trials()
         times = [t for tr in valid for t in (tr.presented_at, tr.answered_at) if t is not None]
         self._prior_duration = (max(times) - min(times)).total_seconds() if times else 0.0
         self._curve = {}
         if valid:
-            self._emit("busy", "Replaying the trial log")
+            self._emit(Busy("Replaying the trial log"))
             self._curve = {int(n): float(v) for n, v in session.acuity_curve(max_points=30)}
-        self._emit("opened", self._snapshot(propose=True))
+        self._emit(Opened(self._snapshot(propose=True)))
         self._emit_estimate()
 
-    def _do_view(self, session_id: int) -> None:
+    def _view(self, command: ViewSession) -> None:
+        session_id = command.session_id
         info = self._store().get_session(int(session_id))
         if info.state != SessionState.FINISHED:
             raise SessionError(f"session {session_id} is {info.state.value}: resume it to continue")
         self._emit(
-            "finished",
-            FinishedView(
-                info.session_id,
-                info.patient_id,
-                info.eye.value,
-                info.simulated,
-                info.result,
-                visit_id=self._visit_of(info.session_id),
-            ),
+            Finished(
+                FinishedView(
+                    info.session_id,
+                    info.patient_id,
+                    info.eye.value,
+                    info.simulated,
+                    info.result,
+                    visit_id=self._visit_of(info.session_id),
+                ),
+            )
         )
 
     def _visit_of(self, session_id: int) -> int | None:
@@ -398,12 +432,13 @@ class SessionHost:
             sliders=tuple(slider_marks(valid, axis)),
         )
         self._emit(
-            "estimate_ready",
-            EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame, progress=progress),
+            EstimateReady(
+                EstimateView(len(valid), est, amap, trials, curve, *psychometric, frame=frame, progress=progress),
+            )
         )
 
     # ------------------------------------------------------------------ trials
-    def _do_present(self, _payload) -> None:
+    def _present(self, _command: Present) -> None:
         """The question's lenses set and confirmed by the device, then the question marked
         presented (``presented``); a device fault pauses the session (``device_fault``)."""
         s = self._require_session()
@@ -419,8 +454,8 @@ class SessionHost:
             return
         self.device.confirmed(index)
         if not manual:
-            self._emit("device", self.device.view())
-            self._emit("presented", index)
+            self._emit(DeviceShown(self.device.view()))
+            self._emit(Presented(index))
 
     def _attach_device(self, session: RefractionSession, *, raise_fault: bool = False, say: bool = True) -> None:
         """Attach the device to ``session`` (opening it if needed); a device that does not open
@@ -432,7 +467,7 @@ class SessionHost:
             if raise_fault:
                 raise
         if say:
-            self._emit("device", self.device.view())
+            self._emit(DeviceShown(self.device.view()))
 
     def _device_fault(self, s: RefractionSession, exc: DeviceError) -> None:
         """A device fault while setting a question's lenses: the session paused (if the engine
@@ -447,9 +482,9 @@ class SessionHost:
             )
         self.device.failed(str(exc))
         log.error("lens device fault: %s", message)
-        self._emit("device", self.device.view())
-        self._emit("device_fault", message)
-        self._emit("updated", self._snapshot(propose=False))
+        self._emit(DeviceShown(self.device.view()))
+        self._emit(DeviceFault(message))
+        self._emit(Updated(self._snapshot(propose=False)))
 
     def _device_change_seconds(self) -> float:
         try:
@@ -467,14 +502,13 @@ class SessionHost:
             return protocol
         return protocol_for_device(protocol, self.device.lens_kind)
 
-    def _do_device(self, spec) -> None:
-        """Set the lens device (``manual`` or ``cv5000:PORT``; or ``(setting, kind)`` with the
-        manual device's kind, ``trial-frame`` or ``manual-phoropter``) and open it, for the open
-        session too (whose stored protocol keeps the change time it was started with)."""
-        if isinstance(spec, tuple):
-            spec, lens_kind = spec
-            self.device.set_lens_kind(str(lens_kind))
-        self.device.configure(str(spec))
+    def _set_device(self, command: SetDevice) -> None:
+        """Set the lens device (``manual`` or ``cv5000:PORT``; with the manual device's kind,
+        ``trial-frame`` or ``manual-phoropter``, if given) and open it, for the open session too
+        (whose stored protocol keeps the change time it was started with)."""
+        if command.lens_kind is not None:
+            self.device.set_lens_kind(str(command.lens_kind))
+        self.device.configure(str(command.setting))
         log.info("lens device: %s", self.device.spec)
         if self.session is not None:
             self._attach_device(self.session)
@@ -483,9 +517,9 @@ class SessionHost:
             self.device.ensure_open()
         except DeviceError as exc:
             log.error("lens device %s: %s", self.device.spec, exc)
-        self._emit("device", self.device.view())
+        self._emit(DeviceShown(self.device.view()))
 
-    def _do_device_lens(self, position) -> None:
+    def _show_lens(self, command: ShowLens) -> None:
         """Put lens ``position`` of the question on screen before the eye, confirmed by the device
         (a comparison's lens 1 or 2, a slider's knob position), and note it in the trial log
         (:data:`~visiontune.app.worker_device.LENS_SHOWN_NOTE`); a fault pauses the session."""
@@ -494,6 +528,7 @@ class SessionHost:
             raise SessionError(f"session {s.session_id} is {s.state.value}: resume it before moving the lenses")
         query = s.next_query()
         lenses = question_lenses(query)
+        position = command.position
         k = int(position)
         if not 0 <= k < len(lenses):
             raise InvalidInputError(
@@ -511,9 +546,9 @@ class SessionHost:
             {"trial": query.index, "eye": eye, "position": k, "lens": state.to_dict()[eye], **device.describe()},
         )
         self.device.confirmed(query.index)
-        self._emit("device", self.device.view())
+        self._emit(DeviceShown(self.device.view()))
 
-    def _do_retry_device(self, _payload) -> None:
+    def _retry_device(self, _command: RetryDevice) -> None:
         """Open the device again (a new driver, the device re-initialised) and resume the
         session it paused; a device still at fault keeps it paused and says why again."""
         s = self._require_session()
@@ -526,13 +561,13 @@ class SessionHost:
         if s.state == SessionState.PAUSED:
             s.resume_paused()
         log.info("session %d: lens device %s back, session resumed", s.session_id, self.device.spec)
-        self._emit("device", self.device.view())
-        self._emit("updated", self._snapshot(propose=True))
+        self._emit(DeviceShown(self.device.view()))
+        self._emit(Updated(self._snapshot(propose=True)))
 
-    def _do_record(self, answer: Answer) -> None:
+    def _record(self, command: RecordAnswer) -> None:
         s = self._require_session()
-        trial = s.record(answer)  # committed to the trial log when this returns
-        self._emit("recorded", trial)
+        trial = s.record(command.answer)  # committed to the trial log when this returns
+        self._emit(Recorded(trial))
         form = s.protocol.lenses.cylinder_form
         if is_slider(trial):
             log.info(
@@ -575,32 +610,32 @@ class SessionHost:
                 trial.letter_named or "-",
                 "correct" if trial.correct else "wrong",
             )
-        self._emit("updated", self._snapshot(propose=True))
+        self._emit(Updated(self._snapshot(propose=True)))
         self._emit_estimate()
 
-    def _do_undo(self, _payload) -> None:
+    def _undo(self, _command: Undo) -> None:
         s = self._require_session()
         trial = s.undo()
         log.info("session %d: undo %s", s.session_id, "nothing to undo" if trial is None else f"trial {trial.index}")
-        self._emit("updated", self._snapshot(propose=True))
+        self._emit(Updated(self._snapshot(propose=True)))
         self._emit_estimate()
 
-    def _do_pause(self, _payload) -> None:
+    def _pause(self, _command: Pause) -> None:
         s = self._require_session()
         s.pause()
         log.info("session %d paused", s.session_id)
-        self._emit("updated", self._snapshot(propose=False))
+        self._emit(Updated(self._snapshot(propose=False)))
 
-    def _do_resume_paused(self, _payload) -> None:
+    def _resume_paused(self, _command: ResumePaused) -> None:
         s = self._require_session()
         s.resume_paused()
         log.info("session %d resumed", s.session_id)
-        self._emit("updated", self._snapshot(propose=True))
+        self._emit(Updated(self._snapshot(propose=True)))
 
-    def _do_finish(self, payload) -> None:
-        stopped_by, export_dir = payload
+    def _finish(self, command: Finish) -> None:
+        stopped_by, export_dir = command.stopped_by, command.export_dir
         s = self._require_session()
-        self._emit("busy", "Computing the result")
+        self._emit(Busy("Computing the result"))
         result = s.finish(stopped_by)
         info = self._store().get_session(s.session_id)
         log.info("session %d finished (%s): %s", s.session_id, stopped_by, result["rounded"])
@@ -614,13 +649,13 @@ class SessionHost:
             visit_id=self._visit_of(info.session_id),
         )
         if export_dir is not None:
-            self._emit("busy", "Exporting the report")
+            self._emit(Busy("Exporting the report"))
             try:
                 view = dataclasses.replace(view, exports=self._export(info, Path(export_dir)))
             except Exception as exc:  # the session is safe in the log; say why export failed
                 log.exception("export of session %d failed", info.session_id)
                 view = dataclasses.replace(view, export_error=str(exc))
-        self._emit("finished", view)
+        self._emit(Finished(view))
 
     def _export(self, info, folder: Path) -> dict:
         """PDF, CSV and JSON of the finished session through :mod:`visiontune.report`."""
@@ -632,21 +667,22 @@ class SessionHost:
         log.info("session %d exported: %s", info.session_id, ", ".join(str(p) for p in written.values()))
         return {k: str(v) for k, v in written.items()}
 
-    def _do_export(self, payload) -> None:
-        session_id, export_dir = payload
+    def _export_session(self, command: ExportSession) -> None:
+        session_id, export_dir = command.session_id, command.folder
         info = self._store().get_session(int(session_id))
         exports = self._export(info, Path(export_dir))
         self._emit(
-            "finished",
-            FinishedView(
-                info.session_id,
-                info.patient_id,
-                info.eye.value,
-                info.simulated,
-                info.result,
-                exports,
-                visit_id=self._visit_of(info.session_id),
-            ),
+            Finished(
+                FinishedView(
+                    info.session_id,
+                    info.patient_id,
+                    info.eye.value,
+                    info.simulated,
+                    info.result,
+                    exports,
+                    visit_id=self._visit_of(info.session_id),
+                ),
+            )
         )
 
     def _close_session(self) -> None:
@@ -654,11 +690,11 @@ class SessionHost:
             log.info("session %d closed (%s)", self.session.session_id, self.session.state.value)
             self.session.close()
             self.session = None
-            self._emit("session", None)
+            self._emit(SessionChanged(None))
 
-    def _do_close(self, _payload) -> None:
+    def _close(self, _command: Close) -> None:
         self.shutdown()
-        self._emit("closed", None)
+        self._emit(Closed())
 
 
 def starting_point(request: NewSession, case=None) -> StartingPoint:
@@ -682,42 +718,43 @@ def starting_point(request: NewSession, case=None) -> StartingPoint:
 
 def record_simulated_session(
     db_path, protocol: str, answers: int, *, seed: int = 3, finish: bool = True
-) -> list[tuple[str, object]]:
-    """The ``(kind, value)`` events a GUI receives during a simulated session, run here by a
-    :class:`SessionHost` in this process (benchmarks and tests feed them to the Qt side).
+) -> list[EngineEvent]:
+    """The events (:mod:`visiontune.app.messages`) a GUI receives during a simulated session, run
+    here by a :class:`SessionHost` in this process (benchmarks and tests feed them to the Qt side).
 
     Opens the trial log ``db_path``, starts a simulated session of ``protocol`` with ``seed``,
     answers up to ``answers`` queries as the app's simulated patient would
-    (:func:`~visiontune.app.simulation.simulated_reply`; each ``present`` and ``record`` with
-    its ``idle``), then finishes (``finish``, without export) and closes. Engine log records
-    are not included.
+    (:func:`~visiontune.app.simulation.simulated_reply`; each :class:`Present` and
+    :class:`RecordAnswer` with its :class:`Idle`), then finishes (:class:`Finish`, without export)
+    and closes. Engine log records are not included.
     """
     if int(answers) < 0:
         raise InvalidInputError(f"answers: expected a count >= 0, got {answers}")
-    events: list[tuple[str, object]] = []
-    host = SessionHost(lambda kind, value: events.append((kind, value)))
+    events: list[EngineEvent] = []
+    host = SessionHost(events.append)
     try:
-        host.handle("open_store", str(db_path))
+        host.handle(OpenStore(str(db_path)))
         host.handle(
-            "start",
-            NewSession(patient_id="SIM-REPLAY", eye="OD", protocol=str(protocol), simulated=True, seed=int(seed)),
+            StartSession(
+                NewSession(patient_id="SIM-REPLAY", eye="OD", protocol=str(protocol), simulated=True, seed=int(seed))
+            )
         )
-        failures = [v for k, v in events if k == "failed"]
+        failures = [e.message for e in events if isinstance(e, Failed)]
         if failures:
             raise SessionError(f"protocol: the simulated session did not start: {failures[0]}")
-        snap = next(v for k, v in events if k == "opened")
+        snap = next(e.snapshot for e in events if isinstance(e, Opened))
         patient = case_patient(snap.simulated_case, snap.n_alternatives)
         for _ in range(int(answers)):
             if snap.query is None:
                 break
             q = snap.query
-            host.handle("present", None)
+            host.handle(Present())
             if isinstance(q, PendingSlider):
-                host.handle("record", SliderReply(simulated_slider(patient, q)))
+                answer = SliderReply(simulated_slider(patient, q))
             elif isinstance(q, PendingLine):
-                host.handle("record", simulated_line(patient, q))
+                answer = simulated_line(patient, q)
             elif isinstance(q, PendingComparison):
-                host.handle("record", ComparisonReply(simulated_comparison(patient, q)))
+                answer = ComparisonReply(simulated_comparison(patient, q))
             else:
                 reply = simulated_reply(
                     patient,
@@ -728,11 +765,12 @@ def record_simulated_session(
                     seed=snap.seed,
                     trial_index=q.index,
                 )
-                host.handle("record", Answer(letter_named=reply.letter_named))
-            snap = next(v for k, v in reversed(events) if k in ("opened", "updated"))
+                answer = Answer(letter_named=reply.letter_named)
+            host.handle(RecordAnswer(answer))
+            snap = next(e.snapshot for e in reversed(events) if isinstance(e, Opened | Updated))
         if finish:
-            host.handle("finish", ("clinician", None))
-        host.handle("close", None)
+            host.handle(Finish("clinician", None))
+        host.handle(Close())
     finally:
         host.shutdown()
     return events

@@ -7,21 +7,21 @@ the visit pages and the engine's ``visit_view`` events, and draws what it announ
 controller sends the engine its commands through anything with the
 :class:`~visiontune.app.session_controller.SessionController`'s ``submit`` (the session waits)
 and ``send`` (it does not) (:class:`Commands`), so a test drives it with a fake engine, without
-a display.
+a display. Commands are the typed messages of :mod:`visiontune.app.messages`.
 
 While a visit command is with the engine (:attr:`VisitFlowController.pending`, from the command
 to the engine's next ``visit_view`` or ``failed``) no second answer is sent: a key or the
 autopilot only hears "one moment". Each action of a page goes to the engine as one command:
 
-- the next eye (Enter between eyes): ``visit_next``;
-- a balance answer (R / L / =, or the simulated patient's): ``visit_balance``
-  ``(visit id, question index, answer)``; no balance (N): ``visit_balance`` ``(visit id, None, None)``;
-- skipping the next eye: ``visit_skip`` ``(visit id, eye, reason)``, only with a reason;
-- a sign-off, an acuity, the export: ``visit_signoff``, ``visit_acuity``, ``visit_export``;
-- the near addition (the near page): Enter begins it at the clinic's distance (``near_distance_cm``),
-  ``+`` / ``-`` answer its letter (Enter: the simulated patient's answer), each ``visit_near``
-  ``(visit id, "begin" | "answer" | "skip", value)``; skipping it needs a reason; the finish page's
-  "Near addition" begins it for a patient the age rule leaves out.
+- the next eye (Enter between eyes): ``NextEye``;
+- a balance answer (R / L / =, or the simulated patient's): ``BalanceAnswer``
+  ``(visit id, question index, answer)``; no balance (N): ``BalanceAnswer(visit id, None, None)``;
+- skipping the next eye: ``SkipEye(visit id, eye, reason)``, only with a reason;
+- a sign-off, an acuity, the export: ``SignOff``, ``RecordAcuity``, ``ExportVisit``;
+- the near addition (the near page): Enter begins it at the clinic's distance (``near_distance_cm``,
+  ``NearBegin``), ``+`` / ``-`` answer its letter (Enter: the simulated patient's answer; ``NearAnswer``);
+  skipping it needs a reason (``NearSkip``); the finish page's "Near addition" begins it for a
+  patient the age rule leaves out.
 
 The autopilot (a simulated visit with a pace): on a page other than the finish the controller
 asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event; the window runs the timer
@@ -47,6 +47,21 @@ from pathlib import Path
 from typing import Protocol
 
 from visiontune.app.events import EventSource, Listener
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Command,
+    CreateVisit,
+    ExportVisit,
+    NearAnswer,
+    NearBegin,
+    NearSkip,
+    NextEye,
+    RecordAcuity,
+    ShowVisit,
+    SignOff,
+    SkipEye,
+    VisitInputs,
+)
 from visiontune.app.visit_flow import (
     ANSWER_WORDS,
     EYE_NAMES,
@@ -69,9 +84,9 @@ class Commands(Protocol):
     """Where the controller's commands go: ``submit`` puts the session in wait for the engine
     (a visit is created, an eye opened), ``send`` does not."""
 
-    def submit(self, name: str, payload: object = None) -> None: ...
+    def submit(self, command: Command) -> None: ...
 
-    def send(self, name: str, payload: object = None) -> None: ...
+    def send(self, command: Command) -> None: ...
 
 
 def window_title(view: VisitView) -> str:
@@ -113,9 +128,9 @@ class VisitFlowController(EventSource):
     def visit_id(self) -> int | None:
         return None if self.view is None else self.view.visit_id
 
-    def _send(self, name: str, payload: object) -> None:
+    def _send(self, command: Command) -> None:
         self.pending = True
-        self.commands.send(name, payload)
+        self.commands.send(command)
 
     # ------------------------------------------------------------------ from the window
     def start(self, request: NewVisit) -> None:
@@ -134,7 +149,7 @@ class VisitFlowController(EventSource):
         )
         self.view = None
         self._emit("busy_page", f"Preparing the visit of {request.patient_id} (right eye, then left eye)\u2026")
-        self.commands.submit("visit_create", request)
+        self.commands.submit(CreateVisit(request))
 
     def eye_finished(self, finished) -> None:
         """A session of visit ``finished.visit_id`` finished (or was opened from the list)."""
@@ -143,7 +158,7 @@ class VisitFlowController(EventSource):
             f"{EYE_NAMES.get(finished.eye, finished.eye).capitalize()} ({finished.eye}) done. "
             "Preparing the next step\u2026",
         )
-        self._send("visit_show", finished.visit_id)
+        self._send(ShowVisit(finished.visit_id))
 
     def stop(self) -> None:
         """The window leaves the visit (or closes): no autopilot step comes."""
@@ -201,14 +216,14 @@ class VisitFlowController(EventSource):
         if command.action == VisitAction.CONTINUE:
             self._emit("busy_page", f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
             self.pending = True
-            self.commands.submit("visit_next", view.visit_id)
+            self.commands.submit(NextEye(view.visit_id))
         elif command.action == VisitAction.ANSWER:
             q = view.question
             self.say(f"Balance answer {q.index + 1}: {ANSWER_WORDS[command.answer]}; recording\u2026")
-            self._send("visit_balance", (view.visit_id, q.index, command.answer))
+            self._send(BalanceAnswer(view.visit_id, q.index, command.answer))
         elif command.action == VisitAction.NO_BALANCE:
             self.say("No binocular balance: recorded as not done.")
-            self._send("visit_balance", (view.visit_id, None, None))
+            self._send(BalanceAnswer(view.visit_id, None, None))
         elif command.action == VisitAction.NEAR_BEGIN:
             self.begin_near()
         elif command.action == VisitAction.NEAR_ANSWER:
@@ -220,7 +235,7 @@ class VisitFlowController(EventSource):
                 f"{q.eye} near letter {q.index + 1}: {'read right' if command.answer == '+' else 'wrong'}; "
                 "recording\u2026"
             )
-            self._send("visit_near", (view.visit_id, "answer", (q.eye, q.index, command.answer == "+")))
+            self._send(NearAnswer(view.visit_id, q.eye, q.index, command.answer == "+"))
 
     def auto_delay_s(self) -> float | None:
         """When the autopilot steps next on this page (None: it does not; a real patient, no
@@ -252,7 +267,7 @@ class VisitFlowController(EventSource):
             self.say(f"Type why the {EYE_NAMES[eye].lower()} ({eye}) is not refracted, then skip it.")
             return
         log.info("skip %s requested (visit %d): %s", eye, self.visit_id, reason)
-        self._send("visit_skip", (self.visit_id, eye, reason))
+        self._send(SkipEye(self.visit_id, eye, reason))
 
     def begin_near(self) -> None:
         """Begin the near addition at the clinic's near distance (the near page, or the finish page's
@@ -262,7 +277,7 @@ class VisitFlowController(EventSource):
             return
         log.info("near addition requested (visit %d) at %g cm", self.visit_id, self.near_distance_cm)
         self.say(f"Near addition at {self.near_distance_cm:g} cm\u2026")
-        self._send("visit_near", (self.visit_id, "begin", self.near_distance_cm))
+        self._send(NearBegin(self.visit_id, self.near_distance_cm))
 
     def skip_near(self, reason: str) -> None:
         """The near addition not done: sent only with the reason."""
@@ -270,24 +285,24 @@ class VisitFlowController(EventSource):
             self.say("Type why the near addition is not done, then skip it.")
             return
         log.info("near addition skipped (visit %d): %s", self.visit_id, reason)
-        self._send("visit_near", (self.visit_id, "skip", reason))
+        self._send(NearSkip(self.visit_id, reason))
 
     def sign_off(self, eye: str, rx: Prescription, by: str) -> None:
         log.info("sign-off requested (visit %d %s): %s by %s", self.visit_id, eye, rx.format(), by)
         self.say(f"Signing off {eye}\u2026")
-        self._send("visit_signoff", (self.visit_id, eye, rx, by))
+        self._send(SignOff(self.visit_id, eye, rx, by))
 
     def record_inputs(self, pd: str, examiner: str) -> None:
         """The pupillary distance and the examiner typed on the finish page (checked by the engine)."""
         log.info("PD and examiner recorded (visit %d)", self.visit_id)
-        self._send("visit_inputs", (self.visit_id, pd, examiner))
+        self._send(VisitInputs(self.visit_id, pd, examiner))
 
     def record_acuity(self, eye: str, logmar: float) -> None:
         log.info("acuity recorded (visit %d %s): %+.2f logMAR", self.visit_id, eye, logmar)
-        self._send("visit_acuity", (self.visit_id, eye, logmar))
+        self._send(RecordAcuity(self.visit_id, eye, logmar))
 
     def export(self) -> None:
         folder = self.export_dir()
         log.info("export requested (visit %d) to %s", self.visit_id, folder)
         self.say(f"Exporting the visit's records to {folder}\u2026")
-        self._send("visit_export", (self.visit_id, str(folder)))
+        self._send(ExportVisit(self.visit_id, str(folder)))

@@ -3,12 +3,13 @@
 Runs in the engine process beside the :class:`~visiontune.app.session_host.SessionHost` that
 owns the trial log and the open session; every change goes through the session layer
 (:mod:`visiontune.session.visit`, the :class:`~visiontune.session.store.TrialStore` visit
-methods), and every command ends by sending the visit as it now stands (``visit_view``: a
-:class:`~visiontune.app.visit_flow.VisitView`).
+methods), and every command ends by sending the visit as it now stands (a
+:class:`~visiontune.app.messages.VisitViewed` event carrying a :class:`~visiontune.app.visit_flow.VisitView`).
 
-Commands (``handle(name, payload)``):
+Commands (the typed messages of :mod:`visiontune.app.messages`, dispatched on their type by
+:attr:`VisitHost.handlers`):
 
-- ``visit_create`` (:class:`~visiontune.app.visit_flow.NewVisit`): the visit (a starting
+- :class:`~visiontune.app.messages.CreateVisit` (a :class:`~visiontune.app.visit_flow.NewVisit`): the visit (a starting
   prescription read from the habitual spectacles is also the visit's habitual one), its skipped
   eyes, and one session per eye to refract, each with its starting prescription (and, simulated, its
   simulated patient: both eyes of one person, :func:`~visiontune.session.simulated_visit.visit_cases`,
@@ -16,32 +17,51 @@ Commands (``handle(name, payload)``):
   What the form took from an instrument file (``NewVisit.imported``) goes into the visit's inputs
   with the file's name, what was typed without (:mod:`visiontune.app.visit_imports`); with a lens
   device set, each eye's protocol prices a change of lens at the device's change time, as a session does.
-- ``visit_next`` (visit id): opens the next eye to refract (or shows the balance / the finish).
-- ``visit_show`` (visit id): the visit as it stands; opens nothing.
-- ``visit_skip`` (``(visit id, eye, reason)``): the eye is not refracted (its session, if it
-  has no answer yet, is discarded with the reason).
-- ``visit_balance`` (``(visit id, question index, "OD" | "OS" | "equal" | None)``): one balance
-  answer, recorded before the next question is computed; ``None``: no balance (recorded as
-  not done, not requested).
-- ``visit_signoff`` (``(visit id, eye, Prescription, name)``): the clinician's edit of an eye,
-  recorded beside the found prescription (:meth:`~visiontune.session.store.TrialStore.sign_off`).
-- ``visit_acuity`` (``(visit id, eye, logMAR)``): the acuity the clinician read through the
-  eye's final prescription (a simulated visit reads its own, as the headless run does).
-- ``visit_export`` (``(visit id, folder)``): PDF, FHIR R4 Bundle, the DICOM objects
+- ``NextEye``: opens the next eye to refract (or shows the balance / the finish).
+- ``ShowVisit``: the visit as it stands; opens nothing.
+- ``SkipEye``: the eye is not refracted (its session, if it has no answer yet, is discarded
+  with the reason).
+- ``BalanceAnswer`` (question index, ``"OD" | "OS" | "equal" | None``): one balance answer,
+  recorded before the next question is computed; ``None``: no balance (recorded as not done,
+  not requested).
+- ``SignOff`` (eye, Prescription, name): the clinician's edit of an eye, recorded beside the
+  found prescription (:meth:`~visiontune.session.store.TrialStore.sign_off`).
+- ``RecordAcuity`` (eye, logMAR): the acuity the clinician read through the eye's final
+  prescription (a simulated visit reads its own, as the headless run does).
+- ``VisitInputs``: the pupillary distance as typed and the examiner.
+- ``ExportVisit`` (folder): PDF, FHIR R4 Bundle, the DICOM objects
   (:func:`~visiontune.report.dicom_visit.export_dicom_files`), CSV and JSON of the visit, each file
   0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
-- ``visit_near`` (``(visit id, "begin", distance cm)``, ``(visit id, "answer", (eye, index, correct))``
-  or ``(visit id, "skip", reason)``): the near addition (:mod:`visiontune.app.visit_near_host`),
-  each answer written before the next letter is computed.
+- ``NearBegin`` (distance cm), ``NearAnswer`` (eye, index, correct), ``NearSkip`` (reason): the
+  near addition (:mod:`visiontune.app.visit_near_host`), each answer written before the next
+  letter is computed.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from visiontune import private_files
 from visiontune.app import visit_near_host
+from visiontune.app.messages import (
+    BalanceAnswer,
+    Busy,
+    CreateVisit,
+    ExportVisit,
+    NearAnswer,
+    NearBegin,
+    NearSkip,
+    NextEye,
+    RecordAcuity,
+    ShowVisit,
+    SignOff,
+    SkipEye,
+    VisitInputs,
+    VisitViewed,
+)
 from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_around_start
 from visiontune.app.visit_flow import (
     BalanceQuestionView,
@@ -88,19 +108,6 @@ from visiontune.session.visit_records import (
 )
 
 log = logging.getLogger("visiontune.app.worker")
-
-VISIT_COMMANDS = (
-    "visit_create",
-    "visit_next",
-    "visit_show",
-    "visit_skip",
-    "visit_balance",
-    "visit_signoff",
-    "visit_acuity",
-    "visit_export",
-    "visit_inputs",
-    "visit_near",
-)
 
 
 def _inputs(pd: str | None, examiner: str | None) -> dict:
@@ -154,19 +161,32 @@ class VisitHost:
 
     def __init__(self, host) -> None:
         self.host = host
-
-    def handle(self, name: str, payload) -> None:
-        getattr(self, "_do_" + name.removeprefix("visit_"))(payload)
+        #: The handler of each visit command type (merged into the host's :attr:`SessionHost.handlers`).
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            CreateVisit: self._create,
+            NextEye: self._next,
+            ShowVisit: self._show,
+            SkipEye: self._skip,
+            BalanceAnswer: self._balance,
+            SignOff: self._signoff,
+            RecordAcuity: self._acuity,
+            VisitInputs: self._record_inputs,
+            ExportVisit: self._export,
+            NearBegin: self._near_begin,
+            NearAnswer: self._near_answer,
+            NearSkip: self._near_skip,
+        }
 
     @property
     def store(self):
         return self.host._store()
 
     # ------------------------------------------------------------------ commands
-    def _do_create(self, request: NewVisit) -> None:
+    def _create(self, command: CreateVisit) -> None:
+        request: NewVisit = command.request
         store, host = self.store, self.host
         host._close_session()
-        host._emit("busy", f"Preparing the visit of {request.patient_id} (the first time can take a while)")
+        host._emit(Busy(f"Preparing the visit of {request.patient_id} (the first time can take a while)"))
         protocol = load_protocol(request.protocol)
         if host.device.kind != "manual":  # the device's change time prices a change of lens, as in a session
             protocol = protocol_with_lens_change_seconds(protocol, host._device_change_seconds(), host.device.kind)
@@ -243,14 +263,14 @@ class VisitHost:
         self._emit_view(vid, opening=True)
         host._adopt(first)
 
-    def _do_next(self, visit_id: int) -> None:
-        self._advance(int(visit_id), open_eye=True)
+    def _next(self, command: NextEye) -> None:
+        self._advance(int(command.visit_id), open_eye=True)
 
-    def _do_show(self, visit_id: int) -> None:
-        self._advance(int(visit_id), open_eye=False)
+    def _show(self, command: ShowVisit) -> None:
+        self._advance(int(command.visit_id), open_eye=False)
 
-    def _do_skip(self, payload) -> None:
-        visit_id, eye, reason = payload
+    def _skip(self, command: SkipEye) -> None:
+        visit_id, eye, reason = command.visit_id, command.eye, command.reason
         store = self.store
         link = store.visit_eyes(int(visit_id)).get(eye)
         if link is not None and link.session_id is not None:
@@ -264,8 +284,8 @@ class VisitHost:
         log.info("visit %s: %s skipped (%s)", visit_id, eye, reason)
         self._advance(int(visit_id), open_eye=False)
 
-    def _do_balance(self, payload) -> None:
-        visit_id, index, clearer = payload
+    def _balance(self, command: BalanceAnswer) -> None:
+        visit_id, index, clearer = command.visit_id, command.index, command.clearer
         vid = int(visit_id)
         store = self.store
         if store.visit_balance(vid) is not None:
@@ -298,8 +318,8 @@ class VisitHost:
             )
         self._advance(vid, open_eye=False)
 
-    def _do_signoff(self, payload) -> None:
-        visit_id, eye, rx, by = payload
+    def _signoff(self, command: SignOff) -> None:
+        visit_id, eye, rx, by = command.visit_id, command.eye, command.prescription, command.by
         signed = self.store.sign_off(int(visit_id), eye, rx, by)
         log.info(
             "visit %s %s: signed off %s by %s (the found prescription is kept beside it)",
@@ -310,10 +330,10 @@ class VisitHost:
         )
         self._advance(int(visit_id), open_eye=False, message=f"{eye} signed off by {signed.by}.")
 
-    def _do_acuity(self, payload) -> None:
+    def _acuity(self, command: RecordAcuity) -> None:
         """An acuity the clinician read through the final prescription of ``eye``; ``OU``: with both
         eyes open through both final prescriptions."""
-        visit_id, eye, logmar = payload
+        visit_id, eye, logmar = command.visit_id, command.eye, command.logmar
         vid = int(visit_id)
         eyes = VISIT_EYES if eye == "OU" else (eye,)
         lenses = {e: final_prescription(self.store, vid, e) for e in eyes}
@@ -334,9 +354,9 @@ class VisitHost:
         what = "both eyes open" if eye == "OU" else eye
         self._advance(vid, open_eye=False, message=f"{what}: acuity recorded.")
 
-    def _do_inputs(self, payload) -> None:
+    def _record_inputs(self, command: VisitInputs) -> None:
         """The pupillary distance (as typed) and the examiner, entered on the finish page."""
-        visit_id, pd, examiner = payload
+        visit_id, pd, examiner = command.visit_id, command.pd, command.examiner
         vid = int(visit_id)
         inputs = _inputs(pd, examiner)
         if not inputs:
@@ -345,11 +365,11 @@ class VisitHost:
         log.info("visit %d: inputs recorded (PD %s, examiner %s)", vid, given.pd_mm, given.examiner)
         self._advance(vid, open_eye=False, message="PD and examiner recorded.")
 
-    def _do_export(self, payload) -> None:
-        visit_id, folder = payload
+    def _export(self, command: ExportVisit) -> None:
+        visit_id, folder = command.visit_id, command.folder
         store = self.store
         visit = store.get_visit(int(visit_id))
-        self.host._emit("busy", "Exporting the visit's records")
+        self.host._emit(Busy("Exporting the visit's records"))
         loaded = load_visit(store, visit.visit_id)  # refuses a visit with an eye not done, before any folder
         base = visit_basename(visit.visit_id, visit.patient_id, visit.simulated)
         target = private_files.private_dir(Path(folder) / base, error=StoreError)  # 0700 whatever the umask
@@ -367,26 +387,24 @@ class VisitHost:
         log.info("visit %d exported to %s: %s", visit.visit_id, target, ", ".join(sorted(written)))
         self._advance(visit.visit_id, open_eye=False, exports=written, message=f"Exported to {target}.")
 
-    def _do_near(self, payload) -> None:
-        """The near addition: begin it at a distance, answer its letter, or skip it with a reason."""
-        visit_id, action, value = payload
-        vid = int(visit_id)
-        store = self.store
-        message = ""
-        if action == "begin":
-            setup = visit_near_host.begin(store, vid, float(value))
-            message = f"Near addition at {setup.distance_cm:g} cm begun."
-        elif action == "answer":
-            eye, index, correct = value
-            add = visit_near_host.answer(store, vid, eye, int(index), correct)
-            if add is not None:
-                message = f"{eye}: add {add.add_d:+.2f} D filed."
-        elif action == "skip":
-            visit_near_host.skip(store, vid, value)
-            message = "Near addition not done: reason recorded."
-        else:
-            raise InvalidInputError(f"visit_near: expected begin, answer or skip, got {action!r}")
+    def _near_begin(self, command: NearBegin) -> None:
+        """Begin the near addition at a distance."""
+        vid = int(command.visit_id)
+        setup = visit_near_host.begin(self.store, vid, float(command.distance_cm))
+        self._advance(vid, open_eye=False, message=f"Near addition at {setup.distance_cm:g} cm begun.")
+
+    def _near_answer(self, command: NearAnswer) -> None:
+        """One near letter, written before the next one is computed."""
+        vid, eye = int(command.visit_id), command.eye
+        add = visit_near_host.answer(self.store, vid, eye, int(command.index), command.correct)
+        message = "" if add is None else f"{eye}: add {add.add_d:+.2f} D filed."
         self._advance(vid, open_eye=False, message=message)
+
+    def _near_skip(self, command: NearSkip) -> None:
+        """The near addition not done, with the reason."""
+        vid = int(command.visit_id)
+        visit_near_host.skip(self.store, vid, command.reason)
+        self._advance(vid, open_eye=False, message="Near addition not done: reason recorded.")
 
     # ------------------------------------------------------------------ steps
     def _advance(self, vid: int, *, open_eye: bool, exports: dict | None = None, message: str = "") -> None:
@@ -465,7 +483,7 @@ class VisitHost:
         by ``visiontune visit``, or its session discarded) starts one like the other eye's."""
         store, host = self.store, self.host
         host._close_session()
-        host._emit("busy", f"Opening the {eye} refraction")
+        host._emit(Busy(f"Opening the {eye} refraction"))
         if status.state in ("open", "paused"):
             host._adopt(resume_eye(store, vid, eye))
             return
@@ -495,7 +513,7 @@ class VisitHost:
     # ------------------------------------------------------------------ the view
     def _emit_view(self, vid: int, *, opening: bool, exports: dict | None = None, message: str = "") -> VisitView:
         view = self.view(vid, opening=opening, exports=exports, message=message)
-        self.host._emit("visit_view", view)
+        self.host._emit(VisitViewed(view))
         return view
 
     def view(self, vid: int, *, opening: bool = False, exports: dict | None = None, message: str = "") -> VisitView:

@@ -3,11 +3,11 @@
 The engine (trial log, :class:`~visiontune.session.engine.RefractionSession`, refits,
 estimates, exports) runs in a spawned child process (:mod:`visiontune.app.worker_process`,
 :class:`~visiontune.app.session_host.SessionHost`), so its GIL-heavy work never stalls the
-GUI's event loop. :class:`SessionWorker` keeps the interface the window had with the
-old worker thread: :meth:`SessionWorker.submit` sends a command down a pipe; a relay
-``QThread`` blocks on the event pipe's ``recv`` (which releases the GIL) and hands each event
-to the GUI thread, where it is emitted as the signal of the same name with the same frozen
-value (:class:`Snapshot`, :class:`EstimateView`, ...).
+GUI's event loop. :meth:`SessionWorker.submit` sends a command (a typed message of
+:mod:`visiontune.app.messages`) down a pipe; a relay ``QThread`` blocks on the event pipe's
+``recv`` (which releases the GIL) and hands each event to the GUI thread, where it is
+dispatched on its type (:attr:`SessionWorker.signal_of`) and emitted as its Qt signal with the
+frozen value it carries (:class:`Snapshot`, :class:`EstimateView`, ...).
 
 Every answer is committed by the engine before anything else happens; ``recorded`` (the trial
 as stored) is the engine's confirmation, sent before the refit.
@@ -24,9 +24,37 @@ from __future__ import annotations
 import collections
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
+from visiontune.app.messages import (
+    Busy,
+    Close,
+    Closed,
+    Command,
+    DeviceFault,
+    DeviceShown,
+    EngineEvent,
+    EstimateReady,
+    Failed,
+    Finished,
+    Idle,
+    LogRecord,
+    Opened,
+    OpenStore,
+    Presented,
+    Recorded,
+    ResumeSession,
+    SessionChanged,
+    SessionsListed,
+    SetDevice,
+    StoreOpened,
+    Updated,
+    VisitViewed,
+    refuse_unknown,
+)
 from visiontune.app.worker_process import EngineProcess, relog
 from visiontune.app.worker_values import (
     EstimateView,
@@ -53,14 +81,18 @@ log = logging.getLogger("visiontune.app.worker")
 #: Restarts allowed within :data:`RESTART_WINDOW_S` before the worker gives up.
 MAX_RESTARTS = 3
 RESTART_WINDOW_S = 60.0
-_ENGINE_EXITED = "__engine_exited__"
+
+
+@dataclass(frozen=True)
+class _EngineExited(EngineEvent):
+    """The relay's own last event: the engine's end of the event pipe closed."""
 
 
 class _Relay(QThread):
     """Blocks on the engine's event pipe; forwards every event to the GUI thread (queued signal).
     Log records are re-logged here directly. Ends when the engine's end of the pipe closes."""
 
-    event = Signal(object, str, object)
+    event = Signal(object, object)
 
     def __init__(self, engine: EngineProcess, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -70,34 +102,30 @@ class _Relay(QThread):
     def run(self) -> None:
         while True:
             try:
-                kind, value = self.engine.recv()
+                event = self.engine.recv()
             except (EOFError, OSError):
                 break
             except Exception as exc:  # an unreadable event must not kill the relay silently
                 log.exception("unreadable event from the session engine")
-                self.event.emit(self.engine, "failed", f"Unreadable message from the session engine: {exc}")
+                self.event.emit(self.engine, Failed(f"Unreadable message from the session engine: {exc}"))
                 continue
-            if kind == "log":
-                relog(value)
+            if isinstance(event, LogRecord):
+                relog(event.fields)
             else:
-                self.event.emit(self.engine, kind, value)
-        self.event.emit(self.engine, _ENGINE_EXITED, None)
+                self.event.emit(self.engine, event)
+        self.event.emit(self.engine, _EngineExited())
 
 
 class SessionWorker(QObject):
     """The session engine as the GUI sees it: commands in, signals out (see module doc).
 
-    Commands (``submit(name, payload)``): ``open_store`` (db path or None), ``list``, ``start``
-    (:class:`NewSession`), ``resume`` (session id), ``view`` (finished session id), ``present``,
-    ``record`` (:class:`~visiontune.session.engine.Answer`), ``undo``, ``pause``,
-    ``resume_paused``, ``finish`` (``(stopped_by, export folder or None)``), ``export``
-    (``(session id, folder)``), ``close``, ``device`` (the lens-device setting, ``manual`` or
-    ``cv5000:PORT``; kept, and sent again to a restarted engine), ``retry_device``, ``device_lens``
-    (a position: the device shows that lens of the question on screen), and the visit
-    commands (``visit_*``, :mod:`visiontune.app.visit_host`; each answered by ``visit_view``).
-    Each command ends with exactly one ``idle``. The device's signals: ``device``
-    (:class:`~visiontune.app.worker_device.DeviceView`), ``presented`` (the trial whose lenses
-    the device confirmed), ``device_fault`` (the message; the session paused).
+    Commands (``submit(command)``): the typed commands of :mod:`visiontune.app.messages`
+    (:class:`~visiontune.app.messages.OpenStore`, ``StartSession``, ``RecordAnswer``, ``Finish``,
+    ..., and the visit commands, each answered by ``visit_view``). The last ``OpenStore`` and
+    ``SetDevice`` are kept and sent again to a restarted engine. Each command ends with exactly
+    one ``idle``. The device's signals: ``device`` (:class:`~visiontune.app.worker_device.DeviceView`),
+    ``presented`` (the trial whose lenses the device confirmed), ``device_fault`` (the message;
+    the session paused).
 
     ``store``: path of the open trial log (None until the engine confirms it);
     ``session_id``: the engine's open session (None if none); ``pid``: the engine's process id.
@@ -119,33 +147,37 @@ class SessionWorker(QObject):
     presented = Signal(object)
     device_fault = Signal(str)
 
-    _SIGNALS = (
-        "sessions_listed",
-        "opened",
-        "updated",
-        "recorded",
-        "estimate_ready",
-        "finished",
-        "failed",
-        "busy",
-        "visit_view",
-        "device",
-        "presented",
-        "device_fault",
-    )
-
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store: str | None = None
         self.session_id: int | None = None
         self._engine: EngineProcess | None = None
         self._relay: _Relay | None = None
-        self._db_path = None
-        self._opened_store = False
-        self._device_spec: str | None = None
+        self._open_store: OpenStore | None = None  # the last one sent (sent again after a restart)
+        self._set_device: SetDevice | None = None
         self._in_flight: collections.deque[bool] = collections.deque()  # True = the GUI's, False = the relay's own
         self._restarts: collections.deque[float] = collections.deque()
         self._closing = False
+        #: What each engine event becomes in the GUI thread (dispatched on the event's type).
+        self.signal_of: dict[type, Callable[[EngineEvent], None]] = {
+            StoreOpened: self._on_store_opened,
+            SessionChanged: self._on_session_changed,
+            Idle: self._on_idle,
+            Closed: self._on_closed,
+            _EngineExited: lambda _event: self._engine_exited(),
+            SessionsListed: lambda e: self.sessions_listed.emit(e.sessions),
+            Opened: lambda e: self.opened.emit(e.snapshot),
+            Updated: lambda e: self.updated.emit(e.snapshot),
+            Recorded: lambda e: self.recorded.emit(e.trial),
+            EstimateReady: lambda e: self.estimate_ready.emit(e.estimate),
+            Finished: lambda e: self.finished.emit(e.view),
+            Failed: lambda e: self.failed.emit(e.message),
+            Busy: lambda e: self.busy.emit(e.message),
+            VisitViewed: lambda e: self.visit_view.emit(e.view),
+            DeviceShown: lambda e: self.device.emit(e.view),
+            Presented: lambda e: self.presented.emit(e.index),
+            DeviceFault: lambda e: self.device_fault.emit(e.message),
+        }
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -168,24 +200,24 @@ class SessionWorker(QObject):
         self._relay.start()
         log.info("session engine started (pid %s)", self._engine.pid)
 
-    def submit(self, name: str, payload=None) -> None:
+    def submit(self, command: Command) -> None:
         """Send one command to the engine (from the GUI thread). Engine gone: ``failed`` + ``idle``."""
-        if name == "open_store":
-            self._db_path, self._opened_store = payload, True
-        if name == "device":
-            self._device_spec = payload
-        if name == "close":
+        if isinstance(command, OpenStore):
+            self._open_store = command
+        if isinstance(command, SetDevice):
+            self._set_device = command
+        if isinstance(command, Close):
             self._closing = True
-        self._send(name, payload, from_gui=True)
+        self._send(command, from_gui=True)
 
-    def _send(self, name: str, payload, *, from_gui: bool) -> None:
+    def _send(self, command: Command, *, from_gui: bool) -> None:
         try:
             if self._engine is None:
                 raise SessionError("the session engine is not running")
-            self._engine.send(name, payload)
+            self._engine.send(command)
         except SessionError as exc:
-            if from_gui and name != "close":
-                message = f"{exc}: '{name}' was not done."
+            if from_gui and not isinstance(command, Close):
+                message = f"{exc}: '{command.label}' was not done."
                 QTimer.singleShot(0, lambda: (self.failed.emit(message), self.idle.emit()))
             return
         self._in_flight.append(from_gui)
@@ -196,7 +228,7 @@ class SessionWorker(QObject):
         if self._engine is None:
             return True
         if not self._closing:
-            self.submit("close")
+            self.submit(Close())
         engine, relay = self._engine, self._relay
         clean = relay.wait(timeout_ms)
         code = engine.stop(0.0 if not clean else 5.0)
@@ -223,35 +255,38 @@ class SessionWorker(QObject):
         self._in_flight.clear()
         self.store = None
         self.start()
-        if self._device_spec is not None:
-            self._send("device", self._device_spec, from_gui=False)
-        if self._opened_store:
-            self._send("open_store", self._db_path, from_gui=False)
+        if self._set_device is not None:
+            self._send(self._set_device, from_gui=False)
+        if self._open_store is not None:
+            self._send(self._open_store, from_gui=False)
             if session_id is not None:
-                self._send("resume", session_id, from_gui=False)
+                self._send(ResumeSession(session_id), from_gui=False)
         self.restarted.emit(self._engine.pid)
 
     # ------------------------------------------------------------------ events (GUI thread)
-    @Slot(object, str, object)
-    def _on_event(self, engine: EngineProcess, kind: str, value) -> None:
+    @Slot(object, object)
+    def _on_event(self, engine: EngineProcess, event: EngineEvent) -> None:
         if engine is not self._engine:
             return  # a late event of an engine already replaced
-        if kind == "store_opened":
-            self.store = value
-        elif kind == "session":
-            self.session_id = value
-        elif kind == "idle":
-            if self._in_flight and self._in_flight.popleft():
-                self.idle.emit()
-        elif kind == "closed":
-            self.session_id = None
-            self.closed.emit()
-        elif kind == _ENGINE_EXITED:
-            self._engine_exited()
-        elif kind in self._SIGNALS:
-            getattr(self, kind).emit(value)
-        else:
-            log.warning("unknown event %r from the session engine", kind)
+        handler = self.signal_of.get(type(event))
+        if handler is None:  # refused in the log, nothing else done (the trial log is the engine's, untouched)
+            log.error("%s", refuse_unknown(event, self.signal_of, "event from the session engine"))
+            return
+        handler(event)
+
+    def _on_store_opened(self, event: StoreOpened) -> None:
+        self.store = event.path
+
+    def _on_session_changed(self, event: SessionChanged) -> None:
+        self.session_id = event.session_id
+
+    def _on_idle(self, _event: Idle) -> None:
+        if self._in_flight and self._in_flight.popleft():
+            self.idle.emit()
+
+    def _on_closed(self, _event: Closed) -> None:
+        self.session_id = None
+        self.closed.emit()
 
     def _engine_exited(self) -> None:
         if self._closing:

@@ -6,11 +6,12 @@ the event loop 100-280 ms. In a child process they cannot.
 
 - Started with the ``spawn`` start method: a fresh interpreter that inherits no Qt state, no
   SQLite connection and no session lock. It imports this module, never PySide6.
-- Two one-way pipes: commands GUI -> engine, events engine -> GUI. Commands run in the order
-  sent, one at a time (:meth:`SessionHost.handle`); each event is a ``(kind, value)`` pair of
-  picklable frozen values (:mod:`visiontune.app.worker_values`).
-- The engine's log records travel as ``("log", record fields)`` events and are re-logged in
-  the GUI process, so the app has one log file.
+- Two one-way pipes: commands GUI -> engine, events engine -> GUI, both the typed messages of
+  :mod:`visiontune.app.messages` (frozen dataclasses of picklable frozen values,
+  :mod:`visiontune.app.worker_values`). Commands run in the order sent, one at a time
+  (:meth:`SessionHost.handle`, which dispatches on the command's type).
+- The engine's log records travel as :class:`~visiontune.app.messages.LogRecord` events and are
+  re-logged in the GUI process, so the app has one log file.
 - No orphan: the engine blocks on the command pipe; when the GUI process ends for any reason
   (even SIGKILL) the pipe closes, ``recv`` raises ``EOFError`` and the engine closes the
   session and the store and exits. It ignores SIGINT (a Ctrl-C in the terminal goes to the
@@ -25,6 +26,7 @@ import os
 import signal
 from multiprocessing.connection import Connection
 
+from visiontune.app.messages import Close, Command, EngineEvent, LogRecord
 from visiontune.app.session_host import SessionHost
 from visiontune.errors import SessionError
 
@@ -61,7 +63,7 @@ class _PipeLogHandler(logging.Handler):
             fields["exc_text"] = logging.Formatter().formatException(record.exc_info)
         elif record.exc_text:
             fields["exc_text"] = record.exc_text
-        self._send("log", fields)
+        self._send(LogRecord(fields))
 
 
 def relog(fields: dict) -> None:
@@ -75,20 +77,20 @@ def relog(fields: dict) -> None:
 def serve(commands: Connection, events: Connection, log_level: int = logging.INFO, nice: int = 0) -> None:
     """The engine process's main loop: receive a command, run it, send its events; repeat.
 
-    Ends after ``close``, or when the command pipe closes (the GUI is gone), or when the event
-    pipe breaks; in every case the session and the store are closed first.
+    Ends after :class:`~visiontune.app.messages.Close`, or when the command pipe closes (the GUI
+    is gone), or when the event pipe breaks; in every case the session and the store are closed first.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if nice > 0 and hasattr(os, "nice"):
         os.nice(nice)
     parent_gone = False
 
-    def send(kind: str, value) -> None:
+    def send(event: EngineEvent) -> None:
         nonlocal parent_gone
         if parent_gone:
             return
         try:
-            events.send((kind, value))
+            events.send(event)
         except (BrokenPipeError, ConnectionError, OSError):
             parent_gone = True
 
@@ -100,11 +102,11 @@ def serve(commands: Connection, events: Connection, log_level: int = logging.INF
     try:
         while not parent_gone:
             try:
-                name, payload = commands.recv()
+                command = commands.recv()
             except (EOFError, OSError):
                 break  # the GUI process is gone: close up and exit
-            host.handle(name, payload)
-            if name == "close":
+            host.handle(command)  # a command of an unknown type is refused there (Failed), nothing done
+            if isinstance(command, Close):
                 break
     finally:
         host.shutdown()
@@ -145,19 +147,19 @@ class EngineProcess:
     def exitcode(self) -> int | None:
         return self.process.exitcode
 
-    def send(self, name: str, payload=None) -> None:
+    def send(self, command: Command) -> None:
         """Queue one command for the engine. Raises SessionError if the engine is gone."""
         try:
-            self._commands.send((name, payload))
+            self._commands.send(command)
         except (BrokenPipeError, ConnectionError, OSError, ValueError) as exc:
             raise SessionError(f"the session engine is not running ({type(exc).__name__})") from None
 
-    def recv(self) -> tuple[str, object]:
-        """The next ``(kind, value)`` event; blocks (releasing the GIL). EOFError once the engine is gone."""
+    def recv(self) -> EngineEvent:
+        """The next event; blocks (releasing the GIL). EOFError once the engine is gone."""
         return self._events.recv()
 
     def stop(self, timeout_s: float = 10.0) -> int | None:
-        """Wait up to ``timeout_s`` for the engine to exit (after ``close`` or a crash), then
+        """Wait up to ``timeout_s`` for the engine to exit (after :class:`Close` or a crash), then
         terminate it, then kill it; close our pipe ends. Returns the exit code."""
         self.process.join(timeout_s)
         if self.process.is_alive():
