@@ -13,8 +13,10 @@ Qt timers (autopilot, elapsed time, estimate drawing, page prewarming) and the p
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QStatusBar
 
 from visiontune.app import logs
 from visiontune.app.calibration_dialog import CalibrationDialog, describe
+from visiontune.app.events import Shown
 from visiontune.app.finish_view import FinishView
 from visiontune.app.keys import Command
 from visiontune.app.messages import Command as EngineCommand
@@ -483,45 +486,40 @@ class MainWindow(QMainWindow):
             self.controller.auto_step()
 
     # ------------------------------------------------------------------ what the controller says
-    def _on_controller_event(self, kind: str, value) -> None:
-        if kind == "status":
-            self.say(*value)
-        elif kind == "prompt":
-            self._show_prompt(value)
-        elif kind == "autopilot" and value is None:
-            self.auto_timer.stop()
-        elif kind == "autopilot":
-            self.auto_timer.start(round(1000 * value))
-        elif kind == "answers":
-            self.session_view.show_answers(*value)
-        elif kind == "snapshot":
-            self._show_snapshot(value)
-        elif kind == "present":
-            self._present(value)
-        elif kind == "blank":
-            self._blank_patient()
-        elif kind == "simulated_reply":
-            self.session_view.simulated_reply.setText(value)
-        elif kind == "slider":
-            self.session_view.show_slider(value)
-        elif kind == "line":
-            self.session_view.show_line(value)
-        elif kind == "opened":
-            self._show_opened(value)
-        elif kind == "busy_page":
-            self._show_busy(value)
-        elif kind == "finished":
-            self._show_finished(value)
-        elif kind == "visit_eye_finished":
-            self.visits.eye_finished(value)
-        elif kind == "exit":
-            QTimer.singleShot(0, self.close)
-        elif kind == "device":
-            self.session_view.show_device(value)
-        elif kind == "device_fault":
-            self.session_view.show_device_fault(value)
-        elif kind == "device_lenses":
-            self.session_view.show_lens_buttons(value)
+    def _on_controller_event(self, kind: Shown, value) -> None:
+        """Show what the session's controller says (dispatched on the event's kind)."""
+        handler = self._controller_handlers.get(kind)
+        if handler is None:  # refused in the log; nothing shown, nothing recorded is touched
+            log.error("session controller event: no handler for %s %r", type(kind).__name__, kind)
+            return
+        handler(value)
+
+    @functools.cached_property
+    def _controller_handlers(self) -> dict[Shown, Callable[[object], None]]:
+        """What the window does with each kind of the session controller's events (each looked
+        up when the event comes, as the window stands then)."""
+        return {
+            Shown.STATUS: lambda value: self.say(*value),
+            Shown.PROMPT: lambda value: self._show_prompt(value),
+            Shown.AUTOPILOT: lambda value: (
+                self.auto_timer.stop() if value is None else self.auto_timer.start(round(1000 * value))
+            ),
+            Shown.ANSWERS: lambda value: self.session_view.show_answers(*value),
+            Shown.SNAPSHOT: lambda value: self._show_snapshot(value),
+            Shown.PRESENT: lambda value: self._present(value),
+            Shown.BLANK: lambda _value: self._blank_patient(),
+            Shown.SIMULATED_REPLY: lambda value: self.session_view.simulated_reply.setText(value),
+            Shown.SLIDER: lambda value: self.session_view.show_slider(value),
+            Shown.LINE: lambda value: self.session_view.show_line(value),
+            Shown.OPENED: lambda value: self._show_opened(value),
+            Shown.BUSY_PAGE: lambda value: self._show_busy(value),
+            Shown.FINISHED: lambda value: self._show_finished(value),
+            Shown.VISIT_EYE_FINISHED: lambda value: self.visits.eye_finished(value),
+            Shown.EXIT: lambda _value: QTimer.singleShot(0, self.close),
+            Shown.DEVICE: lambda value: self.session_view.show_device(value),
+            Shown.DEVICE_FAULT: lambda value: self.session_view.show_device_fault(value),
+            Shown.DEVICE_LENSES: lambda value: self.session_view.show_lens_buttons(value),
+        }
 
     def _present(self, query) -> None:
         """The question on the patient screen: its letter, or a chart line's letters at chart

@@ -54,7 +54,8 @@ stopped session; it waits
 (:data:`AUTO_RETRY_S`) while a command is with the engine or the plots do not yet show the
 last answer.
 
-Listeners are called ``listener(kind, value)`` with, in order of the change:
+Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.events.Shown`
+member, named here by its value) with, in order of the change:
 
 - ``"status"`` ``(text, timeout_ms)``: the status line (``timeout_ms`` 0: until replaced);
 - ``"opened"`` :class:`~visiontune.app.worker.Snapshot`: the session page opens (for a real
@@ -95,7 +96,7 @@ from typing import Protocol
 import numpy as np
 
 from visiontune.app.chart_line_entry import LineEntry
-from visiontune.app.events import EventSource, Listener
+from visiontune.app.events import EventSource, Listener, Shown
 from visiontune.app.keys import Action, Command, Phase, interpret_key
 from visiontune.app.messages import Command as EngineCommand
 from visiontune.app.messages import Finish, Pause, Present, RecordAnswer, ResumePaused, RetryDevice, ShowLens, Undo
@@ -321,7 +322,7 @@ class SessionController(EventSource):
                 in_form(self.sim_patient.true_rx, snap.cylinder_form).format(),
             )
         self.last_estimate = self.pending_estimate = None
-        self._emit("opened", snap)
+        self._emit(Shown.OPENED, snap)
         self.on_updated(snap)
 
     def on_updated(self, snap: Snapshot) -> None:
@@ -335,7 +336,7 @@ class SessionController(EventSource):
         q = snap.query
         if q is not None and not (isinstance(q, PendingLine) and q.index == self._line_index):
             self.line_entry = self.sim_line = None  # another question; a pause (no query) keeps a line's keys
-        self._emit("snapshot", snap)
+        self._emit(Shown.SNAPSHOT, snap)
         if snap.state == SessionState.PAUSED:
             self._enter(Phase.PAUSED)
         elif snap.stop_reason is not None:
@@ -344,7 +345,7 @@ class SessionController(EventSource):
             self._enter(Phase.LENS)
         if self.exit_after is not None and self.answers_this_run >= self.exit_after:
             log.info("exit after %d answers", self.answers_this_run)
-            self._emit("exit")
+            self._emit(Shown.EXIT)
 
     def on_recorded(self, _trial: object = None) -> None:
         """The engine has committed the answer to the trial log: only now say "recorded", with the
@@ -354,7 +355,7 @@ class SessionController(EventSource):
             self.say("Answer recorded.")
             return
         count = snap.n_trials + 1
-        self._emit("answers", (count, snap.max_trials))
+        self._emit(Shown.ANSWERS, (count, snap.max_trials))
         what = f": {self._recording}." if self._recording else "."
         self.say(f"{answer_text(count, snap.max_trials)} recorded{what}")
 
@@ -372,9 +373,9 @@ class SessionController(EventSource):
     def on_finished(self, view: FinishedView) -> None:
         self.phase = Phase.FINISHED
         if view.visit_id is not None:  # an eye of a visit: the visit goes on (next eye, balance, finish)
-            self._emit("visit_eye_finished", view)
+            self._emit(Shown.VISIT_EYE_FINISHED, view)
             return
-        self._emit("finished", FinishedPage(view, self._truth(view)))
+        self._emit(Shown.FINISHED, FinishedPage(view, self._truth(view)))
         exported = f" Exported to {self.export_dir()}." if view.exports else ""
         self.say(f"Session {view.session_id} finished." + exported)
 
@@ -402,7 +403,7 @@ class SessionController(EventSource):
     def on_device(self, view: DeviceView) -> None:
         """The engine's description of the lens device (after every change)."""
         self.device = view
-        self._emit("device", view)
+        self._emit(Shown.DEVICE, view)
 
     def on_presented(self, trial_index: int) -> None:
         """The device confirmed the lenses of question ``trial_index``: show it now."""
@@ -417,8 +418,8 @@ class SessionController(EventSource):
         follows), nothing was shown, every answer kept; the clinician is told and offered Retry."""
         self._awaiting_lenses = False
         self.device_fault = message
-        self._emit("blank")
-        self._emit("device_fault", message)
+        self._emit(Shown.BLANK)
+        self._emit(Shown.DEVICE_FAULT, message)
         self.say(f"Lens device fault: {message}")
 
     def retry_device(self) -> None:
@@ -456,7 +457,7 @@ class SessionController(EventSource):
         wanted = 2 if phase == Phase.COMPARE and self._waits_for_device() else 0
         if wanted != self._lens_buttons:
             self._lens_buttons = wanted
-            self._emit("device_lenses", wanted)
+            self._emit(Shown.DEVICE_LENSES, wanted)
 
     # ------------------------------------------------------------------ phases
     def _enter(self, phase: Phase) -> None:
@@ -467,7 +468,7 @@ class SessionController(EventSource):
             q = snap.query
             start = lens_text(self._form(q.start_lens))
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"Set the {q.knob} knob at its starting lens ({start}), then press Enter "
                     "(or Space) to show the letters.",
@@ -478,7 +479,7 @@ class SessionController(EventSource):
             q = snap.query
             device = f" (the {self.device.label} follows the knob)" if self._waits_for_device() else ""
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"Turn the {q.knob} knob with ← / → (or , / .) while the patient "
                     f"reads{device}; press Enter (or Space) at the lens where the letters are "
@@ -490,7 +491,7 @@ class SessionController(EventSource):
         elif phase == Phase.LENS and self._waits_for_device():
             what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"Press Enter (or Space): the {self.device.label} sets {what}; the letter "
                     "is shown once the device confirms it.",
@@ -500,7 +501,7 @@ class SessionController(EventSource):
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     ("Lens 1 is the lens in place: keep it, have lens 2 ready" if kept else "Set lens 1 and lens 2")
                     + f" ({self._manual_where()}), then press Enter "
@@ -511,7 +512,7 @@ class SessionController(EventSource):
         elif phase == Phase.LENS and isinstance(snap.query, PendingLine):
             kept = _in_place(snap, snap.query.lens)
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     ("The lens in place stays" if kept else self._place_text(snap.query.lens))
                     + ", then press Enter (or Space) to show the line.",
@@ -523,7 +524,7 @@ class SessionController(EventSource):
             device = self._waits_for_device()
             caption = "Lens confirmed by the device: a chart line" if device else "A chart line, read aloud"
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     "Key each letter as it is read: + or \u2212, or the letter named; or the number read "
                     f"right (0-{len(q.letters)}). Backspace takes one back, Enter records the line.",
@@ -533,12 +534,12 @@ class SessionController(EventSource):
             )
         elif phase == Phase.LENS and _in_place(snap, snap.query.lens):
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt("The lens in place stays: press Enter (or Space) to show the letter.", caption="Keep this lens"),
             )
         elif phase == Phase.LENS:
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"{self._place_text(snap.query.lens)}, then press Enter (or Space) to show the letter.",
                     caption="Set this lens",
@@ -547,7 +548,7 @@ class SessionController(EventSource):
         elif phase == Phase.COMPARE and self._waits_for_device():
             q = snap.query
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     "The device set lens 1, then lens 2: lens 2 is in place. Switch with the "
                     "Lens 1 / Lens 2 buttons: \u201cwhich is clearer, 1 or 2?\u201d Press 1 or 2, "
@@ -559,7 +560,7 @@ class SessionController(EventSource):
         elif phase == Phase.COMPARE:
             q = snap.query
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     "Show lens 1, then lens 2: “which is clearer, 1 or 2?” Press 1 or 2, or = for no difference.",
                     letter=f"Letter in view: {q.letter}   size {acuity_text(q.s_logmar)}",
@@ -569,7 +570,7 @@ class SessionController(EventSource):
             q = snap.query
             caption = "Lens confirmed by the device" if self._waits_for_device() else None
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     "Type the letter the patient names, or + / \u2212 for correct / incorrect.",
                     caption=caption,
@@ -579,7 +580,7 @@ class SessionController(EventSource):
         elif phase == Phase.PAUSED and self.device_fault is not None:
             kept = snap.n_trials
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"The lens device did not set the lens: nothing was shown, all {kept} answers "
                     "are kept. Check the device and its cable, then Retry (or P), or go on by "
@@ -588,15 +589,15 @@ class SessionController(EventSource):
                 ),
             )
         elif phase == Phase.PAUSED:
-            self._emit("prompt", Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
+            self._emit(Shown.PROMPT, Prompt("Session paused. Press P to resume, F to finish.", caption="Paused"))
         elif phase == Phase.STOPPED:
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"Stopping rule met ({snap.stop_reason}). Press F to finish (Backspace undoes the last answer)."
                 ),
             )
-        self._emit("autopilot", self.auto_delay_s())
+        self._emit(Shown.AUTOPILOT, self.auto_delay_s())
 
     def auto_delay_s(self) -> float | None:
         """When the autopilot steps next from this phase (None: it does not)."""
@@ -614,7 +615,7 @@ class SessionController(EventSource):
             return
         n = self.snapshot.n_trials if self.snapshot is not None else 0
         if not self.worker_idle or (n and (self.last_estimate is None or self.last_estimate.n_trials != n)):
-            self._emit("autopilot", AUTO_RETRY_S)  # let the worker finish and the plots show this answer first
+            self._emit(Shown.AUTOPILOT, AUTO_RETRY_S)  # let the worker finish and the plots show this answer first
             return
         if self.phase == Phase.LENS:
             self.perform(Command(Action.CONFIRM_LENS), "auto")
@@ -636,7 +637,7 @@ class SessionController(EventSource):
         detail = f" {command.letter}" if command.letter else ""
         log.info("%s -> %s%s (phase %s)", source, action.value, detail, self.phase.value)
         if action == Action.BLANK:
-            self._emit("blank")
+            self._emit(Shown.BLANK)
             if self.phase in (Phase.ANSWER, Phase.COMPARE, Phase.SLIDE, Phase.LINE):
                 self._enter(Phase.LENS)
             self.say("Patient screen blanked.")
@@ -648,7 +649,7 @@ class SessionController(EventSource):
             self._choose(self.slider_position, "")
         elif action == Action.SIMULATED_ANSWER and self.phase == Phase.SLIDE:
             self.slider_position = self.sim_slider
-            self._emit("slider", self._slider_view())
+            self._emit(Shown.SLIDER, self._slider_view())
             self._choose(self.sim_slider, "simulated patient says ")
         elif action == Action.LINE_KEY:
             self._line_key(command.letter)
@@ -657,7 +658,7 @@ class SessionController(EventSource):
                 self._line_key("ENTER")
             else:
                 self.line_entry.marks = list(self.sim_line)
-                self._emit("line", self._line_view())
+                self._emit(Shown.LINE, self._line_view())
                 self._record_line(LineReply(self.sim_line), "simulated patient reads ")
         elif action == Action.SIMULATED_ANSWER and self.phase == Phase.COMPARE:
             self._record(ComparisonReply(self.sim_choice), f"simulated patient says {_choice_text(self.sim_choice)}")
@@ -686,7 +687,7 @@ class SessionController(EventSource):
                 self.submit(ResumePaused())
             else:
                 self._awaiting_lenses = False  # a confirmation arriving now shows nothing: the session pauses
-                self._emit("blank")
+                self._emit(Shown.BLANK)
                 self.say("Paused.")
                 self.submit(Pause())
         elif action == Action.FINISH:
@@ -703,7 +704,7 @@ class SessionController(EventSource):
         if self._waits_for_device():
             self._awaiting_lenses = True
             self._emit(
-                "prompt",
+                Shown.PROMPT,
                 Prompt(
                     f"The {self.device.label} is setting the lens\u2026 the letter is shown "
                     "once the device confirms it.",
@@ -717,14 +718,14 @@ class SessionController(EventSource):
             lens = lens_text(self._form(question_lenses(q)[-1]))
             od, os_ = (lens, "occluded") if self.snapshot.eye == "OD" else ("occluded", lens)
             self.device = dataclasses.replace(self.device, od=od, os=os_, confirmed_at=datetime.now(UTC), trial=q.index)
-            self._emit("device", self.device)
+            self._emit(Shown.DEVICE, self.device)
 
     def _reveal(self, send_present: bool = False) -> None:
         """Show the question: its letter on the patient screen (``send_present``: and tell the
         engine, at the trial frame), then the phase that takes its answer."""
         snap = self.snapshot
         q = snap.query
-        self._emit("present", q)
+        self._emit(Shown.PRESENT, q)
         if send_present:
             self.send(Present())
         if isinstance(q, PendingSlider):
@@ -734,10 +735,10 @@ class SessionController(EventSource):
             if self.sim_patient is not None:
                 self.sim_slider = simulated_slider(self.sim_patient, q)
             self._enter(Phase.SLIDE)
-            self._emit("slider", self._slider_view())
+            self._emit(Shown.SLIDER, self._slider_view())
             if self.sim_slider is not None:
                 self._emit(
-                    "simulated_reply",
+                    Shown.SIMULATED_REPLY,
                     f"Simulated patient says: clearest at lens {self.sim_slider + 1} "
                     f"({lens_text(self._form(q.lenses[self.sim_slider]))})",
                 )
@@ -749,15 +750,15 @@ class SessionController(EventSource):
             if self.sim_patient is not None:
                 self.sim_line = simulated_line(self.sim_patient, q).correct
             self._enter(Phase.LINE)
-            self._emit("line", self._line_view())
+            self._emit(Shown.LINE, self._line_view())
             if self.sim_line is not None:
-                self._emit("simulated_reply", f"Simulated patient reads: {line_reply_text(self.sim_line)}")
+                self._emit(Shown.SIMULATED_REPLY, f"Simulated patient reads: {line_reply_text(self.sim_line)}")
             return
         if isinstance(q, PendingComparison):
             self._enter(Phase.COMPARE)
             if self.sim_patient is not None:
                 self.sim_choice = simulated_comparison(self.sim_patient, q)
-                self._emit("simulated_reply", f"Simulated patient says: {_choice_text(self.sim_choice)}")
+                self._emit(Shown.SIMULATED_REPLY, f"Simulated patient says: {_choice_text(self.sim_choice)}")
             return
         self._enter(Phase.ANSWER)
         if self.sim_patient is not None:
@@ -770,7 +771,7 @@ class SessionController(EventSource):
                 seed=snap.seed,
                 trial_index=q.index,
             )
-            self._emit("simulated_reply", f"Simulated patient says: {self.sim_reply.letter_named}")
+            self._emit(Shown.SIMULATED_REPLY, f"Simulated patient says: {self.sim_reply.letter_named}")
 
     def _form(self, lens: Prescription) -> Prescription:
         return in_form(lens, self._cylinder_form)
@@ -792,7 +793,7 @@ class SessionController(EventSource):
         except InvalidInputError as exc:
             self.say(f"{exc}: nothing recorded, the letters keyed are kept ({entry.status}).")
             return
-        self._emit("line", self._line_view())
+        self._emit(Shown.LINE, self._line_view())
         if reply is not None:
             self._record_line(reply, "")
             return
@@ -825,7 +826,7 @@ class SessionController(EventSource):
         self.slider_position = position
         if self._waits_for_device():  # the device's knob: the lens follows
             self.send(ShowLens(position))
-        self._emit("slider", self._slider_view())
+        self._emit(Shown.SLIDER, self._slider_view())
         self.say(f"Knob at lens {position + 1} of {len(q.lenses)}: {lens_text(self._form(q.lenses[position]))}.")
 
     def _choose(self, position: int, who: str) -> None:
@@ -834,7 +835,7 @@ class SessionController(EventSource):
         self._record(SliderReply(position), f"{who}clearest at lens {position + 1} of {len(q.lenses)} ({lens})")
 
     def _record(self, answer: Answer | ComparisonReply | SliderReply | LineReply, what: str) -> None:
-        self._emit("blank")
+        self._emit(Shown.BLANK)
         self._recording = what
         self.say(f"Recording the answer: {what}\u2026")
         self.submit(RecordAnswer(answer))
@@ -843,7 +844,9 @@ class SessionController(EventSource):
         self._finish_armed_until = float("-inf")
         log.info("finish requested (%s)", stopped_by)
         in_visit = self.snapshot is not None and self.snapshot.visit_id is not None  # exported with its visit
-        self._emit("busy_page", "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026")
+        self._emit(
+            Shown.BUSY_PAGE, "Computing the result" + ("" if in_visit else " and exporting the report") + "\u2026"
+        )
         self.submit(Finish(stopped_by, None if in_visit else str(self.export_dir())))
 
 

@@ -15,10 +15,13 @@ trial log before the next question is computed.
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QGuiApplication
 
+from visiontune.app.events import Shown
 from visiontune.app.visit_finish_view import VisitFinishView
 from visiontune.app.visit_flow import NewVisit, Step, VisitCommand, VisitView
 from visiontune.app.visit_flow_controller import VisitFlowController, window_title
@@ -27,6 +30,8 @@ from visiontune.app.visit_step_view import VisitStepView
 from visiontune.display.optotypes import load_letter_set
 from visiontune.display.qt_renderer import PatientWindow
 from visiontune.errors import CalibrationError
+
+log = logging.getLogger("visiontune.app")
 
 
 class VisitController(QObject):
@@ -110,20 +115,23 @@ class VisitController(QObject):
             self.flow.auto_step()
 
     # ------------------------------------------------------------------ what the flow says
-    def _on_flow_event(self, kind: str, value) -> None:
+    def _on_flow_event(self, kind: Shown, value) -> None:
+        """Show what the visit's controller says (dispatched on the event's kind)."""
         w = self.window
-        if kind == "status":
-            w.say(*value)
-        elif kind == "busy_page":
-            w._show_busy(value)
-        elif kind == "busy_text":
-            w.busy_page.setText(value)
-        elif kind == "page":
-            self._show_page(value)
-        elif kind == "autopilot" and value is None:
-            self.auto_timer.stop()
-        elif kind == "autopilot":
-            self.auto_timer.start(int(round(1000 * value)))
+        handlers: dict[Shown, Callable[[object], None]] = {
+            Shown.STATUS: lambda v: w.say(*v),
+            Shown.BUSY_PAGE: lambda v: w._show_busy(v),
+            Shown.BUSY_TEXT: lambda v: w.busy_page.setText(v),
+            Shown.PAGE: lambda v: self._show_page(v),
+            Shown.AUTOPILOT: lambda v: (
+                self.auto_timer.stop() if v is None else self.auto_timer.start(int(round(1000 * v)))
+            ),
+        }
+        handler = handlers.get(kind)
+        if handler is None:  # refused in the log; nothing shown, nothing recorded is touched
+            log.error("visit controller event: no handler for %s %r", type(kind).__name__, kind)
+            return
+        handler(value)
 
     def _near_patient_screen(self, view: VisitView) -> None:
         """A real patient's near letter on the patient screen, as tall as its size at the near

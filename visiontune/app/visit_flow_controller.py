@@ -28,7 +28,8 @@ asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event; the window 
 and calls :meth:`VisitFlowController.auto_step` while the step page is on screen). A step starts
 the next eye or gives the simulated patient's balance answer.
 
-Listeners are called ``listener(kind, value)`` with:
+Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.events.Shown`
+member, named here by its value) with:
 
 - ``"status"`` ``(text, timeout_ms)``: the status line;
 - ``"busy_page"`` str: show the waiting page with this text;
@@ -46,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from visiontune.app.events import EventSource, Listener
+from visiontune.app.events import EventSource, Listener, Shown
 from visiontune.app.messages import (
     BalanceAnswer,
     Command,
@@ -148,13 +149,13 @@ class VisitFlowController(EventSource):
             "SIMULATED" if request.simulated else "real patient",
         )
         self.view = None
-        self._emit("busy_page", f"Preparing the visit of {request.patient_id} (right eye, then left eye)\u2026")
+        self._emit(Shown.BUSY_PAGE, f"Preparing the visit of {request.patient_id} (right eye, then left eye)\u2026")
         self.commands.submit(CreateVisit(request))
 
     def eye_finished(self, finished) -> None:
         """A session of visit ``finished.visit_id`` finished (or was opened from the list)."""
         self._emit(
-            "busy_page",
+            Shown.BUSY_PAGE,
             f"{EYE_NAMES.get(finished.eye, finished.eye).capitalize()} ({finished.eye}) done. "
             "Preparing the next step\u2026",
         )
@@ -162,20 +163,20 @@ class VisitFlowController(EventSource):
 
     def stop(self) -> None:
         """The window leaves the visit (or closes): no autopilot step comes."""
-        self._emit("autopilot", None)
+        self._emit(Shown.AUTOPILOT, None)
 
     # ------------------------------------------------------------------ from the engine
     def on_view(self, view: VisitView) -> None:
         self.pending = False
         self.view = view
         if view.opening:  # the session view follows (opened)
-            self._emit("autopilot", None)
-            self._emit("busy_text", f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
+            self._emit(Shown.AUTOPILOT, None)
+            self._emit(Shown.BUSY_TEXT, f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
             return
-        self._emit("page", view)
+        self._emit(Shown.PAGE, view)
         if view.message:
             self.say(view.message)
-        self._emit("autopilot", self.auto_delay_s())
+        self._emit(Shown.AUTOPILOT, self.auto_delay_s())
 
     def on_failed(self, _message: str = "") -> None:
         """The last command failed: the visit is where it was, ready for the next one."""
@@ -214,7 +215,7 @@ class VisitFlowController(EventSource):
             self.say("One moment: the last answer is being recorded.")
             return
         if command.action == VisitAction.CONTINUE:
-            self._emit("busy_page", f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
+            self._emit(Shown.BUSY_PAGE, f"Opening the {EYE_NAMES[view.eye].lower()} ({view.eye})\u2026")
             self.pending = True
             self.commands.submit(NextEye(view.visit_id))
         elif command.action == VisitAction.ANSWER:
