@@ -56,7 +56,7 @@ HANDLERS = (
 
 def record_session(folder: Path, protocol: str, trials: int, seed: int) -> list:
     """The events of a simulated session of ``trials`` answers, as the engine sends them."""
-    from visiontune.app.session_host import record_simulated_session
+    from visiontune.app.logic.session_host import record_simulated_session
 
     return record_simulated_session(folder / "bench.sqlite3", protocol, trials, seed=seed)
 
@@ -107,9 +107,9 @@ def feed_window(events, folder: Path):
     from PySide6.QtWidgets import QApplication, QLabel
 
     from visiontune.app import logs, plots
+    from visiontune.app.logic.settings import load_settings
     from visiontune.app.main_window import AppOptions, MainWindow
     from visiontune.app.session_view import SessionView
-    from visiontune.app.settings import load_settings
 
     app = QApplication.instance() or QApplication([])
     logs.configure_logging(folder / "logs")
@@ -161,7 +161,7 @@ def patient_window_costs(events, repeats: int = 1) -> dict[str, list[float]]:
     """Show / blank the patient window (1920 × 1080, 4 m) for every query, each with a synchronous repaint."""
     from PySide6.QtWidgets import QApplication
 
-    from visiontune.app.worker_values import Snapshot
+    from visiontune.app.logic.worker_values import Snapshot
     from visiontune.display import Calibration, load_letter_set
     from visiontune.display.qt_renderer import PatientWindow
 

@@ -1,6 +1,6 @@
 """Benchmark: how long the app's letter waits for the lens device (plain script).
 
-The app's session engine (:class:`~visiontune.app.session_host.SessionHost`, in this process)
+The app's session engine (:class:`~visiontune.app.logic.session_host.SessionHost`, in this process)
 runs a SIMULATED session of ``--protocol`` (``--answers`` answers, the simulated patient of seed
 ``--seed``). Each ``present`` command, the one Enter sends, is timed from the command to its
 end: at the manual trial frame the engine only records the clinician's confirmation, while with
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     DeviceFault,
     Failed,
     Opened,
@@ -32,9 +32,9 @@ from visiontune.app.messages import (
     StartSession,
     Updated,
 )
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.simulation import case_patient, simulated_reply
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.refraction.loop import PendingComparison, PendingSlider, simulated_comparison, simulated_slider
 from visiontune.session.engine import Answer, ComparisonReply, SliderReply

@@ -31,6 +31,7 @@ LAYERS = {
     "reproduction.acquisition": 7.2,
     "reproduction.gp": 7.1,
     "app": 6,
+    "app.logic": 5.5,  # the app's Qt-free controllers, engine process and messages: below the widgets
     "report": 5,
     "session": 4,
     "validation": 4,
@@ -41,7 +42,18 @@ LAYERS = {
     "optics": 1,
 }
 #: The product's layers: none of them may import the reproduction, lazily or not.
-PRODUCT = ("app", "report", "session", "validation", "instrument_files", "refraction", "display", "devices", "optics")
+PRODUCT = (
+    "app",
+    "app.logic",
+    "report",
+    "session",
+    "validation",
+    "instrument_files",
+    "refraction",
+    "display",
+    "devices",
+    "optics",
+)
 TOP = {"visiontune.cli", "visiontune.__main__"}
 SHARED = {
     "visiontune",

@@ -43,8 +43,8 @@ def paths(tmp_path):
 def make_window(qtbot, paths):
     """``make_window(pace_s=0.0, simulate=True, protocol=None, exit_after=None) -> MainWindow``
     shown, with the trial log open (its session list received)."""
+    from visiontune.app.logic.settings import load_settings
     from visiontune.app.main_window import AppOptions, MainWindow
-    from visiontune.app.settings import load_settings
 
     windows = []
 

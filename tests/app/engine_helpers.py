@@ -4,15 +4,15 @@ its simulated patient (the app's own simulated replies)."""
 
 from __future__ import annotations
 
-from visiontune.app.messages import Finish, Finished, Opened, OpenStore, Present, RecordAnswer, Updated
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_patient, simulated_reply
+from visiontune.app.logic.messages import Finish, Finished, Opened, OpenStore, Present, RecordAnswer, Updated
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.simulation import case_patient, simulated_reply
 from visiontune.session.engine import Answer
 
 
 def engine_host(db):
     """``(host, events)``: a SessionHost on the trial log ``db``, every event it sends appended to
-    ``events`` (the typed events of :mod:`visiontune.app.messages`)."""
+    ``events`` (the typed events of :mod:`visiontune.app.logic.messages`)."""
     events = []
     host = SessionHost(events.append)
     host.handle(OpenStore(str(db)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from visiontune.app.texts import answer_text, answers_text
+from visiontune.app.logic.texts import answer_text, answers_text
 
 
 def test_the_count_texts():

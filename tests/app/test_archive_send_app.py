@@ -13,8 +13,8 @@ import pydicom
 import pytest
 from PySide6.QtCore import Qt
 
+from visiontune.app.logic.visit_host import VisitHost
 from visiontune.app.visit_finish_view import VisitFinishView
-from visiontune.app.visit_host import VisitHost
 from visiontune.cli import main
 from visiontune.session.archive_sends import archive_sends
 from visiontune.session.store import TrialStore

@@ -14,8 +14,8 @@ import signal
 from app_helpers import SCREENSHOTS, write_line_protocol
 from PySide6.QtCore import Qt
 
-from visiontune.app.keys import Phase
-from visiontune.app.messages import Failed, Opened, Recorded, Updated
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import Failed, Opened, Recorded, Updated
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.display import Calibration, save_calibration
 from visiontune.display.geometry import largest_line_logmar
@@ -298,8 +298,8 @@ def test_an_engine_killed_mid_line_keeps_every_recorded_answer_and_asks_the_same
 def test_the_engine_hosts_simulated_run_answers_lines_as_its_patient(tmp_path):
     """record_simulated_session (the benchmarks' and the GUI tests' replay): each line is the
     simulated patient's own reading of it, recorded as one trial."""
-    from visiontune.app.session_host import record_simulated_session
-    from visiontune.app.simulation import case_patient
+    from visiontune.app.logic.session_host import record_simulated_session
+    from visiontune.app.logic.simulation import case_patient
 
     events = record_simulated_session(
         tmp_path / "log.sqlite3", str(write_line_protocol(tmp_path, max_trials=8)), 8, seed=3

@@ -1,12 +1,12 @@
 """The clinician's keys for a chart line and the line's layout on the patient screen
-(visiontune.app.chart_line_entry, no Qt): each letter keyed right, wrong or named, a count keyed at
+(visiontune.app.logic.chart_line_entry, no Qt): each letter keyed right, wrong or named, a count keyed at
 once, Backspace, and the letters one letter width apart."""
 
 from __future__ import annotations
 
 import pytest
 
-from visiontune.app.chart_line_entry import LineEntry, line_layout
+from visiontune.app.logic.chart_line_entry import LineEntry, line_layout
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import LineReply
 

@@ -13,8 +13,8 @@ import pytest
 from app_helpers import SCREENSHOTS, write_visit_protocol
 from PySide6.QtCore import Qt
 
-from visiontune.app.keys import Phase
-from visiontune.app.messages import (
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import (
     Command,
     DeviceFault,
     DeviceShown,
@@ -34,12 +34,12 @@ from visiontune.app.messages import (
     StartSession,
     Updated,
 )
-from visiontune.app.session_host import SessionHost
-from visiontune.app.settings import AppSettings, load_settings, save_settings
-from visiontune.app.simulation import case_patient, simulated_reply
-from visiontune.app.start_form import device_setting
-from visiontune.app.worker_device import CV5000_CAUTION
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.settings import AppSettings, load_settings, save_settings
+from visiontune.app.logic.simulation import case_patient, simulated_reply
+from visiontune.app.logic.start_form import device_setting
+from visiontune.app.logic.worker_device import CV5000_CAUTION
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.devices.emulator import CV5000Emulator
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.refraction.lenses import lenses_shown, same_lens
@@ -278,7 +278,7 @@ class _Engine:
 
 
 def _snapshot(n_trials: int, *, paused: bool = False):
-    from visiontune.app.worker_values import Snapshot
+    from visiontune.app.logic.worker_values import Snapshot
     from visiontune.optics import Prescription
     from visiontune.refraction.loop import PendingQuery
 
@@ -307,8 +307,8 @@ def _snapshot(n_trials: int, *, paused: bool = False):
 
 
 def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_retries_after_a_fault():
-    from visiontune.app.session_controller import SessionController
-    from visiontune.app.worker_device import DeviceView
+    from visiontune.app.logic.session_controller import SessionController
+    from visiontune.app.logic.worker_device import DeviceView
 
     engine, events = _Engine(), []
     controller = SessionController(engine, export_dir=lambda: "/exports")
@@ -353,9 +353,9 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
 
 
 def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel_says_so():
-    from visiontune.app.session_controller import SessionController
-    from visiontune.app.texts import device_text
-    from visiontune.app.worker_device import DeviceView
+    from visiontune.app.logic.session_controller import SessionController
+    from visiontune.app.logic.texts import device_text
+    from visiontune.app.logic.worker_device import DeviceView
 
     engine, events = _Engine(), []
     controller = SessionController(engine, export_dir=lambda: "/exports")
@@ -569,7 +569,7 @@ def _rx(d):
 
 # ---------------------------------------------------------------------------------- comparisons on the device
 def test_during_a_comparison_the_device_shows_lens_1_or_lens_2_again_on_the_clinicians_button(tmp_path):
-    from visiontune.app.worker_device import LENS_SHOWN_NOTE
+    from visiontune.app.logic.worker_device import LENS_SHOWN_NOTE
 
     events = []
     with CV5000Emulator(change_seconds=0.0) as emu:
@@ -652,8 +652,8 @@ def test_the_window_shows_lens_buttons_during_a_comparison_and_the_device_follow
 def test_a_sliders_knob_moves_the_device_with_it_from_its_starting_lens():
     import dataclasses
 
-    from visiontune.app.session_controller import SessionController
-    from visiontune.app.worker_device import DeviceView
+    from visiontune.app.logic.session_controller import SessionController
+    from visiontune.app.logic.worker_device import DeviceView
     from visiontune.optics import Prescription
 
     engine, events = _Engine(), []

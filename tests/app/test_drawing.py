@@ -14,7 +14,7 @@ from app_helpers import write_protocol
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QGraphicsItem
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     Busy,
     EstimateReady,
     Failed,
@@ -25,9 +25,9 @@ from visiontune.app.messages import (
     SessionsListed,
     Updated,
 )
-from visiontune.app.session_host import record_simulated_session
-from visiontune.app.simulation import case_patient
-from visiontune.app.worker_values import EstimateView, Snapshot
+from visiontune.app.logic.session_host import record_simulated_session
+from visiontune.app.logic.simulation import case_patient
+from visiontune.app.logic.worker_values import EstimateView, Snapshot
 
 #: The engine events fed to the window through the worker's dispatch on their type (Idle: its signal at once).
 FED = (SessionsListed, Opened, Updated, Recorded, EstimateReady, Finished, Failed, Busy)

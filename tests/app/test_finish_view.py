@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from visiontune.app.finish_view import FinishView
-from visiontune.app.texts import MINUS
-from visiontune.app.worker_values import FinishedView
+from visiontune.app.logic.texts import MINUS
+from visiontune.app.logic.worker_values import FinishedView
 
 RESULT = {
     "estimate": {"sphere_d": -1.3125, "cylinder_d": -0.5625, "axis_deg": 90.0},

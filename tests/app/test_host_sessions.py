@@ -11,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from visiontune.app.messages import Close, EstimateReady, ExportSession, Failed, Finished, OpenStore, SessionsListed
-from visiontune.app.session_host import SessionHost, record_simulated_session
+from visiontune.app.logic.messages import (
+    Close,
+    EstimateReady,
+    ExportSession,
+    Failed,
+    Finished,
+    OpenStore,
+    SessionsListed,
+)
+from visiontune.app.logic.session_host import SessionHost, record_simulated_session
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.store import TrialStore
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
+from visiontune.app.logic.keys import Action, Command, Phase, Rejected, interpret_key, legend
 
 SLOAN = tuple("CDHKNORSVZ")
 LETTERS26 = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -16,15 +16,15 @@ import pytest
 from PySide6.QtCore import Qt
 
 from visiontune.app import cli
-from visiontune.app.keys import Phase
-from visiontune.app.messages import CreateVisit, DeviceShown, Failed, OpenStore, SetDevice, StartSession
-from visiontune.app.session_host import SessionHost
-from visiontune.app.settings import AppSettings, load_settings, save_settings
-from visiontune.app.start_form import LENS_KIND_CHOICES, lens_kind_setting
-from visiontune.app.texts import device_text
-from visiontune.app.visit_flow import NewVisit
-from visiontune.app.worker_device import DeviceLink, DeviceView
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import CreateVisit, DeviceShown, Failed, OpenStore, SetDevice, StartSession
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.settings import AppSettings, load_settings, save_settings
+from visiontune.app.logic.start_form import LENS_KIND_CHOICES, lens_kind_setting
+from visiontune.app.logic.texts import device_text
+from visiontune.app.logic.visit_flow import NewVisit
+from visiontune.app.logic.worker_device import DeviceLink, DeviceView
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.errors import ConfigurationError, InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.session.engine import PendingComparison
@@ -154,7 +154,7 @@ def test_each_visit_eye_carries_the_kinds_seconds(tmp_path):
 def _controller(kind: str):
     from test_session_controller import FakeEngine, snapshot
 
-    from visiontune.app.session_controller import SessionController
+    from visiontune.app.logic.session_controller import SessionController
 
     engine, events = FakeEngine(), []
     controller = SessionController(engine, export_dir=lambda: "/exports")

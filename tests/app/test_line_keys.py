@@ -7,11 +7,11 @@ import dataclasses
 
 import pytest
 
-from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
-from visiontune.app.messages import Command as EngineCommand
-from visiontune.app.messages import Pause, Present, RecordAnswer, Undo
-from visiontune.app.session_controller import LineView, SessionController, line_reply_text
-from visiontune.app.worker_values import Snapshot
+from visiontune.app.logic.keys import Action, Command, Phase, Rejected, interpret_key, legend
+from visiontune.app.logic.messages import Command as EngineCommand
+from visiontune.app.logic.messages import Pause, Present, RecordAnswer, Undo
+from visiontune.app.logic.session_controller import LineView, SessionController, line_reply_text
+from visiontune.app.logic.worker_values import Snapshot
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import LineReply, PendingLine
 from visiontune.session.records import SessionState

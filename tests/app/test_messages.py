@@ -11,9 +11,9 @@ import pickle
 
 import pytest
 
-from visiontune.app import messages
-from visiontune.app.events import EventSource, Shown
-from visiontune.app.messages import (
+from visiontune.app.logic import messages
+from visiontune.app.logic.events import EventSource, Shown
+from visiontune.app.logic.messages import (
     COMMAND_TYPES,
     EVENT_TYPES,
     Command,
@@ -25,7 +25,7 @@ from visiontune.app.messages import (
     Opened,
     RecordAnswer,
 )
-from visiontune.app.session_host import SessionHost
+from visiontune.app.logic.session_host import SessionHost
 from visiontune.errors import InvalidInputError
 from visiontune.session.engine import Answer
 

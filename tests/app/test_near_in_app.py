@@ -10,7 +10,7 @@ import json
 from app_helpers import write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Close,
     CreateVisit,
@@ -21,7 +21,7 @@ from visiontune.app.messages import (
     NextEye,
     VisitViewed,
 )
-from visiontune.app.visit_flow import NewVisit, Step
+from visiontune.app.logic.visit_flow import NewVisit, Step
 from visiontune.session.near_store import near_add_records
 from visiontune.session.store import TrialStore
 

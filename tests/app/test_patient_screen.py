@@ -7,7 +7,7 @@ from app_helpers import write_protocol
 from PySide6.QtCore import Qt
 
 from visiontune.app.calibration_dialog import CalibrationDialog
-from visiontune.app.keys import Phase
+from visiontune.app.logic.keys import Phase
 from visiontune.display import Calibration, load_calibration, save_calibration
 from visiontune.display.calibration import CARD_WIDTH_MM
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from visiontune.app.plot_frames import (
+from visiontune.app.logic.plot_frames import (
     ViewFrame,
     band_outline,
     box_outline,
@@ -24,7 +24,7 @@ from visiontune.app.plot_frames import (
     map_image,
     snapped_range,
 )
-from visiontune.app.texts import (
+from visiontune.app.logic.texts import (
     acuity_text,
     estimate_texts,
     lens_text,
@@ -316,9 +316,9 @@ def test_the_live_map_and_the_pdf_map_mark_the_same_sliders(tmp_path, qapp, monk
     (the chosen lens and the path of every valid slider in the map's plane), and the live map's
     items hold them. At the protocol's own change time (0 s): priced at a lens device's, this
     protocol asks no slider."""
+    from visiontune.app.logic.session_host import SessionHost, record_simulated_session
+    from visiontune.app.logic.worker_values import EstimateView
     from visiontune.app.plots import AcuityMapPlot
-    from visiontune.app.session_host import SessionHost, record_simulated_session
-    from visiontune.app.worker_values import EstimateView
     from visiontune.report import load_session
     from visiontune.report.figures import letters_on_map, sliders_on_map
     from visiontune.session.store import TrialStore

@@ -23,7 +23,7 @@ import time
 from app_helpers import write_protocol
 from PySide6.QtCore import Qt, QTimer
 
-from visiontune.app.keys import Phase
+from visiontune.app.logic.keys import Phase
 
 PROBE_MS = 10
 #: Answers in the probed session; a longer probe: VISIONTUNE_PROBE_ANSWERS=60 pytest ... -s

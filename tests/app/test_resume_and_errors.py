@@ -7,7 +7,7 @@ import sys
 from PySide6.QtCore import Qt
 
 from visiontune.app import logs
-from visiontune.app.keys import Phase
+from visiontune.app.logic.keys import Phase
 from visiontune.errors import SessionError
 from visiontune.session.engine import RefractionSession
 from visiontune.session.store import TrialStore

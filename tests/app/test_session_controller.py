@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 from app_helpers import write_protocol
 
-from visiontune.app.keys import Phase
-from visiontune.app.messages import (
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import (
     Command,
     EngineEvent,
     EstimateReady,
@@ -33,10 +33,16 @@ from visiontune.app.messages import (
     Undo,
     Updated,
 )
-from visiontune.app.session_controller import AUTO_RETRY_S, FINISH_CONFIRM_S, FinishedPage, Prompt, SessionController
-from visiontune.app.session_host import SessionHost, record_simulated_session
-from visiontune.app.simulation import case_patient, new_case, simulated_reply
-from visiontune.app.worker_values import FinishedView, NewSession, Snapshot
+from visiontune.app.logic.session_controller import (
+    AUTO_RETRY_S,
+    FINISH_CONFIRM_S,
+    FinishedPage,
+    Prompt,
+    SessionController,
+)
+from visiontune.app.logic.session_host import SessionHost, record_simulated_session
+from visiontune.app.logic.simulation import case_patient, new_case, simulated_reply
+from visiontune.app.logic.worker_values import FinishedView, NewSession, Snapshot
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingQuery, simulated_comparison
 from visiontune.refraction.protocol import load_protocol
@@ -139,7 +145,7 @@ def deliver(controller, snap: Snapshot, commands: int) -> None:
 
 def test_the_controller_imports_no_qt():
     code = (
-        "import sys, visiontune.app.session_controller as c; "
+        "import sys, visiontune.app.logic.session_controller as c; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from test_session_controller import Clock, HostEngine, last, make, snapshot, statuses
 
-from visiontune.app.keys import Action, Command, Phase, Rejected, interpret_key, legend
-from visiontune.app.messages import OpenStore, Present, RecordAnswer, Recorded, StartSession, Undo
-from visiontune.app.session_controller import SessionController, SliderView, slider_lines
-from visiontune.app.session_host import record_simulated_session
-from visiontune.app.simulation import case_patient, new_case
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.keys import Action, Command, Phase, Rejected, interpret_key, legend
+from visiontune.app.logic.messages import OpenStore, Present, RecordAnswer, Recorded, StartSession, Undo
+from visiontune.app.logic.session_controller import SessionController, SliderView, slider_lines
+from visiontune.app.logic.session_host import record_simulated_session
+from visiontune.app.logic.simulation import case_patient, new_case
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingSlider, simulated_slider
 from visiontune.refraction.protocol import load_protocol
@@ -119,7 +119,7 @@ def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp
     headless simulated session of the same seed records. Both at the protocol's own change time
     (0 s): priced at any lens device's (0.5 s and up) this protocol asks no slider in 14 answers;
     the pricing by device is tested in test_lens_device_kind_app."""
-    from visiontune.app.session_host import SessionHost
+    from visiontune.app.logic.session_host import SessionHost
 
     monkeypatch.setattr(SessionHost, "_manual_kind_protocol", lambda _self, protocol: protocol)
     n = 14
@@ -148,8 +148,8 @@ def test_the_autopilot_runs_a_slider_session_as_the_headless_simulation_does(tmp
 
 def test_the_session_view_shows_the_knob_and_highlights_the_lens_it_is_at(qtbot):
     """(Qt) The snapshot of a slider shows the knob at its start; a "slider" event moves the highlight."""
+    from visiontune.app.logic.texts import lens_text
     from visiontune.app.session_view import SessionView
-    from visiontune.app.texts import lens_text
 
     view = SessionView()
     qtbot.addWidget(view)

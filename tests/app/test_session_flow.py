@@ -12,7 +12,7 @@ import re
 from app_helpers import SCREENSHOTS
 from PySide6.QtCore import Qt
 
-from visiontune.app.keys import Phase
+from visiontune.app.logic.keys import Phase
 from visiontune.session.records import EventKind, SessionState
 from visiontune.session.store import TrialStore
 

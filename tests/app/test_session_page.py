@@ -10,8 +10,8 @@ import re
 import numpy as np
 from PySide6.QtCore import Qt
 
-from visiontune.app.keys import Phase
-from visiontune.app.settings import load_settings
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.settings import load_settings
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.store import TrialStore

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from visiontune.app.settings import AppSettings, load_settings, save_settings
+from visiontune.app.logic.settings import AppSettings, load_settings, save_settings
 from visiontune.errors import ConfigurationError
 
 
@@ -55,7 +55,7 @@ def test_bad_files_name_the_key(tmp_path, text, key):
 def test_settings_persist_between_runs_of_the_window(qtbot, make_window, paths):
     from PySide6.QtCore import Qt
 
-    from visiontune.app.keys import Phase
+    from visiontune.app.logic.keys import Phase
 
     window = make_window()
     window.start_view.patient_id.setText("SIM-SET")

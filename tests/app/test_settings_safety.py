@@ -11,7 +11,7 @@ import sys
 import pytest
 from app_helpers import write_protocol
 
-from visiontune.app.settings import AppSettings, load_settings, load_settings_for_app, save_settings
+from visiontune.app.logic.settings import AppSettings, load_settings, load_settings_for_app, save_settings
 from visiontune.errors import ConfigurationError
 from visiontune.session.store import TrialStore
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from test_session_controller import snapshot
 
-from visiontune.app.messages import Failed, Opened, OpenStore, StartSession
-from visiontune.app.session_controller import SessionController
-from visiontune.app.session_host import SessionHost
-from visiontune.app.simulation import case_around_start, new_case
-from visiontune.app.worker_values import FinishedView, NewSession
+from visiontune.app.logic.messages import Failed, Opened, OpenStore, StartSession
+from visiontune.app.logic.session_controller import SessionController
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.simulation import case_around_start, new_case
+from visiontune.app.logic.worker_values import FinishedView, NewSession
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.population import PatientCase, population_by_name

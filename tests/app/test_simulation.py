@@ -7,7 +7,7 @@ import pytest
 from app_helpers import write_protocol
 from scipy.stats import norm
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     Close,
     Closed,
     Failed,
@@ -20,9 +20,9 @@ from visiontune.app.messages import (
     StartSession,
     Updated,
 )
-from visiontune.app.session_host import SessionHost, record_simulated_session
-from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.session_host import SessionHost, record_simulated_session
+from visiontune.app.logic.simulation import SIMULATED_PATIENT_NOTE, case_patient, new_case, simulated_reply
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol

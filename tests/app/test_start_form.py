@@ -5,7 +5,7 @@ the engine's range message (never a silent clip), and nothing reaches the trial 
 import pytest
 from PySide6.QtCore import Qt
 
-from visiontune.app.start_form import read_start
+from visiontune.app.logic.start_form import read_start
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.start import StartingPoint

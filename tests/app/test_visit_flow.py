@@ -18,8 +18,8 @@ from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from visiontune.app.keys import Phase
-from visiontune.app.messages import (
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Close,
     CreateVisit,
@@ -31,7 +31,7 @@ from visiontune.app.messages import (
     SkipEye,
     VisitViewed,
 )
-from visiontune.app.visit_flow import NewVisit, Step, interpret_visit_key, next_step, parse_acuity, read_signoff
+from visiontune.app.logic.visit_flow import NewVisit, Step, interpret_visit_key, next_step, parse_acuity, read_signoff
 from visiontune.display import Calibration, save_calibration
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription

@@ -12,8 +12,8 @@ import sys
 
 from app_helpers import write_visit_protocol
 
-from visiontune.app.keys import Phase
-from visiontune.app.messages import (
+from visiontune.app.logic.keys import Phase
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Command,
     CreateVisit,
@@ -34,9 +34,9 @@ from visiontune.app.messages import (
     Updated,
     VisitViewed,
 )
-from visiontune.app.session_controller import SessionController
-from visiontune.app.session_host import SessionHost
-from visiontune.app.visit_flow import (
+from visiontune.app.logic.session_controller import SessionController
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.visit_flow import (
     BalanceQuestionView,
     BalanceSummary,
     NewVisit,
@@ -45,8 +45,8 @@ from visiontune.app.visit_flow import (
     VisitCommand,
     VisitView,
 )
-from visiontune.app.visit_flow_controller import VisitFlowController, window_title
-from visiontune.app.worker_values import FinishedView
+from visiontune.app.logic.visit_flow_controller import VisitFlowController, window_title
+from visiontune.app.logic.worker_values import FinishedView
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import load_protocol
 from visiontune.session.near_store import near_add_records
@@ -119,7 +119,7 @@ def last(events, kind: str):
 
 def test_the_visit_controller_imports_no_qt():
     code = (
-        "import sys, visiontune.app.visit_flow_controller; "
+        "import sys, visiontune.app.logic.visit_flow_controller; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -19,10 +19,10 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from visiontune.app import instrument_import
-from visiontune.app.messages import CreateVisit, Failed, OpenStore, SetDevice
-from visiontune.app.session_host import SessionHost
+from visiontune.app.logic.messages import CreateVisit, Failed, OpenStore, SetDevice
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.visit_imports import ImportedStart, input_entries
 from visiontune.app.start_view import StartView
-from visiontune.app.visit_imports import ImportedStart, input_entries
 from visiontune.errors import InvalidInputError
 from visiontune.session.store import TrialStore
 from visiontune.session.visit_records import visit_input_rows, visit_inputs
@@ -121,7 +121,7 @@ def test_a_typed_visit_records_one_typed_entry(view, tmp_path):
 
 
 def test_a_visits_sessions_take_the_devices_change_time(tmp_path):
-    from visiontune.app.visit_flow import NewVisit
+    from visiontune.app.logic.visit_flow import NewVisit
 
     host, events, db = _create(
         tmp_path,

@@ -10,7 +10,7 @@ import pytest
 from app_helpers import write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Close,
     CreateVisit,
@@ -22,9 +22,9 @@ from visiontune.app.messages import (
     VisitInputs,
     VisitViewed,
 )
+from visiontune.app.logic.visit_flow import NewVisit, Step, inputs_text
+from visiontune.app.logic.visit_host import CLINICIAN_BINOCULAR_METHOD
 from visiontune.app.visit_finish_view import VisitFinishView
-from visiontune.app.visit_flow import NewVisit, Step, inputs_text
-from visiontune.app.visit_host import CLINICIAN_BINOCULAR_METHOD
 from visiontune.session.binocular_acuity import BINOCULAR_CHART_METHOD
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import final_prescription

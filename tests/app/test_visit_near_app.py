@@ -21,8 +21,8 @@ from app_helpers import SCREENSHOTS, write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 
-from visiontune.app.keys import Phase, Rejected
-from visiontune.app.messages import (
+from visiontune.app.logic.keys import Phase, Rejected
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Close,
     CreateVisit,
@@ -34,7 +34,7 @@ from visiontune.app.messages import (
     ShowVisit,
     VisitViewed,
 )
-from visiontune.app.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
+from visiontune.app.logic.visit_flow import NewVisit, Step, VisitAction, interpret_near_key
 from visiontune.app.visit_near_view import patient_screen_logmar
 from visiontune.display import Calibration, save_calibration
 from visiontune.errors import SessionError
@@ -113,7 +113,7 @@ _CHILD = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     from test_visit_near_app import _to_near, _answer_near
     from pathlib import Path
-    from visiontune.app.messages import NearBegin
+    from visiontune.app.logic.messages import NearBegin
     host, events = _to_near(Path({tmp!r}), Path({db!r}))
     host.handle(NearBegin(1, 40.0))
     _answer_near(host, events, limit={limit})
@@ -376,8 +376,8 @@ def test_a_whole_simulated_visit_through_the_near_page_by_keys(qtbot, make_windo
 
 
 def test_the_clinics_near_distance_is_a_setting_and_the_near_step_begins_there(tmp_path):
-    from visiontune.app.settings import AppSettings, load_settings
-    from visiontune.app.visit_flow_controller import VisitFlowController
+    from visiontune.app.logic.settings import AppSettings, load_settings
+    from visiontune.app.logic.visit_flow_controller import VisitFlowController
     from visiontune.errors import ConfigurationError
 
     path = tmp_path / "app.toml"
@@ -436,7 +436,7 @@ def test_a_real_patients_near_letter_is_drawn_on_the_patient_screen_at_its_near_
 def test_an_eye_whose_last_answer_was_written_but_not_its_add_is_filed_on_the_next_command(tmp_path):
     """The engine stopped between the eye's last answer and its add (two writes): the next command
     files the add from the log before anything else is asked."""
-    from visiontune.app import visit_near_host
+    from visiontune.app.logic import visit_near_host
 
     db = tmp_path / "real.sqlite3"
     vid = _real_visit(db)
@@ -491,7 +491,7 @@ def test_the_app_started_again_continues_a_killed_near_step_from_the_session_lis
 
 
 def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_engine(tmp_path):
-    from visiontune.app.visit_flow_controller import VisitFlowController
+    from visiontune.app.logic.visit_flow_controller import VisitFlowController
 
     host, events = _to_near(tmp_path, tmp_path / "log.sqlite3")
     sent, said = [], []

@@ -15,7 +15,7 @@ def test_estimate_shown_is_the_engine_estimate_of_the_same_log(qtbot, make_windo
     """The window's estimate equals a fresh engine replay of the stored log (same seeds)."""
     from PySide6.QtCore import Qt
 
-    from visiontune.app.keys import Phase
+    from visiontune.app.logic.keys import Phase
     from visiontune.session.engine import RefractionSession
     from visiontune.session.store import TrialStore
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from app_helpers import write_protocol
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     Busy,
     Close,
     Closed,
@@ -43,9 +43,9 @@ from visiontune.app.messages import (
     StoreOpened,
     Updated,
 )
-from visiontune.app.session_host import SessionHost
-from visiontune.app.worker_process import CONTEXT, EngineProcess
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.session_host import SessionHost
+from visiontune.app.logic.worker_process import CONTEXT, EngineProcess
+from visiontune.app.logic.worker_values import NewSession
 from visiontune.session.engine import Answer, RefractionSession
 from visiontune.session.store import TrialStore
 
@@ -165,7 +165,7 @@ def test_failures_are_one_message_and_the_host_goes_on(tmp_path):
 
 def test_the_engine_modules_import_no_qt_and_the_engine_is_spawned():
     code = (
-        "import sys, visiontune.app.worker_process, visiontune.app.session_host; "
+        "import sys, visiontune.app.logic.worker_process, visiontune.app.logic.session_host; "
         "print(sorted(m for m in sys.modules if m.startswith(('PySide', 'shiboken', 'pyqtgraph'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
@@ -212,9 +212,9 @@ def test_the_engine_process_runs_commands_in_order_and_closes_cleanly(tmp_path):
 
 GUI_STAND_IN = """
 import sys, time
-from visiontune.app.messages import Opened, OpenStore, StartSession
-from visiontune.app.worker_process import EngineProcess
-from visiontune.app.worker_values import NewSession
+from visiontune.app.logic.messages import Opened, OpenStore, StartSession
+from visiontune.app.logic.worker_process import EngineProcess
+from visiontune.app.logic.worker_values import NewSession
 
 if __name__ == "__main__":  # the engine is spawned: it re-imports this module
     engine = EngineProcess()

@@ -130,7 +130,7 @@ def test_a_fixed_axis_model_reads_s_c_alone():
 @settings(max_examples=60, deadline=None)
 @given(trial_lenses | st.builds(Prescription, st.floats(-10, 10), st.floats(-4, 4), st.floats(0, 180)))
 def test_every_surface_writes_the_one_notation(rx):
-    from visiontune.app.texts import lens_text as app_lens_text
+    from visiontune.app.logic.texts import lens_text as app_lens_text
     from visiontune.report.pdf import format_lens
     from visiontune.report.visit_pdf import rx_text as visit_pdf_rx_text
     from visiontune.session.trial_text import lens_text as cli_lens_text

@@ -51,7 +51,7 @@ def test_json_file_and_one_section(tmp_path):
 
 
 def test_default_place_is_beside_the_app_settings():
-    from visiontune.app.settings import default_settings_path
+    from visiontune.app.logic.settings import default_settings_path
 
     assert default_archive_config_path() == default_settings_path().with_name("archive.toml")
 

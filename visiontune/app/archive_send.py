@@ -75,7 +75,7 @@ class ArchiveSendPanel(QWidget):
         return db, (Path(settings).with_name(ARCHIVE_CONFIG_NAME) if settings else default_archive_config_path())
 
     def show_visit(self, view) -> None:
-        """Show the panel for ``view`` (a :class:`~visiontune.app.visit_flow.VisitView`) once it
+        """Show the panel for ``view`` (a :class:`~visiontune.app.logic.visit_flow.VisitView`) once it
         has been exported; hide it otherwise."""
         exported = bool(getattr(view, "exports", None))
         self.setVisible(exported)

@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from visiontune.app.settings import load_settings_for_app
+from visiontune.app.logic.settings import load_settings_for_app
 from visiontune.display import load_calibration
 from visiontune.errors import ConfigurationError, InvalidInputError, StoreError, VisionTuneError
 

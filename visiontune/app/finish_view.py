@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from visiontune.app.logic.texts import MINUS, SOURCE_NAMES, region_text, rx_from_dict
 from visiontune.app.session_view import SIMULATED_TEXT, acuity_text, lens_text
-from visiontune.app.texts import MINUS, SOURCE_NAMES, region_text, rx_from_dict
 from visiontune.app.worker import FinishedView
 from visiontune.refraction.lenses import CYLINDER_FORMS, in_form
 from visiontune.session.trial_text import answer_kinds_text

@@ -3,9 +3,9 @@
 The window never touches the trial log: through a :class:`~visiontune.app.worker.SessionWorker`
 it drives the session engine, a child process that owns the store and the session (refit and
 next query off the GUI process, so they never stall its event loop). The session itself (its
-:class:`~visiontune.app.keys.Phase`, what each key does, the F F confirmation, the simulated
+:class:`~visiontune.app.logic.keys.Phase`, what each key does, the F F confirmation, the simulated
 patient's autopilot, the status line) is the Qt-free
-:class:`~visiontune.app.session_controller.SessionController`: the window forwards it the keys
+:class:`~visiontune.app.logic.session_controller.SessionController`: the window forwards it the keys
 and the worker's signals and draws the events it announces; the window keeps the widgets, the
 Qt timers (autopilot, elapsed time, estimate drawing, page prewarming) and the patient screen.
 """
@@ -26,11 +26,11 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QStatusBar
 
 from visiontune.app import logs
 from visiontune.app.calibration_dialog import CalibrationDialog, describe
-from visiontune.app.events import Shown
 from visiontune.app.finish_view import FinishView
-from visiontune.app.keys import Command
-from visiontune.app.messages import Command as EngineCommand
-from visiontune.app.messages import (
+from visiontune.app.logic.events import Shown
+from visiontune.app.logic.keys import Command
+from visiontune.app.logic.messages import Command as EngineCommand
+from visiontune.app.logic.messages import (
     ExportSession,
     ListSessions,
     OpenStore,
@@ -39,9 +39,9 @@ from visiontune.app.messages import (
     StartSession,
     ViewSession,
 )
-from visiontune.app.session_controller import FinishedPage, Prompt, SessionController
+from visiontune.app.logic.session_controller import FinishedPage, Prompt, SessionController
+from visiontune.app.logic.settings import AppSettings, save_settings
 from visiontune.app.session_view import SessionView
-from visiontune.app.settings import AppSettings, save_settings
 from visiontune.app.start_view import StartView
 from visiontune.app.visit_controller import VisitController
 from visiontune.app.worker import EstimateView, FinishedView, NewSession, SessionWorker, Snapshot

@@ -3,7 +3,7 @@ estimate against trial number, and the psychometric curve at the current best le
 
 Drawing an estimate must cost the GUI thread a few milliseconds at most. So:
 every item is created once and updated in place from a ready-to-draw
-:class:`~visiontune.app.plot_frames.ViewFrame` (built in the engine process); no plot
+:class:`~visiontune.app.logic.plot_frames.ViewFrame` (built in the engine process); no plot
 auto-ranges (each range is set explicitly, and only when it changes, so the axes are not
 regenerated on every answer); and every axis is cached as a pixmap
 (``DeviceCoordinateCache``): with the grid on, an axis covers its whole plot and was
@@ -20,7 +20,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QGraphicsItem
 
-from visiontune.app.plot_frames import ViewFrame
+from visiontune.app.logic.plot_frames import ViewFrame
 from visiontune.report.map_marks import LETTER_MISSED_RGB, LETTER_READ_RGB, SLIDER_RGB
 
 pg.setConfigOptions(antialias=True, background="w", foreground="k")

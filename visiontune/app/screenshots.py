@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from visiontune.app.keys import Action, Command, Phase
-from visiontune.app.settings import AppSettings
-from visiontune.app.simulation import new_case
-from visiontune.app.visit_flow import Step, VisitAction, VisitCommand
+from visiontune.app.logic.keys import Action, Command, Phase
+from visiontune.app.logic.settings import AppSettings
+from visiontune.app.logic.simulation import new_case
+from visiontune.app.logic.visit_flow import Step, VisitAction, VisitCommand
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 
 DEFAULT_SEED = 5

@@ -1,7 +1,7 @@
 """The session view: the lens to set, large; the letter; progress, estimate and live plots.
 
 Keys pressed anywhere in the view arrive as ``key_pressed(name, text, ctrl)`` (see
-:mod:`visiontune.app.keys`); the view itself records nothing.
+:mod:`visiontune.app.logic.keys`); the view itself records nothing.
 
 Cheap updates (the GUI thread spends a few milliseconds at most): every label keeps a fixed minimum height (its lines at
 its font), so a text that appears, vanishes or wraps never re-lays out the window and never resizes the
@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from visiontune.app.keys import legend
+from visiontune.app.logic.keys import legend
+from visiontune.app.logic.session_controller import LineView, SliderView, slider_notes
+from visiontune.app.logic.texts import MINUS, acuity_text, answers_text, device_text, lens_text, start_text, stop_text
 from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlot
-from visiontune.app.session_controller import LineView, SliderView, slider_notes
-from visiontune.app.texts import MINUS, acuity_text, answers_text, device_text, lens_text, start_text, stop_text
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
@@ -93,7 +93,7 @@ _KEY_NAMES = {
 
 
 def key_name(key: int) -> str:
-    """A Qt key code as the name :func:`visiontune.app.keys.interpret_key` expects."""
+    """A Qt key code as the name :func:`visiontune.app.logic.keys.interpret_key` expects."""
     key = Qt.Key(key)
     if key in _KEY_NAMES:
         return _KEY_NAMES[key]
@@ -313,7 +313,7 @@ class SessionView(QWidget):
             self.lens.setText(lens_text(in_form(q.lens, snap.cylinder_form)))
 
     def show_device(self, view) -> None:
-        """The lens device's state (:func:`~visiontune.app.texts.device_text`)."""
+        """The lens device's state (:func:`~visiontune.app.logic.texts.device_text`)."""
         self.device_state.setText(device_text(view))
         self.device_state.setVisible(True)
 
@@ -329,7 +329,7 @@ class SessionView(QWidget):
             button.setVisible(k < count)
 
     def show_answers(self, count: int, budget: int) -> None:
-        """The count of answers recorded (:func:`~visiontune.app.texts.answers_text`)."""
+        """The count of answers recorded (:func:`~visiontune.app.logic.texts.answers_text`)."""
         self.progress.setText(answers_text(count, budget))
 
     def show_slider(self, view: SliderView) -> None:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from visiontune.app.start_form import (
+from visiontune.app.logic.start_form import (
     DEVICE_CHOICES,
     LENS_KIND_CHOICES,
     SOURCE_LABELS,
@@ -30,8 +30,8 @@ from visiontune.app.start_form import (
     parse_age,
     read_start,
 )
-from visiontune.app.visit_flow import NewVisit
-from visiontune.app.visit_imports import imported_start
+from visiontune.app.logic.visit_flow import NewVisit
+from visiontune.app.logic.visit_imports import imported_start
 from visiontune.app.worker import NewSession, SessionSummary
 from visiontune.errors import InvalidInputError
 from visiontune.session.records import SessionState
@@ -304,7 +304,7 @@ class StartView(QWidget):
         return lens_kind_setting(self.lens_kind.currentData())
 
     def device_spec(self) -> str:
-        """The device setting the form holds (:func:`~visiontune.app.start_form.device_setting`;
+        """The device setting the form holds (:func:`~visiontune.app.logic.start_form.device_setting`;
         InvalidInputError naming the field)."""
         return device_setting(self.device_kind.currentData(), self.device_port.text())
 
@@ -404,7 +404,7 @@ class StartView(QWidget):
 
     def request(self) -> NewSession:
         """The form as a :class:`NewSession`; InvalidInputError naming the field
-        (:func:`~visiontune.app.start_form.read_start`)."""
+        (:func:`~visiontune.app.logic.start_form.read_start`)."""
         patient = self.patient_id.text().strip()
         if not patient:
             raise InvalidInputError("Patient id: enter a pseudonymous id (letters, digits, . _ -)")
@@ -431,7 +431,7 @@ class StartView(QWidget):
         )
 
     def visit_request(self) -> NewVisit:
-        """The form as a :class:`~visiontune.app.visit_flow.NewVisit`; InvalidInputError
+        """The form as a :class:`~visiontune.app.logic.visit_flow.NewVisit`; InvalidInputError
         naming the field (``"OS Sphere: ..."``, ``"Not refracted: ..."``)."""
         patient = self.patient_id.text().strip()
         if not patient:

@@ -3,12 +3,12 @@
 :class:`VisitController` adds the visit's two pages (:class:`~visiontune.app.visit_step_view.VisitStepView`:
 the next eye and the balance question; :class:`~visiontune.app.visit_finish_view.VisitFinishView`)
 to the window's stack and renders the Qt-free
-:class:`~visiontune.app.visit_flow_controller.VisitFlowController` (:attr:`VisitController.flow`):
+:class:`~visiontune.app.logic.visit_flow_controller.VisitFlowController` (:attr:`VisitController.flow`):
 it forwards it the pages' keys and requests and the engine's ``visit_view`` events
-(:class:`~visiontune.app.visit_flow.VisitView`), draws the page each view is at, and runs its
+(:class:`~visiontune.app.logic.visit_flow.VisitView`), draws the page each view is at, and runs its
 autopilot's timer. A visit's eyes run in the ordinary session view; when one finishes
 (``finished`` with a ``visit_id``) the flow asks the engine where the visit stands. Every answer
-and sign-off goes to the engine (:mod:`visiontune.app.visit_host`), which writes it to the
+and sign-off goes to the engine (:mod:`visiontune.app.logic.visit_host`), which writes it to the
 trial log before the next question is computed.
 """
 
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QGuiApplication
 
-from visiontune.app.events import Shown
+from visiontune.app.logic.events import Shown
+from visiontune.app.logic.visit_flow import NewVisit, Step, VisitCommand, VisitView
+from visiontune.app.logic.visit_flow_controller import VisitFlowController, window_title
 from visiontune.app.visit_finish_view import VisitFinishView
-from visiontune.app.visit_flow import NewVisit, Step, VisitCommand, VisitView
-from visiontune.app.visit_flow_controller import VisitFlowController, window_title
 from visiontune.app.visit_near_view import VisitNearView, patient_screen_logmar
 from visiontune.app.visit_step_view import VisitStepView
 from visiontune.display.optotypes import load_letter_set

@@ -31,9 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from visiontune.app.archive_send import ArchiveSendPanel
-from visiontune.app.session_view import SIMULATED_TEXT
-from visiontune.app.texts import MINUS, STOP_MEANINGS, lens_text, region_text
-from visiontune.app.visit_flow import (
+from visiontune.app.logic.texts import MINUS, STOP_MEANINGS, lens_text, region_text
+from visiontune.app.logic.visit_flow import (
     EyeSummary,
     VisitView,
     acuity_line,
@@ -46,6 +45,7 @@ from visiontune.app.visit_flow import (
     parse_acuity,
     read_signoff,
 )
+from visiontune.app.session_view import SIMULATED_TEXT
 from visiontune.app.visit_step_view import eye_badge_style
 from visiontune.errors import InvalidInputError
 

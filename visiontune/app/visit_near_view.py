@@ -5,9 +5,9 @@ reason. During it: both eyes' distance prescriptions with the adds filed so far,
 what to set before it (the lens over its distance prescription), the letter to show and its size at
 the near distance (logMAR, mm, and pixels on the patient screen, with how it is drawn), the keys
 ``+`` (read right) and ``-`` (wrong), and for a SIMULATED patient its answer (Enter types it). Keys
-arrive as ``key_pressed(name, text, ctrl)`` (:func:`~visiontune.app.visit_flow.interpret_near_key`);
+arrive as ``key_pressed(name, text, ctrl)`` (:func:`~visiontune.app.logic.visit_flow.interpret_near_key`);
 the page records nothing: each answer goes to the engine, which writes it to the trial log before
-the next letter is computed (:mod:`visiontune.app.visit_near_host`).
+the next letter is computed (:mod:`visiontune.app.logic.visit_near_host`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
+from visiontune.app.logic.texts import MINUS
+from visiontune.app.logic.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
 from visiontune.app.session_view import SIMULATED_TEXT, eye_badge_style, key_name
-from visiontune.app.texts import MINUS
-from visiontune.app.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
 from visiontune.app.visit_step_view import wrapped_label
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import letter_height_mm, logmar_for_height_mm

@@ -1,7 +1,7 @@
 """The visit's pages between the refractions: the next eye, and the binocular balance question.
 
 Keys pressed on the page arrive as ``key_pressed(name, text, ctrl)`` (interpreted by
-:func:`~visiontune.app.visit_flow.interpret_visit_key`); the page records nothing.
+:func:`~visiontune.app.logic.visit_flow.interpret_visit_key`); the page records nothing.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
+from visiontune.app.logic.texts import lens_text
+from visiontune.app.logic.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitView, eye_title, lens_or_dash
 from visiontune.app.session_view import EYE_COLOURS, SIMULATED_TEXT, eye_badge_style, key_name
-from visiontune.app.texts import lens_text
-from visiontune.app.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitView, eye_title, lens_or_dash
 
 __all__ = ["EYE_COLOURS", "VisitStepView", "eye_badge_style", "wrapped_label"]
 

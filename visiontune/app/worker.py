@@ -1,10 +1,10 @@
 """The GUI's side of the session engine: a thin Qt relay to the engine process.
 
 The engine (trial log, :class:`~visiontune.session.engine.RefractionSession`, refits,
-estimates, exports) runs in a spawned child process (:mod:`visiontune.app.worker_process`,
-:class:`~visiontune.app.session_host.SessionHost`), so its GIL-heavy work never stalls the
+estimates, exports) runs in a spawned child process (:mod:`visiontune.app.logic.worker_process`,
+:class:`~visiontune.app.logic.session_host.SessionHost`), so its GIL-heavy work never stalls the
 GUI's event loop. :meth:`SessionWorker.submit` sends a command (a typed message of
-:mod:`visiontune.app.messages`) down a pipe; a relay ``QThread`` blocks on the event pipe's
+:mod:`visiontune.app.logic.messages`) down a pipe; a relay ``QThread`` blocks on the event pipe's
 ``recv`` (which releases the GIL) and hands each event to the GUI thread, where it is
 dispatched on its type (:attr:`SessionWorker.signal_of`) and emitted as its Qt signal with the
 frozen value it carries (:class:`Snapshot`, :class:`EstimateView`, ...).
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     Busy,
     Close,
     Closed,
@@ -55,8 +55,8 @@ from visiontune.app.messages import (
     VisitViewed,
     refuse_unknown,
 )
-from visiontune.app.worker_process import EngineProcess, relog
-from visiontune.app.worker_values import (
+from visiontune.app.logic.worker_process import EngineProcess, relog
+from visiontune.app.logic.worker_values import (
     EstimateView,
     FinishedView,
     NewSession,
@@ -119,11 +119,11 @@ class _Relay(QThread):
 class SessionWorker(QObject):
     """The session engine as the GUI sees it: commands in, signals out (see module doc).
 
-    Commands (``submit(command)``): the typed commands of :mod:`visiontune.app.messages`
-    (:class:`~visiontune.app.messages.OpenStore`, ``StartSession``, ``RecordAnswer``, ``Finish``,
+    Commands (``submit(command)``): the typed commands of :mod:`visiontune.app.logic.messages`
+    (:class:`~visiontune.app.logic.messages.OpenStore`, ``StartSession``, ``RecordAnswer``, ``Finish``,
     ..., and the visit commands, each answered by ``visit_view``). The last ``OpenStore`` and
     ``SetDevice`` are kept and sent again to a restarted engine. Each command ends with exactly
-    one ``idle``. The device's signals: ``device`` (:class:`~visiontune.app.worker_device.DeviceView`),
+    one ``idle``. The device's signals: ``device`` (:class:`~visiontune.app.logic.worker_device.DeviceView`),
     ``presented`` (the trial whose lenses the device confirmed), ``device_fault`` (the message;
     the session paused).
 

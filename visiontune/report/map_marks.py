@@ -1,6 +1,6 @@
 """Letter and slider answers on an acuity map (Qt-free): the PDF's figure
-(:mod:`visiontune.report.figures`) and the app's live map (:mod:`visiontune.app.session_host`,
-:mod:`visiontune.app.plot_frames`) mark them with this one rule.
+(:mod:`visiontune.report.figures`) and the app's live map (:mod:`visiontune.app.logic.session_host`,
+:mod:`visiontune.app.logic.plot_frames`) mark them with this one rule.
 
 A map shows predicted acuity over sphere × cylinder at one cylinder axis ``A``. A lens lies in
 its plane (:func:`place_on_map`) when it has no cylinder, when its axis is within

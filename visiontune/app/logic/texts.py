@@ -166,11 +166,11 @@ def estimate_texts(estimate, chart_range: tuple[float, float] | None, progress: 
 
 
 def device_text(view) -> str:
-    """The lens-device panel's lines for a :class:`~visiontune.app.worker_device.DeviceView`:
+    """The lens-device panel's lines for a :class:`~visiontune.app.logic.worker_device.DeviceView`:
     the device and its port, its kind (trial frame, manual or motorized phoropter) with its seconds
     a change of lens and their source, the lens confirmed before each eye, who confirmed it and when, and
     for the CV-5000 that its driver must be verified on the clinic's own device."""
-    from visiontune.app.worker_device import CV5000_CAUTION
+    from visiontune.app.logic.worker_device import CV5000_CAUTION
 
     where = f" on {view.port}" if view.port else ""
     state = "" if view.kind == "manual" else (" \u00b7 connected" if view.connected else " \u00b7 NOT connected")

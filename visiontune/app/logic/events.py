@@ -1,8 +1,8 @@
 """Events out of the app's Qt-free controllers: what they say, the widgets render.
 
 :class:`EventSource` keeps the listeners of a controller
-(:class:`~visiontune.app.session_controller.SessionController`,
-:class:`~visiontune.app.visit_flow_controller.VisitFlowController`): each listener is called
+(:class:`~visiontune.app.logic.session_controller.SessionController`,
+:class:`~visiontune.app.logic.visit_flow_controller.VisitFlowController`): each listener is called
 with ``(kind, value)`` for every event, in the order they were connected; :meth:`EventSource.dispatch_key`
 acts on a key both controllers have read with their own key table. Plain Python, no Qt.
 
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from enum import StrEnum
 
-from visiontune.app.keys import Rejected
+from visiontune.app.logic.keys import Rejected
 from visiontune.errors import InvalidInputError
 
 __all__ = ["EventSource", "Listener", "Shown"]
@@ -29,29 +29,31 @@ log = logging.getLogger("visiontune.app")
 
 class Shown(StrEnum):
     """What a controller tells the window to show or do (the kind of an event; the value it
-    carries in brackets). Session page (:class:`~visiontune.app.session_controller.SessionController`)
-    and visit pages (:class:`~visiontune.app.visit_flow_controller.VisitFlowController`)."""
+    carries in brackets). Session page (:class:`~visiontune.app.logic.session_controller.SessionController`)
+    and visit pages (:class:`~visiontune.app.logic.visit_flow_controller.VisitFlowController`)."""
 
     STATUS = "status"  #: ``(text, timeout_ms)``: the status line
-    PROMPT = "prompt"  #: :class:`~visiontune.app.session_controller.Prompt`: the session page's instruction
+    PROMPT = "prompt"  #: :class:`~visiontune.app.logic.session_controller.Prompt`: the session page's instruction
     AUTOPILOT = "autopilot"  #: float seconds until the next autopilot step, or None: stop it
     ANSWERS = "answers"  #: ``(count, max_trials)``: the answer count
-    SNAPSHOT = "snapshot"  #: :class:`~visiontune.app.worker_values.Snapshot`: the session as it stands
+    SNAPSHOT = "snapshot"  #: :class:`~visiontune.app.logic.worker_values.Snapshot`: the session as it stands
     PRESENT = "present"  #: the pending query: its letter (or line) on the patient screen
     BLANK = "blank"  #: None: blank the patient screen
     SIMULATED_REPLY = "simulated_reply"  #: str: what the simulated patient says
-    SLIDER = "slider"  #: :class:`~visiontune.app.session_controller.SliderView`
-    LINE = "line"  #: :class:`~visiontune.app.session_controller.LineView`
-    OPENED = "opened"  #: :class:`~visiontune.app.worker_values.Snapshot`: a session was opened
+    SLIDER = "slider"  #: :class:`~visiontune.app.logic.session_controller.SliderView`
+    LINE = "line"  #: :class:`~visiontune.app.logic.session_controller.LineView`
+    OPENED = "opened"  #: :class:`~visiontune.app.logic.worker_values.Snapshot`: a session was opened
     BUSY_PAGE = "busy_page"  #: str: show the waiting page with this text
     BUSY_TEXT = "busy_text"  #: str: the waiting page's text (the page stays)
-    FINISHED = "finished"  #: :class:`~visiontune.app.session_controller.FinishedPage`
-    VISIT_EYE_FINISHED = "visit_eye_finished"  #: :class:`~visiontune.app.worker_values.FinishedView` of a visit's eye
+    FINISHED = "finished"  #: :class:`~visiontune.app.logic.session_controller.FinishedPage`
+    VISIT_EYE_FINISHED = (
+        "visit_eye_finished"  #: :class:`~visiontune.app.logic.worker_values.FinishedView` of a visit's eye
+    )
     EXIT = "exit"  #: None: close the app (``--exit-after``)
-    DEVICE = "device"  #: :class:`~visiontune.app.worker_device.DeviceView`: the lens device panel
+    DEVICE = "device"  #: :class:`~visiontune.app.logic.worker_device.DeviceView`: the lens device panel
     DEVICE_FAULT = "device_fault"  #: str or None: the device fault that paused the session
     DEVICE_LENSES = "device_lenses"  #: int: how many lens buttons to show (0: none)
-    PAGE = "page"  #: :class:`~visiontune.app.visit_flow.VisitView`: show the page of its step
+    PAGE = "page"  #: :class:`~visiontune.app.logic.visit_flow.VisitView`: show the page of its step
 
 
 #: A listener: ``listener(kind, value)``.

@@ -2,7 +2,7 @@
 
 The start page's "Import from instrument..." (:mod:`visiontune.app.instrument_import`) fills the form
 from an autorefractor's (REF) or lensmeter's (LM) file; the clinician may still edit any value. The
-form sends, with the visit (:class:`~visiontune.app.visit_flow.NewVisit`), an
+form sends, with the visit (:class:`~visiontune.app.logic.visit_flow.NewVisit`), an
 :class:`ImportedStart`: the file's name and kind, the eyes whose typed start is still the file's
 reading, and the PD text the file wrote. The engine records the visit's inputs
 (:func:`~visiontune.session.visit_records.record_visit_inputs`) in two entries

@@ -7,10 +7,10 @@ the event loop 100-280 ms. In a child process they cannot.
 - Started with the ``spawn`` start method: a fresh interpreter that inherits no Qt state, no
   SQLite connection and no session lock. It imports this module, never PySide6.
 - Two one-way pipes: commands GUI -> engine, events engine -> GUI, both the typed messages of
-  :mod:`visiontune.app.messages` (frozen dataclasses of picklable frozen values,
-  :mod:`visiontune.app.worker_values`). Commands run in the order sent, one at a time
+  :mod:`visiontune.app.logic.messages` (frozen dataclasses of picklable frozen values,
+  :mod:`visiontune.app.logic.worker_values`). Commands run in the order sent, one at a time
   (:meth:`SessionHost.handle`, which dispatches on the command's type).
-- The engine's log records travel as :class:`~visiontune.app.messages.LogRecord` events and are
+- The engine's log records travel as :class:`~visiontune.app.logic.messages.LogRecord` events and are
   re-logged in the GUI process, so the app has one log file.
 - No orphan: the engine blocks on the command pipe; when the GUI process ends for any reason
   (even SIGKILL) the pipe closes, ``recv`` raises ``EOFError`` and the engine closes the
@@ -26,8 +26,8 @@ import os
 import signal
 from multiprocessing.connection import Connection
 
-from visiontune.app.messages import Close, Command, EngineEvent, LogRecord
-from visiontune.app.session_host import SessionHost
+from visiontune.app.logic.messages import Close, Command, EngineEvent, LogRecord
+from visiontune.app.logic.session_host import SessionHost
 from visiontune.errors import SessionError
 
 LOGGER_NAME = "visiontune"
@@ -77,7 +77,7 @@ def relog(fields: dict) -> None:
 def serve(commands: Connection, events: Connection, log_level: int = logging.INFO, nice: int = 0) -> None:
     """The engine process's main loop: receive a command, run it, send its events; repeat.
 
-    Ends after :class:`~visiontune.app.messages.Close`, or when the command pipe closes (the GUI
+    Ends after :class:`~visiontune.app.logic.messages.Close`, or when the command pipe closes (the GUI
     is gone), or when the event pipe breaks; in every case the session and the store are closed first.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)

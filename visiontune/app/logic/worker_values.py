@@ -1,7 +1,7 @@
 """The values the session engine sends to the GUI, and the plot helpers that build them.
 
 Everything here crosses the pipe between the engine process and the GUI process
-(:mod:`visiontune.app.worker_process`), so every value is a frozen dataclass of picklable
+(:mod:`visiontune.app.logic.worker_process`), so every value is a frozen dataclass of picklable
 fields (numpy arrays, datetimes, enums, the engine's own frozen values). Qt-free: the engine
 process imports this module, never PySide6.
 """
@@ -13,7 +13,7 @@ from datetime import datetime
 
 import numpy as np
 
-from visiontune.app.plot_frames import ViewFrame
+from visiontune.app.logic.plot_frames import ViewFrame
 from visiontune.optics import Prescription
 from visiontune.refraction.estimate import CurrentEstimate
 from visiontune.refraction.loop import PendingQuery
@@ -113,7 +113,7 @@ class EstimateView:
     its credible band (:meth:`~visiontune.refraction.loop.Refraction.psychometric`).
     ``progress``: how close the precision stop is, in [0, 1]
     (:meth:`~visiontune.refraction.loop.Refraction.progress`). ``frame``: the same, ready to
-    draw (:class:`~visiontune.app.plot_frames.ViewFrame`, built by the engine so that the GUI
+    draw (:class:`~visiontune.app.logic.plot_frames.ViewFrame`, built by the engine so that the GUI
     thread only hands arrays to pyqtgraph).
     """
 

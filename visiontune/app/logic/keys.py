@@ -13,7 +13,7 @@ Keys (the session view shows this legend):
   clearest?", :mod:`visiontune.refraction.slider`): turn the knob one click along its path;
   ``Enter`` / ``Space`` records the lens it is at as the patient's clearest. In a simulated
   session the simulated patient's choice is shown and ``Enter`` / ``Space`` types it.
-- a chart line (:mod:`visiontune.app.chart_line_entry`): each letter as the patient reads it,
+- a chart line (:mod:`visiontune.app.logic.chart_line_entry`): each letter as the patient reads it,
   ``+`` / ``-`` (or ``Y`` / ``N``) or the letter named; or a digit, the number read right;
   ``Backspace`` takes back the last letter keyed (with none keyed it undoes the last answer);
   ``Enter`` / ``Space`` records the line. In a simulated session, ``Enter`` / ``Space`` with no
@@ -68,7 +68,7 @@ class Action(StrEnum):
 class Command:
     """What a key asks for; ``letter`` is set for :attr:`Action.ANSWER_LETTER`,
     :attr:`Action.ANSWER_COMPARISON` (``"1"``, ``"2"`` or ``"="``) and :attr:`Action.LINE_KEY` (the
-    key as :meth:`~visiontune.app.chart_line_entry.LineEntry.press` takes it: a letter, ``+``,
+    key as :meth:`~visiontune.app.logic.chart_line_entry.LineEntry.press` takes it: a letter, ``+``,
     ``-``, a digit, ``BACKSPACE`` or ``ENTER``)."""
 
     action: Action

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from visiontune.app.worker_device import MANUAL_KINDS, check_manual_kind
+from visiontune.app.logic.worker_device import MANUAL_KINDS, check_manual_kind
 from visiontune.devices.choice import parse_device_spec
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription

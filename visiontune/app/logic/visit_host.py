@@ -1,21 +1,22 @@
 """The engine's side of a visit: create it, open its eyes, the balance, sign-off, export (Qt-free).
 
-Runs in the engine process beside the :class:`~visiontune.app.session_host.SessionHost` that
+Runs in the engine process beside the :class:`~visiontune.app.logic.session_host.SessionHost` that
 owns the trial log and the open session; every change goes through the session layer
 (:mod:`visiontune.session.visit`, the :class:`~visiontune.session.store.TrialStore` visit
 methods), and every command ends by sending the visit as it now stands (a
-:class:`~visiontune.app.messages.VisitViewed` event carrying a :class:`~visiontune.app.visit_flow.VisitView`).
+:class:`~visiontune.app.logic.messages.VisitViewed` event carrying a
+:class:`~visiontune.app.logic.visit_flow.VisitView`).
 
-Commands (the typed messages of :mod:`visiontune.app.messages`, dispatched on their type by
+Commands (the typed messages of :mod:`visiontune.app.logic.messages`, dispatched on their type by
 :attr:`VisitHost.handlers`):
 
-- :class:`~visiontune.app.messages.CreateVisit` (a :class:`~visiontune.app.visit_flow.NewVisit`): the visit (a starting
-  prescription read from the habitual spectacles is also the visit's habitual one), its skipped
+- :class:`~visiontune.app.logic.messages.CreateVisit` (a :class:`~visiontune.app.logic.visit_flow.NewVisit`):
+  the visit (a starting prescription read from the habitual spectacles is also the visit's habitual one), its skipped
   eyes, and one session per eye to refract, each with its starting prescription (and, simulated, its
   simulated patient: both eyes of one person, :func:`~visiontune.session.simulated_visit.visit_cases`,
   recorded with the session); then opens the right eye (the left one if the right is skipped).
   What the form took from an instrument file (``NewVisit.imported``) goes into the visit's inputs
-  with the file's name, what was typed without (:mod:`visiontune.app.visit_imports`); with a lens
+  with the file's name, what was typed without (:mod:`visiontune.app.logic.visit_imports`); with a lens
   device set, each eye's protocol prices a change of lens at the device's change time, as a session does.
 - ``NextEye``: opens the next eye to refract (or shows the balance / the finish).
 - ``ShowVisit``: the visit as it stands; opens nothing.
@@ -33,7 +34,7 @@ Commands (the typed messages of :mod:`visiontune.app.messages`, dispatched on th
   (:func:`~visiontune.report.dicom_visit.export_dicom_files`), CSV and JSON of the visit, each file
   0600 in a new 0700 folder ``visiontune-visit-<id>-<patient>``.
 - ``NearBegin`` (distance cm), ``NearAnswer`` (eye, index, correct), ``NearSkip`` (reason): the
-  near addition (:mod:`visiontune.app.visit_near_host`), each answer written before the next
+  near addition (:mod:`visiontune.app.logic.visit_near_host`), each answer written before the next
   letter is computed.
 """
 
@@ -45,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from visiontune import private_files
-from visiontune.app import visit_near_host
-from visiontune.app.messages import (
+from visiontune.app.logic import visit_near_host
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Busy,
     CreateVisit,
@@ -62,8 +63,8 @@ from visiontune.app.messages import (
     VisitInputs,
     VisitViewed,
 )
-from visiontune.app.simulation import SIMULATED_PATIENT_NOTE, case_around_start
-from visiontune.app.visit_flow import (
+from visiontune.app.logic.simulation import SIMULATED_PATIENT_NOTE, case_around_start
+from visiontune.app.logic.visit_flow import (
     BalanceQuestionView,
     BalanceSummary,
     EyeSummary,
@@ -72,7 +73,7 @@ from visiontune.app.visit_flow import (
     VisitView,
     next_step,
 )
-from visiontune.app.visit_imports import ImportedStart, input_entries
+from visiontune.app.logic.visit_imports import ImportedStart, input_entries
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.simulated import simulated_case
@@ -156,7 +157,7 @@ def _start(rx, source: str, case, age) -> StartingPoint:
 
 
 class VisitHost:
-    """The visit commands of one :class:`~visiontune.app.session_host.SessionHost` (``host``:
+    """The visit commands of one :class:`~visiontune.app.logic.session_host.SessionHost` (``host``:
     its store, its open session, its ``emit``)."""
 
     def __init__(self, host) -> None:

@@ -14,15 +14,15 @@ A visit (:mod:`visiontune.session.visit`) runs in the app in this order:
    not done, with the reason.
 3. **near addition** (a patient aged 40 or more, or when the clinician asks from the finish page;
    skippable with a reason): near letters at the clinic's near distance through candidate adds
-   over each eye's final prescription (:mod:`visiontune.app.visit_near_host`), answered ``+``
+   over each eye's final prescription (:mod:`visiontune.app.logic.visit_near_host`), answered ``+``
    (read right) or ``-`` (wrong), each answer in the trial log before the next letter; the add
    filed per eye with its 95% region, range of clear vision and near acuity.
 4. **finish**: both eyes side by side; the clinician accepts, or edits an eye and signs it off
    (recorded beside the found prescription), then exports the visit's records.
 
-The engine (:mod:`visiontune.app.visit_host`) owns the trial log and sends a
+The engine (:mod:`visiontune.app.logic.visit_host`) owns the trial log and sends a
 :class:`VisitView` after every step; the visit's controller
-(:mod:`visiontune.app.visit_flow_controller`, Qt-free) sends the pages' commands and the window
+(:mod:`visiontune.app.logic.visit_flow_controller`, Qt-free) sends the pages' commands and the window
 (:mod:`visiontune.app.visit_controller`) shows its page. :func:`next_step` decides the step
 from the eyes' states; :func:`interpret_visit_key` maps a key of the visit pages to a
 :class:`VisitCommand`.
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from visiontune.app.keys import ADVANCE_KEYS, Rejected
-from visiontune.app.start_form import parse_power
-from visiontune.app.texts import MINUS, lens_text
+from visiontune.app.logic.keys import ADVANCE_KEYS, Rejected
+from visiontune.app.logic.start_form import parse_power
+from visiontune.app.logic.texts import MINUS, lens_text
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.acuity_units import format_snellen, logmar_to_decimal, parse_snellen
@@ -121,7 +121,7 @@ class NewVisit:
     #: the pupillary distance as typed (``"63"`` or ``"31.5/31.5"``, mm) and who runs the refraction
     pd: str | None = None
     examiner: str | None = None
-    #: the instrument file the form was filled from (:class:`~visiontune.app.visit_imports.ImportedStart`:
+    #: the instrument file the form was filled from (:class:`~visiontune.app.logic.visit_imports.ImportedStart`:
     #: its name and kind, the eyes and PD still the file's); None: typed
     imported: object | None = None
 

@@ -2,12 +2,12 @@
 
 :class:`SessionController` is the session as the clinician drives it, in plain Python: the
 main window forwards it the keys and the engine's events and draws what it announces; the
-controller sends the engine its commands (the typed messages of :mod:`visiontune.app.messages`)
+controller sends the engine its commands (the typed messages of :mod:`visiontune.app.logic.messages`)
 through anything with the :class:`~visiontune.app.worker.SessionWorker`'s ``submit(command)`` (:class:`Engine`),
 so a test drives it with a fake engine and a fake clock, without a display.
 
-Its state machine (:class:`~visiontune.app.keys.Phase`; each key goes through
-:func:`~visiontune.app.keys.interpret_key`, which rejects a key that means nothing in the
+Its state machine (:class:`~visiontune.app.logic.keys.Phase`; each key goes through
+:func:`~visiontune.app.logic.keys.interpret_key`, which rejects a key that means nothing in the
 phase with a sentence for the status line, and nothing is sent)::
 
     FINISHED --start / resume sent--> BUSY --opened / updated--> LENS
@@ -32,7 +32,7 @@ While BUSY the engine has the last command: an answer key is rejected, so an ans
 sent twice. ``present`` and ``open_store``/``list`` are sent without entering BUSY.
 
 With a lens device that confirms the lens itself (a motorized phoropter,
-:class:`~visiontune.app.worker_device.DeviceView` ``waits_for_device``), Enter in LENS sends
+:class:`~visiontune.app.logic.worker_device.DeviceView` ``waits_for_device``), Enter in LENS sends
 ``present`` and waits (BUSY) while the device sets the lenses; only its confirmation
 (:meth:`SessionController.on_presented`) shows the letter. A device fault
 (:meth:`SessionController.on_device_fault`) leaves the session PAUSED with the message and a
@@ -47,21 +47,21 @@ The autopilot (a simulated session with a pace): on entering LENS, ANSWER, COMPA
 controller asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event, a delay or
 None to cancel; the window runs the timer and calls :meth:`SessionController.auto_step`).
 A step confirms the lens, gives the simulated patient's answer
-(:func:`~visiontune.app.simulation.simulated_reply`; to a comparison
+(:func:`~visiontune.app.logic.simulation.simulated_reply`; to a comparison
 :func:`~visiontune.refraction.loop.simulated_comparison`; to a slider
 :func:`~visiontune.refraction.loop.simulated_slider`, the knob moved to its choice) or finishes a
 stopped session; it waits
 (:data:`AUTO_RETRY_S`) while a command is with the engine or the plots do not yet show the
 last answer.
 
-Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.events.Shown`
+Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.logic.events.Shown`
 member, named here by its value) with, in order of the change:
 
 - ``"status"`` ``(text, timeout_ms)``: the status line (``timeout_ms`` 0: until replaced);
 - ``"opened"`` :class:`~visiontune.app.worker.Snapshot`: the session page opens (for a real
   patient the window opens the patient screen);
 - ``"answers"`` ``(count, budget)``: the answers recorded, as soon as the engine confirms one
-  (the one count the page shows: :func:`~visiontune.app.texts.answers_text`);
+  (the one count the page shows: :func:`~visiontune.app.logic.texts.answers_text`);
 - ``"snapshot"`` :class:`~visiontune.app.worker.Snapshot`: draw the session after a change;
   the letter line and the simulated reply are cleared and the patient screen blanked;
 - ``"prompt"`` :class:`Prompt`: the phase's caption, instruction and letter line;
@@ -77,7 +77,7 @@ member, named here by its value) with, in order of the change:
 - ``"finished"`` :class:`FinishedPage`: show the finish page;
 - ``"visit_eye_finished"`` :class:`~visiontune.app.worker.FinishedView`: an eye of a visit is done;
 - ``"exit"`` None: the answers asked for by ``exit_after`` are in; close the app;
-- ``"device"`` :class:`~visiontune.app.worker_device.DeviceView`: draw the lens device's state;
+- ``"device"`` :class:`~visiontune.app.logic.worker_device.DeviceView`: draw the lens device's state;
 - ``"device_fault"`` str: the device failed, the session is paused (the message; Retry offered);
 - ``"device_lenses"`` int: show that many "show lens N on the device" buttons (0: hide them).
 """
@@ -95,15 +95,24 @@ from typing import Protocol
 
 import numpy as np
 
-from visiontune.app.chart_line_entry import LineEntry
-from visiontune.app.events import EventSource, Listener, Shown
-from visiontune.app.keys import Action, Command, Phase, interpret_key
-from visiontune.app.messages import Command as EngineCommand
-from visiontune.app.messages import Finish, Pause, Present, RecordAnswer, ResumePaused, RetryDevice, ShowLens, Undo
-from visiontune.app.simulation import SimulatedReply, case_patient, simulated_reply
-from visiontune.app.texts import MINUS, acuity_text, answer_text, lens_text
-from visiontune.app.worker_device import DeviceView
-from visiontune.app.worker_values import EstimateView, FinishedView, Snapshot
+from visiontune.app.logic.chart_line_entry import LineEntry
+from visiontune.app.logic.events import EventSource, Listener, Shown
+from visiontune.app.logic.keys import Action, Command, Phase, interpret_key
+from visiontune.app.logic.messages import Command as EngineCommand
+from visiontune.app.logic.messages import (
+    Finish,
+    Pause,
+    Present,
+    RecordAnswer,
+    ResumePaused,
+    RetryDevice,
+    ShowLens,
+    Undo,
+)
+from visiontune.app.logic.simulation import SimulatedReply, case_patient, simulated_reply
+from visiontune.app.logic.texts import MINUS, acuity_text, answer_text, lens_text
+from visiontune.app.logic.worker_device import DeviceView
+from visiontune.app.logic.worker_values import EstimateView, FinishedView, Snapshot
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription, SimulatedPatient
 from visiontune.refraction.lenses import in_form, lens_left_in_place, same_lens
@@ -432,7 +441,7 @@ class SessionController(EventSource):
 
     def _manual_where(self) -> str:
         """Where the clinician sets a lens by hand: ``on the phoropter`` or ``in the trial frame``
-        (the manual device's kind, :attr:`~visiontune.app.worker_device.DeviceView.device_kind`)."""
+        (the manual device's kind, :attr:`~visiontune.app.logic.worker_device.DeviceView.device_kind`)."""
         return "on the phoropter" if _phoropter(self.device) else "in the trial frame"
 
     def _place_text(self, lens) -> str:
@@ -781,7 +790,7 @@ class SessionController(EventSource):
         return LineView(tuple(q.letters), tuple(self.line_entry.marks), float(q.s_logmar), self.sim_line)
 
     def _line_key(self, key: str) -> None:
-        """One key of a chart line to its :class:`~visiontune.app.chart_line_entry.LineEntry`; the
+        """One key of a chart line to its :class:`~visiontune.app.logic.chart_line_entry.LineEntry`; the
         line recorded when the key completes it. A key the entry refuses is said, and nothing keyed
         changes; Backspace with no letter keyed undoes the last answer, as elsewhere."""
         entry = self.line_entry

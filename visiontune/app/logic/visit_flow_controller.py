@@ -1,13 +1,13 @@
 """The visit's controller: the engine commands of its pages, their guard, the autopilot (no Qt).
 
 :class:`VisitFlowController` is the visit as the clinician drives it between and after the
-refractions of its eyes (:mod:`visiontune.app.visit_flow`), in plain Python: the window's
+refractions of its eyes (:mod:`visiontune.app.logic.visit_flow`), in plain Python: the window's
 :class:`~visiontune.app.visit_controller.VisitController` forwards it the keys and requests of
 the visit pages and the engine's ``visit_view`` events, and draws what it announces; the
 controller sends the engine its commands through anything with the
-:class:`~visiontune.app.session_controller.SessionController`'s ``submit`` (the session waits)
+:class:`~visiontune.app.logic.session_controller.SessionController`'s ``submit`` (the session waits)
 and ``send`` (it does not) (:class:`Commands`), so a test drives it with a fake engine, without
-a display. Commands are the typed messages of :mod:`visiontune.app.messages`.
+a display. Commands are the typed messages of :mod:`visiontune.app.logic.messages`.
 
 While a visit command is with the engine (:attr:`VisitFlowController.pending`, from the command
 to the engine's next ``visit_view`` or ``failed``) no second answer is sent: a key or the
@@ -28,13 +28,13 @@ asks for a step after ``pace_s`` seconds (the ``"autopilot"`` event; the window 
 and calls :meth:`VisitFlowController.auto_step` while the step page is on screen). A step starts
 the next eye or gives the simulated patient's balance answer.
 
-Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.events.Shown`
+Listeners are called ``listener(kind, value)`` (``kind``: a :class:`~visiontune.app.logic.events.Shown`
 member, named here by its value) with:
 
 - ``"status"`` ``(text, timeout_ms)``: the status line;
 - ``"busy_page"`` str: show the waiting page with this text;
 - ``"busy_text"`` str: the waiting page's text (the page stays as it is: the eye's session opens next);
-- ``"page"`` :class:`~visiontune.app.visit_flow.VisitView`: show the page of its step (the next eye
+- ``"page"`` :class:`~visiontune.app.logic.visit_flow.VisitView`: show the page of its step (the next eye
   or the balance question on the step page, else the finish page) titled :func:`window_title`;
 - ``"autopilot"`` float or None: call :meth:`~VisitFlowController.auto_step` after this many
   seconds (None: do not).
@@ -47,8 +47,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from visiontune.app.events import EventSource, Listener, Shown
-from visiontune.app.messages import (
+from visiontune.app.logic.events import EventSource, Listener, Shown
+from visiontune.app.logic.messages import (
     BalanceAnswer,
     Command,
     CreateVisit,
@@ -63,7 +63,7 @@ from visiontune.app.messages import (
     SkipEye,
     VisitInputs,
 )
-from visiontune.app.visit_flow import (
+from visiontune.app.logic.visit_flow import (
     ANSWER_WORDS,
     EYE_NAMES,
     NewVisit,

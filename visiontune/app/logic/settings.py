@@ -23,7 +23,7 @@ from pathlib import Path
 
 from visiontune import output_guard, private_files
 from visiontune._validate import check_number
-from visiontune.app.worker_device import check_manual_kind
+from visiontune.app.logic.worker_device import check_manual_kind
 from visiontune.devices.choice import parse_device_spec
 from visiontune.errors import ConfigurationError, InvalidInputError, VisionTuneError
 from visiontune.refraction.lenses import CYLINDER_FORMS

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from visiontune.app.texts import EstimateTexts, estimate_texts
+from visiontune.app.logic.texts import EstimateTexts, estimate_texts
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.refraction.lenses import in_form

@@ -1,7 +1,7 @@
 """The lens device of the app's session engine (Qt-free: it runs in the engine process).
 
 The app's device setting (``manual`` or ``cv5000:PORT``, :mod:`visiontune.devices.choice`) is
-held by a :class:`DeviceLink` in the engine process (:class:`~visiontune.app.session_host.SessionHost`):
+held by a :class:`DeviceLink` in the engine process (:class:`~visiontune.app.logic.session_host.SessionHost`):
 it opens the device, attaches it to each session the host opens
 (:meth:`~visiontune.session.engine.RefractionSession.attach_device`, noted in the trial log) and
 describes it to the clinician's screen as a :class:`DeviceView` (picklable, sent over the

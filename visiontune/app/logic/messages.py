@@ -1,11 +1,11 @@
 """The typed messages between the window and the session engine's process (Qt-free).
 
-Every command the window sends the engine (:class:`~visiontune.app.session_host.SessionHost`,
-:class:`~visiontune.app.visit_host.VisitHost`) and every event the engine sends back is one
+Every command the window sends the engine (:class:`~visiontune.app.logic.session_host.SessionHost`,
+:class:`~visiontune.app.logic.visit_host.VisitHost`) and every event the engine sends back is one
 frozen dataclass here. The sender builds it; the receiver dispatches on its *type* (a dict
 from type to handler), never on a name; a message of a type the receiver does not know is
 refused with an error naming that type, and nothing already recorded is touched. The pipe
-between the two processes (:mod:`visiontune.app.worker_process`) carries these objects as
+between the two processes (:mod:`visiontune.app.logic.worker_process`) carries these objects as
 they are (they pickle: plain fields of frozen values).
 
 Commands answer with events: every command ends with exactly one :class:`Idle`; a failure is
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the field types, for readers and type checkers only
-    from visiontune.app.visit_flow import NewVisit, VisitView
-    from visiontune.app.worker_device import DeviceView
-    from visiontune.app.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot
+    from visiontune.app.logic.visit_flow import NewVisit, VisitView
+    from visiontune.app.logic.worker_device import DeviceView
+    from visiontune.app.logic.worker_values import EstimateView, FinishedView, NewSession, SessionSummary, Snapshot
     from visiontune.optics import Prescription
     from visiontune.refraction.loop import Answer, ComparisonReply, LineReply, SliderReply
     from visiontune.refraction.trial import Trial

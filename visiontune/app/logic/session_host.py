@@ -1,11 +1,11 @@
 """The session engine's command executor: owns the trial log and the open session (Qt-free).
 
-A :class:`SessionHost` runs in the engine process (:mod:`visiontune.app.worker_process`): it
+A :class:`SessionHost` runs in the engine process (:mod:`visiontune.app.logic.worker_process`): it
 opens the :class:`TrialStore`, starts or resumes the :class:`RefractionSession`, records
 answers, refits, proposes, estimates, finishes and exports. Its commands and events are the
-typed messages of :mod:`visiontune.app.messages`: :meth:`SessionHost.handle` takes one command
+typed messages of :mod:`visiontune.app.logic.messages`: :meth:`SessionHost.handle` takes one command
 and dispatches on its type; the host answers through one callback, ``emit(event)``, with event
-objects carrying the frozen values of :mod:`visiontune.app.worker_values`; the GUI side
+objects carrying the frozen values of :mod:`visiontune.app.logic.worker_values`; the GUI side
 (:class:`visiontune.app.worker.SessionWorker`) turns each event type into its Qt signal.
 
 Every command runs inside one ``try``: a failure becomes one :class:`Failed` event, and every
@@ -15,7 +15,7 @@ command, failed or not, ends with exactly one :class:`Idle`. Order after an answ
 (:class:`Updated`); then the estimate and the plot data (:class:`EstimateReady`: posterior
 acuity map, acuity curve, psychometric curve at the best lens).
 
-The lens device (:mod:`visiontune.app.worker_device`): :class:`SetDevice` (a setting, ``manual``
+The lens device (:mod:`visiontune.app.logic.worker_device`): :class:`SetDevice` (a setting, ``manual``
 or ``cv5000:PORT``) sets it for the sessions opened from then on (and the open one); every session
 the host opens is attached to it (noted in its trial log). :class:`Present` sets the question's
 lenses on the device and marks the question presented only once the device confirmed them
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from visiontune import private_files
-from visiontune.app.messages import (
+from visiontune.app.logic.messages import (
     Busy,
     Close,
     Closed,
@@ -73,18 +73,18 @@ from visiontune.app.messages import (
     ViewSession,
     refuse_unknown,
 )
-from visiontune.app.plot_frames import build_view_frame
-from visiontune.app.simulation import (
+from visiontune.app.logic.plot_frames import build_view_frame
+from visiontune.app.logic.simulation import (
     SIMULATED_PATIENT_NOTE,
     case_around_start,
     case_patient,
     new_case,
     simulated_reply,
 )
-from visiontune.app.texts import progress_text
-from visiontune.app.visit_host import VisitHost
-from visiontune.app.worker_device import LENS_SHOWN_NOTE, DeviceLink
-from visiontune.app.worker_values import (
+from visiontune.app.logic.texts import progress_text
+from visiontune.app.logic.visit_host import VisitHost
+from visiontune.app.logic.worker_device import LENS_SHOWN_NOTE, DeviceLink
+from visiontune.app.logic.worker_values import (
     EstimateView,
     FinishedView,
     NewSession,
@@ -130,9 +130,9 @@ class SessionHost:
     """Executes commands in order on the trial log and the open session.
 
     Commands (``handle(command)``): the session and device commands of
-    :mod:`visiontune.app.messages` (:class:`OpenStore`, :class:`StartSession`,
+    :mod:`visiontune.app.logic.messages` (:class:`OpenStore`, :class:`StartSession`,
     :class:`RecordAnswer`, :class:`Finish`, :class:`SetDevice`, ...) and the visit commands of
-    :class:`~visiontune.app.visit_host.VisitHost` (:class:`~visiontune.app.messages.CreateVisit`, ...);
+    :class:`~visiontune.app.logic.visit_host.VisitHost` (:class:`~visiontune.app.logic.messages.CreateVisit`, ...);
     ``emit``: called with each event.
     ``device_options``: the serial driver's options (tests: a short ``reply_timeout_s``).
     """
@@ -522,7 +522,7 @@ class SessionHost:
     def _show_lens(self, command: ShowLens) -> None:
         """Put lens ``position`` of the question on screen before the eye, confirmed by the device
         (a comparison's lens 1 or 2, a slider's knob position), and note it in the trial log
-        (:data:`~visiontune.app.worker_device.LENS_SHOWN_NOTE`); a fault pauses the session."""
+        (:data:`~visiontune.app.logic.worker_device.LENS_SHOWN_NOTE`); a fault pauses the session."""
         s = self._require_session()
         if s.state != SessionState.OPEN:
             raise SessionError(f"session {s.session_id} is {s.state.value}: resume it before moving the lenses")
@@ -719,12 +719,12 @@ def starting_point(request: NewSession, case=None) -> StartingPoint:
 def record_simulated_session(
     db_path, protocol: str, answers: int, *, seed: int = 3, finish: bool = True
 ) -> list[EngineEvent]:
-    """The events (:mod:`visiontune.app.messages`) a GUI receives during a simulated session, run
+    """The events (:mod:`visiontune.app.logic.messages`) a GUI receives during a simulated session, run
     here by a :class:`SessionHost` in this process (benchmarks and tests feed them to the Qt side).
 
     Opens the trial log ``db_path``, starts a simulated session of ``protocol`` with ``seed``,
     answers up to ``answers`` queries as the app's simulated patient would
-    (:func:`~visiontune.app.simulation.simulated_reply`; each :class:`Present` and
+    (:func:`~visiontune.app.logic.simulation.simulated_reply`; each :class:`Present` and
     :class:`RecordAnswer` with its :class:`Idle`), then finishes (:class:`Finish`, without export)
     and closes. Engine log records are not included.
     """

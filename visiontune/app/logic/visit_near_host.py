@@ -1,6 +1,6 @@
 """The engine's side of a visit's near (reading) addition in the app (Qt-free).
 
-:class:`~visiontune.app.visit_host.VisitHost` runs the command ``visit_near`` through these
+:class:`~visiontune.app.logic.visit_host.VisitHost` runs the command ``visit_near`` through these
 functions, over the trial log alone (nothing is kept between commands, so an engine killed
 mid-step resumes at the same letter):
 
@@ -35,7 +35,7 @@ import logging
 
 import numpy as np
 
-from visiontune.app.visit_flow import NearQuestionView, NearSummary
+from visiontune.app.logic.visit_flow import NearQuestionView, NearSummary
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import DEFAULT_MIN_INK_PX, letter_height_mm
 from visiontune.errors import InvalidInputError, SessionError
