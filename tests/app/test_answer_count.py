@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.texts import answer_text, answers_text
 
 
@@ -20,7 +21,7 @@ def test_the_panel_and_the_status_line_give_the_same_count_as_each_answer_is_rec
     seen = []
 
     def watch(kind, value):
-        if kind == "status" and " recorded" in value[0]:
+        if kind == Shown.STATUS and " recorded" in value[0]:
             seen.append((value[0], window.session_view.progress.text(), window.session_view.lens_caption.text()))
 
     window.controller.connect(watch)

@@ -14,6 +14,7 @@ import signal
 from app_helpers import SCREENSHOTS, write_line_protocol
 from PySide6.QtCore import Qt
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase
 from visiontune.app.logic.messages import Failed, Opened, Recorded, Updated
 from visiontune.devices.emulator import CV5000Emulator
@@ -182,7 +183,7 @@ def test_the_device_sets_the_lens_before_the_line_shows(qtbot, make_window, path
         start.patient_id.setText("SIM-LINE-CV")
         shown = []  # each question as it reached the patient screen, with the lens the device held then
         window.controller.connect(
-            lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None
+            lambda kind, value: shown.append((value, emu.state.od)) if kind == Shown.PRESENT else None
         )
         qtbot.mouseClick(start.start_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: window.stack.currentWidget() is window.finish_view, timeout=180_000)

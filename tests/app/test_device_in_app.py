@@ -13,6 +13,7 @@ import pytest
 from app_helpers import SCREENSHOTS, write_visit_protocol
 from PySide6.QtCore import Qt
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase
 from visiontune.app.logic.messages import (
     Command,
@@ -237,7 +238,7 @@ def test_a_simulated_session_in_the_app_through_the_emulator_pauses_on_a_fault_a
         # the safety rule as the window shows it: a letter on screen only through the lens the device holds
         shown = []
         window.controller.connect(
-            lambda kind, value: shown.append((value, emu.state.od)) if kind == "present" else None
+            lambda kind, value: shown.append((value, emu.state.od)) if kind == Shown.PRESENT else None
         )
         qtbot.waitUntil(lambda: window.snapshot is not None and window.snapshot.n_trials >= 4, timeout=120_000)
         assert view.device_state.isVisible() and "Lenses confirmed: OD S " in view.device_state.text()
@@ -318,13 +319,13 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     assert controller.phase == Phase.LENS and "sets this lens" in events[-2][1].instruction
     controller.on_key("Return", "")
     assert [type(c) for c in engine.sent] == [Present] and controller.phase == Phase.BUSY
-    assert not [v for k, v in events if k == "present"]  # no letter before the device confirms
+    assert not [v for k, v in events if k == Shown.PRESENT]  # no letter before the device confirms
     controller.on_key("K", "k")  # an answer key while the device sets the lens: nothing sent
     assert [type(c) for c in engine.sent] == [Present]
     controller.on_presented(1)  # another trial's confirmation: still nothing shown
-    assert not [v for k, v in events if k == "present"]
+    assert not [v for k, v in events if k == Shown.PRESENT]
     controller.on_presented(2)
-    assert [v.index for k, v in events if k == "present"] == [2] and controller.phase == Phase.ANSWER
+    assert [v.index for k, v in events if k == Shown.PRESENT] == [2] and controller.phase == Phase.ANSWER
     paused_events = len(events)
     controller.on_idle()
     controller.on_key("K", "k")
@@ -336,9 +337,9 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     controller.on_updated(_snapshot(3, paused=True))
     controller.on_idle()
     assert controller.phase == Phase.PAUSED and controller.device_fault.startswith("session 1 paused")
-    prompt = [v for k, v in events if k == "prompt"][-1]
+    prompt = [v for k, v in events if k == Shown.PROMPT][-1]
     assert "all 3 answers are kept" in prompt.instruction and "Retry" in prompt.instruction
-    assert [v.index for k, v in events if k == "present"] == [2]  # trial 3 never shown
+    assert [v.index for k, v in events if k == Shown.PRESENT] == [2]  # trial 3 never shown
     controller.on_key("P", "p")  # P retries the device (not a plain resume)
     assert engine.sent[-1] == RetryDevice() and controller.phase == Phase.BUSY
     controller.on_idle()
@@ -349,7 +350,7 @@ def test_the_controller_shows_the_letter_only_on_the_device_confirmation_and_p_r
     controller.on_key("P", "p")
     assert [type(c) for c in engine.sent][-2:] == [Present, Pause]
     controller.on_presented(3)
-    assert [v.index for k, v in events[paused_events:] if k == "present"] == []
+    assert [v.index for k, v in events[paused_events:] if k == Shown.PRESENT] == []
 
 
 def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel_says_so():
@@ -364,7 +365,7 @@ def test_at_the_trial_frame_the_enter_key_shows_the_letter_at_once_and_the_panel
     controller.on_opened(_snapshot(0))
     controller.on_key("Return", "")
     assert controller.phase == Phase.ANSWER and [type(c) for c in engine.sent] == [Present]
-    assert [v.index for k, v in events if k == "present"] == [0]
+    assert [v.index for k, v in events if k == Shown.PRESENT] == [0]
     text = device_text(controller.device)
     assert "Manual trial frame or phoropter" in text and "OD S \u22121.00 / C \u22120.50 \u00d7 090" in text
     assert "OS occluded" in text and "Last confirmed by the clinician (Enter): trial 1" in text
@@ -673,7 +674,7 @@ def test_a_sliders_knob_moves_the_device_with_it_from_its_starting_lens():
     assert [c.position for c in engine.sent if isinstance(c, ShowLens)] == [1, 2, 3]
     controller.on_key("Left", "")
     assert engine.sent[-1] == ShowLens(2)
-    assert not [v for k, v in events if k == "device_lenses"]  # the comparison's buttons: not for a slider
+    assert not [v for k, v in events if k == Shown.DEVICE_LENSES]  # the comparison's buttons: not for a slider
 
 
 def test_a_visits_two_eyes_are_set_through_the_device_each_before_its_eye(qtbot, make_window, tmp_path):

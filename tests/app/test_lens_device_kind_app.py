@@ -16,6 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from visiontune.app import cli
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase
 from visiontune.app.logic.messages import CreateVisit, DeviceShown, Failed, OpenStore, SetDevice, StartSession
 from visiontune.app.logic.session_host import SessionHost
@@ -175,14 +176,14 @@ def test_the_page_says_which_lens_to_place_on_what_device(kind, expected):
     controller.submit(StartSession("request"))
     controller.on_opened(snapshot(0))
     controller.on_idle()
-    prompt = [v for k, v in events if k == "prompt"][-1]
+    prompt = [v for k, v in events if k == Shown.PROMPT][-1]
     assert prompt.instruction.startswith(expected)
     events.clear()
     pair = PendingComparison(0, 0.3, Prescription(-1.0, -0.5, 90.0), Prescription(-0.75, -0.5, 90.0), "K")
     controller.on_opened(dataclasses.replace(snapshot(0), query=pair))
     controller.on_idle()
     where = "on the phoropter" if kind == "manual-phoropter" else "in the trial frame"
-    prompt = [v for k, v in events if k == "prompt"][-1]
+    prompt = [v for k, v in events if k == Shown.PROMPT][-1]
     assert f"Set lens 1 and lens 2 ({where}), then press Enter" in prompt.instruction
 
 

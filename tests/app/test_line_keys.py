@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Action, Command, Phase, Rejected, interpret_key, legend
 from visiontune.app.logic.messages import Command as EngineCommand
 from visiontune.app.logic.messages import Pause, Present, RecordAnswer, Undo
@@ -107,13 +108,13 @@ def test_the_controller_keys_a_line_and_sends_one_answer_when_it_is_complete():
     c, engine, said = _controller()
     c.on_key("Return", "\r")
     assert c.phase == Phase.LINE and engine.sent == [Present()]
-    present = [v for k, v in said if k == "present"]
+    present = [v for k, v in said if k == Shown.PRESENT]
     assert present and isinstance(present[-1], PendingLine)
     _keys(c, "+", "k", "-", ("Backspace", ""))
     assert c.line_entry.marks == [True, True] and engine.sent == [Present()]
     _keys(c, "o")  # a Sloan letter not at this place: named, wrong
     _keys(c, "+", "s")
-    views = [v for k, v in said if k == "line"]
+    views = [v for k, v in said if k == Shown.LINE]
     assert views[-1] == LineView(tuple("DKNRS"), (True, True, False, True, True), 0.3)
     assert views[-1].line_text() == "D+  K+  N-  R+  S+" and views[-1].complete
     assert engine.sent == [Present()]  # nothing recorded before Enter
@@ -130,7 +131,7 @@ def test_a_refused_key_says_why_and_keeps_the_letters_keyed():
     _keys(c, "+", "-")
     c.on_key("4", "4")  # a count after letters
     c.on_key("Return", "\r")  # not complete
-    status = [v[0] for k, v in said if k == "status"]
+    status = [v[0] for k, v in said if k == Shown.STATUS]
     assert "Backspace to start again" in status[-2] and "2 keyed so far" in status[-1]
     assert "the letters keyed are kept (D+  K-  N_  R_  S_)" in status[-1]
     assert c.line_entry.marks == [True, False] and c.phase == Phase.LINE
@@ -154,7 +155,7 @@ def test_escape_blanks_the_line_and_keeps_its_keys_for_when_it_is_shown_again():
     c.on_key("Return", "\r")
     _keys(c, "+", "+", "-")
     c.on_key("Escape", "")
-    assert c.phase == Phase.LENS and said[-1][0] in ("autopilot", "prompt", "status")
+    assert c.phase == Phase.LENS and said[-1][0] in (Shown.AUTOPILOT, Shown.PROMPT, Shown.STATUS)
     c.on_key("Return", "\r")
     assert c.phase == Phase.LINE and c.line_entry.marks == [True, True, False]
     c.on_updated(_snapshot(3))  # the next question: a new line, nothing keyed

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from app_helpers import write_protocol
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase
 from visiontune.app.logic.messages import (
     Command,
@@ -120,7 +121,7 @@ def make(**kwargs):
 
 
 def statuses(events) -> list[str]:
-    return [value[0] for kind, value in events if kind == "status"]
+    return [value[0] for kind, value in events if kind == Shown.STATUS]
 
 
 def last(events, kind: str):
@@ -213,7 +214,7 @@ def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, captio
     controller.submit(StartSession("request"))
     controller.on_opened(dataclasses.replace(snapshot(1), query=query, last_trial=_shown(*shown)))
     controller.on_idle()
-    prompt = last(events, "prompt")
+    prompt = last(events, Shown.PROMPT)
     assert prompt.instruction.startswith(text) and prompt.caption == caption
 
 
@@ -225,7 +226,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     controller.on_idle()
     assert controller.phase == Phase.LENS and controller.worker_idle
     kinds = [k for k, _ in events]
-    assert kinds[:3] == ["opened", "snapshot", "prompt"]
+    assert kinds[:3] == [Shown.OPENED, Shown.SNAPSHOT, Shown.PROMPT]
     assert events[2][1] == Prompt(
         "Place lens S \u22121.00 / C \u22120.50 \u00d7 090 in the trial frame, then press "
         "Enter (or Space) to show the letter.",
@@ -235,10 +236,10 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     events.clear()
     controller.on_key("Return", "\r", False)
     assert controller.phase == Phase.ANSWER and engine.names() == [StartSession, Present]
-    assert ("present", snapshot(0).query) in events
-    prompt = next(v for k, v in events if k == "prompt")
+    assert (Shown.PRESENT, snapshot(0).query) in events
+    prompt = next(v for k, v in events if k == Shown.PROMPT)
     assert prompt.letter.startswith("Letter shown: K") and prompt.caption is None
-    assert not any(k == "simulated_reply" for k, _ in events)  # a real patient: no simulated answer
+    assert not any(k == Shown.SIMULATED_REPLY for k, _ in events)  # a real patient: no simulated answer
 
     controller.on_key("D", "d", False)
     assert controller.phase == Phase.BUSY
@@ -246,10 +247,10 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     assert statuses(events)[-1] == "Recording the answer: named D\u2026"
     controller.on_recorded(None)
     assert statuses(events)[-1] == "Answer 1 of 40 recorded: named D."  # "recorded" only once the engine confirms
-    assert last(events, "answers") == (1, 40)  # the page's count moves with it
+    assert last(events, Shown.ANSWERS) == (1, 40)  # the page's count moves with it
     deliver(controller, snapshot(1, letter="S"), commands=2)  # present + record
     assert controller.phase == Phase.LENS and controller.answers_this_run == 1
-    assert next(v for k, v in reversed(events) if k == "prompt").caption == "Set this lens"
+    assert next(v for k, v in reversed(events) if k == Shown.PROMPT).caption == "Set this lens"
 
     # + and - judge the answer; Escape takes the letter back without recording anything
     assert answer_cycle(controller, engine, ("Plus", "+")) == Answer(correct=True)
@@ -260,7 +261,7 @@ def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_comma
     n_sent = len(engine.sent)
     controller.on_key("Escape", "\x1b", False)
     assert controller.phase == Phase.LENS and len(engine.sent) == n_sent
-    assert ("blank", None) in events and engine.names().count(RecordAnswer) == 3
+    assert (Shown.BLANK, None) in events and engine.names().count(RecordAnswer) == 3
 
 
 def test_a_mistyped_key_is_refused_with_a_message_and_nothing_is_sent():
@@ -329,11 +330,11 @@ def test_pause_blanks_the_patient_screen_refuses_answers_and_resumes():
     controller.on_key("Return", "\r", False)
     events.clear()
     controller.on_key("P", "p", False)
-    assert engine.names() == [Present, Pause] and ("blank", None) in events
+    assert engine.names() == [Present, Pause] and (Shown.BLANK, None) in events
     assert statuses(events) == ["Paused."]
     deliver(controller, snapshot(2, paused=True), commands=2)
     assert controller.phase == Phase.PAUSED
-    assert next(v for k, v in reversed(events) if k == "prompt").caption == "Paused"
+    assert next(v for k, v in reversed(events) if k == Shown.PROMPT).caption == "Paused"
     controller.on_key("D", "d", False)
     controller.on_key("Return", "\r", False)
     assert engine.names() == [Present, Pause] and "paused" in statuses(events)[-1].lower()
@@ -348,14 +349,14 @@ def test_finish_needs_a_second_f_within_the_confirmation_time():
     controller.on_opened(snapshot(4))
     controller.on_key("F", "f", False)
     assert engine.sent == [] and controller.phase == Phase.LENS
-    assert events[-1] == ("status", ("Press F again to finish the session.", int(FINISH_CONFIRM_S * 1000)))
+    assert events[-1] == (Shown.STATUS, ("Press F again to finish the session.", int(FINISH_CONFIRM_S * 1000)))
     clock.t += FINISH_CONFIRM_S + 0.01  # too late: the second F arms again
     controller.on_key("F", "f", False)
     assert engine.sent == [] and statuses(events)[-1] == "Press F again to finish the session."
     clock.t += FINISH_CONFIRM_S - 0.01  # in time
     controller.on_key("F", "f", False)
     assert engine.sent == [Finish("clinician", "/exports")] and controller.phase == Phase.BUSY
-    assert ("busy_page", "Computing the result and exporting the report\u2026") in events
+    assert (Shown.BUSY_PAGE, "Computing the result and exporting the report\u2026") in events
     # the confirmation is spent: after a failed finish one F only arms again
     controller.on_failed("export failed")
     controller.on_idle()
@@ -374,7 +375,7 @@ def test_a_stopped_session_of_a_visit_finishes_without_exporting_and_hands_over_
     assert engine.sent == [Finish("precision", None)]  # exported with its visit
     view = FinishedView(1, "P-1", "OD", False, {"rounded": {}}, visit_id=3)
     controller.on_finished(view)
-    assert controller.phase == Phase.FINISHED and events[-1] == ("visit_eye_finished", view)
+    assert controller.phase == Phase.FINISHED and events[-1] == (Shown.VISIT_EYE_FINISHED, view)
 
 
 def test_the_elapsed_time_counts_from_the_opening_on_top_of_the_time_before():
@@ -403,12 +404,12 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
     controller, engine, _, events = make(pace_s=0.4)
     snap = snapshot(0, simulated_case=case.to_dict(), letter="H")
     controller.on_opened(snap)
-    assert controller.simulated and events[-1] == ("autopilot", 0.4)
+    assert controller.simulated and events[-1] == (Shown.AUTOPILOT, 0.4)
     controller.auto_step()
     assert controller.phase == Phase.ANSWER and engine.names() == [Present]
-    assert last(events, "autopilot") == 0.4  # the answer comes at the same pace
+    assert last(events, Shown.AUTOPILOT) == 0.4  # the answer comes at the same pace
     controller.auto_step()  # the engine has not said "idle" for the present: wait
-    assert engine.names() == [Present] and events[-1] == ("autopilot", AUTO_RETRY_S)
+    assert engine.names() == [Present] and events[-1] == (Shown.AUTOPILOT, AUTO_RETRY_S)
     controller.on_idle()
     controller.auto_step()
     q = snap.query
@@ -422,11 +423,11 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
         trial_index=q.index,
     )
     assert engine.sent[-1] == RecordAnswer(Answer(letter_named=want.letter_named))
-    assert ("simulated_reply", f"Simulated patient says: {want.letter_named}") in events
+    assert (Shown.SIMULATED_REPLY, f"Simulated patient says: {want.letter_named}") in events
     # the next lens waits for the plots to show the answer just recorded
     deliver(controller, snapshot(1, simulated_case=case.to_dict()), commands=1)
     controller.auto_step()
-    assert engine.names() == [Present, RecordAnswer] and events[-1] == ("autopilot", AUTO_RETRY_S)
+    assert engine.names() == [Present, RecordAnswer] and events[-1] == (Shown.AUTOPILOT, AUTO_RETRY_S)
     controller.last_estimate = type("Drawn", (), {"n_trials": 1})()
     controller.auto_step()
     assert engine.names() == [Present, RecordAnswer, Present]
@@ -439,7 +440,7 @@ def test_the_autopilot_answers_as_the_simulated_patient_at_its_pace(case):
 def test_with_no_pace_the_simulated_patient_answers_one_step_per_key(case):
     controller, engine, _, events = make(pace_s=0.0)
     controller.on_opened(snapshot(0, simulated_case=case.to_dict()))
-    assert events[-1] == ("autopilot", None)
+    assert events[-1] == (Shown.AUTOPILOT, None)
     controller.on_key("Space", " ", False)
     reply = controller.sim_reply.letter_named
     controller.on_key("Space", " ", False)
@@ -492,15 +493,15 @@ def test_the_autopilot_runs_a_session_to_its_end_as_the_headless_simulation_does
         for _ in range(40):
             if controller.phase == Phase.FINISHED:
                 break
-            assert last(events, "autopilot") == 0.25  # the engine and the plots are never behind here
+            assert last(events, Shown.AUTOPILOT) == 0.25  # the engine and the plots are never behind here
             controller.auto_step()
             engine.run(controller)
     finally:
         engine.host.shutdown()
-    mine = [v for k, v in events if k == "finished"]
+    mine = [v for k, v in events if k == Shown.FINISHED]
     assert len(mine) == 1 and isinstance(mine[0], FinishedPage)
     page = mine[0]
-    reason = last(events, "snapshot").stop_reason  # the autopilot finished the stopped session by itself
+    reason = last(events, Shown.SNAPSHOT).stop_reason  # the autopilot finished the stopped session by itself
     assert reason is not None and page.view.result["stopped_by"] == reason
     assert page.truth.startswith("SIMULATED patient's true correction") and page.view.exports
     assert statuses(events)[-1] == f"Session {page.view.session_id} finished. Exported to {tmp_path / 'exports'}."
@@ -528,11 +529,11 @@ def test_a_comparison_is_shown_and_answered_with_1_2_or_equal(key, choice):
     controller, engine, _, events = make()
     controller.on_opened(comparison_snapshot(0))
     assert controller.phase == Phase.LENS
-    assert last(events, "prompt").caption == "Compare lens 1 and lens 2"
+    assert last(events, Shown.PROMPT).caption == "Compare lens 1 and lens 2"
     controller.on_key("Return", "\r", False)
     assert controller.phase == Phase.COMPARE and engine.names() == [Present]
-    assert last(events, "present").letter == "R"  # the letter stays in view while the lenses change
-    assert last(events, "prompt").letter.startswith("Letter in view: R")
+    assert last(events, Shown.PRESENT).letter == "R"  # the letter stays in view while the lenses change
+    assert last(events, Shown.PROMPT).letter.startswith("Letter in view: R")
     controller.on_key("K", "k", False)  # a letter means nothing here: refused, nothing sent
     assert engine.names() == [Present] and "press 1 or 2 for the clearer lens" in statuses(events)[-1]
     controller.on_key(*key, False)
@@ -546,7 +547,7 @@ def test_escape_during_a_comparison_goes_back_to_setting_the_lenses():
     controller.on_opened(comparison_snapshot(2))
     controller.on_key("Space", " ", False)
     controller.on_key("Escape", "", False)
-    assert controller.phase == Phase.LENS and ("blank", None) in events
+    assert controller.phase == Phase.LENS and (Shown.BLANK, None) in events
     controller.on_key("Backspace", "", False)
     assert engine.sent[-1] == Undo()
 
@@ -558,7 +559,7 @@ def test_the_simulated_patient_answers_a_comparison(case):
     controller.on_key("Space", " ", False)
     want = simulated_comparison(case_patient(snap.simulated_case, snap.n_alternatives), snap.query)
     text = "no difference" if want == "=" else f"lens {want} is clearer"
-    assert ("simulated_reply", f"Simulated patient says: {text}") in events
+    assert (Shown.SIMULATED_REPLY, f"Simulated patient says: {text}") in events
     controller.on_key("Space", " ", False)
     assert engine.sent == [Present(), RecordAnswer(ComparisonReply(want))]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_session_controller import Clock, HostEngine, last, make, snapshot, statuses
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Action, Command, Phase, Rejected, interpret_key, legend
 from visiontune.app.logic.messages import OpenStore, Present, RecordAnswer, Recorded, StartSession, Undo
 from visiontune.app.logic.session_controller import SessionController, SliderView, slider_lines
@@ -64,16 +65,18 @@ def test_a_slider_is_shown_turned_and_answered_at_the_lens_the_knob_is_at():
     controller, engine, _, events = make()
     controller.on_opened(slider_snapshot(0))
     assert controller.phase == Phase.LENS
-    assert last(events, "prompt").caption == "Turn the sphere knob"
+    assert last(events, Shown.PROMPT).caption == "Turn the sphere knob"
     controller.on_key("Return", "\r", False)
     assert controller.phase == Phase.SLIDE and engine.names() == [Present]
-    assert last(events, "present").letter == "R" and last(events, "prompt").letter.startswith("Letters in view: R")
-    assert last(events, "slider") == SliderView("sphere", LENSES, 2, 2)
+    assert last(events, Shown.PRESENT).letter == "R" and last(events, Shown.PROMPT).letter.startswith(
+        "Letters in view: R"
+    )
+    assert last(events, Shown.SLIDER) == SliderView("sphere", LENSES, 2, 2)
     controller.on_key("Right", "", False)
     controller.on_key("Period", ".", False)
-    assert last(events, "slider").position == 4 and statuses(events)[-1].startswith("Knob at lens 5 of 5")
+    assert last(events, Shown.SLIDER).position == 4 and statuses(events)[-1].startswith("Knob at lens 5 of 5")
     controller.on_key("Right", "", False)  # the end of the path: the knob stays
-    assert last(events, "slider").position == 4 and "end of its path" in statuses(events)[-1]
+    assert last(events, Shown.SLIDER).position == 4 and "end of its path" in statuses(events)[-1]
     controller.on_key("Left", "", False)
     controller.on_key("K", "k", False)  # nothing recorded
     assert engine.names() == [Present]
@@ -89,7 +92,7 @@ def test_escape_during_a_slider_goes_back_to_setting_the_knob():
     controller.on_opened(slider_snapshot(2))
     controller.on_key("Space", " ", False)
     controller.on_key("Escape", "", False)
-    assert controller.phase == Phase.LENS and ("blank", None) in events
+    assert controller.phase == Phase.LENS and (Shown.BLANK, None) in events
     controller.on_key("Backspace", "", False)
     assert engine.sent[-1] == Undo()
 
@@ -101,11 +104,11 @@ def test_the_simulated_patient_answers_a_slider():
     controller.on_opened(snap)
     controller.on_key("Space", " ", False)
     want = simulated_slider(case_patient(snap.simulated_case, snap.n_alternatives), snap.query)
-    assert last(events, "simulated_reply").startswith(f"Simulated patient says: clearest at lens {want + 1}")
-    assert last(events, "slider").simulated_choice == want
+    assert last(events, Shown.SIMULATED_REPLY).startswith(f"Simulated patient says: clearest at lens {want + 1}")
+    assert last(events, Shown.SLIDER).simulated_choice == want
     controller.on_key("Space", " ", False)
     assert engine.sent == [Present(), RecordAnswer(SliderReply(want))]
-    assert last(events, "slider").position == want
+    assert last(events, Shown.SLIDER).position == want
 
 
 def test_slider_lines_mark_the_knob_the_start_and_the_simulated_choice():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from test_session_controller import snapshot
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.messages import Failed, Opened, OpenStore, StartSession
 from visiontune.app.logic.session_controller import SessionController
 from visiontune.app.logic.session_host import SessionHost
@@ -104,7 +105,7 @@ def test_the_finish_page_says_the_simulated_truth_and_how_far_the_result_is_from
     case = case_around_start(new_case(4, protocol), StartingPoint(TYPED, "autorefraction"))
     pages = []
     controller = SessionController(type("E", (), {"submit": lambda *a: None})(), export_dir=lambda: tmp_path)
-    controller.connect(lambda kind, value: pages.append(value) if kind == "finished" else None)
+    controller.connect(lambda kind, value: pages.append(value) if kind == Shown.FINISHED else None)
     controller.on_opened(snapshot(0, simulated_case=case.to_dict()))
     found = {"sphere_d": -2.0, "cylinder_d": -1.25, "axis_deg": 35.0}
     controller.on_finished(FinishedView(1, "P-1", "OD", True, {"rounded": found, "cylinder_form": "minus"}))

@@ -12,6 +12,7 @@ import sys
 
 from app_helpers import write_visit_protocol
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase
 from visiontune.app.logic.messages import (
     BalanceAnswer,
@@ -110,7 +111,7 @@ def make(pace_s: float = 0.0):
 
 
 def statuses(events) -> list[str]:
-    return [value[0] for kind, value in events if kind == "status"]
+    return [value[0] for kind, value in events if kind == Shown.STATUS]
 
 
 def last(events, kind: str):
@@ -151,15 +152,15 @@ def test_each_action_is_one_engine_command():
     request = NewVisit("SIM-9", "visit-test", True, seed=3)
     flow.start(request)
     assert commands.sent == [("submit", CreateVisit(request))] and flow.view is None and not flow.pending
-    assert last(events, "busy_page") == "Preparing the visit of SIM-9 (right eye, then left eye)\u2026"
+    assert last(events, Shown.BUSY_PAGE) == "Preparing the visit of SIM-9 (right eye, then left eye)\u2026"
     flow.eye_finished(FinishedView(1, "SIM-9", "OD", True, {"rounded": {}}, visit_id=4))
     assert commands.sent[-1] == ("send", ShowVisit(4)) and flow.pending
-    assert last(events, "busy_page") == "Right eye (OD) done. Preparing the next step\u2026"
+    assert last(events, Shown.BUSY_PAGE) == "Right eye (OD) done. Preparing the next step\u2026"
 
     flow.on_view(visit_view(Step.REFRACT, eye="OS"))
     flow.perform(VisitCommand(VisitAction.CONTINUE), "test")
     assert commands.sent[-1] == ("submit", NextEye(4)) and flow.pending  # the session waits for the eye
-    assert last(events, "busy_page") == "Opening the left eye (OS)\u2026"
+    assert last(events, Shown.BUSY_PAGE) == "Opening the left eye (OS)\u2026"
     flow.on_view(visit_view(Step.BALANCE))
     flow.perform(VisitCommand(VisitAction.ANSWER, "equal"), "test")
     assert commands.sent[-1] == ("send", BalanceAnswer(4, 0, "equal"))
@@ -210,40 +211,40 @@ def test_keys_refused_on_a_page_send_nothing_and_say_why():
 def test_a_view_shows_its_page_and_an_opening_eye_only_its_waiting_text():
     flow, _, events = make(pace_s=0.5)
     flow.on_view(visit_view(Step.REFRACT, eye="OS", opening=True))
-    assert events == [("autopilot", None), ("busy_text", "Opening the left eye (OS)\u2026")]
+    assert events == [(Shown.AUTOPILOT, None), (Shown.BUSY_TEXT, "Opening the left eye (OS)\u2026")]
     events.clear()
     view = visit_view(Step.BALANCE, message="OS skipped: no balance question about it.")
     flow.on_view(view)
     assert events == [
-        ("page", view),
-        ("status", ("OS skipped: no balance question about it.", 6000)),
-        ("autopilot", 0.5),
+        (Shown.PAGE, view),
+        (Shown.STATUS, ("OS skipped: no balance question about it.", 6000)),
+        (Shown.AUTOPILOT, 0.5),
     ]
     assert window_title(view) == "VisionTune \u2014 visit 4 \u00b7 SIM-9 \u00b7 binocular balance \u00b7 SIMULATED"
     real = visit_view(Step.REFRACT, simulated=False, eye="OS")
     assert window_title(real) == "VisionTune \u2014 visit 4 \u00b7 SIM-9 \u00b7 next OS"
     flow.stop()
-    assert events[-1] == ("autopilot", None)
+    assert events[-1] == (Shown.AUTOPILOT, None)
 
 
 def test_the_autopilot_steps_only_where_a_simulated_patient_answers():
     flow, commands, events = make(pace_s=0.4)
     flow.on_view(visit_view(Step.REFRACT, eye="OS"))
-    assert last(events, "autopilot") == 0.4
+    assert last(events, Shown.AUTOPILOT) == 0.4
     flow.auto_step()
     assert commands.sent == [("submit", NextEye(4))]
     flow.on_view(visit_view(Step.BALANCE, answer="OD", index=1))
-    assert last(events, "autopilot") == 0.4
+    assert last(events, Shown.AUTOPILOT) == 0.4
     flow.auto_step()
     assert commands.sent[-1] == ("send", BalanceAnswer(4, 1, "OD"))
     for view in (visit_view(Step.FINISH), visit_view(Step.BALANCE, simulated=False)):
         flow.on_view(view)
-        assert last(events, "autopilot") is None
+        assert last(events, Shown.AUTOPILOT) is None
         flow.auto_step()
     assert len(commands.sent) == 2  # a real patient's answer is typed; the finish is the clinician's
     still, _, still_events = make(pace_s=0.0)
     still.on_view(visit_view(Step.REFRACT, eye="OS"))
-    assert last(still_events, "autopilot") is None  # no pace: one step per key
+    assert last(still_events, Shown.AUTOPILOT) is None  # no pace: one step per key
     still.on_key("Space", " ", False)
     still.on_view(visit_view(Step.BALANCE, answer="equal"))
     still.on_key("Return", "\r", False)
@@ -298,18 +299,18 @@ def test_the_autopilots_run_a_simulated_visit_to_its_finish_as_the_headless_run_
     pages: list[object] = []
 
     def on_session(kind, value):
-        if kind == "autopilot":
+        if kind == Shown.AUTOPILOT:
             timers["session"] = value
-        elif kind == "visit_eye_finished":
+        elif kind == Shown.VISIT_EYE_FINISHED:
             flow.eye_finished(value)
-        elif kind == "opened":
+        elif kind == Shown.OPENED:
             pages.append("session")
 
     def on_visit(kind, value):
-        if kind == "autopilot":
+        if kind == Shown.AUTOPILOT:
             timers["visit"] = value
-        elif kind in ("page", "busy_page"):
-            pages.append(value.step if kind == "page" else "busy")
+        elif kind in (Shown.PAGE, Shown.BUSY_PAGE):
+            pages.append(value.step if kind == Shown.PAGE else "busy")
 
     session.connect(on_session)
     flow.connect(on_visit)

@@ -21,6 +21,7 @@ from app_helpers import SCREENSHOTS, write_visit_protocol
 from engine_helpers import engine_host, last_event, run_open_eye
 from PySide6.QtCore import Qt
 
+from visiontune.app.logic.events import Shown
 from visiontune.app.logic.keys import Phase, Rejected
 from visiontune.app.logic.messages import (
     BalanceAnswer,
@@ -504,7 +505,7 @@ def test_the_flow_sends_one_near_command_a_key_and_none_while_one_is_with_the_en
             sent.append(command)
 
     flow = VisitFlowController(Commands())
-    flow.connect(lambda kind, value: said.append(value) if kind == "status" else None)
+    flow.connect(lambda kind, value: said.append(value) if kind == Shown.STATUS else None)
     flow.on_view(last_event(events, VisitViewed))
     flow.on_key("Plus", "+")  # not begun: refused
     flow.on_key("Return", "\r")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from enum import StrEnum
+from enum import Enum
 
 from visiontune.app.logic.keys import Rejected
 from visiontune.errors import InvalidInputError
@@ -27,7 +27,7 @@ __all__ = ["EventSource", "Listener", "Shown"]
 log = logging.getLogger("visiontune.app")
 
 
-class Shown(StrEnum):
+class Shown(Enum):
     """What a controller tells the window to show or do (the kind of an event; the value it
     carries in brackets). Session page (:class:`~visiontune.app.logic.session_controller.SessionController`)
     and visit pages (:class:`~visiontune.app.logic.visit_flow_controller.VisitFlowController`)."""
