@@ -18,14 +18,12 @@ import argparse
 
 import numpy as np
 
+from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction.answer_models import ANSWER_MODELS
 from visiontune.refraction.clinician_routine import RoutineSettings, run_routine
 from visiontune.refraction.lens_devices import device_kind
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.simulated import simulated_presenter
-
-#: A young patient, as the validation counts them (35 or younger).
-YOUNG_AGE = 35.0
 
 
 def routine_rows(population: str, cases: int, seed: int, answer_model: str | None, change_s: float) -> list[dict]:
@@ -37,7 +35,7 @@ def routine_rows(population: str, cases: int, seed: int, answer_model: str | Non
         truth = case.true_rx.power_vector_array()
         error = float(np.linalg.norm(result.filed.power_vector_array() - truth))
         start = None if case.start_rx is None else float(np.linalg.norm(case.start_rx.power_vector_array() - truth))
-        young = case.age_years is None or case.age_years <= YOUNG_AGE
+        young = case.age_years is None or case.age_years <= YOUNG_AGE_YEARS
         rows.append(
             {
                 "seconds": result.seconds,

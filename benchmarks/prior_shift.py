@@ -18,12 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction import start as start_module
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.validation.clinic import CaseSpec, run_case
-
-#: A young patient, as the validation counts them (35 or younger).
-YOUNG_AGE = 35.0
 
 
 def shift_prior(adult_d: float, young_d: float) -> None:
@@ -44,7 +42,7 @@ def summary(population: str, rows: list[dict]) -> str:
     e = np.array([r["error_d"] for r in rows])
     t = np.array([r["patient_s"] for r in rows])
     covered = np.mean([r["covered_95"] for r in rows])
-    young = [r for r in rows if r["age_years"] is not None and r["age_years"] <= YOUNG_AGE]
+    young = [r for r in rows if r["age_years"] is not None and r["age_years"] <= YOUNG_AGE_YEARS]
     over_minus = sum(r["signed_error_m_d"] < -0.25 - 1e-9 for r in young)
     signed = np.mean([r["signed_error_m_d"] for r in rows])
     within = f"{100 * np.mean(e <= 0.25 + 1e-9):.0f}% / {100 * np.mean(e <= 0.5 + 1e-9):.0f}%"
