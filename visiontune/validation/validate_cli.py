@@ -239,12 +239,22 @@ def headline(tables) -> str:
 
 def _model_text(model) -> str:
     kind = "Thurstone (Eq. 11)" if model.kind == "thurstone" else "blur discrimination"
-    text = f'{kind}, "equal" band {model.indifference:g}, lapse {model.lapse:g}'
+    if getattr(model, "indifference_sigma", 0.0):
+        band = (
+            f'the "equal" band inferred per patient (lognormal prior, median {model.indifference:g}, '
+            f"σ {model.indifference_sigma:g})"
+        )
+    else:
+        band = f'"equal" band {model.indifference:g}'
+    text = f"{kind}, {band}, lapse {model.lapse:g}"
     if getattr(model, "sensitivity_sigma", 0.0):
         text += (
             f", the patient's sensitivity to a comparison inferred (lognormal prior, median "
             f"{model.sensitivity_median:g}, σ {model.sensitivity_sigma:g})"
         )
+    if getattr(model, "minus_bias_sigma", 0.0):
+        shape = "half-normal" if model.minus_bias_prior == "half-normal" else "normal, mean 0"
+        text += f", a bias toward the more minus lens inferred ({shape} prior, σ {model.minus_bias_sigma:g})"
     return text
 
 
@@ -272,6 +282,31 @@ def _comparisons_note(protocol) -> list[str]:
         ),
         "",
     ]
+
+
+def _stop_note(protocol) -> list[str]:
+    """What the protocol's precision stop waits for (the optics model's stops, :class:`Precision`)."""
+    precision = protocol.stopping.precision
+    if precision is None or precision.m_d is None:
+        return []
+    q = precision.filed_within_probability
+    if q is not None:
+        text = (
+            f"The precision stop ends a session once the posterior probability that the lens it files lies "
+            f"within 0.25 D of the correction is at least {q:g} (`stopping.precision.filed_within_probability`)"
+        )
+    else:
+        text = (
+            f"The precision stop ends a session once the {100.0 * precision.level:g}% credible region lies within "
+            f"±{precision.m_d:g} D on M and ±{precision.cylinder_vector_d:g} D on J (`stopping.precision`)"
+        )
+    ratio = getattr(protocol.comparisons, "sensitivity_to_stop", None)
+    if ratio is not None:
+        text += (
+            f" and the posterior SD of the patient's log comparison sensitivity is at most {ratio:g} of its "
+            "prior's (`comparisons.sensitivity_to_stop`)"
+        )
+    return [text + f", after at least {protocol.stopping.min_trials} answers.", ""]
 
 
 def _over_minus_note(protocol) -> list[str]:
@@ -349,6 +384,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         ),
         "",
         *_comparisons_note(protocol),
+        *_stop_note(protocol),
         *_over_minus_note(protocol),
         *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
