@@ -221,10 +221,13 @@ class ComparisonAnswer:
         return ("comparison", self.model)
 
     @property
-    def sensitivity_prior(self) -> tuple[float, float] | None:
-        """``(median, σ)`` of the lognormal prior of ``κ`` when the model infers it, else None."""
-        m = self.model
-        return (float(m.sensitivity_median), float(m.sensitivity_sigma)) if m.infers_sensitivity else None
+    def sensitivity_prior(self) -> tuple | None:
+        """``(median, σ)`` of the lognormal prior of ``κ`` when the model infers it (``(median, σ,
+        "mixture", second)`` for the prior of two formulas), else None."""
+        for name, *prior in self.model.column_priors:
+            if name == "log_sensitivity":
+                return tuple(prior)
+        return None
 
     @property
     def column_priors(self) -> tuple[tuple[str, float, float], ...]:

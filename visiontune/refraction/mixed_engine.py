@@ -37,7 +37,7 @@ from visiontune.refraction.estimate import Region, region_from_samples
 from visiontune.refraction.lenses import lens_left_in_place, lens_power_vector
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
 from visiontune.refraction.optics_engine import FILED_WITHIN_D, OpticsEngine
-from visiontune.refraction.optics_model import LOG_SENSITIVITY
+from visiontune.refraction.optics_model import LOG_SENSITIVITY, OPTIONAL_COLUMNS
 from visiontune.refraction.optics_rules import OpticsQuery
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.slider import SliderAnswer, SliderSettings
@@ -247,11 +247,13 @@ def filed_within_probability(draws, lens, within_d: float = FILED_WITHIN_D) -> f
 
 
 def sensitivity_sd_ratio(post) -> float | None:
-    """The posterior standard deviation of ``ln κ`` over its prior's (None without a ``ln κ`` column)."""
+    """The posterior standard deviation of ``ln κ`` over its prior's (:meth:`OptionalColumn.prior_sd`;
+    None without a ``ln κ`` column)."""
     if post.sensitivity_prior is None:
         return None
     w, log_kappa = post.weights, post.theta[:, LOG_SENSITIVITY]
-    return float(np.sqrt(w @ (log_kappa - w @ log_kappa) ** 2)) / post.sensitivity_prior[1]
+    prior_sd = OPTIONAL_COLUMNS["log_sensitivity"].prior_sd(post.sensitivity_prior)
+    return float(np.sqrt(w @ (log_kappa - w @ log_kappa) ** 2)) / prior_sd
 
 
 def build_optics_engine(protocol: Protocol, start: StartingPoint, seed: int) -> OpticsEngine:

@@ -109,7 +109,13 @@ class OptionalColumn:
     :data:`COLUMN_PRIOR_SHAPES`): the normal folded at its mean ``μ``, density
     ``2 φ((x - μ)/σ) / σ`` for ``x >= μ`` and 0 below (Johnson, Kotz & Balakrishnan 1994,
     *Continuous Univariate Distributions* vol. 1, §13.10.1), drawn as ``μ + |N(0, σ²)|``; its log
-    density is ``-∞`` below ``μ``, so a move proposing a value there is rejected."""
+    density is ``-∞`` below ``μ``, so a move proposing a value there is rejected.
+
+    A column on a log scale may take a **mixture** prior (shape ``"mixture"``): the equal mixture of
+    ``N(ln m1, σ²)`` and ``N(ln m2, σ²)``, ``m2`` the ``second`` median, log density (up to a
+    constant) ``logaddexp(-½((x - ln m1)/σ)², -½((x - ln m2)/σ)²)``; drawn by choosing a component
+    with probability ½ and drawing from it (the comparison sensitivity's prior of two formulas,
+    :mod:`visiontune.optics.comparison_answers`)."""
 
     name: str
     index: int
@@ -120,16 +126,48 @@ class OptionalColumn:
         """The prior's mean on the column: ``ln median`` (log scale) or the mean itself."""
         return float(np.log(location)) if self.log_scale else float(location)
 
-    def draw(self, location: float, sigma: float, n: int, rng: np.random.Generator, shape: str = "normal"):
-        """``n`` draws of the column's prior of this ``shape`` (class docstring) from ``rng``."""
+    def draw(
+        self,
+        location: float,
+        sigma: float,
+        n: int,
+        rng: np.random.Generator,
+        shape: str = "normal",
+        second: float | None = None,
+    ):
+        """``n`` draws of the column's prior of this ``shape`` (class docstring) from ``rng``
+        (``second``: the mixture's second median)."""
         if shape == "normal":
             return rng.normal(self.centre(location), sigma, n)
+        if shape == "mixture":
+            first = rng.random(n) < 0.5
+            centre = np.where(first, self.centre(location), self.centre(second))
+            return centre + rng.normal(0.0, sigma, n)
         return self.centre(location) + np.abs(rng.normal(0.0, sigma, n))
+
+    def log_prior(self, x: np.ndarray, prior: tuple) -> np.ndarray:
+        """The log density of the column's ``prior`` (``(location, σ[, shape[, second]])``) at ``x``, up
+        to a constant; ``-∞`` below a half-normal's mean (class docstring)."""
+        location, sigma, *shape = prior
+        z = (x - self.centre(location)) / sigma
+        if not shape:
+            return -0.5 * z**2
+        if shape[0] == "mixture":
+            return np.logaddexp(-0.5 * z**2, -0.5 * ((x - self.centre(shape[1])) / sigma) ** 2)
+        return np.where(z < 0.0, -np.inf, -0.5 * z**2)
+
+    def prior_sd(self, prior: tuple) -> float:
+        """The standard deviation the column's ``prior`` is read with (the wait for ``κ``): ``σ``; for a
+        mixture ``√(σ² + (Δ/2)²)``, ``Δ`` the distance of its two centres."""
+        location, sigma, *shape = prior
+        if shape and shape[0] == "mixture":
+            return float(np.hypot(sigma, 0.5 * (self.centre(shape[1]) - self.centre(location))))
+        return float(sigma)
 
 
 #: Shapes of an optional column's prior (:class:`OptionalColumn`): normal (on the log scale for a
-#: positive unknown) and, for a column not on a log scale, half-normal.
-COLUMN_PRIOR_SHAPES = ("normal", "half-normal")
+#: positive unknown), for a column not on a log scale half-normal, for one on a log scale a mixture.
+COLUMN_PRIOR_SHAPES = ("normal", "half-normal", "mixture")
 #: The registry of optional columns, by name, in the order of their indices.
 OPTIONAL_COLUMNS = {
     "log_sensitivity": OptionalColumn("log_sensitivity", LOG_SENSITIVITY, 0x5E5),
@@ -243,7 +281,13 @@ def has_column(theta: np.ndarray, name: str) -> bool:
 
 
 def with_column(
-    theta: np.ndarray, name: str, median: float, sigma: float, rng: np.random.Generator, shape: str = "normal"
+    theta: np.ndarray,
+    name: str,
+    median: float,
+    sigma: float,
+    rng: np.random.Generator,
+    shape: str = "normal",
+    second: float | None = None,
 ) -> np.ndarray:
     """``theta (N, d)`` with the optional column ``name`` of prior draws ``N(ln median, σ²)`` (or of
     the ``shape`` named, :meth:`OptionalColumn.draw`) from ``rng`` when it has none (to choose a
@@ -251,15 +295,20 @@ def with_column(
     if has_column(theta, name):
         return theta
     col = _column(name)
-    _check_shape(col, shape)
-    return _set_column(theta, col.index, col.draw(median, sigma, len(theta), rng, shape))
+    _check_shape(col, shape, second)
+    return _set_column(theta, col.index, col.draw(median, sigma, len(theta), rng, shape, second))
 
 
-def _check_shape(col: OptionalColumn, shape: str) -> None:
+def _check_shape(col: OptionalColumn, shape: str, second: float | None = None) -> None:
     if shape not in COLUMN_PRIOR_SHAPES:
         raise InvalidInputError(f"{col.name} prior: expected one of {', '.join(COLUMN_PRIOR_SHAPES)}, got {shape!r}")
-    if shape != "normal" and col.log_scale:
+    if shape == "half-normal" and col.log_scale:
         raise InvalidInputError(f"{col.name} prior: a {shape} prior is for a column not on a log scale")
+    if shape == "mixture" and not (col.log_scale and second is not None and np.isfinite(second) and second > 0.0):
+        raise InvalidInputError(
+            f"{col.name} prior: a mixture prior is for a column on a log scale, with a positive second median, "
+            f"got {second!r}"
+        )
 
 
 def _set_column(theta: np.ndarray, index: int, values: np.ndarray) -> np.ndarray:
@@ -337,8 +386,9 @@ class ParticlePosterior:
         self.column_priors: dict[str, tuple] = {}
 
     @property
-    def sensitivity_prior(self) -> tuple[float, float] | None:
-        """``(median, σ)`` of the prior of ``κ`` once the ``ln κ`` column was added, else None."""
+    def sensitivity_prior(self) -> tuple | None:
+        """``(median, σ)`` of the prior of ``κ`` once the ``ln κ`` column was added (``(median, σ,
+        "mixture", second)`` for a mixture, :class:`OptionalColumn`), else None."""
         return self.column_priors.get("log_sensitivity")
 
     @property
@@ -367,13 +417,10 @@ class ParticlePosterior:
         lp = self.start.log_prior(theta[:, :3])
         lp = lp - 0.5 * ((theta[:, VA0] - spec.va0_mean) / spec.va0_sd) ** 2
         lp = lp - 0.5 * ((theta[:, LOG_SLOPE] - np.log(spec.slope_median)) / spec.slope_sigma) ** 2
-        below = np.zeros(len(theta), dtype=bool)
-        for name, (median, sigma, *shape) in self.column_priors.items():
+        for name, prior in self.column_priors.items():
             col = OPTIONAL_COLUMNS[name]
-            lp = lp - 0.5 * ((theta[:, col.index] - col.centre(median)) / sigma) ** 2
-            if shape:  # half-normal: no mass below the mean (OptionalColumn)
-                below |= theta[:, col.index] < col.centre(median)
-        outside = below | (
+            lp = lp + col.log_prior(theta[:, col.index], prior)
+        outside = (
             (theta[:, VA0] < _VA0_RANGE[0])
             | (theta[:, VA0] > _VA0_RANGE[1])
             | (theta[:, AMPLITUDE] < 0.0)
@@ -417,16 +464,21 @@ class ParticlePosterior:
         if self.effective_sample_size() < 0.5 * self.spec.n_particles:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
 
-    def add_column(self, name: str, median: float, sigma: float, shape: str = "normal") -> None:
+    def add_column(
+        self, name: str, median: float, sigma: float, shape: str = "normal", second: float | None = None
+    ) -> None:
         """Add the optional column ``name`` (:data:`OPTIONAL_COLUMNS`), ``N(ln median, σ²)`` draws
         (or of the ``shape`` named, :meth:`OptionalColumn.draw`: a half-normal for a column not on a
-        log scale) from ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
+        log scale, a mixture with the ``second`` median for one on a log scale) from
+        ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
         same). The column is a priori independent of the other unknowns and no answer so far
         depends on it, so the weighted particles with it represent the posterior, whenever it is
         added (module docstring): the particles are a pure function of the answers, as before."""
         col = _column(name)
-        _check_shape(col, shape)
-        prior = (float(median), float(sigma)) if shape == "normal" else (float(median), float(sigma), shape)
+        _check_shape(col, shape, second)
+        prior = (float(median), float(sigma))
+        if shape != "normal":
+            prior = (*prior, shape) if shape != "mixture" else (*prior, shape, float(second))
         known = self.column_priors.get(name)
         if known is not None:
             if prior != known:
@@ -439,7 +491,9 @@ class ParticlePosterior:
             what = "a positive median and sigma" if col.log_scale else "a finite mean and a positive sigma"
             raise InvalidInputError(f"{name} prior: expected {what}, got {prior}")
         rng = np.random.default_rng([self.seed, 0, col.purpose])
-        self.theta = _set_column(self.theta, col.index, col.draw(prior[0], prior[1], len(self.theta), rng, shape))
+        self.theta = _set_column(
+            self.theta, col.index, col.draw(prior[0], prior[1], len(self.theta), rng, shape, second)
+        )
         priors = {**self.column_priors, name: prior}
         self.column_priors = {k: priors[k] for k in OPTIONAL_COLUMNS if k in priors}
 
