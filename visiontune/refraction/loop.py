@@ -79,6 +79,7 @@ __all__ = [
     "PendingLine",
     "PendingQuery",
     "PendingSlider",
+    "Question",
     "Refraction",
     "SimulatedPresenter",
     "SliderReply",
@@ -215,6 +216,11 @@ class LineReply:
         return cls(tuple(j < n_correct for j in range(n_letters)))
 
 
+#: Any question the loop may ask next (:meth:`Refraction.next_query`): a letter, a comparison, a slider or a
+#: chart line.
+Question = PendingQuery | PendingComparison | PendingSlider | PendingLine
+
+
 @dataclass(frozen=True)
 class Answer:
     """What the patient did: ``letter_named`` (scored against the letter shown; ``None`` for
@@ -323,7 +329,7 @@ class Refraction:
             raise SessionError(f"cannot {action}: the session is {self.state}")
 
     # ------------------------------------------------------------------ trials
-    def next_query(self) -> PendingQuery | PendingComparison | PendingSlider | PendingLine:
+    def next_query(self) -> Question:
         """The next presentation (computed once, then cached until the log changes): a letter
         (:class:`PendingQuery`) or, when the protocol asks comparisons or sliders, maybe a
         :class:`PendingComparison`, a :class:`PendingSlider` or a :class:`PendingLine`."""
@@ -709,9 +715,7 @@ class SimulatedPresenter:
         self.comparison_model = comparison_model
         self.slider_model = slider_model
 
-    def present(
-        self, query: PendingQuery | PendingComparison | PendingSlider | PendingLine
-    ) -> Answer | ComparisonReply | SliderReply | LineReply:
+    def present(self, query: Question) -> Answer | ComparisonReply | SliderReply | LineReply:
         if self.pace_s:
             time.sleep(self.pace_s)
         if isinstance(query, PendingSlider):

@@ -16,7 +16,7 @@ import numpy as np
 from visiontune.app.logic.plot_frames import ViewFrame
 from visiontune.optics import Prescription
 from visiontune.refraction.estimate import CurrentEstimate
-from visiontune.refraction.loop import PendingQuery
+from visiontune.refraction.loop import Question
 from visiontune.refraction.start import StartingPoint
 from visiontune.refraction.trial import Trial
 from visiontune.session.records import SessionState
@@ -69,8 +69,9 @@ class SessionSummary:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The session as the view needs it after every change. ``query`` is the lens to set (None
-    while paused or once a stopping rule is met, named by ``stop_reason``), in the session's
+    """The session as the view needs it after every change. ``query`` is the question to ask (a
+    letter, a comparison, a slider or a chart line, with the lens or lenses to set; None while
+    paused or once a stopping rule is met, named by ``stop_reason``), in the session's
     ``cylinder_form``. ``context_box (2,)``: the protocol's logMAR range. ``start``: the
     starting point. ``simulated_case``: the recorded simulated patient
     (``PatientCase.to_dict()``; None for a real patient). ``model_type``: ``"optics"`` or
@@ -86,7 +87,7 @@ class Snapshot:
     state: SessionState
     n_trials: int
     max_trials: int
-    query: PendingQuery | None
+    query: Question | None
     stop_reason: str | None
     letters: tuple[str, ...]
     letter_set: str
