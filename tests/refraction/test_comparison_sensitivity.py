@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import kstest, norm
 
 from tests.refraction.letters import random_letters
+from tests.refraction.scaled_comparisons import observe_scaled_comparisons
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison_answers import (
@@ -20,7 +21,6 @@ from visiontune.optics.comparison_answers import (
     ComparisonModel,
     blur_discrimination_signal,
     focus_sensitivity_ratio,
-    ternary_probabilities,
 )
 from visiontune.refraction.comparisons import (
     ComparisonAnswer,
@@ -278,17 +278,8 @@ def test_the_posterior_of_kappa_moves_towards_the_scale_that_made_the_answers(ka
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=4000)
     post = ParticlePosterior(spec, START, 31)
     truth = np.array([[*START.centre + [0.2, -0.1, 0.05], 0.0, np.log(5.0), 1.0]])
-    rng = np.random.default_rng(int(kappa_true))
-    c = START.centre
     model = ComparisonModel(sensitivity_median=4.0, sensitivity_sigma=1.0)
-    for k in range(80):
-        h = rng.choice([0.25, 0.5, 0.75])
-        u = np.eye(3)[k % 3] * (1.0 if k % 3 == 0 else 0.5)
-        l1, l2 = (c + h * u, c - h * u) if k % 2 else (c, c + 2 * h * u * rng.choice([-1, 1]))
-        delta = kappa_true * comparison_signal(truth, 0.0, [l1], [l2], ComparisonModel(), spec)[0, 0]
-        p = ternary_probabilities(delta, model.indifference, model.lapse)
-        y = "12="[int(np.searchsorted(np.cumsum(p)[:2], rng.random(), side="right"))]
-        post.observe(ComparisonAnswer(0.0, tuple(map(float, l1)), tuple(map(float, l2)), y, model))
+    observe_scaled_comparisons(post, truth, kappa_true, model, np.random.default_rng(int(kappa_true)))
     w = post.weights
     lo, med, hi = (float(np.exp(weighted_quantile(post.theta[:, LOG_SENSITIVITY], w, q))) for q in (0.05, 0.5, 0.95))
     assert lo <= kappa_true <= hi

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.refraction.scaled_comparisons import observe_scaled_comparisons
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription
-from visiontune.optics.comparison_answers import ComparisonModel, ternary_probabilities
-from visiontune.refraction.comparisons import ComparisonAnswer, comparison_signal, with_sensitivity
+from visiontune.optics.comparison_answers import ComparisonModel
+from visiontune.refraction.comparisons import ComparisonAnswer, with_sensitivity
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
 from visiontune.refraction.optics_model import (
     LOG_SENSITIVITY,
@@ -120,16 +121,7 @@ def test_the_posterior_chooses_the_formula_that_made_the_answers(kappa_true, hig
     spec = OpticsModelSpec(10, lapse=0.04, n_particles=4000)
     post = ParticlePosterior(spec, START, 31)
     truth = np.array([[*START.centre + [0.2, -0.1, 0.05], 0.0, np.log(5.0), 1.0]])
-    rng = np.random.default_rng(7)
-    c = START.centre
-    for k in range(80):
-        h = rng.choice([0.25, 0.5, 0.75])
-        u = np.eye(3)[k % 3] * (1.0 if k % 3 == 0 else 0.5)
-        l1, l2 = (c + h * u, c - h * u) if k % 2 else (c, c + 2 * h * u * rng.choice([-1, 1]))
-        delta = kappa_true * comparison_signal(truth, 0.0, [l1], [l2], ComparisonModel(), spec)[0, 0]
-        p = ternary_probabilities(delta, TWO.indifference, TWO.lapse)
-        y = "12="[int(np.searchsorted(np.cumsum(p)[:2], rng.random(), side="right"))]
-        post.observe(ComparisonAnswer(0.0, tuple(map(float, l1)), tuple(map(float, l2)), y, TWO))
+    observe_scaled_comparisons(post, truth, kappa_true, TWO, np.random.default_rng(7))
     high = post.theta[:, LOG_SENSITIVITY] > 0.5 * math.log(LOW * HIGH)
     mass_high = float(post.weights @ high)
     assert (mass_high if high_side else 1.0 - mass_high) >= 0.9
