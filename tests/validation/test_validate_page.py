@@ -36,3 +36,11 @@ def test_an_inferred_band_and_bias_are_described_not_a_fixed_band():
     assert '"equal" band inferred per patient (lognormal prior, median 0.5, σ 0.7)' in text
     assert '"equal" band 0.5,' not in text
     assert "more minus lens inferred (half-normal prior, σ 0.3)" in text
+
+
+def test_the_prior_of_two_formulas_is_described_as_such():
+    model = load_protocol(FILED.with_name("clinical-sloan-lines-two-formulas.toml")).comparisons.comparison
+    text = _model_text(model)
+    assert "a prior of two formulas: lognormals at medians 1 and 15.5, σ 0.5 each, equally likely" in text
+    assert "lognormal prior, median" not in text
+    assert "lognormal prior, median 4, σ 1" in _model_text(load_protocol(FILED).comparisons.comparison)

@@ -247,7 +247,13 @@ def _model_text(model) -> str:
     else:
         band = f'"equal" band {model.indifference:g}'
     text = f"{kind}, {band}, lapse {model.lapse:g}"
-    if getattr(model, "sensitivity_sigma", 0.0):
+    if getattr(model, "sensitivity_sigma", 0.0) and getattr(model, "sensitivity_second_median", 0.0):
+        text += (
+            f", the patient's sensitivity to a comparison inferred (a prior of two formulas: lognormals at "
+            f"medians {model.sensitivity_median:g} and {model.sensitivity_second_median:g}, σ "
+            f"{model.sensitivity_sigma:g} each, equally likely)"
+        )
+    elif getattr(model, "sensitivity_sigma", 0.0):
         text += (
             f", the patient's sensitivity to a comparison inferred (lognormal prior, median "
             f"{model.sensitivity_median:g}, σ {model.sensitivity_sigma:g})"
