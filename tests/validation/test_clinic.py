@@ -130,6 +130,33 @@ def test_the_store_keeps_each_run_once_and_reopens(tmp_path):
         assert store.metrics("e", "adult-clinic", "evr", 3) == []  # case ids below n_cases only
 
 
+def test_the_store_runs_what_is_left_and_a_stop_keeps_what_finished(tmp_path, capsys):
+    """``ClinicStore.run``: Ctrl-C in the third run returns None, says the same command resumes (naming
+    the store) and keeps the two finished runs; run again, it runs only the specs not finished under
+    any of the experiments named, and returns their summary."""
+    from types import SimpleNamespace
+
+    specs = [SimpleNamespace(key=RunKeyLike("e", "adult-clinic", "evr", i)) for i in range(4)]
+    specs.append(SimpleNamespace(key=RunKeyLike("f", "adult-clinic", "evr", 0)))
+    calls = []
+
+    def run(spec, stop_at=2):
+        calls.append(spec.key)
+        if len(calls) == stop_at + 1:
+            raise KeyboardInterrupt
+        return CaseResult(spec.key, _run(0.1), 10, 0.01)
+
+    path = tmp_path / "v.sqlite"
+    with ClinicStore(path) as store:
+        store.add(CaseResult(specs[4].key, _run(0.3), 10, 0.01))  # "f" finished before
+        assert store.run(specs[:4], ["e"], run, jobs=1, scheduler=None, progress=False) is None
+        assert f"the same command resumes ({path})" in capsys.readouterr().err
+        assert store.finished_keys("e") == {specs[0].key, specs[1].key}
+        calls.clear()
+        summary = store.run(specs, ["e", "f"], lambda s: run(s, stop_at=99), jobs=1, scheduler=None, progress=False)
+    assert calls == [specs[2].key, specs[3].key] and summary.ran == 2 and summary.planned == 5
+
+
 def test_a_finished_store_is_read_by_case_without_writing_beside_it(tmp_path):
     path = tmp_path / "v.sqlite"
     with ClinicStore(path) as store:

@@ -225,7 +225,6 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
 
     from visiontune import output_guard
     from visiontune.validation import clinic
-    from visiontune.validation.parallel_runs import execute_runs
     from visiontune.validation.provenance import machine_description, software
     from visiontune.validation.results_store import write_results_file
 
@@ -249,24 +248,15 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
     specs.sort(key=lambda s: (s.case.case_id, populations.index(s.population), models.index(s.answer_model)))
     t0 = time.perf_counter()
     with clinic.ClinicStore(out / f"{name}.sqlite") as store:
-        done = set().union(*(store.finished_keys(e) for e in keys.values()))
-        try:
-            summary = execute_runs(
-                specs,
-                done,
-                run_answer_case,
-                store.add,
-                jobs=args.jobs,
-                scheduler=args.scheduler,
-                progress=not args.no_progress,
-                stream=sys.stderr,
-                connect_timeout=30.0,
-            )
-        except KeyboardInterrupt:
-            print(
-                f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
-                file=sys.stderr,
-            )
+        summary = store.run(
+            specs,
+            keys.values(),
+            run_answer_case,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=not args.no_progress,
+        )
+        if summary is None:
             return 130
         wall = time.perf_counter() - t0
         tables: dict[str, list[AnswerRow]] = {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import sys
 import time
 from contextlib import closing
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter
 from visiontune.refraction.population import PatientCase, draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.validation.parallel_runs import execute_runs
 from visiontune.validation.results_store import open_results_db
 
 __all__ = [
@@ -292,6 +294,29 @@ class ClinicStore:
             )
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot store run {k} ({exc})") from None
+
+    def run(self, specs: list, experiments, run, *, jobs: int, scheduler: str | None, progress: bool):
+        """Run every spec of ``specs`` not yet finished under one of ``experiments`` in this store
+        (:func:`~visiontune.validation.parallel_runs.execute_runs`, each result committed as it
+        finishes) and return the :class:`~visiontune.validation.parallel_runs.SweepSummary`; after
+        Ctrl-C, say on stderr that the finished runs are stored and the same command resumes, and
+        return None."""
+        done = set().union(*(self.finished_keys(e) for e in experiments))
+        try:
+            return execute_runs(
+                specs,
+                done,
+                run,
+                self.add,
+                jobs=jobs,
+                scheduler=scheduler,
+                progress=progress,
+                stream=sys.stderr,
+                connect_timeout=30.0,
+            )
+        except KeyboardInterrupt:
+            print(f"stopped; the finished runs are stored: the same command resumes ({self.path})", file=sys.stderr)
+            return None
 
     def finished_keys(self, experiment: str) -> set[RunKeyLike]:
         rows = self._db.execute(

@@ -25,7 +25,6 @@ from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.slider import SliderModel
 from visiontune.validation import clinic
 from visiontune.validation.answer_validation import run_answer_validation
-from visiontune.validation.parallel_runs import execute_runs
 from visiontune.validation.provenance import machine_description, software, software_line
 from visiontune.validation.results_store import write_results_file
 
@@ -129,23 +128,15 @@ def run(args: argparse.Namespace) -> int:
     specs = [s for pop in populations for s in clinic.plan(experiment, protocol, policies, pop, n_cases, args.seed)]
     t0 = time.perf_counter()
     with clinic.ClinicStore(out / f"{name}.sqlite") as store:
-        try:
-            summary = execute_runs(
-                specs,
-                store.finished_keys(experiment),
-                clinic.run_case,
-                store.add,
-                jobs=args.jobs,
-                scheduler=args.scheduler,
-                progress=not args.no_progress,
-                stream=sys.stderr,
-                connect_timeout=30.0,
-            )
-        except KeyboardInterrupt:
-            print(
-                f"stopped; the finished runs are stored: the same command resumes ({out / name}.sqlite)",
-                file=sys.stderr,
-            )
+        summary = store.run(
+            specs,
+            [experiment],
+            clinic.run_case,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=not args.no_progress,
+        )
+        if summary is None:
             return 130
         wall = time.perf_counter() - t0
         tables = {}
