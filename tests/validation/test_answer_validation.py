@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.validation.short_protocols import short_protocol
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.protocol import load_protocol
@@ -13,20 +14,11 @@ from visiontune.validation.answer_validation import answer_row, plan_answers
 from visiontune.validation.clinic import ClinicStore
 
 
-def _short(tmp_path, trials=8):
-    text = load_protocol("clinical-sloan-compare").source_text.replace("max_trials = 120", f"max_trials = {trials}")
-    text = text.replace("min_trials = 20", "min_trials = 0")
-    text = text.replace('name = "clinical-sloan-compare"', 'name = "short"')
-    path = tmp_path / "short.toml"
-    path.write_text(text)
-    return path
-
-
 def test_answer_models_page_store_and_resume(tmp_path, capsys):
     args = [
         "validate",
         "--protocol",
-        str(_short(tmp_path)),
+        str(short_protocol(tmp_path, "clinical-sloan-compare", 8)),
         "--answer-model",
         "model,last-lens-bias",
         "--lens-device",

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.validation.short_protocols import short_protocol
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.refraction.protocol import load_protocol
@@ -193,19 +194,11 @@ def test_the_plan_runs_every_policy_on_the_same_patients():
     assert 'policy = "bald"' in specs[3].protocol_text and all(s.case.age_years <= 35 for s in specs)
 
 
-def _short_protocol(tmp_path):
-    text = load_protocol("clinical-sloan").source_text.replace("max_trials = 120", "max_trials = 12")
-    text = text.replace("min_trials = 20", "min_trials = 0").replace('name = "clinical-sloan"', 'name = "short"')
-    path = tmp_path / "short.toml"
-    path.write_text(text)
-    return path
-
-
 def test_validate_writes_a_simulated_page_and_resumes(tmp_path, capsys):
     args = [
         "validate",
         "--protocol",
-        str(_short_protocol(tmp_path)),
+        str(short_protocol(tmp_path, "clinical-sloan", 12)),
         "--populations",
         "adult-clinic,no-start",
         "--cases",
