@@ -66,20 +66,10 @@ def paint_glyph(
     The design cell (``design_height`` grid units square) is mapped to ``height_px`` pixels and
     centred on the area; grid y points up, so the transform is
     ``X = cx + k (x - c) * (-1 if mirror else 1)``, ``Y = cy - k (y - c)``,
-    ``k = height_px / design_height``, ``c = design_height / 2``.
+    ``k = height_px / design_height``, ``c = design_height / 2``: a chart line of one letter
+    (:func:`paint_line`, whose one centre is the area's).
     """
-    painter.save()
-    painter.fillRect(0, 0, int(np.ceil(width)), int(np.ceil(height)), BACKGROUND)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-    painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(INK)
-    k = height_px / design_height
-    c = design_height / 2.0
-    painter.translate(width / 2.0, height / 2.0)
-    painter.scale(-k if mirror else k, -k)
-    painter.translate(-c, -c)
-    painter.drawPath(glyph_path(glyph))
-    painter.restore()
+    paint_line(painter, width, height, [glyph], height_px, design_height=design_height, mirror=mirror)
 
 
 def paint_line(
@@ -134,18 +124,9 @@ def render_line_image(
 def render_glyph_image(
     glyph: Glyph, height_px: float, size: tuple[int, int], *, design_height: float = 5.0, mirror: bool = False
 ) -> QImage:
-    """Render ``glyph`` ``height_px`` tall, centred in a ``size = (width, height)`` pixel image."""
-    h = float(positive("height_px", height_px))
-    w_img, h_img = (int(v) for v in finite_array("size", size, ndim=1))
-    if w_img < 1 or h_img < 1:
-        raise InvalidInputError(f"size: expected (width, height) >= 1 pixel, got {tuple(size)}")
-    image = QImage(w_img, h_img, QImage.Format.Format_RGB32)
-    painter = QPainter(image)
-    try:
-        paint_glyph(painter, w_img, h_img, glyph, h, design_height=design_height, mirror=mirror)
-    finally:
-        painter.end()
-    return image
+    """Render ``glyph`` ``height_px`` tall, centred in a ``size = (width, height)`` pixel image (a chart
+    line of one letter, :func:`render_line_image`)."""
+    return render_line_image([glyph], height_px, size, design_height=design_height, mirror=mirror)
 
 
 def qimage_to_gray(image: QImage) -> np.ndarray:
@@ -258,32 +239,21 @@ class PatientWindow(QWidget):
     def _paint(self) -> None:
         painter = QPainter(self)
         try:
-            if self._line is not None:
-                ratio = self.devicePixelRatioF()
-                painter.scale(1.0 / ratio, 1.0 / ratio)
-                paint_line(
-                    painter,
-                    self.width() * ratio,
-                    self.height() * ratio,
-                    self._line,
-                    self._height_px,
-                    design_height=self.letter_set.design_height,
-                    mirror=self.calibration.mirror,
-                )
-            elif self._glyph is None:
+            if self._line is None and self._glyph is None:
                 painter.fillRect(self.rect(), BACKGROUND)
-            else:
-                ratio = self.devicePixelRatioF()
-                # Work in device pixels: the calibration is in device pixels.
-                painter.scale(1.0 / ratio, 1.0 / ratio)
-                paint_glyph(
-                    painter,
-                    self.width() * ratio,
-                    self.height() * ratio,
-                    self._glyph,
-                    self._height_px,
-                    design_height=self.letter_set.design_height,
-                    mirror=self.calibration.mirror,
-                )
+                return
+            ratio = self.devicePixelRatioF()
+            # Work in device pixels: the calibration is in device pixels.
+            painter.scale(1.0 / ratio, 1.0 / ratio)
+            paint, shown = (paint_glyph, self._glyph) if self._line is None else (paint_line, self._line)
+            paint(
+                painter,
+                self.width() * ratio,
+                self.height() * ratio,
+                shown,
+                self._height_px,
+                design_height=self.letter_set.design_height,
+                mirror=self.calibration.mirror,
+            )
         finally:
             painter.end()
