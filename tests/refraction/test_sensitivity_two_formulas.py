@@ -6,7 +6,6 @@ the answers."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,10 +23,9 @@ from visiontune.refraction.optics_model import (
     OpticsModelSpec,
     ParticlePosterior,
 )
-from visiontune.refraction.protocol import parse_protocol
+from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 
-PROTOCOLS = Path(__file__).resolve().parents[2] / "visiontune" / "data" / "protocols"
 START = StartingPoint(Prescription(-1.5, -0.75, 20.0), "autorefraction", 30)
 SIGMA, LOW, HIGH = 0.5, 1.0, 15.5
 TWO = ComparisonModel(sensitivity_median=LOW, sensitivity_sigma=SIGMA, sensitivity_second_median=HIGH)
@@ -48,7 +46,7 @@ def test_the_key_is_off_by_default_checked_and_read_from_the_protocol():
         ComparisonModel(sensitivity_second_median=15.5)
     with pytest.raises(InvalidInputError, match="sensitivity_second_median"):
         ComparisonModel(sensitivity_sigma=0.5, sensitivity_second_median=-1.0)
-    text = (PROTOCOLS / "clinical-sloan-compare.toml").read_text()
+    text = load_protocol("clinical-sloan-compare").source_text
     two = text.replace("sensitivity_sigma = 1.0", "sensitivity_sigma = 0.5\nsensitivity_second_median = 15.5")
     assert parse_protocol(two, "two.toml").comparisons.comparison.column_priors == (
         ("log_sensitivity", 4.0, 0.5, "mixture", 15.5),
