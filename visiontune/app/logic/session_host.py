@@ -339,17 +339,19 @@ class SessionHost:
         info = self._store().get_session(int(session_id))
         if info.state != SessionState.FINISHED:
             raise SessionError(f"session {session_id} is {info.state.value}: resume it to continue")
-        self._emit(
-            Finished(
-                FinishedView(
-                    info.session_id,
-                    info.patient_id,
-                    info.eye.value,
-                    info.simulated,
-                    info.result,
-                    visit_id=self._visit_of(info.session_id),
-                ),
-            )
+        self._emit(Finished(self._finished_view(info, info.result)))
+
+    def _finished_view(self, info, result: dict, **extra) -> FinishedView:
+        """The finished session ``info`` as the view shows it, with ``result`` and ``extra`` fields
+        (``exports``) and the visit it belongs to."""
+        return FinishedView(
+            info.session_id,
+            info.patient_id,
+            info.eye.value,
+            info.simulated,
+            result,
+            visit_id=self._visit_of(info.session_id),
+            **extra,
         )
 
     def _visit_of(self, session_id: int) -> int | None:
@@ -640,14 +642,7 @@ class SessionHost:
         info = self._store().get_session(s.session_id)
         log.info("session %d finished (%s): %s", s.session_id, stopped_by, result["rounded"])
         self._close_session()
-        view = FinishedView(
-            info.session_id,
-            info.patient_id,
-            info.eye.value,
-            info.simulated,
-            result,
-            visit_id=self._visit_of(info.session_id),
-        )
+        view = self._finished_view(info, result)
         if export_dir is not None:
             self._emit(Busy("Exporting the report"))
             try:
@@ -671,19 +666,7 @@ class SessionHost:
         session_id, export_dir = command.session_id, command.folder
         info = self._store().get_session(int(session_id))
         exports = self._export(info, Path(export_dir))
-        self._emit(
-            Finished(
-                FinishedView(
-                    info.session_id,
-                    info.patient_id,
-                    info.eye.value,
-                    info.simulated,
-                    info.result,
-                    exports,
-                    visit_id=self._visit_of(info.session_id),
-                ),
-            )
-        )
+        self._emit(Finished(self._finished_view(info, info.result, exports=exports)))
 
     def _close_session(self) -> None:
         if self.session is not None:
