@@ -44,3 +44,12 @@ def test_the_prior_of_two_formulas_is_described_as_such():
     assert "a prior of two formulas: lognormals at medians 1 and 15.5, σ 0.5 each, equally likely" in text
     assert "lognormal prior, median" not in text
     assert "lognormal prior, median 4, σ 1" in _model_text(load_protocol(FILED).comparisons.comparison)
+
+
+def test_the_page_names_the_command_as_given_or_the_bare_subcommand(monkeypatch):
+    from visiontune.validation.provenance import command_line
+
+    monkeypatch.setattr("sys.argv", ["visiontune", "validate", "--cases", "3", "--seed", "2"])
+    assert command_line("validate") == "visiontune validate --cases 3 --seed 2"
+    monkeypatch.setattr("sys.argv", ["pytest", "tests/validation"])
+    assert command_line("validate") == "visiontune validate"

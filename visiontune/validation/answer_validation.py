@@ -220,12 +220,11 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
     """``visiontune validate --answer-model ...``: every answer model on every population, stored
     resumably in ``<out>/<name>.sqlite``; the page ``<out>/<name>.md`` and a JSON summary beside it."""
     import json
-    import sys
     from pathlib import Path
 
     from visiontune import output_guard
     from visiontune.validation import clinic
-    from visiontune.validation.provenance import machine_description, software
+    from visiontune.validation.provenance import command_line, machine_description, software
     from visiontune.validation.results_store import write_results_file
 
     models = [m.strip() for m in args.answer_model.split(",") if m.strip()]
@@ -271,9 +270,8 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
                 if any("start_error_d" in r for r in first):
                     rows.append(answer_row("starting prescription as it is", first, start=True))
                 tables[pop] = rows
-    command = "visiontune validate " + (" ".join(sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "")
     meta = {
-        "command": command,
+        "command": command_line("validate"),
         "machine": machine_description(),
         "software": software(),
         "wall_s": wall,

@@ -12,11 +12,20 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 from visiontune import __version__
 
-__all__ = ["code_version", "machine_description", "software", "software_line"]
+__all__ = ["code_version", "command_line", "machine_description", "software", "software_line"]
+
+
+def command_line(subcommand: str) -> str:
+    """The command a results page was made by: ``visiontune <subcommand>`` and the arguments it was
+    given on the command line, or the bare subcommand when it was called from Python."""
+    if sys.argv[1:2] == [subcommand]:
+        return " ".join(["visiontune", subcommand, *sys.argv[2:]])
+    return f"visiontune {subcommand}"
 
 
 def machine_description() -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.slider import SliderModel
 from visiontune.validation import clinic
 from visiontune.validation.answer_validation import run_answer_validation
-from visiontune.validation.provenance import machine_description, software, software_line
+from visiontune.validation.provenance import command_line, machine_description, software, software_line
 from visiontune.validation.results_store import write_results_file
 
 __all__ = ["DEFAULT_POPULATIONS", "add_arguments", "run"]
@@ -149,11 +148,8 @@ def run(args: argparse.Namespace) -> int:
             if with_start:
                 rows.append(clinic.summarise("starting prescription as it is", with_start, start=True))
             tables[pop] = rows
-    command = (
-        "visiontune validate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "visiontune validate"
-    )
     meta = {
-        "command": command,
+        "command": command_line("validate"),
         "machine": machine_description(),
         "software": software(),
         "wall_s": wall,
