@@ -7,14 +7,17 @@ import math
 import numpy as np
 import pytest
 
+from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics import Prescription, SimulatedPatient
-from visiontune.refraction.clinical_pairs import cross_cylinder, one_change_pairs, pair_changes
+from visiontune.refraction.clinical_pairs import cross_cylinder, frame_lens_of, one_change_pairs, pair_changes
 from visiontune.refraction.lenses import LensSteps, in_form, trial_lens
 from visiontune.refraction.loop import MemoryLog, Refraction, SimulatedPresenter, is_comparison
+from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.start import StartingPoint
 
 ONE_CHANGE = "docs/results/protocols/clinical-sloan-compare-one-change.toml"
+HELD = "docs/results/protocols/clinical-sloan-lines-held.toml"
 START = StartingPoint(Prescription(-1.0, -0.75, 20.0), "autorefraction", 45)
 STEPS = LensSteps()
 
@@ -64,8 +67,10 @@ def test_every_pair_is_the_lens_and_one_clinical_change_of_trial_lenses(lens):
             assert r.sphere_d / 0.25 == round(r.sphere_d / 0.25) and r.cylinder_d / 0.25 == round(r.cylinder_d / 0.25)
             assert r.cylinder_d == 0.0 or r.axis_deg % 5.0 == 0.0
         if kind in ("jcc-axis", "jcc-power", "flipper"):
-            assert np.abs(a - b).max() > 0.1  # two flips, the base between them
-            np.testing.assert_allclose((a + b) / 2, base, atol=0.13)
+            # two flips held before the trial lens, exactly: base ± (0.25, 0, 0) or ± a 0.25 D cross-cylinder
+            np.testing.assert_allclose((a + b) / 2, base, atol=1e-12)
+            assert np.isclose(np.linalg.norm(a - b) / 2, 0.25, atol=1e-12)
+            assert (kind == "flipper") == bool(abs(a[0] - b[0]) > 1e-9)
             continue
         np.testing.assert_allclose(a, base, atol=1e-12)  # lens 1 is the lens in place
         if kind == "sphere":
@@ -101,10 +106,15 @@ def test_no_pair_twice_and_a_cross_cylinder_before_the_lens_in_place_costs_no_ch
         expected = 0.0 if kind in ("jcc-axis", "jcc-power", "flipper") and base == 0 else None
         if expected is not None:
             assert c == 0.0
-    assert set(changes[[k.startswith("jcc") and b == 1 for k, b in kinds]]) == {2.0}
+    assert set(changes[[k.startswith("jcc") and b == 1 for k, b in kinds]]) == {
+        1.0
+    }  # the estimate placed, then flipped
     assert set(changes[[k == "sphere" and b == 0 for k, b in kinds]]) == {1.0}
     assert holds
-    assert set(pair_changes(pairs, kinds, None)) == {2.0}
+    held = np.array([k in ("jcc-axis", "jcc-power", "flipper") for k, _ in kinds])
+    assert set(pair_changes(pairs, kinds, None)[held]) == {1.0} and set(pair_changes(pairs, kinds, None)[~held]) == {
+        2.0
+    }
 
 
 def _session(log, protocol, seed=5):
@@ -135,7 +145,13 @@ def test_a_one_change_session_asks_only_clinical_pairs_and_resumes_to_the_same_q
     compared = [t for t in log.trials() if is_comparison(t)]
     assert len(compared) >= 5, "too few comparisons were asked"
     for t in compared:
+        if t.frame_lens is not None:  # a ±0.25 D flipper or cross-cylinder held before the trial lens
+            held = t.lens.power_vector_array() - t.frame_lens.power_vector_array()
+            assert np.allclose(t.lens2.power_vector_array() - t.frame_lens.power_vector_array(), -held, atol=1e-9)
+            assert np.isclose(np.linalg.norm(held), 0.25) and (held[0] == 0.0 or np.allclose(held[1:], 0.0))
+            continue
         assert _one_change(in_form(t.lens, "minus"), in_form(t.lens2, "minus")), (t.lens, t.lens2)
+    assert any(t.frame_lens is not None for t in compared)
     rebuilt = _session(log, protocol)
     assert rebuilt.next_query() == session.next_query()
 
@@ -150,3 +166,45 @@ def test_the_shipped_protocol_asks_pairs_no_clinician_would_and_keeps_its_settin
     _session(log, protocol).run(SimulatedPresenter(patient), max_steps=25)
     compared = [t for t in log.trials() if is_comparison(t)]
     assert any(not _one_change(in_form(t.lens, "minus"), in_form(t.lens2, "minus")) for t in compared)
+
+
+@pytest.mark.parametrize("lens", [(-2.0, -1.0, 30.0), (1.25, 0.0, 180.0)])
+def test_lenses_held_before_the_trial_lens_come_in_every_power_asked_and_plus_only_for_an_eye_that_accommodates(lens):
+    powers = (0.25, 0.5, 1.0)
+    base = _rx(_pv(*lens)).power_vector_array()
+    pairs, kinds = one_change_pairs([_pv(*lens)], STEPS, with_kinds=True, hand_held_d=powers)
+    flips = {round(float(a[0] - b[0]) / 2, 9) for (a, b), (k, _) in zip(pairs, kinds) if k == "flipper"}
+    assert flips == set(powers)
+    for (a, b), (kind, _) in zip(pairs, kinds):
+        if kind.startswith("jcc"):  # a cross-cylinder keeps M and turns J by its power each way
+            assert a[0] == b[0] == base[0]
+            assert round(float(np.linalg.norm(a - b)) / 2, 9) in powers
+            np.testing.assert_allclose(frame_lens_of(kind, (a, b)), base, atol=1e-12)
+    plus, plus_kinds = one_change_pairs([_pv(*lens)], STEPS, with_kinds=True, hand_held_d=powers, plus_only=True)
+    assert "flipper" not in {k for k, _ in plus_kinds}
+    held = [(a, b) for (a, b), (k, _) in zip(plus, plus_kinds) if k == "with-without"]
+    assert sorted(round(float(b[0] - a[0]), 9) for a, b in held) == sorted(powers)  # plus only
+    for a, b in held:
+        np.testing.assert_allclose(a, base, atol=1e-12)  # lens 1: the trial lens alone, then with the sphere
+        np.testing.assert_allclose(frame_lens_of("with-without", (a, b)), base, atol=1e-12)
+    assert set(pair_changes(plus, plus_kinds, base)[[k == "with-without" for k, _ in plus_kinds]]) == {0.0}
+
+
+@pytest.mark.parametrize("bad", [(), (0.3,), (0.0,), (2.5,), [0.25]])
+def test_hand_held_powers_outside_the_lenses_made_are_refused_with_their_name(bad):
+    with pytest.raises(InvalidInputError, match="hand_held_d"):
+        MixedSettings(pairs="one-change", hand_held_d=bad)
+
+
+def test_the_protocol_key_of_the_powers_held_is_read_and_checked(tmp_path):
+    text = load_protocol(HELD).source_text
+    assert load_protocol(HELD).comparisons.hand_held_d == (0.25, 0.5, 0.75, 1.0)
+    for bad, expected in (("[0.3]", "multiple of 0.25"), ("[0.5, 0.5]", "distinct"), ("0.5", "non-empty list")):
+        path = tmp_path / "bad.toml"
+        path.write_text(text.replace("hand_held_d = [0.25, 0.5, 0.75, 1.0]", f"hand_held_d = {bad}"))
+        with pytest.raises(ProtocolError, match=f"comparisons.hand_held_d: expected .*{expected}"):
+            load_protocol(path)
+    path = tmp_path / "any.toml"
+    path.write_text(text.replace('pairs = "one-change"', 'pairs = "any"'))
+    with pytest.raises(ProtocolError, match='comparisons.hand_held_d: expected pairs = "one-change"'):
+        load_protocol(path)

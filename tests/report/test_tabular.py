@@ -32,7 +32,7 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
     assert tuple(rows[0]) == CSV_COLUMNS
     assert [int(r["trial_index"]) for r in rows] == list(range(15))
     assert [int(r["trial_index"]) for r in rows if r["void"] == "1"] == [3, 8, 14]
-    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"5"}
+    assert {r["simulated"] for r in rows} == {"1"} and {r["schema_version"] for r in rows} == {"6"}
     assert {r["mark"] for r in rows} == {"SIMULATED"}  # a simulated session says so on every row
     duel = rows[6]
     assert (duel["sphere2_d"], duel["cylinder2_d"], duel["axis2_deg"]) == ("0.25", "-0.25", "45.5")
@@ -46,7 +46,14 @@ def test_csv_one_row_per_answer_with_voids_marked(record):
 def _older_csv(rows: list[dict], version: int, dropped: tuple[str, ...]) -> str:
     """The rows as a file of an older schema: the columns ``dropped`` left out."""
     out = io.StringIO()
-    dropped = (*dropped, "mark", "line_correct")  # schema 4's column and schema 5's
+    dropped = (
+        *dropped,
+        "mark",
+        "line_correct",
+        "frame_sphere_d",
+        "frame_cylinder_d",
+        "frame_axis_deg",
+    )  # 4's, 5's, 6's
     writer = csv.DictWriter(out, [c for c in CSV_COLUMNS if c not in dropped], lineterminator="\n")
     writer.writeheader()
     for r in rows:
@@ -172,7 +179,7 @@ def test_csv_round_trip_of_letters_comparisons_and_sliders(store, sliders):
 
 def test_json_round_trip_of_letters_comparisons_and_sliders(store, sliders):
     doc = json.loads(session_json_text(sliders))
-    assert doc["schema_version"] == 4 and doc["mark"] == "SIMULATED"
+    assert doc["schema_version"] == 5 and doc["mark"] == "SIMULATED"
     loaded = session_from_json(doc)
     assert loaded == sliders and _fields(loaded.trials) == _fields(store.trials(sliders.session_id, include_void=True))
     slider = next(t for t in doc["trials"] if t["kind"] == "slider")
@@ -253,7 +260,7 @@ def test_csv_of_real_session_is_not_marked(store, make_session):
 
 def test_json_round_trip_reproduces_session_trials_and_result(store, record):
     doc = json.loads(session_json_text(record))
-    assert doc["schema"] == "visiontune.session-export" and doc["schema_version"] == 4
+    assert doc["schema"] == "visiontune.session-export" and doc["schema_version"] == 5
     assert doc["simulated"] is True and doc["mark"] == "SIMULATED"
     loaded = session_from_json(doc)
     assert loaded == record
@@ -278,17 +285,17 @@ def test_csv_errors_name_line_and_column(record):
         trials_from_csv(bad)
     with pytest.raises(InvalidInputError, match="csv: expected the header"):
         trials_from_csv("a,b\n1,2\n")
-    newer = text.replace(",1,5,SIMULATED\n", ",1,6,SIMULATED\n", 1)
+    newer = text.replace(",1,6,SIMULATED\n", ",1,7,SIMULATED\n", 1)
     with pytest.raises(InvalidInputError, match="column schema_version"):
         trials_from_csv(newer)
     with pytest.raises(InvalidInputError, match="csv line 2, column mark: expected 'SIMULATED' exactly when"):
-        trials_from_csv(text.replace(",1,5,SIMULATED\n", ",1,5,\n", 1))
+        trials_from_csv(text.replace(",1,6,SIMULATED\n", ",1,6,\n", 1))
 
 
 def test_json_wrong_schema_or_version(record):
     doc = json.loads(session_json_text(record))
-    with pytest.raises(InvalidInputError, match="schema_version: this VisionTune reads versions 1 to 4, got 5"):
-        session_from_json({**doc, "schema_version": 5})
+    with pytest.raises(InvalidInputError, match="schema_version: this VisionTune reads versions 1 to 5, got 6"):
+        session_from_json({**doc, "schema_version": 6})
     v1 = {**doc, "schema_version": 1, "trials": [t for t in doc["trials"] if t["comparison"] is None]}
     assert all(t.comparison is None for t in session_from_json(v1).trials)
     with pytest.raises(InvalidInputError, match="json: schema"):

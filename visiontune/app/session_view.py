@@ -37,6 +37,7 @@ from visiontune.app.plots import AcuityCurvePlot, AcuityMapPlot, PsychometricPlo
 from visiontune.app.worker import EstimateView, Snapshot
 from visiontune.refraction.lenses import in_form
 from visiontune.refraction.loop import PendingComparison, PendingSlider
+from visiontune.session.trial_text import held_text
 
 __all__ = [
     "EYE_COLOURS",
@@ -304,6 +305,9 @@ class SessionView(QWidget):
         if isinstance(q, PendingSlider):
             lenses = tuple(in_form(x, snap.cylinder_form) for x in q.lenses)
             self.show_slider(SliderView(q.knob, lenses, q.start, q.start))
+        elif isinstance(q, PendingComparison) and q.frame_lens is not None:
+            form = snap.cylinder_form
+            self.lens.setText(held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, form))))
         elif isinstance(q, PendingComparison):
             self.lens.setText(
                 f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"

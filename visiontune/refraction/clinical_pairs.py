@@ -6,13 +6,17 @@ trial lens) in power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horner 1997, Eq
 (:func:`visiontune.refraction.lenses.trial_lens_power_vectors`: 0.25 D, the protocol's axis steps):
 
 * **sphere**: ``(L, L + dS)`` for ``dS`` in ±0.25 and ±0.50 D (``M`` changes by ``dS``, ``J`` not);
-  the plus steps are the fogging / plus-to-blur steps; and the ±0.25 D sphere flipper's two
-  sides held before the lens, ``(L + 0.25, L - 0.25)`` (the end-point check of the sphere);
-* **Jackson cross-cylinder**, ±``p`` D (``p`` = 0.25): the lens ``+p DS / -2p DC x t`` has
+  the plus steps are the fogging / plus-to-blur steps; and a sphere flipper's two sides held
+  before the lens, ``(L + p, L - p)`` (at ``p`` = 0.25 D the end-point check of the sphere;
+  at ±0.50 to ±1.00 D the bracketing a clinician uses where acuity is poor);
+* **Jackson cross-cylinder**, ±``p`` D: the lens ``+p DS / -2p DC x t`` has
   ``M = p - p = 0`` and ``J = p (cos 2t, sin 2t)``; its flip (minus axis at ``t + 90``) is ``-J``.
   The pair is ``(L + J_t, L - J_t)``: for the **axis** the flips straddle the lens's axis ``a``
   (``t = a + 45``, the flip's minus axis at ``a + 45`` or ``a - 45``), for the **power** they are
-  aligned with it (``t = a``: minus axis at ``a`` or ``a + 90``);
+  aligned with it (``t = a``: minus axis at ``a`` or ``a + 90``). Cross-cylinders are made at
+  ±0.25, ±0.37, ±0.50, ±0.75 and ±1.00 D; the ±0.25 D one is the routine's, the stronger ones
+  are for an eye whose acuity is poor (Elliott 2014, *Clinical Procedures in Primary Eye Care*,
+  §4.8; Benjamin 2006, *Borish's Clinical Refraction*, ch. 20);
 * **after a cross-cylinder answer**, the change the clinician makes: the axis turned by the step for
   the cylinder's power (:func:`~visiontune.refraction.lenses.axis_step_for`: 15° at 0.25 D, 10° at
   0.50 D, else the protocol's step; Borish's clinical refraction's 5-15° rule) and the cylinder's
@@ -20,6 +24,12 @@ trial lens) in power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horner 1997, Eq
   spherical equivalent"; the trial-lens rounding keeps ``M`` within 0.125 D).
 
 With no cylinder to follow (``|J| < 0.05`` D) the cross-cylinder is shown at 90/180 and 45/135.
+
+**Hand-held pairs** (flipper, cross-cylinder) are a lens held before the base lens ``L``, which
+stays in the trial frame (the *frame lens*, :func:`frame_lens_of`): their two lenses are exactly
+``L ± H`` (``H`` the flipper's or cross-cylinder's power vector), not rounded, and ``L`` is what
+the next question finds in place. The powers held are the protocol's ``hand_held_d`` (±0.25 D by
+default). Every other pair is two trial lenses placed in turn, rounded.
 """
 
 from __future__ import annotations
@@ -29,7 +39,17 @@ import numpy as np
 from visiontune.optics.prescription import PowerVector, Prescription, normalise_axis_deg
 from visiontune.refraction.lenses import LensSteps, axis_step_for, distinct_pair_indices, trial_lens_power_vectors
 
-__all__ = ["CHANGE_KINDS", "JCC_D", "SPHERE_STEPS_D", "cross_cylinder", "one_change_pairs", "pair_changes"]
+__all__ = [
+    "CHANGE_KINDS",
+    "HAND_HELD_D",
+    "JCC_D",
+    "SPHERE_STEPS_D",
+    "cross_cylinder",
+    "frame_lens_of",
+    "is_hand_held",
+    "one_change_pairs",
+    "pair_changes",
+]
 
 #: Sphere changes shown against the lens (D).
 SPHERE_STEPS_D = (0.25, -0.25, 0.5, -0.5)
@@ -41,9 +61,11 @@ JCC_D = 0.25
 CYLINDER_STEP_D = 0.25
 #: Below this length of ``J`` (D) the lens has no axis to follow.
 _AXIS_FREE_J_D = 0.05
-#: Pairs shown by a hand-held lens before the lens in place (no change of the lens itself).
-_HAND_HELD = ("flipper", "jcc-axis", "jcc-power")
-CHANGE_KINDS = ("sphere", "flipper", "jcc-axis", "jcc-power", "axis", "cylinder")
+#: The powers of the hand-held flipper and cross-cylinder by default (D).
+HAND_HELD_D = (FLIPPER_D,)
+#: Pairs shown by a hand-held lens before the frame lens (no change of the lens itself).
+_HAND_HELD = ("with-without", "flipper", "jcc-axis", "jcc-power")
+CHANGE_KINDS = ("sphere", "with-without", "flipper", "jcc-axis", "jcc-power", "axis", "cylinder")
 
 
 def cross_cylinder(power_d: float, minus_axis_deg: float) -> np.ndarray:
@@ -62,15 +84,32 @@ def _axis_and_cylinder(base: np.ndarray) -> tuple[float, float]:
     return rx.axis_deg, rx.cylinder_d
 
 
-def _pairs_around(base: np.ndarray, steps: LensSteps) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """``(kind, lens 1, lens 2)`` of every one-change pair around ``base (3,)``, unrounded."""
+def is_hand_held(kind: str) -> bool:
+    """Whether a pair of ``kind`` (:data:`CHANGE_KINDS`) is a flipper or cross-cylinder held before
+    the frame lens."""
+    return kind in _HAND_HELD
+
+
+def _pairs_around(
+    base: np.ndarray, steps: LensSteps, hand_held_d=HAND_HELD_D, plus_only: bool = False
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``(kind, lens 1, lens 2)`` of every one-change pair around the trial lens ``base (3,)``,
+    unrounded; for each power of ``hand_held_d`` a sphere held before it (a flipper, or with
+    ``plus_only`` the plus sphere "with or without") and the two cross-cylinder pairs."""
     axis, cylinder = _axis_and_cylinder(base)
-    out = [("sphere", base, base + np.array([d, 0.0, 0.0])) for d in SPHERE_STEPS_D]
-    flip = np.array([FLIPPER_D, 0.0, 0.0])
-    out.append(("flipper", base + flip, base - flip))
-    straddle = cross_cylinder(JCC_D, axis + 45.0)
-    aligned = cross_cylinder(JCC_D, axis)
-    out += [("jcc-axis", base + straddle, base - straddle), ("jcc-power", base + aligned, base - aligned)]
+    out = []
+    for p in hand_held_d:
+        flip = np.array([p, 0.0, 0.0])
+        straddle = cross_cylinder(p, axis + 45.0)
+        aligned = cross_cylinder(p, axis)
+        out += [
+            ("with-without", base, base + flip) if plus_only else ("flipper", base + flip, base - flip),
+            ("jcc-axis", base + straddle, base - straddle),
+            ("jcc-power", base + aligned, base - aligned),
+        ]
+    # after the lenses held, so that a sphere step a plus sphere held before the lens also shows is
+    # kept as the held one (no change of lens)
+    out += [("sphere", base, base + np.array([d, 0.0, 0.0])) for d in SPHERE_STEPS_D]
     if cylinder != 0.0:
         step = axis_step_for(cylinder, steps.axis_step_deg)
         for turn in (step, -step):
@@ -89,17 +128,22 @@ def _rotated(base: np.ndarray, turn_deg: float) -> np.ndarray:
     ).power_vector_array()
 
 
-def one_change_pairs(bases, steps: LensSteps, with_kinds: bool = False):
-    """Candidate pairs ``(Q, 2, 3)`` of trial lenses (module docstring), each a base lens (rows of
-    ``bases (B, 3)``) and one clinical change of it, rounded to trial lenses, no pair twice and no
-    pair of one lens; with ``with_kinds`` also each pair's ``(kind, base index)``
+def one_change_pairs(
+    bases, steps: LensSteps, with_kinds: bool = False, hand_held_d=HAND_HELD_D, plus_only: bool = False
+):
+    """Candidate pairs ``(Q, 2, 3)`` (module docstring), each a base lens (rows of ``bases (B, 3)``,
+    rounded to a trial lens) and one clinical change of it: two trial lenses, or a lens held before
+    the base (each power of ``hand_held_d``, D; the sphere as plus only with ``plus_only``), no pair
+    twice and no pair of one lens; with ``with_kinds`` also each pair's ``(kind, base index)``
     (:data:`CHANGE_KINDS`)."""
     first, second, kinds = [], [], []
     for index, base in enumerate(np.atleast_2d(np.asarray(bases, dtype=float))):
         base = trial_lens_power_vectors(base[None, :], steps)[0]
-        built = _pairs_around(base, steps)
-        first.append(trial_lens_power_vectors(np.array([p[1] for p in built]), steps))
-        second.append(trial_lens_power_vectors(np.array([p[2] for p in built]), steps))
+        built = _pairs_around(base, steps, hand_held_d, plus_only)
+        held = np.array([is_hand_held(p[0]) for p in built])[:, None]
+        a, b = np.array([p[1] for p in built]), np.array([p[2] for p in built])
+        first.append(np.where(held, a, trial_lens_power_vectors(a, steps)))
+        second.append(np.where(held, b, trial_lens_power_vectors(b, steps)))
         kinds += [(p[0], index) for p in built]
     a, b = np.concatenate(first), np.concatenate(second)
     keep = distinct_pair_indices(a, b)
@@ -107,16 +151,27 @@ def one_change_pairs(bases, steps: LensSteps, with_kinds: bool = False):
     return (pairs, kinds) if with_kinds else pairs
 
 
+def frame_lens_of(kind: str, pair: np.ndarray) -> np.ndarray:
+    """The frame lens of a hand-held pair ``(2, 3)`` of ``kind``: lens 1 for "with or without" (the
+    lens alone, then with the sphere held before it), else the base its two sides straddle,
+    ``(L1 + L2) / 2``."""
+    if kind == "with-without":
+        return np.asarray(pair[0], dtype=float)
+    return (np.asarray(pair[0], dtype=float) + np.asarray(pair[1], dtype=float)) / 2.0
+
+
 def pair_changes(pairs: np.ndarray, kinds, in_place) -> np.ndarray:
     """Changes of lens each pair of :func:`one_change_pairs` (built with ``in_place`` as base 0)
-    costs from the lens in place ``in_place`` (a power vector, or None): a cross-cylinder pair around
-    the lens in place, or a ±0.25 D flipper's, none (a hand-held cross-cylinder or flipper turned
-    before the trial frame's lens, or one flip of a phoropter's, is part of the comparison's own
-    time; assumed, as the clinic does it), else
-    1 where the pair holds the lens in place and 2 where it does not."""
+    costs from the lens in place ``in_place`` (a power vector, or None): a hand-held pair (a
+    flipper or cross-cylinder turned before the trial frame's lens, or one flip of a phoropter's,
+    within the comparison's own time; assumed, as the clinic does it) none when its frame lens is
+    the lens in place and 1 (placing it) when not; two trial lenses 1 where the pair holds the lens
+    in place and 2 where it does not."""
+    held = np.array([is_hand_held(kind) for kind, _ in kinds], dtype=bool)
     if in_place is None:
-        return np.full(len(pairs), 2.0)
-    here = np.abs(pairs - np.asarray(in_place, dtype=float)).max(axis=-1) <= 1e-6
-    changes = np.where(here.any(axis=1), 1.0, 2.0)
-    jcc = np.array([kind in _HAND_HELD and base == 0 for kind, base in kinds])
-    return np.where(jcc, 0.0, changes)
+        return np.where(held, 1.0, 2.0)
+    in_place = np.asarray(in_place, dtype=float)
+    here = np.abs(pairs - in_place).max(axis=-1) <= 1e-6
+    frames = np.array([frame_lens_of(kind, pair) for (kind, _), pair in zip(kinds, pairs)]).reshape(-1, 3)
+    framed_here = np.abs(frames - in_place).max(axis=-1) <= 1e-6
+    return np.where(held, np.where(framed_here, 0.0, 1.0), np.where(here.any(axis=1), 1.0, 2.0))

@@ -198,10 +198,14 @@ def lens_power_vector(lens) -> np.ndarray:
 
 
 def lenses_shown(trial) -> list[Prescription]:
-    """The lenses a :class:`~visiontune.refraction.trial.Trial` put before the eye, in order: a
-    letter's ``lens``, a comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path."""
+    """The trial lenses a :class:`~visiontune.refraction.trial.Trial` put before the eye, in order:
+    a letter's ``lens``, a comparison's (or a duel's) ``lens`` then ``lens2``, a slider's path; for
+    a flipper or cross-cylinder held before a trial lens, that ``frame_lens`` alone (its two sides
+    are no change of lens)."""
     if trial.slider_lenses is not None:
         return list(trial.slider_lenses)
+    if getattr(trial, "frame_lens", None) is not None:
+        return [trial.frame_lens]
     return [trial.lens] if trial.lens2 is None else [trial.lens, trial.lens2]
 
 

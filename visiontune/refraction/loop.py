@@ -113,8 +113,9 @@ class PendingQuery:
 @dataclass(frozen=True)
 class PendingComparison:
     """The next comparison: trial ``index`` (void trials counted), the letter size ``s_logmar``
-    kept in view, the two trial lenses (clinical form), the ``letter`` shown through them and
-    the expected information of the answer (bits)."""
+    kept in view, the two lenses (clinical form), the ``letter`` shown through them, the
+    expected information of the answer (bits) and, when a flipper or cross-cylinder is held
+    before a trial lens, that ``frame_lens`` (lens 1 and lens 2 are its two sides)."""
 
     index: int
     s_logmar: float
@@ -122,6 +123,7 @@ class PendingComparison:
     lens2: Prescription
     letter: str
     information_bits: float | None = None
+    frame_lens: Prescription | None = None
 
 
 @dataclass(frozen=True)
@@ -348,7 +350,9 @@ class Refraction:
                 return self._pending
             if choice.kind == "comparison":
                 c = choice.comparison
-                self._pending = PendingComparison(k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits)
+                self._pending = PendingComparison(
+                    k, c.s_logmar, c.lens1, c.lens2, letter, c.information_bits, c.frame_lens
+                )
                 return self._pending
             s, lens, info = choice.letter.s_logmar, choice.letter.lens, choice.letter.information_bits
             self._pending = PendingQuery(k, float(s), lens, letter, info)
@@ -424,7 +428,9 @@ class Refraction:
                 raise InvalidInputError(
                     f"answer: a comparison is pending; expected 1, 2 or =, got {answer!r}; nothing was recorded"
                 )
-            trial = self._commit(q, q.lens1, answer.choice == "1", lens2=q.lens2, comparison=answer.choice)
+            trial = self._commit(
+                q, q.lens1, answer.choice == "1", lens2=q.lens2, comparison=answer.choice, frame_lens=q.frame_lens
+            )
         else:
             if isinstance(answer, ComparisonReply):
                 raise InvalidInputError(

@@ -167,7 +167,8 @@ class MixedSettings:
     insensitive one a quarter diopter away", so a region computed before ``κ`` is learned can be
     too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"``,
     ``"clinical"`` (one parameter at a time) or ``"one-change"`` (a lens and one clinical change
-    of it; module docstring). ``lens_change_seconds``: what a
+    of it; module docstring), with ``hand_held_d`` the powers of its hand-held flipper and
+    cross-cylinder (D). ``lens_change_seconds``: what a
     change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes")."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
@@ -179,6 +180,8 @@ class MixedSettings:
     sensitivity_to_stop: float | None = None
     pairs: str = "any"
     lens_change_seconds: float = LENS_CHANGE_SECONDS
+    hand_held_d: tuple[float, ...] = clinical_pairs.HAND_HELD_D
+    plus_sphere_only: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.comparison, ComparisonModel):
@@ -191,6 +194,12 @@ class MixedSettings:
         check_number("comparison_size_offset_logmar", self.comparison_size_offset_logmar, -0.5, 1)
         if self.pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: expected one of {', '.join(PAIR_SETS)}, got {self.pairs!r}")
+        held = self.hand_held_d
+        if not isinstance(held, tuple) or not held or not all(_is_hand_held_power(p) for p in held):
+            raise InvalidInputError(
+                "hand_held_d: expected a non-empty tuple of powers, each a multiple of 0.25 D from 0.25 to 2.00, "
+                f"got {held!r}"
+            )
         ratio = self.sensitivity_to_stop
         if ratio is not None and (
             isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0
@@ -259,13 +268,15 @@ def criterion_columns(theta: np.ndarray, units: PrecisionUnits | None) -> np.nda
 
 @dataclass(frozen=True)
 class ComparisonQuery:
-    """The next comparison: letter size ``s_logmar``, trial lenses ``lens1`` and ``lens2`` and the
-    expected information of the answer (bits)."""
+    """The next comparison: letter size ``s_logmar``, lenses ``lens1`` and ``lens2``, the expected
+    information of the answer (bits) and, for a flipper or cross-cylinder held before a trial lens,
+    that ``frame_lens`` (None: two trial lenses placed in turn; :mod:`~visiontune.refraction.clinical_pairs`)."""
 
     s_logmar: float
     lens1: Prescription
     lens2: Prescription
     information_bits: float
+    frame_lens: Prescription | None = None
 
 
 @dataclass(frozen=True)
@@ -317,6 +328,18 @@ def mutual_information_bits(probs: np.ndarray) -> np.ndarray:
     mean = probs.mean(axis=0)
     h_mean = -np.sum(mean * np.log2(np.clip(mean, 1e-300, 1.0)), axis=1)
     return h_mean - h_each
+
+
+def _exact_lens(power_vector: np.ndarray, steps: LensSteps) -> Prescription:
+    """The lens of ``power_vector`` unrounded, in the clinic's cylinder form: a hand-held lens
+    before a trial lens (their sum), not itself a trial lens."""
+    return trial_lens(power_vector, dataclasses.replace(steps, step_d=0.0))
+
+
+def _is_hand_held_power(p) -> bool:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.25 <= p <= 2.0:
+        return False
+    return abs(p / 0.25 - round(p / 0.25)) < 1e-9
 
 
 def _value(criterion: str, pv: np.ndarray, probs: np.ndarray) -> np.ndarray:
@@ -556,7 +579,9 @@ def _with_comparison(
     kinds = None
     if settings.pairs == "one-change":
         bases = ([] if in_place is None else [in_place.power_vector_array()]) + [centre]
-        pairs, kinds = clinical_pairs.one_change_pairs(bases, steps, with_kinds=True)
+        pairs, kinds = clinical_pairs.one_change_pairs(
+            bases, steps, with_kinds=True, hand_held_d=settings.hand_held_d, plus_only=settings.plus_sphere_only
+        )
     else:
         pairs = comparison_candidates(particles, centre, radius, steps, rng_comparison, settings.pairs)
     # A model that infers the sensitivity κ scores with each particle's κ (prior draws before its first comparison).
@@ -566,7 +591,8 @@ def _with_comparison(
     seconds = None
     if settings.lens_change_seconds > 0.0 and kinds is not None:
         changes = clinical_pairs.pair_changes(pairs, kinds, None if in_place is None else in_place.power_vector_array())
-        pairs = _in_place_first(pairs, in_place)[0]
+        held = np.array([clinical_pairs.is_hand_held(k) for k, _ in kinds], dtype=bool)
+        pairs = np.where(held[:, None, None], pairs, _in_place_first(pairs, in_place)[0])
         seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
     elif settings.lens_change_seconds > 0.0:
         pairs, changes = _in_place_first(_with_lens_in_place(pairs, in_place), in_place)
@@ -587,7 +613,11 @@ def _with_comparison(
             best = (float(values[q]), q, float(s), probs[:, q : q + 1])
     value, q, s, probs = best
     info = float(mutual_information_bits(probs)[0])
-    comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
+    if kinds is not None and clinical_pairs.is_hand_held(kinds[q][0]):
+        frame = trial_lens(clinical_pairs.frame_lens_of(kinds[q][0], pairs[q]), steps)
+        comparison = ComparisonQuery(s, _exact_lens(pairs[q, 0], steps), _exact_lens(pairs[q, 1], steps), info, frame)
+    else:
+        comparison = ComparisonQuery(s, trial_lens(pairs[q, 0], steps), trial_lens(pairs[q, 1], steps), info)
     comparison_value = value / settings.comparison_seconds if seconds is None else value
     kind = "comparison" if comparison_value > letter_value else "letter"
     choice = MixedChoice(kind, letter, comparison, letter_value, comparison_value)

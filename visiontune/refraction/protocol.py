@@ -67,7 +67,9 @@ above the predicted best acuity), ``sensitivity_to_stop`` (with a model that inf
 patient's comparison sensitivity, the precision stop waits until the posterior standard
 deviation of its logarithm is at most this fraction of the prior's), ``pairs`` (``"any"`` or
 ``"clinical"``: lens 1 and lens 2 differ in the sphere, the cylinder's power or its axis only;
-``"one-change"``: a lens and one clinical change of it, :mod:`visiontune.refraction.clinical_pairs`);
+``"one-change"``: a lens and one clinical change of it, :mod:`visiontune.refraction.clinical_pairs`),
+``hand_held_d`` (with ``"one-change"``: the powers of the flipper and cross-cylinder held before the
+trial lens, a list of multiples of 0.25 D, ``[0.25]`` by default);
 ``[comparisons.model]`` holds the fields of
 :class:`~visiontune.optics.comparison_answers.ComparisonModel` (``kind``, ``indifference``, ``lapse``,
 ...), each validated as the model validates it; among them ``minus_bias_sigma`` (in [0, 5]) and
@@ -117,6 +119,7 @@ from typing import Any
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.chart_line import MAX_LINE_LETTERS, ChartLineSettings
+from visiontune.refraction.clinical_pairs import HAND_HELD_D
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
@@ -518,6 +521,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
             "size_offset_logmar",
             "sensitivity_to_stop",
             "pairs",
+            "hand_held_d",
             "model",
         },
     )
@@ -529,6 +533,9 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
     change = r.number(table.get("lens_change_seconds", LENS_CHANGE_SECONDS), p + "lens_change_seconds", 0.0, 600.0)
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
     pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
+    held = _hand_held_powers(r, table.get("hand_held_d", list(HAND_HELD_D)), p + "hand_held_d")
+    if "hand_held_d" in table and pairs != "one-change":
+        raise r.fail(p + "hand_held_d", 'pairs = "one-change", the only pairs held by hand', pairs)
     offset = r.number(table.get("size_offset_logmar", 0.1), p + "size_offset_logmar", -0.5, 1.0)
     to_stop = None
     if "sensitivity_to_stop" in table:
@@ -552,7 +559,19 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
         sensitivity_to_stop=to_stop,
         pairs=pairs,
         lens_change_seconds=change,
+        hand_held_d=held,
     )
+
+
+def _hand_held_powers(r: _Reader, value: Any, key: str) -> tuple[float, ...]:
+    """``comparisons.hand_held_d``: the powers of the hand-held flipper and cross-cylinder, D."""
+    expected = "a non-empty list of distinct powers, each a multiple of 0.25 D from 0.25 to 2.0"
+    if not isinstance(value, list) or not value:
+        raise r.fail(key, expected, value)
+    powers = tuple(r.number(v, key, 0.25, 2.0) for v in value)
+    if any(abs(p / 0.25 - round(p / 0.25)) > 1e-9 for p in powers) or len(set(powers)) != len(powers):
+        raise r.fail(key, expected, value)
+    return tuple(float(p) for p in powers)
 
 
 def _sliders(r: _Reader, table: dict) -> SliderSettings | None:

@@ -12,7 +12,9 @@ Kinds of trial (:func:`trial_kind`):
   without a comparison answer and is a letter trial;
 - a **comparison** of two lenses, "which is clearer, 1 or 2?": ``lens2`` and ``comparison``
   (:data:`COMPARISON_ANSWERS`: ``"1"``, ``"2"`` or ``"="``); ``correct`` is True when lens 1 was
-  the clearer;
+  the clearer; ``frame_lens`` when a lens was held before that trial lens: a flipper's or
+  cross-cylinder's two sides (their mean power vector is the frame lens's) or "with or without"
+  (lens 1 is the frame lens);
 - a **slider** (:mod:`visiontune.refraction.slider`): ``slider_knob``, ``slider_lenses`` (its path,
   two or more lenses in knob order) and ``slider_choice`` (the index of the clearest), all three or
   none; ``lens`` is the lens chosen, no ``lens2``;
@@ -98,6 +100,7 @@ class Trial:
     slider_lenses: tuple[Prescription, ...] | None = None
     slider_choice: int | None = None
     line_correct: str | None = None
+    frame_lens: Prescription | None = None
     session_id: int | None = None
 
     def __post_init__(self) -> None:
@@ -120,6 +123,7 @@ class Trial:
                 f"(lens2), got {self.comparison!r} with lens2 {self.lens2}"
             )
         check_line_trial(self.letter_shown, self.line_correct, self.lens2, self.comparison, self.slider_choice)
+        _check_frame_lens(self.frame_lens, self.lens, self.lens2, self.comparison)
         if not isinstance(self.letter_shown, str) or not self.letter_shown.strip():
             raise InvalidInputError(f"letter_shown: expected a non-empty string, got {self.letter_shown!r}")
         if self.letter_named is not None and not isinstance(self.letter_named, str):
@@ -139,6 +143,24 @@ class Trial:
             raise InvalidInputError(
                 f"answered_at: must not precede presented_at ({answered.isoformat()} < {presented.isoformat()})"
             )
+
+
+def _check_frame_lens(frame, lens, lens2, comparison) -> None:
+    """A ``frame_lens`` only on a comparison, lens 1 itself ("with or without") or straddled by its
+    two lenses, ``(P(lens) + P(lens2)) / 2 = P(frame)``, to 1e-6 D (power vectors, Thibos et al. 1997)."""
+    if frame is None:
+        return
+    if not isinstance(frame, Prescription):
+        raise InvalidInputError(f"frame_lens: expected a Prescription or None, got {type(frame).__name__}")
+    if comparison is None:
+        raise InvalidInputError(f"frame_lens: only a comparison holds a lens before a frame lens, got {frame}")
+    mean = (lens.power_vector_array() + lens2.power_vector_array()) / 2.0
+    at = frame.power_vector_array()
+    if min(np.abs(mean - at).max(), np.abs(lens.power_vector_array() - at).max()) > 1e-6:
+        raise InvalidInputError(
+            f"frame_lens: expected lens 1 ({lens}) or the mean of lens 1 and lens 2 ({lens2}), "
+            f"{np.round(mean, 4).tolist()} D in power vectors: the lens a hand-held lens was held before; got {frame}"
+        )
 
 
 def is_comparison(trial: Trial) -> bool:

@@ -27,7 +27,7 @@ from visiontune.optics.acuity_units import format_snellen
 from visiontune.optics.notation import rx_cells, rx_text
 from visiontune.refraction.result import LensValues
 from visiontune.report.finished_session import SessionRecord
-from visiontune.session.trial_text import answer_kinds_text, line_text, slider_text
+from visiontune.session.trial_text import answer_kinds_text, held_text, line_text, slider_text
 
 __all__ = [
     "SIMULATED_BANNER",
@@ -153,7 +153,9 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
     slider's row gives the lens chosen (said: "slider") and is followed by a note
     (:func:`is_note`): the slider on one line, with the path's ends. A chart line's row gives its
     letters (shown), "line" (said) and the count read right (``3 of 5``), and is followed by a note:
-    each letter with its answer, + read right or - wrong, and the lens."""
+    each letter with its answer, + read right or - wrong, and the lens. A comparison shown by a lens
+    held before the trial lens is followed by a note of what was held before which lens
+    (:func:`~visiontune.session.trial_text.held_text`)."""
     rows = []
     for t in record.trials:
         if t.line_correct is not None:
@@ -202,6 +204,8 @@ def trial_rows(record: SessionRecord) -> list[tuple[str, ...]]:
                     t.answered_at.astimezone(UTC).strftime("%H:%M:%S"),
                 )
             )
+            if t.frame_lens is not None:
+                rows.append(("", held_text(t.lens, t.lens2, t.frame_lens), "", "", "", "", "", "", rows[-1][8], ""))
             continue
         rows.append(
             (

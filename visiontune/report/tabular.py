@@ -1,6 +1,6 @@
 """CSV of the trial log and JSON of the whole session: documented, versioned, round-tripping.
 
-**CSV, schema 5** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
+**CSV, schema 6** (:data:`CSV_COLUMNS`): one row per answer, voided answers included and
 marked, in trial order. Numbers are written in Python's shortest round-trip form, so reading
 them back gives the same floats; timestamps are ISO 8601 in UTC; booleans are ``1``/``0``;
 an absent value (second lens of a binary trial, "don't know" answer) is an empty field.
@@ -29,24 +29,27 @@ slider_path     the knob's path in knob order, JSON: ``[{"sphere_d", "cylinder_d
 line_correct    a chart line's answers, one ``1`` (read right) or ``0`` (wrong) per letter of
                 ``letter_shown``, in reading order (the trial log's ``line_correct``); empty for
                 another kind (a line's ``kind`` is ``letter``: its letters are letter answers)
+frame_sphere_d  a comparison shown by a lens held before a trial lens (a flipper, a cross-cylinder,
+...             a plus sphere "with or without"): that trial lens, the lens in the frame (lens 1
+                and lens 2 are its two sides, or lens 1 is it); empty otherwise
 presented_at    when the letter appeared (UTC)
 answered_at     when the answer was recorded (UTC)
 simulated       1 if a simulated patient answered (**SIMULATED** data)
-schema_version  5
+schema_version  6
 mark            ``SIMULATED`` on every row of a simulated session (as the JSON's ``mark``),
                 else empty: the file says what it is to whoever opens it
 =============== ======================================================================
 
-Schema 4 has the same columns without ``line_correct``; schema 3 neither that nor ``mark``;
-schema 2 (files written before sliders) neither those nor ``kind`` and the three ``slider_*``;
-schema 1 (before comparisons) neither those nor ``comparison``. :func:`trials_from_csv` reads all
-five.
+Schema 5 has the same columns without the three ``frame_*``; schema 4 neither those nor
+``line_correct``; schema 3 neither those nor ``mark``; schema 2 (files written before sliders)
+neither those nor ``kind`` and the three ``slider_*``; schema 1 (before comparisons) neither those
+nor ``comparison``. :func:`trials_from_csv` reads all six.
 
-**JSON, schema** ``visiontune.session-export`` **version 4** (:func:`session_to_json`; version 3,
-without the trials' ``line_correct``, version 2, without ``kind`` and ``slider`` either, and
-version 1, without ``comparison`` either, are read too)::
+**JSON, schema** ``visiontune.session-export`` **version 5** (:func:`session_to_json`; version 4,
+without the trials' ``frame_lens``, version 3, without ``line_correct`` either, version 2, without
+``kind`` and ``slider`` either, and version 1, without ``comparison`` either, are read too)::
 
-    {"schema": "visiontune.session-export", "schema_version": 4,
+    {"schema": "visiontune.session-export", "schema_version": 5,
      "simulated": bool, "mark": "SIMULATED" | null, "exported_by": "visiontune X.Y.Z",
      "session": {"session_id", "patient_id", "eye", "protocol_toml", "software_version", "seed",
                  "state", "created_at", "finished_at", "calibration", "starting_rx"},
@@ -54,7 +57,7 @@ version 1, without ``comparison`` either, are read too)::
                  "lens2": null | {...}, "letter_shown", "letter_named", "correct",
                  "comparison": null | "1" | "2" | "=", "kind": "letter" | "comparison" | "slider",
                  "slider": null | {"knob", "choice", "path": [{"sphere_d", ...}, ...]},
-                 "line_correct": null | "11010",
+                 "line_correct": null | "11010", "frame_lens": null | {"sphere_d", ...},
                  "presented_at", "answered_at"}, ...],
      "events": [{"event_id", "kind", "at", "trial_index", "payload"}, ...],
      "result": the result object as stored (schema: visiontune.refraction.result)}
@@ -106,9 +109,9 @@ __all__ = [
     "session_from_json",
 ]
 
-CSV_SCHEMA_VERSION = 5
+CSV_SCHEMA_VERSION = 6
 JSON_SCHEMA = "visiontune.session-export"
-JSON_SCHEMA_VERSION = 4
+JSON_SCHEMA_VERSION = 5
 SIMULATED_MARK = "SIMULATED"
 CSV_COLUMNS = (
     "session_id",
@@ -130,6 +133,9 @@ CSV_COLUMNS = (
     "slider_choice",
     "slider_path",
     "line_correct",
+    "frame_sphere_d",
+    "frame_cylinder_d",
+    "frame_axis_deg",
     "presented_at",
     "answered_at",
     "simulated",
@@ -137,14 +143,17 @@ CSV_COLUMNS = (
     "mark",
 )
 _SLIDER_COLUMNS = ("kind", "slider_knob", "slider_choice", "slider_path")
-_V4_COLUMNS = tuple(c for c in CSV_COLUMNS if c != "line_correct")
+_FRAME_COLUMNS = ("frame_sphere_d", "frame_cylinder_d", "frame_axis_deg")
+_V5_COLUMNS = tuple(c for c in CSV_COLUMNS if c not in _FRAME_COLUMNS)
+_V4_COLUMNS = tuple(c for c in _V5_COLUMNS if c != "line_correct")
 #: The columns of each CSV schema this VisionTune reads.
 _CSV_COLUMNS_BY_VERSION = {
     1: tuple(c for c in _V4_COLUMNS if c not in (*_SLIDER_COLUMNS, "comparison", "mark")),
     2: tuple(c for c in _V4_COLUMNS if c not in (*_SLIDER_COLUMNS, "mark")),
     3: tuple(c for c in _V4_COLUMNS if c != "mark"),
     4: _V4_COLUMNS,
-    5: CSV_COLUMNS,
+    5: _V5_COLUMNS,
+    6: CSV_COLUMNS,
 }
 
 
@@ -157,13 +166,13 @@ def _flag(b: bool) -> str:
 
 
 def trials_to_csv(record: SessionRecord) -> str:
-    """CSV text (schema 5) of every answer of ``record``, voided ones marked (``void=1``), each row
+    """CSV text (schema 6) of every answer of ``record``, voided ones marked (``void=1``), each row
     of a simulated session marked SIMULATED."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for t in record.trials:
-        l1, l2 = _lens_json(t.lens), _lens_json(t.lens2) or {}
+        l1, l2, frame = _lens_json(t.lens), _lens_json(t.lens2) or {}, _lens_json(t.frame_lens) or {}
         slider = t.slider_choice is not None
         writer.writerow(
             [
@@ -182,6 +191,7 @@ def trials_to_csv(record: SessionRecord) -> str:
                 t.slider_choice if slider else "",
                 slider_path_json(t.slider_lenses) if slider else "",
                 t.line_correct or "",
+                *(_num(frame.get(k)) for k in _LENS_KEYS),
                 t.presented_at.isoformat(),
                 t.answered_at.isoformat(),
                 _flag(record.simulated),
@@ -278,7 +288,7 @@ def _checked_trial(where: str, kind: str | None, fields: dict[str, Any]) -> Tria
 
 
 def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
-    """Read CSV text of schema 5 (or 4, 3, 2, 1) back: ``(trials, simulated)``; ``simulated`` is
+    """Read CSV text of schema 6 (or 5, 4, 3, 2, 1) back: ``(trials, simulated)``; ``simulated`` is
     ``None`` for a file without rows (the flag lives in the rows; the JSON export always carries it).
 
     Raises :class:`~visiontune.errors.InvalidInputError` naming the line and column of the
@@ -318,6 +328,7 @@ def trials_from_csv(text: str) -> tuple[list[Trial], bool | None]:
             slider_lenses=r.slider_path(),
             slider_choice=r.optional_int("slider_choice"),
             line_correct=raw.get("line_correct") or None,
+            frame_lens=r.lens(_FRAME_COLUMNS, False) if version >= 6 else None,
         )
         trials.append(_checked_trial(f"csv line {line}", raw.get("kind"), fields))
         simulated.add(r.flag("simulated"))
@@ -382,6 +393,7 @@ def session_to_json(record: SessionRecord) -> dict[str, Any]:
                 "kind": trial_kind(t),
                 "slider": _slider_json(t),
                 "line_correct": t.line_correct,
+                "frame_lens": _lens_json(t.frame_lens),
                 "presented_at": _iso(t.presented_at),
                 "answered_at": _iso(t.answered_at),
             }
@@ -427,7 +439,7 @@ def _lens_from_json(d: Any) -> Prescription:
 
 def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
     """Trial ``i`` of a document of schema ``version`` (no ``comparison`` before 2, no ``kind``
-    and ``slider`` before 3, no ``line_correct`` before 4)."""
+    and ``slider`` before 3, no ``line_correct`` before 4, no ``frame_lens`` before 5)."""
     slider = t["slider"] if version >= 3 else None
     if slider is not None and not isinstance(slider, dict):
         raise InvalidInputError(f"json: trials[{i}].slider: expected null or an object {{knob, choice, path}}")
@@ -451,14 +463,15 @@ def _trial_from_json(i: int, t: Any, version: int, session_id: int) -> Trial:
         slider_lenses=None if path is None else tuple(_lens_from_json(x) for x in path),
         slider_choice=None if slider is None else slider["choice"],
         line_correct=t["line_correct"] if version >= 4 else None,
+        frame_lens=_lens_from_json(t["frame_lens"]) if version >= 5 and t["frame_lens"] is not None else None,
     )
     return _checked_trial(f"json: trials[{i}]", t["kind"] if version >= 3 else None, fields)
 
 
 def session_from_json(doc: Any) -> SessionRecord:
-    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v4 (or v3, whose
-    trials have no ``line_correct``, v2, no ``kind`` nor ``slider`` either, or v1, which has no
-    ``comparison`` either).
+    """Rebuild a :class:`SessionRecord` from a parsed JSON document of schema v5 (or v4, whose
+    trials have no ``frame_lens``, v3, no ``line_correct`` either, v2, no ``kind`` nor ``slider``
+    either, or v1, which has no ``comparison`` either).
 
     Raises :class:`~visiontune.errors.InvalidInputError` (naming the key) for another schema,
     a missing key or a bad value, a wrong slider or kind (module docstring), and

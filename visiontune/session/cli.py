@@ -37,7 +37,7 @@ from visiontune.session.engine import RefractionSession
 from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.records import lens_fields
 from visiontune.session.store import TrialStore
-from visiontune.session.trial_text import lens_text, line_text, slider_text
+from visiontune.session.trial_text import held_text, lens_text, line_text, slider_text
 
 #: The flags that describe a new simulated patient: a resumed session answers as the one recorded.
 PATIENT_FLAGS = ("--true-rx", "--slope", "--best-va", "--age", "--patient-seed")
@@ -266,6 +266,8 @@ def _trial_text(t, named: bool = False) -> str:
         return slider_text(t)
     if getattr(t, "line_correct", None) is not None:
         return line_text(t)
+    if t.comparison is not None and getattr(t, "frame_lens", None) is not None:
+        return f"{held_text(t.lens, t.lens2, t.frame_lens)}  clearer: {t.comparison}"
     if t.comparison is not None:
         return f"lens 1 {lens_text(t.lens)} vs lens 2 {lens_text(t.lens2)}  clearer: {t.comparison}"
     if named:

@@ -31,9 +31,12 @@ DEVICE_ATTACHED_NOTE = "lens device attached"
 
 
 def question_lenses(query) -> list[Prescription]:
-    """The lenses a pending question puts before the eye, in order."""
+    """The lenses a pending question puts before the eye, in order; for a lens held before the
+    trial lens (a flipper, a cross-cylinder), that frame lens alone: the clinician holds the other."""
     if isinstance(query, PendingSlider):
         return list(query.lenses)
+    if isinstance(query, PendingComparison) and query.frame_lens is not None:
+        return [query.frame_lens]
     if isinstance(query, PendingComparison):
         return [query.lens1, query.lens2]
     return [query.lens]

@@ -34,6 +34,20 @@ SCHEMA_V5_CHART_LINES: tuple[str, ...] = (
               AND sphere2_d IS NULL AND comparison IS NULL AND slider_choice IS NULL))""",
 )
 
+#: Version 10: a comparison may be a lens held before the trial lens in the frame (a flipper, a
+#: Jackson cross-cylinder, or a sphere "with or without"; :mod:`visiontune.refraction.clinical_pairs`):
+#: ``frame_sphere_d``, ``frame_cylinder_d``, ``frame_axis_deg`` that trial lens, all three or none,
+#: only on a comparison; NULL for every other trial (all of a version 9 log).
+SCHEMA_V10_FRAME_LENS: tuple[str, ...] = (
+    "ALTER TABLE trials ADD COLUMN frame_sphere_d REAL",
+    "ALTER TABLE trials ADD COLUMN frame_cylinder_d REAL",
+    """ALTER TABLE trials ADD COLUMN frame_axis_deg REAL
+       CHECK ((frame_sphere_d IS NULL) = (frame_axis_deg IS NULL)
+              AND (frame_cylinder_d IS NULL) = (frame_axis_deg IS NULL)
+              AND (frame_axis_deg IS NULL
+                   OR (frame_axis_deg >= 0 AND frame_axis_deg < 180 AND comparison IS NOT NULL)))""",
+)
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -52,7 +66,8 @@ class Migration:
 #: (:mod:`visiontune.session.visit_schema`) and changes nothing in the version 1 tables;
 #: version 3 adds the answer of a comparison trial (``trials.comparison``, NULL for letters);
 #: version 4 a slider trial (``trials.slider_knob``, ``slider_path``, ``slider_choice``, NULL otherwise);
-#: version 5 a chart line (``trials.line_correct``, :data:`SCHEMA_V5_CHART_LINES`, NULL otherwise).
+#: version 5 a chart line (``trials.line_correct``, :data:`SCHEMA_V5_CHART_LINES`, NULL otherwise);
+#: version 10 the frame lens of a lens held before it (:data:`SCHEMA_V10_FRAME_LENS`, NULL otherwise).
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=0, statements=SCHEMA_V1),
     Migration(from_version=1, statements=SCHEMA_V2_VISITS),
@@ -68,6 +83,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(from_version=7, statements=SCHEMA_ARCHIVE_SENDS),
     # a visit's near addition not done, with the clinician's reason (visit_near_skips, near_skip.py)
     Migration(from_version=8, statements=SCHEMA_NEAR_SKIPS),
+    Migration(from_version=9, statements=SCHEMA_V10_FRAME_LENS),
 )
 
 #: The version this VisionTune writes and reads.

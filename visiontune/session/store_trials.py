@@ -72,7 +72,8 @@ class TrialsAndEvents:
             "t.sphere2_d, t.cylinder2_d, t.axis2_deg, t.letter_shown, t.letter_named, t.correct, "
             "t.presented_at, t.answered_at, "
             "EXISTS (SELECT 1 FROM events e WHERE e.trial_id = t.id AND e.kind = 'undo'), t.comparison, "
-            "t.slider_knob, t.slider_path, t.slider_choice, t.line_correct "
+            "t.slider_knob, t.slider_path, t.slider_choice, t.line_correct, "
+            "t.frame_sphere_d, t.frame_cylinder_d, t.frame_axis_deg "
             "FROM trials t WHERE t.session_id = ? ORDER BY t.idx",
             (session_id,),
         ).fetchall()
@@ -125,6 +126,7 @@ def _trial_from_row(r, where: str) -> Trial:
                 slider_lenses=None if r[17] is None else slider_path_from_json(r[17]),
                 slider_choice=r[18],
                 line_correct=r[19],
+                frame_lens=lens_from_columns(r[20], r[21], r[22]),
             )
         except (InvalidInputError, TypeError, ValueError) as exc:
             damage.append(str(exc))
@@ -232,8 +234,8 @@ class SessionHandle:
             conn.execute(
                 "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, "
                 "cylinder2_d, axis2_deg, letter_shown, letter_named, correct, presented_at, answered_at, comparison, "
-                "slider_knob, slider_path, slider_choice, line_correct) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "slider_knob, slider_path, slider_choice, line_correct, frame_sphere_d, frame_cylinder_d, "
+                "frame_axis_deg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.session_id,
                     index,
@@ -250,6 +252,7 @@ class SessionHandle:
                     None if trial.slider_lenses is None else slider_path_json(trial.slider_lenses),
                     trial.slider_choice,
                     trial.line_correct,
+                    *lens_columns(trial.frame_lens),
                 ),
             )
         return dataclasses.replace(trial, session_id=self.session_id, presented_at=presented, answered_at=answered)

@@ -8,15 +8,31 @@ the knob's own unit (diopters of sphere or cylinder, degrees of axis; an axis of
 A chart line reads ``"line D+ K+ N- R+ S+ (4 of 5 right) through S -1.25 / C -0.50 x 090"``: each
 letter of the line in reading order with its answer (``+`` read right, ``-`` wrong; the trial
 log's ``line_correct``), the count read right, and the lens.
+
+A lens held before the trial lens in the frame (:mod:`visiontune.refraction.clinical_pairs`) reads
+``"±0.50 D cross-cylinder before S -1.25 / C -0.50 x 090: 1 minus axis 135, 2 minus axis 045"``,
+``"±0.75 D flipper before ...: 1 +0.75, 2 -0.75"`` or ``"+0.50 D sphere before ...: 1 without,
+2 with"``; the held lens is read from the power vectors (Thibos et al. 1997): ``H = P(lens 1) -
+P(frame)`` (``P(lens 2) - P(frame)`` "with or without"), a sphere when ``J(H) = 0``, else a
+cross-cylinder of power ``|J(H)|`` whose minus axis is ``atan2(J45, J0) / 2``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from visiontune.optics.prescription import Prescription
 
-__all__ = ["answer_kinds_text", "lens_text", "line_marks_text", "line_text", "slider_path_ends", "slider_text"]
+__all__ = [
+    "answer_kinds_text",
+    "held_text",
+    "lens_text",
+    "line_marks_text",
+    "line_text",
+    "slider_path_ends",
+    "slider_text",
+]
 
 
 def lens_text(lens) -> str:
@@ -54,6 +70,31 @@ def line_text(trial, lens: Callable[[object], str] = lens_text) -> str:
     """A chart line on one line (module docstring); ``lens`` writes its lens (default :func:`lens_text`)."""
     right = trial.line_correct.count("1")
     return f"line {line_marks_text(trial)} ({right} of {len(trial.line_correct)} right) through {lens(trial.lens)}"
+
+
+def _axis_text(deg: float) -> str:
+    deg = float(deg) % 180.0
+    return f"{180.0 if round(deg) == 0 else deg:03.0f}"
+
+
+def held_text(lens1, lens2, frame, lens: Callable[[object], str] = lens_text) -> str:
+    """A lens held before the trial lens ``frame`` to show ``lens1`` and ``lens2`` (module
+    docstring); ``lens`` writes the frame lens (default :func:`lens_text`)."""
+    at = Prescription(frame.sphere_d, frame.cylinder_d, frame.axis_deg or 180.0).power_vector_array()
+    one = Prescription(lens1.sphere_d, lens1.cylinder_d, lens1.axis_deg or 180.0).power_vector_array()
+    two = Prescription(lens2.sphere_d, lens2.cylinder_d, lens2.axis_deg or 180.0).power_vector_array()
+    before = f"before {lens(frame)}"
+    if max(abs(one - at)) <= 1e-6:  # "with or without": lens 1 is the frame lens alone
+        return f"{two[0] - at[0]:+.2f} D sphere {before}: 1 without, 2 with"
+    held = one - at
+    if abs(held[1]) <= 1e-6 and abs(held[2]) <= 1e-6:
+        return f"±{abs(held[0]):.2f} D flipper {before}: 1 {held[0]:+.2f}, 2 {-held[0]:+.2f}"
+    power = float((held[1] ** 2 + held[2] ** 2) ** 0.5)
+    minus_axis = math.degrees(math.atan2(held[2], held[1])) / 2.0
+    return (
+        f"±{power:.2f} D cross-cylinder {before}: 1 minus axis {_axis_text(minus_axis)}, "
+        f"2 minus axis {_axis_text(minus_axis + 90.0)}"
+    )
 
 
 def _count(n: int, one: str, many: str) -> str:

@@ -120,6 +120,7 @@ from visiontune.refraction.loop import LineReply, PendingLine, simulated_compari
 from visiontune.session.engine import Answer, ComparisonReply, PendingComparison, PendingSlider, SliderReply
 from visiontune.session.lens_device import question_lenses
 from visiontune.session.records import SessionState
+from visiontune.session.trial_text import held_text
 
 __all__ = [
     "AUTO_RETRY_S",
@@ -507,6 +508,17 @@ class SessionController(EventSource):
                     caption="The device sets this lens",
                 ),
             )
+        elif phase == Phase.LENS and isinstance(snap.query, PendingComparison) and snap.query.frame_lens is not None:
+            kept = _in_place(snap, snap.query.frame_lens)
+            self._emit(
+                Shown.PROMPT,
+                Prompt(
+                    ("The lens in place stays" if kept else "Set the lens in the frame")
+                    + f": {_held_text(snap)}. Hold it before "
+                    f"the lens ({self._manual_where()}), then press Enter (or Space) to show the letter.",
+                    caption="Hold a lens before the lens in place",
+                ),
+            )
         elif phase == Phase.LENS and isinstance(snap.query, PendingComparison):
             kept = _in_place(snap, snap.query.lens1)
             self._emit(
@@ -862,6 +874,12 @@ class SessionController(EventSource):
 def _phoropter(device) -> bool:
     """True when the manual device is a phoropter (its kind set so), False at a trial frame."""
     return device is not None and getattr(device, "device_kind", "trial-frame") != "trial-frame"
+
+
+def _held_text(snap: Snapshot) -> str:
+    """The lens held before the frame lens of the pending comparison, in the clinic's cylinder form."""
+    q = snap.query
+    return held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, snap.cylinder_form)))
 
 
 def _in_place(snap: Snapshot, lens) -> bool:

@@ -121,7 +121,7 @@ from visiontune.session.engine import (
 from visiontune.session.lens_device import protocol_with_lens_change_seconds, question_lenses
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
-from visiontune.session.trial_text import slider_text
+from visiontune.session.trial_text import held_text, slider_text
 
 log = logging.getLogger("visiontune.app.worker")
 
@@ -590,6 +590,15 @@ class SessionHost:
                 trial.line_correct,
                 trial.line_correct.count("1"),
                 len(trial.line_correct),
+            )
+        elif trial.frame_lens is not None:
+            log.info(
+                "session %d trial %d: s=%+.2f logMAR, %s, clearer: %s",
+                s.session_id,
+                trial.index,
+                trial.s_logmar,
+                held_text(trial.lens, trial.lens2, trial.frame_lens, lambda lens: in_form(lens, form).format()),
+                trial.comparison,
             )
         elif trial.comparison is not None:
             log.info(
