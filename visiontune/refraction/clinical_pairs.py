@@ -25,11 +25,14 @@ trial lens) in power vectors ``(M, J0, J45)`` (Thibos, Wheeler & Horner 1997, Eq
 
 With no cylinder to follow (``|J| < 0.05`` D) the cross-cylinder is shown at 90/180 and 45/135.
 
-**Hand-held pairs** (flipper, cross-cylinder) are a lens held before the base lens ``L``, which
-stays in the trial frame (the *frame lens*, :func:`frame_lens_of`): their two lenses are exactly
-``L ± H`` (``H`` the flipper's or cross-cylinder's power vector), not rounded, and ``L`` is what
-the next question finds in place. The powers held are the protocol's ``hand_held_d`` (±0.25 D by
-default). Every other pair is two trial lenses placed in turn, rounded.
+**Hand-held pairs** (flipper, cross-cylinder, a plus sphere "with or without") are a lens held
+before the base lens ``L``, which stays in the trial frame (the *frame lens*, :func:`frame_lens_of`):
+their two lenses are exactly ``L ± H`` (``H`` the flipper's or cross-cylinder's power vector), or
+``(L, L + p)`` for the sphere "with or without", not rounded, and ``L`` is what the next question
+finds in place. The powers held are the protocol's ``hand_held_d`` (±0.25 D by default). For an eye
+that may accommodate the sphere is held as plus only, "with or without" (its minus side would be
+cleared by accommodation; the clinical rule of the most plus lens for the best acuity, Elliott 2014
+§4.6). Every other pair is two trial lenses placed in turn, rounded.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ __all__ = [
     "cross_cylinder",
     "frame_lens_of",
     "is_hand_held",
+    "is_hand_held_power",
     "one_change_pairs",
     "pair_changes",
 ]
@@ -84,9 +88,17 @@ def _axis_and_cylinder(base: np.ndarray) -> tuple[float, float]:
     return rx.axis_deg, rx.cylinder_d
 
 
+def is_hand_held_power(p) -> bool:
+    """Whether ``p`` (D) is a power of the flippers and cross-cylinders :data:`HAND_HELD_D` may list:
+    a multiple of 0.25 D from 0.25 to 2.00."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.25 <= p <= 2.0:
+        return False
+    return abs(p / 0.25 - round(p / 0.25)) < 1e-9
+
+
 def is_hand_held(kind: str) -> bool:
-    """Whether a pair of ``kind`` (:data:`CHANGE_KINDS`) is a flipper or cross-cylinder held before
-    the frame lens."""
+    """Whether a pair of ``kind`` (:data:`CHANGE_KINDS`) is a lens held before the frame lens (a
+    flipper, a cross-cylinder or a sphere "with or without")."""
     return kind in _HAND_HELD
 
 
@@ -107,8 +119,8 @@ def _pairs_around(
             ("jcc-axis", base + straddle, base - straddle),
             ("jcc-power", base + aligned, base - aligned),
         ]
-    # after the lenses held, so that a sphere step a plus sphere held before the lens also shows is
-    # kept as the held one (no change of lens)
+    # Sphere steps last: where one shows the two lenses a sphere held "with or without" shows, the
+    # held one (no change of lens) is the pair kept.
     out += [("sphere", base, base + np.array([d, 0.0, 0.0])) for d in SPHERE_STEPS_D]
     if cylinder != 0.0:
         step = axis_step_for(cylinder, steps.axis_step_deg)

@@ -114,8 +114,9 @@ class PendingQuery:
 class PendingComparison:
     """The next comparison: trial ``index`` (void trials counted), the letter size ``s_logmar``
     kept in view, the two lenses (clinical form), the ``letter`` shown through them, the
-    expected information of the answer (bits) and, when a flipper or cross-cylinder is held
-    before a trial lens, that ``frame_lens`` (lens 1 and lens 2 are its two sides)."""
+    expected information of the answer (bits) and, when a lens is held before a trial lens (a
+    flipper, a cross-cylinder, a sphere "with or without"), that ``frame_lens``
+    (:class:`~visiontune.refraction.trial.Trial`)."""
 
     index: int
     s_logmar: float

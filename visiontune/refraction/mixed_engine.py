@@ -127,7 +127,7 @@ class MixedOpticsEngine(OpticsEngine):
             return MixedChoice("letter", OpticsQuery(s, lens, info))
         post = self.posterior(trials)
         settings, units = self.question_settings(trials)
-        if settings.pairs == "one-change" and self._may_accommodate():
+        if settings.pairs == "one-change" and self._may_accommodate():  # clinical_pairs: plus only
             settings = dataclasses.replace(settings, plus_sphere_only=True)
         in_place = lens_left_in_place(trials[-1]) if trials else None
         return propose_mixed(

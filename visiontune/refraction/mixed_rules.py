@@ -168,7 +168,8 @@ class MixedSettings:
     too narrow (docs/results/comparisons.md). ``pairs``: the candidate pairs, ``"any"``,
     ``"clinical"`` (one parameter at a time) or ``"one-change"`` (a lens and one clinical change
     of it; module docstring), with ``hand_held_d`` the powers of its hand-held flipper and
-    cross-cylinder (D). ``lens_change_seconds``: what a
+    cross-cylinder (D) and ``plus_sphere_only`` (set by the engine for an eye that may accommodate)
+    the sphere held as plus only. ``lens_change_seconds``: what a
     change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes")."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
@@ -195,7 +196,7 @@ class MixedSettings:
         if self.pairs not in PAIR_SETS:
             raise InvalidInputError(f"pairs: expected one of {', '.join(PAIR_SETS)}, got {self.pairs!r}")
         held = self.hand_held_d
-        if not isinstance(held, tuple) or not held or not all(_is_hand_held_power(p) for p in held):
+        if not isinstance(held, tuple) or not held or not all(clinical_pairs.is_hand_held_power(p) for p in held):
             raise InvalidInputError(
                 "hand_held_d: expected a non-empty tuple of powers, each a multiple of 0.25 D from 0.25 to 2.00, "
                 f"got {held!r}"
@@ -269,8 +270,9 @@ def criterion_columns(theta: np.ndarray, units: PrecisionUnits | None) -> np.nda
 @dataclass(frozen=True)
 class ComparisonQuery:
     """The next comparison: letter size ``s_logmar``, lenses ``lens1`` and ``lens2``, the expected
-    information of the answer (bits) and, for a flipper or cross-cylinder held before a trial lens,
-    that ``frame_lens`` (None: two trial lenses placed in turn; :mod:`~visiontune.refraction.clinical_pairs`)."""
+    information of the answer (bits) and, for a lens held before a trial lens (a flipper, a
+    cross-cylinder, a sphere "with or without"), that ``frame_lens`` (None: two trial lenses placed
+    in turn; :mod:`~visiontune.refraction.clinical_pairs`)."""
 
     s_logmar: float
     lens1: Prescription
@@ -334,12 +336,6 @@ def _exact_lens(power_vector: np.ndarray, steps: LensSteps) -> Prescription:
     """The lens of ``power_vector`` unrounded, in the clinic's cylinder form: a hand-held lens
     before a trial lens (their sum), not itself a trial lens."""
     return trial_lens(power_vector, dataclasses.replace(steps, step_d=0.0))
-
-
-def _is_hand_held_power(p) -> bool:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.25 <= p <= 2.0:
-        return False
-    return abs(p / 0.25 - round(p / 0.25)) < 1e-9
 
 
 def _value(criterion: str, pv: np.ndarray, probs: np.ndarray) -> np.ndarray:

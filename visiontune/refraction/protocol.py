@@ -119,7 +119,7 @@ from typing import Any
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.chart_line import MAX_LINE_LETTERS, ChartLineSettings
-from visiontune.refraction.clinical_pairs import HAND_HELD_D
+from visiontune.refraction.clinical_pairs import HAND_HELD_D, is_hand_held_power
 from visiontune.refraction.durations import COMPARISON_SECONDS, LENS_CHANGE_SECONDS, LETTER_SECONDS
 from visiontune.refraction.lenses import CYLINDER_FORMS, LensSteps
 from visiontune.refraction.mixed_rules import CRITERIA, PAIR_SETS, MixedSettings
@@ -569,7 +569,7 @@ def _hand_held_powers(r: _Reader, value: Any, key: str) -> tuple[float, ...]:
     if not isinstance(value, list) or not value:
         raise r.fail(key, expected, value)
     powers = tuple(r.number(v, key, 0.25, 2.0) for v in value)
-    if any(abs(p / 0.25 - round(p / 0.25)) > 1e-9 for p in powers) or len(set(powers)) != len(powers):
+    if not all(is_hand_held_power(p) for p in powers) or len(set(powers)) != len(powers):
         raise r.fail(key, expected, value)
     return tuple(float(p) for p in powers)
 
