@@ -207,6 +207,36 @@ def _shown(*lenses: Prescription) -> Trial:
             "Set lens 1 and lens 2",
             "Compare lens 1 and lens 2",
         ),
+        (
+            (Prescription(-1.0, -0.5, 90.0),),  # a +/-0.50 D flipper held before the lens in place
+            PendingComparison(
+                1,
+                0.3,
+                Prescription(-0.5, -0.5, 90.0),
+                Prescription(-1.5, -0.5, 90.0),
+                "K",
+                None,
+                Prescription(-1.0, -0.5, 90.0),
+            ),
+            "The lens in place stays: \u00b10.50 D flipper before S \u22121.00 / C \u22120.50 \u00d7 090: "
+            "1 +0.50, 2 -0.50. Hold it before the lens",
+            "Hold a lens before the lens in place",
+        ),
+        (
+            (Prescription(-2.0, 0.0, 0.0),),  # the frame lens is not in place: set it first
+            PendingComparison(
+                1,
+                0.3,
+                Prescription(-1.0, -0.5, 90.0),
+                Prescription(-0.5, -0.5, 90.0),
+                "K",
+                None,
+                Prescription(-1.0, -0.5, 90.0),
+            ),
+            "Set the lens in the frame: +0.50 D sphere before S \u22121.00 / C \u22120.50 \u00d7 090: "
+            "1 without, 2 with.",
+            "Hold a lens before the lens in place",
+        ),
     ],
 )
 def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, caption):
