@@ -115,7 +115,13 @@ class OptionalColumn:
     ``N(ln m1, σ²)`` and ``N(ln m2, σ²)``, ``m2`` the ``second`` median, log density (up to a
     constant) ``logaddexp(-½((x - ln m1)/σ)², -½((x - ln m2)/σ)²)``; drawn by choosing a component
     with probability ½ and drawing from it (the comparison sensitivity's prior of two formulas,
-    :mod:`visiontune.optics.comparison_answers`)."""
+    :mod:`visiontune.optics.comparison_answers`). The moves of the particles then also propose the
+    reflection of the column about the midpoint of the two centres, ``x' = ln m1 + ln m2 - x``
+    (:meth:`reflected`), which takes a particle from one component to the other; the reflection is
+    its own inverse with Jacobian 1, so it is accepted with the ratio of the posterior densities
+    (a deterministic involutive proposal: Tierney 1998, *Ann. Appl. Probab.* 8:1-9; Green 1995,
+    *Biometrika* 82:711-732). Without it a component the answers first disfavoured, once resampled
+    away, could not come back when later answers favour it."""
 
     name: str
     index: int
@@ -155,6 +161,14 @@ class OptionalColumn:
         if shape[0] == "mixture":
             return np.logaddexp(-0.5 * z**2, -0.5 * ((x - self.centre(shape[1])) / sigma) ** 2)
         return np.where(z < 0.0, -np.inf, -0.5 * z**2)
+
+    def reflected(self, x: np.ndarray, prior: tuple) -> np.ndarray | None:
+        """``x`` reflected about the midpoint of a mixture prior's two centres (class docstring);
+        None for another shape."""
+        location, _, *shape = prior
+        if not shape or shape[0] != "mixture":
+            return None
+        return self.centre(location) + self.centre(shape[1]) - x
 
     def prior_sd(self, prior: tuple) -> float:
         """The standard deviation the column's ``prior`` is read with (the wait for ``κ``): ``σ``; for a
@@ -529,6 +543,17 @@ class ParticlePosterior:
             lp = np.full(len(theta), -np.inf)
             if finite.any():
                 lp[finite] = lp_prior[finite] + self._log_likelihood(proposal[finite])
+            accept = np.log(rng.random(len(theta))) < lp - log_post
+            theta[accept] = proposal[accept]
+            log_post[accept] = lp[accept]
+        for name, prior in self.column_priors.items():  # a mixture's other component (OptionalColumn)
+            col = OPTIONAL_COLUMNS[name]
+            reflected = col.reflected(theta[:, col.index], prior)
+            if reflected is None:
+                continue
+            proposal = theta.copy()
+            proposal[:, col.index] = reflected
+            lp = self._log_prior(proposal) + self._log_likelihood(proposal)
             accept = np.log(rng.random(len(theta))) < lp - log_post
             theta[accept] = proposal[accept]
             log_post[accept] = lp[accept]
