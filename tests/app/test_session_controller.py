@@ -219,7 +219,7 @@ def _shown(*lenses: Prescription) -> Trial:
                 Prescription(-1.0, -0.5, 90.0),
             ),
             "The lens in place stays: \u00b10.50 D flipper before S \u22121.00 / C \u22120.50 \u00d7 090: "
-            "1 +0.50, 2 -0.50. Hold it before the lens",
+            "1 +0.50, 2 \u22120.50. Hold it before the lens",
             "Hold a lens before the lens in place",
         ),
         (

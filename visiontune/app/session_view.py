@@ -307,7 +307,7 @@ class SessionView(QWidget):
             self.show_slider(SliderView(q.knob, lenses, q.start, q.start))
         elif isinstance(q, PendingComparison) and q.frame_lens is not None:
             form = snap.cylinder_form
-            self.lens.setText(held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, form))))
+            self.lens.setText(held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, form)), MINUS))
         elif isinstance(q, PendingComparison):
             self.lens.setText(
                 f"1: {lens_text(in_form(q.lens1, snap.cylinder_form))}\n"

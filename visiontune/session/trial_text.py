@@ -77,18 +77,23 @@ def _axis_text(deg: float) -> str:
     return f"{180.0 if round(deg) == 0 else deg:03.0f}"
 
 
-def held_text(lens1, lens2, frame, lens: Callable[[object], str] = lens_text) -> str:
+def held_text(lens1, lens2, frame, lens: Callable[[object], str] = lens_text, minus: str = "-") -> str:
     """A lens held before the trial lens ``frame`` to show ``lens1`` and ``lens2`` (module
-    docstring); ``lens`` writes the frame lens (default :func:`lens_text`)."""
+    docstring); ``lens`` writes the frame lens (default :func:`lens_text`), ``minus`` the minus
+    sign of the powers held (the app's U+2212)."""
+
+    def signed(x: float) -> str:
+        return f"{x:+.2f}".replace("-", minus)
+
     at = Prescription(frame.sphere_d, frame.cylinder_d, frame.axis_deg or 180.0).power_vector_array()
     one = Prescription(lens1.sphere_d, lens1.cylinder_d, lens1.axis_deg or 180.0).power_vector_array()
     two = Prescription(lens2.sphere_d, lens2.cylinder_d, lens2.axis_deg or 180.0).power_vector_array()
     before = f"before {lens(frame)}"
     if max(abs(one - at)) <= 1e-6:  # "with or without": lens 1 is the frame lens alone
-        return f"{two[0] - at[0]:+.2f} D sphere {before}: 1 without, 2 with"
+        return f"{signed(two[0] - at[0])} D sphere {before}: 1 without, 2 with"
     held = one - at
     if abs(held[1]) <= 1e-6 and abs(held[2]) <= 1e-6:
-        return f"±{abs(held[0]):.2f} D flipper {before}: 1 {held[0]:+.2f}, 2 {-held[0]:+.2f}"
+        return f"±{abs(held[0]):.2f} D flipper {before}: 1 {signed(held[0])}, 2 {signed(-held[0])}"
     power = float((held[1] ** 2 + held[2] ** 2) ** 0.5)
     minus_axis = math.degrees(math.atan2(held[2], held[1])) / 2.0
     return (

@@ -879,7 +879,7 @@ def _phoropter(device) -> bool:
 def _held_text(snap: Snapshot) -> str:
     """The lens held before the frame lens of the pending comparison, in the clinic's cylinder form."""
     q = snap.query
-    return held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, snap.cylinder_form)))
+    return held_text(q.lens1, q.lens2, q.frame_lens, lambda x: lens_text(in_form(x, snap.cylinder_form)), MINUS)
 
 
 def _in_place(snap: Snapshot, lens) -> bool:
