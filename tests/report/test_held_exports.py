@@ -16,17 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.report.short_sessions import short_session
 from visiontune.optics import Prescription
 from visiontune.optics.prescription import PowerVector
 from visiontune.refraction.clinical_pairs import cross_cylinder
-from visiontune.refraction.loop import SimulatedPresenter
-from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.simulated import simulated_case
-from visiontune.refraction.start import StartingPoint
 from visiontune.report import load_session
 from visiontune.report.pdf import trial_rows
 from visiontune.report.tabular import CSV_COLUMNS, session_from_json, session_json_text, trials_from_csv, trials_to_csv
-from visiontune.session.engine import RefractionSession
 from visiontune.session.trial_text import held_text
 
 HELD = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-lines-held.toml"
@@ -63,20 +59,8 @@ def test_the_text_of_a_flipper_and_of_a_sphere_with_or_without():
 @pytest.fixture
 def held_session(store, tmp_path):
     """A finished SIMULATED session of the held-lens protocol (24 answers, 1000 particles); -> its id."""
-    text = HELD.read_text(encoding="utf-8")
-    text = re.sub(r"max_trials = \d+", "max_trials = 24", text)
-    text = re.sub(r"min_trials = \d+", "min_trials = 24", text)
-    text = re.sub(r"n_particles = \d+", "n_particles = 1000", text)
-    path = tmp_path / "held.toml"
-    path.write_text(text, encoding="utf-8")
-    protocol = load_protocol(str(path))
-    case = simulated_case(seed=3, protocol=protocol)
-    store.create_patient("SIM-HELD")
-    presenter = SimulatedPresenter(case.patient(protocol.n_alternatives))
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    with RefractionSession.start(
-        store, patient_id="SIM-HELD", eye="OD", protocol=protocol, simulated=True, seed=3, start=start
-    ) as session:
+    session, presenter = short_session(store, tmp_path, HELD, "SIM-HELD", max_trials=24, min_trials=24)
+    with session:
         session.run(presenter)
         assert any(t.frame_lens is not None for t in session.trials()), "no lens was held in 24 answers"
         return session.session_id

@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
+from tests.report.short_sessions import short_session
 from visiontune.errors import InvalidInputError
-from visiontune.refraction.loop import PendingLine, SimulatedPresenter
-from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.simulated import simulated_case
-from visiontune.refraction.start import StartingPoint
+from visiontune.refraction.loop import PendingLine
 from visiontune.report import load_session
 from visiontune.report.fhir import vision_prescription
 from visiontune.report.pdf import is_note, pdf_bytes, report_lines, trial_rows
@@ -30,7 +28,6 @@ from visiontune.report.tabular import (
     trials_from_csv,
     trials_to_csv,
 )
-from visiontune.session.engine import RefractionSession
 
 LINES = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-lines-filed.toml"
 
@@ -39,20 +36,8 @@ LINES = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" /
 def line_session(store, tmp_path):
     """A finished SIMULATED session of the chart-line protocol (12 answers, 1000 particles, seed 3:
     lines at answers 1 and 5), its first line answered, undone (void) and asked again; -> session id."""
-    text = LINES.read_text(encoding="utf-8")
-    text = re.sub(r"max_trials = \d+", "max_trials = 12", text)
-    text = re.sub(r"min_trials = \d+", "min_trials = 0", text)
-    text = re.sub(r"n_particles = \d+", "n_particles = 1000", text)
-    path = tmp_path / "lines.toml"
-    path.write_text(text, encoding="utf-8")
-    protocol = load_protocol(str(path))
-    case = simulated_case(seed=3, protocol=protocol)
-    store.create_patient("SIM-LINES")
-    presenter = SimulatedPresenter(case.patient(protocol.n_alternatives))
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    with RefractionSession.start(
-        store, patient_id="SIM-LINES", eye="OD", protocol=protocol, simulated=True, seed=3, start=start
-    ) as session:
+    session, presenter = short_session(store, tmp_path, LINES, "SIM-LINES", max_trials=12, min_trials=0)
+    with session:
         q = session.next_query()
         assert isinstance(q, PendingLine)
         session.record(presenter.present(q))

@@ -14,16 +14,15 @@ import numpy as np
 import pytest
 
 from tests.session.test_engine_kill import _kill_resume_and_rerun
-from tests.simulated_sessions import SimulatedCase, answer_until
+from tests.simulated_sessions import SimulatedCase, answer_until, assert_resumes_as_left, left_as
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.prescription import PowerVector
 from visiontune.refraction.clinical_pairs import cross_cylinder
 from visiontune.refraction.lenses import changes_along, lens_changes, lens_left_in_place
-from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.trial import Trial
-from visiontune.session.engine import PendingComparison, RefractionSession
+from visiontune.session.engine import PendingComparison
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
 from visiontune.session.store import TrialStore
 
@@ -123,32 +122,21 @@ def test_held_lenses_are_logged_and_resume_to_the_same_question_and_particles(st
         assert q.frame_lens is not None, "no lens held before the trial lens in the first comparisons"
         session.record(presenter.present(q))
         session.run(presenter, max_steps=3)
-        expected = session.next_query()
-        sid = session.session_id
-        post = session.engine.posterior(session.trials())
-        theta, weights = post.theta.copy(), post.weights.copy()
-    stored = [t for t in store.trials(sid) if t.index == q.index][0]
+        left = left_as(session)
+    stored = [t for t in store.trials(left[0]) if t.index == q.index][0]
     assert stored.frame_lens == q.frame_lens and (stored.lens, stored.lens2) == (q.lens1, q.lens2)
     mean = (stored.lens.power_vector_array() + stored.lens2.power_vector_array()) / 2
     assert np.allclose(mean, stored.frame_lens.power_vector_array(), atol=1e-9) or stored.lens == stored.frame_lens
-    with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
-        assert again.next_query() == expected
-        post = again.engine.posterior(again.trials())
-        np.testing.assert_array_equal(post.theta, theta)
-        np.testing.assert_array_equal(post.weights, weights)
+    assert_resumes_as_left(store, left)
 
 
 def test_the_bench_and_the_clinic_ask_the_same_held_lenses(store):
-    bench = Refraction(MemoryLog(), PROTOCOL, seed=SIM.case.seed, start=SIM.start, simulated=True)
-    bench.run(SIM.presenter(), max_steps=30)
-    with SIM.session(store) as clinic:
-        clinic.run(SIM.presenter(), max_steps=30)
-        ours = clinic.trials()
+    bench, ours = SIM.bench_and_clinic(store, 30)
 
     def key(t):
         return (t.s_logmar, t.lens, t.lens2, t.frame_lens, t.comparison, t.line_correct, t.correct)
 
-    assert [key(t) for t in ours] == [key(t) for t in bench.trials()]
+    assert [key(t) for t in ours] == [key(t) for t in bench]
     assert any(t.frame_lens is not None for t in ours)
 
 

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from tests.session.test_engine_kill import _kill_resume_and_rerun
-from tests.simulated_sessions import SimulatedCase, answer_until
+from tests.simulated_sessions import SimulatedCase, answer_until, assert_resumes_as_left, left_as
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
-from visiontune.refraction.loop import MemoryLog, Refraction, is_line
+from visiontune.refraction.loop import is_line
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.trial import Trial
-from visiontune.session.engine import Answer, ComparisonReply, LineReply, PendingLine, RefractionSession
+from visiontune.session.engine import Answer, ComparisonReply, LineReply, PendingLine
 from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
 from visiontune.session.store import TrialStore
 
@@ -83,30 +83,19 @@ def test_lines_are_logged_and_resume_to_the_same_question_and_particles(store):
         reply = presenter.present(q)
         session.record(reply)
         session.run(presenter, max_steps=3)
-        expected = session.next_query()
-        sid = session.session_id
-        post = session.engine.posterior(session.trials())
-        theta, weights = post.theta.copy(), post.weights.copy()
-    stored = [t for t in store.trials(sid) if t.index == q.index][0]
+        left = left_as(session)
+    stored = [t for t in store.trials(left[0]) if t.index == q.index][0]
     assert stored.letter_shown == "".join(q.letters) and stored.line_correct == "".join("01"[c] for c in reply.correct)
     assert (stored.lens.sphere_d, stored.lens.cylinder_d, stored.lens.axis_deg) == (
         q.lens.sphere_d,
         q.lens.cylinder_d,
         q.lens.axis_deg % 180.0,
     )
-    with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
-        assert again.next_query() == expected
-        post = again.engine.posterior(again.trials())
-        np.testing.assert_array_equal(post.theta, theta)
-        np.testing.assert_array_equal(post.weights, weights)
+    assert_resumes_as_left(store, left)
 
 
 def test_the_bench_and_the_clinic_ask_the_same_lines(store):
-    bench = Refraction(MemoryLog(), PROTOCOL, seed=SIM.case.seed, start=SIM.start, simulated=True)
-    bench.run(SIM.presenter(), max_steps=30)
-    with SIM.session(store) as clinic:
-        clinic.run(SIM.presenter(), max_steps=30)
-        ours = clinic.trials()
+    bench, ours = SIM.bench_and_clinic(store, 30)
 
     def key(t):
         return (
@@ -120,7 +109,7 @@ def test_the_bench_and_the_clinic_ask_the_same_lines(store):
             t.correct,
         )
 
-    assert [key(t) for t in ours] == [key(t) for t in bench.trials()] and any(is_line(t) for t in ours)
+    assert [key(t) for t in ours] == [key(t) for t in bench] and any(is_line(t) for t in ours)
 
 
 def test_a_wrong_kind_of_answer_records_nothing_and_a_line_is_undone(store):

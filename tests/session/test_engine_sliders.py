@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.simulated_sessions import SimulatedCase, answer_until
+from tests.simulated_sessions import SimulatedCase, answer_until, assert_resumes_as_left, left_as
 from visiontune.cli import main
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
@@ -22,7 +22,6 @@ from visiontune.session.engine import (
     Answer,
     ComparisonReply,
     PendingSlider,
-    RefractionSession,
     SliderReply,
 )
 from visiontune.session.store import TrialStore
@@ -50,11 +49,8 @@ def test_sliders_are_logged_with_their_path_and_resume_to_the_same_question(stor
         q = _until_slider(session, presenter)
         session.record(presenter.present(q))
         session.run(presenter, max_steps=3)
-        expected = session.next_query()
-        sid = session.session_id
-        post = session.engine.posterior(session.trials())
-        theta, weights = post.theta.copy(), post.weights.copy()
-    stored = store.trials(sid)
+        left = left_as(session)
+    stored = store.trials(left[0])
     sliders = [t for t in stored if is_slider(t)]
     assert sliders and sliders[0].index == q.index
     first = sliders[0]
@@ -63,11 +59,7 @@ def test_sliders_are_logged_with_their_path_and_resume_to_the_same_question(stor
         (x.sphere_d, x.cylinder_d, x.axis_deg % 180.0) for x in q.lenses
     ]
     assert first.lens == first.slider_lenses[first.slider_choice] and first.comparison is None and first.lens2 is None
-    with RefractionSession.resume(store, sid) as again:  # a new process: the log is all there is
-        assert again.next_query() == expected
-        post = again.engine.posterior(again.trials())
-        np.testing.assert_array_equal(post.theta, theta)
-        np.testing.assert_array_equal(post.weights, weights)
+    assert_resumes_as_left(store, left)
 
 
 def test_the_bench_and_the_clinic_ask_the_same_questions(store):
