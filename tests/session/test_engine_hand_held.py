@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.session.old_logs import log_at_version
 from tests.session.test_engine_kill import _kill_resume_and_rerun
 from tests.simulated_sessions import SimulatedCase, answer_until, assert_resumes_as_left, left_as
 from visiontune.errors import InvalidInputError
@@ -23,7 +24,7 @@ from visiontune.refraction.lenses import changes_along, lens_changes, lens_left_
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.trial import Trial
 from visiontune.session.engine import PendingComparison
-from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
+from visiontune.session.migrations import SCHEMA_VERSION
 from visiontune.session.store import TrialStore
 
 PROTOCOL_PATH = (
@@ -53,13 +54,7 @@ def store(tmp_path):
 
 def test_a_v9_log_migrates_to_v10_and_a_partial_or_misplaced_frame_lens_is_refused(tmp_path):
     path = tmp_path / "log.sqlite3"
-    conn = sqlite3.connect(path, isolation_level=None)
-    assert apply_migrations(conn, path, MIGRATIONS[:9]) == 9
-    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
-    conn.execute(
-        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, "
-        "created_at) VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
-    )
+    conn = log_at_version(path, 9)
     conn.execute(
         "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, sphere2_d, cylinder2_d, "
         "axis2_deg, comparison, letter_shown, correct, presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, "

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.session.old_logs import log_at_version
 from tests.session.test_engine_kill import _kill_resume_and_rerun
 from tests.simulated_sessions import SimulatedCase, answer_until, assert_resumes_as_left, left_as
 from visiontune.errors import InvalidInputError
@@ -21,7 +22,7 @@ from visiontune.refraction.loop import is_line
 from visiontune.refraction.protocol import load_protocol
 from visiontune.refraction.trial import Trial
 from visiontune.session.engine import Answer, ComparisonReply, LineReply, PendingLine
-from visiontune.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
+from visiontune.session.migrations import SCHEMA_VERSION
 from visiontune.session.store import TrialStore
 
 PROTOCOL_PATH = Path(__file__).resolve().parents[2] / "docs" / "results" / "protocols" / "clinical-sloan-lines.toml"
@@ -37,13 +38,7 @@ def store(tmp_path):
 
 def test_a_v4_log_migrates_to_v5_and_a_malformed_line_is_refused(tmp_path):
     path = tmp_path / "log.sqlite3"
-    conn = sqlite3.connect(path, isolation_level=None)
-    assert apply_migrations(conn, path, MIGRATIONS[:4]) == 4
-    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
-    conn.execute(
-        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, "
-        "created_at) VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
-    )
+    conn = log_at_version(path, 4)
     conn.execute(
         "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
         "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
