@@ -150,9 +150,19 @@ TARGETS: dict[str, Target] = {
         ),
         _validate(
             "clinical-validation-clinical-sloan-compare",
+            "--protocol",
+            "clinical-sloan-compare",
             "--jobs",
             "2",
             page_command="visiontune validate --jobs 2 --no-progress --out docs/results",
+            why="clinical-sloan-compare was the default protocol when the page was written",
+        ),
+        _validate(
+            "clinical-validation-clinical-sloan-lines-two-formulas",
+            "--protocol",
+            "clinical-sloan-lines-two-formulas",
+            "--jobs",
+            "2",
         ),
         _validate(
             "clinical-validation-clinical-sloan-compare-phoropter",

@@ -13,6 +13,7 @@ from app_helpers import write_protocol
 
 from visiontune.app.logic.settings import AppSettings, load_settings, load_settings_for_app, save_settings
 from visiontune.errors import ConfigurationError
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL
 from visiontune.session.store import TrialStore
 
 
@@ -68,7 +69,7 @@ def test_an_invalid_protocol_in_the_file_is_reported_and_the_rest_kept(tmp_path)
     path.write_text('protocol = "nope"\npace_s = 0.25\n')
     settings, problem = load_settings_for_app(path)
     assert settings == AppSettings(pace_s=0.25)
-    assert "nope" in problem and "The protocol clinical-sloan-compare is used" in problem
+    assert "nope" in problem and f"The protocol {DEFAULT_PROTOCOL} is used" in problem
     assert path.read_text() == 'protocol = "nope"\npace_s = 0.25\n'  # reading writes nothing
     save_settings(AppSettings(pace_s=0.5), path)  # a deliberate change replaces a settings file
     assert load_settings(path) == AppSettings(pace_s=0.5)
@@ -132,7 +133,7 @@ def test_the_app_starts_on_a_settings_file_with_a_refused_protocol_and_reports_i
     assert proc.returncode == 0, proc.stderr
     log_text = (tmp_path / "state" / "visiontune" / "log" / "app.log").read_text()
     assert log_text.count("reported to the user") == 1
-    assert "nope: no shipped protocol" in log_text and "The protocol clinical-sloan-compare is used" in log_text
+    assert "nope: no shipped protocol" in log_text and f"The protocol {DEFAULT_PROTOCOL} is used" in log_text
     with TrialStore.open(tmp_path / "log.sqlite3") as store:
         (info,) = store.list_sessions()
         assert len(store.trials(info.session_id)) == 2

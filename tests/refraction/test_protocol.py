@@ -289,6 +289,7 @@ def test_shipped_protocols():
         "clinical-sloan",
         "clinical-sloan-compare",
         "clinical-sloan-lines-filed",
+        "clinical-sloan-lines-two-formulas",
         "paper-ucb-ald",
         "ts-ald",
     ]
@@ -352,7 +353,8 @@ def test_load_by_path_and_errors(tmp_path):
     with pytest.raises(
         ProtocolError,
         match=r"^nope: no shipped protocol of that name "
-        r"\(available: clinical-sloan, clinical-sloan-compare, clinical-sloan-lines-filed, paper-ucb-ald, ts-ald\)",
+        r"\(available: clinical-sloan, clinical-sloan-compare, clinical-sloan-lines-filed, "
+        r"clinical-sloan-lines-two-formulas, paper-ucb-ald, ts-ald\)",
     ):
         load_protocol("nope")
     with pytest.raises(ProtocolError, match="no such protocol file"):

@@ -132,9 +132,11 @@ from visiontune.refraction.policies import (
 )
 from visiontune.refraction.slider import KNOBS, SliderModel, SliderSettings
 
-#: The protocol a session runs unless another is named: letters and comparisons
-#: (docs/results/clinical-validation-clinical-sloan-compare.md); ``clinical-sloan`` asks letters only.
-DEFAULT_PROTOCOL = "clinical-sloan-compare"
+#: The protocol a session runs unless another is named: letters, chart lines and comparisons, the
+#: stop on the lens to file, the comparison read by two formulas
+#: (docs/results/clinical-validation-clinical-sloan-lines-two-formulas.md); ``clinical-sloan-compare``
+#: is the default before it, ``clinical-sloan`` asks letters only.
+DEFAULT_PROTOCOL = "clinical-sloan-lines-two-formulas"
 #: The letter sets a chart line may be read from (letters named aloud, one character each).
 LINE_LETTER_SETS = ("sloan", "letters26")
 #: Letter sets and their sizes, named as in ``visiontune/data/stimuli/<name>.json``.
