@@ -260,6 +260,10 @@ def test_progress_text_names_the_stop_it_measures():
         young
         == "Precision stop (\u00b10.25 D on M and \u00b10.25 D on J, over 0.25 D too minus at most 0.1% likely): 30%"
     )
+    filed = Precision(m_d=0.25, cylinder_vector_d=0.25, over_minus_risk=0.01, filed_within_probability=0.85)
+    assert progress_text(0.6, filed, waits_for_over_minus=True) == (
+        "Precision stop (the lens to file within 0.25 D, 85% likely, over 0.25 D too minus at most 1% likely): 60%"
+    )
 
 
 def test_the_map_frame_says_its_axis_and_puts_the_best_lens_in_the_maps_coordinates():

@@ -86,6 +86,25 @@ def test_the_session_stops_at_the_first_answer_the_lens_to_file_is_probable_enou
     assert not region.engine.region_within_precision(est.region)
 
 
+def test_the_progress_shown_is_the_stops_own(sessions):
+    """The progress the app shows (``Refraction.progress``) reads the stop on the lens to file: the
+    probability that it lies within 0.25 D over the stop's level, 1 where the session stopped; the
+    session that waits for the region reads the region's radii, below 1 at the same answers."""
+    (_, region, _), (protocol, filed, _) = sessions
+    assert filed.progress() == 1.0
+    before = filed.trials()[:-1]
+    rebuilt = case_refraction(protocol, CASE)
+    for t in before:
+        rebuilt.log.record(dataclasses.replace(t, presented_at=None, answered_at=None, session_id=None))
+    est = rebuilt.current_estimate()
+    probability = filed_within_probability(rebuilt.engine.correction_draws(before), est.rounded)
+    assert probability < LEVEL and rebuilt.progress() == pytest.approx(probability / LEVEL, abs=1e-12)
+    shipped = case_refraction(_variant(None), CASE)
+    for t in filed.trials():
+        shipped.log.record(dataclasses.replace(t, presented_at=None, answered_at=None, session_id=None))
+    assert shipped.progress() < 1.0 and not shipped.engine.region_within_precision(shipped.current_estimate().region)
+
+
 def test_it_still_waits_for_kappa_when_the_protocol_says_so(sessions):
     (_, _, _), (protocol, filed, _) = sessions
     waiting = dataclasses.replace(

@@ -103,6 +103,12 @@ class Engine(abc.ABC):
         [0, 1] (1 = met); None when the stop does not wait for it (default)."""
         return None
 
+    def filed_progress(self) -> float | None:
+        """How far the last :meth:`estimate` is from the stop on the lens to file
+        (``stopping.precision.filed_within_probability``), in [0, 1] (1 = met); None when the
+        protocol stops on the region instead (default)."""
+        return None
+
     def over_minus_progress(self) -> float | None:
         """How far the last :meth:`estimate`'s over-minus risk is from the stop's limit, in [0, 1]
         (1 = met); None when the stop does not wait for it (default)."""

@@ -516,7 +516,9 @@ class Refraction:
     def progress(self) -> float:
         """How far the session is from its precision stop, in [0, 1] (1 = met): the worst
         ratio of the precision limits to the current region's radii (optics model) or widths
-        (GP model), and, when the stop also waits for the comparison sensitivity ``κ``, of its
+        (GP model), or, with a stop on the lens to file, the probability that it lies within 0.25 D
+        over the stop's (:meth:`Engine.filed_progress`), and, when the stop also waits for the
+        comparison sensitivity ``κ``, of its
         limit to the spread of ``ln κ`` (:meth:`Engine.sensitivity_progress`), and for
         the over-minus risk, :meth:`Engine.over_minus_progress`; the share
         of the budget used when the protocol has no precision stop."""
@@ -525,7 +527,10 @@ class Refraction:
         if p is None:
             return min(1.0, len(self.trials()) / stopping.max_trials)
         region = self.current_estimate().region
-        if p.m_d is not None:
+        filed = self.engine.filed_progress()
+        if filed is not None:
+            ratios = (filed,)
+        elif p.m_d is not None:
             ratios = (p.m_d / max(region.m_pm_d, 1e-9), p.cylinder_vector_d / max(region.cylinder_vector_pm_d, 1e-9))
         else:
             ws, wc = region.widths_d

@@ -197,6 +197,15 @@ class MixedOpticsEngine(OpticsEngine):
         self._filed_probability = filed_within_probability(self.correction_draws(trials), est.rounded)
         return est
 
+    def filed_progress(self) -> float | None:
+        """The last :meth:`estimate`'s probability that the lens it files lies within 0.25 D of the
+        correction over the stop's ``q`` (at most 1); None without that stop."""
+        limit = self.protocol.stopping.precision.filed_within_probability
+        probability = getattr(self, "_filed_probability", None)
+        if limit is None or probability is None:
+            return None
+        return float(min(1.0, probability / limit))
+
     def sensitivity_progress(self, trials) -> float | None:
         """How far ``ln κ`` is from the precision stop's wait for it, in [0, 1] (1 = learned):
         ``sensitivity_to_stop`` over the SD ratio of :func:`sensitivity_sd_ratio`; None when the

@@ -68,7 +68,8 @@ def start_text(start, cylinder_form: str | None = None) -> str:
 #: How each stop reason (:data:`~visiontune.refraction.loop.STOP_REASONS`) reads on screen.
 STOP_MEANINGS = {
     "budget": "every answer of the budget is used",
-    "precision": "the credible region is within the protocol's precision",
+    "precision": "the protocol's precision stop: the credible region within its limits, or the lens to file "
+    "within 0.25 D as likely as it asks",
     "information": "the next answer would teach almost nothing",
     "clinician": "finished by the clinician",
 }
@@ -95,7 +96,7 @@ def answer_text(number: int, budget: int) -> str:
 
 def stop_text(reason: str | None) -> str:
     """The stopping-rule line: ``Stopping rule: not met yet`` or ``Stopping rule met:
-    precision (the credible region is within the protocol's precision)``."""
+    precision (the protocol's precision stop: ...)`` (:data:`STOP_MEANINGS`)."""
     if reason is None:
         return "Stopping rule: not met yet"
     return f"Stopping rule met: {reason} ({STOP_MEANINGS.get(reason, reason)})"
@@ -112,7 +113,9 @@ def progress_text(
     pct = f"{100.0 * min(max(progress, 0.0), 1.0):.0f}%"
     if precision is None:
         return f"Budget used: {pct} (no precision stop in this protocol)"
-    if getattr(precision, "m_d", None) is not None:
+    if getattr(precision, "filed_within_probability", None) is not None:
+        goal = f"the lens to file within 0.25 D, {100.0 * precision.filed_within_probability:g}% likely"
+    elif getattr(precision, "m_d", None) is not None:
         goal = f"\u00b1{precision.m_d:.2f} D on M and \u00b1{precision.cylinder_vector_d:.2f} D on J"
     else:
         goal = f"sphere and cylinder intervals narrower than {precision.sphere_d:.2f} / {precision.cylinder_d:.2f} D"
