@@ -240,6 +240,19 @@ TARGETS: dict[str, Target] = {
                 ("clinical-sloan-lines", _LINES, "40"),
             )
         ),
+        _validate(
+            "answer-models-clinical-sloan-lines-two-formulas",
+            "--protocol",
+            "clinical-sloan-lines-two-formulas",
+            "--answer-model",
+            _ANSWER_MODELS,
+            "--populations",
+            "adult-clinic,young",
+            "--cases",
+            "30",
+            "--jobs",
+            "2",
+        ),
         *(
             _validate(
                 f"answer-models-{name}-{device}",

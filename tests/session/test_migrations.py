@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from tests.session.old_logs import log_at_version
 from visiontune.errors import InvalidInputError, StoreError
 from visiontune.optics import Prescription
 from visiontune.refraction.trial import Trial
@@ -132,13 +133,7 @@ def test_real_v2_log_migrates_to_v3_and_its_trials_read_as_letters(tmp_path):
     comparison), a comparison can then be recorded and read, and raw SQL that stores a
     comparison without its second lens or with another answer is refused."""
     path = tmp_path / "log.sqlite3"
-    conn = _conn(path)
-    assert apply_migrations(conn, path, MIGRATIONS[:2]) == 2
-    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
-    conn.execute(
-        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, created_at) "
-        "VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
-    )
+    conn = log_at_version(path, 2)
     conn.execute(
         "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
         "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
@@ -183,13 +178,7 @@ def test_real_v3_log_migrates_to_v4_and_its_trials_read_as_before(tmp_path):
     raw SQL that stores half a slider, an unknown knob, a choice off the path, a path that is not
     a JSON list of two lenses or more, or a slider that is also a comparison is refused."""
     path = tmp_path / "log.sqlite3"
-    conn = _conn(path)
-    assert apply_migrations(conn, path, MIGRATIONS[:3]) == 3
-    conn.execute("INSERT INTO patients (id, created_at) VALUES ('P1', '2026-01-01T00:00:00+00:00')")
-    conn.execute(
-        "INSERT INTO sessions (patient_id, eye, protocol_toml, software_version, seed, simulated, state, created_at) "
-        "VALUES ('P1', 'OD', 'name = \"x\"', '0.1.0', 7, 0, 'open', '2026-01-01T00:00:00+00:00')"
-    )
+    conn = log_at_version(path, 3)
     conn.execute(
         "INSERT INTO trials (session_id, idx, s_logmar, sphere_d, cylinder_d, axis_deg, letter_shown, correct, "
         "presented_at, answered_at) VALUES (1, 0, 0.3, -1.0, -0.5, 90, 'H', 1, '2026-01-01T00:00:01+00:00', "
