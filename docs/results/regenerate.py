@@ -275,6 +275,24 @@ TARGETS: dict[str, Target] = {
             )
             for device in ("motorized-phoropter", "manual-phoropter")
         ),
+        *(
+            _validate(
+                f"answer-models-clinical-sloan-lines-two-formulas-{device}",
+                "--protocol",
+                "clinical-sloan-lines-two-formulas",
+                "--answer-model",
+                "model",
+                "--lens-device",
+                device,
+                "--populations",
+                "adult-clinic,young",
+                "--cases",
+                "30",
+                "--jobs",
+                "2",
+            )
+            for device in ("motorized-phoropter", "manual-phoropter")
+        ),
         Target(
             "comparisons",
             (
