@@ -83,6 +83,12 @@ def _protocol(name: str) -> tuple[str, str]:
 
 _OUT_SCRATCH = "it wrote to a scratch folder; the store's name is the protocol's"
 _LINES = "docs/results/protocols/clinical-sloan-lines.toml"
+#: The answer-model pages: (page name, protocol, patients a population, jobs).
+_ANSWER_MODEL_PAGES = (
+    ("clinical-sloan-compare", "clinical-sloan-compare", "30", "1"),
+    ("clinical-sloan-lines", _LINES, "40", "1"),
+    ("clinical-sloan-lines-two-formulas", "clinical-sloan-lines-two-formulas", "30", "2"),
+)
 _ANSWER_MODELS = "model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,lapse-runs"
 
 TARGETS: dict[str, Target] = {
@@ -233,25 +239,9 @@ TARGETS: dict[str, Target] = {
                 "--cases",
                 cases,
                 "--jobs",
-                "1",
+                jobs,
             )
-            for name, protocol, cases in (
-                ("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                ("clinical-sloan-lines", _LINES, "40"),
-            )
-        ),
-        _validate(
-            "answer-models-clinical-sloan-lines-two-formulas",
-            "--protocol",
-            "clinical-sloan-lines-two-formulas",
-            "--answer-model",
-            _ANSWER_MODELS,
-            "--populations",
-            "adult-clinic,young",
-            "--cases",
-            "30",
-            "--jobs",
-            "2",
+            for name, protocol, cases, jobs in _ANSWER_MODEL_PAGES
         ),
         *(
             _validate(
@@ -267,30 +257,9 @@ TARGETS: dict[str, Target] = {
                 "--cases",
                 cases,
                 "--jobs",
-                "1",
+                jobs,
             )
-            for name, protocol, cases in (
-                ("clinical-sloan-compare", "clinical-sloan-compare", "30"),
-                ("clinical-sloan-lines", _LINES, "40"),
-            )
-            for device in ("motorized-phoropter", "manual-phoropter")
-        ),
-        *(
-            _validate(
-                f"answer-models-clinical-sloan-lines-two-formulas-{device}",
-                "--protocol",
-                "clinical-sloan-lines-two-formulas",
-                "--answer-model",
-                "model",
-                "--lens-device",
-                device,
-                "--populations",
-                "adult-clinic,young",
-                "--cases",
-                "30",
-                "--jobs",
-                "2",
-            )
+            for name, protocol, cases, jobs in _ANSWER_MODEL_PAGES
             for device in ("motorized-phoropter", "manual-phoropter")
         ),
         Target(
