@@ -538,14 +538,7 @@ class ParticlePosterior:
             else:
                 proposal = theta.copy()
                 proposal[:, cols] += step
-            lp_prior = self._log_prior(proposal)
-            finite = np.isfinite(lp_prior)
-            lp = np.full(len(theta), -np.inf)
-            if finite.any():
-                lp[finite] = lp_prior[finite] + self._log_likelihood(proposal[finite])
-            accept = np.log(rng.random(len(theta))) < lp - log_post
-            theta[accept] = proposal[accept]
-            log_post[accept] = lp[accept]
+            self._metropolis(theta, log_post, proposal, rng)
         for name, prior in self.column_priors.items():  # a mixture's other component (OptionalColumn)
             col = OPTIONAL_COLUMNS[name]
             reflected = col.reflected(theta[:, col.index], prior)
@@ -553,13 +546,26 @@ class ParticlePosterior:
                 continue
             proposal = theta.copy()
             proposal[:, col.index] = reflected
-            lp = self._log_prior(proposal) + self._log_likelihood(proposal)
-            accept = np.log(rng.random(len(theta))) < lp - log_post
-            theta[accept] = proposal[accept]
-            log_post[accept] = lp[accept]
+            self._metropolis(theta, log_post, proposal, rng)
         self.theta = theta
         self.log_w = np.zeros(len(theta))
         self.n_moves += 1
+
+    def _metropolis(
+        self, theta: np.ndarray, log_post: np.ndarray, proposal: np.ndarray, rng: np.random.Generator
+    ) -> None:
+        """One Metropolis-Hastings step of every particle to its row of ``proposal`` (a symmetric or
+        involutive proposal), accepted with probability ``min(1, π(proposal) / π(theta))``;
+        ``theta`` and its log posterior ``log_post`` are updated in place. A proposal outside the
+        prior (log prior ``-∞``) is rejected without computing its likelihood."""
+        lp_prior = self._log_prior(proposal)
+        finite = np.isfinite(lp_prior)
+        lp = np.full(len(theta), -np.inf)
+        if finite.any():
+            lp[finite] = lp_prior[finite] + self._log_likelihood(proposal[finite])
+        accept = np.log(rng.random(len(theta))) < lp - log_post
+        theta[accept] = proposal[accept]
+        log_post[accept] = lp[accept]
 
     # ------------------------------------------------------------------ summaries
     def subsample(self, n: int, rng: np.random.Generator) -> np.ndarray:
