@@ -43,6 +43,7 @@ from visiontune.app.logic.session_controller import (
 )
 from visiontune.app.logic.session_host import SessionHost, record_simulated_session
 from visiontune.app.logic.simulation import case_patient, new_case, simulated_reply
+from visiontune.app.logic.worker_device import DeviceView
 from visiontune.app.logic.worker_values import FinishedView, NewSession, Snapshot
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingQuery, simulated_comparison
@@ -246,6 +247,27 @@ def test_the_prompt_says_when_the_lens_in_place_stays(shown, query, text, captio
     controller.on_idle()
     prompt = last(events, Shown.PROMPT)
     assert prompt.instruction.startswith(text) and prompt.caption == caption
+
+
+@pytest.mark.parametrize(
+    ("frame", "text"),
+    [
+        (None, "sets lens 1, then lens 2;"),
+        (
+            Prescription(-1.0, -0.5, 90.0),  # a +/-0.50 D flipper held before it: the device sets the frame lens
+            "sets the lens in the frame (\u00b10.50 D flipper before S \u22121.00 / C \u22120.50 \u00d7 090: "
+            "1 +0.50, 2 \u22120.50);",
+        ),
+    ],
+)
+def test_a_device_that_confirms_says_which_lenses_it_sets_for_a_comparison(frame, text):
+    controller, _, _, events = make()
+    controller.on_device(DeviceView("cv5000:/dev/ttyUSB0", "cv5000", "/dev/ttyUSB0", "device", connected=True))
+    pair = PendingComparison(1, 0.3, Prescription(-0.5, -0.5, 90.0), Prescription(-1.5, -0.5, 90.0), "K", None, frame)
+    controller.on_opened(dataclasses.replace(snapshot(1), query=pair))
+    controller.on_idle()
+    prompt = last(events, Shown.PROMPT)
+    assert text in prompt.instruction and prompt.caption == "The device sets this lens"
 
 
 def test_a_lens_letter_answer_cycle_goes_through_its_phases_and_sends_each_command_once():

@@ -499,7 +499,13 @@ class SessionController(EventSource):
                 ),
             )
         elif phase == Phase.LENS and self._waits_for_device():
-            what = "lens 1, then lens 2" if isinstance(snap.query, PendingComparison) else "this lens"
+            what = "this lens"
+            if isinstance(snap.query, PendingComparison):  # a held lens: the device sets the frame lens only
+                what = (
+                    "lens 1, then lens 2"
+                    if snap.query.frame_lens is None
+                    else f"the lens in the frame ({_held_text(snap)})"
+                )
             self._emit(
                 Shown.PROMPT,
                 Prompt(
