@@ -40,6 +40,7 @@ import time
 
 import numpy as np
 
+from visiontune.errors import InvalidInputError
 from visiontune.refraction.lenses import changes_along, lens_left_in_place, lenses_shown
 from visiontune.refraction.loop import SimulatedPresenter, is_comparison, is_line, is_slider
 from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
@@ -69,10 +70,15 @@ def answer_seconds(protocol, kind: str) -> float:
     return settings.comparison_seconds if kind == "comparison" else settings.letter_seconds
 
 
-def trace_case(protocol, population: str, case_id: int, seed: int) -> dict:
-    """One session of ``protocol`` (a :class:`Protocol`), recorded after every answer (module docstring)."""
+def trace_case(protocol, population: str, case_id: int, seed: int) -> dict | None:
+    """One session of ``protocol`` (a :class:`Protocol`), recorded after every answer (module docstring);
+    None for a patient whose start the session refuses."""
     case = validation_case(population, case_id, seed)
-    refraction = case_refraction(protocol, case)
+    try:
+        refraction = case_refraction(protocol, case)
+    except InvalidInputError as exc:  # a start the session refuses: left out, as `visiontune validate` does
+        print(f"{population} {case_id}: refused ({exc})", file=sys.stderr, flush=True)
+        return None
     truth = case.true_rx.power_vector_array()
     steps = []
 
@@ -426,7 +432,10 @@ def main(argv=None) -> int:
         rows, protocol = [], load_protocol(args.protocol)
         for population in args.populations.split(","):
             for i in range(args.first, args.first + args.cases):
-                rows.append(trace_case(protocol, population, i, args.seed))
+                row = trace_case(protocol, population, i, args.seed)
+                if row is None:
+                    continue
+                rows.append(row)
                 print(
                     f"{population} {i}: {len(rows[-1]['steps'])} answers, {rows[-1]['patient_s']:.0f} s, "
                     f"{rows[-1]['wall_s']:.1f} s wall",

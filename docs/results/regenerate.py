@@ -88,6 +88,7 @@ _ANSWER_MODEL_PAGES = (
     ("clinical-sloan-compare", "clinical-sloan-compare", "30", "1"),
     ("clinical-sloan-lines", _LINES, "40", "1"),
     ("clinical-sloan-lines-two-formulas", "clinical-sloan-lines-two-formulas", "30", "2"),
+    ("clinical-sloan-held", "clinical-sloan-held", "30", "2"),
 )
 _ANSWER_MODELS = "model,blur,wide-threshold,narrow-threshold,more-equal,less-equal,last-lens-bias,minus-bias,lapse-runs"
 
@@ -170,6 +171,7 @@ TARGETS: dict[str, Target] = {
             "--jobs",
             "2",
         ),
+        _validate("clinical-validation-clinical-sloan-held", "--protocol", "clinical-sloan-held", "--jobs", "2"),
         _validate(
             "clinical-validation-clinical-sloan-compare-phoropter",
             *_protocol("clinical-sloan-compare-phoropter"),

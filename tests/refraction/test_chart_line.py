@@ -144,7 +144,8 @@ def test_the_protocol_table_is_checked_and_off_in_every_shipped_protocol():
     lines = load_protocol(LINES).chart_line
     assert lines == ChartLineSettings(5, 6.0, 0.0)
     for name in list_protocols():  # lines only in the shipped line protocols (the default among them)
-        expected = lines if name in ("clinical-sloan-lines-filed", "clinical-sloan-lines-two-formulas") else None
+        shipped_lines = ("clinical-sloan-held", "clinical-sloan-lines-filed", "clinical-sloan-lines-two-formulas")
+        expected = lines if name in shipped_lines else None
         assert load_protocol(name).chart_line == expected
     for good, bad, where in (
         ("letters_per_line = 5", "letters_per_line = 11", "chart_line.letters_per_line"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -154,6 +155,37 @@ def test_a_one_change_session_asks_only_clinical_pairs_and_resumes_to_the_same_q
     assert any(t.frame_lens is not None for t in compared)
     rebuilt = _session(log, protocol)
     assert rebuilt.next_query() == session.next_query()
+
+
+def test_the_shipped_held_protocol_is_the_two_formulas_one_with_a_clinicians_pairs_only():
+    """``clinical-sloan-held`` is ``clinical-sloan-lines-two-formulas`` but for its pairs (one clinical
+    change, or a flipper / cross-cylinder of 0.25-1.00 D held before the lens), and a young patient's
+    session through it asks no other comparison: a held sphere as plus only, "with or without"."""
+    held, base = load_protocol("clinical-sloan-held"), load_protocol("clinical-sloan-lines-two-formulas")
+    assert (held.comparisons.pairs, held.comparisons.hand_held_d) == ("one-change", (0.25, 0.5, 0.75, 1.0))
+    same = dataclasses.replace(held.comparisons, pairs=base.comparisons.pairs, hand_held_d=base.comparisons.hand_held_d)
+    assert same == base.comparisons
+    for part in ("policy", "seed", "search_space", "logmar_range", "letter_set", "stopping", "model", "slope_prior"):
+        assert getattr(held, part) == getattr(base, part), part
+    assert (held.lenses, held.chart_line) == (base.lenses, base.chart_line)
+    patient = SimulatedPatient(Prescription(-1.25, -1.0, 30.0), n_alternatives=10, lapse=0.02, seed=9, age_years=25)
+    log = MemoryLog()
+    young = StartingPoint(Prescription(-1.0, -0.75, 20.0), "autorefraction", 25)
+    Refraction(log, held, seed=5, start=young, simulated=True).run(SimulatedPresenter(patient), max_steps=40)
+    compared = [t for t in log.trials() if is_comparison(t)]
+    assert len(compared) >= 5, "too few comparisons were asked"
+    for t in compared:
+        if t.frame_lens is None:
+            assert _one_change(in_form(t.lens, "minus"), in_form(t.lens2, "minus")), (t.lens, t.lens2)
+            continue
+        frame = t.frame_lens.power_vector_array()
+        one, two = t.lens.power_vector_array() - frame, t.lens2.power_vector_array() - frame
+        if np.allclose(one, 0.0):  # a plus sphere "with or without"
+            assert two[0] in (0.25, 0.5, 0.75, 1.0) and np.allclose(two[1:], 0.0), two
+            continue
+        assert np.allclose(one, -two, atol=1e-9) and round(float(np.linalg.norm(one)), 9) in (0.25, 0.5, 0.75, 1.0)
+        assert one[0] == 0.0, "a flipper (a minus sphere held) before an eye that may accommodate"
+    assert any(t.frame_lens is not None for t in compared), "no lens was held"
 
 
 def test_the_shipped_protocol_asks_pairs_no_clinician_would_and_keeps_its_setting():

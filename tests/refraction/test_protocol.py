@@ -288,6 +288,7 @@ def test_shipped_protocols():
     assert list_protocols() == [
         "clinical-sloan",
         "clinical-sloan-compare",
+        "clinical-sloan-held",
         "clinical-sloan-lines-filed",
         "clinical-sloan-lines-two-formulas",
         "paper-ucb-ald",
@@ -353,7 +354,7 @@ def test_load_by_path_and_errors(tmp_path):
     with pytest.raises(
         ProtocolError,
         match=r"^nope: no shipped protocol of that name "
-        r"\(available: clinical-sloan, clinical-sloan-compare, clinical-sloan-lines-filed, "
+        r"\(available: clinical-sloan, clinical-sloan-compare, clinical-sloan-held, clinical-sloan-lines-filed, "
         r"clinical-sloan-lines-two-formulas, paper-ucb-ald, ts-ald\)",
     ):
         load_protocol("nope")
