@@ -1,0 +1,94 @@
+"""Is the posterior of ``M`` calibrated at the stop? The probability integral transform, by group (SIMULATED).
+
+For each simulated patient of ``--population`` (population seed ``--seed``, the first ``--cases``
+whose start the session accepts and whose age is within ``--ages``), refracted with ``--protocol``
+through the one trial loop, the posterior at the session's end gives:
+
+* the PIT of the true spherical equivalent, ``u = Σ_i w_i 1[M_i <= M*]`` (Dawid 1984, *Statistical
+  theory: the prequential approach*, J. R. Stat. Soc. A 147:278-292; Gneiting, Balabdaoui & Raftery
+  2007, J. R. Stat. Soc. B 69:243-268): for a calibrated posterior ``u`` is uniform on [0, 1], so
+  each quartile holds a quarter of the patients; too many in the lowest quartile is a posterior
+  that sits too plus, in the highest too minus;
+* the probability the stop reads, that the lens to file is within 0.25 D of the correction
+  (``Σ_i w_i 1[|P(filed) - P*_i| <= 0.25]``), beside how often it is.
+
+Run (1-3 s a session on a shared core):
+    OPENBLAS_NUM_THREADS=1 python benchmarks/posterior_calibration.py --population high-myopia --ages 0,35 --cases 34
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from visiontune.errors import InvalidInputError
+from visiontune.refraction.loop import SimulatedPresenter
+from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
+from visiontune.validation.clinic import case_refraction, validation_case
+
+#: The window of agreement of two clinicians' refractions (Bullimore, Fusaro & Adams 1998), D.
+WITHIN_D = 0.25
+
+
+def session_end(protocol, population: str, case_id: int, seed: int) -> dict | None:
+    """The PIT of ``M*``, the stop's probability and the filed lens's error at the end of one session;
+    None for a patient whose start the session refuses."""
+    case = validation_case(population, case_id, seed)
+    try:
+        refraction = case_refraction(protocol, case)
+    except InvalidInputError:
+        return None
+    refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
+    truth = case.true_rx.power_vector_array()
+    post = refraction.engine.correction_draws(refraction.trials())
+    filed = refraction.current_estimate().rounded.power_vector_array()
+    near = np.linalg.norm(post.theta[:, :3] - filed, axis=1) <= WITHIN_D + 1e-9
+    return {
+        "case_id": case_id,
+        "age": case.age_years,
+        "pit": float(post.weights @ (post.theta[:, 0] <= truth[0])),
+        "p_within": float(post.weights @ near),
+        "within": bool(np.linalg.norm(filed - truth) <= WITHIN_D + 1e-9),
+    }
+
+
+def summary(rows: list[dict]) -> str:
+    """Quartile counts of the PIT, its mean, and the stop's probability beside the share within 0.25 D."""
+    pit = np.array([r["pit"] for r in rows])
+    counts = " / ".join(str(c) for c in np.histogram(pit, bins=[0.0, 0.25, 0.5, 0.75, 1.0])[0])
+    p_stop, within = np.mean([r["p_within"] for r in rows]), np.mean([r["within"] for r in rows])
+    return (
+        f"n {len(rows)}; PIT by quartile {counts} (each {len(rows) / 4:.1f} if calibrated), mean {pit.mean():.2f}; "
+        f"P(filed within 0.25 D) at the stop, mean {p_stop:.2f}, filed within 0.25 D {within:.0%}"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", default=DEFAULT_PROTOCOL, help="shipped name or .toml path")
+    parser.add_argument("--population", default="adult-clinic")
+    parser.add_argument("--ages", default="0,120", help="youngest,oldest (years, inclusive)")
+    parser.add_argument("--cases", type=int, default=30, help="patients within the ages")
+    parser.add_argument("--seed", type=int, default=1, help="population seed")
+    args = parser.parse_args(argv)
+    try:
+        youngest, oldest = (float(a) for a in args.ages.split(","))
+    except ValueError:
+        print(f"--ages: expected two numbers, youngest,oldest; got {args.ages!r}", file=sys.stderr)
+        return 2
+    protocol, rows, case_id = load_protocol(args.protocol), [], 0
+    while len(rows) < args.cases and case_id < 100 * args.cases:
+        if youngest <= validation_case(args.population, case_id, args.seed).age_years <= oldest:
+            row = session_end(protocol, args.population, case_id, args.seed)
+            if row is not None:
+                rows.append(row)
+        case_id += 1
+    print(f"SIMULATED patients: {protocol.name}, {args.population} aged {youngest:g}-{oldest:g} (seed {args.seed})")
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

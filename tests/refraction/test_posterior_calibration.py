@@ -1,0 +1,62 @@
+"""benchmarks/posterior_calibration.py and the trace of benchmarks/clinic_time.py: a refused start is
+left out, and the PIT of ``M*`` is where the posterior's own quantiles put the truth."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from visiontune.refraction.estimate import weighted_quantile
+from visiontune.refraction.loop import SimulatedPresenter
+from visiontune.refraction.protocol import load_protocol
+from visiontune.validation.clinic import case_refraction, validation_case
+
+_BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+calibration, clinic_time = _load("posterior_calibration"), _load("clinic_time")
+#: high-myopia, population seed 1: a start at M -12.88 D, outside the range the session refracts.
+_REFUSED = ("high-myopia", 19, 1)
+_SHORT = "docs/results/protocols/clinical-sloan-lines-filed.toml"
+
+
+def test_a_start_the_session_refuses_is_left_out_of_the_trace_and_of_the_calibration(capsys):
+    protocol = load_protocol(_SHORT)
+    assert clinic_time.trace_case(protocol, *_REFUSED) is None
+    assert calibration.session_end(protocol, *_REFUSED) is None
+    assert "high-myopia 19: refused (starting prescription: S -11.50 / C -2.75 x 100" in capsys.readouterr().err
+
+
+def test_the_pit_lies_between_the_posterior_quantiles_that_bracket_the_truth():
+    """The PIT ``u`` of the truth, read by a weighted quantile: the truth lies between the posterior's
+    quantiles just below and just above ``u`` (the same session rebuilt, its particles bit for bit)."""
+    protocol = load_protocol(_SHORT)
+    row = calibration.session_end(protocol, "adult-clinic", 2, 1)
+    case = validation_case("adult-clinic", 2, 1)
+    refraction = case_refraction(protocol, case)
+    refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
+    post = refraction.engine.correction_draws(refraction.trials())
+    m, w, truth = post.theta[:, 0], post.weights, case.true_rx.spherical_equivalent_d
+    u = row["pit"]
+    assert 0.02 < u < 0.98, "pick a case whose truth is inside the posterior"
+    assert weighted_quantile(m, w, u - 0.02) <= truth + 1e-9 <= weighted_quantile(m, w, u + 0.02) + 2e-9
+    assert 0.0 <= row["p_within"] <= 1.0 and row["within"] == bool(
+        np.linalg.norm(refraction.current_estimate().rounded.power_vector_array() - case.true_rx.power_vector_array())
+        <= 0.25 + 1e-9
+    )
+
+
+def test_the_summary_counts_each_quartile_and_reads_the_stop_beside_the_outcome():
+    rows = [{"pit": u, "p_within": 0.9, "within": k % 2 == 0} for k, u in enumerate((0.1, 0.2, 0.3, 0.6, 0.9, 0.95))]
+    text = calibration.summary(rows)
+    assert "PIT by quartile 2 / 1 / 1 / 2 (each 1.5 if calibrated)" in text
+    assert "mean 0.51" in text and "mean 0.90" in text and "within 0.25 D 50%" in text
