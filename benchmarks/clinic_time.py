@@ -43,7 +43,7 @@ import numpy as np
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.lenses import changes_along, lens_left_in_place, lenses_shown
 from visiontune.refraction.loop import SimulatedPresenter, is_comparison, is_line, is_slider
-from visiontune.refraction.mixed_engine import sensitivity_sd_ratio
+from visiontune.refraction.mixed_engine import filed_within_probability, sensitivity_sd_ratio
 from visiontune.refraction.mixed_rules import MixedSettings
 from visiontune.refraction.protocol import load_protocol
 from visiontune.validation.clinic import case_refraction, validation_case
@@ -89,7 +89,6 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict | Non
         engine = r.engine
         post = engine.correction_draws(trials)
         filed = est.rounded.power_vector_array()
-        distance = np.linalg.norm(post.theta[:, :3] - filed, axis=1)
         centre = post.best_correction()
         ratio = sensitivity_sd_ratio(post) if hasattr(post, "sensitivity_prior") else None
         risk = getattr(engine, "_filed_risk", None)
@@ -101,7 +100,7 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict | Non
                 "changes": changes_along(lenses_shown(trial), before),
                 "error": float(np.linalg.norm(filed - truth)),
                 "error_m": float(filed[0] - truth[0]),
-                "p_within": float(post.weights @ (distance <= WITHIN_D + 1e-9)),
+                "p_within": filed_within_probability(post, est.rounded),
                 "m_pm": float(est.region.m_pm_d),
                 "j_pm": float(est.region.cylinder_vector_pm_d),
                 "covered": bool(np.linalg.norm(truth - centre) <= est.region.distance_d),

@@ -25,6 +25,7 @@ import numpy as np
 
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.loop import SimulatedPresenter
+from visiontune.refraction.mixed_engine import filed_within_probability
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.validation.clinic import case_refraction, validation_case
 
@@ -32,10 +33,10 @@ from visiontune.validation.clinic import case_refraction, validation_case
 WITHIN_D = 0.25
 
 
-def session_end(protocol, population: str, case_id: int, seed: int) -> dict | None:
-    """The PIT of ``M*``, the stop's probability and the filed lens's error at the end of one session;
-    None for a patient whose start the session refuses."""
-    case = validation_case(population, case_id, seed)
+def session_end(protocol, case) -> dict | None:
+    """The PIT of ``M*``, the stop's probability and the filed lens's error at the end of one session
+    of the simulated ``case`` (:func:`~visiontune.validation.clinic.validation_case`); None for a patient
+    whose start the session refuses."""
     try:
         refraction = case_refraction(protocol, case)
     except InvalidInputError:
@@ -43,14 +44,13 @@ def session_end(protocol, population: str, case_id: int, seed: int) -> dict | No
     refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
     truth = case.true_rx.power_vector_array()
     post = refraction.engine.correction_draws(refraction.trials())
-    filed = refraction.current_estimate().rounded.power_vector_array()
-    near = np.linalg.norm(post.theta[:, :3] - filed, axis=1) <= WITHIN_D + 1e-9
+    filed = refraction.current_estimate().rounded
     return {
-        "case_id": case_id,
+        "case_id": case.case_id,
         "age": case.age_years,
         "pit": float(post.weights @ (post.theta[:, 0] <= truth[0])),
-        "p_within": float(post.weights @ near),
-        "within": bool(np.linalg.norm(filed - truth) <= WITHIN_D + 1e-9),
+        "p_within": filed_within_probability(post, filed, WITHIN_D),
+        "within": bool(np.linalg.norm(filed.power_vector_array() - truth) <= WITHIN_D + 1e-9),
     }
 
 
@@ -80,10 +80,10 @@ def main(argv=None) -> int:
         return 2
     protocol, rows, case_id = load_protocol(args.protocol), [], 0
     while len(rows) < args.cases and case_id < 100 * args.cases:
-        if youngest <= validation_case(args.population, case_id, args.seed).age_years <= oldest:
-            row = session_end(protocol, args.population, case_id, args.seed)
-            if row is not None:
-                rows.append(row)
+        case = validation_case(args.population, case_id, args.seed)
+        row = session_end(protocol, case) if youngest <= case.age_years <= oldest else None
+        if row is not None:
+            rows.append(row)
         case_id += 1
     print(f"SIMULATED patients: {protocol.name}, {args.population} aged {youngest:g}-{oldest:g} (seed {args.seed})")
     print(summary(rows))

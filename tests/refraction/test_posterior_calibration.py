@@ -32,7 +32,7 @@ _SHORT = "docs/results/protocols/clinical-sloan-lines-filed.toml"
 def test_a_start_the_session_refuses_is_left_out_of_the_trace_and_of_the_calibration(capsys):
     protocol = load_protocol(_SHORT)
     assert clinic_time.trace_case(protocol, *_REFUSED) is None
-    assert calibration.session_end(protocol, *_REFUSED) is None
+    assert calibration.session_end(protocol, validation_case(*_REFUSED)) is None
     assert "high-myopia 19: refused (starting prescription: S -11.50 / C -2.75 x 100" in capsys.readouterr().err
 
 
@@ -40,8 +40,8 @@ def test_the_pit_lies_between_the_posterior_quantiles_that_bracket_the_truth():
     """The PIT ``u`` of the truth, read by a weighted quantile: the truth lies between the posterior's
     quantiles just below and just above ``u`` (the same session rebuilt, its particles bit for bit)."""
     protocol = load_protocol(_SHORT)
-    row = calibration.session_end(protocol, "adult-clinic", 2, 1)
     case = validation_case("adult-clinic", 2, 1)
+    row = calibration.session_end(protocol, case)
     refraction = case_refraction(protocol, case)
     refraction.run(SimulatedPresenter(case.patient(protocol.n_alternatives)))
     post = refraction.engine.correction_draws(refraction.trials())
