@@ -60,3 +60,9 @@ def test_the_summary_counts_each_quartile_and_reads_the_stop_beside_the_outcome(
     text = calibration.summary(rows)
     assert "PIT by quartile 2 / 1 / 1 / 2 (each 1.5 if calibrated)" in text
     assert "mean 0.51" in text and "mean 0.90" in text and "within 0.25 D 50%" in text
+
+
+def test_ages_that_are_not_two_numbers_are_refused_with_the_flag_named(capsys):
+    for bad in ("x", "20", "20,35,50", "twenty,35"):
+        assert calibration.main(["--ages", bad]) == 2
+        assert f"--ages: expected two numbers, youngest,oldest; got {bad!r}" in capsys.readouterr().err
