@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.refraction.particles import random_theta as six_columns
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.comparison_answers import ComparisonModel
@@ -62,12 +63,7 @@ def probs_scalar(theta, l1, l2, model: ComparisonModel) -> list[float]:
 def random_theta(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.column_stack(
         [
-            rng.uniform(-4, 2, n),
-            rng.normal(0, 0.5, n),
-            rng.normal(0, 0.5, n),
-            rng.uniform(-0.2, 0.5, n),
-            rng.normal(np.log(5), 0.5, n),
-            rng.uniform(0, 6, n),
+            six_columns(rng, n),
             rng.normal(np.log(4.0), 1.0, n),
             np.full(n, np.nan),  # the slider's ln τ: not inferred here
             rng.normal(0.0, 0.8, n),

@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import kstest, norm
 
 from tests.refraction.letters import random_letters
+from tests.refraction.particles import random_theta as six_columns
 from tests.refraction.scaled_comparisons import observe_scaled_comparisons
 from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
@@ -71,17 +72,8 @@ def probs_scalar(theta, l1, l2, model: ComparisonModel) -> list[float]:
 
 
 def random_theta(rng: np.random.Generator, n: int, kappa: bool = True) -> np.ndarray:
-    cols = [
-        rng.uniform(-4, 2, n),
-        rng.normal(0, 0.5, n),
-        rng.normal(0, 0.5, n),
-        rng.uniform(-0.2, 0.5, n),
-        rng.normal(np.log(5), 0.5, n),
-        rng.uniform(0, 6, n),
-    ]
-    if kappa:
-        cols.append(rng.normal(np.log(4.0), 1.0, n))
-    return np.column_stack(cols)
+    theta = six_columns(rng, n)
+    return np.column_stack([theta, rng.normal(np.log(4.0), 1.0, n)]) if kappa else theta
 
 
 def pairs(rng: np.random.Generator, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import ndtr
 
 from tests.refraction.letters import random_letters
+from tests.refraction.particles import random_theta
 from visiontune.errors import InvalidInputError
 from visiontune.optics import PowerVector, Prescription, SimulatedPatient
 from visiontune.optics.comparison_answers import (
@@ -70,19 +71,6 @@ def probs_scalar(theta, s, l1, l2, model: ComparisonModel, chance=0.1, lapse=0.0
     t, e = model.indifference, model.lapse
     q1, q2 = phi(delta - t), phi(-delta - t)
     return [(1 - e) * q + e / 3 for q in (q1, q2, 1 - q1 - q2)]
-
-
-def random_theta(rng: np.random.Generator, n: int) -> np.ndarray:
-    return np.column_stack(
-        [
-            rng.uniform(-4, 2, n),
-            rng.normal(0, 0.5, n),
-            rng.normal(0, 0.5, n),
-            rng.uniform(-0.2, 0.5, n),
-            rng.normal(np.log(5), 0.5, n),
-            rng.uniform(0, 6, n),
-        ]
-    )
 
 
 MODELS = [

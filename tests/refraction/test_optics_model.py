@@ -14,6 +14,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import ndtr
 from scipy.stats import entropy
 
+from tests.refraction.particles import random_theta
 from visiontune.optics import PowerVector, Prescription, SimulatedPatient
 from visiontune.refraction.optics_model import (
     OpticsModelSpec,
@@ -39,19 +40,6 @@ def p_scalar(theta, s: float, lens, chance: float, lapse: float) -> float:
     blur2 = r_m * r_m + (lens[1] - j0) ** 2 + (lens[2] - j45) ** 2
     va = va0 + math.log10(1.0 + blur2)
     return chance + (1.0 - chance - lapse) * phi(math.exp(log_a) * (s - va))
-
-
-def random_theta(rng: np.random.Generator, n: int) -> np.ndarray:
-    return np.column_stack(
-        [
-            rng.uniform(-4, 2, n),
-            rng.normal(0, 0.5, n),
-            rng.normal(0, 0.5, n),
-            rng.uniform(-0.2, 0.5, n),
-            rng.normal(np.log(5), 0.5, n),
-            rng.uniform(0, 6, n),
-        ]
-    )
 
 
 SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04)

@@ -14,7 +14,9 @@ and a lapse ``ε``) are written here for every particle ``θ_i = (M, J0, J45, VA
 with ``VA_i`` and the dioptric blur ``b_i = |r|`` (after the particle's accommodation) of the
 letter model, then ``P("1") = Φ(δ - τ)``, ``P("2") = Φ(-δ - τ)``, ``P("=") = 1 - P("1") - P("2")``,
 mixed with ``ε/3``. The model's ``τ``, ``ε`` and blur constants are settings
-(:class:`~visiontune.optics.comparison_answers.ComparisonModel`), not unknowns.
+(:class:`~visiontune.optics.comparison_answers.ComparisonModel`), not unknowns, except where said
+below; with ``model.lapse_sigma`` in the protocol ``ε`` is the patient's own lapse rate ``λ_i``, the
+letters' (:func:`~visiontune.refraction.optics_model.lapse_rate`).
 
 The **comparison sensitivity** ``κ`` scales the signal, ``δ_i <- κ_i δ_i`` (``τ`` and ``ε`` are not
 scaled; why: :mod:`visiontune.optics.comparison_answers`). With ``model.sensitivity_sigma = 0`` (default)
@@ -77,6 +79,7 @@ from visiontune.refraction.optics_model import (
     acuity_logmar,
     blur_squared,
     has_column,
+    lapse_rate,
     probability_correct,
     with_column,
 )
@@ -194,10 +197,20 @@ def comparison_probabilities(
     theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec
 ) -> np.ndarray:
     """``P(answer | s_j, L1_j, L2_j, θ_i)`` for the answers ``"1"``, ``"2"``, ``"="`` along the
-    last axis: ``(N, m, 3)``."""
+    last axis: ``(N, m, 3)`` (the lapse the particles' own when they infer it, :func:`comparison_lapse`)."""
+    lapse = comparison_lapse(theta, model)
     return ternary_probabilities(
-        comparison_signal(theta, s, lens1, lens2, model, spec), indifference(theta, model), model.lapse
+        comparison_signal(theta, s, lens1, lens2, model, spec),
+        indifference(theta, model),
+        lapse if np.isscalar(lapse) else lapse[:, :, None],
     )
+
+
+def comparison_lapse(theta: np.ndarray, model: ComparisonModel):
+    """``ε``: the patient's lapse rate ``(N, 1)`` when the particles infer it (the ``logit λ`` column,
+    :func:`~visiontune.refraction.optics_model.lapse_rate`, the same lapse as the letters'), else the
+    model's constant ``model.lapse``."""
+    return lapse_rate(theta, model.lapse)
 
 
 @dataclass(frozen=True)
@@ -253,14 +266,15 @@ class ComparisonAnswer:
             theta, [a.s for a in answers], [a.lens1 for a in answers], [a.lens2 for a in answers], model, spec
         )
         idx = np.array([a.answer_index for a in answers])
-        return np.sum(np.log(_answer_probabilities(delta, idx, indifference(theta, model), model.lapse)), axis=1)
+        lapse = comparison_lapse(theta, model)
+        return np.sum(np.log(_answer_probabilities(delta, idx, indifference(theta, model), lapse)), axis=1)
 
 
-def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference, lapse: float) -> np.ndarray:
+def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference, lapse) -> np.ndarray:
     """``P(answer_j | δ_ij)`` ``(N, m)`` of the answers given (``idx (m,)``: 0 "1", 1 "2", 2 "="):
     :func:`~visiontune.optics.comparison_answers.ternary_probabilities` at the answered entries only,
     computed with the same operations (the same numbers), each Φ only where it is needed; the band
-    ``indifference`` a float or ``(N, 1)`` per particle."""
+    ``indifference`` and the ``lapse`` each a float or ``(N, 1)`` per particle."""
     p = np.empty_like(delta)
     for k in range(3):
         cols = idx == k

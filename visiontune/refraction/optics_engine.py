@@ -76,6 +76,8 @@ def _model_spec(protocol: Protocol) -> OpticsModelSpec:
     return OpticsModelSpec(
         protocol.n_alternatives,
         lapse=protocol.model.lapse,
+        lapse_sigma=protocol.model.lapse_sigma,
+        tempered=protocol.model.tempered,
         slope_median=median,
         slope_sigma=sigma,
         n_particles=protocol.model.n_particles,

@@ -19,6 +19,8 @@ static models*, Biometrika 89:539-551): ``N`` particles drawn from the prior, re
 each answer's likelihood; when the effective sample size ``1 / Σ w²`` falls below ``N/2`` they
 are resampled (systematic) and moved by a few random-walk Metropolis steps on the posterior of
 every answer so far (covariance ``2.38²/d`` times the particles' own, Roberts & Rosenthal 2001).
+With ``model.tempered`` an answer that would take the effective sample size below ``N/2`` enters in
+stages, the particles moved between them (:meth:`ParticlePosterior._temper_in`, adaptive tempering).
 Answers of other kinds (comparisons of two lenses, :mod:`visiontune.refraction.comparisons`;
 slider choices, :mod:`visiontune.refraction.slider`) enter the same way through
 :meth:`ParticlePosterior.observe`, and the moves then target the posterior of every answer.
@@ -29,7 +31,9 @@ past the six (:data:`OPTIONAL_COLUMNS`, keyed by name): ``ln κ``, the compariso
 column 7), and two more unknowns of a comparison's answer (:mod:`visiontune.refraction.comparisons`):
 ``β_minus``, the bias toward the more minus lens (:data:`MINUS_BIAS`, column 8, normal a priori
 around 0, the one column not on a log scale) and ``ln τ_=``, the "equal" band
-(:data:`LOG_INDIFFERENCE`, column 9). Each other is lognormal a priori; each is a priori
+(:data:`LOG_INDIFFERENCE`, column 9); and ``logit λ``, the patient's lapse rate (:data:`LAPSE_LOGIT`, column
+10, with ``model.lapse_sigma``: normal a priori on the logit scale, :meth:`ParticlePosterior.__init__`).
+Each other is lognormal a priori; each is a priori
 independent of the rest; it is added at the
 first answer that depends on it (:meth:`ParticlePosterior.add_column`), drawn from its prior with
 a stream of its own, ``default_rng([seed, 0, purpose])``. Since no earlier answer depends on it,
@@ -70,6 +74,7 @@ from visiontune.refraction.start import StartingPoint
 
 __all__ = [
     "COLUMN_PRIOR_SHAPES",
+    "LAPSE_LOGIT",
     "LOG_INDIFFERENCE",
     "LOG_NOISE",
     "LOG_SENSITIVITY",
@@ -83,6 +88,7 @@ __all__ = [
     "binary_entropy_bits",
     "blur_squared",
     "has_column",
+    "lapse_rate",
     "probability_correct",
     "probability_grid",
     "systematic_resample",
@@ -94,8 +100,9 @@ M, J0, J45, VA0, LOG_SLOPE, AMPLITUDE = range(6)
 #: The optional columns (module docstring): ``ln κ``, the comparison sensitivity
 #: (:mod:`visiontune.refraction.comparisons`), and ``ln τ``, the slider choice noise (logMAR,
 #: :mod:`visiontune.refraction.slider`); ``β_minus``, the comparison's bias toward the more minus
-#: lens, and ``ln τ_=``, the comparison's "equal" band (:mod:`visiontune.refraction.comparisons`).
-LOG_SENSITIVITY, LOG_NOISE, MINUS_BIAS, LOG_INDIFFERENCE = 6, 7, 8, 9
+#: lens, and ``ln τ_=``, the comparison's "equal" band (:mod:`visiontune.refraction.comparisons`);
+#: ``logit λ``, the patient's lapse rate (:func:`lapse_rate`).
+LOG_SENSITIVITY, LOG_NOISE, MINUS_BIAS, LOG_INDIFFERENCE, LAPSE_LOGIT = 6, 7, 8, 9, 10
 
 
 @dataclass(frozen=True)
@@ -188,6 +195,7 @@ OPTIONAL_COLUMNS = {
     "log_noise": OptionalColumn("log_noise", LOG_NOISE, 0x7A0),
     "minus_bias": OptionalColumn("minus_bias", MINUS_BIAS, 0xB1A, log_scale=False),
     "log_indifference": OptionalColumn("log_indifference", LOG_INDIFFERENCE, 0x7E0),
+    "lapse_logit": OptionalColumn("lapse_logit", LAPSE_LOGIT, 0x1A5, log_scale=False),
 }
 _VA0_RANGE = (-0.3, 1.0)
 _AMPLITUDE_UNKNOWN_AGE_D = 10.0
@@ -200,7 +208,13 @@ PLUS_QUANTILE = 2.0 / 3.0
 class OpticsModelSpec:
     """Settings of the optics model: ``n_alternatives`` (chance ``1/n``), ``lapse`` ``λ``,
     the slope prior (``slope_median`` logMAR⁻¹, ``slope_sigma`` of ``log a``), the prior of
-    ``VA*`` (``va0_mean``, ``va0_sd`` logMAR) and the number of particles."""
+    ``VA*`` (``va0_mean``, ``va0_sd`` logMAR) and the number of particles.
+
+    ``lapse_sigma`` > 0 makes the lapse rate an unknown of each patient (:func:`lapse_rate`):
+    ``logit λ ~ N(logit lapse, lapse_sigma²)``; 0 keeps it the constant ``lapse``.
+
+    ``tempered``: an answer that would leave fewer than half the particles' effective weight enters in
+    stages (:meth:`ParticlePosterior.observe`, adaptive tempering); False, in one step as before."""
 
     n_alternatives: int
     lapse: float = 0.04
@@ -209,12 +223,19 @@ class OpticsModelSpec:
     va0_mean: float = 0.0
     va0_sd: float = 0.15
     n_particles: int = 4000
+    lapse_sigma: float = 0.0
+    tempered: bool = False
 
     def __post_init__(self) -> None:
         if not 2 <= self.n_alternatives <= 100:
             raise InvalidInputError(f"n_alternatives: expected 2-100, got {self.n_alternatives!r}")
         if not 0.0 <= self.lapse < 0.5:
             raise InvalidInputError(f"lapse: expected a rate in [0, 0.5), got {self.lapse!r}")
+        if not (0.0 <= self.lapse_sigma <= 3.0 and (self.lapse_sigma == 0.0 or self.lapse > 0.0)):
+            raise InvalidInputError(
+                f"lapse_sigma: expected 0 (a fixed lapse) or up to 3 with a positive lapse, got "
+                f"{self.lapse_sigma!r} (lapse {self.lapse!r})"
+            )
         if not 100 <= self.n_particles <= 200_000:
             raise InvalidInputError(f"n_particles: expected 100-200000, got {self.n_particles!r}")
 
@@ -223,10 +244,25 @@ class OpticsModelSpec:
         return 1.0 / self.n_alternatives
 
 
+def lapse_rate(theta: np.ndarray, fixed: float):
+    """The lapse rate ``λ`` of each particle, ``(N, 1)``, from its ``logit λ`` column when the particles
+    carry one, ``λ = 1 / (1 + exp(-logit λ))``; else the float ``fixed`` (the protocol's constant).
+
+    Why an unknown: a lapse rate fixed at the wrong value biases the threshold and slope fitted
+    through it, and one fitted per observer removes that bias (Wichmann & Hill 2001, *The
+    psychometric function: I. Fitting, sampling, and goodness of fit*, Percept. Psychophys.
+    63:1293-1313, §"Bias and lapse rate"); patients lapse at different rates, and in runs
+    (:mod:`visiontune.refraction.answer_models`). One rate serves letters and comparisons: a
+    lapse is the patient's attention, not the question's."""
+    if not has_column(theta, "lapse_logit"):
+        return fixed
+    return 1.0 / (1.0 + np.exp(-theta[:, LAPSE_LOGIT, None]))
+
+
 def probability_correct(theta: np.ndarray, s: np.ndarray, lenses: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
     """``P(correct | s_j, L_j, θ_i)`` (module docstring) for particles ``theta (N, 6)`` and
-    trials ``s (m,)``, ``lenses (m, 3)``: an ``(N, m)`` array."""
-    return spec.chance + (1.0 - spec.chance - spec.lapse) * ndtr(_latent(theta, s, lenses))
+    trials ``s (m,)``, ``lenses (m, 3)``: an ``(N, m)`` array (``λ`` per particle, :func:`lapse_rate`)."""
+    return spec.chance + (1.0 - spec.chance - lapse_rate(theta, spec.lapse)) * ndtr(_latent(theta, s, lenses))
 
 
 def probability_grid(theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
@@ -234,7 +270,9 @@ def probability_grid(theta: np.ndarray, s_grid: np.ndarray, lenses: np.ndarray, 
     ``lenses (n_x, 3)``: an ``(N, n_s, n_x)`` array (the acuity through each lens computed once)."""
     va = acuity_logmar(theta, lenses)
     z = np.exp(theta[:, LOG_SLOPE])[:, None, None] * (np.asarray(s_grid)[None, :, None] - va[:, None, :])
-    return spec.chance + (1.0 - spec.chance - spec.lapse) * ndtr(z)
+    lapse = lapse_rate(theta, spec.lapse)
+    lapse = lapse if np.isscalar(lapse) else lapse[:, :, None]
+    return spec.chance + (1.0 - spec.chance - lapse) * ndtr(z)
 
 
 def blur_squared(theta: np.ndarray, lenses: np.ndarray) -> np.ndarray:
@@ -280,6 +318,13 @@ def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
     cw = np.cumsum(weights)
     cw[-1] = 1.0
     return np.searchsorted(cw, positions)
+
+
+def _ess(log_w: np.ndarray) -> float:
+    """``1 / Σ w²`` of the normalised ``exp(log_w)``."""
+    w = np.exp(log_w - log_w.max())
+    w /= w.sum()
+    return float(1.0 / np.sum(w**2))
 
 
 def _column(name: str) -> OptionalColumn:
@@ -366,7 +411,8 @@ class ParticlePosterior:
 
     ``spec``: :class:`OpticsModelSpec`; ``start``: the :class:`StartingPoint` (prior on ``P*``
     and the patient's age); ``seed``: the session's seed. :meth:`update` adds a letter answer,
-    :meth:`observe` an answer of any kind (a letter, a comparison).
+    :meth:`observe` an answer of any kind (a letter, a comparison). With ``spec.lapse_sigma`` the
+    ``logit λ`` column is drawn with the others, before any answer (every answer depends on it).
     """
 
     def __init__(self, spec: OpticsModelSpec, start: StartingPoint, seed: int) -> None:
@@ -398,6 +444,8 @@ class ParticlePosterior:
         #: ``{name: (median, σ)}``: the lognormal prior of each optional column present, in index order
         #: (``(mean, σ)`` for a column not on a log scale; ``(mean, σ, "half-normal")`` for a half-normal).
         self.column_priors: dict[str, tuple] = {}
+        if spec.lapse_sigma > 0.0:
+            self.add_column("lapse_logit", float(np.log(spec.lapse / (1.0 - spec.lapse))), spec.lapse_sigma)
 
     @property
     def sensitivity_prior(self) -> tuple | None:
@@ -423,8 +471,7 @@ class ParticlePosterior:
         return w / w.sum()
 
     def effective_sample_size(self) -> float:
-        w = self.weights
-        return float(1.0 / np.sum(w**2))
+        return _ess(self.log_w)
 
     def _log_prior(self, theta: np.ndarray) -> np.ndarray:
         spec = self.spec
@@ -468,7 +515,10 @@ class ParticlePosterior:
         first when the particles have none (:meth:`add_column`)."""
         for name, median, sigma, *shape in getattr(answer, "column_priors", ()):
             self.add_column(name, median, sigma, *shape)
-        self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
+        if self.spec.tempered:
+            self._temper_in(answer)
+        else:
+            self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
         self.answers.append(answer)
         self._groups.setdefault(answer.batch_key, []).append(answer)
         if isinstance(answer, LetterAnswer):
@@ -521,7 +571,39 @@ class ParticlePosterior:
         lens = np.asarray(lens_pv, dtype=float).reshape(3)
         self.observe(LetterAnswer(float(s), (float(lens[0]), float(lens[1]), float(lens[2])), bool(correct)))
 
-    def _resample_move(self, rng: np.random.Generator) -> None:
+    def _temper_in(self, answer) -> None:
+        """Reweight by the new ``answer``'s likelihood ``ℓ`` in stages ``ℓ^δ₁, ℓ^δ₂, ...`` (exponents
+        summing to 1), each ``δ`` the largest that keeps the effective sample size at half the
+        particles (found by bisection), resampling and moving the particles after every stage but the
+        last toward ``prior × (earlier answers) × ℓ^φ``, ``φ`` the exponent so far: adaptive tempering
+        (Del Moral, Doucet & Jasra 2006, *Sequential Monte Carlo samplers*, J. R. Stat. Soc. B
+        68:411-436, §3.3.2; Jasra, Stephens, Doucet & Tsagaris 2011, Scand. J. Stat. 38:1-22). A chart
+        line is five answers at once and can put nearly all the weight on a few particles; in stages
+        the moves rebuild the cloud between them. The answer is not yet among :attr:`answers` here;
+        :meth:`observe` adds it and, as untempered, resamples once more when the weights call for it.
+        Each stage's draws come from ``default_rng([seed, n + 1, 0x7E3, stage])``, ``n`` the answers before."""
+        ll = answer.log_likelihood(self.theta, self.spec)
+        phi, stage, half = 0.0, 0, 0.5 * self.spec.n_particles
+        while True:
+            delta = 1.0 - phi
+            if _ess(self.log_w + delta * ll) < half:
+                lo, hi = 0.0, delta
+                for _ in range(40):
+                    mid = 0.5 * (lo + hi)
+                    lo, hi = (mid, hi) if _ess(self.log_w + mid * ll) >= half else (lo, mid)
+                delta = max(lo, 1e-6 * (1.0 - phi))
+            self.log_w = self.log_w + delta * ll
+            phi = 1.0 if delta >= 1.0 - phi else phi + delta
+            if phi >= 1.0:
+                return
+            rng = np.random.default_rng([self.seed, self.n + 1, 0x7E3, stage])
+            self._resample_move(rng, extra=lambda theta, e=phi: e * answer.log_likelihood(theta, self.spec))
+            ll = answer.log_likelihood(self.theta, self.spec)
+            stage += 1
+
+    def _resample_move(self, rng: np.random.Generator, extra=None) -> None:
+        """Resample the particles and move each by random-walk Metropolis steps toward the posterior of
+        every answer so far, times ``exp(extra(θ))`` when given (a tempered answer, :meth:`_temper_in`)."""
         w = self.weights
         cols = [*range(6), *(OPTIONAL_COLUMNS[name].index for name in self.column_priors)]
         d = len(cols)
@@ -531,6 +613,8 @@ class ParticlePosterior:
         chol = np.linalg.cholesky((2.38**2 / float(d)) * cov)
         theta = self.theta[systematic_resample(w, len(w), rng)]
         log_post = self._log_prior(theta) + self._log_likelihood(theta)
+        if extra is not None:
+            log_post = log_post + extra(theta)
         for _ in range(_METROPOLIS_STEPS):
             step = rng.standard_normal((len(theta), d)) @ chol.T
             if every:
@@ -538,7 +622,7 @@ class ParticlePosterior:
             else:
                 proposal = theta.copy()
                 proposal[:, cols] += step
-            self._metropolis(theta, log_post, proposal, rng)
+            self._metropolis(theta, log_post, proposal, rng, extra)
         for name, prior in self.column_priors.items():  # a mixture's other component (OptionalColumn)
             col = OPTIONAL_COLUMNS[name]
             reflected = col.reflected(theta[:, col.index], prior)
@@ -546,23 +630,26 @@ class ParticlePosterior:
                 continue
             proposal = theta.copy()
             proposal[:, col.index] = reflected
-            self._metropolis(theta, log_post, proposal, rng)
+            self._metropolis(theta, log_post, proposal, rng, extra)
         self.theta = theta
         self.log_w = np.zeros(len(theta))
         self.n_moves += 1
 
     def _metropolis(
-        self, theta: np.ndarray, log_post: np.ndarray, proposal: np.ndarray, rng: np.random.Generator
+        self, theta: np.ndarray, log_post: np.ndarray, proposal: np.ndarray, rng: np.random.Generator, extra=None
     ) -> None:
         """One Metropolis-Hastings step of every particle to its row of ``proposal`` (a symmetric or
         involutive proposal), accepted with probability ``min(1, π(proposal) / π(theta))``;
         ``theta`` and its log posterior ``log_post`` are updated in place. A proposal outside the
-        prior (log prior ``-∞``) is rejected without computing its likelihood."""
+        prior (log prior ``-∞``) is rejected without computing its likelihood. ``extra``: a further
+        log factor of the target (:meth:`_resample_move`)."""
         lp_prior = self._log_prior(proposal)
         finite = np.isfinite(lp_prior)
         lp = np.full(len(theta), -np.inf)
         if finite.any():
             lp[finite] = lp_prior[finite] + self._log_likelihood(proposal[finite])
+            if extra is not None:
+                lp[finite] += extra(proposal[finite])
         accept = np.log(rng.random(len(theta))) < lp - log_post
         theta[accept] = proposal[accept]
         log_post[accept] = lp[accept]

@@ -38,7 +38,12 @@ docs/results/README.md: ``"always"`` costs more results within 0.25 D than it sa
 ``model.filed_lens`` (:data:`FILED_LENS_RULES`): ``"rounded"`` (default) files the estimate
 rounded to trial lenses; ``"most-probable"`` the trial lens near it most probably within 0.25 D
 of the correction (:meth:`~visiontune.refraction.optics_engine.OpticsEngine._most_probable_lens`;
-the default protocol, ``clinical-sloan-compare``).
+the default protocol, ``clinical-sloan-compare``). ``model.lapse_sigma`` (default 0, at most 3):
+above 0 the lapse rate is each patient's unknown, ``logit λ ~ N(logit model.lapse, lapse_sigma²)``,
+read by letters, chart lines and comparisons alike
+(:func:`~visiontune.refraction.optics_model.lapse_rate`). ``model.tempered`` (default false): an answer
+that would leave fewer than half the particles' effective weight enters in stages, the particles moved
+between them (:meth:`~visiontune.refraction.optics_model.ParticlePosterior._temper_in`).
 
 **Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured
 against): the optics formula as the prior
@@ -212,7 +217,8 @@ class Stopping:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The model: ``type`` ``"optics"`` (``lapse``, ``n_particles``, ``over_minus_guard``, ``filed_lens``), ``"gp"``
+    """The model: ``type`` ``"optics"`` (``lapse``, ``lapse_sigma``, ``n_particles``, ``over_minus_guard``,
+    ``filed_lens``), ``"gp"``
     (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, Fauvel & Chalk (contextual BO),
     §5.2) or ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
@@ -222,6 +228,8 @@ class ModelSpec:
     hyperparameters: MappingProxyType | None = None
     fit: str | None = None
     lapse: float = 0.04
+    lapse_sigma: float = 0.0
+    tempered: bool = False
     n_particles: int = 4000
     over_minus_guard: str = "never"
     filed_lens: str = "rounded"
@@ -648,14 +656,24 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
     if kind == "optics-gp":
         return _optics_gp_model(r, table)
     if kind == "optics":
-        r.table(table, "model.", set(), {"type", "lapse", "n_particles", "over_minus_guard", "filed_lens"})
+        keys = {"type", "lapse", "lapse_sigma", "tempered", "n_particles", "over_minus_guard", "filed_lens"}
+        r.table(table, "model.", set(), keys)
         guard = table.get("over_minus_guard", "never")
         if isinstance(guard, bool):
             guard = "always" if guard else "never"
         guard = r.string(guard, "model.over_minus_guard", OVER_MINUS_GUARDS)
+        lapse = r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2)
+        lapse_sigma = r.number(table.get("lapse_sigma", 0.0), "model.lapse_sigma", 0.0, 3.0)
+        if lapse_sigma > 0.0 and lapse == 0.0:
+            raise ProtocolError(
+                f"{r.source}: model.lapse_sigma: an inferred lapse needs a positive model.lapse (its prior's "
+                f"median), found lapse = 0 with lapse_sigma = {lapse_sigma:g}"
+            )
         return ModelSpec(
             "optics",
-            lapse=r.number(table.get("lapse", 0.04), "model.lapse", 0.0, 0.2),
+            lapse=lapse,
+            lapse_sigma=lapse_sigma,
+            tempered=r.boolean(table.get("tempered", False), "model.tempered"),
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
             over_minus_guard=guard,
             filed_lens=r.string(table.get("filed_lens", "rounded"), "model.filed_lens", FILED_LENS_RULES),
