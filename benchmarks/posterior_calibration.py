@@ -36,11 +36,9 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics.acuity import ACUITY_MODELS
 from visiontune.refraction.loop import SimulatedPresenter
 from visiontune.refraction.mixed_engine import filed_within_probability
+from visiontune.refraction.optics_engine import FILED_WITHIN_D
 from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.validation.clinic import case_refraction, validation_case
-
-#: The window of agreement of two clinicians' refractions (Bullimore, Fusaro & Adams 1998), D.
-WITHIN_D = 0.25
 
 
 def session_end(protocol, case) -> dict | None:
@@ -61,8 +59,8 @@ def session_end(protocol, case) -> dict | None:
         "acuity_model": case.acuity_model,
         "signed_error_m": float(filed.power_vector_array()[0] - truth[0]),
         "pit": float(post.weights @ (post.theta[:, 0] <= truth[0])),
-        "p_within": filed_within_probability(post, filed, WITHIN_D),
-        "within": bool(np.linalg.norm(filed.power_vector_array() - truth) <= WITHIN_D + 1e-9),
+        "p_within": filed_within_probability(post, filed),
+        "within": bool(np.linalg.norm(filed.power_vector_array() - truth) <= FILED_WITHIN_D + 1e-9),
     }
 
 

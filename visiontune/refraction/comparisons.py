@@ -197,20 +197,14 @@ def comparison_probabilities(
     theta: np.ndarray, s, lens1, lens2, model: ComparisonModel, spec: OpticsModelSpec
 ) -> np.ndarray:
     """``P(answer | s_j, L1_j, L2_j, θ_i)`` for the answers ``"1"``, ``"2"``, ``"="`` along the
-    last axis: ``(N, m, 3)`` (the lapse the particles' own when they infer it, :func:`comparison_lapse`)."""
-    lapse = comparison_lapse(theta, model)
+    last axis: ``(N, m, 3)`` (``ε`` the particles' own lapse rate when they infer it, the letters', else
+    ``model.lapse``: :func:`~visiontune.refraction.optics_model.lapse_rate`)."""
+    lapse = lapse_rate(theta, model.lapse)
     return ternary_probabilities(
         comparison_signal(theta, s, lens1, lens2, model, spec),
         indifference(theta, model),
         lapse if np.isscalar(lapse) else lapse[:, :, None],
     )
-
-
-def comparison_lapse(theta: np.ndarray, model: ComparisonModel):
-    """``ε``: the patient's lapse rate ``(N, 1)`` when the particles infer it (the ``logit λ`` column,
-    :func:`~visiontune.refraction.optics_model.lapse_rate`, the same lapse as the letters'), else the
-    model's constant ``model.lapse``."""
-    return lapse_rate(theta, model.lapse)
 
 
 @dataclass(frozen=True)
@@ -266,7 +260,7 @@ class ComparisonAnswer:
             theta, [a.s for a in answers], [a.lens1 for a in answers], [a.lens2 for a in answers], model, spec
         )
         idx = np.array([a.answer_index for a in answers])
-        lapse = comparison_lapse(theta, model)
+        lapse = lapse_rate(theta, model.lapse)
         return np.sum(np.log(_answer_probabilities(delta, idx, indifference(theta, model), lapse)), axis=1)
 
 

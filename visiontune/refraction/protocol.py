@@ -217,8 +217,8 @@ class Stopping:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The model: ``type`` ``"optics"`` (``lapse``, ``lapse_sigma``, ``n_particles``, ``over_minus_guard``,
-    ``filed_lens``), ``"gp"``
+    """The model: ``type`` ``"optics"`` (``lapse``, ``lapse_sigma``, ``tempered``, ``n_particles``,
+    ``over_minus_guard``, ``filed_lens``), ``"gp"``
     (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, Fauvel & Chalk (contextual BO),
     §5.2) or ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
