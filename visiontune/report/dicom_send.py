@@ -16,7 +16,8 @@ the destination and what happened:
   or no answer within ``timeout_s`` (the TCP connection is tried once more after a failed
   association, to say which);
 * the association rejected (PS3.8 Section 9.3.4 A-ASSOCIATE-RJ: result, source and reason, e.g.
-  "called AE title not recognised") or aborted;
+  "called AE title not recognised"; read from the RJ PDU when the PACS closes the connection as it
+  rejects, which pynetdicom may count an abort), aborted, or the connection closed without an answer;
 * a SOP class whose presentation context the PACS did not accept: checked for every object
   *before* the first C-STORE, so then nothing is sent;
 * a C-STORE answered with a Failure status (PS3.4 Annex B.2.3: e.g. ``0xA700`` out of resources,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from dataclasses import dataclass, field
 from io import BytesIO
 
@@ -110,8 +112,13 @@ def _why_not_connected(dest: DicomDestination) -> str | None:
     return None
 
 
-def _rejection(assoc) -> str:
-    prim = assoc.acceptor.primitive
+def _rejection(assoc, pdus: list) -> str:
+    """The A-ASSOCIATE-RJ's result, source and reason (PS3.8 Section 9.3.4), read from the
+    association's primitive or, when the peer closed the connection as it rejected and pynetdicom
+    then counts the association aborted, from the RJ PDU itself."""
+    prim = assoc.acceptor.primitive if assoc.is_rejected else None
+    rj = next((pdu for pdu in pdus if type(pdu).__name__ == "A_ASSOCIATE_RJ"), None)
+    prim = prim or (rj.to_primitive() if rj is not None else None)
     if prim is None:
         return "the association was rejected"
     return (
@@ -140,22 +147,26 @@ def send_dicom(files: dict[str, bytes], dest: DicomDestination) -> DicomSendResu
     ae.network_timeout = dest.timeout_s
     for uid in classes:
         ae.add_requested_context(uid, [ExplicitVRLittleEndian, ImplicitVRLittleEndian])
-    received: list[str] = []  # the ACSE primitives the peer sent (an abort from it, or none: our timeout)
-    handlers = [(evt.EVT_ACSE_RECV, lambda event: received.append(type(event.primitive).__name__))]
+    pdus: list = []  # the PDUs the peer sent (a rejection or an abort from it, or none)
+    handlers = [(evt.EVT_PDU_RECV, lambda event: pdus.append(event.pdu))]
+    started = time.monotonic()
     assoc = ae.associate(dest.host, dest.port, ae_title=dest.called_ae_title, evt_handlers=handlers)
     try:
-        if assoc.is_rejected:
-            raise _fail(dest, _rejection(assoc), [])
+        answered = {type(pdu).__name__ for pdu in pdus}
+        if assoc.is_rejected or "A_ASSOCIATE_RJ" in answered:
+            raise _fail(dest, _rejection(assoc, pdus), [])
         if not assoc.is_established:
             why = _why_not_connected(dest)
             if why is None:
-                peer_abort = any(name in ("A_ABORT", "A_P_ABORT") for name in received)
-                why = (
-                    "the PACS aborted the association request"
-                    if peer_abort
-                    else f"the connection opened but no association answer came within {dest.timeout_s:g} s "
-                    "(timeout; is it a DICOM port?)"
-                )
+                if "A_ABORT_RQ" in answered:
+                    why = "the PACS aborted the association request"
+                elif time.monotonic() - started < dest.timeout_s:
+                    why = "the PACS closed the connection without answering the association request"
+                else:
+                    why = (
+                        f"the connection opened but no association answer came within {dest.timeout_s:g} s "
+                        "(timeout; is it a DICOM port?)"
+                    )
             raise _fail(dest, why, [])
         accepted = {str(cx.abstract_syntax) for cx in assoc.accepted_contexts}
         refused = [uid for uid in classes if uid not in accepted]
