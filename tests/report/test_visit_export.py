@@ -33,13 +33,15 @@ from visiontune.report.visit_export import (
 )
 from visiontune.report.visit_pdf import rx_text
 from visiontune.report.visit_record import VisitRecord
-from visiontune.session.balance import BALANCE_METHOD, BalanceQuestion, balance_step
+from visiontune.session.balance import BalanceQuestion, balance_step
 from visiontune.session.simulated_visit import visit_cases
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import (
     create_visit,
     end_point,
     final_prescription,
+    record_balance_answer,
+    record_balance_end,
     start_eye,
 )
 
@@ -82,24 +84,9 @@ def real_db(tmp_path_factory):
         for clearer in ("OS", "equal"):
             q = balance_step(end_od, end_os, answers)
             assert isinstance(q, BalanceQuestion)
-            store.record_balance_answer(
-                vid,
-                q.index,
-                lens_od=q.lens_od,
-                lens_os=q.lens_os,
-                plus_od_d=q.plus_od_d,
-                plus_os_d=q.plus_os_d,
-                clearer=clearer,
-            )
+            record_balance_answer(store, vid, q, clearer)
             answers.append(clearer)
-        end = balance_step(end_od, end_os, answers)
-        store.record_balance(
-            vid,
-            outcome=end.outcome,
-            method=BALANCE_METHOD,
-            plus_change_od_d=end.plus_change_od_d,
-            plus_change_os_d=end.plus_change_os_d,
-        )
+        record_balance_end(store, vid, balance_step(end_od, end_os, answers))
         store.sign_off(
             vid, "OS", Prescription(end_os.sphere_d + 0.25, end_os.cylinder_d, end_os.axis_deg), "Dr A. Optom"
         )

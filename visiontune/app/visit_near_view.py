@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLineEdit, QPushButton, QVBox
 
 from visiontune.app.logic.texts import MINUS
 from visiontune.app.logic.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
-from visiontune.app.session_view import SIMULATED_TEXT, eye_badge_style, key_name
-from visiontune.app.visit_step_view import wrapped_label
+from visiontune.app.session_view import eye_badge_style
+from visiontune.app.visit_step_view import emit_key, keys_to_page, simulated_banner, visit_heading, wrapped_label
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import letter_height_mm, logmar_for_height_mm
 
@@ -53,9 +53,7 @@ class VisitNearView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.banner = wrapped_label(SIMULATED_TEXT, 12, True, "nearBanner")
-        self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
+        self.banner = simulated_banner("nearBanner")
         self.header = wrapped_label("", 11, False, "nearHeader")
         self.title = wrapped_label("", 26, True, "nearTitle")
         self.body = wrapped_label("", 13, False, "nearBody")
@@ -108,16 +106,13 @@ class VisitNearView(QWidget):
         layout.addStretch(1)
         layout.addWidget(self.method)
         layout.addWidget(self.legend)
-        for child in self.findChildren(QWidget):
-            if child not in (self.skip_reason, self.skip_button):
-                child.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        keys_to_page(self, self.skip_reason, self.skip_button)
 
     def show_near(self, view: VisitView) -> None:
         """The near step of ``view`` (step NEAR): its start, or its next letter."""
         near, q = view.near, view.near_question
         self.banner.setVisible(view.simulated)
-        age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
-        self.header.setText(f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 near addition")
+        self.header.setText(visit_heading(view, "near addition"))
         rows = []
         for eye in ("OD", "OS"):
             e = view.eyes[eye]
@@ -184,9 +179,4 @@ class VisitNearView(QWidget):
         self.skip_requested.emit(self.skip_reason.text().strip())
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.isAutoRepeat():
-            event.accept()
-            return
-        ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
-        self.key_pressed.emit(key_name(event.key()), event.text(), ctrl)
-        event.accept()
+        emit_key(event, self.key_pressed)

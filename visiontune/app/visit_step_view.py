@@ -6,7 +6,7 @@ Keys pressed on the page arrive as ``key_pressed(name, text, ctrl)`` (interprete
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
@@ -14,7 +14,16 @@ from visiontune.app.logic.texts import lens_text
 from visiontune.app.logic.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitView, eye_title, lens_or_dash
 from visiontune.app.session_view import EYE_COLOURS, SIMULATED_TEXT, eye_badge_style, key_name
 
-__all__ = ["EYE_COLOURS", "VisitStepView", "eye_badge_style", "wrapped_label"]
+__all__ = [
+    "EYE_COLOURS",
+    "VisitStepView",
+    "emit_key",
+    "eye_badge_style",
+    "keys_to_page",
+    "simulated_banner",
+    "visit_heading",
+    "wrapped_label",
+]
 
 
 def wrapped_label(
@@ -33,6 +42,39 @@ def wrapped_label(
     return label
 
 
+def simulated_banner(name: str) -> QLabel:
+    """The banner of a visit's page with a simulated patient
+    (:data:`~visiontune.app.session_view.SIMULATED_TEXT`), named ``name``."""
+    banner = wrapped_label(SIMULATED_TEXT, 12, True, name)
+    banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
+    return banner
+
+
+def visit_heading(view: VisitView, what: str) -> str:
+    """``Visit 3 · patient P-1 · age 52 · <what>``: the header of a visit's page (no age when not given)."""
+    age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
+    return f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 {what}"
+
+
+def keys_to_page(page: QWidget, *typed: QWidget) -> None:
+    """Leave the keyboard focus to ``page`` and the ``typed`` widgets: no other child of it takes it."""
+    for child in page.findChildren(QWidget):
+        if child not in typed:
+            child.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+
+
+def emit_key(event: QKeyEvent, key_pressed: SignalInstance) -> None:
+    """Emit ``key_pressed(name, text, ctrl)`` for a key pressed on a page
+    (:func:`~visiontune.app.session_view.key_name`); a key held down is not repeated."""
+    if event.isAutoRepeat():
+        event.accept()
+        return
+    ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+    key_pressed.emit(key_name(event.key()), event.text(), ctrl)
+    event.accept()
+
+
 class VisitStepView(QWidget):
     """The next eye ("occlude the right eye, press Enter"; or skip it with a reason) and the
     balance question ("which eye sees the line more clearly? R / L / ="). Emits
@@ -45,9 +87,7 @@ class VisitStepView(QWidget):
         super().__init__(parent)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._eye: str | None = None
-        self.banner = wrapped_label(SIMULATED_TEXT, 12, True, "visitBanner")
-        self.banner.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.banner.setStyleSheet("background:#f5a623; color:#222; padding:4px; border-radius:3px;")
+        self.banner = simulated_banner("visitBanner")
         self.header = wrapped_label("", 11, False, "visitHeader")
         self.title = wrapped_label("", 30, True, "visitTitle")
         self.body = wrapped_label("", 15, False, "visitBody")
@@ -106,18 +146,12 @@ class VisitStepView(QWidget):
         layout.addStretch(1)
         layout.addWidget(self.method)
         layout.addWidget(self.legend)
-        for child in self.findChildren(QWidget):
-            if child not in (self.skip_reason, self.skip_button):
-                child.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        keys_to_page(self, self.skip_reason, self.skip_button)
 
     # ------------------------------------------------------------------ pages
     def _common(self, view: VisitView) -> None:
         self.banner.setVisible(view.simulated)
-        age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
-        self.header.setText(
-            f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 "
-            f"lenses in {view.cylinder_form}-cylinder form"
-        )
+        self.header.setText(visit_heading(view, f"lenses in {view.cylinder_form}-cylinder form"))
 
     def show_next_eye(self, view: VisitView) -> None:
         """Between the eyes: which eye comes next and what to occlude."""
@@ -198,12 +232,7 @@ class VisitStepView(QWidget):
             self.skip_requested.emit(self._eye, self.skip_reason.text().strip())
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.isAutoRepeat():
-            event.accept()
-            return
-        ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
-        self.key_pressed.emit(key_name(event.key()), event.text(), ctrl)
-        event.accept()
+        emit_key(event, self.key_pressed)
 
 
 def _key_of(answer: str) -> str:

@@ -92,6 +92,17 @@ CYLINDER_FORMS = ("minus", "plus")
 STATUSES = ("measured", "skipped")
 STOPPED_BY = ("budget", "precision", "information", "clinician")
 _HALF_WIDTHS = ("sphere_pm_d", "cylinder_pm_d", "axis_pm_deg", "m_pm_d", "j0_pm_d", "j45_pm_d")
+#: A measured eye's results (a skipped eye has none), besides the counts of :data:`_EYE_COUNT_KEYS`.
+_EYE_RESULT_KEYS = (
+    "prescription",
+    "signed_off",
+    *_HALF_WIDTHS,
+    "predicted_va_logmar",
+    "measured_va_logmar",
+    "answers_used",
+    "stopped_by",
+    "session_id",
+)
 
 
 def time_text(value: datetime) -> str:
@@ -320,21 +331,7 @@ class EyeRecord:
             raise InvalidInputError(f"{w}.status: expected 'measured' or 'skipped', got {self.status!r}")
         if self.status == "skipped":
             object.__setattr__(self, "skip_reason", _text(f"{w}.skip_reason", self.skip_reason))
-            set_fields = [
-                n
-                for n in (
-                    "prescription",
-                    "signed_off",
-                    *_HALF_WIDTHS,
-                    "predicted_va_logmar",
-                    "measured_va_logmar",
-                    "answers_used",
-                    "stopped_by",
-                    "session_id",
-                    *_EYE_COUNT_KEYS,
-                )
-                if getattr(self, n) is not None
-            ]
+            set_fields = [n for n in (*_EYE_RESULT_KEYS, *_EYE_COUNT_KEYS) if getattr(self, n) is not None]
             if set_fields:
                 raise InvalidInputError(f"{w}: a skipped eye has no results, got {', '.join(set_fields)}")
             return
@@ -419,14 +416,7 @@ class EyeRecord:
             "eye",
             "status",
             "skip_reason",
-            "prescription",
-            "signed_off",
-            *_HALF_WIDTHS,
-            "predicted_va_logmar",
-            "measured_va_logmar",
-            "answers_used",
-            "stopped_by",
-            "session_id",
+            *_EYE_RESULT_KEYS,
             *(_EYE_KEYS_SINCE_2 if version >= 2 else ()),
             *(("lines_used",) if version >= LINES_SINCE_VERSION else ()),
         )

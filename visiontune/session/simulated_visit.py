@@ -46,13 +46,7 @@ from visiontune.refraction.simulated import (
     simulated_case,
 )
 from visiontune.refraction.start import StartingPoint, check_in_range
-from visiontune.session.balance import (
-    BALANCE_METHOD,
-    BalanceQuestion,
-    balance_step,
-    reason_not_to_balance,
-    simulated_clearer,
-)
+from visiontune.session.balance import BALANCE_METHOD, BalanceQuestion, balance_step, simulated_clearer
 from visiontune.session.binocular_acuity import (
     BINOCULAR_CHART_METHOD,
     BinocularPatient,
@@ -64,10 +58,14 @@ from visiontune.session.engine import RefractionSession
 from visiontune.session.near_visit import drive_simulated_near, wants_near
 from visiontune.session.store import TrialStore
 from visiontune.session.visit import (
+    balance_answers,
     end_point,
     eye_statuses,
     final_prescription,
     os_seed,
+    reason_not_balanced,
+    record_balance_answer,
+    record_balance_end,
     start_eye,
 )
 from visiontune.session.visit_records import VISIT_EYES
@@ -235,56 +233,23 @@ def _balance(store: TrialStore, visit_id: int, cases: dict, wanted: bool, progre
     if store.visit_balance(visit_id) is not None:
         return
     statuses = eye_statuses(store, visit_id)
-    reason = None
-    if not wanted:
-        reason = "not requested"
-    else:
-        skipped = [f"{e} skipped ({s.skip_reason})" for e, s in statuses.items() if s.state == "skipped"]
-        if skipped:
-            reason = "; ".join(skipped) + ": a balance needs both eyes"
-        else:
-            reason = reason_not_to_balance(statuses["OD"].predicted_va_logmar, statuses["OS"].predicted_va_logmar)
+    reason = reason_not_balanced(statuses) if wanted else "not requested"
     if reason is not None:
         store.record_balance(visit_id, outcome="not done", method=BALANCE_METHOD, reason=reason)
         progress.line(f"binocular balance not done: {reason}")
         return
     end_od, end_os = end_point(store, visit_id, "OD"), end_point(store, visit_id, "OS")
     patients = {e: cases[e].patient(26) for e in VISIT_EYES}  # only their acuity through a lens is used
-    recorded = store.balance_answers(visit_id)
-    answers = []
-    for a in recorded:
-        expected = balance_step(end_od, end_os, answers)
-        shown = (a.plus_od_d, a.plus_os_d)
-        if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != shown:
-            raise SessionError(
-                f"visit {visit_id}: balance answer {a.index} does not follow from the answers before it "
-                "and the end points (was a prescription signed off meanwhile?)"
-            )
-        answers.append(a.clearer)
+    answers = balance_answers(store, visit_id, end_od, end_os)
     while isinstance(step := balance_step(end_od, end_os, answers), BalanceQuestion):
         clearer = simulated_clearer(patients["OD"], patients["OS"], step, cases["OD"].seed, cases["OS"].seed)
-        store.record_balance_answer(
-            visit_id,
-            step.index,
-            lens_od=step.lens_od,
-            lens_os=step.lens_os,
-            plus_od_d=step.plus_od_d,
-            plus_os_d=step.plus_os_d,
-            clearer=clearer,
-        )
+        record_balance_answer(store, visit_id, step, clearer)
         progress.line(
             f"balance question {step.index + 1}: OD +{step.plus_od_d:.2f} D, OS +{step.plus_os_d:.2f} D "
             f"over the end points -> {'both equal' if clearer == 'equal' else clearer + ' clearer'}"
         )
         answers.append(clearer)
-    store.record_balance(
-        visit_id,
-        outcome=step.outcome,
-        method=BALANCE_METHOD,
-        plus_change_od_d=step.plus_change_od_d,
-        plus_change_os_d=step.plus_change_os_d,
-        reason=step.reason,
-    )
+    record_balance_end(store, visit_id, step)
     progress.line(
         f"binocular balance: {step.outcome}; OD {step.plus_change_od_d:+.2f} D, OS {step.plus_change_os_d:+.2f} D"
     )

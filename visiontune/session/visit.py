@@ -22,6 +22,7 @@ from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.optics import Prescription
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
+from visiontune.session.balance import BALANCE_METHOD, BalanceEnd, BalanceQuestion, balance_step, reason_not_to_balance
 from visiontune.session.engine import RefractionSession
 from visiontune.session.records import SessionState
 from visiontune.session.store import TrialStore
@@ -29,6 +30,7 @@ from visiontune.session.visit_records import VISIT_EYES, VisitInfo
 
 __all__ = [
     "EyeStatus",
+    "balance_answers",
     "create_visit",
     "end_point",
     "eye_statuses",
@@ -36,6 +38,9 @@ __all__ = [
     "found_prescription",
     "in_form",
     "os_seed",
+    "reason_not_balanced",
+    "record_balance_answer",
+    "record_balance_end",
     "resume_eye",
     "start_eye",
 ]
@@ -210,3 +215,56 @@ def final_prescription(store: TrialStore, visit_id: int, eye: str) -> Prescripti
     balance = store.visit_balance(visit_id)
     change = 0.0 if balance is None else (balance.plus_change_od_d if eye == "OD" else balance.plus_change_os_d)
     return Prescription(rx.sphere_d + change, rx.cylinder_d, rx.axis_deg)
+
+
+def reason_not_balanced(statuses: dict[str, EyeStatus]) -> str | None:
+    """Why the eyes of a visit (their :func:`eye_statuses`) cannot be balanced: an eye skipped, or
+    acuities too far apart (:func:`~visiontune.session.balance.reason_not_to_balance`); ``None`` if they can."""
+    skipped = [f"{e} skipped ({s.skip_reason})" for e, s in statuses.items() if s.state == "skipped"]
+    if skipped:
+        return "; ".join(skipped) + ": a balance needs both eyes"
+    return reason_not_to_balance(statuses["OD"].predicted_va_logmar, statuses["OS"].predicted_va_logmar)
+
+
+def balance_answers(store: TrialStore, visit_id: int, end_od: Prescription, end_os: Prescription) -> list[str]:
+    """The eye found clearer in each balance answer on record, each checked to answer the question
+    :func:`~visiontune.session.balance.balance_step` asks after the ones before it from the end points
+    ``end_od`` / ``end_os``. SessionError when one does not."""
+    answers: list[str] = []
+    for a in store.balance_answers(visit_id):
+        expected = balance_step(end_od, end_os, answers)
+        if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != (
+            a.plus_od_d,
+            a.plus_os_d,
+        ):
+            raise SessionError(
+                f"visit {visit_id}: balance answer {a.index} does not follow from the answers before it "
+                "and the end points (was a prescription signed off meanwhile?)"
+            )
+        answers.append(a.clearer)
+    return answers
+
+
+def record_balance_answer(store: TrialStore, visit_id: int, question: BalanceQuestion, clearer: str) -> None:
+    """Record ``clearer`` (``"OD"``, ``"OS"`` or ``"equal"``) as the answer to balance ``question``."""
+    store.record_balance_answer(
+        visit_id,
+        question.index,
+        lens_od=question.lens_od,
+        lens_os=question.lens_os,
+        plus_od_d=question.plus_od_d,
+        plus_os_d=question.plus_os_d,
+        clearer=clearer,
+    )
+
+
+def record_balance_end(store: TrialStore, visit_id: int, end: BalanceEnd) -> None:
+    """Record the balance's outcome ``end``, by :data:`~visiontune.session.balance.BALANCE_METHOD`."""
+    store.record_balance(
+        visit_id,
+        outcome=end.outcome,
+        method=BALANCE_METHOD,
+        plus_change_od_d=end.plus_change_od_d,
+        plus_change_os_d=end.plus_change_os_d,
+        reason=end.reason,
+    )

@@ -224,7 +224,7 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
 
     from visiontune import output_guard
     from visiontune.validation import clinic
-    from visiontune.validation.provenance import command_line, machine_description, software
+    from visiontune.validation.provenance import sweep_provenance
     from visiontune.validation.results_store import write_results_file
 
     models = [m.strip() for m in args.answer_model.split(",") if m.strip()]
@@ -271,12 +271,7 @@ def run_answer_validation(args, protocol: Protocol, policy: str, populations: li
                     rows.append(answer_row("starting prescription as it is", first, start=True))
                 tables[pop] = rows
     meta = {
-        "command": command_line("validate"),
-        "machine": machine_description(),
-        "software": software(),
-        "wall_s": wall,
-        "runs_now": summary.ran,
-        "runs_total": summary.planned,
+        **sweep_provenance("validate", wall, summary),
         "protocol": protocol.name,
         "policy": policy,
         "answer_models": models,

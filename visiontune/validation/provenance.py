@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from visiontune import __version__
+from visiontune.validation.parallel_runs import SweepSummary
 
-__all__ = ["code_version", "command_line", "machine_description", "software", "software_line"]
+__all__ = ["code_version", "command_line", "machine_description", "software", "software_line", "sweep_provenance"]
 
 
 def command_line(subcommand: str) -> str:
@@ -79,6 +80,19 @@ def software() -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "scipy": scipy.__version__,
+    }
+
+
+def sweep_provenance(subcommand: str, wall_s: float, summary: SweepSummary) -> dict:
+    """The head of a sweep's results metadata: its command (:func:`command_line`), machine, software,
+    wall time ``wall_s`` (s) and the runs it made now and in all (``summary``)."""
+    return {
+        "command": command_line(subcommand),
+        "machine": machine_description(),
+        "software": software(),
+        "wall_s": wall_s,
+        "runs_now": summary.ran,
+        "runs_total": summary.planned,
     }
 
 

@@ -24,7 +24,7 @@ from visiontune.refraction.protocol import DEFAULT_PROTOCOL, load_protocol
 from visiontune.refraction.slider import SliderModel
 from visiontune.validation import clinic
 from visiontune.validation.answer_validation import run_answer_validation
-from visiontune.validation.provenance import command_line, machine_description, software, software_line
+from visiontune.validation.provenance import software_line, sweep_provenance
 from visiontune.validation.results_store import write_results_file
 
 __all__ = ["DEFAULT_POPULATIONS", "add_arguments", "run"]
@@ -149,12 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(clinic.summarise("starting prescription as it is", with_start, start=True))
             tables[pop] = rows
     meta = {
-        "command": command_line("validate"),
-        "machine": machine_description(),
-        "software": software(),
-        "wall_s": wall,
-        "runs_now": summary.ran,
-        "runs_total": summary.planned,
+        **sweep_provenance("validate", wall, summary),
         "protocol": protocol.name,
         "policies": policies,
         "populations": populations,

@@ -80,22 +80,20 @@ from visiontune.refraction.simulated import simulated_case
 from visiontune.refraction.start import StartingPoint
 from visiontune.report.visit_export import VisitExportPaths, load_visit, render_visit
 from visiontune.session import near_store
-from visiontune.session.balance import (
-    BALANCE_METHOD,
-    BalanceQuestion,
-    balance_step,
-    reason_not_to_balance,
-    simulated_clearer,
-)
+from visiontune.session.balance import BALANCE_METHOD, BalanceQuestion, balance_step, simulated_clearer
 from visiontune.session.lens_device import protocol_with_lens_change_seconds
 from visiontune.session.simulated_visit import drive_simulated_visit, fellow_eye_case, recorded_case, visit_cases
 from visiontune.session.visit import (
+    balance_answers,
     create_visit,
     end_point,
     eye_statuses,
     final_prescription,
     in_form,
     os_seed,
+    reason_not_balanced,
+    record_balance_answer,
+    record_balance_end,
     resume_eye,
     start_eye,
 )
@@ -300,15 +298,7 @@ class VisitHost:
             q = self._question(vid)
             if not isinstance(q, BalanceQuestion) or q.index != index:
                 raise SessionError(f"visit {vid}: balance question {index} is not the one asked; nothing recorded")
-            store.record_balance_answer(
-                vid,
-                q.index,
-                lens_od=q.lens_od,
-                lens_os=q.lens_os,
-                plus_od_d=q.plus_od_d,
-                plus_os_d=q.plus_os_d,
-                clearer=clearer,
-            )
+            record_balance_answer(store, vid, q, clearer)
             log.info(
                 "visit %d balance question %d: OD +%.2f D, OS +%.2f D -> %s",
                 vid,
@@ -432,39 +422,16 @@ class VisitHost:
         store = self.store
         if store.visit_balance(vid) is not None:
             return None
-        statuses = eye_statuses(store, vid)
-        skipped = [f"{e} skipped ({s.skip_reason})" for e, s in statuses.items() if s.state == "skipped"]
-        reason = "; ".join(skipped) + ": a balance needs both eyes" if skipped else None
-        if reason is None:
-            reason = reason_not_to_balance(statuses["OD"].predicted_va_logmar, statuses["OS"].predicted_va_logmar)
+        reason = reason_not_balanced(eye_statuses(store, vid))
         if reason is not None:
             store.record_balance(vid, outcome="not done", method=BALANCE_METHOD, reason=reason)
             log.info("visit %d: binocular balance not done: %s", vid, reason)
             return None
         end_od, end_os = end_point(store, vid, "OD"), end_point(store, vid, "OS")
-        answers = []
-        for a in store.balance_answers(vid):
-            expected = balance_step(end_od, end_os, answers)
-            if not isinstance(expected, BalanceQuestion) or (expected.plus_od_d, expected.plus_os_d) != (
-                a.plus_od_d,
-                a.plus_os_d,
-            ):
-                raise SessionError(
-                    f"visit {vid}: balance answer {a.index} does not follow from the answers before "
-                    "it and the end points (was a prescription signed off meanwhile?)"
-                )
-            answers.append(a.clearer)
-        step = balance_step(end_od, end_os, answers)
+        step = balance_step(end_od, end_os, balance_answers(store, vid, end_od, end_os))
         if isinstance(step, BalanceQuestion):
             return step
-        store.record_balance(
-            vid,
-            outcome=step.outcome,
-            method=BALANCE_METHOD,
-            plus_change_od_d=step.plus_change_od_d,
-            plus_change_os_d=step.plus_change_os_d,
-            reason=step.reason,
-        )
+        record_balance_end(store, vid, step)
         log.info(
             "visit %d: binocular balance %s; OD %+.2f D, OS %+.2f D",
             vid,
