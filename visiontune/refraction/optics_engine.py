@@ -80,6 +80,8 @@ def _model_spec(protocol: Protocol) -> OpticsModelSpec:
         tempered=protocol.model.tempered,
         slope_median=median,
         slope_sigma=sigma,
+        va0_mean=protocol.model.best_acuity_mean,
+        va0_sd=protocol.model.best_acuity_sd,
         n_particles=protocol.model.n_particles,
     )
 

@@ -44,6 +44,10 @@ read by letters, chart lines and comparisons alike
 (:func:`~visiontune.refraction.optics_model.lapse_rate`). ``model.tempered`` (default false): an answer
 that would leave fewer than half the particles' effective weight enters in stages, the particles moved
 between them (:meth:`~visiontune.refraction.optics_model.ParticlePosterior._temper_in`).
+``model.best_acuity_mean`` and ``model.best_acuity_sd`` (logMAR, default 0.0 and 0.15): the normal prior of
+the best-corrected acuity ``VA*``. ``model.fellow_eye_prior`` (default false): in a visit, the second eye's
+session starts from the first eye's posterior of the patient's own unknowns, written into its protocol
+(:mod:`visiontune.refraction.fellow_eye`).
 
 **Optics-GP model** (``[model] type = "optics-gp"``, the hybrid the optics model was measured
 against): the optics formula as the prior
@@ -218,7 +222,8 @@ class Stopping:
 @dataclass(frozen=True)
 class ModelSpec:
     """The model: ``type`` ``"optics"`` (``lapse``, ``lapse_sigma``, ``tempered``, ``n_particles``,
-    ``over_minus_guard``, ``filed_lens``), ``"gp"``
+    ``over_minus_guard``, ``filed_lens``, the prior of ``VA*`` ``best_acuity_mean`` and ``best_acuity_sd``,
+    ``fellow_eye_prior``), ``"gp"``
     (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, Fauvel & Chalk (contextual BO),
     §5.2) or ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
@@ -233,6 +238,9 @@ class ModelSpec:
     n_particles: int = 4000
     over_minus_guard: str = "never"
     filed_lens: str = "rounded"
+    best_acuity_mean: float = 0.0
+    best_acuity_sd: float = 0.15
+    fellow_eye_prior: bool = False
     residual_sd: float = 0.25
     residual_lengthscale_logmar: float = 0.3
     residual_lengthscale_d: float = 0.75
@@ -656,7 +664,18 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
     if kind == "optics-gp":
         return _optics_gp_model(r, table)
     if kind == "optics":
-        keys = {"type", "lapse", "lapse_sigma", "tempered", "n_particles", "over_minus_guard", "filed_lens"}
+        keys = {
+            "type",
+            "lapse",
+            "lapse_sigma",
+            "tempered",
+            "n_particles",
+            "over_minus_guard",
+            "filed_lens",
+            "best_acuity_mean",
+            "best_acuity_sd",
+            "fellow_eye_prior",
+        }
         r.table(table, "model.", set(), keys)
         guard = table.get("over_minus_guard", "never")
         if isinstance(guard, bool):
@@ -677,6 +696,9 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
             over_minus_guard=guard,
             filed_lens=r.string(table.get("filed_lens", "rounded"), "model.filed_lens", FILED_LENS_RULES),
+            best_acuity_mean=r.number(table.get("best_acuity_mean", 0.0), "model.best_acuity_mean", -0.3, 1.0),
+            best_acuity_sd=r.number(table.get("best_acuity_sd", 0.15), "model.best_acuity_sd", 0.01, 0.5),
+            fellow_eye_prior=r.boolean(table.get("fellow_eye_prior", False), "model.fellow_eye_prior"),
         )
     r.table(table, "model.", {"kernel"}, {"type", "hyperparameters", "fit"})
     kernel = r.string(table["kernel"], "model.kernel", GP_KERNELS)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from visiontune.errors import InvalidInputError, SessionError, StoreError
 from visiontune.optics import Prescription
+from visiontune.refraction.fellow_eye import fellow_eye_protocol
+from visiontune.refraction.loop import make_engine
 from visiontune.refraction.protocol import Protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.session.balance import BALANCE_METHOD, BalanceEnd, BalanceQuestion, balance_step, reason_not_to_balance
@@ -33,6 +35,7 @@ __all__ = [
     "balance_answers",
     "create_visit",
     "end_point",
+    "eye_protocol",
     "eye_statuses",
     "final_prescription",
     "found_prescription",
@@ -107,6 +110,7 @@ def start_eye(
     if eye not in VISIT_EYES:
         raise InvalidInputError(f"eye: expected OD or OS, got {eye!r}")
     store.check_visit_eye_free(visit.visit_id, eye)
+    protocol = eye_protocol(store, visit.visit_id, eye, protocol)
     session = RefractionSession.start(
         store,
         patient_id=visit.patient_id,
@@ -125,6 +129,24 @@ def start_eye(
         session.close()
         raise
     return session
+
+
+def eye_protocol(store: TrialStore, visit_id: int, eye: str, protocol: Protocol) -> Protocol:
+    """The protocol ``eye`` starts with: with ``model.fellow_eye_prior``, once the other eye's refraction
+    is finished, ``protocol`` with the patient's priors from that eye's posterior
+    (:func:`~visiontune.refraction.fellow_eye.fellow_eye_protocol`); else ``protocol`` as it is."""
+    if protocol.model.type != "optics" or not protocol.model.fellow_eye_prior:
+        return protocol
+    other = next(e for e in VISIT_EYES if e != eye)
+    status = eye_statuses(store, visit_id)[other]
+    if not status.finished:
+        return protocol
+    info = store.get_session(status.session_id)
+    engine = make_engine(info.protocol, StartingPoint.from_dict(info.starting_rx), int(info.seed))
+    if not hasattr(engine, "posterior"):
+        return protocol
+    posterior = engine.posterior(store.trials(info.session_id))
+    return fellow_eye_protocol(protocol, posterior, f"{other}, session {info.session_id}")
 
 
 def resume_eye(store: TrialStore, visit_id: int, eye: str) -> RefractionSession:
