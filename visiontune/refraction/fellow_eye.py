@@ -35,7 +35,7 @@ import numpy as np
 
 from visiontune.errors import InvalidInputError, ProtocolError
 from visiontune.refraction.optics_model import LOG_SLOPE, OPTIONAL_COLUMNS, VA0, ParticlePosterior
-from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.refraction.protocol import Protocol, parse_protocol, table_span
 
 __all__ = ["INTEROCULAR_SD", "fellow_eye_protocol", "fellow_eye_values", "protocol_with_patient_priors"]
 
@@ -85,9 +85,7 @@ def fellow_eye_values(
     return values
 
 
-def _toml(value: float | str | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
+def _toml(value: float | str) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(float(value))
 
 
@@ -95,16 +93,15 @@ def _set_table(text: str, table: str, values: dict, drop: tuple[str, ...], note:
     """``text`` with ``key = value`` set in ``[table]`` (a line replaced, or added under the header after
     the comment ``note``) and the keys ``drop`` removed; the table appended when the text has none."""
     lines = [f"# {note}", *(f"{key} = {_toml(v)}" for key, v in values.items())]
-    header = re.search(rf"^[ \t]*\[{re.escape(table)}\][ \t]*(#.*)?$", text, re.MULTILINE)
-    if header is None:
+    span = table_span(text, table)
+    if span is None:
         return text.rstrip("\n") + f"\n\n[{table}]\n" + "\n".join(lines) + "\n"
-    following = re.search(r"^[ \t]*\[", text[header.end() :], re.MULTILINE)
-    end = header.end() + following.start() if following else len(text)
-    body = text[header.end() : end]
+    start, end = span
+    body = text[start:end]
     for key in (*values, *drop):
         body = re.sub(rf"^[ \t]*{re.escape(key)}[ \t]*=.*\n?", "", body, flags=re.MULTILINE)
-    tail = "\n\n" if following else "\n"
-    return text[: header.end()] + "\n" + "\n".join(lines) + body.rstrip("\n") + tail + text[end:]
+    tail = "\n\n" if end < len(text) else "\n"
+    return text[:start] + "\n" + "\n".join(lines) + body.rstrip("\n") + tail + text[end:]
 
 
 def _read_back(protocol: Protocol, table: str, key: str):

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from visiontune.devices.cv5000 import CV5000_CHANGE_SECONDS
 from visiontune.devices.manual import TRIAL_FRAME_CHANGE_SECONDS
 from visiontune.errors import InvalidInputError
-from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.refraction.protocol import Protocol, parse_protocol, table_span
 
 __all__ = ["DEVICE_KINDS", "LensDeviceKind", "device_kind", "lens_change_seconds", "protocol_for_device"]
 
@@ -102,8 +102,6 @@ def lens_change_seconds(name: str) -> float:
 
 
 _CHANGE_LINE = re.compile(r"^[ \t]*lens_change_seconds[ \t]*=.*$", re.MULTILINE)
-_COMPARISONS_HEADER = re.compile(r"^[ \t]*\[comparisons\][ \t]*(#.*)?$", re.MULTILINE)
-_NEXT_TABLE = re.compile(r"^[ \t]*\[", re.MULTILINE)
 
 
 def protocol_for_device(protocol: Protocol, name: str) -> Protocol:
@@ -113,15 +111,14 @@ def protocol_for_device(protocol: Protocol, name: str) -> Protocol:
     would change nothing there."""
     kind = device_kind(name)
     text = protocol.source_text
-    header = _COMPARISONS_HEADER.search(text)
-    if header is None:
+    span = table_span(text, "comparisons")
+    if span is None:
         raise InvalidInputError(
             f"--lens-device {name}: the protocol {protocol.name} has no [comparisons] table, "
             "so it prices no change of lens; the device changes nothing there"
         )
-    following = _NEXT_TABLE.search(text, header.end())
-    end = following.start() if following else len(text)
+    start, end = span
     line = f"lens_change_seconds = {kind.change_seconds!r}  # the {kind.label}'s change time (lens device setting)"
-    table = text[header.end() : end]
+    table = text[start:end]
     table = _CHANGE_LINE.sub(line, table, count=1) if _CHANGE_LINE.search(table) else "\n" + line + table
-    return parse_protocol(text[: header.end()] + table + text[end:], source=f"{protocol.source} ({kind.label})")
+    return parse_protocol(text[:start] + table + text[end:], source=f"{protocol.source} ({kind.label})")

@@ -118,6 +118,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
@@ -387,6 +388,17 @@ def _safe_text(r: _Reader, value: Any, key: str, max_chars: int) -> str:
     if len(text) > max_chars or any(unicodedata.category(ch).startswith("C") for ch in text):
         raise r.fail(key, f"at most {max_chars} printable characters on one line", text[:max_chars] + "...")
     return text
+
+
+def table_span(text: str, table: str) -> tuple[int, int] | None:
+    """Where the body of ``[table]`` lies in protocol ``text``: from the end of its header line to the next
+    table's header (or the end of the text); None when the text has no such header. For the edits that
+    write a setting into a protocol's text and parse it again, so a session's snapshot holds it."""
+    header = re.search(rf"^[ \t]*\[{re.escape(table)}\][ \t]*(#.*)?$", text, re.MULTILINE)
+    if header is None:
+        return None
+    following = re.search(r"^[ \t]*\[", text[header.end() :], re.MULTILINE)
+    return header.end(), header.end() + following.start() if following else len(text)
 
 
 def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:

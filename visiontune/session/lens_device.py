@@ -22,7 +22,7 @@ from visiontune.devices.base import LensDevice, LensState
 from visiontune.errors import DeviceError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingSlider
-from visiontune.refraction.protocol import Protocol, parse_protocol
+from visiontune.refraction.protocol import Protocol, parse_protocol, table_span
 
 #: The note (events table) holding each question's lenses and the device that set them.
 LENSES_SET_NOTE = "lenses set by device"
@@ -65,7 +65,6 @@ def lenses_set_notes(events) -> list[dict]:
 
 
 _CHANGE_LINE = re.compile(r"^\s*lens_change_seconds\s*=.*$", re.MULTILINE)
-_COMPARISONS_HEADER = re.compile(r"^\s*\[comparisons\]\s*(#.*)?$", re.MULTILINE)
 
 
 def protocol_with_lens_change_seconds(protocol: Protocol, seconds: float, device_name: str) -> Protocol:
@@ -73,15 +72,14 @@ def protocol_with_lens_change_seconds(protocol: Protocol, seconds: float, device
     when it has no ``[comparisons]`` table: nothing there prices a change). The text is edited
     and parsed again, so the value is validated and the session's snapshot holds it."""
     text = protocol.source_text
-    header = _COMPARISONS_HEADER.search(text)
-    if header is None:
+    span = table_span(text, "comparisons")
+    if span is None:
         return protocol
+    start, end = span
     line = f"lens_change_seconds = {float(seconds)!r}  # the {device_name} device's change time"
-    following = re.search(r"^\s*\[", text[header.end() :], re.MULTILINE)
-    end = header.end() + (following.start() if following else len(text) - header.end())
-    table = text[header.end() : end]
+    table = text[start:end]
     if _CHANGE_LINE.search(table):
         table = _CHANGE_LINE.sub(line, table, count=1)
     else:
         table = "\n" + line + table
-    return parse_protocol(text[: header.end()] + table + text[end:], source=protocol.source)
+    return parse_protocol(text[:start] + table + text[end:], source=protocol.source)
