@@ -90,8 +90,9 @@ def _toml(value: float | str) -> str:
 
 
 def _set_table(text: str, table: str, values: dict, drop: tuple[str, ...], note: str) -> str:
-    """``text`` with ``key = value`` set in ``[table]`` (a line replaced, or added under the header after
-    the comment ``note``) and the keys ``drop`` removed; the table appended when the text has none."""
+    """``text`` with the lines ``key = value`` of ``values`` written under the header of ``[table]``, after
+    the comment ``note``, and any earlier line of those keys or of ``drop`` removed from it; the table
+    appended when the text has none."""
     lines = [f"# {note}", *(f"{key} = {_toml(v)}" for key, v in values.items())]
     span = table_span(text, table)
     if span is None:

@@ -320,11 +320,15 @@ def systematic_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
     return np.searchsorted(cw, positions)
 
 
+def _normalised(log_w: np.ndarray) -> np.ndarray:
+    """The weights ``exp(log_w)`` scaled to sum to 1."""
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
+
+
 def _ess(log_w: np.ndarray) -> float:
     """``1 / Σ w²`` of the normalised ``exp(log_w)``."""
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    return float(1.0 / np.sum(w**2))
+    return float(1.0 / np.sum(_normalised(log_w) ** 2))
 
 
 def _column(name: str) -> OptionalColumn:
@@ -467,8 +471,7 @@ class ParticlePosterior:
 
     @property
     def weights(self) -> np.ndarray:
-        w = np.exp(self.log_w - self.log_w.max())
-        return w / w.sum()
+        return _normalised(self.log_w)
 
     def effective_sample_size(self) -> float:
         return _ess(self.log_w)
