@@ -139,6 +139,11 @@ def main(argv=None) -> int:
         help="how far VA* may differ between the eyes, logMAR (default %(default)s)",
     )
     args = ap.parse_args(argv)
+    if args.first < 0 or args.cases < 1 or args.interocular_va_sd < 0.0:
+        ap.error(
+            f"--first must be 0 or more, --cases 1 or more and --interocular-va-sd 0 or more (logMAR); got "
+            f"{args.first}, {args.cases} and {args.interocular_va_sd:g}"
+        )
     between_eyes = {**INTEROCULAR_SD, "best_acuity": args.interocular_va_sd}
     load_protocol(args.protocol)
     print(
