@@ -24,6 +24,13 @@ asks ``σ <= t / sqrt(χ²₃(q))`` (= 0.108 D), i.e. information ``1/σ² - 1/�
   change; the eye's longitudinal chromatic aberration between the red (620 nm) and green (535 nm)
   filters, ``R(λ) = p - q / (λ - c)`` with ``p = 1.68524``, ``q = 633.46``, ``c = 214.102`` (Thibos et al.
   1992, the chromatic eye), is 0.41 D: a comparison of ``c ± 0.21`` along ``M`` only.
+**On trial lenses.** The lens a session files is a trial lens, up to 0.125 D of sphere and of cylinder
+from the posterior's centre, and the stop waits until *it* is 85% probably within 0.25 D. Per patient,
+:func:`visiontune.validation.trial_lens_precision.sigma_needed_on_trial_lenses` gives the ``σ`` at which
+the best trial lens around a posterior centred on the patient's correction reaches that (0.108 D for a
+correction on a trial lens, about 0.08 D for one half a step between them), and the last columns of the
+per-patient table are the bound with that ``σ``.
+
 The comparisons by Eq. 11 of the letter task (Fauvel & Chalk's, the validation's simulated patient;
 band 0.5, lapse 0.04) and by blur discrimination (Watson & Ahumada 2011: the ``blur`` answer model).
 
@@ -33,13 +40,14 @@ band 0.5, lapse 0.04) and by blur discrimination (Watson & Ahumada 2011: the ``b
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import chi2
 
 from visiontune.optics.comparison_answers import ComparisonModel
 from visiontune.refraction.lens_devices import DEVICE_KINDS
+from visiontune.refraction.lenses import LensSteps
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.start import SOURCES, YOUNG_AUTOREFRACTION_SIGMA_M_D, StartingPoint
 from visiontune.validation.information_bound import letter_information, pair_information
+from visiontune.validation.trial_lens_precision import continuous_sigma, sigma_needed_on_trial_lenses
 
 TARGET_D, PROBABILITY = 0.25, 0.85
 LETTER_S, LINE_S, COMPARISON_S, LINE_LETTERS = 3.0, 6.0, 5.0, 5
@@ -57,8 +65,10 @@ def chromatic_difference_d(wavelength_nm: float) -> float:
 DUOCHROME_HALF_D = 0.5 * (chromatic_difference_d(620.0) - chromatic_difference_d(535.0))
 
 
-def needed_information(sigma_start: np.ndarray) -> np.ndarray:
-    sigma = TARGET_D / np.sqrt(chi2.ppf(PROBABILITY, 3))
+def needed_information(sigma_start: np.ndarray, sigma: float | None = None) -> np.ndarray:
+    """Information per component (D⁻²) to take the start's prior SDs to ``sigma`` (default the lens
+    at the centre's, :func:`continuous_sigma`)."""
+    sigma = continuous_sigma(TARGET_D, PROBABILITY) if sigma is None else sigma
     return np.maximum(0.0, 1.0 / sigma**2 - 1.0 / sigma_start**2)
 
 
@@ -78,18 +88,22 @@ def best_per_second(model: ComparisonModel, slope: float, change_s: float, hs: n
 
 def population_bounds(population: str, cases: int, seed: int, hs: np.ndarray) -> str:
     """Median and 90th percentile of the bound over a population's patients, each with its own slope
-    and its start's prior SDs, with an Eq. 11 comparison (the validation's simulated patient)."""
+    and its start's prior SDs, with an Eq. 11 comparison (the validation's simulated patient): the
+    lens filed at the posterior's centre, and a trial lens (module docstring, "On trial lenses")."""
     rows = []
     cases_ = [c for c in draw_cases(population_by_name(population), cases, seed) if c.start_rx is not None]
+    on_lenses = [sigma_needed_on_trial_lenses(c.true_rx.power_vector_array(), LensSteps()) for c in cases_]
     for device in DEVICE_KINDS.values():
-        seconds = []
-        for case in cases_:
+        centre, lens = [], []
+        for case, sigma_lens in zip(cases_, on_lenses):
             sigma = StartingPoint(case.start_rx, case.start_source, case.age_years).sigma
             per_s = best_per_second(ComparisonModel(), case.slope, device.change_seconds, hs)
-            seconds.append(float(np.sum(needed_information(sigma) / per_s)))
+            centre.append(float(np.sum(needed_information(sigma) / per_s)))
+            lens.append(float(np.sum(needed_information(sigma, sigma_lens) / per_s)))
         rows.append(
-            f"| {population} | {len(cases_)} | {device.name} | {np.median(seconds):.0f} | "
-            f"{np.percentile(seconds, 90):.0f} |"
+            f"| {population} | {len(cases_)} | {device.name} | {np.median(centre):.0f} | "
+            f"{np.percentile(centre, 90):.0f} | {np.median(on_lenses):.3f} ({np.min(on_lenses):.3f}-"
+            f"{np.max(on_lenses):.3f}) | {np.median(lens):.0f} | {np.percentile(lens, 90):.0f} |"
         )
     return "\n".join(rows)
 
@@ -126,8 +140,11 @@ def main() -> int:
                 )
     print("\nPer patient (population seed 1, the first 40 with a start; each its own slope and start's SDs;")
     print("Eq. 11 comparisons, as the validation's simulated patient answers):\n")
-    print("| population | n | device | bound s median | bound s p90 |")
-    print("| --- | ---: | --- | ---: | ---: |")
+    print(
+        "| population | n | device | bound s median | bound s p90 | σ needed on trial lenses, median (range), D | "
+        "bound s on trial lenses, median | p90 |"
+    )
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for population in ("adult-clinic", "young"):
         print(population_bounds(population, 40, 1, hs))
     return 0
