@@ -24,6 +24,7 @@ asks ``σ <= t / sqrt(χ²₃(q))`` (= 0.108 D), i.e. information ``1/σ² - 1/�
   change; the eye's longitudinal chromatic aberration between the red (620 nm) and green (535 nm)
   filters, ``R(λ) = p - q / (λ - c)`` with ``p = 1.68524``, ``q = 633.46``, ``c = 214.102`` (Thibos et al.
   1992, the chromatic eye), is 0.41 D: a comparison of ``c ± 0.21`` along ``M`` only.
+
 **On trial lenses.** The lens a session files is a trial lens, up to 0.125 D of sphere and of cylinder
 from the posterior's centre, and the stop waits until *it* is 85% probably within 0.25 D. Per patient,
 :func:`visiontune.validation.trial_lens_precision.sigma_needed_on_trial_lenses` gives the ``σ`` at which

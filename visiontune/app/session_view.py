@@ -16,7 +16,7 @@ the view raises it to :data:`PIXMAP_CACHE_KB`.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QFont, QKeyEvent, QPixmapCache, QShowEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -44,6 +44,7 @@ __all__ = [
     "SIMULATED_TEXT",
     "SessionView",
     "acuity_text",
+    "emit_key",
     "eye_badge_style",
     "eye_text",
     "key_name",
@@ -101,6 +102,17 @@ def key_name(key: int) -> str:
     if Qt.Key.Key_A.value <= key.value <= Qt.Key.Key_Z.value:
         return chr(key.value)
     return key.name.removeprefix("Key_") if hasattr(key, "name") else str(key.value)
+
+
+def emit_key(event: QKeyEvent, key_pressed: SignalInstance) -> None:
+    """Emit ``key_pressed(name, text, ctrl)`` for a key pressed on a page (:func:`key_name`); a key
+    held down is not repeated."""
+    if event.isAutoRepeat():
+        event.accept()
+        return
+    ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+    key_pressed.emit(key_name(event.key()), event.text(), ctrl)
+    event.accept()
 
 
 def _label(
@@ -416,9 +428,4 @@ class SessionView(QWidget):
         self.elapsed.setText(f"Elapsed: {h:d}:{m:02d}:{s:02d}" if h else f"Elapsed: {m:02d}:{s:02d}")
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
-        if event.isAutoRepeat():
-            event.accept()
-            return
-        ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
-        self.key_pressed.emit(key_name(event.key()), event.text(), ctrl)
-        event.accept()
+        emit_key(event, self.key_pressed)

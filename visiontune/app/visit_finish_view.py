@@ -46,7 +46,7 @@ from visiontune.app.logic.visit_flow import (
     read_signoff,
 )
 from visiontune.app.session_view import SIMULATED_TEXT
-from visiontune.app.visit_step_view import eye_badge_style
+from visiontune.app.visit_step_view import eye_badge_style, visit_heading
 from visiontune.errors import InvalidInputError
 
 __all__ = ["EyeColumn", "VisitFinishView"]
@@ -414,11 +414,7 @@ class VisitFinishView(QWidget):
     def show_visit(self, view: VisitView) -> None:
         self.view = view
         self.banner.setVisible(view.simulated)
-        age = "" if view.age_years is None else f" \u00b7 age {view.age_years}"
-        self.title.setText(
-            f"Visit {view.visit_id} \u00b7 {view.kind} {view.patient_id}{age} \u00b7 prescriptions in "
-            f"{view.cylinder_form}-cylinder form"
-        )
+        self.title.setText(visit_heading(view, f"prescriptions in {view.cylinder_form}-cylinder form"))
         b = view.balance
         for eye, column in self.columns.items():
             change = (b.plus_change_od_d if eye == "OD" else b.plus_change_os_d) if b.done else 0.0

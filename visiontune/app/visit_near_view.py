@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLineEdit, QPushButton, QVBox
 
 from visiontune.app.logic.texts import MINUS
 from visiontune.app.logic.visit_flow import EYE_NAMES, VisitView, eye_title, lens_or_dash, near_add_line
-from visiontune.app.session_view import eye_badge_style
-from visiontune.app.visit_step_view import emit_key, keys_to_page, simulated_banner, visit_heading, wrapped_label
+from visiontune.app.session_view import emit_key, eye_badge_style
+from visiontune.app.visit_step_view import keys_to_page, simulated_banner, visit_heading, wrapped_label
 from visiontune.display.calibration import Calibration
 from visiontune.display.geometry import letter_height_mm, logmar_for_height_mm
 

@@ -6,18 +6,17 @@ Keys pressed on the page arrive as ``key_pressed(name, text, ctrl)`` (interprete
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from visiontune.app.logic.texts import lens_text
 from visiontune.app.logic.visit_flow import ANSWER_WORDS, EYE_NAMES, OTHER_EYE, VisitView, eye_title, lens_or_dash
-from visiontune.app.session_view import EYE_COLOURS, SIMULATED_TEXT, eye_badge_style, key_name
+from visiontune.app.session_view import EYE_COLOURS, SIMULATED_TEXT, emit_key, eye_badge_style
 
 __all__ = [
     "EYE_COLOURS",
     "VisitStepView",
-    "emit_key",
     "eye_badge_style",
     "keys_to_page",
     "simulated_banner",
@@ -62,17 +61,6 @@ def keys_to_page(page: QWidget, *typed: QWidget) -> None:
     for child in page.findChildren(QWidget):
         if child not in typed:
             child.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-
-
-def emit_key(event: QKeyEvent, key_pressed: SignalInstance) -> None:
-    """Emit ``key_pressed(name, text, ctrl)`` for a key pressed on a page
-    (:func:`~visiontune.app.session_view.key_name`); a key held down is not repeated."""
-    if event.isAutoRepeat():
-        event.accept()
-        return
-    ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
-    key_pressed.emit(key_name(event.key()), event.text(), ctrl)
-    event.accept()
 
 
 class VisitStepView(QWidget):
