@@ -26,7 +26,7 @@ designed for it.
 Run (1-6 s a session on a shared core; docs/results/clinic-time.md has the commands of its tables):
     OPENBLAS_NUM_THREADS=1 python benchmarks/clinic_time.py trace \
         --protocol docs/results/protocols/clinical-sloan-lines.toml --populations adult-clinic,young \
-        --cases 20 --out /tmp/ct/lines.json
+        --cases 20 --jobs 2 --out /tmp/ct/lines.json
     python benchmarks/clinic_time.py report /tmp/ct/lines.json
     python benchmarks/clinic_time.py table STORE.sqlite [--below 40]
 """
@@ -39,6 +39,7 @@ import sys
 import time
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.lenses import changes_along, lens_left_in_place, lenses_shown
@@ -127,6 +128,20 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict | Non
         "max_trials": protocol.stopping.max_trials,
         "protocol": protocol.name,
     }
+
+
+def _traced(protocol: str, population: str, case_id: int, seed: int) -> dict | None:
+    """:func:`trace_case` of the protocol named or filed as ``protocol``, its line printed to stderr (a
+    job of ``trace --jobs``: each session depends only on its case, so the traces are the same)."""
+    row = trace_case(load_protocol(protocol), population, case_id, seed)
+    if row is not None:
+        print(
+            f"{population} {case_id}: {len(row['steps'])} answers, {row['patient_s']:.0f} s, "
+            f"{row['wall_s']:.1f} s wall",
+            file=sys.stderr,
+            flush=True,
+        )
+    return row
 
 
 # ---------------------------------------------------------------------------------------------- stops
@@ -403,6 +418,7 @@ def main(argv=None) -> int:
     t.add_argument("--first", type=int, default=0, help="first case id (default 0)")
     t.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
     t.add_argument("--out", required=True, help="JSON file of the traces (refused if it exists)")
+    t.add_argument("--jobs", type=int, default=1, help="sessions traced at once (default 1); the same traces")
     r = sub.add_parser("report", help="print the tables from traces")
     r.add_argument("traces", nargs="+")
     r.add_argument("--phoropter-change-s", type=float, default=1.0)
@@ -428,19 +444,15 @@ def main(argv=None) -> int:
         if out.exists():
             print(f"--out: {out} exists; choose a new file (nothing written)", file=sys.stderr)
             return 2
-        rows, protocol = [], load_protocol(args.protocol)
-        for population in args.populations.split(","):
-            for i in range(args.first, args.first + args.cases):
-                row = trace_case(protocol, population, i, args.seed)
-                if row is None:
-                    continue
-                rows.append(row)
-                print(
-                    f"{population} {i}: {len(rows[-1]['steps'])} answers, {rows[-1]['patient_s']:.0f} s, "
-                    f"{rows[-1]['wall_s']:.1f} s wall",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        if args.jobs < 1 or args.cases < 1 or args.first < 0:
+            parser.error(
+                f"--jobs and --cases must be 1 or more and --first 0 or more; got {args.jobs}, {args.cases} "
+                f"and {args.first}"
+            )
+        load_protocol(args.protocol)  # a protocol that does not load is refused before any session
+        keys = [(p, i) for p in args.populations.split(",") for i in range(args.first, args.first + args.cases)]
+        traced = Parallel(n_jobs=args.jobs)(delayed(_traced)(args.protocol, p, i, args.seed) for p, i in keys)
+        rows = [row for row in traced if row is not None]
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows))
         return 0

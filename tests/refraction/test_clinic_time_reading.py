@@ -4,6 +4,7 @@ the stops read from it end each session where they say (docs/results/clinic-time
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,25 @@ def test_a_trace_adds_up_to_the_sessions_own_time_and_changes():
     last = row["steps"][-1]
     assert row["stopped_by"] == "precision" and last["m_pm"] <= 0.25 and last["j_pm"] <= 0.25
     assert 0.0 <= min(s["p_within"] for s in row["steps"]) <= max(s["p_within"] for s in row["steps"]) <= 1.0
+
+
+def test_traces_in_parallel_are_the_traces_one_at_a_time(tmp_path):
+    common = ["trace", "--protocol", "clinical-sloan-lines-two-formulas", "--populations", "adult-clinic,young"]
+    common += ["--cases", "1", "--first", "2"]
+    assert clinic_time.main([*common, "--out", str(tmp_path / "one.json")]) == 0
+    assert clinic_time.main([*common, "--jobs", "2", "--out", str(tmp_path / "two.json")]) == 0
+    one, two = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "two.json"))
+    for row in one + two:
+        row.pop("wall_s")
+    assert [(r["population"], r["case_id"]) for r in two] == [("adult-clinic", 2), ("young", 2)]
+    assert two == one
+
+
+def test_trace_refuses_no_jobs_and_an_existing_out(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        clinic_time.main(["trace", "--jobs", "0", "--out", str(tmp_path / "t.json")])
+    assert exit_.value.code == 2 and "--jobs" in capsys.readouterr().err
+    taken = tmp_path / "taken.json"
+    taken.write_text("[]")
+    assert clinic_time.main(["trace", "--cases", "1", "--out", str(taken)]) == 2
+    assert taken.read_text() == "[]" and "exists" in capsys.readouterr().err
