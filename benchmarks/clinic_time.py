@@ -130,10 +130,10 @@ def trace_case(protocol, population: str, case_id: int, seed: int) -> dict | Non
     }
 
 
-def _traced(protocol: str, population: str, case_id: int, seed: int) -> dict | None:
-    """:func:`trace_case` of the protocol named or filed as ``protocol``, its line printed to stderr (a
-    job of ``trace --jobs``: each session depends only on its case, so the traces are the same)."""
-    row = trace_case(load_protocol(protocol), population, case_id, seed)
+def _traced(protocol, population: str, case_id: int, seed: int) -> dict | None:
+    """:func:`trace_case`, its line printed to stderr (a job of ``trace --jobs``: each session depends
+    only on its case, so the traces are the same)."""
+    row = trace_case(protocol, population, case_id, seed)
     if row is not None:
         print(
             f"{population} {case_id}: {len(row['steps'])} answers, {row['patient_s']:.0f} s, "
@@ -449,9 +449,9 @@ def main(argv=None) -> int:
                 f"--jobs and --cases must be 1 or more and --first 0 or more; got {args.jobs}, {args.cases} "
                 f"and {args.first}"
             )
-        load_protocol(args.protocol)  # a protocol that does not load is refused before any session
+        protocol = load_protocol(args.protocol)
         keys = [(p, i) for p in args.populations.split(",") for i in range(args.first, args.first + args.cases)]
-        traced = Parallel(n_jobs=args.jobs)(delayed(_traced)(args.protocol, p, i, args.seed) for p, i in keys)
+        traced = Parallel(n_jobs=args.jobs)(delayed(_traced)(protocol, p, i, args.seed) for p, i in keys)
         rows = [row for row in traced if row is not None]
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows))

@@ -24,6 +24,8 @@ from visiontune.refraction.protocol import (
     load_protocol,
     parse_protocol,
     protocol_dirs,
+    table_span,
+    with_table_line,
 )
 
 CHECKOUT_PROTOCOLS = Path(visiontune.__file__).resolve().parent.parent / "protocols"
@@ -577,3 +579,34 @@ def test_comparisons_need_the_optics_model():
     text = load_protocol("paper-ucb-ald").source_text + "\n[comparisons]\n"
     with pytest.raises(ProtocolError, match="comparisons: expected no such table for the GP model"):
         parse_protocol(text, "protocols/x.toml")
+
+
+_TABLES = """name = "x"
+
+[comparisons]  # priced
+letter_seconds = 3.0
+lens_change_seconds = 4.0
+
+[comparisons.model]
+lens_change_seconds_note = 1
+"""
+
+
+def test_table_span_is_the_body_up_to_the_next_header():
+    start, end = table_span(_TABLES, "comparisons")
+    assert _TABLES[start:end] == "\nletter_seconds = 3.0\nlens_change_seconds = 4.0\n\n"
+    assert table_span(_TABLES, "stopping") is None
+
+
+def test_with_table_line_replaces_the_setting_in_its_table_only():
+    text = with_table_line(_TABLES, "comparisons", "lens_change_seconds", "lens_change_seconds = 1.0  # a\\b")
+    assert "lens_change_seconds = 1.0  # a\\b\n" in text  # the line as given: no backslash escapes read in it
+    assert "lens_change_seconds = 4.0" not in text and "lens_change_seconds_note = 1" in text
+    assert text.count("lens_change_seconds =") == 1
+
+
+def test_with_table_line_puts_a_missing_setting_under_the_header():
+    text = with_table_line(_TABLES, "comparisons.model", "lens_change_seconds", "lens_change_seconds = 2.0")
+    assert "[comparisons.model]\nlens_change_seconds = 2.0\nlens_change_seconds_note = 1\n" in text
+    assert "lens_change_seconds = 4.0" in text
+    assert with_table_line(_TABLES, "stopping", "max_trials", "max_trials = 9") is None

@@ -19,9 +19,8 @@ from visiontune.validation.trial_lens_precision import (
 T = 0.25
 
 
-def _grid_step(sigma: float) -> float:
-    """The relative spacing of the searched grid near ``sigma``."""
-    return float(SIGMA_GRID_D[1] / SIGMA_GRID_D[0] - 1.0)
+#: The relative spacing of the searched grid (geometric: the same everywhere).
+GRID_STEP = float(SIGMA_GRID_D[1] / SIGMA_GRID_D[0] - 1.0)
 
 
 def test_continuous_sigma_is_the_chi_square_radius():
@@ -50,15 +49,14 @@ def test_a_centre_half_a_step_between_lenses_is_the_noncentral_chi_square(sigma)
 def test_sigma_needed_half_a_step_away_matches_the_noncentral_root():
     exact = brentq(lambda s: ncx2.cdf(T**2 / s**2, 3, (0.125 / s) ** 2) - 0.85, 0.01, 0.2)
     found = sigma_needed_on_trial_lenses([-1.125, 0.0, 0.0], LensSteps(), n_draws=20000, seed=5)
-    step = _grid_step(exact)
     # the grid's point at or just below the root, within the Monte Carlo's error of a percent or so
-    assert exact * (1 - 2.5 * step) <= found <= exact * (1 + step)
+    assert exact * (1 - 2.5 * GRID_STEP) <= found <= exact * (1 + GRID_STEP)
 
 
 def test_on_a_lens_it_needs_the_continuous_sigma_and_off_it_less():
     on = sigma_needed_on_trial_lenses([-1.0, 0.0, 0.0], LensSteps(), n_draws=20000)
     off = sigma_needed_on_trial_lenses([-1.125, 0.0, 0.0], LensSteps(), n_draws=20000)
-    assert on == pytest.approx(continuous_sigma(), rel=2.5 * _grid_step(on))
+    assert on == pytest.approx(continuous_sigma(), rel=2.5 * GRID_STEP)
     assert off < 0.8 * on
 
 
@@ -66,7 +64,7 @@ def test_coarser_lens_steps_need_more_precision():
     centre = [-2.37, 0.11, -0.05]
     fine = sigma_needed_on_trial_lenses(centre, LensSteps(step_d=0.125))
     coarse = sigma_needed_on_trial_lenses(centre, LensSteps(step_d=0.5))
-    assert coarse < fine <= continuous_sigma() * (1 + _grid_step(fine))
+    assert coarse < fine <= continuous_sigma() * (1 + GRID_STEP)
 
 
 @pytest.mark.parametrize(

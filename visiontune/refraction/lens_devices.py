@@ -38,13 +38,12 @@ once. One step: any lens.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from visiontune.devices.cv5000 import CV5000_CHANGE_SECONDS
 from visiontune.devices.manual import TRIAL_FRAME_CHANGE_SECONDS
 from visiontune.errors import InvalidInputError
-from visiontune.refraction.protocol import Protocol, parse_protocol, table_span
+from visiontune.refraction.protocol import Protocol, parse_protocol, with_table_line
 
 __all__ = ["DEVICE_KINDS", "LensDeviceKind", "device_kind", "lens_change_seconds", "protocol_for_device"]
 
@@ -101,24 +100,17 @@ def lens_change_seconds(name: str) -> float:
     return device_kind(name).change_seconds
 
 
-_CHANGE_LINE = re.compile(r"^[ \t]*lens_change_seconds[ \t]*=.*$", re.MULTILINE)
-
-
 def protocol_for_device(protocol: Protocol, name: str) -> Protocol:
     """``protocol`` with ``[comparisons] lens_change_seconds`` set to the device kind's seconds
     (the line replaced or added in the protocol text, parsed again, so the session's snapshot
     holds it). A protocol without ``[comparisons]`` prices no change: refused, since the device
     would change nothing there."""
     kind = device_kind(name)
-    text = protocol.source_text
-    span = table_span(text, "comparisons")
-    if span is None:
+    line = f"lens_change_seconds = {kind.change_seconds!r}  # the {kind.label}'s change time (lens device setting)"
+    text = with_table_line(protocol.source_text, "comparisons", "lens_change_seconds", line)
+    if text is None:
         raise InvalidInputError(
             f"--lens-device {name}: the protocol {protocol.name} has no [comparisons] table, "
             "so it prices no change of lens; the device changes nothing there"
         )
-    start, end = span
-    line = f"lens_change_seconds = {kind.change_seconds!r}  # the {kind.label}'s change time (lens device setting)"
-    table = text[start:end]
-    table = _CHANGE_LINE.sub(line, table, count=1) if _CHANGE_LINE.search(table) else "\n" + line + table
-    return parse_protocol(text[:start] + table + text[end:], source=f"{protocol.source} ({kind.label})")
+    return parse_protocol(text, source=f"{protocol.source} ({kind.label})")

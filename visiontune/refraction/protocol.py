@@ -401,6 +401,21 @@ def table_span(text: str, table: str) -> tuple[int, int] | None:
     return header.end(), header.end() + following.start() if following else len(text)
 
 
+def with_table_line(text: str, table: str, key: str, line: str) -> str | None:
+    """``text`` with the first ``key = ...`` line in the body of ``[table]`` (:func:`table_span`) replaced by
+    ``line``, or ``line`` put right under the table's header when it has none; None when the text has no
+    ``[table]``. For a setting a command writes into a protocol before parsing it again (the lens
+    device's change time)."""
+    span = table_span(text, table)
+    if span is None:
+        return None
+    start, end = span
+    body = text[start:end]
+    setting = re.compile(rf"^[ \t]*{re.escape(key)}[ \t]*=.*$", re.MULTILINE)
+    body = setting.sub(lambda _: line, body, count=1) if setting.search(body) else "\n" + line + body
+    return text[:start] + body + text[end:]
+
+
 def parse_protocol(text: str, source: str = "<protocol>") -> Protocol:
     """Parse and validate protocol TOML ``text``; ``source`` names it in error messages."""
     r = _Reader(source)

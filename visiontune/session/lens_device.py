@@ -16,13 +16,11 @@ the protocol text so the session's snapshot holds it.
 
 from __future__ import annotations
 
-import re
-
 from visiontune.devices.base import LensDevice, LensState
 from visiontune.errors import DeviceError
 from visiontune.optics import Prescription
 from visiontune.refraction.loop import PendingComparison, PendingSlider
-from visiontune.refraction.protocol import Protocol, parse_protocol, table_span
+from visiontune.refraction.protocol import Protocol, parse_protocol, with_table_line
 
 #: The note (events table) holding each question's lenses and the device that set them.
 LENSES_SET_NOTE = "lenses set by device"
@@ -64,22 +62,10 @@ def lenses_set_notes(events) -> list[dict]:
     ]
 
 
-_CHANGE_LINE = re.compile(r"^\s*lens_change_seconds\s*=.*$", re.MULTILINE)
-
-
 def protocol_with_lens_change_seconds(protocol: Protocol, seconds: float, device_name: str) -> Protocol:
     """``protocol`` with ``[comparisons] lens_change_seconds = seconds`` (the protocol unchanged
     when it has no ``[comparisons]`` table: nothing there prices a change). The text is edited
     and parsed again, so the value is validated and the session's snapshot holds it."""
-    text = protocol.source_text
-    span = table_span(text, "comparisons")
-    if span is None:
-        return protocol
-    start, end = span
     line = f"lens_change_seconds = {float(seconds)!r}  # the {device_name} device's change time"
-    table = text[start:end]
-    if _CHANGE_LINE.search(table):
-        table = _CHANGE_LINE.sub(line, table, count=1)
-    else:
-        table = "\n" + line + table
-    return parse_protocol(text[:start] + table + text[end:], source=protocol.source)
+    text = with_table_line(protocol.source_text, "comparisons", "lens_change_seconds", line)
+    return protocol if text is None else parse_protocol(text, source=protocol.source)
