@@ -92,6 +92,7 @@ def test_the_validation_table_gives_the_median_of_the_runs_that_kept_the_count()
     assert len(rule.strip("|").split("|")) == len(columns)
     assert [c.strip() for c in first.strip("|").split("|")][at] == "12"
     assert [c.strip() for c in second.strip("|").split("|")][at] == "-"
+    assert [c.strip() for c in first.strip("|").split("|")][columns.index("worse than start")] == "-"  # no start
     mixed = table_markdown([summarise("evr", [_run(20, 14, comparisons=5)])]).splitlines()
     assert len(mixed[1].strip("|").split("|")) == len(mixed[0].strip("|").split("|"))
     assert [c.strip() for c in mixed[2].strip("|").split("|")][at] == "14"

@@ -86,10 +86,12 @@ def test_summary_shares_quantiles_and_counts_are_those_of_the_runs():
     assert s.decision_ms_median == np.median(times) and s.decision_ms_p99 == pytest.approx(np.percentile(times, 99))
     # case 0 started within 0.25 D and ended with a worse axis (10 > 5); case 1 did not (2 < 5)
     assert s.worse_axis_near == 1
+    assert s.worse_than_start == 0.4  # case 1 (0.25 > 0.2) and case 4 (0.7 > 0.6)
     assert s.over_minus_young == 1  # case 1: aged 20, 0.5 D too much minus
     start = summarise("start", runs, start=True)
     assert (start.within_025, start.within_050, start.median_error_d) == (0.4, 0.4, 0.6)
     assert start.over_minus_young == 1 and start.median_answers is None  # case 2: -0.6 D; cases 0, 1: -0.2 D
+    assert start.worse_than_start is None
 
 
 def test_refused_patients_are_counted_and_left_out_of_the_scores():

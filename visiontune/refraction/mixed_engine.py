@@ -36,7 +36,7 @@ from visiontune.refraction.comparisons import ComparisonAnswer
 from visiontune.refraction.estimate import Region, region_from_samples
 from visiontune.refraction.lenses import lens_left_in_place, lens_power_vector
 from visiontune.refraction.mixed_rules import MixedChoice, MixedSettings, PrecisionUnits, propose_mixed
-from visiontune.refraction.optics_engine import FILED_WITHIN_D, OpticsEngine
+from visiontune.refraction.optics_engine import OpticsEngine, filed_within_probability
 from visiontune.refraction.optics_model import LOG_SENSITIVITY, OPTIONAL_COLUMNS
 from visiontune.refraction.optics_rules import OpticsQuery
 from visiontune.refraction.protocol import Protocol
@@ -246,15 +246,6 @@ class MixedOpticsEngine(OpticsEngine):
         if limit is None or probability is None or probability < limit:
             return False
         return self.over_minus_met(self._filed_risk)
-
-
-def filed_within_probability(draws, lens, within_d: float = FILED_WITHIN_D) -> float:
-    """``P(|P(lens) - P*| <= within_d)`` under the weighted draws of the correction:
-    ``Σ_i w_i 1[|P(lens) - P*_i| <= within_d]`` (power vectors, Thibos et al. 1997; weights normalised)."""
-    pv = lens.power_vector_array()
-    distance = np.linalg.norm(draws.theta[:, :3] - pv, axis=1)
-    w = draws.weights
-    return float(w @ (distance <= within_d + 1e-9) / w.sum())
 
 
 def sensitivity_sd_ratio(post) -> float | None:

@@ -38,7 +38,10 @@ docs/results/README.md: ``"always"`` costs more results within 0.25 D than it sa
 ``model.filed_lens`` (:data:`FILED_LENS_RULES`): ``"rounded"`` (default) files the estimate
 rounded to trial lenses; ``"most-probable"`` the trial lens near it most probably within 0.25 D
 of the correction (:meth:`~visiontune.refraction.optics_engine.OpticsEngine._most_probable_lens`;
-the default protocol, ``clinical-sloan-compare``). ``model.lapse_sigma`` (default 0, at most 3):
+the default protocol, ``clinical-sloan-compare``). ``model.keep_start_margin`` (optional, in [0, 0.5]):
+the starting prescription is filed in place of that lens when its posterior probability of lying within
+0.25 D of the correction is at most this below the lens's (a prescription is not changed for nothing;
+:meth:`~visiontune.refraction.optics_engine.OpticsEngine._kept_start`). ``model.lapse_sigma`` (default 0, at most 3):
 above 0 the lapse rate is each patient's unknown, ``logit λ ~ N(logit model.lapse, lapse_sigma²)``,
 read by letters, chart lines and comparisons alike
 (:func:`~visiontune.refraction.optics_model.lapse_rate`). ``model.tempered`` (default false): an answer
@@ -223,8 +226,8 @@ class Stopping:
 @dataclass(frozen=True)
 class ModelSpec:
     """The model: ``type`` ``"optics"`` (``lapse``, ``lapse_sigma``, ``tempered``, ``n_particles``,
-    ``over_minus_guard``, ``filed_lens``, the prior of ``VA*`` ``best_acuity_mean`` and ``best_acuity_sd``,
-    ``fellow_eye_prior``), ``"gp"``
+    ``over_minus_guard``, ``filed_lens``, ``keep_start_margin``, the prior of ``VA*`` ``best_acuity_mean``
+    and ``best_acuity_sd``, ``fellow_eye_prior``), ``"gp"``
     (``kernel`` and either fixed ``hyperparameters`` or ``fit = "simulation"``, Fauvel & Chalk (contextual BO),
     §5.2) or ``"optics-gp"`` (``lapse``, ``n_particles`` and the GP's ``residual_sd``,
     ``residual_lengthscale_logmar``, ``residual_lengthscale_d``)."""
@@ -239,6 +242,7 @@ class ModelSpec:
     n_particles: int = 4000
     over_minus_guard: str = "never"
     filed_lens: str = "rounded"
+    keep_start_margin: float | None = None
     best_acuity_mean: float = 0.0
     best_acuity_sd: float = 0.15
     fellow_eye_prior: bool = False
@@ -699,6 +703,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             "n_particles",
             "over_minus_guard",
             "filed_lens",
+            "keep_start_margin",
             "best_acuity_mean",
             "best_acuity_sd",
             "fellow_eye_prior",
@@ -723,6 +728,11 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
             over_minus_guard=guard,
             filed_lens=r.string(table.get("filed_lens", "rounded"), "model.filed_lens", FILED_LENS_RULES),
+            keep_start_margin=(
+                r.number(table["keep_start_margin"], "model.keep_start_margin", 0.0, 0.5)
+                if "keep_start_margin" in table
+                else None
+            ),
             best_acuity_mean=r.number(table.get("best_acuity_mean", 0.0), "model.best_acuity_mean", -0.3, 1.0),
             best_acuity_sd=r.number(table.get("best_acuity_sd", 0.15), "model.best_acuity_sd", 0.01, 0.5),
             fellow_eye_prior=r.boolean(table.get("fellow_eye_prior", False), "model.fellow_eye_prior"),

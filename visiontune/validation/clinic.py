@@ -380,6 +380,7 @@ class Summary:
     decision_ms_median: float | None = None
     decision_ms_p99: float | None = None
     worse_axis_near: int | None = None
+    worse_than_start: float | None = None
     over_minus_young: int | None = None
     median_comparisons: float | None = None
     median_patient_s: float | None = None
@@ -432,6 +433,9 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
         and r["start_axis_error_deg"] is not None
     ]
     worse_axis = sum(r["axis_error_deg"] > r["start_axis_error_deg"] + 1e-9 for r in near)
+    started = [r for r in runs if r.get("start_error_d") is not None]
+    if started:
+        common["worse_than_start"] = float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in started]))
     if all("lens_changes" in r for r in runs):  # stores written before the count was kept lack it
         common["median_lens_changes"] = float(np.median([r["lens_changes"] for r in runs]))
     mixed = [r for r in runs if "comparisons" in r]

@@ -185,12 +185,12 @@ def table_markdown(rows) -> str:
     head = (
         "| | n | answers (median) | stops | within 0.25 D | within 0.50 D | median error (D) | 90th pct (D) "
         "| median ΔM (D) | median ΔJ (D) | median acuity lost (logMAR) | coverage 50 / 80 / 95% "
-        "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | young over-minused > 0.25 D "
-        "| lens changes (median) |"
+        "| answer -> next lens, median / p99 (ms) | worse axis, start within 0.25 D | worse than start "
+        "| young over-minused > 0.25 D | lens changes (median) |"
     )
     if mixed:
         head += " comparisons (median) | patient time (median, s) |" + (" sliders (median) |" if slid else "")
-    lines = [head, "|" + " --- |" * (16 + 2 * mixed + slid)]
+    lines = [head, "|" + " --- |" * (17 + 2 * mixed + slid)]
     for r in rows:
         extra = f" {_num(r.median_comparisons, '.0f')} | {_num(r.median_patient_s, '.0f')} |" if mixed else ""
         extra += f" {_num(r.median_sliders, '.0f')} |" if slid else ""
@@ -201,7 +201,7 @@ def table_markdown(rows) -> str:
             f"| {r.label} | {r.n} | {_num(r.median_answers, '.0f')} | {stops} | {_pct(r.within_025)} "
             f"| {_pct(r.within_050)} | {r.median_error_d:.2f} | {r.p90_error_d:.2f} | {r.median_error_m_d:.2f} "
             f"| {r.median_error_j_d:.2f} | {r.median_va_loss:+.3f} | {cov} | {times} "
-            f"| {_num(r.worse_axis_near, 'd')} | {_num(r.over_minus_young, 'd')} "
+            f"| {_num(r.worse_axis_near, 'd')} | {_pct(r.worse_than_start)} | {_num(r.over_minus_young, 'd')} "
             f"| {_num(r.median_lens_changes, '.0f')} |{extra}"
         )
     return "\n".join(lines)
@@ -354,7 +354,8 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
             "lies "
             "in the credible region `{P : |P - P̂| <= r}` of that level. *Worse axis*: patients whose start was within "
             "0.25 D of the truth (true cylinder >= 0.5 D) and whose found axis is further from the true axis than the "
-            "start's. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
+            "start's. *Worse than start*: patients whose result is further from the truth than their start, by any "
+            "amount. *Young over-minused*: patients aged <= 35 given more than 0.25 D more minus (M) than the truth. "
             "*Lens changes*: how many times the lens before the eye changed, the first lens placed included (a "
             "comparison shows two lenses, a slider its path): the lens swaps of a trial frame, which the patient's "
             "time counts only where the protocol prices them (`comparisons.lens_change_seconds`). "
