@@ -242,9 +242,10 @@ class OpticsEngine(Engine):
         draws) and its ``M`` is at least ``floor_m`` (the over-minus guard's lens, ``-inf`` unguarded).
 
         A clinician does not change an autorefraction's reading or a patient's spectacles for a
-        difference the answers do not show (Milder & Rubin 2004, *The Fine Art of Prescribing
-        Glasses*, ch. 1: a change must be worth the patient's adapting to it); the cylinder's axis is
-        kept in the same spirit (:meth:`_kept_axis`). The validation counts a result farther from the
+        difference the answers do not show (the prescribing rule of thumb that a small change must be
+        worth the patient's adapting to it: Milder & Rubin 2004, *The Fine Art of Prescribing Glasses
+        without Making a Spectacle of Yourself*, 3rd ed.); the cylinder's axis is kept in the same
+        spirit (:meth:`_kept_axis`). The validation counts a result farther from the
         truth than its start as worse than the start: filing a trial lens 0.15 D away in place of a
         start 0.10 D away is one. ``δ = 0.05`` was fixed on the design patients (adult-clinic and young,
         population seed 1, 0.05 and 0.15 tried) and measured on every population and answer model
