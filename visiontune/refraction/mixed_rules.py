@@ -81,7 +81,12 @@ pairs gain the lens in place against every other lens they hold ("1, the lens yo
 clinician's question at a trial frame, one swap); each question is valued per second of ``duration
 + c × changes``, the best comparison pair among them too, and the letter through the lens in place
 (BALD's size, :func:`optics_rules.letter_at`) is weighed beside the rule's letter. With ``c = 0``
-nothing changes: the same questions to the last bit.
+nothing changes: the same questions to the last bit. ``lens_change_weight`` ``w`` (default 1)
+charges each change ``w c`` in the choice while the patient's time still counts ``c``: the one-step
+value per second does not see that a lens left in place serves the questions after it. At ``w = 5``
+(a trial frame) the default asked half the changes in 9-69 s less, but filed 4-12 points fewer lenses
+within 0.25 D in three of five populations: measured, not shipped (docs/results/clinic-time.md, "A lens
+change charged more than its seconds").
 
 **Chart lines.** With :class:`~visiontune.refraction.chart_line.ChartLineSettings` (the protocol's
 ``[chart_line]``) a fourth kind is weighed: ``n`` letters of one size read aloud through one lens
@@ -170,7 +175,9 @@ class MixedSettings:
     of it; module docstring), with ``hand_held_d`` the powers of its hand-held flipper and
     cross-cylinder (D) and ``plus_sphere_only`` (set by the engine for an eye that may accommodate)
     the sphere held as plus only. ``lens_change_seconds``: what a
-    change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes")."""
+    change of lens between answers costs (s; 0 at a phoropter; module docstring, "Lens changes");
+    ``lens_change_weight``: how many times those seconds the choice charges a change
+    (:attr:`change_price_seconds`; the patient's time counts it once)."""
 
     comparison: ComparisonModel = field(default_factory=ComparisonModel)
     letter_seconds: float = LETTER_SECONDS
@@ -183,6 +190,12 @@ class MixedSettings:
     lens_change_seconds: float = LENS_CHANGE_SECONDS
     hand_held_d: tuple[float, ...] = clinical_pairs.HAND_HELD_D
     plus_sphere_only: bool = False
+    lens_change_weight: float = 1.0
+
+    @property
+    def change_price_seconds(self) -> float:
+        """What the choice charges a change of lens: ``lens_change_weight × lens_change_seconds``."""
+        return self.lens_change_weight * self.lens_change_seconds
 
     def __post_init__(self) -> None:
         if not isinstance(self.comparison, ComparisonModel):
@@ -190,6 +203,7 @@ class MixedSettings:
         for name in ("letter_seconds", "comparison_seconds"):
             check_number(name, getattr(self, name), 0.1, 600)
         check_number("lens_change_seconds", self.lens_change_seconds, 0.0, 600)
+        check_number("lens_change_weight", self.lens_change_weight, 0.1, 20)
         if self.criterion not in CRITERIA:
             raise InvalidInputError(f"criterion: expected one of {', '.join(CRITERIA)}, got {self.criterion!r}")
         check_number("comparison_size_offset_logmar", self.comparison_size_offset_logmar, -0.5, 1)
@@ -411,7 +425,7 @@ def _letter_value(
 def _changes_priced(settings: MixedSettings, lenses, in_place: Prescription | None) -> float:
     """The seconds the changes of lens showing ``lenses`` from ``in_place`` cost; none counted at a
     price of 0 (the default), which keeps them off the path of every question."""
-    price = settings.lens_change_seconds
+    price = settings.change_price_seconds
     return price * changes_along(lenses, in_place) if price > 0.0 else 0.0
 
 
@@ -589,10 +603,10 @@ def _with_comparison(
         changes = clinical_pairs.pair_changes(pairs, kinds, None if in_place is None else in_place.power_vector_array())
         held = np.array([clinical_pairs.is_hand_held(k) for k, _ in kinds], dtype=bool)
         pairs = np.where(held[:, None, None], pairs, _in_place_first(pairs, in_place)[0])
-        seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
+        seconds = settings.comparison_seconds + settings.change_price_seconds * changes
     elif settings.lens_change_seconds > 0.0:
         pairs, changes = _in_place_first(_with_lens_in_place(pairs, in_place), in_place)
-        seconds = settings.comparison_seconds + settings.lens_change_seconds * changes
+        seconds = settings.comparison_seconds + settings.change_price_seconds * changes
     if model.uses_size:
         sizes = s_grid[::_COARSE_SIZE_STRIDE]
     else:

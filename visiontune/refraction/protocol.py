@@ -71,7 +71,9 @@ clearer, 1 or 2?" as well as letters, whichever is worth more per second of the 
 time (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (default true),
 ``letter_seconds`` and ``comparison_seconds`` (the durations the choice weighs, seconds),
 ``lens_change_seconds`` (what a change of lens between answers costs, seconds: 0, the default, at
-a phoropter; a trial frame's swap, measured by ``visiontune sessions durations``), ``criterion``
+a phoropter; a trial frame's swap, measured by ``visiontune sessions durations``),
+``lens_change_weight`` (default 1, 0.1 to 20: the choice charges a change this many times
+``lens_change_seconds``, the patient's time once), ``criterion``
 (``"evr"``, ``"evr-precision"``, which needs a precision stop, ``"evr-stop"``,
 which also needs ``sensitivity_to_stop`` and a model that infers the sensitivity, or
 ``"information"``; :mod:`~visiontune.refraction.mixed_rules`), ``size_offset_logmar`` (the letter kept in view,
@@ -566,6 +568,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
             "letter_seconds",
             "comparison_seconds",
             "lens_change_seconds",
+            "lens_change_weight",
             "criterion",
             "size_offset_logmar",
             "sensitivity_to_stop",
@@ -580,6 +583,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
         for k, d in (("letter_seconds", LETTER_SECONDS), ("comparison_seconds", COMPARISON_SECONDS))
     }
     change = r.number(table.get("lens_change_seconds", LENS_CHANGE_SECONDS), p + "lens_change_seconds", 0.0, 600.0)
+    weight = r.number(table.get("lens_change_weight", 1.0), p + "lens_change_weight", 0.1, 20.0)
     criterion = r.string(table.get("criterion", "evr"), p + "criterion", CRITERIA)
     pairs = r.string(table.get("pairs", "any"), p + "pairs", PAIR_SETS)
     held = _hand_held_powers(r, table.get("hand_held_d", list(HAND_HELD_D)), p + "hand_held_d")
@@ -609,6 +613,7 @@ def _comparisons(r: _Reader, table: dict) -> MixedSettings | None:
         pairs=pairs,
         lens_change_seconds=change,
         hand_held_d=held,
+        lens_change_weight=weight,
     )
 
 
