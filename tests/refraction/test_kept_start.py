@@ -20,6 +20,7 @@ from visiontune.refraction.optics_engine import FILED_WITHIN_D, filed_within_pro
 from visiontune.refraction.protocol import load_protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
 from visiontune.refraction.trial import Trial
+from visiontune.validation.validate_cli import _keep_start_note
 
 LETTERS = load_protocol("clinical-sloan")
 START = Prescription(-2.0, -0.5, 40.0)
@@ -168,3 +169,9 @@ def test_a_bad_setting_is_refused_naming_it(value):
     text = LETTERS.source_text.replace('type = "optics"', f'type = "optics"\nkeep_start_margin = {value}')
     with pytest.raises(ProtocolError, match=r"bad\.toml: model\.keep_start_margin: expected a number in \[0, 0\.5\]"):
         parse_protocol(text, "bad.toml")
+
+
+def test_the_validation_page_states_the_margin_of_a_protocol_that_keeps_the_start():
+    note = _keep_start_note(load_protocol("clinical-sloan-lines-two-formulas"))[0]
+    assert "at most 0.05 below that lens's" in note and "`model.keep_start_margin`" in note
+    assert _keep_start_note(LETTERS) == [] and _keep_start_note(load_protocol("clinical-sloan-compare")) == []

@@ -313,6 +313,20 @@ def _over_minus_note(protocol) -> list[str]:
     ]
 
 
+def _keep_start_note(protocol) -> list[str]:
+    margin = getattr(protocol.model, "keep_start_margin", None)
+    if margin is None:
+        return []
+    return [
+        (
+            "The starting prescription is filed in place of the lens the session would file when its posterior "
+            f"probability of lying within 0.25 D of the correction is at most {margin:g} below that lens's, and it "
+            "is no more minus than the over-minus guard allows (`model.keep_start_margin`)."
+        ),
+        "",
+    ]
+
+
 def _sliders_note(protocol) -> list[str]:
     settings = getattr(protocol, "sliders", None)
     if settings is None:
@@ -375,6 +389,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         *_comparisons_note(protocol),
         *_stop_note(protocol),
         *_over_minus_note(protocol),
+        *_keep_start_note(protocol),
         *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",
