@@ -30,7 +30,7 @@ from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.population import draw_cases, population_by_name
 from visiontune.refraction.protocol import Protocol, parse_protocol
 from visiontune.refraction.start import StartingPoint
-from visiontune.validation.clinic import CaseResult, CaseSpec, TimedPresenter, case_metrics
+from visiontune.validation.clinic import CaseResult, CaseSpec, TimedPresenter, case_metrics, worse_than_start
 
 __all__ = [
     "AnswerCaseSpec",
@@ -139,8 +139,6 @@ def answer_row(label: str, runs: list[dict], *, start: bool = False) -> AnswerRo
             None,
             None,
         )
-    with_start = [r for r in runs if "start_error_d" in r]
-    worse = float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in with_start])) if with_start else None
     seconds = [r["patient_s"] for r in runs if "patient_s" in r]
     cov = [r["covered_95"] for r in runs if "covered_95" in r]
     return AnswerRow(
@@ -148,7 +146,7 @@ def answer_row(label: str, runs: list[dict], *, start: bool = False) -> AnswerRo
         len(runs),
         float(np.mean(err <= 0.25 + 1e-9)),
         float(np.mean(err <= 0.50 + 1e-9)),
-        worse,
+        worse_than_start(runs),
         float(np.mean(cov)) if cov else None,
         float(np.mean([r["stopped_by"] == "precision" for r in runs])),
         over,

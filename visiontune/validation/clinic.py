@@ -57,6 +57,7 @@ __all__ = [
     "stored_metrics",
     "summarise",
     "validation_case",
+    "worse_than_start",
 ]
 
 COVERAGE_LEVELS = (0.5, 0.8, 0.95)
@@ -391,6 +392,15 @@ class Summary:
         return dataclasses.asdict(self)
 
 
+def worse_than_start(runs: list[dict]) -> float | None:
+    """The share of ``runs`` with a start whose filed lens is further from the truth than the start, by any
+    amount (``error_d > start_error_d``); None when no run had a start."""
+    started = [r for r in runs if r.get("start_error_d") is not None]
+    if not started:
+        return None
+    return float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in started]))
+
+
 def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
     """The table row of ``runs`` (their metrics); ``start=True`` scores the starting prescription."""
     refused = sum("refused" in r for r in runs)
@@ -433,9 +443,7 @@ def summarise(label: str, runs: list[dict], *, start: bool = False) -> Summary:
         and r["start_axis_error_deg"] is not None
     ]
     worse_axis = sum(r["axis_error_deg"] > r["start_axis_error_deg"] + 1e-9 for r in near)
-    started = [r for r in runs if r.get("start_error_d") is not None]
-    if started:
-        common["worse_than_start"] = float(np.mean([r["error_d"] > r["start_error_d"] + 1e-9 for r in started]))
+    common["worse_than_start"] = worse_than_start(runs)
     if all("lens_changes" in r for r in runs):  # stores written before the count was kept lack it
         common["median_lens_changes"] = float(np.median([r["lens_changes"] for r in runs]))
     mixed = [r for r in runs if "comparisons" in r]
