@@ -36,6 +36,13 @@ def test_an_inferred_band_and_bias_are_described_not_a_fixed_band():
     assert '"equal" band inferred per patient (lognormal prior, median 0.5, σ 0.7)' in text
     assert '"equal" band 0.5,' not in text
     assert "more minus lens inferred (half-normal prior, σ 0.3)" in text
+    two = dataclasses.replace(
+        model, indifference_sigma=0.35, indifference_second_median=0.19, indifference_second_weight=0.25
+    )
+    assert (
+        "a prior of two kinds of patient: lognormals at medians 0.5 and 0.19, σ 0.35 each, 75% and 25% likely"
+        in _model_text(two)
+    )
 
 
 def test_the_prior_of_two_formulas_is_described_as_such():

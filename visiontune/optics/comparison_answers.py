@@ -87,6 +87,19 @@ reading of model uncertainty between two models, Hoeting, Madigan, Raftery & Vol
 *Statist. Sci.* 14:382-417). Measured there: the region honest in most populations (coverage 84-98%),
 sessions 37-105 s longer and less accurate in high myopia and no-start; not in a shipped protocol.
 
+*Two kinds of patient* (the "equal" band). How often a patient says "no difference" is the patient's
+own (Kaernbach 2001; García-Pérez & Alcalá-Quintana 2011, as cited in
+``docs/results/answer-bias.md``); a patient who rarely says it answers two lenses alike "1" or "2" at
+random, which the model, expecting "=" 38% of the time there (``τ = 0.5``), reads as a difference
+seen, and its posterior ends too sure (``docs/results/answer-bias.md``). A lognormal prior of
+``ln τ`` wide enough to reach such a patient (``indifference_sigma = 1``) also lets the model's own
+patient's "1"s be read as a narrow band, and costs them (there). With
+``indifference_second_median`` the prior says what is known instead: most patients say "="
+about as the model does, some rarely do, ``(1 - w) N(ln 0.5, σ²) + w N(ln τ₂, σ²)``; each "="
+between lenses alike then weighs against the second kind, and its absence for it (a Bayesian
+choice between two models, as for ``κ``; Hoeting et al. 1999). **Stated**, not fitted: no clinic's
+rate of "no difference" answers was found.
+
 Keyed answers, as the letter answers of :class:`~visiontune.optics.SimulatedPatient`: the
 comparison at trial ``k`` draws its one uniform from ``default_rng([seed, k, 0x5EED, 2])``
 (letters use ``[seed, k, 0x5EED]``, binary duels ``[..., 1]``), so the answer does not depend on
@@ -155,6 +168,9 @@ class ComparisonModel:
     minus lens ``β_minus``, and ``indifference_sigma``: ``σ`` of ``ln τ`` around ``ln indifference``;
     ``0`` (default) holds ``β_minus = 0`` and ``τ = indifference`` fixed (the likelihood with them:
     :mod:`visiontune.refraction.comparisons`). The simulated patient ignores both.
+    ``indifference_second_median`` ``τ₂`` and ``indifference_second_weight`` ``w``: ``0`` (default) for
+    that lognormal; ``τ₂ > 0`` makes the prior of ``ln τ`` the mixture ``(1 - w) N(ln indifference, σ²)
+    + w N(ln τ₂, σ²)`` (module docstring, "Two kinds of patient"); ``w`` default ½.
     ``minus_bias_prior``: the shape of that prior, ``"normal"`` (default, ``N(0, σ²)``: a bias either
     way) or ``"half-normal"`` (a bias toward the more minus lens only, ``β_minus >= 0``, density
     ``2 φ(β/σ) / σ`` there and 0 below; Johnson, Kotz & Balakrishnan 1994, *Continuous Univariate
@@ -173,6 +189,8 @@ class ComparisonModel:
     minus_bias_sigma: float = 0.0
     indifference_sigma: float = 0.0
     minus_bias_prior: str = "normal"
+    indifference_second_median: float = 0.0
+    indifference_second_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.kind not in COMPARISON_KINDS:
@@ -193,12 +211,19 @@ class ComparisonModel:
             ("sensitivity_second_median", 0, 1000),
             ("minus_bias_sigma", 0, 5),
             ("indifference_sigma", 0, 3),
+            ("indifference_second_median", 0, 5),
+            ("indifference_second_weight", 0.001, 0.999),
         ):
             check_number(name, getattr(self, name), lo, hi)
         if self.sensitivity_second_median > 0 and not self.sensitivity_sigma > 0:
             raise InvalidInputError(
                 "sensitivity_second_median: a prior of two lognormals is a prior of an inferred sensitivity, "
                 f"which needs sensitivity_sigma > 0, got sensitivity_sigma = {self.sensitivity_sigma!r}"
+            )
+        if self.indifference_second_median > 0 and not self.indifference_sigma > 0:
+            raise InvalidInputError(
+                "indifference_second_median: a prior of two lognormals is a prior of an inferred band, "
+                f"which needs indifference_sigma > 0, got indifference_sigma = {self.indifference_sigma!r}"
             )
         if self.indifference_sigma > 0 and not self.indifference > 0:
             raise InvalidInputError(
@@ -235,7 +260,8 @@ class ComparisonModel:
         ``"half-normal"`` (the prior folded at its mean,
         :class:`~visiontune.refraction.optics_model.OptionalColumn`); with
         ``sensitivity_second_median`` the ``ln κ`` entry carries ``"mixture"`` and that median (the
-        prior of two formulas, module docstring)."""
+        prior of two formulas, module docstring); with ``indifference_second_median`` the ``ln τ`` entry
+        carries ``"mixture"``, that median and, unless ½, ``indifference_second_weight``."""
         out = []
         if self.infers_sensitivity:
             kappa = ("log_sensitivity", float(self.sensitivity_median), float(self.sensitivity_sigma))
@@ -245,7 +271,11 @@ class ComparisonModel:
             bias = ("minus_bias", 0.0, float(self.minus_bias_sigma))
             out.append(bias if self.minus_bias_prior == "normal" else (*bias, self.minus_bias_prior))
         if self.infers_indifference:
-            out.append(("log_indifference", float(self.indifference), float(self.indifference_sigma)))
+            band = ("log_indifference", float(self.indifference), float(self.indifference_sigma))
+            second, weight = float(self.indifference_second_median), float(self.indifference_second_weight)
+            if second > 0.0:
+                band = (*band, "mixture", second, *((weight,) if weight != 0.5 else ()))
+            out.append(band)
         return tuple(out)
 
     @property

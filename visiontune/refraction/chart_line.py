@@ -19,8 +19,8 @@ worse than single letters (amblyopia, low contrast, the periphery) sets its own.
 The letters of a line are independent given ``θ``, **each with its own lapse** ``λ``: the lapse
 of the letter model is the chance of missing one legible letter (a slip, a blink, a keying
 error), and nothing in the letter model says whether the slips of one line come together. A
-shared lapse (a line missed at once) would make a line's answers a mixture and weaken what five
-right answers say; we keep the letters' own model and say so. Given the particle all ``n`` letters
+shared lapse (a line missed at once) makes a line's answers a mixture; the letters' own model is
+the default, the line missed at once an option (``line_lapse``, below). Given the particle all ``n`` letters
 have the same ``p_i``, so the number correct ``K`` is binomial and sufficient::
 
     log P(line | θ_i) = K log p_i + (n - K) log(1 - p_i)     (+ a constant in θ)
@@ -36,6 +36,24 @@ over many), integrated by Gauss-Hermite quadrature (``Q`` nodes ``x_q``, weights
 over-dispersed against the binomial: five answers of one line then count for less than five
 letters apart. With ``σ = 0`` it is the binomial above.
 
+**A line read at random** (``line_lapse`` ``λ_L > 0``, off by default): the patient's attention
+lapses for the whole line with probability ``λ_L`` and every letter is then a guess, right with the
+chance ``γ = 1/alternatives``::
+
+    P(line | θ_i) = (1 - λ_L) p_i^K (1 - p_i)^(n - K) + λ_L γ^K (1 - γ)^(n - K)
+
+(on the binomial counts the same mixture, ``P(K = k | θ_i) = (1 - λ_L) P_θ(K = k) + λ_L
+C(n, k) γ^k (1 - γ)^(n - k)``; with ``σ > 0`` the first term is the shared threshold's average).
+The lapse a psychometric function needs is the chance of an answer unrelated to the stimulus
+(Wichmann & Hill 2001, *Percept. Psychophys.* 63:1293); for a line that is one presentation, one
+attention, not five independent slips. Without it a line of guesses through a lens the eye sees
+well has probability about ``λ^5`` and is read as blur beyond doubt; with it a failed line is worth
+at most ``1/λ_L`` against a lens, and a line read well loses almost nothing (``γ^K`` is small). A
+*run* of lapsed lines is not read by it (independent lapses make twelve in a row ``λ_L^12``).
+Measured on every population and answer model at ``λ_L = 0.04``: longer sessions, no more accurate;
+off in every shipped protocol (``docs/results/clinic-time.md``, "A line read at random, and the band
+of two kinds of patient").
+
 The first is :class:`ChartLineAnswer`'s likelihood (exactly the sum of the ``n`` letters'
 :class:`~visiontune.refraction.optics_model.LetterAnswer` log-likelihoods at ``s - c``); the
 second, :func:`line_outcome_probabilities`, gives the expected reduction of the posterior
@@ -48,6 +66,7 @@ A line's duration is a setting, ``line_seconds`` (default 6 s for 5 letters,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,13 +101,15 @@ MAX_LINE_LETTERS = 10
 @dataclass(frozen=True)
 class ChartLineSettings:
     """A protocol's ``[chart_line]``: ``letters_per_line`` (``n``), ``line_seconds`` (the patient's
-    time per line, s), ``crowding_logmar`` (``c``) and ``line_sd_logmar`` (``σ`` of the threshold a
-    line's letters share, 0: none; module docstring)."""
+    time per line, s), ``crowding_logmar`` (``c``), ``line_sd_logmar`` (``σ`` of the threshold a
+    line's letters share, 0: none) and ``line_lapse`` (``λ_L``, the chance a line is read at random,
+    0: none; module docstring)."""
 
     letters_per_line: int = LINE_LETTERS
     line_seconds: float = LINE_SECONDS
     crowding_logmar: float = CROWDING_LOGMAR
     line_sd_logmar: float = 0.0
+    line_lapse: float = 0.0
 
     def __post_init__(self) -> None:
         n = self.letters_per_line
@@ -98,6 +119,7 @@ class ChartLineSettings:
         check_number("line_seconds", self.line_seconds, 0.1, 600)
         check_number("crowding_logmar", self.crowding_logmar, 0.0, 0.5)
         check_number("line_sd_logmar", self.line_sd_logmar, 0.0, 0.3)
+        check_number("line_lapse", self.line_lapse, 0.0, 0.5)
 
 
 @dataclass(frozen=True)
@@ -138,20 +160,25 @@ def line_count_probabilities(
     p = probability_correct(
         theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, len(shifts), axis=0), spec
     ).reshape(len(theta), m, len(shifts))
-    return np.einsum("nmqk,q->nmk", line_outcome_probabilities(p, n), weights)
+    probs = np.einsum("nmqk,q->nmk", line_outcome_probabilities(p, n), weights)
+    if settings.line_lapse == 0.0:
+        return probs
+    guessed = line_outcome_probabilities(np.array(spec.chance), n)
+    return (1.0 - settings.line_lapse) * probs + settings.line_lapse * guessed
 
 
 @dataclass(frozen=True)
 class ChartLineAnswer:
     """One chart line for :meth:`ParticlePosterior.observe`: size ``s`` (logMAR, the line's),
     the lens's power vector ``lens`` ``(M, J0, J45)`` (D), ``correct`` (each letter's, in reading
-    order), ``crowding_logmar`` (``c``) and ``line_sd_logmar`` (``σ``)."""
+    order), ``crowding_logmar`` (``c``), ``line_sd_logmar`` (``σ``) and ``line_lapse`` (``λ_L``)."""
 
     s: float
     lens: tuple[float, float, float]
     correct: tuple[bool, ...]
     crowding_logmar: float = CROWDING_LOGMAR
     line_sd_logmar: float = 0.0
+    line_lapse: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.correct) < 2 or any(not isinstance(c, (bool, np.bool_)) for c in self.correct):
@@ -161,7 +188,7 @@ class ChartLineAnswer:
 
     @property
     def batch_key(self) -> tuple:
-        return ("chart_line", float(self.crowding_logmar), float(self.line_sd_logmar))
+        return ("chart_line", float(self.crowding_logmar), float(self.line_sd_logmar), float(self.line_lapse))
 
     @property
     def n_correct(self) -> int:
@@ -173,8 +200,9 @@ class ChartLineAnswer:
 
     @staticmethod
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
-        """``Σ_lines K log p_i + (n - K) log(1 - p_i)`` over ``answers`` of one crowding offset and
-        shared threshold (with ``σ > 0`` each line's term averaged over the shifts): ``(N,)``."""
+        """``Σ_lines K log p_i + (n - K) log(1 - p_i)`` over ``answers`` of one crowding offset, shared
+        threshold and line lapse (with ``σ > 0`` each line's term averaged over the shifts, with
+        ``λ_L > 0`` mixed with the line of guesses; module docstring): ``(N,)``."""
         shifts, weights = shared_offsets(answers[0].line_sd_logmar)
         s = np.array([a.s - a.crowding_logmar for a in answers])
         lenses = np.array([a.lens for a in answers], dtype=float).reshape(len(answers), 3)
@@ -182,13 +210,19 @@ class ChartLineAnswer:
         wrong = np.array([len(a.correct) for a in answers], dtype=float) - right
         if len(shifts) == 1:
             p = probability_correct(theta, s, lenses, spec)
-            return np.sum(right * np.log(p) + wrong * np.log1p(-p), axis=1)
-        m, q = len(s), len(shifts)
-        p = probability_correct(
-            theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, q, axis=0), spec
-        ).reshape(len(theta), m, q)
-        ll = right[None, :, None] * np.log(p) + wrong[None, :, None] * np.log1p(-p)
-        return np.sum(logsumexp(ll, axis=2, b=weights[None, None, :]), axis=1)
+            ll = right * np.log(p) + wrong * np.log1p(-p)
+        else:
+            m, q = len(s), len(shifts)
+            p = probability_correct(
+                theta, (s[:, None] - shifts[None, :]).reshape(-1), np.repeat(lenses, q, axis=0), spec
+            ).reshape(len(theta), m, q)
+            ll = right[None, :, None] * np.log(p) + wrong[None, :, None] * np.log1p(-p)
+            ll = logsumexp(ll, axis=2, b=weights[None, None, :])
+        lapse = answers[0].line_lapse
+        if lapse > 0.0:
+            guessed = right * math.log(spec.chance) + wrong * math.log1p(-spec.chance)
+            ll = np.logaddexp(math.log1p(-lapse) + ll, math.log(lapse) + guessed[None, :])
+        return np.sum(ll, axis=1)
 
 
 def line_correct_text(correct) -> str:

@@ -95,7 +95,9 @@ class MixedOpticsEngine(OpticsEngine):
             correct = tuple(c == "1" for c in t.line_correct)
             lens = tuple(map(float, lens_power_vector(t.lens)))
             self._posterior.observe(
-                ChartLineAnswer(float(t.s_logmar), lens, correct, lines.crowding_logmar, lines.line_sd_logmar)
+                ChartLineAnswer(
+                    float(t.s_logmar), lens, correct, lines.crowding_logmar, lines.line_sd_logmar, lines.line_lapse
+                )
             )
             return None
         if getattr(t, "slider_choice", None) is not None:

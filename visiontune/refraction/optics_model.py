@@ -118,10 +118,13 @@ class OptionalColumn:
     *Continuous Univariate Distributions* vol. 1, §13.10.1), drawn as ``μ + |N(0, σ²)|``; its log
     density is ``-∞`` below ``μ``, so a move proposing a value there is rejected.
 
-    A column on a log scale may take a **mixture** prior (shape ``"mixture"``): the equal mixture of
-    ``N(ln m1, σ²)`` and ``N(ln m2, σ²)``, ``m2`` the ``second`` median, log density (up to a
-    constant) ``logaddexp(-½((x - ln m1)/σ)², -½((x - ln m2)/σ)²)``; drawn by choosing a component
-    with probability ½ and drawing from it (the comparison sensitivity's prior of two formulas,
+    A column on a log scale may take a **mixture** prior (shape ``"mixture"``): the mixture
+    ``(1 - w) N(ln m1, σ²) + w N(ln m2, σ²)``, ``m2`` the ``second`` median and ``w`` its ``weight``
+    (default ½, the equal mixture), log density (up to a constant)
+    ``logaddexp(ln(1 - w) - ½((x - ln m1)/σ)², ln w - ½((x - ln m2)/σ)²)`` (for ``w = ½`` the two
+    ``ln ½`` terms, a constant, are left out); drawn by choosing the second component with
+    probability ``w`` and drawing from the component chosen (the comparison sensitivity's prior of two
+    formulas, the patient's "equal" band's prior of two kinds of patient,
     :mod:`visiontune.optics.comparison_answers`). The moves of the particles then also propose the
     reflection of the column about the midpoint of the two centres, ``x' = ln m1 + ln m2 - x``
     (:meth:`reflected`), which takes a particle from one component to the other; the reflection is
@@ -147,13 +150,14 @@ class OptionalColumn:
         rng: np.random.Generator,
         shape: str = "normal",
         second: float | None = None,
+        weight: float = 0.5,
     ):
         """``n`` draws of the column's prior of this ``shape`` (class docstring) from ``rng``
-        (``second``: the mixture's second median)."""
+        (``second``: the mixture's second median, ``weight`` its probability)."""
         if shape == "normal":
             return rng.normal(self.centre(location), sigma, n)
         if shape == "mixture":
-            first = rng.random(n) < 0.5
+            first = rng.random(n) < 1.0 - weight
             centre = np.where(first, self.centre(location), self.centre(second))
             return centre + rng.normal(0.0, sigma, n)
         return self.centre(location) + np.abs(rng.normal(0.0, sigma, n))
@@ -166,7 +170,11 @@ class OptionalColumn:
         if not shape:
             return -0.5 * z**2
         if shape[0] == "mixture":
-            return np.logaddexp(-0.5 * z**2, -0.5 * ((x - self.centre(shape[1])) / sigma) ** 2)
+            z2 = (x - self.centre(shape[1])) / sigma
+            w = mixture_weight(prior)
+            if w == 0.5:
+                return np.logaddexp(-0.5 * z**2, -0.5 * z2**2)
+            return np.logaddexp(np.log1p(-w) - 0.5 * z**2, np.log(w) - 0.5 * z2**2)
         return np.where(z < 0.0, -np.inf, -0.5 * z**2)
 
     def reflected(self, x: np.ndarray, prior: tuple) -> np.ndarray | None:
@@ -179,11 +187,22 @@ class OptionalColumn:
 
     def prior_sd(self, prior: tuple) -> float:
         """The standard deviation the column's ``prior`` is read with (the wait for ``κ``): ``σ``; for a
-        mixture ``√(σ² + (Δ/2)²)``, ``Δ`` the distance of its two centres."""
+        mixture ``√(σ² + w (1 - w) Δ²)``, ``Δ`` the distance of its two centres (``√(σ² + (Δ/2)²)`` at
+        ``w = ½``)."""
         location, sigma, *shape = prior
         if shape and shape[0] == "mixture":
-            return float(np.hypot(sigma, 0.5 * (self.centre(shape[1]) - self.centre(location))))
+            spread = self.centre(shape[1]) - self.centre(location)
+            w = mixture_weight(prior)
+            if w == 0.5:
+                return float(np.hypot(sigma, 0.5 * spread))
+            return float(np.hypot(sigma, np.sqrt(w * (1.0 - w)) * spread))
         return float(sigma)
+
+
+def mixture_weight(prior: tuple) -> float:
+    """The second component's probability ``w`` of a mixture prior ``(location, σ, "mixture", second[,
+    w])`` (:class:`OptionalColumn`): its fifth element, ½ when it has none."""
+    return float(prior[4]) if len(prior) > 4 else 0.5
 
 
 #: Shapes of an optional column's prior (:class:`OptionalColumn`): normal (on the log scale for a
@@ -351,6 +370,7 @@ def with_column(
     rng: np.random.Generator,
     shape: str = "normal",
     second: float | None = None,
+    weight: float = 0.5,
 ) -> np.ndarray:
     """``theta (N, d)`` with the optional column ``name`` of prior draws ``N(ln median, σ²)`` (or of
     the ``shape`` named, :meth:`OptionalColumn.draw`) from ``rng`` when it has none (to choose a
@@ -358,11 +378,11 @@ def with_column(
     if has_column(theta, name):
         return theta
     col = _column(name)
-    _check_shape(col, shape, second)
-    return _set_column(theta, col.index, col.draw(median, sigma, len(theta), rng, shape, second))
+    _check_shape(col, shape, second, weight)
+    return _set_column(theta, col.index, col.draw(median, sigma, len(theta), rng, shape, second, weight))
 
 
-def _check_shape(col: OptionalColumn, shape: str, second: float | None = None) -> None:
+def _check_shape(col: OptionalColumn, shape: str, second: float | None = None, weight: float = 0.5) -> None:
     if shape not in COLUMN_PRIOR_SHAPES:
         raise InvalidInputError(f"{col.name} prior: expected one of {', '.join(COLUMN_PRIOR_SHAPES)}, got {shape!r}")
     if shape == "half-normal" and col.log_scale:
@@ -372,6 +392,8 @@ def _check_shape(col: OptionalColumn, shape: str, second: float | None = None) -
             f"{col.name} prior: a mixture prior is for a column on a log scale, with a positive second median, "
             f"got {second!r}"
         )
+    if shape == "mixture" and not 0.0 < weight < 1.0:
+        raise InvalidInputError(f"{col.name} prior: a mixture's second weight must lie in (0, 1), got {weight!r}")
 
 
 def _set_column(theta: np.ndarray, index: int, values: np.ndarray) -> np.ndarray:
@@ -532,20 +554,28 @@ class ParticlePosterior:
             self._resample_move(np.random.default_rng([self.seed, self.n, 0x5A3]))
 
     def add_column(
-        self, name: str, median: float, sigma: float, shape: str = "normal", second: float | None = None
+        self,
+        name: str,
+        median: float,
+        sigma: float,
+        shape: str = "normal",
+        second: float | None = None,
+        weight: float = 0.5,
     ) -> None:
         """Add the optional column ``name`` (:data:`OPTIONAL_COLUMNS`), ``N(ln median, σ²)`` draws
         (or of the ``shape`` named, :meth:`OptionalColumn.draw`: a half-normal for a column not on a
-        log scale, a mixture with the ``second`` median for one on a log scale) from
+        log scale, a mixture with the ``second`` median at probability ``weight`` for one on a log scale) from
         ``default_rng([seed, 0, purpose])``, unless there is one (then the prior must be the
         same). The column is a priori independent of the other unknowns and no answer so far
         depends on it, so the weighted particles with it represent the posterior, whenever it is
         added (module docstring): the particles are a pure function of the answers, as before."""
         col = _column(name)
-        _check_shape(col, shape, second)
+        _check_shape(col, shape, second, weight)
         prior = (float(median), float(sigma))
-        if shape != "normal":
-            prior = (*prior, shape) if shape != "mixture" else (*prior, shape, float(second))
+        if shape == "mixture":
+            prior = (*prior, shape, float(second), *((float(weight),) if weight != 0.5 else ()))
+        elif shape != "normal":
+            prior = (*prior, shape)
         known = self.column_priors.get(name)
         if known is not None:
             if prior != known:
@@ -559,7 +589,7 @@ class ParticlePosterior:
             raise InvalidInputError(f"{name} prior: expected {what}, got {prior}")
         rng = np.random.default_rng([self.seed, 0, col.purpose])
         self.theta = _set_column(
-            self.theta, col.index, col.draw(prior[0], prior[1], len(self.theta), rng, shape, second)
+            self.theta, col.index, col.draw(prior[0], prior[1], len(self.theta), rng, shape, second, weight)
         )
         priors = {**self.column_priors, name: prior}
         self.column_priors = {k: priors[k] for k in OPTIONAL_COLUMNS if k in priors}

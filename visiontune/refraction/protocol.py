@@ -110,8 +110,9 @@ value per second (:mod:`visiontune.refraction.mixed_rules`). Keys: ``enabled`` (
 ``letters_per_line`` (default 5, as a logMAR chart), ``line_seconds`` (default 6 s for 5 letters,
 :mod:`visiontune.refraction.durations`) and ``crowding_logmar`` (how much harder a letter of a line
 is than one alone, logMAR, in [0, 0.5]; default 0, cited there) and ``line_sd_logmar`` (the SD of a
-threshold shift the letters of one line share, logMAR, in [0, 0.3]; default 0, none). No shipped
-protocol turns it on.
+threshold shift the letters of one line share, logMAR, in [0, 0.3]; default 0, none) and
+``line_lapse`` (the chance that the patient's attention lapses for a whole line and every letter
+is a guess, in [0, 0.5]; default 0, none).
 
 Shipped protocols are looked up in ``visiontune/data/protocols/`` (installed package data)
 and then in the ``protocols/`` folder of a source checkout (next to ``visiontune/``).
@@ -656,7 +657,12 @@ def _chart_line(r: _Reader, table: dict, n_letters: int) -> ChartLineSettings | 
     """``[chart_line]`` (module docstring); ``None`` when ``enabled = false``. A line's letters are
     distinct, so at most the letter set's ``n_letters``."""
     p = "chart_line."
-    r.table(table, p, set(), {"enabled", "letters_per_line", "line_seconds", "crowding_logmar", "line_sd_logmar"})
+    r.table(
+        table,
+        p,
+        set(),
+        {"enabled", "letters_per_line", "line_seconds", "crowding_logmar", "line_sd_logmar", "line_lapse"},
+    )
     enabled = r.boolean(table.get("enabled", True), p + "enabled")
     defaults = ChartLineSettings()
     n = r.integer(
@@ -668,7 +674,8 @@ def _chart_line(r: _Reader, table: dict, n_letters: int) -> ChartLineSettings | 
     seconds = r.number(table.get("line_seconds", defaults.line_seconds), p + "line_seconds", 0.1, 600.0)
     crowding = r.number(table.get("crowding_logmar", defaults.crowding_logmar), p + "crowding_logmar", 0.0, 0.5)
     shared = r.number(table.get("line_sd_logmar", defaults.line_sd_logmar), p + "line_sd_logmar", 0.0, 0.3)
-    return ChartLineSettings(n, seconds, crowding, shared) if enabled else None
+    lapse = r.number(table.get("line_lapse", defaults.line_lapse), p + "line_lapse", 0.0, 0.5)
+    return ChartLineSettings(n, seconds, crowding, shared, lapse) if enabled else None
 
 
 def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:

@@ -221,7 +221,14 @@ def headline(tables) -> str:
 
 def _model_text(model) -> str:
     kind = "Thurstone (Eq. 11)" if model.kind == "thurstone" else "blur discrimination"
-    if getattr(model, "indifference_sigma", 0.0):
+    if getattr(model, "indifference_sigma", 0.0) and getattr(model, "indifference_second_median", 0.0):
+        w = model.indifference_second_weight
+        band = (
+            f'the "equal" band inferred per patient (a prior of two kinds of patient: lognormals at medians '
+            f"{model.indifference:g} and {model.indifference_second_median:g}, σ {model.indifference_sigma:g} each, "
+            f"{1 - w:.0%} and {w:.0%} likely)"
+        )
+    elif getattr(model, "indifference_sigma", 0.0):
         band = (
             f'the "equal" band inferred per patient (lognormal prior, median {model.indifference:g}, '
             f"σ {model.indifference_sigma:g})"
@@ -267,6 +274,25 @@ def _comparisons_note(protocol) -> list[str]:
             f"of their own "
             'letter task (Fauvel & Chalk\'s Eq. 11, with an "equal" band of 0.5 and their own lapse rate; '
             "`visiontune.optics.comparison_answers`)."
+        ),
+        "",
+    ]
+
+
+def _chart_line_note(protocol) -> list[str]:
+    lines = getattr(protocol, "chart_line", None)
+    if lines is None:
+        return []
+    lapse = (
+        f"; a whole line is read at random (every letter a guess) with probability {lines.line_lapse:g} "
+        "(`chart_line.line_lapse`: the patient's attention lapsed for the line)"
+        if lines.line_lapse > 0
+        else ""
+    )
+    return [
+        (
+            f"The protocol also asks chart lines ({lines.letters_per_line} letters of one size read aloud through one "
+            f"lens, each keyed right or wrong), a line counted at {lines.line_seconds:g} s{lapse}."
         ),
         "",
     ]
@@ -387,6 +413,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         ),
         "",
         *_comparisons_note(protocol),
+        *_chart_line_note(protocol),
         *_stop_note(protocol),
         *_over_minus_note(protocol),
         *_keep_start_note(protocol),

@@ -1,0 +1,62 @@
+"""One simulated session, question by question, with the answer model's lapses marked.
+
+Refracts case ``--case`` of ``--population`` (population seed ``--seed``, as ``visiontune validate``
+draws it) with ``--protocol``, the patient answering by ``--answer-model``, and prints every trial:
+its index, ``L`` where the patient's attention had lapsed (``lapse-runs``: the answer model's two-state
+chain, :mod:`visiontune.refraction.answer_models`), the question (a letter, a chart line, a
+comparison), its size (logMAR), the lens or lenses and the answer; then the true correction, the start
+and the lens filed. The answers are the validation's own (keyed), so the session is the one its store
+scored. SIMULATED patient.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/answer_trace.py --protocol P --population young --case 8 \
+        --seed 2 --answer-model lapse-runs
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from visiontune.optics import Prescription
+from visiontune.refraction.answer_models import AnswerModelPresenter, answer_model_by_name
+from visiontune.refraction.loop import MemoryLog, Refraction
+from visiontune.refraction.protocol import load_protocol
+from visiontune.refraction.start import StartingPoint
+from visiontune.validation.clinic import validation_case
+
+
+def trial_line(trial, lapsed: bool) -> str:
+    """One printed row: index, lapse mark, kind, size, lens(es) and answer."""
+    mark = "L" if lapsed else " "
+    if trial.line_correct is not None:
+        what = f"line       {trial.lens}  read {trial.line_correct}"
+    elif trial.comparison is not None:
+        what = f"comparison {trial.lens}  or  {trial.lens2}  -> {trial.comparison}"
+    else:
+        what = f"letter     {trial.lens}  {'right' if trial.correct else 'wrong'}"
+    return f"{trial.index:4d} {mark} s={trial.s_logmar:+.2f}  {what}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", default="clinical-sloan-lines-two-formulas")
+    parser.add_argument("--population", default="young")
+    parser.add_argument("--case", type=int, default=0, help="case id (0-based, as the validation's store)")
+    parser.add_argument("--seed", type=int, default=1, help="population seed (default 1, the validation's)")
+    parser.add_argument("--answer-model", default="model")
+    args = parser.parse_args()
+    protocol = load_protocol(args.protocol)
+    case = validation_case(args.population, args.case, args.seed)
+    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
+    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    presenter = AnswerModelPresenter(case.patient(protocol.n_alternatives), answer_model_by_name(args.answer_model))
+    result = refraction.run(presenter)
+    print(f"SIMULATED patient: {args.population} case {args.case} (seed {args.seed}), age {case.age_years:.0f}")
+    print(f"true correction {case.true_rx}; start {case.start_rx} ({case.start_source})")
+    for trial in refraction.trials():
+        print(trial_line(trial, presenter.answers.lapsed(trial.index)))
+    filed = Prescription(**result["rounded"])
+    print(f"filed {filed} after {result['trials_used']} answers, stopped by {result['stopped_by']}")
+
+
+if __name__ == "__main__":
+    main()
