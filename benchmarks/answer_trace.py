@@ -18,10 +18,8 @@ import argparse
 
 from visiontune.optics import Prescription
 from visiontune.refraction.answer_models import AnswerModelPresenter, answer_model_by_name
-from visiontune.refraction.loop import MemoryLog, Refraction
 from visiontune.refraction.protocol import load_protocol
-from visiontune.refraction.start import StartingPoint
-from visiontune.validation.clinic import validation_case
+from visiontune.validation.clinic import case_refraction, validation_case
 
 
 def trial_line(trial, lapsed: bool) -> str:
@@ -46,8 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     protocol = load_protocol(args.protocol)
     case = validation_case(args.population, args.case, args.seed)
-    start = StartingPoint(case.start_rx, case.start_source, case.age_years)
-    refraction = Refraction(MemoryLog(), protocol, seed=case.seed, start=start, simulated=True)
+    refraction = case_refraction(protocol, case)
     presenter = AnswerModelPresenter(case.patient(protocol.n_alternatives), answer_model_by_name(args.answer_model))
     result = refraction.run(presenter)
     print(f"SIMULATED patient: {args.population} case {args.case} (seed {args.seed}), age {case.age_years:.0f}")

@@ -12,21 +12,14 @@ import math
 import numpy as np
 import pytest
 
+from tests.refraction.test_chart_line import SPEC, START, _particles
 from visiontune.errors import InvalidInputError, ProtocolError
-from visiontune.optics import Prescription
 from visiontune.refraction.chart_line import ChartLineAnswer, ChartLineSettings, line_count_probabilities
-from visiontune.refraction.optics_model import OpticsModelSpec, ParticlePosterior, probability_correct
+from visiontune.refraction.optics_model import ParticlePosterior, probability_correct
 from visiontune.refraction.protocol import load_protocol, parse_protocol
-from visiontune.refraction.start import StartingPoint
 from visiontune.validation.validate_cli import _chart_line_note
 
-SPEC = OpticsModelSpec(n_alternatives=10, lapse=0.04, n_particles=500)
-START = StartingPoint(Prescription(-1.0, -0.75, 20.0), "autorefraction", 45)
 LAPSE = 0.04
-
-
-def _particles(n=400, seed=0):
-    return ParticlePosterior(dataclasses.replace(SPEC, n_particles=n), START, seed).theta
 
 
 @pytest.mark.parametrize("line_sd", [0.0, 0.1])
