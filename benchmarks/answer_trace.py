@@ -6,7 +6,11 @@ its index, ``L`` where the patient's attention had lapsed (``lapse-runs``: the a
 chain, :mod:`visiontune.refraction.answer_models`), the question (a letter, a chart line, a
 comparison), its size (logMAR), the lens or lenses and the answer; then the true correction, the start
 and the lens filed. The answers are the validation's own (keyed), so the session is the one its store
-scored. SIMULATED patient.
+scored. With a protocol that reads lapses as runs (``model.lapse_run_onset``), each row ends with the
+model's posterior probability that the patient was lapsed at that answer, ``P(L)``
+(:attr:`~visiontune.refraction.optics_model.ParticlePosterior.lapsed_probability`, the answers up to it),
+and the session ends with its mean at the answers the patient lapsed and at the others.
+SIMULATED patient.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/answer_trace.py --protocol P --population young --case 8 \
         --seed 2 --answer-model lapse-runs
@@ -18,6 +22,7 @@ import argparse
 
 from visiontune.optics import Prescription
 from visiontune.refraction.answer_models import AnswerModelPresenter, answer_model_by_name
+from visiontune.refraction.mixed_engine import build_optics_engine
 from visiontune.refraction.protocol import load_protocol
 from visiontune.validation.clinic import case_refraction, validation_case
 
@@ -49,8 +54,22 @@ def main() -> None:
     result = refraction.run(presenter)
     print(f"SIMULATED patient: {args.population} case {args.case} (seed {args.seed}), age {case.age_years:.0f}")
     print(f"true correction {case.true_rx}; start {case.start_rx} ({case.start_source})")
-    for trial in refraction.trials():
-        print(trial_line(trial, presenter.answers.lapsed(trial.index)))
+    trials = refraction.trials()
+    engine = None
+    if protocol.model.lapse_runs is not None:
+        engine = build_optics_engine(protocol, refraction.start_point, refraction.seed)
+    read = {True: [], False: []}
+    for k, trial in enumerate(trials):
+        lapsed = presenter.answers.lapsed(trial.index)
+        row = trial_line(trial, lapsed)
+        if engine is not None:
+            p = engine.lapsed_probability(trials[: k + 1])
+            read[lapsed].append(p)
+            row += f"  P(L) {p:.2f}"
+        print(row)
+    if engine is not None:
+        means = {k: f"{sum(v) / len(v):.2f} over {len(v)}" if v else "-" for k, v in read.items()}
+        print(f"mean P(L): at the lapsed answers {means[True]}, at the others {means[False]}")
     filed = Prescription(**result["rounded"])
     print(f"filed {filed} after {result['trials_used']} answers, stopped by {result['stopped_by']}")
 

@@ -198,11 +198,21 @@ class ChartLineAnswer:
         """``K log p_i + (n - K) log(1 - p_i)`` per particle: ``(N,)``."""
         return ChartLineAnswer.batch_log_likelihood([self], theta, spec)
 
+    def lapsed_log_likelihood(self, spec: OpticsModelSpec) -> float:
+        """``log P(line)`` of a lapsed patient, who guesses every letter: ``K log γ + (n - K) log(1 - γ)``."""
+        right = self.n_correct
+        return right * math.log(spec.chance) + (len(self.correct) - right) * math.log1p(-spec.chance)
+
     @staticmethod
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
         """``Σ_lines K log p_i + (n - K) log(1 - p_i)`` over ``answers`` of one crowding offset, shared
         threshold and line lapse (with ``σ > 0`` each line's term averaged over the shifts, with
         ``λ_L > 0`` mixed with the line of guesses; module docstring): ``(N,)``."""
+        return np.sum(ChartLineAnswer.batch_log_likelihoods(answers, theta, spec), axis=1)
+
+    @staticmethod
+    def batch_log_likelihoods(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """Each line's term of :meth:`batch_log_likelihood`: ``(N, m)``."""
         shifts, weights = shared_offsets(answers[0].line_sd_logmar)
         s = np.array([a.s - a.crowding_logmar for a in answers])
         lenses = np.array([a.lens for a in answers], dtype=float).reshape(len(answers), 3)
@@ -222,7 +232,7 @@ class ChartLineAnswer:
         if lapse > 0.0:
             guessed = right * math.log(spec.chance) + wrong * math.log1p(-spec.chance)
             ll = np.logaddexp(math.log1p(-lapse) + ll, math.log(lapse) + guessed[None, :])
-        return np.sum(ll, axis=1)
+        return ll
 
 
 def line_correct_text(correct) -> str:

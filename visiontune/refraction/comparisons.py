@@ -57,6 +57,7 @@ model are evaluated together when the particles are moved.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -253,15 +254,25 @@ class ComparisonAnswer:
         return np.log(p[:, 0, self.answer_index])
 
     @staticmethod
-    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
-        """``Σ_j log P(answer_j | θ_i)`` over comparison ``answers`` of one model: ``(N,)``."""
+    def lapsed_log_likelihood(spec: OpticsModelSpec) -> float:
+        """``log P(answer)`` of a lapsed patient, who answers at random among the three: ``log 1/3``."""
+        return -math.log(3.0)
+
+    @staticmethod
+    def batch_log_likelihoods(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``log P(answer_j | θ_i)`` of each comparison of ``answers`` (one model): ``(N, m)``."""
         model = answers[0].model
         delta = comparison_signal(
             theta, [a.s for a in answers], [a.lens1 for a in answers], [a.lens2 for a in answers], model, spec
         )
         idx = np.array([a.answer_index for a in answers])
         lapse = lapse_rate(theta, model.lapse)
-        return np.sum(np.log(_answer_probabilities(delta, idx, indifference(theta, model), lapse)), axis=1)
+        return np.log(_answer_probabilities(delta, idx, indifference(theta, model), lapse))
+
+    @staticmethod
+    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``Σ_j log P(answer_j | θ_i)`` over comparison ``answers`` of one model: ``(N,)``."""
+        return np.sum(ComparisonAnswer.batch_log_likelihoods(answers, theta, spec), axis=1)
 
 
 def _answer_probabilities(delta: np.ndarray, idx: np.ndarray, indifference, lapse) -> np.ndarray:

@@ -123,6 +123,11 @@ class Engine(abc.ABC):
         (default: no)."""
         return False
 
+    def lapsed_probability(self, trials: Sequence) -> float | None:
+        """The posterior probability that the patient's attention had lapsed at the last of ``trials``
+        (a model that reads lapses as runs); None otherwise (default)."""
+        return None
+
     def correction_draws(self, trials: Sequence):
         """The weighted draws of the patient's best correction after ``trials`` that the estimate and
         its region are read from (``theta[:, :3]`` power vectors, ``weights``, ``best_correction()``,

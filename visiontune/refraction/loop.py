@@ -546,6 +546,11 @@ class Refraction:
         over-minus (``stopping.precision.over_minus_risk``, a session the over-minus guard covers)."""
         return self.engine.waits_for_over_minus()
 
+    def lapsed_probability(self) -> float | None:
+        """The posterior probability that the patient's attention had lapsed at the last answer, when
+        the protocol reads lapses as runs (``model.lapse_run_onset``); else None."""
+        return self.engine.lapsed_probability(self.trials())
+
     def patient_seconds(self) -> float:
         """The patient's time so far by the protocol's durations (s): each valid letter at
         ``comparisons.letter_seconds``, each comparison at ``comparisons.comparison_seconds``

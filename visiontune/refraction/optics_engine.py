@@ -23,6 +23,7 @@ from visiontune.errors import InvalidInputError
 from visiontune.optics import Prescription
 from visiontune.optics.accommodation import YOUNG_AGE_YEARS
 from visiontune.refraction import optics_rules
+from visiontune.refraction.attention import AttentionChain
 from visiontune.refraction.engine_interface import Engine
 from visiontune.refraction.estimate import CurrentEstimate, Region, region_from_samples, weighted_quantile
 from visiontune.refraction.lenses import (
@@ -79,6 +80,7 @@ def _model_spec(protocol: Protocol) -> OpticsModelSpec:
         lapse=protocol.model.lapse,
         lapse_sigma=protocol.model.lapse_sigma,
         tempered=protocol.model.tempered,
+        lapse_runs=None if protocol.model.lapse_runs is None else AttentionChain(*protocol.model.lapse_runs),
         slope_median=median,
         slope_sigma=sigma,
         va0_mean=protocol.model.best_acuity_mean,
@@ -306,6 +308,14 @@ class OpticsEngine(Engine):
         ``stopping.precision.over_minus_risk`` set, in a session the guard covers (:meth:`guards_over_minus`)."""
         p = self.protocol.stopping.precision
         return p is not None and p.over_minus_risk is not None and self.guards_over_minus()
+
+    def lapsed_probability(self, trials) -> float | None:
+        """With ``model.lapse_run_onset`` (lapses read as runs), the posterior probability that the
+        patient was lapsed at the last of ``trials``
+        (:attr:`~visiontune.refraction.optics_model.ParticlePosterior.lapsed_probability`); else None."""
+        if self.spec.lapse_runs is None or not trials:
+            return None
+        return self.posterior(trials).lapsed_probability
 
     def filed_over_minus_risk(self, trials, lens: Prescription) -> float | None:
         """:func:`over_minus_probability` of ``lens`` under the draws of the correction after ``trials``

@@ -61,6 +61,7 @@ prior (median 5 logMAR⁻¹, σ 0.4: Carkeet, Lee, Kerr & Keung 2001, Optom. Vis
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -69,6 +70,7 @@ from scipy.special import ndtr
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import hofstetter_amplitude_d
+from visiontune.refraction.attention import AttentionChain, forward, forward_step
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
 
@@ -233,7 +235,11 @@ class OpticsModelSpec:
     ``logit λ ~ N(logit lapse, lapse_sigma²)``; 0 keeps it the constant ``lapse``.
 
     ``tempered``: an answer that would leave fewer than half the particles' effective weight enters in
-    stages (:meth:`ParticlePosterior.observe`, adaptive tempering); False, in one step as before."""
+    stages (:meth:`ParticlePosterior.observe`, adaptive tempering); False, in one step as before.
+
+    ``lapse_runs``: an :class:`~visiontune.refraction.attention.AttentionChain`, the patient's attention
+    as a hidden two-state chain over the answers, whose lapsed answers are at random (lapses in runs;
+    :mod:`visiontune.refraction.attention`); None, each answer's likelihood on its own as before."""
 
     n_alternatives: int
     lapse: float = 0.04
@@ -244,8 +250,11 @@ class OpticsModelSpec:
     n_particles: int = 4000
     lapse_sigma: float = 0.0
     tempered: bool = False
+    lapse_runs: AttentionChain | None = None
 
     def __post_init__(self) -> None:
+        if self.lapse_runs is not None and not isinstance(self.lapse_runs, AttentionChain):
+            raise InvalidInputError(f"lapse_runs: expected None or an AttentionChain, got {self.lapse_runs!r}")
         if not 2 <= self.n_alternatives <= 100:
             raise InvalidInputError(f"n_alternatives: expected 2-100, got {self.n_alternatives!r}")
         if not 0.0 <= self.lapse < 0.5:
@@ -422,14 +431,23 @@ class LetterAnswer:
         p = probability_correct(theta, np.array([self.s]), np.asarray(self.lens, dtype=float).reshape(1, 3), spec)[:, 0]
         return np.log(p if self.correct else 1.0 - p)
 
+    def lapsed_log_likelihood(self, spec: OpticsModelSpec) -> float:
+        """``log P(answer)`` of a lapsed patient, who guesses: ``log γ`` or ``log(1 - γ)``."""
+        return math.log(spec.chance) if self.correct else math.log1p(-spec.chance)
+
     @staticmethod
-    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
-        """``Σ_j log P(answer_j | θ_i)`` over letter ``answers``: ``(N,)``."""
+    def batch_log_likelihoods(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``log P(answer_j | θ_i)`` of each letter of ``answers``: ``(N, m)``."""
         s = np.array([a.s for a in answers])
         lenses = np.array([a.lens for a in answers], dtype=float).reshape(len(answers), 3)
         correct = np.array([a.correct for a in answers], dtype=bool)
         p = probability_correct(theta, s, lenses, spec)
-        return np.sum(np.log(np.where(correct[None, :], p, 1.0 - p)), axis=1)
+        return np.log(np.where(correct[None, :], p, 1.0 - p))
+
+    @staticmethod
+    def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
+        """``Σ_j log P(answer_j | θ_i)`` over letter ``answers``: ``(N,)``."""
+        return np.sum(LetterAnswer.batch_log_likelihoods(answers, theta, spec), axis=1)
 
 
 class ParticlePosterior:
@@ -462,6 +480,11 @@ class ParticlePosterior:
         #: Every answer so far, in order (letters, comparisons, ...).
         self.answers: list = []
         self._groups: dict = {}
+        #: Where each group's answers stand in :attr:`answers`; with ``spec.lapse_runs``, each answer's
+        #: log-likelihood if lapsed, and the particles' filtered state of attention (``log α (N, 2)``).
+        self._positions: dict = {}
+        self._lapsed = np.zeros(0)
+        self._log_alpha: np.ndarray | None = None
         #: The letter answers as arrays: sizes (logMAR), lenses ``(n, 3)``, correct.
         self.s = np.zeros(0)
         self.lenses = np.zeros((0, 3))
@@ -516,14 +539,55 @@ class ParticlePosterior:
 
     def _log_likelihood(self, theta: np.ndarray) -> np.ndarray:
         """Log-likelihood of every answer so far (letters and every other kind), per particle:
-        ``(N,)``; the answers of one kind are evaluated together (``batch_log_likelihood``)."""
+        ``(N,)``; the answers of one kind are evaluated together (``batch_log_likelihood``). With
+        ``spec.lapse_runs``, summed over the hidden states of attention by the forward algorithm
+        (:func:`~visiontune.refraction.attention.forward`)."""
         if self.n == 0:
             return np.zeros(len(theta))
+        if self.spec.lapse_runs is not None:
+            return forward(self.spec.lapse_runs, self._each_log_likelihood(theta), self._lapsed)[0]
         total = None
         for group in self._groups.values():
             ll = type(group[0]).batch_log_likelihood(group, theta, self.spec)
             total = ll if total is None else total + ll
         return total
+
+    def _each_log_likelihood(self, theta: np.ndarray) -> np.ndarray:
+        """``log P(answer_t | θ_i)`` of every answer so far, in the order answered: ``(N, T)`` (a kind
+        without ``batch_log_likelihoods`` answer by answer)."""
+        out = np.empty((len(theta), self.n))
+        for key, group in self._groups.items():
+            kind = type(group[0])
+            if hasattr(kind, "batch_log_likelihoods"):
+                each = kind.batch_log_likelihoods(group, theta, self.spec)
+            else:
+                each = np.stack([a.log_likelihood(theta, self.spec) for a in group], axis=1)
+            out[:, self._positions[key]] = each
+        return out
+
+    def _attention_state(self, theta: np.ndarray) -> np.ndarray | None:
+        """The filtered state of attention after every answer so far, ``log α (N, 2)`` (None before
+        the first answer), for particles ``theta``."""
+        if self.n == 0:
+            return None
+        return forward(self.spec.lapse_runs, self._each_log_likelihood(theta), self._lapsed)[1]
+
+    def _increment(self, answer, theta: np.ndarray, log_alpha) -> np.ndarray:
+        """``log p(answer | answers before, θ_i)``: the answer's log-likelihood, or with
+        ``spec.lapse_runs`` its predictive given the state of attention ``log_alpha``
+        (:meth:`_attention_state` of ``theta``)."""
+        if self.spec.lapse_runs is None:
+            return answer.log_likelihood(theta, self.spec)
+        log_f = answer.log_likelihood(theta, self.spec)
+        return forward_step(self.spec.lapse_runs, log_alpha, log_f, answer.lapsed_log_likelihood(self.spec))[0]
+
+    @property
+    def lapsed_probability(self) -> float | None:
+        """With ``spec.lapse_runs``, the posterior probability that the patient was lapsed at the last
+        answer (``Σ_i w_i α_i(L)``); None without it or before the first answer."""
+        if self.spec.lapse_runs is None or self._log_alpha is None:
+            return None
+        return float(self.weights @ np.exp(self._log_alpha[:, 1]))
 
     # ------------------------------------------------------------------ one answer
     def observe(self, answer) -> None:
@@ -540,10 +604,20 @@ class ParticlePosterior:
         first when the particles have none (:meth:`add_column`)."""
         for name, median, sigma, *shape in getattr(answer, "column_priors", ()):
             self.add_column(name, median, sigma, *shape)
+        chain = self.spec.lapse_runs
         if self.spec.tempered:
             self._temper_in(answer)
-        else:
+        elif chain is None:
             self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
+        if chain is not None:
+            log_g = answer.lapsed_log_likelihood(self.spec)
+            log_c, self._log_alpha = forward_step(
+                chain, self._log_alpha, answer.log_likelihood(self.theta, self.spec), log_g
+            )
+            if not self.spec.tempered:
+                self.log_w = self.log_w + log_c
+            self._lapsed = np.append(self._lapsed, log_g)
+        self._positions.setdefault(answer.batch_key, []).append(self.n)
         self.answers.append(answer)
         self._groups.setdefault(answer.batch_key, []).append(answer)
         if isinstance(answer, LetterAnswer):
@@ -615,7 +689,7 @@ class ParticlePosterior:
         the moves rebuild the cloud between them. The answer is not yet among :attr:`answers` here;
         :meth:`observe` adds it and, as untempered, resamples once more when the weights call for it.
         Each stage's draws come from ``default_rng([seed, n + 1, 0x7E3, stage])``, ``n`` the answers before."""
-        ll = answer.log_likelihood(self.theta, self.spec)
+        ll = self._increment(answer, self.theta, self._log_alpha)
         phi, stage, half = 0.0, 0, 0.5 * self.spec.n_particles
         while True:
             delta = 1.0 - phi
@@ -630,8 +704,10 @@ class ParticlePosterior:
             if phi >= 1.0:
                 return
             rng = np.random.default_rng([self.seed, self.n + 1, 0x7E3, stage])
-            self._resample_move(rng, extra=lambda theta, e=phi: e * answer.log_likelihood(theta, self.spec))
-            ll = answer.log_likelihood(self.theta, self.spec)
+            self._resample_move(
+                rng, extra=lambda theta, e=phi: e * self._increment(answer, theta, self._filter_of(theta))
+            )
+            ll = self._increment(answer, self.theta, self._log_alpha)
             stage += 1
 
     def _resample_move(self, rng: np.random.Generator, extra=None) -> None:
@@ -666,7 +742,12 @@ class ParticlePosterior:
             self._metropolis(theta, log_post, proposal, rng, extra)
         self.theta = theta
         self.log_w = np.zeros(len(theta))
+        self._log_alpha = self._filter_of(theta)
         self.n_moves += 1
+
+    def _filter_of(self, theta: np.ndarray) -> np.ndarray | None:
+        """:meth:`_attention_state` of ``theta`` with ``spec.lapse_runs``, else None."""
+        return None if self.spec.lapse_runs is None else self._attention_state(theta)
 
     def _metropolis(
         self, theta: np.ndarray, log_post: np.ndarray, proposal: np.ndarray, rng: np.random.Generator, extra=None

@@ -47,6 +47,10 @@ read by letters, chart lines and comparisons alike
 (:func:`~visiontune.refraction.optics_model.lapse_rate`). ``model.tempered`` (default false): an answer
 that would leave fewer than half the particles' effective weight enters in stages, the particles moved
 between them (:meth:`~visiontune.refraction.optics_model.ParticlePosterior._temper_in`).
+``model.lapse_run_onset`` and ``model.lapse_run_recovery`` (both or neither; probabilities per answer,
+the onset below 0.5): the patient's attention as a hidden two-state chain over the answers, lapsing with
+the onset and attending again with the recovery, a lapsed answer at random (lapses in runs;
+:mod:`~visiontune.refraction.attention`).
 ``model.best_acuity_mean`` and ``model.best_acuity_sd`` (logMAR, default 0.0 and 0.15): the normal prior of
 the best-corrected acuity ``VA*``. ``model.fellow_eye_prior`` (default false): in a visit, the second eye's
 session starts from the first eye's posterior of the patient's own unknowns, written into its protocol
@@ -242,6 +246,7 @@ class ModelSpec:
     lapse: float = 0.04
     lapse_sigma: float = 0.0
     tempered: bool = False
+    lapse_runs: tuple[float, float] | None = None
     n_particles: int = 4000
     over_minus_guard: str = "never"
     filed_lens: str = "rounded"
@@ -699,6 +704,22 @@ def _comparison_model(r: _Reader, table: dict) -> ComparisonModel:
         raise ProtocolError(f"{r.source}: {p}{field_name}: {message.replace(', got ', ', found ', 1)}") from None
 
 
+def _lapse_runs(r: _Reader, table: dict) -> tuple[float, float] | None:
+    """``(onset, recovery)`` of ``model.lapse_run_onset`` and ``model.lapse_run_recovery`` (both or neither)."""
+    given = [k for k in ("lapse_run_onset", "lapse_run_recovery") if k in table]
+    if not given:
+        return None
+    if len(given) == 1:
+        missing = "lapse_run_recovery" if given[0] == "lapse_run_onset" else "lapse_run_onset"
+        raise ProtocolError(
+            f"{r.source}: model.{given[0]}: lapses in runs need both model.lapse_run_onset and "
+            f"model.lapse_run_recovery, found no model.{missing}"
+        )
+    onset = r.number(table["lapse_run_onset"], "model.lapse_run_onset", 0.0, 0.5, open_lo=True, open_hi=True)
+    recovery = r.number(table["lapse_run_recovery"], "model.lapse_run_recovery", 0.0, 1.0, open_lo=True, open_hi=True)
+    return onset, recovery
+
+
 def _model(r: _Reader, table: dict) -> ModelSpec:
     if "type" in table:
         kind = r.string(table["type"], "model.type", MODEL_TYPES)
@@ -712,6 +733,8 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             "lapse",
             "lapse_sigma",
             "tempered",
+            "lapse_run_onset",
+            "lapse_run_recovery",
             "n_particles",
             "over_minus_guard",
             "filed_lens",
@@ -737,6 +760,7 @@ def _model(r: _Reader, table: dict) -> ModelSpec:
             lapse=lapse,
             lapse_sigma=lapse_sigma,
             tempered=r.boolean(table.get("tempered", False), "model.tempered"),
+            lapse_runs=_lapse_runs(r, table),
             n_particles=r.integer(table.get("n_particles", 4000), "model.n_particles", 500, 50_000),
             over_minus_guard=guard,
             filed_lens=r.string(table.get("filed_lens", "rounded"), "model.filed_lens", FILED_LENS_RULES),

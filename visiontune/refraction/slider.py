@@ -383,6 +383,10 @@ class SliderAnswer:
         """``log P(choice | θ_i)`` per particle: ``(N,)``."""
         return SliderAnswer.batch_log_likelihood([self], theta, spec)
 
+    def lapsed_log_likelihood(self, spec: OpticsModelSpec) -> float:
+        """``log P(choice)`` of a lapsed patient, who picks a lens of the path at random: ``-log n``."""
+        return -math.log(len(self.lenses))
+
     @staticmethod
     def batch_log_likelihood(answers, theta: np.ndarray, spec: OpticsModelSpec) -> np.ndarray:
         """``Σ_m log P(choice_m | θ_i)`` over slider ``answers`` of one model: ``(N,)``. Every

@@ -17,6 +17,7 @@ from visiontune import output_guard
 from visiontune._argparse import plain_name, worker_count
 from visiontune.errors import InvalidInputError
 from visiontune.refraction.answer_models import ANSWER_MODELS
+from visiontune.refraction.attention import AttentionChain
 from visiontune.refraction.lens_devices import DEVICE_KINDS, protocol_for_device
 from visiontune.refraction.policies import GP_POLICIES, OPTICS_POLICIES, PARTICLE_MODEL_TYPES
 from visiontune.refraction.population import POPULATIONS
@@ -339,6 +340,23 @@ def _over_minus_note(protocol) -> list[str]:
     ]
 
 
+def _lapse_runs_note(protocol) -> list[str]:
+    runs = getattr(protocol.model, "lapse_runs", None)
+    if runs is None:
+        return []
+    chain = AttentionChain(*runs)
+    return [
+        (
+            "The model reads lapses in runs: the patient's attention is a hidden two-state chain over the "
+            f"answers, lapsing with probability {chain.onset:g} an answer and attending again with "
+            f"{chain.recovery:g} ({100 * chain.lapsed_share:.1f}% of answers lapsed, in runs of "
+            f"{chain.mean_run:.3g} on average), a lapsed answer at random (`model.lapse_run_onset`, "
+            "`model.lapse_run_recovery`)."
+        ),
+        "",
+    ]
+
+
 def _keep_start_note(protocol) -> list[str]:
     margin = getattr(protocol.model, "keep_start_margin", None)
     if margin is None:
@@ -417,6 +435,7 @@ def results_page(meta: dict, tables: dict, protocol) -> str:
         *_stop_note(protocol),
         *_over_minus_note(protocol),
         *_keep_start_note(protocol),
+        *_lapse_runs_note(protocol),
         *_sliders_note(protocol),
         f"- Command: `{meta['command']}`",
         f"- Machine: {meta['machine']}",

@@ -81,7 +81,7 @@ from visiontune.app.logic.simulation import (
     new_case,
     simulated_reply,
 )
-from visiontune.app.logic.texts import progress_text
+from visiontune.app.logic.texts import attention_text, progress_text
 from visiontune.app.logic.visit_host import VisitHost
 from visiontune.app.logic.worker_device import LENS_SHOWN_NOTE, DeviceLink
 from visiontune.app.logic.worker_values import (
@@ -418,6 +418,8 @@ class SessionHost:
         line = progress_text(
             progress, p.stopping.precision, waits_for_sensitivity=waits, waits_for_over_minus=s.waits_for_over_minus()
         )
+        attention = attention_text(s.lapsed_probability())
+        line = f"{line}\n{attention}" if attention else line
         true_p = None
         if self._sim_patient is not None:
             true_p = self._sim_patient.probability_correct(psychometric[0], est.lens)

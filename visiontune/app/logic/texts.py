@@ -3,8 +3,8 @@
 ``lens_text`` and ``acuity_text`` are the clinician-facing formats (U+2212 minus signs,
 U+00D7 times, the axis in three digits as prescriptions write it); ``region_text`` the
 credible region as a clinician reads it, "S ±x / C ±y / axis ±z°"; ``start_text``,
-``answers_text`` (the session's one count of answers), ``progress_text`` and ``stop_text`` the
-session panel's lines; :func:`estimate_texts` builds
+``answers_text`` (the session's one count of answers), ``progress_text``, ``attention_text`` (a run of
+lapses read in the answers) and ``stop_text`` the session panel's lines; :func:`estimate_texts` builds
 the lines of the estimate panel from a :class:`~visiontune.refraction.estimate.CurrentEstimate`.
 """
 
@@ -124,6 +124,23 @@ def progress_text(
     if waits_for_over_minus:
         goal += f", over 0.25 D too minus at most {100.0 * precision.over_minus_risk:g}% likely"
     return f"Precision stop ({goal}): {pct}"
+
+
+#: The probability of a lapse at the last answer above which the clinician is told (the odds even).
+ATTENTION_WARNING = 0.5
+
+
+def attention_text(lapsed: float | None) -> str:
+    """The clinician's warning when the model reads the last answers as a run of lapses (the patient
+    answering at random; :mod:`~visiontune.refraction.attention`): "" when the protocol does not read
+    runs (``lapsed`` None) or the probability that the last answer was lapsed is below
+    :data:`ATTENTION_WARNING`. The answers stay in the log and the model weighs them as it reads them."""
+    if lapsed is None or lapsed < ATTENTION_WARNING:
+        return ""
+    return (
+        f"The last answers look random ({100.0 * lapsed:.0f}% likely the patient's attention has lapsed): "
+        "re-instruct the patient before going on"
+    )
 
 
 def acuity_text(logmar: float, chart_range: tuple[float, float] | None = None) -> str:
