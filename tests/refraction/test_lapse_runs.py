@@ -58,10 +58,10 @@ def test_the_forward_pass_sums_every_hidden_path(chain):
     rng = np.random.default_rng(1)
     f = np.log(rng.uniform(0.01, 1.0, (6, 8)))
     g = np.log(rng.uniform(0.05, 0.9, 8))
-    total, log_alpha = forward(chain, f, g)
+    total, alpha = forward(chain, f, g)
     every = _every_path(chain, f, g)
     np.testing.assert_allclose(total, every, rtol=1e-12)
-    np.testing.assert_allclose(np.exp(log_alpha[:, 1]), np.exp(_every_path(chain, f, g, 1) - every), rtol=1e-10)
+    np.testing.assert_allclose(alpha[:, 1], np.exp(_every_path(chain, f, g, 1) - every), rtol=1e-10)
     none, no_state = forward(chain, f[:, :0], g[:0])
     assert no_state is None and not none.any()
 
@@ -107,7 +107,7 @@ def test_the_particles_filter_answer_by_answer_as_the_whole_log_does():
     for answer in answers[2:]:
         post.observe(answer)
     assert post.n_moves > 0
-    np.testing.assert_allclose(post._log_alpha, post._attention_state(post.theta), atol=1e-10)
+    np.testing.assert_allclose(post._attention, post._attention_state(post.theta), atol=1e-10)
     assert post.lapsed_probability > 0.3
 
 
@@ -116,7 +116,7 @@ def test_tempered_answers_keep_the_filter():
     post = ParticlePosterior(spec, START, 4)
     for answer in _answers():
         post.observe(answer)
-    np.testing.assert_allclose(post._log_alpha, post._attention_state(post.theta), atol=1e-10)
+    np.testing.assert_allclose(post._attention, post._attention_state(post.theta), atol=1e-10)
 
 
 def _mean_m_after_a_run(chain) -> tuple[float, float, float | None]:

@@ -128,6 +128,7 @@ __all__ = [
     "ComparisonModel",
     "answer_comparison_trial",
     "blur_discrimination_signal",
+    "mixture_prior",
     "focus_sensitivity_ratio",
     "patient_comparison_probabilities",
     "ternary_probabilities",
@@ -266,15 +267,15 @@ class ComparisonModel:
         if self.infers_sensitivity:
             kappa = ("log_sensitivity", float(self.sensitivity_median), float(self.sensitivity_sigma))
             second = float(self.sensitivity_second_median)
-            out.append(kappa if second == 0.0 else (*kappa, "mixture", second))
+            out.append(kappa if second == 0.0 else mixture_prior(kappa, second))
         if self.infers_minus_bias:
             bias = ("minus_bias", 0.0, float(self.minus_bias_sigma))
             out.append(bias if self.minus_bias_prior == "normal" else (*bias, self.minus_bias_prior))
         if self.infers_indifference:
             band = ("log_indifference", float(self.indifference), float(self.indifference_sigma))
-            second, weight = float(self.indifference_second_median), float(self.indifference_second_weight)
+            second = float(self.indifference_second_median)
             if second > 0.0:
-                band = (*band, "mixture", second, *((weight,) if weight != 0.5 else ()))
+                band = mixture_prior(band, second, float(self.indifference_second_weight))
             out.append(band)
         return tuple(out)
 
@@ -287,6 +288,14 @@ class ComparisonModel:
     def intrinsic_blur_d(self) -> float:
         """``b_i`` (diopters), the intrinsic blur of the blur model."""
         return self.threshold_at_focus_d / math.sqrt((1.0 + self.weber_fraction) ** 2 - 1.0)
+
+
+def mixture_prior(head: tuple, second: float, weight: float = 0.5) -> tuple:
+    """A mixture prior as an optional column stores it: ``head`` (``(location, σ)``, or with the column's
+    name first), then ``"mixture"``, the ``second`` median and, only when it is not ½, the second component's
+    ``weight``, so an equal mixture keeps the tuple it had before weights existed
+    (:class:`~visiontune.refraction.optics_model.OptionalColumn`)."""
+    return (*head, "mixture", float(second), *((float(weight),) if weight != 0.5 else ()))
 
 
 def ternary_probabilities(delta, indifference: float, lapse: float) -> np.ndarray:

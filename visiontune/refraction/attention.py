@@ -15,7 +15,7 @@ independent lapse ``λ`` included); a lapsed one at random (``g_t``, the answer'
 the same for every ``θ``: a letter ``γ`` or ``1 - γ``, a chart line ``γ^K (1 - γ)^(n-K)``, a comparison
 ``1/3``, a slider ``1 / n``). The likelihood of the answers given ``θ`` sums over the hidden paths, by the
 forward algorithm (Rabiner 1989, *A tutorial on hidden Markov models and selected applications in
-speech recognition*, Proc. IEEE 77:257-286, Eqs. 19-21), here normalised at every step in log space:
+speech recognition*, Proc. IEEE 77:257-286, Eqs. 19-21), here normalised at every step:
 
     α̃_t(z) = Σ_{z'} α_{t-1}(z') T(z', z) · e_t(z)      e_t(A) = f_t(θ), e_t(L) = g_t
     c_t    = Σ_z α̃_t(z),   α_t = α̃_t / c_t,   log p(y_1..y_T | θ) = Σ_t log c_t
@@ -67,67 +67,37 @@ class AttentionChain:
         """``1 / b``: the mean number of answers in a run of lapses."""
         return 1.0 / self.recovery
 
-    def log_initial(self) -> np.ndarray:
-        """``(2,)``: ``log(1 - π_L), log π_L``, the state before the first answer."""
-        return np.array([math.log1p(-self.lapsed_share), math.log(self.lapsed_share)])
-
-    def log_transition(self) -> np.ndarray:
-        """``(2, 2)``: ``log T(z', z)``, rows the state before, columns the state after."""
-        a, b = self.onset, self.recovery
-        return np.log(np.array([[1.0 - a, a], [b, 1.0 - b]]))
-
-
-def _predicted(chain: AttentionChain, log_alpha: np.ndarray | None, n: int) -> np.ndarray:
-    if log_alpha is None:
-        return np.broadcast_to(chain.log_initial(), (n, 2))
-    lt = chain.log_transition()
-    return np.stack(
-        [
-            np.logaddexp(log_alpha[:, ATTENDING] + lt[0, 0], log_alpha[:, LAPSED] + lt[1, 0]),
-            np.logaddexp(log_alpha[:, ATTENDING] + lt[0, 1], log_alpha[:, LAPSED] + lt[1, 1]),
-        ],
-        axis=1,
-    )
-
 
 def forward_step(
-    chain: AttentionChain, log_alpha: np.ndarray | None, log_f: np.ndarray, log_g: float
+    chain: AttentionChain, alpha: np.ndarray | None, log_f: np.ndarray, log_g: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One answer through the filter (module docstring): ``log_alpha (N, 2)``, the filtered state
-    after the answers before (None before the first), ``log_f (N,)`` the answer's log-likelihood if
-    attending, ``log_g`` if lapsed. Returns ``(log c_t (N,), log α_t (N, 2))``."""
+    """One answer through the filter (module docstring): ``alpha (N, 2)``, the filtered state (the
+    probabilities of attending and of lapsed) after the answers before (None before the first: the
+    stationary law), ``log_f (N,)`` the answer's log-likelihood if attending, ``log_g`` if lapsed.
+    Returns ``(log c_t (N,), α_t (N, 2))``. The likelihoods are scaled by their largest, so none
+    underflows."""
+    a, b = chain.onset, chain.recovery
     log_f = np.asarray(log_f, dtype=float)
-    pred = _predicted(chain, log_alpha, len(log_f))
-    joint = np.stack([pred[:, ATTENDING] + log_f, pred[:, LAPSED] + float(log_g)], axis=1)
-    log_c = np.logaddexp(joint[:, ATTENDING], joint[:, LAPSED])
-    return log_c, joint - log_c[:, None]
+    scale = max(float(log_f.max()), float(log_g))
+    if alpha is None:
+        attending, lapsed = 1.0 - chain.lapsed_share, chain.lapsed_share
+    else:
+        attending = alpha[:, ATTENDING] * (1.0 - a) + alpha[:, LAPSED] * b
+        lapsed = alpha[:, ATTENDING] * a + alpha[:, LAPSED] * (1.0 - b)
+    attending = attending * np.exp(log_f - scale)
+    lapsed = lapsed * math.exp(float(log_g) - scale)
+    c = attending + lapsed
+    return np.log(c) + scale, np.stack([attending / c, lapsed / c], axis=1)
 
 
 def forward(chain: AttentionChain, log_f: np.ndarray, log_g: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(log p(y_1..y_T | θ_i) (N,), log α_T (N, 2))`` for the answers' log-likelihoods if attending,
-    ``log_f (N, T)`` in the order answered, and if lapsed, ``log_g (T,)``; ``(0, None)`` for no answer.
-    Run in probabilities normalised at every step (each answer's terms scaled by its largest, so none
-    underflows), the same recursion as :func:`forward_step`."""
+    """``(log p(y_1..y_T | θ_i) (N,), α_T (N, 2))`` for the answers' log-likelihoods if attending,
+    ``log_f (N, T)`` in the order answered, and if lapsed, ``log_g (T,)``: :func:`forward_step` over the
+    answers; ``(0, None)`` for no answer."""
     log_f = np.asarray(log_f, dtype=float)
-    n, steps = log_f.shape
-    if steps == 0:
-        return np.zeros(n), None
-    log_g = np.asarray(log_g, dtype=float)
-    scale = np.maximum(log_f.max(axis=0), log_g)  # (T,)
-    f = np.exp(log_f - scale[None, :])
-    g = np.exp(log_g - scale)
-    a, b = chain.onset, chain.recovery
-    total = np.zeros(n)
-    attending = np.full(n, 1.0 - chain.lapsed_share)
-    lapsed = np.full(n, chain.lapsed_share)
-    for t in range(steps):
-        if t:
-            attending, lapsed = attending * (1.0 - a) + lapsed * b, attending * a + lapsed * (1.0 - b)
-        attending = attending * f[:, t]
-        lapsed = lapsed * g[t]
-        c = attending + lapsed
-        attending, lapsed = attending / c, lapsed / c
-        total = total + np.log(c)
-    total = total + scale.sum()
-    with np.errstate(divide="ignore"):
-        return total, np.log(np.stack([attending, lapsed], axis=1))
+    total = np.zeros(log_f.shape[0])
+    alpha = None
+    for t in range(log_f.shape[1]):
+        log_c, alpha = forward_step(chain, alpha, log_f[:, t], float(log_g[t]))
+        total = total + log_c
+    return total, alpha

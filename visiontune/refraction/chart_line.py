@@ -230,7 +230,7 @@ class ChartLineAnswer:
             ll = logsumexp(ll, axis=2, b=weights[None, None, :])
         lapse = answers[0].line_lapse
         if lapse > 0.0:
-            guessed = right * math.log(spec.chance) + wrong * math.log1p(-spec.chance)
+            guessed = np.array([a.lapsed_log_likelihood(spec) for a in answers])
             ll = np.logaddexp(math.log1p(-lapse) + ll, math.log(lapse) + guessed[None, :])
         return ll
 

@@ -70,6 +70,7 @@ from scipy.special import ndtr
 
 from visiontune.errors import InvalidInputError
 from visiontune.optics.accommodation import hofstetter_amplitude_d
+from visiontune.optics.comparison_answers import mixture_prior
 from visiontune.refraction.attention import AttentionChain, forward, forward_step
 from visiontune.refraction.estimate import weighted_quantile
 from visiontune.refraction.start import StartingPoint
@@ -481,10 +482,11 @@ class ParticlePosterior:
         self.answers: list = []
         self._groups: dict = {}
         #: Where each group's answers stand in :attr:`answers`; with ``spec.lapse_runs``, each answer's
-        #: log-likelihood if lapsed, and the particles' filtered state of attention (``log α (N, 2)``).
+        #: log-likelihood if lapsed, and the particles' filtered state of attention (``α (N, 2)``, the
+        #: probabilities of attending and of lapsed at the last answer).
         self._positions: dict = {}
         self._lapsed = np.zeros(0)
-        self._log_alpha: np.ndarray | None = None
+        self._attention: np.ndarray | None = None
         #: The letter answers as arrays: sizes (logMAR), lenses ``(n, 3)``, correct.
         self.s = np.zeros(0)
         self.lenses = np.zeros((0, 3))
@@ -566,28 +568,28 @@ class ParticlePosterior:
         return out
 
     def _attention_state(self, theta: np.ndarray) -> np.ndarray | None:
-        """The filtered state of attention after every answer so far, ``log α (N, 2)`` (None before
-        the first answer), for particles ``theta``."""
-        if self.n == 0:
+        """With ``spec.lapse_runs``, the filtered state of attention after every answer so far, ``α (N,
+        2)``, for particles ``theta``; None without it or before the first answer."""
+        if self.spec.lapse_runs is None or self.n == 0:
             return None
         return forward(self.spec.lapse_runs, self._each_log_likelihood(theta), self._lapsed)[1]
 
-    def _increment(self, answer, theta: np.ndarray, log_alpha) -> np.ndarray:
+    def _increment(self, answer, theta: np.ndarray, alpha) -> np.ndarray:
         """``log p(answer | answers before, θ_i)``: the answer's log-likelihood, or with
-        ``spec.lapse_runs`` its predictive given the state of attention ``log_alpha``
+        ``spec.lapse_runs`` its predictive given the state of attention ``alpha``
         (:meth:`_attention_state` of ``theta``)."""
-        if self.spec.lapse_runs is None:
-            return answer.log_likelihood(theta, self.spec)
         log_f = answer.log_likelihood(theta, self.spec)
-        return forward_step(self.spec.lapse_runs, log_alpha, log_f, answer.lapsed_log_likelihood(self.spec))[0]
+        if self.spec.lapse_runs is None:
+            return log_f
+        return forward_step(self.spec.lapse_runs, alpha, log_f, answer.lapsed_log_likelihood(self.spec))[0]
 
     @property
     def lapsed_probability(self) -> float | None:
         """With ``spec.lapse_runs``, the posterior probability that the patient was lapsed at the last
         answer (``Σ_i w_i α_i(L)``); None without it or before the first answer."""
-        if self.spec.lapse_runs is None or self._log_alpha is None:
+        if self._attention is None:
             return None
-        return float(self.weights @ np.exp(self._log_alpha[:, 1]))
+        return float(self.weights @ self._attention[:, 1])
 
     # ------------------------------------------------------------------ one answer
     def observe(self, answer) -> None:
@@ -611,8 +613,8 @@ class ParticlePosterior:
             self.log_w = self.log_w + answer.log_likelihood(self.theta, self.spec)
         if chain is not None:
             log_g = answer.lapsed_log_likelihood(self.spec)
-            log_c, self._log_alpha = forward_step(
-                chain, self._log_alpha, answer.log_likelihood(self.theta, self.spec), log_g
+            log_c, self._attention = forward_step(
+                chain, self._attention, answer.log_likelihood(self.theta, self.spec), log_g
             )
             if not self.spec.tempered:
                 self.log_w = self.log_w + log_c
@@ -647,7 +649,7 @@ class ParticlePosterior:
         _check_shape(col, shape, second, weight)
         prior = (float(median), float(sigma))
         if shape == "mixture":
-            prior = (*prior, shape, float(second), *((float(weight),) if weight != 0.5 else ()))
+            prior = mixture_prior(prior, second, weight)
         elif shape != "normal":
             prior = (*prior, shape)
         known = self.column_priors.get(name)
@@ -689,7 +691,7 @@ class ParticlePosterior:
         the moves rebuild the cloud between them. The answer is not yet among :attr:`answers` here;
         :meth:`observe` adds it and, as untempered, resamples once more when the weights call for it.
         Each stage's draws come from ``default_rng([seed, n + 1, 0x7E3, stage])``, ``n`` the answers before."""
-        ll = self._increment(answer, self.theta, self._log_alpha)
+        ll = self._increment(answer, self.theta, self._attention)
         phi, stage, half = 0.0, 0, 0.5 * self.spec.n_particles
         while True:
             delta = 1.0 - phi
@@ -705,9 +707,9 @@ class ParticlePosterior:
                 return
             rng = np.random.default_rng([self.seed, self.n + 1, 0x7E3, stage])
             self._resample_move(
-                rng, extra=lambda theta, e=phi: e * self._increment(answer, theta, self._filter_of(theta))
+                rng, extra=lambda theta, e=phi: e * self._increment(answer, theta, self._attention_state(theta))
             )
-            ll = self._increment(answer, self.theta, self._log_alpha)
+            ll = self._increment(answer, self.theta, self._attention)
             stage += 1
 
     def _resample_move(self, rng: np.random.Generator, extra=None) -> None:
@@ -742,12 +744,8 @@ class ParticlePosterior:
             self._metropolis(theta, log_post, proposal, rng, extra)
         self.theta = theta
         self.log_w = np.zeros(len(theta))
-        self._log_alpha = self._filter_of(theta)
+        self._attention = self._attention_state(theta)
         self.n_moves += 1
-
-    def _filter_of(self, theta: np.ndarray) -> np.ndarray | None:
-        """:meth:`_attention_state` of ``theta`` with ``spec.lapse_runs``, else None."""
-        return None if self.spec.lapse_runs is None else self._attention_state(theta)
 
     def _metropolis(
         self, theta: np.ndarray, log_post: np.ndarray, proposal: np.ndarray, rng: np.random.Generator, extra=None
